@@ -1,0 +1,160 @@
+//! The CPU engine: realfft for real frames, rustfft for complex frames, in f32 or f64. Plans and
+//! windows are cached per frame size; every frame is windowed into a scratch buffer, transformed,
+//! and reduced to |X|² and then to the requested scale in one pass over the output row.
+
+use super::{Engine, EngineError, InputKind, Sample, TransformSpec};
+use crate::window::WindowKind;
+use num_complex::Complex;
+use realfft::{RealFftPlanner, RealToComplex};
+use rustfft::{Fft, FftPlanner};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The planned transform of one size.
+enum Transform<T: Sample> {
+    Real(Arc<dyn RealToComplex<T>>),
+    Complex(Arc<dyn Fft<T>>),
+}
+
+/// Cached state for one (size, kind, window).
+struct Plan<T: Sample> {
+    window: Vec<T>,
+    /// Σw and Σw² in f64, for the spectrum/density normalisation.
+    window_sums: (f64, f64),
+    transform: Transform<T>,
+    scratch: Vec<Complex<T>>,
+    real_in: Vec<T>,
+    spectrum: Vec<Complex<T>>,
+}
+
+/// realfft/rustfft behind the `Engine` trait. One instance per worker thread.
+pub struct CpuEngine<T: Sample> {
+    real_planner: RealFftPlanner<T>,
+    complex_planner: FftPlanner<T>,
+    plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
+}
+
+impl<T: Sample> Default for CpuEngine<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Sample> CpuEngine<T> {
+    pub fn new() -> Self {
+        CpuEngine {
+            real_planner: RealFftPlanner::new(),
+            complex_planner: FftPlanner::new(),
+            plans: HashMap::new(),
+        }
+    }
+
+    fn plan(&mut self, spec: &TransformSpec) -> &mut Plan<T> {
+        let key = (spec.n, spec.kind, spec.window);
+        let (real_planner, complex_planner) = (&mut self.real_planner, &mut self.complex_planner);
+        self.plans.entry(key).or_insert_with(|| {
+            let coefficients = spec.window.coefficients(spec.n);
+            let window_sums = (
+                coefficients.iter().sum(),
+                coefficients.iter().map(|v| v * v).sum(),
+            );
+            let window: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
+            match spec.kind {
+                InputKind::Real => {
+                    let fft = real_planner.plan_fft_forward(spec.n);
+                    Plan {
+                        window,
+                        window_sums,
+                        scratch: fft.make_scratch_vec(),
+                        real_in: fft.make_input_vec(),
+                        spectrum: fft.make_output_vec(),
+                        transform: Transform::Real(fft),
+                    }
+                }
+                InputKind::Complex => {
+                    let fft = complex_planner.plan_fft_forward(spec.n);
+                    Plan {
+                        window,
+                        window_sums,
+                        scratch: vec![Complex::default(); fft.get_inplace_scratch_len()],
+                        real_in: Vec::new(),
+                        spectrum: vec![Complex::default(); spec.n],
+                        transform: Transform::Complex(fft),
+                    }
+                }
+            }
+        })
+    }
+}
+
+impl<T: Sample> Engine<T> for CpuEngine<T> {
+    fn name(&self) -> String {
+        "cpu".to_string()
+    }
+
+    fn process(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), EngineError> {
+        let per_frame = spec.values_per_frame();
+        let bins = spec.bins();
+        if input.len() < frames * per_frame {
+            return Err(EngineError::Unsupported {
+                engine: "cpu",
+                what: format!(
+                    "batch holds {} values, {} frames of {} need {}",
+                    input.len(),
+                    frames,
+                    per_frame,
+                    frames * per_frame
+                ),
+            });
+        }
+        out.clear();
+        out.resize(frames * bins, T::zero());
+        let plan = self.plan(spec);
+        let scale =
+            super::ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
+        for (frame, row) in input
+            .chunks_exact(per_frame)
+            .take(frames)
+            .zip(out.chunks_exact_mut(bins))
+        {
+            match &plan.transform {
+                Transform::Real(fft) => {
+                    for ((dst, x), w) in plan.real_in.iter_mut().zip(frame).zip(&plan.window) {
+                        *dst = *x * *w;
+                    }
+                    fft.process_with_scratch(
+                        &mut plan.real_in,
+                        &mut plan.spectrum,
+                        &mut plan.scratch,
+                    )
+                    .map_err(|e| EngineError::Device {
+                        engine: "cpu",
+                        what: e.to_string(),
+                    })?;
+                }
+                Transform::Complex(fft) => {
+                    for ((dst, x), w) in plan
+                        .spectrum
+                        .iter_mut()
+                        .zip(frame.chunks_exact(2))
+                        .zip(&plan.window)
+                    {
+                        *dst = Complex::new(x[0] * *w, x[1] * *w);
+                    }
+                    fft.process_with_scratch(&mut plan.spectrum, &mut plan.scratch);
+                }
+            }
+            for (dst, x) in row.iter_mut().zip(&plan.spectrum) {
+                *dst = x.norm_sqr();
+            }
+            scale.finish_row(row);
+        }
+        Ok(())
+    }
+}

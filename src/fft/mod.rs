@@ -1,0 +1,163 @@
+//! The FFT stage's contract: one `Engine` trait that turns a whole batch of frames into finished
+//! spectra (window → FFT → |X| → scale) in one call, so an engine that works on a device can take
+//! the batch in one buffer. `cpu` implements it with realfft/rustfft, `opencl` on any OpenCL device,
+//! `router` picks between them per batch.
+
+pub mod cpu;
+pub mod opencl;
+pub mod router;
+pub mod scale;
+
+use crate::window::WindowKind;
+pub use scale::{Scale, ScalePlan};
+use std::fmt::{Debug, Display};
+
+/// The floating-point types fftd computes in (`--precision f32|f64`).
+pub trait Sample:
+    rustfft::FftNum + num_traits::Float + Default + Display + Debug + Send + Sync + 'static
+{
+    /// "f32" or "f64".
+    const NAME: &'static str;
+    fn of_f64(v: f64) -> Self;
+    fn into_f64(self) -> f64;
+    fn into_f32(self) -> f32;
+    /// Shortest decimal text that reads back to exactly this value.
+    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str;
+}
+
+impl Sample for f32 {
+    const NAME: &'static str = "f32";
+    fn of_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn into_f64(self) -> f64 {
+        self as f64
+    }
+    fn into_f32(self) -> f32 {
+        self
+    }
+    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
+        buf.format_finite(self)
+    }
+}
+
+impl Sample for f64 {
+    const NAME: &'static str = "f64";
+    fn of_f64(v: f64) -> Self {
+        v
+    }
+    fn into_f64(self) -> f64 {
+        self
+    }
+    fn into_f32(self) -> f32 {
+        self as f32
+    }
+    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
+        buf.format_finite(self)
+    }
+}
+
+/// Whether frames hold real samples or complex (I/Q) samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InputKind {
+    /// One value per sample; the spectrum has n/2+1 bins.
+    Real,
+    /// Interleaved (re, im) per sample; the spectrum has n bins in FFT order.
+    Complex,
+}
+
+impl InputKind {
+    /// Values stored per sample: 1 for real, 2 for complex.
+    pub fn width(self) -> usize {
+        match self {
+            InputKind::Real => 1,
+            InputKind::Complex => 2,
+        }
+    }
+}
+
+/// Everything the frames of one batch share: size, kind, window and output scale.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TransformSpec {
+    /// Samples per frame (any n >= 2).
+    pub n: usize,
+    pub kind: InputKind,
+    pub window: WindowKind,
+    pub scale: Scale,
+    /// Sample rate in Hz (used by `Scale::Density`).
+    pub rate: f64,
+}
+
+impl TransformSpec {
+    /// Output values per frame: n/2+1 for real input, n for complex input.
+    pub fn bins(&self) -> usize {
+        match self.kind {
+            InputKind::Real => self.n / 2 + 1,
+            InputKind::Complex => self.n,
+        }
+    }
+
+    /// Input values per frame (n for real, 2n for complex).
+    pub fn values_per_frame(&self) -> usize {
+        self.n * self.kind.width()
+    }
+
+    /// How |X| becomes the output value for this spec (normalisation, one-sided doubling, dB).
+    pub fn scale_plan(&self) -> ScalePlan {
+        ScalePlan::new(self)
+    }
+}
+
+/// Why an engine could not transform a batch. The router answers every variant by sending the
+/// batch (and, for device faults, the rest of the run) to the CPU engine.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// This engine does not handle this frame size / kind / precision.
+    #[error("unsupported by the {engine} engine: {what}")]
+    Unsupported { engine: &'static str, what: String },
+    /// The device failed (build error, out of memory, lost device, ...).
+    #[error("{engine} engine failed: {what}")]
+    Device { engine: &'static str, what: String },
+}
+
+/// A transform engine. `process` takes `frames` frames laid out back to back in `input`
+/// (`spec.values_per_frame()` values each, unwindowed) and writes `frames * spec.bins()` finished
+/// output values (windowed, transformed, scaled by `spec.scale`) into `out`, replacing its contents.
+pub trait Engine<T: Sample>: Send {
+    /// A short name for logs: "cpu", "opencl:NVIDIA H200", ...
+    fn name(&self) -> String;
+    fn process(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), EngineError>;
+}
+
+/// Reference transform in f64 by the O(n²) definition, used by tests and `fftd check`:
+/// returns the finished output values (window, DFT, |X|, scale) of one frame.
+pub fn naive_spectrum(spec: &TransformSpec, frame: &[f64]) -> Vec<f64> {
+    let n = spec.n;
+    let w = spec.window.coefficients(n);
+    let plan = spec.scale_plan();
+    let bins = spec.bins();
+    (0..bins)
+        .map(|k| {
+            let (mut re, mut im) = (0.0f64, 0.0f64);
+            for (j, wj) in w.iter().enumerate() {
+                let (xr, xi) = match spec.kind {
+                    InputKind::Real => (frame[j] * wj, 0.0),
+                    InputKind::Complex => (frame[2 * j] * wj, frame[2 * j + 1] * wj),
+                };
+                // exact angle reduction keeps the reference accurate for large n
+                let idx = (k as u128 * j as u128 % n as u128) as f64;
+                let ang = -2.0 * std::f64::consts::PI * idx / n as f64;
+                let (s, c) = ang.sin_cos();
+                re += xr * c - xi * s;
+                im += xr * s + xi * c;
+            }
+            plan.apply_f64(k, re.hypot(im))
+        })
+        .collect()
+}

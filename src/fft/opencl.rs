@@ -1,0 +1,1 @@
+//! OpenCL engine (in progress on its own branch).

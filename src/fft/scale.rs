@@ -1,0 +1,160 @@
+//! Output scales: how a bin's magnitude |X_k| becomes the value fftd writes. Conventions follow
+//! numpy/scipy so users can check fftd against `np.abs(np.fft.rfft(w*x))` and `scipy.signal`:
+//!
+//! - `magnitude`: |X_k|, unnormalised (exactly `np.abs(np.fft.rfft(w*x))`).
+//! - `db`: 20·log10(max(|X_k|, 1e-12)) — the floor keeps silence at -240 dB instead of -inf.
+//! - `power`: |X_k|².
+//! - `spectrum`: |X_k|² / (Σw)², one-sided for real input (all bins but DC and Nyquist doubled),
+//!   as scipy's `scaling='spectrum'`.
+//! - `density`: |X_k|² / (fs · Σw²), one-sided likewise, as scipy's `scaling='density'`.
+
+use super::{InputKind, Sample, TransformSpec};
+use serde::Deserialize;
+use std::fmt;
+
+/// Floor applied to |X| before taking dB: 1e-12, i.e. -240 dB.
+pub const DB_FLOOR_MAGNITUDE: f64 = 1e-12;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scale {
+    /// |X|, unnormalised, as np.abs(np.fft.rfft(w*x)).
+    Magnitude,
+    /// 20·log10(|X|), floored at -240 dB.
+    Db,
+    /// |X|².
+    Power,
+    /// One-sided |X|²/(Σw)², as scipy scaling='spectrum'.
+    Spectrum,
+    /// One-sided |X|²/(fs·Σw²), as scipy scaling='density'.
+    Density,
+}
+
+impl Scale {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Magnitude => "magnitude",
+            Scale::Db => "db",
+            Scale::Power => "power",
+            Scale::Spectrum => "spectrum",
+            Scale::Density => "density",
+        }
+    }
+    pub const ALL: [Scale; 5] = [
+        Scale::Magnitude,
+        Scale::Db,
+        Scale::Power,
+        Scale::Spectrum,
+        Scale::Density,
+    ];
+}
+
+impl fmt::Display for Scale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the final pass does to |X|, reduced to a few numbers an engine (or a kernel) can use:
+/// `out = mode(|X|) * norm * (edge ? 1 : interior_factor)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScalePlan {
+    pub mode: ScaleMode,
+    /// Multiplier applied after squaring (power modes) — 1 for magnitude and dB.
+    pub norm: f64,
+    /// Factor for bins other than DC and Nyquist: 2 for one-sided spectrum/density, else 1.
+    pub interior_factor: f64,
+    /// Index of the Nyquist bin when it is an edge bin (real input, even n).
+    pub nyquist_bin: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleMode {
+    Magnitude,
+    Power,
+    Db,
+}
+
+impl ScalePlan {
+    pub fn new(spec: &TransformSpec) -> Self {
+        let w = spec.window.coefficients(spec.n);
+        let sum: f64 = w.iter().sum();
+        let sum_sq: f64 = w.iter().map(|v| v * v).sum();
+        Self::with_window_sums(spec, sum, sum_sq)
+    }
+
+    /// As `new`, from the window's Σw and Σw² when the caller already has them.
+    pub fn with_window_sums(spec: &TransformSpec, sum: f64, sum_sq: f64) -> Self {
+        let one_sided = spec.kind == InputKind::Real;
+        let nyquist_bin = (one_sided && spec.n % 2 == 0).then_some(spec.n / 2);
+        let (mode, norm, interior_factor) = match spec.scale {
+            Scale::Magnitude => (ScaleMode::Magnitude, 1.0, 1.0),
+            Scale::Db => (ScaleMode::Db, 1.0, 1.0),
+            Scale::Power => (ScaleMode::Power, 1.0, 1.0),
+            Scale::Spectrum => (
+                ScaleMode::Power,
+                1.0 / (sum * sum),
+                if one_sided { 2.0 } else { 1.0 },
+            ),
+            Scale::Density => (
+                ScaleMode::Power,
+                1.0 / (spec.rate * sum_sq),
+                if one_sided { 2.0 } else { 1.0 },
+            ),
+        };
+        ScalePlan {
+            mode,
+            norm,
+            interior_factor,
+            nyquist_bin,
+        }
+    }
+
+    /// The multiplier for bin `k` (after squaring in power modes).
+    #[inline]
+    pub fn factor(&self, k: usize) -> f64 {
+        if k == 0 || Some(k) == self.nyquist_bin {
+            self.norm
+        } else {
+            self.norm * self.interior_factor
+        }
+    }
+
+    /// The output value of bin `k` from its magnitude, in f64.
+    pub fn apply_f64(&self, k: usize, magnitude: f64) -> f64 {
+        match self.mode {
+            ScaleMode::Magnitude => magnitude,
+            ScaleMode::Db => 20.0 * magnitude.max(DB_FLOOR_MAGNITUDE).log10(),
+            ScaleMode::Power => magnitude * magnitude * self.factor(k),
+        }
+    }
+
+    /// Turns a row of squared magnitudes |X_k|² (`power`, modified in place) into output values.
+    /// Working from |X|² avoids a square root for the power scales.
+    pub fn finish_row<T: Sample>(&self, power: &mut [T]) {
+        match self.mode {
+            ScaleMode::Magnitude => power.iter_mut().for_each(|v| *v = v.sqrt()),
+            ScaleMode::Db => {
+                // 20·log10(|X|) = 10·log10(|X|²)
+                let floor = T::of_f64(DB_FLOOR_MAGNITUDE * DB_FLOOR_MAGNITUDE);
+                let ten = T::of_f64(10.0);
+                power
+                    .iter_mut()
+                    .for_each(|v| *v = ten * v.max(floor).log10());
+            }
+            ScaleMode::Power => {
+                let interior = T::of_f64(self.norm * self.interior_factor);
+                let edge = T::of_f64(self.norm);
+                let dc = power.first().copied();
+                let nyquist = self.nyquist_bin.and_then(|k| power.get(k).copied());
+                power.iter_mut().for_each(|v| *v = *v * interior);
+                if let (Some(v), Some(x)) = (power.first_mut(), dc) {
+                    *v = x * edge;
+                }
+                if let (Some(k), Some(x)) = (self.nyquist_bin, nyquist) {
+                    power[k] = x * edge;
+                }
+            }
+        }
+    }
+}
