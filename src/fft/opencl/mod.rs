@@ -1,0 +1,585 @@
+//! The OpenCL engine: a whole batch in one buffer, one write, one launch sequence, one read.
+//!
+//! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
+//! (device, frame size, input kind, precision) with `-D` defines, built once per device and cached
+//! (`device::SharedDevice::program`). Two paths:
+//!
+//! - **local** (frame fits in local memory): `stockham_local.cl` reads each frame once (window
+//!   applied while loading), runs a self-sorting radix-8 Stockham FFT (radix-2/4 for the leftover
+//!   pass) in registers + local memory, undoes the half-length packing for real input, and writes
+//!   only the n/2+1 (real) or n (complex) scaled values.
+//! - **global** (larger frames): `pack` → radix-8/4/2 Stockham passes between two device buffers →
+//!   `post` (`r2c_post.cl`).
+//!
+//! Sizes: powers of two 2..2^24. Other sizes and f64 on devices without `cl_khr_fp64` answer
+//! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
+//! failure answers `EngineError::Device`.
+
+pub mod device;
+
+use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
+use crate::window::WindowKind;
+use device::{DeviceEntry, SharedDevice};
+use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
+use opencl3::event::Event;
+use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY};
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
+const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
+const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
+const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
+
+/// Largest supported frame size, log2.
+pub const MAX_LOG2_N: u32 = 24;
+
+/// Work-items per frame in the local kernel, at most.
+const MAX_TPF: usize = 256;
+/// Work-items per work-group the local kernel aims for with several small frames per group.
+const TARGET_WG: usize = 64;
+/// Work-group size of the global-path kernels.
+const GLOBAL_WG: usize = 256;
+
+/// Knobs of the OpenCL engine (defaults from the environment, see `from_env`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenClOptions {
+    /// Test-only fault injection: fail with a device error once this many batches have been
+    /// transformed. `FFTD_FAULT_AFTER_BATCHES=K`.
+    pub fault_after_batches: Option<u64>,
+    /// Largest local-memory footprint in bytes of the one-kernel path (default: the device's
+    /// local memory). Lowering it forces the multi-pass path; `FFTD_OPENCL_LOCAL_LIMIT=BYTES`.
+    pub local_mem_limit: Option<usize>,
+}
+
+impl OpenClOptions {
+    /// Options from `FFTD_FAULT_AFTER_BATCHES` and `FFTD_OPENCL_LOCAL_LIMIT` (unset or
+    /// unparsable: default).
+    pub fn from_env() -> Self {
+        let num = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        OpenClOptions {
+            fault_after_batches: num("FFTD_FAULT_AFTER_BATCHES"),
+            local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
+        }
+    }
+}
+
+/// Device-side timings of the last batch, from event profiling (nanoseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchProfile {
+    pub write_ns: u64,
+    /// From the start of the first kernel to the end of the last one.
+    pub kernel_ns: u64,
+    pub read_ns: u64,
+}
+
+/// Work-group geometry of the local (one-kernel) path for one frame size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalGeometry {
+    /// Complex points per frame.
+    pub m: usize,
+    /// Work-items per frame.
+    pub tpf: usize,
+    /// Frames per work-group.
+    pub fpb: usize,
+    pub main_radix: usize,
+    pub main_passes: u32,
+    /// 1 when there is no leftover pass.
+    pub last_radix: usize,
+}
+
+impl LocalGeometry {
+    /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
+    /// does not fit in `local_limit` bytes or the work-group would exceed `max_wg`.
+    pub fn new(m: usize, real_bytes: usize, local_limit: usize, max_wg: usize) -> Option<Self> {
+        let frame_bytes = 2 * m * real_bytes;
+        if frame_bytes > local_limit || m > 1 << 16 {
+            return None;
+        }
+        let log2m = m.trailing_zeros();
+        let (main_radix, main_passes, last_radix) = match log2m {
+            0 => (2, 0, 1),
+            1 => (2, 1, 1),
+            2 => (4, 1, 1),
+            _ => (8, log2m / 3, 1usize << (log2m % 3)),
+        };
+        let tpf = (m / main_radix).clamp(1, MAX_TPF.min(max_wg));
+        let mut fpb = (TARGET_WG / tpf).max(1).min(max_wg / tpf).max(1);
+        while fpb > 1 && fpb * frame_bytes > local_limit {
+            fpb /= 2;
+        }
+        Some(LocalGeometry {
+            m,
+            tpf,
+            fpb,
+            main_radix,
+            main_passes,
+            last_radix,
+        })
+    }
+
+    fn defines(&self) -> String {
+        format!(
+            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={}",
+            self.tpf, self.fpb, self.main_radix, self.main_passes, self.last_radix
+        )
+    }
+}
+
+/// The radices of the global path's passes, in order (radix 8, leftover 2 or 4 last).
+fn global_radices(m: usize) -> Vec<usize> {
+    let log2m = m.trailing_zeros();
+    let mut r = vec![8; (log2m / 3) as usize];
+    if log2m % 3 != 0 {
+        r.push(1 << (log2m % 3));
+    }
+    r
+}
+
+enum Path {
+    Local {
+        kernel: Kernel,
+        geometry: LocalGeometry,
+    },
+    Global {
+        pack: Kernel,
+        /// (radix, kernel) per pass.
+        passes: Vec<(usize, Kernel)>,
+        post: Kernel,
+    },
+}
+
+/// Everything one (n, kind, window) needs on the device.
+struct Plan<T: Sample> {
+    path: Path,
+    window: Buffer<T>,
+    /// Twiddle table for the local path.
+    table: Option<Buffer<T>>,
+    window_sums: (f64, f64),
+}
+
+/// A device buffer that grows to the largest batch seen.
+struct Grow<T> {
+    buf: Option<Buffer<T>>,
+    cap: usize,
+}
+
+impl<T> Grow<T> {
+    fn new() -> Self {
+        Grow { buf: None, cap: 0 }
+    }
+}
+
+fn ensure<'a, T>(
+    g: &'a mut Grow<T>,
+    dev: &SharedDevice,
+    flags: u64,
+    len: usize,
+) -> Result<&'a mut Buffer<T>, String> {
+    if g.cap < len || g.buf.is_none() {
+        g.buf = None;
+        let b =
+            unsafe { Buffer::<T>::create(&dev.context, flags, len.max(1), std::ptr::null_mut()) }
+                .map_err(|e| {
+                format!(
+                    "cannot allocate {} bytes on the device: {e}",
+                    len * std::mem::size_of::<T>()
+                )
+            })?;
+        g.buf = Some(b);
+        g.cap = len;
+    }
+    g.buf
+        .as_mut()
+        .ok_or_else(|| "device buffer missing".to_string())
+}
+
+/// The OpenCL engine for one worker thread: its own queue, kernels and buffers on a device shared
+/// with the other workers.
+pub struct OpenClEngine<T: Sample> {
+    dev: Arc<SharedDevice>,
+    queue: CommandQueue,
+    plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
+    input: Grow<T>,
+    output: Grow<T>,
+    work_a: Grow<T>,
+    work_b: Grow<T>,
+    options: OpenClOptions,
+    batches: u64,
+    last_profile: Option<BatchProfile>,
+}
+
+fn dev_err(what: impl Into<String>) -> EngineError {
+    EngineError::Device {
+        engine: "opencl",
+        what: what.into(),
+    }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// An engine on `entry`; fails when no context or queue can be made there.
+    pub fn new(entry: &DeviceEntry, options: OpenClOptions) -> Result<Self, String> {
+        let dev = SharedDevice::open(entry)?;
+        Self::on_device(dev, options)
+    }
+
+    /// An engine on an already opened device.
+    pub fn on_device(dev: Arc<SharedDevice>, options: OpenClOptions) -> Result<Self, String> {
+        let queue = unsafe {
+            CommandQueue::create_with_properties(
+                &dev.context,
+                dev.device.id(),
+                CL_QUEUE_PROFILING_ENABLE,
+                0,
+            )
+        }
+        .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))?;
+        Ok(OpenClEngine {
+            dev,
+            queue,
+            plans: HashMap::new(),
+            input: Grow::new(),
+            output: Grow::new(),
+            work_a: Grow::new(),
+            work_b: Grow::new(),
+            options,
+            batches: 0,
+            last_profile: None,
+        })
+    }
+
+    /// The device this engine runs on.
+    pub fn device(&self) -> &device::DeviceInfo {
+        &self.dev.info
+    }
+
+    /// Device timings of the last successful batch.
+    pub fn last_profile(&self) -> Option<BatchProfile> {
+        self.last_profile
+    }
+
+    /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
+    pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
+        let n = spec.n;
+        if n < 2 || !n.is_power_of_two() || n > 1 << MAX_LOG2_N {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("frame size {n} (powers of two 2..2^{MAX_LOG2_N} only)"),
+            });
+        }
+        if T::NAME == "f64" && !self.dev.info.fp64 {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("f64 on {} (no cl_khr_fp64)", self.dev.info.name),
+            });
+        }
+        Ok(())
+    }
+
+    fn local_limit(&self) -> usize {
+        let dev = (self.dev.info.local_mem as usize).saturating_sub(256);
+        match self.options.local_mem_limit {
+            Some(l) => l.min(dev),
+            None => dev,
+        }
+    }
+
+    fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
+        let real = spec.kind == InputKind::Real;
+        let m = if real { spec.n / 2 } else { spec.n };
+        let rb = std::mem::size_of::<T>();
+        let mut opts = format!("-D M={m} -D REAL_INPUT={}", real as u32);
+        if T::NAME == "f64" {
+            opts.push_str(" -D USE_DOUBLE");
+        }
+        let coefficients = spec.window.coefficients(spec.n);
+        let window_sums = (
+            coefficients.iter().sum(),
+            coefficients.iter().map(|v| v * v).sum(),
+        );
+        let wv: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
+        let window = self.upload(&wv)?;
+        let geometry = LocalGeometry::new(
+            m,
+            rb,
+            self.local_limit(),
+            self.dev.info.max_work_group.min(1024),
+        );
+        let (path, table) = match geometry {
+            Some(g) => {
+                let tabn = if real { 2 * m } else { m };
+                let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
+                let program =
+                    self.dev
+                        .program("stockham_local", &[SRC_COMMON, SRC_LOCAL], &opts)?;
+                let kernel = Kernel::create(&program, "fft_local")
+                    .map_err(|e| format!("kernel fft_local: {e}"))?;
+                let table: Vec<T> = (0..tabn)
+                    .flat_map(|t| {
+                        let a = -2.0 * std::f64::consts::PI * t as f64 / tabn as f64;
+                        [T::of_f64(a.cos()), T::of_f64(a.sin())]
+                    })
+                    .collect();
+                (
+                    Path::Local {
+                        kernel,
+                        geometry: g,
+                    },
+                    Some(self.upload(&table)?),
+                )
+            }
+            None => {
+                let program = self.dev.program(
+                    "stockham_global",
+                    &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
+                    &opts,
+                )?;
+                let k = |name: &str| {
+                    Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
+                };
+                let passes = global_radices(m)
+                    .into_iter()
+                    .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                (
+                    Path::Global {
+                        pack: k("pack")?,
+                        passes,
+                        post: k("post")?,
+                    },
+                    None,
+                )
+            }
+        };
+        Ok(Plan {
+            path,
+            window,
+            table,
+            window_sums,
+        })
+    }
+
+    fn upload(&self, data: &[T]) -> Result<Buffer<T>, String> {
+        let mut b = unsafe {
+            Buffer::<T>::create(
+                &self.dev.context,
+                CL_MEM_READ_ONLY,
+                data.len().max(1),
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| format!("cannot allocate a constant buffer: {e}"))?;
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(&mut b, CL_BLOCKING, 0, data, &[])
+        }
+        .map_err(|e| format!("cannot write a constant buffer: {e}"))?;
+        Ok(b)
+    }
+
+    fn run(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), String> {
+        let key = (spec.n, spec.kind, spec.window);
+        if !self.plans.contains_key(&key) {
+            let plan = self.build_plan(spec)?;
+            self.plans.insert(key, plan);
+        }
+        let real = spec.kind == InputKind::Real;
+        let m = if real { spec.n / 2 } else { spec.n };
+        let bins = spec.bins();
+        let n_in = frames * spec.values_per_frame();
+        let n_out = frames * bins;
+        let frames_u32 =
+            u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
+        let dev = self.dev.clone();
+        ensure(&mut self.input, &dev, CL_MEM_READ_ONLY, n_in)?;
+        ensure(&mut self.output, &dev, CL_MEM_WRITE_ONLY, n_out)?;
+        let plan = self
+            .plans
+            .get_mut(&key)
+            .ok_or_else(|| "plan missing".to_string())?;
+        if matches!(plan.path, Path::Global { .. }) {
+            ensure(&mut self.work_a, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
+            ensure(&mut self.work_b, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
+        }
+        let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
+        let mode: i32 = match scale.mode {
+            super::scale::ScaleMode::Magnitude => 0,
+            super::scale::ScaleMode::Power => 1,
+            super::scale::ScaleMode::Db => 2,
+        };
+        let norm_edge = T::of_f64(scale.norm);
+        let norm_interior = T::of_f64(scale.norm * scale.interior_factor);
+        let (inb, outb) = match (self.input.buf.as_mut(), self.output.buf.as_ref()) {
+            (Some(i), Some(o)) => (i, o),
+            _ => return Err("device buffers missing".into()),
+        };
+        let q = &self.queue;
+        let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
+
+        let write = unsafe { q.enqueue_write_buffer(inb, CL_NON_BLOCKING, 0, &input[..n_in], &[]) }
+            .map_err(|e| cl("write", e))?;
+        let mut kernels: Vec<Event> = Vec::new();
+        match &mut plan.path {
+            Path::Local { kernel, geometry } => {
+                let g = *geometry;
+                let groups = frames.div_ceil(g.fpb);
+                let wg = g.tpf * g.fpb;
+                let table = plan
+                    .table
+                    .as_ref()
+                    .ok_or_else(|| "twiddle table missing".to_string())?;
+                let ev = unsafe {
+                    ExecuteKernel::new(kernel)
+                        .set_arg(&*inb)
+                        .set_arg(&plan.window)
+                        .set_arg(table)
+                        .set_arg(outb)
+                        .set_arg(&frames_u32)
+                        .set_arg(&mode)
+                        .set_arg(&norm_edge)
+                        .set_arg(&norm_interior)
+                        .set_global_work_size(groups * wg)
+                        .set_local_work_size(wg)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("fft_local launch", e))?;
+                kernels.push(ev);
+            }
+            Path::Global { pack, passes, post } => {
+                let (a, b) = match (self.work_a.buf.as_ref(), self.work_b.buf.as_ref()) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => return Err("work buffers missing".into()),
+                };
+                let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
+                let ev = unsafe {
+                    ExecuteKernel::new(pack)
+                        .set_arg(&*inb)
+                        .set_arg(&plan.window)
+                        .set_arg(a)
+                        .set_arg(&frames_u32)
+                        .set_global_work_size(round(frames * m))
+                        .set_local_work_size(GLOBAL_WG)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("pack launch", e))?;
+                kernels.push(ev);
+                let (mut src, mut dst) = (a, b);
+                let mut ns: u32 = 1;
+                for (r, k) in passes.iter_mut() {
+                    let ev = unsafe {
+                        ExecuteKernel::new(k)
+                            .set_arg(src)
+                            .set_arg(dst)
+                            .set_arg(&frames_u32)
+                            .set_arg(&ns)
+                            .set_global_work_size(round(frames * m / *r))
+                            .set_local_work_size(GLOBAL_WG)
+                            .enqueue_nd_range(q)
+                    }
+                    .map_err(|e| cl("pass launch", e))?;
+                    kernels.push(ev);
+                    ns *= *r as u32;
+                    std::mem::swap(&mut src, &mut dst);
+                }
+                let ev = unsafe {
+                    ExecuteKernel::new(post)
+                        .set_arg(src)
+                        .set_arg(outb)
+                        .set_arg(&frames_u32)
+                        .set_arg(&mode)
+                        .set_arg(&norm_edge)
+                        .set_arg(&norm_interior)
+                        .set_global_work_size(round(n_out))
+                        .set_local_work_size(GLOBAL_WG)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("post launch", e))?;
+                kernels.push(ev);
+            }
+        }
+        out.clear();
+        out.resize(n_out, T::zero());
+        let read = unsafe { q.enqueue_read_buffer(outb, CL_BLOCKING, 0, &mut out[..], &[]) }
+            .map_err(|e| cl("read", e))?;
+        let span = |e: &Event| -> Option<(u64, u64)> {
+            Some((
+                e.profiling_command_start().ok()?,
+                e.profiling_command_end().ok()?,
+            ))
+        };
+        self.last_profile = (|| {
+            let w = span(&write)?;
+            let r = span(&read)?;
+            let k0 = span(kernels.first()?)?.0;
+            let k1 = span(kernels.last()?)?.1;
+            Some(BatchProfile {
+                write_ns: w.1.saturating_sub(w.0),
+                kernel_ns: k1.saturating_sub(k0),
+                read_ns: r.1.saturating_sub(r.0),
+            })
+        })();
+        Ok(())
+    }
+}
+
+impl<T: Sample> Engine<T> for OpenClEngine<T> {
+    fn name(&self) -> String {
+        format!("opencl:{}", self.dev.info.name)
+    }
+
+    fn process(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), EngineError> {
+        self.supports(spec)?;
+        if input.len() < frames * spec.values_per_frame() {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!(
+                    "batch holds {} values, {} frames of {} need {}",
+                    input.len(),
+                    frames,
+                    spec.values_per_frame(),
+                    frames * spec.values_per_frame()
+                ),
+            });
+        }
+        if let Some(k) = self.options.fault_after_batches {
+            if self.batches >= k {
+                return Err(dev_err(format!(
+                    "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
+                )));
+            }
+        }
+        if frames == 0 {
+            out.clear();
+            return Ok(());
+        }
+        match self.run(spec, input, frames, out) {
+            Ok(()) => {
+                self.batches += 1;
+                Ok(())
+            }
+            Err(e) => {
+                // make sure the device no longer reads the caller's input before returning
+                let _ = self.queue.finish();
+                Err(dev_err(e))
+            }
+        }
+    }
+}
