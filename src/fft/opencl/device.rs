@@ -267,7 +267,8 @@ impl std::fmt::Debug for SharedDevice {
     }
 }
 
-static OPEN: OnceLock<Mutex<HashMap<(usize, usize), Arc<SharedDevice>>>> = OnceLock::new();
+type OpenDevices = Mutex<HashMap<(usize, usize), Arc<SharedDevice>>>;
+static OPEN: OnceLock<OpenDevices> = OnceLock::new();
 
 impl SharedDevice {
     /// The shared state for `entry`, created on first use (one context per device per process).
@@ -331,6 +332,6 @@ impl SharedDevice {
             .programs
             .lock()
             .map_err(|_| "program cache lock poisoned")?;
-        Ok(cache.entry(key).or_insert(built).clone()?)
+        cache.entry(key).or_insert(built).clone()
     }
 }
