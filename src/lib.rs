@@ -3,6 +3,7 @@
 //!
 //! Data path: `source` → `frame::Framer` → `pipeline` (batching, workers, ordering) → `fft` → `sink`.
 
+pub mod bench;
 pub mod error;
 pub mod fft;
 pub mod window;
