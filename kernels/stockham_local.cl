@@ -10,9 +10,14 @@
 // Twiddles: `tw[t] = exp(-2 pi i t / TABN)`, computed on the host in double.
 //
 // Work-group shape: WG = TPF * FPB work-items; FPB frames per work-group, TPF work-items per frame.
-// Local memory: FPB*M reals for the real parts and as many for the imaginary parts (split so that
-// double data does not cause two-way bank conflicts). Each Stockham pass reads R values per
-// butterfly into registers, waits at a barrier, and writes the butterfly outputs back in place.
+// Local memory: FPB*M reals for the real parts and as many for the imaginary parts, each padded by
+// one word every 32 (PADI) so the stride-R writes of the early passes hit distinct banks.
+// Registers: each work-item holds the R inputs of its M/(R*TPF) butterflies. The first pass reads
+// them straight from global memory (window applied); every pass twiddles, transforms and writes
+// its outputs to local memory; the next pass reads its inputs back after a barrier. After the
+// last pass the store phase reads the spectrum from local memory.
+// Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
+// multiplication (-D TW_TABLE_ALL reads every power from the table instead).
 //
 // Defines: M, TPF, FPB, MAIN_RADIX (2, 4 or 8), MAIN_PASSES, LAST_RADIX (1 = none, else 2 or 4),
 // REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), USE_DOUBLE (see common.cl).
@@ -24,39 +29,60 @@
 #define BINS M
 #endif
 
-// One radix-RR Stockham pass over the frame at local offset `base`, done by the TPF work-items
-// t = 0..TPF-1 of that frame, for sub-transform length ns (product of the earlier radices).
+
+#define PADI(i) ((i) + ((i) >> 5))
+
+// Twiddle, transform and write to local memory one pass's butterflies held in v[b][r]
+// (radix RR, sub-transform length ns), for the frame at local offset `base`.
 #define DEFINE_PASS(RR) DEFINE_PASS_(RR)
 #define DEFINE_PASS_(RR)                                                                           \
-    inline void pass_r##RR(__local real_t *sre, __local real_t *sim, __global const real2 *tw,    \
-                           uint base, uint t, uint ns) {                                           \
-        real2 v[M / (RR * TPF)][RR];                                                               \
-        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
-            uint j = t + b * TPF;                                                                  \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                uint s = base + j + r * (M / RR);                                                  \
-                v[b][r] = (real2)(sre[s], sim[s]);                                                 \
-            }                                                                                      \
-        }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    inline void compute_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *sre,                   \
+                              __local real_t *sim, __global const real2 *tw, uint base, uint t,    \
+                              uint ns) {                                                           \
         for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
             uint j = t + b * TPF;                                                                  \
             uint k = j & (ns - 1);                                                                 \
-            uint step = (TABN / RR) / ns * k;                                                      \
-            for (uint r = 1; r < RR; r++) {                                                        \
-                v[b][r] = cmul(v[b][r], tw[r * step]);                                             \
+            if (ns > 1) {                                                                          \
+                uint step = (TABN / RR) / ns * k;                                                  \
+                TWIDDLE(v[b], RR, step);                                                           \
             }                                                                                      \
             dft_r(v[b], RR);                                                                       \
             uint d = base + (j - k) * RR + k;                                                      \
             for (uint r = 0; r < RR; r++) {                                                        \
-                sre[d + r * ns] = v[b][r].x;                                                       \
-                sim[d + r * ns] = v[b][r].y;                                                       \
+                sre[PADI(d + r * ns)] = v[b][r].x;                                                 \
+                sim[PADI(d + r * ns)] = v[b][r].y;                                                 \
             }                                                                                      \
         }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    }                                                                                              \
+    inline void load_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *sre, __local real_t *sim,  \
+                           uint base, uint t) {                                                    \
+        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
+            uint j = t + b * TPF;                                                                  \
+            for (uint r = 0; r < RR; r++) {                                                        \
+                uint s = PADI(base + j + r * (M / RR));                                            \
+                v[b][r] = (real2)(sre[s], sim[s]);                                                 \
+            }                                                                                      \
+        }                                                                                          \
     }
-#define PASS_FN(RR) PASS_FN_(RR)
-#define PASS_FN_(RR) pass_r##RR
+
+#ifdef TW_TABLE_ALL
+#define TWIDDLE(vv, RR, step)                                                                      \
+    for (uint r = 1; r < RR; r++) {                                                                \
+        vv[r] = cmul(vv[r], tw[r * step]);                                                         \
+    }
+#else
+#define TWIDDLE(vv, RR, step)                                                                      \
+    {                                                                                              \
+        real2 w1 = tw[step], w = w1;                                                               \
+        for (uint r = 1; r < RR; r++) {                                                            \
+            vv[r] = cmul(vv[r], w);                                                                \
+            w = cmul(w, w1);                                                                       \
+        }                                                                                          \
+    }
+#endif
+
+#define CALL(F, RR) CALL_(F, RR)
+#define CALL_(F, RR) F##RR
 
 #if MAIN_PASSES > 0
 DEFINE_PASS(MAIN_RADIX)
@@ -65,43 +91,68 @@ DEFINE_PASS(MAIN_RADIX)
 DEFINE_PASS(LAST_RADIX)
 #endif
 
+// pair j of frame f0+f, windowed; zero past the end of the batch
+inline real2 load_pair(__global const real_t *in, __global const real_t *win, uint frames,
+                       uint frame, uint j) {
+    if (frame >= frames) {
+        return (real2)(R(0.0), R(0.0));
+    }
+    real2 x = vload2(0, in + (size_t)frame * (2 * M) + 2 * j);
+#if REAL_INPUT
+    return x * vload2(j, win);
+#else
+    return x * win[j];
+#endif
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
                int scale_mode, real_t norm_edge, real_t norm_interior) {
-    __local real_t sre[FPB * M];
-    __local real_t sim[FPB * M];
+    __local real_t sre[PADI(FPB * M) + 1];
+    __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
     const uint f0 = get_group_id(0) * FPB;
+    const uint fl = lid / TPF, t = lid % TPF;
+    const uint base = fl * M;
 
-    // load: consecutive work-items read consecutive pairs (coalesced); window applied here
-    for (uint i = lid; i < FPB * M; i += WG) {
-        uint f = i / M, j = i % M;
-        real2 z = (real2)(R(0.0), R(0.0));
-        if (f0 + f < frames) {
-            real2 x = vload2(0, in + (size_t)(f0 + f) * (2 * M) + 2 * j);
-#if REAL_INPUT
-            z = x * vload2(j, win);
-#else
-            z = x * win[j];
-#endif
-        }
-        sre[i] = z.x;
-        sim[i] = z.y;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-
-    const uint base = (lid / TPF) * M, t = lid % TPF;
-    uint ns = 1;
 #if MAIN_PASSES > 0
-    for (uint p = 0; p < MAIN_PASSES; p++) {
-        PASS_FN(MAIN_RADIX)(sre, sim, tw, base, t, ns);
-        ns *= MAIN_RADIX;
+    {
+        // first pass: inputs straight from global memory; for each r consecutive work-items read
+        // consecutive pairs (coalesced)
+        real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+        for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+            uint j = t + b * TPF;
+            for (uint r = 0; r < MAIN_RADIX; r++) {
+                v[b][r] = load_pair(in, win, frames, f0 + fl, j + r * (M / MAIN_RADIX));
+            }
+        }
+        CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, 1);
+        uint ns = MAIN_RADIX;
+        for (uint p = 1; p < MAIN_PASSES; p++) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+            ns *= MAIN_RADIX;
+        }
+#if LAST_RADIX > 1
+        real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
+#endif
+    }
+#else
+    // M == 1: nothing to transform, just stage the frame
+    for (uint i = lid; i < FPB * M; i += WG) {
+        real2 z = load_pair(in, win, frames, f0 + i / M, i % M);
+        sre[PADI(i)] = z.x;
+        sim[PADI(i)] = z.y;
     }
 #endif
-#if LAST_RADIX > 1
-    PASS_FN(LAST_RADIX)(sre, sim, tw, base, t, ns);
-#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
 
     // store: |X|^2 and the output scale, only BINS values per frame leave the device
     for (uint f = 0; f < FPB; f++) {
@@ -111,12 +162,13 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         const uint o = f * M;
         for (uint k = lid; k < BINS; k += WG) {
 #if REAL_INPUT
-            uint a = o + (k & (M - 1)), c = o + ((M - k) & (M - 1));
+            uint a = PADI(o + (k & (M - 1))), c = PADI(o + ((M - k) & (M - 1)));
             real_t p = r2c_power((real2)(sre[a], sim[a]), (real2)(sre[c], sim[c]),
                                  tw[k * (TABN / (2 * M))]);
             int edge = (k == 0) || (k == M);
 #else
-            real_t p = sre[o + k] * sre[o + k] + sim[o + k] * sim[o + k];
+            uint a = PADI(o + k);
+            real_t p = sre[a] * sre[a] + sim[a] * sim[a];
             int edge = (k == 0);
 #endif
             out[(size_t)(f0 + f) * BINS + k] =

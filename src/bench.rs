@@ -234,7 +234,7 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
     let entry = device_entry(&args.device)?;
     let mut gpu = match entry {
         Some(e) => {
-            Some(OpenClEngine::<T>::new(e, OpenClOptions::default()).map_err(FftdError::Runtime)?)
+            Some(OpenClEngine::<T>::new(e, OpenClOptions::from_env()).map_err(FftdError::Runtime)?)
         }
         None => None,
     };

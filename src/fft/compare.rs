@@ -91,7 +91,7 @@ pub fn compare_engines<T: Sample>(
             .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}")))?,
     };
     let mut gpu =
-        OpenClEngine::<T>::new(entry, OpenClOptions::default()).map_err(FftdError::Runtime)?;
+        OpenClEngine::<T>::new(entry, OpenClOptions::from_env()).map_err(FftdError::Runtime)?;
     let mut cpu = CpuEngine::<T>::new();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     gpu.process(spec, input, frames, &mut a)

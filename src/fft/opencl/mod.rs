@@ -52,6 +52,12 @@ pub struct OpenClOptions {
     /// Largest local-memory footprint in bytes of the one-kernel path (default: the device's
     /// local memory). Lowering it forces the multi-pass path; `FFTD_OPENCL_LOCAL_LIMIT=BYTES`.
     pub local_mem_limit: Option<usize>,
+    /// Tuning knob: work-items per work-group the local kernel aims for by putting several small
+    /// frames in one group (default 64). `FFTD_OPENCL_TARGET_WG=N`.
+    pub target_wg: Option<usize>,
+    /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
+    /// `FFTD_OPENCL_DEFINES="..."`.
+    pub extra_defines: String,
 }
 
 impl OpenClOptions {
@@ -66,6 +72,8 @@ impl OpenClOptions {
         OpenClOptions {
             fault_after_batches: num("FFTD_FAULT_AFTER_BATCHES"),
             local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
+            target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
+            extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
         }
     }
 }
@@ -95,11 +103,22 @@ pub struct LocalGeometry {
 }
 
 impl LocalGeometry {
+    /// Local memory the kernel declares for `points` complex points: two arrays of reals, padded
+    /// by one word every 32 (`PADI` in stockham_local.cl).
+    pub fn local_bytes(points: usize, real_bytes: usize) -> usize {
+        2 * real_bytes * (points + (points >> 5) + 1)
+    }
+
     /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
-    /// does not fit in `local_limit` bytes or the work-group would exceed `max_wg`.
-    pub fn new(m: usize, real_bytes: usize, local_limit: usize, max_wg: usize) -> Option<Self> {
-        let frame_bytes = 2 * m * real_bytes;
-        if frame_bytes > local_limit || m > 1 << 16 {
+    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for.
+    pub fn new(
+        m: usize,
+        real_bytes: usize,
+        local_limit: usize,
+        max_wg: usize,
+        target_wg: usize,
+    ) -> Option<Self> {
+        if Self::local_bytes(m, real_bytes) > local_limit || m > 1 << 16 {
             return None;
         }
         let log2m = m.trailing_zeros();
@@ -110,8 +129,8 @@ impl LocalGeometry {
             _ => (8, log2m / 3, 1usize << (log2m % 3)),
         };
         let tpf = (m / main_radix).clamp(1, MAX_TPF.min(max_wg));
-        let mut fpb = (TARGET_WG / tpf).max(1).min(max_wg / tpf).max(1);
-        while fpb > 1 && fpb * frame_bytes > local_limit {
+        let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
+        while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
             fpb /= 2;
         }
         Some(LocalGeometry {
@@ -298,6 +317,10 @@ impl<T: Sample> OpenClEngine<T> {
         if T::NAME == "f64" {
             opts.push_str(" -D USE_DOUBLE");
         }
+        if !self.options.extra_defines.is_empty() {
+            opts.push(' ');
+            opts.push_str(&self.options.extra_defines);
+        }
         let coefficients = spec.window.coefficients(spec.n);
         let window_sums = (
             coefficients.iter().sum(),
@@ -310,6 +333,7 @@ impl<T: Sample> OpenClEngine<T> {
             rb,
             self.local_limit(),
             self.dev.info.max_work_group.min(1024),
+            self.options.target_wg.unwrap_or(TARGET_WG),
         );
         let (path, table) = match geometry {
             Some(g) => {
