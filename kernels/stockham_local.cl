@@ -16,6 +16,7 @@
 // them straight from global memory (window applied); every pass twiddles, transforms and writes
 // its outputs to local memory; the next pass reads its inputs back after a barrier. After the
 // last pass the store phase reads the spectrum from local memory.
+// (passes: stockham_passes.cl)
 // Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
 // multiplication (-D TW_TABLE_ALL reads every power from the table instead).
 //
@@ -29,67 +30,6 @@
 #define BINS M
 #endif
 
-
-#define PADI(i) ((i) + ((i) >> 5))
-
-// Twiddle, transform and write to local memory one pass's butterflies held in v[b][r]
-// (radix RR, sub-transform length ns), for the frame at local offset `base`.
-#define DEFINE_PASS(RR) DEFINE_PASS_(RR)
-#define DEFINE_PASS_(RR)                                                                           \
-    inline void compute_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *sre,                   \
-                              __local real_t *sim, __global const real2 *tw, uint base, uint t,    \
-                              uint ns) {                                                           \
-        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
-            uint j = t + b * TPF;                                                                  \
-            uint k = j & (ns - 1);                                                                 \
-            if (ns > 1) {                                                                          \
-                uint step = (TABN / RR) / ns * k;                                                  \
-                TWIDDLE(v[b], RR, step);                                                           \
-            }                                                                                      \
-            dft_r(v[b], RR);                                                                       \
-            uint d = base + (j - k) * RR + k;                                                      \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                sre[PADI(d + r * ns)] = v[b][r].x;                                                 \
-                sim[PADI(d + r * ns)] = v[b][r].y;                                                 \
-            }                                                                                      \
-        }                                                                                          \
-    }                                                                                              \
-    inline void load_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *sre, __local real_t *sim,  \
-                           uint base, uint t) {                                                    \
-        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
-            uint j = t + b * TPF;                                                                  \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                uint s = PADI(base + j + r * (M / RR));                                            \
-                v[b][r] = (real2)(sre[s], sim[s]);                                                 \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-#ifdef TW_TABLE_ALL
-#define TWIDDLE(vv, RR, step)                                                                      \
-    for (uint r = 1; r < RR; r++) {                                                                \
-        vv[r] = cmul(vv[r], tw[r * step]);                                                         \
-    }
-#else
-#define TWIDDLE(vv, RR, step)                                                                      \
-    {                                                                                              \
-        real2 w1 = tw[step], w = w1;                                                               \
-        for (uint r = 1; r < RR; r++) {                                                            \
-            vv[r] = cmul(vv[r], w);                                                                \
-            w = cmul(w, w1);                                                                       \
-        }                                                                                          \
-    }
-#endif
-
-#define CALL(F, RR) CALL_(F, RR)
-#define CALL_(F, RR) F##RR
-
-#if MAIN_PASSES > 0
-DEFINE_PASS(MAIN_RADIX)
-#endif
-#if LAST_RADIX > 1
-DEFINE_PASS(LAST_RADIX)
-#endif
 
 // pair j of frame f0+f, windowed; zero past the end of the batch
 inline real2 load_pair(__global const real_t *in, __global const real_t *win, uint frames,

@@ -114,6 +114,29 @@ fn f32_all_sizes_multipass_path() {
 }
 
 #[test]
+fn f32_fourstep_path() {
+    // a 16 KiB local-memory limit sends the larger sizes through the two-kernel four-step path
+    sweep::<f32>(
+        OpenClOptions {
+            local_mem_limit: Some(16 << 10),
+            ..Default::default()
+        },
+        17,
+    );
+}
+
+#[test]
+fn f64_fourstep_path() {
+    sweep::<f64>(
+        OpenClOptions {
+            local_mem_limit: Some(16 << 10),
+            ..Default::default()
+        },
+        16,
+    );
+}
+
+#[test]
 fn f64_all_sizes_multipass_path() {
     sweep::<f64>(
         OpenClOptions {

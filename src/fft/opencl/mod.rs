@@ -29,7 +29,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
+const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");
 const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
+const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
 const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
 const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
 
@@ -143,12 +145,52 @@ impl LocalGeometry {
         })
     }
 
+    /// The geometry of one four-step stage: `fpb` transforms of `m` points per work-group, at
+    /// most 256 work-items.
+    fn stage(m: usize, fpb: usize) -> Self {
+        let mut g = Self::new(m, 1, usize::MAX, 1 << 16, 1).unwrap_or(LocalGeometry {
+            m,
+            tpf: 1,
+            fpb: 1,
+            main_radix: 2,
+            main_passes: 0,
+            last_radix: 1,
+        });
+        g.fpb = fpb;
+        g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
+        g
+    }
+
     fn defines(&self) -> String {
         format!(
             "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={}",
             self.tpf, self.fpb, self.main_radix, self.main_passes, self.last_radix
         )
     }
+}
+
+/// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
+/// per work-group: (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
+pub fn fourstep_geometry(
+    m: usize,
+    real_bytes: usize,
+    local_limit: usize,
+) -> Option<(LocalGeometry, LocalGeometry)> {
+    if m < 64 || m > 1 << 18 {
+        return None;
+    }
+    let m1 = 1usize << (m.trailing_zeros() / 2);
+    let m2 = m / m1;
+    let fpb = |len: usize, other: usize| {
+        let mut f = 16usize.min(other);
+        while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
+            f /= 2;
+        }
+        (f >= 4).then_some(f)
+    };
+    let f1 = fpb(m1, m2)?;
+    let f2 = fpb(m2, m1)?;
+    Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
 }
 
 /// The radices of the global path's passes, in order (radix 8, leftover 2 or 4 last).
@@ -166,6 +208,14 @@ enum Path {
         kernel: Kernel,
         geometry: LocalGeometry,
     },
+    FourStep {
+        columns: Kernel,
+        rows: Kernel,
+        /// r2c post-processing (real input only).
+        post: Option<Kernel>,
+        g1: LocalGeometry,
+        g2: LocalGeometry,
+    },
     Global {
         pack: Kernel,
         /// (radix, kernel) per pass.
@@ -178,9 +228,21 @@ enum Path {
 struct Plan<T: Sample> {
     path: Path,
     window: Buffer<T>,
-    /// Twiddle table for the local path.
+    /// Twiddle table for the local path, or for four-step stage 1.
     table: Option<Buffer<T>>,
+    /// Twiddle table for four-step stage 2.
+    table2: Option<Buffer<T>>,
     window_sums: (f64, f64),
+}
+
+/// `tw[t] = exp(-2 pi i t / n)`, t < n, as interleaved (re, im), computed in f64.
+fn twiddles<T: Sample>(n: usize) -> Vec<T> {
+    (0..n)
+        .flat_map(|t| {
+            let a = -2.0 * std::f64::consts::PI * t as f64 / n as f64;
+            [T::of_f64(a.cos()), T::of_f64(a.sin())]
+        })
+        .collect()
 }
 
 /// A device buffer that grows to the largest batch seen.
@@ -335,27 +397,69 @@ impl<T: Sample> OpenClEngine<T> {
             self.dev.info.max_work_group.min(1024),
             self.options.target_wg.unwrap_or(TARGET_WG),
         );
-        let (path, table) = match geometry {
+        let (path, table, table2) = match geometry {
             Some(g) => {
                 let tabn = if real { 2 * m } else { m };
                 let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
-                let program =
-                    self.dev
-                        .program("stockham_local", &[SRC_COMMON, SRC_LOCAL], &opts)?;
+                let program = self.dev.program(
+                    "stockham_local",
+                    &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
+                    &opts,
+                )?;
                 let kernel = Kernel::create(&program, "fft_local")
                     .map_err(|e| format!("kernel fft_local: {e}"))?;
-                let table: Vec<T> = (0..tabn)
-                    .flat_map(|t| {
-                        let a = -2.0 * std::f64::consts::PI * t as f64 / tabn as f64;
-                        [T::of_f64(a.cos()), T::of_f64(a.sin())]
-                    })
-                    .collect();
                 (
                     Path::Local {
                         kernel,
                         geometry: g,
                     },
-                    Some(self.upload(&table)?),
+                    Some(self.upload(&twiddles(tabn))?),
+                    None,
+                )
+            }
+            None if fourstep_geometry(m, rb, self.local_limit()).is_some() => {
+                let (g1, g2) = fourstep_geometry(m, rb, self.local_limit())
+                    .ok_or_else(|| "four-step geometry".to_string())?;
+                let (m1, m2) = (g1.m, g2.m);
+                let stage = |n: u32, g: &LocalGeometry| {
+                    format!(
+                        "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
+                        g.m,
+                        g.defines()
+                    )
+                    .replacen(
+                        &format!("-D M={m} "),
+                        &format!("-D M={} ", g.m),
+                        1,
+                    )
+                };
+                let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
+                let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
+                let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
+                let columns = Kernel::create(&p1, "fourstep_columns")
+                    .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
+                let rows = Kernel::create(&p2, "fourstep_rows")
+                    .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+                let post = if real {
+                    let pg = self.dev.program(
+                        "stockham_global",
+                        &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
+                        &opts,
+                    )?;
+                    Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
+                } else {
+                    None
+                };
+                (
+                    Path::FourStep {
+                        columns,
+                        rows,
+                        post,
+                        g1,
+                        g2,
+                    },
+                    Some(self.upload(&twiddles(m1))?),
+                    Some(self.upload(&twiddles(m2))?),
                 )
             }
             None => {
@@ -378,6 +482,7 @@ impl<T: Sample> OpenClEngine<T> {
                         post: k("post")?,
                     },
                     None,
+                    None,
                 )
             }
         };
@@ -385,6 +490,7 @@ impl<T: Sample> OpenClEngine<T> {
             path,
             window,
             table,
+            table2,
             window_sums,
         })
     }
@@ -433,7 +539,7 @@ impl<T: Sample> OpenClEngine<T> {
             .plans
             .get_mut(&key)
             .ok_or_else(|| "plan missing".to_string())?;
-        if matches!(plan.path, Path::Global { .. }) {
+        if !matches!(plan.path, Path::Local { .. }) {
             ensure(&mut self.work_a, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
             ensure(&mut self.work_b, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
         }
@@ -480,6 +586,70 @@ impl<T: Sample> OpenClEngine<T> {
                 }
                 .map_err(|e| cl("fft_local launch", e))?;
                 kernels.push(ev);
+            }
+            Path::FourStep {
+                columns,
+                rows,
+                post,
+                g1,
+                g2,
+            } => {
+                let (a, b) = match (self.work_a.buf.as_ref(), self.work_b.buf.as_ref()) {
+                    (Some(a), Some(b)) => (a, b),
+                    _ => return Err("work buffers missing".into()),
+                };
+                let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
+                    (Some(x), Some(y)) => (x, y),
+                    _ => return Err("twiddle tables missing".into()),
+                };
+                let (m1, m2) = (g1.m, g2.m);
+                let wg1 = g1.tpf * g1.fpb;
+                let ev = unsafe {
+                    ExecuteKernel::new(columns)
+                        .set_arg(&*inb)
+                        .set_arg(&plan.window)
+                        .set_arg(t1)
+                        .set_arg(a)
+                        .set_arg(&frames_u32)
+                        .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
+                        .set_local_work_size(wg1)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("fourstep_columns launch", e))?;
+                kernels.push(ev);
+                let wg2 = g2.tpf * g2.fpb;
+                let ev = unsafe {
+                    ExecuteKernel::new(rows)
+                        .set_arg(a)
+                        .set_arg(t2)
+                        .set_arg(b)
+                        .set_arg(outb)
+                        .set_arg(&frames_u32)
+                        .set_arg(&mode)
+                        .set_arg(&norm_edge)
+                        .set_arg(&norm_interior)
+                        .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
+                        .set_local_work_size(wg2)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("fourstep_rows launch", e))?;
+                kernels.push(ev);
+                if let Some(post) = post {
+                    let ev = unsafe {
+                        ExecuteKernel::new(post)
+                            .set_arg(b)
+                            .set_arg(outb)
+                            .set_arg(&frames_u32)
+                            .set_arg(&mode)
+                            .set_arg(&norm_edge)
+                            .set_arg(&norm_interior)
+                            .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+                            .set_local_work_size(GLOBAL_WG)
+                            .enqueue_nd_range(q)
+                    }
+                    .map_err(|e| cl("post launch", e))?;
+                    kernels.push(ev);
+                }
             }
             Path::Global { pack, passes, post } => {
                 let (a, b) = match (self.work_a.buf.as_ref(), self.work_b.buf.as_ref()) {
