@@ -176,7 +176,7 @@ pub fn fourstep_geometry(
     real_bytes: usize,
     local_limit: usize,
 ) -> Option<(LocalGeometry, LocalGeometry)> {
-    if m < 64 || m > 1 << 18 {
+    if !(64..=1 << 18).contains(&m) {
         return None;
     }
     let m1 = 1usize << (m.trailing_zeros() / 2);
