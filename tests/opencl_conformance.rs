@@ -234,3 +234,31 @@ fn unsupported_sizes_are_reported_not_failed() {
         Err(fftd::fft::EngineError::Unsupported { .. })
     ));
 }
+
+#[test]
+fn pipelined_chunks_keep_every_frame_in_order() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    // 4 KiB chunks: 4 frames of 256 f32 per chunk, 17 chunks through the 3 pipeline slots
+    let options = OpenClOptions {
+        chunk_bytes: Some(4096),
+        ..Default::default()
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    for frames in [67, 1, 5] {
+        check(
+            &mut gpu,
+            &mut cpu,
+            &spec(256, InputKind::Real, WindowKind::Hann, Scale::Power),
+            frames,
+        );
+    }
+    check(
+        &mut gpu,
+        &mut cpu,
+        &spec(4096, InputKind::Complex, WindowKind::Rect, Scale::Magnitude),
+        3,
+    );
+}

@@ -23,7 +23,10 @@ use device::{DeviceEntry, SharedDevice};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
-use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY};
+use opencl3::memory::{
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
+    CL_MEM_WRITE_ONLY,
+};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,7 +41,7 @@ const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
 /// Largest supported frame size, log2.
 pub const MAX_LOG2_N: u32 = 24;
 
-/// Work-items per frame in the local kernel, at most.
+/// Work-items per frame in the local kernel, at most (tuning knob: `FFTD_OPENCL_MAX_TPF`).
 const MAX_TPF: usize = 256;
 /// Work-items per work-group the local kernel aims for with several small frames per group.
 const TARGET_WG: usize = 64;
@@ -60,6 +63,8 @@ pub struct OpenClOptions {
     /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
     /// `FFTD_OPENCL_DEFINES="..."`.
     pub extra_defines: String,
+    /// Input bytes per host-device pipeline chunk (default 32 MiB). `FFTD_OPENCL_CHUNK_BYTES=N`.
+    pub chunk_bytes: Option<usize>,
 }
 
 impl OpenClOptions {
@@ -76,6 +81,7 @@ impl OpenClOptions {
             local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
             target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
             extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
+            chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
         }
     }
 }
@@ -130,7 +136,12 @@ impl LocalGeometry {
             2 => (4, 1, 1),
             _ => (8, log2m / 3, 1usize << (log2m % 3)),
         };
-        let tpf = (m / main_radix).clamp(1, MAX_TPF.min(max_wg));
+        let max_tpf = std::env::var("FFTD_OPENCL_MAX_TPF")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|v| v.is_power_of_two())
+            .unwrap_or(MAX_TPF);
+        let tpf = (m / main_radix).clamp(1, max_tpf.min(max_wg));
         let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
         while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
             fpb /= 2;
@@ -285,10 +296,12 @@ fn ensure<'a, T>(
 /// with the other workers.
 pub struct OpenClEngine<T: Sample> {
     dev: Arc<SharedDevice>,
+    /// Compute queue.
     queue: CommandQueue,
+    copy_in: CommandQueue,
+    copy_out: CommandQueue,
     plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
-    input: Grow<T>,
-    output: Grow<T>,
+    slots: Vec<Slot<T>>,
     work_a: Grow<T>,
     work_b: Grow<T>,
     options: OpenClOptions,
@@ -312,21 +325,25 @@ impl<T: Sample> OpenClEngine<T> {
 
     /// An engine on an already opened device.
     pub fn on_device(dev: Arc<SharedDevice>, options: OpenClOptions) -> Result<Self, String> {
-        let queue = unsafe {
-            CommandQueue::create_with_properties(
-                &dev.context,
-                dev.device.id(),
-                CL_QUEUE_PROFILING_ENABLE,
-                0,
-            )
-        }
-        .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))?;
+        let make = || {
+            unsafe {
+                CommandQueue::create_with_properties(
+                    &dev.context,
+                    dev.device.id(),
+                    CL_QUEUE_PROFILING_ENABLE,
+                    0,
+                )
+            }
+            .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))
+        };
+        let (queue, copy_in, copy_out) = (make()?, make()?, make()?);
         Ok(OpenClEngine {
             dev,
             queue,
+            copy_in,
+            copy_out,
             plans: HashMap::new(),
-            input: Grow::new(),
-            output: Grow::new(),
+            slots: Vec::new(),
             work_a: Grow::new(),
             work_b: Grow::new(),
             options,
@@ -527,21 +544,35 @@ impl<T: Sample> OpenClEngine<T> {
         }
         let real = spec.kind == InputKind::Real;
         let m = if real { spec.n / 2 } else { spec.n };
+        let per_in = spec.values_per_frame();
         let bins = spec.bins();
-        let n_in = frames * spec.values_per_frame();
-        let n_out = frames * bins;
-        let frames_u32 =
-            u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
+        let chunk_bytes = self.options.chunk_bytes.unwrap_or(CHUNK_BYTES);
+        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
+        let chunks = frames.div_ceil(chunk);
+        let nslots = chunks.min(SLOTS);
         let dev = self.dev.clone();
-        ensure(&mut self.input, &dev, CL_MEM_READ_ONLY, n_in)?;
-        ensure(&mut self.output, &dev, CL_MEM_WRITE_ONLY, n_out)?;
-        let plan = self
-            .plans
+        let OpenClEngine {
+            queue,
+            copy_in,
+            copy_out,
+            plans,
+            slots,
+            work_a,
+            work_b,
+            ..
+        } = self;
+        let plan = plans
             .get_mut(&key)
             .ok_or_else(|| "plan missing".to_string())?;
         if !matches!(plan.path, Path::Local { .. }) {
-            ensure(&mut self.work_a, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
-            ensure(&mut self.work_b, &dev, CL_MEM_READ_WRITE, 2 * m * frames)?;
+            ensure(work_a, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
+            ensure(work_b, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
+        }
+        while slots.len() < nslots {
+            slots.push(Slot::new());
+        }
+        for slot in slots.iter_mut().take(nslots) {
+            slot.reserve(&dev, copy_in, chunk * per_in, chunk * bins)?;
         }
         let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
         let mode: i32 = match scale.mode {
@@ -549,153 +580,382 @@ impl<T: Sample> OpenClEngine<T> {
             super::scale::ScaleMode::Power => 1,
             super::scale::ScaleMode::Db => 2,
         };
-        let norm_edge = T::of_f64(scale.norm);
-        let norm_interior = T::of_f64(scale.norm * scale.interior_factor);
-        let (inb, outb) = match (self.input.buf.as_mut(), self.output.buf.as_ref()) {
-            (Some(i), Some(o)) => (i, o),
-            _ => return Err("device buffers missing".into()),
+        let args = ScaleArgs {
+            mode,
+            norm_edge: T::of_f64(scale.norm),
+            norm_interior: T::of_f64(scale.norm * scale.interior_factor),
         };
-        let q = &self.queue;
+        let work = (work_a.buf.as_ref(), work_b.buf.as_ref());
+        out.clear();
+        out.reserve(frames * bins);
+        let mut profile = BatchProfile::default();
         let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
-
-        let write = unsafe { q.enqueue_write_buffer(inb, CL_NON_BLOCKING, 0, &input[..n_in], &[]) }
-            .map_err(|e| cl("write", e))?;
-        let mut kernels: Vec<Event> = Vec::new();
-        match &mut plan.path {
-            Path::Local { kernel, geometry } => {
-                let g = *geometry;
-                let groups = frames.div_ceil(g.fpb);
-                let wg = g.tpf * g.fpb;
-                let table = plan
-                    .table
-                    .as_ref()
-                    .ok_or_else(|| "twiddle table missing".to_string())?;
-                let ev = unsafe {
-                    ExecuteKernel::new(kernel)
-                        .set_arg(&*inb)
-                        .set_arg(&plan.window)
-                        .set_arg(table)
-                        .set_arg(outb)
-                        .set_arg(&frames_u32)
-                        .set_arg(&mode)
-                        .set_arg(&norm_edge)
-                        .set_arg(&norm_interior)
-                        .set_global_work_size(groups * wg)
-                        .set_local_work_size(wg)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("fft_local launch", e))?;
-                kernels.push(ev);
+        // Pipeline over `chunks` chunks in `nslots` rotating slots: the host copies chunk c into
+        // pinned memory while earlier chunks are being written, transformed and read back on
+        // three queues (copy in, compute, copy out) chained by events.
+        for c in 0..chunks + nslots {
+            let s = c % nslots;
+            slots[s].drain(out, &mut profile)?;
+            if c >= chunks {
+                continue;
             }
-            Path::FourStep {
-                columns,
-                rows,
-                post,
-                g1,
-                g2,
-            } => {
-                let (a, b) = match (self.work_a.buf.as_ref(), self.work_b.buf.as_ref()) {
-                    (Some(a), Some(b)) => (a, b),
-                    _ => return Err("work buffers missing".into()),
-                };
-                let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
-                    (Some(x), Some(y)) => (x, y),
-                    _ => return Err("twiddle tables missing".into()),
-                };
-                let (m1, m2) = (g1.m, g2.m);
-                let wg1 = g1.tpf * g1.fpb;
+            let slot = &mut slots[s];
+            let f0 = c * chunk;
+            let fc = chunk.min(frames - f0);
+            let (Some(pin_in), Some(pin_out), Some(dev_in), Some(dev_out)) = (
+                slot.pin_in.as_mut(),
+                slot.pin_out.as_mut(),
+                slot.dev_in.buf.as_mut(),
+                slot.dev_out.buf.as_ref(),
+            ) else {
+                return Err("staging buffers missing".into());
+            };
+            par_copy(
+                &mut pin_in.slice_mut()[..fc * per_in],
+                &input[f0 * per_in..(f0 + fc) * per_in],
+            );
+            let write = unsafe {
+                copy_in.enqueue_write_buffer(
+                    dev_in,
+                    CL_NON_BLOCKING,
+                    0,
+                    &pin_in.slice_mut()[..fc * per_in],
+                    &[],
+                )
+            }
+            .map_err(|e| cl("write", e))?;
+            let kernels = enqueue_kernels(
+                plan,
+                queue,
+                dev_in,
+                dev_out,
+                work,
+                fc,
+                m,
+                fc * bins,
+                args,
+                &[write.get()],
+            )?;
+            let last = kernels
+                .last()
+                .map(|e| e.get())
+                .ok_or_else(|| "no kernel launched".to_string())?;
+            let read = unsafe {
+                copy_out.enqueue_read_buffer(
+                    dev_out,
+                    CL_NON_BLOCKING,
+                    0,
+                    &mut pin_out.slice_mut()[..fc * bins],
+                    &[last],
+                )
+            }
+            .map_err(|e| cl("read", e))?;
+            for q in [&*copy_in, &*queue, &*copy_out] {
+                q.flush().map_err(|e| cl("flush", e))?;
+            }
+            slot.pending = Some(Pending {
+                len: fc * bins,
+                write,
+                kernels,
+                read,
+            });
+        }
+        self.last_profile = Some(profile);
+        Ok(())
+    }
+}
+
+/// Output-scale kernel arguments.
+#[derive(Clone, Copy)]
+struct ScaleArgs<T> {
+    mode: i32,
+    norm_edge: T,
+    norm_interior: T,
+}
+
+/// Slots of the host-device pipeline (chunks in flight at once).
+const SLOTS: usize = 3;
+/// Input bytes per pipeline chunk, about.
+const CHUNK_BYTES: usize = 32 << 20;
+
+/// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
+fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
+    (chunk_bytes / (per_in * size).max(1)).max(1)
+}
+
+/// `dst.copy_from_slice(src)`, on several threads for large copies (pageable -> pinned memory
+/// is CPU-bound at ~10 GB/s per thread).
+fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    let bytes = std::mem::size_of_val(src);
+    let threads = if bytes >= 4 << 20 { 4 } else { 1 };
+    if threads == 1 || dst.len() != src.len() {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let part = src.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
+            sc.spawn(move || d.copy_from_slice(s));
+        }
+    });
+}
+
+/// Host memory the device can copy at full speed: an `CL_MEM_ALLOC_HOST_PTR` buffer mapped once
+/// for the engine's lifetime.
+struct Pinned<T> {
+    buf: Buffer<T>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// The mapping belongs to this engine alone; the pointer is only used by its thread.
+unsafe impl<T: Send> Send for Pinned<T> {}
+
+impl<T> Pinned<T> {
+    fn new(dev: &SharedDevice, q: &CommandQueue, len: usize) -> Result<Self, String> {
+        let len = len.max(1);
+        let buf = unsafe {
+            Buffer::<T>::create(
+                &dev.context,
+                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                len,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| format!("cannot allocate {len} pinned values: {e}"))?;
+        let mut ptr: opencl3::types::cl_mem = std::ptr::null_mut();
+        unsafe {
+            q.enqueue_map_buffer(
+                &buf,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                len * std::mem::size_of::<T>(),
+                &mut ptr,
+                &[],
+            )
+        }
+        .map_err(|e| format!("cannot map pinned memory: {e}"))?;
+        if ptr.is_null() {
+            return Err("mapping pinned memory returned null".into());
+        }
+        Ok(Pinned {
+            buf,
+            ptr: ptr as *mut T,
+            len,
+        })
+    }
+
+    fn slice_mut(&mut self) -> &mut [T] {
+        // SAFETY: ptr maps `len` values of this buffer until `unmap`; &mut self guarantees
+        // exclusive access, and the device only touches it between enqueue and event wait,
+        // which `Slot::drain` orders.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    fn unmap(&self, q: &CommandQueue) {
+        let _ = unsafe {
+            q.enqueue_unmap_mem_object(
+                opencl3::memory::ClMem::get(&self.buf),
+                self.ptr as *mut std::ffi::c_void,
+                &[],
+            )
+        };
+    }
+}
+
+/// The commands of one chunk in flight.
+struct Pending {
+    len: usize,
+    write: Event,
+    kernels: Vec<Event>,
+    read: Event,
+}
+
+/// One pipeline slot: pinned staging and device buffers for one chunk.
+struct Slot<T> {
+    pin_in: Option<Pinned<T>>,
+    pin_out: Option<Pinned<T>>,
+    dev_in: Grow<T>,
+    dev_out: Grow<T>,
+    pending: Option<Pending>,
+}
+
+fn span(e: &Event) -> u64 {
+    match (e.profiling_command_start(), e.profiling_command_end()) {
+        (Ok(a), Ok(b)) => b.saturating_sub(a),
+        _ => 0,
+    }
+}
+
+impl<T: Copy> Slot<T> {
+    fn new() -> Self {
+        Slot {
+            pin_in: None,
+            pin_out: None,
+            dev_in: Grow::new(),
+            dev_out: Grow::new(),
+            pending: None,
+        }
+    }
+
+    /// Makes room for `n_in` input and `n_out` output values.
+    fn reserve(
+        &mut self,
+        dev: &SharedDevice,
+        q: &CommandQueue,
+        n_in: usize,
+        n_out: usize,
+    ) -> Result<(), String> {
+        if self.pin_in.as_ref().is_none_or(|p| p.len < n_in) {
+            if let Some(p) = self.pin_in.take() {
+                p.unmap(q);
+            }
+            self.pin_in = Some(Pinned::new(dev, q, n_in)?);
+        }
+        if self.pin_out.as_ref().is_none_or(|p| p.len < n_out) {
+            if let Some(p) = self.pin_out.take() {
+                p.unmap(q);
+            }
+            self.pin_out = Some(Pinned::new(dev, q, n_out)?);
+        }
+        ensure(&mut self.dev_in, dev, CL_MEM_READ_ONLY, n_in)?;
+        ensure(&mut self.dev_out, dev, CL_MEM_WRITE_ONLY, n_out)?;
+        Ok(())
+    }
+
+    /// Waits for the chunk in flight (if any), appends its output to `out` and adds its device
+    /// times to `profile`.
+    fn drain(&mut self, out: &mut Vec<T>, profile: &mut BatchProfile) -> Result<(), String> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        p.read.wait().map_err(|e| format!("read: {e}"))?;
+        let pin = self
+            .pin_out
+            .as_mut()
+            .ok_or_else(|| "pinned output missing".to_string())?;
+        out.extend_from_slice(&pin.slice_mut()[..p.len]);
+        profile.write_ns += span(&p.write);
+        profile.read_ns += span(&p.read);
+        if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
+            if let (Ok(s), Ok(e)) = (a.profiling_command_start(), b.profiling_command_end()) {
+                profile.kernel_ns += e.saturating_sub(s);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Enqueues the transform of `frames` frames from `inb` to `outb` on `q`, the first kernel
+/// waiting for `wait`. Returns the kernels' events.
+#[allow(clippy::too_many_arguments)]
+fn enqueue_kernels<T: Sample>(
+    plan: &mut Plan<T>,
+    q: &CommandQueue,
+    inb: &Buffer<T>,
+    outb: &Buffer<T>,
+    work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
+    frames: usize,
+    m: usize,
+    n_out: usize,
+    args: ScaleArgs<T>,
+    wait: &[opencl3::types::cl_event],
+) -> Result<Vec<Event>, String> {
+    let frames_u32 =
+        u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
+    let ScaleArgs {
+        mode,
+        norm_edge,
+        norm_interior,
+    } = args;
+    let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
+    let mut kernels: Vec<Event> = Vec::new();
+    match &mut plan.path {
+        Path::Local { kernel, geometry } => {
+            let g = *geometry;
+            let groups = frames.div_ceil(g.fpb);
+            let wg = g.tpf * g.fpb;
+            let table = plan
+                .table
+                .as_ref()
+                .ok_or_else(|| "twiddle table missing".to_string())?;
+            let ev = unsafe {
+                ExecuteKernel::new(kernel)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(table)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(groups * wg)
+                    .set_local_work_size(wg)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fft_local launch", e))?;
+            kernels.push(ev);
+        }
+        Path::FourStep {
+            columns,
+            rows,
+            post,
+            g1,
+            g2,
+        } => {
+            let (a, b) = match work {
+                (Some(a), Some(b)) => (a, b),
+                _ => return Err("work buffers missing".into()),
+            };
+            let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
+                (Some(x), Some(y)) => (x, y),
+                _ => return Err("twiddle tables missing".into()),
+            };
+            let (m1, m2) = (g1.m, g2.m);
+            let wg1 = g1.tpf * g1.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(columns)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(t1)
+                    .set_arg(a)
+                    .set_arg(&frames_u32)
+                    .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
+                    .set_local_work_size(wg1)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_columns launch", e))?;
+            kernels.push(ev);
+            let wg2 = g2.tpf * g2.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(rows)
+                    .set_arg(a)
+                    .set_arg(t2)
+                    .set_arg(b)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
+                    .set_local_work_size(wg2)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_rows launch", e))?;
+            kernels.push(ev);
+            if let Some(post) = post {
                 let ev = unsafe {
-                    ExecuteKernel::new(columns)
-                        .set_arg(&*inb)
-                        .set_arg(&plan.window)
-                        .set_arg(t1)
-                        .set_arg(a)
-                        .set_arg(&frames_u32)
-                        .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
-                        .set_local_work_size(wg1)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("fourstep_columns launch", e))?;
-                kernels.push(ev);
-                let wg2 = g2.tpf * g2.fpb;
-                let ev = unsafe {
-                    ExecuteKernel::new(rows)
-                        .set_arg(a)
-                        .set_arg(t2)
+                    ExecuteKernel::new(post)
                         .set_arg(b)
                         .set_arg(outb)
                         .set_arg(&frames_u32)
                         .set_arg(&mode)
                         .set_arg(&norm_edge)
                         .set_arg(&norm_interior)
-                        .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
-                        .set_local_work_size(wg2)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("fourstep_rows launch", e))?;
-                kernels.push(ev);
-                if let Some(post) = post {
-                    let ev = unsafe {
-                        ExecuteKernel::new(post)
-                            .set_arg(b)
-                            .set_arg(outb)
-                            .set_arg(&frames_u32)
-                            .set_arg(&mode)
-                            .set_arg(&norm_edge)
-                            .set_arg(&norm_interior)
-                            .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
-                            .set_local_work_size(GLOBAL_WG)
-                            .enqueue_nd_range(q)
-                    }
-                    .map_err(|e| cl("post launch", e))?;
-                    kernels.push(ev);
-                }
-            }
-            Path::Global { pack, passes, post } => {
-                let (a, b) = match (self.work_a.buf.as_ref(), self.work_b.buf.as_ref()) {
-                    (Some(a), Some(b)) => (a, b),
-                    _ => return Err("work buffers missing".into()),
-                };
-                let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
-                let ev = unsafe {
-                    ExecuteKernel::new(pack)
-                        .set_arg(&*inb)
-                        .set_arg(&plan.window)
-                        .set_arg(a)
-                        .set_arg(&frames_u32)
-                        .set_global_work_size(round(frames * m))
-                        .set_local_work_size(GLOBAL_WG)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("pack launch", e))?;
-                kernels.push(ev);
-                let (mut src, mut dst) = (a, b);
-                let mut ns: u32 = 1;
-                for (r, k) in passes.iter_mut() {
-                    let ev = unsafe {
-                        ExecuteKernel::new(k)
-                            .set_arg(src)
-                            .set_arg(dst)
-                            .set_arg(&frames_u32)
-                            .set_arg(&ns)
-                            .set_global_work_size(round(frames * m / *r))
-                            .set_local_work_size(GLOBAL_WG)
-                            .enqueue_nd_range(q)
-                    }
-                    .map_err(|e| cl("pass launch", e))?;
-                    kernels.push(ev);
-                    ns *= *r as u32;
-                    std::mem::swap(&mut src, &mut dst);
-                }
-                let ev = unsafe {
-                    ExecuteKernel::new(post)
-                        .set_arg(src)
-                        .set_arg(outb)
-                        .set_arg(&frames_u32)
-                        .set_arg(&mode)
-                        .set_arg(&norm_edge)
-                        .set_arg(&norm_interior)
-                        .set_global_work_size(round(n_out))
+                        .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
                         .set_local_work_size(GLOBAL_WG)
                         .enqueue_nd_range(q)
                 }
@@ -703,28 +963,84 @@ impl<T: Sample> OpenClEngine<T> {
                 kernels.push(ev);
             }
         }
-        out.clear();
-        out.resize(n_out, T::zero());
-        let read = unsafe { q.enqueue_read_buffer(outb, CL_BLOCKING, 0, &mut out[..], &[]) }
-            .map_err(|e| cl("read", e))?;
-        let span = |e: &Event| -> Option<(u64, u64)> {
-            Some((
-                e.profiling_command_start().ok()?,
-                e.profiling_command_end().ok()?,
-            ))
-        };
-        self.last_profile = (|| {
-            let w = span(&write)?;
-            let r = span(&read)?;
-            let k0 = span(kernels.first()?)?.0;
-            let k1 = span(kernels.last()?)?.1;
-            Some(BatchProfile {
-                write_ns: w.1.saturating_sub(w.0),
-                kernel_ns: k1.saturating_sub(k0),
-                read_ns: r.1.saturating_sub(r.0),
-            })
-        })();
-        Ok(())
+        Path::Global { pack, passes, post } => {
+            let (a, b) = match work {
+                (Some(a), Some(b)) => (a, b),
+                _ => return Err("work buffers missing".into()),
+            };
+            let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
+            let ev = unsafe {
+                ExecuteKernel::new(pack)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(a)
+                    .set_arg(&frames_u32)
+                    .set_global_work_size(round(frames * m))
+                    .set_local_work_size(GLOBAL_WG)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("pack launch", e))?;
+            kernels.push(ev);
+            let (mut src, mut dst) = (a, b);
+            let mut ns: u32 = 1;
+            for (r, k) in passes.iter_mut() {
+                let ev = unsafe {
+                    ExecuteKernel::new(k)
+                        .set_arg(src)
+                        .set_arg(dst)
+                        .set_arg(&frames_u32)
+                        .set_arg(&ns)
+                        .set_global_work_size(round(frames * m / *r))
+                        .set_local_work_size(GLOBAL_WG)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("pass launch", e))?;
+                kernels.push(ev);
+                ns *= *r as u32;
+                std::mem::swap(&mut src, &mut dst);
+            }
+            let ev = unsafe {
+                ExecuteKernel::new(post)
+                    .set_arg(src)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(round(n_out))
+                    .set_local_work_size(GLOBAL_WG)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("post launch", e))?;
+            kernels.push(ev);
+        }
+    }
+    Ok(kernels)
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// After a failure: wait for whatever is still queued (so nothing touches the caller's
+    /// memory or the pinned buffers afterwards) and forget the chunks in flight.
+    fn abandon(&mut self) {
+        for q in [&self.copy_in, &self.queue, &self.copy_out] {
+            let _ = q.finish();
+        }
+        for s in &mut self.slots {
+            s.pending = None;
+        }
+    }
+}
+
+impl<T: Sample> Drop for OpenClEngine<T> {
+    fn drop(&mut self) {
+        self.abandon();
+        for s in &self.slots {
+            for p in [&s.pin_in, &s.pin_out].into_iter().flatten() {
+                p.unmap(&self.copy_in);
+            }
+        }
+        let _ = self.copy_in.finish();
     }
 }
 
@@ -771,7 +1087,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
             }
             Err(e) => {
                 // make sure the device no longer reads the caller's input before returning
-                let _ = self.queue.finish();
+                self.abandon();
                 Err(dev_err(e))
             }
         }
