@@ -20,6 +20,12 @@
 // Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
 // multiplication (-D TW_TABLE_ALL reads every power from the table instead).
 //
+// SPLIT=1 (one frame per group, FPB=1): for frames whose 2M reals do not fit in local memory but
+// M reals do. The spectrum stays in registers; every exchange, and the store phase, goes through
+// one local array twice (real parts, then imaginary parts). For real input the store phase
+// accumulates X_k = a Z_k + b conj(Z_{M-k}) (a = (1 - iW^k)/2, b = (1 + iW^k)/2) over the two
+// halves; NB = ceil(BINS/WG) bins per work-item.
+//
 // Defines: M, TPF, FPB, MAIN_RADIX (2, 4 or 8), MAIN_PASSES, LAST_RADIX (1 = none, else 2 or 4),
 // REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), USE_DOUBLE (see common.cl).
 
@@ -45,6 +51,104 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 #endif
 }
 
+#if SPLIT
+#define NB ((BINS + WG - 1) / WG)
+// exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
+// of radix RB, one component at a time through `buf`
+#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 0);                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 0);                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 1);                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 1);
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
+               __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
+               int scale_mode, real_t norm_edge, real_t norm_interior) {
+    __local real_t buf[PADI(M) + 1];
+    const uint t = get_local_id(0);
+    const uint frame = get_group_id(0);
+    real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+    for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+        uint j = t + b * TPF;
+        for (uint r = 0; r < MAIN_RADIX; r++) {
+            v[b][r] = load_pair(in, win, frames, frame, j + r * (M / MAIN_RADIX));
+        }
+    }
+    uint ns = 1;
+    CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
+    for (uint p = 1; p < MAIN_PASSES; p++) {
+        EXCHANGE(MAIN_RADIX, v, MAIN_RADIX, v, ns);
+        ns *= MAIN_RADIX;
+        CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
+    }
+#if LAST_RADIX > 1
+    real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+    EXCHANGE(MAIN_RADIX, v, LAST_RADIX, u, ns);
+    ns *= MAIN_RADIX;
+    CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
+#define FINAL_R LAST_RADIX
+#define FINAL_V u
+#else
+#define FINAL_R MAIN_RADIX
+#define FINAL_V v
+#endif
+    // store phase, real parts then imaginary parts
+#if REAL_INPUT
+    real2 acc[NB];
+#else
+    real_t acc[NB];
+#endif
+    for (int comp = 0; comp < 2; comp++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint i = 0; i < NB; i++) {
+            uint k = t + i * WG;
+            if (k >= BINS) {
+                break;
+            }
+#if REAL_INPUT
+            real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];
+            real2 w = tw[k * (TABN / (2 * M))];
+            real2 iw = (real2)(-w.y, w.x);
+            real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);
+            real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);
+            if (comp == 0) {
+                acc[i] = a * zk + bb * zc;
+            } else {
+                // + i a zk.y - i b zc.y
+                real2 d = a * zk - bb * zc;
+                acc[i] += (real2)(-d.y, d.x);
+            }
+#else
+            real_t z = buf[PADI(k)];
+            acc[i] = comp == 0 ? z * z : acc[i] + z * z;
+#endif
+        }
+    }
+    if (frame < frames) {
+        for (uint i = 0; i < NB; i++) {
+            uint k = t + i * WG;
+            if (k >= BINS) {
+                break;
+            }
+#if REAL_INPUT
+            real_t p = acc[i].x * acc[i].x + acc[i].y * acc[i].y;
+            int edge = (k == 0) || (k == M);
+#else
+            real_t p = acc[i];
+            int edge = (k == 0);
+#endif
+            out[(size_t)frame * BINS + k] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+        }
+    }
+}
+#else
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
@@ -116,3 +220,4 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         }
     }
 }
+#endif

@@ -114,6 +114,17 @@ fn f32_all_sizes_multipass_path() {
 }
 
 #[test]
+fn split_exchange_path() {
+    // 20 KiB: frames of 4096 (f32) / 2048 (f64) complex points no longer fit twice, but once
+    let options = OpenClOptions {
+        local_mem_limit: Some(20 << 10),
+        ..Default::default()
+    };
+    sweep::<f32>(options.clone(), 13);
+    sweep::<f64>(options, 12);
+}
+
+#[test]
 fn f32_fourstep_path() {
     // a 16 KiB local-memory limit sends the larger sizes through the two-kernel four-step path
     sweep::<f32>(

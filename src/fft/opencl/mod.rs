@@ -108,6 +108,9 @@ pub struct LocalGeometry {
     pub main_passes: u32,
     /// 1 when there is no leftover pass.
     pub last_radix: usize,
+    /// Split exchange: the frame stays in registers and local memory holds M reals, not 2M
+    /// (one frame per group); for frames that fit no other way.
+    pub split: bool,
 }
 
 impl LocalGeometry {
@@ -126,7 +129,11 @@ impl LocalGeometry {
         max_wg: usize,
         target_wg: usize,
     ) -> Option<Self> {
-        if Self::local_bytes(m, real_bytes) > local_limit || m > 1 << 16 {
+        if m > 1 << 16 {
+            return None;
+        }
+        let split = Self::local_bytes(m, real_bytes) > local_limit;
+        if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
             return None;
         }
         let log2m = m.trailing_zeros();
@@ -141,10 +148,14 @@ impl LocalGeometry {
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|v| v.is_power_of_two())
             .unwrap_or(MAX_TPF);
+        let max_tpf = if split { 512 } else { max_tpf };
         let tpf = (m / main_radix).clamp(1, max_tpf.min(max_wg));
         let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
         while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
             fpb /= 2;
+        }
+        if split {
+            fpb = 1;
         }
         Some(LocalGeometry {
             m,
@@ -153,6 +164,7 @@ impl LocalGeometry {
             main_radix,
             main_passes,
             last_radix,
+            split,
         })
     }
 
@@ -166,6 +178,7 @@ impl LocalGeometry {
             main_radix: 2,
             main_passes: 0,
             last_radix: 1,
+            split: false,
         });
         g.fpb = fpb;
         g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
@@ -174,8 +187,13 @@ impl LocalGeometry {
 
     fn defines(&self) -> String {
         format!(
-            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={}",
-            self.tpf, self.fpb, self.main_radix, self.main_passes, self.last_radix
+            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={}",
+            self.tpf,
+            self.fpb,
+            self.main_radix,
+            self.main_passes,
+            self.last_radix,
+            self.split as u32
         )
     }
 }
