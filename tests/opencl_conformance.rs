@@ -272,4 +272,12 @@ fn pipelined_chunks_keep_every_frame_in_order() {
         &spec(4096, InputKind::Complex, WindowKind::Rect, Scale::Magnitude),
         3,
     );
+    // a 16 MiB batch in the default 32 MiB chunk: the multi-threaded host copies in and out
+    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    check(
+        &mut gpu,
+        &mut cpu,
+        &spec(1024, InputKind::Real, WindowKind::Hamming, Scale::Db),
+        4096,
+    );
 }

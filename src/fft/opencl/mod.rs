@@ -701,11 +701,22 @@ fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
     (chunk_bytes / (per_in * size).max(1)).max(1)
 }
 
-/// `dst.copy_from_slice(src)`, on several threads for large copies (pageable -> pinned memory
-/// is CPU-bound at ~10 GB/s per thread).
+/// Threads for one large host copy (pageable <-> pinned copies are CPU-bound, roughly
+/// 5-10 GB/s per thread).
+fn copy_threads(bytes: usize) -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let max = *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8)
+    });
+    (bytes / (2 << 20)).clamp(1, max)
+}
+
+/// `dst.copy_from_slice(src)`, on several threads for large copies.
 fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
-    let bytes = std::mem::size_of_val(src);
-    let threads = if bytes >= 4 << 20 { 4 } else { 1 };
+    let threads = copy_threads(std::mem::size_of_val(src));
     if threads == 1 || dst.len() != src.len() {
         dst.copy_from_slice(src);
         return;
@@ -716,6 +727,29 @@ fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
             sc.spawn(move || d.copy_from_slice(s));
         }
     });
+}
+
+/// `out.extend_from_slice(src)`, on several threads for large copies (no zero-fill first).
+fn par_extend<T: Copy + Send + Sync>(out: &mut Vec<T>, src: &[T]) {
+    let threads = copy_threads(std::mem::size_of_val(src));
+    if threads == 1 {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(src.len());
+    let spare = &mut out.spare_capacity_mut()[..src.len()];
+    let part = src.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        for (d, s) in spare.chunks_mut(part).zip(src.chunks(part)) {
+            sc.spawn(move || {
+                for (dv, sv) in d.iter_mut().zip(s) {
+                    dv.write(*sv);
+                }
+            });
+        }
+    });
+    // SAFETY: the scope above initialised the first src.len() spare values.
+    unsafe { out.set_len(out.len() + src.len()) };
 }
 
 /// Host memory the device can copy at full speed: an `CL_MEM_ALLOC_HOST_PTR` buffer mapped once
@@ -806,7 +840,7 @@ fn span(e: &Event) -> u64 {
     }
 }
 
-impl<T: Copy> Slot<T> {
+impl<T: Copy + Send + Sync> Slot<T> {
     fn new() -> Self {
         Slot {
             pin_in: None,
@@ -853,7 +887,7 @@ impl<T: Copy> Slot<T> {
             .pin_out
             .as_mut()
             .ok_or_else(|| "pinned output missing".to_string())?;
-        out.extend_from_slice(&pin.slice_mut()[..p.len]);
+        par_extend(out, &pin.slice_mut()[..p.len]);
         profile.write_ns += span(&p.write);
         profile.read_ns += span(&p.read);
         if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
