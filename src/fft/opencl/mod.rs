@@ -132,7 +132,12 @@ impl LocalGeometry {
         if m > 1 << 16 {
             return None;
         }
-        let split = Self::local_bytes(m, real_bytes) > local_limit;
+        // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
+        let split_from = std::env::var("FFTD_OPENCL_SPLIT_FROM")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
         if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
             return None;
         }
