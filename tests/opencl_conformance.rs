@@ -4,7 +4,8 @@
 //! both the one-kernel (local memory) path and the multi-pass path.
 //! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes.
 
-mod common;
+mod opencl_common;
+use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;
 use fftd::fft::opencl::{OpenClEngine, OpenClOptions};

@@ -2,7 +2,8 @@
 //! results, sizes the device does not handle go to the CPU, an injected fault mid-stream loses,
 //! duplicates and reorders nothing, the calibration is cached, and `compare_engines` agrees.
 
-mod common;
+mod opencl_common;
+use opencl_common as common;
 
 use fftd::fft::compare::{compare_engines, default_tolerance};
 use fftd::fft::cpu::CpuEngine;
