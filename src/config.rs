@@ -203,12 +203,24 @@ fn merge(cli: Options, file: Options) -> Options {
 pub fn load_config_file(path: &Path) -> Result<Options> {
     let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
     toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
         let message = e.message().replace('\n', " ");
-        let place = match line {
-            Some(line) => format!("{}:{line}", path.display()),
+        let place = match e.span() {
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let line_no = text.as_bytes()[..start]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1;
+                let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+                // name the key for type errors, whose span points at the value
+                match line.split_once('=') {
+                    Some((key, _)) if !message.contains(key.trim()) => {
+                        format!("{}:{line_no}: key '{}'", path.display(), key.trim())
+                    }
+                    _ => format!("{}:{line_no}", path.display()),
+                }
+            }
             None => path.display().to_string(),
         };
         FftdError::Usage(format!("{place}: {message}"))

@@ -87,6 +87,7 @@ pub fn open_sources(
                 format: settings.input_format,
                 rate: settings.rate.unwrap_or(1.0),
                 channels: settings.channels.unwrap_or(1),
+                stop: stop.clone(),
             };
             paths.iter().map(|p| open_file(p, &opts)).collect()
         }

@@ -9,6 +9,7 @@
 //! A path of `-` reads standard input.
 
 pub mod channels;
+pub mod input;
 pub mod mic;
 pub mod raw;
 pub mod text;
@@ -16,10 +17,12 @@ pub mod wav;
 
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
+use input::InputReader;
 use serde::Deserialize;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// How a file's bytes are to be read (`--input-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -103,6 +106,8 @@ pub struct FileOptions {
     pub rate: f64,
     /// Interleaved channels in raw files.
     pub channels: usize,
+    /// Set to end reading early (stdin reads check it every 50 ms).
+    pub stop: Arc<AtomicBool>,
 }
 
 /// Opens `path` (or stdin for `-`) as a sample source.
@@ -114,7 +119,7 @@ pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>
             InputFormat::from_extension(path)
         }
     });
-    let reader = open_reader(path)?;
+    let reader = open_reader(path, &opts.stop)?;
     match format {
         InputFormat::Text => Ok(Box::new(text::PrimedTextSource::open(
             text::TextSource::new(path, reader, opts.rate),
@@ -127,17 +132,14 @@ pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>
 }
 
 /// A buffered reader over a file or stdin, with clear errors for missing files and directories.
-fn open_reader(path: &str) -> Result<Box<dyn BufRead + Send>> {
+fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
     if path == "-" {
-        return Ok(Box::new(BufReader::with_capacity(
-            1 << 16,
-            std::io::stdin(),
-        )));
+        return Ok(InputReader::stdin(stop.clone()));
     }
     let meta = std::fs::metadata(path).map_err(|e| FftdError::io(path, e))?;
     if meta.is_dir() {
         return Err(FftdError::input(path, "is a directory, not a file"));
     }
     let file = File::open(path).map_err(|e| FftdError::io(path, e))?;
-    Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
+    Ok(InputReader::file(file))
 }

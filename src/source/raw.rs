@@ -3,14 +3,15 @@
 //! channels (`--channels`). A file that ends inside a sample frame, or holds NaN/inf, is an error
 //! naming the byte offset.
 
+use super::input::InputReader;
 use super::{InputFormat, SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
-use std::io::{BufRead, Read};
+use std::io::Read;
 
 pub struct RawSource {
     info: SourceInfo,
-    reader: Box<dyn BufRead + Send>,
+    reader: InputReader,
     format: InputFormat,
     /// Bytes per sample frame (all channels, both parts of a complex value).
     frame_bytes: usize,
@@ -21,7 +22,7 @@ pub struct RawSource {
 impl RawSource {
     pub fn new(
         path: &str,
-        reader: Box<dyn BufRead + Send>,
+        reader: InputReader,
         format: InputFormat,
         rate: f64,
         channels: usize,
@@ -54,7 +55,13 @@ impl RawSource {
         while got < len {
             match self.reader.read(&mut self.bytes[got..]) {
                 Ok(0) => break,
-                Ok(n) => got += n,
+                Ok(n) => {
+                    got += n;
+                    // from stdin, hand on whole sample frames as they arrive
+                    if got % self.frame_bytes == 0 && self.reader.drained() {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(FftdError::io(&self.info.name, e)),
             }

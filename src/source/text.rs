@@ -3,6 +3,7 @@
 //! file. Blank lines and lines starting with `#` are skipped. Anything else — a bad token, NaN or
 //! infinity, a line of the other kind — is an error naming the line number and its text.
 
+use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
@@ -10,7 +11,7 @@ use std::io::BufRead;
 
 pub struct TextSource {
     info: SourceInfo,
-    reader: Box<dyn BufRead + Send>,
+    reader: InputReader,
     line: Vec<u8>,
     line_no: u64,
     samples: u64,
@@ -20,7 +21,7 @@ pub struct TextSource {
 }
 
 impl TextSource {
-    pub fn new(path: &str, reader: Box<dyn BufRead + Send>, rate: f64) -> Self {
+    pub fn new(path: &str, reader: InputReader, rate: f64) -> Self {
         TextSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -169,6 +170,10 @@ impl SampleSource for PrimedTextSource {
             read += 1;
         }
         while read < max_frames {
+            // from stdin, hand on what has arrived rather than wait for a full block
+            if read > 0 && self.inner.reader.drained() {
+                break;
+            }
             match self.inner.next_sample()? {
                 Some(sample) => {
                     self.push(out, sample)?;

@@ -1,14 +1,14 @@
 //! WAV input through hound: PCM 8/16/24/32-bit integer (scaled to [-1, 1) by full scale, as
 //! soundfile and librosa do) and 32-bit float, any channel count, rate from the header.
 
+use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
-use std::io::BufRead;
 
 pub struct WavSource {
     info: SourceInfo,
-    reader: hound::WavReader<Box<dyn BufRead + Send>>,
+    reader: hound::WavReader<InputReader>,
     float: bool,
     /// 1 / 2^(bits-1) for integer samples.
     int_scale: f64,
@@ -18,7 +18,7 @@ pub struct WavSource {
 }
 
 impl WavSource {
-    pub fn new(path: &str, reader: Box<dyn BufRead + Send>) -> Result<Self> {
+    pub fn new(path: &str, reader: InputReader) -> Result<Self> {
         let reader = hound::WavReader::new(reader).map_err(|e| describe(path, e))?;
         let spec = reader.spec();
         let float = match (spec.sample_format, spec.bits_per_sample) {
@@ -68,6 +68,10 @@ fn describe(path: &str, e: hound::Error) -> FftdError {
             FftdError::input(path, "truncated WAV file: it ends inside the header")
         }
         hound::Error::IoError(io) => FftdError::io(path, io),
+        hound::Error::FormatError(what) if what.contains("bits per sample") => FftdError::input(
+            path,
+            format!("unsupported WAV encoding ({what}); fftd reads 8/16/24/32-bit integer PCM and 32-bit float"),
+        ),
         hound::Error::FormatError(what) => {
             FftdError::input(path, format!("not a valid WAV file: {what}"))
         }
