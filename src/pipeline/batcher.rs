@@ -3,6 +3,7 @@
 //! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Batches are
 //! numbered in the order they are sent; the sink writes them back in that order.
 
+use super::pool::BufferPool;
 use crate::config::Settings;
 use crate::fft::{InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
@@ -41,6 +42,7 @@ pub fn run_batcher<T: Sample>(
     tx: Sender<Batch<T>>,
     settings: &Settings,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
+    pool: &BufferPool<T>,
 ) {
     let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
@@ -71,7 +73,7 @@ pub fn run_batcher<T: Sample>(
                             id: 0,
                             spec,
                             frames: Vec::with_capacity(capacity),
-                            data: Vec::with_capacity(capacity * spec.values_per_frame()),
+                            data: pool.take(capacity * spec.values_per_frame()),
                         },
                         oldest: Instant::now(),
                         capacity,

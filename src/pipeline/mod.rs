@@ -7,6 +7,7 @@
 //! reading and finish their streams, and everything already queued drains through the sink.
 
 mod batcher;
+mod pool;
 mod reader;
 mod sink_stage;
 mod worker;
@@ -154,8 +155,14 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let (work_tx, work_rx) = crossbeam_channel::bounded(engines.len().max(1));
     let (done_tx, done_rx) = crossbeam_channel::bounded(2 * engines.len().max(1));
 
+    // spare batch buffers: enough for every batch that can be in flight
+    let in_flight = 4 * engines.len().max(1) + 4;
+    let input_pool = pool::BufferPool::<T>::new(in_flight);
+    let output_pool = pool::BufferPool::<T>::new(in_flight);
+
     let written = std::thread::scope(|scope| {
         let control = &control;
+        let (input_pool, output_pool) = (&input_pool, &output_pool);
         for plan in plans {
             let tx = frame_tx.clone();
             scope.spawn(move || {
@@ -172,10 +179,14 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             scale: settings.scale,
             rate,
         };
-        scope.spawn(move || batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of));
+        scope.spawn(move || {
+            batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of, input_pool)
+        });
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
-            scope.spawn(move || worker::run_worker::<T>(engine, rx, tx, control));
+            scope.spawn(move || {
+                worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+            });
         }
         drop(work_rx);
         drop(done_tx);
@@ -187,6 +198,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             &streams,
             control,
             &mut latency,
+            output_pool,
         )
     });
 

@@ -3,6 +3,7 @@
 //! quietly; any other write error is reported. After a stop it keeps draining so upstream stages
 //! can finish.
 
+use super::pool::BufferPool;
 use super::worker::Done;
 use super::{Control, StreamWritten};
 use crate::error::FftdError;
@@ -21,6 +22,7 @@ pub fn run_sink<T: Sample>(
     streams: &[StreamMeta],
     control: &Control,
     latency: &mut Latency,
+    pool: &BufferPool<T>,
 ) -> Vec<StreamWritten> {
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
@@ -68,6 +70,7 @@ pub fn run_sink<T: Sample>(
                     tracing::debug_span!("frame", stream = frame.stream, seq = frame.seq).entered();
                 tracing::debug!(latency_us = waited.as_micros() as u64, "spectrum written");
             }
+            pool.give(done.values);
         }
         // Nothing else waiting: push output out now (keeps live output timely).
         if healthy && rx.is_empty() {

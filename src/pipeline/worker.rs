@@ -2,6 +2,7 @@
 //! engine error the worker keeps draining (and discarding) batches so no other stage blocks.
 
 use super::batcher::{Batch, FrameMeta};
+use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::{Engine, Sample, TransformSpec};
@@ -20,18 +21,21 @@ pub fn run_worker<T: Sample>(
     rx: Receiver<Batch<T>>,
     tx: Sender<Done<T>>,
     control: &Control,
+    input_pool: &BufferPool<T>,
+    output_pool: &BufferPool<T>,
 ) {
     let mut failed = false;
     for batch in rx {
         if failed {
             continue;
         }
-        let mut values = Vec::new();
+        let mut values = output_pool.take(batch.frames.len() * batch.spec.bins());
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
         let result = span
             .in_scope(|| engine.process(&batch.spec, &batch.data, batch.frames.len(), &mut values));
         match result {
             Ok(()) => {
+                input_pool.give(batch.data);
                 let done = Done {
                     id: batch.id,
                     spec: batch.spec,
