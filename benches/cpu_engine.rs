@@ -3,6 +3,7 @@
 //! - `realfft_raw`: realfft's r2c alone on the same frames (no window, complex output);
 //! - `realfft_same_output`: realfft plus the window and |X| written as plain loops — the same
 //!   output fftd produces, done the obvious way.
+//!
 //! Run: cargo bench --bench cpu_engine   (ratios in docs/perf.md)
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

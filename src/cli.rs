@@ -31,7 +31,7 @@ pub enum Command {
     /// List OpenCL platforms/devices and audio inputs.
     Devices,
     /// Run the same frames on the CPU and on OpenCL and compare (exit 1 on any mismatch).
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
 }
 
 #[derive(clap::Args, Debug)]

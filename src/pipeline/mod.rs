@@ -190,16 +190,14 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         }
         drop(work_rx);
         drop(done_tx);
-        sink_stage::run_sink::<T>(
-            done_rx,
+        let stage = sink_stage::SinkStage {
             writers,
-            &writer_of,
-            &outputs,
-            &streams,
-            control,
-            &mut latency,
-            output_pool,
-        )
+            writer_of: &writer_of,
+            outputs: &outputs,
+            streams: &streams,
+            pool: output_pool,
+        };
+        sink_stage::run_sink::<T>(done_rx, stage, control, &mut latency)
     });
 
     if settings.stats {

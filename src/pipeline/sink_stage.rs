@@ -14,16 +14,31 @@ use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::io;
 
+/// The writers and what the sink needs to route frames to them.
+pub struct SinkStage<'a, T: Sample> {
+    pub writers: Vec<Box<dyn SpectrumWriter<T>>>,
+    /// Writer index of each stream.
+    pub writer_of: &'a [usize],
+    /// Name of each writer's destination, for messages.
+    pub outputs: &'a [String],
+    pub streams: &'a [StreamMeta],
+    /// Where spent output buffers go back to the workers.
+    pub pool: &'a BufferPool<T>,
+}
+
 pub fn run_sink<T: Sample>(
     rx: Receiver<Done<T>>,
-    mut writers: Vec<Box<dyn SpectrumWriter<T>>>,
-    writer_of: &[usize],
-    outputs: &[String],
-    streams: &[StreamMeta],
+    stage: SinkStage<'_, T>,
     control: &Control,
     latency: &mut Latency,
-    pool: &BufferPool<T>,
 ) -> Vec<StreamWritten> {
+    let SinkStage {
+        mut writers,
+        writer_of,
+        outputs,
+        streams,
+        pool,
+    } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
     let mut next = 0u64;

@@ -2,39 +2,33 @@
 //! row per frame. Streams sharing one file must have the same bins (same frame size and kind).
 
 use super::destination::Destination;
-use super::{push_number, Sample, SpectrumRow, SpectrumWriter};
-use std::io::{self, Write};
+use super::{LineWriter, Sample, SpectrumRow, SpectrumWriter};
+use std::io;
 
 pub struct CsvWriter {
-    dest: Destination,
+    out: LineWriter,
     /// Bins per row, fixed by the header once written.
     header_bins: Option<usize>,
-    line: Vec<u8>,
-    numbers: ryu::Buffer,
 }
 
 impl CsvWriter {
     pub fn new(dest: Destination) -> Self {
         CsvWriter {
-            dest,
+            out: LineWriter::new(dest),
             header_bins: None,
-            line: Vec::new(),
-            numbers: ryu::Buffer::new(),
         }
     }
 }
 
 impl<T: Sample> SpectrumWriter<T> for CsvWriter {
     fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()> {
-        self.line.clear();
         match self.header_bins {
             None => {
-                self.line.extend_from_slice(b"stream,frame,time_s");
-                for f in row.stream.frequencies(row.n) {
-                    self.line.push(b',');
-                    push_number(&mut self.line, &mut self.numbers, f);
-                }
-                self.line.push(b'\n');
+                let frequencies = row.stream.frequencies(row.n);
+                self.out
+                    .text("stream,frame,time_s,")
+                    .numbers(&frequencies, b',')
+                    .end_line()?;
                 self.header_bins = Some(row.values.len());
             }
             Some(bins) if bins != row.values.len() => {
@@ -49,19 +43,18 @@ impl<T: Sample> SpectrumWriter<T> for CsvWriter {
             }
             Some(_) => {}
         }
-        write!(self.line, "{},{},", row.stream.id, row.frame)?;
-        push_number(&mut self.line, &mut self.numbers, row.time_s);
-        for v in row.values {
-            self.line.push(b',');
-            push_number(&mut self.line, &mut self.numbers, *v);
-        }
-        self.line.push(b'\n');
-        self.dest.write_all(&self.line)
+        let head = format!("{},{},", row.stream.id, row.frame);
+        self.out
+            .text(&head)
+            .number(row.time_s)
+            .text(",")
+            .numbers(row.values, b',')
+            .end_line()
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.dest.flush()
+        self.out.flush()
     }
     fn finish(&mut self) -> io::Result<()> {
-        self.dest.flush()
+        self.out.flush()
     }
 }

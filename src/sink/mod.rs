@@ -17,7 +17,7 @@ pub mod text;
 
 use crate::fft::{InputKind, Sample};
 use serde::Deserialize;
-use std::io;
+use std::io::{self, Write};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -138,7 +138,57 @@ pub fn make_writer<T: Sample>(
     })
 }
 
-/// Appends `v` in shortest round-trip form.
-pub(crate) fn push_number<T: Sample>(line: &mut Vec<u8>, buf: &mut ryu::Buffer, v: T) {
-    line.extend_from_slice(v.format_shortest(buf).as_bytes());
+/// Builds one text line at a time (numbers in shortest round-trip form) and writes it whole.
+/// Shared by the text, csv and ndjson writers.
+pub(crate) struct LineWriter {
+    dest: destination::Destination,
+    line: Vec<u8>,
+    numbers: ryu::Buffer,
+}
+
+impl LineWriter {
+    pub fn new(dest: destination::Destination) -> Self {
+        LineWriter {
+            dest,
+            line: Vec::new(),
+            numbers: ryu::Buffer::new(),
+        }
+    }
+
+    /// Appends raw text.
+    pub fn text(&mut self, text: &str) -> &mut Self {
+        self.line.extend_from_slice(text.as_bytes());
+        self
+    }
+
+    /// Appends one number.
+    pub fn number<T: Sample>(&mut self, v: T) -> &mut Self {
+        self.line
+            .extend_from_slice(v.format_shortest(&mut self.numbers).as_bytes());
+        self
+    }
+
+    /// Appends numbers separated by `separator`.
+    pub fn numbers<T: Sample>(&mut self, values: &[T], separator: u8) -> &mut Self {
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.line.push(separator);
+            }
+            self.number(*v);
+        }
+        self
+    }
+
+    /// Ends the line and writes it.
+    pub fn end_line(&mut self) -> io::Result<()> {
+        self.line.push(b'\n');
+        let result = self.dest.write_all(&self.line);
+        self.line.clear();
+        result
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        use std::io::Write;
+        self.dest.flush()
+    }
 }
