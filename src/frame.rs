@@ -78,6 +78,8 @@ pub struct Frame<T> {
     pub data: Vec<T>,
     /// When the frame's last sample arrived (for latency).
     pub completed: Instant,
+    /// From live capture: the batcher sends it on as soon as nothing else is waiting.
+    pub live: bool,
 }
 
 /// Largest frame fftd will try to allocate: half of physical memory.
@@ -180,6 +182,7 @@ impl<T: Sample> Framer<T> {
             rate: self.rate,
             data,
             completed: Instant::now(),
+            live: false,
         };
         self.seq += 1;
         frame

@@ -1,6 +1,7 @@
 //! Batcher stage: gathers frames (from any streams) that share a transform into batches of up to
 //! `--batch` frames, packed back to back in one buffer. A batch is sent when full, or when its
-//! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Batches are
+//! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Frames from
+//! live capture go on at once when no other frame is queued behind them. Batches are
 //! numbered in the order they are sent; the sink writes them back in that order.
 
 use super::pool::BufferPool;
@@ -89,7 +90,9 @@ pub fn run_batcher<T: Sample>(
                     completed: frame.completed,
                 });
                 entry.batch.data.extend_from_slice(&frame.data);
-                if entry.batch.frames.len() >= entry.capacity {
+                // a full batch goes now; so does live input when nothing else is waiting
+                let idle_live = frame.live && rx.is_empty();
+                if entry.batch.frames.len() >= entry.capacity || idle_live {
                     if let Some(p) = pending.remove(&key) {
                         if !send(p.batch, &mut next_id) {
                             return;

@@ -119,7 +119,8 @@ struct FrameSender<'a, T> {
 
 impl<T> FrameSender<'_, T> {
     /// Returns false when no more frames should be sent for this stream.
-    fn send(&mut self, frame: Frame<T>, max_frames: u64) -> bool {
+    fn send(&mut self, mut frame: Frame<T>, max_frames: u64) -> bool {
+        frame.live = self.live;
         if frame.seq >= max_frames {
             return false;
         }
