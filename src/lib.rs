@@ -4,6 +4,15 @@
 //! Data path: `source` → `frame::Framer` → `pipeline` (batching, workers, ordering) → `fft` → `sink`.
 
 pub mod bench;
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod devices;
 pub mod error;
 pub mod fft;
+pub mod frame;
+pub mod pipeline;
+pub mod sink;
+pub mod source;
+pub mod stats;
 pub mod window;

@@ -104,11 +104,13 @@ mod tests {
 
     #[test]
     fn scipy_reference_values() {
-        // scipy.signal.get_window('blackmanharris', 8)[3] and ('flattop', 8)[4]
+        // scipy.signal.get_window('blackmanharris', 8)[3], ('flattop', 8)[4], ('blackman', 8)[2]
         let bh = WindowKind::BlackmanHarris.coefficients(8);
-        assert!((bh[3] - 0.520_575_5).abs() < 1e-6, "{}", bh[3]);
+        assert!((bh[3] - 0.695_764_162_981_320_4).abs() < 1e-15, "{}", bh[3]);
+        let bl = WindowKind::Blackman.coefficients(8);
+        assert!((bl[2] - 0.34).abs() < 1e-15, "{}", bl[2]);
         let ft = WindowKind::Flattop.coefficients(8);
-        assert!((ft[4] - 1.000_000_003).abs() < 1e-6, "{}", ft[4]);
+        assert!((ft[4] - 1.000_000_003).abs() < 1e-12, "{}", ft[4]);
         let hm = WindowKind::Hamming.coefficients(4);
         assert!((hm[0] - 0.08).abs() < 1e-15 && (hm[2] - 1.0).abs() < 1e-15);
     }

@@ -150,10 +150,7 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
                     fft.process_with_scratch(&mut plan.spectrum, &mut plan.scratch);
                 }
             }
-            for (dst, x) in row.iter_mut().zip(&plan.spectrum) {
-                *dst = x.norm_sqr();
-            }
-            scale.finish_row(row);
+            scale.finish_spectrum(&plan.spectrum, row);
         }
         Ok(())
     }

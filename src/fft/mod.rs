@@ -143,21 +143,31 @@ pub fn naive_spectrum(spec: &TransformSpec, frame: &[f64]) -> Vec<f64> {
     let n = spec.n;
     let w = spec.window.coefficients(n);
     let plan = spec.scale_plan();
-    let bins = spec.bins();
-    (0..bins)
+    // exact twiddles: e^{-2πi m/n} for m in 0..n, indexed by (k·j) mod n
+    let twiddles: Vec<(f64, f64)> = (0..n)
+        .map(|m| {
+            let ang = -2.0 * std::f64::consts::PI * m as f64 / n as f64;
+            (ang.cos(), ang.sin())
+        })
+        .collect();
+    let windowed: Vec<(f64, f64)> = (0..n)
+        .map(|j| match spec.kind {
+            InputKind::Real => (frame[j] * w[j], 0.0),
+            InputKind::Complex => (frame[2 * j] * w[j], frame[2 * j + 1] * w[j]),
+        })
+        .collect();
+    (0..spec.bins())
         .map(|k| {
             let (mut re, mut im) = (0.0f64, 0.0f64);
-            for (j, wj) in w.iter().enumerate() {
-                let (xr, xi) = match spec.kind {
-                    InputKind::Real => (frame[j] * wj, 0.0),
-                    InputKind::Complex => (frame[2 * j] * wj, frame[2 * j + 1] * wj),
-                };
-                // exact angle reduction keeps the reference accurate for large n
-                let idx = (k as u128 * j as u128 % n as u128) as f64;
-                let ang = -2.0 * std::f64::consts::PI * idx / n as f64;
-                let (s, c) = ang.sin_cos();
+            let mut m = 0usize;
+            for &(xr, xi) in &windowed {
+                let (c, s) = twiddles[m];
                 re += xr * c - xi * s;
                 im += xr * s + xi * c;
+                m += k;
+                if m >= n {
+                    m -= n;
+                }
             }
             plan.apply_f64(k, re.hypot(im))
         })

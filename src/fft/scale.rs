@@ -129,6 +129,23 @@ impl ScalePlan {
         }
     }
 
+    /// Writes the output row straight from the complex spectrum (one pass: no |X|² row in between).
+    pub fn finish_spectrum<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
+        match self.mode {
+            ScaleMode::Magnitude => {
+                for (dst, z) in row.iter_mut().zip(spectrum) {
+                    *dst = magnitude(z);
+                }
+            }
+            _ => {
+                for (dst, z) in row.iter_mut().zip(spectrum) {
+                    *dst = z.norm_sqr();
+                }
+                self.finish_row(row);
+            }
+        }
+    }
+
     /// Turns a row of squared magnitudes |X_k|² (`power`, modified in place) into output values.
     /// Working from |X|² avoids a square root for the power scales.
     pub fn finish_row<T: Sample>(&self, power: &mut [T]) {
@@ -157,4 +174,10 @@ impl ScalePlan {
             }
         }
     }
+}
+
+/// |X| from (re, im).
+#[inline]
+fn magnitude<T: Sample>(z: &num_complex::Complex<T>) -> T {
+    (z.re * z.re + z.im * z.im).sqrt()
 }

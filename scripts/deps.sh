@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Makes sure the system packages fftd builds and tests against are present:
+#   libasound2-dev pkg-config            cpal (ALSA) for --mic
+#   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
+#   clinfo                               to see what OpenCL finds
+# and, for the tests that compare against numpy/scipy, python3 with numpy and scipy.
+# As root it installs what is missing; otherwise it prints the exact command and exits 1.
+set -euo pipefail
+
+packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]]; then
+        echo "deps: installing ${missing[*]}" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "deps: missing system packages; run:" >&2
+        echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+if ! command -v cargo >/dev/null; then
+    echo "deps: no Rust toolchain; install it with:" >&2
+    echo "  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh" >&2
+    exit 1
+fi
+
+if [[ "${1:-}" == "--python" ]]; then
+    if ! python3 -c "import numpy, scipy.signal" 2>/dev/null; then
+        echo "deps: installing numpy and scipy for python3" >&2
+        python3 -m pip install --quiet numpy scipy || {
+            echo "deps: could not install numpy/scipy; run: python3 -m pip install numpy scipy" >&2
+            exit 1
+        }
+    fi
+fi

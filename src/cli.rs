@@ -1,0 +1,45 @@
+//! The command line: `fftd [OPTIONS]` runs the analysis; `devices`, `check` and `bench` are
+//! subcommands. Options are defined once in `config::Options` (also the config-file keys).
+
+use crate::config::Options;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fftd",
+    version,
+    about = "Streaming spectrum analyser: files, stdin or a microphone in; magnitude spectra out",
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  fftd --file examples/tone.txt --frame 64\n  fftd --file rec.wav --frame 4096 --hop 1024 --format f32 > spectra.f32\n  fftd --mic --scale db --format ndjson"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Read options from a TOML file (see config/fftd.toml); command-line flags win.
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub options: Options,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List OpenCL platforms/devices and audio inputs.
+    Devices,
+    /// Run the same frames on the CPU and on OpenCL and compare (exit 1 on any mismatch).
+    Check(Box<CheckArgs>),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Largest allowed difference, relative to each frame's largest bin.
+    #[arg(long, default_value_t = 1e-4)]
+    pub tolerance: f64,
+
+    #[command(flatten)]
+    pub options: Options,
+}

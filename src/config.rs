@@ -1,0 +1,425 @@
+//! Options: defined once (`Options`, whose doc comments are the `--help` text and whose field names
+//! are the config-file keys), merged as CLI > config file > default, and validated into `Settings`.
+
+use crate::error::{FftdError, Result};
+use crate::fft::router::DeviceChoice;
+use crate::fft::Scale;
+use crate::frame::{FrameSize, Tail};
+use crate::sink::OutputFormat;
+use crate::source::channels::ChannelSelect;
+use crate::source::InputFormat;
+use crate::window::WindowKind;
+use serde::{Deserialize, Deserializer};
+use std::path::{Path, PathBuf};
+
+/// Arithmetic precision of the transform (`--precision`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precision {
+    F32,
+    F64,
+}
+
+/// Implements serde's Deserialize through FromStr, accepting a TOML string or integer.
+macro_rules! deserialize_from_str {
+    ($ty:ty) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                #[derive(Deserialize)]
+                #[serde(untagged)]
+                enum StrOrInt {
+                    Str(String),
+                    Int(u64),
+                }
+                let text = match StrOrInt::deserialize(d) {
+                    Ok(StrOrInt::Str(s)) => s,
+                    Ok(StrOrInt::Int(i)) => i.to_string(),
+                    Err(_) => {
+                        return Err(serde::de::Error::custom(concat!(
+                            "expected a string or an integer for ",
+                            stringify!($ty)
+                        )))
+                    }
+                };
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+deserialize_from_str!(FrameSize);
+deserialize_from_str!(ChannelSelect);
+deserialize_from_str!(DeviceChoice);
+
+/// Every option of the analysis, as flags and as config-file keys (kebab-case).
+/// Unset fields fall back to the config file, then to the default named in each help text.
+#[derive(clap::Args, Deserialize, Debug, Default, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Options {
+    /// Input file (repeatable: each file is its own stream); `-` reads stdin.
+    #[arg(long = "file", value_name = "PATH")]
+    #[serde(default)]
+    pub file: Vec<String>,
+
+    /// Capture live from a microphone: default input device, or DEVICE (index or name substring
+    /// from `fftd devices`).
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    pub mic: Option<String>,
+
+    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, else text].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormat>,
+
+    /// Sample rate in Hz for inputs without a header (text, raw, stdin) and for the microphone
+    /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<f64>,
+
+    /// Interleaved channels in raw (f32/s16/cf32) files; channels to capture with --mic [default: 1
+    /// for raw files; the device's default for --mic].
+    #[arg(long, value_name = "C")]
+    pub channels: Option<usize>,
+
+    /// Which channel(s) to analyse: mix (average), N (0-based), all (one stream each) [default: mix].
+    #[arg(long, value_name = "mix|N|all")]
+    pub channel: Option<ChannelSelect>,
+
+    /// Samples per frame (any N >= 2), or `whole`: the whole input as one frame zero-padded to the
+    /// next power of two [default: 4096].
+    #[arg(long, value_name = "N|whole")]
+    pub frame: Option<FrameSize>,
+
+    /// Samples between frame starts [default: the frame size].
+    #[arg(long, value_name = "H")]
+    pub hop: Option<usize>,
+
+    /// Samples after the last whole frame: pad (one last zero-padded frame) or drop [default: pad].
+    #[arg(long, value_enum)]
+    pub tail: Option<Tail>,
+
+    /// Window, periodic as scipy.signal.get_window [default: hann; rect with --frame whole].
+    #[arg(long, value_enum)]
+    pub window: Option<WindowKind>,
+
+    /// Output values: magnitude |X|, db, power |X|², spectrum or density (scipy's one-sided
+    /// scalings) [default: magnitude].
+    #[arg(long, value_enum)]
+    pub scale: Option<Scale>,
+
+    /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub fftshift: bool,
+
+    /// Arithmetic precision [default: f32].
+    #[arg(long, value_enum)]
+    pub precision: Option<Precision>,
+
+    /// Output format [default: text].
+    #[arg(long, value_enum)]
+    pub format: Option<OutputFormat>,
+
+    /// Output file [default: stdout].
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Write one output file per stream into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+
+    /// Write a JSON sidecar describing the output (rate, frame, hop, window, scale, bins, Hz per bin,
+    /// inputs).
+    #[arg(long, value_name = "PATH")]
+    pub meta: Option<PathBuf>,
+
+    /// Print frames in/out, drops, samples/s and latency percentiles to stderr at exit.
+    #[arg(long)]
+    #[serde(default)]
+    pub stats: bool,
+
+    /// Stop each stream after N frames.
+    #[arg(long, value_name = "N")]
+    pub max_frames: Option<u64>,
+
+    /// Analyse only the first SECONDS of each stream (of signal time; live input stops then too).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+
+    /// Transform engine: auto (the faster for each batch, measured), cpu, gpu (best OpenCL device),
+    /// or opencl:P:D (platform P, device D from `fftd devices`) [default: auto].
+    #[arg(long, value_name = "auto|cpu|gpu|opencl:P:D")]
+    pub device: Option<DeviceChoice>,
+
+    /// Frames per FFT batch [default: 0 = auto, about 2^18 samples per batch].
+    #[arg(long, value_name = "B")]
+    pub batch: Option<usize>,
+
+    /// Longest a frame waits for its batch to fill before it is sent anyway, in ms [default: 5].
+    #[arg(long, value_name = "MS")]
+    pub max_latency: Option<f64>,
+
+    /// FFT worker threads [default: 0 = one per CPU core].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+}
+
+/// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.
+fn merge(cli: Options, file: Options) -> Options {
+    macro_rules! pick {
+        ($($field:ident),*) => {
+            Options {
+                file: if cli.file.is_empty() { file.file } else { cli.file },
+                fftshift: cli.fftshift || file.fftshift,
+                stats: cli.stats || file.stats,
+                $($field: cli.$field.or(file.$field),)*
+            }
+        };
+    }
+    pick!(
+        mic,
+        input_format,
+        rate,
+        channels,
+        channel,
+        frame,
+        hop,
+        tail,
+        window,
+        scale,
+        precision,
+        format,
+        output,
+        output_dir,
+        meta,
+        max_frames,
+        duration,
+        device,
+        batch,
+        max_latency,
+        workers
+    )
+}
+
+/// Reads a config file; unknown keys and wrong types are errors naming the key and line.
+pub fn load_config_file(path: &Path) -> Result<Options> {
+    let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
+    toml::from_str(&text).map_err(|e| {
+        let message = e.message().replace('\n', " ");
+        let place = match e.span() {
+            Some(span) => {
+                let start = span.start.min(text.len());
+                let line_no = text.as_bytes()[..start]
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count()
+                    + 1;
+                let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+                // name the key for type errors, whose span points at the value
+                match line.split_once('=') {
+                    Some((key, _)) if !message.contains(key.trim()) => {
+                        format!("{}:{line_no}: key '{}'", path.display(), key.trim())
+                    }
+                    _ => format!("{}:{line_no}", path.display()),
+                }
+            }
+            None => path.display().to_string(),
+        };
+        FftdError::Usage(format!("{place}: {message}"))
+    })
+}
+
+/// Where the signal comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    Files(Vec<String>),
+    /// Live capture; the string selects the device ("" = default).
+    Mic(String),
+}
+
+/// Validated settings with every default applied.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub input: Input,
+    pub input_format: Option<InputFormat>,
+    /// Rate given by the user (None: 1 Hz for files, the device rate for the mic, WAV header).
+    pub rate: Option<f64>,
+    pub channels: Option<usize>,
+    pub channel: ChannelSelect,
+    pub frame: FrameSize,
+    pub hop: Option<usize>,
+    pub tail: Tail,
+    pub window: WindowKind,
+    pub scale: Scale,
+    pub fftshift: bool,
+    pub precision: Precision,
+    pub format: OutputFormat,
+    pub output: Option<PathBuf>,
+    pub output_dir: Option<PathBuf>,
+    pub meta: Option<PathBuf>,
+    pub stats: bool,
+    pub max_frames: Option<u64>,
+    pub duration: Option<f64>,
+    pub device: DeviceChoice,
+    /// Frames per batch; 0 = auto.
+    pub batch: usize,
+    pub max_latency_ms: f64,
+    pub workers: usize,
+}
+
+impl Settings {
+    /// CLI options merged over the config file (when given), validated.
+    pub fn resolve(cli: Options, config: Option<&Path>) -> Result<Settings> {
+        let file = match config {
+            Some(path) => load_config_file(path)?,
+            None => Options::default(),
+        };
+        Self::from_options(merge(cli, file))
+    }
+
+    pub fn from_options(o: Options) -> Result<Settings> {
+        let usage = |m: String| Err(FftdError::Usage(m));
+        let input = match (o.file.is_empty(), o.mic) {
+            (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
+            (false, None) => Input::Files(o.file),
+            (true, Some(dev)) => Input::Mic(dev),
+            (true, None) => {
+                return usage(
+                    "no input: give --file PATH (repeatable, - for stdin) or --mic [DEVICE]".into(),
+                )
+            }
+        };
+        if let Some(rate) = o.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return usage(format!(
+                    "--rate {rate}: the sample rate must be a positive number of Hz"
+                ));
+            }
+        }
+        if o.channels == Some(0) {
+            return usage("--channels 0: need at least one channel".into());
+        }
+        let frame = o.frame.unwrap_or(FrameSize::Fixed(4096));
+        if o.hop == Some(0) {
+            return usage("--hop 0: the hop must be at least 1 sample".into());
+        }
+        if frame == FrameSize::Whole && o.hop.is_some() {
+            return usage("--hop has no meaning with --frame whole (one frame per input)".into());
+        }
+        if let Some(d) = o.duration {
+            if !(d.is_finite() && d > 0.0) {
+                return usage(format!(
+                    "--duration {d}: must be a positive number of seconds"
+                ));
+            }
+        }
+        if o.max_frames == Some(0) {
+            return usage("--max-frames 0: must be at least 1".into());
+        }
+        let max_latency_ms = o.max_latency.unwrap_or(5.0);
+        if !(max_latency_ms.is_finite() && max_latency_ms >= 0.0) {
+            return usage(format!(
+                "--max-latency {max_latency_ms}: must be a number of ms >= 0"
+            ));
+        }
+        let format = o.format.unwrap_or(OutputFormat::Text);
+        if o.output.is_some() && o.output_dir.is_some() {
+            return usage("use either --output or --output-dir, not both".into());
+        }
+        let to_stdout =
+            o.output_dir.is_none() && o.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
+        if format == OutputFormat::Npy && to_stdout {
+            return usage(
+                "--format npy cannot go to stdout (the header is rewritten at the end with the frame count): use --output PATH or --output-dir DIR".into(),
+            );
+        }
+        let window = o.window.unwrap_or(if frame == FrameSize::Whole {
+            WindowKind::Rect
+        } else {
+            WindowKind::Hann
+        });
+        let workers = match o.workers.unwrap_or(0) {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        Ok(Settings {
+            input,
+            input_format: o.input_format,
+            rate: o.rate,
+            channels: o.channels,
+            channel: o.channel.unwrap_or(ChannelSelect::Mix),
+            frame,
+            hop: o.hop,
+            tail: o.tail.unwrap_or(Tail::Pad),
+            window,
+            scale: o.scale.unwrap_or(Scale::Magnitude),
+            fftshift: o.fftshift,
+            precision: o.precision.unwrap_or(Precision::F32),
+            format,
+            output: o.output.filter(|p| p.as_os_str() != "-"),
+            output_dir: o.output_dir,
+            meta: o.meta,
+            stats: o.stats,
+            max_frames: o.max_frames,
+            duration: o.duration,
+            device: o.device.unwrap_or(DeviceChoice::Auto),
+            batch: o.batch.unwrap_or(0),
+            max_latency_ms,
+            workers,
+        })
+    }
+
+    /// Frames per batch for frames of `n` samples.
+    pub fn batch_frames(&self, n: usize) -> usize {
+        match self.batch {
+            0 => ((1usize << 18) / n.max(1)).clamp(1, 1024),
+            b => b,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_config_parses_and_equals_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fftd.toml");
+        let file = load_config_file(&path).expect("config/fftd.toml parses");
+        let cli = Options {
+            file: vec!["x.txt".into()],
+            ..Options::default()
+        };
+        let from_file = Settings::from_options(merge(cli.clone(), file)).expect("valid");
+        let defaults = Settings::from_options(cli).expect("valid");
+        assert_eq!(format!("{from_file:?}"), format!("{defaults:?}"));
+    }
+
+    #[test]
+    fn cli_beats_file() {
+        let file: Options =
+            toml::from_str("frame = 1024\nhop = 256\nwindow = \"hamming\"").expect("toml");
+        let cli = Options {
+            file: vec!["x.txt".into()],
+            frame: Some(FrameSize::Fixed(512)),
+            ..Options::default()
+        };
+        let s = Settings::from_options(merge(cli, file)).expect("valid");
+        assert_eq!(s.frame, FrameSize::Fixed(512));
+        assert_eq!(s.hop, Some(256));
+        assert_eq!(s.window, WindowKind::Hamming);
+    }
+
+    #[test]
+    fn unknown_key_and_bad_type_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "frame = 64\nfram = 3\n").expect("write");
+        let err = load_config_file(&path)
+            .expect_err("unknown key")
+            .to_string();
+        assert!(err.contains("fram") && err.contains(":2"), "{err}");
+        std::fs::write(&path, "hop = \"many\"\n").expect("write");
+        let err = load_config_file(&path).expect_err("bad type").to_string();
+        assert!(err.contains("hop") || err.contains("integer"), "{err}");
+        assert!(err.contains(":1"), "{err}");
+    }
+}

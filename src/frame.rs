@@ -1,0 +1,397 @@
+//! Framing: cuts one stream's samples into frames of `n` samples every `hop` samples, numbers them
+//! and stamps them with their start time. Frames hold raw (unwindowed) samples; the engine applies
+//! the window.
+//!
+//! Frame count for L samples, frame N, hop H:
+//! - L <= N: one frame (zero-padded to N).
+//! - `--tail pad` (default): ceil((L-N)/H) + 1 frames; the last one zero-padded.
+//! - `--tail drop`: floor((L-N)/H) + 1 frames; samples after the last whole frame are not analysed.
+//!
+//! `--frame whole` takes the whole stream as one frame, zero-padded to the next power of two.
+
+use crate::error::{FftdError, Result};
+use crate::fft::{InputKind, Sample};
+use serde::Deserialize;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// `--frame N|whole`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameSize {
+    Fixed(usize),
+    Whole,
+}
+
+impl FromStr for FrameSize {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        if s == "whole" {
+            return Ok(FrameSize::Whole);
+        }
+        match s.parse::<usize>() {
+            Ok(n) if n >= 2 => Ok(FrameSize::Fixed(n)),
+            Ok(n) => Err(format!(
+                "invalid frame size {n}: a frame needs at least 2 samples"
+            )),
+            Err(_) => Err(format!(
+                "invalid frame size '{s}': expected a number of samples >= 2, or 'whole'"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for FrameSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameSize::Fixed(n) => write!(f, "{n}"),
+            FrameSize::Whole => f.write_str("whole"),
+        }
+    }
+}
+
+/// `--tail pad|drop`: what happens to samples after the last whole frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tail {
+    /// Analyse them in one last zero-padded frame.
+    Pad,
+    /// Leave them out.
+    Drop,
+}
+
+/// One frame on its way to the FFT stage.
+#[derive(Debug)]
+pub struct Frame<T> {
+    /// Stream id (one per input file, or per channel with `--channel all`).
+    pub stream: usize,
+    /// 0-based frame number within the stream.
+    pub seq: u64,
+    /// Index of the frame's first sample in the stream.
+    pub start: u64,
+    /// Samples per frame.
+    pub n: usize,
+    pub kind: InputKind,
+    /// Sample rate of the stream, Hz.
+    pub rate: f64,
+    /// `n` values (real) or `2n` interleaved re,im values (complex), unwindowed, zero-padded.
+    pub data: Vec<T>,
+    /// When the frame's last sample arrived (for latency).
+    pub completed: Instant,
+    /// From live capture: the batcher sends it on as soon as nothing else is waiting.
+    pub live: bool,
+}
+
+/// Largest frame fftd will try to allocate: half of physical memory.
+fn check_frame_memory<T>(n: usize, width: usize) -> Result<()> {
+    let bytes = (n as u128) * (width as u128) * (std::mem::size_of::<T>() as u128);
+    let limit = physical_memory_bytes().map(|m| m as u128 / 2);
+    match limit {
+        Some(limit) if bytes > limit => Err(FftdError::Usage(format!(
+            "frame of {n} samples needs {} MiB per frame buffer, more than half of this machine's memory ({} MiB)",
+            bytes >> 20,
+            limit >> 20
+        ))),
+        _ if bytes > usize::MAX as u128 / 4 => Err(FftdError::Usage(format!(
+            "frame of {n} samples is too large to address"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// MemTotal from /proc/meminfo, when there is one.
+fn physical_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Cuts one stream into frames.
+pub struct Framer<T> {
+    stream: usize,
+    size: FrameSize,
+    hop: usize,
+    tail: Tail,
+    kind: InputKind,
+    rate: f64,
+    width: usize,
+    /// Samples (values) from the start of the next frame onwards.
+    buf: Vec<T>,
+    /// Samples still to skip before `buf` starts (hop > n).
+    skip: u64,
+    /// Sample index of `buf[0]`.
+    next_start: u64,
+    seq: u64,
+    total: u64,
+}
+
+impl<T: Sample> Framer<T> {
+    pub fn new(
+        stream: usize,
+        size: FrameSize,
+        hop: usize,
+        tail: Tail,
+        kind: InputKind,
+        rate: f64,
+    ) -> Result<Self> {
+        let width = kind.width();
+        let mut buf = Vec::new();
+        if let FrameSize::Fixed(n) = size {
+            check_frame_memory::<T>(n, width)?;
+            buf.try_reserve_exact(n * width).map_err(|_| {
+                FftdError::Usage(format!("frame of {n} samples does not fit in memory"))
+            })?;
+        }
+        Ok(Framer {
+            stream,
+            size,
+            hop: hop.max(1),
+            tail,
+            kind,
+            rate,
+            width,
+            buf,
+            skip: 0,
+            next_start: 0,
+            seq: 0,
+            total: 0,
+        })
+    }
+
+    /// Frames emitted so far.
+    pub fn frames(&self) -> u64 {
+        self.seq
+    }
+
+    /// Samples pushed so far.
+    pub fn samples(&self) -> u64 {
+        self.total
+    }
+
+    fn make_frame(&mut self, n: usize, start: u64, values: &[T]) -> Frame<T> {
+        let mut data = Vec::with_capacity(n * self.width);
+        data.extend_from_slice(values);
+        data.resize(n * self.width, T::zero());
+        let frame = Frame {
+            stream: self.stream,
+            seq: self.seq,
+            start,
+            n,
+            kind: self.kind,
+            rate: self.rate,
+            data,
+            completed: Instant::now(),
+            live: false,
+        };
+        self.seq += 1;
+        frame
+    }
+
+    /// Adds samples (`width` values each) and emits every frame they complete.
+    /// `emit` returns false to stop early (the rest of `values` is then ignored).
+    pub fn push(&mut self, values: &[f64], emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<bool> {
+        let w = self.width;
+        let mut values = values;
+        self.total += (values.len() / w) as u64;
+        let n = match self.size {
+            FrameSize::Whole => {
+                self.buf.try_reserve(values.len()).map_err(|_| {
+                    FftdError::Runtime(format!(
+                        "--frame whole: the input ({} samples so far) does not fit in memory",
+                        self.total
+                    ))
+                })?;
+                self.buf.extend(values.iter().map(|&v| T::of_f64(v)));
+                return Ok(true);
+            }
+            FrameSize::Fixed(n) => n,
+        };
+        while !values.is_empty() {
+            if self.skip > 0 {
+                let skipped = (self.skip as usize).min(values.len() / w);
+                values = &values[skipped * w..];
+                self.skip -= skipped as u64;
+                self.next_start += skipped as u64;
+                continue;
+            }
+            let need = n * w - self.buf.len();
+            let take = need.min(values.len());
+            self.buf
+                .extend(values[..take].iter().map(|&v| T::of_f64(v)));
+            values = &values[take..];
+            if self.buf.len() == n * w {
+                let start = self.next_start;
+                let buf = std::mem::take(&mut self.buf);
+                let frame = self.make_frame(n, start, &buf);
+                self.buf = buf;
+                self.advance();
+                if !emit(frame) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Moves the next frame's start one hop on.
+    fn advance(&mut self) {
+        let held = self.buf.len() / self.width;
+        let drop = self.hop.min(held);
+        self.buf.drain(..drop * self.width);
+        self.skip = (self.hop - drop) as u64;
+        self.next_start += drop as u64;
+    }
+
+    /// Ends the stream: emits the padded tail frame (or the whole-input frame) when there is one.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<()> {
+        match self.size {
+            FrameSize::Whole => {
+                let len = self.buf.len() / self.width;
+                if len < 2 {
+                    return Err(FftdError::Runtime(format!(
+                        "--frame whole needs at least 2 samples, the input has {len}"
+                    )));
+                }
+                let n = len.next_power_of_two();
+                check_frame_memory::<T>(n, self.width)?;
+                let buf = std::mem::take(&mut self.buf);
+                let frame = self.make_frame(n, 0, &buf);
+                emit(frame);
+            }
+            FrameSize::Fixed(n) => {
+                let total = self.total;
+                let pending_tail = if total <= n as u64 {
+                    // one frame in all: emit it now unless the input was exactly one frame
+                    self.seq == 0 && total > 0
+                } else {
+                    self.tail == Tail::Pad && (total - n as u64) % self.hop as u64 != 0
+                };
+                if pending_tail {
+                    let start = self.next_start + self.skip;
+                    let buf = std::mem::take(&mut self.buf);
+                    let values = if self.skip > 0 { &[][..] } else { &buf[..] };
+                    let frame = self.make_frame(n, start, values);
+                    emit(frame);
+                }
+                self.buf.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops partial data after a gap in the input (live overrun) and restarts framing at `start`.
+    pub fn restart_at(&mut self, start: u64) {
+        self.buf.clear();
+        self.skip = 0;
+        self.next_start = start;
+        self.total = start;
+    }
+}
+
+/// Expected frame count for `samples` samples (the rule above), for tests and `--stats`.
+pub fn expected_frames(samples: u64, n: u64, hop: u64, tail: Tail) -> u64 {
+    if samples == 0 {
+        0
+    } else if samples <= n {
+        1
+    } else {
+        match tail {
+            Tail::Pad => (samples - n).div_ceil(hop) + 1,
+            Tail::Drop => (samples - n) / hop + 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cut(l: usize, n: usize, hop: usize, tail: Tail, chunk: usize) -> Vec<Frame<f64>> {
+        let mut framer =
+            Framer::<f64>::new(0, FrameSize::Fixed(n), hop, tail, InputKind::Real, 1.0)
+                .expect("framer");
+        let samples: Vec<f64> = (1..=l).map(|v| v as f64).collect();
+        let mut frames = Vec::new();
+        for block in samples.chunks(chunk.max(1)) {
+            framer
+                .push(block, &mut |f| {
+                    frames.push(f);
+                    true
+                })
+                .expect("push");
+        }
+        framer
+            .finish(&mut |f| {
+                frames.push(f);
+                true
+            })
+            .expect("finish");
+        frames
+    }
+
+    #[test]
+    fn frame_count_rule_holds_for_many_shapes() {
+        for l in 1..40usize {
+            for n in [2usize, 3, 4, 7, 8] {
+                for hop in [1usize, 2, 3, 4, 8, 11] {
+                    for tail in [Tail::Pad, Tail::Drop] {
+                        for chunk in [1usize, 5, 64] {
+                            let frames = cut(l, n, hop, tail, chunk);
+                            let want = expected_frames(l as u64, n as u64, hop as u64, tail);
+                            assert_eq!(frames.len() as u64, want, "L={l} N={n} H={hop} {tail:?}");
+                            for (i, f) in frames.iter().enumerate() {
+                                assert_eq!(f.seq, i as u64);
+                                assert_eq!(f.start, i as u64 * hop as u64);
+                                // every frame holds exactly the samples it should, zero-padded
+                                for (j, v) in f.data.iter().enumerate() {
+                                    let idx = f.start as usize + j;
+                                    let want = if idx < l { (idx + 1) as f64 } else { 0.0 };
+                                    assert_eq!(*v, want, "L={l} N={n} H={hop} frame {i} value {j}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn whole_pads_to_power_of_two() {
+        let mut framer =
+            Framer::<f32>::new(0, FrameSize::Whole, 1, Tail::Pad, InputKind::Real, 1.0)
+                .expect("framer");
+        framer
+            .push(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut |_| true)
+            .expect("push");
+        let mut got = Vec::new();
+        framer
+            .finish(&mut |f| {
+                got.push(f);
+                true
+            })
+            .expect("finish");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].n, 8);
+        assert_eq!(got[0].data, vec![1.0, 2.0, 3.0, 4.0, 5.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn whole_rejects_one_sample() {
+        let mut framer =
+            Framer::<f32>::new(0, FrameSize::Whole, 1, Tail::Pad, InputKind::Real, 1.0)
+                .expect("framer");
+        framer.push(&[1.0], &mut |_| true).expect("push");
+        assert!(framer.finish(&mut |_| true).is_err());
+    }
+
+    #[test]
+    fn frame_size_parsing() {
+        assert_eq!("4096".parse::<FrameSize>(), Ok(FrameSize::Fixed(4096)));
+        assert_eq!("whole".parse::<FrameSize>(), Ok(FrameSize::Whole));
+        assert!("1".parse::<FrameSize>().is_err());
+        assert!("0".parse::<FrameSize>().is_err());
+        assert!("x".parse::<FrameSize>().is_err());
+    }
+}

@@ -1,0 +1,130 @@
+//! Batcher stage: gathers frames (from any streams) that share a transform into batches of up to
+//! `--batch` frames, packed back to back in one buffer. A batch is sent when full, or when its
+//! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Frames from
+//! live capture go on at once when no other frame is queued behind them. Batches are
+//! numbered in the order they are sent; the sink writes them back in that order.
+
+use super::pool::BufferPool;
+use crate::config::Settings;
+use crate::fft::{InputKind, Sample, TransformSpec};
+use crate::frame::Frame;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Where one frame of a batch came from.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameMeta {
+    pub stream: usize,
+    pub seq: u64,
+    pub start: u64,
+    pub completed: Instant,
+}
+
+/// Frames packed for one engine call.
+pub struct Batch<T> {
+    pub id: u64,
+    pub spec: TransformSpec,
+    pub frames: Vec<FrameMeta>,
+    pub data: Vec<T>,
+}
+
+/// Frames sharing (size, kind, rate) share a batch.
+type BatchKey = (usize, InputKind, u64);
+
+struct Pending<T> {
+    batch: Batch<T>,
+    oldest: Instant,
+    capacity: usize,
+}
+
+pub fn run_batcher<T: Sample>(
+    rx: Receiver<Frame<T>>,
+    tx: Sender<Batch<T>>,
+    settings: &Settings,
+    spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
+    pool: &BufferPool<T>,
+) {
+    let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
+    let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
+    let mut next_id = 0u64;
+    let send = |batch: Batch<T>, next_id: &mut u64| {
+        let batch = Batch {
+            id: *next_id,
+            ..batch
+        };
+        *next_id += 1;
+        tx.send(batch).is_ok()
+    };
+    loop {
+        let deadline = pending.values().map(|p| p.oldest + max_wait).min();
+        let received = match deadline {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(d) => rx.recv_deadline(d),
+        };
+        match received {
+            Ok(frame) => {
+                let rate = frame.rate;
+                let key = (frame.n, frame.kind, rate.to_bits());
+                let entry = pending.entry(key).or_insert_with(|| {
+                    let spec = spec_of(frame.n, frame.kind, rate);
+                    let capacity = settings.batch_frames(frame.n);
+                    Pending {
+                        batch: Batch {
+                            id: 0,
+                            spec,
+                            frames: Vec::with_capacity(capacity),
+                            data: pool.take(capacity * spec.values_per_frame()),
+                        },
+                        oldest: Instant::now(),
+                        capacity,
+                    }
+                });
+                if entry.batch.frames.is_empty() {
+                    entry.oldest = Instant::now();
+                }
+                entry.batch.frames.push(FrameMeta {
+                    stream: frame.stream,
+                    seq: frame.seq,
+                    start: frame.start,
+                    completed: frame.completed,
+                });
+                entry.batch.data.extend_from_slice(&frame.data);
+                // a full batch goes now; so does live input when nothing else is waiting
+                let idle_live = frame.live && rx.is_empty();
+                if entry.batch.frames.len() >= entry.capacity || idle_live {
+                    if let Some(p) = pending.remove(&key) {
+                        if !send(p.batch, &mut next_id) {
+                            return;
+                        }
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                let due: Vec<BatchKey> = pending
+                    .iter()
+                    .filter(|(_, p)| p.oldest + max_wait <= now)
+                    .map(|(k, _)| *k)
+                    .collect();
+                for key in due {
+                    if let Some(p) = pending.remove(&key) {
+                        if !send(p.batch, &mut next_id) {
+                            return;
+                        }
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let mut rest: Vec<Pending<T>> = pending.drain().map(|(_, p)| p).collect();
+                rest.sort_by_key(|p| p.oldest);
+                for p in rest {
+                    if !send(p.batch, &mut next_id) {
+                        return;
+                    }
+                }
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! The one place the stages are wired: sources → readers (framing) → bounded channel → batcher →
+//! FFT workers (one engine each) → sink (re-ordered by batch number, written in sequence order).
+//!
+//! Memory stays bounded whatever the input size: every channel is bounded, and the sink's re-order
+//! buffer holds at most the batches in flight. Shutdown (end of input, `--max-frames`,
+//! `--duration`, SIGINT/SIGTERM, a closed stdout, an error) sets `Control::stop`; readers stop
+//! reading and finish their streams, and everything already queued drains through the sink.
+
+mod batcher;
+mod pool;
+mod reader;
+mod sink_stage;
+mod worker;
+
+use crate::config::{Input, Precision, Settings};
+use crate::error::{FftdError, Result};
+use crate::fft::{router, Sample, TransformSpec};
+use crate::frame::FrameSize;
+use crate::sink::destination::Destination;
+use crate::sink::meta::{write_meta, StreamSummary};
+use crate::sink::{make_writer, OutputFormat, SpectrumWriter, StreamMeta};
+use crate::source::channels::ChannelSplitter;
+use crate::source::{open_file, FileOptions, SampleSource};
+use crate::stats::{self, Counters, Latency};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// State every stage shares: the stop flag, counters and the first error.
+pub struct Control {
+    pub stop: Arc<AtomicBool>,
+    pub counters: Counters,
+    error: Mutex<Option<FftdError>>,
+}
+
+impl Control {
+    pub fn new(stop: Arc<AtomicBool>) -> Self {
+        Control {
+            stop,
+            counters: Counters::default(),
+            error: Mutex::new(None),
+        }
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Records the first error and asks every stage to stop.
+    pub fn fail(&self, e: FftdError) {
+        if let Ok(mut slot) = self.error.lock() {
+            if slot.is_none() {
+                *slot = Some(e);
+            }
+        }
+        self.request_stop();
+    }
+
+    fn take_error(&self) -> Option<FftdError> {
+        self.error.lock().ok().and_then(|mut e| e.take())
+    }
+}
+
+/// One source and the streams it feeds.
+pub struct SourcePlan {
+    pub source: Box<dyn SampleSource>,
+    pub splitter: ChannelSplitter,
+    /// Id of the first stream; the source's streams are consecutive.
+    pub first_stream: usize,
+}
+
+/// Opens the inputs named by the settings. The microphone source is opened by `source::mic`.
+pub fn open_sources(
+    settings: &Settings,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Box<dyn SampleSource>>> {
+    match &settings.input {
+        Input::Files(paths) => {
+            if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
+                return Err(FftdError::Usage("stdin (-) can be given only once".into()));
+            }
+            let opts = FileOptions {
+                format: settings.input_format,
+                rate: settings.rate.unwrap_or(1.0),
+                channels: settings.channels.unwrap_or(1),
+                stop: stop.clone(),
+            };
+            paths.iter().map(|p| open_file(p, &opts)).collect()
+        }
+        Input::Mic(device) => Ok(vec![crate::source::mic::open(
+            device,
+            settings,
+            stop.clone(),
+        )?]),
+    }
+}
+
+/// Runs the whole analysis; returns when every stream has been written (or the run was stopped).
+pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
+    match settings.precision {
+        Precision::F32 => run_typed::<f32>(settings, stop),
+        Precision::F64 => run_typed::<f64>(settings, stop),
+    }
+}
+
+fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
+    let started = Instant::now();
+    let sources = open_sources(settings, &stop)?;
+    let mut plans = Vec::new();
+    let mut streams = Vec::new();
+    for source in sources {
+        let info = source.info().clone();
+        let splitter = ChannelSplitter::new(
+            &info.name,
+            settings.channel,
+            info.channels,
+            info.kind.width(),
+        )?;
+        let first_stream = streams.len();
+        for k in 0..splitter.streams() {
+            streams.push(StreamMeta {
+                id: streams.len(),
+                input: info.name.clone(),
+                channel: if info.channels > 1 {
+                    splitter.channel_of(k)
+                } else {
+                    None
+                },
+                rate: info.rate,
+                kind: info.kind,
+                fftshift: settings.fftshift,
+            });
+        }
+        plans.push(SourcePlan {
+            source,
+            splitter,
+            first_stream,
+        });
+    }
+    let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
+    let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
+    let control = Control::new(stop);
+    let mut latency = Latency::default();
+
+    let frame_capacity = match settings.frame {
+        FrameSize::Fixed(n) => (2 * settings.batch_frames(n)).clamp(8, 4096),
+        FrameSize::Whole => 2,
+    };
+    let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
+    let (work_tx, work_rx) = crossbeam_channel::bounded(engines.len().max(1));
+    let (done_tx, done_rx) = crossbeam_channel::bounded(2 * engines.len().max(1));
+
+    // spare batch buffers: enough for every batch that can be in flight
+    let in_flight = 4 * engines.len().max(1) + 4;
+    let input_pool = pool::BufferPool::<T>::new(in_flight);
+    let output_pool = pool::BufferPool::<T>::new(in_flight);
+
+    let written = std::thread::scope(|scope| {
+        let control = &control;
+        let (input_pool, output_pool) = (&input_pool, &output_pool);
+        for plan in plans {
+            let tx = frame_tx.clone();
+            scope.spawn(move || {
+                if let Err(e) = reader::read_source::<T>(plan, settings, tx, control) {
+                    control.fail(e);
+                }
+            });
+        }
+        drop(frame_tx);
+        let spec_of = |n, kind, rate| TransformSpec {
+            n,
+            kind,
+            window: settings.window,
+            scale: settings.scale,
+            rate,
+        };
+        scope.spawn(move || {
+            batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of, input_pool)
+        });
+        for engine in engines {
+            let (rx, tx) = (work_rx.clone(), done_tx.clone());
+            scope.spawn(move || {
+                worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+            });
+        }
+        drop(work_rx);
+        drop(done_tx);
+        let stage = sink_stage::SinkStage {
+            writers,
+            writer_of: &writer_of,
+            outputs: &outputs,
+            streams: &streams,
+            pool: output_pool,
+        };
+        sink_stage::run_sink::<T>(done_rx, stage, control, &mut latency)
+    });
+
+    if settings.stats {
+        eprintln!("{}", stats::report(&control.counters, &latency, started));
+    }
+    if let Some(e) = control.take_error() {
+        return Err(e);
+    }
+    if let Some(path) = &settings.meta {
+        let summaries: Vec<StreamSummary<'_>> = streams
+            .iter()
+            .zip(&written)
+            .map(|(meta, w)| StreamSummary {
+                meta,
+                n: w.n,
+                hop: match settings.frame {
+                    FrameSize::Fixed(n) => settings.hop.unwrap_or(n),
+                    FrameSize::Whole => w.n,
+                },
+                frames: w.frames,
+                output: outputs[writer_of[meta.id]].clone(),
+            })
+            .collect();
+        write_meta(path, settings, &summaries)?;
+    }
+    Ok(())
+}
+
+/// Frames written for one stream, and the frame size it used.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamWritten {
+    pub frames: u64,
+    pub n: usize,
+}
+
+type Writers<T> = (Vec<Box<dyn SpectrumWriter<T>>>, Vec<usize>, Vec<String>);
+
+/// Opens one writer per output, and maps each stream to its writer.
+fn open_writers<T: Sample>(settings: &Settings, streams: &[StreamMeta]) -> Result<Writers<T>> {
+    let format = settings.format;
+    let writer = |dest: Destination| {
+        let name = dest.describe();
+        make_writer::<T>(format, dest)
+            .map(|w| (w, name.clone()))
+            .map_err(|e| FftdError::Runtime(format!("{name}: {e}")))
+    };
+    if let Some(dir) = &settings.output_dir {
+        if !dir.is_dir() {
+            return Err(FftdError::Usage(format!(
+                "--output-dir {}: no such directory",
+                dir.display()
+            )));
+        }
+        let names = stream_file_names(streams, format);
+        let mut writers = Vec::new();
+        let mut outputs = Vec::new();
+        for name in names {
+            let (w, desc) = writer(Destination::create(&dir.join(name))?)?;
+            writers.push(w);
+            outputs.push(desc);
+        }
+        return Ok((writers, (0..streams.len()).collect(), outputs));
+    }
+    if streams.len() > 1 && !format.carries_stream_id() {
+        return Err(FftdError::Usage(format!(
+            "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
+            streams.len(),
+            format.name()
+        )));
+    }
+    let dest = match &settings.output {
+        Some(path) => Destination::create(path)?,
+        None => Destination::stdout(),
+    };
+    let (w, desc) = writer(dest)?;
+    Ok((vec![w], vec![0; streams.len()], vec![desc]))
+}
+
+/// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.
+fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBuf> {
+    let stem_of = |s: &StreamMeta| {
+        let stem = if s.input == "-" {
+            "stdin".to_string()
+        } else {
+            Path::new(&s.input)
+                .file_stem()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("stream{}", s.id))
+        };
+        match s.channel {
+            Some(c) => format!("{stem}-ch{c}"),
+            None => stem,
+        }
+    };
+    let stems: Vec<String> = streams.iter().map(stem_of).collect();
+    stems
+        .iter()
+        .enumerate()
+        .map(|(i, stem)| {
+            let clash = stems.iter().filter(|s| *s == stem).count() > 1;
+            let name = if clash {
+                format!("{i}-{stem}")
+            } else {
+                stem.clone()
+            };
+            PathBuf::from(format!("{name}.{}", format.extension()))
+        })
+        .collect()
+}

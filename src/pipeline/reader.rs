@@ -1,0 +1,158 @@
+//! Reader stage: one thread per source. Reads sample blocks, splits channels into streams, frames
+//! each stream and sends frames to the batcher. File sources block when the FFT stage is busy
+//! (nothing is ever lost); live sources drop whole frames instead, counted and warned about at
+//! most once a second, so capture never stalls.
+
+use super::{Control, SourcePlan};
+use crate::config::Settings;
+use crate::error::Result;
+use crate::fft::Sample;
+use crate::frame::{Frame, FrameSize, Framer};
+use crate::stats::Counters;
+use crossbeam_channel::{Sender, TrySendError};
+use std::time::{Duration, Instant};
+
+/// Sample frames read per block.
+const BLOCK: usize = 1 << 14;
+
+/// Per-stream state in a reader.
+struct StreamState<T> {
+    framer: Framer<T>,
+    /// Samples this stream may still take (`--duration`).
+    sample_limit: Option<u64>,
+    /// Stream finished (limit reached).
+    done: bool,
+}
+
+pub fn read_source<T: Sample>(
+    mut plan: SourcePlan,
+    settings: &Settings,
+    tx: Sender<Frame<T>>,
+    control: &Control,
+) -> Result<()> {
+    let info = plan.source.info().clone();
+    let width = info.kind.width();
+    let hop = match settings.frame {
+        FrameSize::Fixed(n) => settings.hop.unwrap_or(n),
+        FrameSize::Whole => 1,
+    };
+    let mut streams = Vec::new();
+    for k in 0..plan.splitter.streams() {
+        streams.push(StreamState {
+            framer: Framer::<T>::new(
+                plan.first_stream + k,
+                settings.frame,
+                hop,
+                settings.tail,
+                info.kind,
+                info.rate,
+            )?,
+            sample_limit: settings.duration.map(|d| (d * info.rate).ceil() as u64),
+            done: false,
+        });
+    }
+    let max_frames = settings.max_frames.unwrap_or(u64::MAX);
+    let mut sender = FrameSender {
+        tx,
+        live: info.live,
+        control,
+        last_warning: None,
+        dropped_since_warning: 0,
+        closed: false,
+    };
+    let mut block = Vec::with_capacity(BLOCK * info.channels * width);
+    let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams.len()];
+
+    while !control.stopping() && !sender.closed && streams.iter().any(|s| !s.done) {
+        block.clear();
+        let got = plan.source.read(&mut block, BLOCK)?;
+        if got == 0 {
+            break;
+        }
+        let gap = plan.source.take_gap();
+        if gap > 0 {
+            for s in streams.iter_mut() {
+                let resume = s.framer.samples() + gap;
+                s.framer.restart_at(resume);
+            }
+        }
+        Counters::add(&control.counters.samples_in, got as u64);
+        plan.splitter.split(&block, &mut per_stream);
+        for (state, samples) in streams.iter_mut().zip(&mut per_stream) {
+            if state.done {
+                continue;
+            }
+            if let Some(limit) = state.sample_limit {
+                let allowed = limit.saturating_sub(state.framer.samples()) as usize;
+                if samples.len() / width >= allowed {
+                    samples.truncate(allowed * width);
+                    state.done = true;
+                }
+            }
+            let framer = &mut state.framer;
+            let keep_going = framer.push(samples, &mut |frame| sender.send(frame, max_frames))?;
+            if !keep_going || framer.frames() >= max_frames {
+                state.done = true;
+            }
+        }
+    }
+    // End of input, a limit, or a stop request: finish every stream (the padded tail frame).
+    for state in streams.iter_mut() {
+        if state.framer.frames() < max_frames && !sender.closed {
+            state
+                .framer
+                .finish(&mut |frame| sender.send(frame, max_frames))?;
+        }
+    }
+    Ok(())
+}
+
+/// Sends frames downstream, blocking for files and dropping for live input.
+struct FrameSender<'a, T> {
+    tx: Sender<Frame<T>>,
+    live: bool,
+    control: &'a Control,
+    last_warning: Option<Instant>,
+    dropped_since_warning: u64,
+    closed: bool,
+}
+
+impl<T> FrameSender<'_, T> {
+    /// Returns false when no more frames should be sent for this stream.
+    fn send(&mut self, mut frame: Frame<T>, max_frames: u64) -> bool {
+        frame.live = self.live;
+        if frame.seq >= max_frames {
+            return false;
+        }
+        let last = frame.seq + 1 >= max_frames;
+        Counters::add(&self.control.counters.frames_in, 1);
+        if self.live {
+            match self.tx.try_send(frame) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => self.dropped(),
+                Err(TrySendError::Disconnected(_)) => self.closed = true,
+            }
+        } else if self.tx.send(frame).is_err() {
+            self.closed = true;
+        }
+        !self.closed && !last
+    }
+
+    fn dropped(&mut self) {
+        Counters::add(&self.control.counters.dropped, 1);
+        self.dropped_since_warning += 1;
+        let now = Instant::now();
+        if self
+            .last_warning
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            tracing::warn!(
+                dropped = self.dropped_since_warning,
+                "FFT stage is behind live input: dropped {} frame(s)",
+                self.dropped_since_warning
+            );
+            self.last_warning = Some(now);
+            self.dropped_since_warning = 0;
+        }
+    }
+}

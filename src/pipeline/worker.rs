@@ -1,0 +1,58 @@
+//! FFT worker stage: each worker owns one engine and transforms whole batches. After a fatal
+//! engine error the worker keeps draining (and discarding) batches so no other stage blocks.
+
+use super::batcher::{Batch, FrameMeta};
+use super::pool::BufferPool;
+use super::Control;
+use crate::error::FftdError;
+use crate::fft::{Engine, Sample, TransformSpec};
+use crossbeam_channel::{Receiver, Sender};
+
+/// A transformed batch: `frames.len() * spec.bins()` output values.
+pub struct Done<T> {
+    pub id: u64,
+    pub spec: TransformSpec,
+    pub frames: Vec<FrameMeta>,
+    pub values: Vec<T>,
+}
+
+pub fn run_worker<T: Sample>(
+    mut engine: Box<dyn Engine<T>>,
+    rx: Receiver<Batch<T>>,
+    tx: Sender<Done<T>>,
+    control: &Control,
+    input_pool: &BufferPool<T>,
+    output_pool: &BufferPool<T>,
+) {
+    let mut failed = false;
+    for batch in rx {
+        if failed {
+            continue;
+        }
+        let mut values = output_pool.take(batch.frames.len() * batch.spec.bins());
+        let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
+        let result = span
+            .in_scope(|| engine.process(&batch.spec, &batch.data, batch.frames.len(), &mut values));
+        match result {
+            Ok(()) => {
+                input_pool.give(batch.data);
+                let done = Done {
+                    id: batch.id,
+                    spec: batch.spec,
+                    frames: batch.frames,
+                    values,
+                };
+                if tx.send(done).is_err() {
+                    failed = true;
+                }
+            }
+            Err(e) => {
+                control.fail(FftdError::Runtime(format!(
+                    "FFT engine {}: {e}",
+                    engine.name()
+                )));
+                failed = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `--meta PATH`: a JSON sidecar that tells a reader of the output how to interpret it.
+
+use super::StreamMeta;
+use crate::config::Settings;
+use crate::error::{FftdError, Result};
+use crate::fft::InputKind;
+use serde_json::json;
+use std::path::Path;
+
+/// What the run learnt about one stream, for the sidecar.
+pub struct StreamSummary<'a> {
+    pub meta: &'a StreamMeta,
+    /// Frame size actually used (differs per stream with `--frame whole`).
+    pub n: usize,
+    pub hop: usize,
+    pub frames: u64,
+    pub output: String,
+}
+
+pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>]) -> Result<()> {
+    let per_stream: Vec<_> = streams
+        .iter()
+        .map(|s| {
+            json!({
+                "stream": s.meta.id,
+                "input": s.meta.input,
+                "channel": s.meta.channel,
+                "rate": s.meta.rate,
+                "kind": match s.meta.kind { InputKind::Real => "real", InputKind::Complex => "complex" },
+                "frame": s.n,
+                "hop": s.hop,
+                "bins": s.meta.bins(s.n),
+                "hz_per_bin": s.meta.rate / s.n as f64,
+                "frames": s.frames,
+                "output": s.output,
+            })
+        })
+        .collect();
+    let first = streams.first();
+    let doc = json!({
+        "fftd_version": env!("CARGO_PKG_VERSION"),
+        "rate": first.map(|s| s.meta.rate),
+        "frame": first.map(|s| s.n),
+        "hop": first.map(|s| s.hop),
+        "bins": first.map(|s| s.meta.bins(s.n)),
+        "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
+        "window": settings.window.name(),
+        "window_form": "periodic (scipy.signal.get_window default)",
+        "scale": settings.scale.name(),
+        "format": settings.format.name(),
+        "precision": match settings.precision { crate::config::Precision::F32 => "f32", crate::config::Precision::F64 => "f64" },
+        "tail": match settings.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },
+        "fftshift": settings.fftshift,
+        "bin_order": if settings.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },
+        "inputs": per_stream,
+    });
+    let text = serde_json::to_string_pretty(&doc)
+        .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;
+    std::fs::write(path, text + "\n").map_err(|e| FftdError::io(path, e))
+}

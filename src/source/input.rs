@@ -1,0 +1,111 @@
+//! Byte input for file sources: a buffered file, or stdin read by a pump thread so that a stop
+//! request (SIGINT, `--duration`, a closed output) is seen within 50 ms even while no data arrives.
+//! For stdin, sources hand on what has arrived instead of waiting for a full block (`drained`), so
+//! a slow producer still gets timely spectra.
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct InputReader {
+    inner: BufReader<Box<dyn Read + Send>>,
+    interactive: bool,
+}
+
+impl InputReader {
+    pub fn file(file: std::fs::File) -> Self {
+        InputReader {
+            inner: BufReader::with_capacity(1 << 16, Box::new(file)),
+            interactive: false,
+        }
+    }
+
+    /// Standard input, read on a detached pump thread; reads end (EOF) once `stop` is set.
+    pub fn stdin(stop: Arc<AtomicBool>) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded::<io::Result<Vec<u8>>>(4);
+        std::thread::spawn(move || {
+            let mut stdin = io::stdin().lock();
+            loop {
+                let mut chunk = vec![0u8; 1 << 16];
+                match stdin.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        chunk.truncate(n);
+                        if tx.send(Ok(chunk)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        });
+        let pump = StdinPump {
+            rx,
+            chunk: Vec::new(),
+            pos: 0,
+            stop,
+        };
+        InputReader {
+            inner: BufReader::with_capacity(1 << 16, Box::new(pump)),
+            interactive: true,
+        }
+    }
+
+    /// True when reading from stdin and nothing more is buffered: a source should hand on what
+    /// it has rather than block for a full block.
+    pub fn drained(&self) -> bool {
+        self.interactive && self.inner.buffer().is_empty()
+    }
+}
+
+impl Read for InputReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl BufRead for InputReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt)
+    }
+}
+
+/// Chunks from the stdin pump thread.
+struct StdinPump {
+    rx: Receiver<io::Result<Vec<u8>>>,
+    chunk: Vec<u8>,
+    pos: usize,
+    stop: Arc<AtomicBool>,
+}
+
+impl Read for StdinPump {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos >= self.chunk.len() {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(0);
+            }
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(chunk)) => {
+                    self.chunk = chunk;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.pos);
+        buf[..n].copy_from_slice(&self.chunk[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}

@@ -1,0 +1,145 @@
+//! Signal sources. Each source yields interleaved sample frames (one value per channel, complex
+//! samples as re,im pairs) as f64 blocks; `channels` then turns them into the streams fftd analyses.
+//!
+//! - `text`: one sample per line (`re` or `re im`), `#` comments and blank lines skipped.
+//! - `wav`: PCM 8/16/24/32-bit integer or 32-bit float, any channel count (via hound).
+//! - `raw`: headerless little-endian `f32`, `s16` or complex `cf32` (interleaved I/Q).
+//! - `mic`: live capture through cpal.
+//!
+//! A path of `-` reads standard input.
+
+pub mod channels;
+pub mod input;
+pub mod mic;
+pub mod raw;
+pub mod text;
+pub mod wav;
+
+use crate::error::{FftdError, Result};
+use crate::fft::InputKind;
+use input::InputReader;
+use serde::Deserialize;
+use std::fs::File;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// How a file's bytes are to be read (`--input-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    /// One sample per line ("re" or "re im").
+    Text,
+    /// RIFF/WAVE file.
+    Wav,
+    /// Raw little-endian float32 samples.
+    F32,
+    /// Raw little-endian signed 16-bit samples, scaled to [-1, 1).
+    S16,
+    /// Raw interleaved complex float32 (I, Q), the usual SDR format.
+    Cf32,
+}
+
+impl InputFormat {
+    /// The format implied by a file name's extension; text when there is none we know.
+    pub fn from_extension(path: &str) -> InputFormat {
+        let ext = Path::new(path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("wav") | Some("wave") => InputFormat::Wav,
+            Some("f32") => InputFormat::F32,
+            Some("s16") => InputFormat::S16,
+            Some("cf32") => InputFormat::Cf32,
+            _ => InputFormat::Text,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::Text => "text",
+            InputFormat::Wav => "wav",
+            InputFormat::F32 => "f32",
+            InputFormat::S16 => "s16",
+            InputFormat::Cf32 => "cf32",
+        }
+    }
+}
+
+/// What a source knows about its signal once opened.
+#[derive(Clone, Debug)]
+pub struct SourceInfo {
+    /// The path or device name, as given by the user (used in messages and file names).
+    pub name: String,
+    /// Samples per second per channel.
+    pub rate: f64,
+    /// Interleaved channels per sample frame.
+    pub channels: usize,
+    /// Real or complex samples.
+    pub kind: InputKind,
+    /// Live capture: frames are dropped (and counted) rather than stall the source.
+    pub live: bool,
+}
+
+/// A stream of interleaved samples.
+pub trait SampleSource: Send {
+    fn info(&self) -> &SourceInfo;
+
+    /// Appends up to `max_frames` sample frames (every channel, complex as re,im) to `out`.
+    /// Returns how many sample frames were appended; `Ok(0)` means the end of the input.
+    fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize>;
+
+    /// Sample frames lost inside the source since the last call (live capture overruns).
+    /// The reader restarts framing after a gap so no frame straddles it.
+    fn take_gap(&mut self) -> u64 {
+        0
+    }
+}
+
+/// Options a file source needs beyond its path.
+#[derive(Clone, Debug)]
+pub struct FileOptions {
+    /// Forced format; `None` picks by extension (text for stdin).
+    pub format: Option<InputFormat>,
+    /// Rate for formats without a header (text, raw). WAV takes its own.
+    pub rate: f64,
+    /// Interleaved channels in raw files.
+    pub channels: usize,
+    /// Set to end reading early (stdin reads check it every 50 ms).
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Opens `path` (or stdin for `-`) as a sample source.
+pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
+    let format = opts.format.unwrap_or_else(|| {
+        if path == "-" {
+            InputFormat::Text
+        } else {
+            InputFormat::from_extension(path)
+        }
+    });
+    let reader = open_reader(path, &opts.stop)?;
+    match format {
+        InputFormat::Text => Ok(Box::new(text::PrimedTextSource::open(
+            text::TextSource::new(path, reader, opts.rate),
+        )?)),
+        InputFormat::Wav => Ok(Box::new(wav::WavSource::new(path, reader)?)),
+        InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => Ok(Box::new(
+            raw::RawSource::new(path, reader, format, opts.rate, opts.channels)?,
+        )),
+    }
+}
+
+/// A buffered reader over a file or stdin, with clear errors for missing files and directories.
+fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
+    if path == "-" {
+        return Ok(InputReader::stdin(stop.clone()));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| FftdError::io(path, e))?;
+    if meta.is_dir() {
+        return Err(FftdError::input(path, "is a directory, not a file"));
+    }
+    let file = File::open(path).map_err(|e| FftdError::io(path, e))?;
+    Ok(InputReader::file(file))
+}

@@ -1,0 +1,188 @@
+//! Text input: one sample per line, as in the classic `input.txt`. A line holds one number (a real
+//! sample) or two (`re im`, a complex sample); the first sample line decides which for the whole
+//! file. Blank lines and lines starting with `#` are skipped. Anything else — a bad token, NaN or
+//! infinity, a line of the other kind — is an error naming the line number and its text.
+
+use super::input::InputReader;
+use super::{SampleSource, SourceInfo};
+use crate::error::{FftdError, Result};
+use crate::fft::InputKind;
+use std::io::BufRead;
+
+pub struct TextSource {
+    info: SourceInfo,
+    reader: InputReader,
+    line: Vec<u8>,
+    line_no: u64,
+    samples: u64,
+    /// Decided by the first sample line.
+    kind: Option<InputKind>,
+    saw_lines: bool,
+}
+
+impl TextSource {
+    pub fn new(path: &str, reader: InputReader, rate: f64) -> Self {
+        TextSource {
+            info: SourceInfo {
+                name: path.to_string(),
+                rate,
+                channels: 1,
+                kind: InputKind::Real,
+                live: false,
+            },
+            reader,
+            line: Vec::with_capacity(64),
+            line_no: 0,
+            samples: 0,
+            kind: None,
+            saw_lines: false,
+        }
+    }
+
+    fn error(&self, what: String) -> FftdError {
+        FftdError::input(
+            self.info.name.clone(),
+            format!("line {}: {what}", self.line_no),
+        )
+    }
+
+    /// Reads the next sample line; `None` at end of input.
+    fn next_sample(&mut self) -> Result<Option<(f64, Option<f64>)>> {
+        loop {
+            self.line.clear();
+            let n = self
+                .reader
+                .read_until(b'\n', &mut self.line)
+                .map_err(|e| FftdError::io(&self.info.name, e))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            self.saw_lines = true;
+            let text = match std::str::from_utf8(&self.line) {
+                Ok(t) => t.trim(),
+                Err(_) => return Err(self.error("is not valid UTF-8 text".to_string())),
+            };
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let mut tokens = text.split_whitespace();
+            let first = tokens.next().map(|t| self.number(t)).transpose()?;
+            let second = tokens.next().map(|t| self.number(t)).transpose()?;
+            if tokens.next().is_some() {
+                return Err(self.error(format!(
+                    "expected one number (re) or two (re im), found '{}'",
+                    shorten(text)
+                )));
+            }
+            return match first {
+                Some(re) => Ok(Some((re, second))),
+                None => continue,
+            };
+        }
+    }
+
+    fn number(&self, token: &str) -> Result<f64> {
+        match token.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(_) => Err(self.error(format!("'{}' is not a finite number", shorten(token)))),
+            Err(_) => Err(self.error(format!("cannot read '{}' as a number", shorten(token)))),
+        }
+    }
+
+    /// Reads ahead to the first sample so `info().kind` is known before framing starts.
+    pub fn detect_kind(&mut self) -> Result<Option<(f64, Option<f64>)>> {
+        let first = self.next_sample()?;
+        if let Some((_, im)) = first {
+            let kind = if im.is_some() {
+                InputKind::Complex
+            } else {
+                InputKind::Real
+            };
+            self.kind = Some(kind);
+            self.info.kind = kind;
+        }
+        Ok(first)
+    }
+}
+
+/// Long offending text is cut so the error stays one readable line.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 60;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(MAX).collect::<String>())
+    }
+}
+
+/// A text source whose first sample has been read ahead to learn the sample kind.
+pub struct PrimedTextSource {
+    inner: TextSource,
+    pending: Option<(f64, Option<f64>)>,
+}
+
+impl PrimedTextSource {
+    pub fn open(mut inner: TextSource) -> Result<Self> {
+        let pending = inner.detect_kind()?;
+        if pending.is_none() {
+            let what = if inner.saw_lines {
+                "contains no samples (only blank lines or # comments)"
+            } else {
+                "is empty"
+            };
+            return Err(FftdError::input(inner.info.name.clone(), what));
+        }
+        Ok(PrimedTextSource { inner, pending })
+    }
+
+    fn push(&self, out: &mut Vec<f64>, sample: (f64, Option<f64>)) -> Result<()> {
+        match (self.inner.kind, sample) {
+            (Some(InputKind::Complex), (re, Some(im))) => {
+                out.push(re);
+                out.push(im);
+                Ok(())
+            }
+            (Some(InputKind::Real), (re, None)) => {
+                out.push(re);
+                Ok(())
+            }
+            (Some(InputKind::Complex), _) => Err(self.inner.error(
+                "expected two numbers (re im): the first sample line made this a complex signal"
+                    .to_string(),
+            )),
+            _ => Err(self.inner.error(
+                "expected one number: the first sample line made this a real signal".to_string(),
+            )),
+        }
+    }
+}
+
+impl SampleSource for PrimedTextSource {
+    fn info(&self) -> &SourceInfo {
+        &self.inner.info
+    }
+
+    fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        let mut read = 0;
+        if let Some(sample) = self.pending.take() {
+            self.push(out, sample)?;
+            read += 1;
+        }
+        while read < max_frames {
+            // from stdin, hand on what has arrived rather than wait for a full block
+            if read > 0 && self.inner.reader.drained() {
+                break;
+            }
+            match self.inner.next_sample()? {
+                Some(sample) => {
+                    self.push(out, sample)?;
+                    read += 1;
+                }
+                None => break,
+            }
+        }
+        self.inner.samples += read as u64;
+        Ok(read)
+    }
+}

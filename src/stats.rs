@@ -1,0 +1,81 @@
+//! Run statistics: frame counters shared by all stages, and the frame-to-sink latency histogram
+//! kept by the sink. `--stats` prints them at exit.
+
+use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+pub struct Counters {
+    /// Frames cut by the framers.
+    pub frames_in: AtomicU64,
+    /// Frames written by the sinks.
+    pub frames_out: AtomicU64,
+    /// Frames dropped because the FFT stage fell behind live input.
+    pub dropped: AtomicU64,
+    /// Samples read from all sources (per channel).
+    pub samples_in: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Frame-complete → spectrum-written latency, in microseconds (1 µs .. 1 h, 3 significant digits).
+pub struct Latency {
+    histogram: Option<Histogram<u64>>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            histogram: Histogram::new_with_bounds(1, 3_600_000_000, 3).ok(),
+        }
+    }
+}
+
+impl Latency {
+    pub fn record(&mut self, latency: Duration) {
+        if let Some(h) = self.histogram.as_mut() {
+            h.saturating_record((latency.as_micros() as u64).max(1));
+        }
+    }
+
+    /// (p50, p99, max) in milliseconds.
+    pub fn summary_ms(&self) -> Option<(f64, f64, f64)> {
+        let h = self.histogram.as_ref().filter(|h| !h.is_empty())?;
+        let ms = |us: u64| us as f64 / 1000.0;
+        Some((
+            ms(h.value_at_quantile(0.50)),
+            ms(h.value_at_quantile(0.99)),
+            ms(h.max()),
+        ))
+    }
+}
+
+/// The `--stats` line.
+pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> String {
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let samples = Counters::get(&counters.samples_in);
+    let mut line = format!(
+        "fftd stats: frames in {}, frames out {}, dropped {}, samples {} ({:.3e} samples/s over {:.3} s)",
+        Counters::get(&counters.frames_in),
+        Counters::get(&counters.frames_out),
+        Counters::get(&counters.dropped),
+        samples,
+        samples as f64 / secs,
+        secs
+    );
+    match latency.summary_ms() {
+        Some((p50, p99, max)) => line.push_str(&format!(
+            ", latency p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms"
+        )),
+        None => line.push_str(", latency n/a (no frames)"),
+    }
+    line
+}

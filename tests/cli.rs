@@ -1,0 +1,910 @@
+//! End-to-end tests of the `fftd` binary on the CPU engine: numerics through the whole pipeline,
+//! every output format read back, stdin, several streams, WAV channels, limits, signals, closed
+//! pipes and every bad input the README promises a clear error for.
+
+mod common;
+
+use common::*;
+use fftd::fft::{naive_spectrum, InputKind, Scale, TransformSpec};
+use fftd::frame::{expected_frames, Tail};
+use fftd::window::WindowKind;
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// Frames of `x` per the documented rule, zero-padded.
+fn frames_of(x: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<Vec<f64>> {
+    let count = expected_frames(x.len() as u64, n as u64, hop as u64, tail) as usize;
+    (0..count)
+        .map(|i| {
+            let mut f = vec![0.0; n];
+            for (j, v) in f.iter_mut().enumerate() {
+                if let Some(s) = x.get(i * hop + j) {
+                    *v = *s;
+                }
+            }
+            f
+        })
+        .collect()
+}
+
+fn spec(n: usize, window: WindowKind, scale: Scale, rate: f64) -> TransformSpec {
+    TransformSpec {
+        n,
+        kind: InputKind::Real,
+        window,
+        scale,
+        rate,
+    }
+}
+
+#[test]
+fn text_input_matches_naive_dft_for_frame_hop_and_tail_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("input.txt");
+    let x = noise(1000, 3);
+    write_text_samples(&path, &x);
+    let p = path.to_str().expect("utf8");
+    for (n, hop, tail) in [
+        (64, 64, Tail::Pad),
+        (100, 30, Tail::Pad),
+        (100, 30, Tail::Drop),
+        (7, 11, Tail::Pad),
+        (1024, 1024, Tail::Pad),
+    ] {
+        let (ns, hs) = (n.to_string(), hop.to_string());
+        let tail_name = if tail == Tail::Pad { "pad" } else { "drop" };
+        let out = run(&[
+            "--file",
+            p,
+            "--frame",
+            &ns,
+            "--hop",
+            &hs,
+            "--tail",
+            tail_name,
+            "--precision",
+            "f64",
+        ]);
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        let rows = parse_rows(&stdout_text(&out));
+        let want = frames_of(&x, n, hop, tail);
+        assert_eq!(
+            rows.len(),
+            want.len(),
+            "frame count for N={n} H={hop} {tail:?}"
+        );
+        let s = spec(n, WindowKind::Hann, Scale::Magnitude, 1.0);
+        for (got, frame) in rows.iter().zip(&want) {
+            assert!(max_relative_error(got, &naive_spectrum(&s, frame)) < 1e-10);
+        }
+    }
+}
+
+#[test]
+fn whole_frame_pads_to_power_of_two_with_rect_window() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("input.txt");
+    let x = noise(1500, 5);
+    write_text_samples(&path, &x);
+    let out = run(&[
+        "--file",
+        path.to_str().expect("utf8"),
+        "--frame",
+        "whole",
+        "--precision",
+        "f64",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let rows = parse_rows(&stdout_text(&out));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].len(), 2048 / 2 + 1);
+    let mut frame = x.clone();
+    frame.resize(2048, 0.0);
+    let want = naive_spectrum(&spec(2048, WindowKind::Rect, Scale::Magnitude, 1.0), &frame);
+    assert!(max_relative_error(&rows[0], &want) < 1e-10);
+}
+
+/// Text holds shortest round-trip decimals of f32 values: parse back to f32 for exact comparison.
+fn as_f32(values: &[f64]) -> Vec<f32> {
+    values.iter().map(|v| *v as f32).collect()
+}
+
+/// Every format carries the same f32 values as the text output.
+#[test]
+fn every_output_format_reads_back_to_the_same_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    let x = noise(5000, 9);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+    std::fs::write(&input, bytes).expect("write");
+    let inp = input.to_str().expect("utf8");
+    let base = [
+        "--file", inp, "--frame", "256", "--hop", "128", "--rate", "8000",
+    ];
+    let text = run(&[&base[..], &["--format", "text"]].concat());
+    assert!(text.status.success(), "{}", stderr_text(&text));
+    let want = parse_rows(&stdout_text(&text));
+    let frames = expected_frames(5000, 256, 128, Tail::Pad) as usize;
+    assert_eq!(want.len(), frames);
+    let bins = 129;
+
+    // csv: header of frequencies, then stream,frame,time_s,values
+    let csv = run(&[&base[..], &["--format", "csv"]].concat());
+    let csv_text = stdout_text(&csv);
+    let mut lines = csv_text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    assert_eq!(&header[..3], &["stream", "frame", "time_s"]);
+    assert_eq!(header.len(), 3 + bins);
+    assert_eq!(header[4].parse::<f64>().expect("hz"), 8000.0 / 256.0);
+    for (i, line) in lines.enumerate() {
+        let cells: Vec<f64> = line
+            .split(',')
+            .map(|c| c.parse().expect("number"))
+            .collect();
+        assert_eq!(cells[0], 0.0);
+        assert_eq!(cells[1], i as f64);
+        assert_eq!(cells[2], (i * 128) as f64 / 8000.0);
+        assert!(
+            cells[3..] == want[i][..],
+            "csv row {i} differs from text output"
+        );
+    }
+
+    // ndjson
+    let nd = run(&[&base[..], &["--format", "ndjson"]].concat());
+    let nd_text = stdout_text(&nd);
+    assert_eq!(nd_text.lines().count(), frames);
+    for (i, line) in nd_text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert_eq!(v["stream"], 0);
+        assert_eq!(v["frame"], i as u64);
+        let got: Vec<f64> = v["bins"]
+            .as_array()
+            .expect("bins")
+            .iter()
+            .map(|b| b.as_f64().expect("f64"))
+            .collect();
+        assert!(got == want[i], "ndjson row {i} differs from text output");
+    }
+
+    // raw f32: exactly frames*bins little-endian floats
+    let raw = run(&[&base[..], &["--format", "f32"]].concat());
+    assert_eq!(raw.stdout.len(), frames * bins * 4);
+    let vals: Vec<f32> = raw
+        .stdout
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert!(
+        vals == as_f32(&want.concat()),
+        "f32 output differs from text output"
+    );
+
+    // npy: parse the header and data
+    let npy_path = dir.path().join("out.npy");
+    let npy = run(&[
+        &base[..],
+        &[
+            "--format",
+            "npy",
+            "--output",
+            npy_path.to_str().expect("utf8"),
+        ],
+    ]
+    .concat());
+    assert!(npy.status.success(), "{}", stderr_text(&npy));
+    let bytes = std::fs::read(&npy_path).expect("npy");
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("header");
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    assert!(
+        header.contains(&format!("'shape': ({frames}, {bins})")),
+        "{header}"
+    );
+    assert_eq!((10 + header_len) % 64, 0);
+    let data: Vec<f32> = bytes[10 + header_len..]
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert!(
+        data == as_f32(&want.concat()),
+        "npy data differs from text output"
+    );
+}
+
+/// numpy itself reads the .npy and agrees with np.abs(np.fft.rfft(w*x)). Needs python3 with numpy
+/// and scipy; CI sets FFTD_REQUIRE_NUMPY=1 so a missing numpy fails there instead of skipping.
+#[test]
+fn numpy_reads_npy_and_agrees_with_rfft() {
+    let python = std::env::var("FFTD_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_numpy = std::process::Command::new(&python)
+        .args(["-c", "import numpy, scipy.signal"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_numpy {
+        assert!(
+            std::env::var("FFTD_REQUIRE_NUMPY").is_err(),
+            "FFTD_REQUIRE_NUMPY set but {python} lacks numpy/scipy"
+        );
+        eprintln!("skipping: {python} has no numpy/scipy");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    let x = noise(10_000, 11);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+    std::fs::write(&input, bytes).expect("write");
+    for (window, scipy_name, scale) in [
+        ("hann", "hann", "magnitude"),
+        ("blackman-harris", "blackmanharris", "magnitude"),
+        ("flattop", "flattop", "spectrum"),
+        ("hamming", "hamming", "density"),
+    ] {
+        let out = dir.path().join(format!("{window}.npy"));
+        let r = run(&[
+            "--file",
+            input.to_str().expect("utf8"),
+            "--frame",
+            "1000",
+            "--hop",
+            "250",
+            "--rate",
+            "500",
+            "--window",
+            window,
+            "--scale",
+            scale,
+            "--format",
+            "npy",
+            "--output",
+            out.to_str().expect("utf8"),
+        ]);
+        assert!(r.status.success(), "{}", stderr_text(&r));
+        let script = format!(
+            r#"
+import numpy as np, math, sys
+from scipy.signal import get_window, periodogram
+a = np.load(r"{out}")
+x = np.fromfile(r"{inp}", "<f4").astype(np.float64)
+n, h, fs = 1000, 250, 500.0
+w = get_window("{scipy_name}", n)
+rows = []
+for i in range(math.ceil((len(x) - n) / h) + 1):
+    f = np.zeros(n); seg = x[i*h:i*h+n]; f[:len(seg)] = seg
+    if "{scale}" == "magnitude":
+        rows.append(np.abs(np.fft.rfft(w * f)))
+    else:
+        rows.append(periodogram(f, fs=fs, window=w, detrend=False, scaling="{scale}")[1])
+ref = np.array(rows)
+assert a.shape == ref.shape, (a.shape, ref.shape)
+err = np.max(np.abs(a - ref) / ref.max(axis=1, keepdims=True))
+assert err < 1e-5, err
+print("ok", err)
+"#,
+            out = out.display(),
+            inp = input.display()
+        );
+        let py = std::process::Command::new(&python)
+            .args(["-c", &script])
+            .output()
+            .expect("python");
+        assert!(
+            py.status.success(),
+            "{window}/{scale}: {}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+    }
+}
+
+#[test]
+fn stdin_gives_the_same_output_as_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("input.txt");
+    let x = noise(3000, 4);
+    write_text_samples(&path, &x);
+    let from_file = run(&["--file", path.to_str().expect("utf8"), "--frame", "128"]);
+    let mut child = fftd()
+        .args(["--file", "-", "--frame", "128"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let text = std::fs::read(&path).expect("read");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&text);
+    });
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    assert_eq!(out.stdout, from_file.stdout);
+    assert!(!from_file.stdout.is_empty());
+}
+
+#[test]
+fn several_streams_stay_in_order_and_split_per_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    write_text_samples(&a, &noise(64 * 50, 1));
+    write_text_samples(&b, &noise(64 * 30 + 5, 2));
+    let (pa, pb) = (a.to_str().expect("utf8"), b.to_str().expect("utf8"));
+    // ndjson to stdout: each stream's frames in order, all present
+    let out = run(&[
+        "--file",
+        pa,
+        "--file",
+        pb,
+        "--frame",
+        "64",
+        "--format",
+        "ndjson",
+        "--batch",
+        "7",
+        "--workers",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let mut next = [0u64, 0u64];
+    for line in stdout_text(&out).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("json");
+        let s = v["stream"].as_u64().expect("stream") as usize;
+        assert_eq!(
+            v["frame"].as_u64(),
+            Some(next[s]),
+            "stream {s} out of order"
+        );
+        next[s] += 1;
+    }
+    assert_eq!(next, [50, 31]);
+    // --output-dir: one file per stream, identical to running each alone
+    let outdir = dir.path().join("out");
+    std::fs::create_dir(&outdir).expect("mkdir");
+    let r = run(&[
+        "--file",
+        pa,
+        "--file",
+        pb,
+        "--frame",
+        "64",
+        "--output-dir",
+        outdir.to_str().expect("utf8"),
+    ]);
+    assert!(r.status.success(), "{}", stderr_text(&r));
+    for (input, name) in [(pa, "a.txt"), (pb, "b.txt")] {
+        let alone = run(&["--file", input, "--frame", "64"]);
+        let written = std::fs::read(outdir.join(name)).expect("per-stream file");
+        assert_eq!(written, alone.stdout, "{name}");
+    }
+    // text to stdout with several streams is a usage error
+    let bad = run(&["--file", pa, "--file", pb]);
+    assert_clean_error(&bad, 2, &["--output-dir"]);
+}
+
+fn write_wav(path: &Path, channels: u16, bits: u16, float: bool, frames: &[Vec<f64>]) {
+    let spec = hound::WavSpec {
+        channels,
+        sample_rate: 8000,
+        bits_per_sample: bits,
+        sample_format: if float {
+            hound::SampleFormat::Float
+        } else {
+            hound::SampleFormat::Int
+        },
+    };
+    let mut w = hound::WavWriter::create(path, spec).expect("wav");
+    for frame in frames {
+        for v in frame {
+            if float {
+                w.write_sample(*v as f32).expect("sample");
+            } else {
+                let full = (1i64 << (bits - 1)) as f64;
+                w.write_sample((v * full).round().clamp(-full, full - 1.0) as i32)
+                    .expect("sample");
+            }
+        }
+    }
+    w.finalize().expect("finalize");
+}
+
+#[test]
+fn wav_channels_mix_pick_and_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("st.wav");
+    // left: 1000 Hz, right: 2000 Hz at 8 kHz; frame 64 → bins 8 and 16
+    let frames: Vec<Vec<f64>> = (0..640)
+        .map(|j| {
+            let t = j as f64 / 8000.0;
+            vec![
+                0.5 * (2.0 * std::f64::consts::PI * 1000.0 * t).sin(),
+                0.5 * (2.0 * std::f64::consts::PI * 2000.0 * t).sin(),
+            ]
+        })
+        .collect();
+    write_wav(&path, 2, 16, false, &frames);
+    let p = path.to_str().expect("utf8");
+    let peak = |row: &Vec<f64>| {
+        row.iter()
+            .enumerate()
+            .fold((0, 0.0), |b, (k, v)| if *v > b.1 { (k, *v) } else { b })
+            .0
+    };
+    let ch1 = run(&["--file", p, "--frame", "64", "--channel", "1"]);
+    assert!(ch1.status.success(), "{}", stderr_text(&ch1));
+    assert!(parse_rows(&stdout_text(&ch1)).iter().all(|r| peak(r) == 16));
+    let csv = run(&[
+        "--file",
+        p,
+        "--frame",
+        "64",
+        "--channel",
+        "all",
+        "--format",
+        "csv",
+    ]);
+    let text = stdout_text(&csv);
+    let header = text.lines().next().expect("header");
+    assert!(
+        header.contains(",1000.0,"),
+        "rate from the WAV header: {header}"
+    );
+    for line in text.lines().skip(1) {
+        let cells: Vec<f64> = line
+            .split(',')
+            .map(|c| c.parse().expect("number"))
+            .collect();
+        let want = if cells[0] == 0.0 { 8 } else { 16 };
+        assert_eq!(peak(&cells[3..].to_vec()), want);
+    }
+    let mix = run(&["--file", p, "--frame", "64"]);
+    let row = &parse_rows(&stdout_text(&mix))[0];
+    assert!(row[8] > 1.0 && row[16] > 1.0 && (row[8] / row[16] - 1.0).abs() < 0.01);
+    let bad = run(&["--file", p, "--channel", "2"]);
+    assert_clean_error(&bad, 2, &["2 channels"]);
+    // every supported encoding decodes to the same spectrum within its quantisation
+    let reference = parse_rows(&stdout_text(&ch1));
+    for (bits, float) in [(8, false), (24, false), (32, false), (32, true)] {
+        let path = dir.path().join(format!("w{bits}{float}.wav"));
+        write_wav(&path, 2, bits, float, &frames);
+        let out = run(&[
+            "--file",
+            path.to_str().expect("utf8"),
+            "--frame",
+            "64",
+            "--channel",
+            "1",
+        ]);
+        assert!(
+            out.status.success(),
+            "{bits} {float}: {}",
+            stderr_text(&out)
+        );
+        let rows = parse_rows(&stdout_text(&out));
+        let tol = if bits == 8 { 2e-2 } else { 1e-4 };
+        for (g, w) in rows.iter().zip(&reference) {
+            assert!(max_relative_error(g, w) < tol, "{bits}-bit float={float}");
+        }
+    }
+}
+
+#[test]
+fn complex_input_gives_n_bins_and_fftshift_centres_dc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("iq.cf32");
+    // complex exponential at bin -3 of 16 (i.e. bin 13 in FFT order)
+    let n = 16;
+    let bytes: Vec<u8> = (0..n)
+        .flat_map(|j| {
+            let a = -2.0 * std::f64::consts::PI * 3.0 * j as f64 / n as f64;
+            [
+                (a.cos() as f32).to_le_bytes(),
+                (a.sin() as f32).to_le_bytes(),
+            ]
+            .concat()
+        })
+        .collect();
+    std::fs::write(&path, bytes).expect("write");
+    let p = path.to_str().expect("utf8");
+    let plain = parse_rows(&stdout_text(&run(&[
+        "--file", p, "--frame", "16", "--window", "rect",
+    ])));
+    assert_eq!(plain[0].len(), 16);
+    assert!((plain[0][13] - 16.0).abs() < 1e-4);
+    let shifted = parse_rows(&stdout_text(&run(&[
+        "--file",
+        p,
+        "--frame",
+        "16",
+        "--window",
+        "rect",
+        "--fftshift",
+    ])));
+    // shifted order: -8..7, so bin -3 is at index 5
+    assert!((shifted[0][5] - 16.0).abs() < 1e-4);
+    let csv = stdout_text(&run(&[
+        "--file",
+        p,
+        "--frame",
+        "16",
+        "--fftshift",
+        "--format",
+        "csv",
+        "--rate",
+        "16",
+    ]));
+    assert!(csv.starts_with("stream,frame,time_s,-8.0,-7.0"), "{csv}");
+    // text with two numbers per line is complex too
+    let txt = dir.path().join("iq.txt");
+    let lines: String = (0..n)
+        .map(|j| {
+            let a = -2.0 * std::f64::consts::PI * 3.0 * j as f64 / n as f64;
+            format!("{} {}\n", a.cos(), a.sin())
+        })
+        .collect();
+    std::fs::write(&txt, lines).expect("write");
+    let t = parse_rows(&stdout_text(&run(&[
+        "--file",
+        txt.to_str().expect("utf8"),
+        "--frame",
+        "16",
+        "--window",
+        "rect",
+    ])));
+    assert!((t[0][13] - 16.0).abs() < 1e-4);
+}
+
+#[test]
+fn max_frames_and_duration_stop_early() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.txt");
+    write_text_samples(&path, &noise(10_000, 8));
+    let p = path.to_str().expect("utf8");
+    let out = run(&["--file", p, "--frame", "100", "--max-frames", "7"]);
+    assert_eq!(parse_rows(&stdout_text(&out)).len(), 7);
+    // 2.5 s at 100 Hz = 250 samples → frames of 100: pad gives ceil(150/100)+1 = 3
+    let out = run(&[
+        "--file",
+        p,
+        "--frame",
+        "100",
+        "--rate",
+        "100",
+        "--duration",
+        "2.5",
+    ]);
+    assert_eq!(parse_rows(&stdout_text(&out)).len(), 3);
+}
+
+#[test]
+fn stats_and_meta_report_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.txt");
+    write_text_samples(&path, &noise(1000, 8));
+    let meta = dir.path().join("m.json");
+    let out = run(&[
+        "--file",
+        path.to_str().expect("utf8"),
+        "--frame",
+        "100",
+        "--hop",
+        "50",
+        "--rate",
+        "1000",
+        "--stats",
+        "--meta",
+        meta.to_str().expect("utf8"),
+    ]);
+    assert!(out.status.success());
+    let err = stderr_text(&out);
+    assert!(
+        err.contains("frames in 19, frames out 19, dropped 0"),
+        "{err}"
+    );
+    assert!(err.contains("p99"), "{err}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert_eq!(m["rate"], 1000.0);
+    assert_eq!(m["frame"], 100);
+    assert_eq!(m["hop"], 50);
+    assert_eq!(m["bins"], 51);
+    assert_eq!(m["hz_per_bin"], 10.0);
+    assert_eq!(m["window"], "hann");
+    assert_eq!(m["scale"], "magnitude");
+    assert_eq!(m["inputs"][0]["frames"], 19);
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.f32");
+    let bytes: Vec<u8> = noise(1 << 20, 1)
+        .iter()
+        .flat_map(|v| (*v as f32).to_le_bytes())
+        .collect();
+    std::fs::write(&path, bytes).expect("write");
+    let script = format!(
+        "set -o pipefail; '{}' --file '{}' --frame 64 2>'{}' | head -n1 >/dev/null",
+        env!("CARGO_BIN_EXE_fftd"),
+        path.display(),
+        dir.path().join("err").display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .expect("bash");
+    let err = std::fs::read_to_string(dir.path().join("err")).expect("stderr file");
+    assert!(
+        out.status.success(),
+        "exit {:?}, stderr: {err}",
+        out.status.code()
+    );
+    assert!(err.is_empty(), "stderr: {err}");
+}
+
+#[test]
+fn sigint_drains_queued_frames_and_exits_zero() {
+    // stdin stays open: fftd has read 10 frames' worth and waits for more when SIGINT arrives
+    let mut child = fftd()
+        .args([
+            "--file", "-", "--frame", "10", "--window", "rect", "--stats",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let samples: String = (0..105).map(|i| format!("{}\n", i % 7)).collect();
+    stdin.write_all(samples.as_bytes()).expect("write");
+    stdin.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(500));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("wait");
+    drop(stdin);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // 10 whole frames plus the padded tail of the 5 leftover samples
+    assert_eq!(parse_rows(&stdout_text(&out)).len(), 11, "{err}");
+    assert!(err.contains("frames in 11, frames out 11"), "{err}");
+}
+
+#[test]
+fn write_errors_are_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("x.txt");
+    write_text_samples(&path, &noise(100_000, 8));
+    let out = run(&[
+        "--file",
+        path.to_str().expect("utf8"),
+        "--frame",
+        "64",
+        "--output",
+        "/dev/full",
+    ]);
+    assert_clean_error(&out, 1, &["/dev/full", "No space left"]);
+}
+
+#[test]
+fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let p = |name: &str| d.join(name).to_str().expect("utf8").to_string();
+    std::fs::write(d.join("empty.txt"), "").expect("write");
+    std::fs::write(d.join("comments.txt"), "# only\n\n# comments\n").expect("write");
+    std::fs::write(d.join("bad.txt"), "1\n2\n# c\n3.5\nfoo\n").expect("write");
+    std::fs::write(d.join("nan.txt"), "1\n2\nNaN\n").expect("write");
+    std::fs::write(d.join("inf.txt"), "1\ninf\n").expect("write");
+    std::fs::write(d.join("three.txt"), "1 2 3\n").expect("write");
+    std::fs::write(d.join("mixed.txt"), "1 2\n3\n").expect("write");
+    std::fs::write(d.join("good.txt"), "1\n2\n3\n4\n").expect("write");
+    std::fs::create_dir(d.join("dir")).expect("mkdir");
+    // a valid WAV, then cut inside its data and inside its header, and a corrupt one
+    write_wav(&d.join("ok.wav"), 1, 16, false, &vec![vec![0.25]; 1000]);
+    let wav = std::fs::read(d.join("ok.wav")).expect("wav");
+    std::fs::write(d.join("cut.wav"), &wav[..wav.len() - 501]).expect("write");
+    std::fs::write(d.join("header.wav"), &wav[..20]).expect("write");
+    let mut corrupt = wav.clone();
+    corrupt[8..12].copy_from_slice(b"JUNK");
+    std::fs::write(d.join("corrupt.wav"), corrupt).expect("write");
+    // 64-bit float WAV: a valid header hound (and fftd) does not decode
+    let mut f64wav = wav.clone();
+    f64wav[20..22].copy_from_slice(&3u16.to_le_bytes());
+    f64wav[34..36].copy_from_slice(&64u16.to_le_bytes());
+    f64wav[32..34].copy_from_slice(&8u16.to_le_bytes());
+    f64wav[28..32].copy_from_slice(&(8000u32 * 8).to_le_bytes());
+    std::fs::write(d.join("f64.wav"), f64wav).expect("write");
+    std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
+    std::fs::write(d.join("badkey.toml"), "frame = 64\nwindoww = \"hann\"\n").expect("write");
+    std::fs::write(d.join("badtype.toml"), "frame = 64\nhop = \"lots\"\n").expect("write");
+
+    let cases: Vec<(Vec<String>, i32, Vec<String>)> = vec![
+        (
+            vec!["--file".into(), p("missing.txt")],
+            1,
+            vec!["missing.txt".into(), "No such file".into()],
+        ),
+        (
+            vec!["--file".into(), p("dir")],
+            1,
+            vec!["is a directory".into()],
+        ),
+        (
+            vec!["--file".into(), p("empty.txt")],
+            1,
+            vec!["empty.txt".into(), "empty".into()],
+        ),
+        (
+            vec!["--file".into(), p("comments.txt")],
+            1,
+            vec!["no samples".into()],
+        ),
+        (
+            vec!["--file".into(), p("bad.txt")],
+            1,
+            vec!["bad.txt".into(), "line 5".into(), "'foo'".into()],
+        ),
+        (
+            vec!["--file".into(), p("nan.txt")],
+            1,
+            vec!["line 3".into(), "NaN".into()],
+        ),
+        (
+            vec!["--file".into(), p("inf.txt")],
+            1,
+            vec!["line 2".into(), "inf".into()],
+        ),
+        (
+            vec!["--file".into(), p("three.txt")],
+            1,
+            vec!["line 1".into()],
+        ),
+        (
+            vec!["--file".into(), p("mixed.txt")],
+            1,
+            vec!["line 2".into(), "two numbers".into()],
+        ),
+        (
+            vec!["--file".into(), p("cut.wav")],
+            1,
+            vec!["cut.wav".into(), "truncated".into()],
+        ),
+        (
+            vec!["--file".into(), p("header.wav")],
+            1,
+            vec!["header.wav".into()],
+        ),
+        (
+            vec!["--file".into(), p("corrupt.wav")],
+            1,
+            vec!["corrupt.wav".into(), "WAV".into()],
+        ),
+        (
+            vec!["--file".into(), p("f64.wav")],
+            1,
+            vec!["unsupported WAV".into()],
+        ),
+        (
+            vec!["--file".into(), p("odd.f32")],
+            1,
+            vec!["truncated".into(), "offset 4".into()],
+        ),
+        (
+            vec!["--file".into(), p("good.txt"), "--frame".into(), "0".into()],
+            2,
+            vec!["--frame".into()],
+        ),
+        (
+            vec!["--file".into(), p("good.txt"), "--frame".into(), "1".into()],
+            2,
+            vec!["at least 2".into()],
+        ),
+        (
+            vec!["--file".into(), p("good.txt"), "--hop".into(), "0".into()],
+            2,
+            vec!["--hop".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--frame".into(),
+                "1000000000000000".into(),
+            ],
+            2,
+            vec!["memory".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--window".into(),
+                "kaiser".into(),
+            ],
+            2,
+            vec!["kaiser".into(), "hann".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--format".into(),
+                "xml".into(),
+            ],
+            2,
+            vec!["xml".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--scale".into(),
+                "loud".into(),
+            ],
+            2,
+            vec!["loud".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--format".into(),
+                "npy".into(),
+            ],
+            2,
+            vec!["npy".into(), "stdout".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--output".into(),
+                p("nodir/out.txt"),
+            ],
+            1,
+            vec!["nodir".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--config".into(),
+                p("badkey.toml"),
+            ],
+            2,
+            vec!["windoww".into(), "badkey.toml:2".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--config".into(),
+                p("badtype.toml"),
+            ],
+            2,
+            vec!["hop".into(), "badtype.toml:2".into()],
+        ),
+        (
+            vec![
+                "--file".into(),
+                p("good.txt"),
+                "--config".into(),
+                p("none.toml"),
+            ],
+            1,
+            vec!["none.toml".into()],
+        ),
+        (vec![], 2, vec!["no input".into()]),
+    ];
+    for (args, code, needles) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_clean_error(&out, code, &needles);
+    }
+}

@@ -1,0 +1,88 @@
+//! Helpers shared by the integration tests: deterministic signals, a per-frame tolerance check,
+//! and running the `fftd` binary.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Deterministic pseudo-random values in [-1, 1) (xorshift), so failures reproduce.
+pub fn noise(len: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// Largest |got - want| relative to the frame's largest |want| (values compared in order).
+pub fn max_relative_error(got: &[f64], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "bin counts differ");
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / scale)
+        .fold(0.0, f64::max)
+}
+
+pub fn fftd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fftd"));
+    // keep tests on the CPU engine unless a test asks otherwise, and quiet
+    cmd.env("RUST_LOG", "fftd=warn");
+    cmd
+}
+
+/// Runs fftd with `args`, no stdin.
+pub fn run(args: &[&str]) -> Output {
+    fftd()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fftd runs")
+}
+
+pub fn stdout_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Writes one sample per line.
+pub fn write_text_samples(path: &Path, samples: &[f64]) {
+    let text: String = samples.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(path, text).expect("write samples");
+}
+
+/// Parses text output: one row per line of space-separated numbers.
+pub fn parse_rows(text: &str) -> Vec<Vec<f64>> {
+    text.lines()
+        .map(|l| {
+            l.split(' ')
+                .map(|v| v.parse::<f64>().expect("number"))
+                .collect()
+        })
+        .collect()
+}
+
+/// Asserts a run failed with `code`, one line on stderr containing every `needle`, no panic.
+pub fn assert_clean_error(out: &Output, code: i32, needles: &[&str]) {
+    let err = stderr_text(out);
+    assert_eq!(out.status.code(), Some(code), "exit code; stderr: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "panic: {err}"
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks '{n}': {err}");
+    }
+}

@@ -1,0 +1,195 @@
+//! The CPU engine against a naive f64 DFT and against analytic signals, for every window, scale,
+//! precision and input kind, over sizes 2..2^14 including non-powers of two.
+
+mod common;
+
+use common::{max_relative_error, noise};
+use fftd::fft::cpu::CpuEngine;
+use fftd::fft::{naive_spectrum, Engine, InputKind, Sample, Scale, TransformSpec};
+use fftd::window::WindowKind;
+
+fn sizes() -> Vec<usize> {
+    let mut sizes: Vec<usize> = (1..=14).map(|p| 1usize << p).collect();
+    sizes.extend([3, 5, 7, 12, 100, 1000, 4095]);
+    sizes
+}
+
+/// Runs `frames` frames through the CPU engine in precision T, returns rows in f64.
+fn engine_rows<T: Sample>(spec: &TransformSpec, input: &[f64], frames: usize) -> Vec<Vec<f64>> {
+    let mut engine = CpuEngine::<T>::new();
+    let data: Vec<T> = input.iter().map(|v| T::of_f64(*v)).collect();
+    let mut out = Vec::new();
+    engine
+        .process(spec, &data, frames, &mut out)
+        .expect("cpu engine");
+    out.chunks(spec.bins())
+        .map(|row| row.iter().map(|v| v.into_f64()).collect())
+        .collect()
+}
+
+/// dB is compared in the linear domain (10^(dB/20)), where the per-frame tolerance is meaningful.
+fn comparable(scale: Scale, row: &[f64]) -> Vec<f64> {
+    match scale {
+        Scale::Db => row.iter().map(|d| 10f64.powf(d / 20.0)).collect(),
+        _ => row.to_vec(),
+    }
+}
+
+fn check_against_naive(n: usize, kind: InputKind, window: WindowKind, frames: usize) {
+    let values = n * kind.width();
+    let input = noise(values * frames, (n * 31 + frames) as u64);
+    for scale in Scale::ALL {
+        let spec = TransformSpec {
+            n,
+            kind,
+            window,
+            scale,
+            rate: 48_000.0,
+        };
+        let want: Vec<Vec<f64>> = input
+            .chunks(values)
+            .map(|f| comparable(scale, &naive_spectrum(&spec, f)))
+            .collect();
+        for (precision, tolerance, rows) in [
+            ("f32", 1e-4, engine_rows::<f32>(&spec, &input, frames)),
+            ("f64", 1e-10, engine_rows::<f64>(&spec, &input, frames)),
+        ] {
+            assert_eq!(rows.len(), frames);
+            for (got, want) in rows.iter().zip(&want) {
+                let err = max_relative_error(&comparable(scale, got), want);
+                assert!(
+                    err <= tolerance,
+                    "n={n} {kind:?} {window} {scale} {precision}: error {err:e} > {tolerance:e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn cpu_engine_matches_naive_dft_for_every_size_window_scale_and_kind() {
+    for n in sizes() {
+        // several frames per batch for small sizes, one for large
+        let frames = if n <= 1024 { 3 } else { 1 };
+        for window in WindowKind::ALL {
+            for kind in [InputKind::Real, InputKind::Complex] {
+                // the naive DFT is O(n²): at the largest sizes check one window per kind
+                if n >= 8192 && window != WindowKind::Hann && window != WindowKind::Rect {
+                    continue;
+                }
+                check_against_naive(n, kind, window, frames);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_sine_lands_in_its_bin() {
+    for n in [64usize, 100, 4096] {
+        // away from DC and Nyquist, where the negative-frequency image leaks into the peak
+        for bin in [8usize, 13, n / 4] {
+            let x: Vec<f64> = (0..n)
+                .map(|j| (2.0 * std::f64::consts::PI * bin as f64 * j as f64 / n as f64).sin())
+                .collect();
+            for window in WindowKind::ALL {
+                let spec = TransformSpec {
+                    n,
+                    kind: InputKind::Real,
+                    window,
+                    scale: Scale::Magnitude,
+                    rate: 1.0,
+                };
+                let row = &engine_rows::<f32>(&spec, &x, 1)[0];
+                let peak =
+                    row.iter().enumerate().fold(
+                        (0, 0.0),
+                        |best, (k, v)| if *v > best.1 { (k, *v) } else { best },
+                    );
+                assert_eq!(peak.0, bin, "n={n} bin={bin} {window}");
+                // coherent gain: |X_bin| = (Σw)/2 for a unit sine
+                let sum: f64 = window.coefficients(n).iter().sum();
+                assert!(
+                    (peak.1 - sum / 2.0).abs() <= 1e-4 * sum,
+                    "n={n} bin={bin} {window}: peak {} want {}",
+                    peak.1,
+                    sum / 2.0
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn parseval_holds_for_real_and_complex_input() {
+    for n in [16usize, 100, 1024, 4095] {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let x = noise(n * kind.width(), n as u64);
+            let spec = TransformSpec {
+                n,
+                kind,
+                window: WindowKind::Rect,
+                scale: Scale::Power,
+                rate: 1.0,
+            };
+            let power = &engine_rows::<f64>(&spec, &x, 1)[0];
+            let energy: f64 = x.iter().map(|v| v * v).sum();
+            // one-sided: interior bins stand for two bins of the full spectrum
+            let spectrum_energy: f64 = match kind {
+                InputKind::Complex => power.iter().sum(),
+                InputKind::Real => power
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| {
+                        if k == 0 || (n % 2 == 0 && k == n / 2) {
+                            *p
+                        } else {
+                            2.0 * p
+                        }
+                    })
+                    .sum(),
+            };
+            let rel = (spectrum_energy / n as f64 - energy).abs() / energy;
+            assert!(rel < 1e-12, "n={n} {kind:?}: Parseval off by {rel:e}");
+        }
+    }
+}
+
+#[test]
+fn spectrum_and_density_follow_scipy_conventions() {
+    // A unit-amplitude sine at an exact bin: scaling='spectrum' gives A²/2 = 0.5 at that bin
+    // (one-sided), for any window.
+    let n = 256;
+    let x: Vec<f64> = (0..n)
+        .map(|j| (2.0 * std::f64::consts::PI * 16.0 * j as f64 / n as f64).cos())
+        .collect();
+    for window in [WindowKind::Rect, WindowKind::Hann, WindowKind::Flattop] {
+        let spec = TransformSpec {
+            n,
+            kind: InputKind::Real,
+            window,
+            scale: Scale::Spectrum,
+            rate: 1000.0,
+        };
+        let row = &engine_rows::<f64>(&spec, &x, 1)[0];
+        assert!((row[16] - 0.5).abs() < 1e-12, "{window}: {}", row[16]);
+    }
+    // White noise of variance σ² has one-sided density ≈ 2σ²/fs; check the mean over bins.
+    let n = 4096;
+    let fs = 100.0;
+    let x = noise(n, 7);
+    let var: f64 = x.iter().map(|v| v * v).sum::<f64>() / n as f64;
+    let spec = TransformSpec {
+        n,
+        kind: InputKind::Real,
+        window: WindowKind::Rect,
+        scale: Scale::Density,
+        rate: fs,
+    };
+    let row = &engine_rows::<f64>(&spec, &x, 1)[0];
+    let interior: f64 = row[1..n / 2].iter().sum::<f64>() / (n / 2 - 1) as f64;
+    assert!(
+        (interior / (2.0 * var / fs) - 1.0).abs() < 0.1,
+        "{interior} vs {}",
+        2.0 * var / fs
+    );
+}
