@@ -211,7 +211,7 @@ pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, Stri
             }
         }
     }
-    tracing::info!(
+    tracing::debug!(
         device = %info.name,
         precision = T::NAME,
         seconds = started.elapsed().as_secs_f64(),

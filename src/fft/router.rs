@@ -110,7 +110,7 @@ pub fn build_engines_with<T: Sample>(
         DeviceChoice::Auto => match device::best_device() {
             Ok(d) => d,
             Err(e) => {
-                tracing::info!("no OpenCL device ({e}); using the CPU engine");
+                tracing::debug!("no OpenCL device ({e}); using the CPU engine");
                 return Ok(cpu_engines(workers));
             }
         },
@@ -142,7 +142,7 @@ pub fn build_engines_with<T: Sample>(
         match calibrate::obtain(first, opts.calibrate_allowed, opts.recalibrate) {
             Ok(c) => Policy::Calibrated(Arc::new(c)),
             Err(e) => {
-                tracing::info!(
+                tracing::debug!(
                     "no calibration for {} ({e}); auto uses the CPU engine",
                     entry.info.name
                 );
@@ -152,7 +152,7 @@ pub fn build_engines_with<T: Sample>(
     } else {
         Policy::Always
     };
-    tracing::info!(
+    tracing::debug!(
         device = %entry.info.name,
         address = %entry.info.address(),
         precision = T::NAME,
