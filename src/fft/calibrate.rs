@@ -30,7 +30,12 @@ impl CalibrationKey {
             device: info.name.clone(),
             platform: info.platform_name.clone(),
             driver: info.driver.clone(),
-            fftd_version: env!("CARGO_PKG_VERSION").to_string(),
+            // a debug build's CPU engine is far slower: never share its calibration
+            fftd_version: format!(
+                "{}{}",
+                env!("CARGO_PKG_VERSION"),
+                if cfg!(debug_assertions) { "-debug" } else { "" }
+            ),
             precision: T::NAME.to_string(),
         }
     }
