@@ -64,9 +64,44 @@ inline void dft8(real2 *v) {
     v[3] = e3 + o3; v[7] = e3 - o3;
 }
 
-// radix-R DFT of v[0..R-1] for R in {2, 4, 8}
+// in-place 16-point forward DFT: 4-point DFTs over n1 (stride 4), twiddles W16^(n2 k1), 4-point
+// DFTs over n2: X[k1 + 4 k2]
+inline void dft16(real2 *v) {
+    // W16^m = (cos(m pi/8), -sin(m pi/8)), m = n2*k1 in 1..9
+    const real_t c1 = R(0.92387953251128675613), s1 = R(0.38268343236508977173);
+    real2 a[16];
+    for (uint n2 = 0; n2 < 4; n2++) {
+        real2 t0 = v[n2], t1 = v[n2 + 4], t2 = v[n2 + 8], t3 = v[n2 + 12];
+        dft4(&t0, &t1, &t2, &t3);
+        a[n2 * 4 + 0] = t0;
+        a[n2 * 4 + 1] = t1;
+        a[n2 * 4 + 2] = t2;
+        a[n2 * 4 + 3] = t3;
+    }
+    a[5] = cmul(a[5], (real2)(c1, -s1));                       // W^1
+    a[6] = (real2)(a[6].x + a[6].y, a[6].y - a[6].x) * M_SQRT1_2_R; // W^2
+    a[7] = cmul(a[7], (real2)(s1, -c1));                       // W^3
+    a[9] = (real2)(a[9].x + a[9].y, a[9].y - a[9].x) * M_SQRT1_2_R; // W^2
+    a[10] = mul_mi(a[10]);                                     // W^4
+    a[11] = (real2)(a[11].y - a[11].x, -(a[11].x + a[11].y)) * M_SQRT1_2_R; // W^6
+    a[13] = cmul(a[13], (real2)(s1, -c1));                     // W^3
+    a[14] = (real2)(a[14].y - a[14].x, -(a[14].x + a[14].y)) * M_SQRT1_2_R; // W^6
+    a[15] = cmul(a[15], (real2)(-c1, s1));                     // W^9
+    for (uint k1 = 0; k1 < 4; k1++) {
+        real2 t0 = a[k1], t1 = a[4 + k1], t2 = a[8 + k1], t3 = a[12 + k1];
+        dft4(&t0, &t1, &t2, &t3);
+        v[k1] = t0;
+        v[k1 + 4] = t1;
+        v[k1 + 8] = t2;
+        v[k1 + 12] = t3;
+    }
+}
+
+// radix-R DFT of v[0..R-1] for R in {2, 4, 8, 16}
 inline void dft_r(real2 *v, uint r) {
-    if (r == 8) {
+    if (r == 16) {
+        dft16(v);
+    } else if (r == 8) {
         dft8(v);
     } else if (r == 4) {
         dft4(&v[0], &v[1], &v[2], &v[3]);

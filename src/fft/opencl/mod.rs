@@ -142,11 +142,21 @@ impl LocalGeometry {
             return None;
         }
         let log2m = m.trailing_zeros();
+        // tuning knob: FFTD_OPENCL_RADIX=16 allows radix-16 passes (default: radix 8)
+        let max_radix_log2 = match std::env::var("FFTD_OPENCL_RADIX").ok().as_deref() {
+            Some("16") => 4,
+            _ => 3,
+        };
         let (main_radix, main_passes, last_radix) = match log2m {
             0 => (2, 0, 1),
             1 => (2, 1, 1),
             2 => (4, 1, 1),
-            _ => (8, log2m / 3, 1usize << (log2m % 3)),
+            3 => (8, 1, 1),
+            _ => (
+                1usize << max_radix_log2,
+                log2m / max_radix_log2,
+                1usize << (log2m % max_radix_log2),
+            ),
         };
         let max_tpf = std::env::var("FFTD_OPENCL_MAX_TPF")
             .ok()
