@@ -12,7 +12,7 @@
 // Work-group shape: WG = TPF * FPB work-items; FPB frames per work-group, TPF work-items per frame.
 // Local memory: FPB*M reals for the real parts and as many for the imaginary parts, each padded by
 // one word every 32 (PADI) so the stride-R writes of the early passes hit distinct banks.
-// Registers: each work-item holds the R inputs of its M/(R*TPF) butterflies. The first pass reads
+// Registers: each work-item holds the R inputs (R = MAIN_RADIX, 16 by default) of its M/(R*TPF) butterflies. The first pass reads
 // them straight from global memory (window applied); every pass twiddles, transforms and writes
 // its outputs to local memory; the next pass reads its inputs back after a barrier. After the
 // last pass the store phase reads the spectrum from local memory.
@@ -26,7 +26,7 @@
 // accumulates X_k = a Z_k + b conj(Z_{M-k}) (a = (1 - iW^k)/2, b = (1 + iW^k)/2) over the two
 // halves; NB = ceil(BINS/WG) bins per work-item.
 //
-// Defines: M, TPF, FPB, MAIN_RADIX (2, 4 or 8), MAIN_PASSES, LAST_RADIX (1 = none, else 2 or 4),
+// Defines: M, TPF, FPB, MAIN_RADIX (2, 4, 8 or 16), MAIN_PASSES, LAST_RADIX (1 = none, else 2, 4 or 8),
 // REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), USE_DOUBLE (see common.cl).
 
 #define WG (TPF * FPB)

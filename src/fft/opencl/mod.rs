@@ -1,15 +1,20 @@
-//! The OpenCL engine: a whole batch in one buffer, one write, one launch sequence, one read.
+//! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
+//! into chunks of about 32 MiB that flow through pinned staging buffers and three queues (copy in,
+//! compute, copy out) so copies overlap the kernels.
 //!
 //! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
 //! (device, frame size, input kind, precision) with `-D` defines, built once per device and cached
-//! (`device::SharedDevice::program`). Two paths:
+//! (`device::SharedDevice::program`). Paths, by frame size:
 //!
 //! - **local** (frame fits in local memory): `stockham_local.cl` reads each frame once (window
-//!   applied while loading), runs a self-sorting radix-8 Stockham FFT (radix-2/4 for the leftover
-//!   pass) in registers + local memory, undoes the half-length packing for real input, and writes
-//!   only the n/2+1 (real) or n (complex) scaled values.
-//! - **global** (larger frames): `pack` → radix-8/4/2 Stockham passes between two device buffers →
-//!   `post` (`r2c_post.cl`).
+//!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
+//!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
+//!   writes only the n/2+1 (real) or n (complex) scaled values. Frames that fit local memory once
+//!   but not twice use the split exchange (real and imaginary parts in turn).
+//! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs,
+//!   then `post` (`r2c_post.cl`) for real input.
+//! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
+//!   buffers -> `post`.
 //!
 //! Sizes: powers of two 2..2^24. Other sizes and f64 on devices without `cl_khr_fp64` answer
 //! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
@@ -142,10 +147,11 @@ impl LocalGeometry {
             return None;
         }
         let log2m = m.trailing_zeros();
-        // tuning knob: FFTD_OPENCL_RADIX=16 allows radix-16 passes (default: radix 8)
+        // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
+        // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
         let max_radix_log2 = match std::env::var("FFTD_OPENCL_RADIX").ok().as_deref() {
-            Some("16") => 4,
-            _ => 3,
+            Some("8") => 3,
+            _ => 4,
         };
         let (main_radix, main_passes, last_radix) = match log2m {
             0 => (2, 0, 1),
@@ -237,7 +243,7 @@ pub fn fourstep_geometry(
     Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
 }
 
-/// The radices of the global path's passes, in order (radix 8, leftover 2 or 4 last).
+/// The radices of the global path's passes (radix 8: the global passes are memory-bound), in order (radix 8, leftover 2 or 4 last).
 fn global_radices(m: usize) -> Vec<usize> {
     let log2m = m.trailing_zeros();
     let mut r = vec![8; (log2m / 3) as usize];
