@@ -4,5 +4,7 @@ use crate::error::Result;
 
 pub fn print_devices() -> Result<()> {
     println!("OpenCL: (listing arrives with the OpenCL engine)");
+    println!();
+    print!("{}", crate::source::mic::describe_inputs());
     Ok(())
 }
