@@ -353,36 +353,67 @@ fn build_stream(
     capture: Capture,
     id: &str,
 ) -> std::result::Result<cpal::Stream, String> {
+    use convert as c;
     match format {
-        SampleFormat::I8 => build::<i8>(dev, config, capture, id, |s| f32::from(s) / 128.0),
-        SampleFormat::I16 => build::<i16>(dev, config, capture, id, |s| f32::from(s) / 32768.0),
-        SampleFormat::I24 => {
-            build::<I24>(dev, config, capture, id, |s| s.inner() as f32 / 8_388_608.0)
-        }
-        SampleFormat::I32 => {
-            build::<i32>(dev, config, capture, id, |s| (s >> 8) as f32 / 8_388_608.0)
-        }
-        SampleFormat::I64 => {
-            build::<i64>(dev, config, capture, id, |s| (s >> 40) as f32 / 8_388_608.0)
-        }
-        SampleFormat::U8 => {
-            build::<u8>(dev, config, capture, id, |s| (f32::from(s) - 128.0) / 128.0)
-        }
-        SampleFormat::U16 => build::<u16>(dev, config, capture, id, |s| {
-            (f32::from(s) - 32768.0) / 32768.0
-        }),
-        SampleFormat::U24 => build::<U24>(dev, config, capture, id, |s| {
-            (s.inner() - 8_388_608) as f32 / 8_388_608.0
-        }),
-        SampleFormat::U32 => build::<u32>(dev, config, capture, id, |s| {
-            (((s ^ 0x8000_0000) as i32) >> 8) as f32 / 8_388_608.0
-        }),
-        SampleFormat::U64 => build::<u64>(dev, config, capture, id, |s| {
-            (((s ^ (1 << 63)) as i64) >> 40) as f32 / 8_388_608.0
-        }),
-        SampleFormat::F32 => build::<f32>(dev, config, capture, id, |s| s),
-        SampleFormat::F64 => build::<f64>(dev, config, capture, id, |s| s as f32),
+        SampleFormat::I8 => build::<i8>(dev, config, capture, id, c::i8),
+        SampleFormat::I16 => build::<i16>(dev, config, capture, id, c::i16),
+        SampleFormat::I24 => build::<I24>(dev, config, capture, id, c::i24),
+        SampleFormat::I32 => build::<i32>(dev, config, capture, id, c::i32),
+        SampleFormat::I64 => build::<i64>(dev, config, capture, id, c::i64),
+        SampleFormat::U8 => build::<u8>(dev, config, capture, id, c::u8),
+        SampleFormat::U16 => build::<u16>(dev, config, capture, id, c::u16),
+        SampleFormat::U24 => build::<U24>(dev, config, capture, id, c::u24),
+        SampleFormat::U32 => build::<u32>(dev, config, capture, id, c::u32),
+        SampleFormat::U64 => build::<u64>(dev, config, capture, id, c::u64),
+        SampleFormat::F32 => build::<f32>(dev, config, capture, id, c::f32),
+        SampleFormat::F64 => build::<f64>(dev, config, capture, id, c::f64),
         other => Err(format!("sample format {other} is not supported by fftd")),
+    }
+}
+
+/// Device samples to f32 in [-1, 1): signed integers divided by 2^(bits-1), unsigned ones
+/// centred first; 32- and 64-bit integers keep their top 24 bits (all an f32 holds), so the
+/// result stays below 1.
+mod convert {
+    use cpal::{I24, U24};
+
+    const TWO_23: f32 = 8_388_608.0;
+
+    pub fn i8(s: i8) -> f32 {
+        f32::from(s) / 128.0
+    }
+    pub fn i16(s: i16) -> f32 {
+        f32::from(s) / 32768.0
+    }
+    pub fn i24(s: I24) -> f32 {
+        s.inner() as f32 / TWO_23
+    }
+    pub fn i32(s: i32) -> f32 {
+        (s >> 8) as f32 / TWO_23
+    }
+    pub fn i64(s: i64) -> f32 {
+        (s >> 40) as f32 / TWO_23
+    }
+    pub fn u8(s: u8) -> f32 {
+        (f32::from(s) - 128.0) / 128.0
+    }
+    pub fn u16(s: u16) -> f32 {
+        (f32::from(s) - 32768.0) / 32768.0
+    }
+    pub fn u24(s: U24) -> f32 {
+        (s.inner() - 8_388_608) as f32 / TWO_23
+    }
+    pub fn u32(s: u32) -> f32 {
+        i32((s ^ 0x8000_0000) as i32)
+    }
+    pub fn u64(s: u64) -> f32 {
+        i64((s ^ (1 << 63)) as i64)
+    }
+    pub fn f32(s: f32) -> f32 {
+        s
+    }
+    pub fn f64(s: f64) -> f32 {
+        s as f32
     }
 }
 
@@ -779,19 +810,30 @@ mod tests {
 
     #[test]
     fn integer_conversions_span_minus_one_to_one() {
-        let i16c = |s: i16| f32::from(s) / 32768.0;
-        assert_eq!(i16c(i16::MIN), -1.0);
-        assert!(i16c(i16::MAX) < 1.0);
-        let u16c = |s: u16| (f32::from(s) - 32768.0) / 32768.0;
-        assert_eq!(u16c(0), -1.0);
-        assert_eq!(u16c(32768), 0.0);
-        let i32c = |s: i32| (s >> 8) as f32 / 8_388_608.0;
-        assert_eq!(i32c(i32::MIN), -1.0);
-        assert!(i32c(i32::MAX) < 1.0);
-        let u32c = |s: u32| (((s ^ 0x8000_0000) as i32) >> 8) as f32 / 8_388_608.0;
-        assert_eq!(u32c(0), -1.0);
-        assert_eq!(u32c(0x8000_0000), 0.0);
-        assert!(u32c(u32::MAX) < 1.0);
+        use convert as c;
+        assert_eq!((c::i8(i8::MIN), c::u8(0), c::u8(128)), (-1.0, -1.0, 0.0));
+        assert_eq!(
+            (c::i16(i16::MIN), c::u16(0), c::u16(32768)),
+            (-1.0, -1.0, 0.0)
+        );
+        assert_eq!(c::i16(16384), 0.5);
+        assert_eq!(c::i32(i32::MIN), -1.0);
+        assert_eq!((c::u32(0), c::u32(0x8000_0000)), (-1.0, 0.0));
+        assert_eq!((c::i64(i64::MIN), c::u64(0)), (-1.0, -1.0));
+        let min24 = I24::new(-8_388_608).expect("in range");
+        let zero_u24 = U24::new(8_388_608).expect("in range");
+        assert_eq!((c::i24(min24), c::u24(zero_u24)), (-1.0, 0.0));
+        let tops = [
+            c::i8(i8::MAX),
+            c::u8(u8::MAX),
+            c::i16(i16::MAX),
+            c::u16(u16::MAX),
+            c::i32(i32::MAX),
+            c::u32(u32::MAX),
+            c::i64(i64::MAX),
+            c::u64(u64::MAX),
+        ];
+        assert!(tops.iter().all(|&t| t < 1.0 && t > 0.99), "{tops:?}");
     }
 
     #[test]
