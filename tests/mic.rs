@@ -284,8 +284,9 @@ fn sigint_stops_a_capture_promptly() {
     );
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // The shell's builtin kill: no procps needed.
+    let kill = Command::new("sh")
+        .args(["-c", "kill -INT \"$0\"", &child.id().to_string()])
         .status()
         .expect("kill");
     assert!(kill.success());
