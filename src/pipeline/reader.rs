@@ -72,7 +72,18 @@ pub fn read_source<T: Sample>(
         }
         let gap = plan.source.take_gap();
         if gap > 0 {
-            sender.lost_in_source(gap.div_ceil(hop as u64) * streams.len() as u64);
+            // Count only the part of the gap inside --duration.
+            let counted = streams
+                .iter()
+                .map(|s| match s.sample_limit {
+                    Some(limit) => gap.min(limit.saturating_sub(s.framer.samples())),
+                    None => gap,
+                })
+                .max()
+                .unwrap_or(gap);
+            if counted > 0 {
+                sender.lost_in_source(counted.div_ceil(hop as u64) * streams.len() as u64);
+            }
             for s in streams.iter_mut() {
                 let resume = s.framer.samples() + gap;
                 s.framer.restart_at(resume);
@@ -158,7 +169,7 @@ impl<T> FrameSender<'_, T> {
         {
             tracing::warn!(
                 dropped = self.dropped_since_warning,
-                "FFT stage is behind live input: dropped {} frame(s)",
+                "analysis is behind live input: dropped {} frame(s)",
                 self.dropped_since_warning
             );
             self.last_warning = Some(now);

@@ -30,6 +30,8 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 const PERIOD_SECONDS: f64 = 0.01;
 /// Seconds of audio the ring holds: what the analysis may fall behind before samples are lost.
 const RING_SECONDS: f64 = 2.0;
+/// Largest ring, in samples (64 MiB of f32): bounds memory for many-channel, high-rate devices.
+const RING_MAX_VALUES: usize = 1 << 24;
 /// Gap markers the ring of gaps holds; a gap that finds it full is merged into the next one.
 const GAP_SLOTS: usize = 256;
 /// Environment variable that forces the capture sample format (i16, f32, …): for tests and for
@@ -177,6 +179,11 @@ impl Ring {
                     limit = limit.min((gap.at - self.position) as usize);
                     break;
                 }
+                tracing::debug!(
+                    "capture gap: {} frame(s) lost at frame {}",
+                    gap.lost,
+                    gap.at
+                );
                 self.gap += gap.lost;
                 self.position += gap.lost;
                 let _ = self.gaps.pop();
@@ -317,7 +324,8 @@ type Started = (
     Arc<Shared>,
 );
 
-/// Allocates the rings (`RING_SECONDS` of audio), builds the stream and starts it.
+/// Allocates the rings (`RING_SECONDS` of audio, at most `RING_MAX_VALUES`), builds the stream
+/// and starts it.
 fn start(
     dev: &cpal::Device,
     config: &StreamConfig,
@@ -326,7 +334,7 @@ fn start(
 ) -> std::result::Result<Started, String> {
     let channels = usize::from(config.channels);
     let rate = f64::from(config.sample_rate);
-    let capacity = ((rate * RING_SECONDS) as usize).max(1 << 14) * channels;
+    let capacity = (((rate * RING_SECONDS) as usize).max(1 << 14) * channels).min(RING_MAX_VALUES);
     let (samples_tx, samples_rx) = rtrb::RingBuffer::new(capacity);
     let (gaps_tx, gaps_rx) = rtrb::RingBuffer::new(GAP_SLOTS);
     let shared = Arc::new(Shared::default());
@@ -428,6 +436,8 @@ fn build<T: SizedSample + Copy + Send + 'static>(
     let name = id.to_string();
     let on_error = move |e: cpal::Error| {
         if e.kind() == cpal::ErrorKind::Xrun {
+            // Error path only (not per buffer): logging may allocate here.
+            tracing::debug!("{name}: overrun reported by the device");
             shared.xrun.store(true, Ordering::Relaxed);
             return;
         }
