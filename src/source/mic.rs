@@ -969,6 +969,23 @@ mod tests {
     }
 
     #[test]
+    fn an_overrun_becomes_a_gap_sized_from_capture_times() {
+        let (mut cap, mut ring) = pair(64, 1, 4);
+        let period = Duration::from_secs_f64(4.0 / 48000.0);
+        cap.push(&[0i16, 1, 2, 3], Duration::ZERO, f32::from);
+        cap.shared.xrun.store(true, Ordering::Relaxed);
+        // The device lost 8 frames: the next buffer was captured 3 periods after the first.
+        cap.push(&[12i16, 13, 14, 15], period * 3, f32::from);
+        let mut out = Vec::new();
+        assert_eq!(ring.read(&mut out, 100).ok(), Some(4));
+        assert_eq!(ring.gap, 0);
+        out.clear();
+        assert_eq!(ring.read(&mut out, 100).ok(), Some(4));
+        assert_eq!(out, [12.0, 13.0, 14.0, 15.0]);
+        assert_eq!(ring.gap, 8);
+    }
+
+    #[test]
     fn stop_ends_a_blocked_read_promptly() {
         let (_cap, mut ring) = pair(8, 1, 4);
         let stop = ring.stop.clone();
