@@ -497,13 +497,19 @@ fn choose_config(
     let offered = |f: SampleFormat| fits.iter().any(|r| r.sample_format() == f);
     let format = match std::env::var(FORMAT_ENV) {
         Ok(name) if !name.is_empty() => {
+            // fftd's file formats say s16 where cpal says i16: accept both.
+            let lower = name.to_ascii_lowercase();
+            let lower = match lower.strip_prefix('s') {
+                Some(bits) if bits.starts_with(|c: char| c.is_ascii_digit()) => format!("i{bits}"),
+                _ => lower,
+            };
             let wanted = FORMAT_PREFERENCE
                 .iter()
                 .copied()
-                .find(|f| format_name(*f) == name.to_ascii_lowercase())
+                .find(|f| format_name(*f) == lower)
                 .ok_or_else(|| {
                     FftdError::Usage(format!(
-                        "{FORMAT_ENV}={name}: not a sample format (i8, i16, i24, i32, i64, u8, u16, u24, u32, u64, f32, f64)"
+                        "{FORMAT_ENV}={name}: not a sample format (i8, i16, i24, i32, i64, u8, u16, u24, u32, u64, f32, f64; s16 for i16)"
                     ))
                 })?;
             if !offered(wanted) {
