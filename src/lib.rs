@@ -3,6 +3,7 @@
 //!
 //! Data path: `source` → `frame::Framer` → `pipeline` (batching, workers, ordering) → `fft` → `sink`.
 
+pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod config;

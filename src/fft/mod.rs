@@ -3,6 +3,8 @@
 //! the batch in one buffer. `cpu` implements it with realfft/rustfft, `opencl` on any OpenCL device,
 //! `router` picks between them per batch.
 
+pub mod calibrate;
+pub mod compare;
 pub mod cpu;
 pub mod opencl;
 pub mod router;

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# fftd's OpenCL kernels vs cuFFT (through torch) on the spectra fftd produces, f32, batches of
+# 2^26 samples, kernel time by event profiling on both sides. Prints per size: fftd time, cuFFT
+# time, useful GB/s of each (input + output bytes / time) and the ratio (cuFFT time / fftd time).
+# Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536)
+set -euo pipefail
+out=${1:-bench-out}
+fftd=${FFTD:-fftd}
+sizes=${SIZES:-256..65536}
+samples=${SAMPLES:-67108864}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+# one chunk per batch, so the kernel time is one launch over the whole 2^26-sample batch, as cuFFT's
+export FFTD_OPENCL_CHUNK_BYTES=${FFTD_OPENCL_CHUNK_BYTES:-4294967296}
+"$fftd" bench --device gpu --sizes "$sizes" --batch-samples "$samples" --no-cpu --reps 10 \
+    --kind real --csv "$out/fftd_real.csv" > "$out/fftd_real.txt"
+"$fftd" bench --device gpu --sizes "$sizes" --batch-samples "$samples" --no-cpu --reps 10 \
+    --kind complex --csv "$out/fftd_complex.csv" > "$out/fftd_complex.txt"
+list=$(python3 -c "import sys; a,b=[int(eval(x.replace('^','**'))) for x in sys.argv[1].split('..')]; print(','.join(str(1<<k) for k in range(a.bit_length()-1, b.bit_length())))" "$sizes")
+python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$out/cufft.csv"
+python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$out/cufft.csv" | tee "$out/gpu_vs_cufft.txt"

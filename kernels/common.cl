@@ -1,0 +1,134 @@
+// common.cl: types, complex helpers, radix-2/4/8 DFT butterflies and the output-scale step shared
+// by every fftd kernel. Prepended to each kernel source by the host.
+//
+// Defines (set by the host with -D):
+//   USE_DOUBLE        compute in double (needs cl_khr_fp64); float otherwise
+//
+// Conventions: forward DFT, X_k = sum_j x_j exp(-2 pi i jk/n). Complex numbers are real2 (x = re,
+// y = im). The scale step mirrors src/fft/scale.rs (ScalePlan::finish_row): from the squared
+// magnitude p = |X_k|^2,
+//   scale_mode 0 (magnitude): sqrt(p)
+//   scale_mode 1 (power):     p * (edge ? norm_edge : norm_interior)   edge = DC or Nyquist bin
+//   scale_mode 2 (dB):        10 log10(max(p, 1e-24))
+
+#ifdef USE_DOUBLE
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double real_t;
+typedef double2 real2;
+#define DB_FLOOR_POWER 1e-24
+#define R(x) (x)
+#else
+typedef float real_t;
+typedef float2 real2;
+#define DB_FLOOR_POWER 1e-24f
+#define R(x) (x##f)
+#endif
+
+#define M_SQRT1_2_R R(0.70710678118654752440)
+
+inline real2 cmul(real2 a, real2 b) {
+    return (real2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+// multiply by -i
+inline real2 mul_mi(real2 a) { return (real2)(a.y, -a.x); }
+
+inline void dft2(real2 *a0, real2 *a1) {
+    real2 t = *a0;
+    *a0 = t + *a1;
+    *a1 = t - *a1;
+}
+
+// in-place 4-point forward DFT of v[0..3]
+inline void dft4(real2 *v0, real2 *v1, real2 *v2, real2 *v3) {
+    real2 t0 = *v0 + *v2, t1 = *v0 - *v2;
+    real2 t2 = *v1 + *v3, t3 = mul_mi(*v1 - *v3);
+    *v0 = t0 + t2;
+    *v2 = t0 - t2;
+    *v1 = t1 + t3;
+    *v3 = t1 - t3;
+}
+
+// in-place 8-point forward DFT: two 4-point DFTs of the even and odd terms, then W8 twiddles
+inline void dft8(real2 *v) {
+    real2 e0 = v[0], e1 = v[2], e2 = v[4], e3 = v[6];
+    real2 o0 = v[1], o1 = v[3], o2 = v[5], o3 = v[7];
+    dft4(&e0, &e1, &e2, &e3);
+    dft4(&o0, &o1, &o2, &o3);
+    o1 = (real2)(o1.x + o1.y, o1.y - o1.x) * M_SQRT1_2_R;   // * exp(-i pi/4)
+    o2 = mul_mi(o2);                                          // * -i
+    o3 = (real2)(o3.y - o3.x, -(o3.x + o3.y)) * M_SQRT1_2_R; // * exp(-3i pi/4)
+    v[0] = e0 + o0; v[4] = e0 - o0;
+    v[1] = e1 + o1; v[5] = e1 - o1;
+    v[2] = e2 + o2; v[6] = e2 - o2;
+    v[3] = e3 + o3; v[7] = e3 - o3;
+}
+
+// in-place 16-point forward DFT: 4-point DFTs over n1 (stride 4), twiddles W16^(n2 k1), 4-point
+// DFTs over n2: X[k1 + 4 k2]
+inline void dft16(real2 *v) {
+    // W16^m = (cos(m pi/8), -sin(m pi/8)), m = n2*k1 in 1..9
+    const real_t c1 = R(0.92387953251128675613), s1 = R(0.38268343236508977173);
+    real2 a[16];
+    for (uint n2 = 0; n2 < 4; n2++) {
+        real2 t0 = v[n2], t1 = v[n2 + 4], t2 = v[n2 + 8], t3 = v[n2 + 12];
+        dft4(&t0, &t1, &t2, &t3);
+        a[n2 * 4 + 0] = t0;
+        a[n2 * 4 + 1] = t1;
+        a[n2 * 4 + 2] = t2;
+        a[n2 * 4 + 3] = t3;
+    }
+    a[5] = cmul(a[5], (real2)(c1, -s1));                       // W^1
+    a[6] = (real2)(a[6].x + a[6].y, a[6].y - a[6].x) * M_SQRT1_2_R; // W^2
+    a[7] = cmul(a[7], (real2)(s1, -c1));                       // W^3
+    a[9] = (real2)(a[9].x + a[9].y, a[9].y - a[9].x) * M_SQRT1_2_R; // W^2
+    a[10] = mul_mi(a[10]);                                     // W^4
+    a[11] = (real2)(a[11].y - a[11].x, -(a[11].x + a[11].y)) * M_SQRT1_2_R; // W^6
+    a[13] = cmul(a[13], (real2)(s1, -c1));                     // W^3
+    a[14] = (real2)(a[14].y - a[14].x, -(a[14].x + a[14].y)) * M_SQRT1_2_R; // W^6
+    a[15] = cmul(a[15], (real2)(-c1, s1));                     // W^9
+    for (uint k1 = 0; k1 < 4; k1++) {
+        real2 t0 = a[k1], t1 = a[4 + k1], t2 = a[8 + k1], t3 = a[12 + k1];
+        dft4(&t0, &t1, &t2, &t3);
+        v[k1] = t0;
+        v[k1 + 4] = t1;
+        v[k1 + 8] = t2;
+        v[k1 + 12] = t3;
+    }
+}
+
+// radix-R DFT of v[0..R-1] for R in {2, 4, 8, 16}
+inline void dft_r(real2 *v, uint r) {
+    if (r == 16) {
+        dft16(v);
+    } else if (r == 8) {
+        dft8(v);
+    } else if (r == 4) {
+        dft4(&v[0], &v[1], &v[2], &v[3]);
+    } else {
+        dft2(&v[0], &v[1]);
+    }
+}
+
+// The finished output value of one bin from its squared magnitude.
+inline real_t finish_bin(real_t p, int edge, int scale_mode, real_t norm_edge, real_t norm_interior) {
+    if (scale_mode == 0) {
+        return sqrt(p);
+    } else if (scale_mode == 1) {
+        return p * (edge ? norm_edge : norm_interior);
+    } else {
+        return R(10.0) * log10(fmax(p, DB_FLOOR_POWER));
+    }
+}
+
+// Bin k (0..m) of the real FFT of length 2m from Z = FFT_m(z), z_j = x_2j + i x_2j+1:
+//   X_k = (Z_k + conj Z_{m-k})/2 + W^k (Z_k - conj Z_{m-k})/(2i),  W = exp(-2 pi i/(2m)).
+// zk = Z_{k mod m}, zc = Z_{(m-k) mod m}, w = W^k. Returns |X_k|^2.
+inline real_t r2c_power(real2 zk, real2 zc, real2 w) {
+    real2 c = (real2)(zc.x, -zc.y);
+    real2 fe = (zk + c) * R(0.5);
+    real2 d = zk - c;
+    real2 fo = (real2)(d.y, -d.x) * R(0.5);
+    real2 x = fe + cmul(w, fo);
+    return x.x * x.x + x.y * x.y;
+}

@@ -1,0 +1,132 @@
+// fourstep.cl: frames too large for local memory, in two kernels (four-step FFT). A frame of MT
+// complex points (pairs z_p, p = M2*n1 + n2; see stockham_local.cl for how real frames become
+// pairs) is seen as an M1 x M2 matrix:
+//   columns (STAGE 1): for each n2, Y[k1, n2] = sum_n1 z[M2 n1 + n2] W_M1^(n1 k1), times the
+//       twiddle W_MT^(n2 k1); written transposed, tmp[k1*M2 + n2].
+//   rows (STAGE 2): for each k1, Z[k1 + M1 k2] = sum_n2 tmp[k1*M2 + n2] W_M2^(n2 k2); complex
+//       input: |Z|^2 and the output scale go straight to `out`; real input: Z is written to `z`
+//       for r2c_post.cl's `post` (which needs Z_k and Z_{MT-k}).
+// Each stage runs FPB independent FFTs of M points per work-group with stockham_passes.cl.
+// Work-group shape: TPF*FPB work-items. STAGE 1 puts FPB adjacent columns in a group with the
+// column index fastest across work-items, so global reads and writes are runs of FPB pairs.
+// STAGE 2 puts FPB adjacent rows in a group; its reads are contiguous rows and its writes runs of
+// FPB values.
+// Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
+// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, USE_DOUBLE.
+
+#define WG (TPF * FPB)
+
+#if STAGE == 1
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fourstep_columns(__global const real_t *restrict in, __global const real_t *restrict win,
+                      __global const real2 *restrict tw, __global real2 *restrict tmp,
+                      uint frames) {
+    __local real_t sre[PADI(FPB * M) + 1];
+    __local real_t sim[PADI(FPB * M) + 1];
+    const uint lid = get_local_id(0);
+    const uint groups_per_frame = M2 / FPB;
+    const uint frame = get_group_id(0) / groups_per_frame;
+    const uint n2_0 = (get_group_id(0) % groups_per_frame) * FPB;
+    // column fastest: consecutive work-items read consecutive pairs
+    const uint fl = lid % FPB, t = lid / FPB;
+    const uint base = fl * M;
+    const size_t fo = (size_t)frame * MT;
+    real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+    for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+        uint j = t + b * TPF;
+        for (uint r = 0; r < MAIN_RADIX; r++) {
+            uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
+            real2 x = vload2(fo + p, in);
+#if REAL_INPUT
+            v[b][r] = x * vload2(p, win);
+#else
+            v[b][r] = x * win[p];
+#endif
+        }
+    }
+    CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, 1);
+    uint ns = MAIN_RADIX;
+    for (uint p = 1; p < MAIN_PASSES; p++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+        ns *= MAIN_RADIX;
+    }
+#if LAST_RADIX > 1
+    {
+        real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = lid; i < FPB * M; i += WG) {
+        uint c = i % FPB, k1 = i / FPB;
+        uint a = PADI(c * M + k1);
+        uint n2 = n2_0 + c;
+        // W_MT^(n2 k1) = exp(i pi e), e = -2 n2 k1 / MT (exact integer product, < MT)
+        real_t e = R(-2.0) * (real_t)(n2 * k1) / (real_t)MT;
+        real2 w = (real2)(cospi(e), sinpi(e));
+        tmp[fo + (size_t)k1 * M2 + n2] = cmul((real2)(sre[a], sim[a]), w);
+    }
+}
+#endif
+
+#if STAGE == 2
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
+                   __global real2 *restrict z, __global real_t *restrict out, uint frames,
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
+    __local real_t sre[PADI(FPB * M) + 1];
+    __local real_t sim[PADI(FPB * M) + 1];
+    const uint lid = get_local_id(0);
+    const uint groups_per_frame = M1 / FPB;
+    const uint frame = get_group_id(0) / groups_per_frame;
+    const uint k1_0 = (get_group_id(0) % groups_per_frame) * FPB;
+    const uint fl = lid / TPF, t = lid % TPF;
+    const uint base = fl * M;
+    const size_t fo = (size_t)frame * MT;
+    const size_t row = fo + (size_t)(k1_0 + fl) * M2;
+    real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+    for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+        uint j = t + b * TPF;
+        for (uint r = 0; r < MAIN_RADIX; r++) {
+            v[b][r] = tmp[row + j + r * (M / MAIN_RADIX)];
+        }
+    }
+    CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, 1);
+    uint ns = MAIN_RADIX;
+    for (uint p = 1; p < MAIN_PASSES; p++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+        ns *= MAIN_RADIX;
+    }
+#if LAST_RADIX > 1
+    {
+        real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // row fastest: runs of FPB consecutive bins k = k1 + M1*k2
+    for (uint i = lid; i < FPB * M; i += WG) {
+        uint r = i % FPB, k2 = i / FPB;
+        uint a = PADI(r * M + k2);
+        uint k = k1_0 + r + M1 * k2;
+#if REAL_INPUT
+        z[fo + k] = (real2)(sre[a], sim[a]);
+#else
+        real_t p = sre[a] * sre[a] + sim[a] * sim[a];
+        out[fo + k] = finish_bin(p, k == 0, scale_mode, norm_edge, norm_interior);
+#endif
+    }
+}
+#endif

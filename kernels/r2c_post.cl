@@ -1,0 +1,33 @@
+// r2c_post.cl: last step of the multi-pass path. Reads the complex spectrum Z (M values per frame)
+// and writes BINS finished values per frame: for real input the half-length packing is undone
+// (X_k from Z_k and Z_{M-k}, k = 0..M), then |X|^2 and the output scale (common.cl: finish_bin).
+// Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked.
+//
+// Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl).
+
+#if REAL_INPUT
+#define POST_BINS (M + 1)
+#else
+#define POST_BINS M
+#endif
+
+__kernel void post(__global const real2 *restrict z, __global real_t *restrict out, uint frames,
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
+    const size_t g = get_global_id(0);
+    if (g >= (size_t)frames * POST_BINS) {
+        return;
+    }
+    const size_t fo = (g / POST_BINS) * (size_t)M;
+    const uint k = g % POST_BINS;
+#if REAL_INPUT
+    real_t a = -(real_t)k / (real_t)M; // exp(-2 pi i k / 2M) = exp(i pi a)
+    real_t p = r2c_power(z[fo + (k & (M - 1))], z[fo + ((M - k) & (M - 1))],
+                         (real2)(cospi(a), sinpi(a)));
+    int edge = (k == 0) || (k == M);
+#else
+    real2 v = z[fo + k];
+    real_t p = v.x * v.x + v.y * v.y;
+    int edge = (k == 0);
+#endif
+    out[g] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+}

@@ -1,0 +1,223 @@
+// stockham_local.cl: the whole transform of a frame in one kernel, one global read and one global
+// write per frame: load (window applied) -> self-sorting Stockham FFT in local memory -> r2c
+// post-processing (real input) -> |X|^2 -> output scale -> n/2+1 (real) or n (complex) values.
+//
+// Layout: input frames back to back; a real frame is n = 2M samples read as M complex pairs
+// z_j = (x_2j, x_2j+1) (the half-length packing trick); a complex frame is M interleaved (re, im)
+// samples. Either way a frame is 2M reals and pair j of frame f starts at in[f*2M + 2j].
+// Output: BINS values per frame, frames back to back.
+// Window: `win` holds n coefficients (real: one per sample; complex: one per complex sample).
+// Twiddles: `tw[t] = exp(-2 pi i t / TABN)`, computed on the host in double.
+//
+// Work-group shape: WG = TPF * FPB work-items; FPB frames per work-group, TPF work-items per frame.
+// Local memory: FPB*M reals for the real parts and as many for the imaginary parts, each padded by
+// one word every 32 (PADI) so the stride-R writes of the early passes hit distinct banks.
+// Registers: each work-item holds the R inputs (R = MAIN_RADIX, 16 by default) of its M/(R*TPF) butterflies. The first pass reads
+// them straight from global memory (window applied); every pass twiddles, transforms and writes
+// its outputs to local memory; the next pass reads its inputs back after a barrier. After the
+// last pass the store phase reads the spectrum from local memory.
+// (passes: stockham_passes.cl)
+// Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
+// multiplication (-D TW_TABLE_ALL reads every power from the table instead).
+//
+// SPLIT=1 (one frame per group, FPB=1): for frames whose 2M reals do not fit in local memory but
+// M reals do. The spectrum stays in registers; every exchange, and the store phase, goes through
+// one local array twice (real parts, then imaginary parts). For real input the store phase
+// accumulates X_k = a Z_k + b conj(Z_{M-k}) (a = (1 - iW^k)/2, b = (1 + iW^k)/2) over the two
+// halves; NB = ceil(BINS/WG) bins per work-item.
+//
+// Defines: M, TPF, FPB, MAIN_RADIX (2, 4, 8 or 16), MAIN_PASSES, LAST_RADIX (1 = none, else 2, 4 or 8),
+// REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), USE_DOUBLE (see common.cl).
+
+#define WG (TPF * FPB)
+#if REAL_INPUT
+#define BINS (M + 1)
+#else
+#define BINS M
+#endif
+
+
+// pair j of frame f0+f, windowed; zero past the end of the batch
+inline real2 load_pair(__global const real_t *in, __global const real_t *win, uint frames,
+                       uint frame, uint j) {
+    if (frame >= frames) {
+        return (real2)(R(0.0), R(0.0));
+    }
+    real2 x = vload2(0, in + (size_t)frame * (2 * M) + 2 * j);
+#if REAL_INPUT
+    return x * vload2(j, win);
+#else
+    return x * win[j];
+#endif
+}
+
+#if SPLIT
+#define NB ((BINS + WG - 1) / WG)
+// exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
+// of radix RB, one component at a time through `buf`
+#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 0);                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 0);                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 1);                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 1);
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
+               __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
+               int scale_mode, real_t norm_edge, real_t norm_interior) {
+    __local real_t buf[PADI(M) + 1];
+    const uint t = get_local_id(0);
+    const uint frame = get_group_id(0);
+    real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+    for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+        uint j = t + b * TPF;
+        for (uint r = 0; r < MAIN_RADIX; r++) {
+            v[b][r] = load_pair(in, win, frames, frame, j + r * (M / MAIN_RADIX));
+        }
+    }
+    uint ns = 1;
+    CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
+    for (uint p = 1; p < MAIN_PASSES; p++) {
+        EXCHANGE(MAIN_RADIX, v, MAIN_RADIX, v, ns);
+        ns *= MAIN_RADIX;
+        CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
+    }
+#if LAST_RADIX > 1
+    real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+    EXCHANGE(MAIN_RADIX, v, LAST_RADIX, u, ns);
+    ns *= MAIN_RADIX;
+    CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
+#define FINAL_R LAST_RADIX
+#define FINAL_V u
+#else
+#define FINAL_R MAIN_RADIX
+#define FINAL_V v
+#endif
+    // store phase, real parts then imaginary parts
+#if REAL_INPUT
+    real2 acc[NB];
+#else
+    real_t acc[NB];
+#endif
+    for (int comp = 0; comp < 2; comp++) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint i = 0; i < NB; i++) {
+            uint k = t + i * WG;
+            if (k >= BINS) {
+                break;
+            }
+#if REAL_INPUT
+            real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];
+            real2 w = tw[k * (TABN / (2 * M))];
+            real2 iw = (real2)(-w.y, w.x);
+            real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);
+            real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);
+            if (comp == 0) {
+                acc[i] = a * zk + bb * zc;
+            } else {
+                // + i a zk.y - i b zc.y
+                real2 d = a * zk - bb * zc;
+                acc[i] += (real2)(-d.y, d.x);
+            }
+#else
+            real_t z = buf[PADI(k)];
+            acc[i] = comp == 0 ? z * z : acc[i] + z * z;
+#endif
+        }
+    }
+    if (frame < frames) {
+        for (uint i = 0; i < NB; i++) {
+            uint k = t + i * WG;
+            if (k >= BINS) {
+                break;
+            }
+#if REAL_INPUT
+            real_t p = acc[i].x * acc[i].x + acc[i].y * acc[i].y;
+            int edge = (k == 0) || (k == M);
+#else
+            real_t p = acc[i];
+            int edge = (k == 0);
+#endif
+            out[(size_t)frame * BINS + k] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+        }
+    }
+}
+#else
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
+               __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
+               int scale_mode, real_t norm_edge, real_t norm_interior) {
+    __local real_t sre[PADI(FPB * M) + 1];
+    __local real_t sim[PADI(FPB * M) + 1];
+    const uint lid = get_local_id(0);
+    const uint f0 = get_group_id(0) * FPB;
+    const uint fl = lid / TPF, t = lid % TPF;
+    const uint base = fl * M;
+
+#if MAIN_PASSES > 0
+    {
+        // first pass: inputs straight from global memory; for each r consecutive work-items read
+        // consecutive pairs (coalesced)
+        real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
+        for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
+            uint j = t + b * TPF;
+            for (uint r = 0; r < MAIN_RADIX; r++) {
+                v[b][r] = load_pair(in, win, frames, f0 + fl, j + r * (M / MAIN_RADIX));
+            }
+        }
+        CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, 1);
+        uint ns = MAIN_RADIX;
+        for (uint p = 1; p < MAIN_PASSES; p++) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
+            barrier(CLK_LOCAL_MEM_FENCE);
+            CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+            ns *= MAIN_RADIX;
+        }
+#if LAST_RADIX > 1
+        real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
+#endif
+    }
+#else
+    // M == 1: nothing to transform, just stage the frame
+    for (uint i = lid; i < FPB * M; i += WG) {
+        real2 z = load_pair(in, win, frames, f0 + i / M, i % M);
+        sre[PADI(i)] = z.x;
+        sim[PADI(i)] = z.y;
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    // store: |X|^2 and the output scale, only BINS values per frame leave the device
+    for (uint f = 0; f < FPB; f++) {
+        if (f0 + f >= frames) {
+            break;
+        }
+        const uint o = f * M;
+        for (uint k = lid; k < BINS; k += WG) {
+#if REAL_INPUT
+            uint a = PADI(o + (k & (M - 1))), c = PADI(o + ((M - k) & (M - 1)));
+            real_t p = r2c_power((real2)(sre[a], sim[a]), (real2)(sre[c], sim[c]),
+                                 tw[k * (TABN / (2 * M))]);
+            int edge = (k == 0) || (k == M);
+#else
+            uint a = PADI(o + k);
+            real_t p = sre[a] * sre[a] + sim[a] * sim[a];
+            int edge = (k == 0);
+#endif
+            out[(size_t)(f0 + f) * BINS + k] =
+                finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+        }
+    }
+}
+#endif

@@ -1,0 +1,398 @@
+//! `fftd bench`: per frame size, CPU engine time per frame, OpenCL time per frame host to host
+//! (write + kernels + read), OpenCL kernel-only time (event profiling), kernel bandwidth and
+//! GFLOPS, and the break-even frame size for the batch length used. A table goes to stdout, the
+//! same rows to `--csv FILE`. `--calibrate` measures and caches a new `auto` calibration instead.
+//!
+//! Conventions: times are medians of `--reps` runs after one warm-up (kernel builds excluded);
+//! GB/s = (bytes read + bytes written by the transform) / time; GFLOPS counts 5·N·log2 N per
+//! complex frame and 2.5·N·log2 N per real frame.
+
+use crate::error::FftdError;
+use crate::fft::calibrate;
+use crate::fft::compare::compare_rows;
+use crate::fft::cpu::CpuEngine;
+use crate::fft::opencl::device::{self, DeviceEntry};
+use crate::fft::opencl::{OpenClEngine, OpenClOptions};
+use crate::fft::router::DeviceChoice;
+use crate::fft::{Engine, InputKind, Sample, Scale, TransformSpec};
+use crate::window::WindowKind;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Input kind for the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchKind {
+    Real,
+    Complex,
+}
+
+/// Precision for the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchPrecision {
+    F32,
+    F64,
+}
+
+fn parse_device(s: &str) -> Result<DeviceChoice, String> {
+    s.parse()
+}
+
+/// `fftd bench` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
+    /// (`1024,4096`).
+    #[arg(long, default_value = "2..2^21")]
+    pub sizes: String,
+    /// Frames per batch (default: --batch-samples / n, at least 1).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Samples per batch when --batch is not given (the pipeline's default batch is 2^18).
+    #[arg(long, default_value_t = 1 << 18)]
+    pub batch_samples: usize,
+    /// Also write the rows as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Measure and cache a new calibration for `--device auto` (then exit).
+    #[arg(long)]
+    pub calibrate: bool,
+    /// OpenCL device: gpu (best device), auto, opencl:P:D, or cpu (CPU engine only).
+    #[arg(long, default_value = "gpu", value_parser = parse_device)]
+    pub device: DeviceChoice,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: BenchPrecision,
+    #[arg(long, value_enum, default_value = "real")]
+    pub kind: BenchKind,
+    #[arg(long, value_enum, default_value = "hann")]
+    pub window: WindowKind,
+    #[arg(long, value_enum, default_value = "magnitude")]
+    pub scale: Scale,
+    /// Timed runs per size (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Skip the CPU engine (for very large batches).
+    #[arg(long)]
+    pub no_cpu: bool,
+}
+
+/// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes.
+pub fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
+    let one = |t: &str| -> Result<usize, FftdError> {
+        let t = t.trim();
+        let v = match t.split_once('^') {
+            Some((b, e)) => {
+                let b: usize = b.trim().parse().map_err(|_| bad(s))?;
+                let e: u32 = e.trim().parse().map_err(|_| bad(s))?;
+                b.checked_pow(e).ok_or_else(|| bad(s))?
+            }
+            None => t.parse().map_err(|_| bad(s))?,
+        };
+        if v < 2 {
+            return Err(bad(s));
+        }
+        Ok(v)
+    };
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (one(a)?, one(b)?);
+        if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
+            return Err(bad(s));
+        }
+        let mut v = Vec::new();
+        let mut n = a;
+        while n <= b {
+            v.push(n);
+            n *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',').map(one).collect()
+    }
+}
+
+fn bad(s: &str) -> FftdError {
+    FftdError::Usage(format!(
+        "invalid --sizes '{s}': expected A..B with powers of two (e.g. 2..2^21) or a comma list"
+    ))
+}
+
+/// One benchmark row.
+#[derive(Clone, Debug, Default)]
+pub struct BenchRow {
+    pub n: usize,
+    pub frames: usize,
+    pub cpu_us: Option<f64>,
+    pub ocl_us: Option<f64>,
+    pub kernel_us: Option<f64>,
+    pub kernel_gbps: Option<f64>,
+    pub host_gbps: Option<f64>,
+    pub gflops: Option<f64>,
+    pub max_rel_err: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn bench_size<T: Sample>(
+    args: &BenchArgs,
+    gpu: Option<&mut OpenClEngine<T>>,
+    n: usize,
+) -> Result<BenchRow, FftdError> {
+    let kind = match args.kind {
+        BenchKind::Real => InputKind::Real,
+        BenchKind::Complex => InputKind::Complex,
+    };
+    let spec = TransformSpec {
+        n,
+        kind,
+        window: args.window,
+        scale: args.scale,
+        rate: 48_000.0,
+    };
+    let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
+    let input: Vec<T> = (0..frames * spec.values_per_frame())
+        .map(|i| {
+            let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            T::of_f64(x as f64 / (1u64 << 24) as f64 - 0.5)
+        })
+        .collect();
+    let reps = args.reps.max(1);
+    let mut row = BenchRow {
+        n,
+        frames,
+        ..Default::default()
+    };
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    let mut cpu_out = Vec::new();
+    if !args.no_cpu {
+        let mut cpu = CpuEngine::<T>::new();
+        cpu.process(&spec, &input, frames, &mut cpu_out)
+            .map_err(rt)?;
+        let t: Vec<f64> = (0..reps)
+            .map(|_| {
+                let s = Instant::now();
+                cpu.process(&spec, &input, frames, &mut cpu_out)
+                    .map(|_| s.elapsed().as_secs_f64())
+            })
+            .collect::<Result<_, _>>()
+            .map_err(rt)?;
+        row.cpu_us = Some(median(t) * 1e6 / frames as f64);
+    }
+    if let Some(gpu) = gpu {
+        let mut out = Vec::new();
+        gpu.process(&spec, &input, frames, &mut out).map_err(rt)?;
+        let (mut wall, mut kern) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let s = Instant::now();
+            gpu.process(&spec, &input, frames, &mut out).map_err(rt)?;
+            wall.push(s.elapsed().as_secs_f64());
+            if let Some(p) = gpu.last_profile() {
+                kern.push(p.kernel_ns as f64 * 1e-9);
+            }
+        }
+        let bytes =
+            (frames * (spec.values_per_frame() + spec.bins()) * std::mem::size_of::<T>()) as f64;
+        let w = median(wall);
+        row.ocl_us = Some(w * 1e6 / frames as f64);
+        row.host_gbps = Some(bytes / w * 1e-9);
+        if !kern.is_empty() {
+            let k = median(kern);
+            let per_frame_flops = match kind {
+                InputKind::Real => 2.5,
+                InputKind::Complex => 5.0,
+            } * n as f64
+                * (n as f64).log2();
+            row.kernel_us = Some(k * 1e6 / frames as f64);
+            row.kernel_gbps = Some(bytes / k * 1e-9);
+            row.gflops = Some(per_frame_flops * frames as f64 / k * 1e-9);
+        }
+        if !cpu_out.is_empty() {
+            let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
+            let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
+            let (_, _, rel) = compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, 0.0);
+            row.max_rel_err = Some(rel);
+        }
+    }
+    Ok(row)
+}
+
+fn device_entry(choice: &DeviceChoice) -> Result<Option<&'static DeviceEntry>, FftdError> {
+    match choice {
+        DeviceChoice::Cpu => Ok(None),
+        DeviceChoice::Auto | DeviceChoice::Gpu => device::best_device()
+            .map(Some)
+            .map_err(|e| FftdError::Runtime(format!("no usable OpenCL device: {e}"))),
+        DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
+            .map(Some)
+            .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}"))),
+    }
+}
+
+fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
+    let entry = device_entry(&args.device)?;
+    let mut gpu = match entry {
+        Some(e) => {
+            Some(OpenClEngine::<T>::new(e, OpenClOptions::from_env()).map_err(FftdError::Runtime)?)
+        }
+        None => None,
+    };
+    if args.calibrate {
+        let g = gpu.as_mut().ok_or_else(|| {
+            FftdError::Usage(
+                "--calibrate needs an OpenCL device (--device gpu/auto/opencl:P:D)".into(),
+            )
+        })?;
+        let cal = calibrate::obtain(g, true, true).map_err(FftdError::Runtime)?;
+        let path = cal.save().map_err(FftdError::Runtime)?;
+        println!(
+            "calibration for {} ({}) saved to {}",
+            cal.key.device,
+            T::NAME,
+            path.display()
+        );
+        println!(
+            "{:>9} {:>7} {:>12} {:>12}",
+            "n", "frames", "cpu_ms", "opencl_ms"
+        );
+        for p in &cal.points {
+            println!(
+                "{:>9} {:>7} {:>12.4} {:>12.4}",
+                p.n,
+                p.frames,
+                p.cpu_s * 1e3,
+                p.gpu_s * 1e3
+            );
+        }
+        return Ok(());
+    }
+    let sizes = parse_sizes(&args.sizes)?;
+    let dev_name = gpu
+        .as_ref()
+        .map(|g| format!("{} ({})", g.device().name, g.device().address()))
+        .unwrap_or_else(|| "none".into());
+    println!(
+        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {dev_name}, median of {} runs",
+        T::NAME,
+        args.kind,
+        args.window,
+        args.scale,
+        args.reps.max(1)
+    );
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "{:>9} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>9} {:>8} {:>9}",
+        "n",
+        "frames",
+        "cpu_us/fr",
+        "ocl_us/fr",
+        "kern_us/fr",
+        "kern_GB/s",
+        "host_GB/s",
+        "GFLOPS",
+        "cpu/ocl",
+        "max_err"
+    );
+    let mut csv = String::from(
+        "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,host_gbps,kernel_gflops,cpu_over_opencl,max_rel_err\n",
+    );
+    let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+    let mut rows = Vec::new();
+    for n in sizes {
+        let row = bench_size::<T>(args, gpu.as_mut(), n)?;
+        let speed = match (row.cpu_us, row.ocl_us) {
+            (Some(c), Some(o)) if o > 0.0 => Some(c / o),
+            _ => None,
+        };
+        let line = format!(
+            "{:>9} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>9} {:>8} {:>9}",
+            row.n,
+            row.frames,
+            f(row.cpu_us, 3),
+            f(row.ocl_us, 3),
+            f(row.kernel_us, 4),
+            f(row.kernel_gbps, 1),
+            f(row.host_gbps, 2),
+            f(row.gflops, 1),
+            f(speed, 2),
+            row.max_rel_err.map_or("-".into(), |e| format!("{e:.1e}"))
+        );
+        eprintln!("{line}");
+        let _ = writeln!(table, "{line}");
+        let c = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+        let _ = writeln!(
+            csv,
+            "{},{},{},{:?},{},{},{},{},{},{},{},{}",
+            row.n,
+            row.frames,
+            T::NAME,
+            args.kind,
+            c(row.cpu_us),
+            c(row.ocl_us),
+            c(row.kernel_us),
+            c(row.kernel_gbps),
+            c(row.host_gbps),
+            c(row.gflops),
+            c(speed),
+            c(row.max_rel_err)
+        );
+        rows.push(row);
+    }
+    println!();
+    print!("{table}");
+    println!("{}", break_even_line(&rows, args));
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// "break-even: ..." — the smallest size from which OpenCL (host to host) beats the CPU engine
+/// at every larger size measured, for this batch length.
+fn break_even_line(rows: &[BenchRow], args: &BenchArgs) -> String {
+    let batch = match args.batch {
+        Some(b) => format!("{b} frames per batch"),
+        None => format!("{} samples per batch", args.batch_samples),
+    };
+    let faster: Vec<(usize, bool)> = rows
+        .iter()
+        .filter_map(|r| Some((r.n, r.ocl_us? < r.cpu_us?)))
+        .collect();
+    if faster.is_empty() {
+        return "break-even: not measured (needs both CPU and OpenCL timings)".into();
+    }
+    let from = faster.iter().rposition(|(_, f)| !*f).map_or(0, |i| i + 1);
+    match faster.get(from) {
+        None => format!("break-even ({batch}): the CPU engine is faster at every size measured"),
+        Some((n, _)) if from == 0 => {
+            format!("break-even ({batch}): OpenCL is faster at every size measured (from n = {n})")
+        }
+        Some((n, _)) => {
+            format!("break-even ({batch}): OpenCL (copies included) is faster from n = {n} upwards")
+        }
+    }
+}
+
+/// Runs `fftd bench` with `args`.
+pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
+    match args.precision {
+        BenchPrecision::F32 => run_typed::<f32>(args),
+        BenchPrecision::F64 => run_typed::<f64>(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_sizes("2..16").ok(), Some(vec![2, 4, 8, 16]));
+        assert_eq!(parse_sizes("2^10..2^11").ok(), Some(vec![1024, 2048]));
+        assert_eq!(parse_sizes("1000,4096").ok(), Some(vec![1000, 4096]));
+        assert!(parse_sizes("3..16").is_err());
+        assert!(parse_sizes("x").is_err());
+    }
+}

@@ -1,0 +1,254 @@
+//! Calibration for `--device auto`: on this machine, time the CPU engine and the OpenCL engine
+//! (copies included) per batch over a grid of frame sizes and batch lengths, and predict from it
+//! which engine is faster for any (n, frames). Measured on first use per (device, driver, fftd
+//! version, precision), cached as JSON under `$FFTD_CACHE_DIR` or `dirs::cache_dir()/fftd`, and
+//! refreshed by `fftd bench --calibrate`. Non-GPU OpenCL devices (PoCL in CI) get a small grid so
+//! the first run stays around a second.
+
+use super::cpu::CpuEngine;
+use super::opencl::device::DeviceInfo;
+use super::opencl::OpenClEngine;
+use super::{Engine, InputKind, Sample, Scale, TransformSpec};
+use crate::window::WindowKind;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// What a calibration is valid for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalibrationKey {
+    pub device: String,
+    pub platform: String,
+    pub driver: String,
+    pub fftd_version: String,
+    pub precision: String,
+}
+
+impl CalibrationKey {
+    pub fn new<T: Sample>(info: &DeviceInfo) -> Self {
+        CalibrationKey {
+            device: info.name.clone(),
+            platform: info.platform_name.clone(),
+            driver: info.driver.clone(),
+            // a debug build's CPU engine is far slower: never share its calibration
+            fftd_version: format!(
+                "{}{}",
+                env!("CARGO_PKG_VERSION"),
+                if cfg!(debug_assertions) { "-debug" } else { "" }
+            ),
+            precision: T::NAME.to_string(),
+        }
+    }
+
+    /// The cache file for this key: `<cache dir>/calibration-<hash>.json`.
+    pub fn path(&self) -> Option<PathBuf> {
+        let text = format!(
+            "{}|{}|{}|{}|{}",
+            self.device, self.platform, self.driver, self.fftd_version, self.precision
+        );
+        // FNV-1a: stable across Rust versions, unlike DefaultHasher
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        Some(cache_dir()?.join(format!("calibration-{hash:016x}.json")))
+    }
+}
+
+/// fftd's cache folder: `$FFTD_CACHE_DIR`, else `dirs::cache_dir()/fftd`.
+pub fn cache_dir() -> Option<PathBuf> {
+    match std::env::var_os("FFTD_CACHE_DIR") {
+        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
+        _ => dirs::cache_dir().map(|d| d.join("fftd")),
+    }
+}
+
+/// One measured grid point: seconds per batch of `frames` frames of size `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CalPoint {
+    pub n: usize,
+    pub frames: usize,
+    pub cpu_s: f64,
+    /// OpenCL engine, host to host (write, kernels, read).
+    pub gpu_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub key: CalibrationKey,
+    pub points: Vec<CalPoint>,
+}
+
+/// Predicted seconds for a batch from points at one size: a fixed cost plus a cost per frame,
+/// through the smallest and largest batch measured.
+fn linear(points: &[&CalPoint], pick: fn(&CalPoint) -> f64, frames: usize) -> f64 {
+    let (Some(a), Some(b)) = (
+        points.iter().min_by_key(|p| p.frames),
+        points.iter().max_by_key(|p| p.frames),
+    ) else {
+        return f64::INFINITY;
+    };
+    if a.frames == b.frames {
+        return pick(a) / a.frames as f64 * frames as f64;
+    }
+    let per = ((pick(b) - pick(a)) / (b.frames - a.frames) as f64).max(0.0);
+    let fixed = (pick(a) - per * a.frames as f64).max(0.0);
+    fixed + per * frames as f64
+}
+
+impl Calibration {
+    /// Predicted (cpu, opencl) seconds for a batch of `frames` frames of size `n`, from the
+    /// measured size nearest to n on a log scale.
+    pub fn predict(&self, n: usize, frames: usize) -> (f64, f64) {
+        let l = (n.max(1) as f64).log2();
+        let Some(nearest) = self.points.iter().map(|p| p.n).min_by(|a, b| {
+            let da = ((*a as f64).log2() - l).abs();
+            let db = ((*b as f64).log2() - l).abs();
+            da.total_cmp(&db)
+        }) else {
+            return (0.0, f64::INFINITY);
+        };
+        let at: Vec<&CalPoint> = self.points.iter().filter(|p| p.n == nearest).collect();
+        // scale by the work ratio n log n when n is between grid points
+        let work = |x: usize| (x as f64) * (x as f64).log2().max(1.0);
+        let s = work(n) / work(nearest);
+        (
+            linear(&at, |p| p.cpu_s, frames) * s,
+            linear(&at, |p| p.gpu_s, frames) * s,
+        )
+    }
+
+    /// True when the OpenCL engine is predicted faster.
+    pub fn prefer_gpu(&self, n: usize, frames: usize) -> bool {
+        let (c, g) = self.predict(n, frames);
+        g < c
+    }
+
+    /// The cached calibration for `key`, if there is one for exactly that key.
+    pub fn load(key: &CalibrationKey) -> Option<Calibration> {
+        let text = std::fs::read_to_string(key.path()?).ok()?;
+        let cal: Calibration = serde_json::from_str(&text).ok()?;
+        (cal.key == *key && !cal.points.is_empty()).then_some(cal)
+    }
+
+    /// Writes the calibration to its cache file (best effort: a read-only cache dir only costs
+    /// a new calibration next time).
+    pub fn save(&self) -> Result<PathBuf, String> {
+        let path = self
+            .key
+            .path()
+            .ok_or_else(|| "no cache directory (set FFTD_CACHE_DIR)".to_string())?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// The grid: (sizes, largest batch in samples). Small for non-GPU devices.
+fn grid(is_gpu: bool) -> (Vec<usize>, usize) {
+    if is_gpu {
+        ((2..=10).map(|k| 1usize << (2 * k)).collect(), 1 << 22)
+    } else {
+        (vec![1 << 6, 1 << 10, 1 << 14], 1 << 16)
+    }
+}
+
+fn time_batch<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    out: &mut Vec<T>,
+    reps: usize,
+) -> Result<f64, String> {
+    engine
+        .process(spec, input, frames, out)
+        .map_err(|e| e.to_string())?;
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            engine
+                .process(spec, input, frames, out)
+                .map(|_| s.elapsed().as_secs_f64())
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+/// Measures a new calibration for the device of `gpu` (real input, Hann, magnitude).
+pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, String> {
+    let started = Instant::now();
+    let info = gpu.device().clone();
+    let (sizes, max_samples) = grid(info.is_gpu);
+    let mut cpu = CpuEngine::<T>::new();
+    let mut out = Vec::new();
+    let mut points = Vec::new();
+    for n in sizes {
+        let spec = TransformSpec {
+            n,
+            kind: InputKind::Real,
+            window: WindowKind::Hann,
+            scale: Scale::Magnitude,
+            rate: 48_000.0,
+        };
+        let big = (max_samples / n).clamp(1, 1024);
+        let input: Vec<T> = (0..big * n)
+            .map(|i| T::of_f64(((i * 7919) % 1000) as f64 / 500.0 - 1.0))
+            .collect();
+        for frames in [1, big] {
+            let reps = if frames == 1 { 5 } else { 3 };
+            let cpu_s = time_batch(&mut cpu, &spec, &input, frames, &mut out, reps)?;
+            let gpu_s = time_batch(gpu, &spec, &input, frames, &mut out, reps)?;
+            points.push(CalPoint {
+                n,
+                frames,
+                cpu_s,
+                gpu_s,
+            });
+            if frames == big {
+                break;
+            }
+        }
+    }
+    tracing::debug!(
+        device = %info.name,
+        precision = T::NAME,
+        seconds = started.elapsed().as_secs_f64(),
+        "calibrated CPU vs OpenCL"
+    );
+    Ok(Calibration {
+        key: CalibrationKey::new::<T>(&info),
+        points,
+    })
+}
+
+/// The calibration for `gpu`'s device: from the cache, or measured now (and cached) when
+/// `allow_measure` is true. `refresh` measures even when a cached one exists.
+pub fn obtain<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    allow_measure: bool,
+    refresh: bool,
+) -> Result<Calibration, String> {
+    let key = CalibrationKey::new::<T>(gpu.device());
+    if !refresh {
+        if let Some(c) = Calibration::load(&key) {
+            tracing::debug!(device = %key.device, "using cached calibration");
+            return Ok(c);
+        }
+    }
+    if !allow_measure {
+        return Err("no cached calibration and measuring is not allowed".into());
+    }
+    let cal = measure(gpu)?;
+    match cal.save() {
+        Ok(p) => tracing::debug!(path = %p.display(), "saved calibration"),
+        Err(e) => tracing::warn!("cannot cache the calibration: {e}"),
+    }
+    Ok(cal)
+}

@@ -1,0 +1,114 @@
+//! CPU vs OpenCL on the same frames (the library side of `fftd check`): runs a batch through the
+//! CPU engine and through an OpenCL engine and counts the output values that differ by more than
+//! a tolerance relative to each frame's largest bin.
+//!
+//! For `--scale db` values are compared as magnitudes (10^(dB/20)), so the tolerance means the
+//! same thing for every scale: a relative error e of the frame's peak magnitude near the peak is
+//! about 8.7·e dB there, and bins far below the peak may differ by more dB (they carry no weight).
+
+use super::cpu::CpuEngine;
+use super::opencl::device;
+use super::opencl::{OpenClEngine, OpenClOptions};
+use super::router::DeviceChoice;
+use super::{Engine, Sample, Scale, TransformSpec};
+use crate::error::FftdError;
+
+/// The tolerance fftd promises: 1e-4 (f32) or 1e-10 (f64) of each frame's largest bin.
+pub fn default_tolerance<T: Sample>() -> f64 {
+    if T::NAME == "f64" {
+        1e-10
+    } else {
+        1e-4
+    }
+}
+
+/// Result of one comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareReport {
+    /// The OpenCL engine compared with the CPU engine, e.g. "opencl:NVIDIA H200".
+    pub engine: String,
+    pub frames: usize,
+    /// Output values compared.
+    pub values: usize,
+    /// Values whose error exceeds `tolerance` × the frame's largest bin.
+    pub mismatches: usize,
+    /// Largest absolute difference (in magnitude units for the dB scale).
+    pub max_abs: f64,
+    /// Largest difference divided by its frame's largest bin.
+    pub max_rel: f64,
+    pub tolerance: f64,
+}
+
+impl CompareReport {
+    pub fn passed(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
+/// Errors of `got` against the reference `want` (`bins` values per frame): (mismatches, max_abs,
+/// max_rel), relative to each frame's largest |value|; dB rows compared as magnitudes.
+pub fn compare_rows(
+    got: &[f64],
+    want: &[f64],
+    bins: usize,
+    db: bool,
+    tol: f64,
+) -> (usize, f64, f64) {
+    let lin = |v: f64| if db { 10f64.powf(v / 20.0) } else { v };
+    let (mut bad, mut max_abs, mut max_rel) = (0usize, 0.0f64, 0.0f64);
+    for (g, w) in got.chunks(bins.max(1)).zip(want.chunks(bins.max(1))) {
+        let peak = w.iter().map(|v| lin(*v).abs()).fold(0.0, f64::max);
+        for (a, b) in g.iter().zip(w) {
+            let d = (lin(*a) - lin(*b)).abs();
+            let rel = if peak > 0.0 { d / peak } else { d };
+            if rel.is_nan() || rel > tol {
+                bad += 1; // NaN counts as a mismatch
+            }
+            max_abs = max_abs.max(d);
+            max_rel = max_rel.max(if rel.is_nan() { f64::INFINITY } else { rel });
+        }
+    }
+    (bad, max_abs, max_rel)
+}
+
+/// Runs `frames` frames of `input` on the CPU engine and on the OpenCL engine `choice` selects
+/// (`gpu`/`auto`: the best device; `opencl:P:D`: that one; `cpu` is a usage error) and compares.
+pub fn compare_engines<T: Sample>(
+    choice: &DeviceChoice,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    rel_tol: f64,
+) -> Result<CompareReport, FftdError> {
+    let entry = match choice {
+        DeviceChoice::Cpu => return Err(FftdError::Usage(
+            "check compares the CPU with an OpenCL device: use --device gpu, auto or opencl:P:D"
+                .into(),
+        )),
+        DeviceChoice::Auto | DeviceChoice::Gpu => device::best_device()
+            .map_err(|e| FftdError::Runtime(format!("no usable OpenCL device: {e}")))?,
+        DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
+            .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}")))?,
+    };
+    let mut gpu =
+        OpenClEngine::<T>::new(entry, OpenClOptions::from_env()).map_err(FftdError::Runtime)?;
+    let mut cpu = CpuEngine::<T>::new();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    gpu.process(spec, input, frames, &mut a)
+        .map_err(|e| FftdError::Runtime(e.to_string()))?;
+    cpu.process(spec, input, frames, &mut b)
+        .map_err(|e| FftdError::Runtime(e.to_string()))?;
+    let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
+    let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
+    let (mismatches, max_abs, max_rel) =
+        compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, rel_tol);
+    Ok(CompareReport {
+        engine: gpu.name(),
+        frames,
+        values: a.len(),
+        mismatches,
+        max_abs,
+        max_rel,
+        tolerance: rel_tol,
+    })
+}

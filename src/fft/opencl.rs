@@ -1,1 +1,0 @@
-//! OpenCL engine (in progress on its own branch).

@@ -1,0 +1,1168 @@
+//! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
+//! into chunks of about 32 MiB that flow through pinned staging buffers and three queues (copy in,
+//! compute, copy out) so copies overlap the kernels.
+//!
+//! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
+//! (device, frame size, input kind, precision) with `-D` defines, built once per device and cached
+//! (`device::SharedDevice::program`). Paths, by frame size:
+//!
+//! - **local** (frame fits in local memory): `stockham_local.cl` reads each frame once (window
+//!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
+//!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
+//!   writes only the n/2+1 (real) or n (complex) scaled values. Frames that fit local memory once
+//!   but not twice use the split exchange (real and imaginary parts in turn).
+//! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs,
+//!   then `post` (`r2c_post.cl`) for real input.
+//! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
+//!   buffers -> `post`.
+//!
+//! Sizes: powers of two 2..2^24. Other sizes and f64 on devices without `cl_khr_fp64` answer
+//! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
+//! failure answers `EngineError::Device`.
+
+pub mod device;
+
+use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
+use crate::window::WindowKind;
+use device::{DeviceEntry, SharedDevice};
+use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
+use opencl3::event::Event;
+use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::memory::{
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
+    CL_MEM_WRITE_ONLY,
+};
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
+const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");
+const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
+const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
+const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
+const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
+
+/// Largest supported frame size, log2.
+pub const MAX_LOG2_N: u32 = 24;
+
+/// Work-items per frame in the local kernel, at most (tuning knob: `FFTD_OPENCL_MAX_TPF`).
+const MAX_TPF: usize = 256;
+/// Work-items per work-group the local kernel aims for with several small frames per group.
+const TARGET_WG: usize = 64;
+/// Work-group size of the global-path kernels.
+const GLOBAL_WG: usize = 256;
+
+/// Knobs of the OpenCL engine (defaults from the environment, see `from_env`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenClOptions {
+    /// Test-only fault injection: fail with a device error once this many batches have been
+    /// transformed. `FFTD_FAULT_AFTER_BATCHES=K`.
+    pub fault_after_batches: Option<u64>,
+    /// Largest local-memory footprint in bytes of the one-kernel path (default: the device's
+    /// local memory). Lowering it forces the multi-pass path; `FFTD_OPENCL_LOCAL_LIMIT=BYTES`.
+    pub local_mem_limit: Option<usize>,
+    /// Tuning knob: work-items per work-group the local kernel aims for by putting several small
+    /// frames in one group (default 64). `FFTD_OPENCL_TARGET_WG=N`.
+    pub target_wg: Option<usize>,
+    /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
+    /// `FFTD_OPENCL_DEFINES="..."`.
+    pub extra_defines: String,
+    /// Input bytes per host-device pipeline chunk (default 32 MiB). `FFTD_OPENCL_CHUNK_BYTES=N`.
+    pub chunk_bytes: Option<usize>,
+}
+
+impl OpenClOptions {
+    /// Options from `FFTD_FAULT_AFTER_BATCHES` and `FFTD_OPENCL_LOCAL_LIMIT` (unset or
+    /// unparsable: default).
+    pub fn from_env() -> Self {
+        let num = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        OpenClOptions {
+            fault_after_batches: num("FFTD_FAULT_AFTER_BATCHES"),
+            local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
+            target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
+            extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
+            chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
+        }
+    }
+}
+
+/// Device-side timings of the last batch, from event profiling (nanoseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchProfile {
+    pub write_ns: u64,
+    /// From the start of the first kernel to the end of the last one.
+    pub kernel_ns: u64,
+    pub read_ns: u64,
+}
+
+/// Work-group geometry of the local (one-kernel) path for one frame size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalGeometry {
+    /// Complex points per frame.
+    pub m: usize,
+    /// Work-items per frame.
+    pub tpf: usize,
+    /// Frames per work-group.
+    pub fpb: usize,
+    pub main_radix: usize,
+    pub main_passes: u32,
+    /// 1 when there is no leftover pass.
+    pub last_radix: usize,
+    /// Split exchange: the frame stays in registers and local memory holds M reals, not 2M
+    /// (one frame per group); for frames that fit no other way.
+    pub split: bool,
+}
+
+impl LocalGeometry {
+    /// Local memory the kernel declares for `points` complex points: two arrays of reals, padded
+    /// by one word every 32 (`PADI` in stockham_local.cl).
+    pub fn local_bytes(points: usize, real_bytes: usize) -> usize {
+        2 * real_bytes * (points + (points >> 5) + 1)
+    }
+
+    /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
+    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for.
+    pub fn new(
+        m: usize,
+        real_bytes: usize,
+        local_limit: usize,
+        max_wg: usize,
+        target_wg: usize,
+    ) -> Option<Self> {
+        if m > 1 << 16 {
+            return None;
+        }
+        // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
+        let split_from = std::env::var("FFTD_OPENCL_SPLIT_FROM")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
+        if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
+            return None;
+        }
+        let log2m = m.trailing_zeros();
+        // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
+        // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
+        let max_radix_log2 = match std::env::var("FFTD_OPENCL_RADIX").ok().as_deref() {
+            Some("8") => 3,
+            _ => 4,
+        };
+        let (main_radix, main_passes, last_radix) = match log2m {
+            0 => (2, 0, 1),
+            1 => (2, 1, 1),
+            2 => (4, 1, 1),
+            3 => (8, 1, 1),
+            _ => (
+                1usize << max_radix_log2,
+                log2m / max_radix_log2,
+                1usize << (log2m % max_radix_log2),
+            ),
+        };
+        let max_tpf = std::env::var("FFTD_OPENCL_MAX_TPF")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|v| v.is_power_of_two())
+            .unwrap_or(MAX_TPF);
+        let max_tpf = if split { 512 } else { max_tpf };
+        let tpf = (m / main_radix).clamp(1, max_tpf.min(max_wg));
+        let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
+        while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
+            fpb /= 2;
+        }
+        if split {
+            fpb = 1;
+        }
+        Some(LocalGeometry {
+            m,
+            tpf,
+            fpb,
+            main_radix,
+            main_passes,
+            last_radix,
+            split,
+        })
+    }
+
+    /// The geometry of one four-step stage: `fpb` transforms of `m` points per work-group, at
+    /// most 256 work-items.
+    fn stage(m: usize, fpb: usize) -> Self {
+        let mut g = Self::new(m, 1, usize::MAX, 1 << 16, 1).unwrap_or(LocalGeometry {
+            m,
+            tpf: 1,
+            fpb: 1,
+            main_radix: 2,
+            main_passes: 0,
+            last_radix: 1,
+            split: false,
+        });
+        g.fpb = fpb;
+        g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
+        g
+    }
+
+    fn defines(&self) -> String {
+        format!(
+            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={}",
+            self.tpf,
+            self.fpb,
+            self.main_radix,
+            self.main_passes,
+            self.last_radix,
+            self.split as u32
+        )
+    }
+}
+
+/// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
+/// per work-group: (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
+pub fn fourstep_geometry(
+    m: usize,
+    real_bytes: usize,
+    local_limit: usize,
+) -> Option<(LocalGeometry, LocalGeometry)> {
+    if !(64..=1 << 18).contains(&m) {
+        return None;
+    }
+    let m1 = 1usize << (m.trailing_zeros() / 2);
+    let m2 = m / m1;
+    let fpb = |len: usize, other: usize| {
+        let mut f = 16usize.min(other);
+        while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
+            f /= 2;
+        }
+        (f >= 4).then_some(f)
+    };
+    let f1 = fpb(m1, m2)?;
+    let f2 = fpb(m2, m1)?;
+    Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
+}
+
+/// The radices of the global path's passes (radix 8: the global passes are memory-bound), in order (radix 8, leftover 2 or 4 last).
+fn global_radices(m: usize) -> Vec<usize> {
+    let log2m = m.trailing_zeros();
+    let mut r = vec![8; (log2m / 3) as usize];
+    if log2m % 3 != 0 {
+        r.push(1 << (log2m % 3));
+    }
+    r
+}
+
+enum Path {
+    Local {
+        kernel: Kernel,
+        geometry: LocalGeometry,
+    },
+    FourStep {
+        columns: Kernel,
+        rows: Kernel,
+        /// r2c post-processing (real input only).
+        post: Option<Kernel>,
+        g1: LocalGeometry,
+        g2: LocalGeometry,
+    },
+    Global {
+        pack: Kernel,
+        /// (radix, kernel) per pass.
+        passes: Vec<(usize, Kernel)>,
+        post: Kernel,
+    },
+}
+
+/// Everything one (n, kind, window) needs on the device.
+struct Plan<T: Sample> {
+    path: Path,
+    window: Buffer<T>,
+    /// Twiddle table for the local path, or for four-step stage 1.
+    table: Option<Buffer<T>>,
+    /// Twiddle table for four-step stage 2.
+    table2: Option<Buffer<T>>,
+    window_sums: (f64, f64),
+}
+
+/// `tw[t] = exp(-2 pi i t / n)`, t < n, as interleaved (re, im), computed in f64.
+fn twiddles<T: Sample>(n: usize) -> Vec<T> {
+    (0..n)
+        .flat_map(|t| {
+            let a = -2.0 * std::f64::consts::PI * t as f64 / n as f64;
+            [T::of_f64(a.cos()), T::of_f64(a.sin())]
+        })
+        .collect()
+}
+
+/// A device buffer that grows to the largest batch seen.
+struct Grow<T> {
+    buf: Option<Buffer<T>>,
+    cap: usize,
+}
+
+impl<T> Grow<T> {
+    fn new() -> Self {
+        Grow { buf: None, cap: 0 }
+    }
+}
+
+fn ensure<'a, T>(
+    g: &'a mut Grow<T>,
+    dev: &SharedDevice,
+    flags: u64,
+    len: usize,
+) -> Result<&'a mut Buffer<T>, String> {
+    if g.cap < len || g.buf.is_none() {
+        g.buf = None;
+        let b =
+            unsafe { Buffer::<T>::create(&dev.context, flags, len.max(1), std::ptr::null_mut()) }
+                .map_err(|e| {
+                format!(
+                    "cannot allocate {} bytes on the device: {e}",
+                    len * std::mem::size_of::<T>()
+                )
+            })?;
+        g.buf = Some(b);
+        g.cap = len;
+    }
+    g.buf
+        .as_mut()
+        .ok_or_else(|| "device buffer missing".to_string())
+}
+
+/// The OpenCL engine for one worker thread: its own queue, kernels and buffers on a device shared
+/// with the other workers.
+pub struct OpenClEngine<T: Sample> {
+    dev: Arc<SharedDevice>,
+    /// Compute queue.
+    queue: CommandQueue,
+    copy_in: CommandQueue,
+    copy_out: CommandQueue,
+    plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
+    slots: Vec<Slot<T>>,
+    work_a: Grow<T>,
+    work_b: Grow<T>,
+    options: OpenClOptions,
+    batches: u64,
+    last_profile: Option<BatchProfile>,
+}
+
+fn dev_err(what: impl Into<String>) -> EngineError {
+    EngineError::Device {
+        engine: "opencl",
+        what: what.into(),
+    }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// An engine on `entry`; fails when no context or queue can be made there.
+    pub fn new(entry: &DeviceEntry, options: OpenClOptions) -> Result<Self, String> {
+        let dev = SharedDevice::open(entry)?;
+        Self::on_device(dev, options)
+    }
+
+    /// An engine on an already opened device.
+    pub fn on_device(dev: Arc<SharedDevice>, options: OpenClOptions) -> Result<Self, String> {
+        let make = || {
+            unsafe {
+                CommandQueue::create_with_properties(
+                    &dev.context,
+                    dev.device.id(),
+                    CL_QUEUE_PROFILING_ENABLE,
+                    0,
+                )
+            }
+            .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))
+        };
+        let (queue, copy_in, copy_out) = (make()?, make()?, make()?);
+        Ok(OpenClEngine {
+            dev,
+            queue,
+            copy_in,
+            copy_out,
+            plans: HashMap::new(),
+            slots: Vec::new(),
+            work_a: Grow::new(),
+            work_b: Grow::new(),
+            options,
+            batches: 0,
+            last_profile: None,
+        })
+    }
+
+    /// The device this engine runs on.
+    pub fn device(&self) -> &device::DeviceInfo {
+        &self.dev.info
+    }
+
+    /// Device timings of the last successful batch.
+    pub fn last_profile(&self) -> Option<BatchProfile> {
+        self.last_profile
+    }
+
+    /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
+    pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
+        let n = spec.n;
+        if n < 2 || !n.is_power_of_two() || n > 1 << MAX_LOG2_N {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("frame size {n} (powers of two 2..2^{MAX_LOG2_N} only)"),
+            });
+        }
+        if T::NAME == "f64" && !self.dev.info.fp64 {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("f64 on {} (no cl_khr_fp64)", self.dev.info.name),
+            });
+        }
+        Ok(())
+    }
+
+    fn local_limit(&self) -> usize {
+        let dev = (self.dev.info.local_mem as usize).saturating_sub(256);
+        match self.options.local_mem_limit {
+            Some(l) => l.min(dev),
+            None => dev,
+        }
+    }
+
+    fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
+        let real = spec.kind == InputKind::Real;
+        let m = if real { spec.n / 2 } else { spec.n };
+        let rb = std::mem::size_of::<T>();
+        let mut opts = format!("-D M={m} -D REAL_INPUT={}", real as u32);
+        if T::NAME == "f64" {
+            opts.push_str(" -D USE_DOUBLE");
+        }
+        if !self.options.extra_defines.is_empty() {
+            opts.push(' ');
+            opts.push_str(&self.options.extra_defines);
+        }
+        let coefficients = spec.window.coefficients(spec.n);
+        let window_sums = (
+            coefficients.iter().sum(),
+            coefficients.iter().map(|v| v * v).sum(),
+        );
+        let wv: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
+        let window = self.upload(&wv)?;
+        let geometry = LocalGeometry::new(
+            m,
+            rb,
+            self.local_limit(),
+            self.dev.info.max_work_group.min(1024),
+            self.options.target_wg.unwrap_or(TARGET_WG),
+        );
+        let (path, table, table2) = match geometry {
+            Some(g) => {
+                let tabn = if real { 2 * m } else { m };
+                let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
+                let program = self.dev.program(
+                    "stockham_local",
+                    &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
+                    &opts,
+                )?;
+                let kernel = Kernel::create(&program, "fft_local")
+                    .map_err(|e| format!("kernel fft_local: {e}"))?;
+                (
+                    Path::Local {
+                        kernel,
+                        geometry: g,
+                    },
+                    Some(self.upload(&twiddles(tabn))?),
+                    None,
+                )
+            }
+            None if fourstep_geometry(m, rb, self.local_limit()).is_some() => {
+                let (g1, g2) = fourstep_geometry(m, rb, self.local_limit())
+                    .ok_or_else(|| "four-step geometry".to_string())?;
+                let (m1, m2) = (g1.m, g2.m);
+                let stage = |n: u32, g: &LocalGeometry| {
+                    format!(
+                        "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
+                        g.m,
+                        g.defines()
+                    )
+                    .replacen(
+                        &format!("-D M={m} "),
+                        &format!("-D M={} ", g.m),
+                        1,
+                    )
+                };
+                let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
+                let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
+                let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
+                let columns = Kernel::create(&p1, "fourstep_columns")
+                    .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
+                let rows = Kernel::create(&p2, "fourstep_rows")
+                    .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+                let post = if real {
+                    let pg = self.dev.program(
+                        "stockham_global",
+                        &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
+                        &opts,
+                    )?;
+                    Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
+                } else {
+                    None
+                };
+                (
+                    Path::FourStep {
+                        columns,
+                        rows,
+                        post,
+                        g1,
+                        g2,
+                    },
+                    Some(self.upload(&twiddles(m1))?),
+                    Some(self.upload(&twiddles(m2))?),
+                )
+            }
+            None => {
+                let program = self.dev.program(
+                    "stockham_global",
+                    &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
+                    &opts,
+                )?;
+                let k = |name: &str| {
+                    Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
+                };
+                let passes = global_radices(m)
+                    .into_iter()
+                    .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                (
+                    Path::Global {
+                        pack: k("pack")?,
+                        passes,
+                        post: k("post")?,
+                    },
+                    None,
+                    None,
+                )
+            }
+        };
+        Ok(Plan {
+            path,
+            window,
+            table,
+            table2,
+            window_sums,
+        })
+    }
+
+    fn upload(&self, data: &[T]) -> Result<Buffer<T>, String> {
+        let mut b = unsafe {
+            Buffer::<T>::create(
+                &self.dev.context,
+                CL_MEM_READ_ONLY,
+                data.len().max(1),
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| format!("cannot allocate a constant buffer: {e}"))?;
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(&mut b, CL_BLOCKING, 0, data, &[])
+        }
+        .map_err(|e| format!("cannot write a constant buffer: {e}"))?;
+        Ok(b)
+    }
+
+    fn run(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), String> {
+        let key = (spec.n, spec.kind, spec.window);
+        if !self.plans.contains_key(&key) {
+            let plan = self.build_plan(spec)?;
+            self.plans.insert(key, plan);
+        }
+        let real = spec.kind == InputKind::Real;
+        let m = if real { spec.n / 2 } else { spec.n };
+        let per_in = spec.values_per_frame();
+        let bins = spec.bins();
+        let chunk_bytes = self.options.chunk_bytes.unwrap_or(CHUNK_BYTES);
+        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
+        let chunks = frames.div_ceil(chunk);
+        let nslots = chunks.min(SLOTS);
+        let dev = self.dev.clone();
+        let OpenClEngine {
+            queue,
+            copy_in,
+            copy_out,
+            plans,
+            slots,
+            work_a,
+            work_b,
+            ..
+        } = self;
+        let plan = plans
+            .get_mut(&key)
+            .ok_or_else(|| "plan missing".to_string())?;
+        if !matches!(plan.path, Path::Local { .. }) {
+            ensure(work_a, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
+            ensure(work_b, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
+        }
+        while slots.len() < nslots {
+            slots.push(Slot::new());
+        }
+        for slot in slots.iter_mut().take(nslots) {
+            slot.reserve(&dev, copy_in, chunk * per_in, chunk * bins)?;
+        }
+        let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
+        let mode: i32 = match scale.mode {
+            super::scale::ScaleMode::Magnitude => 0,
+            super::scale::ScaleMode::Power => 1,
+            super::scale::ScaleMode::Db => 2,
+        };
+        let args = ScaleArgs {
+            mode,
+            norm_edge: T::of_f64(scale.norm),
+            norm_interior: T::of_f64(scale.norm * scale.interior_factor),
+        };
+        let work = (work_a.buf.as_ref(), work_b.buf.as_ref());
+        out.clear();
+        out.reserve(frames * bins);
+        let mut profile = BatchProfile::default();
+        let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
+        // Pipeline over `chunks` chunks in `nslots` rotating slots: the host copies chunk c into
+        // pinned memory while earlier chunks are being written, transformed and read back on
+        // three queues (copy in, compute, copy out) chained by events.
+        for c in 0..chunks + nslots {
+            let s = c % nslots;
+            slots[s].drain(out, &mut profile)?;
+            if c >= chunks {
+                continue;
+            }
+            let slot = &mut slots[s];
+            let f0 = c * chunk;
+            let fc = chunk.min(frames - f0);
+            let (Some(pin_in), Some(pin_out), Some(dev_in), Some(dev_out)) = (
+                slot.pin_in.as_mut(),
+                slot.pin_out.as_mut(),
+                slot.dev_in.buf.as_mut(),
+                slot.dev_out.buf.as_ref(),
+            ) else {
+                return Err("staging buffers missing".into());
+            };
+            par_copy(
+                &mut pin_in.slice_mut()[..fc * per_in],
+                &input[f0 * per_in..(f0 + fc) * per_in],
+            );
+            let write = unsafe {
+                copy_in.enqueue_write_buffer(
+                    dev_in,
+                    CL_NON_BLOCKING,
+                    0,
+                    &pin_in.slice_mut()[..fc * per_in],
+                    &[],
+                )
+            }
+            .map_err(|e| cl("write", e))?;
+            let kernels = enqueue_kernels(
+                plan,
+                queue,
+                dev_in,
+                dev_out,
+                work,
+                fc,
+                m,
+                fc * bins,
+                args,
+                &[write.get()],
+            )?;
+            let last = kernels
+                .last()
+                .map(|e| e.get())
+                .ok_or_else(|| "no kernel launched".to_string())?;
+            let read = unsafe {
+                copy_out.enqueue_read_buffer(
+                    dev_out,
+                    CL_NON_BLOCKING,
+                    0,
+                    &mut pin_out.slice_mut()[..fc * bins],
+                    &[last],
+                )
+            }
+            .map_err(|e| cl("read", e))?;
+            for q in [&*copy_in, &*queue, &*copy_out] {
+                q.flush().map_err(|e| cl("flush", e))?;
+            }
+            slot.pending = Some(Pending {
+                len: fc * bins,
+                write,
+                kernels,
+                read,
+            });
+        }
+        self.last_profile = Some(profile);
+        Ok(())
+    }
+}
+
+/// Output-scale kernel arguments.
+#[derive(Clone, Copy)]
+struct ScaleArgs<T> {
+    mode: i32,
+    norm_edge: T,
+    norm_interior: T,
+}
+
+/// Slots of the host-device pipeline (chunks in flight at once).
+const SLOTS: usize = 3;
+/// Input bytes per pipeline chunk, about.
+const CHUNK_BYTES: usize = 32 << 20;
+
+/// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
+fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
+    (chunk_bytes / (per_in * size).max(1)).max(1)
+}
+
+/// Threads for one large host copy (pageable <-> pinned copies are CPU-bound, roughly
+/// 5-10 GB/s per thread).
+fn copy_threads(bytes: usize) -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let max = *N.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8)
+    });
+    (bytes / (2 << 20)).clamp(1, max)
+}
+
+/// `dst.copy_from_slice(src)`, on several threads for large copies.
+fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    let threads = copy_threads(std::mem::size_of_val(src));
+    if threads == 1 || dst.len() != src.len() {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let part = src.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
+            sc.spawn(move || d.copy_from_slice(s));
+        }
+    });
+}
+
+/// `out.extend_from_slice(src)`, on several threads for large copies (no zero-fill first).
+fn par_extend<T: Copy + Send + Sync>(out: &mut Vec<T>, src: &[T]) {
+    let threads = copy_threads(std::mem::size_of_val(src));
+    if threads == 1 {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(src.len());
+    let spare = &mut out.spare_capacity_mut()[..src.len()];
+    let part = src.len().div_ceil(threads);
+    std::thread::scope(|sc| {
+        for (d, s) in spare.chunks_mut(part).zip(src.chunks(part)) {
+            sc.spawn(move || {
+                for (dv, sv) in d.iter_mut().zip(s) {
+                    dv.write(*sv);
+                }
+            });
+        }
+    });
+    // SAFETY: the scope above initialised the first src.len() spare values.
+    unsafe { out.set_len(out.len() + src.len()) };
+}
+
+/// Host memory the device can copy at full speed: an `CL_MEM_ALLOC_HOST_PTR` buffer mapped once
+/// for the engine's lifetime.
+struct Pinned<T> {
+    buf: Buffer<T>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// The mapping belongs to this engine alone; the pointer is only used by its thread.
+unsafe impl<T: Send> Send for Pinned<T> {}
+
+impl<T> Pinned<T> {
+    fn new(dev: &SharedDevice, q: &CommandQueue, len: usize) -> Result<Self, String> {
+        let len = len.max(1);
+        let buf = unsafe {
+            Buffer::<T>::create(
+                &dev.context,
+                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
+                len,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| format!("cannot allocate {len} pinned values: {e}"))?;
+        let mut ptr: opencl3::types::cl_mem = std::ptr::null_mut();
+        unsafe {
+            q.enqueue_map_buffer(
+                &buf,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                len * std::mem::size_of::<T>(),
+                &mut ptr,
+                &[],
+            )
+        }
+        .map_err(|e| format!("cannot map pinned memory: {e}"))?;
+        if ptr.is_null() {
+            return Err("mapping pinned memory returned null".into());
+        }
+        Ok(Pinned {
+            buf,
+            ptr: ptr as *mut T,
+            len,
+        })
+    }
+
+    fn slice_mut(&mut self) -> &mut [T] {
+        // SAFETY: ptr maps `len` values of this buffer until `unmap`; &mut self guarantees
+        // exclusive access, and the device only touches it between enqueue and event wait,
+        // which `Slot::drain` orders.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    fn unmap(&self, q: &CommandQueue) {
+        let _ = unsafe {
+            q.enqueue_unmap_mem_object(
+                opencl3::memory::ClMem::get(&self.buf),
+                self.ptr as *mut std::ffi::c_void,
+                &[],
+            )
+        };
+    }
+}
+
+/// The commands of one chunk in flight.
+struct Pending {
+    len: usize,
+    write: Event,
+    kernels: Vec<Event>,
+    read: Event,
+}
+
+/// One pipeline slot: pinned staging and device buffers for one chunk.
+struct Slot<T> {
+    pin_in: Option<Pinned<T>>,
+    pin_out: Option<Pinned<T>>,
+    dev_in: Grow<T>,
+    dev_out: Grow<T>,
+    pending: Option<Pending>,
+}
+
+fn span(e: &Event) -> u64 {
+    match (e.profiling_command_start(), e.profiling_command_end()) {
+        (Ok(a), Ok(b)) => b.saturating_sub(a),
+        _ => 0,
+    }
+}
+
+impl<T: Copy + Send + Sync> Slot<T> {
+    fn new() -> Self {
+        Slot {
+            pin_in: None,
+            pin_out: None,
+            dev_in: Grow::new(),
+            dev_out: Grow::new(),
+            pending: None,
+        }
+    }
+
+    /// Makes room for `n_in` input and `n_out` output values.
+    fn reserve(
+        &mut self,
+        dev: &SharedDevice,
+        q: &CommandQueue,
+        n_in: usize,
+        n_out: usize,
+    ) -> Result<(), String> {
+        if self.pin_in.as_ref().is_none_or(|p| p.len < n_in) {
+            if let Some(p) = self.pin_in.take() {
+                p.unmap(q);
+            }
+            self.pin_in = Some(Pinned::new(dev, q, n_in)?);
+        }
+        if self.pin_out.as_ref().is_none_or(|p| p.len < n_out) {
+            if let Some(p) = self.pin_out.take() {
+                p.unmap(q);
+            }
+            self.pin_out = Some(Pinned::new(dev, q, n_out)?);
+        }
+        ensure(&mut self.dev_in, dev, CL_MEM_READ_ONLY, n_in)?;
+        ensure(&mut self.dev_out, dev, CL_MEM_WRITE_ONLY, n_out)?;
+        Ok(())
+    }
+
+    /// Waits for the chunk in flight (if any), appends its output to `out` and adds its device
+    /// times to `profile`.
+    fn drain(&mut self, out: &mut Vec<T>, profile: &mut BatchProfile) -> Result<(), String> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        p.read.wait().map_err(|e| format!("read: {e}"))?;
+        let pin = self
+            .pin_out
+            .as_mut()
+            .ok_or_else(|| "pinned output missing".to_string())?;
+        par_extend(out, &pin.slice_mut()[..p.len]);
+        profile.write_ns += span(&p.write);
+        profile.read_ns += span(&p.read);
+        if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
+            if let (Ok(s), Ok(e)) = (a.profiling_command_start(), b.profiling_command_end()) {
+                profile.kernel_ns += e.saturating_sub(s);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Enqueues the transform of `frames` frames from `inb` to `outb` on `q`, the first kernel
+/// waiting for `wait`. Returns the kernels' events.
+#[allow(clippy::too_many_arguments)]
+fn enqueue_kernels<T: Sample>(
+    plan: &mut Plan<T>,
+    q: &CommandQueue,
+    inb: &Buffer<T>,
+    outb: &Buffer<T>,
+    work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
+    frames: usize,
+    m: usize,
+    n_out: usize,
+    args: ScaleArgs<T>,
+    wait: &[opencl3::types::cl_event],
+) -> Result<Vec<Event>, String> {
+    let frames_u32 =
+        u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
+    let ScaleArgs {
+        mode,
+        norm_edge,
+        norm_interior,
+    } = args;
+    let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
+    let mut kernels: Vec<Event> = Vec::new();
+    match &mut plan.path {
+        Path::Local { kernel, geometry } => {
+            let g = *geometry;
+            let groups = frames.div_ceil(g.fpb);
+            let wg = g.tpf * g.fpb;
+            let table = plan
+                .table
+                .as_ref()
+                .ok_or_else(|| "twiddle table missing".to_string())?;
+            let ev = unsafe {
+                ExecuteKernel::new(kernel)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(table)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(groups * wg)
+                    .set_local_work_size(wg)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fft_local launch", e))?;
+            kernels.push(ev);
+        }
+        Path::FourStep {
+            columns,
+            rows,
+            post,
+            g1,
+            g2,
+        } => {
+            let (a, b) = match work {
+                (Some(a), Some(b)) => (a, b),
+                _ => return Err("work buffers missing".into()),
+            };
+            let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
+                (Some(x), Some(y)) => (x, y),
+                _ => return Err("twiddle tables missing".into()),
+            };
+            let (m1, m2) = (g1.m, g2.m);
+            let wg1 = g1.tpf * g1.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(columns)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(t1)
+                    .set_arg(a)
+                    .set_arg(&frames_u32)
+                    .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
+                    .set_local_work_size(wg1)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_columns launch", e))?;
+            kernels.push(ev);
+            let wg2 = g2.tpf * g2.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(rows)
+                    .set_arg(a)
+                    .set_arg(t2)
+                    .set_arg(b)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
+                    .set_local_work_size(wg2)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_rows launch", e))?;
+            kernels.push(ev);
+            if let Some(post) = post {
+                let ev = unsafe {
+                    ExecuteKernel::new(post)
+                        .set_arg(b)
+                        .set_arg(outb)
+                        .set_arg(&frames_u32)
+                        .set_arg(&mode)
+                        .set_arg(&norm_edge)
+                        .set_arg(&norm_interior)
+                        .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+                        .set_local_work_size(GLOBAL_WG)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("post launch", e))?;
+                kernels.push(ev);
+            }
+        }
+        Path::Global { pack, passes, post } => {
+            let (a, b) = match work {
+                (Some(a), Some(b)) => (a, b),
+                _ => return Err("work buffers missing".into()),
+            };
+            let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
+            let ev = unsafe {
+                ExecuteKernel::new(pack)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(a)
+                    .set_arg(&frames_u32)
+                    .set_global_work_size(round(frames * m))
+                    .set_local_work_size(GLOBAL_WG)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("pack launch", e))?;
+            kernels.push(ev);
+            let (mut src, mut dst) = (a, b);
+            let mut ns: u32 = 1;
+            for (r, k) in passes.iter_mut() {
+                let ev = unsafe {
+                    ExecuteKernel::new(k)
+                        .set_arg(src)
+                        .set_arg(dst)
+                        .set_arg(&frames_u32)
+                        .set_arg(&ns)
+                        .set_global_work_size(round(frames * m / *r))
+                        .set_local_work_size(GLOBAL_WG)
+                        .enqueue_nd_range(q)
+                }
+                .map_err(|e| cl("pass launch", e))?;
+                kernels.push(ev);
+                ns *= *r as u32;
+                std::mem::swap(&mut src, &mut dst);
+            }
+            let ev = unsafe {
+                ExecuteKernel::new(post)
+                    .set_arg(src)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(round(n_out))
+                    .set_local_work_size(GLOBAL_WG)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("post launch", e))?;
+            kernels.push(ev);
+        }
+    }
+    Ok(kernels)
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// After a failure: wait for whatever is still queued (so nothing touches the caller's
+    /// memory or the pinned buffers afterwards) and forget the chunks in flight.
+    fn abandon(&mut self) {
+        for q in [&self.copy_in, &self.queue, &self.copy_out] {
+            let _ = q.finish();
+        }
+        for s in &mut self.slots {
+            s.pending = None;
+        }
+    }
+}
+
+impl<T: Sample> Drop for OpenClEngine<T> {
+    fn drop(&mut self) {
+        self.abandon();
+        for s in &self.slots {
+            for p in [&s.pin_in, &s.pin_out].into_iter().flatten() {
+                p.unmap(&self.copy_in);
+            }
+        }
+        let _ = self.copy_in.finish();
+    }
+}
+
+impl<T: Sample> Engine<T> for OpenClEngine<T> {
+    fn name(&self) -> String {
+        format!("opencl:{}", self.dev.info.name)
+    }
+
+    fn process(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut Vec<T>,
+    ) -> Result<(), EngineError> {
+        self.supports(spec)?;
+        if input.len() < frames * spec.values_per_frame() {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!(
+                    "batch holds {} values, {} frames of {} need {}",
+                    input.len(),
+                    frames,
+                    spec.values_per_frame(),
+                    frames * spec.values_per_frame()
+                ),
+            });
+        }
+        if let Some(k) = self.options.fault_after_batches {
+            if self.batches >= k {
+                return Err(dev_err(format!(
+                    "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
+                )));
+            }
+        }
+        if frames == 0 {
+            out.clear();
+            return Ok(());
+        }
+        match self.run(spec, input, frames, out) {
+            Ok(()) => {
+                self.batches += 1;
+                Ok(())
+            }
+            Err(e) => {
+                // make sure the device no longer reads the caller's input before returning
+                self.abandon();
+                Err(dev_err(e))
+            }
+        }
+    }
+}

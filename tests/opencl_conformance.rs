@@ -1,0 +1,284 @@
+//! OpenCL engine conformance on a real OpenCL device (PoCL in CI): every power of two 2..2^16
+//! (2^17..2^20 for a few cases), batch lengths 1, 7 and 64, f32 and f64, real and complex input,
+//! every window and every scale, against the CPU engine; a few sizes against `naive_spectrum`;
+//! both the one-kernel (local memory) path and the multi-pass path.
+//! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes.
+
+mod opencl_common;
+use opencl_common as common;
+
+use fftd::fft::cpu::CpuEngine;
+use fftd::fft::opencl::{OpenClEngine, OpenClOptions};
+use fftd::fft::{naive_spectrum, Engine, InputKind, Sample, Scale, TransformSpec};
+use fftd::window::WindowKind;
+
+fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
+    TransformSpec {
+        n,
+        kind,
+        window,
+        scale,
+        rate: 48_000.0,
+    }
+}
+
+fn tol<T: Sample>() -> f64 {
+    if T::NAME == "f64" {
+        1e-10
+    } else {
+        1e-4
+    }
+}
+
+/// Runs `frames` frames through both engines and checks the tolerance; returns the error.
+fn check<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    cpu: &mut CpuEngine<T>,
+    s: &TransformSpec,
+    frames: usize,
+) -> f64 {
+    let input: Vec<T> = common::signal(frames * s.values_per_frame(), s.n as u64 + frames as u64);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    gpu.process(s, &input, frames, &mut a)
+        .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
+    cpu.process(s, &input, frames, &mut b).expect("cpu");
+    assert_eq!(a.len(), frames * s.bins());
+    let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
+    let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
+    let e = common::max_rel_error(&a, &b, s.bins(), s.scale == Scale::Db);
+    assert!(
+        e <= tol::<T>(),
+        "{} n={} {:?} {} {} frames={frames}: max error {e:e} > {:e}",
+        T::NAME,
+        s.n,
+        s.kind,
+        s.window,
+        s.scale,
+        tol::<T>()
+    );
+    e
+}
+
+fn sweep<T: Sample>(options: OpenClOptions, max_log2: u32) {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let mut gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
+    if gpu
+        .supports(&spec(
+            8,
+            InputKind::Real,
+            WindowKind::Hann,
+            Scale::Magnitude,
+        ))
+        .is_err()
+    {
+        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+        return;
+    }
+    let mut cpu = CpuEngine::<T>::new();
+    let mut i = 0usize;
+    for log2 in 1..=max_log2 {
+        let n = 1usize << log2;
+        for kind in [InputKind::Real, InputKind::Complex] {
+            // rotate windows, scales and batch lengths across sizes so every one is covered
+            let window = WindowKind::ALL[i % WindowKind::ALL.len()];
+            let scale = Scale::ALL[i % Scale::ALL.len()];
+            let frames = [1, 7, 64][i % 3];
+            let frames = if n >= 1 << 14 { frames.min(7) } else { frames };
+            i += 1;
+            check(&mut gpu, &mut cpu, &spec(n, kind, window, scale), frames);
+        }
+    }
+}
+
+#[test]
+fn f32_all_sizes_local_path() {
+    sweep::<f32>(OpenClOptions::default(), 16);
+}
+
+#[test]
+fn f64_all_sizes_local_path() {
+    sweep::<f64>(OpenClOptions::default(), 16);
+}
+
+#[test]
+fn f32_all_sizes_multipass_path() {
+    // a tiny local-memory limit forces the pack / Stockham passes / post path at every size
+    sweep::<f32>(
+        OpenClOptions {
+            local_mem_limit: Some(64),
+            ..Default::default()
+        },
+        16,
+    );
+}
+
+#[test]
+fn split_exchange_path() {
+    // 20 KiB: frames of 4096 (f32) / 2048 (f64) complex points no longer fit twice, but once
+    let options = OpenClOptions {
+        local_mem_limit: Some(20 << 10),
+        ..Default::default()
+    };
+    sweep::<f32>(options.clone(), 13);
+    sweep::<f64>(options, 12);
+}
+
+#[test]
+fn f32_fourstep_path() {
+    // a 16 KiB local-memory limit sends the larger sizes through the two-kernel four-step path
+    sweep::<f32>(
+        OpenClOptions {
+            local_mem_limit: Some(16 << 10),
+            ..Default::default()
+        },
+        17,
+    );
+}
+
+#[test]
+fn f64_fourstep_path() {
+    sweep::<f64>(
+        OpenClOptions {
+            local_mem_limit: Some(16 << 10),
+            ..Default::default()
+        },
+        16,
+    );
+}
+
+#[test]
+fn f64_all_sizes_multipass_path() {
+    sweep::<f64>(
+        OpenClOptions {
+            local_mem_limit: Some(64),
+            ..Default::default()
+        },
+        15,
+    );
+}
+
+#[test]
+fn every_window_and_scale_at_one_size() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    for kind in [InputKind::Real, InputKind::Complex] {
+        for window in WindowKind::ALL {
+            for scale in Scale::ALL {
+                for frames in [1, 7, 64] {
+                    check(&mut gpu, &mut cpu, &spec(256, kind, window, scale), frames);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn large_sizes() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    for (log2, kind) in [
+        (17, InputKind::Real),
+        (18, InputKind::Complex),
+        (20, InputKind::Real),
+    ] {
+        check(
+            &mut gpu,
+            &mut cpu,
+            &spec(1 << log2, kind, WindowKind::Hann, Scale::Magnitude),
+            2,
+        );
+    }
+}
+
+#[test]
+fn against_naive_dft() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let mut gpu = OpenClEngine::<f64>::new(dev, OpenClOptions::default()).expect("engine");
+    let mut gpu32 = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    for n in [2usize, 8, 64, 512, 2048] {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let s = spec(n, kind, WindowKind::Blackman, Scale::Magnitude);
+            let frames = 3;
+            let input: Vec<f64> = common::signal(frames * s.values_per_frame(), n as u64);
+            let want: Vec<f64> = input
+                .chunks(s.values_per_frame())
+                .flat_map(|f| naive_spectrum(&s, f))
+                .collect();
+            if gpu.supports(&s).is_ok() {
+                let mut got = Vec::new();
+                gpu.process(&s, &input, frames, &mut got)
+                    .expect("opencl f64");
+                let e = common::max_rel_error(&got, &want, s.bins(), false);
+                assert!(e < 1e-10, "f64 n={n} {kind:?}: {e:e}");
+            }
+            let in32: Vec<f32> = input.iter().map(|v| *v as f32).collect();
+            let mut got = Vec::new();
+            gpu32
+                .process(&s, &in32, frames, &mut got)
+                .expect("opencl f32");
+            let got: Vec<f64> = got.into_iter().map(f64::from).collect();
+            let e = common::max_rel_error(&got, &want, s.bins(), false);
+            assert!(e < 1e-4, "f32 n={n} {kind:?}: {e:e}");
+        }
+    }
+}
+
+#[test]
+fn unsupported_sizes_are_reported_not_failed() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    let s = spec(1000, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
+    let err = gpu.process(&s, &vec![0.0; 1000], 1, &mut Vec::new());
+    assert!(matches!(
+        err,
+        Err(fftd::fft::EngineError::Unsupported { .. })
+    ));
+}
+
+#[test]
+fn pipelined_chunks_keep_every_frame_in_order() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    // 4 KiB chunks: 4 frames of 256 f32 per chunk, 17 chunks through the 3 pipeline slots
+    let options = OpenClOptions {
+        chunk_bytes: Some(4096),
+        ..Default::default()
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    for frames in [67, 1, 5] {
+        check(
+            &mut gpu,
+            &mut cpu,
+            &spec(256, InputKind::Real, WindowKind::Hann, Scale::Power),
+            frames,
+        );
+    }
+    check(
+        &mut gpu,
+        &mut cpu,
+        &spec(4096, InputKind::Complex, WindowKind::Rect, Scale::Magnitude),
+        3,
+    );
+    // a 16 MiB batch in the default 32 MiB chunk: the multi-threaded host copies in and out
+    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
+    check(
+        &mut gpu,
+        &mut cpu,
+        &spec(1024, InputKind::Real, WindowKind::Hamming, Scale::Db),
+        4096,
+    );
+}

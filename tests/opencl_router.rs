@@ -1,0 +1,163 @@
+//! The router on a real OpenCL device (PoCL in CI): `gpu` and `auto` give the CPU engine's
+//! results, sizes the device does not handle go to the CPU, an injected fault mid-stream loses,
+//! duplicates and reorders nothing, the calibration is cached, and `compare_engines` agrees.
+
+mod opencl_common;
+use opencl_common as common;
+
+use fftd::fft::compare::{compare_engines, default_tolerance};
+use fftd::fft::cpu::CpuEngine;
+use fftd::fft::opencl::device::describe_devices;
+use fftd::fft::router::{build_engines_with, DeviceChoice, RouterOptions};
+use fftd::fft::{Engine, InputKind, Scale, TransformSpec};
+use fftd::window::WindowKind;
+
+fn spec(n: usize) -> TransformSpec {
+    TransformSpec {
+        n,
+        kind: InputKind::Real,
+        window: WindowKind::Hann,
+        scale: Scale::Magnitude,
+        rate: 8000.0,
+    }
+}
+
+fn max_err(a: &[f32], b: &[f32], bins: usize) -> f64 {
+    let a: Vec<f64> = a.iter().map(|v| *v as f64).collect();
+    let b: Vec<f64> = b.iter().map(|v| *v as f64).collect();
+    common::max_rel_error(&a, &b, bins, false)
+}
+
+#[test]
+fn gpu_choice_matches_cpu_and_routes_odd_sizes_to_cpu() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let mut opts = RouterOptions::new(DeviceChoice::Gpu, 2);
+    opts.opencl = Default::default();
+    let mut engines = build_engines_with::<f32>(&opts).expect("gpu engines");
+    assert_eq!(engines.len(), 2);
+    assert!(
+        engines[0].name().starts_with("opencl:"),
+        "{}",
+        engines[0].name()
+    );
+    let mut cpu = CpuEngine::<f32>::new();
+    for n in [1024usize, 1000, 6] {
+        let s = spec(n);
+        let input: Vec<f32> = common::signal(5 * n, 3);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        engines[1].process(&s, &input, 5, &mut a).expect("routed");
+        cpu.process(&s, &input, 5, &mut b).expect("cpu");
+        assert!(max_err(&a, &b, s.bins()) < 1e-4, "n={n}");
+        if !n.is_power_of_two() {
+            assert_eq!(
+                a, b,
+                "non-power-of-two sizes must run on the CPU engine itself"
+            );
+        }
+    }
+}
+
+#[test]
+fn injected_fault_mid_stream_loses_nothing() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let mut opts = RouterOptions::new(DeviceChoice::Gpu, 1);
+    opts.opencl.fault_after_batches = Some(3);
+    let mut engines = build_engines_with::<f32>(&opts).expect("gpu engines");
+    let mut cpu = CpuEngine::<f32>::new();
+    let s = spec(512);
+    for batch in 0..8u64 {
+        let frames = 1 + (batch as usize * 5) % 9;
+        let input: Vec<f32> = common::signal(frames * s.n, 100 + batch);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        engines[0]
+            .process(&s, &input, frames, &mut a)
+            .expect("routed");
+        cpu.process(&s, &input, frames, &mut b).expect("cpu");
+        assert_eq!(
+            a.len(),
+            frames * s.bins(),
+            "batch {batch}: frames lost or duplicated"
+        );
+        assert!(max_err(&a, &b, s.bins()) < 1e-4, "batch {batch} differs");
+        if batch >= 3 {
+            assert_eq!(a, b, "batch {batch} must come from the CPU after the fault");
+        }
+    }
+    assert_eq!(engines[0].name(), "cpu");
+}
+
+#[test]
+fn auto_calibrates_once_and_matches_cpu() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let mut engines =
+        build_engines_with::<f32>(&RouterOptions::new(DeviceChoice::Auto, 1)).expect("auto");
+    let first = started.elapsed();
+    let dir = fftd::fft::calibrate::cache_dir().expect("cache dir");
+    let cached = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with("calibration-"))
+        })
+        .unwrap_or(false);
+    assert!(cached, "no calibration cached in {}", dir.display());
+    assert!(first.as_secs_f64() < 20.0, "calibration took {first:?}");
+    let started = std::time::Instant::now();
+    let _again =
+        build_engines_with::<f32>(&RouterOptions::new(DeviceChoice::Auto, 1)).expect("auto");
+    assert!(
+        started.elapsed().as_secs_f64() < 2.0,
+        "cached calibration not used"
+    );
+    let mut cpu = CpuEngine::<f32>::new();
+    for n in [64usize, 4096] {
+        let s = spec(n);
+        let input: Vec<f32> = common::signal(16 * n, 9);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        engines[0].process(&s, &input, 16, &mut a).expect("auto");
+        cpu.process(&s, &input, 16, &mut b).expect("cpu");
+        assert!(max_err(&a, &b, s.bins()) < 1e-4);
+    }
+}
+
+#[test]
+fn compare_engines_reports_agreement() {
+    if common::test_device().is_none() {
+        return;
+    }
+    for scale in [Scale::Magnitude, Scale::Db, Scale::Density] {
+        let s = TransformSpec {
+            scale,
+            kind: InputKind::Complex,
+            ..spec(2048)
+        };
+        let input: Vec<f32> = common::signal(4 * s.values_per_frame(), 5);
+        let r = compare_engines(
+            &DeviceChoice::Gpu,
+            &s,
+            &input,
+            4,
+            default_tolerance::<f32>(),
+        )
+        .expect("compare");
+        assert_eq!(r.values, 4 * 2048);
+        assert!(r.passed(), "{r:?}");
+    }
+}
+
+#[test]
+fn devices_are_described() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let text = describe_devices();
+    assert!(text.contains(&dev.info.name), "{text}");
+    assert!(text.contains("opencl:0:0"), "{text}");
+    assert!(text.contains("fp64"), "{text}");
+}
