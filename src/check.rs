@@ -1,10 +1,138 @@
-//! `fftd check`: runs the same frames through the CPU engine and the OpenCL engine and compares.
+//! `fftd check`: cuts the input into frames exactly as a run would, transforms every batch on the
+//! CPU engine and on an OpenCL device, and reports how many output values differ by more than the
+//! tolerance (relative to each frame's largest bin), with the largest absolute and relative error.
+//! Exit 1 on any mismatch — the student projects' CPU-vs-GPU check, for every size and option.
 
-use crate::config::Settings;
+use crate::config::{Precision, Settings};
 use crate::error::{FftdError, Result};
+use crate::fft::compare::{compare_rows, default_tolerance, open_opencl_engine};
+use crate::fft::cpu::CpuEngine;
+use crate::fft::{Engine, EngineError, InputKind, Sample, Scale, TransformSpec};
+use crate::frame::Frame;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-pub fn run_check(_settings: &Settings, _tolerance: f64) -> Result<()> {
-    Err(FftdError::Runtime(
-        "fftd check needs the OpenCL engine".into(),
-    ))
+pub fn run_check(settings: &Settings, tolerance: Option<f64>) -> Result<()> {
+    if matches!(settings.input, crate::config::Input::Mic(_)) {
+        return Err(FftdError::Usage(
+            "fftd check works on files: use --file PATH".into(),
+        ));
+    }
+    match settings.precision {
+        Precision::F32 => check_typed::<f32>(settings, tolerance),
+        Precision::F64 => check_typed::<f64>(settings, tolerance),
+    }
+}
+
+/// Totals over every batch.
+#[derive(Default)]
+struct Tally {
+    frames: usize,
+    values: usize,
+    mismatches: usize,
+    max_abs: f64,
+    max_rel: f64,
+    sizes: Vec<(usize, InputKind)>,
+}
+
+fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result<()> {
+    let tol = tolerance.unwrap_or_else(default_tolerance::<T>);
+    if !(tol.is_finite() && tol > 0.0) {
+        return Err(FftdError::Usage(format!(
+            "--tolerance {tol}: must be a positive number"
+        )));
+    }
+    let mut gpu = open_opencl_engine::<T>(&settings.device)?;
+    let mut cpu = CpuEngine::<T>::new();
+    let mut tally = Tally::default();
+    let mut pending: Vec<Frame<T>> = Vec::new();
+    let mut compare = |frames: &mut Vec<Frame<T>>, tally: &mut Tally| -> Result<()> {
+        let Some(first) = frames.first() else {
+            return Ok(());
+        };
+        let spec = TransformSpec {
+            n: first.n,
+            kind: first.kind,
+            window: settings.window,
+            scale: settings.scale,
+            rate: first.rate,
+        };
+        let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        gpu.process(&spec, &input, frames.len(), &mut a)
+            .map_err(|e| match e {
+                EngineError::Unsupported { what, .. } => FftdError::Runtime(format!(
+                    "check: nothing to compare: {what}; such frames always run on the CPU engine"
+                )),
+                other => FftdError::Runtime(format!("check: {other}")),
+            })?;
+        cpu.process(&spec, &input, frames.len(), &mut b)
+            .map_err(|e| FftdError::Runtime(e.to_string()))?;
+        let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
+        let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
+        let (bad, max_abs, max_rel) =
+            compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, tol);
+        tally.frames += frames.len();
+        tally.values += a.len();
+        tally.mismatches += bad;
+        tally.max_abs = tally.max_abs.max(max_abs);
+        tally.max_rel = tally.max_rel.max(max_rel);
+        if !tally.sizes.contains(&(spec.n, spec.kind)) {
+            tally.sizes.push((spec.n, spec.kind));
+        }
+        frames.clear();
+        Ok(())
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::pipeline::for_each_frame::<T>(settings, stop, &mut |frame| {
+        let same = pending
+            .first()
+            .is_none_or(|f| (f.n, f.kind, f.rate) == (frame.n, frame.kind, frame.rate));
+        if !same || pending.len() >= settings.batch_frames(frame.n) {
+            compare(&mut pending, &mut tally)?;
+        }
+        pending.push(frame);
+        Ok(())
+    })?;
+    compare(&mut pending, &mut tally)?;
+
+    let sizes: Vec<String> = tally
+        .sizes
+        .iter()
+        .map(|(n, kind)| {
+            format!(
+                "{n} {}",
+                if *kind == InputKind::Real {
+                    "real"
+                } else {
+                    "complex"
+                }
+            )
+        })
+        .collect();
+    println!(
+        "fftd check: {} frames ({}), {} values, {} vs cpu, {}, window {}, scale {}",
+        tally.frames,
+        sizes.join(", "),
+        tally.values,
+        gpu.name(),
+        T::NAME,
+        settings.window,
+        settings.scale
+    );
+    println!(
+        "mismatches: {} of {} values differ by more than {tol:e} of their frame's largest bin",
+        tally.mismatches, tally.values
+    );
+    println!(
+        "max abs error {:.3e}, max rel error {:.3e}",
+        tally.max_abs, tally.max_rel
+    );
+    if tally.mismatches > 0 {
+        return Err(FftdError::Runtime(format!(
+            "check failed: {} of {} values differ by more than {tol:e}",
+            tally.mismatches, tally.values
+        )));
+    }
+    Ok(())
 }

@@ -32,13 +32,16 @@ pub enum Command {
     Devices,
     /// Run the same frames on the CPU and on OpenCL and compare (exit 1 on any mismatch).
     Check(Box<CheckArgs>),
+    /// Time the CPU and OpenCL engines per frame size; find the break-even; calibrate `auto`.
+    Bench(Box<crate::bench::BenchArgs>),
 }
 
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
-    /// Largest allowed difference, relative to each frame's largest bin.
-    #[arg(long, default_value_t = 1e-4)]
-    pub tolerance: f64,
+    /// Largest allowed difference, relative to each frame's largest bin [default: 1e-4 with f32,
+    /// 1e-10 with --precision f64].
+    #[arg(long, value_name = "REL")]
+    pub tolerance: Option<f64>,
 
     #[command(flatten)]
     pub options: Options,

@@ -31,6 +31,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             let settings = Settings::resolve(args.options, cli.config.as_deref())?;
             fftd::check::run_check(&settings, args.tolerance)
         }
+        Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
         None => {
             let settings = Settings::resolve(cli.options, cli.config.as_deref())?;
             let stop = Arc::new(AtomicBool::new(false));

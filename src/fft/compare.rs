@@ -71,15 +71,9 @@ pub fn compare_rows(
     (bad, max_abs, max_rel)
 }
 
-/// Runs `frames` frames of `input` on the CPU engine and on the OpenCL engine `choice` selects
-/// (`gpu`/`auto`: the best device; `opencl:P:D`: that one; `cpu` is a usage error) and compares.
-pub fn compare_engines<T: Sample>(
-    choice: &DeviceChoice,
-    spec: &TransformSpec,
-    input: &[T],
-    frames: usize,
-    rel_tol: f64,
-) -> Result<CompareReport, FftdError> {
+/// The OpenCL engine `choice` selects: `gpu`/`auto` the best device, `opencl:P:D` that one;
+/// `cpu` is a usage error (there is nothing to compare).
+pub fn open_opencl_engine<T: Sample>(choice: &DeviceChoice) -> Result<OpenClEngine<T>, FftdError> {
     let entry = match choice {
         DeviceChoice::Cpu => return Err(FftdError::Usage(
             "check compares the CPU with an OpenCL device: use --device gpu, auto or opencl:P:D"
@@ -90,8 +84,19 @@ pub fn compare_engines<T: Sample>(
         DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
             .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}")))?,
     };
-    let mut gpu =
-        OpenClEngine::<T>::new(entry, OpenClOptions::from_env()).map_err(FftdError::Runtime)?;
+    OpenClEngine::<T>::new(entry, OpenClOptions::from_env()).map_err(FftdError::Runtime)
+}
+
+/// Runs `frames` frames of `input` on the CPU engine and on the OpenCL engine `choice` selects
+/// (`gpu`/`auto`: the best device; `opencl:P:D`: that one; `cpu` is a usage error) and compares.
+pub fn compare_engines<T: Sample>(
+    choice: &DeviceChoice,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    rel_tol: f64,
+) -> Result<CompareReport, FftdError> {
+    let mut gpu = open_opencl_engine::<T>(choice)?;
     let mut cpu = CpuEngine::<T>::new();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     gpu.process(spec, input, frames, &mut a)

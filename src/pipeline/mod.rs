@@ -15,7 +15,7 @@ mod worker;
 use crate::config::{Input, Precision, Settings};
 use crate::error::{FftdError, Result};
 use crate::fft::{router, Sample, TransformSpec};
-use crate::frame::FrameSize;
+use crate::frame::{Frame, FrameSize};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::{make_writer, OutputFormat, SpectrumWriter, StreamMeta};
@@ -108,9 +108,12 @@ pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
     }
 }
 
-fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
-    let started = Instant::now();
-    let sources = open_sources(settings, &stop)?;
+/// Opens the inputs and numbers their streams (one per input, or per channel with `--channel all`).
+fn plan_streams(
+    settings: &Settings,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<SourcePlan>, Vec<StreamMeta>)> {
+    let sources = open_sources(settings, stop)?;
     let mut plans = Vec::new();
     let mut streams = Vec::new();
     for source in sources {
@@ -142,6 +145,47 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             first_stream,
         });
     }
+    Ok((plans, streams))
+}
+
+/// Cuts every input into frames exactly as a run would (channels, hop, tail, limits) and hands
+/// them to `consume` in each stream's order, for tools that work on frames (`fftd check`).
+pub fn for_each_frame<T: Sample>(
+    settings: &Settings,
+    stop: Arc<AtomicBool>,
+    consume: &mut dyn FnMut(Frame<T>) -> Result<()>,
+) -> Result<()> {
+    let (plans, _) = plan_streams(settings, &stop)?;
+    let control = Control::new(stop);
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    std::thread::scope(|scope| {
+        let control = &control;
+        for plan in plans {
+            let tx = tx.clone();
+            scope.spawn(move || {
+                if let Err(e) = reader::read_source::<T>(plan, settings, tx, control) {
+                    control.fail(e);
+                }
+            });
+        }
+        drop(tx);
+        for frame in rx.iter() {
+            if let Err(e) = consume(frame) {
+                control.fail(e);
+                break;
+            }
+        }
+        rx.iter().for_each(drop); // let the readers finish
+    });
+    match control.take_error() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
+    let started = Instant::now();
+    let (plans, streams) = plan_streams(settings, &stop)?;
     let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
     let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
     let control = Control::new(stop);

@@ -1,7 +1,8 @@
 //! Reader stage: one thread per source. Reads sample blocks, splits channels into streams, frames
 //! each stream and sends frames to the batcher. File sources block when the FFT stage is busy
 //! (nothing is ever lost); live sources drop whole frames instead, counted and warned about at
-//! most once a second, so capture never stalls.
+//! most once a second, so capture never stalls. Samples a live source lost itself (`take_gap`)
+//! count as dropped frames too, and framing restarts after them.
 
 use super::{Control, SourcePlan};
 use crate::config::Settings;
@@ -71,6 +72,18 @@ pub fn read_source<T: Sample>(
         }
         let gap = plan.source.take_gap();
         if gap > 0 {
+            // Count only the part of the gap inside --duration.
+            let counted = streams
+                .iter()
+                .map(|s| match s.sample_limit {
+                    Some(limit) => gap.min(limit.saturating_sub(s.framer.samples())),
+                    None => gap,
+                })
+                .max()
+                .unwrap_or(gap);
+            if counted > 0 {
+                sender.lost_in_source(counted.div_ceil(hop as u64) * streams.len() as u64);
+            }
             for s in streams.iter_mut() {
                 let resume = s.framer.samples() + gap;
                 s.framer.restart_at(resume);
@@ -138,6 +151,14 @@ impl<T> FrameSender<'_, T> {
         !self.closed && !last
     }
 
+    /// Samples lost inside a live source (its queue overflowed): the `frames` that would have
+    /// started in them count as dropped.
+    fn lost_in_source(&mut self, frames: u64) {
+        Counters::add(&self.control.counters.dropped, frames.saturating_sub(1));
+        self.dropped_since_warning += frames.saturating_sub(1);
+        self.dropped();
+    }
+
     fn dropped(&mut self) {
         Counters::add(&self.control.counters.dropped, 1);
         self.dropped_since_warning += 1;
@@ -148,7 +169,7 @@ impl<T> FrameSender<'_, T> {
         {
             tracing::warn!(
                 dropped = self.dropped_since_warning,
-                "FFT stage is behind live input: dropped {} frame(s)",
+                "analysis is behind live input: dropped {} frame(s)",
                 self.dropped_since_warning
             );
             self.last_warning = Some(now);
