@@ -246,18 +246,22 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
         })?;
         let cal = calibrate::obtain(g, true, true).map_err(FftdError::Runtime)?;
         let path = cal.save().map_err(FftdError::Runtime)?;
-        println!(
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
             "calibration for {} ({}) saved to {}",
             cal.key.device,
             T::NAME,
             path.display()
         );
-        println!(
+        let _ = writeln!(
+            text,
             "{:>9} {:>7} {:>12} {:>12}",
             "n", "frames", "cpu_ms", "opencl_ms"
         );
         for p in &cal.points {
-            println!(
+            let _ = writeln!(
+                text,
                 "{:>9} {:>7} {:>12.4} {:>12.4}",
                 p.n,
                 p.frames,
@@ -265,14 +269,16 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
                 p.gpu_s * 1e3
             );
         }
-        return Ok(());
+        return emit(&text);
     }
     let sizes = parse_sizes(&args.sizes)?;
     let dev_name = gpu
         .as_ref()
         .map(|g| format!("{} ({})", g.device().name, g.device().address()))
         .unwrap_or_else(|| "none".into());
-    println!(
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
         "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {dev_name}, median of {} runs",
         T::NAME,
         args.kind,
@@ -340,13 +346,25 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
         );
         rows.push(row);
     }
-    println!();
-    print!("{table}");
-    println!("{}", break_even_line(&rows, args));
+    let _ = writeln!(head);
+    let _ = write!(head, "{table}");
+    let _ = writeln!(head, "{}", break_even_line(&rows, args));
+    emit(&head)?;
     if let Some(path) = &args.csv {
         std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
     }
     Ok(())
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) ends the output quietly.
+fn emit(text: &str) -> Result<(), FftdError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(FftdError::io("<stdout>", e)),
+    }
 }
 
 /// "break-even: ..." — the smallest size from which OpenCL (host to host) beats the CPU engine
