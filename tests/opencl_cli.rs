@@ -1,0 +1,233 @@
+//! The OpenCL engine through the whole binary, on whatever OpenCL device is present (PoCL in CI):
+//! `--device gpu` equals the CPU engine, a fault injected mid-stream loses nothing, `fftd check`
+//! passes and fails as it should, `fftd devices` lists the device, and with no OpenCL at all `auto`
+//! starts fast with identical output while `--device gpu` is one clear error.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn opencl_required() -> bool {
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
+        return false;
+    }
+    true
+}
+
+fn write_f32(path: &Path, values: &[f64]) {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|v| (*v as f32).to_le_bytes())
+        .collect();
+    std::fs::write(path, bytes).expect("write");
+}
+
+fn rows(out: &std::process::Output) -> Vec<Vec<f64>> {
+    assert!(out.status.success(), "{}", stderr_text(out));
+    parse_rows(&stdout_text(out))
+}
+
+#[test]
+fn gpu_route_equals_cpu_route_through_the_pipeline() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(50_000, 21));
+    let iq = dir.path().join("x.cf32");
+    write_f32(&iq, &noise(2 * 20_000, 22));
+    for (input, extra) in [
+        (&real, vec!["--frame", "1024", "--hop", "512"]),
+        (
+            &real,
+            vec!["--frame", "256", "--scale", "db", "--window", "flattop"],
+        ),
+        (
+            &real,
+            vec![
+                "--frame",
+                "4096",
+                "--precision",
+                "f64",
+                "--scale",
+                "density",
+                "--rate",
+                "48000",
+            ],
+        ),
+        (
+            &iq,
+            vec!["--frame", "512", "--fftshift", "--scale", "power"],
+        ),
+    ] {
+        let p = input.to_str().expect("utf8");
+        let mut cpu_args = vec!["--file", p, "--device", "cpu"];
+        cpu_args.extend(&extra);
+        let mut gpu_args = vec!["--file", p, "--device", "gpu", "--batch", "16"];
+        gpu_args.extend(&extra);
+        let (cpu, gpu) = (rows(&run(&cpu_args)), rows(&run(&gpu_args)));
+        assert_eq!(cpu.len(), gpu.len(), "{extra:?}");
+        let db = extra.contains(&"db");
+        let tol = if extra.contains(&"f64") { 1e-10 } else { 1e-4 };
+        for (c, g) in cpu.iter().zip(&gpu) {
+            let lin = |r: &Vec<f64>| -> Vec<f64> {
+                r.iter()
+                    .map(|v| if db { 10f64.powf(v / 20.0) } else { *v })
+                    .collect()
+            };
+            let err = max_relative_error(&lin(g), &lin(c));
+            assert!(err < tol, "{extra:?}: error {err:e}");
+        }
+    }
+}
+
+#[test]
+fn a_fault_mid_stream_loses_no_frame() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(64 * 200 + 13, 5));
+    let p = input.to_str().expect("utf8");
+    let args = [
+        "--file", p, "--frame", "64", "--batch", "8", "--format", "ndjson",
+    ];
+    let cpu = run(&[&args[..], &["--device", "cpu"]].concat());
+    let faulty = fftd()
+        .args(args)
+        .args(["--device", "gpu", "--stats"])
+        .env("FFTD_FAULT_AFTER_BATCHES", "3")
+        .env("RUST_LOG", "fftd=warn")
+        .output()
+        .expect("fftd");
+    assert!(faulty.status.success(), "{}", stderr_text(&faulty));
+    let err = stderr_text(&faulty);
+    assert!(err.contains("frames in 201, frames out 201"), "{err}");
+    assert!(
+        err.to_lowercase().contains("cpu"),
+        "a warning names the fallback: {err}"
+    );
+    let parse = |t: &str| -> Vec<(u64, Vec<f64>)> {
+        t.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("json");
+                let bins = v["bins"]
+                    .as_array()
+                    .expect("bins")
+                    .iter()
+                    .map(|b| b.as_f64().expect("f64"))
+                    .collect();
+                (v["frame"].as_u64().expect("frame"), bins)
+            })
+            .collect()
+    };
+    let (want, got) = (parse(&stdout_text(&cpu)), parse(&stdout_text(&faulty)));
+    assert_eq!(want.len(), got.len());
+    for ((fw, w), (fg, g)) in want.iter().zip(&got) {
+        assert_eq!(fw, fg, "frames in order, none lost or duplicated");
+        assert!(max_relative_error(g, w) < 1e-4);
+    }
+}
+
+#[test]
+fn check_passes_on_agreement_and_rejects_bad_use() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.txt");
+    write_text_samples(&input, &noise(3000, 6));
+    let p = input.to_str().expect("utf8");
+    for extra in [
+        vec!["--frame", "256"],
+        vec!["--frame", "whole"],
+        vec!["--frame", "1024", "--precision", "f64", "--scale", "db"],
+    ] {
+        let out = run(&[&["check", "--file", p][..], &extra[..]].concat());
+        let text = stdout_text(&out);
+        assert!(
+            out.status.success(),
+            "{extra:?}: {text}{}",
+            stderr_text(&out)
+        );
+        assert!(text.contains("mismatches: 0 of"), "{text}");
+        assert!(
+            text.contains("max abs error") && text.contains("max rel error"),
+            "{text}"
+        );
+    }
+    // an impossible tolerance makes the same comparison fail with exit 1
+    let out = run(&[
+        "check",
+        "--file",
+        p,
+        "--frame",
+        "256",
+        "--tolerance",
+        "1e-30",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout_text(&out));
+    assert!(stdout_text(&out).contains("mismatches: "));
+    assert!(stderr_text(&out).contains("check failed"));
+    // sizes the OpenCL engine does not take are said plainly
+    let out = run(&["check", "--file", p, "--frame", "1000"]);
+    assert_clean_error(&out, 1, &["nothing to compare"]);
+}
+
+#[test]
+fn devices_lists_the_opencl_device() {
+    if !opencl_required() {
+        return;
+    }
+    let out = run(&["devices"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    assert!(text.contains("opencl:0:0"), "{text}");
+    assert!(
+        text.contains("compute units") && text.contains("fp64"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_opencl_auto_is_fast_and_gpu_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("no-vendors");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let input = dir.path().join("input.txt");
+    write_text_samples(&input, &noise(5000, 7));
+    let p = input.to_str().expect("utf8");
+    let cpu = run(&["--file", p, "--frame", "256", "--device", "cpu"]);
+    let started = std::time::Instant::now();
+    let auto = fftd()
+        .args(["--file", p, "--frame", "256"])
+        .env("OCL_ICD_VENDORS", &empty)
+        .env("FFTD_CACHE_DIR", dir.path().join("cache"))
+        .output()
+        .expect("fftd");
+    let elapsed = started.elapsed();
+    assert!(auto.status.success(), "{}", stderr_text(&auto));
+    assert_eq!(auto.stdout, cpu.stdout, "identical output on the CPU");
+    assert!(elapsed.as_secs_f64() < 2.0, "took {elapsed:?}");
+    let gpu = fftd()
+        .args(["--file", p, "--device", "gpu"])
+        .env("OCL_ICD_VENDORS", &empty)
+        .output()
+        .expect("fftd");
+    assert_clean_error(&gpu, 1, &["OpenCL"]);
+    let devices = fftd()
+        .args(["devices"])
+        .env("OCL_ICD_VENDORS", &empty)
+        .output()
+        .expect("fftd");
+    assert!(devices.status.success());
+    assert!(
+        stdout_text(&devices).to_lowercase().contains("no opencl"),
+        "{}",
+        stdout_text(&devices)
+    );
+}
