@@ -30,9 +30,10 @@ impl CalibrationKey {
             device: info.name.clone(),
             platform: info.platform_name.clone(),
             driver: info.driver.clone(),
-            // a debug build's CPU engine is far slower: never share its calibration
+            // a debug build's CPU engine is far slower: never share its calibration;
+            // "cal2": calibration format/method version (older files are ignored)
             fftd_version: format!(
-                "{}{}",
+                "{}-cal2{}",
                 env!("CARGO_PKG_VERSION"),
                 if cfg!(debug_assertions) { "-debug" } else { "" }
             ),
