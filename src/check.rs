@@ -110,24 +110,22 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
             )
         })
         .collect();
-    println!(
-        "fftd check: {} frames ({}), {} values, {} vs cpu, {}, window {}, scale {}",
+    crate::console::print_report(&format!(
+        "fftd check: {} frames ({}), {} values, {} vs cpu, {}, window {}, scale {}\n\
+         mismatches: {} of {} values differ by more than {tol:e} of their frame's largest bin\n\
+         max abs error {:.3e}, max rel error {:.3e}\n",
         tally.frames,
         sizes.join(", "),
         tally.values,
         gpu.name(),
         T::NAME,
         settings.window,
-        settings.scale
-    );
-    println!(
-        "mismatches: {} of {} values differ by more than {tol:e} of their frame's largest bin",
-        tally.mismatches, tally.values
-    );
-    println!(
-        "max abs error {:.3e}, max rel error {:.3e}",
-        tally.max_abs, tally.max_rel
-    );
+        settings.scale,
+        tally.mismatches,
+        tally.values,
+        tally.max_abs,
+        tally.max_rel
+    ))?;
     if tally.mismatches > 0 {
         return Err(FftdError::Runtime(format!(
             "check failed: {} of {} values differ by more than {tol:e}",

@@ -4,8 +4,9 @@
 use crate::error::Result;
 
 pub fn print_devices() -> Result<()> {
-    print!("{}", crate::fft::opencl::device::describe_devices());
-    println!();
-    print!("{}", crate::source::mic::describe_inputs());
-    Ok(())
+    crate::console::print_report(&format!(
+        "{}\n{}",
+        crate::fft::opencl::device::describe_devices(),
+        crate::source::mic::describe_inputs()
+    ))
 }

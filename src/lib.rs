@@ -7,6 +7,7 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod devices;
 pub mod error;
 pub mod fft;

@@ -307,7 +307,7 @@ fn stdin_gives_the_same_output_as_a_file() {
     write_text_samples(&path, &x);
     let from_file = run(&["--file", path.to_str().expect("utf8"), "--frame", "128"]);
     let mut child = fftd()
-        .args(["--file", "-", "--frame", "128"])
+        .args(["--file", "-", "--frame", "128", "--device", "cpu"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

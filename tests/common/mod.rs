@@ -28,20 +28,30 @@ pub fn max_relative_error(got: &[f64], want: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The fftd binary, quiet, with its calibration cache inside the build folder (never $HOME).
 pub fn fftd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fftd"));
-    // keep tests on the CPU engine unless a test asks otherwise, and quiet
     cmd.env("RUST_LOG", "fftd=warn");
+    if std::env::var_os("FFTD_CACHE_DIR").is_none() {
+        cmd.env(
+            "FFTD_CACHE_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/fftd-cache"),
+        );
+    }
     cmd
 }
 
-/// Runs fftd with `args`, no stdin.
+/// Runs fftd with `args`, no stdin. Analysis runs use the CPU engine unless `args` name a device:
+/// tests compare outputs exactly, and `auto` may route batches of different lengths to different
+/// engines (equal to 1e-4, not to the last bit).
 pub fn run(args: &[&str]) -> Output {
-    fftd()
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("fftd runs")
+    let mut cmd = fftd();
+    cmd.args(args);
+    let subcommand = matches!(args.first(), Some(&"devices" | &"check" | &"bench"));
+    if !subcommand && !args.contains(&"--device") {
+        cmd.args(["--device", "cpu"]);
+    }
+    cmd.stdin(Stdio::null()).output().expect("fftd runs")
 }
 
 pub fn stdout_text(out: &Output) -> String {
