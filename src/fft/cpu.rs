@@ -2,7 +2,7 @@
 //! windows are cached per frame size; every frame is windowed into a scratch buffer, transformed,
 //! and reduced to |X|² and then to the requested scale in one pass over the output row.
 
-use super::{Engine, EngineError, InputKind, Sample, TransformSpec};
+use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
 use crate::window::WindowKind;
 use num_complex::Complex;
 use realfft::{RealFftPlanner, RealToComplex};
@@ -150,8 +150,35 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
                     fft.process_with_scratch(&mut plan.spectrum, &mut plan.scratch);
                 }
             }
-            scale.finish_spectrum(&plan.spectrum, row);
+            finish_spectrum(&scale, &plan.spectrum, row);
         }
         Ok(())
     }
+}
+
+/// |X|² and the output scale for one row, with 256-bit vectors where the CPU has AVX2 (the build
+/// targets baseline x86-64, whose SSE2 square roots are 4 wide). realfft/rustfft choose their own
+/// SIMD at run time the same way.
+#[inline]
+fn finish_spectrum<T: Sample>(scale: &ScalePlan, spectrum: &[Complex<T>], row: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            unsafe { finish_spectrum_avx2(scale, spectrum, row) };
+            return;
+        }
+    }
+    scale.finish_spectrum(spectrum, row);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn finish_spectrum_avx2<T: Sample>(
+    scale: &ScalePlan,
+    spectrum: &[Complex<T>],
+    row: &mut [T],
+) {
+    scale.finish_spectrum(spectrum, row);
 }

@@ -129,25 +129,21 @@ impl ScalePlan {
         }
     }
 
-    /// Writes the output row straight from the complex spectrum (one pass: no |X|² row in between).
+    /// Writes the output row from the complex spectrum: |X|² first (a deinterleaving pass), then
+    /// the scale in place. Two simple passes beat one fused pass here: the in-place pass is
+    /// contiguous, so its square roots / logs vectorise (measured: one fused pass ran at 0.64x of
+    /// raw realfft for n = 256, its square roots scalar).
+    #[inline]
     pub fn finish_spectrum<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
-        match self.mode {
-            ScaleMode::Magnitude => {
-                for (dst, z) in row.iter_mut().zip(spectrum) {
-                    *dst = magnitude(z);
-                }
-            }
-            _ => {
-                for (dst, z) in row.iter_mut().zip(spectrum) {
-                    *dst = z.norm_sqr();
-                }
-                self.finish_row(row);
-            }
+        for (dst, z) in row.iter_mut().zip(spectrum) {
+            *dst = z.re * z.re + z.im * z.im;
         }
+        self.finish_row(row);
     }
 
     /// Turns a row of squared magnitudes |X_k|² (`power`, modified in place) into output values.
     /// Working from |X|² avoids a square root for the power scales.
+    #[inline]
     pub fn finish_row<T: Sample>(&self, power: &mut [T]) {
         match self.mode {
             ScaleMode::Magnitude => power.iter_mut().for_each(|v| *v = v.sqrt()),
@@ -174,10 +170,4 @@ impl ScalePlan {
             }
         }
     }
-}
-
-/// |X| from (re, im).
-#[inline]
-fn magnitude<T: Sample>(z: &num_complex::Complex<T>) -> T {
-    (z.re * z.re + z.im * z.im).sqrt()
 }
