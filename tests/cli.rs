@@ -723,188 +723,74 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     std::fs::write(d.join("badkey.toml"), "frame = 64\nwindoww = \"hann\"\n").expect("write");
     std::fs::write(d.join("badtype.toml"), "frame = 64\nhop = \"lots\"\n").expect("write");
 
-    let cases: Vec<(Vec<String>, i32, Vec<String>)> = vec![
-        (
-            vec!["--file".into(), p("missing.txt")],
-            1,
-            vec!["missing.txt".into(), "No such file".into()],
-        ),
-        (
-            vec!["--file".into(), p("dir")],
-            1,
-            vec!["is a directory".into()],
-        ),
-        (
-            vec!["--file".into(), p("empty.txt")],
-            1,
-            vec!["empty.txt".into(), "empty".into()],
-        ),
-        (
-            vec!["--file".into(), p("comments.txt")],
-            1,
-            vec!["no samples".into()],
-        ),
-        (
-            vec!["--file".into(), p("bad.txt")],
-            1,
-            vec!["bad.txt".into(), "line 5".into(), "'foo'".into()],
-        ),
-        (
-            vec!["--file".into(), p("nan.txt")],
-            1,
-            vec!["line 3".into(), "NaN".into()],
-        ),
-        (
-            vec!["--file".into(), p("inf.txt")],
-            1,
-            vec!["line 2".into(), "inf".into()],
-        ),
-        (
-            vec!["--file".into(), p("three.txt")],
-            1,
-            vec!["line 1".into()],
-        ),
-        (
-            vec!["--file".into(), p("mixed.txt")],
-            1,
-            vec!["line 2".into(), "two numbers".into()],
-        ),
-        (
-            vec!["--file".into(), p("cut.wav")],
-            1,
-            vec!["cut.wav".into(), "truncated".into()],
-        ),
-        (
-            vec!["--file".into(), p("header.wav")],
-            1,
-            vec!["header.wav".into()],
-        ),
-        (
-            vec!["--file".into(), p("corrupt.wav")],
-            1,
-            vec!["corrupt.wav".into(), "WAV".into()],
-        ),
-        (
-            vec!["--file".into(), p("f64.wav")],
-            1,
-            vec!["unsupported WAV".into()],
-        ),
-        (
-            vec!["--file".into(), p("odd.f32")],
-            1,
-            vec!["truncated".into(), "offset 4".into()],
-        ),
-        (
-            vec!["--file".into(), p("good.txt"), "--frame".into(), "0".into()],
-            2,
-            vec!["--frame".into()],
-        ),
-        (
-            vec!["--file".into(), p("good.txt"), "--frame".into(), "1".into()],
-            2,
-            vec!["at least 2".into()],
-        ),
-        (
-            vec!["--file".into(), p("good.txt"), "--hop".into(), "0".into()],
-            2,
-            vec!["--hop".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--frame".into(),
-                "1000000000000000".into(),
-            ],
-            2,
-            vec!["memory".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--window".into(),
-                "kaiser".into(),
-            ],
-            2,
-            vec!["kaiser".into(), "hann".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--format".into(),
-                "xml".into(),
-            ],
-            2,
-            vec!["xml".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--scale".into(),
-                "loud".into(),
-            ],
-            2,
-            vec!["loud".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--format".into(),
-                "npy".into(),
-            ],
-            2,
-            vec!["npy".into(), "stdout".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--output".into(),
-                p("nodir/out.txt"),
-            ],
-            1,
-            vec!["nodir".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--config".into(),
-                p("badkey.toml"),
-            ],
-            2,
-            vec!["windoww".into(), "badkey.toml:2".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--config".into(),
-                p("badtype.toml"),
-            ],
-            2,
-            vec!["hop".into(), "badtype.toml:2".into()],
-        ),
-        (
-            vec![
-                "--file".into(),
-                p("good.txt"),
-                "--config".into(),
-                p("none.toml"),
-            ],
-            1,
-            vec!["none.toml".into()],
-        ),
-        (vec![], 2, vec!["no input".into()]),
-    ];
-    for (args, code, needles) in cases {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = run(&args);
-        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
-        assert_clean_error(&out, code, &needles);
-    }
+    // (arguments, exit code, what the one stderr line must name)
+    let expect =
+        |args: &[&str], code: i32, needles: &[&str]| assert_clean_error(&run(args), code, needles);
+    expect(
+        &["--file", &p("missing.txt")],
+        1,
+        &["missing.txt", "No such file"],
+    );
+    expect(&["--file", &p("dir")], 1, &["is a directory"]);
+    expect(&["--file", &p("empty.txt")], 1, &["empty.txt", "empty"]);
+    expect(&["--file", &p("comments.txt")], 1, &["no samples"]);
+    expect(
+        &["--file", &p("bad.txt")],
+        1,
+        &["bad.txt", "line 5", "'foo'"],
+    );
+    expect(&["--file", &p("nan.txt")], 1, &["line 3", "NaN"]);
+    expect(&["--file", &p("inf.txt")], 1, &["line 2", "inf"]);
+    expect(&["--file", &p("three.txt")], 1, &["line 1"]);
+    expect(&["--file", &p("mixed.txt")], 1, &["line 2", "two numbers"]);
+    expect(&["--file", &p("cut.wav")], 1, &["cut.wav", "truncated"]);
+    expect(&["--file", &p("header.wav")], 1, &["header.wav"]);
+    expect(&["--file", &p("corrupt.wav")], 1, &["corrupt.wav", "WAV"]);
+    expect(&["--file", &p("f64.wav")], 1, &["unsupported WAV"]);
+    expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
+    expect(&["--file", &p("good.txt"), "--frame", "0"], 2, &["--frame"]);
+    expect(
+        &["--file", &p("good.txt"), "--frame", "1"],
+        2,
+        &["at least 2"],
+    );
+    expect(&["--file", &p("good.txt"), "--hop", "0"], 2, &["--hop"]);
+    expect(
+        &["--file", &p("good.txt"), "--frame", "1000000000000000"],
+        2,
+        &["memory"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--window", "kaiser"],
+        2,
+        &["kaiser", "hann"],
+    );
+    expect(&["--file", &p("good.txt"), "--format", "xml"], 2, &["xml"]);
+    expect(&["--file", &p("good.txt"), "--scale", "loud"], 2, &["loud"]);
+    expect(
+        &["--file", &p("good.txt"), "--format", "npy"],
+        2,
+        &["npy", "stdout"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--output", &p("nodir/out.txt")],
+        1,
+        &["nodir"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("badkey.toml")],
+        2,
+        &["windoww", "badkey.toml:2"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("badtype.toml")],
+        2,
+        &["hop", "badtype.toml:2"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("none.toml")],
+        1,
+        &["none.toml"],
+    );
+    expect(&[], 2, &["no input"]);
 }
