@@ -15,7 +15,8 @@
 // Registers: each work-item holds the R inputs (R = MAIN_RADIX, 16 by default) of its M/(R*TPF) butterflies. The first pass reads
 // them straight from global memory (window applied); every pass twiddles, transforms and writes
 // its outputs to local memory; the next pass reads its inputs back after a barrier. After the
-// last pass the store phase reads the spectrum from local memory.
+// last pass the store phase reads the spectrum from local memory (real input: it needs Z_k and
+// Z_{M-k}); complex input skips it and writes |X| from registers (DIRECT, below).
 // (passes: stockham_passes.cl)
 // Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
 // multiplication (-D TW_TABLE_ALL reads every power from the table instead).
@@ -35,6 +36,27 @@
 #else
 #define BINS M
 #endif
+
+// Complex input: after the last pass (sub-transform length ns = M/R) work-item t holds bins
+// k = t + b*TPF + r*ns in natural order, consecutive across work-items for each (b, r), so |X|^2
+// goes straight from registers to global memory, with no store phase through local memory.
+// -D NO_DIRECT_STORE restores the store phase (for measurements).
+#if !REAL_INPUT && !defined(NO_DIRECT_STORE) && MAIN_PASSES > 0
+#define DIRECT 1
+#else
+#define DIRECT 0
+#endif
+#define STORE_DIRECT(RR, vv, fr)                                                                   \
+    if ((fr) < frames) {                                                                           \
+        for (uint b = 0; b < M / ((RR) * TPF); b++) {                                              \
+            for (uint r = 0; r < (RR); r++) {                                                      \
+                uint k = t + b * TPF + r * (M / (RR));                                             \
+                real2 z = vv[b][r];                                                                \
+                out[(size_t)(fr) * BINS + k] = finish_bin(z.x * z.x + z.y * z.y, k == 0,           \
+                                                          scale_mode, norm_edge, norm_interior);   \
+            }                                                                                      \
+        }                                                                                          \
+    }
 
 
 // pair j of frame f0+f, windowed; zero past the end of the batch
@@ -97,6 +119,9 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #define FINAL_R MAIN_RADIX
 #define FINAL_V v
 #endif
+#if DIRECT
+    STORE_DIRECT(FINAL_R, FINAL_V, frame)
+#else
     // store phase, real parts then imaginary parts
 #if REAL_INPUT
     real2 acc[NB];
@@ -147,6 +172,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
             out[(size_t)frame * BINS + k] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
         }
     }
+#endif
 }
 #else
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -171,12 +197,23 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
                 v[b][r] = load_pair(in, win, frames, f0 + fl, j + r * (M / MAIN_RADIX));
             }
         }
+#if DIRECT && MAIN_PASSES == 1 && LAST_RADIX == 1
+        CALL(dft_r, MAIN_RADIX)(v, tw, t, 1);
+        STORE_DIRECT(MAIN_RADIX, v, f0 + fl)
+#else
         CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, 1);
+#endif
         uint ns = MAIN_RADIX;
         for (uint p = 1; p < MAIN_PASSES; p++) {
             barrier(CLK_LOCAL_MEM_FENCE);
             CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
             barrier(CLK_LOCAL_MEM_FENCE);
+#if DIRECT && LAST_RADIX == 1
+            if (p == MAIN_PASSES - 1) {
+                CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
+                STORE_DIRECT(MAIN_RADIX, v, f0 + fl)
+            } else
+#endif
             CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
             ns *= MAIN_RADIX;
         }
@@ -185,7 +222,12 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         barrier(CLK_LOCAL_MEM_FENCE);
         CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
         barrier(CLK_LOCAL_MEM_FENCE);
+#if DIRECT
+        CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
+        STORE_DIRECT(LAST_RADIX, u, f0 + fl)
+#else
         CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
+#endif
 #endif
     }
 #else
@@ -196,6 +238,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         sim[PADI(i)] = z.y;
     }
 #endif
+#if !DIRECT
     barrier(CLK_LOCAL_MEM_FENCE);
 
     // store: |X|^2 and the output scale, only BINS values per frame leave the device
@@ -219,5 +262,6 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
                 finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
         }
     }
+#endif
 }
 #endif

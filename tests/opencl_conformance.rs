@@ -125,6 +125,55 @@ fn split_exchange_path() {
     sweep::<f64>(options, 12);
 }
 
+/// The split exchange at 8192 pairs: complex 8192 and real 16384 points
+/// (8192 pairs) on a limit where they fit local memory once but not twice; every scale, and the
+/// radix-2 leftover (the default) and the radix-32 last pass (FFTD_OPENCL_SPLIT_LAST32=1 in the
+/// environment, opt-in) take the same test.
+fn split_8192<T: Sample>(limit: usize) {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    let options = OpenClOptions {
+        local_mem_limit: Some(limit),
+        ..Default::default()
+    };
+    let mut gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
+    if gpu
+        .supports(&spec(
+            8,
+            InputKind::Real,
+            WindowKind::Hann,
+            Scale::Magnitude,
+        ))
+        .is_err()
+    {
+        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+        return;
+    }
+    let mut cpu = CpuEngine::<T>::new();
+    for (i, (n, kind)) in [(8192, InputKind::Complex), (16384, InputKind::Real)]
+        .into_iter()
+        .enumerate()
+    {
+        for (j, scale) in Scale::ALL.into_iter().enumerate() {
+            let window = WindowKind::ALL[(i + j) % WindowKind::ALL.len()];
+            check(
+                &mut gpu,
+                &mut cpu,
+                &spec(n, kind, window, scale),
+                [1, 3][j % 2],
+            );
+        }
+    }
+}
+
+#[test]
+fn split_exchange_8192_pairs() {
+    // 40 KiB: 8192 f32 pairs fit once (33 KiB) but not twice; 80 KiB the same for f64
+    split_8192::<f32>(40 << 10);
+    split_8192::<f64>(80 << 10);
+}
+
 #[test]
 fn f32_fourstep_path() {
     // a 16 KiB local-memory limit sends the larger sizes through the two-kernel four-step path

@@ -164,13 +164,27 @@ impl LocalGeometry {
                 1usize << (log2m % max_radix_log2),
             ),
         };
+        // split exchange, opt-in (FFTD_OPENCL_SPLIT_LAST32=1): fold a radix-2 leftover into a
+        // radix-32 last pass (16·16·32 for 8192 points, 256 work-items), one exchange fewer.
+        // Measured slower on an H200 (complex 8192: 0.092 vs 0.042 µs/frame; real 16384: 0.127
+        // vs 0.084; docs/perf.md), so the default keeps radix 16·16·16·2 on 512 work-items.
+        let last32 = split
+            && main_radix == 16
+            && last_radix == 2
+            && main_passes >= 2
+            && std::env::var("FFTD_OPENCL_SPLIT_LAST32").ok().as_deref() == Some("1");
+        let (main_passes, last_radix) = if last32 {
+            (main_passes - 1, 32)
+        } else {
+            (main_passes, last_radix)
+        };
         let max_tpf = std::env::var("FFTD_OPENCL_MAX_TPF")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .filter(|v| v.is_power_of_two())
             .unwrap_or(MAX_TPF);
         let max_tpf = if split { 512 } else { max_tpf };
-        let tpf = (m / main_radix).clamp(1, max_tpf.min(max_wg));
+        let tpf = (m / main_radix.max(last_radix)).clamp(1, max_tpf.min(max_wg));
         let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
         while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
             fpb /= 2;
