@@ -11,7 +11,6 @@ use fftd::window::WindowKind;
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
 /// Frames of `x` per the documented rule, zero-padded.
 fn frames_of(x: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<Vec<f64>> {
@@ -659,18 +658,26 @@ fn sigint_drains_queued_frames_and_exits_zero() {
     let samples: String = (0..105).map(|i| format!("{}\n", i % 7)).collect();
     stdin.write_all(samples.as_bytes()).expect("write");
     stdin.flush().expect("flush");
-    std::thread::sleep(Duration::from_millis(500));
+    // the 10 whole frames are written (and flushed, the sink being idle) while stdin stays open:
+    // reading them proves fftd is running with its signal handlers in place
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    for _ in 0..10 {
+        std::io::BufRead::read_line(&mut stdout, &mut first).expect("a frame");
+    }
     let kill = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .expect("kill");
     assert!(kill.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("rest of stdout");
     let out = child.wait_with_output().expect("wait");
     drop(stdin);
     let err = stderr_text(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     // 10 whole frames plus the padded tail of the 5 leftover samples
-    assert_eq!(parse_rows(&stdout_text(&out)).len(), 11, "{err}");
+    assert_eq!(parse_rows(&(first + &rest)).len(), 11, "{err}");
     assert!(err.contains("frames in 11, frames out 11"), "{err}");
 }
 

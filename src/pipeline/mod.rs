@@ -185,9 +185,11 @@ pub fn for_each_frame<T: Sample>(
 
 fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
     let started = Instant::now();
+    // engines first: a first-use calibration (a few seconds) must not run while a live source is
+    // already capturing into its ring
+    let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
     let (plans, streams) = plan_streams(settings, &stop)?;
     let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
-    let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
     let control = Control::new(stop);
     let mut latency = Latency::default();
 
