@@ -5,9 +5,9 @@
 
 use crate::config::{Precision, Settings};
 use crate::error::{FftdError, Result};
-use crate::fft::compare::{compare_rows, default_tolerance, open_opencl_engine};
+use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engine};
 use crate::fft::cpu::CpuEngine;
-use crate::fft::{Engine, EngineError, InputKind, Sample, Scale, TransformSpec};
+use crate::fft::{Engine, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -58,25 +58,13 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
             rate: first.rate,
         };
         let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        gpu.process(&spec, &input, frames.len(), &mut a)
-            .map_err(|e| match e {
-                EngineError::Unsupported { what, .. } => FftdError::Runtime(format!(
-                    "check: nothing to compare: {what}; such frames always run on the CPU engine"
-                )),
-                other => FftdError::Runtime(format!("check: {other}")),
-            })?;
-        cpu.process(&spec, &input, frames.len(), &mut b)
-            .map_err(|e| FftdError::Runtime(e.to_string()))?;
-        let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
-        let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
-        let (bad, max_abs, max_rel) =
-            compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, tol);
+        let report = compare_batch(&mut gpu, &mut cpu, &spec, &input, frames.len(), tol)
+            .map_err(|e| FftdError::Runtime(format!("check: {e}")))?;
+        tally.values += report.values;
         tally.frames += frames.len();
-        tally.values += a.len();
-        tally.mismatches += bad;
-        tally.max_abs = tally.max_abs.max(max_abs);
-        tally.max_rel = tally.max_rel.max(max_rel);
+        tally.mismatches += report.mismatches;
+        tally.max_abs = tally.max_abs.max(report.max_abs);
+        tally.max_rel = tally.max_rel.max(report.max_rel);
         if !tally.sizes.contains(&(spec.n, spec.kind)) {
             tally.sizes.push((spec.n, spec.kind));
         }
