@@ -1,11 +1,14 @@
-//! `fftd bench`: per frame size, CPU engine time per frame, OpenCL time per frame host to host
-//! (write + kernels + read), OpenCL kernel-only time (event profiling), kernel bandwidth and
-//! GFLOPS, and the break-even frame size for the batch length used. A table goes to stdout, the
+//! `fftd bench`: per frame size, CPU engine time per frame; OpenCL time per frame host to host
+//! (write + kernels + read) with the batch in the device's pinned memory (as the pipeline runs
+//! it) and in ordinary memory (staged); OpenCL kernel-only time (event profiling), kernel
+//! bandwidth and GFLOPS; host-to-host input bandwidth against the same run's pinned PCIe copy
+//! rate; and the break-even frame size for the batch length used. A table goes to stdout, the
 //! same rows to `--csv FILE`. `--calibrate` measures and caches a new `auto` calibration instead.
 //!
 //! Conventions: times are medians of `--reps` runs after one warm-up (kernel builds excluded);
-//! GB/s = (bytes read + bytes written by the transform) / time; GFLOPS counts 5·N·log2 N per
-//! complex frame and 2.5·N·log2 N per real frame.
+//! kernel GB/s = (bytes read + bytes written by the transform) / time; host in_GB/s = input
+//! bytes / host-to-host time; %pcie = pinned in_GB/s / the pinned host-to-device copy rate;
+//! GFLOPS counts 5·N·log2 N per complex frame and 2.5·N·log2 N per real frame.
 
 use crate::error::FftdError;
 use crate::fft::calibrate;
@@ -14,7 +17,7 @@ use crate::fft::cpu::CpuEngine;
 use crate::fft::opencl::device::{self, DeviceEntry};
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
-use crate::fft::{Engine, InputKind, Sample, Scale, TransformSpec};
+use crate::fft::{Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
 use crate::window::WindowKind;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -122,10 +125,15 @@ pub struct BenchRow {
     pub n: usize,
     pub frames: usize,
     pub cpu_us: Option<f64>,
+    /// Host to host, batch in the device's pinned memory.
     pub ocl_us: Option<f64>,
+    /// Host to host, batch in ordinary (pageable) memory.
+    pub paged_us: Option<f64>,
     pub kernel_us: Option<f64>,
     pub kernel_gbps: Option<f64>,
-    pub host_gbps: Option<f64>,
+    /// Input bytes per second host to host, pinned / pageable.
+    pub in_gbps: Option<f64>,
+    pub paged_in_gbps: Option<f64>,
     pub gflops: Option<f64>,
     pub max_rel_err: Option<f64>,
 }
@@ -181,24 +189,23 @@ fn bench_size<T: Sample>(
         row.cpu_us = Some(median(t) * 1e6 / frames as f64);
     }
     if let Some(gpu) = gpu {
-        let mut out = Vec::new();
-        gpu.process(&spec, &input, frames, &mut out).map_err(rt)?;
-        let (mut wall, mut kern) = (Vec::new(), Vec::new());
-        for _ in 0..reps {
-            let s = Instant::now();
-            gpu.process(&spec, &input, frames, &mut out).map_err(rt)?;
-            wall.push(s.elapsed().as_secs_f64());
-            if let Some(p) = gpu.last_profile() {
-                kern.push(p.kernel_ns as f64 * 1e-9);
-            }
-        }
-        let bytes =
-            (frames * (spec.values_per_frame() + spec.bins()) * std::mem::size_of::<T>()) as f64;
-        let w = median(wall);
+        let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
+        let bytes = in_bytes + (frames * spec.bins() * std::mem::size_of::<T>()) as f64;
+        // ordinary memory: the engine stages the batch through its own pinned buffers
+        let mut paged_out = vec![T::default(); frames * spec.bins()];
+        let (paged, _) = time_gpu(gpu, &spec, &input, frames, &mut paged_out, reps)?;
+        row.paged_us = Some(paged * 1e6 / frames as f64);
+        row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
+        // the device's pinned memory, as the pipeline packs batches: copied by DMA directly
+        let pinned = gpu.pinned_memory();
+        let mut pin_in = HostBuf::with_capacity(input.len(), pinned.as_ref());
+        pin_in.extend_from_slice(&input);
+        let mut out = HostBuf::with_capacity(frames * spec.bins(), pinned.as_ref());
+        out.set_len_for_overwrite(frames * spec.bins());
+        let (w, kern) = time_gpu(gpu, &spec, &pin_in, frames, &mut out, reps)?;
         row.ocl_us = Some(w * 1e6 / frames as f64);
-        row.host_gbps = Some(bytes / w * 1e-9);
-        if !kern.is_empty() {
-            let k = median(kern);
+        row.in_gbps = Some(in_bytes / w * 1e-9);
+        if let Some(k) = kern {
             let per_frame_flops = match kind {
                 InputKind::Real => 2.5,
                 InputKind::Complex => 5.0,
@@ -208,6 +215,11 @@ fn bench_size<T: Sample>(
             row.kernel_gbps = Some(bytes / k * 1e-9);
             row.gflops = Some(per_frame_flops * frames as f64 / k * 1e-9);
         }
+        if out[..] != paged_out[..] {
+            return Err(FftdError::Runtime(format!(
+                "n = {n}: pinned and pageable batches gave different spectra"
+            )));
+        }
         if !cpu_out.is_empty() {
             let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
             let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
@@ -216,6 +228,30 @@ fn bench_size<T: Sample>(
         }
     }
     Ok(row)
+}
+
+/// Median wall time of `reps` host-to-host transforms (after one warm-up) and, when profiling
+/// gives it, the median kernel time.
+fn time_gpu<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    out: &mut [T],
+    reps: usize,
+) -> Result<(f64, Option<f64>), FftdError> {
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    gpu.transform(spec, input, frames, out).map_err(rt)?;
+    let (mut wall, mut kern) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let s = Instant::now();
+        gpu.transform(spec, input, frames, out).map_err(rt)?;
+        wall.push(s.elapsed().as_secs_f64());
+        if let Some(p) = gpu.last_profile() {
+            kern.push(p.kernel_ns as f64 * 1e-9);
+        }
+    }
+    Ok((median(wall), (!kern.is_empty()).then(|| median(kern))))
 }
 
 fn device_entry(choice: &DeviceChoice) -> Result<Option<&'static DeviceEntry>, FftdError> {
@@ -286,23 +322,42 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
         args.scale,
         args.reps.max(1)
     );
+    // the same run's reference for host-to-host figures: pinned copies of 256 MiB each way
+    let pcie = match gpu.as_ref() {
+        Some(g) => {
+            let (h2d, d2h) = g
+                .copy_bandwidth(256 << 20, 5)
+                .map_err(|e| FftdError::Runtime(format!("copy bandwidth: {e}")))?;
+            let _ = writeln!(
+                head,
+                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
+                h2d * 1e-9,
+                d2h * 1e-9
+            );
+            Some(h2d * 1e-9)
+        }
+        None => None,
+    };
     let mut table = String::new();
     let _ = writeln!(
         table,
-        "{:>9} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>9} {:>8} {:>9}",
+        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
         "n",
         "frames",
         "cpu_us/fr",
         "ocl_us/fr",
+        "page_us/fr",
         "kern_us/fr",
         "kern_GB/s",
-        "host_GB/s",
+        "in_GB/s",
+        "page_GB/s",
+        "%pcie",
         "GFLOPS",
         "cpu/ocl",
         "max_err"
     );
     let mut csv = String::from(
-        "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,host_gbps,kernel_gflops,cpu_over_opencl,max_rel_err\n",
+        "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_pageable_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,input_gbps,pageable_input_gbps,pcie_percent,kernel_gflops,cpu_over_opencl,max_rel_err\n",
     );
     let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
     let mut rows = Vec::new();
@@ -312,15 +367,22 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
             (Some(c), Some(o)) if o > 0.0 => Some(c / o),
             _ => None,
         };
+        let pct = match (row.in_gbps, pcie) {
+            (Some(g), Some(p)) if p > 0.0 => Some(100.0 * g / p),
+            _ => None,
+        };
         let line = format!(
-            "{:>9} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10} {:>9} {:>8} {:>9}",
+            "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
             row.n,
             row.frames,
             f(row.cpu_us, 3),
             f(row.ocl_us, 3),
+            f(row.paged_us, 3),
             f(row.kernel_us, 4),
             f(row.kernel_gbps, 1),
-            f(row.host_gbps, 2),
+            f(row.in_gbps, 2),
+            f(row.paged_in_gbps, 2),
+            f(pct, 1),
             f(row.gflops, 1),
             f(speed, 2),
             row.max_rel_err.map_or("-".into(), |e| format!("{e:.1e}"))
@@ -330,16 +392,19 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
         let c = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
         let _ = writeln!(
             csv,
-            "{},{},{},{:?},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:?},{},{},{},{},{},{},{},{},{},{},{}",
             row.n,
             row.frames,
             T::NAME,
             args.kind,
             c(row.cpu_us),
             c(row.ocl_us),
+            c(row.paged_us),
             c(row.kernel_us),
             c(row.kernel_gbps),
-            c(row.host_gbps),
+            c(row.in_gbps),
+            c(row.paged_in_gbps),
+            c(pct),
             c(row.gflops),
             c(speed),
             c(row.max_rel_err)

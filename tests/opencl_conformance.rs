@@ -9,7 +9,7 @@ use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;
 use fftd::fft::opencl::{OpenClEngine, OpenClOptions};
-use fftd::fft::{naive_spectrum, Engine, InputKind, Sample, Scale, TransformSpec};
+use fftd::fft::{naive_spectrum, Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
 use fftd::window::WindowKind;
 
 fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
@@ -330,4 +330,73 @@ fn pipelined_chunks_keep_every_frame_in_order() {
         &spec(1024, InputKind::Real, WindowKind::Hamming, Scale::Db),
         4096,
     );
+}
+
+#[test]
+fn pinned_batches_go_by_dma_and_equal_staged_ones() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    // 4 KiB chunks: 17 chunks through the 3 pipeline slots
+    let options = OpenClOptions {
+        chunk_bytes: Some(4096),
+        ..Default::default()
+    };
+    let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    let pinned = gpu
+        .pinned_memory()
+        .expect("an OpenCL engine has pinned memory");
+    for s in [
+        spec(256, InputKind::Real, WindowKind::Hann, Scale::Power),
+        spec(
+            64,
+            InputKind::Complex,
+            WindowKind::Blackman,
+            Scale::Magnitude,
+        ),
+    ] {
+        let frames = 67;
+        let input: Vec<f32> = common::signal(frames * s.values_per_frame(), 99);
+        let (mut staged, mut want) = (Vec::new(), Vec::new());
+        gpu.process(&s, &input, frames, &mut staged)
+            .expect("staged");
+        let p = gpu.last_profile().expect("profile");
+        assert!(!p.direct_in && !p.direct_out, "ordinary memory is staged");
+        cpu.process(&s, &input, frames, &mut want).expect("cpu");
+        let e = common::max_rel_error(
+            &staged.iter().map(|v| *v as f64).collect::<Vec<_>>(),
+            &want.iter().map(|v| *v as f64).collect::<Vec<_>>(),
+            s.bins(),
+            false,
+        );
+        assert!(e <= 1e-4, "staged vs cpu: {e:e}");
+        // the input one value into its pinned block: a slice inside a block counts as pinned
+        let mut pin_in = HostBuf::with_capacity(input.len() + 1, Some(&pinned));
+        assert!(pin_in.is_pinned());
+        pin_in.extend_from_slice(&[0.0]);
+        pin_in.extend_from_slice(&input);
+        let mut pin_out = HostBuf::with_capacity(staged.len(), Some(&pinned));
+        pin_out.set_len_for_overwrite(staged.len());
+        let mut paged_out = vec![0.0f32; staged.len()];
+        for (in_pinned, out_pinned) in [(true, true), (true, false), (false, true)] {
+            let src: &[f32] = if in_pinned { &pin_in[1..] } else { &input };
+            let dst: &mut [f32] = if out_pinned {
+                &mut pin_out
+            } else {
+                &mut paged_out
+            };
+            dst.fill(f32::NAN);
+            gpu.transform(&s, src, frames, dst).expect("transform");
+            let p = gpu.last_profile().expect("profile");
+            assert_eq!((p.direct_in, p.direct_out), (in_pinned, out_pinned));
+            assert!(
+                dst.iter()
+                    .zip(&staged)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{:?} pinned in {in_pinned} out {out_pinned}: differs from the staged result",
+                s.kind
+            );
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use super::cpu::CpuEngine;
 use super::opencl::device::DeviceInfo;
 use super::opencl::OpenClEngine;
-use super::{Engine, InputKind, Sample, Scale, TransformSpec};
+use super::{Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
 use crate::window::WindowKind;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -31,9 +31,10 @@ impl CalibrationKey {
             platform: info.platform_name.clone(),
             driver: info.driver.clone(),
             // a debug build's CPU engine is far slower: never share its calibration;
-            // "cal2": calibration format/method version (older files are ignored)
+            // "cal3": calibration format/method version (older files are ignored); cal3 times
+            // batches in the device's pinned memory, as the pipeline runs them
             fftd_version: format!(
-                "{}-cal2{}",
+                "{}-cal3{}",
                 env!("CARGO_PKG_VERSION"),
                 if cfg!(debug_assertions) { "-debug" } else { "" }
             ),
@@ -163,17 +164,19 @@ fn time_batch<T: Sample>(
     spec: &TransformSpec,
     input: &[T],
     frames: usize,
-    out: &mut Vec<T>,
+    out: &mut HostBuf<T>,
     reps: usize,
 ) -> Result<f64, String> {
+    out.set_len_for_overwrite(frames * spec.bins());
+    let input = &input[..frames * spec.values_per_frame()];
     engine
-        .process(spec, input, frames, out)
+        .transform(spec, input, frames, out)
         .map_err(|e| e.to_string())?;
     let mut t: Vec<f64> = (0..reps)
         .map(|_| {
             let s = Instant::now();
             engine
-                .process(spec, input, frames, out)
+                .transform(spec, input, frames, out)
                 .map(|_| s.elapsed().as_secs_f64())
                 .map_err(|e| e.to_string())
         })
@@ -188,7 +191,8 @@ pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, Stri
     let info = gpu.device().clone();
     let (sizes, max_samples) = grid(info.is_gpu);
     let mut cpu = CpuEngine::<T>::new();
-    let mut out = Vec::new();
+    // batches in the device's pinned memory, as the pipeline packs them (`pipeline::pool`)
+    let pinned = gpu.pinned_memory();
     let mut points = Vec::new();
     for n in sizes {
         let spec = TransformSpec {
@@ -199,9 +203,12 @@ pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, Stri
             rate: 48_000.0,
         };
         let big = (max_samples / n).clamp(1, 1024);
-        let input: Vec<T> = (0..big * n)
+        let mut input = HostBuf::with_capacity(big * n, pinned.as_ref());
+        let values: Vec<T> = (0..big * n)
             .map(|i| T::of_f64(((i * 7919) % 1000) as f64 / 500.0 - 1.0))
             .collect();
+        input.extend_from_slice(&values);
+        let mut out = HostBuf::with_capacity(big * spec.bins(), pinned.as_ref());
         for frames in [1, big] {
             let reps = if frames == 1 { 5 } else { 3 };
             let cpu_s = time_batch(&mut cpu, &spec, &input, frames, &mut out, reps)?;

@@ -92,29 +92,16 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         "cpu".to_string()
     }
 
-    fn process(
+    fn transform(
         &mut self,
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        out: &mut Vec<T>,
+        out: &mut [T],
     ) -> Result<(), EngineError> {
         let per_frame = spec.values_per_frame();
         let bins = spec.bins();
-        if input.len() < frames * per_frame {
-            return Err(EngineError::Unsupported {
-                engine: "cpu",
-                what: format!(
-                    "batch holds {} values, {} frames of {} need {}",
-                    input.len(),
-                    frames,
-                    per_frame,
-                    frames * per_frame
-                ),
-            });
-        }
-        out.clear();
-        out.resize(frames * bins, T::zero());
+        super::check_batch("cpu", spec, input.len(), frames, out.len())?;
         let plan = self.plan(spec);
         let scale =
             super::ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);

@@ -6,11 +6,13 @@
 pub mod calibrate;
 pub mod compare;
 pub mod cpu;
+pub mod host_memory;
 pub mod opencl;
 pub mod router;
 pub mod scale;
 
 use crate::window::WindowKind;
+pub use host_memory::{HostBuf, PinnedMemory};
 pub use scale::{Scale, ScalePlan};
 use std::fmt::{Debug, Display};
 
@@ -122,19 +124,66 @@ pub enum EngineError {
     Device { engine: &'static str, what: String },
 }
 
-/// A transform engine. `process` takes `frames` frames laid out back to back in `input`
-/// (`spec.values_per_frame()` values each, unwindowed) and writes `frames * spec.bins()` finished
-/// output values (windowed, transformed, scaled by `spec.scale`) into `out`, replacing its contents.
+/// A transform engine. `transform` takes `frames` frames laid out back to back in `input`
+/// (`spec.values_per_frame()` values each, unwindowed) and writes the `frames * spec.bins()`
+/// finished output values (windowed, transformed, scaled by `spec.scale`) into `out`, which is
+/// exactly that long.
 pub trait Engine<T: Sample>: Send {
     /// A short name for logs: "cpu", "opencl:NVIDIA H200", ...
     fn name(&self) -> String;
+
+    fn transform(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut [T],
+    ) -> Result<(), EngineError>;
+
+    /// `transform` into a `Vec`, sized to fit (its old values are overwritten, not cleared).
     fn process(
         &mut self,
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
         out: &mut Vec<T>,
-    ) -> Result<(), EngineError>;
+    ) -> Result<(), EngineError> {
+        let len = frames * spec.bins();
+        if out.len() != len {
+            out.clear();
+            out.resize(len, T::zero());
+        }
+        self.transform(spec, input, frames, out)
+    }
+
+    /// Page-locked host memory this engine's device copies at full speed, if it has any: the
+    /// pipeline packs batches into it and takes results out of it (`host_memory`).
+    fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
+        None
+    }
+}
+
+/// Checks the buffer lengths `Engine::transform` is given.
+pub fn check_batch(
+    engine: &'static str,
+    spec: &TransformSpec,
+    input_len: usize,
+    frames: usize,
+    out_len: usize,
+) -> Result<(), EngineError> {
+    let need_in = frames * spec.values_per_frame();
+    let need_out = frames * spec.bins();
+    if input_len < need_in || out_len != need_out {
+        return Err(EngineError::Unsupported {
+            engine,
+            what: format!(
+                "batch of {frames} frames of {} values needs {need_in} input and {need_out} output values, got {} and {out_len}",
+                spec.values_per_frame(),
+                input_len,
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Reference transform in f64 by the O(n²) definition, used by tests and `fftd check`:

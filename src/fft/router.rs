@@ -196,7 +196,7 @@ pub struct RoutedEngine<T: Sample> {
 }
 
 /// Logs `msg` at info level once per process per key (e.g. one line per unsupported size).
-fn info_once(key: String, msg: &str) {
+pub(crate) fn info_once(key: String, msg: &str) {
     static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
     let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
     if let Ok(mut s) = seen.lock() {
@@ -250,16 +250,16 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         }
     }
 
-    fn process(
+    fn transform(
         &mut self,
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        out: &mut Vec<T>,
+        out: &mut [T],
     ) -> Result<(), EngineError> {
         if self.use_gpu(spec, frames) {
             if let Some(gpu) = self.gpu.as_mut() {
-                match gpu.process(spec, input, frames, out) {
+                match gpu.transform(spec, input, frames, out) {
                     Ok(()) => return Ok(()),
                     Err(EngineError::Unsupported { what, .. }) => info_once(
                         format!("unsupported {what}"),
@@ -278,6 +278,10 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
                 }
             }
         }
-        self.cpu.process(spec, input, frames, out)
+        self.cpu.transform(spec, input, frames, out)
+    }
+
+    fn pinned_memory(&self) -> Option<super::PinnedMemory<T>> {
+        self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }
 }

@@ -6,7 +6,7 @@
 
 use super::pool::BufferPool;
 use crate::config::Settings;
-use crate::fft::{InputKind, Sample, TransformSpec};
+use crate::fft::{HostBuf, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::collections::HashMap;
@@ -26,7 +26,7 @@ pub struct Batch<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
-    pub data: Vec<T>,
+    pub data: HostBuf<T>,
 }
 
 /// Frames sharing (size, kind, rate) share a batch.

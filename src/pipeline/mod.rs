@@ -188,6 +188,11 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
     let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
+    tracing::debug!(
+        ms = started.elapsed().as_secs_f64() * 1e3,
+        workers = engines.len(),
+        "engines ready"
+    );
     let (plans, streams) = plan_streams(settings, &stop)?;
     let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
     let control = Control::new(stop);
@@ -203,8 +208,14 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
 
     // spare batch buffers: enough for every batch that can be in flight
     let in_flight = 4 * engines.len().max(1) + 4;
-    let input_pool = pool::BufferPool::<T>::new(in_flight);
-    let output_pool = pool::BufferPool::<T>::new(in_flight);
+    // batches live in the device's pinned memory when an engine has one (no staging copies)
+    // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
+    let pinned = match std::env::var("FFTD_PINNED_BATCHES").as_deref() {
+        Ok("0") => None,
+        _ => engines.iter().find_map(|e| e.pinned_memory()),
+    };
+    let input_pool = pool::BufferPool::<T>::new(in_flight, pinned.clone());
+    let output_pool = pool::BufferPool::<T>::new(in_flight, pinned);
 
     let written = std::thread::scope(|scope| {
         let control = &control;

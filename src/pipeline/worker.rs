@@ -5,7 +5,7 @@ use super::batcher::{Batch, FrameMeta};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
-use crate::fft::{Engine, Sample, TransformSpec};
+use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
 use crossbeam_channel::{Receiver, Sender};
 
 /// A transformed batch: `frames.len() * spec.bins()` output values.
@@ -13,7 +13,7 @@ pub struct Done<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
-    pub values: Vec<T>,
+    pub values: HostBuf<T>,
 }
 
 pub fn run_worker<T: Sample>(
@@ -29,10 +29,13 @@ pub fn run_worker<T: Sample>(
         if failed {
             continue;
         }
-        let mut values = output_pool.take(batch.frames.len() * batch.spec.bins());
+        let len = batch.frames.len() * batch.spec.bins();
+        let mut values = output_pool.take(len);
+        values.set_len_for_overwrite(len);
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
-        let result = span
-            .in_scope(|| engine.process(&batch.spec, &batch.data, batch.frames.len(), &mut values));
+        let result = span.in_scope(|| {
+            engine.transform(&batch.spec, &batch.data, batch.frames.len(), &mut values)
+        });
         match result {
             Ok(()) => {
                 input_pool.give(batch.data);

@@ -1,7 +1,7 @@
 //! OpenCL platforms and devices: one enumeration per process (guarded by a `OnceLock`, because
 //! PoCL 3.1 can return no devices when several threads enumerate at once), the text `fftd devices`
 //! prints, the choice of "the best device" for `--device gpu`, and the shared per-device state
-//! (context and program cache) that every OpenCL engine on that device uses.
+//! (context, program cache, pinned host memory) that every OpenCL engine on that device uses.
 
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
@@ -256,7 +256,9 @@ pub struct SharedDevice {
     pub info: DeviceInfo,
     pub device: Device,
     pub context: Context,
-    programs: Mutex<HashMap<String, Result<Arc<Program>, String>>>,
+    programs: Mutex<HashMap<String, Arc<OnceLock<ProgramResult>>>>,
+    /// Pinned host blocks handed out on this device (`super::pinned`).
+    pub(super) pinned: super::pinned::PinnedRegistry,
 }
 
 impl std::fmt::Debug for SharedDevice {
@@ -266,6 +268,8 @@ impl std::fmt::Debug for SharedDevice {
             .finish()
     }
 }
+
+type ProgramResult = Result<Arc<Program>, String>;
 
 type OpenDevices = Mutex<HashMap<(usize, usize), Arc<SharedDevice>>>;
 static OPEN: OnceLock<OpenDevices> = OnceLock::new();
@@ -292,13 +296,15 @@ impl SharedDevice {
             device: entry.device,
             context,
             programs: Mutex::new(HashMap::new()),
+            pinned: Default::default(),
         });
         map.insert(key, shared.clone());
         Ok(shared)
     }
 
     /// The program `name` built from `sources` with `options`, built once per device and cached
-    /// (failures too, so a bad kernel is not rebuilt for every batch).
+    /// (failures too, so a bad kernel is not rebuilt for every batch). Workers asking for the
+    /// same program at once wait for one build (a first NVIDIA build takes ~0.9 s).
     pub fn program(
         &self,
         name: &str,
@@ -306,15 +312,17 @@ impl SharedDevice {
         options: &str,
     ) -> Result<Arc<Program>, String> {
         let key = format!("{name} {options}");
-        {
-            let cache = self
-                .programs
-                .lock()
-                .map_err(|_| "program cache lock poisoned")?;
-            if let Some(p) = cache.get(&key) {
-                return p.clone();
-            }
-        }
+        let slot = self
+            .programs
+            .lock()
+            .map_err(|_| "program cache lock poisoned")?
+            .entry(key)
+            .or_default()
+            .clone();
+        slot.get_or_init(|| self.build(sources, options)).clone()
+    }
+
+    fn build(&self, sources: &[&str], options: &str) -> Result<Arc<Program>, String> {
         let t = std::time::Instant::now();
         // one concatenated string: opencl3's multi-source path crashed PoCL 3.1
         let source: String = sources.concat();
@@ -328,10 +336,6 @@ impl SharedDevice {
             ok = built.is_ok(),
             "built OpenCL program"
         );
-        let mut cache = self
-            .programs
-            .lock()
-            .map_err(|_| "program cache lock poisoned")?;
-        cache.entry(key).or_insert(built).clone()
+        built
     }
 }

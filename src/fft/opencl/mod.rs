@@ -1,6 +1,8 @@
 //! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
-//! into chunks of about 32 MiB that flow through pinned staging buffers and three queues (copy in,
-//! compute, copy out) so copies overlap the kernels.
+//! into chunks of about 8 MiB that flow through three queues (copy in, compute, copy out) so
+//! copies overlap the kernels. A batch in pinned memory of this device (`pinned`, what the
+//! pipeline uses) is copied by DMA straight from and into the caller's buffers; a batch in
+//! ordinary memory is staged through the engine's own pinned buffers, on several host threads.
 //!
 //! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
 //! (device, frame size, input kind, precision) with `-D` defines, built once per device and cached
@@ -21,17 +23,16 @@
 //! failure answers `EngineError::Device`.
 
 pub mod device;
+pub mod pinned;
 
-use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
+use super::host_memory::{PinnedAlloc, PinnedBlock};
+use super::{Engine, EngineError, InputKind, PinnedMemory, Sample, ScalePlan, TransformSpec};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
-use opencl3::memory::{
-    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE,
-    CL_MEM_WRITE_ONLY,
-};
+use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -68,7 +69,7 @@ pub struct OpenClOptions {
     /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
     /// `FFTD_OPENCL_DEFINES="..."`.
     pub extra_defines: String,
-    /// Input bytes per host-device pipeline chunk (default 32 MiB). `FFTD_OPENCL_CHUNK_BYTES=N`.
+    /// Input bytes per host-device pipeline chunk (default 8 MiB: measured best of 8..64 MiB on an H200, docs/perf.md). `FFTD_OPENCL_CHUNK_BYTES=N`.
     pub chunk_bytes: Option<usize>,
 }
 
@@ -98,6 +99,10 @@ pub struct BatchProfile {
     /// From the start of the first kernel to the end of the last one.
     pub kernel_ns: u64,
     pub read_ns: u64,
+    /// The input / output went by DMA straight from / into the caller's pinned memory (else
+    /// through the engine's staging buffers).
+    pub direct_in: bool,
+    pub direct_out: bool,
 }
 
 /// Work-group geometry of the local (one-kernel) path for one frame size.
@@ -415,6 +420,45 @@ impl<T: Sample> OpenClEngine<T> {
         self.last_profile
     }
 
+    /// The reference for host-to-host figures: bytes per second of one `bytes`-long copy between
+    /// this device's pinned host memory and a device buffer, (host to device, device to host),
+    /// from event profiling, median of `reps`.
+    pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
+        let len = (bytes / std::mem::size_of::<T>()).max(1);
+        let mut host: PinnedBlock<T> = pinned::DevicePinned(self.dev.clone()).alloc(len)?;
+        let mut device_buf = Grow::new();
+        let dev = ensure(&mut device_buf, &self.dev, CL_MEM_READ_WRITE, len)?;
+        let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
+        let (mut h2d, mut d2h) = (Vec::new(), Vec::new());
+        for _ in 0..reps.max(1) + 1 {
+            let w = unsafe {
+                self.copy_in
+                    .enqueue_write_buffer(dev, CL_NON_BLOCKING, 0, host.as_slice(), &[])
+            }
+            .map_err(|e| cl("write", e))?;
+            w.wait().map_err(|e| cl("write", e))?;
+            let r = unsafe {
+                self.copy_out
+                    .enqueue_read_buffer(dev, CL_NON_BLOCKING, 0, host.as_mut_slice(), &[])
+            }
+            .map_err(|e| cl("read", e))?;
+            r.wait().map_err(|e| cl("read", e))?;
+            h2d.push(span(&w) as f64);
+            d2h.push(span(&r) as f64);
+        }
+        let rate = |mut v: Vec<f64>| {
+            v.remove(0); // warm-up
+            v.sort_by(f64::total_cmp);
+            let ns = v[v.len() / 2];
+            if ns > 0.0 {
+                Ok((len * std::mem::size_of::<T>()) as f64 / (ns * 1e-9))
+            } else {
+                Err("no profiling times for the copies".to_string())
+            }
+        };
+        Ok((rate(h2d)?, rate(d2h)?))
+    }
+
     /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
     pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
         let n = spec.n;
@@ -588,7 +632,7 @@ impl<T: Sample> OpenClEngine<T> {
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        out: &mut Vec<T>,
+        out: &mut [T],
     ) -> Result<(), String> {
         let key = (spec.n, spec.kind, spec.window);
         if !self.plans.contains_key(&key) {
@@ -604,6 +648,13 @@ impl<T: Sample> OpenClEngine<T> {
         let chunks = frames.div_ceil(chunk);
         let nslots = chunks.min(SLOTS);
         let dev = self.dev.clone();
+        let input = &input[..frames * per_in];
+        let direct_in = dev
+            .pinned
+            .contains(input.as_ptr().cast(), std::mem::size_of_val(input));
+        let direct_out = dev
+            .pinned
+            .contains(out.as_ptr().cast(), std::mem::size_of_val(out));
         let OpenClEngine {
             queue,
             copy_in,
@@ -624,8 +675,15 @@ impl<T: Sample> OpenClEngine<T> {
         while slots.len() < nslots {
             slots.push(Slot::new());
         }
+        let staged = |direct: bool, len: usize| if direct { 0 } else { len };
         for slot in slots.iter_mut().take(nslots) {
-            slot.reserve(&dev, copy_in, chunk * per_in, chunk * bins)?;
+            slot.reserve(
+                &dev,
+                chunk * per_in,
+                chunk * bins,
+                staged(direct_in, chunk * per_in),
+                staged(direct_out, chunk * bins),
+            )?;
         }
         let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
         let mode: i32 = match scale.mode {
@@ -639,13 +697,16 @@ impl<T: Sample> OpenClEngine<T> {
             norm_interior: T::of_f64(scale.norm * scale.interior_factor),
         };
         let work = (work_a.buf.as_ref(), work_b.buf.as_ref());
-        out.clear();
-        out.reserve(frames * bins);
-        let mut profile = BatchProfile::default();
+        let mut profile = BatchProfile {
+            direct_in,
+            direct_out,
+            ..Default::default()
+        };
         let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
-        // Pipeline over `chunks` chunks in `nslots` rotating slots: the host copies chunk c into
-        // pinned memory while earlier chunks are being written, transformed and read back on
-        // three queues (copy in, compute, copy out) chained by events.
+        // Pipeline over `chunks` chunks in `nslots` rotating slots: while chunk c is being
+        // written, earlier chunks are being transformed and read back on three queues (copy in,
+        // compute, copy out) chained by events. Staged input is copied into the slot's pinned
+        // buffer first, staged output out of it once its read has finished.
         for c in 0..chunks + nslots {
             let s = c % nslots;
             slots[s].drain(out, &mut profile)?;
@@ -655,28 +716,23 @@ impl<T: Sample> OpenClEngine<T> {
             let slot = &mut slots[s];
             let f0 = c * chunk;
             let fc = chunk.min(frames - f0);
-            let (Some(pin_in), Some(pin_out), Some(dev_in), Some(dev_out)) = (
-                slot.pin_in.as_mut(),
-                slot.pin_out.as_mut(),
-                slot.dev_in.buf.as_mut(),
-                slot.dev_out.buf.as_ref(),
-            ) else {
-                return Err("staging buffers missing".into());
+            let (Some(dev_in), Some(dev_out)) =
+                (slot.dev_in.buf.as_mut(), slot.dev_out.buf.as_ref())
+            else {
+                return Err("device buffers missing".into());
             };
-            par_copy(
-                &mut pin_in.slice_mut()[..fc * per_in],
-                &input[f0 * per_in..(f0 + fc) * per_in],
-            );
-            let write = unsafe {
-                copy_in.enqueue_write_buffer(
-                    dev_in,
-                    CL_NON_BLOCKING,
-                    0,
-                    &pin_in.slice_mut()[..fc * per_in],
-                    &[],
-                )
-            }
-            .map_err(|e| cl("write", e))?;
+            let src = &input[f0 * per_in..(f0 + fc) * per_in];
+            let src = match slot.pin_in.as_mut() {
+                Some(pin) if !direct_in => {
+                    let staging = &mut pin.as_mut_slice()[..src.len()];
+                    par_copy(staging, src);
+                    &*staging
+                }
+                _ => src,
+            };
+            let write =
+                unsafe { copy_in.enqueue_write_buffer(dev_in, CL_NON_BLOCKING, 0, src, &[]) }
+                    .map_err(|e| cl("write", e))?;
             let kernels = enqueue_kernels(
                 plan,
                 queue,
@@ -693,21 +749,20 @@ impl<T: Sample> OpenClEngine<T> {
                 .last()
                 .map(|e| e.get())
                 .ok_or_else(|| "no kernel launched".to_string())?;
-            let read = unsafe {
-                copy_out.enqueue_read_buffer(
-                    dev_out,
-                    CL_NON_BLOCKING,
-                    0,
-                    &mut pin_out.slice_mut()[..fc * bins],
-                    &[last],
-                )
-            }
-            .map_err(|e| cl("read", e))?;
+            let dst = match slot.pin_out.as_mut() {
+                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * bins],
+                _ => &mut out[f0 * bins..(f0 + fc) * bins],
+            };
+            let read =
+                unsafe { copy_out.enqueue_read_buffer(dev_out, CL_NON_BLOCKING, 0, dst, &[last]) }
+                    .map_err(|e| cl("read", e))?;
             for q in [&*copy_in, &*queue, &*copy_out] {
                 q.flush().map_err(|e| cl("flush", e))?;
             }
             slot.pending = Some(Pending {
+                out_at: f0 * bins,
                 len: fc * bins,
+                staged_out: !direct_out,
                 write,
                 kernels,
                 read,
@@ -729,7 +784,7 @@ struct ScaleArgs<T> {
 /// Slots of the host-device pipeline (chunks in flight at once).
 const SLOTS: usize = 3;
 /// Input bytes per pipeline chunk, about.
-const CHUNK_BYTES: usize = 32 << 20;
+const CHUNK_BYTES: usize = 8 << 20;
 
 /// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
 fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
@@ -764,105 +819,23 @@ fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     });
 }
 
-/// `out.extend_from_slice(src)`, on several threads for large copies (no zero-fill first).
-fn par_extend<T: Copy + Send + Sync>(out: &mut Vec<T>, src: &[T]) {
-    let threads = copy_threads(std::mem::size_of_val(src));
-    if threads == 1 {
-        out.extend_from_slice(src);
-        return;
-    }
-    out.reserve(src.len());
-    let spare = &mut out.spare_capacity_mut()[..src.len()];
-    let part = src.len().div_ceil(threads);
-    std::thread::scope(|sc| {
-        for (d, s) in spare.chunks_mut(part).zip(src.chunks(part)) {
-            sc.spawn(move || {
-                for (dv, sv) in d.iter_mut().zip(s) {
-                    dv.write(*sv);
-                }
-            });
-        }
-    });
-    // SAFETY: the scope above initialised the first src.len() spare values.
-    unsafe { out.set_len(out.len() + src.len()) };
-}
-
-/// Host memory the device can copy at full speed: an `CL_MEM_ALLOC_HOST_PTR` buffer mapped once
-/// for the engine's lifetime.
-struct Pinned<T> {
-    buf: Buffer<T>,
-    ptr: *mut T,
-    len: usize,
-}
-
-// The mapping belongs to this engine alone; the pointer is only used by its thread.
-unsafe impl<T: Send> Send for Pinned<T> {}
-
-impl<T> Pinned<T> {
-    fn new(dev: &SharedDevice, q: &CommandQueue, len: usize) -> Result<Self, String> {
-        let len = len.max(1);
-        let buf = unsafe {
-            Buffer::<T>::create(
-                &dev.context,
-                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-                len,
-                std::ptr::null_mut(),
-            )
-        }
-        .map_err(|e| format!("cannot allocate {len} pinned values: {e}"))?;
-        let mut ptr: opencl3::types::cl_mem = std::ptr::null_mut();
-        unsafe {
-            q.enqueue_map_buffer(
-                &buf,
-                CL_BLOCKING,
-                CL_MAP_READ | CL_MAP_WRITE,
-                0,
-                len * std::mem::size_of::<T>(),
-                &mut ptr,
-                &[],
-            )
-        }
-        .map_err(|e| format!("cannot map pinned memory: {e}"))?;
-        if ptr.is_null() {
-            return Err("mapping pinned memory returned null".into());
-        }
-        Ok(Pinned {
-            buf,
-            ptr: ptr as *mut T,
-            len,
-        })
-    }
-
-    fn slice_mut(&mut self) -> &mut [T] {
-        // SAFETY: ptr maps `len` values of this buffer until `unmap`; &mut self guarantees
-        // exclusive access, and the device only touches it between enqueue and event wait,
-        // which `Slot::drain` orders.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-
-    fn unmap(&self, q: &CommandQueue) {
-        let _ = unsafe {
-            q.enqueue_unmap_mem_object(
-                opencl3::memory::ClMem::get(&self.buf),
-                self.ptr as *mut std::ffi::c_void,
-                &[],
-            )
-        };
-    }
-}
-
 /// The commands of one chunk in flight.
 struct Pending {
+    /// Where the chunk's output goes in the caller's buffer, and how many values.
+    out_at: usize,
     len: usize,
+    /// Output read into the slot's pinned buffer (to be copied to the caller's on drain).
+    staged_out: bool,
     write: Event,
     kernels: Vec<Event>,
     read: Event,
 }
 
-/// One pipeline slot: pinned staging and device buffers for one chunk.
+/// One pipeline slot: device buffers for one chunk, and pinned staging buffers for callers
+/// whose memory is not pinned.
 struct Slot<T> {
-    pin_in: Option<Pinned<T>>,
-    pin_out: Option<Pinned<T>>,
+    pin_in: Option<PinnedBlock<T>>,
+    pin_out: Option<PinnedBlock<T>>,
     dev_in: Grow<T>,
     dev_out: Grow<T>,
     pending: Option<Pending>,
@@ -875,7 +848,7 @@ fn span(e: &Event) -> u64 {
     }
 }
 
-impl<T: Copy + Send + Sync> Slot<T> {
+impl<T: Sample> Slot<T> {
     fn new() -> Self {
         Slot {
             pin_in: None,
@@ -886,43 +859,45 @@ impl<T: Copy + Send + Sync> Slot<T> {
         }
     }
 
-    /// Makes room for `n_in` input and `n_out` output values.
+    /// Makes room for `n_in` input and `n_out` output values on the device and for `stage_in` /
+    /// `stage_out` values in pinned staging memory (0: not staged).
     fn reserve(
         &mut self,
-        dev: &SharedDevice,
-        q: &CommandQueue,
+        dev: &Arc<SharedDevice>,
         n_in: usize,
         n_out: usize,
+        stage_in: usize,
+        stage_out: usize,
     ) -> Result<(), String> {
-        if self.pin_in.as_ref().is_none_or(|p| p.len < n_in) {
-            if let Some(p) = self.pin_in.take() {
-                p.unmap(q);
+        let alloc = pinned::DevicePinned(dev.clone());
+        for (pin, len) in [(&mut self.pin_in, stage_in), (&mut self.pin_out, stage_out)] {
+            if len > 0 && pin.as_ref().is_none_or(|p| p.len() < len) {
+                *pin = None;
+                *pin = Some(alloc.alloc(len)?);
             }
-            self.pin_in = Some(Pinned::new(dev, q, n_in)?);
-        }
-        if self.pin_out.as_ref().is_none_or(|p| p.len < n_out) {
-            if let Some(p) = self.pin_out.take() {
-                p.unmap(q);
-            }
-            self.pin_out = Some(Pinned::new(dev, q, n_out)?);
         }
         ensure(&mut self.dev_in, dev, CL_MEM_READ_ONLY, n_in)?;
         ensure(&mut self.dev_out, dev, CL_MEM_WRITE_ONLY, n_out)?;
         Ok(())
     }
 
-    /// Waits for the chunk in flight (if any), appends its output to `out` and adds its device
-    /// times to `profile`.
-    fn drain(&mut self, out: &mut Vec<T>, profile: &mut BatchProfile) -> Result<(), String> {
+    /// Waits for the chunk in flight (if any), copies staged output to its place in `out` and
+    /// adds its device times to `profile`.
+    fn drain(&mut self, out: &mut [T], profile: &mut BatchProfile) -> Result<(), String> {
         let Some(p) = self.pending.take() else {
             return Ok(());
         };
         p.read.wait().map_err(|e| format!("read: {e}"))?;
-        let pin = self
-            .pin_out
-            .as_mut()
-            .ok_or_else(|| "pinned output missing".to_string())?;
-        par_extend(out, &pin.slice_mut()[..p.len]);
+        if p.staged_out {
+            let pin = self
+                .pin_out
+                .as_ref()
+                .ok_or_else(|| "pinned output missing".to_string())?;
+            par_copy(
+                &mut out[p.out_at..p.out_at + p.len],
+                &pin.as_slice()[..p.len],
+            );
+        }
         profile.write_ns += span(&p.write);
         profile.read_ns += span(&p.read);
         if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
@@ -1121,13 +1096,8 @@ impl<T: Sample> OpenClEngine<T> {
 
 impl<T: Sample> Drop for OpenClEngine<T> {
     fn drop(&mut self) {
+        // nothing may still read or write staging memory when the slots unmap it
         self.abandon();
-        for s in &self.slots {
-            for p in [&s.pin_in, &s.pin_out].into_iter().flatten() {
-                p.unmap(&self.copy_in);
-            }
-        }
-        let _ = self.copy_in.finish();
     }
 }
 
@@ -1136,26 +1106,15 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         format!("opencl:{}", self.dev.info.name)
     }
 
-    fn process(
+    fn transform(
         &mut self,
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        out: &mut Vec<T>,
+        out: &mut [T],
     ) -> Result<(), EngineError> {
         self.supports(spec)?;
-        if input.len() < frames * spec.values_per_frame() {
-            return Err(EngineError::Unsupported {
-                engine: "opencl",
-                what: format!(
-                    "batch holds {} values, {} frames of {} need {}",
-                    input.len(),
-                    frames,
-                    spec.values_per_frame(),
-                    frames * spec.values_per_frame()
-                ),
-            });
-        }
+        super::check_batch("opencl", spec, input.len(), frames, out.len())?;
         if let Some(k) = self.options.fault_after_batches {
             if self.batches >= k {
                 return Err(dev_err(format!(
@@ -1164,7 +1123,6 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
             }
         }
         if frames == 0 {
-            out.clear();
             return Ok(());
         }
         match self.run(spec, input, frames, out) {
@@ -1178,5 +1136,9 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
                 Err(dev_err(e))
             }
         }
+    }
+
+    fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
+        Some(Arc::new(pinned::DevicePinned(self.dev.clone())))
     }
 }
