@@ -9,7 +9,7 @@
 // memory but M do): the data stay in registers and each exchange goes through one M-real local
 // buffer twice, real parts then imaginary parts (dft_rR, put_rR, get_rR).
 // Defines: M, TPF, TABN (resolution of the twiddle table tw[t] = exp(-2 pi i t/TABN), a multiple
-// of M), TW_TABLE_ALL (optional, see stockham_local.cl).
+// of M), TW_TABLE_ALL and TW_SINCOS (optional twiddle sources, see below).
 
 #define PADI(i) ((i) + ((i) >> 5))
 
@@ -86,6 +86,24 @@
         }                                                                                          \
     }
 
+// The first twiddle of a butterfly: from the table (default), or computed with native_cos /
+// native_sin (-D TW_SINCOS; sincos in f64), measured against each other in docs/perf.md.
+#ifdef TW_SINCOS
+inline real2 tw_sincos(uint i) {
+    real_t a = R(-6.28318530717958647692) * (real_t)i / (real_t)TABN;
+#ifdef USE_DOUBLE
+    real_t c;
+    real_t s = sincos(a, &c);
+    return (real2)(c, s);
+#else
+    return (real2)(native_cos(a), native_sin(a));
+#endif
+}
+#define TW_FIRST(step) tw_sincos(step)
+#else
+#define TW_FIRST(step) tw[step]
+#endif
+
 #ifdef TW_TABLE_ALL
 #define TWIDDLE(vv, RR, step)                                                                      \
     for (uint r = 1; r < RR; r++) {                                                                \
@@ -94,7 +112,7 @@
 #else
 #define TWIDDLE(vv, RR, step)                                                                      \
     {                                                                                              \
-        real2 w1 = tw[step], w = w1;                                                               \
+        real2 w1 = TW_FIRST(step), w = w1;                                                         \
         for (uint r = 1; r < RR; r++) {                                                            \
             vv[r] = cmul(vv[r], w);                                                                \
             w = cmul(w, w1);                                                                       \

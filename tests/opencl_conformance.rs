@@ -115,6 +115,20 @@ fn f32_all_sizes_multipass_path() {
 }
 
 #[test]
+fn twiddle_sources_table_all_and_sincos() {
+    // the opt-in twiddle sources measured in docs/perf.md: every power from the table, and the
+    // first twiddle computed with native_cos/native_sin (sincos in f64)
+    for defines in ["-D TW_TABLE_ALL", "-D TW_SINCOS"] {
+        let options = OpenClOptions {
+            extra_defines: defines.into(),
+            ..Default::default()
+        };
+        sweep::<f32>(options.clone(), 14);
+        sweep::<f64>(options, 12);
+    }
+}
+
+#[test]
 fn split_exchange_path() {
     // 20 KiB: frames of 4096 (f32) / 2048 (f64) complex points no longer fit twice, but once
     let options = OpenClOptions {

@@ -1,5 +1,5 @@
 //! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
-//! into chunks of about 8 MiB that flow through three queues (copy in, compute, copy out) so
+//! into chunks of 8-32 MiB that flow through three queues (copy in, compute, copy out) so
 //! copies overlap the kernels. A batch in pinned memory of this device (`pinned`, what the
 //! pipeline uses) is copied by DMA straight from and into the caller's buffers; a batch in
 //! ordinary memory is staged through the engine's own pinned buffers, on several host threads.
@@ -69,7 +69,8 @@ pub struct OpenClOptions {
     /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
     /// `FFTD_OPENCL_DEFINES="..."`.
     pub extra_defines: String,
-    /// Input bytes per host-device pipeline chunk (default 8 MiB: measured best of 8..64 MiB on an H200, docs/perf.md). `FFTD_OPENCL_CHUNK_BYTES=N`.
+    /// Input bytes per host-device pipeline chunk (default: 8 MiB for pinned batches, 32 MiB
+    /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N`.
     pub chunk_bytes: Option<usize>,
 }
 
@@ -643,10 +644,6 @@ impl<T: Sample> OpenClEngine<T> {
         let m = if real { spec.n / 2 } else { spec.n };
         let per_in = spec.values_per_frame();
         let bins = spec.bins();
-        let chunk_bytes = self.options.chunk_bytes.unwrap_or(CHUNK_BYTES);
-        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
-        let chunks = frames.div_ceil(chunk);
-        let nslots = chunks.min(SLOTS);
         let dev = self.dev.clone();
         let input = &input[..frames * per_in];
         let direct_in = dev
@@ -655,6 +652,17 @@ impl<T: Sample> OpenClEngine<T> {
         let direct_out = dev
             .pinned
             .contains(out.as_ptr().cast(), std::mem::size_of_val(out));
+        let chunk_bytes = self
+            .options
+            .chunk_bytes
+            .unwrap_or(if direct_in && direct_out {
+                CHUNK_BYTES
+            } else {
+                STAGED_CHUNK_BYTES
+            });
+        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
+        let chunks = frames.div_ceil(chunk);
+        let nslots = chunks.min(SLOTS);
         let OpenClEngine {
             queue,
             copy_in,
@@ -783,8 +791,12 @@ struct ScaleArgs<T> {
 
 /// Slots of the host-device pipeline (chunks in flight at once).
 const SLOTS: usize = 3;
-/// Input bytes per pipeline chunk, about.
+/// Input bytes per pipeline chunk, about, for batches in pinned memory (copied by DMA alone):
+/// on an H200 8 MiB gave 90 % of the PCIe copy rate, 32 MiB 80 %, 64 MiB 79 % (docs/perf.md).
 const CHUNK_BYTES: usize = 8 << 20;
+/// The same for staged batches, whose host copies run on more threads in larger chunks
+/// (32 MiB: 9.5-16 GB/s of input vs 7.6-9.5 GB/s with 8 MiB chunks).
+const STAGED_CHUNK_BYTES: usize = 32 << 20;
 
 /// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
 fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
