@@ -201,6 +201,35 @@ fn f32_fourstep_path() {
 }
 
 #[test]
+fn fourstep_blocks_cover_every_frame() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    // 4096 complex pairs per frame take the four-step path under a 16 KiB local-memory limit;
+    // blocks of 3 frames (3 * 4096 pairs * 8 bytes) give blocks of 3, 3 and 1 for 7 frames
+    let mut gpu = OpenClEngine::<f32>::new(
+        dev,
+        OpenClOptions {
+            local_mem_limit: Some(16 << 10),
+            fourstep_block_bytes: Some(3 * 4096 * 8),
+            ..Default::default()
+        },
+    )
+    .expect("engine");
+    let mut cpu = CpuEngine::<f32>::new();
+    for (n, kind) in [(4096, InputKind::Complex), (8192, InputKind::Real)] {
+        for frames in [7, 3, 1] {
+            check(
+                &mut gpu,
+                &mut cpu,
+                &spec(n, kind, WindowKind::Hann, Scale::Magnitude),
+                frames,
+            );
+        }
+    }
+}
+
+#[test]
 fn f64_fourstep_path() {
     sweep::<f64>(
         OpenClOptions {
@@ -310,17 +339,23 @@ fn unsupported_sizes_are_reported_not_failed() {
     ));
 }
 
+/// An engine with 4 KiB host-device chunks, so small batches still run through every pipeline
+/// slot several times.
+fn small_chunk_engine(dev: &'static fftd::fft::opencl::device::DeviceEntry) -> OpenClEngine<f32> {
+    let options = OpenClOptions {
+        chunk_bytes: Some(4096),
+        ..Default::default()
+    };
+    OpenClEngine::<f32>::new(dev, options).expect("engine")
+}
+
 #[test]
 fn pipelined_chunks_keep_every_frame_in_order() {
     let Some(dev) = common::test_device() else {
         return;
     };
-    // 4 KiB chunks: 4 frames of 256 f32 per chunk, 17 chunks through the 3 pipeline slots
-    let options = OpenClOptions {
-        chunk_bytes: Some(4096),
-        ..Default::default()
-    };
-    let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+    // 4 frames of 256 f32 per chunk: 17 chunks through the 3 pipeline slots
+    let mut gpu = small_chunk_engine(dev);
     let mut cpu = CpuEngine::<f32>::new();
     for frames in [67, 1, 5] {
         check(
@@ -351,12 +386,7 @@ fn pinned_batches_go_by_dma_and_equal_staged_ones() {
     let Some(dev) = common::test_device() else {
         return;
     };
-    // 4 KiB chunks: 17 chunks through the 3 pipeline slots
-    let options = OpenClOptions {
-        chunk_bytes: Some(4096),
-        ..Default::default()
-    };
-    let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+    let mut gpu = small_chunk_engine(dev);
     let mut cpu = CpuEngine::<f32>::new();
     let pinned = gpu
         .pinned_memory()
