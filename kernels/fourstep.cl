@@ -11,10 +11,6 @@
 // column index fastest across work-items, so global reads and writes are runs of FPB pairs.
 // STAGE 2 puts FPB adjacent rows in a group; its reads are contiguous rows and its writes runs of
 // FPB values.
-// Blocking: the host may run a batch as blocks of frames, columns then rows for each block, so
-// a block's intermediate (tmp, z) stays in the device's L2 cache between the two kernels. Frame
-// f of the batch is block frame f - frame0; `in` and `out` are indexed by batch frame, `tmp` and
-// `z` by block frame.
 // Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
 // MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, USE_DOUBLE.
 
@@ -24,24 +20,23 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_columns(__global const real_t *restrict in, __global const real_t *restrict win,
                       __global const real2 *restrict tw, __global real2 *restrict tmp,
-                      uint frames, uint frame0) {
+                      uint frames) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
     const uint groups_per_frame = M2 / FPB;
-    const uint frame = get_group_id(0) / groups_per_frame; // in the block
+    const uint frame = get_group_id(0) / groups_per_frame;
     const uint n2_0 = (get_group_id(0) % groups_per_frame) * FPB;
     // column fastest: consecutive work-items read consecutive pairs
     const uint fl = lid % FPB, t = lid / FPB;
     const uint base = fl * M;
     const size_t fo = (size_t)frame * MT;
-    const size_t fin = (size_t)(frame0 + frame) * MT;
     real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
     for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
         uint j = t + b * TPF;
         for (uint r = 0; r < MAIN_RADIX; r++) {
             uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
-            real2 x = vload2(fin + p, in);
+            real2 x = vload2(fo + p, in);
 #if REAL_INPUT
             v[b][r] = x * vload2(p, win);
 #else
@@ -84,7 +79,7 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
                    __global real2 *restrict z, __global real_t *restrict out, uint frames,
-                   int scale_mode, real_t norm_edge, real_t norm_interior, uint frame0) {
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -130,8 +125,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
         z[fo + k] = (real2)(sre[a], sim[a]);
 #else
         real_t p = sre[a] * sre[a] + sim[a] * sim[a];
-        out[(size_t)(frame0 + frame) * MT + k] =
-            finish_bin(p, k == 0, scale_mode, norm_edge, norm_interior);
+        out[fo + k] = finish_bin(p, k == 0, scale_mode, norm_edge, norm_interior);
 #endif
     }
 }

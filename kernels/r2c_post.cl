@@ -1,8 +1,7 @@
 // r2c_post.cl: last step of the multi-pass path. Reads the complex spectrum Z (M values per frame)
 // and writes BINS finished values per frame: for real input the half-length packing is undone
 // (X_k from Z_k and Z_{M-k}, k = 0..M), then |X|^2 and the output scale (common.cl: finish_bin).
-// Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked. `z` holds the
-// `frames` frames of one block, written to `out` from frame `frame0` on (four-step blocking).
+// Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked.
 //
 // Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl).
 
@@ -13,7 +12,7 @@
 #endif
 
 __kernel void post(__global const real2 *restrict z, __global real_t *restrict out, uint frames,
-                   int scale_mode, real_t norm_edge, real_t norm_interior, uint frame0) {
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
     const size_t g = get_global_id(0);
     if (g >= (size_t)frames * POST_BINS) {
         return;
@@ -30,5 +29,5 @@ __kernel void post(__global const real2 *restrict z, __global real_t *restrict o
     real_t p = v.x * v.x + v.y * v.y;
     int edge = (k == 0);
 #endif
-    out[(size_t)frame0 * POST_BINS + g] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+    out[g] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
 }

@@ -201,35 +201,6 @@ fn f32_fourstep_path() {
 }
 
 #[test]
-fn fourstep_blocks_cover_every_frame() {
-    let Some(dev) = common::test_device() else {
-        return;
-    };
-    // 4096 complex pairs per frame take the four-step path under a 16 KiB local-memory limit;
-    // blocks of 3 frames (3 * 4096 pairs * 8 bytes) give blocks of 3, 3 and 1 for 7 frames
-    let mut gpu = OpenClEngine::<f32>::new(
-        dev,
-        OpenClOptions {
-            local_mem_limit: Some(16 << 10),
-            fourstep_block_bytes: Some(3 * 4096 * 8),
-            ..Default::default()
-        },
-    )
-    .expect("engine");
-    let mut cpu = CpuEngine::<f32>::new();
-    for (n, kind) in [(4096, InputKind::Complex), (8192, InputKind::Real)] {
-        for frames in [7, 3, 1] {
-            check(
-                &mut gpu,
-                &mut cpu,
-                &spec(n, kind, WindowKind::Hann, Scale::Magnitude),
-                frames,
-            );
-        }
-    }
-}
-
-#[test]
 fn f64_fourstep_path() {
     sweep::<f64>(
         OpenClOptions {

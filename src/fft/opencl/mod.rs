@@ -69,10 +69,6 @@ pub struct OpenClOptions {
     /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
     /// `FFTD_OPENCL_DEFINES="..."`.
     pub extra_defines: String,
-    /// Four-step path: intermediate bytes per block of frames run columns-then-rows, so the
-    /// block stays in the device's L2 cache between the two kernels (0: the whole chunk as one
-    /// block). `FFTD_OPENCL_FOURSTEP_BLOCK_BYTES=N`.
-    pub fourstep_block_bytes: Option<usize>,
     /// Input bytes per host-device pipeline chunk (default: 8 MiB for pinned batches, 32 MiB
     /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N`.
     pub chunk_bytes: Option<usize>,
@@ -93,7 +89,6 @@ impl OpenClOptions {
             target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
             extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
             chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
-            fourstep_block_bytes: num("FFTD_OPENCL_FOURSTEP_BLOCK_BYTES").map(|v| v as usize),
         }
     }
 }
@@ -668,10 +663,6 @@ impl<T: Sample> OpenClEngine<T> {
         let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
         let chunks = frames.div_ceil(chunk);
         let nslots = chunks.min(SLOTS);
-        let block_bytes = self
-            .options
-            .fourstep_block_bytes
-            .unwrap_or(FOURSTEP_BLOCK_BYTES);
         let OpenClEngine {
             queue,
             copy_in,
@@ -685,15 +676,9 @@ impl<T: Sample> OpenClEngine<T> {
         let plan = plans
             .get_mut(&key)
             .ok_or_else(|| "plan missing".to_string())?;
-        let block = match plan.path {
-            Path::FourStep { .. } => {
-                fourstep_block_frames(block_bytes, m, std::mem::size_of::<T>()).min(chunk)
-            }
-            _ => chunk,
-        };
         if !matches!(plan.path, Path::Local { .. }) {
-            ensure(work_a, &dev, CL_MEM_READ_WRITE, 2 * m * block)?;
-            ensure(work_b, &dev, CL_MEM_READ_WRITE, 2 * m * block)?;
+            ensure(work_a, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
+            ensure(work_b, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
         }
         while slots.len() < nslots {
             slots.push(Slot::new());
@@ -762,8 +747,9 @@ impl<T: Sample> OpenClEngine<T> {
                 dev_in,
                 dev_out,
                 work,
-                (fc, block),
-                (m, bins),
+                fc,
+                m,
+                fc * bins,
                 args,
                 &[write.get()],
             )?;
@@ -811,17 +797,6 @@ const CHUNK_BYTES: usize = 8 << 20;
 /// The same for staged batches, whose host copies run on more threads in larger chunks
 /// (32 MiB: 9.5-16 GB/s of input vs 7.6-9.5 GB/s with 8 MiB chunks).
 const STAGED_CHUNK_BYTES: usize = 32 << 20;
-
-/// Four-step path: intermediate bytes per block of frames (see `OpenClOptions`).
-const FOURSTEP_BLOCK_BYTES: usize = 16 << 20;
-
-/// Frames per four-step block: `block_bytes` of complex intermediate (0: unlimited).
-fn fourstep_block_frames(block_bytes: usize, m: usize, real_bytes: usize) -> usize {
-    match block_bytes {
-        0 => usize::MAX,
-        b => (b / (2 * m * real_bytes).max(1)).max(1),
-    }
-}
 
 /// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
 fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
@@ -947,7 +922,7 @@ impl<T: Sample> Slot<T> {
 }
 
 /// Enqueues the transform of `frames` frames from `inb` to `outb` on `q`, the first kernel
-/// waiting for `wait` (four-step: in blocks of `block` frames). Returns the kernels' events.
+/// waiting for `wait`. Returns the kernels' events.
 #[allow(clippy::too_many_arguments)]
 fn enqueue_kernels<T: Sample>(
     plan: &mut Plan<T>,
@@ -955,14 +930,14 @@ fn enqueue_kernels<T: Sample>(
     inb: &Buffer<T>,
     outb: &Buffer<T>,
     work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
-    (frames, block): (usize, usize),
-    (m, bins): (usize, usize),
+    frames: usize,
+    m: usize,
+    n_out: usize,
     args: ScaleArgs<T>,
     wait: &[opencl3::types::cl_event],
 ) -> Result<Vec<Event>, String> {
     let frames_u32 =
         u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
-    let zero = 0u32;
     let ScaleArgs {
         mode,
         norm_edge,
@@ -1013,49 +988,53 @@ fn enqueue_kernels<T: Sample>(
                 _ => return Err("twiddle tables missing".into()),
             };
             let (m1, m2) = (g1.m, g2.m);
-            let (wg1, wg2) = (g1.tpf * g1.fpb, g2.tpf * g2.fpb);
-            // blocks of frames, columns then rows (then post) each: a block's intermediate in
-            // `a` (and `b`) is still in L2 when the next kernel reads it
-            for f0 in (0..frames).step_by(block.max(1)) {
-                let fb = block.min(frames - f0);
-                let (fb_u32, f0_u32) = (fb as u32, f0 as u32);
-                let first = kernels.is_empty();
+            let wg1 = g1.tpf * g1.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(columns)
+                    .set_event_wait_list(wait)
+                    .set_arg(inb)
+                    .set_arg(&plan.window)
+                    .set_arg(t1)
+                    .set_arg(a)
+                    .set_arg(&frames_u32)
+                    .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
+                    .set_local_work_size(wg1)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_columns launch", e))?;
+            kernels.push(ev);
+            let wg2 = g2.tpf * g2.fpb;
+            let ev = unsafe {
+                ExecuteKernel::new(rows)
+                    .set_arg(a)
+                    .set_arg(t2)
+                    .set_arg(b)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
+                    .set_local_work_size(wg2)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("fourstep_rows launch", e))?;
+            kernels.push(ev);
+            if let Some(post) = post {
                 let ev = unsafe {
-                    ExecuteKernel::new(columns)
-                        .set_event_wait_list(if first { wait } else { &[] })
-                        .set_arg(inb)
-                        .set_arg(&plan.window)
-                        .set_arg(t1)
-                        .set_arg(a)
-                        .set_arg(&fb_u32)
-                        .set_arg(&f0_u32)
-                        .set_global_work_size(fb * (m2 / g1.fpb) * wg1)
-                        .set_local_work_size(wg1)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("fourstep_columns launch", e))?;
-                kernels.push(ev);
-                let ev = unsafe {
-                    ExecuteKernel::new(rows)
-                        .set_arg(a)
-                        .set_arg(t2)
+                    ExecuteKernel::new(post)
                         .set_arg(b)
                         .set_arg(outb)
-                        .set_arg(&fb_u32)
+                        .set_arg(&frames_u32)
                         .set_arg(&mode)
                         .set_arg(&norm_edge)
                         .set_arg(&norm_interior)
-                        .set_arg(&f0_u32)
-                        .set_global_work_size(fb * (m1 / g2.fpb) * wg2)
-                        .set_local_work_size(wg2)
+                        .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+                        .set_local_work_size(GLOBAL_WG)
                         .enqueue_nd_range(q)
                 }
-                .map_err(|e| cl("fourstep_rows launch", e))?;
+                .map_err(|e| cl("post launch", e))?;
                 kernels.push(ev);
-                if let Some(post) = post {
-                    let ev = enqueue_post(post, q, b, outb, (fb_u32, f0_u32), fb * bins, args)?;
-                    kernels.push(ev);
-                }
             }
         }
         Path::Global { pack, passes, post } => {
@@ -1095,38 +1074,23 @@ fn enqueue_kernels<T: Sample>(
                 ns *= *r as u32;
                 std::mem::swap(&mut src, &mut dst);
             }
-            let ev = enqueue_post(post, q, src, outb, (frames_u32, zero), frames * bins, args)?;
+            let ev = unsafe {
+                ExecuteKernel::new(post)
+                    .set_arg(src)
+                    .set_arg(outb)
+                    .set_arg(&frames_u32)
+                    .set_arg(&mode)
+                    .set_arg(&norm_edge)
+                    .set_arg(&norm_interior)
+                    .set_global_work_size(round(n_out))
+                    .set_local_work_size(GLOBAL_WG)
+                    .enqueue_nd_range(q)
+            }
+            .map_err(|e| cl("post launch", e))?;
             kernels.push(ev);
         }
     }
     Ok(kernels)
-}
-
-/// Enqueues `post` (r2c_post.cl) over the `frames` frames in `z`, writing `n_out` values into
-/// `out` from frame `frame0` on.
-fn enqueue_post<T: Sample>(
-    post: &mut Kernel,
-    q: &CommandQueue,
-    z: &Buffer<T>,
-    out: &Buffer<T>,
-    (frames, frame0): (u32, u32),
-    n_out: usize,
-    args: ScaleArgs<T>,
-) -> Result<Event, String> {
-    unsafe {
-        ExecuteKernel::new(post)
-            .set_arg(z)
-            .set_arg(out)
-            .set_arg(&frames)
-            .set_arg(&args.mode)
-            .set_arg(&args.norm_edge)
-            .set_arg(&args.norm_interior)
-            .set_arg(&frame0)
-            .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
-            .set_local_work_size(GLOBAL_WG)
-            .enqueue_nd_range(q)
-    }
-    .map_err(|e| format!("post launch: {e}"))
 }
 
 impl<T: Sample> OpenClEngine<T> {
