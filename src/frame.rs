@@ -169,9 +169,15 @@ impl<T: Sample> Framer<T> {
         self.total
     }
 
+    /// A frame of `values`, zero-padded to `n` samples.
     fn make_frame(&mut self, n: usize, start: u64, values: &[T]) -> Frame<T> {
         let mut data = Vec::with_capacity(n * self.width);
         data.extend_from_slice(values);
+        self.frame_of(n, start, data)
+    }
+
+    /// The next frame, holding `data` (zero-padded to `n` samples).
+    fn frame_of(&mut self, n: usize, start: u64, mut data: Vec<T>) -> Frame<T> {
         data.resize(n * self.width, T::zero());
         let frame = Frame {
             stream: self.stream,
@@ -222,10 +228,19 @@ impl<T: Sample> Framer<T> {
             values = &values[take..];
             if self.buf.len() == n * w {
                 let start = self.next_start;
-                let buf = std::mem::take(&mut self.buf);
-                let frame = self.make_frame(n, start, &buf);
-                self.buf = buf;
-                self.advance();
+                let frame = if self.hop >= n {
+                    // no overlap with the next frame: hand the buffer itself on
+                    let data = std::mem::replace(&mut self.buf, Vec::with_capacity(n * w));
+                    self.skip = (self.hop - n) as u64;
+                    self.next_start += n as u64;
+                    self.frame_of(n, start, data)
+                } else {
+                    let buf = std::mem::take(&mut self.buf);
+                    let frame = self.make_frame(n, start, &buf);
+                    self.buf = buf;
+                    self.advance();
+                    frame
+                };
                 if !emit(frame) {
                     return Ok(false);
                 }

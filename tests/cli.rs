@@ -727,6 +727,14 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     f64wav[28..32].copy_from_slice(&(8000u32 * 8).to_le_bytes());
     std::fs::write(d.join("f64.wav"), f64wav).expect("write");
     std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
+    // raw f32 with one NaN in its second read block and one inf in its first
+    let raw_with = |at: usize, v: f32| -> Vec<u8> {
+        (0..40_000)
+            .flat_map(|i| if i == at { v } else { 0.5f32 }.to_le_bytes())
+            .collect()
+    };
+    std::fs::write(d.join("nan.f32"), raw_with(20_000, f32::NAN)).expect("write");
+    std::fs::write(d.join("inf.f32"), raw_with(3, f32::INFINITY)).expect("write");
     std::fs::write(d.join("badkey.toml"), "frame = 64\nwindoww = \"hann\"\n").expect("write");
     std::fs::write(d.join("badtype.toml"), "frame = 64\nhop = \"lots\"\n").expect("write");
 
@@ -755,6 +763,16 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     expect(&["--file", &p("corrupt.wav")], 1, &["corrupt.wav", "WAV"]);
     expect(&["--file", &p("f64.wav")], 1, &["unsupported WAV"]);
     expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
+    expect(
+        &["--file", &p("nan.f32"), "--rate", "8000"],
+        1,
+        &["nan.f32", "byte offset 80000", "NaN"],
+    );
+    expect(
+        &["--file", &p("inf.f32"), "--rate", "8000"],
+        1,
+        &["byte offset 12", "inf"],
+    );
     expect(&["--file", &p("good.txt"), "--frame", "0"], 2, &["--frame"]);
     expect(
         &["--file", &p("good.txt"), "--frame", "1"],

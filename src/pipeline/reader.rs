@@ -90,7 +90,7 @@ pub fn read_source<T: Sample>(
             }
         }
         Counters::add(&control.counters.samples_in, got as u64);
-        plan.splitter.split(&block, &mut per_stream);
+        plan.splitter.split(&mut block, &mut per_stream);
         for (state, samples) in streams.iter_mut().zip(&mut per_stream) {
             if state.done {
                 continue;

@@ -79,12 +79,13 @@ impl ChannelSplitter {
         }
     }
 
-    /// Splits `block` (whole sample frames) into `out[stream]`, clearing each first.
-    pub fn split(&self, block: &[f64], out: &mut [Vec<f64>]) {
+    /// Splits `block` (whole sample frames) into `out[stream]`, clearing each first. A
+    /// one-channel block is moved, not copied: `block` is left holding a spare buffer.
+    pub fn split(&self, block: &mut Vec<f64>, out: &mut [Vec<f64>]) {
         out.iter_mut().for_each(Vec::clear);
         let (c, w) = (self.channels, self.width);
         if c == 1 {
-            out[0].extend_from_slice(block);
+            std::mem::swap(block, &mut out[0]);
             return;
         }
         match self.select {

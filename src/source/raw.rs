@@ -100,18 +100,24 @@ impl SampleSource for RawSource {
                     .map(|b| i16::from_le_bytes([b[0], b[1]]) as f64 / 32768.0),
             ),
             _ => {
-                for (i, b) in self.bytes.chunks_exact(4).enumerate() {
-                    let v = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    if !v.is_finite() {
-                        return Err(FftdError::input(
-                            self.info.name.clone(),
-                            format!(
-                                "value at byte offset {} is {v}, not a finite number",
-                                self.offset + 4 * i as u64
-                            ),
-                        ));
-                    }
-                    out.push(v as f64);
+                // convert, then look for NaN/inf: two simple loops the compiler vectorises
+                let start = out.len();
+                out.extend(
+                    self.bytes
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+                );
+                let all_finite = out[start..].iter().fold(true, |ok, v| ok & v.is_finite());
+                let first_bad = || out[start..].iter().position(|v| !v.is_finite());
+                if let Some(i) = (!all_finite).then(first_bad).flatten() {
+                    return Err(FftdError::input(
+                        self.info.name.clone(),
+                        format!(
+                            "value at byte offset {} is {}, not a finite number",
+                            self.offset + 4 * i as u64,
+                            out[start + i]
+                        ),
+                    ));
                 }
             }
         }
