@@ -19,6 +19,23 @@ use crate::fft::{InputKind, Sample};
 use serde::Deserialize;
 use std::io::{self, Write};
 
+/// Replaces `out` with `values` as little-endian binary: f64 when `wide`, else f32 (f64 results
+/// rounded). Writes into a sized buffer, which the compiler vectorises.
+pub(crate) fn encode_le<T: Sample>(values: &[T], wide: bool, out: &mut Vec<u8>) {
+    let width = if wide { 8 } else { 4 };
+    out.clear();
+    out.resize(values.len() * width, 0);
+    if wide {
+        for (d, v) in out.chunks_exact_mut(8).zip(values) {
+            d.copy_from_slice(&v.into_f64().to_le_bytes());
+        }
+    } else {
+        for (d, v) in out.chunks_exact_mut(4).zip(values) {
+            d.copy_from_slice(&v.into_f32().to_le_bytes());
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum OutputFormat {

@@ -66,14 +66,7 @@ impl<T: Sample> SpectrumWriter<T> for NpyWriter {
             }
             Some(_) => {}
         }
-        self.bytes.clear();
-        for v in row.values {
-            if self.f64 {
-                self.bytes.extend_from_slice(&v.into_f64().to_le_bytes());
-            } else {
-                self.bytes.extend_from_slice(&v.into_f32().to_le_bytes());
-            }
-        }
+        super::encode_le(row.values, self.f64, &mut self.bytes);
         self.frames += 1;
         self.dest.write_all(&self.bytes)
     }

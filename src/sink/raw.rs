@@ -21,11 +21,7 @@ impl F32Writer {
 
 impl<T: Sample> SpectrumWriter<T> for F32Writer {
     fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()> {
-        self.bytes.clear();
-        self.bytes.reserve(row.values.len() * 4);
-        for v in row.values {
-            self.bytes.extend_from_slice(&v.into_f32().to_le_bytes());
-        }
+        super::encode_le(row.values, false, &mut self.bytes);
         self.dest.write_all(&self.bytes)
     }
     fn flush(&mut self) -> io::Result<()> {
