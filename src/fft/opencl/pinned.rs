@@ -120,6 +120,7 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
             unsafe { ptr.add(i).write(T::default()) };
         }
         dev.pinned.add(ptr as usize, ptr as usize + bytes);
+        tracing::debug!(bytes, device = %dev.info.name, "pinned host block allocated");
         let mapping = Mapping {
             dev: dev.clone(),
             buf,
