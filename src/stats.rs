@@ -1,5 +1,7 @@
-//! Run statistics: frame counters shared by all stages, and the frame-to-sink latency histogram
-//! kept by the sink. `--stats` prints them at exit.
+//! Run statistics: frame counters and stage times shared by all stages, and the frame-to-sink
+//! latency histogram kept by the sink. `--stats` prints them at exit: the counters and latency on
+//! one line, and on a second line where the time went (which stage waited on which), to tell
+//! what bounds a run's throughput.
 
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,11 +17,24 @@ pub struct Counters {
     pub dropped: AtomicU64,
     /// Samples read from all sources (per channel).
     pub samples_in: AtomicU64,
+    /// Nanoseconds file readers spent waiting for room in the frame channel (the stages after
+    /// them were busy).
+    pub reader_wait_ns: AtomicU64,
+    /// Nanoseconds the batcher spent waiting for a free FFT worker.
+    pub batcher_wait_ns: AtomicU64,
+    /// Nanoseconds the FFT workers spent in their engines, summed over workers.
+    pub engine_ns: AtomicU64,
+    /// Nanoseconds the sink spent formatting and writing spectra.
+    pub sink_ns: AtomicU64,
 }
 
 impl Counters {
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+    /// Adds the time since `since` to a nanosecond counter.
+    pub fn add_since(counter: &AtomicU64, since: Instant) {
+        Self::add(counter, since.elapsed().as_nanos() as u64);
     }
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
@@ -78,4 +93,19 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
         None => line.push_str(", latency n/a (no frames)"),
     }
     line
+}
+
+/// The `--stats` line on stage times: each as a share of the run's wall time (the engines' as a
+/// share of `workers` × wall time).
+pub fn stages_report(counters: &Counters, workers: usize, started: Instant) -> String {
+    let wall = started.elapsed().as_nanos().max(1) as f64;
+    let pct = |c: &AtomicU64, of: f64| 100.0 * Counters::get(c) as f64 / of;
+    format!(
+        "fftd stages: readers waited on the FFT stage {:.0}%, batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), sink busy {:.0}%",
+        pct(&counters.reader_wait_ns, wall),
+        pct(&counters.batcher_wait_ns, wall),
+        pct(&counters.engine_ns, wall * workers.max(1) as f64),
+        workers,
+        pct(&counters.sink_ns, wall)
+    )
 }

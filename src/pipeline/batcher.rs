@@ -8,8 +8,10 @@ use super::pool::BufferPool;
 use crate::config::Settings;
 use crate::fft::{HostBuf, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crate::stats::Counters;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 /// Where one frame of a batch came from.
@@ -44,6 +46,7 @@ pub fn run_batcher<T: Sample>(
     settings: &Settings,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
     pool: &BufferPool<T>,
+    waited_ns: &AtomicU64,
 ) {
     let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
@@ -54,7 +57,15 @@ pub fn run_batcher<T: Sample>(
             ..batch
         };
         *next_id += 1;
-        tx.send(batch).is_ok()
+        match tx.try_send(batch) {
+            Err(TrySendError::Full(batch)) => {
+                let since = Instant::now();
+                let sent = tx.send(batch).is_ok();
+                Counters::add_since(waited_ns, since);
+                sent
+            }
+            other => other.is_ok(),
+        }
     };
     loop {
         let deadline = pending.values().map(|p| p.oldest + max_wait).min();

@@ -188,6 +188,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
     let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
+    let workers = engines.len();
     tracing::debug!(
         ms = started.elapsed().as_secs_f64() * 1e3,
         workers = engines.len(),
@@ -237,7 +238,8 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             rate,
         };
         scope.spawn(move || {
-            batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of, input_pool)
+            let waited = &control.counters.batcher_wait_ns;
+            batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of, input_pool, waited)
         });
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
@@ -259,6 +261,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
 
     if settings.stats {
         eprintln!("{}", stats::report(&control.counters, &latency, started));
+        eprintln!(
+            "{}",
+            stats::stages_report(&control.counters, workers, started)
+        );
     }
     if let Some(e) = control.take_error() {
         return Err(e);

@@ -145,8 +145,19 @@ impl<T> FrameSender<'_, T> {
                 Err(TrySendError::Full(_)) => self.dropped(),
                 Err(TrySendError::Disconnected(_)) => self.closed = true,
             }
-        } else if self.tx.send(frame).is_err() {
-            self.closed = true;
+        } else {
+            let waited = Instant::now();
+            let sent = match self.tx.try_send(frame) {
+                Err(TrySendError::Full(frame)) => {
+                    let sent = self.tx.send(frame).is_ok();
+                    Counters::add_since(&self.control.counters.reader_wait_ns, waited);
+                    sent
+                }
+                other => other.is_ok(),
+            };
+            if !sent {
+                self.closed = true;
+            }
         }
         !self.closed && !last
     }

@@ -13,6 +13,7 @@ use crate::stats::{Counters, Latency};
 use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::io;
+use std::time::Instant;
 
 /// The writers and what the sink needs to route frames to them.
 pub struct SinkStage<'a, T: Sample> {
@@ -52,6 +53,7 @@ pub fn run_sink<T: Sample>(
             if !healthy {
                 continue;
             }
+            let busy = Instant::now();
             let bins = done.spec.bins();
             for (i, frame) in done.frames.iter().enumerate() {
                 let stream = &streams[frame.stream];
@@ -86,6 +88,7 @@ pub fn run_sink<T: Sample>(
                 tracing::debug!(latency_us = waited.as_micros() as u64, "spectrum written");
             }
             pool.give(done.values);
+            Counters::add_since(&control.counters.sink_ns, busy);
         }
         // Nothing else waiting: push output out now (keeps live output timely).
         if healthy && rx.is_empty() {

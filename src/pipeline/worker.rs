@@ -33,9 +33,11 @@ pub fn run_worker<T: Sample>(
         let mut values = output_pool.take(len);
         values.set_len_for_overwrite(len);
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
+        let busy = std::time::Instant::now();
         let result = span.in_scope(|| {
             engine.transform(&batch.spec, &batch.data, batch.frames.len(), &mut values)
         });
+        crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
         match result {
             Ok(()) => {
                 input_pool.give(batch.data);

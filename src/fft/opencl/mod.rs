@@ -72,6 +72,10 @@ pub struct OpenClOptions {
     /// Input bytes per host-device pipeline chunk (default: 8 MiB for pinned batches, 32 MiB
     /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N`.
     pub chunk_bytes: Option<usize>,
+    /// Time every command with event profiling (`last_profile` times; `fftd bench` turns it on).
+    /// Off in the pipeline: a profiling queue costs the driver work on every command.
+    /// `FFTD_OPENCL_PROFILE=1`.
+    pub profile: bool,
 }
 
 impl OpenClOptions {
@@ -89,11 +93,13 @@ impl OpenClOptions {
             target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
             extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
             chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
+            profile: num("FFTD_OPENCL_PROFILE") == Some(1),
         }
     }
 }
 
-/// Device-side timings of the last batch, from event profiling (nanoseconds).
+/// Device-side timings of the last batch, from event profiling (nanoseconds; zero unless
+/// `OpenClOptions::profile`), and whether its copies went straight from / into pinned memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BatchProfile {
     pub write_ns: u64,
@@ -384,14 +390,14 @@ impl<T: Sample> OpenClEngine<T> {
 
     /// An engine on an already opened device.
     pub fn on_device(dev: Arc<SharedDevice>, options: OpenClOptions) -> Result<Self, String> {
+        let properties = if options.profile {
+            CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
         let make = || {
             unsafe {
-                CommandQueue::create_with_properties(
-                    &dev.context,
-                    dev.device.id(),
-                    CL_QUEUE_PROFILING_ENABLE,
-                    0,
-                )
+                CommandQueue::create_with_properties(&dev.context, dev.device.id(), properties, 0)
             }
             .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))
         };
@@ -663,6 +669,7 @@ impl<T: Sample> OpenClEngine<T> {
         let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
         let chunks = frames.div_ceil(chunk);
         let nslots = chunks.min(SLOTS);
+        let timed = self.options.profile;
         let OpenClEngine {
             queue,
             copy_in,
@@ -717,7 +724,7 @@ impl<T: Sample> OpenClEngine<T> {
         // buffer first, staged output out of it once its read has finished.
         for c in 0..chunks + nslots {
             let s = c % nslots;
-            slots[s].drain(out, &mut profile)?;
+            slots[s].drain(out, timed.then_some(&mut profile))?;
             if c >= chunks {
                 continue;
             }
@@ -895,7 +902,7 @@ impl<T: Sample> Slot<T> {
 
     /// Waits for the chunk in flight (if any), copies staged output to its place in `out` and
     /// adds its device times to `profile`.
-    fn drain(&mut self, out: &mut [T], profile: &mut BatchProfile) -> Result<(), String> {
+    fn drain(&mut self, out: &mut [T], profile: Option<&mut BatchProfile>) -> Result<(), String> {
         let Some(p) = self.pending.take() else {
             return Ok(());
         };
@@ -910,6 +917,9 @@ impl<T: Sample> Slot<T> {
                 &pin.as_slice()[..p.len],
             );
         }
+        let Some(profile) = profile else {
+            return Ok(());
+        };
         profile.write_ns += span(&p.write);
         profile.read_ns += span(&p.read);
         if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
