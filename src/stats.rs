@@ -95,14 +95,20 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
     line
 }
 
-/// The `--stats` line on stage times: each as a share of the run's wall time (the engines' as a
-/// share of `workers` × wall time).
-pub fn stages_report(counters: &Counters, workers: usize, started: Instant) -> String {
+/// The `--stats` line on stage times: each as a share of the run's wall time (the readers' and
+/// the engines' as a share of `readers` / `workers` × wall time, an average per thread).
+pub fn stages_report(
+    counters: &Counters,
+    readers: usize,
+    workers: usize,
+    started: Instant,
+) -> String {
     let wall = started.elapsed().as_nanos().max(1) as f64;
     let pct = |c: &AtomicU64, of: f64| 100.0 * Counters::get(c) as f64 / of;
     format!(
-        "fftd stages: readers waited on the FFT stage {:.0}%, batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), sink busy {:.0}%",
-        pct(&counters.reader_wait_ns, wall),
+        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), sink busy {:.0}%",
+        pct(&counters.reader_wait_ns, wall * readers.max(1) as f64),
+        readers,
         pct(&counters.batcher_wait_ns, wall),
         pct(&counters.engine_ns, wall * workers.max(1) as f64),
         workers,

@@ -195,6 +195,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         "engines ready"
     );
     let (plans, streams) = plan_streams(settings, &stop)?;
+    let readers = plans.len();
     let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
     let control = Control::new(stop);
     let mut latency = Latency::default();
@@ -263,7 +264,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         eprintln!("{}", stats::report(&control.counters, &latency, started));
         eprintln!(
             "{}",
-            stats::stages_report(&control.counters, workers, started)
+            stats::stages_report(&control.counters, readers, workers, started)
         );
     }
     if let Some(e) = control.take_error() {

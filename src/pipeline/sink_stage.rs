@@ -92,6 +92,7 @@ pub fn run_sink<T: Sample>(
         }
         // Nothing else waiting: push output out now (keeps live output timely).
         if healthy && rx.is_empty() {
+            let busy = Instant::now();
             for (w, (writer, d)) in writers.iter_mut().zip(dirty.iter_mut()).enumerate() {
                 if *d {
                     *d = false;
@@ -102,6 +103,7 @@ pub fn run_sink<T: Sample>(
                     }
                 }
             }
+            Counters::add_since(&control.counters.sink_ns, busy);
         }
     }
     if healthy {

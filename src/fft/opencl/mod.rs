@@ -431,6 +431,16 @@ impl<T: Sample> OpenClEngine<T> {
     /// this device's pinned host memory and a device buffer, (host to device, device to host),
     /// from event profiling, median of `reps`.
     pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
+        let measured = self.time_copies(bytes, reps);
+        if measured.is_err() {
+            // nothing may still copy into or out of the block when it is unmapped
+            let _ = self.copy_in.finish();
+            let _ = self.copy_out.finish();
+        }
+        measured
+    }
+
+    fn time_copies(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
         let len = (bytes / std::mem::size_of::<T>()).max(1);
         let mut host: PinnedBlock<T> = pinned::DevicePinned(self.dev.clone()).alloc(len)?;
         let mut device_buf = Grow::new();
@@ -1107,11 +1117,18 @@ impl<T: Sample> OpenClEngine<T> {
     /// After a failure: wait for whatever is still queued (so nothing touches the caller's
     /// memory or the pinned buffers afterwards) and forget the chunks in flight.
     fn abandon(&mut self) {
+        let mut finished = true;
         for q in [&self.copy_in, &self.queue, &self.copy_out] {
-            let _ = q.finish();
+            finished &= q.finish().is_ok();
         }
         for s in &mut self.slots {
-            s.pending = None;
+            if let Some(p) = s.pending.take() {
+                if !finished {
+                    // a queue could not be finished: wait for this chunk's own copies
+                    let _ = p.write.wait();
+                    let _ = p.read.wait();
+                }
+            }
         }
     }
 }
@@ -1147,7 +1164,19 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         if frames == 0 {
             return Ok(());
         }
-        match self.run(spec, input, frames, out) {
+        // a panic inside (e.g. a host copy thread that cannot start) must not unwind past
+        // commands that still read or write the caller's buffers
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.run(spec, input, frames, out)
+        }));
+        let run = match run {
+            Ok(r) => r,
+            Err(panic) => {
+                self.abandon();
+                std::panic::resume_unwind(panic);
+            }
+        };
+        match run {
             Ok(()) => {
                 self.batches += 1;
                 Ok(())

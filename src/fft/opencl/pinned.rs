@@ -112,6 +112,10 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         .map_err(|e| format!("cannot map pinned host memory: {e}"))?;
         let ptr = raw as *mut T;
         if ptr.is_null() || (ptr as usize) % std::mem::align_of::<T>() != 0 {
+            if !ptr.is_null() {
+                let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), raw, &[]) };
+                let _ = q.finish();
+            }
             return Err("mapping pinned host memory returned an unusable pointer".into());
         }
         // initialise every value once, so the block can be read as a slice from the start
