@@ -1041,20 +1041,7 @@ fn enqueue_kernels<T: Sample>(
             .map_err(|e| cl("fourstep_rows launch", e))?;
             kernels.push(ev);
             if let Some(post) = post {
-                let ev = unsafe {
-                    ExecuteKernel::new(post)
-                        .set_arg(b)
-                        .set_arg(outb)
-                        .set_arg(&frames_u32)
-                        .set_arg(&mode)
-                        .set_arg(&norm_edge)
-                        .set_arg(&norm_interior)
-                        .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
-                        .set_local_work_size(GLOBAL_WG)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("post launch", e))?;
-                kernels.push(ev);
+                kernels.push(enqueue_post(post, q, b, outb, frames_u32, n_out, args)?);
             }
         }
         Path::Global { pack, passes, post } => {
@@ -1094,23 +1081,36 @@ fn enqueue_kernels<T: Sample>(
                 ns *= *r as u32;
                 std::mem::swap(&mut src, &mut dst);
             }
-            let ev = unsafe {
-                ExecuteKernel::new(post)
-                    .set_arg(src)
-                    .set_arg(outb)
-                    .set_arg(&frames_u32)
-                    .set_arg(&mode)
-                    .set_arg(&norm_edge)
-                    .set_arg(&norm_interior)
-                    .set_global_work_size(round(n_out))
-                    .set_local_work_size(GLOBAL_WG)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("post launch", e))?;
-            kernels.push(ev);
+            kernels.push(enqueue_post(post, q, src, outb, frames_u32, n_out, args)?);
         }
     }
     Ok(kernels)
+}
+
+/// Enqueues `post` (r2c_post.cl): the `n_out` finished values of `frames` frames, from the
+/// complex spectra in `z` into `out`, one work-item per value.
+fn enqueue_post<T: Sample>(
+    post: &mut Kernel,
+    q: &CommandQueue,
+    z: &Buffer<T>,
+    out: &Buffer<T>,
+    frames: u32,
+    n_out: usize,
+    args: ScaleArgs<T>,
+) -> Result<Event, String> {
+    unsafe {
+        ExecuteKernel::new(post)
+            .set_arg(z)
+            .set_arg(out)
+            .set_arg(&frames)
+            .set_arg(&args.mode)
+            .set_arg(&args.norm_edge)
+            .set_arg(&args.norm_interior)
+            .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+            .set_local_work_size(GLOBAL_WG)
+            .enqueue_nd_range(q)
+    }
+    .map_err(|e| format!("post launch: {e}"))
 }
 
 impl<T: Sample> OpenClEngine<T> {
