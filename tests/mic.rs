@@ -130,6 +130,14 @@ fn error_lines(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The run failed with exit code 1 and said why in exactly one stderr line: that line.
+fn the_error_line(r: &Run) -> &str {
+    assert_eq!(r.code, Some(1));
+    let lines = error_lines(&r.stderr);
+    assert_eq!(lines.len(), 1, "stderr: {}", r.stderr);
+    lines[0]
+}
+
 #[test]
 fn sine_lands_in_its_bin() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -314,15 +322,9 @@ fn no_capture_device_is_one_clear_line() {
     let conf = dir.path().join("empty.conf");
     std::fs::write(&conf, "# no pcm at all\n").expect("write config");
     let r = run(Some(&conf), &["--mic", "--max-frames", "1"]);
-    assert_eq!(r.code, Some(1));
-    let lines = error_lines(&r.stderr);
-    assert_eq!(lines.len(), 1, "stderr: {}", r.stderr);
-    assert!(
-        lines[0].starts_with("fftd: no audio input device"),
-        "{}",
-        lines[0]
-    );
-    assert!(lines[0].contains("--file"), "{}", lines[0]);
+    let line = the_error_line(&r);
+    assert!(line.starts_with("fftd: no audio input device"), "{}", line);
+    assert!(line.contains("--file"), "{}", line);
 }
 
 #[test]
@@ -333,13 +335,11 @@ fn unknown_device_name_is_one_clear_line() {
         Some(&conf),
         &["--mic", "nonexistent-name", "--max-frames", "1"],
     );
-    assert_eq!(r.code, Some(1));
-    let lines = error_lines(&r.stderr);
-    assert_eq!(lines.len(), 1, "stderr: {}", r.stderr);
+    let line = the_error_line(&r);
     assert!(
-        lines[0].starts_with("fftd: --mic nonexistent-name: no audio input matches"),
+        line.starts_with("fftd: --mic nonexistent-name: no audio input matches"),
         "{}",
-        lines[0]
+        line
     );
 }
 
@@ -351,15 +351,9 @@ fn unsupported_channels_say_what_the_device_supports() {
         Some(&conf),
         &["--mic", "--channels", "100", "--max-frames", "1"],
     );
-    assert_eq!(r.code, Some(1));
-    let lines = error_lines(&r.stderr);
-    assert_eq!(lines.len(), 1, "stderr: {}", r.stderr);
-    assert!(
-        lines[0].contains("cannot capture 100 channel(s)"),
-        "{}",
-        lines[0]
-    );
-    assert!(lines[0].contains("1-64 channel(s)"), "{}", lines[0]);
+    let line = the_error_line(&r);
+    assert!(line.contains("cannot capture 100 channel(s)"), "{}", line);
+    assert!(line.contains("1-64 channel(s)"), "{}", line);
 }
 
 #[test]

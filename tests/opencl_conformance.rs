@@ -59,23 +59,23 @@ fn check<T: Sample>(
     e
 }
 
+/// An engine on the test device, or None (with a note) when there is no device or it does not
+/// compute in `T` (f64 without cl_khr_fp64).
+fn engine_for<T: Sample>(options: OpenClOptions) -> Option<OpenClEngine<T>> {
+    let dev = common::test_device()?;
+    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
+    let probe = spec(8, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
+    if gpu.supports(&probe).is_err() {
+        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+        return None;
+    }
+    Some(gpu)
+}
+
 fn sweep<T: Sample>(options: OpenClOptions, max_log2: u32) {
-    let Some(dev) = common::test_device() else {
+    let Some(mut gpu) = engine_for::<T>(options) else {
         return;
     };
-    let mut gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    if gpu
-        .supports(&spec(
-            8,
-            InputKind::Real,
-            WindowKind::Hann,
-            Scale::Magnitude,
-        ))
-        .is_err()
-    {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
-        return;
-    }
     let mut cpu = CpuEngine::<T>::new();
     let mut i = 0usize;
     for log2 in 1..=max_log2 {
@@ -144,26 +144,13 @@ fn split_exchange_path() {
 /// radix-2 leftover (the default) and the radix-32 last pass (FFTD_OPENCL_SPLIT_LAST32=1 in the
 /// environment, opt-in) take the same test.
 fn split_8192<T: Sample>(limit: usize) {
-    let Some(dev) = common::test_device() else {
-        return;
-    };
     let options = OpenClOptions {
         local_mem_limit: Some(limit),
         ..Default::default()
     };
-    let mut gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    if gpu
-        .supports(&spec(
-            8,
-            InputKind::Real,
-            WindowKind::Hann,
-            Scale::Magnitude,
-        ))
-        .is_err()
-    {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+    let Some(mut gpu) = engine_for::<T>(options) else {
         return;
-    }
+    };
     let mut cpu = CpuEngine::<T>::new();
     for (i, (n, kind)) in [(8192, InputKind::Complex), (16384, InputKind::Real)]
         .into_iter()
