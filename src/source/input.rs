@@ -16,8 +16,13 @@ pub struct InputReader {
 
 impl InputReader {
     pub fn file(file: std::fs::File) -> Self {
+        Self::from_read(file)
+    }
+
+    /// Any byte source read to its end, such as bytes in memory (parser tests) or a pipe.
+    pub fn from_read(source: impl Read + Send + 'static) -> Self {
         InputReader {
-            inner: BufReader::with_capacity(1 << 16, Box::new(file)),
+            inner: BufReader::with_capacity(1 << 16, Box::new(source)),
             interactive: false,
         }
     }
