@@ -3,6 +3,7 @@
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
+#   gcc, python3                         only where missing (a minimal Debian image)
 # and, for the tests that compare against numpy/scipy, python3 with numpy and scipy.
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
@@ -12,6 +13,9 @@ missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# a minimal Debian has neither a C compiler (mimalloc, alsa-sys) nor python3 (the demo's consumers)
+command -v cc >/dev/null || missing+=(gcc libc6-dev)
+command -v python3 >/dev/null || missing+=(python3)
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]]; then
         echo "deps: installing ${missing[*]}" >&2

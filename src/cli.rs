@@ -12,7 +12,7 @@ use std::path::PathBuf;
     about = "Streaming spectrum analyser: files, stdin or a microphone in; magnitude spectra out",
     long_about = None,
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  fftd --file examples/tone.txt --frame 64\n  fftd --file rec.wav --frame 4096 --hop 1024 --format f32 > spectra.f32\n  fftd --mic --scale db --format ndjson"
+    after_help = "Examples:\n  fftd --file examples/input.txt --frame whole --rate 8000\n  fftd --file examples/tones.wav --frame 1024 --hop 256 --scale db --format csv\n  fftd --file rec.wav --frame 4096 --hop 1024 --format f32 > spectra.f32\n  fftd --mic --scale db --format ndjson"
 )]
 pub struct Cli {
     #[command(subcommand)]

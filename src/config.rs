@@ -5,6 +5,7 @@ use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
 use crate::frame::{FrameSize, Tail};
+use crate::limits;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
@@ -71,13 +72,13 @@ pub struct Options {
 
     /// Sample rate in Hz for inputs without a header (text, raw, stdin) and for the microphone
     /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
-    #[arg(long, value_name = "HZ")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
     pub rate: Option<f64>,
 
     /// Interleaved channels in raw (f32/s16/cf32) files; channels to capture with --mic [default: 1
     /// for raw files; the device's default for --mic].
-    #[arg(long, value_name = "C")]
-    pub channels: Option<usize>,
+    #[arg(long, value_name = "C", allow_negative_numbers = true, value_parser = whole_number)]
+    pub channels: Option<i64>,
 
     /// Which channel(s) to analyse: mix (average), N (0-based), all (one stream each) [default: mix].
     #[arg(long, value_name = "mix|N|all")]
@@ -85,12 +86,12 @@ pub struct Options {
 
     /// Samples per frame (any N >= 2), or `whole`: the whole input as one frame zero-padded to the
     /// next power of two [default: 4096].
-    #[arg(long, value_name = "N|whole")]
+    #[arg(long, value_name = "N|whole", allow_negative_numbers = true)]
     pub frame: Option<FrameSize>,
 
     /// Samples between frame starts [default: the frame size].
-    #[arg(long, value_name = "H")]
-    pub hop: Option<usize>,
+    #[arg(long, value_name = "H", allow_negative_numbers = true, value_parser = whole_number)]
+    pub hop: Option<i64>,
 
     /// Samples after the last whole frame: pad (one last zero-padded frame) or drop [default: pad].
     #[arg(long, value_enum)]
@@ -137,11 +138,11 @@ pub struct Options {
     pub stats: bool,
 
     /// Stop each stream after N frames.
-    #[arg(long, value_name = "N")]
-    pub max_frames: Option<u64>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub max_frames: Option<i64>,
 
     /// Analyse only the first SECONDS of each stream (of signal time; live input stops then too).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
     pub duration: Option<f64>,
 
     /// Transform engine: auto (the faster for each batch, measured), cpu, gpu (best OpenCL device),
@@ -150,16 +151,60 @@ pub struct Options {
     pub device: Option<DeviceChoice>,
 
     /// Frames per FFT batch [default: 0 = auto, about 2^18 samples per batch].
-    #[arg(long, value_name = "B")]
-    pub batch: Option<usize>,
+    #[arg(long, value_name = "B", allow_negative_numbers = true, value_parser = whole_number)]
+    pub batch: Option<i64>,
 
     /// Longest a frame waits for its batch to fill before it is sent anyway, in ms [default: 5].
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number)]
     pub max_latency: Option<f64>,
 
     /// FFT worker threads [default: 0 = one per CPU core].
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub workers: Option<i64>,
+}
+
+/// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
+/// which also checks the config file's values, so both are answered with the same message.
+fn whole_number(text: &str) -> std::result::Result<i64, String> {
+    use std::num::IntErrorKind;
+    text.trim()
+        .parse()
+        .map_err(|e: std::num::ParseIntError| match e.kind() {
+            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
+                "too large a number".to_string()
+            }
+            _ => "expected a whole number".to_string(),
+        })
+}
+
+/// Parses a number flag value of either sign (range checked in `Settings::from_options`).
+fn number(text: &str) -> std::result::Result<f64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "expected a number".to_string())
+}
+
+/// A number as a user would write it (1e300, not 300 digits).
+fn shown(v: f64) -> String {
+    let mut text = ryu::Buffer::new().format(v).to_string();
+    if text.ends_with(".0") {
+        text.truncate(text.len() - 2);
+    }
+    text
+}
+
+/// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
+/// flag, the value and the range.
+fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Result<usize> {
+    match usize::try_from(value) {
+        Ok(v) if value >= lo && hi.is_none_or(|hi| v as u64 <= hi) => Ok(v),
+        _ => Err(FftdError::Usage(match hi {
+            Some(hi) => {
+                format!("{flag} {value}: must be a whole number of {unit} from {lo} to {hi}")
+            }
+            None => format!("{flag} {value}: must be a whole number of {unit}, at least {lo}"),
+        })),
+    }
 }
 
 /// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.
@@ -255,6 +300,8 @@ pub struct Settings {
     pub output: Option<PathBuf>,
     pub output_dir: Option<PathBuf>,
     pub meta: Option<PathBuf>,
+    /// The config file the options were read from (an input: never overwritten).
+    pub config: Option<PathBuf>,
     pub stats: bool,
     pub max_frames: Option<u64>,
     pub duration: Option<f64>,
@@ -272,7 +319,9 @@ impl Settings {
             Some(path) => load_config_file(path)?,
             None => Options::default(),
         };
-        Self::from_options(merge(cli, file))
+        let mut settings = Self::from_options(merge(cli, file))?;
+        settings.config = config.map(Path::to_path_buf);
+        Ok(settings)
     }
 
     pub fn from_options(o: Options) -> Result<Settings> {
@@ -290,34 +339,49 @@ impl Settings {
         if let Some(rate) = o.rate {
             if !(rate.is_finite() && rate > 0.0) {
                 return usage(format!(
-                    "--rate {rate}: the sample rate must be a positive number of Hz"
+                    "--rate {}: the sample rate must be a positive number of Hz",
+                    shown(rate)
                 ));
             }
         }
-        if o.channels == Some(0) {
-            return usage("--channels 0: need at least one channel".into());
-        }
+        let channels = o
+            .channels
+            .map(|c| {
+                in_range(
+                    "--channels",
+                    c,
+                    1,
+                    Some(limits::MAX_CHANNELS as u64),
+                    "channels",
+                )
+            })
+            .transpose()?;
         let frame = o.frame.unwrap_or(FrameSize::Fixed(4096));
-        if o.hop == Some(0) {
-            return usage("--hop 0: the hop must be at least 1 sample".into());
-        }
-        if frame == FrameSize::Whole && o.hop.is_some() {
+        let hop = o
+            .hop
+            .map(|h| in_range("--hop", h, 1, None, "samples"))
+            .transpose()?;
+        if frame == FrameSize::Whole && hop.is_some() {
             return usage("--hop has no meaning with --frame whole (one frame per input)".into());
         }
         if let Some(d) = o.duration {
             if !(d.is_finite() && d > 0.0) {
                 return usage(format!(
-                    "--duration {d}: must be a positive number of seconds"
+                    "--duration {}: must be a positive number of seconds",
+                    shown(d)
                 ));
             }
         }
-        if o.max_frames == Some(0) {
-            return usage("--max-frames 0: must be at least 1".into());
-        }
+        let max_frames = o
+            .max_frames
+            .map(|m| in_range("--max-frames", m, 1, None, "frames"))
+            .transpose()?;
         let max_latency_ms = o.max_latency.unwrap_or(5.0);
-        if !(max_latency_ms.is_finite() && max_latency_ms >= 0.0) {
+        if !(0.0..=limits::MAX_LATENCY_MS).contains(&max_latency_ms) {
             return usage(format!(
-                "--max-latency {max_latency_ms}: must be a number of ms >= 0"
+                "--max-latency {}: must be a number of ms from 0 to {}",
+                shown(max_latency_ms),
+                shown(limits::MAX_LATENCY_MS)
             ));
         }
         let format = o.format.unwrap_or(OutputFormat::Text);
@@ -336,34 +400,76 @@ impl Settings {
         } else {
             WindowKind::Hann
         });
-        let workers = match o.workers.unwrap_or(0) {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        let max_workers = limits::max_workers();
+        let workers = match in_range(
+            "--workers",
+            o.workers.unwrap_or(0),
+            0,
+            Some(max_workers as u64),
+            "threads",
+        )
+        .map_err(|e| {
+            FftdError::Usage(format!(
+                "{e} ({} per CPU core; 0 = one per core)",
+                limits::WORKERS_PER_CORE
+            ))
+        })? {
+            0 => limits::cores(),
             n => n,
         };
+        let precision = o.precision.unwrap_or(Precision::F32);
+        let batch = Self::check_batch(o.batch.unwrap_or(0), frame, precision, workers)?;
         Ok(Settings {
             input,
             input_format: o.input_format,
             rate: o.rate,
-            channels: o.channels,
+            channels,
             channel: o.channel.unwrap_or(ChannelSelect::Mix),
             frame,
-            hop: o.hop,
+            hop,
             tail: o.tail.unwrap_or(Tail::Pad),
             window,
             scale: o.scale.unwrap_or(Scale::Magnitude),
             fftshift: o.fftshift,
-            precision: o.precision.unwrap_or(Precision::F32),
+            precision,
             format,
             output: o.output.filter(|p| p.as_os_str() != "-"),
             output_dir: o.output_dir,
             meta: o.meta,
+            config: None,
             stats: o.stats,
-            max_frames: o.max_frames,
+            max_frames: max_frames.map(|m| m as u64),
             duration: o.duration,
             device: o.device.unwrap_or(DeviceChoice::Auto),
-            batch: o.batch.unwrap_or(0),
+            batch,
             max_latency_ms,
             workers,
+        })
+    }
+
+    /// `--batch`: 0 (auto) up to the largest batch whose buffers fit this machine
+    /// (`limits::max_batch_frames`).
+    fn check_batch(
+        batch: i64,
+        frame: FrameSize,
+        precision: Precision,
+        workers: usize,
+    ) -> Result<usize> {
+        let sample_bytes = match precision {
+            Precision::F32 => 4,
+            Precision::F64 => 8,
+        };
+        // --frame whole: one frame per input, so a batch holds at most a frame or two
+        let n = match frame {
+            FrameSize::Fixed(n) => n,
+            FrameSize::Whole => 2,
+        };
+        let max = limits::max_batch_frames(n, sample_bytes, workers);
+        in_range("--batch", batch, 0, Some(max as u64), "frames").map_err(|e| {
+            FftdError::Usage(format!(
+                "{e} (0 = auto; at most {} samples per batch, and every batch in flight within half of this machine's memory)",
+                limits::MAX_BATCH_SAMPLES
+            ))
         })
     }
 

@@ -85,7 +85,7 @@ pub struct Frame<T> {
 /// Largest frame fftd will try to allocate: half of physical memory.
 fn check_frame_memory<T>(n: usize, width: usize) -> Result<()> {
     let bytes = (n as u128) * (width as u128) * (std::mem::size_of::<T>() as u128);
-    let limit = physical_memory_bytes().map(|m| m as u128 / 2);
+    let limit = crate::limits::physical_memory_bytes().map(|m| m as u128 / 2);
     match limit {
         Some(limit) if bytes > limit => Err(FftdError::Usage(format!(
             "frame of {n} samples needs {} MiB per frame buffer, more than half of this machine's memory ({} MiB)",
@@ -97,14 +97,6 @@ fn check_frame_memory<T>(n: usize, width: usize) -> Result<()> {
         ))),
         _ => Ok(()),
     }
-}
-
-/// MemTotal from /proc/meminfo, when there is one.
-fn physical_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Cuts one stream into frames.

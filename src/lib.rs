@@ -3,6 +3,8 @@
 //!
 //! Data path: `source` → `frame::Framer` → `pipeline` (batching, workers, ordering) → `fft` → `sink`.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod bench;
 pub mod check;
 pub mod cli;
@@ -12,6 +14,7 @@ pub mod devices;
 pub mod error;
 pub mod fft;
 pub mod frame;
+pub mod limits;
 pub mod pipeline;
 pub mod sink;
 pub mod source;

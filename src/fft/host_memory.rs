@@ -19,6 +19,7 @@ pub struct PinnedBlock<T> {
 // SAFETY: the block owns its `len` values exclusively (see `PinnedBlock::new`); access goes
 // through `&self` / `&mut self` like a `Box<[T]>`.
 unsafe impl<T: Send> Send for PinnedBlock<T> {}
+// SAFETY: as for Send: `&self` gives shared slices only, like `&Box<[T]>`.
 unsafe impl<T: Sync> Sync for PinnedBlock<T> {}
 
 impl<T> PinnedBlock<T> {
@@ -191,7 +192,9 @@ mod tests {
     /// Pinned memory stand-in: a leaked-then-reclaimed boxed slice.
     struct BoxAlloc;
     struct Owned(*mut [f32]);
+    // SAFETY: `Owned` only frees its box on drop; the values are reached through the block.
     unsafe impl Send for Owned {}
+    // SAFETY: `Owned` has no `&self` method that reads the values.
     unsafe impl Sync for Owned {}
     impl Drop for Owned {
         fn drop(&mut self) {

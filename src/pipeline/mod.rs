@@ -18,6 +18,7 @@ use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
+use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::{make_writer, OutputFormat, SpectrumWriter, StreamMeta};
 use crate::source::channels::ChannelSplitter;
 use crate::source::{open_file, FileOptions, SampleSource};
@@ -196,7 +197,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     );
     let (plans, streams) = plan_streams(settings, &stop)?;
     let readers = plans.len();
-    let (writers, writer_of, outputs) = open_writers::<T>(settings, &streams)?;
+    let plan = plan_outputs(settings, &streams)?;
+    refuse_overwriting_inputs(settings, &plan)?;
+    let (writers, outputs) = open_writers::<T>(settings, &plan)?;
+    let writer_of = plan.writer_of;
     let control = Control::new(stop);
     let mut latency = Latency::default();
 
@@ -297,17 +301,17 @@ pub struct StreamWritten {
     pub n: usize,
 }
 
-type Writers<T> = (Vec<Box<dyn SpectrumWriter<T>>>, Vec<usize>, Vec<String>);
+/// Where the spectra go: one destination per writer (a file, or stdout for None), and the writer
+/// of each stream.
+struct OutputPlan {
+    files: Vec<Option<PathBuf>>,
+    writer_of: Vec<usize>,
+}
 
-/// Opens one writer per output, and maps each stream to its writer.
-fn open_writers<T: Sample>(settings: &Settings, streams: &[StreamMeta]) -> Result<Writers<T>> {
+/// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
+/// output shared by every stream (which the format must be able to tell apart).
+fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPlan> {
     let format = settings.format;
-    let writer = |dest: Destination| {
-        let name = dest.describe();
-        make_writer::<T>(format, dest)
-            .map(|w| (w, name.clone()))
-            .map_err(|e| FftdError::Runtime(format!("{name}: {e}")))
-    };
     if let Some(dir) = &settings.output_dir {
         if !dir.is_dir() {
             return Err(FftdError::Usage(format!(
@@ -315,15 +319,14 @@ fn open_writers<T: Sample>(settings: &Settings, streams: &[StreamMeta]) -> Resul
                 dir.display()
             )));
         }
-        let names = stream_file_names(streams, format);
-        let mut writers = Vec::new();
-        let mut outputs = Vec::new();
-        for name in names {
-            let (w, desc) = writer(Destination::create(&dir.join(name))?)?;
-            writers.push(w);
-            outputs.push(desc);
-        }
-        return Ok((writers, (0..streams.len()).collect(), outputs));
+        let files = stream_file_names(streams, format)
+            .into_iter()
+            .map(|name| Some(dir.join(name)))
+            .collect();
+        return Ok(OutputPlan {
+            files,
+            writer_of: (0..streams.len()).collect(),
+        });
     }
     if streams.len() > 1 && !format.carries_stream_id() {
         return Err(FftdError::Usage(format!(
@@ -332,12 +335,68 @@ fn open_writers<T: Sample>(settings: &Settings, streams: &[StreamMeta]) -> Resul
             format.name()
         )));
     }
-    let dest = match &settings.output {
-        Some(path) => Destination::create(path)?,
-        None => Destination::stdout(),
+    Ok(OutputPlan {
+        files: vec![settings.output.clone()],
+        writer_of: vec![0; streams.len()],
+    })
+}
+
+/// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
+/// `--config`), before anything is opened for writing.
+fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<()> {
+    let mut inputs: Vec<NamedFile> = match &settings.input {
+        Input::Files(paths) => paths
+            .iter()
+            .map(|p| match p.as_str() {
+                "-" => standard_stream("stdin"),
+                _ => NamedFile::new("--file", p),
+            })
+            .collect(),
+        Input::Mic(_) => Vec::new(),
     };
-    let (w, desc) = writer(dest)?;
-    Ok((vec![w], vec![0; streams.len()], vec![desc]))
+    inputs.extend(
+        settings
+            .config
+            .iter()
+            .map(|c| NamedFile::new("--config", c)),
+    );
+    let role = match settings.output_dir {
+        Some(_) => "--output-dir",
+        None => "--output",
+    };
+    let mut outputs: Vec<NamedFile> = plan
+        .files
+        .iter()
+        .map(|file| match file {
+            Some(path) => NamedFile::new(role, path),
+            None => standard_stream("stdout"),
+        })
+        .collect();
+    outputs.extend(settings.meta.iter().map(|m| NamedFile::new("--meta", m)));
+    refuse_overwriting(&inputs, &outputs)
+}
+
+type Writers<T> = Vec<Box<dyn SpectrumWriter<T>>>;
+
+/// Opens one writer per planned output; returns them with their destinations' names.
+fn open_writers<T: Sample>(
+    settings: &Settings,
+    plan: &OutputPlan,
+) -> Result<(Writers<T>, Vec<String>)> {
+    let mut writers = Vec::new();
+    let mut names = Vec::new();
+    for file in &plan.files {
+        let dest = match file {
+            Some(path) => Destination::create(path)?,
+            None => Destination::stdout(),
+        };
+        let name = dest.describe();
+        let writer = make_writer::<T>(settings.format, dest)
+            .map_err(|e| FftdError::Runtime(format!("{name}: {e}")))?;
+        writers.push(writer);
+        names.push(name);
+    }
+    Ok((writers, names))
 }
 
 /// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.

@@ -12,6 +12,7 @@ pub mod destination;
 pub mod meta;
 pub mod ndjson;
 pub mod npy;
+pub mod overwrite_guard;
 pub mod raw;
 pub mod text;
 

@@ -1,7 +1,8 @@
 //! Text input: one sample per line, as in the classic `input.txt`. A line holds one number (a real
 //! sample) or two (`re im`, a complex sample); the first sample line decides which for the whole
-//! file. Blank lines and lines starting with `#` are skipped. Anything else — a bad token, NaN or
-//! infinity, a line of the other kind — is an error naming the line number and its text.
+//! file. Blank lines, lines starting with `#` and a leading UTF-8 byte-order mark are skipped.
+//! Anything else — a bad token, NaN or infinity, a line of the other kind — is an error naming
+//! the line number and its text.
 
 use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
@@ -60,6 +61,8 @@ impl TextSource {
             self.line_no += 1;
             self.saw_lines = true;
             let text = match std::str::from_utf8(&self.line) {
+                // a UTF-8 byte-order mark (Windows editors, Excel exports) opens the first line
+                Ok(t) if self.line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
                 Ok(t) => t.trim(),
                 Err(_) => return Err(self.error("is not valid UTF-8 text".to_string())),
             };

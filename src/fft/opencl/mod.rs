@@ -341,6 +341,8 @@ fn ensure<'a, T>(
 ) -> Result<&'a mut Buffer<T>, String> {
     if g.cap < len || g.buf.is_none() {
         g.buf = None;
+        // SAFETY: a device buffer of `len.max(1)` values with no host pointer: nothing on the
+        // host is aliased, and the context outlives the buffer (both held by `dev`).
         let b =
             unsafe { Buffer::<T>::create(&dev.context, flags, len.max(1), std::ptr::null_mut()) }
                 .map_err(|e| {
@@ -396,6 +398,8 @@ impl<T: Sample> OpenClEngine<T> {
             0
         };
         let make = || {
+            // SAFETY: `dev.device` belongs to `dev.context`; `properties` holds only the
+            // profiling bit, which every OpenCL 1.2+ device accepts.
             unsafe {
                 CommandQueue::create_with_properties(&dev.context, dev.device.id(), properties, 0)
             }
@@ -448,12 +452,15 @@ impl<T: Sample> OpenClEngine<T> {
         let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
         let (mut h2d, mut d2h) = (Vec::new(), Vec::new());
         for _ in 0..reps.max(1) + 1 {
+            // SAFETY: `host` lives to the end of this function and the copy is waited for on
+            // the next line, before `host` is touched again; `dev` holds at least `host.len()`.
             let w = unsafe {
                 self.copy_in
                     .enqueue_write_buffer(dev, CL_NON_BLOCKING, 0, host.as_slice(), &[])
             }
             .map_err(|e| cl("write", e))?;
             w.wait().map_err(|e| cl("write", e))?;
+            // SAFETY: as the write above: `host` outlives the read, which is waited for at once.
             let r = unsafe {
                 self.copy_out
                     .enqueue_read_buffer(dev, CL_NON_BLOCKING, 0, host.as_mut_slice(), &[])
@@ -627,6 +634,7 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     fn upload(&self, data: &[T]) -> Result<Buffer<T>, String> {
+        // SAFETY: a device buffer with no host pointer (nothing aliased), sized for `data`.
         let mut b = unsafe {
             Buffer::<T>::create(
                 &self.dev.context,
@@ -636,6 +644,8 @@ impl<T: Sample> OpenClEngine<T> {
             )
         }
         .map_err(|e| format!("cannot allocate a constant buffer: {e}"))?;
+        // SAFETY: a blocking write of `data.len()` values into a buffer of that many: `data` is
+        // read completely before the call returns.
         unsafe {
             self.queue
                 .enqueue_write_buffer(&mut b, CL_BLOCKING, 0, data, &[])
@@ -755,6 +765,10 @@ impl<T: Sample> OpenClEngine<T> {
                 }
                 _ => src,
             };
+            // SAFETY: `src` (the caller's input or this slot's pinned staging block) stays alive
+            // and unwritten until this write's event completes: the slot's `drain` waits for it
+            // before the slot is reused or the function returns, on error and unwinding too
+            // (`abandon`). `dev_in` holds a whole chunk, at least `src.len()` values.
             let write =
                 unsafe { copy_in.enqueue_write_buffer(dev_in, CL_NON_BLOCKING, 0, src, &[]) }
                     .map_err(|e| cl("write", e))?;
@@ -778,6 +792,9 @@ impl<T: Sample> OpenClEngine<T> {
                 Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * bins],
                 _ => &mut out[f0 * bins..(f0 + fc) * bins],
             };
+            // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
+            // freed before this read's event completes: `drain` waits for it, as for the write.
+            // The read waits for `last`, the final kernel writing `dev_out`.
             let read =
                 unsafe { copy_out.enqueue_read_buffer(dev_out, CL_NON_BLOCKING, 0, dst, &[last]) }
                     .map_err(|e| cl("read", e))?;
@@ -974,6 +991,9 @@ fn enqueue_kernels<T: Sample>(
                 .table
                 .as_ref()
                 .ok_or_else(|| "twiddle table missing".to_string())?;
+            // SAFETY: the arguments are, in order, the buffers and scalars of the kernel's
+            // signature in stockham_local.cl (sizes checked by the OpenCL runtime); `groups`
+            // work-groups of `fpb` frames each, and a frame index past `frames` returns early.
             let ev = unsafe {
                 ExecuteKernel::new(kernel)
                     .set_event_wait_list(wait)
@@ -1009,6 +1029,8 @@ fn enqueue_kernels<T: Sample>(
             };
             let (m1, m2) = (g1.m, g2.m);
             let wg1 = g1.tpf * g1.fpb;
+            // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch
+            // covers `frames` frames of `m1 * m2` values, the size the buffers were made for.
             let ev = unsafe {
                 ExecuteKernel::new(columns)
                     .set_event_wait_list(wait)
@@ -1024,6 +1046,8 @@ fn enqueue_kernels<T: Sample>(
             .map_err(|e| cl("fourstep_columns launch", e))?;
             kernels.push(ev);
             let wg2 = g2.tpf * g2.fpb;
+            // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
+            // `frames * m1 / fpb` groups, one per `fpb` rows of a frame, all inside the buffers.
             let ev = unsafe {
                 ExecuteKernel::new(rows)
                     .set_arg(a)
@@ -1050,6 +1074,8 @@ fn enqueue_kernels<T: Sample>(
                 _ => return Err("work buffers missing".into()),
             };
             let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
+            // SAFETY: arguments in the order of the pack kernel in stockham_global.cl; items past
+            // `frames * m` (the rounding up to GLOBAL_WG) return without touching memory.
             let ev = unsafe {
                 ExecuteKernel::new(pack)
                     .set_event_wait_list(wait)
@@ -1066,6 +1092,8 @@ fn enqueue_kernels<T: Sample>(
             let (mut src, mut dst) = (a, b);
             let mut ns: u32 = 1;
             for (r, k) in passes.iter_mut() {
+                // SAFETY: one radix-r pass of stockham_global.cl: source, destination (both
+                // `frames * m` values), frame count and stride; extra items return early.
                 let ev = unsafe {
                     ExecuteKernel::new(k)
                         .set_arg(src)
@@ -1098,6 +1126,8 @@ fn enqueue_post<T: Sample>(
     n_out: usize,
     args: ScaleArgs<T>,
 ) -> Result<Event, String> {
+    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_out` values and
+    // items past `n_out` (rounding up to GLOBAL_WG) return early.
     unsafe {
         ExecuteKernel::new(post)
             .set_arg(z)

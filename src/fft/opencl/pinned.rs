@@ -52,6 +52,7 @@ fn map_queue(dev: &SharedDevice) -> Result<&CommandQueue, String> {
     dev.pinned
         .queue
         .get_or_init(|| {
+            // SAFETY: `dev.device` belongs to `dev.context`; no properties are asked for.
             unsafe { CommandQueue::create_with_properties(&dev.context, dev.device.id(), 0, 0) }
                 .map_err(|e| format!("cannot create a command queue on {}: {e}", dev.info.name))
         })
@@ -68,12 +69,15 @@ struct Mapping<T> {
 
 // SAFETY: the mapping is owned by one `PinnedBlock`; the pointer is only dereferenced through it.
 unsafe impl<T: Send> Send for Mapping<T> {}
+// SAFETY: as for Send: shared access goes through `PinnedBlock`'s `&self` methods only.
 unsafe impl<T: Sync> Sync for Mapping<T> {}
 
 impl<T> Drop for Mapping<T> {
     fn drop(&mut self) {
         self.dev.pinned.remove(self.ptr as usize);
         if let Ok(q) = map_queue(&self.dev) {
+            // SAFETY: `ptr` is the mapping of `buf` made in `alloc`, unmapped once, here; the block
+            // that handed out slices of it is being dropped, so no slice outlives the unmap.
             let _ = unsafe {
                 q.enqueue_unmap_mem_object(self.buf.get(), self.ptr as *mut std::ffi::c_void, &[])
             };
@@ -88,6 +92,8 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         let len = len.max(1);
         let bytes = len * std::mem::size_of::<T>();
         let q = map_queue(dev)?;
+        // SAFETY: the runtime allocates the host memory itself (ALLOC_HOST_PTR, null host
+        // pointer): nothing of ours is aliased.
         let buf = unsafe {
             Buffer::<T>::create(
                 &dev.context,
@@ -98,6 +104,8 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         }
         .map_err(|e| format!("cannot allocate {bytes} bytes of pinned host memory: {e}"))?;
         let mut raw: opencl3::types::cl_mem = std::ptr::null_mut();
+        // SAFETY: a blocking map of the whole buffer (`bytes`), written to `raw`, which is
+        // checked for null and alignment before use.
         unsafe {
             q.enqueue_map_buffer(
                 &buf,
@@ -113,6 +121,7 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         let ptr = raw as *mut T;
         if ptr.is_null() || (ptr as usize) % std::mem::align_of::<T>() != 0 {
             if !ptr.is_null() {
+                // SAFETY: `raw` is this buffer's mapping from just above, never handed out.
                 let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), raw, &[]) };
                 let _ = q.finish();
             }

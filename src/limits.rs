@@ -1,0 +1,66 @@
+//! Upper bounds for the sizes a user can ask for, from what makes sense on this machine: larger
+//! values are usage errors that name the flag and the largest accepted value, instead of an
+//! allocation failure or a process that spawns threads until it hangs.
+
+/// Samples in one batch buffer at most (2^26: 256 MiB of f32, the largest batch `fftd bench` uses;
+/// the OpenCL engine reaches its copy-rate plateau long before).
+pub const MAX_BATCH_SAMPLES: usize = 1 << 26;
+
+/// FFT workers per CPU core at most: each worker is a thread with its own engine.
+pub const WORKERS_PER_CORE: usize = 4;
+
+/// Longest `--max-latency` in ms: a frame held a minute for its batch to fill is no longer live.
+pub const MAX_LATENCY_MS: f64 = 60_000.0;
+
+/// Channels in one input at most (WAV's 16-bit channel count).
+pub const MAX_CHANNELS: usize = u16::MAX as usize;
+
+/// CPU cores this process may use (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The largest `--workers` accepted here.
+pub fn max_workers() -> usize {
+    WORKERS_PER_CORE * cores()
+}
+
+/// Batch buffers that can be in flight at once for `workers` engines (input and output pools).
+pub fn batch_buffers_in_flight(workers: usize) -> usize {
+    4 * workers.max(1) + 4
+}
+
+/// The largest `--batch` for frames of `n` samples of `sample_bytes` bytes with `workers`
+/// engines: at most `MAX_BATCH_SAMPLES` per batch, and every buffer that can be in flight (both
+/// pools) within half of this machine's memory. At least 1.
+pub fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize {
+    let by_samples = MAX_BATCH_SAMPLES / n.max(1);
+    let by_memory = physical_memory_bytes().map_or(usize::MAX, |total| {
+        let per_frame = (n.max(1) * sample_bytes.max(1)) as u64;
+        let buffers = 2 * batch_buffers_in_flight(workers) as u64;
+        usize::try_from(total / 2 / buffers / per_frame).unwrap_or(usize::MAX)
+    });
+    by_samples.min(by_memory).max(1)
+}
+
+/// MemTotal from /proc/meminfo, when there is one.
+pub fn physical_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_limit_shrinks_with_frame_size_and_never_reaches_zero() {
+        let small = max_batch_frames(64, 4, 2);
+        let large = max_batch_frames(1 << 20, 4, 2);
+        assert!(small >= large, "{small} {large}");
+        assert!(small * 64 <= MAX_BATCH_SAMPLES);
+        assert_eq!(max_batch_frames(1 << 30, 8, 64), 1);
+    }
+}

@@ -1,0 +1,272 @@
+//! Hostile and careless use of the `fftd` binary: an output that is an input is refused before
+//! anything is opened for writing (the input's bytes stay as they were), absurd and negative sizes
+//! are usage errors naming the flag and its range, a text file with a byte-order mark reads, and
+//! the examples that `--help` and the README's first command show run as printed.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A raw f32 input of 4096 samples (a tone), whose bytes the tests check are never changed.
+fn tone_f32(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let bytes: Vec<u8> = (0..4096)
+        .flat_map(|i| ((i as f32 * 0.1).sin()).to_le_bytes())
+        .collect();
+    std::fs::write(&path, bytes).expect("write input");
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+/// Runs `args` and asserts a usage error naming `needles`, with every file in `kept` unchanged.
+fn refused(args: &[&str], needles: &[&str], kept: &[&Path]) {
+    let before: Vec<Vec<u8>> = kept
+        .iter()
+        .map(|p| std::fs::read(p).expect("read"))
+        .collect();
+    assert_clean_error(&run(args), 2, needles);
+    for (path, bytes) in kept.iter().zip(before) {
+        assert_eq!(
+            std::fs::read(path).expect("read"),
+            bytes,
+            "{path:?} changed"
+        );
+    }
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let x = tone_f32(d, "x.f32");
+    let y = tone_f32(d, "y.f32");
+    let (x_s, y_s) = (s(&x), s(&y));
+    let link = d.join("link.f32");
+    std::os::unix::fs::symlink(&x, &link).expect("symlink");
+    let hard = d.join("hard.f32");
+    std::fs::hard_link(&x, &hard).expect("hard link");
+    let config = d.join("fftd.toml");
+    std::fs::write(&config, "frame = 256\n").expect("write config");
+    let dotted = format!("{}/./x.f32", s(d));
+    let f32_out = ["--format", "f32", "--output"];
+
+    // the case, then the same file through another name
+    for same in [x_s, &dotted, s(&link), s(&hard)] {
+        let args = [&["--file", x_s][..], &f32_out, &[same]].concat();
+        refused(&args, &["--output", "also an input", "--file"], &[&x]);
+    }
+    // --meta, --output-dir and --config
+    refused(
+        &["--file", x_s, "--meta", x_s],
+        &["--meta", "also an input"],
+        &[&x],
+    );
+    refused(
+        &[
+            "--file",
+            x_s,
+            "--file",
+            y_s,
+            "--format",
+            "f32",
+            "--output-dir",
+            s(d),
+        ],
+        &["--output-dir", "x.f32", "also an input"],
+        &[&x, &y],
+    );
+    let config_out = [x_s, "--config", s(&config), "--output", s(&config)];
+    refused(
+        &[&["--file"][..], &config_out].concat(),
+        &["--config", "also an input"],
+        &[&config],
+    );
+    // two outputs naming one file
+    let out = d.join("out.txt");
+    let two = ["--file", x_s, "--output", s(&out), "--meta", s(&out)];
+    assert_clean_error(&run(&two), 2, &["same file"]);
+    assert!(!out.exists(), "nothing is written when refused");
+    // a distinct output still works
+    let ok = run(&[&["--file", x_s][..], &f32_out, &[s(&d.join("ok.f32"))]].concat());
+    assert!(ok.status.success(), "{}", stderr_text(&ok));
+}
+
+/// Stdin redirected from the output file, and stdout appended to an input, are inputs too.
+#[test]
+fn redirected_stdin_and_stdout_are_checked_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = tone_f32(dir.path(), "x.f32");
+    let before = std::fs::read(&x).expect("read");
+    let from_stdin = fftd()
+        .args(["--device", "cpu", "--file", "-", "--input-format", "f32"])
+        .args(["--format", "f32", "--output", s(&x)])
+        .stdin(std::fs::File::open(&x).expect("open"))
+        .output()
+        .expect("runs");
+    assert_clean_error(&from_stdin, 2, &["also an input", "stdin"]);
+    let append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&x)
+        .expect("open for append");
+    let to_stdout = fftd()
+        .args(["--device", "cpu", "--file", s(&x)])
+        .stdout(append)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("runs");
+    assert_clean_error(&to_stdout, 2, &["stdout", "also an input"]);
+    assert_eq!(std::fs::read(&x).expect("read"), before);
+}
+
+#[test]
+fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = tone_f32(dir.path(), "x.f32");
+    let base = ["--file", s(&x)];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--batch", "1000000000000"],
+            &["--batch 1000000000000", "from 0 to"],
+        ),
+        (&["--batch", "-3"], &["--batch -3", "from 0 to"]),
+        (
+            &["--workers", "1000000"],
+            &["--workers 1000000", "from 0 to"],
+        ),
+        (&["--duration", "-1"], &["--duration -1", "positive"]),
+        (
+            &["--max-latency", "-1"],
+            &["--max-latency -1", "from 0 to 60000"],
+        ),
+        (
+            &["--max-latency", "1e300"],
+            &["--max-latency 1e300", "from 0 to 60000"],
+        ),
+        (&["--frame", "-5"], &["--frame", "-5", ">= 2"]),
+        (&["--hop", "-1"], &["--hop -1", "at least 1"]),
+        (&["--hop", "ten"], &["--hop", "whole number"]),
+        (&["--channels", "-2"], &["--channels -2", "from 1 to 65535"]),
+        (&["--max-frames", "-7"], &["--max-frames -7", "at least 1"]),
+        (
+            &["--max-frames", "99999999999999999999"],
+            &["--max-frames", "too large"],
+        ),
+        (&["--rate", "-8000"], &["--rate -8000", "positive"]),
+    ];
+    for (flags, needles) in cases {
+        let started = std::time::Instant::now();
+        assert_clean_error(&run(&[&base[..], flags].concat()), 2, needles);
+        assert!(started.elapsed().as_secs() < 10, "{flags:?} must not hang");
+    }
+    // the largest batch the message names is accepted
+    let max = stderr_text(&run(&[&base[..], &["--batch", "1000000000000"]].concat()));
+    let largest = max
+        .split("from 0 to ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .expect("largest batch in the message");
+    let ok = run(&[
+        &base[..],
+        &["--batch", largest, "--format", "f32", "--max-frames", "1"],
+    ]
+    .concat());
+    assert!(ok.status.success(), "{}", stderr_text(&ok));
+    // a config file gets the same range check
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "hop = -1\n").expect("write");
+    assert_clean_error(
+        &run(&[&base[..], &["--config", s(&config)]].concat()),
+        2,
+        &["--hop -1", "at least 1"],
+    );
+}
+
+#[test]
+fn a_text_file_with_a_byte_order_mark_reads_like_one_without() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().join("plain.txt");
+    let bom = dir.path().join("bom.txt");
+    let samples: String = noise(300, 4).iter().map(|v| format!("{v}\r\n")).collect();
+    std::fs::write(&plain, &samples).expect("write");
+    std::fs::write(&bom, format!("\u{feff}{samples}")).expect("write");
+    let read = |p: &Path| run(&["--file", s(p), "--frame", "64"]);
+    let (a, b) = (read(&plain), read(&bom));
+    assert!(b.status.success(), "{}", stderr_text(&b));
+    assert_eq!(a.stdout, b.stdout);
+    assert!(!a.stdout.is_empty());
+}
+
+/// Every `fftd ...` example line of `--help` runs from the repository root as printed.
+#[test]
+fn help_examples_run_as_printed() {
+    let help = stdout_text(&run(&["--help"]));
+    let examples: Vec<&str> = help
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("fftd --file examples/"))
+        .collect();
+    assert!(examples.len() >= 2, "examples in --help: {help}");
+    for line in examples {
+        let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+        let out = fftd()
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{line}: {}", stderr_text(&out));
+        assert!(!out.stdout.is_empty(), "{line}: no output");
+    }
+}
+
+/// The README's first command ends with examples/consume.py; it must run with the standard
+/// library alone (`python3 -S`: no site-packages, so no numpy), as on a fresh machine.
+#[test]
+fn consume_example_needs_only_the_standard_library() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spectra = run(&[
+        "--file",
+        s(&root.join("examples/tones.wav")),
+        "--frame",
+        "4096",
+        "--hop",
+        "1024",
+        "--format",
+        "f32",
+    ]);
+    assert!(spectra.status.success(), "{}", stderr_text(&spectra));
+    let mut child = match Command::new("python3")
+        .args(["-S", s(&root.join("examples/consume.py")), "2049", "16000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if std::env::var("CI").is_err() => {
+            eprintln!("skipped: no python3 ({e})");
+            return;
+        }
+        Err(e) => panic!("python3 is needed in CI: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&spectra.stdout)
+        .expect("feed");
+    let out = child.wait_with_output().expect("consume.py ends");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    // tones.wav: 440 Hz is the strongest tone; bin 113 of 4096 at 16 kHz is 441.4 Hz
+    assert!(
+        stdout_text(&out).contains("bin 113 = 441.4 Hz"),
+        "{}",
+        stdout_text(&out)
+    );
+}
