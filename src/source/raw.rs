@@ -27,10 +27,9 @@ impl RawSource {
         rate: f64,
         channels: usize,
     ) -> Result<Self> {
-        let (kind, value_bytes, values_per_channel) = match format {
-            InputFormat::F32 => (InputKind::Real, 4, 1),
-            InputFormat::S16 => (InputKind::Real, 2, 1),
-            _ => (InputKind::Complex, 4, 2),
+        let kind = match format {
+            InputFormat::Cf32 => InputKind::Complex,
+            _ => InputKind::Real,
         };
         Ok(RawSource {
             info: SourceInfo {
@@ -42,7 +41,7 @@ impl RawSource {
             },
             reader,
             format,
-            frame_bytes: value_bytes * values_per_channel * channels,
+            frame_bytes: frame_bytes(format, channels),
             bytes: Vec::new(),
             offset: 0,
         })
@@ -93,35 +92,56 @@ impl SampleSource for RawSource {
                 ),
             ));
         }
-        match self.format {
-            InputFormat::S16 => out.extend(
-                self.bytes
-                    .chunks_exact(2)
-                    .map(|b| i16::from_le_bytes([b[0], b[1]]) as f64 / 32768.0),
-            ),
-            _ => {
-                // convert, then look for NaN/inf: two simple loops the compiler vectorises
-                let start = out.len();
-                out.extend(
-                    self.bytes
-                        .chunks_exact(4)
-                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
-                );
-                let all_finite = out[start..].iter().fold(true, |ok, v| ok & v.is_finite());
-                let first_bad = || out[start..].iter().position(|v| !v.is_finite());
-                if let Some(i) = (!all_finite).then(first_bad).flatten() {
-                    return Err(FftdError::input(
-                        self.info.name.clone(),
-                        format!(
-                            "value at byte offset {} is {}, not a finite number",
-                            self.offset + 4 * i as u64,
-                            out[start + i]
-                        ),
-                    ));
-                }
-            }
-        }
+        decode(self.format, &self.bytes, self.offset, &self.info.name, out)?;
         self.offset += got as u64;
         Ok(got / self.frame_bytes)
+    }
+}
+
+/// Bytes per sample frame of a raw `format` file with `channels` channels.
+pub fn frame_bytes(format: InputFormat, channels: usize) -> usize {
+    match format {
+        InputFormat::S16 => 2 * channels,
+        InputFormat::Cf32 => 8 * channels,
+        _ => 4 * channels,
+    }
+}
+
+/// Appends the samples of `bytes` (whole values of `format`, found at byte `offset` of the input
+/// `name`) to `out` as f64. NaN or infinity is an error naming its byte offset.
+pub fn decode(
+    format: InputFormat,
+    bytes: &[u8],
+    offset: u64,
+    name: &str,
+    out: &mut Vec<f64>,
+) -> Result<()> {
+    if format == InputFormat::S16 {
+        out.extend(
+            bytes
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]) as f64 / 32768.0),
+        );
+        return Ok(());
+    }
+    // convert, then look for NaN/inf: two simple loops the compiler vectorises
+    let start = out.len();
+    out.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+    );
+    let all_finite = out[start..].iter().fold(true, |ok, v| ok & v.is_finite());
+    let first_bad = || out[start..].iter().position(|v| !v.is_finite());
+    match (!all_finite).then(first_bad).flatten() {
+        Some(i) => Err(FftdError::input(
+            name,
+            format!(
+                "value at byte offset {} is {}, not a finite number",
+                offset + 4 * i as u64,
+                out[start + i]
+            ),
+        )),
+        None => Ok(()),
     }
 }
