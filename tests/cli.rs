@@ -719,13 +719,18 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     let mut corrupt = wav.clone();
     corrupt[8..12].copy_from_slice(b"JUNK");
     std::fs::write(d.join("corrupt.wav"), corrupt).expect("write");
-    // 64-bit float WAV: a valid header hound (and fftd) does not decode
-    let mut f64wav = wav.clone();
+    // 64-bit float WAV (hound cannot write one): ok.wav's header, relabelled, with f64 data
+    let mut f64wav = wav[..36].to_vec();
     f64wav[20..22].copy_from_slice(&3u16.to_le_bytes());
     f64wav[34..36].copy_from_slice(&64u16.to_le_bytes());
     f64wav[32..34].copy_from_slice(&8u16.to_le_bytes());
     f64wav[28..32].copy_from_slice(&(8000u32 * 8).to_le_bytes());
+    f64wav.extend(b"data");
+    f64wav.extend(8000u32.to_le_bytes());
+    f64wav.extend((0..1000).flat_map(|_| 0.25f64.to_le_bytes()));
     std::fs::write(d.join("f64.wav"), f64wav).expect("write");
+    std::fs::write(d.join("notwav.wav"), "1\n2\n3\n").expect("write");
+    std::fs::write(d.join("tiny.wav"), "RI").expect("write");
     std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
     // raw f32 with one NaN in its second read block and one inf in its first
     let raw_with = |at: usize, v: f32| -> Vec<u8> {
@@ -758,10 +763,26 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     expect(&["--file", &p("inf.txt")], 1, &["line 2", "inf"]);
     expect(&["--file", &p("three.txt")], 1, &["line 1"]);
     expect(&["--file", &p("mixed.txt")], 1, &["line 2", "two numbers"]);
-    expect(&["--file", &p("cut.wav")], 1, &["cut.wav", "truncated"]);
-    expect(&["--file", &p("header.wav")], 1, &["header.wav"]);
-    expect(&["--file", &p("corrupt.wav")], 1, &["corrupt.wav", "WAV"]);
-    expect(&["--file", &p("f64.wav")], 1, &["unsupported WAV"]);
+    expect(
+        &["--file", &p("header.wav")],
+        1,
+        &[
+            "header.wav",
+            "truncated WAV file: it ends inside the header",
+            "'fmt '",
+        ],
+    );
+    expect(
+        &["--file", &p("corrupt.wav")],
+        1,
+        &["corrupt.wav", "no RIFF/WAVE header", "'JUNK'"],
+    );
+    expect(
+        &["--file", &p("notwav.wav")],
+        1,
+        &["notwav.wav", "no RIFF/WAVE header", "not a WAV file"],
+    );
+    expect(&["--file", &p("tiny.wav")], 1, &["no RIFF/WAVE header"]);
     expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
     expect(
         &["--file", &p("nan.f32"), "--rate", "8000"],
