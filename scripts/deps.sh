@@ -3,11 +3,13 @@
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
+#   sox                                  writes the WAV files (A-law, mu-law, 64-bit float, EXTENSIBLE,
+#                                        pipes) the WAV reader is tested against
 # and, for the tests that compare against numpy/scipy, python3 with numpy and scipy.
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
 
-packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
+packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo sox)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
