@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Makes sure the system packages fftd builds and tests against are present:
+# Makes sure the system packages fftd builds and runs with are present; with --test also what the
+# test suite compares against (sox, numpy, scipy):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
 #   gcc, python3                         only where missing (a minimal Debian image)
-# and, for the tests that compare against numpy/scipy, python3 with numpy and scipy.
+#   sox (--test)                         writes the WAV files (A-law, mu-law, 64-bit float, EXTENSIBLE,
+#                                        pipes) the WAV reader is tested against
+# and (--test) python3 with numpy and scipy, for the tests that compare against them.
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
 
+testing=false
+[[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
+$testing && packages+=(sox)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,7 +40,7 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 
-if [[ "${1:-}" == "--python" ]]; then
+if $testing; then
     if ! python3 -c "import numpy, scipy.signal" 2>/dev/null; then
         echo "deps: installing numpy and scipy for python3" >&2
         python3 -m pip install --quiet numpy scipy || {

@@ -3,7 +3,7 @@
 # (unit, numerics vs a naive DFT, end-to-end CLI, OpenCL on PoCL, microphone through ALSA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh --python
+scripts/deps.sh --test
 
 export POCL_CACHE_DIR="$PWD/target/pocl-cache"     # PoCL compiles each kernel once
 export FFTD_CACHE_DIR="$PWD/target/fftd-cache"     # OpenCL calibration cache for tests

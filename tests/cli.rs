@@ -719,13 +719,18 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     let mut corrupt = wav.clone();
     corrupt[8..12].copy_from_slice(b"JUNK");
     std::fs::write(d.join("corrupt.wav"), corrupt).expect("write");
-    // 64-bit float WAV: a valid header hound (and fftd) does not decode
-    let mut f64wav = wav.clone();
+    // 64-bit float WAV (hound cannot write one): ok.wav's header, relabelled, with f64 data
+    let mut f64wav = wav[..36].to_vec();
     f64wav[20..22].copy_from_slice(&3u16.to_le_bytes());
     f64wav[34..36].copy_from_slice(&64u16.to_le_bytes());
     f64wav[32..34].copy_from_slice(&8u16.to_le_bytes());
     f64wav[28..32].copy_from_slice(&(8000u32 * 8).to_le_bytes());
+    f64wav.extend(b"data");
+    f64wav.extend(8000u32.to_le_bytes());
+    f64wav.extend((0..1000).flat_map(|_| 0.25f64.to_le_bytes()));
     std::fs::write(d.join("f64.wav"), f64wav).expect("write");
+    std::fs::write(d.join("notwav.wav"), "1\n2\n3\n").expect("write");
+    std::fs::write(d.join("tiny.wav"), "RI").expect("write");
     std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
     // raw f32 with one NaN in its second read block and one inf in its first
     let raw_with = |at: usize, v: f32| -> Vec<u8> {
@@ -758,10 +763,26 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     expect(&["--file", &p("inf.txt")], 1, &["line 2", "inf"]);
     expect(&["--file", &p("three.txt")], 1, &["line 1"]);
     expect(&["--file", &p("mixed.txt")], 1, &["line 2", "two numbers"]);
-    expect(&["--file", &p("cut.wav")], 1, &["cut.wav", "truncated"]);
-    expect(&["--file", &p("header.wav")], 1, &["header.wav"]);
-    expect(&["--file", &p("corrupt.wav")], 1, &["corrupt.wav", "WAV"]);
-    expect(&["--file", &p("f64.wav")], 1, &["unsupported WAV"]);
+    expect(
+        &["--file", &p("header.wav")],
+        1,
+        &[
+            "header.wav",
+            "truncated WAV file: it ends inside the header",
+            "'fmt '",
+        ],
+    );
+    expect(
+        &["--file", &p("corrupt.wav")],
+        1,
+        &["corrupt.wav", "no RIFF/WAVE header", "'JUNK'"],
+    );
+    expect(
+        &["--file", &p("notwav.wav")],
+        1,
+        &["notwav.wav", "no RIFF/WAVE header", "not a WAV file"],
+    );
+    expect(&["--file", &p("tiny.wav")], 1, &["no RIFF/WAVE header"]);
     expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
     expect(
         &["--file", &p("nan.f32"), "--rate", "8000"],
@@ -818,4 +839,303 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         &["none.toml"],
     );
     expect(&[], 2, &["no input"]);
+}
+
+/// Runs fftd (CPU engine) with `args` and `input` on stdin.
+fn run_with_stdin(args: &[&str], input: Vec<u8>) -> std::process::Output {
+    let mut child = fftd()
+        .args(args)
+        .args(["--device", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn wav_cut_short_is_analysed_with_one_warning_and_f64_decodes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let p = |name: &str| d.join(name).to_str().expect("utf8").to_string();
+    write_wav(&d.join("ok.wav"), 1, 16, false, &vec![vec![0.25]; 1000]);
+    let wav = std::fs::read(d.join("ok.wav")).expect("wav");
+    // 1000 samples promised; 1499 data bytes left: 749 whole samples and half of one
+    std::fs::write(d.join("cut.wav"), &wav[..wav.len() - 501]).expect("write");
+    write_text_samples(&d.join("749.txt"), &[0.25; 749]);
+    let want = run(&["--file", &p("749.txt"), "--frame", "64"]);
+    assert!(want.status.success() && !want.stdout.is_empty());
+    // with the tests' RUST_LOG=fftd=warn and with RUST_LOG unset (main's default, info)
+    for unset in [false, true] {
+        let mut cmd = fftd();
+        if unset {
+            cmd.env_remove("RUST_LOG");
+        }
+        let out = cmd
+            .args(["--file", &p("cut.wav"), "--frame", "64", "--device", "cpu"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        let err = stderr_text(&out);
+        assert!(out.status.success(), "exit code: {err}");
+        assert_eq!(out.stdout, want.stdout, "the 749 samples present");
+        let warnings: Vec<&str> = err.lines().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(
+            warnings.len(),
+            1,
+            "one warning (RUST_LOG unset: {unset}): {err}"
+        );
+        assert!(
+            warnings[0].contains("cut.wav: WAV data ends early: 251 of 1000 samples missing; analysed the 749 present"),
+            "{err}"
+        );
+        if !unset {
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    // 64-bit float samples (0.25 each) decode to what the 16-bit file holds
+    let mut f64wav = wav[..36].to_vec();
+    f64wav[20..22].copy_from_slice(&3u16.to_le_bytes());
+    f64wav[34..36].copy_from_slice(&64u16.to_le_bytes());
+    f64wav.extend(b"data");
+    f64wav.extend(8000u32.to_le_bytes());
+    f64wav.extend((0..1000).flat_map(|_| 0.25f64.to_le_bytes()));
+    std::fs::write(d.join("f64.wav"), f64wav).expect("write");
+    let f64_out = run(&["--file", &p("f64.wav"), "--frame", "64"]);
+    let ok_out = run(&["--file", &p("ok.wav"), "--frame", "64"]);
+    assert!(f64_out.status.success(), "{}", stderr_text(&f64_out));
+    assert!(
+        stderr_text(&f64_out).is_empty(),
+        "{}",
+        stderr_text(&f64_out)
+    );
+    assert_eq!(f64_out.stdout, ok_out.stdout);
+}
+
+#[test]
+fn wav_piped_with_unknown_sizes_gives_the_same_spectra_as_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("st.wav");
+    let x = noise(2 * 3000, 9);
+    let frames: Vec<Vec<f64>> = x.chunks(2).map(|f| f.to_vec()).collect();
+    write_wav(&path, 2, 16, false, &frames);
+    let args = ["--frame", "256", "--hop", "100"];
+    let from_file = run(&[&["--file", path.to_str().expect("utf8")][..], &args].concat());
+    assert!(from_file.status.success() && !from_file.stdout.is_empty());
+    let wav = std::fs::read(&path).expect("read");
+    assert_eq!(&wav[36..40], b"data", "hound's 44-byte header");
+    // what arecord and ffmpeg write into a pipe (0xFFFFFFFF), and the zeros others write
+    for unknown in [u32::MAX, 0] {
+        let mut piped = wav.clone();
+        piped[4..8].copy_from_slice(&unknown.to_le_bytes());
+        piped[40..44].copy_from_slice(&unknown.to_le_bytes());
+        let out = run_with_stdin(
+            &[&["--file", "-", "--input-format", "wav"][..], &args].concat(),
+            piped,
+        );
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        assert_eq!(out.stdout, from_file.stdout, "sizes {unknown:#x}");
+        assert!(stderr_text(&out).is_empty(), "{}", stderr_text(&out));
+    }
+}
+
+/// Whether an external producer can run; when it cannot, CI (CI=true or FFTD_REQUIRE_NUMPY)
+/// fails with `why` instead of skipping.
+fn producer_available(program: &str, args: &[&str], why: &str) -> bool {
+    let ok = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("CI").is_ok_and(|v| v == "true")
+            || std::env::var_os("FFTD_REQUIRE_NUMPY").is_some();
+        assert!(!required, "{why} (CI requires it: run scripts/deps.sh)");
+        eprintln!("skipping: {why}");
+    }
+    ok
+}
+
+/// Runs a shell command line, which must succeed.
+fn shell(line: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-c", line])
+        .output()
+        .expect("sh");
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// fftd's spectra of `file` (a WAV) equal those of `reference`, raw f32 of the same samples.
+fn assert_same_spectra(file: &Path, reference: &Path, channels: usize, tolerance: f64) {
+    let args = ["--frame", "256", "--hop", "128"];
+    let wav = run(&[&["--file", file.to_str().expect("utf8")][..], &args].concat());
+    let raw = run(&[
+        &[
+            "--file",
+            reference.to_str().expect("utf8"),
+            "--input-format",
+            "f32",
+            "--rate",
+            "8000",
+            "--channels",
+            &channels.to_string(),
+        ][..],
+        &args,
+    ]
+    .concat());
+    let name = file.display();
+    assert!(wav.status.success(), "{name}: {}", stderr_text(&wav));
+    assert!(
+        stderr_text(&wav).is_empty(),
+        "{name}: {}",
+        stderr_text(&wav)
+    );
+    assert!(raw.status.success(), "{}", stderr_text(&raw));
+    let (got, want) = (
+        parse_rows(&stdout_text(&wav)),
+        parse_rows(&stdout_text(&raw)),
+    );
+    assert_eq!(got.len(), want.len(), "{name}: frame counts");
+    assert!(!got.is_empty());
+    for (g, w) in got.iter().zip(&want) {
+        let err = max_relative_error(g, w);
+        assert!(err <= tolerance, "{name}: relative error {err}");
+    }
+}
+
+/// WAVs written by sox (A-law, mu-law, 64-bit float, 8-bit, 24-bit and 3-channel as
+/// WAVE_FORMAT_EXTENSIBLE, and into a pipe) decode to the samples sox itself decodes them to.
+#[test]
+fn sox_wavs_decode_as_sox_decodes_them() {
+    if !producer_available("sox", &["--version"], "sox is not installed") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for channels in [1usize, 3] {
+        let input = d.join(format!("in{channels}.f32"));
+        let x = noise(channels * 4000, 21 + channels as u64);
+        let bytes: Vec<u8> = x
+            .iter()
+            .flat_map(|v| (0.8 * *v as f32).to_le_bytes())
+            .collect();
+        std::fs::write(&input, bytes).expect("write");
+    }
+    let raw_in = |c: usize| {
+        format!(
+            "-t raw -e floating-point -b 32 -r 8000 -c {c} {}",
+            d.join(format!("in{c}.f32")).display()
+        )
+    };
+    // (name, channels, sox output options, format tag fftd must meet in the file)
+    let cases: [(&str, usize, &str, u16); 6] = [
+        ("alaw", 1, "-e a-law", 6),
+        ("ulaw", 1, "-e u-law", 7),
+        ("f64", 1, "-b 64 -e floating-point", 3),
+        ("u8", 1, "-b 8", 1),
+        ("s24", 1, "-b 24", 0xFFFE),
+        ("s16x3", 3, "-b 16", 0xFFFE),
+    ];
+    for (name, channels, options, tag) in cases {
+        let wav = d.join(format!("{name}.wav"));
+        let reference = d.join(format!("{name}.f32"));
+        shell(&format!(
+            "sox -D {} {options} {}",
+            raw_in(channels),
+            wav.display()
+        ));
+        shell(&format!(
+            "sox {} -t f32 {}",
+            wav.display(),
+            reference.display()
+        ));
+        let bytes = std::fs::read(&wav).expect("read");
+        assert_eq!(
+            u16::from_le_bytes([bytes[20], bytes[21]]),
+            tag,
+            "{name}: format tag"
+        );
+        // sox decodes 64-bit float to f32: that rounding is the only difference
+        let tolerance = if name == "f64" { 1e-6 } else { 1e-9 };
+        assert_same_spectra(&wav, &reference, channels, tolerance);
+    }
+    // from a pipe into a pipe: sox knows no length and cannot seek back, so its sizes are a
+    // placeholder; fftd reads to EOF
+    let piped = d.join("piped.wav");
+    shell(&format!(
+        "cat {} | sox -D -t raw -e floating-point -b 32 -r 8000 -c 1 - -b 16 -t wav - 2>/dev/null | cat > {}",
+        d.join("in1.f32").display(),
+        piped.display()
+    ));
+    let bytes = std::fs::read(&piped).expect("read");
+    let data_size = u32::from_le_bytes([bytes[40], bytes[41], bytes[42], bytes[43]]);
+    assert_eq!(
+        data_size, 0x7fff_f000,
+        "sox's placeholder for an unknown size"
+    );
+    let reference = d.join("piped.f32");
+    shell(&format!(
+        "sox {} -t f32 {} 2>/dev/null",
+        piped.display(),
+        reference.display()
+    ));
+    assert_same_spectra(&piped, &reference, 1, 1e-9);
+    let args = ["--frame", "256", "--hop", "128"];
+    let from_stdin = run_with_stdin(
+        &[&["--file", "-", "--input-format", "wav"][..], &args].concat(),
+        bytes,
+    );
+    let from_file = run(&[&["--file", piped.to_str().expect("utf8")][..], &args].concat());
+    assert!(from_stdin.status.success(), "{}", stderr_text(&from_stdin));
+    assert!(
+        stderr_text(&from_stdin).is_empty(),
+        "{}",
+        stderr_text(&from_stdin)
+    );
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+}
+
+/// scipy.io.wavfile writes a float64 array as a 64-bit float WAV; fftd reads back exactly the
+/// values written (here f32 values, so the raw f32 file holds the very same samples).
+#[test]
+fn scipy_float64_wav_decodes_exactly() {
+    let python = std::env::var("FFTD_PYTHON").unwrap_or_else(|_| "python3".into());
+    let check = ["-c", "import numpy, scipy.io.wavfile"];
+    if !producer_available(&python, &check, "python3 lacks numpy/scipy.io.wavfile") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    let wav = dir.path().join("x.wav");
+    let x = noise(2 * 5000, 33);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+    std::fs::write(&input, bytes).expect("write");
+    let script = format!(
+        "import numpy as np, scipy.io.wavfile as w\n\
+         x = np.fromfile(r'{}', '<f4').astype(np.float64).reshape(-1, 2)\n\
+         w.write(r'{}', 8000, x)",
+        input.display(),
+        wav.display()
+    );
+    let py = std::process::Command::new(&python)
+        .args(["-c", &script])
+        .output()
+        .expect("python");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let header = std::fs::read(&wav).expect("read");
+    assert_eq!(&header[20..22], &3u16.to_le_bytes(), "IEEE float");
+    assert_eq!(&header[34..36], &64u16.to_le_bytes(), "64 bits");
+    assert_same_spectra(&wav, &input, 2, 0.0);
 }

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct InputReader {
     inner: BufReader<Box<dyn Read + Send>>,
     interactive: bool,
+    /// For stdin: the stop request that ends its reads early.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl InputReader {
@@ -24,6 +26,7 @@ impl InputReader {
         InputReader {
             inner: BufReader::with_capacity(1 << 16, Box::new(source)),
             interactive: false,
+            stop: None,
         }
     }
 
@@ -54,11 +57,12 @@ impl InputReader {
             rx,
             chunk: Vec::new(),
             pos: 0,
-            stop,
+            stop: stop.clone(),
         };
         InputReader {
             inner: BufReader::with_capacity(1 << 16, Box::new(pump)),
             interactive: true,
+            stop: Some(stop),
         }
     }
 
@@ -66,6 +70,14 @@ impl InputReader {
     /// it has rather than block for a full block.
     pub fn drained(&self) -> bool {
         self.interactive && self.inner.buffer().is_empty()
+    }
+
+    /// True when reads ended because of a stop request rather than the end of the input
+    /// (stdin only), so a source does not report data cut short by the user as missing.
+    pub fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 }
 

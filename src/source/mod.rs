@@ -2,7 +2,10 @@
 //! samples as re,im pairs) as f64 blocks; `channels` then turns them into the streams fftd analyses.
 //!
 //! - `text`: one sample per line (`re` or `re im`), `#` comments and blank lines skipped.
-//! - `wav`: PCM 8/16/24/32-bit integer or 32-bit float, any channel count (via hound).
+//! - `wav`: RIFF/WAVE (also RF64/BW64 and WAVE_FORMAT_EXTENSIBLE) through fftd's own parser:
+//!   8-bit unsigned, 16/24/32-bit integer PCM, 32/64-bit float, A-law and mu-law, any channel
+//!   count; from pipes too (unknown sizes read to the end), data that ends early analysed with a
+//!   warning.
 //! - `raw`: headerless little-endian `f32`, `s16` or complex `cf32` (interleaved I/Q).
 //! - `mic`: live capture through cpal.
 //!

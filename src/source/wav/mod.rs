@@ -1,0 +1,220 @@
+//! WAV input, read by fftd's own RIFF/WAVE parser: integer PCM (8-bit unsigned, 16/24/32-bit),
+//! 32/64-bit float, A-law and mu-law, plain or WAVE_FORMAT_EXTENSIBLE, in RIFF, RF64 and BW64
+//! files, any channel count, rate from the header. Streams from pipes too: a data size a producer
+//! could not fill in (0, 0xFFFFFFFF) means "to the end of the input".
+//!
+//! Data that ends early (or inside a sample frame) is analysed as far as it goes, with one
+//! warning naming the file and how many samples are missing, as sox and ffmpeg do.
+//!
+//! - `header`: the chunk walk up to the sample data.
+//! - `decode`: sample bytes to f64.
+
+mod decode;
+pub mod header;
+
+use super::input::InputReader;
+use super::{SampleSource, SourceInfo};
+use crate::error::{FftdError, Result};
+use crate::fft::InputKind;
+use header::{DataLength, WavFormat};
+use std::io::Read;
+
+/// The most bytes one `read` asks of the input, so a header with many channels cannot make a
+/// block huge (a read may return fewer frames than asked).
+const MAX_READ_BYTES: usize = 1 << 22;
+
+/// Sample frames the header promised but the input did not hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shortfall {
+    /// Frames the header promised (for data read to EOF: those read plus the partial one).
+    pub expected: u64,
+    /// Whole frames read and analysed.
+    pub present: u64,
+}
+
+impl Shortfall {
+    pub fn missing(&self) -> u64 {
+        self.expected - self.present
+    }
+}
+
+pub struct WavSource {
+    info: SourceInfo,
+    reader: InputReader,
+    format: WavFormat,
+    /// Data bytes still to come per the header; `None`: read to the end of the input.
+    remaining: Option<u64>,
+    /// Sample frames the header promises (a trailing partial frame counts as one).
+    expected_frames: Option<u64>,
+    /// Whole sample frames read so far.
+    frames_read: u64,
+    /// The data has ended (the next read returns 0).
+    finished: bool,
+    shortfall: Option<Shortfall>,
+    bytes: Vec<u8>,
+}
+
+impl WavSource {
+    pub fn new(path: &str, mut reader: InputReader) -> Result<Self> {
+        let layout = header::read_layout(path, &mut reader)?;
+        let format = layout.format;
+        let frame_bytes = format.frame_bytes() as u64;
+        let remaining = match layout.data {
+            DataLength::Bytes(n) => Some(n),
+            DataLength::ToEof => None,
+        };
+        Ok(WavSource {
+            info: SourceInfo {
+                name: path.to_string(),
+                rate: format.rate as f64,
+                channels: format.channels as usize,
+                kind: InputKind::Real,
+                live: false,
+            },
+            reader,
+            format,
+            remaining,
+            expected_frames: remaining.map(|n| n.div_ceil(frame_bytes)),
+            frames_read: 0,
+            finished: false,
+            shortfall: None,
+            bytes: Vec::new(),
+        })
+    }
+
+    /// The header's description of the samples.
+    pub fn format(&self) -> WavFormat {
+        self.format
+    }
+
+    /// Set once the data has ended short of what the header promised (or inside a frame).
+    pub fn shortfall(&self) -> Option<Shortfall> {
+        self.shortfall
+    }
+
+    /// Fills `self.bytes` with up to `len` bytes; returns the count and whether the input ended.
+    /// From stdin, hands on whole sample frames as they arrive rather than wait for `len`.
+    fn fill(&mut self, len: usize) -> Result<(usize, bool)> {
+        let frame_bytes = self.format.frame_bytes();
+        self.bytes.resize(len, 0);
+        let mut got = 0;
+        while got < len {
+            match self.reader.read(&mut self.bytes[got..]) {
+                Ok(0) => {
+                    self.bytes.truncate(got);
+                    return Ok((got, true));
+                }
+                Ok(n) => {
+                    got += n;
+                    if got % frame_bytes == 0 && self.reader.drained() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FftdError::io(&self.info.name, e)),
+            }
+        }
+        self.bytes.truncate(got);
+        Ok((got, false))
+    }
+
+    /// Bytes to ask for in one read of up to `max_frames` frames.
+    fn request(&self, max_frames: usize) -> usize {
+        let frame_bytes = self.format.frame_bytes();
+        let frames = max_frames.min((MAX_READ_BYTES / frame_bytes).max(1));
+        let bytes = frames * frame_bytes;
+        match self.remaining {
+            Some(left) => left.min(bytes as u64) as usize,
+            None => bytes,
+        }
+    }
+
+    /// Decodes the whole frames in `self.bytes[..len]` onto `out`; NaN/inf is an error.
+    fn decode_into(&self, len: usize, out: &mut Vec<f64>) -> Result<()> {
+        let start = out.len();
+        decode::decode(self.format.encoding, &self.bytes[..len], out);
+        if !self.format.encoding.is_float() {
+            return Ok(());
+        }
+        match decode::first_non_finite(&out[start..]) {
+            None => Ok(()),
+            Some(i) => {
+                let index = self.frames_read * self.info.channels as u64 + i as u64;
+                Err(FftdError::input(
+                    self.info.name.clone(),
+                    format!("sample {index} is {}, not a finite number", out[start + i]),
+                ))
+            }
+        }
+    }
+
+    /// The data has ended: records (and warns once about) samples the header promised but the
+    /// input lacked, including a trailing partial frame. A stop request is no shortfall.
+    fn finish(&mut self, partial_frame: bool) -> Result<()> {
+        self.finished = true;
+        if self.frames_read == 0 && !self.reader.stopped() {
+            return Err(FftdError::input(
+                self.info.name.clone(),
+                "WAV file contains no samples",
+            ));
+        }
+        let expected = match self.expected_frames {
+            Some(n) => n.max(self.frames_read),
+            None => self.frames_read + partial_frame as u64,
+        };
+        if expected > self.frames_read && !self.reader.stopped() {
+            let shortfall = Shortfall {
+                expected,
+                present: self.frames_read,
+            };
+            self.shortfall = Some(shortfall);
+            tracing::warn!("{}", self.describe(shortfall));
+        }
+        Ok(())
+    }
+
+    /// The one warning line for data that ends early.
+    fn describe(&self, s: Shortfall) -> String {
+        let what = if self.info.channels == 1 {
+            "samples"
+        } else {
+            "sample frames"
+        };
+        format!(
+            "{}: WAV data ends early: {} of {} {what} missing; analysed the {} present",
+            self.info.name,
+            s.missing(),
+            s.expected,
+            s.present
+        )
+    }
+}
+
+impl SampleSource for WavSource {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        if self.finished || max_frames == 0 {
+            return Ok(0);
+        }
+        let frame_bytes = self.format.frame_bytes();
+        let want = self.request(max_frames);
+        let (got, input_ended) = self.fill(want)?;
+        let whole = got - got % frame_bytes;
+        self.decode_into(whole, out)?;
+        let frames = whole / frame_bytes;
+        self.frames_read += frames as u64;
+        if let Some(left) = self.remaining.as_mut() {
+            *left -= got as u64;
+        }
+        if input_ended || self.remaining == Some(0) {
+            self.finish(whole < got)?;
+        }
+        Ok(frames)
+    }
+}
+
+#[cfg(test)]
+mod tests;
