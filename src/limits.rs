@@ -25,9 +25,10 @@ pub fn max_workers() -> usize {
     WORKERS_PER_CORE * cores()
 }
 
-/// Batch buffers that can be in flight at once for `workers` engines (input and output pools).
+/// Batch buffers that can be in flight at once in one pool for `workers` engines: queued and in
+/// the workers, waiting in the sink, and one being filled by each range reader (one per core).
 pub fn batch_buffers_in_flight(workers: usize) -> usize {
-    4 * workers.max(1) + 4
+    4 * workers.max(1) + 4 + cores()
 }
 
 /// The largest `--batch` for frames of `n` samples of `sample_bytes` bytes with `workers`

@@ -2,16 +2,17 @@
 //! `--batch` frames, packed back to back in one buffer. A batch is sent when full, or when its
 //! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Frames from
 //! live capture go on at once when no other frame is queued behind them. Batches are
-//! numbered in the order they are sent; the sink writes them back in that order.
+//! numbered (`Control::take_batch_id`, shared with the range readers) in the order they are sent;
+//! the sink writes them back in that order.
 
 use super::pool::BufferPool;
+use super::Control;
 use crate::config::Settings;
 use crate::fft::{HostBuf, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 /// Where one frame of a batch came from.
@@ -46,17 +47,16 @@ pub fn run_batcher<T: Sample>(
     settings: &Settings,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
     pool: &BufferPool<T>,
-    waited_ns: &AtomicU64,
+    control: &Control,
 ) {
+    let waited_ns = &control.counters.batcher_wait_ns;
     let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
-    let mut next_id = 0u64;
-    let send = |batch: Batch<T>, next_id: &mut u64| {
+    let send = |batch: Batch<T>| {
         let batch = Batch {
-            id: *next_id,
+            id: control.take_batch_id(),
             ..batch
         };
-        *next_id += 1;
         match tx.try_send(batch) {
             Err(TrySendError::Full(batch)) => {
                 let since = Instant::now();
@@ -105,7 +105,7 @@ pub fn run_batcher<T: Sample>(
                 let idle_live = frame.live && rx.is_empty();
                 if entry.batch.frames.len() >= entry.capacity || idle_live {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p.batch, &mut next_id) {
+                        if !send(p.batch) {
                             return;
                         }
                     }
@@ -120,7 +120,7 @@ pub fn run_batcher<T: Sample>(
                     .collect();
                 for key in due {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p.batch, &mut next_id) {
+                        if !send(p.batch) {
                             return;
                         }
                     }
@@ -130,7 +130,7 @@ pub fn run_batcher<T: Sample>(
                 let mut rest: Vec<Pending<T>> = pending.drain().map(|(_, p)| p).collect();
                 rest.sort_by_key(|p| p.oldest);
                 for p in rest {
-                    if !send(p.batch, &mut next_id) {
+                    if !send(p.batch) {
                         return;
                     }
                 }

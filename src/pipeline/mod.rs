@@ -7,7 +7,9 @@
 //! reading and finish their streams, and everything already queued drains through the sink.
 
 mod batcher;
+mod plan;
 mod pool;
+mod range_reader;
 mod reader;
 mod sink_stage;
 mod worker;
@@ -16,15 +18,16 @@ use crate::config::{Input, Precision, Settings};
 use crate::error::{FftdError, Result};
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
+use crate::limits;
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::{make_writer, OutputFormat, SpectrumWriter, StreamMeta};
-use crate::source::channels::ChannelSplitter;
-use crate::source::{open_file, FileOptions, SampleSource};
 use crate::stats::{self, Counters, Latency};
+use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
+use range_reader::RangeJobs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -33,6 +36,8 @@ pub struct Control {
     pub stop: Arc<AtomicBool>,
     pub counters: Counters,
     error: Mutex<Option<FftdError>>,
+    /// The next batch number (the batcher and the range readers number batches from it).
+    next_batch: AtomicU64,
 }
 
 impl Control {
@@ -41,7 +46,14 @@ impl Control {
             stop,
             counters: Counters::default(),
             error: Mutex::new(None),
+            next_batch: AtomicU64::new(0),
         }
+    }
+
+    /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink
+    /// writes batches in that order.
+    pub fn take_batch_id(&self) -> u64 {
+        self.next_batch.fetch_add(1, Ordering::Relaxed)
     }
 
     pub fn stopping(&self) -> bool {
@@ -67,86 +79,12 @@ impl Control {
     }
 }
 
-/// One source and the streams it feeds.
-pub struct SourcePlan {
-    pub source: Box<dyn SampleSource>,
-    pub splitter: ChannelSplitter,
-    /// Id of the first stream; the source's streams are consecutive.
-    pub first_stream: usize,
-}
-
-/// Opens the inputs named by the settings. The microphone source is opened by `source::mic`.
-pub fn open_sources(
-    settings: &Settings,
-    stop: &Arc<AtomicBool>,
-) -> Result<Vec<Box<dyn SampleSource>>> {
-    match &settings.input {
-        Input::Files(paths) => {
-            if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
-                return Err(FftdError::Usage("stdin (-) can be given only once".into()));
-            }
-            let opts = FileOptions {
-                format: settings.input_format,
-                rate: settings.rate.unwrap_or(1.0),
-                channels: settings.channels.unwrap_or(1),
-                stop: stop.clone(),
-            };
-            paths.iter().map(|p| open_file(p, &opts)).collect()
-        }
-        Input::Mic(device) => Ok(vec![crate::source::mic::open(
-            device,
-            settings,
-            stop.clone(),
-        )?]),
-    }
-}
-
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped).
 pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
     match settings.precision {
         Precision::F32 => run_typed::<f32>(settings, stop),
         Precision::F64 => run_typed::<f64>(settings, stop),
     }
-}
-
-/// Opens the inputs and numbers their streams (one per input, or per channel with `--channel all`).
-fn plan_streams(
-    settings: &Settings,
-    stop: &Arc<AtomicBool>,
-) -> Result<(Vec<SourcePlan>, Vec<StreamMeta>)> {
-    let sources = open_sources(settings, stop)?;
-    let mut plans = Vec::new();
-    let mut streams = Vec::new();
-    for source in sources {
-        let info = source.info().clone();
-        let splitter = ChannelSplitter::new(
-            &info.name,
-            settings.channel,
-            info.channels,
-            info.kind.width(),
-        )?;
-        let first_stream = streams.len();
-        for k in 0..splitter.streams() {
-            streams.push(StreamMeta {
-                id: streams.len(),
-                input: info.name.clone(),
-                channel: if info.channels > 1 {
-                    splitter.channel_of(k)
-                } else {
-                    None
-                },
-                rate: info.rate,
-                kind: info.kind,
-                fftshift: settings.fftshift,
-            });
-        }
-        plans.push(SourcePlan {
-            source,
-            splitter,
-            first_stream,
-        });
-    }
-    Ok((plans, streams))
 }
 
 /// Cuts every input into frames exactly as a run would (channels, hop, tail, limits) and hands
@@ -156,12 +94,15 @@ pub fn for_each_frame<T: Sample>(
     stop: Arc<AtomicBool>,
     consume: &mut dyn FnMut(Frame<T>) -> Result<()>,
 ) -> Result<()> {
-    let (plans, _) = plan_streams(settings, &stop)?;
+    let plan = plan_streams(settings, &stop, Reading::Sequential)?;
     let control = Control::new(stop);
     let (tx, rx) = crossbeam_channel::bounded(64);
     std::thread::scope(|scope| {
         let control = &control;
-        for plan in plans {
+        for input in plan.sequential {
+            let SequentialInput::Open(plan) = input else {
+                continue; // Reading::Sequential opens every input
+            };
             let tx = tx.clone();
             scope.spawn(move || {
                 if let Err(e) = reader::read_source::<T>(plan, settings, tx, control) {
@@ -195,8 +136,21 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         workers = engines.len(),
         "engines ready"
     );
-    let (plans, streams) = plan_streams(settings, &stop)?;
-    let readers = plans.len();
+    let StreamPlan {
+        sequential,
+        ranged,
+        streams,
+    } = plan_streams(settings, &stop, Reading::Fastest)?;
+    let sequential = SequentialQueue::new(sequential, settings, &stop);
+    let range_jobs = RangeJobs::new(ranged, plan::framing(settings));
+    // a fixed pool of reader threads, whatever the number of inputs
+    let sequential_readers = sequential.remaining().min(limits::cores());
+    let range_readers = if range_jobs.is_empty() {
+        0
+    } else {
+        limits::cores()
+    };
+    let readers = sequential_readers + range_readers;
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
     let (writers, outputs) = open_writers::<T>(settings, &plan)?;
@@ -213,7 +167,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let (done_tx, done_rx) = crossbeam_channel::bounded(2 * engines.len().max(1));
 
     // spare batch buffers: enough for every batch that can be in flight
-    let in_flight = 4 * engines.len().max(1) + 4;
+    let in_flight = limits::batch_buffers_in_flight(engines.len());
     // batches live in the device's pinned memory when an engine has one (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
     let pinned = match std::env::var("FFTD_PINNED_BATCHES").as_deref() {
@@ -223,28 +177,35 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let input_pool = pool::BufferPool::<T>::new(in_flight, pinned.clone());
     let output_pool = pool::BufferPool::<T>::new(in_flight, pinned);
 
+    let spec_of = |n, kind, rate| TransformSpec {
+        n,
+        kind,
+        window: settings.window,
+        scale: settings.scale,
+        rate,
+    };
+    let spec_of = &spec_of;
     let written = std::thread::scope(|scope| {
         let control = &control;
         let (input_pool, output_pool) = (&input_pool, &output_pool);
-        for plan in plans {
+        let sequential = &sequential;
+        for _ in 0..sequential_readers {
             let tx = frame_tx.clone();
+            scope.spawn(move || reader::read_sequential::<T>(sequential, settings, tx, control));
+        }
+        drop(frame_tx);
+        let range_jobs = &range_jobs;
+        for _ in 0..range_readers {
+            let tx = work_tx.clone();
             scope.spawn(move || {
-                if let Err(e) = reader::read_source::<T>(plan, settings, tx, control) {
+                let read = range_reader::run_range_reader::<T>;
+                if let Err(e) = read(range_jobs, tx, control, input_pool, spec_of) {
                     control.fail(e);
                 }
             });
         }
-        drop(frame_tx);
-        let spec_of = |n, kind, rate| TransformSpec {
-            n,
-            kind,
-            window: settings.window,
-            scale: settings.scale,
-            rate,
-        };
         scope.spawn(move || {
-            let waited = &control.counters.batcher_wait_ns;
-            batcher::run_batcher::<T>(frame_rx, work_tx, settings, &spec_of, input_pool, waited)
+            batcher::run_batcher::<T>(frame_rx, work_tx, settings, spec_of, input_pool, control)
         });
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());

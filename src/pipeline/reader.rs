@@ -1,10 +1,12 @@
-//! Reader stage: one thread per source. Reads sample blocks, splits channels into streams, frames
+//! Reader stage for sequential inputs: a fixed pool of threads, each taking one source at a time
+//! (`read_sequential`). Reads sample blocks, splits channels into streams, frames
 //! each stream and sends frames to the batcher. File sources block when the FFT stage is busy
 //! (nothing is ever lost); live sources drop whole frames instead, counted and warned about at
 //! most once a second, so capture never stalls. Samples a live source lost itself (`take_gap`)
 //! count as dropped frames too, and framing restarts after them.
 
-use super::{Control, SourcePlan};
+use super::plan::{SequentialQueue, SourcePlan};
+use super::Control;
 use crate::config::Settings;
 use crate::error::Result;
 use crate::fft::Sample;
@@ -25,6 +27,27 @@ struct StreamState<T> {
     done: bool,
 }
 
+/// One thread of the reader pool: reads the queue's inputs one after another, each opened when
+/// its turn comes and closed when done, until the queue is empty, a stop or an error.
+pub fn read_sequential<T: Sample>(
+    queue: &SequentialQueue,
+    settings: &Settings,
+    tx: Sender<Frame<T>>,
+    control: &Control,
+) {
+    while !control.stopping() {
+        let Some(next) = queue.next() else {
+            return;
+        };
+        let read = next.and_then(|plan| read_source::<T>(plan, settings, tx.clone(), control));
+        if let Err(e) = read {
+            control.fail(e);
+            return;
+        }
+    }
+}
+
+/// Reads one source to its end (or a limit, or a stop), sending its streams' frames on.
 pub fn read_source<T: Sample>(
     mut plan: SourcePlan,
     settings: &Settings,
@@ -61,12 +84,15 @@ pub fn read_source<T: Sample>(
         dropped_since_warning: 0,
         closed: false,
     };
-    let mut block = Vec::with_capacity(BLOCK * info.channels * width);
+    // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
+    // whatever channel count a header claims)
+    let block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
+    let mut block = Vec::with_capacity(block_frames * info.channels * width);
     let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams.len()];
 
     while !control.stopping() && !sender.closed && streams.iter().any(|s| !s.done) {
         block.clear();
-        let got = plan.source.read(&mut block, BLOCK)?;
+        let got = plan.source.read(&mut block, block_frames)?;
         if got == 0 {
             break;
         }

@@ -15,6 +15,7 @@ pub mod channels;
 pub mod input;
 pub mod mic;
 pub mod raw;
+pub mod seekable;
 pub mod text;
 pub mod wav;
 

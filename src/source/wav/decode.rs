@@ -4,6 +4,7 @@
 //! and divided by 32768.
 
 use super::header::Encoding;
+use crate::error::{FftdError, Result};
 
 /// G.711 A-law code -> 16-bit linear value.
 static ALAW_TO_LINEAR: [i16; 256] = alaw_table();
@@ -53,6 +54,33 @@ pub fn decode(encoding: Encoding, bytes: &[u8], out: &mut Vec<f64>) {
                 .iter()
                 .map(|&b| MULAW_TO_LINEAR[b as usize] as f64 * I16),
         ),
+    }
+}
+
+/// `decode`, then a check that float samples are finite: NaN or infinity is an error naming the
+/// input and the sample's index (`first_sample` is the index of the first sample in `bytes`).
+pub fn decode_checked(
+    name: &str,
+    encoding: Encoding,
+    bytes: &[u8],
+    first_sample: u64,
+    out: &mut Vec<f64>,
+) -> Result<()> {
+    let start = out.len();
+    decode(encoding, bytes, out);
+    if !encoding.is_float() {
+        return Ok(());
+    }
+    match first_non_finite(&out[start..]) {
+        None => Ok(()),
+        Some(i) => Err(FftdError::input(
+            name,
+            format!(
+                "sample {} is {}, not a finite number",
+                first_sample + i as u64,
+                out[start + i]
+            ),
+        )),
     }
 }
 

@@ -9,7 +9,7 @@
 //! - `header`: the chunk walk up to the sample data.
 //! - `decode`: sample bytes to f64.
 
-mod decode;
+pub mod decode;
 pub mod header;
 
 use super::input::InputReader;
@@ -131,21 +131,15 @@ impl WavSource {
 
     /// Decodes the whole frames in `self.bytes[..len]` onto `out`; NaN/inf is an error.
     fn decode_into(&self, len: usize, out: &mut Vec<f64>) -> Result<()> {
-        let start = out.len();
-        decode::decode(self.format.encoding, &self.bytes[..len], out);
-        if !self.format.encoding.is_float() {
-            return Ok(());
-        }
-        match decode::first_non_finite(&out[start..]) {
-            None => Ok(()),
-            Some(i) => {
-                let index = self.frames_read * self.info.channels as u64 + i as u64;
-                Err(FftdError::input(
-                    self.info.name.clone(),
-                    format!("sample {index} is {}, not a finite number", out[start + i]),
-                ))
-            }
-        }
+        let first_sample = self.frames_read * self.info.channels as u64;
+        let bytes = &self.bytes[..len];
+        decode::decode_checked(
+            &self.info.name,
+            self.format.encoding,
+            bytes,
+            first_sample,
+            out,
+        )
     }
 
     /// The data has ended: records (and warns once about) samples the header promised but the

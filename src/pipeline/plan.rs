@@ -1,0 +1,253 @@
+//! Stream planning: numbers the streams of every input (one per input, or per channel with
+//! `--channel all`) and decides how each input is read:
+//!
+//! - seekable raw and WAV files with fixed-size frames go to the range readers
+//!   (`range_reader`): many threads per stream, no file held open between jobs;
+//! - other files (text, `--frame whole`, files the range readers leave alone) are probed for their
+//!   header here, closed, and opened again by a reader-pool thread when their turn comes, so
+//!   thousands of inputs never hold thousands of descriptors;
+//! - stdin and the microphone stay open from the start (they cannot be opened twice).
+//!
+//! `FFTD_RANGE_READ=0` sends every input the sequential way (for comparisons and benchmarks).
+
+use super::range_reader::{Framing, RangeStream};
+use crate::config::{Input, Settings};
+use crate::error::{FftdError, Result};
+use crate::frame::FrameSize;
+use crate::sink::StreamMeta;
+use crate::source::channels::ChannelSplitter;
+use crate::source::seekable::SeekableLayout;
+use crate::source::{open_file, FileOptions, InputFormat, SampleSource, SourceInfo};
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+/// One source and the streams it feeds.
+pub struct SourcePlan {
+    pub source: Box<dyn SampleSource>,
+    pub splitter: ChannelSplitter,
+    /// Id of the first stream; the source's streams are consecutive.
+    pub first_stream: usize,
+}
+
+/// An input read from start to end by one reader thread.
+pub enum SequentialInput {
+    /// Kept open since planning (stdin, the microphone).
+    Open(SourcePlan),
+    /// Opened again when a reader takes it.
+    Deferred { path: String, first_stream: usize },
+}
+
+/// What `plan_streams` decided.
+pub struct StreamPlan {
+    pub sequential: Vec<SequentialInput>,
+    pub ranged: Vec<RangeStream>,
+    pub streams: Vec<StreamMeta>,
+}
+
+/// How the planner may read inputs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Range readers where they apply (an analysis run).
+    Fastest,
+    /// Every input sequentially, opened at once (`fftd check`).
+    Sequential,
+}
+
+/// File options from the settings.
+pub fn file_options(settings: &Settings, stop: &Arc<AtomicBool>) -> FileOptions {
+    FileOptions {
+        format: settings.input_format,
+        rate: settings.rate.unwrap_or(1.0),
+        channels: settings.channels.unwrap_or(1),
+        stop: stop.clone(),
+    }
+}
+
+/// Plans every input of the settings (see the module comment).
+pub fn plan_streams(
+    settings: &Settings,
+    stop: &Arc<AtomicBool>,
+    reading: Reading,
+) -> Result<StreamPlan> {
+    let mut plan = StreamPlan {
+        sequential: Vec::new(),
+        ranged: Vec::new(),
+        streams: Vec::new(),
+    };
+    let paths = match &settings.input {
+        Input::Files(paths) => paths,
+        Input::Mic(device) => {
+            let source = crate::source::mic::open(device, settings, stop.clone())?;
+            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            plan.sequential.push(SequentialInput::Open(SourcePlan {
+                source,
+                splitter,
+                first_stream,
+            }));
+            return Ok(plan);
+        }
+    };
+    if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
+        return Err(FftdError::Usage("stdin (-) can be given only once".into()));
+    }
+    let opts = file_options(settings, stop);
+    let ranges_allowed = reading == Reading::Fastest && range_reading_enabled();
+    for path in paths {
+        if ranges_allowed {
+            if let Some(layout) = seekable_layout(path, settings, &opts)? {
+                plan.add_ranged(settings, Arc::new(layout))?;
+                continue;
+            }
+        }
+        let source = open_file(path, &opts)?;
+        let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+        let keep_open = reading == Reading::Sequential || path == "-";
+        plan.sequential.push(match keep_open {
+            true => SequentialInput::Open(SourcePlan {
+                source,
+                splitter,
+                first_stream,
+            }),
+            false => SequentialInput::Deferred {
+                path: path.clone(),
+                first_stream,
+            },
+        });
+    }
+    Ok(plan)
+}
+
+fn range_reading_enabled() -> bool {
+    std::env::var("FFTD_RANGE_READ").as_deref() != Ok("0")
+}
+
+/// The layout of `path` when the range readers can take it.
+fn seekable_layout(
+    path: &str,
+    settings: &Settings,
+    opts: &FileOptions,
+) -> Result<Option<SeekableLayout>> {
+    if path == "-" || settings.frame == FrameSize::Whole {
+        return Ok(None);
+    }
+    let format = opts
+        .format
+        .unwrap_or_else(|| InputFormat::from_extension(path));
+    SeekableLayout::probe(path, format, opts.rate, opts.channels)
+}
+
+impl StreamPlan {
+    /// Numbers the streams of a source described by `info`; returns its splitter and first id.
+    fn add_streams(
+        &mut self,
+        settings: &Settings,
+        info: &SourceInfo,
+    ) -> Result<(ChannelSplitter, usize)> {
+        let splitter = ChannelSplitter::new(
+            &info.name,
+            settings.channel,
+            info.channels,
+            info.kind.width(),
+        )?;
+        let first_stream = self.streams.len();
+        for k in 0..splitter.streams() {
+            self.streams.push(StreamMeta {
+                id: self.streams.len(),
+                input: info.name.clone(),
+                channel: (info.channels > 1)
+                    .then(|| splitter.channel_of(k))
+                    .flatten(),
+                rate: info.rate,
+                kind: info.kind,
+                fftshift: settings.fftshift,
+            });
+        }
+        Ok((splitter, first_stream))
+    }
+
+    /// Adds the streams of a seekable input for the range readers.
+    fn add_ranged(&mut self, settings: &Settings, layout: Arc<SeekableLayout>) -> Result<()> {
+        let info = SourceInfo {
+            name: layout.name.clone(),
+            rate: layout.rate,
+            channels: layout.channels,
+            kind: layout.kind,
+            live: false,
+        };
+        let (splitter, first_stream) = self.add_streams(settings, &info)?;
+        let splitter = Arc::new(splitter);
+        let framing = framing(settings);
+        for part in 0..splitter.streams() {
+            self.ranged.push(RangeStream::new(
+                first_stream + part,
+                layout.clone(),
+                splitter.clone(),
+                part,
+                &framing,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The range readers' framing: frame size, hop, tail, limits and batch length.
+pub fn framing(settings: &Settings) -> Framing {
+    let n = match settings.frame {
+        FrameSize::Fixed(n) => n,
+        FrameSize::Whole => 2, // never range-read (see `seekable_layout`)
+    };
+    Framing {
+        n,
+        hop: settings.hop.unwrap_or(n),
+        tail: settings.tail,
+        max_frames: settings.max_frames.unwrap_or(u64::MAX),
+        duration: settings.duration,
+        batch: settings.batch_frames(n),
+    }
+}
+
+/// The sequential inputs, taken one at a time by the reader pool.
+pub struct SequentialQueue {
+    inputs: Mutex<VecDeque<SequentialInput>>,
+    opts: FileOptions,
+    channel: crate::source::channels::ChannelSelect,
+}
+
+impl SequentialQueue {
+    pub fn new(inputs: Vec<SequentialInput>, settings: &Settings, stop: &Arc<AtomicBool>) -> Self {
+        SequentialQueue {
+            inputs: Mutex::new(inputs.into()),
+            opts: file_options(settings, stop),
+            channel: settings.channel,
+        }
+    }
+
+    /// Inputs not yet taken.
+    pub fn remaining(&self) -> usize {
+        self.inputs.lock().map_or(0, |q| q.len())
+    }
+
+    /// The next input, opened; None when all have been taken.
+    pub fn next(&self) -> Option<Result<SourcePlan>> {
+        let input = self.inputs.lock().ok()?.pop_front()?;
+        Some(match input {
+            SequentialInput::Open(plan) => Ok(plan),
+            SequentialInput::Deferred { path, first_stream } => open_file(&path, &self.opts)
+                .and_then(|source| {
+                    let info = source.info();
+                    let splitter = ChannelSplitter::new(
+                        &info.name,
+                        self.channel,
+                        info.channels,
+                        info.kind.width(),
+                    )?;
+                    Ok(SourcePlan {
+                        source,
+                        splitter,
+                        first_stream,
+                    })
+                }),
+        })
+    }
+}

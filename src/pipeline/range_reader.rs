@@ -1,0 +1,287 @@
+//! Range reader stage: for seekable inputs (`source::seekable`), several threads read one stream
+//! at once. The frames of every such stream are cut into batch-sized jobs up front (frame k starts
+//! at sample k·hop, so a job's byte range follows from its first frame); each thread takes the
+//! next job, reads its bytes with one positioned read, decodes them and writes the frames straight
+//! into a batch buffer from the pool (pinned for OpenCL), skipping the framer and the batcher.
+//!
+//! Frames are exactly the sequential path's: the same decoder and channel splitter, samples past
+//! the analysed length read as zeros (the padded tail), the frame count from `frame::expected_frames`
+//! with `--duration` and `--max-frames` applied. A job takes its batch number together with its
+//! frames, so each stream's batches are numbered in frame order and the sink writes them in order.
+
+use super::batcher::{Batch, FrameMeta};
+use super::pool::BufferPool;
+use super::Control;
+use crate::error::{FftdError, Result};
+use crate::fft::{Sample, TransformSpec};
+use crate::frame::expected_frames;
+use crate::source::channels::ChannelSplitter;
+use crate::source::seekable::SeekableLayout;
+use crate::stats::Counters;
+use crossbeam_channel::Sender;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One stream of a seekable input.
+pub struct RangeStream {
+    /// Stream id.
+    pub stream: usize,
+    pub layout: Arc<SeekableLayout>,
+    pub splitter: Arc<ChannelSplitter>,
+    /// Which of the splitter's outputs this stream is.
+    pub part: usize,
+    /// Samples analysed (the file's, or fewer with `--duration`).
+    pub samples: u64,
+    /// Frames this stream gives.
+    pub frames: u64,
+}
+
+impl RangeStream {
+    /// The stream's frames for frame size `n` and `hop`, with `--duration` (`sample_limit`) and
+    /// `--max-frames` applied as the sequential reader applies them.
+    pub fn new(
+        stream: usize,
+        layout: Arc<SeekableLayout>,
+        splitter: Arc<ChannelSplitter>,
+        part: usize,
+        framing: &Framing,
+    ) -> Self {
+        let samples = framing
+            .sample_limit(layout.rate)
+            .map_or(layout.frames, |limit| layout.frames.min(limit));
+        let frames = expected_frames(samples, framing.n as u64, framing.hop as u64, framing.tail)
+            .min(framing.max_frames);
+        RangeStream {
+            stream,
+            layout,
+            splitter,
+            part,
+            samples,
+            frames,
+        }
+    }
+}
+
+/// The framing settings every range stream shares.
+pub struct Framing {
+    pub n: usize,
+    pub hop: usize,
+    pub tail: crate::frame::Tail,
+    pub max_frames: u64,
+    /// `--duration` in seconds.
+    pub duration: Option<f64>,
+    /// Frames per batch.
+    pub batch: usize,
+}
+
+impl Framing {
+    fn sample_limit(&self, rate: f64) -> Option<u64> {
+        self.duration.map(|d| (d * rate).ceil() as u64)
+    }
+}
+
+/// A batch of consecutive frames of one stream.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    stream: usize,
+    first: u64,
+    count: usize,
+    id: u64,
+}
+
+/// The jobs of every range stream, handed out in order.
+pub struct RangeJobs {
+    streams: Vec<RangeStream>,
+    framing: Framing,
+    /// (index into `streams`, next frame).
+    cursor: Mutex<(usize, u64)>,
+}
+
+impl RangeJobs {
+    pub fn new(streams: Vec<RangeStream>, framing: Framing) -> Self {
+        RangeJobs {
+            streams,
+            framing,
+            cursor: Mutex::new((0, 0)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// The next job and its batch number, taken together so a stream's batches are numbered in
+    /// frame order. None when every frame has been handed out.
+    fn next(&self, control: &Control) -> Option<Job> {
+        let mut cursor = self.cursor.lock().ok()?;
+        let (index, next) = &mut *cursor;
+        while *index < self.streams.len() && *next >= self.streams[*index].frames {
+            *index += 1;
+            *next = 0;
+        }
+        let stream = self.streams.get(*index)?;
+        let count = (stream.frames - *next).min(self.framing.batch as u64) as usize;
+        let job = Job {
+            stream: *index,
+            first: *next,
+            count,
+            id: control.take_batch_id(),
+        };
+        *next += count as u64;
+        Some(job)
+    }
+}
+
+/// One range-reader thread: takes jobs until none is left, a stop, or an error.
+pub fn run_range_reader<T: Sample>(
+    jobs: &RangeJobs,
+    tx: Sender<Batch<T>>,
+    control: &Control,
+    pool: &BufferPool<T>,
+    spec_of: &dyn Fn(usize, crate::fft::InputKind, f64) -> TransformSpec,
+) -> Result<()> {
+    let mut reader = JobReader::default();
+    while !control.stopping() {
+        let Some(job) = jobs.next(control) else {
+            break;
+        };
+        let stream = &jobs.streams[job.stream];
+        let spec = spec_of(jobs.framing.n, stream.layout.kind, stream.layout.rate);
+        let mut data = pool.take(job.count * spec.values_per_frame());
+        data.set_len_for_overwrite(job.count * spec.values_per_frame());
+        reader.fill(stream, &jobs.framing, job, &mut data)?;
+        Counters::add(&control.counters.frames_in, job.count as u64);
+        Counters::add(
+            &control.counters.samples_in,
+            samples_counted(stream, &jobs.framing, job),
+        );
+        let completed = Instant::now();
+        let frames = (0..job.count as u64)
+            .map(|i| FrameMeta {
+                stream: stream.stream,
+                seq: job.first + i,
+                start: (job.first + i) * jobs.framing.hop as u64,
+                completed,
+            })
+            .collect();
+        let batch = Batch {
+            id: job.id,
+            spec,
+            frames,
+            data,
+        };
+        let waited = Instant::now();
+        if tx.send(batch).is_err() {
+            break;
+        }
+        Counters::add_since(&control.counters.reader_wait_ns, waited);
+    }
+    Ok(())
+}
+
+/// Samples a job accounts for in `--stats` (each sample once: from its first frame's start to
+/// the next job's, and the last job to the end of the analysed samples).
+fn samples_counted(stream: &RangeStream, framing: &Framing, job: Job) -> u64 {
+    let hop = framing.hop as u64;
+    let from = (job.first * hop).min(stream.samples);
+    let last_job = job.first + job.count as u64 >= stream.frames;
+    let to = match last_job {
+        true => stream.samples,
+        false => ((job.first + job.count as u64) * hop).min(stream.samples),
+    };
+    to - from
+}
+
+/// A thread's reading state: the open file and scratch buffers, reused from job to job.
+#[derive(Default)]
+struct JobReader {
+    file: Option<(Arc<SeekableLayout>, File)>,
+    bytes: Vec<u8>,
+    values: Vec<f64>,
+    parts: Vec<Vec<f64>>,
+}
+
+impl JobReader {
+    /// Writes the job's frames, back to back, into `out` (`count` frames of `n` samples).
+    fn fill<T: Sample>(
+        &mut self,
+        stream: &RangeStream,
+        framing: &Framing,
+        job: Job,
+        out: &mut [T],
+    ) -> Result<()> {
+        let (n, hop) = (framing.n as u64, framing.hop as u64);
+        let width = stream.layout.kind.width();
+        let frame_values = framing.n * width;
+        if hop <= n {
+            // overlapping or adjacent frames: one read covers them all
+            let base = job.first * hop;
+            let end = (job.first + job.count as u64 - 1) * hop + n;
+            let samples = self.read(stream, base, end)?;
+            for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
+                let at = (i as u64 * hop) as usize * width;
+                copy_padded(samples.get(at..).unwrap_or(&[]), frame);
+            }
+        } else {
+            // frames with gaps between them: read each frame alone
+            for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
+                let start = (job.first + i as u64) * hop;
+                let samples = self.read(stream, start, start + n)?;
+                copy_padded(samples, frame);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream's values (`width` per sample) for samples `first..last`, cut at the analysed
+    /// length (what lies beyond reads as zeros in `copy_padded`).
+    fn read(&mut self, stream: &RangeStream, first: u64, last: u64) -> Result<&[f64]> {
+        let layout = &stream.layout;
+        let last = last.min(stream.samples);
+        self.values.clear();
+        if first >= last {
+            return Ok(&self.values);
+        }
+        let bytes = usize::try_from((last - first) * layout.frame_bytes as u64)
+            .map_err(|_| FftdError::input(layout.name.clone(), "range too large to read"))?;
+        self.bytes.resize(bytes, 0);
+        let offset = layout.data_offset + first * layout.frame_bytes as u64;
+        open_file_of(&mut self.file, layout)?
+            .read_exact_at(&mut self.bytes, offset)
+            .map_err(|e| FftdError::io(&layout.name, e))?;
+        layout.decode(&self.bytes, first, &mut self.values)?;
+        if layout.channels == 1 {
+            return Ok(&self.values);
+        }
+        self.parts.resize_with(stream.splitter.streams(), Vec::new);
+        stream.splitter.split(&mut self.values, &mut self.parts);
+        Ok(&self.parts[stream.part])
+    }
+}
+
+/// The open file of `layout`, opening it (and closing the previous one) when it changes.
+fn open_file_of<'a>(
+    open: &'a mut Option<(Arc<SeekableLayout>, File)>,
+    layout: &Arc<SeekableLayout>,
+) -> Result<&'a File> {
+    let same = matches!(open, Some((current, _)) if Arc::ptr_eq(current, layout));
+    if !same {
+        *open = None; // close first: a thread holds one input open at a time
+        *open = Some((layout.clone(), layout.open()?));
+    }
+    match open {
+        Some((_, file)) => Ok(file),
+        None => Err(FftdError::Runtime("range reader lost its file".into())),
+    }
+}
+
+/// Fills `frame` from `values` (converted to `T`), zeros past their end.
+fn copy_padded<T: Sample>(values: &[f64], frame: &mut [T]) {
+    let take = values.len().min(frame.len());
+    for (d, v) in frame[..take].iter_mut().zip(values) {
+        *d = T::of_f64(*v);
+    }
+    frame[take..].fill(T::zero());
+}

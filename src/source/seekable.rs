@@ -1,0 +1,149 @@
+//! Seekable inputs: regular raw (f32/s16/cf32) and WAV files, whose samples lie at a known byte
+//! offset in fixed-size sample frames. `SeekableLayout` says where they are and decodes any whole
+//! range of them, so several threads can read one stream at once (`pipeline::range_reader`).
+//!
+//! Only inputs the sequential source would read to the end without a word qualify: a file that
+//! ends inside a sample frame, or a WAV whose data ends early, goes the sequential way, which
+//! reports it (an error, or the one warning) exactly as for a pipe.
+
+use super::wav::header::{self, DataLength, Encoding};
+use super::{raw, InputFormat};
+use crate::error::{FftdError, Result};
+use crate::fft::InputKind;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+/// How the sample bytes are encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleCoding {
+    Raw(InputFormat),
+    Wav(Encoding),
+}
+
+/// Where a seekable input's samples are and what they are.
+#[derive(Clone, Debug)]
+pub struct SeekableLayout {
+    /// The path as the user gave it (for messages).
+    pub name: String,
+    /// Byte offset of the first sample frame.
+    pub data_offset: u64,
+    /// Whole sample frames (every channel) in the file.
+    pub frames: u64,
+    /// Bytes per sample frame.
+    pub frame_bytes: usize,
+    pub channels: usize,
+    pub kind: InputKind,
+    pub rate: f64,
+    pub coding: SampleCoding,
+}
+
+impl SeekableLayout {
+    /// The layout of `path` read as `format`, when it is a regular file the range reader can
+    /// take; `None` sends it the sequential way. `rate` and `channels` apply to raw files.
+    pub fn probe(
+        path: &str,
+        format: InputFormat,
+        rate: f64,
+        channels: usize,
+    ) -> Result<Option<SeekableLayout>> {
+        let meta = std::fs::metadata(path).map_err(|e| FftdError::io(path, e))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let layout = match format {
+            InputFormat::Text => return Ok(None),
+            InputFormat::Wav => Self::probe_wav(path, meta.len())?,
+            raw_format => Self::raw(path, raw_format, meta.len(), rate, channels),
+        };
+        Ok(layout.filter(|l| l.frames > 0))
+    }
+
+    fn raw(
+        path: &str,
+        format: InputFormat,
+        len: u64,
+        rate: f64,
+        channels: usize,
+    ) -> Option<SeekableLayout> {
+        let frame_bytes = raw::frame_bytes(format, channels);
+        (len % frame_bytes as u64 == 0).then(|| SeekableLayout {
+            name: path.to_string(),
+            data_offset: 0,
+            frames: len / frame_bytes as u64,
+            frame_bytes,
+            channels,
+            kind: match format {
+                InputFormat::Cf32 => InputKind::Complex,
+                _ => InputKind::Real,
+            },
+            rate,
+            coding: SampleCoding::Raw(format),
+        })
+    }
+
+    fn probe_wav(path: &str, len: u64) -> Result<Option<SeekableLayout>> {
+        let file = File::open(path).map_err(|e| FftdError::io(path, e))?;
+        let mut input = CountingReader {
+            inner: BufReader::new(file),
+            count: 0,
+        };
+        let layout = header::read_layout(path, &mut input)?;
+        let data_offset = input.count;
+        let present = len.saturating_sub(data_offset);
+        let data_bytes = match layout.data {
+            DataLength::Bytes(n) if n <= present => n,
+            DataLength::Bytes(_) => return Ok(None), // ends early: warned about sequentially
+            DataLength::ToEof => present,
+        };
+        let frame_bytes = layout.format.frame_bytes();
+        if frame_bytes == 0 || data_bytes % frame_bytes as u64 != 0 {
+            return Ok(None);
+        }
+        Ok(Some(SeekableLayout {
+            name: path.to_string(),
+            data_offset,
+            frames: data_bytes / frame_bytes as u64,
+            frame_bytes,
+            channels: layout.format.channels as usize,
+            kind: InputKind::Real,
+            rate: layout.format.rate as f64,
+            coding: SampleCoding::Wav(layout.format.encoding),
+        }))
+    }
+
+    /// Appends the samples of `bytes`, whole sample frames starting at frame `first_frame`, to
+    /// `out` as f64 (every channel, interleaved), with the sequential source's checks and
+    /// messages.
+    pub fn decode(&self, bytes: &[u8], first_frame: u64, out: &mut Vec<f64>) -> Result<()> {
+        match self.coding {
+            SampleCoding::Raw(format) => {
+                let offset = first_frame * self.frame_bytes as u64;
+                raw::decode(format, bytes, offset, &self.name, out)
+            }
+            SampleCoding::Wav(encoding) => {
+                let first_sample = first_frame * self.channels as u64;
+                super::wav::decode::decode_checked(&self.name, encoding, bytes, first_sample, out)
+            }
+        }
+    }
+
+    /// Opens the file for positioned reads.
+    pub fn open(&self) -> Result<File> {
+        File::open(Path::new(&self.name)).map_err(|e| FftdError::io(&self.name, e))
+    }
+}
+
+/// Counts the bytes read through it (the header's length is where the samples start).
+struct CountingReader<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+}
