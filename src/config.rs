@@ -137,6 +137,11 @@ pub struct Options {
     #[serde(default)]
     pub stats: bool,
 
+    /// No progress display on stderr (it shows only on a terminal, for file inputs, anyway).
+    #[arg(long)]
+    #[serde(default)]
+    pub quiet: bool,
+
     /// Stop each stream after N frames.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
     pub max_frames: Option<i64>,
@@ -215,6 +220,7 @@ fn merge(cli: Options, file: Options) -> Options {
                 file: if cli.file.is_empty() { file.file } else { cli.file },
                 fftshift: cli.fftshift || file.fftshift,
                 stats: cli.stats || file.stats,
+                quiet: cli.quiet || file.quiet,
                 $($field: cli.$field.or(file.$field),)*
             }
         };
@@ -303,6 +309,7 @@ pub struct Settings {
     /// The config file the options were read from (an input: never overwritten).
     pub config: Option<PathBuf>,
     pub stats: bool,
+    pub quiet: bool,
     pub max_frames: Option<u64>,
     pub duration: Option<f64>,
     pub device: DeviceChoice,
@@ -438,6 +445,7 @@ impl Settings {
             meta: o.meta,
             config: None,
             stats: o.stats,
+            quiet: o.quiet,
             max_frames: max_frames.map(|m| m as u64),
             duration: o.duration,
             device: o.device.unwrap_or(DeviceChoice::Auto),

@@ -151,6 +151,11 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         limits::cores()
     };
     let readers = sequential_readers + range_readers;
+    // a progress total when every sample count is known up front (range-read inputs only)
+    let total_samples = (sequential.remaining() == 0).then(|| range_jobs.total_samples());
+    let live = matches!(settings.input, Input::Mic(_));
+    let show_progress = crate::progress::wanted(settings.quiet, live);
+    let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
     let (writers, outputs) = open_writers::<T>(settings, &plan)?;
@@ -195,6 +200,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         }
         drop(frame_tx);
         let range_jobs = &range_jobs;
+        if show_progress {
+            let (samples, finished) = (&control.counters.samples_in, &finished);
+            scope.spawn(move || crate::progress::show(samples, total_samples, finished));
+        }
         for _ in 0..range_readers {
             let tx = work_tx.clone();
             scope.spawn(move || {
@@ -222,7 +231,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             streams: &streams,
             pool: output_pool,
         };
-        sink_stage::run_sink::<T>(done_rx, stage, control, &mut latency)
+        let written = sink_stage::run_sink::<T>(done_rx, stage, control, &mut latency);
+        finished.store(true, Ordering::Relaxed);
+        written
     });
 
     if settings.stats {

@@ -112,6 +112,12 @@ impl RangeJobs {
         self.streams.is_empty()
     }
 
+    /// Samples of all inputs the jobs will read (each input once).
+    pub fn total_samples(&self) -> u64 {
+        let first_parts = self.streams.iter().filter(|s| s.part == 0);
+        first_parts.map(|s| s.samples).sum()
+    }
+
     /// The next job and its batch number, taken together so a stream's batches are numbered in
     /// frame order. None when every frame has been handed out.
     fn next(&self, control: &Control) -> Option<Job> {
@@ -181,9 +187,13 @@ pub fn run_range_reader<T: Sample>(
     Ok(())
 }
 
-/// Samples a job accounts for in `--stats` (each sample once: from its first frame's start to
-/// the next job's, and the last job to the end of the analysed samples).
+/// Samples of the input a job accounts for in `--stats` and the progress display (each sample
+/// once: from its first frame's start to the next job's, the last job to the end of the analysed
+/// samples; counted on the input's first stream only, as the sequential reader counts them).
 fn samples_counted(stream: &RangeStream, framing: &Framing, job: Job) -> u64 {
+    if stream.part != 0 {
+        return 0;
+    }
     let hop = framing.hop as u64;
     let from = (job.first * hop).min(stream.samples);
     let last_job = job.first + job.count as u64 >= stream.frames;
