@@ -380,3 +380,48 @@ fn formats_agree_with_a_reference_formatter() {
         }
     }
 }
+
+#[test]
+fn encode_stage_keeps_order_with_several_workers_and_encoders() {
+    // 4 workers and 4 encode threads, one frame per batch: batches finish out of order; the
+    // output must equal a one-worker, one-encoder run with large batches
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let input = tmp.path().join("long.f32");
+    let x = noise(2 * 64 * 400, 13);
+    let bytes: Vec<u8> = x.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+    std::fs::write(&input, bytes).expect("write");
+    let inp = input.to_str().expect("utf8");
+    let run_with = |encoders: &str, workers: &str, batch: &str| {
+        let out = fftd()
+            .env("FFTD_ENCODERS", encoders)
+            .args([
+                "--file",
+                inp,
+                "--channels",
+                "2",
+                "--channel",
+                "all",
+                "--frame",
+                "64",
+            ])
+            .args([
+                "--format",
+                "ndjson",
+                "--device",
+                "cpu",
+                "--workers",
+                workers,
+                "--batch",
+                batch,
+            ])
+            .output()
+            .expect("fftd runs");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        out.stdout
+    };
+    let reference = run_with("1", "1", "64");
+    assert_eq!(String::from_utf8_lossy(&reference).lines().count(), 800);
+    for _ in 0..3 {
+        assert!(run_with("4", "4", "1") == reference, "rows out of order");
+    }
+}
