@@ -3,7 +3,7 @@
 //! one frame per batch. Two checks:
 //!
 //! - `golden_bytes`: byte-for-byte against files written by fftd before the encode stage existed
-//!   (tests/golden/output_bytes; `FFTD_BLESS=1` rewrites them — only do that for a deliberate
+//!   (tests/golden/output_bytes, `.golden` added to each name so `*.npy` ignores none; `FFTD_BLESS=1` rewrites them — only do that for a deliberate
 //!   format change).
 //! - `formats_agree_with_a_reference_formatter`: text, csv, ndjson and f32 bytes against a plain
 //!   formatter written here (ryu, format!) fed the exact values of the same run's npy output, and
@@ -245,7 +245,7 @@ fn golden_bytes() {
     for (case, format) in all_runs() {
         let files = run_case(case, format, &ins, &tmp.path().join("out"));
         for (name, bytes) in files {
-            let golden = golden_dir().join(format!("{}.{format}.{name}", case.name));
+            let golden = golden_dir().join(format!("{}.{format}.{name}.golden", case.name));
             if bless {
                 std::fs::create_dir_all(golden_dir()).expect("golden dir");
                 std::fs::write(&golden, &bytes).expect("bless");
