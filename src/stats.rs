@@ -24,7 +24,10 @@ pub struct Counters {
     pub batcher_wait_ns: AtomicU64,
     /// Nanoseconds the FFT workers spent in their engines, summed over workers.
     pub engine_ns: AtomicU64,
-    /// Nanoseconds the sink spent formatting and writing spectra.
+    /// Nanoseconds the encode threads spent turning spectra into bytes (fftshift, format),
+    /// summed over threads.
+    pub encode_ns: AtomicU64,
+    /// Nanoseconds the sink spent writing encoded spectra (and opening, flushing, closing).
     pub sink_ns: AtomicU64,
 }
 
@@ -95,23 +98,33 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
     line
 }
 
-/// The `--stats` line on stage times: each as a share of the run's wall time (the readers' and
-/// the engines' as a share of `readers` / `workers` × wall time, an average per thread).
-pub fn stages_report(
-    counters: &Counters,
-    readers: usize,
-    workers: usize,
-    started: Instant,
-) -> String {
+/// Threads of each stage, for `stages_report`.
+pub struct StageThreads {
+    pub readers: usize,
+    pub workers: usize,
+    pub encoders: usize,
+}
+
+/// The `--stats` line on stage times: each as a share of the run's wall time (the readers', the
+/// engines' and the encoders' as a share of their thread count × wall time, an average per
+/// thread). The sink's share is writing only; formatting is the encoders'.
+pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Instant) -> String {
+    let StageThreads {
+        readers,
+        workers,
+        encoders,
+    } = *threads;
     let wall = started.elapsed().as_nanos().max(1) as f64;
     let pct = |c: &AtomicU64, of: f64| 100.0 * Counters::get(c) as f64 / of;
     format!(
-        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), sink busy {:.0}%",
+        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), encoders busy {:.0}% ({} encoders), sink writing {:.0}%",
         pct(&counters.reader_wait_ns, wall * readers.max(1) as f64),
         readers,
         pct(&counters.batcher_wait_ns, wall),
         pct(&counters.engine_ns, wall * workers.max(1) as f64),
         workers,
+        pct(&counters.encode_ns, wall * encoders.max(1) as f64),
+        encoders,
         pct(&counters.sink_ns, wall)
     )
 }

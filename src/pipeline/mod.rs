@@ -1,5 +1,6 @@
 //! The one place the stages are wired: sources → readers (framing) → bounded channel → batcher →
-//! FFT workers (one engine each) → sink (re-ordered by batch number, written in sequence order).
+//! FFT workers (one engine each) → encoders (rows → bytes, several threads) → sink (re-ordered by
+//! batch number, written in sequence order).
 //!
 //! Memory stays bounded whatever the input size: every channel is bounded, and the sink's re-order
 //! buffer holds at most the batches in flight. Shutdown (end of input, `--max-frames`,
@@ -7,6 +8,7 @@
 //! reading and finish their streams, and everything already queued drains through the sink.
 
 mod batcher;
+mod encode;
 mod plan;
 mod pool;
 mod range_reader;
@@ -21,8 +23,9 @@ use crate::frame::{Frame, FrameSize};
 use crate::limits;
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
+use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
-use crate::sink::{make_writer, OutputFormat, SpectrumWriter, StreamMeta};
+use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
 use range_reader::RangeJobs;
@@ -158,8 +161,11 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
-    let (writers, outputs) = open_writers::<T>(settings, &plan)?;
+    let encoder = make_encoder::<T>(settings.format);
+    let dests = open_destinations(&*encoder, &plan)?;
+    let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
+    let encoders = encode_threads();
     let control = Control::new(stop);
     let mut latency = Latency::default();
 
@@ -170,6 +176,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
     let (work_tx, work_rx) = crossbeam_channel::bounded(engines.len().max(1));
     let (done_tx, done_rx) = crossbeam_channel::bounded(2 * engines.len().max(1));
+    let (encoded_tx, encoded_rx) = crossbeam_channel::bounded(2 * encoders);
 
     // spare batch buffers: enough for every batch that can be in flight
     let in_flight = limits::batch_buffers_in_flight(engines.len());
@@ -181,6 +188,14 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     };
     let input_pool = pool::BufferPool::<T>::new(in_flight, pinned.clone());
     let output_pool = pool::BufferPool::<T>::new(in_flight, pinned);
+    let bytes_pool = pool::BytePool::new(in_flight + 3 * encoders);
+    let encode_stage = encode::EncodeStage {
+        encoder: &*encoder,
+        streams: &streams,
+        output_of: &writer_of,
+        values_pool: &output_pool,
+        bytes_pool: &bytes_pool,
+    };
 
     let spec_of = |n, kind, rate| TransformSpec {
         n,
@@ -224,14 +239,19 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         }
         drop(work_rx);
         drop(done_tx);
+        let encode_stage = &encode_stage;
+        for _ in 0..encoders {
+            let (rx, tx) = (done_rx.clone(), encoded_tx.clone());
+            scope.spawn(move || encode::run_encoder::<T>(rx, tx, encode_stage, control));
+        }
+        drop(done_rx);
+        drop(encoded_tx);
         let stage = sink_stage::SinkStage {
-            writers,
-            writer_of: &writer_of,
-            outputs: &outputs,
+            outputs: Outputs::new(&*encoder, dests, open_files_budget()),
             streams: &streams,
-            pool: output_pool,
+            pool: &bytes_pool,
         };
-        let written = sink_stage::run_sink::<T>(done_rx, stage, control, &mut latency);
+        let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency);
         finished.store(true, Ordering::Relaxed);
         written
     });
@@ -240,7 +260,15 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         eprintln!("{}", stats::report(&control.counters, &latency, started));
         eprintln!(
             "{}",
-            stats::stages_report(&control.counters, readers, workers, started)
+            stats::stages_report(
+                &control.counters,
+                &stats::StageThreads {
+                    readers,
+                    workers,
+                    encoders
+                },
+                started
+            )
         );
     }
     if let Some(e) = control.take_error() {
@@ -277,6 +305,8 @@ pub struct StreamWritten {
 /// of each stream.
 struct OutputPlan {
     files: Vec<Option<PathBuf>>,
+    /// Files opened when their first rows arrive (`--output-dir`), not before the run.
+    lazy: bool,
     writer_of: Vec<usize>,
 }
 
@@ -295,8 +325,10 @@ fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPla
             .into_iter()
             .map(|name| Some(dir.join(name)))
             .collect();
+        probe_writable(dir)?;
         return Ok(OutputPlan {
             files,
+            lazy: true,
             writer_of: (0..streams.len()).collect(),
         });
     }
@@ -309,8 +341,21 @@ fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPla
     }
     Ok(OutputPlan {
         files: vec![settings.output.clone()],
+        lazy: false,
         writer_of: vec![0; streams.len()],
     })
+}
+
+/// Checks that `dir` takes new files (its files are created only when their rows arrive, so
+/// an unwritable folder must be found before the run): creates and removes a probe file.
+fn probe_writable(dir: &Path) -> Result<()> {
+    let probe = dir.join(format!(".fftd-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| FftdError::io(dir, e))?;
+    std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
 }
 
 /// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
@@ -348,27 +393,42 @@ fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<(
     refuse_overwriting(&inputs, &outputs)
 }
 
-type Writers<T> = Vec<Box<dyn SpectrumWriter<T>>>;
+/// Encode threads: one per CPU core (tuning knob FFTD_ENCODERS=N).
+fn encode_threads() -> usize {
+    std::env::var("FFTD_ENCODERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 256)
+}
 
-/// Opens one writer per planned output; returns them with their destinations' names.
-fn open_writers<T: Sample>(
-    settings: &Settings,
+/// One destination per planned output. Stdout and a single `--output` file are opened now (so an
+/// unusable one is reported before any work starts); `--output-dir` files are opened when their
+/// first rows arrive (`plan_outputs` checked that the folder takes new files).
+fn open_destinations<T: Sample>(
+    encoder: &dyn Encoder<T>,
     plan: &OutputPlan,
-) -> Result<(Writers<T>, Vec<String>)> {
-    let mut writers = Vec::new();
-    let mut names = Vec::new();
+) -> Result<Vec<Destination>> {
+    let needs_file = encoder.final_header(0, 0).is_some();
+    let mut dests = Vec::new();
     for file in &plan.files {
         let dest = match file {
-            Some(path) => Destination::create(path)?,
+            Some(path) if plan.lazy => Destination::file(path),
+            Some(path) => {
+                let mut dest = Destination::file(path);
+                dest.open().map_err(|e| FftdError::io(path, e))?;
+                dest
+            }
+            None if needs_file => {
+                return Err(FftdError::Runtime(
+                    "stdout: npy output needs a file, not stdout".into(),
+                ))
+            }
             None => Destination::stdout(),
         };
-        let name = dest.describe();
-        let writer = make_writer::<T>(settings.format, dest)
-            .map_err(|e| FftdError::Runtime(format!("{name}: {e}")))?;
-        writers.push(writer);
-        names.push(name);
+        dests.push(dest);
     }
-    Ok((writers, names))
+    Ok(dests)
 }
 
 /// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.

@@ -36,3 +36,30 @@ impl<T: Copy + Default> BufferPool<T> {
         let _ = self.tx.try_send(buf);
     }
 }
+
+/// Recycles the encode stage's byte buffers (one per batch, returned by the sink once written),
+/// for the same reason as `BufferPool`.
+pub struct BytePool {
+    tx: Sender<Vec<u8>>,
+    rx: Receiver<Vec<u8>>,
+}
+
+impl BytePool {
+    /// Keeps at most `capacity` spare buffers.
+    pub fn new(capacity: usize) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        BytePool { tx, rx }
+    }
+
+    /// An empty buffer (with the room of a spent one when there is one).
+    pub fn take(&self) -> Vec<u8> {
+        let mut buf = self.rx.try_recv().unwrap_or_default();
+        buf.clear();
+        buf
+    }
+
+    /// Returns a buffer for reuse (dropped if the pool is full).
+    pub fn give(&self, buf: Vec<u8>) {
+        let _ = self.tx.try_send(buf);
+    }
+}

@@ -1,120 +1,117 @@
-//! Sink stage: receives transformed batches, puts them back in batch order, and writes every frame
-//! to its stream's writer. Records frame-complete → written latency. A closed stdout stops the run
-//! quietly; any other write error is reported. After a stop it keeps draining so upstream stages
-//! can finish.
+//! Sink stage: receives encoded batches, puts them back in batch order and writes each output's
+//! bytes (`sink::output::Outputs` adds headers, opens and closes files). Records frame-complete →
+//! written latency. A closed stdout stops the run quietly; any other write error is reported.
+//! After a stop it keeps draining so upstream stages can finish.
 
-use super::pool::BufferPool;
-use super::worker::Done;
+use super::encode::Encoded;
+use super::pool::BytePool;
 use super::{Control, StreamWritten};
 use crate::error::FftdError;
-use crate::fft::{InputKind, Sample};
-use crate::sink::{SpectrumRow, SpectrumWriter, StreamMeta};
+use crate::fft::Sample;
+use crate::sink::output::{Outputs, Rows};
+use crate::sink::StreamMeta;
 use crate::stats::{Counters, Latency};
 use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::io;
 use std::time::Instant;
 
-/// The writers and what the sink needs to route frames to them.
+/// The outputs and what the sink needs to account for frames.
 pub struct SinkStage<'a, T: Sample> {
-    pub writers: Vec<Box<dyn SpectrumWriter<T>>>,
-    /// Writer index of each stream.
-    pub writer_of: &'a [usize],
-    /// Name of each writer's destination, for messages.
-    pub outputs: &'a [String],
+    pub outputs: Outputs<'a, T>,
     pub streams: &'a [StreamMeta],
-    /// Where spent output buffers go back to the workers.
-    pub pool: &'a BufferPool<T>,
+    /// Where written byte buffers go back to the encoders.
+    pub pool: &'a BytePool,
 }
 
 pub fn run_sink<T: Sample>(
-    rx: Receiver<Done<T>>,
+    rx: Receiver<Encoded>,
     stage: SinkStage<'_, T>,
     control: &Control,
     latency: &mut Latency,
 ) -> Vec<StreamWritten> {
     let SinkStage {
-        mut writers,
-        writer_of,
-        outputs,
+        mut outputs,
         streams,
         pool,
     } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
-    let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
+    let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
     let mut next = 0u64;
     let mut healthy = true;
-    let mut shifted: Vec<T> = Vec::new();
-    let mut dirty = vec![false; writers.len()];
-    for done in rx.iter() {
-        reorder.insert(done.id, done);
-        while let Some(done) = reorder.remove(&next) {
+    for encoded in rx.iter() {
+        reorder.insert(encoded.id, encoded);
+        while let Some(batch) = reorder.remove(&next) {
             next += 1;
-            if !healthy {
-                continue;
+            if healthy {
+                let busy = Instant::now();
+                healthy = write_batch(
+                    &batch,
+                    &mut outputs,
+                    streams,
+                    control,
+                    latency,
+                    &mut written,
+                );
+                Counters::add_since(&control.counters.sink_ns, busy);
             }
-            let busy = Instant::now();
-            let bins = done.spec.bins();
-            for (i, frame) in done.frames.iter().enumerate() {
-                let stream = &streams[frame.stream];
-                let mut values = &done.values[i * bins..(i + 1) * bins];
-                if stream.fftshift && stream.kind == InputKind::Complex {
-                    shifted.clear();
-                    shifted.extend_from_slice(values);
-                    shifted.rotate_left(bins.div_ceil(2));
-                    values = &shifted;
-                }
-                let row = SpectrumRow {
-                    stream,
-                    frame: frame.seq,
-                    time_s: frame.start as f64 / stream.rate,
-                    n: done.spec.n,
-                    values,
-                };
-                let w = writer_of[frame.stream];
-                if let Err(e) = writers[w].write(&row) {
-                    healthy = false;
-                    report_write_error(e, &outputs[w], control);
-                    break;
-                }
-                dirty[w] = true;
-                let waited = frame.completed.elapsed();
-                latency.record(waited);
-                Counters::add(&control.counters.frames_out, 1);
-                written[frame.stream].frames += 1;
-                written[frame.stream].n = done.spec.n;
-                let _frame_span =
-                    tracing::debug_span!("frame", stream = frame.stream, seq = frame.seq).entered();
-                tracing::debug!(latency_us = waited.as_micros() as u64, "spectrum written");
-            }
-            pool.give(done.values);
-            Counters::add_since(&control.counters.sink_ns, busy);
+            pool.give(batch.bytes);
         }
         // Nothing else waiting: push output out now (keeps live output timely).
         if healthy && rx.is_empty() {
             let busy = Instant::now();
-            for (w, (writer, d)) in writers.iter_mut().zip(dirty.iter_mut()).enumerate() {
-                if *d {
-                    *d = false;
-                    if let Err(e) = writer.flush() {
-                        healthy = false;
-                        report_write_error(e, &outputs[w], control);
-                        break;
-                    }
-                }
+            if let Err((i, e)) = outputs.flush() {
+                healthy = false;
+                report_write_error(e, &outputs.describe(i), control);
             }
             Counters::add_since(&control.counters.sink_ns, busy);
         }
     }
     if healthy {
-        for (w, writer) in writers.iter_mut().enumerate() {
-            if let Err(e) = writer.finish() {
-                report_write_error(e, &outputs[w], control);
-                break;
-            }
+        if let Err((i, e)) = outputs.finish() {
+            report_write_error(e, &outputs.describe(i), control);
         }
     }
     written
+}
+
+/// Writes one batch's parts in order and accounts for their frames; false after a write error.
+fn write_batch<T: Sample>(
+    batch: &Encoded,
+    outputs: &mut Outputs<'_, T>,
+    streams: &[StreamMeta],
+    control: &Control,
+    latency: &mut Latency,
+    written: &mut [StreamWritten],
+) -> bool {
+    for part in &batch.parts {
+        let frames = &batch.frames[part.frames.clone()];
+        let Some(first) = frames.first() else {
+            continue;
+        };
+        let rows = Rows {
+            first: &streams[first.stream],
+            n: batch.n,
+            bins: batch.bins,
+            count: frames.len() as u64,
+            bytes: &batch.bytes[part.bytes.clone()],
+        };
+        if let Err(e) = outputs.write(part.output, &rows) {
+            report_write_error(e, &outputs.describe(part.output), control);
+            return false;
+        }
+        for frame in frames {
+            let waited = frame.completed.elapsed();
+            latency.record(waited);
+            written[frame.stream].frames += 1;
+            written[frame.stream].n = batch.n;
+            let _frame_span =
+                tracing::debug_span!("frame", stream = frame.stream, seq = frame.seq).entered();
+            tracing::debug!(latency_us = waited.as_micros() as u64, "spectrum written");
+        }
+        Counters::add(&control.counters.frames_out, frames.len() as u64);
+    }
+    true
 }
 
 /// A closed pipe (`| head`) ends the run quietly; other write errors are fatal.

@@ -1,60 +1,32 @@
-//! `--format csv`: a header `stream,frame,time_s,` followed by each bin's frequency in Hz, then one
-//! row per frame. Streams sharing one file must have the same bins (same frame size and kind).
+//! `--format csv`: a header `stream,frame,time_s,` followed by each bin's frequency in Hz (from
+//! the output's first row), then one row per frame. Streams sharing one file must have the same
+//! bins (same frame size and kind).
 
-use super::destination::Destination;
-use super::{LineWriter, Sample, SpectrumRow, SpectrumWriter};
-use std::io;
+use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow, StreamMeta};
+use std::io::Write;
 
-pub struct CsvWriter {
-    out: LineWriter,
-    /// Bins per row, fixed by the header once written.
-    header_bins: Option<usize>,
-}
+pub struct CsvEncoder;
 
-impl CsvWriter {
-    pub fn new(dest: Destination) -> Self {
-        CsvWriter {
-            out: LineWriter::new(dest),
-            header_bins: None,
-        }
+impl<T: Sample> Encoder<T> for CsvEncoder {
+    fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
+        // writing into a Vec cannot fail
+        let _ = write!(out, "{},{},", row.stream.id, row.frame);
+        push_number(out, row.time_s);
+        out.push(b',');
+        push_numbers(out, row.values, b',');
+        out.push(b'\n');
     }
-}
 
-impl<T: Sample> SpectrumWriter<T> for CsvWriter {
-    fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()> {
-        match self.header_bins {
-            None => {
-                let frequencies = row.stream.frequencies(row.n);
-                self.out
-                    .text("stream,frame,time_s,")
-                    .numbers(&frequencies, b',')
-                    .end_line()?;
-                self.header_bins = Some(row.values.len());
-            }
-            Some(bins) if bins != row.values.len() => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "stream {} has {} bins per frame but the CSV header has {bins}: write streams of different frame sizes with --output-dir",
-                        row.stream.id,
-                        row.values.len()
-                    ),
-                ))
-            }
-            Some(_) => {}
-        }
-        let head = format!("{},{},", row.stream.id, row.frame);
-        self.out
-            .text(&head)
-            .number(row.time_s)
-            .text(",")
-            .numbers(row.values, b',')
-            .end_line()
+    fn preamble(&self, first: &StreamMeta, n: usize) -> Vec<u8> {
+        let mut out = b"stream,frame,time_s,".to_vec();
+        push_numbers(&mut out, &first.frequencies(n), b',');
+        out.push(b'\n');
+        out
     }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.out.flush()
+
+    fn width_error(&self, stream: usize, bins: usize, fixed: usize) -> Option<String> {
+        Some(format!(
+            "stream {stream} has {bins} bins per frame but the CSV header has {fixed}: write streams of different frame sizes with --output-dir"
+        ))
     }
 }

@@ -1,30 +1,40 @@
-//! Where a writer's bytes go: stdout or a file (buffered). Files are created up front so a missing
-//! directory is reported before any work starts.
+//! Where an output's bytes go: stdout, or a file that is opened only while it is being written.
+//! A file is created (truncated) when it is first opened in a run and reopened for appending after
+//! it was closed; `output::Outputs` decides when (at most a fixed number open at once).
+//! Writes go through a buffer held only while the file is open; buffers larger than it are
+//! written directly.
 
-use crate::error::{FftdError, Result};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+/// Buffer of an open destination.
+const BUFFER: usize = 1 << 16;
 
 pub enum Destination {
     Stdout(BufWriter<io::Stdout>),
     File {
         path: PathBuf,
-        file: BufWriter<File>,
+        /// The open file, if it is open.
+        file: Option<BufWriter<File>>,
+        /// Whether this run has created (truncated) it yet.
+        created: bool,
     },
 }
 
 impl Destination {
     pub fn stdout() -> Self {
-        Destination::Stdout(BufWriter::with_capacity(1 << 16, io::stdout()))
+        Destination::Stdout(BufWriter::with_capacity(BUFFER, io::stdout()))
     }
 
-    pub fn create(path: &Path) -> Result<Self> {
-        let file = File::create(path).map_err(|e| FftdError::io(path, e))?;
-        Ok(Destination::File {
+    /// A file, not opened yet.
+    pub fn file(path: &Path) -> Self {
+        Destination::File {
             path: path.to_path_buf(),
-            file: BufWriter::with_capacity(1 << 16, file),
-        })
+            file: None,
+            created: false,
+        }
     }
 
     /// A name for messages: the path, or "stdout".
@@ -35,15 +45,64 @@ impl Destination {
         }
     }
 
-    /// Seeks (files only); stdout cannot seek.
-    pub fn seek_start(&mut self) -> io::Result<()> {
+    /// Whether writes can go through now (stdout always; a file once opened).
+    pub fn is_open(&self) -> bool {
         match self {
-            Destination::File { file, .. } => file.seek(SeekFrom::Start(0)).map(|_| ()),
-            Destination::Stdout(_) => Err(io::Error::new(
+            Destination::Stdout(_) => true,
+            Destination::File { file, .. } => file.is_some(),
+        }
+    }
+
+    /// Opens a file: creates (truncates) it the first time, else reopens it at its end.
+    pub fn open(&mut self) -> io::Result<()> {
+        if let Destination::File {
+            path,
+            file: file @ None,
+            created,
+        } = self
+        {
+            let f = if *created {
+                let mut f = OpenOptions::new().write(true).open(&*path)?;
+                f.seek(SeekFrom::End(0))?;
+                f
+            } else {
+                File::create(&*path)?
+            };
+            *created = true;
+            *file = Some(BufWriter::with_capacity(BUFFER, f));
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes a file (its buffer is freed); stdout is only flushed.
+    pub fn close(&mut self) -> io::Result<()> {
+        match self {
+            Destination::Stdout(w) => w.flush(),
+            Destination::File { file, .. } => match file.take() {
+                Some(mut f) => f.flush(),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Overwrites the start of the output with `bytes` (files only: stdout cannot seek), after
+    /// writing out what is buffered. Opens the file if needed.
+    pub fn write_at_start(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.open()?;
+        match self {
+            Destination::File { file: Some(f), .. } => {
+                f.flush()?;
+                f.get_ref().write_all_at(bytes, 0)
+            }
+            _ => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "cannot seek on stdout",
             )),
         }
+    }
+
+    fn not_open() -> io::Error {
+        io::Error::other("output file is not open")
     }
 }
 
@@ -51,19 +110,22 @@ impl Write for Destination {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Destination::Stdout(w) => w.write(buf),
-            Destination::File { file, .. } => file.write(buf),
+            Destination::File { file: Some(f), .. } => f.write(buf),
+            Destination::File { file: None, .. } => Err(Self::not_open()),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => w.write_all(buf),
-            Destination::File { file, .. } => file.write_all(buf),
+            Destination::File { file: Some(f), .. } => f.write_all(buf),
+            Destination::File { file: None, .. } => Err(Self::not_open()),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => w.flush(),
-            Destination::File { file, .. } => file.flush(),
+            Destination::File { file: Some(f), .. } => f.flush(),
+            Destination::File { file: None, .. } => Ok(()),
         }
     }
 }

@@ -1,4 +1,7 @@
 //! Sinks: write each stream's spectra, in frame order, in a format other tools read directly.
+//! A format is an `Encoder` (rows → bytes, no I/O; one file per format below); a `Destination`
+//! is where bytes go (stdout, a file); `output::Outputs` joins them for every output of a run
+//! (headers, row counts, a bounded number of open files).
 //!
 //! - `text`: one line per frame, values separated by single spaces, shortest round-trip decimals.
 //! - `csv`: header `stream,frame,time_s,<Hz of each bin>`, one row per frame.
@@ -12,20 +15,21 @@ pub mod destination;
 pub mod meta;
 pub mod ndjson;
 pub mod npy;
+pub mod output;
 pub mod overwrite_guard;
 pub mod raw;
 pub mod text;
 
 use crate::fft::{InputKind, Sample};
 use serde::Deserialize;
-use std::io::{self, Write};
 
-/// Replaces `out` with `values` as little-endian binary: f64 when `wide`, else f32 (f64 results
+/// Appends `values` to `out` as little-endian binary: f64 when `wide`, else f32 (f64 results
 /// rounded). Writes into a sized buffer, which the compiler vectorises.
 pub(crate) fn encode_le<T: Sample>(values: &[T], wide: bool, out: &mut Vec<u8>) {
     let width = if wide { 8 } else { 4 };
-    out.clear();
-    out.resize(values.len() * width, 0);
+    let start = out.len();
+    out.resize(start + values.len() * width, 0);
+    let out = &mut out[start..];
     if wide {
         for (d, v) in out.chunks_exact_mut(8).zip(values) {
             d.copy_from_slice(&v.into_f64().to_le_bytes());
@@ -123,7 +127,7 @@ impl StreamMeta {
     }
 }
 
-/// One frame's finished spectrum, handed to a writer.
+/// One frame's finished spectrum, handed to an encoder.
 pub struct SpectrumRow<'a, T> {
     pub stream: &'a StreamMeta,
     pub frame: u64,
@@ -133,80 +137,59 @@ pub struct SpectrumRow<'a, T> {
     pub values: &'a [T],
 }
 
-/// A format writer. `write` is called in frame order per stream.
-pub trait SpectrumWriter<T: Sample>: Send {
-    fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()>;
-    /// Pushes buffered output to the destination (called when the pipeline is idle, for live use).
-    fn flush(&mut self) -> io::Result<()>;
-    /// Completes the output (npy rewrites its header) and flushes.
-    fn finish(&mut self) -> io::Result<()>;
+/// A format: turns rows into bytes, with no I/O, so it works over any destination and on any
+/// thread (the encode stage runs several). What an output needs around its rows (the csv header,
+/// the npy header and its final frame count) is asked for by the one writer of that output
+/// (`output::Outputs`), which alone knows where an output starts and ends.
+pub trait Encoder<T: Sample>: Send + Sync {
+    /// Appends one row's bytes to `out`.
+    fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>);
+
+    /// Bytes an output starts with, before the first row (`first`: that row's stream, `n`: its
+    /// frame size). Empty by default.
+    fn preamble(&self, _first: &StreamMeta, _n: usize) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// For formats whose output has one row width (csv, npy): the error when stream `stream`
+    /// brings rows of `bins` values to an output whose rows have `fixed`. None: any width goes.
+    fn width_error(&self, _stream: usize, _bins: usize, _fixed: usize) -> Option<String> {
+        None
+    }
+
+    /// Bytes that replace the start of a finished output, given its row count and width (npy's
+    /// header with the real frame count); such a format needs a file, not stdout.
+    fn final_header(&self, _frames: u64, _bins: usize) -> Option<Vec<u8>> {
+        None
+    }
 }
 
-/// Creates the writer for `format` over an opened destination.
-pub fn make_writer<T: Sample>(
-    format: OutputFormat,
-    dest: destination::Destination,
-) -> io::Result<Box<dyn SpectrumWriter<T>>> {
-    Ok(match format {
-        OutputFormat::Text => Box::new(text::TextWriter::new(dest)),
-        OutputFormat::Csv => Box::new(csv::CsvWriter::new(dest)),
-        OutputFormat::Ndjson => Box::new(ndjson::NdjsonWriter::new(dest)),
-        OutputFormat::F32 => Box::new(raw::F32Writer::new(dest)),
-        OutputFormat::Npy => Box::new(npy::NpyWriter::new(dest, T::NAME == "f64")?),
-    })
+/// The encoder for `format`.
+pub fn make_encoder<T: Sample>(format: OutputFormat) -> Box<dyn Encoder<T>> {
+    match format {
+        OutputFormat::Text => Box::new(text::TextEncoder),
+        OutputFormat::Csv => Box::new(csv::CsvEncoder),
+        OutputFormat::Ndjson => Box::new(ndjson::NdjsonEncoder),
+        OutputFormat::F32 => Box::new(raw::F32Encoder),
+        OutputFormat::Npy => Box::new(npy::NpyEncoder {
+            f64: T::NAME == "f64",
+        }),
+    }
 }
 
-/// Builds one text line at a time (numbers in shortest round-trip form) and writes it whole.
-/// Shared by the text, csv and ndjson writers.
-pub(crate) struct LineWriter {
-    dest: destination::Destination,
-    line: Vec<u8>,
-    numbers: ryu::Buffer,
+/// Appends one number in shortest round-trip form. Shared by the text, csv and ndjson encoders.
+pub(crate) fn push_number<T: Sample>(out: &mut Vec<u8>, v: T) {
+    let mut buf = ryu::Buffer::new();
+    out.extend_from_slice(v.format_shortest(&mut buf).as_bytes());
 }
 
-impl LineWriter {
-    pub fn new(dest: destination::Destination) -> Self {
-        LineWriter {
-            dest,
-            line: Vec::new(),
-            numbers: ryu::Buffer::new(),
+/// Appends numbers separated by `separator`.
+pub(crate) fn push_numbers<T: Sample>(out: &mut Vec<u8>, values: &[T], separator: u8) {
+    let mut buf = ryu::Buffer::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push(separator);
         }
-    }
-
-    /// Appends raw text.
-    pub fn text(&mut self, text: &str) -> &mut Self {
-        self.line.extend_from_slice(text.as_bytes());
-        self
-    }
-
-    /// Appends one number.
-    pub fn number<T: Sample>(&mut self, v: T) -> &mut Self {
-        self.line
-            .extend_from_slice(v.format_shortest(&mut self.numbers).as_bytes());
-        self
-    }
-
-    /// Appends numbers separated by `separator`.
-    pub fn numbers<T: Sample>(&mut self, values: &[T], separator: u8) -> &mut Self {
-        for (i, v) in values.iter().enumerate() {
-            if i > 0 {
-                self.line.push(separator);
-            }
-            self.number(*v);
-        }
-        self
-    }
-
-    /// Ends the line and writes it.
-    pub fn end_line(&mut self) -> io::Result<()> {
-        self.line.push(b'\n');
-        let result = self.dest.write_all(&self.line);
-        self.line.clear();
-        result
-    }
-
-    pub fn flush(&mut self) -> io::Result<()> {
-        use std::io::Write;
-        self.dest.flush()
+        out.extend_from_slice(v.format_shortest(&mut buf).as_bytes());
     }
 }

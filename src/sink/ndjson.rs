@@ -1,40 +1,22 @@
 //! `--format ndjson`: one JSON object per line and frame:
 //! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`.
 
-use super::destination::Destination;
-use super::{LineWriter, Sample, SpectrumRow, SpectrumWriter};
-use std::io;
+use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow};
+use std::io::Write;
 
-pub struct NdjsonWriter {
-    out: LineWriter,
-}
+pub struct NdjsonEncoder;
 
-impl NdjsonWriter {
-    pub fn new(dest: Destination) -> Self {
-        NdjsonWriter {
-            out: LineWriter::new(dest),
-        }
-    }
-}
-
-impl<T: Sample> SpectrumWriter<T> for NdjsonWriter {
-    fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()> {
-        let head = format!(
+impl<T: Sample> Encoder<T> for NdjsonEncoder {
+    fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
+        // writing into a Vec cannot fail
+        let _ = write!(
+            out,
             "{{\"stream\":{},\"frame\":{},\"time_s\":",
             row.stream.id, row.frame
         );
-        self.out
-            .text(&head)
-            .number(row.time_s)
-            .text(",\"bins\":[")
-            .numbers(row.values, b',')
-            .text("]}")
-            .end_line()
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.out.flush()
+        push_number(out, row.time_s);
+        out.extend_from_slice(b",\"bins\":[");
+        push_numbers(out, row.values, b',');
+        out.extend_from_slice(b"]}\n");
     }
 }

@@ -1,30 +1,13 @@
 //! `--format text`: one line per frame, values separated by single spaces, each the shortest
 //! decimal that reads back to the same float (`numpy.loadtxt` reads it).
 
-use super::destination::Destination;
-use super::{LineWriter, Sample, SpectrumRow, SpectrumWriter};
-use std::io;
+use super::{push_numbers, Encoder, Sample, SpectrumRow};
 
-pub struct TextWriter {
-    out: LineWriter,
-}
+pub struct TextEncoder;
 
-impl TextWriter {
-    pub fn new(dest: Destination) -> Self {
-        TextWriter {
-            out: LineWriter::new(dest),
-        }
-    }
-}
-
-impl<T: Sample> SpectrumWriter<T> for TextWriter {
-    fn write(&mut self, row: &SpectrumRow<'_, T>) -> io::Result<()> {
-        self.out.numbers(row.values, b' ').end_line()
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-    fn finish(&mut self) -> io::Result<()> {
-        self.out.flush()
+impl<T: Sample> Encoder<T> for TextEncoder {
+    fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
+        push_numbers(out, row.values, b' ');
+        out.push(b'\n');
     }
 }

@@ -1,0 +1,131 @@
+//! Encode stage: several threads between the FFT workers and the sink. Each takes a transformed
+//! batch (`Done`), applies `--fftshift`, encodes every frame with the format's `Encoder` into one
+//! byte buffer per batch, grouped by output (a batch can hold frames of several `--output-dir`
+//! files; each output's frames keep their order), gives the spectra buffer back to the workers'
+//! pool and passes `Encoded` on. The sink only puts batches back in order and writes.
+
+use super::batcher::FrameMeta;
+use super::pool::{BufferPool, BytePool};
+use super::worker::Done;
+use super::Control;
+use crate::fft::{InputKind, Sample};
+use crate::sink::{Encoder, SpectrumRow, StreamMeta};
+use crate::stats::Counters;
+use crossbeam_channel::{Receiver, Sender};
+use std::ops::Range;
+use std::time::Instant;
+
+/// One output's share of an encoded batch.
+pub struct Part {
+    pub output: usize,
+    /// Its frames: a range of `Encoded::frames`.
+    pub frames: Range<usize>,
+    /// Its bytes: a range of `Encoded::bytes`.
+    pub bytes: Range<usize>,
+}
+
+/// A batch turned into bytes, ready to write.
+pub struct Encoded {
+    pub id: u64,
+    /// Frame size and values per frame of every frame of the batch.
+    pub n: usize,
+    pub bins: usize,
+    /// The batch's frames, grouped by output (in `parts` order), each output's in frame order.
+    pub frames: Vec<FrameMeta>,
+    pub parts: Vec<Part>,
+    pub bytes: Vec<u8>,
+}
+
+/// What the encode threads share.
+pub struct EncodeStage<'a, T: Sample> {
+    pub encoder: &'a dyn Encoder<T>,
+    pub streams: &'a [StreamMeta],
+    /// Output index of each stream.
+    pub output_of: &'a [usize],
+    /// Where spent spectra buffers go back to the workers.
+    pub values_pool: &'a BufferPool<T>,
+    pub bytes_pool: &'a BytePool,
+}
+
+pub fn run_encoder<T: Sample>(
+    rx: Receiver<Done<T>>,
+    tx: Sender<Encoded>,
+    stage: &EncodeStage<'_, T>,
+    control: &Control,
+) {
+    let mut shifted: Vec<T> = Vec::new();
+    for done in rx {
+        let busy = Instant::now();
+        let encoded = encode_batch(done, stage, &mut shifted);
+        Counters::add_since(&control.counters.encode_ns, busy);
+        if tx.send(encoded).is_err() {
+            break;
+        }
+    }
+}
+
+fn encode_batch<T: Sample>(
+    done: Done<T>,
+    stage: &EncodeStage<'_, T>,
+    shifted: &mut Vec<T>,
+) -> Encoded {
+    let Done {
+        id,
+        spec,
+        mut frames,
+        values,
+    } = done;
+    let bins = spec.bins();
+    // frames by output, each output's in batch order (a stable sort; one output: nothing to do)
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    let output_of = |f: &FrameMeta| stage.output_of[f.stream];
+    if frames
+        .windows(2)
+        .any(|w| output_of(&w[0]) != output_of(&w[1]))
+    {
+        order.sort_by_key(|&i| output_of(&frames[i]));
+        frames = order.iter().map(|&i| frames[i]).collect();
+    }
+    let mut bytes = stage.bytes_pool.take();
+    let mut parts: Vec<Part> = Vec::new();
+    for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
+        let output = output_of(frame);
+        match parts.last_mut() {
+            Some(p) if p.output == output => {}
+            _ => parts.push(Part {
+                output,
+                frames: k..k,
+                bytes: bytes.len()..bytes.len(),
+            }),
+        }
+        let stream = &stage.streams[frame.stream];
+        let mut row_values = &values[i * bins..(i + 1) * bins];
+        if stream.fftshift && stream.kind == InputKind::Complex {
+            shifted.clear();
+            shifted.extend_from_slice(row_values);
+            shifted.rotate_left(bins.div_ceil(2));
+            row_values = shifted;
+        }
+        let row = SpectrumRow {
+            stream,
+            frame: frame.seq,
+            time_s: frame.start as f64 / stream.rate,
+            n: spec.n,
+            values: row_values,
+        };
+        stage.encoder.encode(&row, &mut bytes);
+        if let Some(p) = parts.last_mut() {
+            p.frames.end = k + 1;
+            p.bytes.end = bytes.len();
+        }
+    }
+    stage.values_pool.give(values);
+    Encoded {
+        id,
+        n: spec.n,
+        bins,
+        frames,
+        parts,
+        bytes,
+    }
+}

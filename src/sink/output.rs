@@ -1,0 +1,193 @@
+//! The writer of every output (the sink stage owns it): takes rows already encoded into bytes,
+//! adds what the format needs around them (the csv header before the first row, the npy header
+//! and, at the end, its frame count), checks that an output's rows keep one width where the format
+//! needs it, and writes to the output's destination.
+//!
+//! Files are opened when their first rows arrive and at most `max_open` are open at once: the
+//! least recently written is flushed and closed to make room, and reopened for appending when
+//! more rows come. So thousands of `--output-dir` files need a handful of descriptors, and only
+//! the open ones hold a write buffer. `finish` creates the files of outputs that got no rows (as
+//! empty as their format allows) so every planned file exists after a run.
+
+use super::destination::Destination;
+use super::{Encoder, Sample, StreamMeta};
+use std::collections::VecDeque;
+use std::io::{self, Write};
+
+/// Files open at once, at most.
+pub const MAX_OPEN_FILES: usize = 64;
+
+/// How many output files to keep open: `MAX_OPEN_FILES`, or a quarter of the process's open-file
+/// limit when that is lower (the rest is for inputs, libraries, the OpenCL runtime).
+pub fn open_files_budget() -> usize {
+    let soft_limit = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+            line.split_whitespace().nth(3)?.parse::<usize>().ok()
+        });
+    match soft_limit {
+        Some(limit) => (limit / 4).clamp(1, MAX_OPEN_FILES),
+        None => MAX_OPEN_FILES,
+    }
+}
+
+/// Encoded rows of one output: consecutive frames, all of one width.
+pub struct Rows<'a> {
+    /// Stream of the first row (names the csv header's frequencies and any width error).
+    pub first: &'a StreamMeta,
+    /// Frame size of the rows.
+    pub n: usize,
+    /// Values per row.
+    pub bins: usize,
+    /// Number of rows.
+    pub count: u64,
+    pub bytes: &'a [u8],
+}
+
+struct Output {
+    dest: Destination,
+    /// Whether the preamble has been written.
+    started: bool,
+    /// Row width, fixed by the first rows.
+    bins: Option<usize>,
+    frames: u64,
+    /// Written to since the last flush.
+    dirty: bool,
+}
+
+/// errno "too many open files" (Linux).
+const EMFILE: i32 = 24;
+
+pub struct Outputs<'a, T: Sample> {
+    encoder: &'a dyn Encoder<T>,
+    outputs: Vec<Output>,
+    /// Open files, least recently written first.
+    open: VecDeque<usize>,
+    max_open: usize,
+}
+
+impl<'a, T: Sample> Outputs<'a, T> {
+    /// Nothing is opened here (stdout needs no opening).
+    pub fn new(encoder: &'a dyn Encoder<T>, dests: Vec<Destination>, max_open: usize) -> Self {
+        let outputs = dests
+            .into_iter()
+            .map(|dest| Output {
+                dest,
+                started: false,
+                bins: None,
+                frames: 0,
+                dirty: false,
+            })
+            .collect();
+        Outputs {
+            encoder,
+            outputs,
+            open: VecDeque::new(),
+            max_open: max_open.max(1),
+        }
+    }
+
+    /// Name of output `i`'s destination, for messages.
+    pub fn describe(&self, i: usize) -> String {
+        self.outputs[i].dest.describe()
+    }
+
+    /// Makes output `i` writable: opens its file (closing the least recently used one if too
+    /// many are open) and marks it most recently used.
+    fn touch(&mut self, i: usize) -> io::Result<()> {
+        if let Some(at) = self.open.iter().position(|&o| o == i) {
+            if at + 1 != self.open.len() {
+                self.open.remove(at);
+                self.open.push_back(i);
+            }
+            return Ok(());
+        }
+        if self.outputs[i].dest.is_open() {
+            return Ok(()); // stdout
+        }
+        while self.open.len() >= self.max_open {
+            match self.open.pop_front() {
+                Some(old) => {
+                    self.outputs[old].dest.close()?;
+                    self.outputs[old].dirty = false;
+                }
+                None => break,
+            }
+        }
+        loop {
+            match self.outputs[i].dest.open() {
+                // out of descriptors all the same (other threads hold some): keep fewer open
+                Err(e) if e.raw_os_error() == Some(EMFILE) && !self.open.is_empty() => {
+                    if let Some(old) = self.open.pop_front() {
+                        self.outputs[old].dest.close()?;
+                        self.outputs[old].dirty = false;
+                    }
+                    self.max_open = self.open.len().max(1);
+                }
+                result => break result?,
+            }
+        }
+        self.open.push_back(i);
+        Ok(())
+    }
+
+    /// Writes rows to output `i`, after its preamble if they are its first.
+    pub fn write(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
+        let out = &mut self.outputs[i];
+        match out.bins {
+            Some(fixed) if fixed != rows.bins => {
+                if let Some(e) = self.encoder.width_error(rows.first.id, rows.bins, fixed) {
+                    return Err(io::Error::new(io::ErrorKind::InvalidInput, e));
+                }
+            }
+            Some(_) => {}
+            None => out.bins = Some(rows.bins),
+        }
+        self.touch(i)?;
+        let out = &mut self.outputs[i];
+        if !out.started {
+            out.started = true;
+            let preamble = self.encoder.preamble(rows.first, rows.n);
+            out.dest.write_all(&preamble)?;
+        }
+        out.frames += rows.count;
+        out.dirty = true;
+        out.dest.write_all(rows.bytes)
+    }
+
+    /// Pushes buffered bytes of outputs written since the last flush (for live use).
+    pub fn flush(&mut self) -> Result<(), (usize, io::Error)> {
+        for (i, out) in self.outputs.iter_mut().enumerate() {
+            if out.dirty {
+                out.dirty = false;
+                out.dest.flush().map_err(|e| (i, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes every output: creates the files of those that got no rows, rewrites headers
+    /// that carry the frame count, flushes and closes. Stops at the first error.
+    pub fn finish(&mut self) -> Result<(), (usize, io::Error)> {
+        for i in 0..self.outputs.len() {
+            self.finish_one(i).map_err(|e| (i, e))?;
+        }
+        Ok(())
+    }
+
+    fn finish_one(&mut self, i: usize) -> io::Result<()> {
+        let out = &self.outputs[i];
+        let header = self.encoder.final_header(out.frames, out.bins.unwrap_or(0));
+        if header.is_some() || !out.started {
+            self.touch(i)?; // creates a file that got no rows
+        }
+        let out = &mut self.outputs[i];
+        if let Some(header) = header {
+            out.dest.write_at_start(&header)?;
+        }
+        out.dest.close()?;
+        self.open.retain(|&o| o != i);
+        Ok(())
+    }
+}
