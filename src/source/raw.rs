@@ -32,6 +32,19 @@ impl RawSource {
             InputFormat::S16 => (InputKind::Real, 2, 1),
             _ => (InputKind::Complex, 4, 2),
         };
+        // checked: a huge --channels must not wrap to a tiny (or zero) frame size
+        let frame_bytes = channels
+            .checked_mul(value_bytes * values_per_channel)
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                FftdError::input(
+                    path,
+                    format!(
+                        "cannot be read as {channels} interleaved {} channels",
+                        format.name()
+                    ),
+                )
+            })?;
         Ok(RawSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -42,18 +55,26 @@ impl RawSource {
             },
             reader,
             format,
-            frame_bytes: value_bytes * values_per_channel * channels,
+            frame_bytes,
             bytes: Vec::new(),
             offset: 0,
         })
     }
 
-    /// Fills `self.bytes` with up to `len` bytes; fewer only at the end of the input.
+    /// Fills `self.bytes` with up to `len` bytes; fewer only at the end of the input. The buffer
+    /// grows with what arrives (from 1 MiB, doubling), not to `len` up front: with many channels
+    /// `len` can be far larger than the input.
     fn fill(&mut self, len: usize) -> Result<usize> {
-        self.bytes.resize(len, 0);
+        const FIRST: usize = 1 << 20;
+        let mut size = len.min(FIRST.max(self.bytes.len()));
+        self.bytes.resize(size, 0);
         let mut got = 0;
         while got < len {
-            match self.reader.read(&mut self.bytes[got..]) {
+            if got == size {
+                size = size.saturating_mul(2).min(len);
+                self.bytes.resize(size, 0);
+            }
+            match self.reader.read(&mut self.bytes[got..size]) {
                 Ok(0) => break,
                 Ok(n) => {
                     got += n;
@@ -77,7 +98,7 @@ impl SampleSource for RawSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
-        let got = self.fill(max_frames * self.frame_bytes)?;
+        let got = self.fill(max_frames.saturating_mul(self.frame_bytes))?;
         if got == 0 && self.offset == 0 {
             return Err(FftdError::input(self.info.name.clone(), "is empty"));
         }
