@@ -61,7 +61,8 @@ pub fn read_source<T: Sample>(
         dropped_since_warning: 0,
         closed: false,
     };
-    let mut block = Vec::with_capacity(BLOCK * info.channels * width);
+    // capped: a huge --channels must not reserve BLOCK frames of it before any data arrives
+    let mut block = Vec::with_capacity(BLOCK.saturating_mul(info.channels * width).min(1 << 20));
     let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams.len()];
 
     while !control.stopping() && !sender.closed && streams.iter().any(|s| !s.done) {
