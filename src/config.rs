@@ -253,7 +253,12 @@ fn merge(cli: Options, file: Options) -> Options {
 /// Reads a config file; unknown keys and wrong types are errors naming the key and line.
 pub fn load_config_file(path: &Path) -> Result<Options> {
     let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
-    toml::from_str(&text).map_err(|e| {
+    parse_config(&text, path)
+}
+
+/// Parses config-file text; `path` names the file in errors (`PATH:LINE: ...`).
+pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
+    toml::from_str(text).map_err(|e| {
         let message = e.message().replace('\n', " ");
         let place = match e.span() {
             Some(span) => {

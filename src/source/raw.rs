@@ -31,6 +31,16 @@ impl RawSource {
             InputFormat::Cf32 => InputKind::Complex,
             _ => InputKind::Real,
         };
+        // checked: a huge --channels must not wrap to a tiny (or zero) frame size
+        let frame_bytes = frame_bytes(format, channels).ok_or_else(|| {
+            FftdError::input(
+                path,
+                format!(
+                    "cannot be read as {channels} interleaved {} channels",
+                    format.name()
+                ),
+            )
+        })?;
         Ok(RawSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -41,18 +51,26 @@ impl RawSource {
             },
             reader,
             format,
-            frame_bytes: frame_bytes(format, channels),
+            frame_bytes,
             bytes: Vec::new(),
             offset: 0,
         })
     }
 
-    /// Fills `self.bytes` with up to `len` bytes; fewer only at the end of the input.
+    /// Fills `self.bytes` with up to `len` bytes; fewer only at the end of the input. The buffer
+    /// grows with what arrives (from 1 MiB, doubling), not to `len` up front: with many channels
+    /// `len` can be far larger than the input.
     fn fill(&mut self, len: usize) -> Result<usize> {
-        self.bytes.resize(len, 0);
+        const FIRST: usize = 1 << 20;
+        let mut size = len.min(FIRST.max(self.bytes.len()));
+        self.bytes.resize(size, 0);
         let mut got = 0;
         while got < len {
-            match self.reader.read(&mut self.bytes[got..]) {
+            if got == size {
+                size = size.saturating_mul(2).min(len);
+                self.bytes.resize(size, 0);
+            }
+            match self.reader.read(&mut self.bytes[got..size]) {
                 Ok(0) => break,
                 Ok(n) => {
                     got += n;
@@ -76,7 +94,7 @@ impl SampleSource for RawSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
-        let got = self.fill(max_frames * self.frame_bytes)?;
+        let got = self.fill(max_frames.saturating_mul(self.frame_bytes))?;
         if got == 0 && self.offset == 0 {
             return Err(FftdError::input(self.info.name.clone(), "is empty"));
         }
@@ -98,13 +116,15 @@ impl SampleSource for RawSource {
     }
 }
 
-/// Bytes per sample frame of a raw `format` file with `channels` channels.
-pub fn frame_bytes(format: InputFormat, channels: usize) -> usize {
-    match format {
-        InputFormat::S16 => 2 * channels,
-        InputFormat::Cf32 => 8 * channels,
-        _ => 4 * channels,
-    }
+/// Bytes per sample frame of a raw `format` file with `channels` channels; None when that is 0
+/// or does not fit a usize (a huge `--channels` must not wrap to a tiny frame).
+pub fn frame_bytes(format: InputFormat, channels: usize) -> Option<usize> {
+    let per_channel = match format {
+        InputFormat::S16 => 2,
+        InputFormat::Cf32 => 8,
+        _ => 4,
+    };
+    channels.checked_mul(per_channel).filter(|&b| b > 0)
 }
 
 /// Appends the samples of `bytes` (whole values of `format`, found at byte `offset` of the input

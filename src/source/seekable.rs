@@ -66,7 +66,7 @@ impl SeekableLayout {
         rate: f64,
         channels: usize,
     ) -> Option<SeekableLayout> {
-        let frame_bytes = raw::frame_bytes(format, channels);
+        let frame_bytes = raw::frame_bytes(format, channels)?;
         (len % frame_bytes as u64 == 0).then(|| SeekableLayout {
             name: path.to_string(),
             data_offset: 0,
