@@ -225,3 +225,28 @@ fn mixed_inputs_keep_every_stream_in_order() {
     assert_eq!(sequential.len(), 12);
     assert!(sequential == ranged, "per-stream outputs differ");
 }
+
+/// A NaN in a range-read file (in place or converted) is the same one-line error as sequentially.
+#[test]
+fn a_bad_value_is_named_as_the_sequential_reader_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x = noise(50_000, 7);
+    x[31_337] = f64::NAN;
+    let path = dir.path().join("nan.f32");
+    write_f32(&path, &x);
+    let p = path.to_str().expect("utf8");
+    for framing in [
+        &["--frame", "1000"][..],
+        &["--frame", "1000", "--hop", "250"],
+    ] {
+        let args = [&["--device", "cpu", "--file", p][..], framing].concat();
+        let ranged = fftd().args(&args).output().expect("runs");
+        let sequential = fftd()
+            .env("FFTD_RANGE_READ", "0")
+            .args(&args)
+            .output()
+            .expect("runs");
+        assert_clean_error(&ranged, 1, &["nan.f32", "byte offset 125348", "NaN"]);
+        assert_eq!(stderr_text(&ranged), stderr_text(&sequential));
+    }
+}

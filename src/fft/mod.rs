@@ -27,6 +27,8 @@ pub trait Sample:
     fn into_f32(self) -> f32;
     /// Shortest decimal text that reads back to exactly this value.
     fn format_shortest(self, buf: &mut ryu::Buffer) -> &str;
+    /// The values as f32, when `Self` is f32 (lets a reader put f32 samples in place).
+    fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;
 }
 
 impl Sample for f32 {
@@ -43,6 +45,9 @@ impl Sample for f32 {
     fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
         buf.format_finite(self)
     }
+    fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
+        Some(values)
+    }
 }
 
 impl Sample for f64 {
@@ -58,6 +63,9 @@ impl Sample for f64 {
     }
     fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
         buf.format_finite(self)
+    }
+    fn as_f32_mut(_: &mut [Self]) -> Option<&mut [f32]> {
+        None
     }
 }
 

@@ -16,7 +16,8 @@ use crate::error::{FftdError, Result};
 use crate::fft::{Sample, TransformSpec};
 use crate::frame::expected_frames;
 use crate::source::channels::ChannelSplitter;
-use crate::source::seekable::SeekableLayout;
+use crate::source::seekable::{SampleCoding, SeekableLayout};
+use crate::source::InputFormat;
 use crate::stats::Counters;
 use crossbeam_channel::Sender;
 use std::fs::File;
@@ -225,6 +226,11 @@ impl JobReader {
         let (n, hop) = (framing.n as u64, framing.hop as u64);
         let width = stream.layout.kind.width();
         let frame_values = framing.n * width;
+        if hop == n && stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
+            if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
+                return self.read_f32_in_place(stream, job.first * n, out);
+            }
+        }
         if hop <= n {
             // overlapping or adjacent frames: one read covers them all
             let base = job.first * hop;
@@ -243,6 +249,40 @@ impl JobReader {
             }
         }
         Ok(())
+    }
+
+    /// Mono raw f32 frames back to back (hop = frame) into f32 batches: the file's bytes are read
+    /// straight into the batch buffer (no conversion pass), then checked for NaN/inf as
+    /// `raw::decode` checks them; samples past the analysed length are zeros.
+    fn read_f32_in_place(
+        &mut self,
+        stream: &RangeStream,
+        first: u64,
+        out: &mut [f32],
+    ) -> Result<()> {
+        let layout = &stream.layout;
+        let present = (stream.samples.saturating_sub(first) as usize).min(out.len());
+        let (values, padding) = out.split_at_mut(present);
+        padding.fill(0.0);
+        let byte_offset = first * 4; // raw files: the samples start at byte 0
+        open_file_of(&mut self.file, layout)?
+            .read_exact_at(f32_bytes(values), layout.data_offset + byte_offset)
+            .map_err(|e| FftdError::io(&layout.name, e))?;
+        let all_finite = values.iter().fold(true, |ok, v| ok & v.is_finite());
+        match (!all_finite)
+            .then(|| values.iter().position(|v| !v.is_finite()))
+            .flatten()
+        {
+            Some(i) => Err(FftdError::input(
+                layout.name.clone(),
+                format!(
+                    "value at byte offset {} is {}, not a finite number",
+                    byte_offset + 4 * i as u64,
+                    values[i] as f64
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The stream's values (`width` per sample) for samples `first..last`, cut at the analysed
@@ -285,6 +325,20 @@ fn open_file_of<'a>(
         Some((_, file)) => Ok(file),
         None => Err(FftdError::Runtime("range reader lost its file".into())),
     }
+}
+
+// raw f32 files are little-endian, read in place as host f32 values
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "fftd reads f32 in place: little-endian hosts only"
+);
+
+/// The bytes of `values`, to read a file's f32 samples straight into them.
+fn f32_bytes(values: &mut [f32]) -> &mut [u8] {
+    let len = std::mem::size_of_val(values);
+    // SAFETY: the byte slice covers exactly the memory of `values` (u8 needs no alignment), its
+    // lifetime is the borrow of `values`, and every bit pattern written is a valid f32.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
 /// Fills `frame` from `values` (converted to `T`), zeros past their end.
