@@ -6,7 +6,8 @@
 //!   device); no usable device is an error.
 //! - `opencl:P:D`: the OpenCL engine on that device; a missing device is an error.
 //! - `auto`: per batch, the engine a calibration (see `calibrate`) predicts faster for that frame
-//!   size and batch length; the CPU engine alone when there is no OpenCL.
+//!   size and batch length; the CPU engine alone when there is no OpenCL. For file input
+//!   (`build_engine_set`), CPU engines start at once and a GPU's engines join when ready.
 //!
 //! Every OpenCL-backed engine keeps a CPU engine inside: a batch the device does not support
 //! (size not a power of two, f64 without fp64) goes to the CPU with one info line; a device
@@ -100,18 +101,78 @@ fn cpu_engines<T: Sample>(workers: usize) -> Vec<Box<dyn Engine<T>>> {
         .collect()
 }
 
+/// One engine per FFT worker.
+pub type Engines<T> = Vec<Box<dyn Engine<T>>>;
+
+/// OpenCL engines built on a thread of their own, to join the FFT workers when ready.
+pub type DeferredEngines<T> = Box<dyn FnOnce() -> Engines<T> + Send>;
+
+/// The pipeline's engines: those ready now, and OpenCL engines still to be built.
+pub struct EngineSet<T: Sample> {
+    pub ready: Vec<Box<dyn Engine<T>>>,
+    pub later: Option<DeferredEngines<T>>,
+}
+
+/// The engines for a run. `auto` on file input takes the CPU engines at once and builds the
+/// OpenCL engines (device start-up, calibration) in the background; they join the same work
+/// queue when ready, so a short job never waits for the device and a long one gets both, each
+/// worker taking the next batch when free (the end-to-end rate, not only the kernel rate,
+/// decides how much each does). Only a GPU-type device joins: an OpenCL device on the CPU would
+/// share the CPU engines' cores. Live input keeps the start-up before capture (`build_engines`).
+pub fn build_engine_set<T: Sample>(
+    choice: &DeviceChoice,
+    workers: usize,
+    live: bool,
+) -> Result<EngineSet<T>, FftdError> {
+    if *choice != DeviceChoice::Auto || live {
+        return Ok(EngineSet {
+            ready: build_engines(choice, workers)?,
+            later: None,
+        });
+    }
+    let opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    Ok(EngineSet {
+        ready: cpu_engines(workers),
+        later: Some(Box::new(move || {
+            // an OpenCL device on the CPU (PoCL) would only share the cores of the CPU engines
+            if !device::best_device().is_ok_and(|d| d.info.is_gpu) {
+                return Vec::new();
+            }
+            match opencl_engines::<T>(&opts) {
+                Ok(Some(engines)) => engines,
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    tracing::debug!("auto: no OpenCL engines ({e}); the CPU engines do the work");
+                    Vec::new()
+                }
+            }
+        })),
+    })
+}
+
 /// One engine per FFT worker thread for `opts.choice`.
 pub fn build_engines_with<T: Sample>(
     opts: &RouterOptions,
 ) -> Result<Vec<Box<dyn Engine<T>>>, FftdError> {
+    Ok(match opencl_engines(opts)? {
+        Some(engines) => engines,
+        None => cpu_engines(opts.workers.max(1)),
+    })
+}
+
+/// The OpenCL-backed engines for `opts.choice`; None where the CPU engine is to be used instead
+/// (`cpu`, and `auto` without a usable device or calibration).
+fn opencl_engines<T: Sample>(
+    opts: &RouterOptions,
+) -> Result<Option<Engines<T>>, FftdError> {
     let workers = opts.workers.max(1);
     let entry: &DeviceEntry = match &opts.choice {
-        DeviceChoice::Cpu => return Ok(cpu_engines(workers)),
+        DeviceChoice::Cpu => return Ok(None),
         DeviceChoice::Auto => match device::best_device() {
             Ok(d) => d,
             Err(e) => {
                 tracing::debug!("no OpenCL device ({e}); using the CPU engine");
-                return Ok(cpu_engines(workers));
+                return Ok(None);
             }
         },
         DeviceChoice::Gpu => device::best_device().map_err(|e| {
@@ -130,14 +191,14 @@ pub fn build_engines_with<T: Sample>(
                     "OpenCL device {} unusable ({e}); using the CPU engine",
                     entry.info.name
                 );
-                return Ok(cpu_engines(workers));
+                return Ok(None);
             }
             Err(e) => return Err(FftdError::Runtime(format!("{}: {e}", entry.info.address()))),
         }
     }
     let policy = if auto {
         let Some(first) = gpus.first_mut() else {
-            return Ok(cpu_engines(workers));
+            return Ok(None);
         };
         match calibrate::obtain(first, opts.calibrate_allowed, opts.recalibrate) {
             Ok(c) => Policy::Calibrated(Arc::new(c)),
@@ -146,7 +207,7 @@ pub fn build_engines_with<T: Sample>(
                     "no calibration for {} ({e}); auto uses the CPU engine",
                     entry.info.name
                 );
-                return Ok(cpu_engines(workers));
+                return Ok(None);
             }
         }
     } else {
@@ -161,18 +222,19 @@ pub fn build_engines_with<T: Sample>(
         "OpenCL engine ready"
     );
     let failed = Arc::new(AtomicBool::new(false));
-    Ok(gpus
-        .into_iter()
-        .map(|g| {
-            Box::new(RoutedEngine {
-                cpu: CpuEngine::new(),
-                gpu: Some(g),
-                policy: policy.clone(),
-                failed: failed.clone(),
-                decided: HashSet::new(),
-            }) as Box<dyn Engine<T>>
-        })
-        .collect())
+    Ok(Some(
+        gpus.into_iter()
+            .map(|g| {
+                Box::new(RoutedEngine {
+                    cpu: CpuEngine::new(),
+                    gpu: Some(g),
+                    policy: policy.clone(),
+                    failed: failed.clone(),
+                    decided: HashSet::new(),
+                }) as Box<dyn Engine<T>>
+            })
+            .collect(),
+    ))
 }
 
 /// How a routed engine picks between its OpenCL and CPU engines.

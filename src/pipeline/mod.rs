@@ -132,8 +132,12 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let started = Instant::now();
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
-    let engines = router::build_engines::<T>(&settings.device, settings.workers)?;
-    let workers = engines.len();
+    let live = matches!(settings.input, Input::Mic(_));
+    let router::EngineSet {
+        ready: engines,
+        later: later_engines,
+    } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
+    let workers = engines.len() + later_engines.as_ref().map_or(0, |_| settings.workers);
     tracing::debug!(
         ms = started.elapsed().as_secs_f64() * 1e3,
         workers = engines.len(),
@@ -156,7 +160,6 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let readers = sequential_readers + range_readers;
     // a progress total when every sample count is known up front (range-read inputs only)
     let total_samples = (sequential.remaining() == 0).then(|| range_jobs.total_samples());
-    let live = matches!(settings.input, Input::Mic(_));
     let show_progress = crate::progress::wanted(settings.quiet, live);
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
@@ -205,6 +208,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         rate,
     };
     let spec_of = &spec_of;
+    let mut late_builder = None;
     let written = std::thread::scope(|scope| {
         let control = &control;
         let (input_pool, output_pool) = (&input_pool, &output_pool);
@@ -219,9 +223,13 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             let (samples, finished) = (&control.counters.samples_in, &finished);
             scope.spawn(move || crate::progress::show(samples, total_samples, finished));
         }
+        // closed once every stage that sends batches has ended (see the late engines below)
+        let (producing, producers_done) = crossbeam_channel::bounded::<()>(0);
         for _ in 0..range_readers {
             let tx = work_tx.clone();
+            let producing = producing.clone();
             scope.spawn(move || {
+                let _producing = producing;
                 let read = range_reader::run_range_reader::<T>;
                 if let Err(e) = read(range_jobs, tx, control, input_pool, spec_of) {
                     control.fail(e);
@@ -229,12 +237,31 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             });
         }
         scope.spawn(move || {
+            let _producing = producing;
             batcher::run_batcher::<T>(frame_rx, work_tx, settings, spec_of, input_pool, control)
         });
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
             scope.spawn(move || {
                 worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+            });
+        }
+        if let Some(build) = later_engines {
+            // OpenCL engines built meanwhile join the same queue (`router::build_engine_set`);
+            // a job that ends first does not wait for them
+            let (built, builder) = late_engines(build);
+            late_builder = Some(builder);
+            let (rx, tx) = (work_rx.clone(), done_tx.clone());
+            scope.spawn(move || {
+                crossbeam_channel::select! {
+                    recv(built) -> engines => for engine in engines.into_iter().flatten() {
+                        let (rx, tx) = (rx.clone(), tx.clone());
+                        scope.spawn(move || {
+                            worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+                        });
+                    },
+                    recv(producers_done) -> _ => {}
+                }
             });
         }
         drop(work_rx);
@@ -271,6 +298,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             )
         );
     }
+    if let Some(builder) = late_builder {
+        let _ = builder.join(); // the output is complete: only the device start-up is left
+    }
     if let Some(e) = control.take_error() {
         return Err(e);
     }
@@ -292,6 +322,21 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         write_meta(path, settings, &summaries)?;
     }
     Ok(())
+}
+
+type LateEngines<T> = crossbeam_channel::Receiver<Vec<Box<dyn crate::fft::Engine<T>>>>;
+
+/// Builds deferred engines on a thread outside the pipeline, so the work never waits for a device
+/// start-up it no longer needs; they arrive on the returned channel. Join the thread before the
+/// process ends (a device driver torn down mid-start-up can abort the process).
+fn late_engines<T: Sample>(
+    build: router::DeferredEngines<T>,
+) -> (LateEngines<T>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let builder = std::thread::spawn(move || {
+        let _ = tx.send(build());
+    });
+    (rx, builder)
 }
 
 /// Frames written for one stream, and the frame size it used.
