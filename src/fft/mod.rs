@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cpu;
 pub mod host_memory;
 pub mod opencl;
+pub mod route_record;
 pub mod router;
 pub mod scale;
 

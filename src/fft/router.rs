@@ -22,6 +22,7 @@ use super::calibrate::{self, Calibration};
 use super::cpu::CpuEngine;
 use super::opencl::device::{self, DeviceEntry};
 use super::opencl::{OpenClEngine, OpenClOptions};
+use super::route_record::{AutoRoute, RouteRecord};
 use super::{Engine, EngineError, Sample, TransformSpec};
 use crate::error::FftdError;
 use std::collections::HashSet;
@@ -111,13 +112,16 @@ pub type DeferredEngines<T> = Box<dyn FnOnce() -> Engines<T> + Send>;
 pub struct EngineSet<T: Sample> {
     pub ready: Vec<Box<dyn Engine<T>>>,
     pub later: Option<DeferredEngines<T>>,
+    /// The way `auto` runs this file job (its rate is recorded at the end, `route_record`).
+    pub auto_route: Option<AutoRoute>,
 }
 
 /// The engines for a run. `auto` on file input takes the CPU engines at once and builds the
 /// OpenCL engines (device start-up, calibration) in the background; they join the same work
 /// queue when ready, so a short job never waits for the device and a long one gets both, each
 /// worker taking the next batch when free (the end-to-end rate, not only the kernel rate,
-/// decides how much each does). Only a GPU-type device joins: an OpenCL device on the CPU would
+/// decides how much each does). Whether the GPU joins at all follows the end-to-end rates of
+/// earlier runs (`route_record`). Only a GPU-type device joins: an OpenCL device on the CPU would
 /// share the CPU engines' cores. Live input keeps the start-up before capture (`build_engines`).
 pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
@@ -128,10 +132,20 @@ pub fn build_engine_set<T: Sample>(
         return Ok(EngineSet {
             ready: build_engines(choice, workers)?,
             later: None,
+            auto_route: None,
+        });
+    }
+    let route = RouteRecord::load().choose();
+    if route == AutoRoute::CpuOnly {
+        return Ok(EngineSet {
+            ready: cpu_engines(workers),
+            later: None,
+            auto_route: Some(route),
         });
     }
     let opts = RouterOptions::new(DeviceChoice::Auto, workers);
     Ok(EngineSet {
+        auto_route: Some(route),
         ready: cpu_engines(workers),
         later: Some(Box::new(move || {
             // an OpenCL device on the CPU (PoCL) would only share the cores of the CPU engines
@@ -162,9 +176,7 @@ pub fn build_engines_with<T: Sample>(
 
 /// The OpenCL-backed engines for `opts.choice`; None where the CPU engine is to be used instead
 /// (`cpu`, and `auto` without a usable device or calibration).
-fn opencl_engines<T: Sample>(
-    opts: &RouterOptions,
-) -> Result<Option<Engines<T>>, FftdError> {
+fn opencl_engines<T: Sample>(opts: &RouterOptions) -> Result<Option<Engines<T>>, FftdError> {
     let workers = opts.workers.max(1);
     let entry: &DeviceEntry = match &opts.choice {
         DeviceChoice::Cpu => return Ok(None),

@@ -136,6 +136,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let router::EngineSet {
         ready: engines,
         later: later_engines,
+        auto_route,
     } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
     let workers = engines.len() + later_engines.as_ref().map_or(0, |_| settings.workers);
     tracing::debug!(
@@ -303,6 +304,11 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     }
     if let Some(e) = control.take_error() {
         return Err(e);
+    }
+    if let Some(route) = auto_route {
+        let samples = Counters::get(&control.counters.samples_in) as f64;
+        let rate = samples / started.elapsed().as_secs_f64();
+        crate::fft::route_record::RouteRecord::load().record(route, rate);
     }
     if let Some(path) = &settings.meta {
         let summaries: Vec<StreamSummary<'_>> = streams
