@@ -144,12 +144,7 @@ impl StreamPlan {
         settings: &Settings,
         info: &SourceInfo,
     ) -> Result<(ChannelSplitter, usize)> {
-        let splitter = ChannelSplitter::new(
-            &info.name,
-            settings.channel,
-            info.channels,
-            info.kind.width(),
-        )?;
+        let splitter = ChannelSplitter::for_source(info, settings.channel)?;
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {
@@ -235,13 +230,7 @@ impl SequentialQueue {
             SequentialInput::Open(plan) => Ok(plan),
             SequentialInput::Deferred { path, first_stream } => open_file(&path, &self.opts)
                 .and_then(|source| {
-                    let info = source.info();
-                    let splitter = ChannelSplitter::new(
-                        &info.name,
-                        self.channel,
-                        info.channels,
-                        info.kind.width(),
-                    )?;
+                    let splitter = ChannelSplitter::for_source(source.info(), self.channel)?;
                     Ok(SourcePlan {
                         source,
                         splitter,

@@ -62,6 +62,11 @@ impl ChannelSplitter {
         })
     }
 
+    /// The splitter for a source described by `info`.
+    pub fn for_source(info: &super::SourceInfo, select: ChannelSelect) -> Result<Self> {
+        Self::new(&info.name, select, info.channels, info.kind.width())
+    }
+
     /// How many streams this source becomes.
     pub fn streams(&self) -> usize {
         match self.select {

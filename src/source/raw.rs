@@ -27,10 +27,7 @@ impl RawSource {
         rate: f64,
         channels: usize,
     ) -> Result<Self> {
-        let kind = match format {
-            InputFormat::Cf32 => InputKind::Complex,
-            _ => InputKind::Real,
-        };
+        let kind = sample_kind(format);
         // checked: a huge --channels must not wrap to a tiny (or zero) frame size
         let frame_bytes = frame_bytes(format, channels).ok_or_else(|| {
             FftdError::input(
@@ -113,6 +110,14 @@ impl SampleSource for RawSource {
         decode(self.format, &self.bytes, self.offset, &self.info.name, out)?;
         self.offset += got as u64;
         Ok(got / self.frame_bytes)
+    }
+}
+
+/// Complex for cf32, real for the others.
+pub fn sample_kind(format: InputFormat) -> InputKind {
+    match format {
+        InputFormat::Cf32 => InputKind::Complex,
+        _ => InputKind::Real,
     }
 }
 

@@ -73,10 +73,7 @@ impl SeekableLayout {
             frames: len / frame_bytes as u64,
             frame_bytes,
             channels,
-            kind: match format {
-                InputFormat::Cf32 => InputKind::Complex,
-                _ => InputKind::Real,
-            },
+            kind: raw::sample_kind(format),
             rate,
             coding: SampleCoding::Raw(format),
         })
