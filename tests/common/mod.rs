@@ -79,6 +79,13 @@ pub fn parse_rows(text: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// Asserts a run succeeded and printed nothing on stderr.
+pub fn assert_silent_success(out: &Output) {
+    let err = stderr_text(out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
 /// Asserts a run failed with `code`, one line on stderr containing every `needle`, no panic.
 pub fn assert_clean_error(out: &Output, code: i32, needles: &[&str]) {
     let err = stderr_text(out);
