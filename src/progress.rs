@@ -13,6 +13,15 @@ pub fn wanted(quiet: bool, live: bool) -> bool {
     !quiet && !live && std::io::stderr().is_terminal()
 }
 
+/// Sets its flag when dropped: ends `show` when the sink returns, or unwinds.
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Shows `samples` (counted by the readers) against `total` until `finished` is set, then clears
 /// the line. Runs on a thread of its own.
 pub fn show(samples: &AtomicU64, total: Option<u64>, finished: &AtomicBool) {

@@ -22,7 +22,14 @@ pub enum AutoRoute {
 pub struct RouteRecord {
     cpu_only: Option<f64>,
     with_gpu: Option<f64>,
+    /// Runs recorded; every `RETRY_EVERY`th run takes the slower way again, so one unlucky
+    /// figure cannot shut a way out for good.
+    #[serde(default)]
+    runs: u64,
 }
+
+/// How often `auto` tries the way its record says is slower.
+const RETRY_EVERY: u64 = 16;
 
 impl RouteRecord {
     fn path() -> Option<PathBuf> {
@@ -40,10 +47,11 @@ impl RouteRecord {
     /// The way to run the next job: one without a figure first (CPU alone before GPU), then the
     /// faster.
     pub fn choose(&self) -> AutoRoute {
+        let retry = self.runs % RETRY_EVERY == RETRY_EVERY - 1;
         match (self.cpu_only, self.with_gpu) {
             (None, _) => AutoRoute::CpuOnly,
             (Some(_), None) => AutoRoute::WithGpu,
-            (Some(cpu), Some(gpu)) if gpu > cpu => AutoRoute::WithGpu,
+            (Some(cpu), Some(gpu)) if (gpu > cpu) != retry => AutoRoute::WithGpu,
             _ => AutoRoute::CpuOnly,
         }
     }
@@ -60,6 +68,7 @@ impl RouteRecord {
             AutoRoute::WithGpu => &mut self.with_gpu,
         };
         *slot = Some(slot.map_or(samples_per_s, |old| (old + samples_per_s) / 2.0));
+        self.runs += 1;
         let Some(path) = Self::path() else { return };
         let (Some(dir), Ok(text)) = (path.parent(), serde_json::to_string(&self)) else {
             return;
@@ -88,5 +97,11 @@ mod tests {
         assert_eq!(r.choose(), AutoRoute::CpuOnly);
         r.with_gpu = Some(20.0);
         assert_eq!(r.choose(), AutoRoute::WithGpu);
+        r.runs = RETRY_EVERY - 1;
+        assert_eq!(
+            r.choose(),
+            AutoRoute::CpuOnly,
+            "the slower way, now and then"
+        );
     }
 }

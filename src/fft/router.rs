@@ -143,7 +143,10 @@ pub fn build_engine_set<T: Sample>(
             auto_route: Some(route),
         });
     }
-    let opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    // no first-use calibration here: measured while the CPU engines load every core it would be
+    // skewed (and cached); without one the GPU does not join (`fftd bench --calibrate` makes one)
+    opts.calibrate_allowed = false;
     Ok(EngineSet {
         auto_route: Some(route),
         ready: cpu_engines(workers),

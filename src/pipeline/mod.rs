@@ -279,9 +279,8 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             streams: &streams,
             pool: &bytes_pool,
         };
-        let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency);
-        finished.store(true, Ordering::Relaxed);
-        written
+        let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
+        sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency)
     });
 
     if settings.stats {
@@ -305,7 +304,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     if let Some(e) = control.take_error() {
         return Err(e);
     }
-    if let Some(route) = auto_route {
+    // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short)
+    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
+    if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
         let samples = Counters::get(&control.counters.samples_in) as f64;
         let rate = samples / started.elapsed().as_secs_f64();
         crate::fft::route_record::RouteRecord::load().record(route, rate);

@@ -93,9 +93,16 @@ pub fn plan_streams(
     }
     let opts = file_options(settings, stop);
     let ranges_allowed = reading == Reading::Fastest && range_reading_enabled();
+    let framing = framing(settings);
     for path in paths {
         if ranges_allowed {
-            if let Some(layout) = seekable_layout(path, settings, &opts)? {
+            let layout = seekable_layout(path, settings, &opts)?;
+            // `--channel all` of a many-channel file: each stream's jobs would decode every
+            // channel; the sequential reader decodes each block once for all of them
+            let each_channel_apart = |l: &SeekableLayout| {
+                l.channels > 1 && settings.channel == crate::source::channels::ChannelSelect::All
+            };
+            if let Some(layout) = layout.filter(|l| framing.fits(l) && !each_channel_apart(l)) {
                 plan.add_ranged(settings, Arc::new(layout))?;
                 continue;
             }

@@ -77,9 +77,33 @@ pub struct Framing {
     pub batch: usize,
 }
 
+/// Values (every channel) one job reads at most: a thread's scratch buffers stay within
+/// 2^21 · (8 bytes of f64 + the file's bytes) whatever `--batch` and the channel count.
+pub const JOB_VALUES: u64 = 1 << 21;
+
 impl Framing {
     fn sample_limit(&self, rate: f64) -> Option<u64> {
         self.duration.map(|d| (d * rate).ceil() as u64)
+    }
+
+    /// Frames in one job of `layout`: a batch, or fewer so the job reads at most `JOB_VALUES`
+    /// values; at least one.
+    fn job_frames(&self, layout: &SeekableLayout) -> u64 {
+        let per_sample = (layout.channels * layout.kind.width()) as u64;
+        let (n, hop) = (self.n as u64, self.hop as u64);
+        let samples = (JOB_VALUES / per_sample).saturating_sub(n);
+        let fitting = if hop <= n {
+            samples / hop + 1
+        } else {
+            samples / n + 1
+        };
+        fitting.clamp(1, self.batch as u64)
+    }
+
+    /// Whether a job of one frame of `layout` stays within `JOB_VALUES` (else: read it
+    /// sequentially, whose blocks shrink with the channel count).
+    pub fn fits(&self, layout: &SeekableLayout) -> bool {
+        (self.n * layout.channels * layout.kind.width()) as u64 <= JOB_VALUES
     }
 }
 
@@ -129,7 +153,7 @@ impl RangeJobs {
             *next = 0;
         }
         let stream = self.streams.get(*index)?;
-        let count = (stream.frames - *next).min(self.framing.batch as u64) as usize;
+        let count = (stream.frames - *next).min(self.framing.job_frames(&stream.layout)) as usize;
         let job = Job {
             stream: *index,
             first: *next,
