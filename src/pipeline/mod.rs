@@ -148,9 +148,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         sequential,
         ranged,
         streams,
+        framing,
     } = plan_streams(settings, &stop, Reading::Fastest)?;
     let sequential = SequentialQueue::new(sequential, settings, &stop);
-    let range_jobs = RangeJobs::new(ranged, plan::framing(settings));
+    let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
     let sequential_readers = sequential.remaining().min(limits::cores());
     let range_readers = if range_jobs.is_empty() {
@@ -331,14 +332,15 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     Ok(())
 }
 
-type LateEngines<T> = crossbeam_channel::Receiver<Vec<Box<dyn crate::fft::Engine<T>>>>;
-
 /// Builds deferred engines on a thread outside the pipeline, so the work never waits for a device
 /// start-up it no longer needs; they arrive on the returned channel. Join the thread before the
 /// process ends (a device driver torn down mid-start-up can abort the process).
 fn late_engines<T: Sample>(
     build: router::DeferredEngines<T>,
-) -> (LateEngines<T>, std::thread::JoinHandle<()>) {
+) -> (
+    crossbeam_channel::Receiver<router::Engines<T>>,
+    std::thread::JoinHandle<()>,
+) {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let builder = std::thread::spawn(move || {
         let _ = tx.send(build());

@@ -43,6 +43,8 @@ pub struct StreamPlan {
     pub sequential: Vec<SequentialInput>,
     pub ranged: Vec<RangeStream>,
     pub streams: Vec<StreamMeta>,
+    /// The framing the range streams were planned with (their jobs' too).
+    pub framing: Framing,
 }
 
 /// How the planner may read inputs.
@@ -74,6 +76,7 @@ pub fn plan_streams(
         sequential: Vec::new(),
         ranged: Vec::new(),
         streams: Vec::new(),
+        framing: framing(settings),
     };
     let paths = match &settings.input {
         Input::Files(paths) => paths,
@@ -93,7 +96,6 @@ pub fn plan_streams(
     }
     let opts = file_options(settings, stop);
     let ranges_allowed = reading == Reading::Fastest && range_reading_enabled();
-    let framing = framing(settings);
     for path in paths {
         if ranges_allowed {
             let layout = seekable_layout(path, settings, &opts)?;
@@ -102,7 +104,8 @@ pub fn plan_streams(
             let each_channel_apart = |l: &SeekableLayout| {
                 l.channels > 1 && settings.channel == crate::source::channels::ChannelSelect::All
             };
-            if let Some(layout) = layout.filter(|l| framing.fits(l) && !each_channel_apart(l)) {
+            let fits = |l: &SeekableLayout| plan.framing.fits(l);
+            if let Some(layout) = layout.filter(|l| fits(l) && !each_channel_apart(l)) {
                 plan.add_ranged(settings, Arc::new(layout))?;
                 continue;
             }
@@ -179,14 +182,13 @@ impl StreamPlan {
         };
         let (splitter, first_stream) = self.add_streams(settings, &info)?;
         let splitter = Arc::new(splitter);
-        let framing = framing(settings);
         for part in 0..splitter.streams() {
             self.ranged.push(RangeStream::new(
                 first_stream + part,
                 layout.clone(),
                 splitter.clone(),
                 part,
-                &framing,
+                &self.framing,
             ));
         }
         Ok(())
@@ -194,7 +196,7 @@ impl StreamPlan {
 }
 
 /// The range readers' framing: frame size, hop, tail, limits and batch length.
-pub fn framing(settings: &Settings) -> Framing {
+fn framing(settings: &Settings) -> Framing {
     let n = match settings.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 2, // never range-read (see `seekable_layout`)

@@ -222,9 +222,10 @@ fn samples_counted(stream: &RangeStream, framing: &Framing, job: Job) -> u64 {
     let hop = framing.hop as u64;
     let from = (job.first * hop).min(stream.samples);
     let last_job = job.first + job.count as u64 >= stream.frames;
-    let to = match last_job {
-        true => stream.samples,
-        false => ((job.first + job.count as u64) * hop).min(stream.samples),
+    let to = if last_job {
+        stream.samples
+    } else {
+        ((job.first + job.count as u64) * hop).min(stream.samples)
     };
     to - from
 }
