@@ -74,6 +74,8 @@ print(f"{samples} f32 samples ({in_bytes / 2**30:.1f} GiB) in {a.dir}, frame {n}
 for device in ["cpu", "gpu", "auto"]:
     row(f"fftd --device {device} > /dev/null", fftd(["--file", big, "--device", device, "--output", "/dev/null"]))
     row(f"fftd --device {device} > file", fftd(["--file", big, "--device", device, "--output", out_file]))
+row("fftd --device cpu > file (ordinary sink: FFTD_PLACED_OUTPUT=0)",
+    fftd(["--file", big, "--device", "cpu", "--output", out_file], {"FFTD_PLACED_OUTPUT": "0"}))
 for device in ["cpu", "gpu"]:
     row(f"fftd --device {device} > /dev/null (sequential reader)",
         fftd(["--file", big, "--device", device, "--output", "/dev/null"], {"FFTD_RANGE_READ": "0"}))
@@ -82,6 +84,8 @@ os.mkdir(out16)
 for device in ["cpu", "gpu"]:
     args = [f for p in parts for f in ("--file", p)]
     row(f"fftd 16 files --device {device}", fftd([*args, "--device", device, "--output-dir", out16]))
+row("fftd 16 files --device cpu (ordinary sink)",
+    fftd([*args, "--device", "cpu", "--output-dir", out16], {"FFTD_PLACED_OUTPUT": "0"}))
 
 try:
     import torch
@@ -119,8 +123,14 @@ print(f"gpu route vs cpu route:            {cpu / gpu:5.2f}x")
 print(f"auto vs the faster of cpu and gpu: {min(cpu, gpu) / auto:5.2f}x (1.00 = as fast)")
 if "torch: fromfile -> cuda -> rfft(x*w).abs() -> cpu" in r:
     print(f"fftd gpu vs torch script:          {r['torch: fromfile -> cuda -> rfft(x*w).abs() -> cpu'] / gpu:5.2f}x")
+print(f"placed vs ordinary sink, cpu > file: "
+      f"{r['fftd --device cpu > file (ordinary sink: FFTD_PLACED_OUTPUT=0)'] / r['fftd --device cpu > file']:5.2f}x")
+print(f"placed vs ordinary sink, 16 files:   "
+      f"{r['fftd 16 files --device cpu (ordinary sink)'] / r['fftd 16 files --device cpu']:5.2f}x")
 print(f"range vs sequential reader, cpu:   {r['fftd --device cpu > /dev/null (sequential reader)'] / cpu:5.2f}x")
 print(f"range vs sequential reader, gpu:   {r['fftd --device gpu > /dev/null (sequential reader)'] / gpu:5.2f}x")
-subprocess.run([a.fftd, "--file", big, "--device", "gpu", "--frame", str(n), "--format", "f32", "--quiet",
-                "--output", "/dev/null", "--stats"], check=True)
+for device, out in [("gpu", "/dev/null"), ("cpu", out_file), ("gpu", out_file)]:
+    print(f"--stats of --device {device} > {out}:", flush=True)
+    subprocess.run([a.fftd, "--file", big, "--device", device, "--frame", str(n), "--format", "f32",
+                    "--quiet", "--output", out, "--stats"], check=True)
 shutil.rmtree(work)

@@ -3,12 +3,16 @@
 //! byte buffer per batch, grouped by output (a batch can hold frames of several `--output-dir`
 //! files; each output's frames keep their order), gives the spectra buffer back to the workers'
 //! pool and passes `Encoded` on. The sink only puts batches back in order and writes.
+//! Rows of a placed output (`sink::placed`) are written straight into its file here instead, and
+//! their part carries no bytes.
 
 use super::batcher::FrameMeta;
 use super::pool::{BufferPool, BytePool};
 use super::worker::Done;
 use super::Control;
+use crate::error::FftdError;
 use crate::fft::{InputKind, Sample};
+use crate::sink::placed::PlacedOutputs;
 use crate::sink::{Encoder, SpectrumRow, StreamMeta};
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
@@ -45,6 +49,8 @@ pub struct EncodeStage<'a, T: Sample> {
     /// Where spent spectra buffers go back to the workers.
     pub values_pool: &'a BufferPool<T>,
     pub bytes_pool: &'a BytePool,
+    /// Outputs whose rows are written in place by these threads.
+    pub placed: &'a PlacedOutputs,
 }
 
 pub fn run_encoder<T: Sample>(
@@ -58,6 +64,13 @@ pub fn run_encoder<T: Sample>(
         let busy = Instant::now();
         let encoded = encode_batch(done, stage, &mut shifted);
         Counters::add_since(&control.counters.encode_ns, busy);
+        let encoded = match encoded {
+            Ok(encoded) => encoded,
+            Err(e) => {
+                control.fail(FftdError::Runtime(format!("placing a row: {e}")));
+                break;
+            }
+        };
         if tx.send(encoded).is_err() {
             break;
         }
@@ -68,7 +81,7 @@ fn encode_batch<T: Sample>(
     done: Done<T>,
     stage: &EncodeStage<'_, T>,
     shifted: &mut Vec<T>,
-) -> Encoded {
+) -> Result<Encoded, String> {
     let Done {
         id,
         spec,
@@ -113,19 +126,22 @@ fn encode_batch<T: Sample>(
             n: spec.n,
             values: row_values,
         };
-        stage.encoder.encode(&row, &mut bytes);
+        match stage.placed.get(output) {
+            Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(&row, out))?,
+            None => stage.encoder.encode(&row, &mut bytes),
+        }
         if let Some(p) = parts.last_mut() {
             p.frames.end = k + 1;
             p.bytes.end = bytes.len();
         }
     }
     stage.values_pool.give(values);
-    Encoded {
+    Ok(Encoded {
         id,
         n: spec.n,
         bins,
         frames,
         parts,
         bytes,
-    }
+    })
 }

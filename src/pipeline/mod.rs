@@ -25,10 +25,11 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
+use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
-use range_reader::RangeJobs;
+use range_reader::{RangeJobs, RangeStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -150,7 +151,17 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         streams,
         framing,
     } = plan_streams(settings, &stop, Reading::Fastest)?;
+    let spec_of = |n, kind, rate| TransformSpec {
+        n,
+        kind,
+        window: settings.window,
+        scale: settings.scale,
+        rate,
+    };
+    let spec_of = &spec_of;
     let sequential = SequentialQueue::new(sequential, settings, &stop);
+    let planned_rows = planned_rows(&ranged, &streams, &sequential);
+    let frame_n = framing.n;
     let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
     let sequential_readers = sequential.remaining().min(limits::cores());
@@ -167,7 +178,16 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
     let encoder = make_encoder::<T>(settings.format);
-    let dests = open_destinations(&*encoder, &plan)?;
+    let values_of = |s: &StreamMeta| spec_of(frame_n, s.kind, s.rate).bins();
+    let placed = place_outputs(
+        &*encoder,
+        &plan,
+        &streams,
+        &planned_rows,
+        frame_n,
+        values_of,
+    );
+    let dests = open_destinations(&*encoder, &plan, &placed)?;
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
     let encoders = encode_threads();
@@ -200,16 +220,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         output_of: &writer_of,
         values_pool: &output_pool,
         bytes_pool: &bytes_pool,
+        placed: &placed,
     };
 
-    let spec_of = |n, kind, rate| TransformSpec {
-        n,
-        kind,
-        window: settings.window,
-        scale: settings.scale,
-        rate,
-    };
-    let spec_of = &spec_of;
     let mut late_builder = None;
     let written = std::thread::scope(|scope| {
         let control = &control;
@@ -276,7 +289,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         drop(done_rx);
         drop(encoded_tx);
         let stage = sink_stage::SinkStage {
-            outputs: Outputs::new(&*encoder, dests, open_files_budget()),
+            outputs: Outputs::new(&*encoder, dests, open_files_budget(), &placed),
             streams: &streams,
             pool: &bytes_pool,
         };
@@ -462,12 +475,13 @@ fn encode_threads() -> usize {
 fn open_destinations<T: Sample>(
     encoder: &dyn Encoder<T>,
     plan: &OutputPlan,
+    placed: &PlacedOutputs,
 ) -> Result<Vec<Destination>> {
     let needs_file = encoder.final_header(0, 0).is_some();
     let mut dests = Vec::new();
-    for file in &plan.files {
+    for (i, file) in plan.files.iter().enumerate() {
         let dest = match file {
-            Some(path) if plan.lazy => Destination::file(path),
+            Some(path) if plan.lazy || placed.get(i).is_some() => Destination::file(path),
             Some(path) => {
                 let mut dest = Destination::file(path);
                 dest.open().map_err(|e| FftdError::io(path, e))?;
@@ -483,6 +497,73 @@ fn open_destinations<T: Sample>(
         dests.push(dest);
     }
     Ok(dests)
+}
+
+/// Rows each stream will give, where that is known before the run: every stream of a run with no
+/// sequential input is range-read, and its frame count follows from the file's length.
+fn planned_rows(
+    ranged: &[RangeStream],
+    streams: &[StreamMeta],
+    sequential: &SequentialQueue,
+) -> Vec<Option<u64>> {
+    let mut rows = vec![None; streams.len()];
+    if sequential.remaining() == 0 {
+        for r in ranged {
+            rows[r.stream] = Some(r.frames);
+        }
+    }
+    rows
+}
+
+/// Maps the outputs that can take their rows in place (`sink::placed`): a file with one stream
+/// whose rows are known, in a format of fixed-size rows, big enough to be worth it; at most
+/// `MAX_OPEN_FILES` of them. An output whose file cannot be mapped is written the ordinary way.
+fn place_outputs<T: Sample>(
+    encoder: &dyn Encoder<T>,
+    plan: &OutputPlan,
+    streams: &[StreamMeta],
+    planned_rows: &[Option<u64>],
+    n: usize,
+    values_of: impl Fn(&StreamMeta) -> usize,
+) -> PlacedOutputs {
+    let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
+    if !placed::enabled() {
+        return PlacedOutputs::default();
+    }
+    let mut budget = crate::sink::output::MAX_OPEN_FILES;
+    for (output, slot) in files.iter_mut().enumerate() {
+        let mut writers = streams.iter().filter(|s| plan.writer_of[s.id] == output);
+        let (Some(stream), None) = (writers.next(), writers.next()) else {
+            continue; // no stream, or several sharing the file
+        };
+        let (Some(path), Some(rows)) = (&plan.files[output], planned_rows[stream.id]) else {
+            continue;
+        };
+        let values = values_of(stream);
+        let Some(row_bytes) = encoder.row_bytes(values) else {
+            return PlacedOutputs::default(); // the format has rows of varying size
+        };
+        let preamble = encoder.preamble(stream, n);
+        let shape = PlacedShape {
+            header: preamble.len(),
+            row_bytes,
+            rows,
+        };
+        if shape.total_bytes() < placed::MIN_PLACED_BYTES || budget == 0 {
+            continue;
+        }
+        match PlacedFile::create(path, shape, &preamble) {
+            Ok(file) => {
+                tracing::debug!(path = %path.display(), rows, "rows placed by the encoders");
+                budget -= 1;
+                *slot = Some(file);
+            }
+            Err(e) => {
+                tracing::debug!(path = %path.display(), error = %e, "written the ordinary way")
+            }
+        }
+    }
+    PlacedOutputs::new(files)
 }
 
 /// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.

@@ -17,6 +17,7 @@ pub mod ndjson;
 pub mod npy;
 pub mod output;
 pub mod overwrite_guard;
+pub mod placed;
 pub mod raw;
 pub mod text;
 
@@ -29,7 +30,11 @@ pub(crate) fn encode_le<T: Sample>(values: &[T], wide: bool, out: &mut Vec<u8>) 
     let width = if wide { 8 } else { 4 };
     let start = out.len();
     out.resize(start + values.len() * width, 0);
-    let out = &mut out[start..];
+    write_le(values, wide, &mut out[start..]);
+}
+
+/// `encode_le` into a slice of exactly `values.len()` × 4 (or 8 when `wide`) bytes.
+pub(crate) fn write_le<T: Sample>(values: &[T], wide: bool, out: &mut [u8]) {
     if wide {
         for (d, v) in out.chunks_exact_mut(8).zip(values) {
             d.copy_from_slice(&v.into_f64().to_le_bytes());
@@ -161,6 +166,21 @@ pub trait Encoder<T: Sample>: Send + Sync {
     /// header with the real frame count); such a format needs a file, not stdout.
     fn final_header(&self, _frames: u64, _bins: usize) -> Option<Vec<u8>> {
         None
+    }
+
+    /// For formats whose rows of `values` values always take the same bytes (f32, npy): that
+    /// size, so rows can be written straight to their place in a file (`placed`).
+    fn row_bytes(&self, _values: usize) -> Option<usize> {
+        None
+    }
+
+    /// Writes one row into `out`, which is `row_bytes` long (formats with `row_bytes` write in
+    /// place; the default encodes and copies).
+    fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
+        let mut bytes = Vec::with_capacity(out.len());
+        self.encode(row, &mut bytes);
+        let len = bytes.len().min(out.len());
+        out[..len].copy_from_slice(&bytes[..len]);
     }
 }
 

@@ -44,4 +44,12 @@ impl<T: Sample> Encoder<T> for NpyEncoder {
     fn final_header(&self, frames: u64, bins: usize) -> Option<Vec<u8>> {
         Some(header(self.f64, frames, bins))
     }
+
+    fn row_bytes(&self, values: usize) -> Option<usize> {
+        Some(values * if self.f64 { 8 } else { 4 })
+    }
+
+    fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
+        super::write_le(row.values, self.f64, out);
+    }
 }

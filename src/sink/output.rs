@@ -8,8 +8,12 @@
 //! more rows come. So thousands of `--output-dir` files need a handful of descriptors, and only
 //! the open ones hold a write buffer. `finish` creates the files of outputs that got no rows (as
 //! empty as their format allows) so every planned file exists after a run.
+//!
+//! A placed output (`placed`) gets its rows from the encode threads directly: here its rows are
+//! only counted, and `finish` completes its file.
 
 use super::destination::Destination;
+use super::placed::PlacedOutputs;
 use super::{Encoder, Sample, StreamMeta};
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -65,11 +69,17 @@ pub struct Outputs<'a, T: Sample> {
     /// Open files, least recently written first.
     open: VecDeque<usize>,
     max_open: usize,
+    placed: &'a PlacedOutputs,
 }
 
 impl<'a, T: Sample> Outputs<'a, T> {
     /// Nothing is opened here (stdout needs no opening).
-    pub fn new(encoder: &'a dyn Encoder<T>, dests: Vec<Destination>, max_open: usize) -> Self {
+    pub fn new(
+        encoder: &'a dyn Encoder<T>,
+        dests: Vec<Destination>,
+        max_open: usize,
+        placed: &'a PlacedOutputs,
+    ) -> Self {
         let outputs = dests
             .into_iter()
             .map(|dest| Output {
@@ -85,6 +95,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
             outputs,
             open: VecDeque::new(),
             max_open: max_open.max(1),
+            placed,
         }
     }
 
@@ -144,6 +155,10 @@ impl<'a, T: Sample> Outputs<'a, T> {
             Some(_) => {}
             None => out.bins = Some(rows.bins),
         }
+        if self.placed.get(i).is_some() {
+            out.frames += rows.count; // already in place
+            return Ok(());
+        }
         self.touch(i)?;
         let out = &mut self.outputs[i];
         if !out.started {
@@ -179,6 +194,9 @@ impl<'a, T: Sample> Outputs<'a, T> {
     fn finish_one(&mut self, i: usize) -> io::Result<()> {
         let out = &self.outputs[i];
         let header = self.encoder.final_header(out.frames, out.bins.unwrap_or(0));
+        if let Some(placed) = self.placed.get(i) {
+            return placed.finish(out.frames, header.as_deref());
+        }
         if header.is_some() || !out.started {
             self.touch(i)?; // creates a file that got no rows
         }

@@ -9,4 +9,12 @@ impl<T: Sample> Encoder<T> for F32Encoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
         super::encode_le(row.values, false, out);
     }
+
+    fn row_bytes(&self, values: usize) -> Option<usize> {
+        Some(values * 4)
+    }
+
+    fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
+        super::write_le(row.values, false, out);
+    }
 }

@@ -1,0 +1,213 @@
+//! Placed outputs: when every row of an output has one size (`--format f32|npy`) and its row
+//! count is known before the run (one range-read stream per file), the file is created at its
+//! final size, its space reserved with fallocate(2), and mapped into memory; the encode threads
+//! then write each row straight to its place (header + frame × row bytes), several at once, and
+//! the sink only counts rows. At the end the header gets the real count, and a run cut short
+//! (SIGINT, an error) is truncated to the rows the sink accounted in order, so the file is what the
+//! sequential writer would have left.
+//!
+//! Why: one thread writing into a tmpfs file (page allocation and copy under the file's lock) was
+//! the limit of file output; reserved pages written through a mapping take parallel faults.
+//! Each row is claimed once (an atomic bit per row), so no two threads ever write the same bytes.
+//! Reserving the space first turns a full disk into an error before the run (the output then goes
+//! the ordinary way), never a fault during it. Like any mapped writer, a file shrunk by another
+//! process during the run would fault.
+//!
+//! `FFTD_PLACED_OUTPUT=0` turns placed outputs off (for comparisons and benchmarks).
+
+use memmap2::{MmapOptions, MmapRaw};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Outputs smaller than this go the ordinary way (a mapping is not worth it).
+pub const MIN_PLACED_BYTES: u64 = 1 << 20;
+
+/// Whether placed outputs may be used (`FFTD_PLACED_OUTPUT=0` says no).
+pub fn enabled() -> bool {
+    std::env::var("FFTD_PLACED_OUTPUT").as_deref() != Ok("0")
+}
+
+/// One mapped output file.
+pub struct PlacedFile {
+    file: File,
+    map: MmapRaw,
+    /// Bytes before the first row (the format's preamble).
+    header: usize,
+    row_bytes: usize,
+    rows: u64,
+    /// One bit per row: set when a thread has claimed the row.
+    claimed: Vec<AtomicU64>,
+}
+
+/// What a placed output is planned to hold.
+#[derive(Clone, Copy, Debug)]
+pub struct PlacedShape {
+    pub header: usize,
+    pub row_bytes: usize,
+    pub rows: u64,
+}
+
+impl PlacedShape {
+    pub fn total_bytes(&self) -> u64 {
+        self.header as u64 + self.row_bytes as u64 * self.rows
+    }
+}
+
+impl PlacedFile {
+    /// Creates (truncates) `path` at `shape`'s size with its space reserved and maps it, writing
+    /// `preamble` at its start. Fails (and the caller falls back to ordinary writes) for anything
+    /// that is not a regular file or a filesystem that cannot reserve space.
+    pub fn create(path: &Path, shape: PlacedShape, preamble: &[u8]) -> io::Result<Self> {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(io::Error::other("not a regular file"));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        let total = shape.total_bytes();
+        reserve(&file, total)?;
+        let map = MmapOptions::new().len(total as usize).map_raw(&file)?;
+        file.write_all_at(preamble, 0)?;
+        let words = shape.rows.div_ceil(64) as usize;
+        Ok(PlacedFile {
+            file,
+            map,
+            header: shape.header,
+            row_bytes: shape.row_bytes,
+            rows: shape.rows,
+            claimed: (0..words).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
+    /// Bytes of each row.
+    pub fn row_bytes(&self) -> usize {
+        self.row_bytes
+    }
+
+    /// Lets `fill` write row `row`'s bytes in place. Err when the row is outside the planned
+    /// rows or was written before (both would be an error in the pipeline, never user input).
+    pub fn write_row(&self, row: u64, fill: impl FnOnce(&mut [u8])) -> Result<(), String> {
+        if row >= self.rows {
+            return Err(format!("row {row} past the {} planned", self.rows));
+        }
+        let bit = 1u64 << (row % 64);
+        let word = &self.claimed[(row / 64) as usize];
+        if word.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
+            return Err(format!("row {row} written twice"));
+        }
+        let start = self.header + row as usize * self.row_bytes;
+        // SAFETY: `start + row_bytes <= header + rows * row_bytes`, the mapping's length (row <
+        // rows, checked above); the mapping lives as long as `self`; and the row's bit was unset
+        // and is now set by this call alone (fetch_or), so no other slice of these bytes exists
+        // or will be made: this is the only reference to them.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(start), self.row_bytes)
+        };
+        fill(bytes);
+        Ok(())
+    }
+
+    /// Completes the file once every writer has finished: `final_header` (if any) at its start,
+    /// and the file cut to the `rows` rows written in order when there are fewer than planned.
+    pub fn finish(&self, rows: u64, final_header: Option<&[u8]>) -> io::Result<()> {
+        if let Some(header) = final_header {
+            self.file.write_all_at(header, 0)?;
+        }
+        if rows < self.rows {
+            self.file
+                .set_len(self.header as u64 + rows * self.row_bytes as u64)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reserves `len` bytes of `file` on its filesystem (allocates the blocks; sets its size).
+fn reserve(file: &File, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::other("output too large"))?;
+    // SAFETY: fallocate(2) on a descriptor this function borrows open for writing; it reads no
+    // memory of ours.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The placed file of each output (None: written the ordinary way), shared by the encode threads
+/// (which write rows) and the sink (which finishes them).
+#[derive(Default)]
+pub struct PlacedOutputs {
+    files: Vec<Option<PlacedFile>>,
+}
+
+impl PlacedOutputs {
+    pub fn new(files: Vec<Option<PlacedFile>>) -> Self {
+        PlacedOutputs { files }
+    }
+
+    /// Output `i`'s placed file, if it has one.
+    pub fn get(&self, i: usize) -> Option<&PlacedFile> {
+        self.files.get(i).and_then(Option::as_ref)
+    }
+
+    /// How many outputs are placed.
+    pub fn count(&self) -> usize {
+        self.files.iter().flatten().count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(rows: u64) -> PlacedShape {
+        PlacedShape {
+            header: 4,
+            row_bytes: 8,
+            rows,
+        }
+    }
+
+    #[test]
+    fn rows_land_in_place_in_any_order_and_a_short_run_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.bin");
+        let file = PlacedFile::create(&path, shape(5), b"HEAD").unwrap();
+        for row in [3u64, 0, 1, 4, 2] {
+            file.write_row(row, |b| b.fill(row as u8 + 1)).unwrap();
+        }
+        file.finish(3, Some(b"DONE")).unwrap();
+        drop(file);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..4], b"DONE");
+        assert_eq!(bytes.len(), 4 + 3 * 8);
+        for row in 0..3 {
+            assert!(bytes[4 + row * 8..4 + (row + 1) * 8]
+                .iter()
+                .all(|&b| b == row as u8 + 1));
+        }
+    }
+
+    #[test]
+    fn a_row_is_written_once_and_only_within_the_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = PlacedFile::create(&dir.path().join("o.bin"), shape(2), b"HEAD").unwrap();
+        file.write_row(1, |_| {}).unwrap();
+        assert!(file.write_row(1, |_| {}).unwrap_err().contains("twice"));
+        assert!(file.write_row(2, |_| {}).unwrap_err().contains("past"));
+    }
+
+    #[test]
+    fn devices_are_not_placed() {
+        let shape = shape(1);
+        assert!(PlacedFile::create(Path::new("/dev/null"), shape, b"HEAD").is_err());
+    }
+}
