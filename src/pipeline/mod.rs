@@ -517,7 +517,8 @@ fn planned_rows(
 
 /// Maps the outputs that can take their rows in place (`sink::placed`): a file with one stream
 /// whose rows are known, in a format of fixed-size rows, big enough to be worth it; at most
-/// `MAX_OPEN_FILES` of them. An output whose file cannot be mapped is written the ordinary way.
+/// `MAX_OPEN_FILES` of them, created in parallel (reserving space is the slow part). An output
+/// whose file cannot be mapped is written the ordinary way.
 fn place_outputs<T: Sample>(
     encoder: &dyn Encoder<T>,
     plan: &OutputPlan,
@@ -526,21 +527,19 @@ fn place_outputs<T: Sample>(
     n: usize,
     values_of: impl Fn(&StreamMeta) -> usize,
 ) -> PlacedOutputs {
-    let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
     if !placed::enabled() {
         return PlacedOutputs::default();
     }
-    let mut budget = crate::sink::output::MAX_OPEN_FILES;
-    for (output, slot) in files.iter_mut().enumerate() {
+    let mut wanted: Vec<(usize, &Path, PlacedShape, Vec<u8>)> = Vec::new();
+    for (output, path) in plan.files.iter().enumerate() {
         let mut writers = streams.iter().filter(|s| plan.writer_of[s.id] == output);
         let (Some(stream), None) = (writers.next(), writers.next()) else {
             continue; // no stream, or several sharing the file
         };
-        let (Some(path), Some(rows)) = (&plan.files[output], planned_rows[stream.id]) else {
+        let (Some(path), Some(rows)) = (path, planned_rows[stream.id]) else {
             continue;
         };
-        let values = values_of(stream);
-        let Some(row_bytes) = encoder.row_bytes(values) else {
+        let Some(row_bytes) = encoder.row_bytes(values_of(stream)) else {
             return PlacedOutputs::default(); // the format has rows of varying size
         };
         let preamble = encoder.preamble(stream, n);
@@ -549,21 +548,45 @@ fn place_outputs<T: Sample>(
             row_bytes,
             rows,
         };
-        if shape.total_bytes() < placed::MIN_PLACED_BYTES || budget == 0 {
-            continue;
-        }
-        match PlacedFile::create(path, shape, &preamble) {
-            Ok(file) => {
-                tracing::debug!(path = %path.display(), rows, "rows placed by the encoders");
-                budget -= 1;
-                *slot = Some(file);
-            }
-            Err(e) => {
-                tracing::debug!(path = %path.display(), error = %e, "written the ordinary way")
-            }
+        if shape.total_bytes() >= placed::MIN_PLACED_BYTES {
+            wanted.push((output, path, shape, preamble));
         }
     }
+    wanted.truncate(crate::sink::output::MAX_OPEN_FILES);
+    let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
+    let created: Vec<(usize, Option<PlacedFile>)> = std::thread::scope(|scope| {
+        let creating: Vec<_> = wanted
+            .iter()
+            .map(|(output, path, shape, preamble)| {
+                (
+                    *output,
+                    scope.spawn(move || create_placed(path, *shape, preamble)),
+                )
+            })
+            .collect();
+        creating
+            .into_iter()
+            .map(|(output, thread)| (output, thread.join().ok().flatten()))
+            .collect()
+    });
+    for (output, file) in created {
+        files[output] = file;
+    }
     PlacedOutputs::new(files)
+}
+
+/// One placed file, or None (with the reason in the debug log) to write it the ordinary way.
+fn create_placed(path: &Path, shape: PlacedShape, preamble: &[u8]) -> Option<PlacedFile> {
+    match PlacedFile::create(path, shape, preamble) {
+        Ok(file) => {
+            tracing::debug!(path = %path.display(), rows = shape.rows, "rows placed by the encoders");
+            Some(file)
+        }
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "written the ordinary way");
+            None
+        }
+    }
 }
 
 /// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.
