@@ -1,0 +1,720 @@
+//! Time averaging (`--average N|DURATION`, `--average-mode`): reduces one stream's per-frame power
+//! spectra to one row per group of frames. Pure logic, no I/O: the pipeline parses the flags with
+//! [`AverageSpec`] and [`AverageMode`], turns the spec into a [`Grouping`] once the stream's rate
+//! and hop are known, and pushes every frame's power row into that stream's [`Averager`].
+//!
+//! Conventions:
+//! - **Power domain.** Rows pushed are |X|² values (normalised or not: the reducer only reduces);
+//!   the caller applies the requested scale (magnitude, dB, ...) to the reduced row afterwards.
+//!   Sums and states are kept in f64 whatever the sample type.
+//! - **Groups.** `--average N` (a whole number N >= 1): every N frames in the order they are
+//!   pushed. `--average DURATION` (T, units `us`, `ms`, `s`, `min`, decimals allowed, 1 ns
+//!   resolution): interval k holds the frames whose start time s/rate (s: start sample) lies in
+//!   [k·T, (k+1)·T), i.e. k = floor(s / (T·rate)), in exact integer arithmetic when the rate is a
+//!   whole number of Hz. With a frame every `hop` samples an interval holds floor(T·rate/hop) or
+//!   ceil(T·rate/hop) frames ([`Grouping::frames_per_row`]); a T shorter than one hop
+//!   (T·rate < hop) is an error, since some intervals would hold no frame. An interval left
+//!   empty by a gap in the input (a live-capture overrun) gives no row.
+//! - **Row time.** The start of the row's interval: for `--average N`, the start time of the
+//!   group's first frame (start sample / rate, the time a plain frame row carries); for
+//!   `--average DURATION`, k·T: the group's first frame starts less than one hop later (or
+//!   anywhere in the interval, after a gap in the input). Each row also carries its first frame's
+//!   index and start sample.
+//! - **Emission.** A row is emitted as soon as the last frame of its group is pushed: the N-th
+//!   frame, or for an interval the frame after which the next frame (one hop later) starts in a
+//!   later interval. [`Averager::finish`] emits the final group even when it is partial; its row's
+//!   `frames` says how many frames it holds, and its value is what scipy would compute over those
+//!   frames (the median's bias correction uses that count).
+//! - **Modes.** `mean` (default): per-bin arithmetic mean. `median`: as
+//!   `scipy.signal.welch(average='median')`: numpy's median per bin (the mean of the two middle
+//!   values for an even count) divided by [`median_bias`] of the frame count. `max`, `min`:
+//!   per-bin extremes over the group, reset every group. `peak`: peak hold, the per-bin maximum
+//!   since the start of the stream (never reset), emitted once per group. `exp:ALPHA`
+//!   (0 < ALPHA <= 1): exponential moving average y = ALPHA·x + (1−ALPHA)·y, started by the
+//!   stream's first frame and never reset; a row holds y after its group's last frame, so
+//!   `--average 1` emits it every frame and `--average N` every N frames.
+//! - **NaN.** A NaN in a bin makes the reduced bin NaN, as numpy's reducers do (for `peak` and
+//!   `exp`, from then on).
+//! - **Memory.** O(bins) per stream; `median` keeps its group's rows, O(frames per row × bins).
+
+use crate::fft::Sample;
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
+
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// Duration units `--average` accepts, with their length in nanoseconds. `ms` and `us` come
+/// before `s`, which they end with.
+const DURATION_UNITS: [(&str, u64); 4] = [
+    ("min", 60 * NANOS_PER_SECOND),
+    ("ms", 1_000_000),
+    ("us", 1_000),
+    ("s", NANOS_PER_SECOND),
+];
+
+/// Fraction digits beyond this many cannot change a whole number of nanoseconds (< 10^-7 ns).
+const MAX_FRACTION_DIGITS: usize = 18;
+
+/// `--average N|DURATION`: a group of N frames, or an interval of time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AverageSpec {
+    /// One row per this many frames (>= 1).
+    Frames(usize),
+    /// One row per interval of this many nanoseconds (>= 1).
+    Interval { nanos: u64 },
+}
+
+/// `--average-mode`: how the frames of a group become one row.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum AverageMode {
+    /// Per-bin arithmetic mean.
+    #[default]
+    Mean,
+    /// Per-bin median divided by scipy's bias for the group's frame count.
+    Median,
+    /// Per-bin maximum over the group.
+    Max,
+    /// Per-bin minimum over the group.
+    Min,
+    /// Peak hold: per-bin maximum since the stream's start, emitted once per group.
+    Peak,
+    /// Exponential moving average with weight `alpha` (0 < alpha <= 1) on the newest frame.
+    Exp { alpha: f64 },
+}
+
+/// The fewest and most frames one row can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FramesPerRow {
+    pub fewest: usize,
+    pub most: usize,
+}
+
+/// How one stream's frames fall into rows: an [`AverageSpec`] with the stream's rate and hop.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Grouping {
+    rule: RowRule,
+    /// Sample rate, Hz (> 0, finite).
+    rate: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RowRule {
+    Frames(usize),
+    Interval(IntervalClock),
+}
+
+/// Which interval a start sample falls in, for intervals of `nanos` ns at `rate` Hz.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct IntervalClock {
+    nanos: u64,
+    hop: u64,
+    rate: f64,
+    /// The rate when it is a whole number of Hz: then interval arithmetic is exact.
+    whole_rate: Option<u64>,
+}
+
+/// One finished row of an [`Averager`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AveragedRow<T> {
+    /// Index of the group's first frame in the stream.
+    pub first_frame: u64,
+    /// How many frames the group holds (fewer than usual only for a final partial group).
+    pub frames: usize,
+    /// Start sample of the group's first frame.
+    pub first_start_sample: u64,
+    /// The row's time in seconds: the start of its interval (see the module doc).
+    pub time_s: f64,
+    /// One reduced value per bin, power domain.
+    pub values: Vec<T>,
+}
+
+/// Streaming reducer for one stream: push every frame's power row in stream order, take rows as
+/// their groups complete, then `finish`.
+pub struct Averager<T> {
+    grouping: Grouping,
+    bins: usize,
+    reducer: Reducer,
+    open: Option<OpenGroup>,
+    sample: PhantomData<fn() -> T>,
+}
+
+/// The group being filled.
+#[derive(Clone, Copy, Debug)]
+struct OpenGroup {
+    /// Interval index (always 0 for groups of N frames).
+    interval: u64,
+    first_frame: u64,
+    first_start: u64,
+    frames: usize,
+}
+
+/// Per-mode state, all in f64.
+enum Reducer {
+    Mean {
+        sums: Vec<f64>,
+    },
+    Median {
+        /// The group's rows, one after another.
+        rows: Vec<f64>,
+        /// One bin's values across the group (scratch).
+        column: Vec<f64>,
+    },
+    /// max, min (reset every group) and peak (never reset).
+    Hold {
+        held: Vec<f64>,
+        keep: fn(f64, f64) -> f64,
+        resets_each_group: bool,
+        empty: bool,
+    },
+    Exp {
+        alpha: f64,
+        smoothed: Vec<f64>,
+        empty: bool,
+    },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+/// A user's value as it goes into a one-line message (control characters escaped).
+fn shown(value: &str) -> String {
+    value.escape_debug().to_string()
+}
+
+fn average_usage(value: &str) -> String {
+    format!(
+        "--average {}: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min)",
+        shown(value)
+    )
+}
+
+impl FromStr for AverageSpec {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let text = value.trim();
+        if let Some((number, unit_nanos)) = split_unit(text) {
+            return parse_interval(number.trim_end(), unit_nanos, value);
+        }
+        parse_frame_count(text, value)
+    }
+}
+
+/// Splits `250ms` into `("250", 1_000_000)`; None when `text` ends in no known unit.
+fn split_unit(text: &str) -> Option<(&str, u64)> {
+    DURATION_UNITS
+        .iter()
+        .find_map(|(unit, nanos)| text.strip_suffix(unit).map(|number| (number, *nanos)))
+}
+
+fn parse_frame_count(text: &str, value: &str) -> Result<AverageSpec, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<usize>() {
+            Ok(0) => Err(average_usage(value)),
+            Ok(frames) => Ok(AverageSpec::Frames(frames)),
+            Err(_) => Err(format!(
+                "--average {}: too many frames (at most {})",
+                shown(value),
+                usize::MAX
+            )),
+        };
+    }
+    if split_decimal(text).is_some() {
+        return Err(format!(
+            "--average {}: a number of frames must be whole; a duration needs a unit (us, ms, s, min)",
+            shown(value)
+        ));
+    }
+    Err(average_usage(value))
+}
+
+fn parse_interval(number: &str, unit_nanos: u64, value: &str) -> Result<AverageSpec, String> {
+    let Some((whole, fraction)) = split_decimal(number) else {
+        return Err(average_usage(value));
+    };
+    match decimal_times(whole, fraction, unit_nanos) {
+        Some(0) => Err(format!(
+            "--average {}: a duration must be at least 1 ns",
+            shown(value)
+        )),
+        Some(nanos) => match u64::try_from(nanos) {
+            Ok(nanos) => Ok(AverageSpec::Interval { nanos }),
+            Err(_) => Err(too_long(value)),
+        },
+        None => Err(too_long(value)),
+    }
+}
+
+fn too_long(value: &str) -> String {
+    format!(
+        "--average {}: longer than fftd can count (2^64 ns, about 584 years)",
+        shown(value)
+    )
+}
+
+/// `"1.5"` → `("1", "5")`: ASCII digits with at most one '.', at least one digit in all.
+fn split_decimal(number: &str) -> Option<(&str, &str)> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let has_digit = !whole.is_empty() || !fraction.is_empty();
+    (has_digit && digits_only(whole) && digits_only(fraction)).then_some((whole, fraction))
+}
+
+/// floor(whole.fraction × unit), exactly; None on overflow.
+fn decimal_times(whole: &str, fraction: &str, unit: u64) -> Option<u128> {
+    let unit = u128::from(unit);
+    let whole_part = digits_value(whole)?.checked_mul(unit)?;
+    let fraction = &fraction[..fraction.len().min(MAX_FRACTION_DIGITS)];
+    let scale = 10u128.pow(fraction.len() as u32);
+    let fraction_part = digits_value(fraction)? * unit / scale;
+    whole_part.checked_add(fraction_part)
+}
+
+/// The value of a string of ASCII digits ("" is 0); None on overflow.
+fn digits_value(digits: &str) -> Option<u128> {
+    digits.bytes().try_fold(0u128, |acc, b| {
+        acc.checked_mul(10)?.checked_add(u128::from(b - b'0'))
+    })
+}
+
+impl fmt::Display for AverageSpec {
+    /// Text that parses back to the same spec: `64`, `250ms`, `2min`, `0.0000005s`, ...
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            AverageSpec::Frames(frames) => write!(f, "{frames}"),
+            AverageSpec::Interval { nanos } => write_duration(f, nanos),
+        }
+    }
+}
+
+fn write_duration(f: &mut fmt::Formatter<'_>, nanos: u64) -> fmt::Result {
+    if let Some((unit, unit_nanos)) = DURATION_UNITS.iter().find(|(_, u)| nanos % u == 0) {
+        return write!(f, "{}{unit}", nanos / unit_nanos);
+    }
+    let fraction = format!("{:09}", nanos % NANOS_PER_SECOND);
+    write!(
+        f,
+        "{}.{}s",
+        nanos / NANOS_PER_SECOND,
+        fraction.trim_end_matches('0')
+    )
+}
+
+fn mode_usage(value: &str) -> String {
+    format!(
+        "--average-mode {}: expected mean, median, max, min, peak or exp:ALPHA with 0 < ALPHA <= 1",
+        shown(value)
+    )
+}
+
+impl FromStr for AverageMode {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let text = value.trim();
+        let mode = match text {
+            "mean" => AverageMode::Mean,
+            "median" => AverageMode::Median,
+            "max" => AverageMode::Max,
+            "min" => AverageMode::Min,
+            "peak" => AverageMode::Peak,
+            _ => {
+                let alpha = text.strip_prefix("exp:").ok_or_else(|| mode_usage(value))?;
+                AverageMode::Exp {
+                    alpha: parse_alpha(alpha.trim()).ok_or_else(|| mode_usage(value))?,
+                }
+            }
+        };
+        Ok(mode)
+    }
+}
+
+/// ALPHA of `exp:ALPHA`: a finite number in (0, 1].
+fn parse_alpha(text: &str) -> Option<f64> {
+    let alpha = text.parse::<f64>().ok()?;
+    (alpha > 0.0 && alpha <= 1.0).then_some(alpha)
+}
+
+impl fmt::Display for AverageMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AverageMode::Mean => f.write_str("mean"),
+            AverageMode::Median => f.write_str("median"),
+            AverageMode::Max => f.write_str("max"),
+            AverageMode::Min => f.write_str("min"),
+            AverageMode::Peak => f.write_str("peak"),
+            AverageMode::Exp { alpha } => write!(f, "exp:{alpha}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouping
+// ---------------------------------------------------------------------------------------------
+
+impl AverageSpec {
+    /// This spec for a stream of `rate` Hz with a frame every `hop` samples. Errors (one line):
+    /// a rate that is not a positive number, a hop of 0, an interval shorter than one hop.
+    pub fn grouping(&self, rate: f64, hop: usize) -> Result<Grouping, String> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!(
+                "--average {self}: needs a sample rate above 0 Hz (got {rate})"
+            ));
+        }
+        if hop == 0 {
+            return Err(format!(
+                "--average {self}: needs a hop of at least 1 sample"
+            ));
+        }
+        let rule = match *self {
+            AverageSpec::Frames(frames) => RowRule::Frames(frames),
+            AverageSpec::Interval { nanos } => {
+                RowRule::Interval(self.interval_clock(nanos, rate, hop)?)
+            }
+        };
+        Ok(Grouping { rule, rate })
+    }
+
+    /// The fewest and most frames a row holds at `rate` Hz and `hop` (errors as [`Self::grouping`]).
+    pub fn frames_per_row(&self, rate: f64, hop: usize) -> Result<FramesPerRow, String> {
+        self.grouping(rate, hop).map(|g| g.frames_per_row())
+    }
+
+    fn interval_clock(&self, nanos: u64, rate: f64, hop: usize) -> Result<IntervalClock, String> {
+        let clock = IntervalClock::new(nanos, rate, hop as u64);
+        if clock.frames_per_interval().fewest == 0 {
+            return Err(format!(
+                "--average {self}: {} samples at {rate} Hz, shorter than --hop {hop} ({} ms): some rows would hold no frame",
+                clock.samples_per_interval(),
+                hop as f64 * 1000.0 / rate
+            ));
+        }
+        Ok(clock)
+    }
+}
+
+impl Grouping {
+    /// The fewest and most frames one row holds (equal for `--average N`).
+    pub fn frames_per_row(&self) -> FramesPerRow {
+        match self.rule {
+            RowRule::Frames(frames) => FramesPerRow {
+                fewest: frames,
+                most: frames,
+            },
+            RowRule::Interval(clock) => clock.frames_per_interval(),
+        }
+    }
+
+    /// Interval index of a frame starting at `start_sample` (0 for groups of N frames).
+    fn interval_of(&self, start_sample: u64) -> u64 {
+        match self.rule {
+            RowRule::Frames(_) => 0,
+            RowRule::Interval(clock) => clock.index_of(start_sample),
+        }
+    }
+
+    /// Whether `group`, whose latest frame started at `latest_start`, has all its frames.
+    fn is_complete(&self, group: &OpenGroup, latest_start: u64) -> bool {
+        match self.rule {
+            RowRule::Frames(frames) => group.frames >= frames,
+            RowRule::Interval(clock) => {
+                clock.index_of(latest_start.saturating_add(clock.hop)) != group.interval
+            }
+        }
+    }
+
+    /// The row time of `group` (module doc: the start of its interval).
+    fn row_time_s(&self, group: &OpenGroup) -> f64 {
+        match self.rule {
+            RowRule::Frames(_) => group.first_start as f64 / self.rate,
+            RowRule::Interval(clock) => clock.start_time_s(group.interval),
+        }
+    }
+}
+
+impl IntervalClock {
+    fn new(nanos: u64, rate: f64, hop: u64) -> Self {
+        let whole_rate =
+            (rate.fract() == 0.0 && rate <= (1u64 << 53) as f64).then_some(rate as u64);
+        IntervalClock {
+            nanos,
+            hop,
+            rate,
+            whole_rate,
+        }
+    }
+
+    /// T·rate as an exact fraction (samples = numerator / NANOS_PER_SECOND), whole rates only.
+    fn exact_samples_numerator(&self) -> Option<u128> {
+        self.whole_rate
+            .map(|rate| u128::from(self.nanos) * u128::from(rate))
+    }
+
+    /// T·rate, samples per interval (for messages and non-whole rates).
+    fn samples_per_interval(&self) -> f64 {
+        self.nanos as f64 * self.rate / NANOS_PER_SECOND as f64
+    }
+
+    /// k = floor(s / (T·rate)).
+    fn index_of(&self, start_sample: u64) -> u64 {
+        match self.exact_samples_numerator() {
+            Some(numerator) => {
+                let scaled = u128::from(start_sample) * u128::from(NANOS_PER_SECOND);
+                // k <= s because T·rate >= hop >= 1, so it fits in u64.
+                (scaled / numerator) as u64
+            }
+            None => (start_sample as f64 / self.samples_per_interval()).floor() as u64,
+        }
+    }
+
+    /// floor and ceil of T·rate/hop.
+    fn frames_per_interval(&self) -> FramesPerRow {
+        let (fewest, most) = match self.exact_samples_numerator() {
+            Some(numerator) => {
+                let denominator = u128::from(self.hop) * u128::from(NANOS_PER_SECOND);
+                (numerator / denominator, numerator.div_ceil(denominator))
+            }
+            None => {
+                let ratio = self.samples_per_interval() / self.hop as f64;
+                (ratio.floor() as u128, ratio.ceil() as u128)
+            }
+        };
+        let to_usize = |v: u128| usize::try_from(v).unwrap_or(usize::MAX);
+        FramesPerRow {
+            fewest: to_usize(fewest),
+            most: to_usize(most),
+        }
+    }
+
+    /// k·T in seconds.
+    fn start_time_s(&self, interval: u64) -> f64 {
+        (u128::from(interval) * u128::from(self.nanos)) as f64 / NANOS_PER_SECOND as f64
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reducing
+// ---------------------------------------------------------------------------------------------
+
+/// scipy's `_median_bias(n)`: the median of n periodograms over their mean,
+/// 1 + Σ_{i=1}^{(n−1)/2} (1/(2i+1) − 1/(2i)). 1 for n = 1 and 2.
+pub fn median_bias(count: usize) -> f64 {
+    let terms = count.saturating_sub(1) / 2;
+    1.0 + (1..=terms)
+        .map(|i| {
+            let even = 2.0 * i as f64;
+            1.0 / (even + 1.0) - 1.0 / even
+        })
+        .sum::<f64>()
+}
+
+/// numpy's median of `values` (mean of the two middle values for an even count; NaN if any is
+/// NaN). Reorders `values`. `values` must not be empty.
+fn median_of(values: &mut [f64]) -> f64 {
+    if values.iter().any(|v| v.is_nan()) {
+        return f64::NAN;
+    }
+    let middle = values.len() / 2;
+    let odd_count = values.len() % 2 == 1;
+    let (below, upper_middle, _) = values.select_nth_unstable_by(middle, f64::total_cmp);
+    let upper_middle = *upper_middle;
+    if odd_count {
+        return upper_middle;
+    }
+    let lower_middle = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lower_middle + upper_middle) / 2.0
+}
+
+/// The larger of two values, NaN if either is (numpy's `maximum`).
+fn max_or_nan(held: f64, new: f64) -> f64 {
+    if new > held || new.is_nan() {
+        new
+    } else {
+        held
+    }
+}
+
+/// The smaller of two values, NaN if either is (numpy's `minimum`).
+fn min_or_nan(held: f64, new: f64) -> f64 {
+    if new < held || new.is_nan() {
+        new
+    } else {
+        held
+    }
+}
+
+impl Reducer {
+    fn new(mode: AverageMode, bins: usize) -> Self {
+        let hold = |keep: fn(f64, f64) -> f64, resets_each_group| Reducer::Hold {
+            held: vec![0.0; bins],
+            keep,
+            resets_each_group,
+            empty: true,
+        };
+        match mode {
+            AverageMode::Mean => Reducer::Mean {
+                sums: vec![0.0; bins],
+            },
+            AverageMode::Median => Reducer::Median {
+                rows: Vec::new(),
+                column: Vec::new(),
+            },
+            AverageMode::Max => hold(max_or_nan, true),
+            AverageMode::Min => hold(min_or_nan, true),
+            AverageMode::Peak => hold(max_or_nan, false),
+            AverageMode::Exp { alpha } => Reducer::Exp {
+                alpha,
+                smoothed: vec![0.0; bins],
+                empty: true,
+            },
+        }
+    }
+
+    /// Readies the state for a new group's first frame.
+    fn begin_group(&mut self) {
+        match self {
+            Reducer::Mean { sums } => sums.fill(0.0),
+            Reducer::Median { rows, .. } => rows.clear(),
+            Reducer::Hold {
+                resets_each_group,
+                empty,
+                ..
+            } => *empty |= *resets_each_group,
+            Reducer::Exp { .. } => {}
+        }
+    }
+
+    fn add<T: Sample>(&mut self, row: &[T]) {
+        let values = row.iter().map(|v| v.into_f64());
+        match self {
+            Reducer::Mean { sums } => sums.iter_mut().zip(values).for_each(|(s, v)| *s += v),
+            Reducer::Median { rows, .. } => rows.extend(values),
+            Reducer::Hold {
+                held, keep, empty, ..
+            } => {
+                combine(held, values, |h, v| if *empty { v } else { keep(h, v) });
+                *empty = false;
+            }
+            Reducer::Exp {
+                alpha,
+                smoothed,
+                empty,
+            } => {
+                let a = *alpha;
+                combine(smoothed, values, |y, x| {
+                    if *empty {
+                        x
+                    } else {
+                        a * x + (1.0 - a) * y
+                    }
+                });
+                *empty = false;
+            }
+        }
+    }
+
+    /// The reduced row of the group just filled with `frames` frames (>= 1) of `bins` bins.
+    fn end_group(&mut self, frames: usize, bins: usize) -> Vec<f64> {
+        match self {
+            Reducer::Mean { sums } => sums.iter().map(|s| s / frames as f64).collect(),
+            Reducer::Median { rows, column } => median_row(rows, column, frames, bins),
+            Reducer::Hold { held, .. } => held.clone(),
+            Reducer::Exp { smoothed, .. } => smoothed.clone(),
+        }
+    }
+}
+
+/// `state[i] = f(state[i], values[i])` for every bin.
+fn combine(state: &mut [f64], values: impl Iterator<Item = f64>, f: impl Fn(f64, f64) -> f64) {
+    state
+        .iter_mut()
+        .zip(values)
+        .for_each(|(s, v)| *s = f(*s, v));
+}
+
+/// Per-bin median of `frames` rows of `bins` values, over scipy's bias for `frames`.
+fn median_row(rows: &[f64], column: &mut Vec<f64>, frames: usize, bins: usize) -> Vec<f64> {
+    let bias = median_bias(frames);
+    (0..bins)
+        .map(|bin| {
+            column.clear();
+            column.extend(rows.iter().skip(bin).step_by(bins.max(1)).copied());
+            median_of(column) / bias
+        })
+        .collect()
+}
+
+impl<T: Sample> Averager<T> {
+    /// An averager for one stream whose rows hold `bins` values.
+    pub fn new(grouping: Grouping, mode: AverageMode, bins: usize) -> Self {
+        Averager {
+            grouping,
+            bins,
+            reducer: Reducer::new(mode, bins),
+            open: None,
+            sample: PhantomData,
+        }
+    }
+
+    /// Values per row.
+    pub fn bins(&self) -> usize {
+        self.bins
+    }
+
+    /// Adds frame `frame_index` (starting at `start_sample`) with power row `power`, and emits
+    /// the rows this completes (at most two: one a gap in the input closed, and this frame's).
+    /// Frames must come in stream order, starts at least one hop apart. Panics if `power` does
+    /// not hold `bins` values (a bug in the caller, not a user error).
+    pub fn push(
+        &mut self,
+        frame_index: u64,
+        start_sample: u64,
+        power: &[T],
+        emit: &mut dyn FnMut(AveragedRow<T>),
+    ) {
+        assert_eq!(power.len(), self.bins, "power row of the wrong length");
+        let interval = self.grouping.interval_of(start_sample);
+        if self.open.is_some_and(|g| g.interval != interval) {
+            self.close(emit);
+        }
+        let mut group = self.open.take().unwrap_or_else(|| {
+            self.reducer.begin_group();
+            OpenGroup {
+                interval,
+                first_frame: frame_index,
+                first_start: start_sample,
+                frames: 0,
+            }
+        });
+        self.reducer.add(power);
+        group.frames += 1;
+        self.open = Some(group);
+        if self.grouping.is_complete(&group, start_sample) {
+            self.close(emit);
+        }
+    }
+
+    /// Emits the group still open, if any, with the frames it has (a partial final group).
+    pub fn finish(&mut self, emit: &mut dyn FnMut(AveragedRow<T>)) {
+        self.close(emit);
+    }
+
+    fn close(&mut self, emit: &mut dyn FnMut(AveragedRow<T>)) {
+        let Some(group) = self.open.take() else {
+            return;
+        };
+        let values = self.reducer.end_group(group.frames, self.bins);
+        emit(AveragedRow {
+            first_frame: group.first_frame,
+            frames: group.frames,
+            first_start_sample: group.first_start,
+            time_s: self.grouping.row_time_s(&group),
+            values: values.into_iter().map(T::of_f64).collect(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;
