@@ -1,3 +1,96 @@
-//! Products derived from a stream's spectra after the FFT stage (time averages, ...).
+//! Spectral products: what fftd makes of each stream's spectra between the FFT stage and the
+//! sinks, in one place. The order is fixed and documented in the README:
+//!
+//! 1. the engine computes each frame's spectrum in the power domain when a product needs it
+//!    (|X|², or scipy's one-sided `spectrum`/`density` scalings, which are |X|² times a factor);
+//! 2. `columns`: per frame, `--fftshift`, then `--bands` (band power = weighted sum of the bins'
+//!    power) or `--fmin`/`--fmax` (the bins in range, inclusive);
+//! 3. `average`: per stream, in frame order, `--average` reduces groups of frames to one row;
+//! 4. the requested scale last: `magnitude` is the square root of the (averaged) power, `db` is
+//!    10·log10 of it (floored at -240 dB, as plain dB output).
+//!
+//! Without products the engine's output goes straight to the sinks, as before.
 
 pub mod average;
+pub mod columns;
+
+use crate::fft::Scale;
+use average::{AverageMode, AverageSpec};
+
+/// The products a run asks for (validated flags).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProductOptions {
+    pub average: Option<AverageSpec>,
+    pub mode: AverageMode,
+    pub fmin: Option<f64>,
+    pub fmax: Option<f64>,
+}
+
+impl ProductOptions {
+    /// Whether the engine's output goes to the sinks untouched.
+    pub fn is_plain(&self) -> bool {
+        self.average.is_none() && self.fmin.is_none() && self.fmax.is_none()
+    }
+
+    /// Whether rows must be reduced in the power domain (and the scale applied after).
+    pub fn in_power_domain(&self) -> bool {
+        self.average.is_some()
+    }
+
+    /// The scale the engine computes for output `scale`: the power-domain one when a product
+    /// reduces power, else `scale` itself.
+    pub fn engine_scale(&self, scale: Scale) -> Scale {
+        match scale {
+            Scale::Magnitude | Scale::Db if self.in_power_domain() => Scale::Power,
+            other => other,
+        }
+    }
+
+    /// Checks combinations that have no meaning; the message names the flags.
+    pub fn check(&self) -> Result<(), String> {
+        if let (Some(lo), Some(hi)) = (self.fmin, self.fmax) {
+            if lo > hi {
+                return Err(format!(
+                    "--fmin {lo} is above --fmax {hi}: the range must not be empty"
+                ));
+            }
+        }
+        for (flag, value) in [("--fmin", self.fmin), ("--fmax", self.fmax)] {
+            if value.is_some_and(|v| !v.is_finite()) {
+                return Err(format!("{flag}: must be a finite number of Hz"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The final step: the requested scale applied to a power-domain value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// The value is already in the requested scale.
+    AsIs,
+    /// `magnitude`: √power.
+    SquareRoot,
+    /// `db`: 10·log10(max(power, 1e-24)).
+    Decibels,
+}
+
+impl Finish {
+    pub fn for_scale(scale: Scale, options: &ProductOptions) -> Self {
+        match scale {
+            Scale::Magnitude if options.in_power_domain() => Finish::SquareRoot,
+            Scale::Db if options.in_power_domain() => Finish::Decibels,
+            _ => Finish::AsIs,
+        }
+    }
+
+    /// Applies the scale to `power`.
+    pub fn apply(self, power: f64) -> f64 {
+        let floor = crate::fft::scale::DB_FLOOR_MAGNITUDE * crate::fft::scale::DB_FLOOR_MAGNITUDE;
+        match self {
+            Finish::AsIs => power,
+            Finish::SquareRoot => power.sqrt(),
+            Finish::Decibels => 10.0 * power.max(floor).log10(),
+        }
+    }
+}

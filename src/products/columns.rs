@@ -1,0 +1,180 @@
+//! Per-frame columns: which values of a frame's spectrum a row carries, and in what order —
+//! `--fftshift` (complex input: DC in the centre) and `--fmin`/`--fmax` (the bins whose
+//! frequency lies in [fmin, fmax], inclusive). Stateless, so the FFT workers run it in parallel.
+
+use super::ProductOptions;
+use crate::fft::Sample;
+use crate::sink::StreamMeta;
+use std::ops::Range;
+
+/// How one stream's frames of `n` samples become rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnPlan {
+    /// Values in a frame's spectrum (bins).
+    bins: usize,
+    /// Rotation to the left applied before picking (fftshift), in bins.
+    shift: usize,
+    /// Runs of bins (after the rotation) that the row carries, in order.
+    picks: Vec<Range<usize>>,
+    /// Frequency in Hz of each column.
+    frequencies: Vec<f64>,
+}
+
+impl ColumnPlan {
+    /// The plan for `meta`'s frames of `n` samples; an error when the range holds no bin.
+    pub fn new(meta: &StreamMeta, n: usize, options: &ProductOptions) -> Result<Self, String> {
+        let all = meta.frequencies(n);
+        let bins = all.len();
+        let shift = if meta.fftshift && meta.kind == crate::fft::InputKind::Complex {
+            bins.div_ceil(2)
+        } else {
+            0
+        };
+        let (lo, hi) = (
+            options.fmin.unwrap_or(f64::NEG_INFINITY),
+            options.fmax.unwrap_or(f64::INFINITY),
+        );
+        let mut picks: Vec<Range<usize>> = Vec::new();
+        for (i, f) in all.iter().enumerate() {
+            if !(lo..=hi).contains(f) {
+                continue;
+            }
+            match picks.last_mut() {
+                Some(run) if run.end == i => run.end = i + 1,
+                _ => picks.push(i..i + 1),
+            }
+        }
+        if picks.is_empty() {
+            return Err(format!(
+                "--fmin/--fmax: no frequency bin of {} lies in [{}, {}] Hz (frame {n} at {} Hz: bins {} Hz apart, from {} to {} Hz)",
+                meta.input,
+                shown(lo),
+                shown(hi),
+                shown(meta.rate),
+                shown(meta.rate / n as f64),
+                shown(all.iter().copied().fold(f64::INFINITY, f64::min)),
+                shown(all.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+            ));
+        }
+        let frequencies = picks.iter().flat_map(|r| all[r.clone()].to_vec()).collect();
+        Ok(ColumnPlan {
+            bins,
+            shift,
+            picks,
+            frequencies,
+        })
+    }
+
+    /// Values per row.
+    pub fn columns(&self) -> usize {
+        self.frequencies.len()
+    }
+
+    /// Frequency in Hz of each column.
+    pub fn frequencies(&self) -> &[f64] {
+        &self.frequencies
+    }
+
+    /// Whether rows are the spectrum as the engine wrote it.
+    pub fn is_identity(&self) -> bool {
+        self.shift == 0 && self.picks.len() == 1 && self.picks[0] == (0..self.bins)
+    }
+
+    /// Writes one frame's row (`spectrum`: its `bins` values) into `row` (`columns` values).
+    pub fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
+        let mut out = row.iter_mut();
+        for run in &self.picks {
+            for i in run.clone() {
+                let j = (i + self.shift) % self.bins;
+                if let (Some(o), Some(v)) = (out.next(), spectrum.get(j)) {
+                    *o = *v;
+                }
+            }
+        }
+    }
+}
+
+/// A number as a user would write it.
+fn shown(v: f64) -> String {
+    let text = format!("{v}");
+    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::InputKind;
+
+    fn meta(kind: InputKind, fftshift: bool) -> StreamMeta {
+        StreamMeta {
+            id: 0,
+            input: "x".into(),
+            channel: None,
+            rate: 8000.0,
+            kind,
+            fftshift,
+        }
+    }
+
+    fn options(fmin: Option<f64>, fmax: Option<f64>) -> ProductOptions {
+        ProductOptions {
+            fmin,
+            fmax,
+            ..ProductOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_range_keeps_the_bins_inside_inclusive() {
+        // frame 8 at 8 kHz: bins at 0, 1000, ..., 4000 Hz
+        let plan = ColumnPlan::new(
+            &meta(InputKind::Real, false),
+            8,
+            &options(Some(1000.0), Some(3000.0)),
+        )
+        .unwrap();
+        assert_eq!(plan.frequencies(), &[1000.0, 2000.0, 3000.0]);
+        let mut row = [0.0f32; 3];
+        plan.pick(&[0.0, 1.0, 2.0, 3.0, 4.0], &mut row);
+        assert_eq!(row, [1.0, 2.0, 3.0]);
+    }
+
+    #[test]
+    fn complex_input_picks_negative_and_positive_frequencies_in_output_order() {
+        // frame 4 at 8 kHz, unshifted: 0, 2000, -4000, -2000; shifted: -4000, -2000, 0, 2000
+        let spectrum = [10.0f64, 11.0, 12.0, 13.0];
+        let unshifted = ColumnPlan::new(
+            &meta(InputKind::Complex, false),
+            4,
+            &options(Some(-2000.0), Some(0.0)),
+        )
+        .unwrap();
+        assert_eq!(unshifted.frequencies(), &[0.0, -2000.0]);
+        let mut row = [0.0; 2];
+        unshifted.pick(&spectrum, &mut row);
+        assert_eq!(row, [10.0, 13.0]);
+        let shifted = ColumnPlan::new(
+            &meta(InputKind::Complex, true),
+            4,
+            &options(Some(-2000.0), None),
+        )
+        .unwrap();
+        assert_eq!(shifted.frequencies(), &[-2000.0, 0.0, 2000.0]);
+        let mut row = [0.0; 3];
+        shifted.pick(&spectrum, &mut row);
+        assert_eq!(row, [13.0, 10.0, 11.0]);
+    }
+
+    #[test]
+    fn an_empty_range_is_an_error_naming_the_bins() {
+        let e = ColumnPlan::new(
+            &meta(InputKind::Real, false),
+            8,
+            &options(Some(1100.0), Some(1900.0)),
+        )
+        .unwrap_err();
+        assert!(e.contains("1000 Hz apart"), "{e}");
+        let whole = ColumnPlan::new(&meta(InputKind::Real, false), 8, &options(None, None));
+        assert!(whole.unwrap().is_identity());
+    }
+}
