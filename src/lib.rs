@@ -16,6 +16,7 @@ pub mod fft;
 pub mod frame;
 pub mod limits;
 pub mod pipeline;
+pub mod products;
 pub mod progress;
 pub mod sink;
 pub mod source;
