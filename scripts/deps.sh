@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Makes sure the system packages fftd builds and runs with are present; with --test also what the
-# test suite compares against (sox, numpy, scipy):
+# test suite compares against (sox, numpy, scipy, librosa):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
 #   gcc, python3                         only where missing (a minimal Debian image)
 #   sox (--test)                         writes the WAV files (A-law, mu-law, 64-bit float, EXTENSIBLE,
 #                                        pipes) the WAV reader is tested against
-# and (--test) python3 with numpy and scipy, for the tests that compare against them.
+# and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
+# (librosa: the mel filter banks of --bands, tests/bands_librosa.rs).
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
 
@@ -41,10 +42,10 @@ if ! command -v cargo >/dev/null; then
 fi
 
 if $testing; then
-    if ! python3 -c "import numpy, scipy.signal" 2>/dev/null; then
-        echo "deps: installing numpy and scipy for python3" >&2
-        python3 -m pip install --quiet numpy scipy || {
-            echo "deps: could not install numpy/scipy; run: python3 -m pip install numpy scipy" >&2
+    if ! python3 -c "import numpy, scipy.signal, librosa" 2>/dev/null; then
+        echo "deps: installing numpy, scipy and librosa for python3" >&2
+        python3 -m pip install --quiet numpy scipy librosa || {
+            echo "deps: could not install numpy/scipy/librosa; run: python3 -m pip install numpy scipy librosa" >&2
             exit 1
         }
     fi

@@ -12,6 +12,7 @@
 //! Without products the engine's output goes straight to the sinks, as before.
 
 pub mod average;
+pub mod bands;
 pub mod columns;
 
 use crate::fft::Scale;
