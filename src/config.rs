@@ -6,6 +6,9 @@ use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
+use crate::products::average::{AverageMode, AverageSpec};
+use crate::products::bands::BandSpec;
+use crate::products::ProductOptions;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
@@ -48,6 +51,9 @@ macro_rules! deserialize_from_str {
     };
 }
 deserialize_from_str!(FrameSize);
+deserialize_from_str!(AverageSpec);
+deserialize_from_str!(AverageMode);
+deserialize_from_str!(BandSpec);
 deserialize_from_str!(ChannelSelect);
 deserialize_from_str!(DeviceChoice);
 
@@ -105,6 +111,29 @@ pub struct Options {
     /// scalings) [default: magnitude].
     #[arg(long, value_enum)]
     pub scale: Option<Scale>,
+
+    /// One row per N frames or per DURATION (250ms, 1s, 2min) instead of one per frame, reduced in
+    /// the power domain by --average-mode; the row's time is the start of its interval.
+    #[arg(long, value_name = "N|DURATION")]
+    pub average: Option<AverageSpec>,
+
+    /// How --average reduces a group: mean, median (scipy welch's, bias-corrected), max, min,
+    /// peak (hold since the start), exp:ALPHA (moving average) [default: mean].
+    #[arg(long, value_name = "MODE")]
+    pub average_mode: Option<AverageMode>,
+
+    /// Only the bins at or above this frequency in Hz.
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub fmin: Option<f64>,
+
+    /// Only the bins at or below this frequency in Hz.
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub fmax: Option<f64>,
+
+    /// Band powers instead of bins: mel:N[,htk][,norm=slaney|none][,fmin=HZ][,fmax=HZ] (librosa's
+    /// filters), octave or third-octave[:fmin=HZ,fmax=HZ] (IEC 61260-1 base-10 bands).
+    #[arg(long, value_name = "SPEC")]
+    pub bands: Option<BandSpec>,
 
     /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
     #[arg(long)]
@@ -236,6 +265,11 @@ fn merge(cli: Options, file: Options) -> Options {
         tail,
         window,
         scale,
+        average,
+        average_mode,
+        fmin,
+        fmax,
+        bands,
         precision,
         format,
         output,
@@ -305,6 +339,8 @@ pub struct Settings {
     pub tail: Tail,
     pub window: WindowKind,
     pub scale: Scale,
+    /// Averages, bands, frequency range (`products`).
+    pub products: ProductOptions,
     pub fftshift: bool,
     pub precision: Precision,
     pub format: OutputFormat,
@@ -429,6 +465,19 @@ impl Settings {
             0 => limits::cores(),
             n => n,
         };
+        let products = ProductOptions {
+            average: o.average,
+            mode: o.average_mode.unwrap_or_default(),
+            fmin: o.fmin,
+            fmax: o.fmax,
+            bands: o.bands,
+        };
+        products.check().map_err(FftdError::Usage)?;
+        if !products.is_plain() && frame == FrameSize::Whole {
+            return usage(
+                "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
+            );
+        }
         let precision = o.precision.unwrap_or(Precision::F32);
         let batch = Self::check_batch(o.batch.unwrap_or(0), frame, precision, workers)?;
         Ok(Settings {
@@ -442,6 +491,7 @@ impl Settings {
             tail: o.tail.unwrap_or(Tail::Pad),
             window,
             scale: o.scale.unwrap_or(Scale::Magnitude),
+            products,
             fftshift: o.fftshift,
             precision,
             format,

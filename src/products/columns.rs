@@ -1,7 +1,9 @@
-//! Per-frame columns: which values of a frame's spectrum a row carries, and in what order —
-//! `--fftshift` (complex input: DC in the centre) and `--fmin`/`--fmax` (the bins whose
-//! frequency lies in [fmin, fmax], inclusive). Stateless, so the FFT workers run it in parallel.
+//! Per-frame columns: what a row carries of a frame's spectrum — `--bands` (band powers, from
+//! `bands::BandMatrix`), or the bins after `--fftshift` (complex input: DC in the centre) and
+//! `--fmin`/`--fmax` (the bins whose frequency lies in [fmin, fmax], inclusive). Stateless, so
+//! the FFT workers run it in parallel.
 
+use super::bands::BandMatrix;
 use super::ProductOptions;
 use crate::fft::Sample;
 use crate::sink::StreamMeta;
@@ -16,13 +18,52 @@ pub struct ColumnPlan {
     shift: usize,
     /// Runs of bins (after the rotation) that the row carries, in order.
     picks: Vec<Range<usize>>,
-    /// Frequency in Hz of each column.
+    /// Frequency in Hz of each column (band centres with `--bands`).
     frequencies: Vec<f64>,
+    /// Band powers instead of picked bins.
+    bands: Option<BandMatrix>,
 }
 
 impl ColumnPlan {
     /// The plan for `meta`'s frames of `n` samples; an error when the range holds no bin.
     pub fn new(meta: &StreamMeta, n: usize, options: &ProductOptions) -> Result<Self, String> {
+        match &options.bands {
+            Some(spec) => Self::band_powers(meta, n, spec),
+            None => Self::picked_bins(meta, n, options),
+        }
+    }
+
+    fn band_powers(
+        meta: &StreamMeta,
+        n: usize,
+        spec: &super::bands::BandSpec,
+    ) -> Result<Self, String> {
+        if meta.kind == crate::fft::InputKind::Complex {
+            return Err(format!(
+                "--bands {spec}: {} is complex (I/Q) input; bands are defined on real signals' spectra",
+                meta.input
+            ));
+        }
+        let matrix = BandMatrix::new(spec, n, meta.rate)?;
+        let empty = matrix.empty_bands();
+        if !empty.is_empty() {
+            tracing::warn!(
+                "--bands {spec}: {} of {} bands are narrower than a bin of frame {n} and stay 0 (bands {:?}); use fewer bands or a longer frame",
+                empty.len(),
+                matrix.bands(),
+                empty
+            );
+        }
+        Ok(ColumnPlan {
+            bins: matrix.bins(),
+            shift: 0,
+            picks: Vec::new(),
+            frequencies: matrix.centres_hz().to_vec(),
+            bands: Some(matrix),
+        })
+    }
+
+    fn picked_bins(meta: &StreamMeta, n: usize, options: &ProductOptions) -> Result<Self, String> {
         let all = meta.frequencies(n);
         let bins = all.len();
         let shift = if meta.fftshift && meta.kind == crate::fft::InputKind::Complex {
@@ -62,6 +103,7 @@ impl ColumnPlan {
             shift,
             picks,
             frequencies,
+            bands: None,
         })
     }
 
@@ -77,11 +119,23 @@ impl ColumnPlan {
 
     /// Whether rows are the spectrum as the engine wrote it.
     pub fn is_identity(&self) -> bool {
-        self.shift == 0 && self.picks.len() == 1 && self.picks[0] == (0..self.bins)
+        self.bands.is_none()
+            && self.shift == 0
+            && self.picks.len() == 1
+            && self.picks[0] == (0..self.bins)
+    }
+
+    /// Values of a frame's spectrum.
+    pub fn bins(&self) -> usize {
+        self.bins
     }
 
     /// Writes one frame's row (`spectrum`: its `bins` values) into `row` (`columns` values).
     pub fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
+        if let Some(matrix) = &self.bands {
+            matrix.apply(spectrum, row);
+            return;
+        }
         let mut out = row.iter_mut();
         for run in &self.picks {
             for i in run.clone() {

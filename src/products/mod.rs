@@ -17,6 +17,7 @@ pub mod columns;
 
 use crate::fft::Scale;
 use average::{AverageMode, AverageSpec};
+use bands::BandSpec;
 
 /// The products a run asks for (validated flags).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,17 +26,18 @@ pub struct ProductOptions {
     pub mode: AverageMode,
     pub fmin: Option<f64>,
     pub fmax: Option<f64>,
+    pub bands: Option<BandSpec>,
 }
 
 impl ProductOptions {
     /// Whether the engine's output goes to the sinks untouched.
     pub fn is_plain(&self) -> bool {
-        self.average.is_none() && self.fmin.is_none() && self.fmax.is_none()
+        self.average.is_none() && self.fmin.is_none() && self.fmax.is_none() && self.bands.is_none()
     }
 
     /// Whether rows must be reduced in the power domain (and the scale applied after).
     pub fn in_power_domain(&self) -> bool {
-        self.average.is_some()
+        self.average.is_some() || self.bands.is_some()
     }
 
     /// The scale the engine computes for output `scale`: the power-domain one when a product
@@ -49,6 +51,11 @@ impl ProductOptions {
 
     /// Checks combinations that have no meaning; the message names the flags.
     pub fn check(&self) -> Result<(), String> {
+        if let (Some(bands), true) = (&self.bands, self.fmin.is_some() || self.fmax.is_some()) {
+            return Err(format!(
+                "--fmin/--fmax with --bands {bands}: give the bands' range inside --bands (mel:128,fmin=20,fmax=8000 or octave:fmin=20,fmax=20000)"
+            ));
+        }
         if let (Some(lo), Some(hi)) = (self.fmin, self.fmax) {
             if lo > hi {
                 return Err(format!(
