@@ -166,7 +166,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
-    let encoder = make_encoder::<T>(settings.format);
+    let encoder = make_encoder::<T>(settings.format, settings.scale);
     let dests = open_destinations(&*encoder, &plan)?;
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
