@@ -3,10 +3,13 @@
 //
 // Defines (set by the host with -D):
 //   USE_DOUBLE        compute in double (needs cl_khr_fp64); float otherwise
+//   COMPLEX_OUT       1: write X_k itself, re and im interleaved (--scale complex: two values per
+//                     bin, output index 2i and 2i+1 for bin slot i); 0 (default): one finished
+//                     value per bin (store_bin)
 //
 // Conventions: forward DFT, X_k = sum_j x_j exp(-2 pi i jk/n). Complex numbers are real2 (x = re,
 // y = im). The scale step mirrors src/fft/scale.rs (ScalePlan::finish_row): from the squared
-// magnitude p = |X_k|^2,
+// magnitude p = |X_k|^2 (unless COMPLEX_OUT),
 //   scale_mode 0 (magnitude): sqrt(p)
 //   scale_mode 1 (power):     p * (edge ? norm_edge : norm_interior)   edge = DC or Nyquist bin
 //   scale_mode 2 (dB):        10 log10(max(p, 1e-24))
@@ -25,6 +28,10 @@ typedef float2 real2;
 #endif
 
 #define M_SQRT1_2_R R(0.70710678118654752440)
+
+#ifndef COMPLEX_OUT
+#define COMPLEX_OUT 0
+#endif
 
 inline real2 cmul(real2 a, real2 b) {
     return (real2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -157,14 +164,24 @@ inline real_t finish_bin(real_t p, int edge, int scale_mode, real_t norm_edge, r
     }
 }
 
+// Writes bin X of output slot `i` (frame * bins + k): COMPLEX_OUT writes re, im at out[2i],
+// out[2i+1]; else out[i] = the finished value of |X|^2 (edge: DC or Nyquist bin).
+inline void store_bin(__global real_t *out, size_t i, real2 x, int edge, int scale_mode,
+                      real_t norm_edge, real_t norm_interior) {
+#if COMPLEX_OUT
+    vstore2(x, i, out);
+#else
+    out[i] = finish_bin(x.x * x.x + x.y * x.y, edge, scale_mode, norm_edge, norm_interior);
+#endif
+}
+
 // Bin k (0..m) of the real FFT of length 2m from Z = FFT_m(z), z_j = x_2j + i x_2j+1:
 //   X_k = (Z_k + conj Z_{m-k})/2 + W^k (Z_k - conj Z_{m-k})/(2i),  W = exp(-2 pi i/(2m)).
-// zk = Z_{k mod m}, zc = Z_{(m-k) mod m}, w = W^k. Returns |X_k|^2.
-inline real_t r2c_power(real2 zk, real2 zc, real2 w) {
+// zk = Z_{k mod m}, zc = Z_{(m-k) mod m}, w = W^k. Returns X_k.
+inline real2 r2c_bin(real2 zk, real2 zc, real2 w) {
     real2 c = (real2)(zc.x, -zc.y);
     real2 fe = (zk + c) * R(0.5);
     real2 d = zk - c;
     real2 fo = (real2)(d.y, -d.x) * R(0.5);
-    real2 x = fe + cmul(w, fo);
-    return x.x * x.x + x.y * x.y;
+    return fe + cmul(w, fo);
 }

@@ -4,7 +4,8 @@
 //   columns (STAGE 1): for each n2, Y[k1, n2] = sum_n1 z[M2 n1 + n2] W_M1^(n1 k1), times the
 //       twiddle W_MT^(n2 k1); written transposed, tmp[k1*M2 + n2].
 //   rows (STAGE 2): for each k1, Z[k1 + M1 k2] = sum_n2 tmp[k1*M2 + n2] W_M2^(n2 k2); complex
-//       input: |Z|^2 and the output scale go straight to `out`; real input: Z is written to `z`
+//       input: |Z|^2 and the output scale (or Z itself, COMPLEX_OUT) go straight to `out`
+//       (common.cl: store_bin); real input: Z is written to `z`
 //       for r2c_post.cl's `post` (which needs Z_k and Z_{MT-k}).
 // Each stage runs FPB independent FFTs of M points per work-group with stockham_passes.cl.
 // Work-group shape: TPF*FPB work-items. STAGE 1 puts FPB adjacent columns in a group with the
@@ -12,7 +13,7 @@
 // STAGE 2 puts FPB adjacent rows in a group; its reads are contiguous rows and its writes runs of
 // FPB values.
 // Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
-// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, USE_DOUBLE.
+// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE.
 
 #define WG (TPF * FPB)
 
@@ -124,8 +125,8 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
 #if REAL_INPUT
         z[fo + k] = (real2)(sre[a], sim[a]);
 #else
-        real_t p = sre[a] * sre[a] + sim[a] * sim[a];
-        out[fo + k] = finish_bin(p, k == 0, scale_mode, norm_edge, norm_interior);
+        store_bin(out, fo + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
+                  norm_interior);
 #endif
     }
 }

@@ -1,9 +1,10 @@
 // r2c_post.cl: last step of the multi-pass path. Reads the complex spectrum Z (M values per frame)
-// and writes BINS finished values per frame: for real input the half-length packing is undone
-// (X_k from Z_k and Z_{M-k}, k = 0..M), then |X|^2 and the output scale (common.cl: finish_bin).
+// and writes BINS finished bins per frame: for real input the half-length packing is undone
+// (X_k from Z_k and Z_{M-k}, k = 0..M), then |X|^2 and the output scale, or X's re and im with
+// COMPLEX_OUT (common.cl: store_bin).
 // Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked.
 //
-// Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl).
+// Defines: M, REAL_INPUT, COMPLEX_OUT, USE_DOUBLE (see common.cl).
 
 #if REAL_INPUT
 #define POST_BINS (M + 1)
@@ -21,13 +22,12 @@ __kernel void post(__global const real2 *restrict z, __global real_t *restrict o
     const uint k = g % POST_BINS;
 #if REAL_INPUT
     real_t a = -(real_t)k / (real_t)M; // exp(-2 pi i k / 2M) = exp(i pi a)
-    real_t p = r2c_power(z[fo + (k & (M - 1))], z[fo + ((M - k) & (M - 1))],
-                         (real2)(cospi(a), sinpi(a)));
+    real2 x = r2c_bin(z[fo + (k & (M - 1))], z[fo + ((M - k) & (M - 1))],
+                      (real2)(cospi(a), sinpi(a)));
     int edge = (k == 0) || (k == M);
 #else
-    real2 v = z[fo + k];
-    real_t p = v.x * v.x + v.y * v.y;
+    real2 x = z[fo + k];
     int edge = (k == 0);
 #endif
-    out[g] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+    store_bin(out, g, x, edge, scale_mode, norm_edge, norm_interior);
 }

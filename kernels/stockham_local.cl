@@ -1,11 +1,12 @@
 // stockham_local.cl: the whole transform of a frame in one kernel, one global read and one global
 // write per frame: load (window applied) -> self-sorting Stockham FFT in local memory -> r2c
-// post-processing (real input) -> |X|^2 -> output scale -> n/2+1 (real) or n (complex) values.
+// post-processing (real input) -> |X|^2 -> output scale -> n/2+1 (real) or n (complex) values
+// (COMPLEX_OUT: X itself, two values per bin; common.cl: store_bin).
 //
 // Layout: input frames back to back; a real frame is n = 2M samples read as M complex pairs
 // z_j = (x_2j, x_2j+1) (the half-length packing trick); a complex frame is M interleaved (re, im)
 // samples. Either way a frame is 2M reals and pair j of frame f starts at in[f*2M + 2j].
-// Output: BINS values per frame, frames back to back.
+// Output: BINS bins per frame (one value each, two with COMPLEX_OUT), frames back to back.
 // Window: `win` holds n coefficients (real: one per sample; complex: one per complex sample).
 // Twiddles: `tw[t] = exp(-2 pi i t / TABN)`, computed on the host in double.
 //
@@ -16,7 +17,7 @@
 // them straight from global memory (window applied); every pass twiddles, transforms and writes
 // its outputs to local memory; the next pass reads its inputs back after a barrier. After the
 // last pass the store phase reads the spectrum from local memory (real input: it needs Z_k and
-// Z_{M-k}); complex input skips it and writes |X| from registers (DIRECT, below).
+// Z_{M-k}); complex input skips it and writes |X| (or X) from registers (DIRECT, below).
 // (passes: stockham_passes.cl)
 // Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
 // multiplication (-D TW_TABLE_ALL reads every power from the table instead).
@@ -28,7 +29,8 @@
 // halves; NB = ceil(BINS/WG) bins per work-item.
 //
 // Defines: M, TPF, FPB, MAIN_RADIX (2, 4, 8 or 16), MAIN_PASSES, LAST_RADIX (1 = none, else 2, 4 or 8),
-// REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), USE_DOUBLE (see common.cl).
+// REAL_INPUT (0 or 1), TABN (2M for real input, M for complex), COMPLEX_OUT, USE_DOUBLE (see
+// common.cl).
 
 #define WG (TPF * FPB)
 #if REAL_INPUT
@@ -39,7 +41,7 @@
 
 // Complex input: after the last pass (sub-transform length ns = M/R) work-item t holds bins
 // k = t + b*TPF + r*ns in natural order, consecutive across work-items for each (b, r), so |X|^2
-// goes straight from registers to global memory, with no store phase through local memory.
+// (or X) goes straight from registers to global memory, with no store phase through local memory.
 // -D NO_DIRECT_STORE restores the store phase (for measurements).
 #if !REAL_INPUT && !defined(NO_DIRECT_STORE) && MAIN_PASSES > 0
 #define DIRECT 1
@@ -51,9 +53,8 @@
         for (uint b = 0; b < M / ((RR) * TPF); b++) {                                              \
             for (uint r = 0; r < (RR); r++) {                                                      \
                 uint k = t + b * TPF + r * (M / (RR));                                             \
-                real2 z = vv[b][r];                                                                \
-                out[(size_t)(fr) * BINS + k] = finish_bin(z.x * z.x + z.y * z.y, k == 0,           \
-                                                          scale_mode, norm_edge, norm_interior);   \
+                store_bin(out, (size_t)(fr) * BINS + k, vv[b][r], k == 0, scale_mode, norm_edge,   \
+                          norm_interior);                                                          \
             }                                                                                      \
         }                                                                                          \
     }
@@ -122,12 +123,8 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #if DIRECT
     STORE_DIRECT(FINAL_R, FINAL_V, frame)
 #else
-    // store phase, real parts then imaginary parts
-#if REAL_INPUT
+    // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG
     real2 acc[NB];
-#else
-    real_t acc[NB];
-#endif
     for (int comp = 0; comp < 2; comp++) {
         barrier(CLK_LOCAL_MEM_FENCE);
         CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp);
@@ -151,8 +148,11 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
                 acc[i] += (real2)(-d.y, d.x);
             }
 #else
-            real_t z = buf[PADI(k)];
-            acc[i] = comp == 0 ? z * z : acc[i] + z * z;
+            if (comp == 0) {
+                acc[i].x = buf[PADI(k)];
+            } else {
+                acc[i].y = buf[PADI(k)];
+            }
 #endif
         }
     }
@@ -163,13 +163,12 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
                 break;
             }
 #if REAL_INPUT
-            real_t p = acc[i].x * acc[i].x + acc[i].y * acc[i].y;
             int edge = (k == 0) || (k == M);
 #else
-            real_t p = acc[i];
             int edge = (k == 0);
 #endif
-            out[(size_t)frame * BINS + k] = finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+            store_bin(out, (size_t)frame * BINS + k, acc[i], edge, scale_mode, norm_edge,
+                      norm_interior);
         }
     }
 #endif
@@ -241,7 +240,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #if !DIRECT
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    // store: |X|^2 and the output scale, only BINS values per frame leave the device
+    // store: |X|^2 and the output scale (or X), only BINS bins per frame leave the device
     for (uint f = 0; f < FPB; f++) {
         if (f0 + f >= frames) {
             break;
@@ -250,16 +249,16 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         for (uint k = lid; k < BINS; k += WG) {
 #if REAL_INPUT
             uint a = PADI(o + (k & (M - 1))), c = PADI(o + ((M - k) & (M - 1)));
-            real_t p = r2c_power((real2)(sre[a], sim[a]), (real2)(sre[c], sim[c]),
-                                 tw[k * (TABN / (2 * M))]);
+            real2 x = r2c_bin((real2)(sre[a], sim[a]), (real2)(sre[c], sim[c]),
+                              tw[k * (TABN / (2 * M))]);
             int edge = (k == 0) || (k == M);
 #else
             uint a = PADI(o + k);
-            real_t p = sre[a] * sre[a] + sim[a] * sim[a];
+            real2 x = (real2)(sre[a], sim[a]);
             int edge = (k == 0);
 #endif
-            out[(size_t)(f0 + f) * BINS + k] =
-                finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+            store_bin(out, (size_t)(f0 + f) * BINS + k, x, edge, scale_mode, norm_edge,
+                      norm_interior);
         }
     }
 #endif

@@ -190,9 +190,10 @@ fn bench_size<T: Sample>(
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
-        let bytes = in_bytes + (frames * spec.bins() * std::mem::size_of::<T>()) as f64;
+        let out_len = frames * spec.values_out();
+        let bytes = in_bytes + (out_len * std::mem::size_of::<T>()) as f64;
         // ordinary memory: the engine stages the batch through its own pinned buffers
-        let mut paged_out = vec![T::default(); frames * spec.bins()];
+        let mut paged_out = vec![T::default(); out_len];
         let (paged, _) = time_gpu(gpu, &spec, &input, frames, &mut paged_out, reps)?;
         row.paged_us = Some(paged * 1e6 / frames as f64);
         row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
@@ -200,8 +201,8 @@ fn bench_size<T: Sample>(
         let pinned = gpu.pinned_memory();
         let mut pin_in = HostBuf::with_capacity(input.len(), pinned.as_ref());
         pin_in.extend_from_slice(&input);
-        let mut out = HostBuf::with_capacity(frames * spec.bins(), pinned.as_ref());
-        out.set_len_for_overwrite(frames * spec.bins());
+        let mut out = HostBuf::with_capacity(out_len, pinned.as_ref());
+        out.set_len_for_overwrite(out_len);
         let (w, kern) = time_gpu(gpu, &spec, &pin_in, frames, &mut out, reps)?;
         row.ocl_us = Some(w * 1e6 / frames as f64);
         row.in_gbps = Some(in_bytes / w * 1e-9);
@@ -223,7 +224,7 @@ fn bench_size<T: Sample>(
         if !cpu_out.is_empty() {
             let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
             let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
-            let (_, _, rel) = compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, 0.0);
+            let (_, _, rel) = compare_rows(&a, &b, &spec, 0.0);
             row.max_rel_err = Some(rel);
         }
     }

@@ -108,7 +108,7 @@ pub struct Options {
     pub window: Option<WindowKind>,
 
     /// Output values: magnitude |X|, db, power |X|², spectrum or density (scipy's one-sided
-    /// scalings) [default: magnitude].
+    /// scalings), or complex (re, im of X, as np.fft.rfft) [default: magnitude].
     #[arg(long, value_enum)]
     pub scale: Option<Scale>,
 

@@ -1,5 +1,6 @@
-//! The CPU engine against a naive f64 DFT and against analytic signals, for every window, scale,
-//! precision and input kind, over sizes 2..2^14 including non-powers of two.
+//! The CPU engine against a naive f64 DFT and against analytic signals, for every window, scale
+//! (`complex` included: re, im of each bin), precision and input kind, over sizes 2..2^14
+//! including non-powers of two; the phase of `--scale complex` on known sinusoids.
 
 mod common;
 
@@ -10,7 +11,7 @@ use fftd::window::WindowKind;
 
 fn sizes() -> Vec<usize> {
     let mut sizes: Vec<usize> = (1..=14).map(|p| 1usize << p).collect();
-    sizes.extend([3, 5, 7, 12, 100, 1000, 4095]);
+    sizes.extend([3, 5, 7, 12, 100, 1000, 4095, 4097]);
     sizes
 }
 
@@ -22,12 +23,13 @@ fn engine_rows<T: Sample>(spec: &TransformSpec, input: &[f64], frames: usize) ->
     engine
         .process(spec, &data, frames, &mut out)
         .expect("cpu engine");
-    out.chunks(spec.bins())
+    out.chunks(spec.values_out())
         .map(|row| row.iter().map(|v| v.into_f64()).collect())
         .collect()
 }
 
-/// dB is compared in the linear domain (10^(dB/20)), where the per-frame tolerance is meaningful.
+/// dB is compared in the linear domain (10^(dB/20)), where the per-frame tolerance is meaningful;
+/// complex rows value by value (re, im), relative to the frame's largest value.
 fn comparable(scale: Scale, row: &[f64]) -> Vec<f64> {
     match scale {
         Scale::Db => row.iter().map(|d| 10f64.powf(d / 20.0)).collect(),
@@ -192,4 +194,117 @@ fn spectrum_and_density_follow_scipy_conventions() {
         "{interior} vs {}",
         2.0 * var / fs
     );
+}
+
+/// (|X_k|, arg X_k) of bin `k` of a `--scale complex` row.
+fn polar(row: &[f64], k: usize) -> (f64, f64) {
+    let (re, im) = (row[2 * k], row[2 * k + 1]);
+    (re.hypot(im), im.atan2(re))
+}
+
+/// The smallest difference between two angles, in radians.
+fn angle_error(a: f64, b: f64) -> f64 {
+    let d = (a - b).rem_euclid(std::f64::consts::TAU);
+    d.min(std::f64::consts::TAU - d)
+}
+
+#[test]
+fn complex_scale_keeps_the_phase_of_a_cosine() {
+    // cos(2π k j/n + φ) at an exact bin: X_k = (Σw/2)·e^{iφ} for every window (all are cosine
+    // sums of at most 9 taps, so the image at -k does not reach bin k when k is 5 bins or more
+    // from DC and Nyquist)
+    for n in [64usize, 100, 1024, 1000] {
+        for (bin, phase) in [(8usize, 0.7f64), (n / 4, -2.1), (13, 3.0)] {
+            let x: Vec<f64> = (0..n)
+                .map(|j| (std::f64::consts::TAU * (bin * j) as f64 / n as f64 + phase).cos())
+                .collect();
+            for window in WindowKind::ALL {
+                let spec = TransformSpec {
+                    n,
+                    kind: InputKind::Real,
+                    window,
+                    scale: Scale::Complex,
+                    rate: 1.0,
+                };
+                let sum: f64 = window.coefficients(n).iter().sum();
+                for (precision, row, tol) in [
+                    ("f32", engine_rows::<f32>(&spec, &x, 1).remove(0), 1e-4),
+                    ("f64", engine_rows::<f64>(&spec, &x, 1).remove(0), 1e-10),
+                ] {
+                    assert_eq!(row.len(), 2 * (n / 2 + 1));
+                    let (magnitude, angle) = polar(&row, bin);
+                    let context = format!("n={n} bin={bin} {window} {precision}");
+                    assert!(
+                        (magnitude - sum / 2.0).abs() <= tol * sum,
+                        "{context}: |X| {magnitude}"
+                    );
+                    assert!(
+                        angle_error(angle, phase) <= tol,
+                        "{context}: arg X {angle} want {phase}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_scale_keeps_the_phase_of_a_complex_exponential() {
+    // e^{i(2π k j/n + φ)}: X_k = Σw·e^{iφ} for any window, at every bin including negative ones
+    for n in [16usize, 1000, 4096] {
+        for (bin, phase) in [(0usize, 1.2f64), (3, -0.4), (n - 5, 2.9)] {
+            let x: Vec<f64> = (0..n)
+                .flat_map(|j| {
+                    let a = std::f64::consts::TAU * (bin * j) as f64 / n as f64 + phase;
+                    [a.cos(), a.sin()]
+                })
+                .collect();
+            for window in [WindowKind::Rect, WindowKind::Hann, WindowKind::Flattop] {
+                let spec = TransformSpec {
+                    n,
+                    kind: InputKind::Complex,
+                    window,
+                    scale: Scale::Complex,
+                    rate: 1.0,
+                };
+                let sum: f64 = window.coefficients(n).iter().sum();
+                let row = engine_rows::<f64>(&spec, &x, 1).remove(0);
+                assert_eq!(row.len(), 2 * n);
+                let (magnitude, angle) = polar(&row, bin);
+                assert!(
+                    (magnitude - sum).abs() <= 1e-10 * sum,
+                    "n={n} bin={bin} {window}"
+                );
+                assert!(
+                    angle_error(angle, phase) <= 1e-10,
+                    "n={n} bin={bin} {window}: {angle}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_scale_agrees_with_magnitude_and_power() {
+    // |re + i im| of the complex scale is the magnitude scale, its square the power scale
+    for (n, kind) in [(1000usize, InputKind::Real), (512, InputKind::Complex)] {
+        let x = noise(n * kind.width(), 5);
+        let spec = |scale| TransformSpec {
+            n,
+            kind,
+            window: WindowKind::Hamming,
+            scale,
+            rate: 1.0,
+        };
+        let complex = engine_rows::<f64>(&spec(Scale::Complex), &x, 1).remove(0);
+        let magnitude = engine_rows::<f64>(&spec(Scale::Magnitude), &x, 1).remove(0);
+        let power = engine_rows::<f64>(&spec(Scale::Power), &x, 1).remove(0);
+        let from_pairs: Vec<f64> = complex.chunks_exact(2).map(|z| z[0].hypot(z[1])).collect();
+        let squared: Vec<f64> = from_pairs.iter().map(|m| m * m).collect();
+        assert!(
+            max_relative_error(&from_pairs, &magnitude) < 1e-12,
+            "{kind:?}"
+        );
+        assert!(max_relative_error(&squared, &power) < 1e-12, "{kind:?}");
+    }
 }

@@ -1,5 +1,6 @@
 //! The OpenCL engine through the whole binary, on whatever OpenCL device is present (PoCL in CI):
-//! `--device gpu` equals the CPU engine, a fault injected mid-stream loses nothing, `fftd check`
+//! `--device gpu` equals the CPU engine (`--scale complex` .npy files too), a fault injected
+//! mid-stream loses nothing, `fftd check`
 //! passes and fails as it should, `fftd devices` lists the device, and with no OpenCL at all `auto`
 //! starts fast with identical output while `--device gpu` is one clear error.
 
@@ -82,6 +83,81 @@ fn gpu_route_equals_cpu_route_through_the_pipeline() {
             assert!(err < tol, "{extra:?}: error {err:e}");
         }
     }
+}
+
+/// re, im of a `--scale complex` f32 .npy file (after its 128-byte header).
+fn complex_npy(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("npy");
+    let header = String::from_utf8_lossy(&bytes[..128]).into_owned();
+    assert!(header.contains("'descr': '<c8'"), "{header}");
+    bytes[128..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64)
+        .collect()
+}
+
+#[test]
+fn gpu_route_equals_cpu_route_with_complex_scale() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(50_000, 23));
+    let iq = dir.path().join("x.cf32");
+    write_f32(&iq, &noise(2 * 20_000, 24));
+    for (input, extra, bins) in [
+        (&real, vec!["--frame", "1024", "--hop", "512"], 513),
+        (&real, vec!["--frame", "16384", "--window", "flattop"], 8193),
+        (&iq, vec!["--frame", "512", "--fftshift"], 512),
+        // not a power of two: the OpenCL engine hands these frames to the CPU engine
+        (&iq, vec!["--frame", "1000"], 1000),
+    ] {
+        let p = input.to_str().expect("utf8");
+        let outputs = ["cpu", "gpu"].map(|device| {
+            let npy = dir.path().join(format!("{device}.npy"));
+            let fixed = [
+                "--file",
+                p,
+                "--device",
+                device,
+                "--batch",
+                "16",
+                "--scale",
+                "complex",
+                "--format",
+                "npy",
+                "--output",
+                npy.to_str().expect("utf8"),
+            ];
+            let out = run(&[&fixed[..], &extra[..]].concat());
+            assert!(out.status.success(), "{extra:?}: {}", stderr_text(&out));
+            complex_npy(&npy)
+        });
+        let [cpu, gpu] = &outputs;
+        assert_eq!(cpu.len(), gpu.len(), "{extra:?}");
+        for (c, g) in cpu.chunks(2 * bins).zip(gpu.chunks(2 * bins)) {
+            let peak = c
+                .chunks_exact(2)
+                .map(|z| z[0].hypot(z[1]))
+                .fold(0.0, f64::max);
+            let worst = c
+                .iter()
+                .zip(g)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                worst <= 1e-5 * peak,
+                "{extra:?}: {worst:e} of peak {peak:e}"
+            );
+        }
+    }
+    let p = real.to_str().expect("utf8");
+    let out = run(&[
+        "check", "--file", p, "--frame", "2048", "--scale", "complex",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(stdout_text(&out).contains("mismatches: 0 of"));
 }
 
 #[test]

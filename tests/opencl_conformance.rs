@@ -1,8 +1,10 @@
 //! OpenCL engine conformance on a real OpenCL device (PoCL in CI): every power of two 2..2^16
 //! (2^17..2^20 for a few cases), batch lengths 1, 7 and 64, f32 and f64, real and complex input,
-//! every window and every scale, against the CPU engine; a few sizes against `naive_spectrum`;
-//! both the one-kernel (local memory) path and the multi-pass path.
-//! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes.
+//! every window and every scale (`complex` included), against the CPU engine; a few sizes against
+//! `naive_spectrum`; both the one-kernel (local memory) path and the multi-pass path; the phase
+//! of `--scale complex` on a known cosine on every path.
+//! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes,
+//! complex re and im against the frame's largest |X|.
 
 mod opencl_common;
 use opencl_common as common;
@@ -42,10 +44,10 @@ fn check<T: Sample>(
     gpu.process(s, &input, frames, &mut a)
         .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
     cpu.process(s, &input, frames, &mut b).expect("cpu");
-    assert_eq!(a.len(), frames * s.bins());
+    assert_eq!(a.len(), frames * s.values_out());
     let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
     let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
-    let e = common::max_rel_error(&a, &b, s.bins(), s.scale == Scale::Db);
+    let e = common::spec_rel_error(&a, &b, s);
     assert!(
         e <= tol::<T>(),
         "{} n={} {:?} {} {} frames={frames}: max error {e:e} > {:e}",
@@ -81,9 +83,10 @@ fn sweep<T: Sample>(options: OpenClOptions, max_log2: u32) {
     for log2 in 1..=max_log2 {
         let n = 1usize << log2;
         for kind in [InputKind::Real, InputKind::Complex] {
-            // rotate windows, scales and batch lengths across sizes so every one is covered
+            // rotate windows, scales and batch lengths across sizes so every one is covered (the
+            // scale shifts by one every round of windows, so no scale stays with one window)
             let window = WindowKind::ALL[i % WindowKind::ALL.len()];
-            let scale = Scale::ALL[i % Scale::ALL.len()];
+            let scale = Scale::ALL[(i + i / WindowKind::ALL.len()) % Scale::ALL.len()];
             let frames = [1, 7, 64][i % 3];
             let frames = if n >= 1 << 14 { frames.min(7) } else { frames };
             i += 1;
@@ -256,8 +259,13 @@ fn against_naive_dft() {
     let mut gpu = OpenClEngine::<f64>::new(dev, OpenClOptions::default()).expect("engine");
     let mut gpu32 = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
     for n in [2usize, 8, 64, 512, 2048] {
-        for kind in [InputKind::Real, InputKind::Complex] {
-            let s = spec(n, kind, WindowKind::Blackman, Scale::Magnitude);
+        for (kind, scale) in [
+            (InputKind::Real, Scale::Magnitude),
+            (InputKind::Complex, Scale::Magnitude),
+            (InputKind::Real, Scale::Complex),
+            (InputKind::Complex, Scale::Complex),
+        ] {
+            let s = spec(n, kind, WindowKind::Blackman, scale);
             let frames = 3;
             let input: Vec<f64> = common::signal(frames * s.values_per_frame(), n as u64);
             let want: Vec<f64> = input
@@ -268,8 +276,8 @@ fn against_naive_dft() {
                 let mut got = Vec::new();
                 gpu.process(&s, &input, frames, &mut got)
                     .expect("opencl f64");
-                let e = common::max_rel_error(&got, &want, s.bins(), false);
-                assert!(e < 1e-10, "f64 n={n} {kind:?}: {e:e}");
+                let e = common::spec_rel_error(&got, &want, &s);
+                assert!(e < 1e-10, "f64 n={n} {kind:?} {scale}: {e:e}");
             }
             let in32: Vec<f32> = input.iter().map(|v| *v as f32).collect();
             let mut got = Vec::new();
@@ -277,8 +285,59 @@ fn against_naive_dft() {
                 .process(&s, &in32, frames, &mut got)
                 .expect("opencl f32");
             let got: Vec<f64> = got.into_iter().map(f64::from).collect();
-            let e = common::max_rel_error(&got, &want, s.bins(), false);
-            assert!(e < 1e-4, "f32 n={n} {kind:?}: {e:e}");
+            let e = common::spec_rel_error(&got, &want, &s);
+            assert!(e < 1e-4, "f32 n={n} {kind:?} {scale}: {e:e}");
+        }
+    }
+}
+
+/// `cos(2π k j/n + φ)` at bin k = n/4 (real frames of n) or `e^{i(2π k j/n + φ)}` (complex):
+/// with `--scale complex` bin k is (Σw/2)·e^{iφ} or Σw·e^{iφ}, for any window.
+fn phase_probe(n: usize, kind: InputKind, phase: f64) -> (Vec<f32>, usize) {
+    let k = n / 4;
+    let angle = |j: usize| std::f64::consts::TAU * (k * j) as f64 / n as f64 + phase;
+    let x = match kind {
+        InputKind::Real => (0..n).map(|j| angle(j).cos() as f32).collect(),
+        InputKind::Complex => (0..n)
+            .flat_map(|j| [angle(j).cos() as f32, angle(j).sin() as f32])
+            .collect(),
+    };
+    (x, k)
+}
+
+#[test]
+fn complex_scale_keeps_the_phase_on_every_path() {
+    let Some(dev) = common::test_device() else {
+        return;
+    };
+    // default limits (local path), 16 KiB (four-step for the larger sizes), 64 bytes (global)
+    for limit in [None, Some(16 << 10), Some(64)] {
+        let options = OpenClOptions {
+            local_mem_limit: limit,
+            ..Default::default()
+        };
+        let mut gpu = OpenClEngine::<f32>::new(dev, options).expect("engine");
+        for n in [64usize, 1024, 1 << 14] {
+            for kind in [InputKind::Real, InputKind::Complex] {
+                for (window, phase) in [(WindowKind::Rect, 0.9), (WindowKind::Hann, -2.5)] {
+                    let s = spec(n, kind, window, Scale::Complex);
+                    let (x, k) = phase_probe(n, kind, phase);
+                    let mut row = Vec::new();
+                    gpu.process(&s, &x, 1, &mut row).expect("opencl");
+                    assert_eq!(row.len(), s.values_out());
+                    let (re, im) = (row[2 * k] as f64, row[2 * k + 1] as f64);
+                    let sum: f64 = window.coefficients(n).iter().sum();
+                    let want = if kind == InputKind::Real {
+                        sum / 2.0
+                    } else {
+                        sum
+                    };
+                    let context = format!("limit {limit:?} n={n} {kind:?} {window}");
+                    assert!((re.hypot(im) - want).abs() < 1e-4 * want, "{context}: |X|");
+                    let d = (im.atan2(re) - phase).rem_euclid(std::f64::consts::TAU);
+                    assert!(d.min(std::f64::consts::TAU - d) < 1e-4, "{context}: arg X");
+                }
+            }
         }
     }
 }

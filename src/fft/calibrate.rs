@@ -167,7 +167,7 @@ fn time_batch<T: Sample>(
     out: &mut HostBuf<T>,
     reps: usize,
 ) -> Result<f64, String> {
-    out.set_len_for_overwrite(frames * spec.bins());
+    out.set_len_for_overwrite(frames * spec.values_out());
     let input = &input[..frames * spec.values_per_frame()];
     engine
         .transform(spec, input, frames, out)
@@ -208,7 +208,7 @@ pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, Stri
             .map(|i| T::of_f64(((i * 7919) % 1000) as f64 / 500.0 - 1.0))
             .collect();
         input.extend_from_slice(&values);
-        let mut out = HostBuf::with_capacity(big * spec.bins(), pinned.as_ref());
+        let mut out = HostBuf::with_capacity(big * spec.values_out(), pinned.as_ref());
         for frames in [1, big] {
             let reps = if frames == 1 { 5 } else { 3 };
             let cpu_s = time_batch(&mut cpu, &spec, &input, frames, &mut out, reps)?;

@@ -5,6 +5,7 @@
 //! For `--scale db` values are compared as magnitudes (10^(dB/20)), so the tolerance means the
 //! same thing for every scale: a relative error e of the frame's peak magnitude near the peak is
 //! about 8.7·e dB there, and bins far below the peak may differ by more dB (they carry no weight).
+//! For `--scale complex` each re and im is compared against the frame's largest |X|.
 
 use super::cpu::CpuEngine;
 use super::opencl::device;
@@ -45,19 +46,21 @@ impl CompareReport {
     }
 }
 
-/// Errors of `got` against the reference `want` (`bins` values per frame): (mismatches, max_abs,
-/// max_rel), relative to each frame's largest |value|; dB rows compared as magnitudes.
+/// Errors of `got` against the reference `want` (frames of `spec.values_out()` values):
+/// (mismatches, max_abs, max_rel), relative to each frame's largest bin (`row_peak`); dB rows
+/// compared as magnitudes.
 pub fn compare_rows(
     got: &[f64],
     want: &[f64],
-    bins: usize,
-    db: bool,
+    spec: &TransformSpec,
     tol: f64,
 ) -> (usize, f64, f64) {
+    let db = spec.scale == Scale::Db;
     let lin = |v: f64| if db { 10f64.powf(v / 20.0) } else { v };
+    let width = spec.values_out().max(1);
     let (mut bad, mut max_abs, mut max_rel) = (0usize, 0.0f64, 0.0f64);
-    for (g, w) in got.chunks(bins.max(1)).zip(want.chunks(bins.max(1))) {
-        let peak = w.iter().map(|v| lin(*v).abs()).fold(0.0, f64::max);
+    for (g, w) in got.chunks(width).zip(want.chunks(width)) {
+        let peak = row_peak(w, spec.scale);
         for (a, b) in g.iter().zip(w) {
             let d = (lin(*a) - lin(*b)).abs();
             let rel = if peak > 0.0 { d / peak } else { d };
@@ -69,6 +72,19 @@ pub fn compare_rows(
         }
     }
     (bad, max_abs, max_rel)
+}
+
+/// The largest bin magnitude of one output row: |X| of each (re, im) pair for `complex`, else
+/// the largest |value| (dB values as magnitudes).
+pub fn row_peak(row: &[f64], scale: Scale) -> f64 {
+    match scale {
+        Scale::Complex => row
+            .chunks_exact(2)
+            .map(|pair| pair[0].hypot(pair[1]))
+            .fold(0.0, f64::max),
+        Scale::Db => row.iter().map(|v| 10f64.powf(v / 20.0)).fold(0.0, f64::max),
+        _ => row.iter().map(|v| v.abs()).fold(0.0, f64::max),
+    }
 }
 
 /// The OpenCL engine `choice` selects: `gpu`/`auto` the best device, `opencl:P:D` that one;
@@ -128,8 +144,7 @@ pub fn compare_batch<T: Sample>(
         .map_err(|e| FftdError::Runtime(e.to_string()))?;
     let a: Vec<f64> = a.into_iter().map(Sample::into_f64).collect();
     let b: Vec<f64> = b.into_iter().map(Sample::into_f64).collect();
-    let (mismatches, max_abs, max_rel) =
-        compare_rows(&a, &b, spec.bins(), spec.scale == Scale::Db, rel_tol);
+    let (mismatches, max_abs, max_rel) = compare_rows(&a, &b, spec, rel_tol);
     Ok(CompareReport {
         engine: gpu.name(),
         frames,
@@ -139,4 +154,39 @@ pub fn compare_batch<T: Sample>(
         max_rel,
         tolerance: rel_tol,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::InputKind;
+    use crate::window::WindowKind;
+
+    fn spec(scale: Scale) -> TransformSpec {
+        TransformSpec {
+            n: 2,
+            kind: InputKind::Complex,
+            window: WindowKind::Rect,
+            scale,
+            rate: 1.0,
+        }
+    }
+
+    #[test]
+    fn complex_rows_compare_re_and_im_against_the_largest_magnitude() {
+        // two bins, (3, 4) and (0, 1): the peak is |3 + 4i| = 5
+        let want = [3.0, 4.0, 0.0, 1.0];
+        assert_eq!(row_peak(&want, Scale::Complex), 5.0);
+        let got = [3.0, 4.0, 0.0, 1.01];
+        let (bad, max_abs, max_rel) = compare_rows(&got, &want, &spec(Scale::Complex), 1e-3);
+        assert_eq!(bad, 1);
+        assert!((max_abs - 0.01).abs() < 1e-12);
+        assert!((max_rel - 0.002).abs() < 1e-12);
+        let (bad, ..) = compare_rows(&got, &want, &spec(Scale::Complex), 1e-2);
+        assert_eq!(bad, 0);
+        // a phase error counts even where the magnitude agrees
+        let conjugate = [3.0, -4.0, 0.0, 1.0];
+        let (bad, ..) = compare_rows(&conjugate, &want, &spec(Scale::Complex), 1e-2);
+        assert_eq!(bad, 1);
+    }
 }

@@ -1,6 +1,7 @@
 //! The CPU engine: realfft for real frames, rustfft for complex frames, in f32 or f64. Plans and
 //! windows are cached per frame size; every frame is windowed into a scratch buffer, transformed,
-//! and reduced to |X|² and then to the requested scale in one pass over the output row.
+//! and reduced to |X|² and then to the requested scale in one pass over the output row (or, with
+//! `--scale complex`, copied out as re, im pairs).
 
 use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
 use crate::window::WindowKind;
@@ -100,7 +101,7 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         let per_frame = spec.values_per_frame();
-        let bins = spec.bins();
+        let per_row = spec.values_out();
         super::check_batch("cpu", spec, input.len(), frames, out.len())?;
         let plan = self.plan(spec);
         let scale =
@@ -108,7 +109,7 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         for (frame, row) in input
             .chunks_exact(per_frame)
             .take(frames)
-            .zip(out.chunks_exact_mut(bins))
+            .zip(out.chunks_exact_mut(per_row))
         {
             match &plan.transform {
                 Transform::Real(fft) => {
@@ -143,9 +144,9 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
     }
 }
 
-/// |X|² and the output scale for one row, with 256-bit vectors where the CPU has AVX2 (the build
-/// targets baseline x86-64, whose SSE2 square roots are 4 wide). realfft/rustfft choose their own
-/// SIMD at run time the same way.
+/// |X|² and the output scale (or re, im) for one row, with 256-bit vectors where the CPU has AVX2
+/// (the build targets baseline x86-64, whose SSE2 square roots are 4 wide). realfft/rustfft choose
+/// their own SIMD at run time the same way.
 #[inline]
 fn finish_spectrum<T: Sample>(scale: &ScalePlan, spectrum: &[Complex<T>], row: &mut [T]) {
     #[cfg(target_arch = "x86_64")]

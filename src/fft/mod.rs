@@ -1,7 +1,7 @@
 //! The FFT stage's contract: one `Engine` trait that turns a whole batch of frames into finished
-//! spectra (window → FFT → |X| → scale) in one call, so an engine that works on a device can take
-//! the batch in one buffer. `cpu` implements it with realfft/rustfft, `opencl` on any OpenCL device,
-//! `router` picks between them per batch.
+//! spectra (window → FFT → |X| → scale, or re/im for `--scale complex`) in one call, so an engine
+//! that works on a device can take the batch in one buffer. `cpu` implements it with
+//! realfft/rustfft, `opencl` on any OpenCL device, `router` picks between them per batch.
 
 pub mod calibrate;
 pub mod compare;
@@ -102,12 +102,17 @@ pub struct TransformSpec {
 }
 
 impl TransformSpec {
-    /// Output values per frame: n/2+1 for real input, n for complex input.
+    /// Frequency bins per frame: n/2+1 for real input, n for complex input.
     pub fn bins(&self) -> usize {
         match self.kind {
             InputKind::Real => self.n / 2 + 1,
             InputKind::Complex => self.n,
         }
+    }
+
+    /// Output values per frame: one per bin, or two (re, im interleaved) with `Scale::Complex`.
+    pub fn values_out(&self) -> usize {
+        self.bins() * self.scale.values_per_bin()
     }
 
     /// Input values per frame (n for real, 2n for complex).
@@ -134,7 +139,7 @@ pub enum EngineError {
 }
 
 /// A transform engine. `transform` takes `frames` frames laid out back to back in `input`
-/// (`spec.values_per_frame()` values each, unwindowed) and writes the `frames * spec.bins()`
+/// (`spec.values_per_frame()` values each, unwindowed) and writes the `frames * spec.values_out()`
 /// finished output values (windowed, transformed, scaled by `spec.scale`) into `out`, which is
 /// exactly that long.
 pub trait Engine<T: Sample>: Send {
@@ -157,7 +162,7 @@ pub trait Engine<T: Sample>: Send {
         frames: usize,
         out: &mut Vec<T>,
     ) -> Result<(), EngineError> {
-        let len = frames * spec.bins();
+        let len = frames * spec.values_out();
         if out.len() != len {
             out.clear();
             out.resize(len, T::zero());
@@ -181,7 +186,7 @@ pub fn check_batch(
     out_len: usize,
 ) -> Result<(), EngineError> {
     let need_in = frames * spec.values_per_frame();
-    let need_out = frames * spec.bins();
+    let need_out = frames * spec.values_out();
     if input_len < need_in || out_len != need_out {
         return Err(EngineError::Unsupported {
             engine,
@@ -195,12 +200,25 @@ pub fn check_batch(
     Ok(())
 }
 
-/// Reference transform in f64 by the O(n²) definition, used by tests and `fftd check`:
-/// returns the finished output values (window, DFT, |X|, scale) of one frame.
+/// Reference transform in f64 by the O(n²) definition, used by tests: returns the
+/// `spec.values_out()` finished output values of one frame (window, DFT, then |X| and the scale,
+/// or re, im of each bin with `Scale::Complex`).
 pub fn naive_spectrum(spec: &TransformSpec, frame: &[f64]) -> Vec<f64> {
+    let bins = naive_dft(spec, frame);
+    if spec.scale == Scale::Complex {
+        return bins.into_iter().flat_map(|(re, im)| [re, im]).collect();
+    }
+    let plan = spec.scale_plan();
+    bins.into_iter()
+        .enumerate()
+        .map(|(k, (re, im))| plan.apply_f64(k, re.hypot(im)))
+        .collect()
+}
+
+/// X_k as (re, im) for each of `spec.bins()` bins of the windowed frame, by the definition.
+fn naive_dft(spec: &TransformSpec, frame: &[f64]) -> Vec<(f64, f64)> {
     let n = spec.n;
     let w = spec.window.coefficients(n);
-    let plan = spec.scale_plan();
     // exact twiddles: e^{-2πi m/n} for m in 0..n, indexed by (k·j) mod n
     let twiddles: Vec<(f64, f64)> = (0..n)
         .map(|m| {
@@ -227,7 +245,7 @@ pub fn naive_spectrum(spec: &TransformSpec, frame: &[f64]) -> Vec<f64> {
                     m -= n;
                 }
             }
-            plan.apply_f64(k, re.hypot(im))
+            (re, im)
         })
         .collect()
 }

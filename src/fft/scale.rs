@@ -1,5 +1,5 @@
-//! Output scales: how a bin's magnitude |X_k| becomes the value fftd writes. Conventions follow
-//! numpy/scipy so users can check fftd against `np.abs(np.fft.rfft(w*x))` and `scipy.signal`:
+//! Output scales: how a bin X_k becomes the value(s) fftd writes. Conventions follow numpy/scipy
+//! so users can check fftd against `np.fft.rfft(w*x)` and `scipy.signal`:
 //!
 //! - `magnitude`: |X_k|, unnormalised (exactly `np.abs(np.fft.rfft(w*x))`).
 //! - `db`: 20·log10(max(|X_k|, 1e-12)) — the floor keeps silence at -240 dB instead of -inf.
@@ -7,6 +7,8 @@
 //! - `spectrum`: |X_k|² / (Σw)², one-sided for real input (all bins but DC and Nyquist doubled),
 //!   as scipy's `scaling='spectrum'`.
 //! - `density`: |X_k|² / (fs · Σw²), one-sided likewise, as scipy's `scaling='density'`.
+//! - `complex`: re and im of X_k, unnormalised (exactly `np.fft.rfft(w*x)` / `np.fft.fft(w*x)`):
+//!   two values per bin, interleaved (`TransformSpec::values_out`).
 
 use super::{InputKind, Sample, TransformSpec};
 use serde::Deserialize;
@@ -28,6 +30,8 @@ pub enum Scale {
     Spectrum,
     /// One-sided |X|²/(fs·Σw²), as scipy scaling='density'.
     Density,
+    /// re, im of each bin, unnormalised, as np.fft.rfft(w*x) / np.fft.fft(w*x).
+    Complex,
 }
 
 impl Scale {
@@ -38,14 +42,25 @@ impl Scale {
             Scale::Power => "power",
             Scale::Spectrum => "spectrum",
             Scale::Density => "density",
+            Scale::Complex => "complex",
         }
     }
-    pub const ALL: [Scale; 5] = [
+
+    /// Output values per bin: 2 (re, im) for `complex`, 1 for every other scale.
+    pub fn values_per_bin(self) -> usize {
+        match self {
+            Scale::Complex => 2,
+            _ => 1,
+        }
+    }
+
+    pub const ALL: [Scale; 6] = [
         Scale::Magnitude,
         Scale::Db,
         Scale::Power,
         Scale::Spectrum,
         Scale::Density,
+        Scale::Complex,
     ];
 }
 
@@ -55,12 +70,12 @@ impl fmt::Display for Scale {
     }
 }
 
-/// What the final pass does to |X|, reduced to a few numbers an engine (or a kernel) can use:
-/// `out = mode(|X|) * norm * (edge ? 1 : interior_factor)`.
+/// What the final pass does to X, reduced to a few numbers an engine (or a kernel) can use:
+/// `out = mode(|X|) * norm * (edge ? 1 : interior_factor)`, or (mode `Complex`) X's re and im.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ScalePlan {
     pub mode: ScaleMode,
-    /// Multiplier applied after squaring (power modes) — 1 for magnitude and dB.
+    /// Multiplier applied after squaring (power modes) — 1 for magnitude, dB and complex.
     pub norm: f64,
     /// Factor for bins other than DC and Nyquist: 2 for one-sided spectrum/density, else 1.
     pub interior_factor: f64,
@@ -73,6 +88,8 @@ pub enum ScaleMode {
     Magnitude,
     Power,
     Db,
+    /// X itself: re, im per bin.
+    Complex,
 }
 
 impl ScalePlan {
@@ -101,6 +118,7 @@ impl ScalePlan {
                 1.0 / (spec.rate * sum_sq),
                 if one_sided { 2.0 } else { 1.0 },
             ),
+            Scale::Complex => (ScaleMode::Complex, 1.0, 1.0),
         };
         ScalePlan {
             mode,
@@ -120,21 +138,30 @@ impl ScalePlan {
         }
     }
 
-    /// The output value of bin `k` from its magnitude, in f64.
+    /// The output value of bin `k` from its magnitude, in f64 (for `Complex`, which has two
+    /// values per bin, the magnitude).
     pub fn apply_f64(&self, k: usize, magnitude: f64) -> f64 {
         match self.mode {
-            ScaleMode::Magnitude => magnitude,
+            ScaleMode::Magnitude | ScaleMode::Complex => magnitude,
             ScaleMode::Db => 20.0 * magnitude.max(DB_FLOOR_MAGNITUDE).log10(),
             ScaleMode::Power => magnitude * magnitude * self.factor(k),
         }
     }
 
-    /// Writes the output row from the complex spectrum: |X|² first (a deinterleaving pass), then
-    /// the scale in place. Two simple passes beat one fused pass here: the in-place pass is
-    /// contiguous, so its square roots / logs vectorise (measured: one fused pass ran at 0.64x of
-    /// raw realfft for n = 256, its square roots scalar).
+    /// Writes the output row from the complex spectrum. `Complex`: re, im of each bin (`row` holds
+    /// two values per bin). Else |X|² first (a deinterleaving pass), then the scale in place. Two
+    /// simple passes beat one fused pass here: the in-place pass is contiguous, so its square
+    /// roots / logs vectorise (measured: one fused pass ran at 0.64x of raw realfft for n = 256,
+    /// its square roots scalar).
     #[inline]
     pub fn finish_spectrum<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
+        if self.mode == ScaleMode::Complex {
+            for (dst, z) in row.chunks_exact_mut(2).zip(spectrum) {
+                dst[0] = z.re;
+                dst[1] = z.im;
+            }
+            return;
+        }
         for (dst, z) in row.iter_mut().zip(spectrum) {
             *dst = z.re * z.re + z.im * z.im;
         }
@@ -142,10 +169,12 @@ impl ScalePlan {
     }
 
     /// Turns a row of squared magnitudes |X_k|² (`power`, modified in place) into output values.
-    /// Working from |X|² avoids a square root for the power scales.
+    /// Working from |X|² avoids a square root for the power scales. Not for `Complex`, whose
+    /// values are not a function of |X|² (`finish_spectrum` writes them): the row is left as is.
     #[inline]
     pub fn finish_row<T: Sample>(&self, power: &mut [T]) {
         match self.mode {
+            ScaleMode::Complex => {}
             ScaleMode::Magnitude => power.iter_mut().for_each(|v| *v = v.sqrt()),
             ScaleMode::Db => {
                 // 20·log10(|X|) = 10·log10(|X|²)
@@ -169,5 +198,51 @@ impl ScalePlan {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::WindowKind;
+    use num_complex::Complex;
+
+    fn spec(kind: InputKind, scale: Scale) -> TransformSpec {
+        TransformSpec {
+            n: 8,
+            kind,
+            window: WindowKind::Rect,
+            scale,
+            rate: 1.0,
+        }
+    }
+
+    #[test]
+    fn complex_scale_has_two_values_per_bin() {
+        for scale in Scale::ALL {
+            let want = if scale == Scale::Complex { 2 } else { 1 };
+            assert_eq!(scale.values_per_bin(), want, "{scale}");
+            assert_eq!(spec(InputKind::Real, scale).values_out(), 5 * want);
+            assert_eq!(spec(InputKind::Complex, scale).values_out(), 8 * want);
+        }
+    }
+
+    #[test]
+    fn complex_plan_writes_re_im_pairs_unscaled() {
+        let plan = ScalePlan::new(&spec(InputKind::Real, Scale::Complex));
+        assert_eq!(plan.mode, ScaleMode::Complex);
+        let spectrum = [
+            Complex::new(1.0f32, 0.0),
+            Complex::new(-2.5, 0.25),
+            Complex::new(3.0, -4.0),
+        ];
+        let mut row = [f32::NAN; 6];
+        plan.finish_spectrum(&spectrum, &mut row);
+        assert_eq!(row, [1.0, 0.0, -2.5, 0.25, 3.0, -4.0]);
+        // the same spectrum as magnitudes
+        let mut magnitudes = [f32::NAN; 3];
+        ScalePlan::new(&spec(InputKind::Real, Scale::Magnitude))
+            .finish_spectrum(&spectrum, &mut magnitudes);
+        assert_eq!(magnitudes[2], 5.0);
     }
 }

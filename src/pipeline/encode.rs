@@ -31,7 +31,8 @@ pub struct Part {
 /// A batch turned into bytes, ready to write.
 pub struct Encoded {
     pub id: u64,
-    /// Frame size and values per frame of every frame of the batch.
+    /// Frame size and frequency bins per frame of every frame of the batch (a row holds `bins`
+    /// values, or `2 * bins` with `--scale complex`).
     pub n: usize,
     pub bins: usize,
     /// The batch's frames, grouped by output (in `parts` order), each output's in frame order.
@@ -89,6 +90,8 @@ fn encode_batch<T: Sample>(
         values,
     } = done;
     let bins = spec.bins();
+    let per_bin = spec.scale.values_per_bin();
+    let width = bins * per_bin;
     // frames by output, each output's in batch order (a stable sort; one output: nothing to do)
     let mut order: Vec<usize> = (0..frames.len()).collect();
     let output_of = |f: &FrameMeta| stage.output_of[f.stream];
@@ -112,11 +115,12 @@ fn encode_batch<T: Sample>(
             }),
         }
         let stream = &stage.streams[frame.stream];
-        let mut row_values = &values[i * bins..(i + 1) * bins];
+        let mut row_values = &values[i * width..(i + 1) * width];
         if stream.fftshift && stream.kind == InputKind::Complex {
             shifted.clear();
             shifted.extend_from_slice(row_values);
-            shifted.rotate_left(bins.div_ceil(2));
+            // whole bins: (re, im) pairs move together
+            shifted.rotate_left(bins.div_ceil(2) * per_bin);
             row_values = shifted;
         }
         let row = SpectrumRow {

@@ -177,8 +177,8 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
-    let encoder = make_encoder::<T>(settings.format);
-    let values_of = |s: &StreamMeta| spec_of(frame_n, s.kind, s.rate).bins();
+    let encoder = make_encoder::<T>(settings.format, settings.scale);
+    let values_of = |s: &StreamMeta| spec_of(frame_n, s.kind, s.rate).values_out();
     let placed = place_outputs(
         &*encoder,
         &plan,

@@ -8,7 +8,7 @@ use crate::error::FftdError;
 use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
 use crossbeam_channel::{Receiver, Sender};
 
-/// A transformed batch: `frames.len() * spec.bins()` output values.
+/// A transformed batch: `frames.len() * spec.values_out()` output values.
 pub struct Done<T> {
     pub id: u64,
     pub spec: TransformSpec,
@@ -29,7 +29,7 @@ pub fn run_worker<T: Sample>(
         if failed {
             continue;
         }
-        let len = batch.frames.len() * batch.spec.bins();
+        let len = batch.frames.len() * batch.spec.values_out();
         let mut values = output_pool.take(len);
         values.set_len_for_overwrite(len);
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());

@@ -1,11 +1,36 @@
 //! `--format csv`: a header `stream,frame,time_s,` followed by each bin's frequency in Hz (from
 //! the output's first row), then one row per frame. Streams sharing one file must have the same
-//! bins (same frame size and kind).
+//! bins (same frame size and kind). With `--scale complex` each bin has two columns, re and im,
+//! headed `re_<Hz>,im_<Hz>`.
 
 use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow, StreamMeta};
 use std::io::Write;
 
-pub struct CsvEncoder;
+pub struct CsvEncoder {
+    /// Rows hold re, im of each bin (`--scale complex`).
+    pub complex: bool,
+}
+
+/// Appends the header cells of the bins at `frequencies`, comma-separated: the frequency, or
+/// `re_<Hz>,im_<Hz>` for complex rows.
+fn push_bin_headers(out: &mut Vec<u8>, frequencies: &[f64], complex: bool) {
+    if !complex {
+        push_numbers(out, frequencies, b',');
+        return;
+    }
+    for (i, hz) in frequencies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        for (j, part) in ["re_", "im_"].iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(part.as_bytes());
+            push_number(out, *hz);
+        }
+    }
+}
 
 impl<T: Sample> Encoder<T> for CsvEncoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
@@ -19,7 +44,7 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
 
     fn preamble(&self, first: &StreamMeta, n: usize) -> Vec<u8> {
         let mut out = b"stream,frame,time_s,".to_vec();
-        push_numbers(&mut out, &first.frequencies(n), b',');
+        push_bin_headers(&mut out, &first.frequencies(n), self.complex);
         out.push(b'\n');
         out
     }
@@ -28,5 +53,32 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
         Some(format!(
             "stream {stream} has {bins} bins per frame but the CSV header has {fixed}: write streams of different frame sizes with --output-dir"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::InputKind;
+
+    #[test]
+    fn complex_rows_get_re_and_im_columns_per_bin() {
+        let stream = StreamMeta {
+            id: 0,
+            input: "x".into(),
+            channel: None,
+            rate: 4.0,
+            kind: InputKind::Real,
+            fftshift: false,
+        };
+        let header = |complex| {
+            let encoder = CsvEncoder { complex };
+            String::from_utf8(Encoder::<f32>::preamble(&encoder, &stream, 4)).expect("utf8")
+        };
+        assert_eq!(header(false), "stream,frame,time_s,0.0,1.0,2.0\n");
+        assert_eq!(
+            header(true),
+            "stream,frame,time_s,re_0.0,im_0.0,re_1.0,im_1.0,re_2.0,im_2.0\n"
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! `--meta PATH`: a JSON sidecar that tells a reader of the output how to interpret it.
+//! `--meta PATH`: a JSON sidecar that tells a reader of the output how to interpret it: among
+//! the rest, `bins` per frame and `values_per_bin` (2 with `--scale complex`: re, im).
 
 use super::StreamMeta;
 use crate::config::Settings;
@@ -47,6 +48,7 @@ pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>
         "window": settings.window.name(),
         "window_form": "periodic (scipy.signal.get_window default)",
         "scale": settings.scale.name(),
+        "values_per_bin": settings.scale.values_per_bin(),
         "format": settings.format.name(),
         "precision": match settings.precision { crate::config::Precision::F32 => "f32", crate::config::Precision::F64 => "f64" },
         "tail": match settings.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },

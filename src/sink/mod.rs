@@ -9,6 +9,15 @@
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
 //! - `npy`: a 2-D (frames × bins) NumPy array file; needs a real file (the header is rewritten at
 //!   the end with the frame count).
+//!
+//! With `--scale complex` every bin is two values, re then im (`np.fft.rfft(w*x)`):
+//!
+//! - `text`: `re0 im0 re1 im1 …`, 2·bins numbers per line.
+//! - `csv`: two columns per bin, header `re_<Hz>,im_<Hz>` for each bin.
+//! - `ndjson`: `"bins":[[re0,im0],[re1,im1],…]`.
+//! - `f32`: re, im interleaved float32, 2·bins values per frame (`np.fromfile(p, '<c8')`).
+//! - `npy`: dtype `<c8` (complex64; `<c16`, complex128, with `--precision f64`), shape
+//!   (frames, bins).
 
 pub mod csv;
 pub mod destination;
@@ -21,7 +30,7 @@ pub mod placed;
 pub mod raw;
 pub mod text;
 
-use crate::fft::{InputKind, Sample};
+use crate::fft::{InputKind, Sample, Scale};
 use serde::Deserialize;
 
 /// Appends `values` to `out` as little-endian binary: f64 when `wide`, else f32 (f64 results
@@ -100,7 +109,8 @@ pub struct StreamMeta {
 }
 
 impl StreamMeta {
-    /// Output values per frame for frames of `n` samples.
+    /// Frequency bins per frame for frames of `n` samples (values per frame but with
+    /// `--scale complex`, which writes two per bin).
     pub fn bins(&self, n: usize) -> usize {
         match self.kind {
             InputKind::Real => n / 2 + 1,
@@ -139,6 +149,7 @@ pub struct SpectrumRow<'a, T> {
     pub time_s: f64,
     /// Frame size in samples.
     pub n: usize,
+    /// One value per bin, or (`--scale complex`) re, im of each bin, interleaved.
     pub values: &'a [T],
 }
 
@@ -157,13 +168,13 @@ pub trait Encoder<T: Sample>: Send + Sync {
     }
 
     /// For formats whose output has one row width (csv, npy): the error when stream `stream`
-    /// brings rows of `bins` values to an output whose rows have `fixed`. None: any width goes.
+    /// brings rows of `bins` bins to an output whose rows have `fixed`. None: any width goes.
     fn width_error(&self, _stream: usize, _bins: usize, _fixed: usize) -> Option<String> {
         None
     }
 
-    /// Bytes that replace the start of a finished output, given its row count and width (npy's
-    /// header with the real frame count); such a format needs a file, not stdout.
+    /// Bytes that replace the start of a finished output, given its row count and width in bins
+    /// (npy's header with the real frame count); such a format needs a file, not stdout.
     fn final_header(&self, _frames: u64, _bins: usize) -> Option<Vec<u8>> {
         None
     }
@@ -184,15 +195,17 @@ pub trait Encoder<T: Sample>: Send + Sync {
     }
 }
 
-/// The encoder for `format`.
-pub fn make_encoder<T: Sample>(format: OutputFormat) -> Box<dyn Encoder<T>> {
+/// The encoder for `format`, for rows of `scale` values (`Scale::Complex`: re, im pairs).
+pub fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn Encoder<T>> {
+    let complex = scale == Scale::Complex;
     match format {
         OutputFormat::Text => Box::new(text::TextEncoder),
-        OutputFormat::Csv => Box::new(csv::CsvEncoder),
-        OutputFormat::Ndjson => Box::new(ndjson::NdjsonEncoder),
+        OutputFormat::Csv => Box::new(csv::CsvEncoder { complex }),
+        OutputFormat::Ndjson => Box::new(ndjson::NdjsonEncoder { complex }),
         OutputFormat::F32 => Box::new(raw::F32Encoder),
         OutputFormat::Npy => Box::new(npy::NpyEncoder {
             f64: T::NAME == "f64",
+            complex,
         }),
     }
 }

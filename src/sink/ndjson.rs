@@ -1,10 +1,26 @@
 //! `--format ndjson`: one JSON object per line and frame:
-//! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`.
+//! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`; with `--scale complex` each bin is a
+//! `[re,im]` pair: `"bins":[[re0,im0],[re1,im1],...]`.
 
 use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow};
 use std::io::Write;
 
-pub struct NdjsonEncoder;
+pub struct NdjsonEncoder {
+    /// Rows hold re, im of each bin (`--scale complex`).
+    pub complex: bool,
+}
+
+/// Appends `[re,im]` for each (re, im) pair of `values`, comma-separated.
+fn push_pairs<T: Sample>(out: &mut Vec<u8>, values: &[T]) {
+    for (i, pair) in values.chunks_exact(2).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_numbers(out, pair, b',');
+        out.push(b']');
+    }
+}
 
 impl<T: Sample> Encoder<T> for NdjsonEncoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
@@ -16,7 +32,43 @@ impl<T: Sample> Encoder<T> for NdjsonEncoder {
         );
         push_number(out, row.time_s);
         out.extend_from_slice(b",\"bins\":[");
-        push_numbers(out, row.values, b',');
+        if self.complex {
+            push_pairs(out, row.values);
+        } else {
+            push_numbers(out, row.values, b',');
+        }
         out.extend_from_slice(b"]}\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::InputKind;
+    use crate::sink::StreamMeta;
+
+    #[test]
+    fn complex_bins_are_re_im_pairs() {
+        let stream = StreamMeta {
+            id: 2,
+            input: "x".into(),
+            channel: None,
+            rate: 1.0,
+            kind: InputKind::Real,
+            fftshift: false,
+        };
+        let row = SpectrumRow {
+            stream: &stream,
+            frame: 5,
+            time_s: 0.5,
+            n: 2,
+            values: &[1.5f32, 0.0, -2.0, 0.25],
+        };
+        let mut out = Vec::new();
+        NdjsonEncoder { complex: true }.encode(&row, &mut out);
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "{\"stream\":2,\"frame\":5,\"time_s\":0.5,\"bins\":[[1.5,0.0],[-2.0,0.25]]}\n"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! `--format npy`: a NumPy v1.0 .npy file holding a C-order 2-D array (frames × bins), dtype `<f4`
-//! (f32 precision) or `<f8` (f64). The header is written first with room for any frame count and
-//! rewritten with the real count when the output is finished, so the output must be a file.
+//! (f32 precision) or `<f8` (f64); with `--scale complex` `<c8` (complex64) or `<c16`
+//! (complex128), each element re then im. The header is written first with room for any frame
+//! count and rewritten with the real count when the output is finished, so the output must be a
+//! file.
 
 use super::{Encoder, Sample, SpectrumRow, StreamMeta};
 
@@ -10,11 +12,24 @@ const HEADER_LEN: usize = 128;
 pub struct NpyEncoder {
     /// `<f8` values (else `<f4`).
     pub f64: bool,
+    /// Complex elements, re and im of each bin (`--scale complex`).
+    pub complex: bool,
+}
+
+impl NpyEncoder {
+    /// The array's dtype.
+    fn descr(&self) -> &'static str {
+        match (self.complex, self.f64) {
+            (false, false) => "<f4",
+            (false, true) => "<f8",
+            (true, false) => "<c8",
+            (true, true) => "<c16",
+        }
+    }
 }
 
 /// The magic, version, header length and the padded dict describing the array.
-fn header(f64: bool, frames: u64, bins: usize) -> Vec<u8> {
-    let descr = if f64 { "<f8" } else { "<f4" };
+fn header(descr: &str, frames: u64, bins: usize) -> Vec<u8> {
     let dict =
         format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({frames}, {bins}), }}");
     let mut out = Vec::with_capacity(HEADER_LEN);
@@ -32,7 +47,7 @@ impl<T: Sample> Encoder<T> for NpyEncoder {
     }
 
     fn preamble(&self, _first: &StreamMeta, _n: usize) -> Vec<u8> {
-        header(self.f64, 0, 0)
+        header(self.descr(), 0, 0)
     }
 
     fn width_error(&self, stream: usize, bins: usize, fixed: usize) -> Option<String> {
@@ -42,7 +57,29 @@ impl<T: Sample> Encoder<T> for NpyEncoder {
     }
 
     fn final_header(&self, frames: u64, bins: usize) -> Option<Vec<u8>> {
-        Some(header(self.f64, frames, bins))
+        Some(header(self.descr(), frames, bins))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complex_arrays_are_complex64_or_complex128() {
+        for (f64, complex, descr) in [
+            (false, false, "<f4"),
+            (true, false, "<f8"),
+            (false, true, "<c8"),
+            (true, true, "<c16"),
+        ] {
+            let encoder = NpyEncoder { f64, complex };
+            let head = Encoder::<f32>::final_header(&encoder, 3, 5).expect("header");
+            assert_eq!(head.len(), HEADER_LEN);
+            let text = String::from_utf8_lossy(&head);
+            assert!(text.contains(&format!("'descr': '{descr}'")), "{text}");
+            assert!(text.contains("'shape': (3, 5)"), "{text}");
+        }
     }
 
     fn row_bytes(&self, values: usize) -> Option<usize> {

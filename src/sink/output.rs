@@ -42,7 +42,7 @@ pub struct Rows<'a> {
     pub first: &'a StreamMeta,
     /// Frame size of the rows.
     pub n: usize,
-    /// Values per row.
+    /// Bins per row (values per row, or half of them with `--scale complex`).
     pub bins: usize,
     /// Number of rows.
     pub count: u64,
@@ -53,7 +53,7 @@ struct Output {
     dest: Destination,
     /// Whether the preamble has been written.
     started: bool,
-    /// Row width, fixed by the first rows.
+    /// Row width in bins, fixed by the first rows.
     bins: Option<usize>,
     frames: u64,
     /// Written to since the last flush.

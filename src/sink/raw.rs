@@ -1,5 +1,6 @@
 //! `--format f32`: raw little-endian float32 values, exactly bins-per-frame per frame, no header
-//! (`numpy.fromfile(path, '<f4').reshape(-1, bins)`). f64 results are rounded to f32.
+//! (`numpy.fromfile(path, '<f4').reshape(-1, bins)`). f64 results are rounded to f32. With
+//! `--scale complex`, re, im of each bin interleaved (`numpy.fromfile(path, '<c8')`).
 
 use super::{Encoder, Sample, SpectrumRow};
 

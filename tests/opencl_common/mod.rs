@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use fftd::fft::opencl::device::{self, DeviceEntry};
-use fftd::fft::Sample;
+use fftd::fft::{Sample, Scale, TransformSpec};
 use std::sync::Once;
 
 static ENV: Once = Once::new();
@@ -50,6 +50,30 @@ pub fn signal<T: Sample>(values: usize, seed: u64) -> Vec<T> {
             T::of_f64(0.5 * noise + (t * 0.37).sin() + 0.25 * (t * 2.1 + 0.3).cos())
         })
         .collect()
+}
+
+/// Largest error of `got` against `want` for output rows of `s` (`s.values_out()` values per
+/// frame), relative to that frame's largest bin magnitude: dB rows compared as magnitudes,
+/// complex rows (re, im pairs) value by value against the frame's largest |X|.
+pub fn spec_rel_error(got: &[f64], want: &[f64], s: &TransformSpec) -> f64 {
+    if s.scale != Scale::Complex {
+        return max_rel_error(got, want, s.values_out(), s.scale == Scale::Db);
+    }
+    assert_eq!(got.len(), want.len(), "output lengths differ");
+    let mut worst = 0.0f64;
+    for (g, w) in got.chunks(s.values_out()).zip(want.chunks(s.values_out())) {
+        let peak = w
+            .chunks_exact(2)
+            .map(|z| z[0].hypot(z[1]))
+            .fold(0.0, f64::max)
+            .max(1e-300);
+        for (a, b) in g.iter().zip(w) {
+            let e = (a - b).abs() / peak;
+            assert!(e.is_finite(), "non-finite output");
+            worst = worst.max(e);
+        }
+    }
+    worst
 }
 
 /// Largest error of `got` against `want`, per frame of `bins` values, relative to that frame's

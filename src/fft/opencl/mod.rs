@@ -5,13 +5,15 @@
 //! ordinary memory is staged through the engine's own pinned buffers, on several host threads.
 //!
 //! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
-//! (device, frame size, input kind, precision) with `-D` defines, built once per device and cached
-//! (`device::SharedDevice::program`). Paths, by frame size:
+//! (device, frame size, input kind, precision, complex output) with `-D` defines, built once per
+//! device and cached (`device::SharedDevice::program`). Every path below writes either one finished
+//! value per bin or, for `--scale complex` (`-D COMPLEX_OUT=1`), X's re and im interleaved
+//! (`common.cl`: `store_bin`). Paths, by frame size:
 //!
 //! - **local** (frame fits in local memory): `stockham_local.cl` reads each frame once (window
 //!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
 //!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
-//!   writes only the n/2+1 (real) or n (complex) scaled values. Frames that fit local memory once
+//!   writes only the n/2+1 (real) or n (complex) scaled bins. Frames that fit local memory once
 //!   but not twice use the split exchange (real and imaginary parts in turn).
 //! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs,
 //!   then `post` (`r2c_post.cl`) for real input.
@@ -26,7 +28,9 @@ pub mod device;
 pub mod pinned;
 
 use super::host_memory::{PinnedAlloc, PinnedBlock};
-use super::{Engine, EngineError, InputKind, PinnedMemory, Sample, ScalePlan, TransformSpec};
+use super::{
+    Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan, TransformSpec,
+};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
@@ -300,7 +304,10 @@ enum Path {
     },
 }
 
-/// Everything one (n, kind, window) needs on the device.
+/// Plans are kept per (n, kind, window, complex output).
+type PlanKey = (usize, InputKind, WindowKind, bool);
+
+/// Everything one `PlanKey` needs on the device.
 struct Plan<T: Sample> {
     path: Path,
     window: Buffer<T>,
@@ -367,7 +374,7 @@ pub struct OpenClEngine<T: Sample> {
     queue: CommandQueue,
     copy_in: CommandQueue,
     copy_out: CommandQueue,
-    plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
+    plans: HashMap<PlanKey, Plan<T>>,
     slots: Vec<Slot<T>>,
     work_a: Grow<T>,
     work_b: Grow<T>,
@@ -513,7 +520,11 @@ impl<T: Sample> OpenClEngine<T> {
         let real = spec.kind == InputKind::Real;
         let m = if real { spec.n / 2 } else { spec.n };
         let rb = std::mem::size_of::<T>();
-        let mut opts = format!("-D M={m} -D REAL_INPUT={}", real as u32);
+        let complex_out = spec.scale == Scale::Complex;
+        let mut opts = format!(
+            "-D M={m} -D REAL_INPUT={} -D COMPLEX_OUT={}",
+            real as u32, complex_out as u32
+        );
         if T::NAME == "f64" {
             opts.push_str(" -D USE_DOUBLE");
         }
@@ -661,7 +672,7 @@ impl<T: Sample> OpenClEngine<T> {
         frames: usize,
         out: &mut [T],
     ) -> Result<(), String> {
-        let key = (spec.n, spec.kind, spec.window);
+        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
         if !self.plans.contains_key(&key) {
             let plan = self.build_plan(spec)?;
             self.plans.insert(key, plan);
@@ -669,7 +680,9 @@ impl<T: Sample> OpenClEngine<T> {
         let real = spec.kind == InputKind::Real;
         let m = if real { spec.n / 2 } else { spec.n };
         let per_in = spec.values_per_frame();
+        // bins per frame (post kernel work-items) and output values per frame (buffer sizes)
         let bins = spec.bins();
+        let per_out = spec.values_out();
         let dev = self.dev.clone();
         let input = &input[..frames * per_in];
         let direct_in = dev
@@ -715,9 +728,9 @@ impl<T: Sample> OpenClEngine<T> {
             slot.reserve(
                 &dev,
                 chunk * per_in,
-                chunk * bins,
+                chunk * per_out,
                 staged(direct_in, chunk * per_in),
-                staged(direct_out, chunk * bins),
+                staged(direct_out, chunk * per_out),
             )?;
         }
         let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
@@ -725,6 +738,8 @@ impl<T: Sample> OpenClEngine<T> {
             super::scale::ScaleMode::Magnitude => 0,
             super::scale::ScaleMode::Power => 1,
             super::scale::ScaleMode::Db => 2,
+            // COMPLEX_OUT kernels write X and ignore the mode
+            super::scale::ScaleMode::Complex => 3,
         };
         let args = ScaleArgs {
             mode,
@@ -789,8 +804,8 @@ impl<T: Sample> OpenClEngine<T> {
                 .map(|e| e.get())
                 .ok_or_else(|| "no kernel launched".to_string())?;
             let dst = match slot.pin_out.as_mut() {
-                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * bins],
-                _ => &mut out[f0 * bins..(f0 + fc) * bins],
+                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * per_out],
+                _ => &mut out[f0 * per_out..(f0 + fc) * per_out],
             };
             // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
             // freed before this read's event completes: `drain` waits for it, as for the write.
@@ -802,8 +817,8 @@ impl<T: Sample> OpenClEngine<T> {
                 q.flush().map_err(|e| cl("flush", e))?;
             }
             slot.pending = Some(Pending {
-                out_at: f0 * bins,
-                len: fc * bins,
+                out_at: f0 * per_out,
+                len: fc * per_out,
                 staged_out: !direct_out,
                 write,
                 kernels,
@@ -958,8 +973,8 @@ impl<T: Sample> Slot<T> {
     }
 }
 
-/// Enqueues the transform of `frames` frames from `inb` to `outb` on `q`, the first kernel
-/// waiting for `wait`. Returns the kernels' events.
+/// Enqueues the transform of `frames` frames (`n_bins` output bins in all) from `inb` to `outb`
+/// on `q`, the first kernel waiting for `wait`. Returns the kernels' events.
 #[allow(clippy::too_many_arguments)]
 fn enqueue_kernels<T: Sample>(
     plan: &mut Plan<T>,
@@ -969,7 +984,7 @@ fn enqueue_kernels<T: Sample>(
     work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
     frames: usize,
     m: usize,
-    n_out: usize,
+    n_bins: usize,
     args: ScaleArgs<T>,
     wait: &[opencl3::types::cl_event],
 ) -> Result<Vec<Event>, String> {
@@ -1065,7 +1080,7 @@ fn enqueue_kernels<T: Sample>(
             .map_err(|e| cl("fourstep_rows launch", e))?;
             kernels.push(ev);
             if let Some(post) = post {
-                kernels.push(enqueue_post(post, q, b, outb, frames_u32, n_out, args)?);
+                kernels.push(enqueue_post(post, q, b, outb, frames_u32, n_bins, args)?);
             }
         }
         Path::Global { pack, passes, post } => {
@@ -1109,25 +1124,26 @@ fn enqueue_kernels<T: Sample>(
                 ns *= *r as u32;
                 std::mem::swap(&mut src, &mut dst);
             }
-            kernels.push(enqueue_post(post, q, src, outb, frames_u32, n_out, args)?);
+            kernels.push(enqueue_post(post, q, src, outb, frames_u32, n_bins, args)?);
         }
     }
     Ok(kernels)
 }
 
-/// Enqueues `post` (r2c_post.cl): the `n_out` finished values of `frames` frames, from the
-/// complex spectra in `z` into `out`, one work-item per value.
+/// Enqueues `post` (r2c_post.cl): the `n_bins` finished bins of `frames` frames (one value each,
+/// or re, im with COMPLEX_OUT), from the complex spectra in `z` into `out`, one work-item per bin.
 fn enqueue_post<T: Sample>(
     post: &mut Kernel,
     q: &CommandQueue,
     z: &Buffer<T>,
     out: &Buffer<T>,
     frames: u32,
-    n_out: usize,
+    n_bins: usize,
     args: ScaleArgs<T>,
 ) -> Result<Event, String> {
-    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_out` values and
-    // items past `n_out` (rounding up to GLOBAL_WG) return early.
+    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_bins` bins (values,
+    // or pairs of values with COMPLEX_OUT) and items past `n_bins` (rounding up to GLOBAL_WG)
+    // return early.
     unsafe {
         ExecuteKernel::new(post)
             .set_arg(z)
@@ -1136,7 +1152,7 @@ fn enqueue_post<T: Sample>(
             .set_arg(&args.mode)
             .set_arg(&args.norm_edge)
             .set_arg(&args.norm_interior)
-            .set_global_work_size(n_out.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+            .set_global_work_size(n_bins.div_ceil(GLOBAL_WG) * GLOBAL_WG)
             .set_local_work_size(GLOBAL_WG)
             .enqueue_nd_range(q)
     }
