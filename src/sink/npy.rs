@@ -59,6 +59,14 @@ impl<T: Sample> Encoder<T> for NpyEncoder {
     fn final_header(&self, frames: u64, bins: usize) -> Option<Vec<u8>> {
         Some(header(self.descr(), frames, bins))
     }
+
+    fn row_bytes(&self, values: usize) -> Option<usize> {
+        Some(values * if self.f64 { 8 } else { 4 })
+    }
+
+    fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
+        super::write_le(row.values, self.f64, out);
+    }
 }
 
 #[cfg(test)]
@@ -80,13 +88,5 @@ mod tests {
             assert!(text.contains(&format!("'descr': '{descr}'")), "{text}");
             assert!(text.contains("'shape': (3, 5)"), "{text}");
         }
-    }
-
-    fn row_bytes(&self, values: usize) -> Option<usize> {
-        Some(values * if self.f64 { 8 } else { 4 })
-    }
-
-    fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
-        super::write_le(row.values, self.f64, out);
     }
 }
