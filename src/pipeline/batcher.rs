@@ -21,6 +21,8 @@ pub struct FrameMeta {
     pub stream: usize,
     pub seq: u64,
     pub start: u64,
+    /// The row's time when it is not `start` / rate (an averaged row: its interval's start).
+    pub time_s: Option<f64>,
     pub completed: Instant,
 }
 
@@ -98,6 +100,7 @@ pub fn run_batcher<T: Sample>(
                     stream: frame.stream,
                     seq: frame.seq,
                     start: frame.start,
+                    time_s: None,
                     completed: frame.completed,
                 });
                 entry.batch.data.extend_from_slice(&frame.data);

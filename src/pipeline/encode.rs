@@ -88,8 +88,9 @@ fn encode_batch<T: Sample>(
         spec,
         mut frames,
         values,
+        columns,
     } = done;
-    let bins = spec.bins();
+    let bins = columns.unwrap_or(spec.bins());
     let per_bin = spec.scale.values_per_bin();
     let width = bins * per_bin;
     // frames by output, each output's in batch order (a stable sort; one output: nothing to do)
@@ -116,7 +117,7 @@ fn encode_batch<T: Sample>(
         }
         let stream = &stage.streams[frame.stream];
         let mut row_values = &values[i * width..(i + 1) * width];
-        if stream.fftshift && stream.kind == InputKind::Complex {
+        if stream.fftshift && stream.kind == InputKind::Complex && columns.is_none() {
             shifted.clear();
             shifted.extend_from_slice(row_values);
             // whole bins: (re, im) pairs move together
@@ -126,7 +127,7 @@ fn encode_batch<T: Sample>(
         let row = SpectrumRow {
             stream,
             frame: frame.seq,
-            time_s: frame.start as f64 / stream.rate,
+            time_s: frame.time_s.unwrap_or(frame.start as f64 / stream.rate),
             n: spec.n,
             values: row_values,
         };

@@ -7,6 +7,7 @@
 //! `--duration`, SIGINT/SIGTERM, a closed stdout, an error) sets `Control::stop`; readers stop
 //! reading and finish their streams, and everything already queued drains through the sink.
 
+mod averaging;
 mod batcher;
 mod encode;
 mod plan;
@@ -21,6 +22,7 @@ use crate::error::{FftdError, Result};
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
+use crate::products::{Finish, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::output::{open_files_budget, Outputs};
@@ -148,19 +150,26 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let StreamPlan {
         sequential,
         ranged,
-        streams,
+        mut streams,
         framing,
     } = plan_streams(settings, &stop, Reading::Fastest)?;
+    let products = &settings.products;
+    let shaping = Shaping::new(&mut streams, framing.n, products, settings.scale)
+        .map_err(FftdError::Usage)?;
+    let averaging = average_stage(settings, &streams, framing.hop)?;
     let spec_of = |n, kind, rate| TransformSpec {
         n,
         kind,
         window: settings.window,
-        scale: settings.scale,
+        scale: products.engine_scale(settings.scale),
         rate,
     };
     let spec_of = &spec_of;
     let sequential = SequentialQueue::new(sequential, settings, &stop);
-    let planned_rows = planned_rows(&ranged, &streams, &sequential);
+    let planned_rows = match averaging {
+        None => planned_rows(&ranged, &streams, &sequential),
+        Some(_) => vec![None; streams.len()], // rows per interval are known only as they come
+    };
     let frame_n = framing.n;
     let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
@@ -178,7 +187,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
-    let values_of = |s: &StreamMeta| spec_of(frame_n, s.kind, s.rate).values_out();
+    let values_of = |s: &StreamMeta| match &s.columns {
+        Some(columns) => columns.len() * settings.scale.values_per_bin(),
+        None => spec_of(frame_n, s.kind, s.rate).values_out(),
+    };
     let placed = place_outputs(
         &*encoder,
         &plan,
@@ -255,10 +267,12 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             let _producing = producing;
             batcher::run_batcher::<T>(frame_rx, work_tx, settings, spec_of, input_pool, control)
         });
+        let shaping = shaping.as_ref();
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
             scope.spawn(move || {
-                worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+                let pools = (input_pool, output_pool);
+                worker::run_worker::<T>(engine, rx, tx, control, pools, shaping)
             });
         }
         if let Some(build) = later_engines {
@@ -272,7 +286,8 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
                     recv(built) -> engines => for engine in engines.into_iter().flatten() {
                         let (rx, tx) = (rx.clone(), tx.clone());
                         scope.spawn(move || {
-                            worker::run_worker::<T>(engine, rx, tx, control, input_pool, output_pool)
+                            let pools = (input_pool, output_pool);
+                            worker::run_worker::<T>(engine, rx, tx, control, pools, shaping)
                         });
                     },
                     recv(producers_done) -> _ => {}
@@ -281,6 +296,15 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         }
         drop(work_rx);
         drop(done_tx);
+        // --average: one ordered stage between the workers and the encoders
+        let done_rx = match &averaging {
+            Some(stage) => {
+                let (tx, rx) = crossbeam_channel::bounded(2 * encoders);
+                scope.spawn(move || averaging::run_averaging::<T>(done_rx, tx, stage, control));
+                rx
+            }
+            None => done_rx,
+        };
         let encode_stage = &encode_stage;
         for _ in 0..encoders {
             let (rx, tx) = (done_rx.clone(), encoded_tx.clone());
@@ -497,6 +521,28 @@ fn open_destinations<T: Sample>(
         dests.push(dest);
     }
     Ok(dests)
+}
+
+/// The averaging stage of `--average`, with every stream's grouping checked now (an interval
+/// shorter than a hop is a usage error before the run, not during it).
+fn average_stage<'a>(
+    settings: &Settings,
+    streams: &'a [StreamMeta],
+    hop: usize,
+) -> Result<Option<averaging::AveragingStage<'a>>> {
+    let Some(spec) = settings.products.average else {
+        return Ok(None);
+    };
+    for stream in streams {
+        spec.grouping(stream.rate, hop).map_err(FftdError::Usage)?;
+    }
+    Ok(Some(averaging::AveragingStage {
+        spec,
+        mode: settings.products.mode,
+        hop,
+        streams,
+        finish: Finish::for_scale(settings.scale, &settings.products),
+    }))
 }
 
 /// Rows each stream will give, where that is known before the run: every stream of a run with no

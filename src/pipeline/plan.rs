@@ -166,6 +166,7 @@ impl StreamPlan {
                 rate: info.rate,
                 kind: info.kind,
                 fftshift: settings.fftshift,
+                columns: None,
             });
         }
         Ok((splitter, first_stream))

@@ -194,6 +194,7 @@ pub fn run_range_reader<T: Sample>(
                 stream: stream.stream,
                 seq: job.first + i,
                 start: (job.first + i) * jobs.framing.hop as u64,
+                time_s: None,
                 completed,
             })
             .collect();

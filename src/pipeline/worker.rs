@@ -1,19 +1,37 @@
 //! FFT worker stage: each worker owns one engine and transforms whole batches. After a fatal
 //! engine error the worker keeps draining (and discarding) batches so no other stage blocks.
+//! With spectral products the worker also shapes each spectrum into its row (`products::Shaping`:
+//! bands, a frequency range), in parallel with the other workers.
 
 use super::batcher::{Batch, FrameMeta};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
+use crate::products::Shaping;
 use crossbeam_channel::{Receiver, Sender};
 
-/// A transformed batch: `frames.len() * spec.values_out()` output values.
+/// A transformed batch: `frames.len()` rows of `spec.values_out()` values, or of the products'
+/// columns (× values per bin) when `columns` says so.
 pub struct Done<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
     pub values: HostBuf<T>,
+    /// Columns per row when products shaped the rows (already in output order: no fftshift left).
+    pub columns: Option<usize>,
+}
+
+impl<T> Done<T> {
+    /// Bins (or product columns) per row.
+    pub fn columns(&self) -> usize {
+        self.columns.unwrap_or(self.spec.bins())
+    }
+
+    /// Values per row.
+    pub fn width(&self) -> usize {
+        self.columns() * self.spec.scale.values_per_bin()
+    }
 }
 
 pub fn run_worker<T: Sample>(
@@ -21,8 +39,8 @@ pub fn run_worker<T: Sample>(
     rx: Receiver<Batch<T>>,
     tx: Sender<Done<T>>,
     control: &Control,
-    input_pool: &BufferPool<T>,
-    output_pool: &BufferPool<T>,
+    (input_pool, output_pool): (&BufferPool<T>, &BufferPool<T>),
+    shaping: Option<&Shaping>,
 ) {
     let mut failed = false;
     for batch in rx {
@@ -41,12 +59,18 @@ pub fn run_worker<T: Sample>(
         match result {
             Ok(()) => {
                 input_pool.give(batch.data);
-                let done = Done {
+                let mut done = Done {
                     id: batch.id,
                     spec: batch.spec,
                     frames: batch.frames,
                     values,
+                    columns: None,
                 };
+                if let Some(shaping) = shaping {
+                    let busy = std::time::Instant::now();
+                    shape(&mut done, shaping, output_pool);
+                    crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
+                }
                 if tx.send(done).is_err() {
                     failed = true;
                 }
@@ -60,4 +84,17 @@ pub fn run_worker<T: Sample>(
             }
         }
     }
+}
+
+/// Replaces a batch's spectra by its product rows (a new buffer; the spectra go back to the pool).
+fn shape<T: Sample>(done: &mut Done<T>, shaping: &Shaping, pool: &BufferPool<T>) {
+    let Some(plan) = shaping.plan(&done.spec) else {
+        return;
+    };
+    let len = done.frames.len() * plan.width();
+    let mut rows = pool.take(len);
+    rows.set_len_for_overwrite(len);
+    done.columns = shaping.shape(&done.spec, done.frames.len(), &done.values, &mut rows);
+    let spectra = std::mem::replace(&mut done.values, rows);
+    pool.give(spectra);
 }

@@ -22,15 +22,25 @@ pub struct ColumnPlan {
     frequencies: Vec<f64>,
     /// Band powers instead of picked bins.
     bands: Option<BandMatrix>,
+    /// Values per bin: 2 for `--scale complex` (re, im), else 1.
+    per_bin: usize,
 }
 
 impl ColumnPlan {
     /// The plan for `meta`'s frames of `n` samples; an error when the range holds no bin.
-    pub fn new(meta: &StreamMeta, n: usize, options: &ProductOptions) -> Result<Self, String> {
-        match &options.bands {
+    /// `per_bin`: values per bin (2 for complex output).
+    pub fn new(
+        meta: &StreamMeta,
+        n: usize,
+        options: &ProductOptions,
+        per_bin: usize,
+    ) -> Result<Self, String> {
+        let mut plan = match &options.bands {
             Some(spec) => Self::band_powers(meta, n, spec),
             None => Self::picked_bins(meta, n, options),
-        }
+        }?;
+        plan.per_bin = per_bin.max(1);
+        Ok(plan)
     }
 
     fn band_powers(
@@ -60,6 +70,7 @@ impl ColumnPlan {
             picks: Vec::new(),
             frequencies: matrix.centres_hz().to_vec(),
             bands: Some(matrix),
+            per_bin: 1,
         })
     }
 
@@ -104,6 +115,7 @@ impl ColumnPlan {
             picks,
             frequencies,
             bands: None,
+            per_bin: 1,
         })
     }
 
@@ -130,18 +142,27 @@ impl ColumnPlan {
         self.bins
     }
 
-    /// Writes one frame's row (`spectrum`: its `bins` values) into `row` (`columns` values).
+    /// Values per row.
+    pub fn width(&self) -> usize {
+        self.columns() * self.per_bin
+    }
+
+    /// Writes one frame's row (`spectrum`: its `bins` × values per bin) into `row` (`width`
+    /// values).
     pub fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
         if let Some(matrix) = &self.bands {
             matrix.apply(spectrum, row);
             return;
         }
-        let mut out = row.iter_mut();
+        let per_bin = self.per_bin;
+        let mut out = row.chunks_exact_mut(per_bin);
         for run in &self.picks {
             for i in run.clone() {
                 let j = (i + self.shift) % self.bins;
-                if let (Some(o), Some(v)) = (out.next(), spectrum.get(j)) {
-                    *o = *v;
+                if let (Some(o), Some(v)) =
+                    (out.next(), spectrum.get(j * per_bin..(j + 1) * per_bin))
+                {
+                    o.copy_from_slice(v);
                 }
             }
         }
@@ -167,6 +188,7 @@ mod tests {
             rate: 8000.0,
             kind,
             fftshift,
+            columns: None,
         }
     }
 
@@ -228,7 +250,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("1000 Hz apart"), "{e}");
-        let whole = ColumnPlan::new(&meta(InputKind::Real, false), 8, &options(None, None));
+        let whole = ColumnPlan::new(&meta(InputKind::Real, false), 8, &options(None, None), 1);
         assert!(whole.unwrap().is_identity());
     }
 }

@@ -102,3 +102,84 @@ impl Finish {
         }
     }
 }
+
+/// The per-frame part of the products for a whole run: one `ColumnPlan` per kind of batch (frames
+/// of one kind and rate share a batch, and so a plan), and the scale applied per frame when no
+/// averaging follows. The FFT workers call it on every transformed batch.
+pub struct Shaping {
+    plans: Vec<(PlanKey, columns::ColumnPlan)>,
+    finish: Finish,
+}
+
+/// What tells the plans apart: input kind and sample rate (bits).
+type PlanKey = (crate::fft::InputKind, u64);
+
+impl Shaping {
+    /// Plans every stream's columns (frames of `n` samples) and records them in its
+    /// `StreamMeta::columns`; None for a run without products. Errors name the flag.
+    pub fn new(
+        streams: &mut [crate::sink::StreamMeta],
+        n: usize,
+        options: &ProductOptions,
+        scale: Scale,
+    ) -> Result<Option<Self>, String> {
+        if options.is_plain() {
+            return Ok(None);
+        }
+        if scale == Scale::Complex && options.in_power_domain() {
+            return Err(
+                "--scale complex keeps re and im of each bin: --average and --bands work on power; use --scale power|spectrum|density|magnitude|db".into(),
+            );
+        }
+        let mut plans: Vec<(PlanKey, columns::ColumnPlan)> = Vec::new();
+        for meta in streams.iter_mut() {
+            let key = (meta.kind, meta.rate.to_bits());
+            let plan = match plans.iter().find(|(k, _)| *k == key) {
+                Some((_, plan)) => plan.clone(),
+                None => {
+                    let plan = columns::ColumnPlan::new(meta, n, options, scale.values_per_bin())?;
+                    plans.push((key, plan.clone()));
+                    plan
+                }
+            };
+            meta.columns = Some(std::sync::Arc::new(plan.frequencies().to_vec()));
+        }
+        let finish = match options.average {
+            Some(_) => Finish::AsIs, // after averaging
+            None => Finish::for_scale(scale, options),
+        };
+        Ok(Some(Shaping { plans, finish }))
+    }
+
+    /// The plan for a batch of `spec`.
+    pub fn plan(&self, spec: &crate::fft::TransformSpec) -> Option<&columns::ColumnPlan> {
+        let key = (spec.kind, spec.rate.to_bits());
+        self.plans.iter().find(|(k, _)| *k == key).map(|(_, p)| p)
+    }
+
+    /// Shapes `frames` spectra (back to back in `spectra`) into rows in `rows` (`frames` × the
+    /// plan's width); returns the plan's columns, or None when no stream has this spec.
+    pub fn shape<T: crate::fft::Sample>(
+        &self,
+        spec: &crate::fft::TransformSpec,
+        frames: usize,
+        spectra: &[T],
+        rows: &mut [T],
+    ) -> Option<usize> {
+        let plan = self.plan(spec)?;
+        let (from, to) = (spec.values_out(), plan.width());
+        for (spectrum, row) in spectra
+            .chunks_exact(from)
+            .zip(rows.chunks_exact_mut(to))
+            .take(frames)
+        {
+            plan.pick(spectrum, row);
+            if self.finish != Finish::AsIs {
+                for v in row.iter_mut() {
+                    *v = T::of_f64(self.finish.apply(v.into_f64()));
+                }
+            }
+        }
+        Some(plan.columns())
+    }
+}

@@ -44,7 +44,7 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
 
     fn preamble(&self, first: &StreamMeta, n: usize) -> Vec<u8> {
         let mut out = b"stream,frame,time_s,".to_vec();
-        push_bin_headers(&mut out, &first.frequencies(n), self.complex);
+        push_bin_headers(&mut out, &first.column_frequencies(n), self.complex);
         out.push(b'\n');
         out
     }

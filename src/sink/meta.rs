@@ -18,6 +18,14 @@ pub struct StreamSummary<'a> {
     pub output: String,
 }
 
+/// Values-per-bin aside, the columns a stream's rows have: its bins, or its products' columns.
+fn columns(s: &StreamSummary<'_>) -> usize {
+    s.meta
+        .columns
+        .as_ref()
+        .map_or(s.meta.bins(s.n), |c| c.len())
+}
+
 pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>]) -> Result<()> {
     let per_stream: Vec<_> = streams
         .iter()
@@ -30,7 +38,8 @@ pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>
                 "kind": match s.meta.kind { InputKind::Real => "real", InputKind::Complex => "complex" },
                 "frame": s.n,
                 "hop": s.hop,
-                "bins": s.meta.bins(s.n),
+                "bins": columns(s),
+                "columns_hz": s.meta.columns.as_deref(),
                 "hz_per_bin": s.meta.rate / s.n as f64,
                 "frames": s.frames,
                 "output": s.output,
@@ -43,7 +52,13 @@ pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>
         "rate": first.map(|s| s.meta.rate),
         "frame": first.map(|s| s.n),
         "hop": first.map(|s| s.hop),
-        "bins": first.map(|s| s.meta.bins(s.n)),
+        "bins": first.map(columns),
+        "average": settings.products.average.map(|a| a.to_string()),
+        "average_mode": settings.products.average.map(|_| settings.products.mode.to_string()),
+        "row_time": settings.products.average.map(|_| "start of the row's interval"),
+        "bands": settings.products.bands.as_ref().map(|b| b.to_string()),
+        "fmin": settings.products.fmin,
+        "fmax": settings.products.fmax,
         "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
         "window": settings.window.name(),
         "window_form": "periodic (scipy.signal.get_window default)",

@@ -106,6 +106,8 @@ pub struct StreamMeta {
     pub rate: f64,
     pub kind: InputKind,
     pub fftshift: bool,
+    /// Frequency in Hz of each column when products choose the columns (bands, a range).
+    pub columns: Option<std::sync::Arc<Vec<f64>>>,
 }
 
 impl StreamMeta {
@@ -115,6 +117,14 @@ impl StreamMeta {
         match self.kind {
             InputKind::Real => n / 2 + 1,
             InputKind::Complex => n,
+        }
+    }
+
+    /// Frequency in Hz of each column of a row: the products' columns, else every bin's.
+    pub fn column_frequencies(&self, n: usize) -> Vec<f64> {
+        match &self.columns {
+            Some(columns) => columns.to_vec(),
+            None => self.frequencies(n),
         }
     }
 
