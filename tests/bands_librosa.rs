@@ -13,28 +13,8 @@
 use fftd::products::bands::{BandMatrix, BandSpec};
 use serde_json::Value;
 
-fn python() -> String {
-    std::env::var("FFTD_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-/// Whether python imports `modules`; when it cannot, CI fails with the reason instead of skipping.
-fn python_has(modules: &str) -> bool {
-    let python = python();
-    let ok = std::process::Command::new(&python)
-        .args(["-c", &format!("import {modules}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        let required = std::env::var("CI").is_ok_and(|v| v == "true")
-            || std::env::var_os("FFTD_REQUIRE_NUMPY").is_some();
-        assert!(
-            !required,
-            "{python} cannot import {modules} (CI requires it: run scripts/deps.sh --test)"
-        );
-        eprintln!("skipping: {python} cannot import {modules}");
-    }
-    ok
-}
+mod common;
+use common::{python, python_has};
 
 /// Runs `script` with `argument` as sys.argv[1] and parses what it prints as JSON.
 fn python_json(script: &str, argument: &str) -> Value {

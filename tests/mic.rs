@@ -185,9 +185,16 @@ fn sine_lands_in_its_bin() {
 /// The same samples through `--mic` and through `--file` give byte-identical spectra: nothing
 /// captured is lost, duplicated or reordered (hop 1000 does not divide the capture period).
 fn mic_equals_file(raw: Vec<u8>, mic_format: &str, file_format: &str, channels: &str) {
+    mic_equals_file_with(raw, (mic_format, file_format, channels), &[], 40);
+}
+
+/// `--mic` through the ALSA file plugin and `--file` on the same samples give the same rows, with
+/// `extra` flags; `rows` per stream.
+fn mic_equals_file_with(raw: Vec<u8>, formats: (&str, &str, &str), extra: &[&str], rows: usize) {
+    let (mic_format, file_format, channels) = formats;
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = alsa_file_device(dir.path(), &raw);
-    let common = [
+    let mut common = vec![
         "--rate",
         "48000",
         "--channels",
@@ -204,18 +211,19 @@ fn mic_equals_file(raw: Vec<u8>, mic_format: &str, file_format: &str, channels: 
         "csv",
         "--stats",
     ];
+    common.extend(extra);
     let mut args = vec!["--mic"];
-    args.extend(common);
+    args.extend(&common);
     let mic = finish(fftd(Some(&conf), &args, &[("FFTD_MIC_FORMAT", mic_format)]));
     assert_eq!(mic.code, Some(0), "stderr: {}", mic.stderr);
     let infile = dir.path().join("signal.raw");
     let infile = infile.to_str().expect("utf-8 path");
     let mut args = vec!["--file", infile, "--input-format", file_format];
-    args.extend(common);
+    args.extend(&common);
     let file = run(None, &args);
     assert_eq!(file.code, Some(0), "stderr: {}", file.stderr);
     let streams: usize = channels.parse().expect("channels");
-    assert_eq!(mic.stdout.lines().count(), 1 + 40 * streams);
+    assert_eq!(mic.stdout.lines().count(), 1 + rows * streams);
     // Rows of different streams may interleave differently (batching depends on timing); each
     // stream's rows are in frame order either way.
     let sorted = |text: &str| {
@@ -229,7 +237,9 @@ fn mic_equals_file(raw: Vec<u8>, mic_format: &str, file_format: &str, channels: 
     );
     assert!(
         mic.stderr.contains("dropped 0,")
-            && mic.stderr.contains(&format!("frames out {}", 40 * streams)),
+            && mic
+                .stderr
+                .contains(&format!("frames out {}", rows * streams)),
         "stats: {}",
         mic.stderr
     );
@@ -238,6 +248,21 @@ fn mic_equals_file(raw: Vec<u8>, mic_format: &str, file_format: &str, channels: 
 #[test]
 fn noise_through_mic_equals_file_f32_stereo() {
     mic_equals_file(f32_bytes(&noise(2 * RATE, 7)), "f32", "f32", "2");
+}
+
+/// Live input gives the same averaged rows (and mel bands) as the same samples from a file.
+#[test]
+fn averaged_rows_through_mic_equal_file() {
+    let raw = f32_bytes(&noise(2 * RATE, 9));
+    let extra = [
+        "--average",
+        "8",
+        "--average-mode",
+        "median",
+        "--bands",
+        "mel:32",
+    ];
+    mic_equals_file_with(raw, ("f32", "f32", "2"), &extra, 5);
 }
 
 #[test]

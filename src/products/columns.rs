@@ -207,6 +207,7 @@ mod tests {
             &meta(InputKind::Real, false),
             8,
             &options(Some(1000.0), Some(3000.0)),
+            1,
         )
         .unwrap();
         assert_eq!(plan.frequencies(), &[1000.0, 2000.0, 3000.0]);
@@ -223,6 +224,7 @@ mod tests {
             &meta(InputKind::Complex, false),
             4,
             &options(Some(-2000.0), Some(0.0)),
+            1,
         )
         .unwrap();
         assert_eq!(unshifted.frequencies(), &[0.0, -2000.0]);
@@ -233,6 +235,7 @@ mod tests {
             &meta(InputKind::Complex, true),
             4,
             &options(Some(-2000.0), None),
+            1,
         )
         .unwrap();
         assert_eq!(shifted.frequencies(), &[-2000.0, 0.0, 2000.0]);
@@ -247,6 +250,7 @@ mod tests {
             &meta(InputKind::Real, false),
             8,
             &options(Some(1100.0), Some(1900.0)),
+            1,
         )
         .unwrap_err();
         assert!(e.contains("1000 Hz apart"), "{e}");

@@ -70,6 +70,7 @@ mod tests {
             rate: 4.0,
             kind: InputKind::Real,
             fftshift: false,
+            columns: None,
         };
         let header = |complex| {
             let encoder = CsvEncoder { complex };

@@ -56,6 +56,7 @@ mod tests {
             rate: 1.0,
             kind: InputKind::Real,
             fftshift: false,
+            columns: None,
         };
         let row = SpectrumRow {
             stream: &stream,

@@ -103,3 +103,27 @@ pub fn assert_clean_error(out: &Output, code: i32, needles: &[&str]) {
         assert!(err.contains(n), "stderr lacks '{n}': {err}");
     }
 }
+
+/// The python the tests compare against (`FFTD_PYTHON`, else python3).
+pub fn python() -> String {
+    std::env::var("FFTD_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Whether python imports `modules`; when it cannot, CI fails with the reason instead of skipping.
+pub fn python_has(modules: &str) -> bool {
+    let python = python();
+    let ok = std::process::Command::new(&python)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let required = std::env::var("CI").is_ok_and(|v| v == "true")
+            || std::env::var_os("FFTD_REQUIRE_NUMPY").is_some();
+        assert!(
+            !required,
+            "{python} cannot import {modules} (CI requires it: run scripts/deps.sh --test)"
+        );
+        eprintln!("skipping: {python} cannot import {modules}");
+    }
+    ok
+}
