@@ -170,10 +170,75 @@ pub trait Engine<T: Sample>: Send {
         self.transform(spec, input, frames, out)
     }
 
+    /// `transform` followed by band powers (`bands`): writes `frames * bands.bands()` values into
+    /// `out`, each band the weighted sum of its bins' values (`spec` must be a power-domain
+    /// scale). By default the engine transforms and the bands are summed here, on the host; an
+    /// engine on a device sums them there, so only the bands cross back.
+    fn transform_bands(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: &BandWeights,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let mut spectra = vec![T::zero(); frames * spec.values_out()];
+        self.transform(spec, input, frames, &mut spectra)?;
+        bands.apply_rows(&spectra, out);
+        Ok(())
+    }
+
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the
     /// pipeline packs batches into it and takes results out of it (`host_memory`).
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         None
+    }
+}
+
+/// A band matrix in the form engines use (built by `products::bands::BandMatrix`, which defines
+/// the bands): band b is the sum over i < len[b] of weights[offset[b] + i] × bin first[b] + i.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BandWeights {
+    /// Bins per spectrum.
+    pub bins: usize,
+    pub first: Vec<u32>,
+    pub len: Vec<u32>,
+    pub offset: Vec<u32>,
+    pub weights: Vec<f64>,
+    /// Tells matrices apart for device caches (unique per matrix built in this process).
+    pub id: u64,
+}
+
+impl BandWeights {
+    pub fn bands(&self) -> usize {
+        self.first.len()
+    }
+
+    /// One spectrum's band powers (`spectrum`: `bins` values; `out`: `bands()`), summed in f64.
+    pub fn apply<T: Sample>(&self, spectrum: &[T], out: &mut [T]) {
+        for (b, band) in out.iter_mut().enumerate().take(self.bands()) {
+            let (first, len, at) = (
+                self.first[b] as usize,
+                self.len[b] as usize,
+                self.offset[b] as usize,
+            );
+            let bins = spectrum.get(first..first + len).unwrap_or(&[]);
+            let weights = &self.weights[at..at + len];
+            let sum: f64 = weights
+                .iter()
+                .zip(bins)
+                .map(|(w, p)| w * p.into_f64())
+                .sum();
+            *band = T::of_f64(sum);
+        }
+    }
+
+    /// `apply` for spectra back to back in `spectra`, rows back to back in `out`.
+    pub fn apply_rows<T: Sample>(&self, spectra: &[T], out: &mut [T]) {
+        let rows = out.chunks_exact_mut(self.bands().max(1));
+        for (spectrum, row) in spectra.chunks_exact(self.bins.max(1)).zip(rows) {
+            self.apply(spectrum, row);
+        }
     }
 }
 

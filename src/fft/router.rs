@@ -319,24 +319,19 @@ impl<T: Sample> RoutedEngine<T> {
     }
 }
 
-impl<T: Sample> Engine<T> for RoutedEngine<T> {
-    fn name(&self) -> String {
-        match &self.gpu {
-            Some(g) => format!("{}+cpu", g.name()),
-            None => "cpu".into(),
-        }
-    }
-
-    fn transform(
+impl<T: Sample> RoutedEngine<T> {
+    /// Runs `call` on the OpenCL engine when the policy says so, else (or when it cannot take
+    /// the batch) on the CPU engine; a device fault sends this batch and every later one to the
+    /// CPU, with one warning.
+    fn route(
         &mut self,
         spec: &TransformSpec,
-        input: &[T],
         frames: usize,
-        out: &mut [T],
+        call: &mut dyn FnMut(&mut dyn Engine<T>) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         if self.use_gpu(spec, frames) {
             if let Some(gpu) = self.gpu.as_mut() {
-                match gpu.transform(spec, input, frames, out) {
+                match call(gpu) {
                     Ok(()) => return Ok(()),
                     Err(EngineError::Unsupported { what, .. }) => info_once(
                         format!("unsupported {what}"),
@@ -355,7 +350,39 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
                 }
             }
         }
-        self.cpu.transform(spec, input, frames, out)
+        call(&mut self.cpu)
+    }
+}
+
+impl<T: Sample> Engine<T> for RoutedEngine<T> {
+    fn name(&self) -> String {
+        match &self.gpu {
+            Some(g) => format!("{}+cpu", g.name()),
+            None => "cpu".into(),
+        }
+    }
+
+    fn transform(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| e.transform(spec, input, frames, out))
+    }
+
+    fn transform_bands(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: &super::BandWeights,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| {
+            e.transform_bands(spec, input, frames, bands, out)
+        })
     }
 
     fn pinned_memory(&self) -> Option<super::PinnedMemory<T>> {

@@ -47,13 +47,20 @@ pub fn run_worker<T: Sample>(
         if failed {
             continue;
         }
-        let len = batch.frames.len() * batch.spec.values_out();
+        // band powers are summed by the engine itself (on a device: only the bands come back)
+        let bands = shaping
+            .and_then(|s| s.plan(&batch.spec))
+            .and_then(|p| p.band_weights());
+        let per_frame = bands.map_or(batch.spec.values_out(), |b| b.bands());
+        let len = batch.frames.len() * per_frame;
         let mut values = output_pool.take(len);
         values.set_len_for_overwrite(len);
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
         let busy = std::time::Instant::now();
-        let result = span.in_scope(|| {
-            engine.transform(&batch.spec, &batch.data, batch.frames.len(), &mut values)
+        let (spec, frames) = (&batch.spec, batch.frames.len());
+        let result = span.in_scope(|| match bands {
+            Some(b) => engine.transform_bands(spec, &batch.data, frames, b, &mut values),
+            None => engine.transform(spec, &batch.data, frames, &mut values),
         });
         crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
         match result {
@@ -64,11 +71,14 @@ pub fn run_worker<T: Sample>(
                     spec: batch.spec,
                     frames: batch.frames,
                     values,
-                    columns: None,
+                    columns: bands.map(|b| b.bands()),
                 };
                 if let Some(shaping) = shaping {
                     let busy = std::time::Instant::now();
-                    shape(&mut done, shaping, output_pool);
+                    match bands {
+                        Some(_) => shaping.finish_rows(&mut done.values),
+                        None => shape(&mut done, shaping, output_pool),
+                    }
                     crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
                 }
                 if tx.send(done).is_err() {

@@ -398,16 +398,28 @@ impl BandMatrix {
     pub fn apply<T: Sample>(&self, power: &[T], bands: &mut [T]) {
         assert_eq!(power.len(), self.bins, "power spectrum length");
         assert_eq!(bands.len(), self.rows.len(), "band output length");
-        for (row, band) in self.rows.iter().zip(bands) {
-            let bins = &power[row.first_bin..row.first_bin + row.weights.len()];
-            let sum: f64 = row
-                .weights
-                .iter()
-                .zip(bins)
-                .map(|(weight, p)| weight * p.into_f64())
-                .sum();
-            *band = T::of_f64(sum);
+        self.weights().apply(power, bands);
+    }
+
+    /// The matrix as engines take it (`fft::BandWeights`: spans and weights back to back), with
+    /// an id of its own.
+    pub fn weights(&self) -> crate::fft::BandWeights {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let mut weights = crate::fft::BandWeights {
+            bins: self.bins,
+            first: Vec::with_capacity(self.rows.len()),
+            len: Vec::with_capacity(self.rows.len()),
+            offset: Vec::with_capacity(self.rows.len()),
+            weights: Vec::new(),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        };
+        for row in &self.rows {
+            weights.first.push(row.first_bin as u32);
+            weights.len.push(row.weights.len() as u32);
+            weights.offset.push(weights.weights.len() as u32);
+            weights.weights.extend_from_slice(&row.weights);
         }
+        weights
     }
 
     /// The dense matrix in f64, row-major, bands × bins.

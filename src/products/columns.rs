@@ -5,6 +5,7 @@
 
 use super::bands::BandMatrix;
 use super::ProductOptions;
+use crate::fft::BandWeights;
 use crate::fft::Sample;
 use crate::sink::StreamMeta;
 use std::ops::Range;
@@ -21,7 +22,7 @@ pub struct ColumnPlan {
     /// Frequency in Hz of each column (band centres with `--bands`).
     frequencies: Vec<f64>,
     /// Band powers instead of picked bins.
-    bands: Option<BandMatrix>,
+    bands: Option<BandWeights>,
     /// Values per bin: 2 for `--scale complex` (re, im), else 1.
     per_bin: usize,
 }
@@ -69,7 +70,7 @@ impl ColumnPlan {
             shift: 0,
             picks: Vec::new(),
             frequencies: matrix.centres_hz().to_vec(),
-            bands: Some(matrix),
+            bands: Some(matrix.weights()),
             per_bin: 1,
         })
     }
@@ -142,6 +143,11 @@ impl ColumnPlan {
         self.bins
     }
 
+    /// The band matrix, when rows are band powers (an engine can sum them itself).
+    pub fn band_weights(&self) -> Option<&BandWeights> {
+        self.bands.as_ref()
+    }
+
     /// Values per row.
     pub fn width(&self) -> usize {
         self.columns() * self.per_bin
@@ -150,8 +156,8 @@ impl ColumnPlan {
     /// Writes one frame's row (`spectrum`: its `bins` × values per bin) into `row` (`width`
     /// values).
     pub fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
-        if let Some(matrix) = &self.bands {
-            matrix.apply(spectrum, row);
+        if let Some(weights) = &self.bands {
+            weights.apply(spectrum, row);
             return;
         }
         let per_bin = self.per_bin;

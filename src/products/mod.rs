@@ -174,12 +174,17 @@ impl Shaping {
             .take(frames)
         {
             plan.pick(spectrum, row);
-            if self.finish != Finish::AsIs {
-                for v in row.iter_mut() {
-                    *v = T::of_f64(self.finish.apply(v.into_f64()));
-                }
+        }
+        self.finish_rows(rows);
+        Some(plan.columns())
+    }
+
+    /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
+    pub fn finish_rows<T: crate::fft::Sample>(&self, rows: &mut [T]) {
+        if self.finish != Finish::AsIs {
+            for v in rows.iter_mut() {
+                *v = T::of_f64(self.finish.apply(v.into_f64()));
             }
         }
-        Some(plan.columns())
     }
 }

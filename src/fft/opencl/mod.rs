@@ -24,12 +24,14 @@
 //! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
 //! failure answers `EngineError::Device`.
 
+mod bands;
 pub mod device;
 pub mod pinned;
 
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
-    Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan, TransformSpec,
+    BandWeights, Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan,
+    TransformSpec,
 };
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
@@ -41,7 +43,7 @@ use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
+pub(crate) const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
 const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");
 const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
 const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
@@ -381,6 +383,8 @@ pub struct OpenClEngine<T: Sample> {
     options: OpenClOptions,
     batches: u64,
     last_profile: Option<BatchProfile>,
+    /// The band matrix of fused `--bands`, once a batch asked for it.
+    bands: Option<bands::DeviceBands<T>>,
 }
 
 fn dev_err(what: impl Into<String>) -> EngineError {
@@ -425,6 +429,7 @@ impl<T: Sample> OpenClEngine<T> {
             options,
             batches: 0,
             last_profile: None,
+            bands: None,
         })
     }
 
@@ -670,8 +675,12 @@ impl<T: Sample> OpenClEngine<T> {
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
+        band_weights: Option<&BandWeights>,
         out: &mut [T],
     ) -> Result<(), String> {
+        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| b.id != w.id)) {
+            self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
+        }
         let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
         if !self.plans.contains_key(&key) {
             let plan = self.build_plan(spec)?;
@@ -683,6 +692,8 @@ impl<T: Sample> OpenClEngine<T> {
         // bins per frame (post kernel work-items) and output values per frame (buffer sizes)
         let bins = spec.bins();
         let per_out = spec.values_out();
+        // values per frame copied back: the bands when they are summed here
+        let per_final = band_weights.map_or(per_out, BandWeights::bands);
         let dev = self.dev.clone();
         let input = &input[..frames * per_in];
         let direct_in = dev
@@ -711,8 +722,10 @@ impl<T: Sample> OpenClEngine<T> {
             slots,
             work_a,
             work_b,
+            bands,
             ..
         } = self;
+        let mut bands = bands.as_mut().filter(|_| band_weights.is_some());
         let plan = plans
             .get_mut(&key)
             .ok_or_else(|| "plan missing".to_string())?;
@@ -730,8 +743,16 @@ impl<T: Sample> OpenClEngine<T> {
                 chunk * per_in,
                 chunk * per_out,
                 staged(direct_in, chunk * per_in),
-                staged(direct_out, chunk * per_out),
+                staged(direct_out, chunk * per_final),
             )?;
+            if bands.is_some() {
+                ensure(
+                    &mut slot.dev_bands,
+                    &dev,
+                    CL_MEM_READ_WRITE,
+                    chunk * per_final,
+                )?;
+            }
         }
         let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
         let mode: i32 = match scale.mode {
@@ -799,26 +820,36 @@ impl<T: Sample> OpenClEngine<T> {
                 args,
                 &[write.get()],
             )?;
+            let mut kernels = kernels;
+            let dev_final = match bands.as_deref_mut() {
+                Some(b) => {
+                    let dev_bands = slot.dev_bands.buf.as_ref().ok_or("band buffer missing")?;
+                    kernels.push(b.enqueue(queue, dev_out, dev_bands, fc)?);
+                    dev_bands
+                }
+                None => dev_out,
+            };
             let last = kernels
                 .last()
                 .map(|e| e.get())
                 .ok_or_else(|| "no kernel launched".to_string())?;
             let dst = match slot.pin_out.as_mut() {
-                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * per_out],
-                _ => &mut out[f0 * per_out..(f0 + fc) * per_out],
+                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * per_final],
+                _ => &mut out[f0 * per_final..(f0 + fc) * per_final],
             };
             // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
             // freed before this read's event completes: `drain` waits for it, as for the write.
             // The read waits for `last`, the final kernel writing `dev_out`.
-            let read =
-                unsafe { copy_out.enqueue_read_buffer(dev_out, CL_NON_BLOCKING, 0, dst, &[last]) }
-                    .map_err(|e| cl("read", e))?;
+            let read = unsafe {
+                copy_out.enqueue_read_buffer(dev_final, CL_NON_BLOCKING, 0, dst, &[last])
+            }
+            .map_err(|e| cl("read", e))?;
             for q in [&*copy_in, &*queue, &*copy_out] {
                 q.flush().map_err(|e| cl("flush", e))?;
             }
             slot.pending = Some(Pending {
-                out_at: f0 * per_out,
-                len: fc * per_out,
+                out_at: f0 * per_final,
+                len: fc * per_final,
                 staged_out: !direct_out,
                 write,
                 kernels,
@@ -899,6 +930,8 @@ struct Slot<T> {
     pin_out: Option<PinnedBlock<T>>,
     dev_in: Grow<T>,
     dev_out: Grow<T>,
+    /// Band rows of the chunk (fused `--bands` only).
+    dev_bands: Grow<T>,
     pending: Option<Pending>,
 }
 
@@ -916,6 +949,7 @@ impl<T: Sample> Slot<T> {
             pin_out: None,
             dev_in: Grow::new(),
             dev_out: Grow::new(),
+            dev_bands: Grow::new(),
             pending: None,
         }
     }
@@ -1186,20 +1220,18 @@ impl<T: Sample> Drop for OpenClEngine<T> {
     }
 }
 
-impl<T: Sample> Engine<T> for OpenClEngine<T> {
-    fn name(&self) -> String {
-        format!("opencl:{}", self.dev.info.name)
-    }
-
-    fn transform(
+impl<T: Sample> OpenClEngine<T> {
+    /// `run` with what every call needs around it: the spec checked, the injected fault, and
+    /// the device stopped from touching the caller's buffers after an error or a panic.
+    fn guarded_run(
         &mut self,
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
+        bands: Option<&BandWeights>,
         out: &mut [T],
     ) -> Result<(), EngineError> {
         self.supports(spec)?;
-        super::check_batch("opencl", spec, input.len(), frames, out.len())?;
         if let Some(k) = self.options.fault_after_batches {
             if self.batches >= k {
                 return Err(dev_err(format!(
@@ -1213,7 +1245,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         // a panic inside (e.g. a host copy thread that cannot start) must not unwind past
         // commands that still read or write the caller's buffers
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.run(spec, input, frames, out)
+            self.run(spec, input, frames, bands, out)
         }));
         let run = match run {
             Ok(r) => r,
@@ -1233,6 +1265,43 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
                 Err(dev_err(e))
             }
         }
+    }
+}
+
+impl<T: Sample> Engine<T> for OpenClEngine<T> {
+    fn name(&self) -> String {
+        format!("opencl:{}", self.dev.info.name)
+    }
+
+    fn transform(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        super::check_batch("opencl", spec, input.len(), frames, out.len())?;
+        self.guarded_run(spec, input, frames, None, out)
+    }
+
+    fn transform_bands(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: &BandWeights,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let fits = input.len() >= frames * spec.values_per_frame()
+            && out.len() == frames * bands.bands()
+            && bands.bins == spec.values_out();
+        if !fits {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("band batch of {frames} frames: buffer lengths do not match"),
+            });
+        }
+        self.guarded_run(spec, input, frames, Some(bands), out)
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {

@@ -1,0 +1,22 @@
+// bands.cl: band powers summed on the device (--bands fused with the FFT), so only the bands are
+// copied back. Prepended with common.cl (real_t, USE_DOUBLE). Mirrors fft::BandWeights::apply:
+//   out[f][b] = sum over i < len[b] of weights[offset[b] + i] * power[f][first[b] + i]
+// One work-item per (band, frame); the weights are read once per band by every frame's item.
+
+__kernel void band_powers(__global const real_t *power, __global real_t *out,
+                          __global const uint *first, __global const uint *len,
+                          __global const uint *offset, __global const real_t *weights,
+                          uint bins, uint bands, uint frames) {
+    uint b = get_global_id(0);
+    uint f = get_global_id(1);
+    if (b >= bands || f >= frames) {
+        return;
+    }
+    __global const real_t *p = power + (size_t)f * bins + first[b];
+    __global const real_t *w = weights + offset[b];
+    real_t sum = 0;
+    for (uint i = 0; i < len[b]; i++) {
+        sum += w[i] * p[i];
+    }
+    out[(size_t)f * bands + b] = sum;
+}
