@@ -38,6 +38,7 @@ fn run_npy(input: &str, out: &Path, args: &[&str]) -> String {
         "{args:?}: {}",
         stderr_text(&result)
     );
+    stderr_text(&result)
 }
 
 /// Runs a python check; `argv` become sys.argv[1:].
@@ -109,7 +110,7 @@ fn average_equals_scipy_welch_and_numpy_max_min() {
             "--average-mode",
             mode,
         ];
-        run_npy(&input, &out, &args);
+        let _ = run_npy(&input, &out, &args);
         let out = out.to_str().expect("utf-8");
         python_check(WELCH_CHECK, &[&input, out, mode, scaling, group]);
     }
@@ -167,7 +168,7 @@ fn mel_bands_equal_librosa_melspectrogram() {
             "--bands",
             &spec,
         ];
-        run_npy(&input, &out, &args);
+        let _ = run_npy(&input, &out, &args);
         let out = out.to_str().expect("utf-8");
         python_check(
             MEL_CHECK,
@@ -303,7 +304,7 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
         ],
     ];
     for case in cases {
-        run_npy(&input, &cpu, &[case, &["--device", "cpu"]].concat());
+        let _ = run_npy(&input, &cpu, &[case, &["--device", "cpu"]].concat());
         let log = run_npy(&input, &gpu, &[case, &["--device", "gpu"]].concat());
         // the OpenCL engine did the work (bands summed on the device), no fallback to the CPU
         assert!(!log.contains("CPU engine"), "{case:?}: {log}");
