@@ -17,7 +17,7 @@ use crate::fft::cpu::CpuEngine;
 use crate::fft::opencl::device::{self, DeviceEntry};
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
-use crate::fft::{Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
+use crate::fft::{BandWeights, Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
 use crate::window::WindowKind;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -74,6 +74,13 @@ pub struct BenchArgs {
     /// Timed runs per size (the median is reported).
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
+    /// Band powers (as the pipeline's --bands: mel:N, octave, third-octave) summed by each engine
+    /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
+    #[arg(long, value_name = "SPEC")]
+    pub bands: Option<crate::products::bands::BandSpec>,
+    /// Sample rate the bands are laid out for, in Hz.
+    #[arg(long, default_value_t = 48_000.0)]
+    pub rate: f64,
     /// Skip the CPU engine (for very large batches).
     #[arg(long)]
     pub no_cpu: bool,
@@ -156,9 +163,22 @@ fn bench_size<T: Sample>(
         n,
         kind,
         window: args.window,
-        scale: args.scale,
-        rate: 48_000.0,
+        scale: if args.bands.is_some() {
+            Scale::Power
+        } else {
+            args.scale
+        },
+        rate: args.rate,
     };
+    let bands = match &args.bands {
+        Some(b) => Some(
+            crate::products::bands::BandMatrix::new(b, n, args.rate)
+                .map_err(FftdError::Usage)?
+                .weights(),
+        ),
+        None => None,
+    };
+    let bands = bands.as_ref();
     let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
     let input: Vec<T> = (0..frames * spec.values_per_frame())
         .map(|i| {
@@ -176,12 +196,12 @@ fn bench_size<T: Sample>(
     let mut cpu_out = Vec::new();
     if !args.no_cpu {
         let mut cpu = CpuEngine::<T>::new();
-        cpu.process(&spec, &input, frames, &mut cpu_out)
-            .map_err(rt)?;
+        cpu_out = vec![T::default(); frames * bands.map_or(spec.values_out(), |b| b.bands())];
+        run_engine(&mut cpu, &spec, &input, frames, bands, &mut cpu_out).map_err(rt)?;
         let t: Vec<f64> = (0..reps)
             .map(|_| {
                 let s = Instant::now();
-                cpu.process(&spec, &input, frames, &mut cpu_out)
+                run_engine(&mut cpu, &spec, &input, frames, bands, &mut cpu_out)
                     .map(|_| s.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()
@@ -190,11 +210,11 @@ fn bench_size<T: Sample>(
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
-        let out_len = frames * spec.values_out();
+        let out_len = frames * bands.map_or(spec.values_out(), |b| b.bands());
         let bytes = in_bytes + (out_len * std::mem::size_of::<T>()) as f64;
         // ordinary memory: the engine stages the batch through its own pinned buffers
         let mut paged_out = vec![T::default(); out_len];
-        let (paged, _) = time_gpu(gpu, &spec, &input, frames, &mut paged_out, reps)?;
+        let (paged, _) = time_gpu(gpu, &spec, (&input, frames, bands), &mut paged_out, reps)?;
         row.paged_us = Some(paged * 1e6 / frames as f64);
         row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
         // the device's pinned memory, as the pipeline packs batches: copied by DMA directly
@@ -203,7 +223,7 @@ fn bench_size<T: Sample>(
         pin_in.extend_from_slice(&input);
         let mut out = HostBuf::with_capacity(out_len, pinned.as_ref());
         out.set_len_for_overwrite(out_len);
-        let (w, kern) = time_gpu(gpu, &spec, &pin_in, frames, &mut out, reps)?;
+        let (w, kern) = time_gpu(gpu, &spec, (&pin_in, frames, bands), &mut out, reps)?;
         row.ocl_us = Some(w * 1e6 / frames as f64);
         row.in_gbps = Some(in_bytes / w * 1e-9);
         if let Some(k) = kern {
@@ -224,8 +244,10 @@ fn bench_size<T: Sample>(
         if !cpu_out.is_empty() {
             let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
             let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
-            let (_, _, rel) = compare_rows(&a, &b, &spec, 0.0);
-            row.max_rel_err = Some(rel);
+            row.max_rel_err = Some(match bands {
+                Some(_) => largest_error(&a, &b),
+                None => compare_rows(&a, &b, &spec, 0.0).2,
+            });
         }
     }
     Ok(row)
@@ -236,23 +258,49 @@ fn bench_size<T: Sample>(
 fn time_gpu<T: Sample>(
     gpu: &mut OpenClEngine<T>,
     spec: &TransformSpec,
-    input: &[T],
-    frames: usize,
+    (input, frames, bands): (&[T], usize, Option<&BandWeights>),
     out: &mut [T],
     reps: usize,
 ) -> Result<(f64, Option<f64>), FftdError> {
     let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
-    gpu.transform(spec, input, frames, out).map_err(rt)?;
+    run_engine(gpu, spec, input, frames, bands, out).map_err(rt)?;
     let (mut wall, mut kern) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         let s = Instant::now();
-        gpu.transform(spec, input, frames, out).map_err(rt)?;
+        run_engine(gpu, spec, input, frames, bands, out).map_err(rt)?;
         wall.push(s.elapsed().as_secs_f64());
         if let Some(p) = gpu.last_profile().filter(|p| p.kernel_ns > 0) {
             kern.push(p.kernel_ns as f64 * 1e-9);
         }
     }
     Ok((median(wall), (!kern.is_empty()).then(|| median(kern))))
+}
+
+/// The largest |a - b| relative to the largest |b| (band rows).
+fn largest_error(a: &[f64], b: &[f64]) -> f64 {
+    let peak = b
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / peak)
+        .fold(0.0, f64::max)
+}
+
+/// One batch through `engine`: spectra, or band rows when `bands` is given.
+fn run_engine<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    bands: Option<&BandWeights>,
+    out: &mut [T],
+) -> Result<(), crate::fft::EngineError> {
+    match bands {
+        Some(b) => engine.transform_bands(spec, input, frames, b, out),
+        None => engine.transform(spec, input, frames, out),
+    }
 }
 
 fn device_entry(choice: &DeviceChoice) -> Result<Option<&'static DeviceEntry>, FftdError> {

@@ -223,13 +223,7 @@ impl BandWeights {
                 self.offset[b] as usize,
             );
             let bins = spectrum.get(first..first + len).unwrap_or(&[]);
-            let weights = &self.weights[at..at + len];
-            let sum: f64 = weights
-                .iter()
-                .zip(bins)
-                .map(|(w, p)| w * p.into_f64())
-                .sum();
-            *band = T::of_f64(sum);
+            *band = T::of_f64(dot(&self.weights[at..at + len], bins));
         }
     }
 
@@ -240,6 +234,25 @@ impl BandWeights {
             self.apply(spectrum, row);
         }
     }
+}
+
+/// Σ weights[i]·values[i] in f64, with four independent sums (so the additions overlap instead
+/// of waiting on each other).
+fn dot<T: Sample>(weights: &[f64], values: &[T]) -> f64 {
+    let mut sums = [0.0f64; 4];
+    let (w4, v4) = (weights.chunks_exact(4), values.chunks_exact(4));
+    let (w_rest, v_rest) = (w4.remainder(), v4.remainder());
+    for (w, v) in w4.zip(v4) {
+        for k in 0..4 {
+            sums[k] += w[k] * v[k].into_f64();
+        }
+    }
+    let rest: f64 = w_rest
+        .iter()
+        .zip(v_rest)
+        .map(|(w, v)| w * v.into_f64())
+        .sum();
+    (sums[0] + sums[1]) + (sums[2] + sums[3]) + rest
 }
 
 /// Checks the buffer lengths `Engine::transform` is given.
