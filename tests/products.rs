@@ -2,8 +2,9 @@
 //! median, density and spectrum) and numpy's max/min over the frames; `--bands mel:N` equals
 //! librosa.feature.melspectrogram (center=False, power=2); an octave band takes a tone's power;
 //! `--fmin`/`--fmax` are exactly the bins in range with their frequencies in the csv header and
-//! `--meta`; every product on the OpenCL engine (PoCL in CI; bands summed on the device) equals
-//! the CPU engine's; bad values
+//! `--meta`; every product on the OpenCL engine (PoCL in CI; bands and the runs of mean, max,
+//! min and peak averages reduced on the device) equals the CPU engine's; the averages reduced by
+//! the engines equal those of every frame through the averaging stage; bad values
 //! are one-line usage errors.
 
 mod common;
@@ -260,7 +261,29 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = write_signal(dir.path(), 40_000);
     let (cpu, gpu) = (dir.path().join("cpu.npy"), dir.path().join("gpu.npy"));
-    let cases: [&[&str]; 5] = [
+    let cases: [&[&str]; 7] = [
+        &[
+            "--frame",
+            "1024",
+            "--hop",
+            "300",
+            "--average",
+            "5",
+            "--average-mode",
+            "min",
+            "--fmin",
+            "100",
+        ],
+        &[
+            "--frame",
+            "512",
+            "--average",
+            "2000",
+            "--average-mode",
+            "peak",
+            "--bands",
+            "octave",
+        ],
         &["--frame", "1024", "--average", "8", "--scale", "db"],
         &[
             "--frame",
@@ -387,4 +410,58 @@ fn bad_product_values_are_one_line_usage_errors() {
         "2",
     ]);
     assert_clean_error(&whole, 2, &["--frame N, not whole"]);
+}
+
+#[test]
+fn averages_reduced_by_the_engines_equal_every_frame_through_the_averaging_stage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write_signal(dir.path(), 40_000);
+    let (whole, runs) = (dir.path().join("whole.npy"), dir.path().join("runs.npy"));
+    for mode in ["mean", "max", "min", "peak"] {
+        for group in ["7", "250ms", "1000"] {
+            let args = [
+                "--frame",
+                "256",
+                "--hop",
+                "100",
+                "--precision",
+                "f64",
+                "--batch",
+                "50",
+                "--average",
+                group,
+                "--average-mode",
+                mode,
+            ];
+            let mut every_frame = fftd();
+            every_frame.env("FFTD_ENGINE_AVERAGING", "0");
+            let out = every_frame
+                .args(["--file", &input, "--input-format", "f32", "--rate", "8000"])
+                .args(args)
+                .args(["--device", "cpu", "--format", "npy", "--output"])
+                .arg(&whole)
+                .output()
+                .expect("fftd runs");
+            assert!(out.status.success(), "{}", stderr_text(&out));
+            let _ = run_npy(&input, &runs, &[&args[..], &["--device", "cpu"]].concat());
+            let (a, b) = (npy_f64(&whole), npy_f64(&runs));
+            assert_eq!(a.len(), b.len(), "{mode} {group}");
+            let peak = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max);
+            assert!(worst <= 1e-12 * peak, "{mode} {group}: {worst} of {peak}");
+        }
+    }
+}
+
+/// The f64 values of a 2-D .npy file fftd wrote with `--precision f64`.
+fn npy_f64(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("npy");
+    bytes[128..]
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        .collect()
 }

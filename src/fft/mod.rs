@@ -188,10 +188,85 @@ pub trait Engine<T: Sample>: Send {
         Ok(())
     }
 
+    /// Transforms `frames` frames (band rows when `bands` is given) and reduces each run of
+    /// `segments.lengths[i]` consecutive rows to one row by `segments.op`, so `out` holds
+    /// `segments.lengths.len()` rows. By default on the host (in f64); an engine on a device
+    /// reduces there, so only one row per segment crosses back (`--average` fused with the FFT).
+    fn transform_segments(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: Option<&BandWeights>,
+        segments: &Segments<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let width = bands.map_or(spec.values_out(), BandWeights::bands);
+        let mut rows = vec![T::zero(); frames * width];
+        match bands {
+            Some(b) => self.transform_bands(spec, input, frames, b, &mut rows)?,
+            None => self.transform(spec, input, frames, &mut rows)?,
+        }
+        segments.reduce(&rows, width, out);
+        Ok(())
+    }
+
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the
     /// pipeline packs batches into it and takes results out of it (`host_memory`).
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         None
+    }
+}
+
+/// How a segment's rows become one row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentOp {
+    Sum,
+    Max,
+    Min,
+}
+
+/// Runs of consecutive rows, each reduced to one row (`Engine::transform_segments`).
+#[derive(Clone, Copy, Debug)]
+pub struct Segments<'a> {
+    /// Rows in each run, in order; they add up to the batch's frames.
+    pub lengths: &'a [u32],
+    pub op: SegmentOp,
+}
+
+impl Segments<'_> {
+    /// Reduces `rows` (rows of `width` values back to back) into `out` (one row per run), in
+    /// f64; a NaN stays NaN under max and min as under sum.
+    pub fn reduce<T: Sample>(&self, rows: &[T], width: usize, out: &mut [T]) {
+        let width = width.max(1);
+        let combine = |a: f64, v: f64| match self.op {
+            SegmentOp::Sum => a + v,
+            _ if a.is_nan() || v.is_nan() => f64::NAN,
+            SegmentOp::Max => a.max(v),
+            SegmentOp::Min => a.min(v),
+        };
+        let mut acc = vec![0.0f64; width];
+        let mut at = 0usize;
+        for (&len, target) in self.lengths.iter().zip(out.chunks_exact_mut(width)) {
+            let run = rows
+                .get(at * width..(at + len as usize) * width)
+                .unwrap_or(&[]);
+            at += len as usize;
+            let mut run_rows = run.chunks_exact(width);
+            if let Some(first) = run_rows.next() {
+                acc.iter_mut()
+                    .zip(first)
+                    .for_each(|(a, v)| *a = v.into_f64());
+            }
+            for row in run_rows {
+                acc.iter_mut()
+                    .zip(row)
+                    .for_each(|(a, v)| *a = combine(*a, v.into_f64()));
+            }
+            for (t, a) in target.iter_mut().zip(&acc) {
+                *t = T::of_f64(*a);
+            }
+        }
     }
 }
 
@@ -326,4 +401,44 @@ fn naive_dft(spec: &TransformSpec, frame: &[f64]) -> Vec<(f64, f64)> {
             (re, im)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_reduce_to_their_sum_max_or_min_and_nan_stays() {
+        // four rows of two values, runs of 1 and 3 rows
+        let rows = [1.0f32, 8.0, 2.0, 5.0, 4.0, -1.0, 3.0, f32::NAN];
+        let lengths = [1u32, 3];
+        let reduce = |op| {
+            let mut out = [0.0f32; 4];
+            Segments {
+                lengths: &lengths,
+                op,
+            }
+            .reduce(&rows, 2, &mut out);
+            out
+        };
+        assert_eq!(reduce(SegmentOp::Sum)[..3], [1.0, 8.0, 9.0]);
+        assert_eq!(reduce(SegmentOp::Max)[..3], [1.0, 8.0, 4.0]);
+        assert_eq!(reduce(SegmentOp::Min)[..3], [1.0, 8.0, 2.0]);
+        assert!(reduce(SegmentOp::Max)[3].is_nan() && reduce(SegmentOp::Sum)[3].is_nan());
+    }
+
+    #[test]
+    fn band_weights_sum_their_spans() {
+        let weights = BandWeights {
+            bins: 5,
+            first: vec![0, 2],
+            len: vec![2, 3],
+            offset: vec![0, 2],
+            weights: vec![1.0, 0.5, 1.0, 1.0, 2.0],
+            id: 0,
+        };
+        let mut out = [0.0f64; 2];
+        weights.apply(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut out);
+        assert_eq!(out, [2.0, 17.0]);
+    }
 }

@@ -385,6 +385,20 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         })
     }
 
+    fn transform_segments(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: Option<&super::BandWeights>,
+        segments: &super::Segments<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| {
+            e.transform_segments(spec, input, frames, bands, segments, out)
+        })
+    }
+
     fn pinned_memory(&self) -> Option<super::PinnedMemory<T>> {
         self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }

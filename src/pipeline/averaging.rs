@@ -8,7 +8,7 @@ use super::batcher::FrameMeta;
 use super::worker::Done;
 use super::Control;
 use crate::fft::{HostBuf, Sample, TransformSpec};
-use crate::products::average::{AverageMode, AverageSpec, AveragedRow, Averager};
+use crate::products::average::{AverageMode, AverageSpec, AveragedRow, Averager, Segment};
 use crate::products::Finish;
 use crate::sink::StreamMeta;
 use crossbeam_channel::{Receiver, Sender};
@@ -101,11 +101,16 @@ fn average_batch<T: Sample>(
         let power = &batch.values[i * width..(i + 1) * width];
         let (stream, completed) = (frame.stream, frame.completed);
         let rows = &mut state.rows;
-        state
-            .averager
-            .push(frame.seq, frame.start, power, &mut |row| {
-                out.push(stream, rows, completed, row)
-            });
+        let tail = batch.segments.as_ref().and_then(|t| t.get(i));
+        let segment = Segment {
+            first_frame: frame.seq,
+            first_start: frame.start,
+            last_start: tail.map_or(frame.start, |t| t.last_start),
+            frames: tail.map_or(1, |t| t.frames as usize),
+        };
+        state.averager.push_segment(segment, power, &mut |row| {
+            out.push(stream, rows, completed, row)
+        });
     }
     Ok(out.into_done(batch.spec, batch.columns))
 }
@@ -166,6 +171,7 @@ impl<T: Sample> RowsOut<T> {
             frames: self.frames,
             values,
             columns,
+            segments: None,
         })
     }
 }

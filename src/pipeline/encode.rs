@@ -89,6 +89,7 @@ fn encode_batch<T: Sample>(
         mut frames,
         values,
         columns,
+        .. // segments end in the averaging stage
     } = done;
     let bins = columns.unwrap_or(spec.bins());
     let per_bin = spec.scale.values_per_bin();

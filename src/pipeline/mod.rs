@@ -22,7 +22,7 @@ use crate::error::{FftdError, Result};
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
-use crate::products::{Finish, Shaping};
+use crate::products::{Finish, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::output::{open_files_budget, Outputs};
@@ -157,6 +157,10 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let shaping = Shaping::new(&mut streams, framing.n, products, settings.scale)
         .map_err(FftdError::Usage)?;
     let averaging = average_stage(settings, &streams, framing.hop)?;
+    let segmenting = match std::env::var("FFTD_ENGINE_AVERAGING").as_deref() {
+        Ok("0") => None, // every frame to the averaging stage (for comparisons)
+        _ => Segmenting::new(products, &streams, framing.hop, live).map_err(FftdError::Usage)?,
+    };
     let spec_of = |n, kind, rate| TransformSpec {
         n,
         kind,
@@ -267,12 +271,12 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             let _producing = producing;
             batcher::run_batcher::<T>(frame_rx, work_tx, settings, spec_of, input_pool, control)
         });
-        let shaping = shaping.as_ref();
+        let products = (shaping.as_ref(), segmenting.as_ref());
         for engine in engines {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
             scope.spawn(move || {
                 let pools = (input_pool, output_pool);
-                worker::run_worker::<T>(engine, rx, tx, control, pools, shaping)
+                worker::run_worker::<T>(engine, rx, tx, control, pools, products)
             });
         }
         if let Some(build) = later_engines {
@@ -287,7 +291,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
                         let (rx, tx) = (rx.clone(), tx.clone());
                         scope.spawn(move || {
                             let pools = (input_pool, output_pool);
-                            worker::run_worker::<T>(engine, rx, tx, control, pools, shaping)
+                            worker::run_worker::<T>(engine, rx, tx, control, pools, products)
                         });
                     },
                     recv(producers_done) -> _ => {}

@@ -7,8 +7,9 @@ use super::batcher::{Batch, FrameMeta};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
+use crate::fft::Segments;
 use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
-use crate::products::Shaping;
+use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crossbeam_channel::{Receiver, Sender};
 
 /// A transformed batch: `frames.len()` rows of `spec.values_out()` values, or of the products'
@@ -20,6 +21,16 @@ pub struct Done<T> {
     pub values: HostBuf<T>,
     /// Columns per row when products shaped the rows (already in output order: no fftshift left).
     pub columns: Option<usize>,
+    /// When rows are segments (`--average` reduced by the engine): each row's frame count and
+    /// last frame's start; `frames` then holds each segment's first frame.
+    pub segments: Option<Vec<SegmentTail>>,
+}
+
+/// What a segment row adds to its first frame's record.
+#[derive(Clone, Copy, Debug)]
+pub struct SegmentTail {
+    pub frames: u32,
+    pub last_start: u64,
 }
 
 impl<T> Done<T> {
@@ -40,7 +51,7 @@ pub fn run_worker<T: Sample>(
     tx: Sender<Done<T>>,
     control: &Control,
     (input_pool, output_pool): (&BufferPool<T>, &BufferPool<T>),
-    shaping: Option<&Shaping>,
+    (shaping, segmenting): (Option<&Shaping>, Option<&Segmenting>),
 ) {
     let mut failed = false;
     for batch in rx {
@@ -52,26 +63,41 @@ pub fn run_worker<T: Sample>(
             .and_then(|s| s.plan(&batch.spec))
             .and_then(|p| p.band_weights());
         let per_frame = bands.map_or(batch.spec.values_out(), |b| b.bands());
-        let len = batch.frames.len() * per_frame;
+        // --average: runs of one group's frames reduced by the engine (on a device, there)
+        let lengths = segmenting.map(|s| {
+            let frames = batch.frames.iter().map(|f| (f.stream, f.seq, f.start));
+            s.cut(frames, MAX_SEGMENT_VALUES / per_frame.max(1))
+        });
+        let rows = lengths.as_ref().map_or(batch.frames.len(), Vec::len);
+        let len = rows * per_frame;
         let mut values = output_pool.take(len);
         values.set_len_for_overwrite(len);
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
         let busy = std::time::Instant::now();
-        let (spec, frames) = (&batch.spec, batch.frames.len());
-        let result = span.in_scope(|| match bands {
-            Some(b) => engine.transform_bands(spec, &batch.data, frames, b, &mut values),
-            None => engine.transform(spec, &batch.data, frames, &mut values),
+        let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
+        let result = span.in_scope(|| match (&lengths, segmenting, bands) {
+            (Some(lengths), Some(s), b) => {
+                let segments = Segments { lengths, op: s.op };
+                engine.transform_segments(spec, data, frames, b, &segments, &mut values)
+            }
+            (_, _, Some(b)) => engine.transform_bands(spec, data, frames, b, &mut values),
+            _ => engine.transform(spec, data, frames, &mut values),
         });
         crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
         match result {
             Ok(()) => {
                 input_pool.give(batch.data);
+                let (frames, segments) = match lengths {
+                    Some(lengths) => segment_frames(&batch.frames, &lengths),
+                    None => (batch.frames, None),
+                };
                 let mut done = Done {
                     id: batch.id,
                     spec: batch.spec,
-                    frames: batch.frames,
+                    frames,
                     values,
                     columns: bands.map(|b| b.bands()),
+                    segments,
                 };
                 if let Some(shaping) = shaping {
                     let busy = std::time::Instant::now();
@@ -107,4 +133,27 @@ fn shape<T: Sample>(done: &mut Done<T>, shaping: &Shaping, pool: &BufferPool<T>)
     done.columns = shaping.shape(&done.spec, done.frames.len(), &done.values, &mut rows);
     let spectra = std::mem::replace(&mut done.values, rows);
     pool.give(spectra);
+}
+
+/// One record per segment (its first frame's, completed when its last frame was) and the tails.
+fn segment_frames(
+    frames: &[FrameMeta],
+    lengths: &[u32],
+) -> (Vec<FrameMeta>, Option<Vec<SegmentTail>>) {
+    let mut firsts = Vec::with_capacity(lengths.len());
+    let mut tails = Vec::with_capacity(lengths.len());
+    let mut at = 0usize;
+    for &len in lengths {
+        let (first, last) = (frames[at], frames[at + len as usize - 1]);
+        firsts.push(FrameMeta {
+            completed: last.completed,
+            ..first
+        });
+        tails.push(SegmentTail {
+            frames: len,
+            last_start: last.start,
+        });
+        at += len as usize;
+    }
+    (firsts, Some(tails))
 }

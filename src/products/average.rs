@@ -395,7 +395,41 @@ impl AverageSpec {
     }
 }
 
+/// Consecutive frames of one group, reduced to one row before they reach the averager.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub first_frame: u64,
+    pub first_start: u64,
+    /// Start sample of the segment's last frame.
+    pub last_start: u64,
+    pub frames: usize,
+}
+
+impl AverageMode {
+    /// How an engine may reduce a run of one group's frames before the averager sees them: their
+    /// sum (mean), max (max, peak) or min; None when every frame must reach the averager (median,
+    /// exp).
+    pub fn segment_op(self) -> Option<crate::fft::SegmentOp> {
+        use crate::fft::SegmentOp;
+        match self {
+            AverageMode::Mean => Some(SegmentOp::Sum),
+            AverageMode::Max | AverageMode::Peak => Some(SegmentOp::Max),
+            AverageMode::Min => Some(SegmentOp::Min),
+            AverageMode::Median | AverageMode::Exp { .. } => None,
+        }
+    }
+}
+
 impl Grouping {
+    /// Which group frame `frame_index` (starting at `start_sample`) of a stream belongs to, for a
+    /// stream whose frames are numbered from 0 without gaps (files): frame / N, or its interval.
+    pub fn group_of(&self, frame_index: u64, start_sample: u64) -> u64 {
+        match self.rule {
+            RowRule::Frames(frames) => frame_index / frames.max(1) as u64,
+            RowRule::Interval(clock) => clock.index_of(start_sample),
+        }
+    }
+
     /// The fewest and most frames one row holds (equal for `--average N`).
     pub fn frames_per_row(&self) -> FramesPerRow {
         match self.rule {
@@ -674,6 +708,32 @@ impl<T: Sample> Averager<T> {
         power: &[T],
         emit: &mut dyn FnMut(AveragedRow<T>),
     ) {
+        let frame = Segment {
+            first_frame: frame_index,
+            first_start: start_sample,
+            last_start: start_sample,
+            frames: 1,
+        };
+        self.push_segment(frame, power, emit);
+    }
+
+    /// Adds a segment: `segment.frames` consecutive frames of one group already reduced to one
+    /// row by the segment's op (`AverageMode::segment_op`: their sum for `mean`, max or min for
+    /// the holds), as an engine reduces them. Emits the rows this completes, as `push` does.
+    /// Panics if `row` does not hold `bins` values (a bug in the caller).
+    pub fn push_segment(
+        &mut self,
+        segment: Segment,
+        row: &[T],
+        emit: &mut dyn FnMut(AveragedRow<T>),
+    ) {
+        let Segment {
+            first_frame: frame_index,
+            first_start: start_sample,
+            last_start,
+            frames,
+        } = segment;
+        let power = row;
         assert_eq!(power.len(), self.bins, "power row of the wrong length");
         let interval = self.grouping.interval_of(start_sample);
         if self.open.is_some_and(|g| g.interval != interval) {
@@ -689,9 +749,9 @@ impl<T: Sample> Averager<T> {
             }
         });
         self.reducer.add(power);
-        group.frames += 1;
+        group.frames += frames;
         self.open = Some(group);
-        if self.grouping.is_complete(&group, start_sample) {
+        if self.grouping.is_complete(&group, last_start) {
             self.close(emit);
         }
     }

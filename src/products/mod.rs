@@ -188,3 +188,53 @@ impl Shaping {
         }
     }
 }
+
+/// `--average` reduced in part by the FFT workers' engines (on a device: in device memory, so one
+/// row per run of frames crosses back): each batch's frames are cut into segments, runs of one
+/// stream's frames in one group, at most `MAX_SEGMENT_VALUES` values of spectra each; the
+/// averaging stage combines the segments of a group. For modes with a segment op (mean, max,
+/// min, peak) and file inputs (frames numbered without gaps).
+pub struct Segmenting {
+    /// Each stream's grouping.
+    groupings: Vec<average::Grouping>,
+    pub op: crate::fft::SegmentOp,
+}
+
+/// Values of spectra one segment holds at most (keeps device chunks small).
+pub const MAX_SEGMENT_VALUES: usize = 1 << 20;
+
+impl Segmenting {
+    /// None when the mode needs every frame (median, exp) or the input is live.
+    pub fn new(
+        options: &ProductOptions,
+        streams: &[crate::sink::StreamMeta],
+        hop: usize,
+        live: bool,
+    ) -> Result<Option<Self>, String> {
+        let (Some(spec), Some(op), false) = (options.average, options.mode.segment_op(), live)
+        else {
+            return Ok(None);
+        };
+        let groupings = streams
+            .iter()
+            .map(|s| spec.grouping(s.rate, hop))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Segmenting { groupings, op }))
+    }
+
+    /// The run lengths of frames `(stream, frame number, start sample)` (in batch order): a new
+    /// run where the stream or its group changes, or after `most` frames.
+    pub fn cut(&self, frames: impl Iterator<Item = (usize, u64, u64)>, most: usize) -> Vec<u32> {
+        let mut lengths: Vec<u32> = Vec::new();
+        let mut last: Option<(usize, u64)> = None;
+        for (stream, seq, start) in frames {
+            let key = (stream, self.groupings[stream].group_of(seq, start));
+            match lengths.last_mut() {
+                Some(len) if last == Some(key) && (*len as usize) < most.max(1) => *len += 1,
+                _ => lengths.push(1),
+            }
+            last = Some(key);
+        }
+        lengths
+    }
+}

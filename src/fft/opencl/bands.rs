@@ -92,7 +92,7 @@ impl<T: Sample> DeviceBands<T> {
 }
 
 /// A read-only device buffer holding `data`.
-fn upload<V: Copy>(
+pub(super) fn upload<V: Copy>(
     dev: &SharedDevice,
     queue: &CommandQueue,
     data: &[V],

@@ -27,10 +27,11 @@
 mod bands;
 pub mod device;
 pub mod pinned;
+mod segments;
 
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
-    BandWeights, Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan,
+    BandWeights, Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan, Segments,
     TransformSpec,
 };
 use crate::window::WindowKind;
@@ -675,9 +676,17 @@ impl<T: Sample> OpenClEngine<T> {
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        band_weights: Option<&BandWeights>,
+        (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), String> {
+        let mut reduce = match runs {
+            Some(r) => Some(segments::DeviceSegments::<T>::new(
+                &self.dev,
+                &self.queue,
+                r,
+            )?),
+            None => None,
+        };
         if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| b.id != w.id)) {
             self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
         }
@@ -711,7 +720,10 @@ impl<T: Sample> OpenClEngine<T> {
                 STAGED_CHUNK_BYTES
             });
         let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
-        let chunks = frames.div_ceil(chunk);
+        // chunks cut between runs when runs are reduced here (a long run is a chunk of its own)
+        let spans = segments::chunk_spans(frames, chunk, runs.map(|r| r.lengths));
+        let chunk = spans.iter().map(|s| s.fc).max().unwrap_or(chunk);
+        let chunks = spans.len();
         let nslots = chunks.min(SLOTS);
         let timed = self.options.profile;
         let OpenClEngine {
@@ -753,6 +765,14 @@ impl<T: Sample> OpenClEngine<T> {
                     chunk * per_final,
                 )?;
             }
+            if reduce.is_some() {
+                ensure(
+                    &mut slot.dev_runs,
+                    &dev,
+                    CL_MEM_READ_WRITE,
+                    chunk * per_final,
+                )?;
+            }
         }
         let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
         let mode: i32 = match scale.mode {
@@ -781,12 +801,11 @@ impl<T: Sample> OpenClEngine<T> {
         for c in 0..chunks + nslots {
             let s = c % nslots;
             slots[s].drain(out, timed.then_some(&mut profile))?;
-            if c >= chunks {
-                continue;
-            }
+            let Some(&span) = spans.get(c) else {
+                continue; // past the last chunk: only draining
+            };
             let slot = &mut slots[s];
-            let f0 = c * chunk;
-            let fc = chunk.min(frames - f0);
+            let (f0, fc) = (span.f0, span.fc);
             let (Some(dev_in), Some(dev_out)) =
                 (slot.dev_in.buf.as_mut(), slot.dev_out.buf.as_ref())
             else {
@@ -829,13 +848,21 @@ impl<T: Sample> OpenClEngine<T> {
                 }
                 None => dev_out,
             };
+            let dev_final = match reduce.as_mut() {
+                Some(r) => {
+                    let dev_runs = slot.dev_runs.buf.as_ref().ok_or("run buffer missing")?;
+                    kernels.push(r.enqueue(queue, dev_final, dev_runs, span, per_final)?);
+                    dev_runs
+                }
+                None => dev_final,
+            };
             let last = kernels
                 .last()
                 .map(|e| e.get())
                 .ok_or_else(|| "no kernel launched".to_string())?;
             let dst = match slot.pin_out.as_mut() {
-                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..fc * per_final],
-                _ => &mut out[f0 * per_final..(f0 + fc) * per_final],
+                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..span.rc * per_final],
+                _ => &mut out[span.r0 * per_final..(span.r0 + span.rc) * per_final],
             };
             // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
             // freed before this read's event completes: `drain` waits for it, as for the write.
@@ -848,8 +875,8 @@ impl<T: Sample> OpenClEngine<T> {
                 q.flush().map_err(|e| cl("flush", e))?;
             }
             slot.pending = Some(Pending {
-                out_at: f0 * per_final,
-                len: fc * per_final,
+                out_at: span.r0 * per_final,
+                len: span.rc * per_final,
                 staged_out: !direct_out,
                 write,
                 kernels,
@@ -932,6 +959,8 @@ struct Slot<T> {
     dev_out: Grow<T>,
     /// Band rows of the chunk (fused `--bands` only).
     dev_bands: Grow<T>,
+    /// The chunk's runs reduced to one row each (fused `--average` only).
+    dev_runs: Grow<T>,
     pending: Option<Pending>,
 }
 
@@ -950,6 +979,7 @@ impl<T: Sample> Slot<T> {
             dev_in: Grow::new(),
             dev_out: Grow::new(),
             dev_bands: Grow::new(),
+            dev_runs: Grow::new(),
             pending: None,
         }
     }
@@ -1228,7 +1258,7 @@ impl<T: Sample> OpenClEngine<T> {
         spec: &TransformSpec,
         input: &[T],
         frames: usize,
-        bands: Option<&BandWeights>,
+        reduction: (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), EngineError> {
         self.supports(spec)?;
@@ -1245,7 +1275,7 @@ impl<T: Sample> OpenClEngine<T> {
         // a panic inside (e.g. a host copy thread that cannot start) must not unwind past
         // commands that still read or write the caller's buffers
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.run(spec, input, frames, bands, out)
+            self.run(spec, input, frames, reduction, out)
         }));
         let run = match run {
             Ok(r) => r,
@@ -1281,7 +1311,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         super::check_batch("opencl", spec, input.len(), frames, out.len())?;
-        self.guarded_run(spec, input, frames, None, out)
+        self.guarded_run(spec, input, frames, (None, None), out)
     }
 
     fn transform_bands(
@@ -1301,7 +1331,32 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
                 what: format!("band batch of {frames} frames: buffer lengths do not match"),
             });
         }
-        self.guarded_run(spec, input, frames, Some(bands), out)
+        self.guarded_run(spec, input, frames, (Some(bands), None), out)
+    }
+
+    fn transform_segments(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: Option<&BandWeights>,
+        runs: &Segments<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let width = bands.map_or(spec.values_out(), BandWeights::bands);
+        let counted: usize = runs.lengths.iter().map(|&l| l as usize).sum();
+        let fits = input.len() >= frames * spec.values_per_frame()
+            && counted == frames
+            && runs.lengths.iter().all(|&l| l > 0)
+            && out.len() == runs.lengths.len() * width
+            && bands.is_none_or(|b| b.bins == spec.values_out());
+        if !fits {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!("reduced batch of {frames} frames: runs or buffers do not match"),
+            });
+        }
+        self.guarded_run(spec, input, frames, (bands, Some(runs)), out)
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
