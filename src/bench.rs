@@ -17,7 +17,9 @@ use crate::fft::cpu::CpuEngine;
 use crate::fft::opencl::device::{self, DeviceEntry};
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
-use crate::fft::{BandWeights, Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
+use crate::fft::{
+    BandWeights, Engine, HostBuf, InputKind, Sample, Scale, SegmentOp, Segments, TransformSpec,
+};
 use crate::window::WindowKind;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -78,6 +80,10 @@ pub struct BenchArgs {
     /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
     #[arg(long, value_name = "SPEC")]
     pub bands: Option<crate::products::bands::BandSpec>,
+    /// Each run of N frames reduced to its sum by the engine (as the pipeline's `--average N`
+    /// of means; on the device for OpenCL); times and errors are of the reduced rows.
+    #[arg(long, value_name = "N")]
+    pub average: Option<u32>,
     /// Sample rate the bands are laid out for, in Hz.
     #[arg(long, default_value_t = 48_000.0)]
     pub rate: f64,
@@ -180,6 +186,13 @@ fn bench_size<T: Sample>(
     };
     let bands = bands.as_ref();
     let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
+    let lengths = args.average.map(|a| runs_of(frames, a as usize));
+    let runs = lengths.as_deref().map(|lengths| Segments {
+        lengths,
+        op: SegmentOp::Sum,
+    });
+    let rows = lengths.as_ref().map_or(frames, Vec::len);
+    let reduce = (bands, runs.as_ref());
     let input: Vec<T> = (0..frames * spec.values_per_frame())
         .map(|i| {
             let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
@@ -196,12 +209,12 @@ fn bench_size<T: Sample>(
     let mut cpu_out = Vec::new();
     if !args.no_cpu {
         let mut cpu = CpuEngine::<T>::new();
-        cpu_out = vec![T::default(); frames * bands.map_or(spec.values_out(), |b| b.bands())];
-        run_engine(&mut cpu, &spec, &input, frames, bands, &mut cpu_out).map_err(rt)?;
+        cpu_out = vec![T::default(); rows * bands.map_or(spec.values_out(), |b| b.bands())];
+        run_engine(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out).map_err(rt)?;
         let t: Vec<f64> = (0..reps)
             .map(|_| {
                 let s = Instant::now();
-                run_engine(&mut cpu, &spec, &input, frames, bands, &mut cpu_out)
+                run_engine(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out)
                     .map(|_| s.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()
@@ -210,11 +223,11 @@ fn bench_size<T: Sample>(
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
-        let out_len = frames * bands.map_or(spec.values_out(), |b| b.bands());
+        let out_len = rows * bands.map_or(spec.values_out(), |b| b.bands());
         let bytes = in_bytes + (out_len * std::mem::size_of::<T>()) as f64;
         // ordinary memory: the engine stages the batch through its own pinned buffers
         let mut paged_out = vec![T::default(); out_len];
-        let (paged, _) = time_gpu(gpu, &spec, (&input, frames, bands), &mut paged_out, reps)?;
+        let (paged, _) = time_gpu(gpu, &spec, (&input, frames, reduce), &mut paged_out, reps)?;
         row.paged_us = Some(paged * 1e6 / frames as f64);
         row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
         // the device's pinned memory, as the pipeline packs batches: copied by DMA directly
@@ -223,7 +236,7 @@ fn bench_size<T: Sample>(
         pin_in.extend_from_slice(&input);
         let mut out = HostBuf::with_capacity(out_len, pinned.as_ref());
         out.set_len_for_overwrite(out_len);
-        let (w, kern) = time_gpu(gpu, &spec, (&pin_in, frames, bands), &mut out, reps)?;
+        let (w, kern) = time_gpu(gpu, &spec, (&pin_in, frames, reduce), &mut out, reps)?;
         row.ocl_us = Some(w * 1e6 / frames as f64);
         row.in_gbps = Some(in_bytes / w * 1e-9);
         if let Some(k) = kern {
@@ -244,9 +257,9 @@ fn bench_size<T: Sample>(
         if !cpu_out.is_empty() {
             let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
             let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
-            row.max_rel_err = Some(match bands {
-                Some(_) => largest_error(&a, &b),
-                None => compare_rows(&a, &b, &spec, 0.0).2,
+            row.max_rel_err = Some(match reduce {
+                (None, None) => compare_rows(&a, &b, &spec, 0.0).2,
+                _ => largest_error(&a, &b),
             });
         }
     }
@@ -258,16 +271,16 @@ fn bench_size<T: Sample>(
 fn time_gpu<T: Sample>(
     gpu: &mut OpenClEngine<T>,
     spec: &TransformSpec,
-    (input, frames, bands): (&[T], usize, Option<&BandWeights>),
+    (input, frames, reduce): (&[T], usize, Reduce<'_>),
     out: &mut [T],
     reps: usize,
 ) -> Result<(f64, Option<f64>), FftdError> {
     let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
-    run_engine(gpu, spec, input, frames, bands, out).map_err(rt)?;
+    run_engine(gpu, spec, input, frames, reduce, out).map_err(rt)?;
     let (mut wall, mut kern) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         let s = Instant::now();
-        run_engine(gpu, spec, input, frames, bands, out).map_err(rt)?;
+        run_engine(gpu, spec, input, frames, reduce, out).map_err(rt)?;
         wall.push(s.elapsed().as_secs_f64());
         if let Some(p) = gpu.last_profile().filter(|p| p.kernel_ns > 0) {
             kern.push(p.kernel_ns as f64 * 1e-9);
@@ -288,18 +301,30 @@ fn largest_error(a: &[f64], b: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// One batch through `engine`: spectra, or band rows when `bands` is given.
+/// What an engine reduces a batch to: band rows, runs of rows, both or neither.
+type Reduce<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
+
+/// Runs of `run` frames (the last one shorter) covering `frames`.
+fn runs_of(frames: usize, run: usize) -> Vec<u32> {
+    let run = run.max(1);
+    (0..frames.div_ceil(run))
+        .map(|k| run.min(frames - k * run) as u32)
+        .collect()
+}
+
+/// One batch through `engine`: spectra, band rows, or rows reduced by runs.
 fn run_engine<T: Sample>(
     engine: &mut dyn Engine<T>,
     spec: &TransformSpec,
     input: &[T],
     frames: usize,
-    bands: Option<&BandWeights>,
+    (bands, runs): Reduce<'_>,
     out: &mut [T],
 ) -> Result<(), crate::fft::EngineError> {
-    match bands {
-        Some(b) => engine.transform_bands(spec, input, frames, b, out),
-        None => engine.transform(spec, input, frames, out),
+    match (bands, runs) {
+        (b, Some(r)) => engine.transform_segments(spec, input, frames, b, r, out),
+        (Some(b), None) => engine.transform_bands(spec, input, frames, b, out),
+        (None, None) => engine.transform(spec, input, frames, out),
     }
 }
 
