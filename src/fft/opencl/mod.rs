@@ -386,6 +386,8 @@ pub struct OpenClEngine<T: Sample> {
     last_profile: Option<BatchProfile>,
     /// The band matrix of fused `--bands`, once a batch asked for it.
     bands: Option<bands::DeviceBands<T>>,
+    /// The runs of the last batch reduced here (fused `--average`).
+    runs: Option<segments::DeviceSegments<T>>,
 }
 
 fn dev_err(what: impl Into<String>) -> EngineError {
@@ -431,6 +433,7 @@ impl<T: Sample> OpenClEngine<T> {
             batches: 0,
             last_profile: None,
             bands: None,
+            runs: None,
         })
     }
 
@@ -679,14 +682,10 @@ impl<T: Sample> OpenClEngine<T> {
         (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), String> {
-        let mut reduce = match runs {
-            Some(r) => Some(segments::DeviceSegments::<T>::new(
-                &self.dev,
-                &self.queue,
-                r,
-            )?),
-            None => None,
-        };
+        // the runs on the device: kept while batches bring the same runs (the common case)
+        if let Some(r) = runs.filter(|r| self.runs.as_ref().is_none_or(|d| !d.holds(r))) {
+            self.runs = Some(segments::DeviceSegments::new(&self.dev, &self.queue, r)?);
+        }
         if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| b.id != w.id)) {
             self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
         }
@@ -735,9 +734,11 @@ impl<T: Sample> OpenClEngine<T> {
             work_a,
             work_b,
             bands,
+            runs: device_runs,
             ..
         } = self;
         let mut bands = bands.as_mut().filter(|_| band_weights.is_some());
+        let mut reduce = device_runs.as_mut().filter(|_| runs.is_some());
         let plan = plans
             .get_mut(&key)
             .ok_or_else(|| "plan missing".to_string())?;

@@ -74,6 +74,9 @@ pub fn chunk_spans(frames: usize, chunk: usize, runs: Option<&[u32]>) -> Vec<Chu
 
 /// A batch's runs on the device, with the kernel.
 pub struct DeviceSegments<T> {
+    /// The runs held (to reuse them for a batch with the same runs).
+    lengths: Vec<u32>,
+    op_held: SegmentOp,
     start: Buffer<u32>,
     len: Buffer<u32>,
     op: i32,
@@ -103,6 +106,8 @@ impl<T: Sample> DeviceSegments<T> {
             at += len;
         }
         Ok(DeviceSegments {
+            lengths: segments.lengths.to_vec(),
+            op_held: segments.op,
             start: super::bands::upload(dev, queue, &starts)?,
             len: super::bands::upload(dev, queue, segments.lengths)?,
             op: match segments.op {
@@ -113,6 +118,11 @@ impl<T: Sample> DeviceSegments<T> {
             kernel,
             marker: std::marker::PhantomData,
         })
+    }
+
+    /// Whether these are `segments`' runs already.
+    pub fn holds(&self, segments: &Segments<'_>) -> bool {
+        self.op_held == segments.op && self.lengths == segments.lengths
     }
 
     /// Enqueues the reduction of chunk `span`'s rows (`rows`: its `fc` rows of `width` values)
