@@ -28,6 +28,20 @@ fn write_signal(dir: &Path, len: usize) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// `--file input` as 8 kHz raw f32 in frames of 512.
+fn base_args(input: &str) -> Vec<&str> {
+    vec![
+        "--file",
+        input,
+        "--input-format",
+        "f32",
+        "--rate",
+        "8000",
+        "--frame",
+        "512",
+    ]
+}
+
 /// Runs fftd on `input` (8 kHz raw f32) into `out` as .npy with `args`; returns its stderr.
 fn run_npy(input: &str, out: &Path, args: &[&str]) -> String {
     let mut all = vec!["--file", input, "--input-format", "f32", "--rate", "8000"];
@@ -40,21 +54,6 @@ fn run_npy(input: &str, out: &Path, args: &[&str]) -> String {
         stderr_text(&result)
     );
     stderr_text(&result)
-}
-
-/// Runs a python check; `argv` become sys.argv[1:].
-fn python_check(script: &str, argv: &[&str]) {
-    let out = std::process::Command::new(python())
-        .args(["-c", script])
-        .args(argv)
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 const WELCH_CHECK: &str = r#"
@@ -113,7 +112,8 @@ fn average_equals_scipy_welch_and_numpy_max_min() {
         ];
         let _ = run_npy(&input, &out, &args);
         let out = out.to_str().expect("utf-8");
-        python_check(WELCH_CHECK, &[&input, out, mode, scaling, group]);
+        let argv = [input.as_str(), out, mode, scaling, group];
+        let _ = run_python(WELCH_CHECK, &argv, mode);
     }
 }
 
@@ -171,10 +171,8 @@ fn mel_bands_equal_librosa_melspectrogram() {
         ];
         let _ = run_npy(&input, &out, &args);
         let out = out.to_str().expect("utf-8");
-        python_check(
-            MEL_CHECK,
-            &[&input, out, n_fft, hop, mels, htk, norm, scale],
-        );
+        let argv = [&input, out, n_fft, hop, mels, htk, norm, scale];
+        let _ = run_python(MEL_CHECK, &argv, &spec);
     }
 }
 
@@ -204,16 +202,7 @@ fn csv_table(args: &[&str]) -> (Vec<String>, Vec<Vec<f64>>) {
 fn a_frequency_range_is_the_bins_in_range_and_an_octave_band_takes_the_tone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = write_signal(dir.path(), 16_000);
-    let base = [
-        "--file",
-        &input,
-        "--input-format",
-        "f32",
-        "--rate",
-        "8000",
-        "--frame",
-        "512",
-    ];
+    let base = base_args(&input);
     let (full_header, full) = csv_table(&[&base[..], &["--format", "csv"]].concat());
     let range = ["--fmin", "1000", "--fmax", "1500", "--format", "csv"];
     let (header, rows) = csv_table(&[&base[..], &range].concat());
@@ -356,16 +345,7 @@ fn npy_values(path: &Path) -> Vec<f64> {
 fn bad_product_values_are_one_line_usage_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = write_signal(dir.path(), 4_000);
-    let base = [
-        "--file",
-        &input,
-        "--input-format",
-        "f32",
-        "--rate",
-        "8000",
-        "--frame",
-        "512",
-    ];
+    let base = base_args(&input);
     for (args, needles) in [
         (&["--average", "0"][..], &["--average 0"][..]),
         (&["--average-mode", "exp:2"], &["--average-mode exp:2"]),

@@ -127,3 +127,20 @@ pub fn python_has(modules: &str) -> bool {
     }
     ok
 }
+
+/// Runs a python script (`python -c script argv...`) and asserts it succeeded (`context` names
+/// the case in the failure); returns what it printed.
+pub fn run_python(script: &str, argv: &[&str], context: &str) -> String {
+    let out = Command::new(python())
+        .args(["-c", script])
+        .args(argv)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{context}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
