@@ -1,6 +1,7 @@
 // segments.cl: runs of consecutive rows reduced to one row on the device (--average fused with
 // the FFT), so one row per run is copied back. Prepended with common.cl. Mirrors
-// fft::Segments::reduce: op 0 sum, 1 max, 2 min of each column over the run's rows.
+// fft::Segments::reduce: op 0 sum, 1 max, 2 min of each column over the run's rows; a NaN stays
+// NaN under max and min as under the sum (OpenCL's fmax/fmin would drop it).
 // One work-item per (column, run); neighbouring items read neighbouring columns.
 
 __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
@@ -16,7 +17,13 @@ __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
     real_t acc = p[0];
     for (uint i = 1; i < n; i++) {
         real_t v = p[(size_t)i * width];
-        acc = op == 0 ? acc + v : (op == 1 ? fmax(acc, v) : fmin(acc, v));
+        if (op == 0) {
+            acc += v;
+        } else if (isnan(acc) || isnan(v)) {
+            acc = NAN;
+        } else {
+            acc = op == 1 ? fmax(acc, v) : fmin(acc, v);
+        }
     }
     out[(size_t)r * width + c] = acc;
 }

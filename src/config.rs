@@ -465,6 +465,11 @@ impl Settings {
             0 => limits::cores(),
             n => n,
         };
+        if o.average_mode.is_some() && o.average.is_none() {
+            return usage(
+                "--average-mode needs --average N|DURATION (how many frames or how long a row averages)".into(),
+            );
+        }
         let products = ProductOptions {
             average: o.average,
             mode: o.average_mode.unwrap_or_default(),

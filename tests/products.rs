@@ -375,6 +375,10 @@ fn bad_product_values_are_one_line_usage_errors() {
             &["--fmin/--fmax with --bands"],
         ),
         (&["--bands", "fifth-octave"], &["--bands fifth-octave"]),
+        (
+            &["--average-mode", "max"],
+            &["--average-mode needs --average"],
+        ),
     ] {
         let out = run(&[&base[..], args].concat());
         assert_clean_error(&out, 2, needles);

@@ -5,6 +5,7 @@
 //! At the end of the input every stream's last, partial group is emitted too.
 
 use super::batcher::FrameMeta;
+use super::pool::BufferPool;
 use super::worker::Done;
 use super::Control;
 use crate::fft::{HostBuf, Sample, TransformSpec};
@@ -40,6 +41,7 @@ pub fn run_averaging<T: Sample>(
     tx: Sender<Done<T>>,
     stage: &AveragingStage<'_>,
     control: &Control,
+    values_pool: &BufferPool<T>,
 ) {
     let mut states: Vec<Option<StreamAverage<T>>> = stage.streams.iter().map(|_| None).collect();
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
@@ -53,7 +55,9 @@ pub fn run_averaging<T: Sample>(
         reorder.insert(done.id, done);
         while let Some(batch) = reorder.remove(&next) {
             next += 1;
-            match average_batch(batch, stage, &mut states) {
+            let averaged = average_batch(&batch, stage, &mut states);
+            values_pool.give(batch.values); // the spectra buffer goes back to the workers
+            match averaged {
                 Ok(Some(rows)) => {
                     if !send(rows, &mut sent) {
                         return;
@@ -75,7 +79,7 @@ pub fn run_averaging<T: Sample>(
 
 /// Pushes a batch's rows into their streams' averagers; the rows they emit, as a batch.
 fn average_batch<T: Sample>(
-    batch: Done<T>,
+    batch: &Done<T>,
     stage: &AveragingStage<'_>,
     states: &mut [Option<StreamAverage<T>>],
 ) -> Result<Option<Done<T>>, String> {

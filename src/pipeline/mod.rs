@@ -304,7 +304,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         let done_rx = match &averaging {
             Some(stage) => {
                 let (tx, rx) = crossbeam_channel::bounded(2 * encoders);
-                scope.spawn(move || averaging::run_averaging::<T>(done_rx, tx, stage, control));
+                scope.spawn(move || {
+                    averaging::run_averaging::<T>(done_rx, tx, stage, control, output_pool)
+                });
                 rx
             }
             None => done_rx,
@@ -602,7 +604,8 @@ fn place_outputs<T: Sample>(
             wanted.push((output, path, shape, preamble));
         }
     }
-    wanted.truncate(crate::sink::output::MAX_OPEN_FILES);
+    // each keeps its descriptor for the run: half of the budget the ordinary outputs also get
+    wanted.truncate((open_files_budget() / 2).max(1));
     let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
     let created: Vec<(usize, Option<PlacedFile>)> = std::thread::scope(|scope| {
         let creating: Vec<_> = wanted

@@ -31,8 +31,12 @@ impl<T: Copy + Default> BufferPool<T> {
         buf
     }
 
-    /// Returns a buffer for reuse (dropped if the pool is full).
+    /// Returns a buffer for reuse (dropped if the pool is full, or if it is ordinary memory in a
+    /// pool of pinned buffers: small rows made by the averaging stage must not replace them).
     pub fn give(&self, buf: HostBuf<T>) {
+        if self.pinned.is_some() && !buf.is_pinned() {
+            return;
+        }
         let _ = self.tx.try_send(buf);
     }
 }

@@ -71,6 +71,8 @@ pub fn run_sink<T: Sample>(
         if let Err((i, e)) = outputs.finish() {
             report_write_error(e, &outputs.describe(i), control);
         }
+    } else {
+        outputs.finish_placed();
     }
     written
 }

@@ -66,7 +66,9 @@ pub fn run_worker<T: Sample>(
         // --average: runs of one group's frames reduced by the engine (on a device, there)
         let lengths = segmenting.map(|s| {
             let frames = batch.frames.iter().map(|f| (f.stream, f.seq, f.start));
-            s.cut(frames, MAX_SEGMENT_VALUES / per_frame.max(1))
+            // runs bounded by input too: a long run is a device chunk of its own
+            let widest = per_frame.max(batch.spec.values_per_frame()).max(1);
+            s.cut(frames, MAX_SEGMENT_VALUES / widest)
         });
         let rows = lengths.as_ref().map_or(batch.frames.len(), Vec::len);
         let len = rows * per_frame;

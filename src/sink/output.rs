@@ -183,12 +183,26 @@ impl<'a, T: Sample> Outputs<'a, T> {
     }
 
     /// Completes every output: creates the files of those that got no rows, rewrites headers
-    /// that carry the frame count, flushes and closes. Stops at the first error.
+    /// that carry the frame count, flushes and closes. Goes on past an error (so every file is
+    /// completed that can be) and returns the first.
     pub fn finish(&mut self) -> Result<(), (usize, io::Error)> {
+        let mut first_error = None;
         for i in 0..self.outputs.len() {
-            self.finish_one(i).map_err(|e| (i, e))?;
+            if let Err(e) = self.finish_one(i) {
+                first_error.get_or_insert((i, e));
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// After a write error: cuts every placed file to the rows counted in order (with its final
+    /// header), as the ordinary outputs hold what was written before the error.
+    pub fn finish_placed(&mut self) {
+        for i in 0..self.outputs.len() {
+            if self.placed.get(i).is_some() {
+                let _ = self.finish_one(i);
+            }
+        }
     }
 
     fn finish_one(&mut self, i: usize) -> io::Result<()> {

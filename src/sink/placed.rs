@@ -21,7 +21,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Outputs smaller than this go the ordinary way (a mapping is not worth it).
 pub const MIN_PLACED_BYTES: u64 = 1 << 20;
@@ -41,6 +41,8 @@ pub struct PlacedFile {
     rows: u64,
     /// One bit per row: set when a thread has claimed the row.
     claimed: Vec<AtomicU64>,
+    /// Whether `finish` cut the file to its rows (else dropping it keeps the header alone).
+    finished: AtomicBool,
 }
 
 /// What a placed output is planned to hold.
@@ -83,6 +85,7 @@ impl PlacedFile {
             row_bytes: shape.row_bytes,
             rows: shape.rows,
             claimed: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            finished: AtomicBool::new(false),
         })
     }
 
@@ -114,9 +117,12 @@ impl PlacedFile {
         Ok(())
     }
 
-    /// Completes the file once every writer has finished: `final_header` (if any) at its start,
-    /// and the file cut to the `rows` rows written in order when there are fewer than planned.
+    /// Completes the file: `final_header` (if any) at its start, and the file cut to the `rows`
+    /// rows written in order when there are fewer than planned. Only once every writer is done
+    /// (the sink calls it after the encode threads have ended): a row written into a part cut
+    /// away would fault.
     pub fn finish(&self, rows: u64, final_header: Option<&[u8]>) -> io::Result<()> {
+        self.finished.store(true, Ordering::Release);
         if let Some(header) = final_header {
             self.file.write_all_at(header, 0)?;
         }
@@ -125,6 +131,16 @@ impl PlacedFile {
                 .set_len(self.header as u64 + rows * self.row_bytes as u64)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for PlacedFile {
+    /// A file the run never finished (it failed before its sink started) keeps its preamble and
+    /// no rows, rather than its planned length of zeros.
+    fn drop(&mut self) {
+        if !self.finished.load(Ordering::Acquire) {
+            let _ = self.file.set_len(self.header as u64);
+        }
     }
 }
 

@@ -37,6 +37,16 @@ impl<T: Sample> DeviceBands<T> {
         queue: &CommandQueue,
         weights: &BandWeights,
     ) -> Result<Self, String> {
+        let spans_fit = (0..weights.bands()).all(|b| {
+            let (first, len, at) = (weights.first[b], weights.len[b], weights.offset[b]);
+            first as usize + len as usize <= weights.bins
+                && at as usize + len as usize <= weights.weights.len()
+        });
+        let complete =
+            weights.len.len() == weights.bands() && weights.offset.len() == weights.bands();
+        if !(spans_fit && complete) {
+            return Err("band matrix with spans outside its spectrum".into());
+        }
         let options = if T::NAME == "f64" {
             "-D USE_DOUBLE"
         } else {

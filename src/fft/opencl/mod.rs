@@ -39,7 +39,7 @@ use device::{DeviceEntry, SharedDevice};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
-use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE, CL_MEM_WRITE_ONLY};
+use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -867,7 +867,7 @@ impl<T: Sample> OpenClEngine<T> {
             };
             // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
             // freed before this read's event completes: `drain` waits for it, as for the write.
-            // The read waits for `last`, the final kernel writing `dev_out`.
+            // The read waits for `last`, the final kernel writing `dev_final`.
             let read = unsafe {
                 copy_out.enqueue_read_buffer(dev_final, CL_NON_BLOCKING, 0, dst, &[last])
             }
@@ -1003,7 +1003,8 @@ impl<T: Sample> Slot<T> {
             }
         }
         ensure(&mut self.dev_in, dev, CL_MEM_READ_ONLY, n_in)?;
-        ensure(&mut self.dev_out, dev, CL_MEM_WRITE_ONLY, n_out)?;
+        // read back by the host, and read by the band and run kernels when they are fused
+        ensure(&mut self.dev_out, dev, CL_MEM_READ_WRITE, n_out)?;
         Ok(())
     }
 
