@@ -219,7 +219,7 @@ fn number(text: &str) -> std::result::Result<f64, String> {
 }
 
 /// A number as a user would write it (1e300, not 300 digits).
-fn shown(v: f64) -> String {
+pub(crate) fn shown(v: f64) -> String {
     let mut text = ryu::Buffer::new().format(v).to_string();
     if text.ends_with(".0") {
         text.truncate(text.len() - 2);

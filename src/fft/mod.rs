@@ -226,6 +226,24 @@ pub enum SegmentOp {
     Min,
 }
 
+/// The larger of two values, NaN if either is (numpy's `maximum`).
+pub fn max_or_nan(held: f64, new: f64) -> f64 {
+    if new > held || new.is_nan() {
+        new
+    } else {
+        held
+    }
+}
+
+/// The smaller of two values, NaN if either is (numpy's `minimum`).
+pub fn min_or_nan(held: f64, new: f64) -> f64 {
+    if new < held || new.is_nan() {
+        new
+    } else {
+        held
+    }
+}
+
 /// Runs of consecutive rows, each reduced to one row (`Engine::transform_segments`).
 #[derive(Clone, Copy, Debug)]
 pub struct Segments<'a> {
@@ -241,9 +259,8 @@ impl Segments<'_> {
         let width = width.max(1);
         let combine = |a: f64, v: f64| match self.op {
             SegmentOp::Sum => a + v,
-            _ if a.is_nan() || v.is_nan() => f64::NAN,
-            SegmentOp::Max => a.max(v),
-            SegmentOp::Min => a.min(v),
+            SegmentOp::Max => max_or_nan(a, v),
+            SegmentOp::Min => min_or_nan(a, v),
         };
         let mut acc = vec![0.0f64; width];
         let mut at = 0usize;

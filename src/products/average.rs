@@ -37,7 +37,7 @@
 //!   `exp`, from then on).
 //! - **Memory.** O(bins) per stream; `median` keeps its group's rows, O(frames per row × bins).
 
-use crate::fft::Sample;
+use crate::fft::{max_or_nan, min_or_nan, Sample};
 use std::fmt;
 use std::marker::PhantomData;
 use std::str::FromStr;
@@ -559,24 +559,6 @@ fn median_of(values: &mut [f64]) -> f64 {
     }
     let lower_middle = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (lower_middle + upper_middle) / 2.0
-}
-
-/// The larger of two values, NaN if either is (numpy's `maximum`).
-fn max_or_nan(held: f64, new: f64) -> f64 {
-    if new > held || new.is_nan() {
-        new
-    } else {
-        held
-    }
-}
-
-/// The smaller of two values, NaN if either is (numpy's `minimum`).
-fn min_or_nan(held: f64, new: f64) -> f64 {
-    if new < held || new.is_nan() {
-        new
-    } else {
-        held
-    }
 }
 
 impl Reducer {

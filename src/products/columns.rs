@@ -5,6 +5,7 @@
 
 use super::bands::BandMatrix;
 use super::ProductOptions;
+use crate::config::shown;
 use crate::fft::BandWeights;
 use crate::fft::Sample;
 use crate::sink::StreamMeta;
@@ -173,12 +174,6 @@ impl ColumnPlan {
             }
         }
     }
-}
-
-/// A number as a user would write it.
-fn shown(v: f64) -> String {
-    let text = format!("{v}");
-    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
 }
 
 #[cfg(test)]
