@@ -20,14 +20,21 @@
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
 //!   buffers -> `post`.
 //!
+//! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
+//! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
+//! contexts, program cache), `pinned` (page-locked host memory), `slots` (the chunks in flight),
+//! `launch` (enqueuing a chunk's kernels), `bands`, `segments`; this file plans and runs batches.
+//!
 //! Sizes: powers of two 2..2^24. Other sizes and f64 on devices without `cl_khr_fp64` answer
 //! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
 //! failure answers `EngineError::Device`.
 
 mod bands;
 pub mod device;
+mod launch;
 pub mod pinned;
 mod segments;
+mod slots;
 
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
@@ -36,11 +43,15 @@ use super::{
 };
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
+use launch::{enqueue_kernels, ScaleArgs};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
-use opencl3::event::Event;
-use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
+use slots::{
+    chunk_frames, ensure, par_copy, span, Grow, Pending, Slot, CHUNK_BYTES, SLOTS,
+    STAGED_CHUNK_BYTES,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -329,44 +340,6 @@ fn twiddles<T: Sample>(n: usize) -> Vec<T> {
             [T::of_f64(a.cos()), T::of_f64(a.sin())]
         })
         .collect()
-}
-
-/// A device buffer that grows to the largest batch seen.
-struct Grow<T> {
-    buf: Option<Buffer<T>>,
-    cap: usize,
-}
-
-impl<T> Grow<T> {
-    fn new() -> Self {
-        Grow { buf: None, cap: 0 }
-    }
-}
-
-fn ensure<'a, T>(
-    g: &'a mut Grow<T>,
-    dev: &SharedDevice,
-    flags: u64,
-    len: usize,
-) -> Result<&'a mut Buffer<T>, String> {
-    if g.cap < len || g.buf.is_none() {
-        g.buf = None;
-        // SAFETY: a device buffer of `len.max(1)` values with no host pointer: nothing on the
-        // host is aliased, and the context outlives the buffer (both held by `dev`).
-        let b =
-            unsafe { Buffer::<T>::create(&dev.context, flags, len.max(1), std::ptr::null_mut()) }
-                .map_err(|e| {
-                format!(
-                    "cannot allocate {} bytes on the device: {e}",
-                    len * std::mem::size_of::<T>()
-                )
-            })?;
-        g.buf = Some(b);
-        g.cap = len;
-    }
-    g.buf
-        .as_mut()
-        .ok_or_else(|| "device buffer missing".to_string())
 }
 
 /// The OpenCL engine for one worker thread: its own queue, kernels and buffers on a device shared
@@ -887,342 +860,6 @@ impl<T: Sample> OpenClEngine<T> {
         self.last_profile = Some(profile);
         Ok(())
     }
-}
-
-/// Output-scale kernel arguments.
-#[derive(Clone, Copy)]
-struct ScaleArgs<T> {
-    mode: i32,
-    norm_edge: T,
-    norm_interior: T,
-}
-
-/// Slots of the host-device pipeline (chunks in flight at once).
-const SLOTS: usize = 3;
-/// Input bytes per pipeline chunk, about, for batches in pinned memory (copied by DMA alone):
-/// on an H200 8 MiB gave 90 % of the PCIe copy rate, 32 MiB 80 %, 64 MiB 79 % (docs/perf.md).
-const CHUNK_BYTES: usize = 8 << 20;
-/// The same for staged batches, whose host copies run on more threads in larger chunks
-/// (32 MiB: 9.5-16 GB/s of input vs 7.6-9.5 GB/s with 8 MiB chunks).
-const STAGED_CHUNK_BYTES: usize = 32 << 20;
-
-/// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
-fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
-    (chunk_bytes / (per_in * size).max(1)).max(1)
-}
-
-/// Threads for one large host copy (pageable <-> pinned copies are CPU-bound, roughly
-/// 5-10 GB/s per thread).
-fn copy_threads(bytes: usize) -> usize {
-    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let max = *N.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8)
-    });
-    (bytes / (2 << 20)).clamp(1, max)
-}
-
-/// `dst.copy_from_slice(src)`, on several threads for large copies.
-fn par_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
-    let threads = copy_threads(std::mem::size_of_val(src));
-    if threads == 1 || dst.len() != src.len() {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let part = src.len().div_ceil(threads);
-    std::thread::scope(|sc| {
-        for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
-            sc.spawn(move || d.copy_from_slice(s));
-        }
-    });
-}
-
-/// The commands of one chunk in flight.
-struct Pending {
-    /// Where the chunk's output goes in the caller's buffer, and how many values.
-    out_at: usize,
-    len: usize,
-    /// Output read into the slot's pinned buffer (to be copied to the caller's on drain).
-    staged_out: bool,
-    write: Event,
-    kernels: Vec<Event>,
-    read: Event,
-}
-
-/// One pipeline slot: device buffers for one chunk, and pinned staging buffers for callers
-/// whose memory is not pinned.
-struct Slot<T> {
-    pin_in: Option<PinnedBlock<T>>,
-    pin_out: Option<PinnedBlock<T>>,
-    dev_in: Grow<T>,
-    dev_out: Grow<T>,
-    /// Band rows of the chunk (fused `--bands` only).
-    dev_bands: Grow<T>,
-    /// The chunk's runs reduced to one row each (fused `--average` only).
-    dev_runs: Grow<T>,
-    pending: Option<Pending>,
-}
-
-fn span(e: &Event) -> u64 {
-    match (e.profiling_command_start(), e.profiling_command_end()) {
-        (Ok(a), Ok(b)) => b.saturating_sub(a),
-        _ => 0,
-    }
-}
-
-impl<T: Sample> Slot<T> {
-    fn new() -> Self {
-        Slot {
-            pin_in: None,
-            pin_out: None,
-            dev_in: Grow::new(),
-            dev_out: Grow::new(),
-            dev_bands: Grow::new(),
-            dev_runs: Grow::new(),
-            pending: None,
-        }
-    }
-
-    /// Makes room for `n_in` input and `n_out` output values on the device and for `stage_in` /
-    /// `stage_out` values in pinned staging memory (0: not staged).
-    fn reserve(
-        &mut self,
-        dev: &Arc<SharedDevice>,
-        n_in: usize,
-        n_out: usize,
-        stage_in: usize,
-        stage_out: usize,
-    ) -> Result<(), String> {
-        let alloc = pinned::DevicePinned(dev.clone());
-        for (pin, len) in [(&mut self.pin_in, stage_in), (&mut self.pin_out, stage_out)] {
-            if len > 0 && pin.as_ref().is_none_or(|p| p.len() < len) {
-                *pin = None;
-                *pin = Some(alloc.alloc(len)?);
-            }
-        }
-        ensure(&mut self.dev_in, dev, CL_MEM_READ_ONLY, n_in)?;
-        // read back by the host, and read by the band and run kernels when they are fused
-        ensure(&mut self.dev_out, dev, CL_MEM_READ_WRITE, n_out)?;
-        Ok(())
-    }
-
-    /// Waits for the chunk in flight (if any), copies staged output to its place in `out` and
-    /// adds its device times to `profile`.
-    fn drain(&mut self, out: &mut [T], profile: Option<&mut BatchProfile>) -> Result<(), String> {
-        let Some(p) = self.pending.take() else {
-            return Ok(());
-        };
-        p.read.wait().map_err(|e| format!("read: {e}"))?;
-        if p.staged_out {
-            let pin = self
-                .pin_out
-                .as_ref()
-                .ok_or_else(|| "pinned output missing".to_string())?;
-            par_copy(
-                &mut out[p.out_at..p.out_at + p.len],
-                &pin.as_slice()[..p.len],
-            );
-        }
-        let Some(profile) = profile else {
-            return Ok(());
-        };
-        profile.write_ns += span(&p.write);
-        profile.read_ns += span(&p.read);
-        if let (Some(a), Some(b)) = (p.kernels.first(), p.kernels.last()) {
-            if let (Ok(s), Ok(e)) = (a.profiling_command_start(), b.profiling_command_end()) {
-                profile.kernel_ns += e.saturating_sub(s);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Enqueues the transform of `frames` frames (`n_bins` output bins in all) from `inb` to `outb`
-/// on `q`, the first kernel waiting for `wait`. Returns the kernels' events.
-#[allow(clippy::too_many_arguments)]
-fn enqueue_kernels<T: Sample>(
-    plan: &mut Plan<T>,
-    q: &CommandQueue,
-    inb: &Buffer<T>,
-    outb: &Buffer<T>,
-    work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
-    frames: usize,
-    m: usize,
-    n_bins: usize,
-    args: ScaleArgs<T>,
-    wait: &[opencl3::types::cl_event],
-) -> Result<Vec<Event>, String> {
-    let frames_u32 =
-        u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
-    let ScaleArgs {
-        mode,
-        norm_edge,
-        norm_interior,
-    } = args;
-    let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
-    let mut kernels: Vec<Event> = Vec::new();
-    match &mut plan.path {
-        Path::Local { kernel, geometry } => {
-            let g = *geometry;
-            let groups = frames.div_ceil(g.fpb);
-            let wg = g.tpf * g.fpb;
-            let table = plan
-                .table
-                .as_ref()
-                .ok_or_else(|| "twiddle table missing".to_string())?;
-            // SAFETY: the arguments are, in order, the buffers and scalars of the kernel's
-            // signature in stockham_local.cl (sizes checked by the OpenCL runtime); `groups`
-            // work-groups of `fpb` frames each, and a frame index past `frames` returns early.
-            let ev = unsafe {
-                ExecuteKernel::new(kernel)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(table)
-                    .set_arg(outb)
-                    .set_arg(&frames_u32)
-                    .set_arg(&mode)
-                    .set_arg(&norm_edge)
-                    .set_arg(&norm_interior)
-                    .set_global_work_size(groups * wg)
-                    .set_local_work_size(wg)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fft_local launch", e))?;
-            kernels.push(ev);
-        }
-        Path::FourStep {
-            columns,
-            rows,
-            post,
-            g1,
-            g2,
-        } => {
-            let (a, b) = match work {
-                (Some(a), Some(b)) => (a, b),
-                _ => return Err("work buffers missing".into()),
-            };
-            let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
-                (Some(x), Some(y)) => (x, y),
-                _ => return Err("twiddle tables missing".into()),
-            };
-            let (m1, m2) = (g1.m, g2.m);
-            let wg1 = g1.tpf * g1.fpb;
-            // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch
-            // covers `frames` frames of `m1 * m2` values, the size the buffers were made for.
-            let ev = unsafe {
-                ExecuteKernel::new(columns)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(t1)
-                    .set_arg(a)
-                    .set_arg(&frames_u32)
-                    .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
-                    .set_local_work_size(wg1)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fourstep_columns launch", e))?;
-            kernels.push(ev);
-            let wg2 = g2.tpf * g2.fpb;
-            // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
-            // `frames * m1 / fpb` groups, one per `fpb` rows of a frame, all inside the buffers.
-            let ev = unsafe {
-                ExecuteKernel::new(rows)
-                    .set_arg(a)
-                    .set_arg(t2)
-                    .set_arg(b)
-                    .set_arg(outb)
-                    .set_arg(&frames_u32)
-                    .set_arg(&mode)
-                    .set_arg(&norm_edge)
-                    .set_arg(&norm_interior)
-                    .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
-                    .set_local_work_size(wg2)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fourstep_rows launch", e))?;
-            kernels.push(ev);
-            if let Some(post) = post {
-                kernels.push(enqueue_post(post, q, b, outb, frames_u32, n_bins, args)?);
-            }
-        }
-        Path::Global { pack, passes, post } => {
-            let (a, b) = match work {
-                (Some(a), Some(b)) => (a, b),
-                _ => return Err("work buffers missing".into()),
-            };
-            let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
-            // SAFETY: arguments in the order of the pack kernel in stockham_global.cl; items past
-            // `frames * m` (the rounding up to GLOBAL_WG) return without touching memory.
-            let ev = unsafe {
-                ExecuteKernel::new(pack)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(a)
-                    .set_arg(&frames_u32)
-                    .set_global_work_size(round(frames * m))
-                    .set_local_work_size(GLOBAL_WG)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("pack launch", e))?;
-            kernels.push(ev);
-            let (mut src, mut dst) = (a, b);
-            let mut ns: u32 = 1;
-            for (r, k) in passes.iter_mut() {
-                // SAFETY: one radix-r pass of stockham_global.cl: source, destination (both
-                // `frames * m` values), frame count and stride; extra items return early.
-                let ev = unsafe {
-                    ExecuteKernel::new(k)
-                        .set_arg(src)
-                        .set_arg(dst)
-                        .set_arg(&frames_u32)
-                        .set_arg(&ns)
-                        .set_global_work_size(round(frames * m / *r))
-                        .set_local_work_size(GLOBAL_WG)
-                        .enqueue_nd_range(q)
-                }
-                .map_err(|e| cl("pass launch", e))?;
-                kernels.push(ev);
-                ns *= *r as u32;
-                std::mem::swap(&mut src, &mut dst);
-            }
-            kernels.push(enqueue_post(post, q, src, outb, frames_u32, n_bins, args)?);
-        }
-    }
-    Ok(kernels)
-}
-
-/// Enqueues `post` (r2c_post.cl): the `n_bins` finished bins of `frames` frames (one value each,
-/// or re, im with COMPLEX_OUT), from the complex spectra in `z` into `out`, one work-item per bin.
-fn enqueue_post<T: Sample>(
-    post: &mut Kernel,
-    q: &CommandQueue,
-    z: &Buffer<T>,
-    out: &Buffer<T>,
-    frames: u32,
-    n_bins: usize,
-    args: ScaleArgs<T>,
-) -> Result<Event, String> {
-    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_bins` bins (values,
-    // or pairs of values with COMPLEX_OUT) and items past `n_bins` (rounding up to GLOBAL_WG)
-    // return early.
-    unsafe {
-        ExecuteKernel::new(post)
-            .set_arg(z)
-            .set_arg(out)
-            .set_arg(&frames)
-            .set_arg(&args.mode)
-            .set_arg(&args.norm_edge)
-            .set_arg(&args.norm_interior)
-            .set_global_work_size(n_bins.div_ceil(GLOBAL_WG) * GLOBAL_WG)
-            .set_local_work_size(GLOBAL_WG)
-            .enqueue_nd_range(q)
-    }
-    .map_err(|e| format!("post launch: {e}"))
 }
 
 impl<T: Sample> OpenClEngine<T> {
