@@ -176,6 +176,11 @@ fn bench_size<T: Sample>(
         },
         rate: args.rate,
     };
+    if args.bands.is_some() && kind == InputKind::Complex {
+        return Err(FftdError::Usage(
+            "--bands with --kind complex: bands are defined on real signals' spectra".into(),
+        ));
+    }
     let bands = match &args.bands {
         Some(b) => Some(
             crate::products::bands::BandMatrix::new(b, n, args.rate)
