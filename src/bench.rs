@@ -18,7 +18,8 @@ use crate::fft::opencl::device::{self, DeviceEntry};
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
 use crate::fft::{
-    BandWeights, Engine, HostBuf, InputKind, Sample, Scale, SegmentOp, Segments, TransformSpec,
+    transform_reduced, Engine, HostBuf, InputKind, Reduction, Sample, Scale, SegmentOp, Segments,
+    TransformSpec,
 };
 use crate::window::WindowKind;
 use std::fmt::Write as _;
@@ -215,11 +216,11 @@ fn bench_size<T: Sample>(
     if !args.no_cpu {
         let mut cpu = CpuEngine::<T>::new();
         cpu_out = vec![T::default(); rows * bands.map_or(spec.values_out(), |b| b.bands())];
-        run_engine(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out).map_err(rt)?;
+        transform_reduced(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out).map_err(rt)?;
         let t: Vec<f64> = (0..reps)
             .map(|_| {
                 let s = Instant::now();
-                run_engine(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out)
+                transform_reduced(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out)
                     .map(|_| s.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()
@@ -276,16 +277,16 @@ fn bench_size<T: Sample>(
 fn time_gpu<T: Sample>(
     gpu: &mut OpenClEngine<T>,
     spec: &TransformSpec,
-    (input, frames, reduce): (&[T], usize, Reduce<'_>),
+    (input, frames, reduce): (&[T], usize, Reduction<'_>),
     out: &mut [T],
     reps: usize,
 ) -> Result<(f64, Option<f64>), FftdError> {
     let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
-    run_engine(gpu, spec, input, frames, reduce, out).map_err(rt)?;
+    transform_reduced(gpu, spec, input, frames, reduce, out).map_err(rt)?;
     let (mut wall, mut kern) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         let s = Instant::now();
-        run_engine(gpu, spec, input, frames, reduce, out).map_err(rt)?;
+        transform_reduced(gpu, spec, input, frames, reduce, out).map_err(rt)?;
         wall.push(s.elapsed().as_secs_f64());
         if let Some(p) = gpu.last_profile().filter(|p| p.kernel_ns > 0) {
             kern.push(p.kernel_ns as f64 * 1e-9);
@@ -306,31 +307,12 @@ fn largest_error(a: &[f64], b: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// What an engine reduces a batch to: band rows, runs of rows, both or neither.
-type Reduce<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
-
 /// Runs of `run` frames (the last one shorter) covering `frames`.
 fn runs_of(frames: usize, run: usize) -> Vec<u32> {
     let run = run.max(1);
     (0..frames.div_ceil(run))
         .map(|k| run.min(frames - k * run) as u32)
         .collect()
-}
-
-/// One batch through `engine`: spectra, band rows, or rows reduced by runs.
-fn run_engine<T: Sample>(
-    engine: &mut dyn Engine<T>,
-    spec: &TransformSpec,
-    input: &[T],
-    frames: usize,
-    (bands, runs): Reduce<'_>,
-    out: &mut [T],
-) -> Result<(), crate::fft::EngineError> {
-    match (bands, runs) {
-        (b, Some(r)) => engine.transform_segments(spec, input, frames, b, r, out),
-        (Some(b), None) => engine.transform_bands(spec, input, frames, b, out),
-        (None, None) => engine.transform(spec, input, frames, out),
-    }
 }
 
 fn device_entry(choice: &DeviceChoice) -> Result<Option<&'static DeviceEntry>, FftdError> {

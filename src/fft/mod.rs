@@ -347,6 +347,26 @@ fn dot<T: Sample>(weights: &[f64], values: &[T]) -> f64 {
     (sums[0] + sums[1]) + (sums[2] + sums[3]) + rest
 }
 
+/// What an engine reduces a batch to: band rows, runs of rows, both or neither.
+pub type Reduction<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
+
+/// One batch through `engine`: spectra, band rows, or rows reduced by runs (the one place that
+/// picks among `transform`, `transform_bands` and `transform_segments`).
+pub fn transform_reduced<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    spec: &TransformSpec,
+    input: &[T],
+    frames: usize,
+    (bands, runs): Reduction<'_>,
+    out: &mut [T],
+) -> Result<(), EngineError> {
+    match (bands, runs) {
+        (b, Some(r)) => engine.transform_segments(spec, input, frames, b, r, out),
+        (Some(b), None) => engine.transform_bands(spec, input, frames, b, out),
+        (None, None) => engine.transform(spec, input, frames, out),
+    }
+}
+
 /// Checks the buffer lengths `Engine::transform` is given.
 pub fn check_batch(
     engine: &'static str,
@@ -355,8 +375,33 @@ pub fn check_batch(
     frames: usize,
     out_len: usize,
 ) -> Result<(), EngineError> {
+    check_reduced(engine, spec, (input_len, frames), (None, None), out_len)
+}
+
+/// Checks the buffers of a batch reduced as `reduction` says: the input holds the frames, the
+/// band matrix fits the spectra, the runs cover the frames (none empty), and the output holds
+/// one row per frame (or run) of its width.
+pub fn check_reduced(
+    engine: &'static str,
+    spec: &TransformSpec,
+    (input_len, frames): (usize, usize),
+    (bands, runs): Reduction<'_>,
+    out_len: usize,
+) -> Result<(), EngineError> {
+    let mismatch = |what: String| Err(EngineError::Unsupported { engine, what });
+    if bands.is_some_and(|b| b.bins != spec.values_out()) {
+        return mismatch(format!("a band matrix over {} bins", spec.values_out()));
+    }
+    if let Some(r) = runs {
+        let counted: usize = r.lengths.iter().map(|&l| l as usize).sum();
+        if counted != frames || r.lengths.contains(&0) {
+            return mismatch(format!("runs of {counted} frames for a batch of {frames}"));
+        }
+    }
+    let width = bands.map_or(spec.values_out(), BandWeights::bands);
+    let rows = runs.map_or(frames, |r| r.lengths.len());
     let need_in = frames * spec.values_per_frame();
-    let need_out = frames * spec.values_out();
+    let need_out = rows * width;
     if input_len < need_in || out_len != need_out {
         return Err(EngineError::Unsupported {
             engine,

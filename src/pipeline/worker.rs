@@ -7,7 +7,7 @@ use super::batcher::{Batch, FrameMeta};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
-use crate::fft::Segments;
+use crate::fft::{transform_reduced, Segments};
 use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crossbeam_channel::{Receiver, Sender};
@@ -77,13 +77,13 @@ pub fn run_worker<T: Sample>(
         let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
         let busy = std::time::Instant::now();
         let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
-        let result = span.in_scope(|| match (&lengths, segmenting, bands) {
-            (Some(lengths), Some(s), b) => {
-                let segments = Segments { lengths, op: s.op };
-                engine.transform_segments(spec, data, frames, b, &segments, &mut values)
-            }
-            (_, _, Some(b)) => engine.transform_bands(spec, data, frames, b, &mut values),
-            _ => engine.transform(spec, data, frames, &mut values),
+        let runs = lengths
+            .as_deref()
+            .zip(segmenting)
+            .map(|(lengths, s)| Segments { lengths, op: s.op });
+        let reduction = (bands, runs.as_ref());
+        let result = span.in_scope(|| {
+            transform_reduced(engine.as_mut(), spec, data, frames, reduction, &mut values)
         });
         crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
         match result {

@@ -961,16 +961,9 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         bands: &BandWeights,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        let fits = input.len() >= frames * spec.values_per_frame()
-            && out.len() == frames * bands.bands()
-            && bands.bins == spec.values_out();
-        if !fits {
-            return Err(EngineError::Unsupported {
-                engine: "opencl",
-                what: format!("band batch of {frames} frames: buffer lengths do not match"),
-            });
-        }
-        self.guarded_run(spec, input, frames, (Some(bands), None), out)
+        let reduction = (Some(bands), None);
+        super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
+        self.guarded_run(spec, input, frames, reduction, out)
     }
 
     fn transform_segments(
@@ -982,20 +975,9 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         runs: &Segments<'_>,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        let width = bands.map_or(spec.values_out(), BandWeights::bands);
-        let counted: usize = runs.lengths.iter().map(|&l| l as usize).sum();
-        let fits = input.len() >= frames * spec.values_per_frame()
-            && counted == frames
-            && runs.lengths.iter().all(|&l| l > 0)
-            && out.len() == runs.lengths.len() * width
-            && bands.is_none_or(|b| b.bins == spec.values_out());
-        if !fits {
-            return Err(EngineError::Unsupported {
-                engine: "opencl",
-                what: format!("reduced batch of {frames} frames: runs or buffers do not match"),
-            });
-        }
-        self.guarded_run(spec, input, frames, (bands, Some(runs)), out)
+        let reduction = (bands, Some(runs));
+        super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
+        self.guarded_run(spec, input, frames, reduction, out)
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
