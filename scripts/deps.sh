@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Makes sure the system packages fftd builds and runs with are present; with --test also what the
-# test suite compares against (sox, numpy, scipy, librosa):
+# test suite compares against or drives (sox, numpy, scipy, librosa, chromium, selenium):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
 #   gcc, python3                         only where missing (a minimal Debian image)
 #   sox (--test)                         writes the WAV files (A-law, mu-law, 64-bit float, EXTENSIBLE,
 #                                        pipes) the WAV reader is tested against
+#   chromium chromium-driver (--test)    a headless browser for the live page of --serve
+#                                        (tests/serve_browser.rs)
 # and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
-# (librosa: the mel filter banks of --bands, tests/bands_librosa.rs).
+# (librosa: the mel filter banks of --bands, tests/bands_librosa.rs), and selenium 4, which drives
+# chromium through chromedriver (never downloading a browser or a driver itself).
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
 
 testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
-$testing && packages+=(sox)
+$testing && packages+=(sox chromium chromium-driver)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,6 +49,13 @@ if $testing; then
         echo "deps: installing numpy, scipy and librosa for python3" >&2
         python3 -m pip install --quiet numpy scipy librosa || {
             echo "deps: could not install numpy/scipy/librosa; run: python3 -m pip install numpy scipy librosa" >&2
+            exit 1
+        }
+    fi
+    if ! python3 -c "import selenium" 2>/dev/null; then
+        echo "deps: installing selenium 4 for python3" >&2
+        python3 -m pip install --quiet 'selenium==4.*' || {
+            echo "deps: could not install selenium; run: python3 -m pip install 'selenium==4.*'" >&2
             exit 1
         }
     fi

@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""The live page of `fftd --serve` in a real browser (Debian's chromium, headless, via
+chromedriver and selenium); run by tests/serve_browser.rs.
+
+    serve_browser.py --fftd PATH --out DIR            the test: prints what it checked, exit 0 = pass
+    serve_browser.py --fftd PATH --demo docs/img/serve.png     the README screenshot
+    serve_browser.py --url http://HOST:PORT --out DIR  the checks against a server already running
+
+The test writes two 8 kHz WAV files (stream 0: a 1000 Hz tone, stream 1: 2500 Hz), serves them
+with `fftd --realtime --serve`, opens the page and checks: no console errors; rows arrive; the
+brightest column of the waterfall's pixels (colours mapped back through the page's colour map) is
+at the tone, in Hz through the page's own axis mapping (window.fftd); the cursor readout over the
+spectrum and the waterfall shows the tone's frequency and level; pause freezes the view but not
+the connection; the stream picker switches to stream 1 (brightest column then at 2500 Hz). It
+measures how the page keeps up (animation frames, draws, time per row and per draw) and saves a
+screenshot in DIR. Only the standard library and selenium; no numpy.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import wave
+
+os.environ.setdefault("SE_OFFLINE", "true")  # selenium must never try to download a driver
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+CHROMIUM = os.environ.get("FFTD_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("FFTD_CHROMEDRIVER", "/usr/bin/chromedriver")
+RATE = 8000
+FRAME, HOP = 1024, 128  # 62.5 frames/s per stream: about the page's 60 rows/s
+BIN_HZ = RATE / FRAME
+TONES = [1000.0, 2500.0]
+
+
+# ---------------------------------------------------------------- signals and the server
+
+
+def write_wav(path, samples, rate):
+    """16-bit mono PCM."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(
+            struct.pack(f"<{len(samples)}h", *(max(-32767, min(32767, round(v * 32767))) for v in samples))
+        )
+
+
+def tone(freq, seconds, rate, amp=0.5, noise=0.01, seed=1):
+    rnd = _noise(seed)
+    return [amp * math.sin(2 * math.pi * freq * i / rate) + noise * next(rnd) for i in range(int(seconds * rate))]
+
+
+def _noise(seed):
+    """Deterministic uniform noise in [-1, 1) (xorshift), as tests/common does."""
+    s = (seed * 0x9E3779B97F4A7C15 | 1) & (2**64 - 1)
+    while True:
+        s ^= (s << 13) & (2**64 - 1)
+        s ^= s >> 7
+        s ^= (s << 17) & (2**64 - 1)
+        yield (s >> 11) / 2**52 - 1.0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP):
+    """Starts `fftd --realtime --serve` on a free port; returns (process, base url)."""
+    port = free_port()
+    addr = f"127.0.0.1:{port}"
+    cmd = [fftd]
+    for f in files:
+        cmd += ["--file", str(f)]
+    cmd += ["--frame", str(frame), "--hop", str(hop), "--device", "cpu", "--realtime", "--serve", addr]
+    cmd += ["--format", "ndjson", "--output", os.devnull]
+    log = open(os.path.join(out_dir, "fftd.log"), "wb")
+    print("server:", " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+    url = f"http://{addr}"
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"fftd exited with {proc.returncode}: {open(log.name).read()}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
+                if r.read().strip() == b"ok":
+                    return proc, url
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"fftd did not answer /healthz on {addr} within 20 s")
+
+
+def stop(proc):
+    if proc and proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---------------------------------------------------------------- the browser
+
+
+def browser(width, height, profile):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in [
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ]:
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+
+
+def wait_for(driver, js, timeout, what):
+    """Polls a JS expression until it is truthy; returns its value."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = driver.execute_script(f"return {js};")
+        if v:
+            return v
+        time.sleep(0.05)
+    state = driver.execute_script(
+        "return window.fftd && {rows: fftd.rows, shown: fftd.shown, stream: fftd.stream,"
+        " status: document.getElementById('status').textContent};"
+    )
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}; page state {state}")
+
+
+# Per x of the waterfall plot, the mean colour-map level (0..255) of its top `rows` pixel rows:
+# each pixel's colour is mapped back to the nearest entry of the page's colour map.
+BRIGHTEST_JS = """
+const rows = arguments[0];
+const c = document.getElementById('waterfall'), p = fftd.plot, d = p.dpr;
+const x0 = Math.round(p.left * d), x1 = Math.round(p.right * d), y0 = Math.round(p.waterfall.top * d);
+const copy = document.createElement('canvas');
+copy.width = x1 - x0; copy.height = rows;
+const g = copy.getContext('2d', {willReadFrequently: true});
+g.drawImage(c, x0, y0, x1 - x0, rows, 0, 0, x1 - x0, rows);
+const px = g.getImageData(0, 0, x1 - x0, rows).data, lut = fftd.lut;
+const memo = new Map();
+function level(r, g, b) {
+  const key = (r << 16) | (g << 8) | b;
+  let best = memo.get(key);
+  if (best !== undefined) return best;
+  let dist = Infinity;
+  for (let i = 0; i < 256; i++) {
+    const e = (lut[4 * i] - r) ** 2 + (lut[4 * i + 1] - g) ** 2 + (lut[4 * i + 2] - b) ** 2;
+    if (e < dist) { dist = e; best = i; }
+  }
+  memo.set(key, best);
+  return best;
+}
+const w = x1 - x0, mean = new Float64Array(w);
+for (let y = 0; y < rows; y++)
+  for (let x = 0; x < w; x++) { const k = 4 * (y * w + x); mean[x] += level(px[k], px[k + 1], px[k + 2]) / rows; }
+let best = 0;
+for (let x = 1; x < w; x++) if (mean[x] > mean[best]) best = x;
+const sorted = Array.from(mean).sort((a, b) => a - b);
+const cssX = (x0 + best + 0.5) / d;
+return {x: cssX, hz: fftd.xToHz(cssX), level: mean[best], median: sorted[w >> 1]};
+"""
+
+
+def brightest(driver):
+    return driver.execute_script(BRIGHTEST_JS, 12)
+
+
+def readout(driver):
+    text = driver.find_element(By.ID, "readout").text
+    f = re.search(r"f = (-?[0-9.]+) Hz", text)
+    db = re.search(r"(-?[0-9.]+) dB", text)
+    t = re.search(r"t = (-?[0-9.]+) s", text)
+    return text, float(f.group(1)) if f else None, float(db.group(1)) if db else None, float(t.group(1)) if t else None
+
+
+def hover(driver, canvas_id, hz, y_frac):
+    """Moves the mouse over `canvas_id` to the x of `hz` (the page's axis) at y_frac of the plot."""
+    el = driver.find_element(By.ID, canvas_id)
+    x = driver.execute_script("return fftd.hzToX(arguments[0]);", hz)
+    p = driver.execute_script("return fftd.plot;")[canvas_id]
+    y = p["top"] + y_frac * (p["bottom"] - p["top"])
+    size = el.size
+    ActionChains(driver).move_to_element_with_offset(el, round(x - size["width"] / 2), round(y - size["height"] / 2)).perform()
+    time.sleep(0.3)  # a few animation frames
+
+
+def console_errors(driver, seen):
+    logs = driver.get_log("browser")
+    seen.extend(logs)
+    return [e for e in logs if e["level"] == "SEVERE"]
+
+
+def perf_window(driver, seconds):
+    """Page counters over `seconds`: animation frames, draws, rows and their handling times."""
+    a = driver.execute_script("return [fftd.perf, performance.now(), fftd.rows];")
+    time.sleep(seconds)
+    b = driver.execute_script("return [fftd.perf, performance.now(), fftd.rows];")
+    dt = (b[1] - a[1]) / 1000
+    pa, pb = a[0], b[0]
+    rows = pb["rowsHandled"] - pa["rowsHandled"]
+    draws = pb["draws"] - pa["draws"]
+    return {
+        "seconds": round(dt, 2),
+        "rows_received_per_s": round((b[2] - a[2]) / dt, 1),
+        "rows_handled_per_s": round(rows / dt, 1),
+        "animation_frames_per_s": round((pb["raf"] - pa["raf"]) / dt, 1),
+        "draws_per_s": round(draws / dt, 1),
+        "ms_per_row": round((pb["rowMs"] - pa["rowMs"]) / max(1, rows), 3),
+        "ms_per_draw": round((pb["drawMs"] - pa["drawMs"]) / max(1, draws), 3),
+        "max_ms_row_so_far": round(pb["maxRowMs"], 2),
+        "max_ms_draw_so_far": round(pb["maxDrawMs"], 2),
+        "frame_gaps_over_50ms": pb["longGaps"] - pa["longGaps"],
+    }
+
+
+# ---------------------------------------------------------------- the test
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what, flush=True)
+
+
+def run_test(driver, url, out_dir):
+    t0 = time.time()
+    logs = []
+    tol = 2.5 * BIN_HZ
+    driver.get(url + "/")
+    wait_for(driver, "window.fftd && fftd.stream === 0 && fftd.shown > 30", 20, "rows of stream 0")
+    print(f"first rows after {time.time() - t0:.1f} s", flush=True)
+
+    r1 = driver.execute_script("return fftd.rows;")
+    time.sleep(1.0)
+    r2 = driver.execute_script("return fftd.rows;")
+    check(r2 - r1 >= 20, f"rows keep arriving: {r2 - r1} in 1 s")
+    streams = Select(driver.find_element(By.ID, "stream"))
+    check(len(streams.options) >= 2 and streams.first_selected_option.get_attribute("value") == "0",
+          f"the stream picker lists the streams, 0 selected: {[o.text for o in streams.options]}")
+
+    b = brightest(driver)
+    check(abs(b["hz"] - TONES[0]) <= tol and b["level"] > 150 and b["median"] < 100,
+          f"waterfall pixels: brightest column at {b['hz']:.1f} Hz (level {b['level']:.0f}/255, median column {b['median']:.0f}), tone {TONES[0]} Hz")
+
+    peak = driver.execute_script("return Math.max(...fftd.lastMax);")
+    hover(driver, "spectrum", TONES[0], 0.5)
+    text, f, db, _ = readout(driver)
+    check(f is not None and abs(f - TONES[0]) <= tol and db is not None and abs(db - peak) <= 3,
+          f"spectrum readout '{text}': tone {TONES[0]} Hz, peak {peak:.1f} dB")
+    hover(driver, "waterfall", TONES[0], 0.02)
+    text, f, db, t = readout(driver)
+    check(f is not None and abs(f - TONES[0]) <= tol and db is not None and abs(db - peak) <= 3 and t is not None,
+          f"waterfall readout '{text}'")
+
+    driver.find_element(By.ID, "pause").click()
+    s1, r1 = driver.execute_script("return [fftd.shown, fftd.rows];")
+    time.sleep(0.6)
+    s2, r2 = driver.execute_script("return [fftd.shown, fftd.rows];")
+    status = driver.find_element(By.ID, "status").text
+    check(s1 == s2 and r2 > r1 and "paused" in status,
+          f"pause: view frozen ({s1} -> {s2} rows shown) while rows still arrive ({r1} -> {r2}); status '{status}'")
+    driver.find_element(By.ID, "pause").click()
+    wait_for(driver, f"fftd.shown > {s2}", 5, "rows shown again after resume")
+
+    perf = perf_window(driver, 3.0)
+    print("smoothness:", json.dumps(perf), flush=True)
+    check(perf["rows_handled_per_s"] >= 0.9 * perf["rows_received_per_s"] and perf["rows_received_per_s"] >= 45,
+          "the page handles every row at the stream's rate")
+    check(perf["draws_per_s"] >= 20, f"drawn at {perf['draws_per_s']} frames/s")
+
+    driver.execute_script("document.getElementById('spectrum').scrollIntoView();")
+    hover(driver, "spectrum", TONES[0], 0.3)
+    shot = os.path.join(out_dir, "serve.png")
+    driver.save_screenshot(shot)
+    print("screenshot:", shot, flush=True)
+
+    ActionChains(driver).move_to_element(driver.find_element(By.ID, "status")).perform()
+    streams.select_by_value("1")
+    wait_for(driver, "fftd.stream === 1 && fftd.shown > 30", 15, "rows of stream 1")
+    time.sleep(0.3)
+    b = brightest(driver)
+    check(abs(b["hz"] - TONES[1]) <= tol and b["level"] > 150,
+          f"after switching to stream 1: brightest column at {b['hz']:.1f} Hz (level {b['level']:.0f}/255), tone {TONES[1]} Hz")
+    check("stream=1" in driver.current_url, f"the address keeps the stream: {driver.current_url}")
+
+    errors = console_errors(driver, logs)
+    for e in logs:
+        print("console:", e["level"], e["message"], flush=True)
+    check(not errors, f"no console errors ({len(logs)} console messages)")
+    print(f"browser test passed in {time.time() - t0:.1f} s", flush=True)
+
+
+# ---------------------------------------------------------------- the README screenshot
+
+
+def demo_signal(seconds, rate):
+    """A picture worth looking at: two steady tones, a rising chirp, short bursts, a noise floor."""
+    rnd = _noise(7)
+    out = []
+    phase = 0.0
+    for i in range(int(seconds * rate)):
+        t = i / rate
+        f = 200 + (t % 6.0) / 6.0 * (rate * 0.42 - 200)   # a saw-tooth sweep every 6 s
+        phase += 2 * math.pi * f / rate
+        v = 0.25 * math.sin(phase)
+        v += 0.3 * math.sin(2 * math.pi * 1000 * t) + 0.08 * math.sin(2 * math.pi * 3150 * t)
+        if (t % 1.5) < 0.06:                               # a 60 ms burst every 1.5 s
+            v += 0.2 * math.sin(2 * math.pi * 5200 * t)
+        v += 0.02 * next(rnd)
+        out.append(v * 0.8)
+    return out
+
+
+def run_demo(driver, url, png):
+    driver.get(url + "/")
+    wait_for(driver, "window.fftd && fftd.shown > 30", 20, "rows")
+    time.sleep(11)  # fill most of the waterfall
+    driver.execute_script("document.getElementById('colormap').value='inferno';"
+                          "document.getElementById('colormap').dispatchEvent(new Event('change'));")
+    hover(driver, "spectrum", 1000.0, 0.4)
+    time.sleep(0.5)
+    driver.save_screenshot(png)
+    print("screenshot:", png, os.path.getsize(png), "bytes", flush=True)
+
+
+# ---------------------------------------------------------------- main
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fftd", help="the fftd binary to serve with")
+    ap.add_argument("--url", help="test a server already running (development)")
+    ap.add_argument("--out", default=None, help="folder for the WAV files, logs and the screenshot")
+    ap.add_argument("--demo", metavar="PNG", help="write the README screenshot instead of testing")
+    a = ap.parse_args()
+    if not (a.fftd or a.url):
+        ap.error("--fftd or --url")
+    for exe in (CHROMIUM, CHROMEDRIVER):
+        if not os.path.exists(exe):
+            raise SystemExit(f"{exe} is missing: apt-get install chromium chromium-driver (scripts/deps.sh --test)")
+    out_dir = a.out or tempfile.mkdtemp(prefix="fftd-serve-")
+    os.makedirs(out_dir, exist_ok=True)
+    print("output folder:", out_dir, flush=True)
+
+    proc = None
+    profile = tempfile.mkdtemp(prefix="fftd-chromium-")
+    driver = None
+    try:
+        url = a.url
+        if a.demo:
+            rate = 16000
+            wav = os.path.join(out_dir, "demo.wav")
+            write_wav(wav, demo_signal(40, rate), rate)
+            if a.fftd:
+                proc, url = start_fftd(a.fftd, [wav], out_dir, frame=2048, hop=256)
+            driver = browser(1200, 760, profile)
+            run_demo(driver, url, a.demo)
+        else:
+            files = []
+            for k, f in enumerate(TONES):
+                files.append(os.path.join(out_dir, f"tone{int(f)}.wav"))
+                write_wav(files[-1], tone(f, 40, RATE, seed=k + 1), RATE)
+            if a.fftd:
+                proc, url = start_fftd(a.fftd, files, out_dir)
+            driver = browser(1280, 800, profile)
+            run_test(driver, url, out_dir)
+    finally:
+        if driver:
+            driver.quit()
+        stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
