@@ -195,6 +195,17 @@ pub struct Options {
     /// FFT worker threads [default: 0 = one per CPU core].
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
     pub workers: Option<i64>,
+
+    /// Serve a live view on ADDR (HOST:PORT, or a PORT on 127.0.0.1): web page with spectrum and
+    /// waterfall, /spectra (NDJSON rows), /metrics (Prometheus), /healthz. After the input ends it
+    /// keeps serving until Ctrl-C.
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+
+    /// Read file and stdin inputs at their sample rate, as if they were live (to watch a recording).
+    #[arg(long)]
+    #[serde(default)]
+    pub realtime: bool,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -250,6 +261,7 @@ fn merge(cli: Options, file: Options) -> Options {
                 fftshift: cli.fftshift || file.fftshift,
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
+                realtime: cli.realtime || file.realtime,
                 $($field: cli.$field.or(file.$field),)*
             }
         };
@@ -280,7 +292,8 @@ fn merge(cli: Options, file: Options) -> Options {
         device,
         batch,
         max_latency,
-        workers
+        workers,
+        serve
     )
 }
 
@@ -358,6 +371,9 @@ pub struct Settings {
     pub batch: usize,
     pub max_latency_ms: f64,
     pub workers: usize,
+    /// `--serve`: where the live view listens.
+    pub serve: Option<std::net::SocketAddr>,
+    pub realtime: bool,
 }
 
 impl Settings {
@@ -483,6 +499,15 @@ impl Settings {
                 "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
             );
         }
+        let serve = o
+            .serve
+            .as_deref()
+            .map(crate::serve::address::parse)
+            .transpose()
+            .map_err(FftdError::Usage)?;
+        if o.realtime && matches!(input, Input::Mic(_)) {
+            return usage("--realtime paces file and stdin inputs; --mic is live already".into());
+        }
         let precision = o.precision.unwrap_or(Precision::F32);
         let batch = Self::check_batch(o.batch.unwrap_or(0), frame, precision, workers)?;
         Ok(Settings {
@@ -512,6 +537,8 @@ impl Settings {
             batch,
             max_latency_ms,
             workers,
+            serve,
+            realtime: o.realtime,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod limits;
 pub mod pipeline;
 pub mod products;
 pub mod progress;
+pub mod serve;
 pub mod sink;
 pub mod source;
 pub mod stats;

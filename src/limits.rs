@@ -12,6 +12,10 @@ pub const WORKERS_PER_CORE: usize = 4;
 /// Longest `--max-latency` in ms: a frame held a minute for its batch to fill is no longer live.
 pub const MAX_LATENCY_MS: f64 = 60_000.0;
 
+/// Inputs played at once with `--realtime` (one reader thread each, asleep most of the time); the
+/// rest wait for their turn.
+pub const MAX_PACED_READERS: usize = 256;
+
 /// Channels in one input at most (WAV's 16-bit channel count).
 pub const MAX_CHANNELS: usize = u16::MAX as usize;
 

@@ -6,8 +6,6 @@ use fftd::cli::{Cli, Command};
 use fftd::config::Settings;
 use fftd::error::FftdError;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -34,19 +32,21 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
         None => {
             let settings = Settings::resolve(cli.options, cli.config.as_deref())?;
-            let stop = Arc::new(AtomicBool::new(false));
-            install_signal_handlers(&stop)?;
-            fftd::pipeline::run(&settings, stop)
+            let signals = fftd::pipeline::Signals::default();
+            install_signal_handlers(&signals)?;
+            fftd::pipeline::run(&settings, signals)
         }
     }
 }
 
 /// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once.
-fn install_signal_handlers(stop: &Arc<AtomicBool>) -> Result<(), FftdError> {
+fn install_signal_handlers(signals: &fftd::pipeline::Signals) -> Result<(), FftdError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
+    let interrupted = &signals.interrupted;
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupted.clone())
+            .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
+            .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
             .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     }
     Ok(())

@@ -29,6 +29,60 @@ pub struct Counters {
     pub encode_ns: AtomicU64,
     /// Nanoseconds the sink spent writing encoded spectra (and opening, flushing, closing).
     pub sink_ns: AtomicU64,
+    /// Frame-complete → written latency as cumulative buckets (for `/metrics`).
+    pub latency: LatencyBuckets,
+}
+
+/// Upper bounds in seconds of the latency buckets (Prometheus `le`), the last one +Inf.
+pub const LATENCY_BOUNDS_S: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// A latency histogram anyone can read while the sink writes it: counts per bucket (not
+/// cumulative), the sum and the count. The sink adds a batch's frames at once (`LocalLatency`).
+#[derive(Default)]
+pub struct LatencyBuckets {
+    /// One per bound, and one past the last.
+    pub counts: [AtomicU64; LATENCY_BOUNDS_S.len() + 1],
+    pub sum_ns: AtomicU64,
+    pub count: AtomicU64,
+}
+
+/// A batch's latencies, bucketed without atomics, then added to `LatencyBuckets` in one go.
+#[derive(Default)]
+pub struct LocalLatency {
+    counts: [u64; LATENCY_BOUNDS_S.len() + 1],
+    sum_ns: u64,
+    count: u64,
+}
+
+impl LocalLatency {
+    pub fn record(&mut self, latency: Duration) {
+        let s = latency.as_secs_f64();
+        let bucket = LATENCY_BOUNDS_S
+            .iter()
+            .position(|&bound| s <= bound)
+            .unwrap_or(LATENCY_BOUNDS_S.len());
+        self.counts[bucket] += 1;
+        self.sum_ns += latency.as_nanos() as u64;
+        self.count += 1;
+    }
+
+    /// Adds what was recorded to `to` and starts again.
+    pub fn flush(&mut self, to: &LatencyBuckets) {
+        if self.count == 0 {
+            return;
+        }
+        for (shared, local) in to.counts.iter().zip(&self.counts) {
+            if *local > 0 {
+                Counters::add(shared, *local);
+            }
+        }
+        Counters::add(&to.sum_ns, self.sum_ns);
+        Counters::add(&to.count, self.count);
+        *self = LocalLatency::default();
+    }
 }
 
 impl Counters {

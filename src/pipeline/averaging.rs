@@ -14,6 +14,8 @@ use crate::products::Finish;
 use crate::sink::StreamMeta;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// What the stage needs to know.
@@ -25,6 +27,9 @@ pub struct AveragingStage<'a> {
     pub streams: &'a [StreamMeta],
     /// The requested scale, applied to each averaged power row.
     pub finish: Finish,
+    /// Numbers the batches it sends (from 0; shared with the live view, which must know the
+    /// next one).
+    pub numbering: Arc<AtomicU64>,
 }
 
 /// One stream's averager and what its rows need.
@@ -45,11 +50,10 @@ pub fn run_averaging<T: Sample>(
 ) {
     let mut states: Vec<Option<StreamAverage<T>>> = stage.streams.iter().map(|_| None).collect();
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
-    let (mut next, mut sent) = (0u64, 0u64);
-    let send = |done: Done<T>, sent: &mut u64| {
-        let ok = tx.send(Done { id: *sent, ..done }).is_ok();
-        *sent += 1;
-        ok
+    let mut next = 0u64;
+    let send = |done: Done<T>| {
+        let id = stage.numbering.fetch_add(1, Ordering::SeqCst);
+        tx.send(Done { id, ..done }).is_ok()
     };
     for done in rx {
         reorder.insert(done.id, done);
@@ -59,7 +63,7 @@ pub fn run_averaging<T: Sample>(
             values_pool.give(batch.values); // the spectra buffer goes back to the workers
             match averaged {
                 Ok(Some(rows)) => {
-                    if !send(rows, &mut sent) {
+                    if !send(rows) {
                         return;
                     }
                 }
@@ -70,7 +74,7 @@ pub fn run_averaging<T: Sample>(
     }
     for state in states.iter_mut().flatten() {
         if let Some(rows) = finish_stream(state, stage.finish) {
-            if !send(rows, &mut sent) {
+            if !send(rows) {
                 return;
             }
         }

@@ -5,6 +5,8 @@
 //! pool and passes `Encoded` on. The sink only puts batches back in order and writes.
 //! Rows of a placed output (`sink::placed`) are written straight into its file here instead, and
 //! their part carries no bytes.
+//! With `--serve` every row is also folded into the live view's display rows, and encoded as
+//! NDJSON for `/spectra` while someone reads it (`LiveTap`).
 
 use super::batcher::FrameMeta;
 use super::pool::{BufferPool, BytePool};
@@ -12,11 +14,14 @@ use super::worker::Done;
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::{InputKind, Sample};
+use crate::serve::display::Fold;
+use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
 use crate::sink::{Encoder, SpectrumRow, StreamMeta};
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// One output's share of an encoded batch.
@@ -39,6 +44,21 @@ pub struct Encoded {
     pub frames: Vec<FrameMeta>,
     pub parts: Vec<Part>,
     pub bytes: Vec<u8>,
+    /// The rows as NDJSON for `/spectra`, when someone reads it.
+    pub live: Option<Arc<LiveRows>>,
+}
+
+/// The encode stage's end of the live view (`--serve`).
+pub struct LiveTap<'a, T: Sample> {
+    pub hub: &'a LiveHub,
+    /// NDJSON, for `/spectra`.
+    pub rows: &'a dyn Encoder<T>,
+}
+
+/// An encode thread's scratch for the live view: one batch's folds, per stream.
+#[derive(Default)]
+struct LiveScratch {
+    folds: Vec<(usize, Fold)>,
 }
 
 /// What the encode threads share.
@@ -52,6 +72,7 @@ pub struct EncodeStage<'a, T: Sample> {
     pub bytes_pool: &'a BytePool,
     /// Outputs whose rows are written in place by these threads.
     pub placed: &'a PlacedOutputs,
+    pub live: Option<LiveTap<'a, T>>,
 }
 
 pub fn run_encoder<T: Sample>(
@@ -61,9 +82,10 @@ pub fn run_encoder<T: Sample>(
     control: &Control,
 ) {
     let mut shifted: Vec<T> = Vec::new();
+    let mut scratch = LiveScratch::default();
     for done in rx {
         let busy = Instant::now();
-        let encoded = encode_batch(done, stage, &mut shifted);
+        let encoded = encode_batch(done, stage, &mut shifted, &mut scratch);
         Counters::add_since(&control.counters.encode_ns, busy);
         let encoded = match encoded {
             Ok(encoded) => encoded,
@@ -82,6 +104,7 @@ fn encode_batch<T: Sample>(
     done: Done<T>,
     stage: &EncodeStage<'_, T>,
     shifted: &mut Vec<T>,
+    scratch: &mut LiveScratch,
 ) -> Result<Encoded, String> {
     let Done {
         id,
@@ -106,6 +129,14 @@ fn encode_batch<T: Sample>(
     }
     let mut bytes = stage.bytes_pool.take();
     let mut parts: Vec<Part> = Vec::new();
+    let mut live_rows = stage
+        .live
+        .as_ref()
+        .filter(|tap| tap.hub.rows_wanted())
+        .map(|_| LiveRows {
+            rows: Vec::with_capacity(frames.len()),
+            bytes: Vec::new(),
+        });
     for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
         let output = output_of(frame);
         match parts.last_mut() {
@@ -136,12 +167,21 @@ fn encode_batch<T: Sample>(
             Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(&row, out))?,
             None => stage.encoder.encode(&row, &mut bytes),
         }
+        if let Some(tap) = &stage.live {
+            tap.fold(&row, &mut scratch.folds);
+            if let Some(live) = live_rows.as_mut() {
+                tap.encode(&row, live);
+            }
+        }
         if let Some(p) = parts.last_mut() {
             p.frames.end = k + 1;
             p.bytes.end = bytes.len();
         }
     }
     stage.values_pool.give(values);
+    if let Some(tap) = &stage.live {
+        tap.hub.merge_folds(&mut scratch.folds);
+    }
     Ok(Encoded {
         id,
         n: spec.n,
@@ -149,5 +189,35 @@ fn encode_batch<T: Sample>(
         frames,
         parts,
         bytes,
+        live: live_rows.map(Arc::new),
     })
+}
+
+impl<T: Sample> LiveTap<'_, T> {
+    /// Folds a row into this batch's fold of its stream.
+    fn fold(&self, row: &SpectrumRow<'_, T>, folds: &mut Vec<(usize, Fold)>) {
+        let stream = row.stream.id;
+        let at = match folds.iter().rposition(|(s, _)| *s == stream) {
+            Some(at) => at,
+            None => {
+                let columns = self.hub.level.columns(row.values.len());
+                folds.push((stream, Fold::new(row.n, columns)));
+                folds.len() - 1
+            }
+        };
+        folds[at]
+            .1
+            .add(self.hub.level, row.frame, row.time_s, row.values);
+    }
+
+    /// Appends a row's NDJSON line.
+    fn encode(&self, row: &SpectrumRow<'_, T>, live: &mut LiveRows) {
+        let start = live.bytes.len();
+        self.rows.encode(row, &mut live.bytes);
+        live.rows.push(LiveRow {
+            stream: row.stream.id,
+            frame: row.frame,
+            bytes: start..live.bytes.len(),
+        });
+    }
 }

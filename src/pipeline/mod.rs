@@ -10,6 +10,7 @@
 mod averaging;
 mod batcher;
 mod encode;
+mod live;
 mod plan;
 mod pool;
 mod range_reader;
@@ -40,26 +41,27 @@ use std::time::Instant;
 /// State every stage shares: the stop flag, counters and the first error.
 pub struct Control {
     pub stop: Arc<AtomicBool>,
-    pub counters: Counters,
+    /// Shared with the live view's `/metrics` when serving.
+    pub counters: Arc<Counters>,
     error: Mutex<Option<FftdError>>,
     /// The next batch number (the batcher and the range readers number batches from it).
-    next_batch: AtomicU64,
+    next_batch: Arc<AtomicU64>,
 }
 
 impl Control {
     pub fn new(stop: Arc<AtomicBool>) -> Self {
         Control {
             stop,
-            counters: Counters::default(),
+            counters: Arc::default(),
             error: Mutex::new(None),
-            next_batch: AtomicU64::new(0),
+            next_batch: Arc::default(),
         }
     }
 
     /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink
     /// writes batches in that order.
     pub fn take_batch_id(&self) -> u64 {
-        self.next_batch.fetch_add(1, Ordering::Relaxed)
+        self.next_batch.fetch_add(1, Ordering::SeqCst)
     }
 
     pub fn stopping(&self) -> bool {
@@ -85,11 +87,21 @@ impl Control {
     }
 }
 
-/// Runs the whole analysis; returns when every stream has been written (or the run was stopped).
-pub fn run(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
+/// How a run is asked to end: `stop` makes the stages stop reading and drain (set by a signal,
+/// and by the stages themselves: a limit, a closed stdout, an error); `interrupted` is set by
+/// SIGINT/SIGTERM only, and ends `--serve`'s serving after the input.
+#[derive(Clone, Default)]
+pub struct Signals {
+    pub stop: Arc<AtomicBool>,
+    pub interrupted: Arc<AtomicBool>,
+}
+
+/// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
+/// and, with `--serve`, once interrupted after that.
+pub fn run(settings: &Settings, signals: Signals) -> Result<()> {
     match settings.precision {
-        Precision::F32 => run_typed::<f32>(settings, stop),
-        Precision::F64 => run_typed::<f64>(settings, stop),
+        Precision::F32 => run_typed::<f32>(settings, signals),
+        Precision::F64 => run_typed::<f64>(settings, signals),
     }
 }
 
@@ -131,7 +143,8 @@ pub fn for_each_frame<T: Sample>(
     }
 }
 
-fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()> {
+fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
+    let stop = signals.stop.clone();
     let started = Instant::now();
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
@@ -177,7 +190,11 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let frame_n = framing.n;
     let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
-    let sequential_readers = sequential.remaining().min(limits::cores());
+    // (--realtime: every input plays at once, each paced by its own reader)
+    let sequential_readers = match settings.realtime {
+        true => sequential.remaining().min(limits::MAX_PACED_READERS),
+        false => sequential.remaining().min(limits::cores()),
+    };
     let range_readers = if range_jobs.is_empty() {
         0
     } else {
@@ -209,6 +226,31 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
     let encoders = encode_threads();
     let control = Control::new(stop);
     let mut latency = Latency::default();
+    let live_view = match settings.serve {
+        Some(addr) => {
+            // the numbers of the batches the encoders get: the averaging stage's, or the batches'
+            let numbering = averaging.as_ref().map_or_else(
+                || control.next_batch.clone(),
+                |stage| stage.numbering.clone(),
+            );
+            let counters = control.counters.clone();
+            let scale = settings.scale;
+            Some(live::LiveView::start(
+                addr, &streams, scale, counters, numbering,
+            )?)
+        }
+        None => None,
+    };
+    let live_rows = live_view
+        .as_ref()
+        .map(|_| make_encoder::<T>(OutputFormat::Ndjson, settings.scale));
+    let live_tap = live_view
+        .as_ref()
+        .zip(live_rows.as_deref())
+        .map(|(view, rows)| encode::LiveTap {
+            hub: &view.hub,
+            rows,
+        });
 
     let frame_capacity = match settings.frame {
         FrameSize::Fixed(n) => (2 * settings.batch_frames(n)).clamp(8, 4096),
@@ -237,6 +279,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         values_pool: &output_pool,
         bytes_pool: &bytes_pool,
         placed: &placed,
+        live: live_tap,
     };
 
     let mut late_builder = None;
@@ -322,6 +365,7 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             outputs: Outputs::new(&*encoder, dests, open_files_budget(), &placed),
             streams: &streams,
             pool: &bytes_pool,
+            live: live_view.as_ref().map(|view| &*view.hub),
         };
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
         sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency)
@@ -346,6 +390,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
         let _ = builder.join(); // the output is complete: only the device start-up is left
     }
     if let Some(e) = control.take_error() {
+        if let Some(view) = live_view {
+            view.finish(false, &signals.interrupted);
+        }
         return Err(e);
     }
     // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short)
@@ -371,6 +418,9 @@ fn run_typed<T: Sample>(settings: &Settings, stop: Arc<AtomicBool>) -> Result<()
             })
             .collect();
         write_meta(path, settings, &summaries)?;
+    }
+    if let Some(view) = live_view {
+        view.finish(true, &signals.interrupted);
     }
     Ok(())
 }
@@ -548,6 +598,7 @@ fn average_stage<'a>(
         hop,
         streams,
         finish: Finish::for_scale(settings.scale, &settings.products),
+        numbering: Arc::default(),
     }))
 }
 

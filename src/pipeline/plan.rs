@@ -95,7 +95,9 @@ pub fn plan_streams(
         return Err(FftdError::Usage("stdin (-) can be given only once".into()));
     }
     let opts = file_options(settings, stop);
-    let ranges_allowed = reading == Reading::Fastest && range_reading_enabled();
+    // --realtime paces each input in its own reader: no range reading
+    let ranges_allowed =
+        reading == Reading::Fastest && range_reading_enabled() && !settings.realtime;
     for path in paths {
         if ranges_allowed {
             let layout = seekable_layout(path, settings, &opts)?;

@@ -79,6 +79,7 @@ pub fn read_source<T: Sample>(
     let mut sender = FrameSender {
         tx,
         live: info.live,
+        prompt: settings.realtime,
         control,
         last_warning: None,
         dropped_since_warning: 0,
@@ -86,7 +87,11 @@ pub fn read_source<T: Sample>(
     };
     // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
     // whatever channel count a header claims)
-    let block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
+    let mut block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
+    let mut pace = settings.realtime.then(|| Pace::new(info.rate));
+    if pace.is_some() {
+        block_frames = block_frames.min(((info.rate / PACED_BLOCKS_PER_S) as usize).max(1));
+    }
     let mut block = Vec::with_capacity(block_frames * info.channels * width);
     let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams.len()];
 
@@ -116,6 +121,9 @@ pub fn read_source<T: Sample>(
             }
         }
         Counters::add(&control.counters.samples_in, got as u64);
+        if let Some(pace) = pace.as_mut() {
+            pace.wait(got as u64, control);
+        }
         plan.splitter.split(&mut block, &mut per_stream);
         for (state, samples) in streams.iter_mut().zip(&mut per_stream) {
             if state.done {
@@ -154,12 +162,48 @@ struct FrameSender<'a, T> {
     last_warning: Option<Instant>,
     dropped_since_warning: u64,
     closed: bool,
+    /// Frames of a paced input (`--realtime`) go on at once, as live ones do, but are never
+    /// dropped.
+    prompt: bool,
+}
+
+/// Blocks read per second of signal with `--realtime`.
+const PACED_BLOCKS_PER_S: f64 = 100.0;
+
+/// `--realtime`: holds a reader to its input's sample rate.
+struct Pace {
+    started: Instant,
+    rate: f64,
+    samples: u64,
+}
+
+impl Pace {
+    fn new(rate: f64) -> Self {
+        Pace {
+            started: Instant::now(),
+            rate,
+            samples: 0,
+        }
+    }
+
+    /// Waits until `got` more samples are due (returns early on a stop).
+    fn wait(&mut self, got: u64, control: &Control) {
+        self.samples += got;
+        let due = self.started + Duration::from_secs_f64(self.samples as f64 / self.rate);
+        while !control.stopping() {
+            let now = Instant::now();
+            if now >= due {
+                return;
+            }
+            std::thread::sleep((due - now).min(Duration::from_millis(100)));
+        }
+    }
 }
 
 impl<T> FrameSender<'_, T> {
     /// Returns false when no more frames should be sent for this stream.
     fn send(&mut self, mut frame: Frame<T>, max_frames: u64) -> bool {
-        frame.live = self.live;
+        frame.live = self.live || self.prompt;
         if frame.seq >= max_frames {
             return false;
         }

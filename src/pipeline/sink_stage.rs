@@ -8,9 +8,10 @@ use super::pool::BytePool;
 use super::{Control, StreamWritten};
 use crate::error::FftdError;
 use crate::fft::Sample;
+use crate::serve::hub::LiveHub;
 use crate::sink::output::{Outputs, Rows};
 use crate::sink::StreamMeta;
-use crate::stats::{Counters, Latency};
+use crate::stats::{Counters, Latency, LocalLatency};
 use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::io;
@@ -22,6 +23,8 @@ pub struct SinkStage<'a, T: Sample> {
     pub streams: &'a [StreamMeta],
     /// Where written byte buffers go back to the encoders.
     pub pool: &'a BytePool,
+    /// The live view (`--serve`), which gets the `/spectra` rows in order.
+    pub live: Option<&'a LiveHub>,
 }
 
 pub fn run_sink<T: Sample>(
@@ -34,6 +37,7 @@ pub fn run_sink<T: Sample>(
         mut outputs,
         streams,
         pool,
+        live,
     } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
@@ -54,6 +58,9 @@ pub fn run_sink<T: Sample>(
                     &mut written,
                 );
                 Counters::add_since(&control.counters.sink_ns, busy);
+            }
+            if let Some((hub, rows)) = live.zip(batch.live.as_ref()) {
+                hub.publish_rows(batch.id, rows);
             }
             pool.give(batch.bytes);
         }
@@ -102,15 +109,18 @@ fn write_batch<T: Sample>(
             report_write_error(e, &outputs.describe(part.output), control);
             return false;
         }
+        let mut buckets = LocalLatency::default();
         for frame in frames {
             let waited = frame.completed.elapsed();
             latency.record(waited);
+            buckets.record(waited);
             written[frame.stream].frames += 1;
             written[frame.stream].n = batch.n;
             let _frame_span =
                 tracing::debug_span!("frame", stream = frame.stream, seq = frame.seq).entered();
             tracing::debug!(latency_us = waited.as_micros() as u64, "spectrum written");
         }
+        buckets.flush(&control.counters.latency);
         Counters::add(&control.counters.frames_out, frames.len() as u64);
     }
     true

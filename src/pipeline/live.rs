@@ -1,0 +1,57 @@
+//! `--serve` in a run: starts the live view's server before the stages, hands the encode stage
+//! and the sink their ends of the hub, and after the input keeps serving until Ctrl-C.
+
+use crate::error::Result;
+use crate::fft::Scale;
+use crate::serve::hub::LiveHub;
+use crate::serve::Server;
+use crate::sink::StreamMeta;
+use crate::stats::Counters;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct LiveView {
+    pub hub: Arc<LiveHub>,
+    server: Server,
+}
+
+impl LiveView {
+    /// `numbering`: the counter that numbers the batches the encode stage receives.
+    pub fn start(
+        addr: SocketAddr,
+        streams: &[StreamMeta],
+        scale: Scale,
+        counters: Arc<Counters>,
+        numbering: Arc<AtomicU64>,
+    ) -> Result<Self> {
+        let hub = Arc::new(LiveHub::new(streams, scale, counters));
+        hub.set_numbering(numbering);
+        let server = Server::start(addr, hub.clone())?;
+        if !server.addr.ip().is_loopback() {
+            tracing::warn!(
+                "--serve {}: reachable from other machines, and nothing asks who is looking",
+                server.addr
+            );
+        }
+        eprintln!("fftd: live view on http://{}/", server.addr);
+        Ok(LiveView { hub, server })
+    }
+
+    /// The input has ended (or the run failed): pages and `/spectra` readers are told. After a
+    /// complete run the server stays up until SIGINT/SIGTERM.
+    pub fn finish(self, completed: bool, interrupted: &AtomicBool) {
+        self.hub.finish();
+        if completed && !interrupted.load(Ordering::Relaxed) {
+            eprintln!(
+                "fftd: input finished; still serving http://{}/ (Ctrl-C to stop)",
+                self.server.addr
+            );
+            while !interrupted.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        self.server.shutdown();
+    }
+}

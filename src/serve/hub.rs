@@ -1,0 +1,398 @@
+//! The meeting point of the pipeline and the server. The encode threads fold every row into its
+//! stream's display fold and, while someone reads `/spectra`, encode rows as NDJSON; the sink
+//! publishes those rows in order. The server's ticker turns folds into display rows at the display
+//! rate, keeps a short history per stream and broadcasts them to WebSocket sessions.
+//!
+//! Nothing here ever waits on a client: rows go to `/spectra` readers through bounded queues
+//! (`try_send`; a full queue counts the rows as skipped for that reader) and display rows through
+//! broadcast channels (a reader that lags loses the oldest rows).
+
+use super::display::{DisplayRow, Fold, Layout, Level};
+use crate::fft::{InputKind, Scale};
+use crate::sink::StreamMeta;
+use crate::stats::Counters;
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::{broadcast, mpsc, watch};
+
+/// Display rows kept per stream for a page that connects later, at most.
+const HISTORY_ROWS: usize = 512;
+/// Memory the history of all streams may take (bytes of dB values).
+const HISTORY_BYTES: usize = 256 << 20;
+/// Display rows a WebSocket session may lag behind before it loses the oldest.
+const BROADCAST_ROWS: usize = 64;
+/// Batches of rows queued for one `/spectra` reader before further rows are skipped for it.
+const ROWS_QUEUE: usize = 256;
+
+/// What the page and `/api/streams` say about a stream.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StreamInfo {
+    pub id: usize,
+    pub name: String,
+    pub rate: f64,
+    pub kind: &'static str,
+    pub fftshift: bool,
+    pub scale: &'static str,
+}
+
+/// Rows of one batch encoded as NDJSON lines, for `/spectra`.
+pub struct LiveRows {
+    pub rows: Vec<LiveRow>,
+    pub bytes: Vec<u8>,
+}
+
+pub struct LiveRow {
+    pub stream: usize,
+    pub frame: u64,
+    pub bytes: Range<usize>,
+}
+
+/// One `/spectra` reader.
+struct RowReader {
+    tx: mpsc::Sender<Arc<LiveRows>>,
+    /// The first batch it gets: every batch from here on was encoded after it arrived (so has
+    /// rows), and no row of its streams is missing between two it gets.
+    first_batch: u64,
+    skipped: Arc<AtomicU64>,
+}
+
+/// What a `/spectra` reader receives.
+pub struct RowSubscription {
+    pub rx: mpsc::Receiver<Arc<LiveRows>>,
+    /// Rows it missed because its queue was full.
+    pub skipped: Arc<AtomicU64>,
+}
+
+/// What a WebSocket session receives of one stream.
+pub struct DisplaySubscription {
+    pub rows: broadcast::Receiver<Arc<DisplayRow>>,
+    /// The recent rows, oldest first (sent before the live ones).
+    pub history: Vec<Arc<DisplayRow>>,
+}
+
+/// One stream's display state.
+#[derive(Default)]
+struct StreamDisplay {
+    fold: Mutex<Option<Fold>>,
+    layout: Mutex<Option<Arc<Layout>>>,
+    history: Mutex<VecDeque<Arc<DisplayRow>>>,
+    rows: OnceLock<broadcast::Sender<Arc<DisplayRow>>>,
+}
+
+impl StreamDisplay {
+    fn sender(&self) -> &broadcast::Sender<Arc<DisplayRow>> {
+        self.rows
+            .get_or_init(|| broadcast::channel(BROADCAST_ROWS).0)
+    }
+}
+
+pub struct LiveHub {
+    pub streams: Vec<StreamInfo>,
+    metas: Vec<StreamMeta>,
+    pub level: Level,
+    display: Vec<StreamDisplay>,
+    /// Streams folded since the last tick.
+    dirty: Mutex<Vec<usize>>,
+    history_rows: usize,
+    readers: Mutex<Vec<RowReader>>,
+    /// Number of `/spectra` readers (the encode threads encode rows while it is not 0).
+    rows_wanted: AtomicUsize,
+    /// The next batch number the encode stage will see (set when the pipeline starts).
+    numbering: OnceLock<Arc<AtomicU64>>,
+    finished: watch::Sender<bool>,
+    pub counters: Arc<Counters>,
+    pub serve: ServeCounters,
+}
+
+/// The server's own counters, for `/metrics`.
+#[derive(Default)]
+pub struct ServeCounters {
+    pub ws_sessions: AtomicUsize,
+    pub ws_rows_sent: AtomicU64,
+    pub ws_rows_skipped: AtomicU64,
+    pub ws_dropped_clients: AtomicU64,
+    pub spectra_rows_sent: AtomicU64,
+    pub spectra_rows_skipped: AtomicU64,
+}
+
+impl LiveHub {
+    pub fn new(streams: &[StreamMeta], scale: Scale, counters: Arc<Counters>) -> Self {
+        let infos = streams
+            .iter()
+            .map(|s| StreamInfo {
+                id: s.id,
+                name: match s.channel {
+                    Some(c) => format!("{} (channel {c})", s.input),
+                    None => s.input.clone(),
+                },
+                rate: s.rate,
+                kind: match s.kind {
+                    InputKind::Real => "real",
+                    InputKind::Complex => "complex",
+                },
+                fftshift: s.fftshift,
+                scale: scale.name(),
+            })
+            .collect();
+        LiveHub {
+            streams: infos,
+            metas: streams.to_vec(),
+            level: Level::of(scale),
+            display: streams.iter().map(|_| StreamDisplay::default()).collect(),
+            dirty: Mutex::new(Vec::new()),
+            history_rows: HISTORY_ROWS,
+            readers: Mutex::new(Vec::new()),
+            rows_wanted: AtomicUsize::new(0),
+            numbering: OnceLock::new(),
+            finished: watch::channel(false).0,
+            counters,
+            serve: ServeCounters::default(),
+        }
+    }
+
+    /// The counter the stage before the encoders numbers batches with.
+    pub fn set_numbering(&self, numbering: Arc<AtomicU64>) {
+        let _ = self.numbering.set(numbering);
+    }
+
+    // ---- the pipeline's side ----
+
+    /// Whether the encode threads should encode rows for `/spectra`.
+    pub fn rows_wanted(&self) -> bool {
+        self.rows_wanted.load(Ordering::SeqCst) > 0
+    }
+
+    /// Folds an encode thread's folds of one batch into the streams' folds.
+    pub fn merge_folds(&self, folds: &mut Vec<(usize, Fold)>) {
+        for (stream, fold) in folds.drain(..) {
+            let Some(display) = self.display.get(stream) else {
+                continue;
+            };
+            let Ok(mut slot) = display.fold.lock() else {
+                continue;
+            };
+            match slot.as_mut() {
+                Some(current) if current.n == fold.n && current.columns() == fold.columns() => {
+                    current.merge(&fold)
+                }
+                _ => {
+                    let fresh = slot.is_none();
+                    *slot = Some(fold);
+                    if fresh {
+                        if let Ok(mut dirty) = self.dirty.lock() {
+                            dirty.push(stream);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands batch `batch`'s rows to the `/spectra` readers (the sink calls it in batch order).
+    pub fn publish_rows(&self, batch: u64, rows: &Arc<LiveRows>) {
+        let Ok(mut readers) = self.readers.lock() else {
+            return;
+        };
+        readers.retain(|reader| {
+            if batch < reader.first_batch {
+                return true;
+            }
+            match reader.tx.try_send(rows.clone()) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    let n = rows.rows.len() as u64;
+                    reader.skipped.fetch_add(n, Ordering::Relaxed);
+                    Counters::add(&self.serve.spectra_rows_skipped, n);
+                    true
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.rows_wanted.fetch_sub(1, Ordering::SeqCst);
+                    false
+                }
+            }
+        });
+    }
+
+    /// The input has ended: `/spectra` responses end, pages are told.
+    pub fn finish(&self) {
+        if let Ok(mut readers) = self.readers.lock() {
+            self.rows_wanted.fetch_sub(readers.len(), Ordering::SeqCst);
+            readers.clear();
+        }
+        self.finished.send_replace(true);
+    }
+
+    // ---- the server's side ----
+
+    pub fn finished(&self) -> watch::Receiver<bool> {
+        self.finished.subscribe()
+    }
+
+    /// A new `/spectra` reader; None once the input has ended.
+    pub fn subscribe_rows(&self) -> Option<RowSubscription> {
+        let mut readers = self.readers.lock().ok()?;
+        if *self.finished.borrow() {
+            return None;
+        }
+        // rows first, then the batch number: a batch numbered from here on is encoded after
+        // the encoders can see that rows are wanted
+        self.rows_wanted.fetch_add(1, Ordering::SeqCst);
+        let first_batch = self.numbering.get().map_or(0, |n| n.load(Ordering::SeqCst));
+        let (tx, rx) = mpsc::channel(ROWS_QUEUE);
+        let skipped = Arc::new(AtomicU64::new(0));
+        readers.push(RowReader {
+            tx,
+            first_batch,
+            skipped: skipped.clone(),
+        });
+        Some(RowSubscription { rx, skipped })
+    }
+
+    /// Display rows of `stream` from now on, and the recent ones.
+    pub fn subscribe_display(&self, stream: usize) -> Option<DisplaySubscription> {
+        let display = self.display.get(stream)?;
+        let history = display.history.lock().ok()?;
+        // under the history lock: the ticker pushes to history and sends under it too
+        Some(DisplaySubscription {
+            rows: display.sender().subscribe(),
+            history: history.iter().cloned().collect(),
+        })
+    }
+
+    /// Turns every fold since the last tick into a display row (the server's ticker calls this
+    /// at the display rate).
+    pub fn tick(&self) {
+        let dirty = match self.dirty.lock() {
+            Ok(mut dirty) => std::mem::take(&mut *dirty),
+            Err(_) => return,
+        };
+        for stream in dirty {
+            let fold = match self.display[stream].fold.lock() {
+                Ok(mut slot) => slot.take(),
+                Err(_) => None,
+            };
+            if let Some(fold) = fold {
+                self.show(stream, &fold);
+            }
+        }
+    }
+
+    fn show(&self, stream: usize, fold: &Fold) {
+        let display = &self.display[stream];
+        let layout = self.layout(stream, fold.n);
+        let row = Arc::new(DisplayRow::new(stream, fold, self.level, layout));
+        let Ok(mut history) = display.history.lock() else {
+            return;
+        };
+        let keep = self.history_rows_of(row.max_db.len());
+        while history.len() >= keep.max(1) {
+            history.pop_front();
+        }
+        if keep > 0 {
+            history.push_back(row.clone());
+        }
+        let _ = display.sender().send(row); // no session listening is fine
+    }
+
+    /// The display layout of `stream` for frames of `n`.
+    fn layout(&self, stream: usize, n: usize) -> Arc<Layout> {
+        let mut slot = match self.display[stream].layout.lock() {
+            Ok(slot) => slot,
+            Err(e) => e.into_inner(),
+        };
+        match slot.as_ref() {
+            Some(layout) if layout.n == n => layout.clone(),
+            _ => {
+                let hz = self.metas[stream].column_frequencies(n);
+                let layout = Arc::new(Layout::new(n, hz));
+                *slot = Some(layout.clone());
+                layout
+            }
+        }
+    }
+
+    /// History rows per stream for rows of `columns`, within the memory budget.
+    fn history_rows_of(&self, columns: usize) -> usize {
+        let per_row = 8 * columns.max(1);
+        let per_stream = HISTORY_BYTES / self.display.len().max(1);
+        (per_stream / per_row).min(self.history_rows)
+    }
+
+    pub fn spectra_readers(&self) -> usize {
+        self.rows_wanted.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub(streams: usize) -> LiveHub {
+        let metas: Vec<StreamMeta> = (0..streams)
+            .map(|id| StreamMeta {
+                id,
+                input: format!("s{id}"),
+                channel: None,
+                rate: 8.0,
+                kind: InputKind::Real,
+                fftshift: false,
+                columns: None,
+            })
+            .collect();
+        LiveHub::new(&metas, Scale::Power, Arc::default())
+    }
+
+    #[test]
+    fn folds_of_one_tick_make_one_display_row_per_stream() {
+        let hub = hub(2);
+        let sub = hub.subscribe_display(1).unwrap();
+        assert!(sub.history.is_empty());
+        let mut rx = sub.rows;
+        for frame in 0..3u64 {
+            let mut fold = Fold::new(8, 5);
+            fold.add::<f32>(
+                Level::Power,
+                frame,
+                frame as f64,
+                &[1.0, 10.0, 1.0, 1.0, 1.0],
+            );
+            hub.merge_folds(&mut vec![(1, fold)]);
+        }
+        hub.tick();
+        let row = rx.try_recv().unwrap();
+        assert_eq!((row.stream, row.frames, row.last_frame), (1, 3, 2));
+        assert_eq!(row.layout.columns_hz, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert!(rx.try_recv().is_err());
+        hub.tick(); // nothing new
+        assert!(rx.try_recv().is_err());
+        assert_eq!(hub.subscribe_display(1).unwrap().history.len(), 1);
+    }
+
+    #[test]
+    fn a_full_reader_is_skipped_and_the_others_still_get_rows() {
+        let hub = hub(1);
+        hub.set_numbering(Arc::new(AtomicU64::new(0)));
+        let mut slow = hub.subscribe_rows().unwrap();
+        let mut fast = hub.subscribe_rows().unwrap();
+        assert!(hub.rows_wanted());
+        let rows = Arc::new(LiveRows {
+            rows: vec![LiveRow {
+                stream: 0,
+                frame: 0,
+                bytes: 0..2,
+            }],
+            bytes: b"{}".to_vec(),
+        });
+        for batch in 0..(ROWS_QUEUE as u64 + 10) {
+            hub.publish_rows(batch, &rows);
+            assert!(fast.rx.try_recv().is_ok());
+        }
+        assert_eq!(slow.skipped.load(Ordering::Relaxed), 10);
+        assert!(slow.rx.try_recv().is_ok());
+        hub.finish();
+        assert!(!hub.rows_wanted());
+        assert!(hub.subscribe_rows().is_none());
+    }
+}

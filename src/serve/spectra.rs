@@ -1,0 +1,55 @@
+//! `/spectra?stream=K&every=N`: the rows themselves as NDJSON over a streaming HTTP response, the
+//! same lines `--format ndjson` writes (every row of stream K, or of every stream, keeping those
+//! whose frame number is a multiple of N), from the moment of the request until the input ends.
+//! Rows this reader missed because it read too slowly are announced in their place with a line
+//! `{"skipped":M}`.
+
+use super::hub::{LiveHub, LiveRows, RowSubscription};
+use axum::body::{Body, Bytes};
+use serde::Deserialize;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct Filter {
+    pub stream: Option<usize>,
+    pub every: Option<u64>,
+}
+
+/// The streaming body of one request (empty once the input has ended).
+pub fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
+    let Some(subscription) = hub.subscribe_rows() else {
+        return Body::empty();
+    };
+    let every = filter.every.unwrap_or(1).max(1);
+    let state = (subscription, hub);
+    let chunks = futures_util::stream::unfold(state, move |(mut sub, hub)| async move {
+        loop {
+            let rows = sub.rx.recv().await?;
+            let chunk = lines(&rows, &sub, filter.stream, every);
+            if !chunk.is_empty() {
+                let sent = chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+                hub.serve
+                    .spectra_rows_sent
+                    .fetch_add(sent, Ordering::Relaxed);
+                return Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), (sub, hub)));
+            }
+        }
+    });
+    Body::from_stream(chunks)
+}
+
+/// The lines of `rows` this reader wants, after a `skipped` line when it missed some.
+fn lines(rows: &LiveRows, sub: &RowSubscription, stream: Option<usize>, every: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let skipped = sub.skipped.swap(0, Ordering::Relaxed);
+    if skipped > 0 {
+        out.extend_from_slice(format!("{{\"skipped\":{skipped}}}\n").as_bytes());
+    }
+    for row in &rows.rows {
+        if stream.is_none_or(|s| s == row.stream) && row.frame % every == 0 {
+            out.extend_from_slice(&rows.bytes[row.bytes.clone()]);
+        }
+    }
+    out
+}
