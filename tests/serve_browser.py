@@ -11,7 +11,8 @@ with `fftd --realtime --serve`, opens the page and checks: no console errors; ro
 brightest column of the waterfall's pixels (colours mapped back through the page's colour map) is
 at the tone, in Hz through the page's own axis mapping (window.fftd); the cursor readout over the
 spectrum and the waterfall shows the tone's frequency and level; pause freezes the view but not
-the connection; the stream picker switches to stream 1 (brightest column then at 2500 Hz). It
+the connection; the stream picker switches to stream 1 (brightest column then at 2500 Hz); the
+status says "finished" when the input has ended. It
 measures how the page keeps up (animation frames, draws, time per row and per draw) and saves a
 screenshot in DIR. Only the standard library and selenium; no numpy.
 """
@@ -20,14 +21,14 @@ import argparse
 import json
 import math
 import os
+import queue
 import re
 import shutil
 import signal
-import socket
 import struct
 import subprocess
-import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import wave
@@ -46,6 +47,7 @@ RATE = 8000
 FRAME, HOP = 1024, 128  # 62.5 frames/s per stream: about the page's 60 rows/s
 BIN_HZ = RATE / FRAME
 TONES = [1000.0, 2500.0]
+SECONDS = 20  # of each tone file: the checks take about 10 s of it
 
 
 # ---------------------------------------------------------------- signals and the server
@@ -77,37 +79,38 @@ def _noise(seed):
         yield (s >> 11) / 2**52 - 1.0
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP):
-    """Starts `fftd --realtime --serve` on a free port; returns (process, base url)."""
-    port = free_port()
-    addr = f"127.0.0.1:{port}"
+    """Starts `fftd --realtime --serve 127.0.0.1:0`; returns (process, the base url it printed)."""
     cmd = [fftd]
     for f in files:
         cmd += ["--file", str(f)]
-    cmd += ["--frame", str(frame), "--hop", str(hop), "--device", "cpu", "--realtime", "--serve", addr]
-    cmd += ["--format", "ndjson", "--output", os.devnull]
-    log = open(os.path.join(out_dir, "fftd.log"), "wb")
+    cmd += ["--frame", str(frame), "--hop", str(hop), "--device", "cpu", "--realtime"]
+    cmd += ["--serve", "127.0.0.1:0", "--format", "ndjson", "--output", os.devnull]
     print("server:", " ".join(cmd), flush=True)
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
-    url = f"http://{addr}"
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"fftd exited with {proc.returncode}: {open(log.name).read()}")
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
-                if r.read().strip() == b"ok":
-                    return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"fftd did not answer /healthz on {addr} within 20 s")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    found = queue.Queue()
+
+    def copy_stderr():  # into fftd.log; the first "live view on URL" line gives the address
+        with open(os.path.join(out_dir, "fftd.log"), "wb") as log:
+            for line in proc.stderr:
+                log.write(line)
+                log.flush()
+                m = re.search(rb"live view on (http://\S+?)/?\s*$", line)
+                if m:
+                    found.put(m.group(1).decode())
+        found.put(None)
+
+    threading.Thread(target=copy_stderr, daemon=True).start()
+    try:
+        url = found.get(timeout=20)
+    except queue.Empty:
+        url = None
+    if url is None:
+        stop(proc)
+        raise SystemExit(f"fftd did not say where it serves; its stderr is in {out_dir}/fftd.log")
+    with urllib.request.urlopen(url + "/healthz", timeout=5) as r:
+        assert r.read().strip() == b"ok", "/healthz"
+    return proc, url
 
 
 def stop(proc):
@@ -248,13 +251,15 @@ def check(cond, what):
     print("ok:", what, flush=True)
 
 
-def run_test(driver, url, out_dir):
+def run_test(driver, url, out_dir, until_end):
     t0 = time.time()
     logs = []
     tol = 2.5 * BIN_HZ
     driver.get(url + "/")
     wait_for(driver, "window.fftd && fftd.stream === 0 && fftd.shown > 30", 20, "rows of stream 0")
     print(f"first rows after {time.time() - t0:.1f} s", flush=True)
+    status = driver.find_element(By.ID, "status").text
+    check(status == "live", f"status '{status}'")
 
     r1 = driver.execute_script("return fftd.rows;")
     time.sleep(1.0)
@@ -309,6 +314,11 @@ def run_test(driver, url, out_dir):
           f"after switching to stream 1: brightest column at {b['hz']:.1f} Hz (level {b['level']:.0f}/255), tone {TONES[1]} Hz")
     check("stream=1" in driver.current_url, f"the address keeps the stream: {driver.current_url}")
 
+    if until_end:
+        wait_for(driver, "fftd.ended", SECONDS + 10, "the end of the input")
+        status = driver.find_element(By.ID, "status").text
+        check("finished" in status, f"the input ended: status '{status}'")
+
     errors = console_errors(driver, logs)
     for e in logs:
         print("console:", e["level"], e["message"], flush=True)
@@ -317,6 +327,9 @@ def run_test(driver, url, out_dir):
 
 
 # ---------------------------------------------------------------- the README screenshot
+
+
+DEMO_RANGE = (-10, 50)  # dB
 
 
 def demo_signal(seconds, rate):
@@ -340,9 +353,11 @@ def demo_signal(seconds, rate):
 def run_demo(driver, url, png):
     driver.get(url + "/")
     wait_for(driver, "window.fftd && fftd.shown > 30", 20, "rows")
+    # inferno, and a floor just over the noise, so the noise is a dark texture (and the PNG small)
+    driver.execute_script("""
+        const set = (id, v) => { const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event('change')); };
+        set('colormap', 'inferno'); set('dbmin', arguments[0]); set('dbmax', arguments[1]);""", *DEMO_RANGE)
     time.sleep(11)  # fill most of the waterfall
-    driver.execute_script("document.getElementById('colormap').value='inferno';"
-                          "document.getElementById('colormap').dispatchEvent(new Event('change'));")
     hover(driver, "spectrum", 1000.0, 0.4)
     time.sleep(0.5)
     driver.save_screenshot(png)
@@ -366,7 +381,8 @@ def main():
             raise SystemExit(f"{exe} is missing: apt-get install chromium chromium-driver (scripts/deps.sh --test)")
     out_dir = a.out or tempfile.mkdtemp(prefix="fftd-serve-")
     os.makedirs(out_dir, exist_ok=True)
-    print("output folder:", out_dir, flush=True)
+    if not (a.demo and not a.out):
+        print("output folder:", out_dir, flush=True)
 
     proc = None
     profile = tempfile.mkdtemp(prefix="fftd-chromium-")
@@ -379,22 +395,24 @@ def main():
             write_wav(wav, demo_signal(40, rate), rate)
             if a.fftd:
                 proc, url = start_fftd(a.fftd, [wav], out_dir, frame=2048, hop=256)
-            driver = browser(1200, 760, profile)
+            driver = browser(1280, 720, profile)
             run_demo(driver, url, a.demo)
         else:
             files = []
             for k, f in enumerate(TONES):
                 files.append(os.path.join(out_dir, f"tone{int(f)}.wav"))
-                write_wav(files[-1], tone(f, 40, RATE, seed=k + 1), RATE)
+                write_wav(files[-1], tone(f, SECONDS, RATE, seed=k + 1), RATE)
             if a.fftd:
                 proc, url = start_fftd(a.fftd, files, out_dir)
             driver = browser(1280, 800, profile)
-            run_test(driver, url, out_dir)
+            run_test(driver, url, out_dir, until_end=proc is not None)
     finally:
         if driver:
             driver.quit()
         stop(proc)
         shutil.rmtree(profile, ignore_errors=True)
+        if a.demo and not a.out:
+            shutil.rmtree(out_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
