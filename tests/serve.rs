@@ -373,9 +373,9 @@ fn twenty_clients_and_one_that_never_reads_leave_the_output_alone() {
     );
     let frames = (written.len() / 4 / 32769) as u64;
     for s in &seen {
-        // a display row per frame or per tick, to the last frame
-        assert!(s.rows >= 200, "{} rows", s.rows);
-        assert_eq!(s.last_frame, frames - 1);
+        // a display row per frame or per tick (47 frames/s, 60 ticks/s), to the last frame
+        assert!(s.rows >= 100, "{} rows of {frames} frames", s.rows);
+        assert_eq!(s.last_frame, frames - 1, "last frame shown, of {frames}");
         let bin = 48000.0 / 65536.0 * 128.0; // one of 256 columns
         assert!(
             s.peak_hz.iter().all(|hz| (hz - 3000.0).abs() <= bin),
