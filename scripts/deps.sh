@@ -45,9 +45,9 @@ if ! command -v cargo >/dev/null; then
 fi
 
 if $testing; then
-    if ! python3 -c "import numpy, scipy.signal, librosa" 2>/dev/null; then
-        echo "deps: installing numpy, scipy and librosa for python3" >&2
-        python3 -m pip install --quiet numpy scipy librosa || {
+    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client" 2>/dev/null; then
+        echo "deps: installing numpy, scipy, librosa and prometheus-client for python3" >&2
+        python3 -m pip install --quiet numpy scipy librosa prometheus-client || {
             echo "deps: could not install numpy/scipy/librosa; run: python3 -m pip install numpy scipy librosa" >&2
             exit 1
         }

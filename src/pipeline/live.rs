@@ -42,6 +42,7 @@ impl LiveView {
     /// The input has ended (or the run failed): pages and `/spectra` readers are told. After a
     /// complete run the server stays up until SIGINT/SIGTERM.
     pub fn finish(self, completed: bool, interrupted: &AtomicBool) {
+        self.hub.tick(); // the last frames' display rows go before the end
         self.hub.finish();
         if completed && !interrupted.load(Ordering::Relaxed) {
             eprintln!(

@@ -39,13 +39,12 @@ impl Level {
     }
 
     /// A folded value (the row's own unit, power for complex rows) in dB.
-    fn db(self, v: f64) -> f32 {
-        let db = match self {
+    fn db(self, v: f32) -> f32 {
+        match self {
             Level::Amplitude => 20.0 * v.log10(),
             Level::Power | Level::Complex => 10.0 * v.log10(),
             Level::Decibel => v,
-        };
-        db as f32
+        }
     }
 }
 
@@ -60,8 +59,10 @@ pub struct Fold {
     pub first_time: f64,
     /// Highest frame number folded.
     pub last_frame: u64,
-    max: Vec<f64>,
-    sum: Vec<f64>,
+    /// f32 throughout: a display row sums at most a few thousand frames (relative error ~1e-4,
+    /// far below what a dB display shows), and f32 folds vectorise twice as wide.
+    max: Vec<f32>,
+    sum: Vec<f32>,
 }
 
 impl Fold {
@@ -71,7 +72,7 @@ impl Fold {
             frames: 0,
             first_time: f64::INFINITY,
             last_frame: 0,
-            max: vec![f64::NEG_INFINITY; columns],
+            max: vec![f32::NEG_INFINITY; columns],
             sum: vec![0.0; columns],
         }
     }
@@ -89,15 +90,15 @@ impl Fold {
                 .zip(sum.iter_mut())
                 .zip(values.chunks_exact(2))
             {
-                let (re, im) = (pair[0].into_f64(), pair[1].into_f64());
+                let (re, im) = (pair[0].into_f32(), pair[1].into_f32());
                 let power = re * re + im * im;
-                *m = m.max(power);
+                *m = if power > *m { power } else { *m };
                 *s += power;
             }
         } else {
             for ((m, s), v) in max.iter_mut().zip(sum.iter_mut()).zip(values) {
-                let v = v.into_f64();
-                *m = m.max(v);
+                let v = v.into_f32();
+                *m = if v > *m { v } else { *m }; // a plain compare vectorises
                 *s += v;
             }
         }
@@ -178,7 +179,7 @@ pub struct DisplayRow {
 
 impl DisplayRow {
     pub fn new(stream: usize, fold: &Fold, level: Level, layout: Arc<Layout>) -> Self {
-        let frames = f64::from(fold.frames.max(1));
+        let frames = fold.frames.max(1) as f32;
         let max_db = fold.max.iter().map(|&v| level.db(v)).collect();
         let mean_db = fold.sum.iter().map(|&s| level.db(s / frames)).collect();
         DisplayRow {

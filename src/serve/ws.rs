@@ -121,6 +121,9 @@ async fn serve(
         }
         if !told_end && *finished.borrow() {
             told_end = true;
+            for message in session.drain() {
+                send(&mut tx, message).await?;
+            }
             let end = serde_json::json!({"type": "end", "stream": session.stream});
             send(&mut tx, Message::Text(end.to_string().into())).await?;
         }
@@ -156,6 +159,15 @@ impl Session {
         };
         self.rows = Some(sub.rows);
         sub.history.iter().flat_map(|row| self.show(row)).collect()
+    }
+
+    /// The messages of the rows already waiting (the last ones before the end).
+    fn drain(&mut self) -> Vec<Message> {
+        let mut waiting = Vec::new();
+        while let Some(Ok(row)) = self.rows.as_mut().map(|rows| rows.try_recv()) {
+            waiting.push(row);
+        }
+        waiting.iter().flat_map(|row| self.show(row)).collect()
     }
 
     /// The messages for one display row: a layout first when it changed, then the row.

@@ -1,0 +1,409 @@
+//! `--serve`: the live view's endpoints against a real run. `/spectra` rows equal the file
+//! output's rows, `/metrics` parses as Prometheus text (prometheus_client's own parser) and agrees
+//! with the run, twenty WebSocket clients and one that never reads leave the file output
+//! byte-identical to a run without `--serve` while the twenty keep receiving rows whose peak sits
+//! at the tone, and bad addresses are one-line errors.
+
+mod common;
+
+use common::{assert_clean_error, fftd, python_has, run, run_python};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A running `fftd --serve` and what it prints on stderr, line by line.
+struct Served {
+    child: Child,
+    addr: String,
+    stderr: mpsc::Receiver<String>,
+    input_finished: bool,
+}
+
+impl Served {
+    fn start(args: &[&str], stdin: Stdio) -> Served {
+        let mut child = fftd()
+            .args(args)
+            .args(["--serve", "127.0.0.1:0", "--device", "cpu", "--quiet"])
+            .stdin(stdin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fftd starts");
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut served = Served {
+            child,
+            addr: String::new(),
+            stderr: rx,
+            input_finished: false,
+        };
+        let line = served.wait_for_line("live view on http://");
+        served.addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .expect("address")
+            .to_string();
+        served
+    }
+
+    /// Waits until the input has ended and its outputs are complete.
+    fn wait_for_input_end(&mut self) {
+        if !self.input_finished {
+            self.wait_for_line("input finished");
+            self.input_finished = true;
+        }
+    }
+
+    fn wait_for_line(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => assert!(!line.contains("panicked"), "{line}"),
+                Err(e) => panic!("no '{needle}' on stderr: {e}"),
+            }
+        }
+    }
+
+    /// Waits for the input to end, then stops the server with SIGINT: a clean exit 0.
+    fn finish(mut self) {
+        self.wait_for_input_end();
+        let pid = self.child.id().to_string();
+        let killed = Command::new("kill").args(["-INT", &pid]).status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let status = self.child.wait().expect("fftd exits");
+        assert!(status.success(), "exit after SIGINT: {status}");
+    }
+}
+
+/// GET `path`; the whole body (a chunked body is decoded), read until the server ends it.
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("response");
+    let text = String::from_utf8(raw).expect("utf-8");
+    let (head, body) = text.split_once("\r\n\r\n").expect("head");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_string()
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").expect("chunk size");
+        let size = usize::from_str_radix(size.trim(), 16).expect("hex size");
+        if size == 0 {
+            return out;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+}
+
+/// The value of an unlabelled metric in `/metrics` text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn write_f32(path: &Path, samples: &[f64]) {
+    let bytes: Vec<u8> = samples
+        .iter()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect();
+    std::fs::write(path, bytes).expect("write samples");
+}
+
+fn tone(seconds: f64, rate: f64, hz: f64) -> Vec<f64> {
+    let noise = common::noise((seconds * rate) as usize, 7);
+    noise
+        .iter()
+        .enumerate()
+        .map(|(i, n)| 0.5 * (2.0 * std::f64::consts::PI * hz * i as f64 / rate).sin() + 0.01 * n)
+        .collect()
+}
+
+#[test]
+fn spectra_rows_equal_the_file_rows_and_metrics_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.ndjson");
+    let samples = tone(3.0, 8000.0, 1000.0);
+    let bytes: Vec<u8> = samples
+        .iter()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect();
+    let args = [
+        "--file",
+        "-",
+        "--input-format",
+        "f32",
+        "--rate",
+        "8000",
+        "--frame",
+        "256",
+        "--hop",
+        "128",
+        "--format",
+        "ndjson",
+        "--output",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.push(out.to_str().unwrap());
+    let mut served = Served::start(&args, Stdio::piped());
+    let addr = served.addr.clone();
+    let readers: Vec<_> = ["/spectra", "/spectra?stream=0&every=3"]
+        .into_iter()
+        .map(|path| {
+            let addr = addr.clone();
+            std::thread::spawn(move || get(&addr, path))
+        })
+        .collect();
+    wait_until("two /spectra readers", || {
+        metric(&get(&addr, "/metrics"), "fftd_serve_spectra_readers") == 2.0
+    });
+    // the rows flow only now: both readers see every row from the first
+    let mut stdin = served.child.stdin.take().unwrap();
+    for chunk in bytes.chunks(4096) {
+        stdin.write_all(chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(stdin);
+    let bodies: Vec<String> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    served.wait_for_input_end();
+    let file = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<&str> = file.lines().collect();
+    assert!(rows.len() > 180, "{} rows", rows.len());
+    assert_eq!(bodies[0].lines().collect::<Vec<_>>(), rows);
+    let every_third: Vec<&str> = rows
+        .iter()
+        .copied()
+        .filter(|r| {
+            let frame: u64 = r
+                .split("\"frame\":")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            frame % 3 == 0
+        })
+        .collect();
+    assert_eq!(bodies[1].lines().collect::<Vec<_>>(), every_third);
+
+    let metrics = get(&addr, "/metrics");
+    assert_eq!(metric(&metrics, "fftd_frames_out_total"), rows.len() as f64);
+    assert_eq!(
+        metric(&metrics, "fftd_frame_latency_seconds_count"),
+        rows.len() as f64
+    );
+    assert_eq!(
+        metric(&metrics, "fftd_serve_spectra_rows_skipped_total"),
+        0.0
+    );
+    assert_eq!(metric(&metrics, "fftd_input_finished"), 1.0);
+    assert_eq!(get(&addr, "/healthz"), "ok\n");
+    if python_has("prometheus_client") {
+        let path = dir.path().join("metrics.txt");
+        std::fs::write(&path, &metrics).unwrap();
+        let parsed = run_python(
+            PARSE_METRICS,
+            &[path.to_str().unwrap()],
+            "prometheus parser",
+        );
+        assert!(
+            parsed.contains("fftd_frame_latency_seconds histogram"),
+            "{parsed}"
+        );
+        assert!(
+            parsed.contains("fftd_stage_busy_seconds counter"),
+            "{parsed}"
+        );
+    }
+    served.finish();
+}
+
+/// Parses /metrics with Prometheus' own Python parser and checks the histogram is consistent.
+const PARSE_METRICS: &str = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+families = list(text_string_to_metric_families(open(sys.argv[1]).read()))
+for f in families:
+    print(f.name, f.type)
+    if f.type == "histogram":
+        buckets = [s.value for s in f.samples if s.name.endswith("_bucket")]
+        assert buckets == sorted(buckets), buckets
+        count = [s.value for s in f.samples if s.name.endswith("_count")][0]
+        assert buckets[-1] == count, (buckets[-1], count)
+assert len(families) >= 12, len(families)
+"#;
+
+/// What one WebSocket reader saw.
+struct Seen {
+    rows: usize,
+    last_frame: u64,
+    peak_hz: Vec<f64>,
+}
+
+fn read_display_rows(addr: &str) -> Seen {
+    let url = format!("ws://{addr}/ws?width=256");
+    let (mut socket, _) = tungstenite::connect(url).expect("websocket");
+    let mut seen = Seen {
+        rows: 0,
+        last_frame: 0,
+        peak_hz: Vec::new(),
+    };
+    let mut columns_hz: Vec<f64> = Vec::new();
+    loop {
+        match socket.read().expect("message") {
+            tungstenite::Message::Text(text) => {
+                let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+                match json["type"].as_str() {
+                    Some("layout") => {
+                        columns_hz = serde_json::from_value(json["columns_hz"].clone()).unwrap()
+                    }
+                    Some("end") => return seen,
+                    _ => {}
+                }
+            }
+            tungstenite::Message::Binary(bytes) => {
+                let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+                let columns = u32_at(24) as usize;
+                assert_eq!(columns, columns_hz.len());
+                assert_eq!(bytes.len(), 32 + 8 * columns);
+                let max: Vec<f32> = (0..columns)
+                    .map(|i| f32::from_le_bytes(bytes[32 + 4 * i..36 + 4 * i].try_into().unwrap()))
+                    .collect();
+                let peak = (0..columns)
+                    .max_by(|&a, &b| max[a].total_cmp(&max[b]))
+                    .unwrap();
+                seen.peak_hz.push(columns_hz[peak]);
+                seen.last_frame = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+                seen.rows += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn twenty_clients_and_one_that_never_reads_leave_the_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("tone.f32");
+    // 10 s at 48 kHz, frames of 65536: full-width rows of 262 KB for the client that never reads
+    write_f32(&input, &tone(10.0, 48000.0, 3000.0));
+    let common_args = |output: &Path| {
+        let args = [
+            "--file",
+            input.to_str().unwrap(),
+            "--rate",
+            "48000",
+            "--frame",
+            "65536",
+            "--hop",
+            "1024",
+            "--format",
+            "f32",
+            "--output",
+            output.to_str().unwrap(),
+        ];
+        args.map(str::to_string).to_vec()
+    };
+    let reference = dir.path().join("reference.f32");
+    let plain = common_args(&reference);
+    let plain: Vec<&str> = plain.iter().map(String::as_str).collect();
+    assert!(run(&plain).status.success());
+
+    let served_out = dir.path().join("served.f32");
+    let mut args = common_args(&served_out);
+    args.push("--realtime".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let served = Served::start(&args, Stdio::null());
+    let addr = served.addr.clone();
+    // never reads a byte after the handshake
+    let (stuck, _) = tungstenite::connect(format!("ws://{addr}/ws")).expect("websocket");
+    let readers: Vec<_> = (0..20)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || read_display_rows(&addr))
+        })
+        .collect();
+    let seen: Vec<Seen> = readers.into_iter().map(|r| r.join().unwrap()).collect();
+    let metrics = get(&addr, "/metrics");
+    served.finish();
+    drop(stuck);
+
+    let written = std::fs::read(&served_out).unwrap();
+    assert!(
+        written == std::fs::read(&reference).unwrap(),
+        "output differs"
+    );
+    let frames = (written.len() / 4 / 32769) as u64;
+    for s in &seen {
+        // a display row per frame or per tick (47 frames/s, 60 ticks/s), to the last frame
+        assert!(s.rows >= 100, "{} rows of {frames} frames", s.rows);
+        assert_eq!(s.last_frame, frames - 1, "last frame shown, of {frames}");
+        let bin = 48000.0 / 65536.0 * 128.0; // one of 256 columns
+        assert!(
+            s.peak_hz.iter().all(|hz| (hz - 3000.0).abs() <= bin),
+            "{:?}",
+            &s.peak_hz[..5]
+        );
+    }
+    assert_eq!(metric(&metrics, "fftd_frames_dropped_total"), 0.0);
+    assert!(
+        metric(&metrics, "fftd_serve_ws_clients_dropped_total") >= 1.0,
+        "the client that never reads was not dropped: {metrics}"
+    );
+}
+
+#[test]
+fn bad_addresses_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &tone(0.5, 8000.0, 1000.0));
+    let input = input.to_str().unwrap();
+    for bad in ["nonsense", "127.0.0.1:99999", "localhost"] {
+        let out = run(&["--file", input, "--serve", bad]);
+        assert_clean_error(&out, 2, &["--serve", bad, "HOST:PORT"]);
+    }
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = run(&["--file", input, "--serve", &addr]);
+    assert_clean_error(&out, 1, &[&addr, "cannot listen"]);
+    let out = run(&["--mic", "--realtime"]);
+    assert_clean_error(&out, 2, &["--realtime"]);
+}
