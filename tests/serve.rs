@@ -271,6 +271,31 @@ for f in families:
 assert len(families) >= 12, len(families)
 "#;
 
+/// A binary display row (docs/serve.md).
+struct DisplayRow {
+    frames: u32,
+    last_frame: u64,
+    max: Vec<f32>,
+    mean: Vec<f32>,
+}
+
+impl DisplayRow {
+    fn parse(bytes: &[u8]) -> DisplayRow {
+        let columns = u32::from_le_bytes(bytes[24..28].try_into().unwrap()) as usize;
+        assert_eq!(bytes.len(), 32 + 8 * columns);
+        let values: Vec<f32> = bytes[32..]
+            .chunks_exact(4)
+            .map(|v| f32::from_le_bytes(v.try_into().unwrap()))
+            .collect();
+        DisplayRow {
+            frames: u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+            last_frame: u64::from_le_bytes(bytes[16..24].try_into().unwrap()),
+            max: values[..columns].to_vec(),
+            mean: values[columns..].to_vec(),
+        }
+    }
+}
+
 /// What one WebSocket reader saw.
 struct Seen {
     rows: usize,
@@ -300,18 +325,13 @@ fn read_display_rows(addr: &str) -> Seen {
                 }
             }
             tungstenite::Message::Binary(bytes) => {
-                let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-                let columns = u32_at(24) as usize;
-                assert_eq!(columns, columns_hz.len());
-                assert_eq!(bytes.len(), 32 + 8 * columns);
-                let max: Vec<f32> = (0..columns)
-                    .map(|i| f32::from_le_bytes(bytes[32 + 4 * i..36 + 4 * i].try_into().unwrap()))
-                    .collect();
-                let peak = (0..columns)
-                    .max_by(|&a, &b| max[a].total_cmp(&max[b]))
+                let row = DisplayRow::parse(&bytes);
+                assert_eq!(row.max.len(), columns_hz.len());
+                let peak = (0..row.max.len())
+                    .max_by(|&a, &b| row.max[a].total_cmp(&row.max[b]))
                     .unwrap();
                 seen.peak_hz.push(columns_hz[peak]);
-                seen.last_frame = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+                seen.last_frame = row.last_frame;
                 seen.rows += 1;
             }
             _ => {}
@@ -406,4 +426,135 @@ fn bad_addresses_are_one_line_errors() {
     assert_clean_error(&out, 1, &[&addr, "cannot listen"]);
     let out = run(&["--mic", "--realtime"]);
     assert_clean_error(&out, 2, &["--realtime"]);
+}
+
+#[test]
+fn ctrl_c_mid_run_ends_the_run_the_responses_and_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("long.f32");
+    write_f32(&input, &tone(60.0, 8000.0, 1000.0));
+    let out = dir.path().join("out.f32");
+    let args = [
+        "--file",
+        input.to_str().unwrap(),
+        "--rate",
+        "8000",
+        "--frame",
+        "256",
+        "--realtime",
+        "--format",
+        "f32",
+        "--output",
+        out.to_str().unwrap(),
+    ];
+    let mut served = Served::start(&args, Stdio::null());
+    let addr = served.addr.clone();
+    let (mut socket, _) = tungstenite::connect(format!("ws://{addr}/ws")).expect("websocket");
+    let spectra = {
+        let addr = addr.clone();
+        std::thread::spawn(move || get(&addr, "/spectra"))
+    };
+    // a second of the minute, then Ctrl-C
+    wait_until("rows on the socket", || {
+        matches!(socket.read(), Ok(tungstenite::Message::Binary(_)))
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let started = Instant::now();
+    let pid = served.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let status = served.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let rows = spectra.join().unwrap().lines().count();
+    assert!(rows > 10, "{rows} rows before Ctrl-C");
+    // the session ends too: the server closes it or the socket fails
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match socket.read() {
+            Ok(tungstenite::Message::Close(_)) | Err(_) => break,
+            Ok(_) => assert!(Instant::now() < deadline, "the session stayed open"),
+        }
+    }
+    // what was framed before Ctrl-C is written whole
+    let written = std::fs::metadata(&out).unwrap().len();
+    assert!(written > 0 && written % (129 * 4) == 0, "{written} bytes");
+}
+
+#[test]
+fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
+    let rate = 48000.0;
+    let mut samples = tone(20.0, rate, 1000.0);
+    // 48 samples (1 ms) in the middle of frame 1875, at 12 kHz
+    let burst_at = 1875 * 256 + 104;
+    for (i, s) in samples[burst_at..burst_at + 48].iter_mut().enumerate() {
+        *s += (2.0 * std::f64::consts::PI * 12000.0 * i as f64 / rate).sin();
+    }
+    let bytes: Vec<u8> = samples
+        .iter()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect();
+    let args = [
+        "--file",
+        "-",
+        "--input-format",
+        "f32",
+        "--rate",
+        "48000",
+        "--frame",
+        "256",
+        "--format",
+        "f32",
+        "--output",
+        "/dev/null",
+    ];
+    let mut served = Served::start(&args, Stdio::piped());
+    let (mut socket, _) =
+        tungstenite::connect(format!("ws://{}/ws", served.addr)).expect("websocket");
+    // the whole input at full speed: thousands of frames per display row
+    let mut stdin = served.child.stdin.take().unwrap();
+    std::thread::spawn(move || stdin.write_all(&bytes));
+    let mut columns_hz: Vec<f64> = Vec::new();
+    let (mut rows, mut frames, mut burst_rows) = (0, 0u64, 0);
+    loop {
+        match socket.read().expect("message") {
+            tungstenite::Message::Text(text) => {
+                let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+                match json["type"].as_str() {
+                    Some("layout") => {
+                        columns_hz = serde_json::from_value(json["columns_hz"].clone()).unwrap()
+                    }
+                    Some("end") => break,
+                    _ => {}
+                }
+            }
+            tungstenite::Message::Binary(bytes) => {
+                let row = DisplayRow::parse(&bytes);
+                let column = |hz: f64| columns_hz.iter().position(|&c| c >= hz).unwrap();
+                rows += 1;
+                frames += u64::from(row.frames);
+                // the burst's column in the max row, against a quiet column's level
+                let burst = column(12000.0);
+                if row.max[burst] > row.max[column(20000.0)] + 20.0 {
+                    burst_rows += 1;
+                    // max-hold, not an average: the mean of the same frames hides it
+                    assert!(row.frames >= 50, "{} frames in the burst's row", row.frames);
+                    let (max, mean) = (row.max[burst], row.mean[burst]);
+                    assert!(max > mean + 15.0, "max {max} dB, mean {mean} dB");
+                }
+            }
+            _ => {}
+        }
+    }
+    served.finish();
+    assert_eq!(frames, 3750, "every frame folded into some row");
+    assert!(rows < 1000, "{rows} rows: frames were not folded");
+    assert_eq!(burst_rows, 1, "the burst shows in exactly one display row");
 }
