@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the system packages fftd builds and runs with are present; with --test also what the
-# test suite compares against or drives (sox, numpy, scipy, librosa, chromium, selenium):
+# test suite compares against or drives (sox, numpy, scipy, librosa, prometheus-client, chromium,
+# selenium):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
@@ -48,7 +49,7 @@ if $testing; then
     if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client" 2>/dev/null; then
         echo "deps: installing numpy, scipy, librosa and prometheus-client for python3" >&2
         python3 -m pip install --quiet numpy scipy librosa prometheus-client || {
-            echo "deps: could not install numpy/scipy/librosa; run: python3 -m pip install numpy scipy librosa" >&2
+            echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client" >&2
             exit 1
         }
     fi
