@@ -1,7 +1,8 @@
 //! The spectrogram behind `--format png`: takes one stream's rows as levels in dB (one value per
 //! column, in the stream's output order) and reduces them, as they come, to a grid no larger than
-//! the plot: a row's columns to the plot's pixel rows, and frames to at most twice the plot's
-//! pixel columns. `finish` maps the grid onto the plot's pixels by time.
+//! the plot: a row's columns to at most the plot's pixel rows (fewer columns than pixel rows are
+//! kept as they are, and spread over the rows at the end), and frames to at most twice the plot's
+//! pixel columns. `finish` maps the grid onto the plot's pixels.
 //!
 //! Every reduction takes the max, so a one-bin tone or a one-frame burst stays visible however
 //! long the input or however many bins a row has. (dB is monotone in level, so the max of the dB
@@ -45,7 +46,7 @@ impl FrequencyScale {
     }
 }
 
-/// Which of a row's columns each pixel row shows.
+/// How a row's columns become the grid's cells, and the cells the plot's pixel rows.
 #[derive(Clone, Debug)]
 pub struct FrequencyAxis {
     pub scale: FrequencyScale,
@@ -55,8 +56,11 @@ pub struct FrequencyAxis {
     order: Vec<usize>,
     /// Whether `order` is the identity (rows already ascending: no indirection needed).
     ascending: bool,
-    /// Per pixel row, bottom first: the part of `order` whose max it shows (empty: nothing).
-    sources: Vec<Range<usize>>,
+    /// The grid's cells, bottom first: each the max of a run of `order` (one column each when
+    /// there are no more columns than pixel rows, else one cell per pixel row).
+    cells: Vec<Range<usize>>,
+    /// Per pixel row, bottom first: the cells it shows (empty: nothing).
+    rows: Vec<Range<usize>>,
 }
 
 /// Largest relative difference between steps for columns to count as evenly spaced.
@@ -83,12 +87,19 @@ impl FrequencyAxis {
             }
         };
         let (lo, hi) = scale.extent();
+        let sources = pixel_sources(&edges, lo, hi, pixel_rows);
+        let (cells, rows) = if hz.len() <= pixel_rows {
+            ((0..hz.len()).map(|k| k..k + 1).collect(), sources)
+        } else {
+            (sources, (0..pixel_rows).map(|r| r..r + 1).collect())
+        };
         FrequencyAxis {
-            sources: pixel_sources(&edges, lo, hi, pixel_rows),
             scale,
             columns: hz.len(),
             order,
             ascending,
+            cells,
+            rows,
         }
     }
 
@@ -97,17 +108,34 @@ impl FrequencyAxis {
         self.columns
     }
 
-    /// Folds one row into `column` (one value per pixel row, bottom first) by max.
+    /// Cells of a grid column.
+    pub fn cells(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Folds one row into `column` (one value per cell) by max.
     fn fold(&self, row: &[f32], column: &mut [f32]) {
-        for (out, source) in column.iter_mut().zip(&self.sources) {
+        for (out, cell) in column.iter_mut().zip(&self.cells) {
             let row_max = if self.ascending {
-                row[source.clone()].iter().fold(f32::NAN, |m, &v| m.max(v))
+                row[cell.clone()].iter().fold(f32::NAN, |m, &v| m.max(v))
             } else {
-                self.order[source.clone()]
+                self.order[cell.clone()]
                     .iter()
                     .fold(f32::NAN, |m, &k| m.max(row[k]))
             };
             *out = out.max(row_max);
+        }
+    }
+
+    /// Writes a grid column's cells into one pixel column of `values` (row-major, `width`
+    /// pixels a row, top row first), at `x`.
+    fn spread(&self, column: &[f32], values: &mut [f32], width: usize, x: usize) {
+        let height = self.rows.len();
+        for (r, cells) in self.rows.iter().enumerate() {
+            let v = column[cells.clone()]
+                .iter()
+                .fold(f32::NAN, |m, &v| m.max(v));
+            values[(height - 1 - r) * width + x] = v;
         }
     }
 }
@@ -161,7 +189,7 @@ pub(crate) fn pixel_sources(edges: &[f64], lo: f64, hi: f64, pixels: usize) -> V
 pub struct Spectrogram {
     plot: PlotSize,
     axis: FrequencyAxis,
-    /// Closed columns, `plot.height` values each (bottom first; NaN: no data), oldest first.
+    /// Closed columns, `axis.cells()` values each (bottom first; NaN: no data), oldest first.
     columns: Vec<f32>,
     /// Time of each closed column's first row.
     starts: Vec<f64>,
@@ -184,7 +212,7 @@ impl Spectrogram {
     /// the time a lone row covers.
     pub fn new(plot: PlotSize, axis: FrequencyAxis, single_row_span: f64) -> Self {
         Spectrogram {
-            open: vec![f32::NAN; plot.height],
+            open: vec![f32::NAN; axis.cells()],
             plot,
             axis,
             columns: Vec::new(),
@@ -232,7 +260,7 @@ impl Spectrogram {
 
     /// Merges neighbouring columns pairwise by max: half as many, each twice the rows.
     fn halve_columns(&mut self) {
-        let height = self.plot.height;
+        let height = self.axis.cells();
         let pairs = self.starts.len() / 2;
         for i in 0..pairs {
             for r in 0..height {
@@ -268,16 +296,18 @@ impl Spectrogram {
         }
         let mut edges = self.starts.clone();
         edges.push(end);
-        let sources = pixel_sources(&edges, start, end, width);
+        let cells = self.axis.cells();
         let mut values = vec![f32::NAN; width * height];
-        for (x, source) in sources.iter().enumerate() {
+        let mut pixel_column = vec![f32::NAN; cells];
+        for (x, source) in pixel_sources(&edges, start, end, width).iter().enumerate() {
+            pixel_column.fill(f32::NAN);
             for c in source.clone() {
-                let column = &self.columns[c * height..(c + 1) * height];
-                for (r, &v) in column.iter().enumerate() {
-                    let pixel = &mut values[(height - 1 - r) * width + x];
-                    *pixel = pixel.max(v);
+                let column = &self.columns[c * cells..(c + 1) * cells];
+                for (p, &v) in pixel_column.iter_mut().zip(column) {
+                    *p = p.max(v);
                 }
             }
+            self.axis.spread(&pixel_column, &mut values, width, x);
         }
         SpectrogramImage {
             plot: self.plot,
@@ -392,8 +422,9 @@ mod tests {
     fn uneven_columns_get_a_step_each() {
         let axis = FrequencyAxis::new(&[100.0, 200.0, 400.0, 800.0], 8);
         assert!(matches!(axis.scale, FrequencyScale::Columns { .. }));
+        assert_eq!(axis.cells(), 4);
         assert_eq!(
-            axis.sources,
+            axis.rows,
             vec![0..1, 0..1, 1..2, 1..2, 2..3, 2..3, 3..4, 3..4]
         );
     }
