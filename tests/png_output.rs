@@ -221,32 +221,41 @@ fn a_one_frame_burst_in_a_long_input_shows_at_its_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (wav, out) = (dir.path().join("long.wav"), dir.path().join("long.png"));
     let rate = 8000;
-    // 60 s of faint 500 Hz, frames of 64: 7500 frames for a plot of about 500 pixel columns;
+    // 64 s of faint 500 Hz, frames of 64: 8000 frames for a plot of about 500 pixel columns (and
+    // 1 MiB as npy rows: enough to be placed, were it npy);
     // one frame (64 samples, frame-aligned) of loud 3 kHz at 13 s
-    let mut x = vec![0.0; 60 * rate];
+    let mut x = vec![0.0; 64 * rate];
     let len = x.len();
     add_tone(&mut x, rate as f64, 500.0, 0.001, 0..len);
-    let burst = 13 * rate; // early: its column is merged twice more as the input goes on
+    let burst = 13 * rate; // early: its column is merged three more times as the input goes on
     add_tone(&mut x, rate as f64, 3000.0, 0.8, burst..burst + 64);
     write_wav(&wav, rate as u32, &x);
-    let out_run = run(&[
-        "--file",
-        s(&wav),
-        "--frame",
-        "64",
-        "--format",
-        "png",
-        "--output",
-        s(&out),
-        "--png-size",
-        "700x400",
-        "--png-db",
-        "-100:30",
-    ]);
-    assert!(out_run.status.success(), "{}", stderr_text(&out_run));
+    // a range-read WAV into a file: f32/npy rows would be placed by the encoders; an image never
+    let out_run = fftd()
+        .env("RUST_LOG", "fftd=debug")
+        .args(["--device", "cpu"])
+        .args([
+            "--file",
+            s(&wav),
+            "--frame",
+            "64",
+            "--format",
+            "png",
+            "--output",
+            s(&out),
+            "--png-size",
+            "700x400",
+            "--png-db",
+            "-100:30",
+        ])
+        .output()
+        .expect("fftd runs");
+    let log = stderr_text(&out_run);
+    assert!(out_run.status.success(), "{log}");
+    assert!(!log.contains("rows placed"), "{log}");
     let image = Image::read(&out);
     let plot = image.plot();
-    assert_eq!(image.numbers("fftd:rows"), vec![7500.0]);
+    assert_eq!(image.numbers("fftd:rows"), vec![8000.0]);
     assert!(
         image.numbers("fftd:rows-per-column")[0] >= 8.0,
         "frames were reduced"
