@@ -22,3 +22,8 @@ for k in sorted(sorted(peaks, key=lambda k: -db[k])[:3]):
 echo
 echo "== the same file as float32 spectra into a consumer (examples/consume.py)"
 $fftd --file examples/tones.wav --frame 4096 --hop 1024 --format f32 | python3 examples/consume.py 2049 16000
+echo
+echo "== a spectrogram image of examples/chirp.py's signal (chirp, tone, pulses, a click): target/spectrogram.png"
+python3 examples/chirp.py target/chirp.wav
+$fftd --file target/chirp.wav --frame 1024 --hop 256 --format png --output target/spectrogram.png --meta target/spectrogram.json
+python3 -c 'import json; i = json.load(open("target/spectrogram.json"))["inputs"][0]; print("  %d frames drawn into %s" % (i["frames"], i["output"]))'

@@ -9,6 +9,7 @@ use crate::limits;
 use crate::products::average::{AverageMode, AverageSpec};
 use crate::products::bands::BandSpec;
 use crate::products::ProductOptions;
+use crate::sink::png::{DbRange, PngOptions, PngSize};
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
@@ -56,6 +57,8 @@ deserialize_from_str!(AverageMode);
 deserialize_from_str!(BandSpec);
 deserialize_from_str!(ChannelSelect);
 deserialize_from_str!(DeviceChoice);
+deserialize_from_str!(PngSize);
+deserialize_from_str!(DbRange);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -155,6 +158,15 @@ pub struct Options {
     /// Write one output file per stream into DIR.
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
+
+    /// Size of --format png images in pixels, from 320x240 to 16384 per side [default: 1200x600].
+    #[arg(long, value_name = "WxH")]
+    pub png_size: Option<PngSize>,
+
+    /// Levels the colours of --format png span, in dB [default: the image's maximum and 100 dB
+    /// below it].
+    #[arg(long, value_name = "MIN:MAX", allow_hyphen_values = true)]
+    pub png_db: Option<DbRange>,
 
     /// Write a JSON sidecar describing the output (rate, frame, hop, window, scale, bins, Hz per bin,
     /// inputs).
@@ -286,6 +298,8 @@ fn merge(cli: Options, file: Options) -> Options {
         format,
         output,
         output_dir,
+        png_size,
+        png_db,
         meta,
         max_frames,
         duration,
@@ -359,6 +373,8 @@ pub struct Settings {
     pub format: OutputFormat,
     pub output: Option<PathBuf>,
     pub output_dir: Option<PathBuf>,
+    /// Image size and colour range of `--format png`.
+    pub png: PngOptions,
     pub meta: Option<PathBuf>,
     /// The config file the options were read from (an input: never overwritten).
     pub config: Option<PathBuf>,
@@ -459,6 +475,7 @@ impl Settings {
                 "--format npy cannot go to stdout (the header is rewritten at the end with the frame count): use --output PATH or --output-dir DIR".into(),
             );
         }
+        let png = Self::check_png(format, to_stdout, o.png_size, o.png_db)?;
         let window = o.window.unwrap_or(if frame == FrameSize::Whole {
             WindowKind::Rect
         } else {
@@ -527,6 +544,7 @@ impl Settings {
             format,
             output: o.output.filter(|p| p.as_os_str() != "-"),
             output_dir: o.output_dir,
+            png,
             meta: o.meta,
             config: None,
             stats: o.stats,
@@ -539,6 +557,31 @@ impl Settings {
             workers,
             serve,
             realtime: o.realtime,
+        })
+    }
+
+    /// `--format png`'s options: an image needs a file, and its options need the format.
+    fn check_png(
+        format: OutputFormat,
+        to_stdout: bool,
+        size: Option<PngSize>,
+        db: Option<DbRange>,
+    ) -> Result<PngOptions> {
+        let png = format == OutputFormat::Png;
+        if png && to_stdout {
+            return Err(FftdError::Usage(
+                "--format png cannot go to stdout (an image is written whole at the end): use --output PATH or --output-dir DIR".into(),
+            ));
+        }
+        if !png && (size.is_some() || db.is_some()) {
+            return Err(FftdError::Usage(
+                "--png-size and --png-db need --format png".into(),
+            ));
+        }
+        let defaults = PngOptions::default();
+        Ok(PngOptions {
+            size: size.unwrap_or(defaults.size),
+            db: db.or(defaults.db),
         })
     }
 

@@ -29,6 +29,7 @@ use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
+use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
@@ -220,7 +221,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         frame_n,
         values_of,
     );
-    let dests = open_destinations(&*encoder, &plan, &placed)?;
+    let dests = match settings.format {
+        OutputFormat::Png => image_destinations(settings, &plan, &streams)?,
+        _ => open_destinations(&*encoder, &plan, &placed)?,
+    };
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
     let encoders = encode_threads();
@@ -575,6 +579,31 @@ fn open_destinations<T: Sample>(
             None => Destination::stdout(),
         };
         dests.push(dest);
+    }
+    Ok(dests)
+}
+
+/// `--format png`: one image per planned output, of the one stream it has (`plan_outputs` refuses
+/// several streams in one output for it, and `Settings` refuses stdout). A single `--output` is
+/// created now, so an unusable path is reported before any work starts.
+fn image_destinations(
+    settings: &Settings,
+    plan: &OutputPlan,
+    streams: &[StreamMeta],
+) -> Result<Vec<Destination>> {
+    let mut dests = Vec::new();
+    for (i, file) in plan.files.iter().enumerate() {
+        let stream = streams.iter().find(|s| plan.writer_of[s.id] == i);
+        let (Some(path), Some(stream)) = (file, stream) else {
+            return Err(FftdError::Usage(
+                "--format png needs one stream per output file".into(),
+            ));
+        };
+        let mut image = ImageFile::new(path, stream, settings);
+        if !plan.lazy {
+            image.create().map_err(|e| FftdError::io(path, e))?;
+        }
+        dests.push(Destination::Image(Box::new(image)));
     }
     Ok(dests)
 }

@@ -3,7 +3,12 @@
 //! it was closed; `output::Outputs` decides when (at most a fixed number open at once).
 //! Writes go through a buffer held only while the file is open; buffers larger than it are
 //! written directly.
+//!
+//! An image (`--format png`) is a whole-output destination: it takes level records as they come
+//! (`png::ImageFile`), holds no descriptor while it does (it counts as always open, so it is never
+//! closed to make room), and is drawn and written when it is closed at the end of the run.
 
+use super::png::ImageFile;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -21,6 +26,8 @@ pub enum Destination {
         /// Whether this run has created (truncated) it yet.
         created: bool,
     },
+    /// A PNG image, written whole when closed.
+    Image(Box<ImageFile>),
 }
 
 impl Destination {
@@ -42,13 +49,14 @@ impl Destination {
         match self {
             Destination::Stdout(_) => "stdout".to_string(),
             Destination::File { path, .. } => path.display().to_string(),
+            Destination::Image(image) => image.path().display().to_string(),
         }
     }
 
-    /// Whether writes can go through now (stdout always; a file once opened).
+    /// Whether writes can go through now (stdout and images always; a file once opened).
     pub fn is_open(&self) -> bool {
         match self {
-            Destination::Stdout(_) => true,
+            Destination::Stdout(_) | Destination::Image(_) => true,
             Destination::File { file, .. } => file.is_some(),
         }
     }
@@ -74,10 +82,12 @@ impl Destination {
         Ok(())
     }
 
-    /// Flushes and closes a file (its buffer is freed); stdout is only flushed.
+    /// Flushes and closes a file (its buffer is freed); stdout is only flushed; an image is
+    /// drawn and written.
     pub fn close(&mut self) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => w.flush(),
+            Destination::Image(image) => image.finish(),
             Destination::File { file, .. } => match file.take() {
                 Some(mut f) => f.flush(),
                 None => Ok(()),
@@ -112,6 +122,7 @@ impl Write for Destination {
             Destination::Stdout(w) => w.write(buf),
             Destination::File { file: Some(f), .. } => f.write(buf),
             Destination::File { file: None, .. } => Err(Self::not_open()),
+            Destination::Image(image) => image.write(buf),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -119,13 +130,14 @@ impl Write for Destination {
             Destination::Stdout(w) => w.write_all(buf),
             Destination::File { file: Some(f), .. } => f.write_all(buf),
             Destination::File { file: None, .. } => Err(Self::not_open()),
+            Destination::Image(image) => image.write_all(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => w.flush(),
             Destination::File { file: Some(f), .. } => f.flush(),
-            Destination::File { file: None, .. } => Ok(()),
+            Destination::File { file: None, .. } | Destination::Image(_) => Ok(()),
         }
     }
 }

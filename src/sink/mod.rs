@@ -9,6 +9,8 @@
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
 //! - `npy`: a 2-D (frames × bins) NumPy array file; needs a real file (the header is rewritten at
 //!   the end with the frame count).
+//! - `png`: a spectrogram image per stream (`png`: level records → `spectrogram` reduction →
+//!   `plot` drawing), written whole at the end of the run; needs a real file.
 //!
 //! With `--scale complex` every bin is two values, re then im (`np.fft.rfft(w*x)`):
 //!
@@ -27,7 +29,10 @@ pub mod npy;
 pub mod output;
 pub mod overwrite_guard;
 pub mod placed;
+pub mod plot;
+pub mod png;
 pub mod raw;
+pub mod spectrogram;
 pub mod text;
 
 use crate::fft::{InputKind, Sample, Scale};
@@ -68,6 +73,9 @@ pub enum OutputFormat {
     F32,
     /// NumPy .npy 2-D array (frames x bins); needs --output or --output-dir.
     Npy,
+    /// Spectrogram image (time x frequency, dB colour map; --png-size); needs --output or
+    /// --output-dir.
+    Png,
 }
 
 impl OutputFormat {
@@ -78,6 +86,7 @@ impl OutputFormat {
             OutputFormat::Ndjson => "ndjson",
             OutputFormat::F32 => "f32",
             OutputFormat::Npy => "npy",
+            OutputFormat::Png => "png",
         }
     }
 
@@ -217,6 +226,7 @@ pub fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn En
             f64: T::NAME == "f64",
             complex,
         }),
+        OutputFormat::Png => Box::new(png::LevelEncoder { scale }),
     }
 }
 
