@@ -4,7 +4,9 @@
 1. File job: a big f32 file (frame 4096, f32 spectra into a file next to it) with and without
    `--serve` and 10 clients (each a page-sized view: width 1024), runs alternated, medians of
    --runs. The clients connect while fftd starts (they retry from before it is launched), so they
-   are watching for the whole job; each must receive rows. Throughput from fftd's `--stats` line.
+   are watching for the whole job; each must receive rows. Throughput from fftd's `--stats` line,
+   and fftd's CPU time (user + system, from wait4), which is far less noisy than the wall clock on
+   a shared host: the cost of the server, the display folds and the sessions, in CPU seconds.
 2. Live path: a paced input (`--realtime`, 48 kHz, frame 1024, hop 256: 188 frames/s) for
    --live-seconds, with and without `--serve` + 10 clients; p99 frame-to-sink latency from
    `--stats`. With --mic-conf (an ALSA file-plugin config, see docs/mic.md), the same through
@@ -66,7 +68,8 @@ class Client(threading.Thread):
 
 
 def run_fftd(args, serve):
-    """Runs fftd (with `--serve` and clients when asked); returns (samples/s, p99 ms, client rows)."""
+    """Runs fftd (with `--serve` and clients when asked); returns (samples/s, p99 ms, client rows,
+    fftd's CPU seconds)."""
     cmd = [a.fftd, *args, "--stats", "--quiet", "--device", a.device]
     stop, clients = threading.Event(), []
     if serve:
@@ -83,28 +86,37 @@ def run_fftd(args, serve):
             stats = m
         if "input finished" in line:
             p.send_signal(signal.SIGINT)
-    p.wait()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
     stop.set()
     if p.returncode != 0 or stats is None:
         raise SystemExit(f"fftd failed ({p.returncode}): {' '.join(cmd)}")
+    cpu = usage.ru_utime + usage.ru_stime
     rows = [c.rows for c in clients]
     if serve and min(rows) == 0:
         raise SystemExit(f"a client received no rows: {rows}")
-    return float(stats.group(1)), float(stats.group(3)), rows
+    return float(stats.group(1)), float(stats.group(3)), rows, cpu
 
 
 def compare(name, args, runs, key):
-    plain, served, rows = [], [], []
+    plain, served, rows, cpu_plain, cpu_served = [], [], [], [], []
     for _ in range(runs):
-        plain.append(run_fftd(args, False)[key])
+        r = run_fftd(args, False)
+        plain.append(r[key])
+        cpu_plain.append(r[3])
         s = run_fftd(args, True)
         served.append(s[key])
+        cpu_served.append(s[3])
         rows.append(min(s[2]))
     p, s = statistics.median(plain), statistics.median(served)
     unit = "samples/s" if key == 0 else "ms p99"
-    print(f"{name}: without --serve {p:.4g} {unit} (runs {', '.join(f'{v:.4g}' for v in plain)})")
-    print(f"{name}: with --serve + {a.clients} clients {s:.4g} {unit} "
-          f"(runs {', '.join(f'{v:.4g}' for v in served)}); fewest rows a client got per run: {rows}")
+    runs_of = lambda values: ", ".join(f"{v:.4g}" for v in values)
+    print(f"{name}: without --serve {p:.4g} {unit} (runs {runs_of(plain)})")
+    print(f"{name}: with --serve + {a.clients} clients {s:.4g} {unit} (runs {runs_of(served)}); "
+          f"fewest rows a client got per run: {rows}")
+    cp, cs = statistics.median(cpu_plain), statistics.median(cpu_served)
+    print(f"{name}: fftd CPU seconds without {cp:.3f} (runs {runs_of(cpu_plain)}), with "
+          f"{cs:.3f} (runs {runs_of(cpu_served)}): {100 * (cs / cp - 1):+.1f} %")
     return p, s
 
 

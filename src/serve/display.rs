@@ -83,26 +83,29 @@ impl Fold {
 
     /// Folds one row of `values` (in `level`'s unit).
     pub fn add<T: Sample>(&mut self, level: Level, frame: u64, time_s: f64, values: &[T]) {
-        let (max, sum) = (&mut self.max, &mut self.sum);
         if level == Level::Complex {
-            for ((m, s), pair) in max
-                .iter_mut()
-                .zip(sum.iter_mut())
-                .zip(values.chunks_exact(2))
-            {
+            let columns = self.max.len().min(values.len() / 2);
+            for (i, pair) in values[..2 * columns].chunks_exact(2).enumerate() {
                 let (re, im) = (pair[0].into_f32(), pair[1].into_f32());
-                let power = re * re + im * im;
-                *m = if power > *m { power } else { *m };
-                *s += power;
+                self.fold_one(i, re * re + im * im);
             }
         } else {
-            for ((m, s), v) in max.iter_mut().zip(sum.iter_mut()).zip(values) {
+            // equal-length slices, a plain compare: the loop vectorises
+            let columns = self.max.len().min(values.len());
+            let (max, sum) = (&mut self.max[..columns], &mut self.sum[..columns]);
+            for ((m, s), v) in max.iter_mut().zip(sum.iter_mut()).zip(&values[..columns]) {
                 let v = v.into_f32();
-                *m = if v > *m { v } else { *m }; // a plain compare vectorises
+                *m = if v > *m { v } else { *m };
                 *s += v;
             }
         }
         self.count(1, frame, time_s);
+    }
+
+    fn fold_one(&mut self, column: usize, v: f32) {
+        let m = &mut self.max[column];
+        *m = if v > *m { v } else { *m };
+        self.sum[column] += v;
     }
 
     /// Adds another fold of the same stream and width.
