@@ -138,12 +138,16 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn write_f32(path: &Path, samples: &[f64]) {
-    let bytes: Vec<u8> = samples
+/// Little-endian f32 samples, as `--input-format f32` reads them.
+fn f32_bytes(samples: &[f64]) -> Vec<u8> {
+    samples
         .iter()
         .flat_map(|&v| (v as f32).to_le_bytes())
-        .collect();
-    std::fs::write(path, bytes).expect("write samples");
+        .collect()
+}
+
+fn write_f32(path: &Path, samples: &[f64]) {
+    std::fs::write(path, f32_bytes(samples)).expect("write samples");
 }
 
 fn tone(seconds: f64, rate: f64, hz: f64) -> Vec<f64> {
@@ -160,10 +164,7 @@ fn spectra_rows_equal_the_file_rows_and_metrics_agree() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.ndjson");
     let samples = tone(3.0, 8000.0, 1000.0);
-    let bytes: Vec<u8> = samples
-        .iter()
-        .flat_map(|&v| (v as f32).to_le_bytes())
-        .collect();
+    let bytes = f32_bytes(&samples);
     let args = [
         "--file",
         "-",
@@ -497,10 +498,7 @@ fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
     for (i, s) in samples[burst_at..burst_at + 48].iter_mut().enumerate() {
         *s += (2.0 * std::f64::consts::PI * 12000.0 * i as f64 / rate).sin();
     }
-    let bytes: Vec<u8> = samples
-        .iter()
-        .flat_map(|&v| (v as f32).to_le_bytes())
-        .collect();
+    let bytes = f32_bytes(&samples);
     let args = [
         "--file",
         "-",
