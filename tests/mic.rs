@@ -4,6 +4,9 @@
 //! the file, so every run stops by `--max-frames`, `--duration` or a signal, and every child
 //! process has a timeout.
 
+mod common;
+
+use common::alsa_file_device;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,19 +19,6 @@ struct Run {
     code: Option<i32>,
     stdout: String,
     stderr: String,
-}
-
-/// Writes `infile` and an ALSA config whose default capture device plays it.
-fn alsa_file_device(dir: &Path, raw: &[u8]) -> PathBuf {
-    let infile = dir.join("signal.raw");
-    std::fs::write(&infile, raw).expect("write raw signal");
-    let conf = dir.join("asound.conf");
-    let text = format!(
-        "pcm.!default {{\n    type file\n    slave.pcm {{ type null }}\n    file \"/dev/null\"\n    infile \"{}\"\n    format \"raw\"\n}}\n",
-        infile.display()
-    );
-    std::fs::write(&conf, text).expect("write ALSA config");
-    conf
 }
 
 fn f32_bytes(samples: &[f32]) -> Vec<u8> {

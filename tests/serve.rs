@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_clean_error, fftd, python_has, run, run_python};
+use common::{alsa_file_device, assert_clean_error, fftd, python_has, run, run_python};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -24,7 +24,12 @@ struct Served {
 
 impl Served {
     fn start(args: &[&str], stdin: Stdio) -> Served {
+        Served::start_with(args, stdin, &[])
+    }
+
+    fn start_with(args: &[&str], stdin: Stdio, envs: &[(&str, &Path)]) -> Served {
         let mut child = fftd()
+            .envs(envs.iter().copied())
             .args(args)
             .args(["--serve", "127.0.0.1:0", "--device", "cpu", "--quiet"])
             .stdin(stdin)
@@ -555,4 +560,45 @@ fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
     assert_eq!(frames, 3750, "every frame folded into some row");
     assert!(rows < 1000, "{rows} rows: frames were not folded");
     assert_eq!(burst_rows, 1, "the burst shows in exactly one display row");
+}
+
+#[test]
+fn a_microphone_reaches_the_live_view() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 s of a 3 kHz tone as the default capture device (ALSA file plugin, no sound card)
+    let signal = tone(4.0, 48000.0, 3000.0);
+    let conf = alsa_file_device(dir.path(), &f32_bytes(&signal));
+    let args = [
+        "--mic",
+        "--channels",
+        "1",
+        "--rate",
+        "48000",
+        "--frame",
+        "4096",
+        "--duration",
+        "3",
+        "--format",
+        "f32",
+        "--output",
+        "/dev/null",
+    ];
+    let served = Served::start_with(&args, Stdio::null(), &[("ALSA_CONFIG_PATH", &conf)]);
+    // capture runs faster than real time: whatever this session misses live comes as history
+    let seen = read_display_rows(&served.addr);
+    let metrics = get(&served.addr, "/metrics");
+    served.finish();
+    assert!(seen.rows > 0);
+    let bin = 48000.0 / 4096.0 * 8.0; // one of 256 columns
+    assert!(
+        seen.peak_hz.iter().all(|hz| (hz - 3000.0).abs() <= bin),
+        "{:?}",
+        seen.peak_hz
+    );
+    let frames = metric(&metrics, "fftd_frames_out_total") as u64;
+    assert_eq!(
+        frames, 36,
+        "3 s of 4096-sample frames at 48 kHz (the last padded)"
+    );
+    assert_eq!(seen.last_frame, frames - 1);
 }

@@ -2,7 +2,7 @@
 //! and running the `fftd` binary.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift), so failures reproduce.
@@ -143,4 +143,17 @@ pub fn run_python(script: &str, argv: &[&str], context: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Writes `infile` and an ALSA config whose default capture device plays it.
+pub fn alsa_file_device(dir: &Path, raw: &[u8]) -> PathBuf {
+    let infile = dir.join("signal.raw");
+    std::fs::write(&infile, raw).expect("write raw signal");
+    let conf = dir.join("asound.conf");
+    let text = format!(
+        "pcm.!default {{\n    type file\n    slave.pcm {{ type null }}\n    file \"/dev/null\"\n    infile \"{}\"\n    format \"raw\"\n}}\n",
+        infile.display()
+    );
+    std::fs::write(&conf, text).expect("write ALSA config");
+    conf
 }
