@@ -7,7 +7,7 @@ use crate::serve::hub::LiveHub;
 use crate::serve::Server;
 use crate::sink::StreamMeta;
 use crate::stats::Counters;
-use std::net::SocketAddr;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,9 +18,10 @@ pub struct LiveView {
 }
 
 impl LiveView {
-    /// `numbering`: the counter that numbers the batches the encode stage receives.
+    /// `listener`: from `serve::bind`; `numbering`: the counter that numbers the batches the
+    /// encode stage receives.
     pub fn start(
-        addr: SocketAddr,
+        listener: TcpListener,
         streams: &[StreamMeta],
         scale: Scale,
         counters: Arc<Counters>,
@@ -28,7 +29,7 @@ impl LiveView {
     ) -> Result<Self> {
         let hub = Arc::new(LiveHub::new(streams, scale, counters));
         hub.set_numbering(numbering);
-        let server = Server::start(addr, hub.clone())?;
+        let server = Server::start(listener, hub.clone())?;
         if !server.addr.ip().is_loopback() {
             tracing::warn!(
                 "--serve {}: reachable from other machines, and nothing asks who is looking",
@@ -42,7 +43,7 @@ impl LiveView {
     /// The input has ended (or the run failed): pages and `/spectra` readers are told. After a
     /// complete run the server stays up until SIGINT/SIGTERM.
     pub fn finish(self, completed: bool, interrupted: &AtomicBool) {
-        self.hub.tick(); // the last frames' display rows go before the end
+        self.hub.flush(); // the last frames' display rows go before the end
         self.hub.finish();
         if completed && !interrupted.load(Ordering::Relaxed) {
             eprintln!(

@@ -146,6 +146,8 @@ pub fn for_each_frame<T: Sample>(
 
 fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let stop = signals.stop.clone();
+    // --serve's port first: a taken one must stop the run before any output file is touched
+    let listener = settings.serve.map(crate::serve::bind).transpose()?;
     let started = Instant::now();
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
@@ -230,8 +232,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let encoders = encode_threads();
     let control = Control::new(stop);
     let mut latency = Latency::default();
-    let live_view = match settings.serve {
-        Some(addr) => {
+    let live_view = match listener {
+        Some(listener) => {
             // the numbers of the batches the encoders get: the averaging stage's, or the batches'
             let numbering = averaging.as_ref().map_or_else(
                 || control.next_batch.clone(),
@@ -240,7 +242,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let counters = control.counters.clone();
             let scale = settings.scale;
             Some(live::LiveView::start(
-                addr, &streams, scale, counters, numbering,
+                listener, &streams, scale, counters, numbering,
             )?)
         }
         None => None,

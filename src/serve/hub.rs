@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, watch};
 
 /// Display rows kept per stream for a page that connects later, at most.
@@ -24,7 +25,11 @@ const HISTORY_BYTES: usize = 256 << 20;
 /// Display rows a WebSocket session may lag behind before it loses the oldest.
 const BROADCAST_ROWS: usize = 64;
 /// Batches of rows queued for one `/spectra` reader before further rows are skipped for it.
-const ROWS_QUEUE: usize = 256;
+const ROWS_QUEUE: usize = 1024;
+/// Bytes of rows queued for one `/spectra` reader before further rows are skipped for it.
+const ROWS_QUEUE_BYTES: usize = 32 << 20;
+/// A stream no session watches gets a display row (for the history of pages to come) this often.
+const UNWATCHED_ROW_INTERVAL: Duration = Duration::from_millis(250);
 
 /// What the page and `/api/streams` say about a stream.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -56,6 +61,7 @@ struct RowReader {
     /// rows), and no row of its streams is missing between two it gets.
     first_batch: u64,
     skipped: Arc<AtomicU64>,
+    queued_bytes: Arc<AtomicUsize>,
 }
 
 /// What a `/spectra` reader receives.
@@ -63,6 +69,8 @@ pub struct RowSubscription {
     pub rx: mpsc::Receiver<Arc<LiveRows>>,
     /// Rows it missed because its queue was full.
     pub skipped: Arc<AtomicU64>,
+    /// Bytes of rows in its queue (the reader takes off what it receives).
+    pub queued_bytes: Arc<AtomicUsize>,
 }
 
 /// What a WebSocket session receives of one stream.
@@ -77,8 +85,16 @@ pub struct DisplaySubscription {
 struct StreamDisplay {
     fold: Mutex<Option<Fold>>,
     layout: Mutex<Option<Arc<Layout>>>,
-    history: Mutex<VecDeque<Arc<DisplayRow>>>,
+    history: Mutex<History>,
     rows: OnceLock<broadcast::Sender<Arc<DisplayRow>>>,
+}
+
+/// A stream's recent display rows, and how many it has made.
+#[derive(Default)]
+struct History {
+    rows: VecDeque<Arc<DisplayRow>>,
+    made: u64,
+    last_made: Option<Instant>,
 }
 
 impl StreamDisplay {
@@ -177,13 +193,15 @@ impl LiveHub {
                 Some(current) if current.n == fold.n && current.columns() == fold.columns() => {
                     current.merge(&fold)
                 }
-                _ => {
-                    let fresh = slot.is_none();
+                Some(other_shape) => {
+                    // rows of another width (a new frame size): show what was folded first
+                    self.show(stream, other_shape);
                     *slot = Some(fold);
-                    if fresh {
-                        if let Ok(mut dirty) = self.dirty.lock() {
-                            dirty.push(stream);
-                        }
+                }
+                None => {
+                    *slot = Some(fold);
+                    if let Ok(mut dirty) = self.dirty.lock() {
+                        dirty.push(stream);
                     }
                 }
             }
@@ -199,8 +217,17 @@ impl LiveHub {
             if batch < reader.first_batch {
                 return true;
             }
-            match reader.tx.try_send(rows.clone()) {
-                Ok(()) => true,
+            let bytes = rows.bytes.len();
+            let room = reader.queued_bytes.load(Ordering::Relaxed) + bytes <= ROWS_QUEUE_BYTES;
+            let sent = match room {
+                true => reader.tx.try_send(rows.clone()),
+                false => Err(mpsc::error::TrySendError::Full(rows.clone())),
+            };
+            match sent {
+                Ok(()) => {
+                    reader.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+                    true
+                }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     let n = rows.rows.len() as u64;
                     reader.skipped.fetch_add(n, Ordering::Relaxed);
@@ -242,12 +269,18 @@ impl LiveHub {
         let first_batch = self.numbering.get().map_or(0, |n| n.load(Ordering::SeqCst));
         let (tx, rx) = mpsc::channel(ROWS_QUEUE);
         let skipped = Arc::new(AtomicU64::new(0));
+        let queued_bytes = Arc::new(AtomicUsize::new(0));
         readers.push(RowReader {
             tx,
             first_batch,
             skipped: skipped.clone(),
+            queued_bytes: queued_bytes.clone(),
         });
-        Some(RowSubscription { rx, skipped })
+        Some(RowSubscription {
+            rx,
+            skipped,
+            queued_bytes,
+        })
     }
 
     /// Display rows of `stream` from now on, and the recent ones.
@@ -257,18 +290,33 @@ impl LiveHub {
         // under the history lock: the ticker pushes to history and sends under it too
         Some(DisplaySubscription {
             rows: display.sender().subscribe(),
-            history: history.iter().cloned().collect(),
+            history: history.rows.iter().cloned().collect(),
         })
     }
 
-    /// Turns every fold since the last tick into a display row (the server's ticker calls this
-    /// at the display rate).
+    /// Turns the folds since the last tick into display rows (the server's ticker calls this at
+    /// the display rate). A stream no session watches keeps folding, and gets a row for the
+    /// history of pages to come every `UNWATCHED_ROW_INTERVAL` only.
     pub fn tick(&self) {
+        self.make_rows(false);
+    }
+
+    /// Makes the display rows of every fold now (the last frames, before the end).
+    pub fn flush(&self) {
+        self.make_rows(true);
+    }
+
+    fn make_rows(&self, all: bool) {
         let dirty = match self.dirty.lock() {
             Ok(mut dirty) => std::mem::take(&mut *dirty),
             Err(_) => return,
         };
+        let mut later = Vec::new();
         for stream in dirty {
+            if !all && !self.due(stream) {
+                later.push(stream);
+                continue;
+            }
             let fold = match self.display[stream].fold.lock() {
                 Ok(mut slot) => slot.take(),
                 Err(_) => None,
@@ -277,21 +325,39 @@ impl LiveHub {
                 self.show(stream, &fold);
             }
         }
+        if let Ok(mut dirty) = self.dirty.lock() {
+            dirty.extend(later);
+        }
     }
 
+    /// Whether `stream` gets its display row this tick.
+    fn due(&self, stream: usize) -> bool {
+        let display = &self.display[stream];
+        let watched = display.rows.get().is_some_and(|tx| tx.receiver_count() > 0);
+        watched
+            || display.history.lock().map_or(true, |h| {
+                h.last_made
+                    .is_none_or(|t| t.elapsed() >= UNWATCHED_ROW_INTERVAL)
+            })
+    }
+
+    /// Makes `fold`'s display row, numbers it, keeps it and sends it to the sessions.
     fn show(&self, stream: usize, fold: &Fold) {
         let display = &self.display[stream];
         let layout = self.layout(stream, fold.n);
-        let row = Arc::new(DisplayRow::new(stream, fold, self.level, layout));
         let Ok(mut history) = display.history.lock() else {
             return;
         };
+        let number = history.made;
+        let row = Arc::new(DisplayRow::new(stream, number, fold, self.level, layout));
+        history.made += 1;
+        history.last_made = Some(Instant::now());
         let keep = self.history_rows_of(row.max_db.len());
-        while history.len() >= keep.max(1) {
-            history.pop_front();
+        while history.rows.len() >= keep.max(1) {
+            history.rows.pop_front();
         }
         if keep > 0 {
-            history.push_back(row.clone());
+            history.rows.push_back(row.clone());
         }
         let _ = display.sender().send(row); // no session listening is fine
     }
@@ -368,6 +434,31 @@ mod tests {
         hub.tick(); // nothing new
         assert!(rx.try_recv().is_err());
         assert_eq!(hub.subscribe_display(1).unwrap().history.len(), 1);
+    }
+
+    #[test]
+    fn a_stream_nobody_watches_keeps_folding_between_its_rows() {
+        let hub = hub(1);
+        let fold_one = |frame: u64| {
+            let mut fold = Fold::new(8, 5);
+            fold.add::<f32>(Level::Power, frame, frame as f64, &[1.0; 5]);
+            hub.merge_folds(&mut vec![(0, fold)]);
+        };
+        fold_one(0);
+        hub.tick(); // the first row is made at once
+        fold_one(1);
+        fold_one(2);
+        hub.tick(); // too soon after the first: frames 1 and 2 keep folding
+        fold_one(3);
+        let history = |hub: &LiveHub| hub.subscribe_display(0).unwrap().history;
+        assert_eq!(history(&hub).len(), 1);
+        hub.flush();
+        let rows = history(&hub);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[1].number, rows[1].frames, rows[1].last_frame),
+            (1, 3, 3)
+        );
     }
 
     #[test]

@@ -45,13 +45,20 @@ struct App {
     shutdown: watch::Receiver<bool>,
 }
 
+/// Listens on `addr`: done before a run touches any file, so a taken port leaves them as they
+/// were.
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
+    std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| FftdError::Runtime(format!("--serve {addr}: cannot listen: {e}")))
+}
+
 impl Server {
-    /// Binds `addr` now (so a taken port is an error before the run) and serves from a thread.
-    pub fn start(addr: SocketAddr, hub: Arc<LiveHub>) -> Result<Server> {
-        let listener = std::net::TcpListener::bind(addr)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| FftdError::Runtime(format!("--serve {addr}: cannot listen: {e}")))?;
-        let addr = listener.local_addr().unwrap_or(addr);
+    /// Serves `listener` (from `bind`) from a thread of its own.
+    pub fn start(listener: std::net::TcpListener, hub: Arc<LiveHub>) -> Result<Server> {
+        let addr = listener
+            .local_addr()
+            .map_err(|e| FftdError::Runtime(format!("--serve: {e}")))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -161,10 +168,8 @@ async fn streams(State(app): State<App>) -> Response {
 async fn spectra_rows(State(app): State<App>, Query(filter): Query<spectra::Filter>) -> Response {
     let streams = app.hub.streams.len();
     if let Some(stream) = filter.stream.filter(|&s| s >= streams) {
-        let why = format!(
-            "no stream {stream}: this run has streams 0 to {}\n",
-            streams - 1
-        );
+        let last = streams.saturating_sub(1);
+        let why = format!("no stream {stream}: this run has streams 0 to {last}\n");
         return (axum::http::StatusCode::NOT_FOUND, why).into_response();
     }
     let body = spectra::body(app.hub.clone(), filter);

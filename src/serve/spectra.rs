@@ -25,8 +25,15 @@ pub fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
     let state = (subscription, hub);
     let chunks = futures_util::stream::unfold(state, move |(mut sub, hub)| async move {
         loop {
-            let rows = sub.rx.recv().await?;
-            let chunk = lines(&rows, &sub, filter.stream, every);
+            let chunk = match sub.rx.recv().await {
+                Some(rows) => {
+                    sub.queued_bytes
+                        .fetch_sub(rows.bytes.len(), Ordering::Relaxed);
+                    lines(&rows, &sub, filter.stream, every)
+                }
+                // the end: rows skipped since the last batch it got are announced too
+                None => skipped_line(&sub)?,
+            };
             if !chunk.is_empty() {
                 let sent = chunk.iter().filter(|&&b| b == b'\n').count() as u64;
                 hub.serve
@@ -41,15 +48,17 @@ pub fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
 
 /// The lines of `rows` this reader wants, after a `skipped` line when it missed some.
 fn lines(rows: &LiveRows, sub: &RowSubscription, stream: Option<usize>, every: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let skipped = sub.skipped.swap(0, Ordering::Relaxed);
-    if skipped > 0 {
-        out.extend_from_slice(format!("{{\"skipped\":{skipped}}}\n").as_bytes());
-    }
+    let mut out = skipped_line(sub).unwrap_or_default();
     for row in &rows.rows {
         if stream.is_none_or(|s| s == row.stream) && row.frame % every == 0 {
             out.extend_from_slice(&rows.bytes[row.bytes.clone()]);
         }
     }
     out
+}
+
+/// `{"skipped":M}` when rows were skipped since the last time it was asked.
+fn skipped_line(sub: &RowSubscription) -> Option<Vec<u8>> {
+    let skipped = sub.skipped.swap(0, Ordering::Relaxed);
+    (skipped > 0).then(|| format!("{{\"skipped\":{skipped}}}\n").into_bytes())
 }

@@ -26,8 +26,10 @@ pub struct Want {
 
 /// Why a session ended early.
 enum Ended {
-    /// The client closed, or its socket failed or stayed full.
-    Client,
+    /// The client closed, or its socket failed.
+    Closed,
+    /// The client's socket stayed full for `SEND_TIMEOUT`: it stopped reading.
+    Stalled,
     /// The server is shutting down.
     Shutdown,
 }
@@ -40,6 +42,16 @@ struct Session {
     rows: Option<broadcast::Receiver<Arc<DisplayRow>>>,
 }
 
+/// What a text message from the page changes.
+enum Change {
+    /// Another stream: subscribe again, send its history.
+    Stream,
+    /// Only the width: a new layout; the page resamples what it shows.
+    Width,
+    /// Nothing, with the reason to tell the page.
+    Refused(String),
+}
+
 pub async fn run(
     socket: WebSocket,
     hub: Arc<LiveHub>,
@@ -48,16 +60,13 @@ pub async fn run(
 ) {
     hub.serve.ws_sessions.fetch_add(1, Ordering::Relaxed);
     let session = Session {
-        stream: want
-            .stream
-            .unwrap_or(0)
-            .min(hub.streams.len().saturating_sub(1)),
+        stream: 0,
         width: want.width.unwrap_or(0),
         view: None,
         rows: None,
         hub: hub.clone(),
     };
-    if let Err(Ended::Client) = serve(socket, session, shutdown).await {
+    if let Err(Ended::Stalled) = serve(socket, session, want, shutdown).await {
         hub.serve.ws_dropped_clients.fetch_add(1, Ordering::Relaxed);
     }
     hub.serve.ws_sessions.fetch_sub(1, Ordering::Relaxed);
@@ -66,22 +75,35 @@ pub async fn run(
 async fn serve(
     socket: WebSocket,
     mut session: Session,
+    want: Want,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Ended> {
     let (mut tx, mut rx) = socket.split();
+    let refused = match want.stream {
+        Some(stream) => session.pick(stream).err(),
+        None => None,
+    };
     let hello = serde_json::json!({
         "type": "hello",
         "streams": session.hub.streams,
         "stream": session.stream,
         "fps": super::DISPLAY_FPS,
     });
-    send(&mut tx, Message::Text(hello.to_string().into())).await?;
+    send(&mut tx, text(hello)).await?;
+    if let Some(why) = refused {
+        send(&mut tx, error(&why)).await?;
+    }
     let mut finished = session.hub.finished();
     let mut told_end = false;
-    for message in session.watch() {
-        send(&mut tx, message).await?;
-    }
+    session.send_history(&mut tx).await?;
     loop {
+        // (also for a page that connects after the end: `changed` never fires for it)
+        if !told_end && *finished.borrow() {
+            told_end = true;
+            session.send_waiting(&mut tx).await?;
+            let end = serde_json::json!({"type": "end", "stream": session.stream});
+            send(&mut tx, text(end)).await?;
+        }
         let live = async {
             match session.rows.as_mut() {
                 Some(rows) => rows.recv().await,
@@ -90,27 +112,24 @@ async fn serve(
         };
         tokio::select! {
             incoming = rx.next() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    if let Ok(want) = serde_json::from_str::<Want>(&text) {
-                        session.change(want);
+                Some(Ok(Message::Text(message))) => match session.change(&message) {
+                    Change::Stream => {
                         told_end = false;
-                        for message in session.watch() {
-                            send(&mut tx, message).await?;
+                        session.send_history(&mut tx).await?;
+                    }
+                    Change::Width => {
+                        if let Some(layout) = session.relayout() {
+                            send(&mut tx, layout).await?;
                         }
                     }
-                }
+                    Change::Refused(why) => send(&mut tx, error(&why)).await?,
+                },
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return Ok(()),
                 Some(Ok(_)) => {} // pings are answered by the library; binary is ignored
             },
             row = live => match row {
-                Ok(row) => {
-                    for message in session.show(&row) {
-                        send(&mut tx, message).await?;
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    session.hub.serve.ws_rows_skipped.fetch_add(n, Ordering::Relaxed);
-                }
+                Ok(row) => session.send_row(&mut tx, &row).await?,
+                Err(broadcast::error::RecvError::Lagged(n)) => session.skipped(n),
                 Err(broadcast::error::RecvError::Closed) => session.rows = None,
             },
             _ = finished.changed(), if !told_end => {}
@@ -118,14 +137,6 @@ async fn serve(
                 let _ = tx.send(Message::Close(None)).await;
                 return Err(Ended::Shutdown);
             }
-        }
-        if !told_end && *finished.borrow() {
-            told_end = true;
-            for message in session.drain() {
-                send(&mut tx, message).await?;
-            }
-            let end = serde_json::json!({"type": "end", "stream": session.stream});
-            send(&mut tx, Message::Text(end.to_string().into())).await?;
         }
     }
 }
@@ -136,67 +147,127 @@ where
 {
     match tokio::time::timeout(SEND_TIMEOUT, tx.send(message)).await {
         Ok(Ok(())) => Ok(()),
-        _ => Err(Ended::Client),
+        Ok(Err(_)) => Err(Ended::Closed),
+        Err(_) => Err(Ended::Stalled),
     }
 }
 
+fn text(json: serde_json::Value) -> Message {
+    Message::Text(json.to_string().into())
+}
+
+fn error(why: &str) -> Message {
+    text(serde_json::json!({"type": "error", "message": why}))
+}
+
 impl Session {
-    fn change(&mut self, want: Want) {
-        if let Some(stream) = want.stream.filter(|&s| s < self.hub.streams.len()) {
-            self.stream = stream;
+    /// Watches `stream`, or says why not.
+    fn pick(&mut self, stream: usize) -> Result<(), String> {
+        let streams = self.hub.streams.len();
+        if stream >= streams {
+            return Err(format!(
+                "no stream {stream}: this run has streams 0 to {}",
+                streams.saturating_sub(1)
+            ));
         }
+        self.stream = stream;
+        Ok(())
+    }
+
+    fn change(&mut self, message: &str) -> Change {
+        let want = match serde_json::from_str::<Want>(message) {
+            Ok(want) => want,
+            Err(e) => return Change::Refused(format!("not a request: {e}")),
+        };
         if let Some(width) = want.width {
             self.width = width;
         }
-        self.view = None;
+        match want.stream {
+            Some(stream) if stream != self.stream => match self.pick(stream) {
+                Ok(()) => {
+                    self.view = None;
+                    Change::Stream
+                }
+                Err(why) => Change::Refused(why),
+            },
+            _ => Change::Width,
+        }
     }
 
-    /// Subscribes to the current stream: its layout and recent rows, to send now.
-    fn watch(&mut self) -> Vec<Message> {
+    /// Subscribes to the current stream and sends its recent rows, one at a time.
+    async fn send_history<S>(&mut self, tx: &mut S) -> Result<(), Ended>
+    where
+        S: futures_util::Sink<Message> + Unpin,
+    {
         let Some(sub) = self.hub.subscribe_display(self.stream) else {
             self.rows = None;
-            return Vec::new();
+            return Ok(());
         };
         self.rows = Some(sub.rows);
-        sub.history.iter().flat_map(|row| self.show(row)).collect()
-    }
-
-    /// The messages of the rows already waiting (the last ones before the end).
-    fn drain(&mut self) -> Vec<Message> {
-        let mut waiting = Vec::new();
-        while let Some(Ok(row)) = self.rows.as_mut().map(|rows| rows.try_recv()) {
-            waiting.push(row);
+        for row in &sub.history {
+            self.send_row(tx, row).await?;
         }
-        waiting.iter().flat_map(|row| self.show(row)).collect()
+        Ok(())
     }
 
-    /// The messages for one display row: a layout first when it changed, then the row.
-    fn show(&mut self, row: &DisplayRow) -> Vec<Message> {
+    /// Sends the rows already waiting (the last ones before the end), past any gap.
+    async fn send_waiting<S>(&mut self, tx: &mut S) -> Result<(), Ended>
+    where
+        S: futures_util::Sink<Message> + Unpin,
+    {
+        loop {
+            let Some(rows) = self.rows.as_mut() else {
+                return Ok(());
+            };
+            match rows.try_recv() {
+                Ok(row) => self.send_row(tx, &row).await?,
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.skipped(n),
+                Err(_) => return Ok(()), // empty or closed
+            }
+        }
+    }
+
+    fn skipped(&self, rows: u64) {
+        let skipped = &self.hub.serve.ws_rows_skipped;
+        skipped.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// The current layout at the new width, when there is one.
+    fn relayout(&mut self) -> Option<Message> {
+        let layout = self.view.as_ref()?.layout.clone();
+        Some(self.set_view(View::new(layout, self.width)))
+    }
+
+    fn set_view(&mut self, view: View) -> Message {
+        let message = text(serde_json::json!({
+            "type": "layout",
+            "stream": self.stream,
+            "n": view.layout.n,
+            "bins": view.layout.columns(),
+            "columns": view.columns(),
+            "columns_hz": view.columns_hz,
+        }));
+        self.view = Some(view);
+        message
+    }
+
+    /// Sends one display row of the current stream, after a layout when its columns changed.
+    async fn send_row<S>(&mut self, tx: &mut S, row: &DisplayRow) -> Result<(), Ended>
+    where
+        S: futures_util::Sink<Message> + Unpin,
+    {
         if row.stream != self.stream {
-            return Vec::new();
+            return Ok(());
         }
-        let mut messages = Vec::with_capacity(2);
-        if !self
-            .view
-            .as_ref()
-            .is_some_and(|v| Arc::ptr_eq(&v.layout, &row.layout))
-        {
-            let view = View::new(row.layout.clone(), self.width);
-            let layout = serde_json::json!({
-                "type": "layout",
-                "stream": self.stream,
-                "n": row.layout.n,
-                "bins": row.layout.columns(),
-                "columns": view.columns(),
-                "columns_hz": view.columns_hz,
-            });
-            messages.push(Message::Text(layout.to_string().into()));
-            self.view = Some(view);
+        let current = self.view.as_ref();
+        if !current.is_some_and(|v| Arc::ptr_eq(&v.layout, &row.layout)) {
+            let layout = self.set_view(View::new(row.layout.clone(), self.width));
+            send(tx, layout).await?;
         }
         if let Some(view) = &self.view {
-            messages.push(Message::Binary(view.encode(row).into()));
+            send(tx, Message::Binary(view.encode(row).into())).await?;
             self.hub.serve.ws_rows_sent.fetch_add(1, Ordering::Relaxed);
         }
-        messages
+        Ok(())
     }
 }

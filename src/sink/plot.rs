@@ -470,6 +470,26 @@ mod tests {
     }
 
     #[test]
+    fn the_layout_matches_plotters_across_many_sizes() {
+        // draw() fails when plotters puts the plotting area anywhere but where Layout planned it
+        for i in 0..40u32 {
+            let (w, h) = (MIN_WIDTH + 43 * i, MIN_HEIGHT + 23 * i);
+            let layout = Layout::new(w, h);
+            let image = SpectrogramImage::empty(layout.plot);
+            let labels = Labels {
+                title: "t".into(),
+                info: "i".into(),
+                colours: "c".into(),
+                level: "dB".into(),
+            };
+            assert!(
+                draw(&image, &layout, &labels, (-100.0, 0.0)).is_ok(),
+                "{w}x{h}"
+            );
+        }
+    }
+
+    #[test]
     fn tick_labels_read_like_numbers() {
         assert_eq!(tick_number(1.5), "1.5");
         assert_eq!(tick_number(2.0), "2");
