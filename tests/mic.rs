@@ -8,7 +8,7 @@ mod common;
 
 use common::alsa_file_device;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
