@@ -161,7 +161,10 @@ async fn streams(State(app): State<App>) -> Response {
 async fn spectra_rows(State(app): State<App>, Query(filter): Query<spectra::Filter>) -> Response {
     let streams = app.hub.streams.len();
     if let Some(stream) = filter.stream.filter(|&s| s >= streams) {
-        let why = format!("no stream {stream}: this run has streams 0 to {}\n", streams - 1);
+        let why = format!(
+            "no stream {stream}: this run has streams 0 to {}\n",
+            streams - 1
+        );
         return (axum::http::StatusCode::NOT_FOUND, why).into_response();
     }
     let body = spectra::body(app.hub.clone(), filter);

@@ -1,7 +1,8 @@
 //! OpenCL platforms and devices: one enumeration per process (guarded by a `OnceLock`, because
 //! PoCL 3.1 can return no devices when several threads enumerate at once), the text `fftd devices`
 //! prints, the choice of "the best device" for `--device gpu`, and the shared per-device state
-//! (context, program cache, pinned host memory) that every OpenCL engine on that device uses.
+//! (context, program cache, pinned host memory) that every OpenCL engine on that device (or on
+//! one instance of it, when `--device` lists it twice) uses.
 
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
@@ -240,6 +241,19 @@ pub fn describe_devices() -> String {
                         d.info.address(),
                         d.info.name
                     );
+                    let gpus: Vec<String> = all_devices()
+                        .iter()
+                        .filter(|g| g.info.is_gpu)
+                        .map(|g| g.info.address())
+                        .collect();
+                    let _ = match gpus.is_empty() {
+                        true => writeln!(
+                            s,
+                            "  --device gpu:all uses {} (no GPU-type device: the same as gpu)",
+                            d.info.address()
+                        ),
+                        false => writeln!(s, "  --device gpu:all uses {}", gpus.join(", ")),
+                    };
                 }
                 Err(e) => {
                     let _ = writeln!(s, "  --device gpu: {e}");
@@ -271,13 +285,24 @@ impl std::fmt::Debug for SharedDevice {
 
 type ProgramResult = Result<Arc<Program>, String>;
 
-type OpenDevices = Mutex<HashMap<(usize, usize), Arc<SharedDevice>>>;
+/// Open devices by (platform, device, instance).
+type OpenDevices = Mutex<HashMap<(usize, usize, usize), Arc<SharedDevice>>>;
 static OPEN: OnceLock<OpenDevices> = OnceLock::new();
 
 impl SharedDevice {
     /// The shared state for `entry`, created on first use (one context per device per process).
     pub fn open(entry: &DeviceEntry) -> Result<Arc<SharedDevice>, String> {
-        let key = (entry.info.platform_index, entry.info.device_index);
+        Self::open_instance(entry, 1)
+    }
+
+    /// The shared state of instance `instance` (1-based) of `entry`: each instance has its own
+    /// context, programs and pinned memory, as if it were another device (`--device` lists
+    /// naming a device twice); instance 1 is the one `open` gives.
+    pub fn open_instance(
+        entry: &DeviceEntry,
+        instance: usize,
+    ) -> Result<Arc<SharedDevice>, String> {
+        let key = (entry.info.platform_index, entry.info.device_index, instance);
         let map = OPEN.get_or_init(|| Mutex::new(HashMap::new()));
         let mut map = map
             .lock()

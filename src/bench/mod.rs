@@ -10,18 +10,22 @@
 //! bytes / host-to-host time; %pcie = pinned in_GB/s / the pinned host-to-device copy rate;
 //! GFLOPS counts 5·N·log2 N per complex frame and 2.5·N·log2 N per real frame.
 
+mod all_devices;
+
 use crate::error::FftdError;
 use crate::fft::calibrate;
 use crate::fft::compare::compare_rows;
 use crate::fft::cpu::CpuEngine;
-use crate::fft::opencl::device::{self, DeviceEntry};
+use crate::fft::device_set::{self, LaneDevice, LaneSpec};
+use crate::fft::opencl::device::SharedDevice;
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
 use crate::fft::{
-    transform_reduced, Engine, HostBuf, InputKind, Reduction, Sample, Scale, SegmentOp, Segments,
-    TransformSpec,
+    transform_reduced, BandWeights, Engine, HostBuf, InputKind, Reduction, Sample, Scale,
+    SegmentOp, Segments, TransformSpec,
 };
 use crate::window::WindowKind;
+use all_devices::AllDevicesRow;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -63,7 +67,9 @@ pub struct BenchArgs {
     /// Measure and cache a new calibration for `--device auto` (then exit).
     #[arg(long)]
     pub calibrate: bool,
-    /// OpenCL device: gpu (best device), auto, opencl:P:D, or cpu (CPU engine only).
+    /// OpenCL device: gpu (best device), auto, opencl:P:D, cpu (CPU engine only), or several
+    /// (gpu:all, a list such as opencl:1:0,opencl:1:1): the table is the first device's, then
+    /// all devices at once (aggregate host-to-host rate, ratio to one device, shares).
     #[arg(long, default_value = "gpu", value_parser = parse_device)]
     pub device: DeviceChoice,
     #[arg(long, value_enum, default_value = "f32")]
@@ -91,6 +97,10 @@ pub struct BenchArgs {
     /// Skip the CPU engine (for very large batches).
     #[arg(long)]
     pub no_cpu: bool,
+    /// With several devices (`--device gpu:all` or a list): milliseconds each device runs alone,
+    /// and all run together, per size.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub run_ms: u64,
 }
 
 /// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes.
@@ -157,54 +167,91 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// What one frame size benchmarks: the spec, the batch and what the engines reduce it to.
+struct SizeInputs<T> {
+    spec: TransformSpec,
+    frames: usize,
+    input: Vec<T>,
+    bands: Option<BandWeights>,
+    /// Run lengths of `--average`.
+    lengths: Option<Vec<u32>>,
+    /// Values per batch out.
+    out_len: usize,
+}
+
+impl<T: Sample> SizeInputs<T> {
+    fn new(args: &BenchArgs, n: usize) -> Result<Self, FftdError> {
+        let kind = match args.kind {
+            BenchKind::Real => InputKind::Real,
+            BenchKind::Complex => InputKind::Complex,
+        };
+        let spec = TransformSpec {
+            n,
+            kind,
+            window: args.window,
+            scale: if args.bands.is_some() {
+                Scale::Power
+            } else {
+                args.scale
+            },
+            rate: args.rate,
+        };
+        if args.bands.is_some() && kind == InputKind::Complex {
+            return Err(FftdError::Usage(
+                "--bands with --kind complex: bands are defined on real signals' spectra".into(),
+            ));
+        }
+        let bands = match &args.bands {
+            Some(b) => Some(
+                crate::products::bands::BandMatrix::new(b, n, args.rate)
+                    .map_err(FftdError::Usage)?
+                    .weights(),
+            ),
+            None => None,
+        };
+        let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
+        let lengths = args.average.map(|a| runs_of(frames, a as usize));
+        let rows = lengths.as_ref().map_or(frames, Vec::len);
+        let out_len = rows * bands.as_ref().map_or(spec.values_out(), |b| b.bands());
+        let input: Vec<T> = (0..frames * spec.values_per_frame())
+            .map(|i| {
+                let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                T::of_f64(x as f64 / (1u64 << 24) as f64 - 0.5)
+            })
+            .collect();
+        Ok(SizeInputs {
+            spec,
+            frames,
+            input,
+            bands,
+            lengths,
+            out_len,
+        })
+    }
+
+    fn segments(&self) -> Option<Segments<'_>> {
+        self.lengths.as_deref().map(|lengths| Segments {
+            lengths,
+            op: SegmentOp::Sum,
+        })
+    }
+}
+
 fn bench_size<T: Sample>(
     args: &BenchArgs,
     gpu: Option<&mut OpenClEngine<T>>,
-    n: usize,
+    sized: &SizeInputs<T>,
 ) -> Result<BenchRow, FftdError> {
-    let kind = match args.kind {
-        BenchKind::Real => InputKind::Real,
-        BenchKind::Complex => InputKind::Complex,
-    };
-    let spec = TransformSpec {
-        n,
-        kind,
-        window: args.window,
-        scale: if args.bands.is_some() {
-            Scale::Power
-        } else {
-            args.scale
-        },
-        rate: args.rate,
-    };
-    if args.bands.is_some() && kind == InputKind::Complex {
-        return Err(FftdError::Usage(
-            "--bands with --kind complex: bands are defined on real signals' spectra".into(),
-        ));
-    }
-    let bands = match &args.bands {
-        Some(b) => Some(
-            crate::products::bands::BandMatrix::new(b, n, args.rate)
-                .map_err(FftdError::Usage)?
-                .weights(),
-        ),
-        None => None,
-    };
-    let bands = bands.as_ref();
-    let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
-    let lengths = args.average.map(|a| runs_of(frames, a as usize));
-    let runs = lengths.as_deref().map(|lengths| Segments {
-        lengths,
-        op: SegmentOp::Sum,
-    });
-    let rows = lengths.as_ref().map_or(frames, Vec::len);
-    let reduce = (bands, runs.as_ref());
-    let input: Vec<T> = (0..frames * spec.values_per_frame())
-        .map(|i| {
-            let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-            T::of_f64(x as f64 / (1u64 << 24) as f64 - 0.5)
-        })
-        .collect();
+    let SizeInputs {
+        spec,
+        frames,
+        ref input,
+        out_len,
+        ..
+    } = *sized;
+    let (n, kind) = (spec.n, spec.kind);
+    let runs = sized.segments();
+    let reduce = (sized.bands.as_ref(), runs.as_ref());
     let reps = args.reps.max(1);
     let mut row = BenchRow {
         n,
@@ -215,12 +262,12 @@ fn bench_size<T: Sample>(
     let mut cpu_out = Vec::new();
     if !args.no_cpu {
         let mut cpu = CpuEngine::<T>::new();
-        cpu_out = vec![T::default(); rows * bands.map_or(spec.values_out(), |b| b.bands())];
-        transform_reduced(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out).map_err(rt)?;
+        cpu_out = vec![T::default(); out_len];
+        transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out).map_err(rt)?;
         let t: Vec<f64> = (0..reps)
             .map(|_| {
                 let s = Instant::now();
-                transform_reduced(&mut cpu, &spec, &input, frames, reduce, &mut cpu_out)
+                transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out)
                     .map(|_| s.elapsed().as_secs_f64())
             })
             .collect::<Result<_, _>>()
@@ -229,17 +276,16 @@ fn bench_size<T: Sample>(
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
-        let out_len = rows * bands.map_or(spec.values_out(), |b| b.bands());
         let bytes = in_bytes + (out_len * std::mem::size_of::<T>()) as f64;
         // ordinary memory: the engine stages the batch through its own pinned buffers
         let mut paged_out = vec![T::default(); out_len];
-        let (paged, _) = time_gpu(gpu, &spec, (&input, frames, reduce), &mut paged_out, reps)?;
+        let (paged, _) = time_gpu(gpu, &spec, (input, frames, reduce), &mut paged_out, reps)?;
         row.paged_us = Some(paged * 1e6 / frames as f64);
         row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
         // the device's pinned memory, as the pipeline packs batches: copied by DMA directly
         let pinned = gpu.pinned_memory();
         let mut pin_in = HostBuf::with_capacity(input.len(), pinned.as_ref());
-        pin_in.extend_from_slice(&input);
+        pin_in.extend_from_slice(input);
         let mut out = HostBuf::with_capacity(out_len, pinned.as_ref());
         out.set_len_for_overwrite(out_len);
         let (w, kern) = time_gpu(gpu, &spec, (&pin_in, frames, reduce), &mut out, reps)?;
@@ -315,42 +361,297 @@ fn runs_of(frames: usize, run: usize) -> Vec<u32> {
         .collect()
 }
 
-fn device_entry(choice: &DeviceChoice) -> Result<Option<&'static DeviceEntry>, FftdError> {
+/// The OpenCL device instances `choice` names (`auto`/`gpu`: the best device; none for `cpu`).
+fn device_specs(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
     match choice {
-        DeviceChoice::Cpu => Ok(None),
-        DeviceChoice::Auto | DeviceChoice::Gpu => device::best_device()
-            .map(Some)
-            .map_err(|e| FftdError::Runtime(format!("no usable OpenCL device: {e}"))),
-        DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
-            .map(Some)
-            .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}"))),
+        DeviceChoice::Cpu => Ok(Vec::new()),
+        DeviceChoice::Auto => device_set::opencl_devices(&DeviceChoice::Gpu),
+        other => device_set::opencl_devices(other),
     }
 }
 
+/// An engine on `spec`'s device instance; kernel times come from event profiling
+/// (FFTD_OPENCL_PROFILE=0: off, to measure host-to-host times as the pipeline runs them).
+fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError> {
+    let LaneDevice::OpenCl(entry) = spec.device else {
+        return Err(FftdError::Runtime(format!(
+            "{}: not an OpenCL device",
+            spec.label()
+        )));
+    };
+    let mut options = OpenClOptions::from_env();
+    options.profile = std::env::var("FFTD_OPENCL_PROFILE").as_deref() != Ok("0");
+    let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
+    let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
+    OpenClEngine::<T>::on_device(dev, options).map_err(at)
+}
+
 fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
-    let entry = device_entry(&args.device)?;
-    let mut gpu = match entry {
-        Some(e) => {
-            // kernel times come from event profiling (FFTD_OPENCL_PROFILE=0: off, to measure
-            // host-to-host times as the pipeline runs them)
-            let mut options = OpenClOptions::from_env();
-            options.profile = std::env::var("FFTD_OPENCL_PROFILE").as_deref() != Ok("0");
-            Some(OpenClEngine::<T>::new(e, options).map_err(FftdError::Runtime)?)
+    let specs = device_specs(&args.device)?;
+    let mut engines = specs
+        .iter()
+        .map(open_engine::<T>)
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.calibrate {
+        return calibrate_devices(&mut engines, &specs);
+    }
+    let sizes = parse_sizes(&args.sizes)?;
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
+        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {}, median of {} runs",
+        T::NAME,
+        args.kind,
+        args.window,
+        args.scale,
+        specs
+            .first()
+            .map_or("none".into(), |s| format!("{} ({})", s.name(), s.label())),
+        args.reps.max(1)
+    );
+    // the same run's reference for host-to-host figures: pinned copies of 256 MiB each way
+    let pcie = match engines.first().map(|g| g.copy_bandwidth(256 << 20, 5)) {
+        Some(Ok((h2d, d2h))) => {
+            let _ = writeln!(
+                head,
+                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
+                h2d * 1e-9,
+                d2h * 1e-9
+            );
+            Some(h2d * 1e-9)
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(head, "pinned copies: not measured ({e})");
+            None
         }
         None => None,
     };
-    if args.calibrate {
-        let g = gpu.as_mut().ok_or_else(|| {
-            FftdError::Usage(
-                "--calibrate needs an OpenCL device (--device gpu/auto/opencl:P:D)".into(),
+    let several = engines.len() > 1;
+    let mut table = table_head();
+    let mut together = String::new();
+    if several {
+        let labels: Vec<String> = specs.iter().map(LaneSpec::label).collect();
+        let _ = writeln!(
+            together,
+            "\nall devices at once ({}), host to host, pinned batches, {} ms alone and {} ms together per size:\n{:>9} {:>7} {:>12} {:>10} {:>10} {:>8}  shares",
+            labels.join(", "),
+            args.run_ms,
+            args.run_ms,
+            "n", "frames", "one_us/fr", "all_us/fr", "all_GB/s", "all/one"
+        );
+    }
+    let mut csv = String::from(CSV_HEAD);
+    let mut rows = Vec::new();
+    for n in sizes {
+        let sized = SizeInputs::<T>::new(args, n)?;
+        let row = bench_size::<T>(args, engines.first_mut(), &sized)?;
+        let all = match several {
+            true => Some(bench_together(&mut engines, &sized, args)?),
+            false => None,
+        };
+        let line = table_line(&row, pcie);
+        eprintln!("{line}");
+        let _ = writeln!(table, "{line}");
+        if let Some(all) = &all {
+            let line = together_line(all, &specs, &sized);
+            eprintln!("{line}");
+            let _ = writeln!(together, "{line}");
+        }
+        csv_line(&mut csv, (&row, &sized), all.as_ref(), (pcie, args), &specs);
+        rows.push(row);
+    }
+    let _ = writeln!(head);
+    let _ = write!(head, "{table}");
+    let _ = writeln!(head, "{}", break_even_line(&rows, args));
+    let _ = write!(head, "{together}");
+    emit(&head)?;
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
+    }
+    Ok(())
+}
+
+fn table_head() -> String {
+    format!(
+        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}\n",
+        "n",
+        "frames",
+        "cpu_us/fr",
+        "ocl_us/fr",
+        "page_us/fr",
+        "kern_us/fr",
+        "kern_GB/s",
+        "in_GB/s",
+        "page_GB/s",
+        "%pcie",
+        "GFLOPS",
+        "cpu/ocl",
+        "max_err"
+    )
+}
+
+const CSV_HEAD: &str = "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_pageable_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,input_gbps,pageable_input_gbps,pcie_percent,kernel_gflops,cpu_over_opencl,max_rel_err,devices,all_devices_us_per_frame,all_devices_input_gbps,all_over_one,device_shares\n";
+
+fn fixed(v: Option<f64>, p: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.p$}"))
+}
+
+/// CPU over OpenCL (host to host), and the input rate's share of the pinned copy rate.
+fn ratios(row: &BenchRow, pcie: Option<f64>) -> (Option<f64>, Option<f64>) {
+    let speed = match (row.cpu_us, row.ocl_us) {
+        (Some(c), Some(o)) if o > 0.0 => Some(c / o),
+        _ => None,
+    };
+    let pct = match (row.in_gbps, pcie) {
+        (Some(g), Some(p)) if p > 0.0 => Some(100.0 * g / p),
+        _ => None,
+    };
+    (speed, pct)
+}
+
+fn table_line(row: &BenchRow, pcie: Option<f64>) -> String {
+    let (speed, pct) = ratios(row, pcie);
+    let f = fixed;
+    format!(
+        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
+        row.n,
+        row.frames,
+        f(row.cpu_us, 3),
+        f(row.ocl_us, 3),
+        f(row.paged_us, 3),
+        f(row.kernel_us, 4),
+        f(row.kernel_gbps, 1),
+        f(row.in_gbps, 2),
+        f(row.paged_in_gbps, 2),
+        f(pct, 1),
+        f(row.gflops, 1),
+        f(speed, 2),
+        row.max_rel_err.map_or("-".into(), |e| format!("{e:.1e}"))
+    )
+}
+
+/// Input bytes of one frame.
+fn frame_bytes<T>(sized: &SizeInputs<T>) -> f64 {
+    (sized.spec.values_per_frame() * std::mem::size_of::<T>()) as f64
+}
+
+fn together_line<T>(all: &AllDevicesRow, specs: &[LaneSpec], sized: &SizeInputs<T>) -> String {
+    let shares: Vec<String> = specs
+        .iter()
+        .zip(all.shares())
+        .map(|(s, pct)| format!("{} {pct:.0}%", s.label()))
+        .collect();
+    format!(
+        "{:>9} {:>7} {:>12.4} {:>10.4} {:>10.2} {:>8.2}  {}",
+        all.n,
+        all.frames,
+        1e6 / all.best_alone().max(f64::MIN_POSITIVE),
+        1e6 / all.total().max(f64::MIN_POSITIVE),
+        all.total() * frame_bytes(sized) * 1e-9,
+        all.speedup(),
+        shares.join(", ")
+    )
+}
+
+fn csv_line<T: Sample>(
+    csv: &mut String,
+    (row, sized): (&BenchRow, &SizeInputs<T>),
+    all: Option<&AllDevicesRow>,
+    (pcie, args): (Option<f64>, &BenchArgs),
+    specs: &[LaneSpec],
+) {
+    let (speed, pct) = ratios(row, pcie);
+    let c = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+    let labels: Vec<String> = specs.iter().map(LaneSpec::label).collect();
+    let (all_us, all_gbps, over_one, shares) = match all {
+        Some(a) => {
+            let shares: Vec<String> = labels
+                .iter()
+                .zip(a.shares())
+                .map(|(l, p)| format!("{l}={p:.1}"))
+                .collect();
+            (
+                Some(1e6 / a.total().max(f64::MIN_POSITIVE)),
+                Some(a.total() * frame_bytes(sized) * 1e-9),
+                Some(a.speedup()),
+                shares.join(" "),
             )
-        })?;
+        }
+        None => (None, None, None, String::new()),
+    };
+    let _ = writeln!(
+        csv,
+        "{},{},{},{:?},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        row.n,
+        row.frames,
+        T::NAME,
+        args.kind,
+        c(row.cpu_us),
+        c(row.ocl_us),
+        c(row.paged_us),
+        c(row.kernel_us),
+        c(row.kernel_gbps),
+        c(row.in_gbps),
+        c(row.paged_in_gbps),
+        c(pct),
+        c(row.gflops),
+        c(speed),
+        c(row.max_rel_err),
+        labels.join(" "),
+        c(all_us),
+        c(all_gbps),
+        c(over_one),
+        shares
+    );
+}
+
+/// Every device alone, then all at once, on `sized`'s batch.
+fn bench_together<T: Sample>(
+    engines: &mut [OpenClEngine<T>],
+    sized: &SizeInputs<T>,
+    args: &BenchArgs,
+) -> Result<AllDevicesRow, FftdError> {
+    let runs = sized.segments();
+    let plan = all_devices::BatchPlan {
+        spec: sized.spec,
+        input: &sized.input,
+        frames: sized.frames,
+        reduce: (sized.bands.as_ref(), runs.as_ref()),
+        out_len: sized.out_len,
+    };
+    let window = std::time::Duration::from_millis(args.run_ms.max(1));
+    all_devices::bench_all(engines, &plan, window)
+}
+
+/// `--calibrate`: a new calibration for each device model (identical devices share one).
+fn calibrate_devices<T: Sample>(
+    engines: &mut [OpenClEngine<T>],
+    specs: &[LaneSpec],
+) -> Result<(), FftdError> {
+    if engines.is_empty() {
+        return Err(FftdError::Usage(
+            "--calibrate needs an OpenCL device (--device gpu/gpu:all/auto/opencl:P:D or a list)"
+                .into(),
+        ));
+    }
+    let mut text = String::new();
+    let mut done: Vec<calibrate::CalibrationKey> = Vec::new();
+    for (g, spec) in engines.iter_mut().zip(specs) {
+        let key = calibrate::CalibrationKey::new::<T>(g.device());
+        if done.contains(&key) {
+            let _ = writeln!(
+                text,
+                "{}: same model and driver as above, same calibration\n",
+                spec.label()
+            );
+            continue;
+        }
         let cal = calibrate::obtain(g, true, true).map_err(FftdError::Runtime)?;
         let path = cal.save().map_err(FftdError::Runtime)?;
-        let mut text = String::new();
         let _ = writeln!(
             text,
-            "calibration for {} ({}) saved to {}",
+            "calibration for {} {} ({}) saved to {}",
+            spec.label(),
             cal.key.device,
             T::NAME,
             path.display()
@@ -370,121 +671,10 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
                 p.gpu_s * 1e3
             );
         }
-        return emit(&text);
+        let _ = writeln!(text);
+        done.push(key);
     }
-    let sizes = parse_sizes(&args.sizes)?;
-    let dev_name = gpu
-        .as_ref()
-        .map(|g| format!("{} ({})", g.device().name, g.device().address()))
-        .unwrap_or_else(|| "none".into());
-    let mut head = String::new();
-    let _ = writeln!(
-        head,
-        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {dev_name}, median of {} runs",
-        T::NAME,
-        args.kind,
-        args.window,
-        args.scale,
-        args.reps.max(1)
-    );
-    // the same run's reference for host-to-host figures: pinned copies of 256 MiB each way
-    let pcie = match gpu.as_ref().map(|g| g.copy_bandwidth(256 << 20, 5)) {
-        Some(Ok((h2d, d2h))) => {
-            let _ = writeln!(
-                head,
-                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
-                h2d * 1e-9,
-                d2h * 1e-9
-            );
-            Some(h2d * 1e-9)
-        }
-        Some(Err(e)) => {
-            let _ = writeln!(head, "pinned copies: not measured ({e})");
-            None
-        }
-        None => None,
-    };
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
-        "n",
-        "frames",
-        "cpu_us/fr",
-        "ocl_us/fr",
-        "page_us/fr",
-        "kern_us/fr",
-        "kern_GB/s",
-        "in_GB/s",
-        "page_GB/s",
-        "%pcie",
-        "GFLOPS",
-        "cpu/ocl",
-        "max_err"
-    );
-    let mut csv = String::from(
-        "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_pageable_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,input_gbps,pageable_input_gbps,pcie_percent,kernel_gflops,cpu_over_opencl,max_rel_err\n",
-    );
-    let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
-    let mut rows = Vec::new();
-    for n in sizes {
-        let row = bench_size::<T>(args, gpu.as_mut(), n)?;
-        let speed = match (row.cpu_us, row.ocl_us) {
-            (Some(c), Some(o)) if o > 0.0 => Some(c / o),
-            _ => None,
-        };
-        let pct = match (row.in_gbps, pcie) {
-            (Some(g), Some(p)) if p > 0.0 => Some(100.0 * g / p),
-            _ => None,
-        };
-        let line = format!(
-            "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
-            row.n,
-            row.frames,
-            f(row.cpu_us, 3),
-            f(row.ocl_us, 3),
-            f(row.paged_us, 3),
-            f(row.kernel_us, 4),
-            f(row.kernel_gbps, 1),
-            f(row.in_gbps, 2),
-            f(row.paged_in_gbps, 2),
-            f(pct, 1),
-            f(row.gflops, 1),
-            f(speed, 2),
-            row.max_rel_err.map_or("-".into(), |e| format!("{e:.1e}"))
-        );
-        eprintln!("{line}");
-        let _ = writeln!(table, "{line}");
-        let c = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
-        let _ = writeln!(
-            csv,
-            "{},{},{},{:?},{},{},{},{},{},{},{},{},{},{},{}",
-            row.n,
-            row.frames,
-            T::NAME,
-            args.kind,
-            c(row.cpu_us),
-            c(row.ocl_us),
-            c(row.paged_us),
-            c(row.kernel_us),
-            c(row.kernel_gbps),
-            c(row.in_gbps),
-            c(row.paged_in_gbps),
-            c(pct),
-            c(row.gflops),
-            c(speed),
-            c(row.max_rel_err)
-        );
-        rows.push(row);
-    }
-    let _ = writeln!(head);
-    let _ = write!(head, "{table}");
-    let _ = writeln!(head, "{}", break_even_line(&rows, args));
-    emit(&head)?;
-    if let Some(path) = &args.csv {
-        std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
-    }
-    Ok(())
+    emit(&text)
 }
 
 /// Writes `text` to stdout; a closed stdout (`| head`) ends the output quietly.
