@@ -211,14 +211,15 @@ pub fn devices_report(shares: &[DeviceShare], started: Instant) -> String {
         .iter()
         .map(|s| {
             let mut part = format!(
-                "{}: {} batches, {} frames ({:.1}%), busy {:.3} s ({:.0}% of {} workers)",
+                "{}: {} batches, {} frames ({:.1}%), busy {:.3} s ({:.0}% of {} worker{})",
                 s.title,
                 s.batches,
                 s.frames,
                 100.0 * s.frames as f64 / total.max(1) as f64,
                 s.busy_ns as f64 * 1e-9,
                 100.0 * s.busy_ns as f64 / (wall * s.workers.max(1) as f64),
-                s.workers
+                s.workers,
+                if s.workers == 1 { "" } else { "s" }
             );
             if !s.is_cpu && s.cpu_frames > 0 {
                 part.push_str(&format!(", {} frames on its CPU engines", s.cpu_frames));

@@ -194,10 +194,10 @@ fn build_lanes<T: Sample>(
             calibrations.push(None);
             continue;
         };
-        let mut gpus = open_engines::<T>(spec, opts)
+        let gpus = open_engines::<T>(spec, opts)
             .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
         let cal = match several {
-            true => lane_calibration(&mut gpus, opts, spec),
+            true => lane_calibration::<T>(opts, spec),
             false => None,
         };
         missing |= cal.is_none();
@@ -234,19 +234,32 @@ fn measured_speeds<T: Sample>(
 
 /// The calibration of a lane's device, for spreading batches over several devices: cached, or
 /// measured now when allowed. None (equal shares) when there is none.
-fn lane_calibration<T: Sample>(
-    gpus: &mut [OpenClEngine<T>],
-    opts: &RouterOptions,
-    spec: &LaneSpec,
-) -> Option<Arc<Calibration>> {
-    let first = gpus.first_mut()?;
-    match calibrate::obtain(first, opts.calibrate_allowed, opts.recalibrate) {
-        Ok(c) => Some(Arc::new(c)),
+fn lane_calibration<T: Sample>(opts: &RouterOptions, spec: &LaneSpec) -> Option<Arc<Calibration>> {
+    match calibration_of::<T>(spec, opts) {
+        Ok(c) => Some(c),
         Err(e) => {
             tracing::debug!(lane = %spec.label(), "no calibration ({e}); equal shares");
             None
         }
     }
+}
+
+/// `spec`'s device's calibration (cached, or measured when `opts` allow), measured on an engine
+/// of its own: its batches must not count towards the lane's engines' injected faults.
+fn calibration_of<T: Sample>(
+    spec: &LaneSpec,
+    opts: &RouterOptions,
+) -> Result<Arc<Calibration>, String> {
+    let LaneDevice::OpenCl(entry) = spec.device else {
+        return Err("not an OpenCL device".into());
+    };
+    let dev = SharedDevice::open_instance(entry, spec.instance)?;
+    let options = OpenClOptions {
+        fault_after_batches: None,
+        ..opts.opencl.clone()
+    };
+    let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
+    calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
 }
 
 /// `opts.workers` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
@@ -307,7 +320,7 @@ fn auto_lanes<T: Sample>(
 ) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
     let mut calibrated = Vec::new();
     for spec in specs {
-        let mut gpus = match open_engines::<T>(spec, opts) {
+        let gpus = match open_engines::<T>(spec, opts) {
             Ok(g) => g,
             Err(e) => {
                 tracing::warn!(
@@ -317,11 +330,8 @@ fn auto_lanes<T: Sample>(
                 continue;
             }
         };
-        let Some(first) = gpus.first_mut() else {
-            continue;
-        };
-        match calibrate::obtain(first, opts.calibrate_allowed, opts.recalibrate) {
-            Ok(c) => calibrated.push((spec, gpus, Arc::new(c))),
+        match calibration_of::<T>(spec, opts) {
+            Ok(c) => calibrated.push((spec, gpus, c)),
             Err(e) => tracing::debug!(
                 "no calibration for {} ({e}); auto leaves it out",
                 spec.name()
