@@ -188,19 +188,23 @@ fn build_lanes<T: Sample>(
     // per lane: its device's calibration (None for the CPU lane), when there are several
     let mut calibrations = Vec::new();
     let mut missing = false;
-    for spec in &specs {
-        let LaneDevice::OpenCl(_) = spec.device else {
+    for (spec, opened) in specs.iter().zip(open_all::<T>(&specs, opts, several)) {
+        let Opened { gpus, calibration } =
+            opened.map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
+        if gpus.is_empty() {
             lanes.push(cpu_lane(opts.workers));
             calibrations.push(None);
             continue;
+        }
+        let cal = match calibration {
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                tracing::debug!(lane = %spec.label(), "no calibration ({e}); equal shares");
+                None
+            }
+            None => None,
         };
-        let gpus = open_engines::<T>(spec, opts)
-            .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
-        let cal = match several {
-            true => lane_calibration::<T>(opts, spec),
-            false => None,
-        };
-        missing |= cal.is_none();
+        missing |= several && cal.is_none();
         calibrations.push(cal);
         lanes.push(routed_lane(spec, gpus, Policy::Always, fleet));
     }
@@ -209,6 +213,46 @@ fn build_lanes<T: Sample>(
         measured_speeds(&mut lanes, &calibrations);
     }
     Ok(lanes)
+}
+
+/// A device instance opened for a lane: its engines (none for the CPU) and, when asked for, its
+/// calibration.
+struct Opened<T: Sample> {
+    gpus: Vec<OpenClEngine<T>>,
+    calibration: Option<Result<Arc<Calibration>, String>>,
+}
+
+/// Opens every OpenCL device instance of `specs` at once, one thread each (a GPU context and
+/// its engines take a good part of a second), with its calibration when `calibrate`.
+fn open_all<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    calibrate: bool,
+) -> Vec<Result<Opened<T>, String>> {
+    let open = |spec: &LaneSpec| -> Result<Opened<T>, String> {
+        if let LaneDevice::Cpu = spec.device {
+            return Ok(Opened {
+                gpus: Vec::new(),
+                calibration: None,
+            });
+        }
+        let gpus = open_engines::<T>(spec, opts)?;
+        let calibration = calibrate.then(|| calibration_of::<T>(spec, opts));
+        Ok(Opened { gpus, calibration })
+    };
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = specs
+            .iter()
+            .map(|spec| scope.spawn(move || open(spec)))
+            .collect();
+        opening
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("opening the device panicked".into()))
+            })
+            .collect()
+    })
 }
 
 /// Speeds from the devices' calibrations; the CPU lane's from the first one's CPU timings.
@@ -232,18 +276,6 @@ fn measured_speeds<T: Sample>(
     }
 }
 
-/// The calibration of a lane's device, for spreading batches over several devices: cached, or
-/// measured now when allowed. None (equal shares) when there is none.
-fn lane_calibration<T: Sample>(opts: &RouterOptions, spec: &LaneSpec) -> Option<Arc<Calibration>> {
-    match calibration_of::<T>(spec, opts) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            tracing::debug!(lane = %spec.label(), "no calibration ({e}); equal shares");
-            None
-        }
-    }
-}
-
 /// `spec`'s device's calibration (cached, or measured when `opts` allow), measured on an engine
 /// of its own: its batches must not count towards the lane's engines' injected faults.
 fn calibration_of<T: Sample>(
@@ -259,6 +291,10 @@ fn calibration_of<T: Sample>(
         ..opts.opencl.clone()
     };
     let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
+    // one measurement at a time: devices measured at once would skew each other's CPU side (and
+    // identical devices share one calibration: the second finds the first's in the cache)
+    static MEASURING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
     calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
 }
 
@@ -319,22 +355,20 @@ fn auto_lanes<T: Sample>(
     fleet: &Arc<Fleet>,
 ) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
     let mut calibrated = Vec::new();
-    for spec in specs {
-        let gpus = match open_engines::<T>(spec, opts) {
-            Ok(g) => g,
-            Err(e) => {
-                tracing::warn!(
-                    "OpenCL device {} unusable ({e}); using the CPU engine",
-                    spec.name()
-                );
-                continue;
-            }
-        };
-        match calibration_of::<T>(spec, opts) {
-            Ok(c) => calibrated.push((spec, gpus, c)),
-            Err(e) => tracing::debug!(
-                "no calibration for {} ({e}); auto leaves it out",
+    for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
+        match opened {
+            Err(e) => tracing::warn!(
+                "OpenCL device {} unusable ({e}); using the CPU engine",
                 spec.name()
+            ),
+            Ok(Opened {
+                gpus,
+                calibration: Some(Ok(c)),
+            }) => calibrated.push((spec, gpus, c)),
+            Ok(Opened { calibration, .. }) => tracing::debug!(
+                "no calibration for {} ({:?}); auto leaves it out",
+                spec.name(),
+                calibration.and_then(Result::err)
             ),
         }
     }

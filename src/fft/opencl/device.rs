@@ -285,8 +285,10 @@ impl std::fmt::Debug for SharedDevice {
 
 type ProgramResult = Result<Arc<Program>, String>;
 
-/// Open devices by (platform, device, instance).
-type OpenDevices = Mutex<HashMap<(usize, usize, usize), Arc<SharedDevice>>>;
+type OpenResult = Result<Arc<SharedDevice>, String>;
+
+/// Open devices by (platform, device, instance); each opened once (a failure too).
+type OpenDevices = Mutex<HashMap<(usize, usize, usize), Arc<OnceLock<OpenResult>>>>;
 static OPEN: OnceLock<OpenDevices> = OnceLock::new();
 
 impl SharedDevice {
@@ -297,34 +299,34 @@ impl SharedDevice {
 
     /// The shared state of instance `instance` (1-based) of `entry`: each instance has its own
     /// context, programs and pinned memory, as if it were another device (`--device` lists
-    /// naming a device twice); instance 1 is the one `open` gives.
-    pub fn open_instance(
-        entry: &DeviceEntry,
-        instance: usize,
-    ) -> Result<Arc<SharedDevice>, String> {
+    /// naming a device twice); instance 1 is the one `open` gives. Different devices open at
+    /// the same time (a GPU context takes a good part of a second), the same one once.
+    pub fn open_instance(entry: &DeviceEntry, instance: usize) -> OpenResult {
         let key = (entry.info.platform_index, entry.info.device_index, instance);
-        let map = OPEN.get_or_init(|| Mutex::new(HashMap::new()));
-        let mut map = map
+        let slot = OPEN
+            .get_or_init(|| Mutex::new(HashMap::new()))
             .lock()
-            .map_err(|_| "device table lock poisoned".to_string())?;
-        if let Some(d) = map.get(&key) {
-            return Ok(d.clone());
-        }
+            .map_err(|_| "device table lock poisoned".to_string())?
+            .entry(key)
+            .or_default()
+            .clone();
+        slot.get_or_init(|| Self::create(entry)).clone()
+    }
+
+    fn create(entry: &DeviceEntry) -> OpenResult {
         let context = Context::from_device(&entry.device).map_err(|e| {
             format!(
                 "cannot create an OpenCL context on {}: {e}",
                 entry.info.name
             )
         })?;
-        let shared = Arc::new(SharedDevice {
+        Ok(Arc::new(SharedDevice {
             info: entry.info.clone(),
             device: entry.device,
             context,
             programs: Mutex::new(HashMap::new()),
             pinned: Default::default(),
-        });
-        map.insert(key, shared.clone());
-        Ok(shared)
+        }))
     }
 
     /// The program `name` built from `sources` with `options`, built once per device and cached
