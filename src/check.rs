@@ -59,11 +59,11 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
             rate: first.rate,
         };
         let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
+        tally.frames += frames.len();
         for gpu in gpus.iter_mut() {
             let report = compare_batch(gpu, &mut cpu, &spec, &input, frames.len(), tol)
                 .map_err(|e| FftdError::Runtime(format!("check: {e}")))?;
             tally.values += report.values;
-            tally.frames += frames.len();
             tally.mismatches += report.mismatches;
             tally.max_abs = tally.max_abs.max(report.max_abs);
             tally.max_rel = tally.max_rel.max(report.max_rel);
@@ -126,7 +126,7 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
     Ok(())
 }
 
-/// "opencl:NAME" of each engine, joined with " and " (the frames counted once per device).
+/// "opencl:NAME" of each engine, joined with " and " (each compares every frame).
 fn engine_names<T: Sample>(gpus: &[crate::fft::opencl::OpenClEngine<T>]) -> String {
     let names: Vec<String> = gpus.iter().map(|g| g.name()).collect();
     names.join(" and ")

@@ -77,8 +77,8 @@ enum Handled<T> {
     Failed(EngineError),
 }
 
-/// Hand-offs of one batch at most before giving up (each hand-off means one more device failed,
-/// and a batch given back is computed by the worker's own CPU engine).
+/// Tries on one batch at most. A batch is handed off, or given back when no other lane is live
+/// and then computed by this worker's CPU engine: two tries; more means something is wrong.
 const MAX_HANDOFFS: usize = 64;
 
 pub fn run_worker<T: Sample>(
