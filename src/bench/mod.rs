@@ -3,7 +3,9 @@
 //! it) and in ordinary memory (staged); OpenCL kernel-only time (event profiling), kernel
 //! bandwidth and GFLOPS; host-to-host input bandwidth against the same run's pinned PCIe copy
 //! rate; and the break-even frame size for the batch length used. A table goes to stdout, the
-//! same rows to `--csv FILE`. `--calibrate` measures and caches a new `auto` calibration instead.
+//! same rows to `--csv FILE`. `--calibrate` measures and caches a new `auto` calibration instead
+//! (one per device model of `--device`). With several devices (`gpu:all`, a list) the table is the
+//! first device's, and a second one gives all devices at once (`all_devices`).
 //!
 //! Conventions: times are medians of `--reps` runs after one warm-up (kernel builds excluded);
 //! kernel GB/s = (bytes read + bytes written by the transform) / time; host in_GB/s = input

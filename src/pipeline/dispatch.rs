@@ -322,3 +322,125 @@ impl<T> Drop for AbandonOnPanic<'_, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
+    use crate::fft::fleet::SpeedSide;
+    use crate::fft::{EngineError, HostBuf, InputKind, Scale};
+    use crate::window::WindowKind;
+
+    fn batch(id: u64) -> Batch<f32> {
+        Batch {
+            id,
+            spec: TransformSpec {
+                n: 1024,
+                kind: InputKind::Real,
+                window: WindowKind::Hann,
+                scale: Scale::Magnitude,
+                rate: 1.0,
+            },
+            frames: Vec::new(),
+            data: HostBuf::heap(0),
+        }
+    }
+
+    /// A lane whose device takes `seconds` per batch (from a one-point calibration).
+    fn measured(seconds: f64) -> LaneSpeed {
+        let key = CalibrationKey {
+            device: "dev".into(),
+            platform: "p".into(),
+            driver: "d".into(),
+            fftd_version: "v".into(),
+            precision: "f32".into(),
+        };
+        let points = vec![CalPoint {
+            n: 1024,
+            frames: 1,
+            cpu_s: 1.0,
+            gpu_s: seconds,
+        }];
+        let cal = Arc::new(Calibration { key, points });
+        LaneSpeed::Measured(cal, SpeedSide::OpenCl { routed: false })
+    }
+
+    fn lane(label: &str) -> Arc<Lane> {
+        Lane::new(label.into(), "dev".into(), false, 1)
+    }
+
+    /// Sends `count` batches, each to the lane `choose` names; how many each lane got.
+    fn spread(d: &Dispatcher<f32>, count: u64, lanes: usize) -> Vec<usize> {
+        let waited = AtomicU64::new(0);
+        let mut got = vec![0; lanes];
+        for id in 0..count {
+            let b = batch(id);
+            let meant = d.choose(&b.spec, 1);
+            assert!(d.send(b, meant, &waited));
+            got[meant] += 1;
+        }
+        got
+    }
+
+    #[test]
+    fn batches_go_in_proportion_to_measured_speed() {
+        let (d, _) = Dispatcher::<f32>::new(Fleet::new(true));
+        let _producer = d.producer();
+        let fast = d.add_lane(lane("fast"), measured(1.0), 100, |_| {});
+        let slow = d.add_lane(lane("slow"), measured(3.0), 100, |_| {});
+        assert!(fast.is_some() && slow.is_some());
+        assert_eq!(spread(&d, 40, 2), vec![30, 10]);
+    }
+
+    #[test]
+    fn a_full_queue_is_skipped_and_a_failed_lane_hands_off() {
+        let fleet = Fleet::new(true);
+        let (d, ended) = Dispatcher::<f32>::new(fleet.clone());
+        let producer = d.producer();
+        let (a, b) = (lane("a"), lane("b"));
+        let (ia, rx_a) = d
+            .add_lane(a.clone(), LaneSpeed::Even, 1, |_| {})
+            .expect("a");
+        let (ib, rx_b) = d
+            .add_lane(b.clone(), LaneSpeed::Even, 1, |_| {})
+            .expect("b");
+        let waited = AtomicU64::new(0);
+        assert!(d.send(batch(0), ia, &waited));
+        // a's queue is full: the batch meant for a goes to b
+        assert!(d.send(batch(1), ia, &waited));
+        assert_eq!(rx_b.try_recv().map(|b| b.id).ok(), Some(1));
+        d.finished(ib);
+        // a fails: its batch goes to b, new batches skip a
+        let lost = EngineError::Device {
+            engine: "opencl",
+            what: "lost".into(),
+        };
+        fleet.fail(&a, &lost);
+        let held = rx_a.try_recv().expect("a's batch");
+        assert!(d.hand_off(held, ia).is_ok());
+        assert_eq!(a.counters.handed_off.load(Ordering::Relaxed), 1);
+        assert_eq!(d.choose(&batch(2).spec, 1), ib);
+        assert_eq!(rx_b.try_recv().map(|b| b.id).ok(), Some(0));
+        // b fails too: nobody takes a's batches any more
+        fleet.fail(&b, &lost);
+        assert!(d.hand_off(batch(3), ia).is_err());
+        // the queues close once the producer has ended and every batch is finished
+        drop(producer);
+        assert!(
+            matches!(
+                ended.try_recv(),
+                Err(crossbeam_channel::TryRecvError::Empty)
+            ),
+            "batch 0 is not finished yet"
+        );
+        d.finished(ib);
+        assert!(matches!(
+            ended.recv_timeout(Duration::from_secs(1)),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected)
+        ));
+        assert!(rx_a.recv().is_err() && rx_b.recv().is_err());
+        assert!(d
+            .add_lane(lane("late"), LaneSpeed::Even, 1, |_| {})
+            .is_none());
+    }
+}
