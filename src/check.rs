@@ -5,7 +5,7 @@
 
 use crate::config::{Precision, Settings};
 use crate::error::{FftdError, Result};
-use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engine};
+use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engines};
 use crate::fft::cpu::CpuEngine;
 use crate::fft::{Engine, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
@@ -42,7 +42,8 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
             "--tolerance {tol}: must be a positive number"
         )));
     }
-    let mut gpu = open_opencl_engine::<T>(&settings.device)?;
+    // every OpenCL device the choice names (`gpu:all`, lists), each against the CPU
+    let mut gpus = open_opencl_engines::<T>(&settings.device)?;
     let mut cpu = CpuEngine::<T>::new();
     let mut tally = Tally::default();
     let mut pending: Vec<Frame<T>> = Vec::new();
@@ -58,13 +59,15 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
             rate: first.rate,
         };
         let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
-        let report = compare_batch(&mut gpu, &mut cpu, &spec, &input, frames.len(), tol)
-            .map_err(|e| FftdError::Runtime(format!("check: {e}")))?;
-        tally.values += report.values;
         tally.frames += frames.len();
-        tally.mismatches += report.mismatches;
-        tally.max_abs = tally.max_abs.max(report.max_abs);
-        tally.max_rel = tally.max_rel.max(report.max_rel);
+        for gpu in gpus.iter_mut() {
+            let report = compare_batch(gpu, &mut cpu, &spec, &input, frames.len(), tol)
+                .map_err(|e| FftdError::Runtime(format!("check: {e}")))?;
+            tally.values += report.values;
+            tally.mismatches += report.mismatches;
+            tally.max_abs = tally.max_abs.max(report.max_abs);
+            tally.max_rel = tally.max_rel.max(report.max_rel);
+        }
         if !tally.sizes.contains(&(spec.n, spec.kind)) {
             tally.sizes.push((spec.n, spec.kind));
         }
@@ -105,7 +108,7 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         tally.frames,
         sizes.join(", "),
         tally.values,
-        gpu.name(),
+        engine_names(&gpus),
         T::NAME,
         settings.window,
         settings.scale,
@@ -121,4 +124,10 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         )));
     }
     Ok(())
+}
+
+/// "opencl:NAME" of each engine, joined with " and " (each compares every frame).
+fn engine_names<T: Sample>(gpus: &[crate::fft::opencl::OpenClEngine<T>]) -> String {
+    let names: Vec<String> = gpus.iter().map(|g| g.name()).collect();
+    names.join(" and ")
 }

@@ -191,9 +191,11 @@ pub struct Options {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
     pub duration: Option<f64>,
 
-    /// Transform engine: auto (the faster for each batch, measured), cpu, gpu (best OpenCL device),
-    /// or opencl:P:D (platform P, device D from `fftd devices`) [default: auto].
-    #[arg(long, value_name = "auto|cpu|gpu|opencl:P:D")]
+    /// Transform engine: auto (the faster for each batch, measured, on every GPU worth it), cpu,
+    /// gpu (best OpenCL device), gpu:all (every GPU), opencl:P:D (platform P, device D from
+    /// `fftd devices`), or a comma list of cpu, gpu and opencl:P:D (batches spread over them in
+    /// proportion to their measured rates) [default: auto].
+    #[arg(long, value_name = "auto|cpu|gpu|gpu:all|opencl:P:D|LIST")]
     pub device: Option<DeviceChoice>,
 
     /// Frames per FFT batch [default: 0 = auto, about 2^18 samples per batch].
@@ -204,7 +206,7 @@ pub struct Options {
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number)]
     pub max_latency: Option<f64>,
 
-    /// FFT worker threads [default: 0 = one per CPU core].
+    /// FFT worker threads per device [default: 0 = one per CPU core].
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
     pub workers: Option<i64>,
 

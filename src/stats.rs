@@ -182,3 +182,94 @@ pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Insta
         pct(&counters.sink_ns, wall)
     )
 }
+
+/// One device's share of a run (a lane of the FFT stage), for `devices_report`.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceShare {
+    /// "cpu", or "opencl:P:D (name)".
+    pub title: String,
+    pub is_cpu: bool,
+    /// FFT worker threads of the device.
+    pub workers: usize,
+    pub batches: u64,
+    pub frames: u64,
+    /// Nanoseconds its workers spent in their engines, summed over workers.
+    pub busy_ns: u64,
+    pub failed: bool,
+    /// Batches it handed to other devices after failing.
+    pub handed_off: u64,
+    /// Frames an OpenCL device's workers computed on their CPU engines.
+    pub cpu_frames: u64,
+}
+
+/// The `--stats` line on devices: each one's batches, frames (and share of all frames), busy
+/// time (and share of its workers × wall time), and what became of its work if it failed.
+pub fn devices_report(shares: &[DeviceShare], started: Instant) -> String {
+    let wall = started.elapsed().as_nanos().max(1) as f64;
+    let total: u64 = shares.iter().map(|s| s.frames).sum();
+    let parts: Vec<String> = shares
+        .iter()
+        .map(|s| {
+            let mut part = format!(
+                "{}: {} batches, {} frames ({:.1}%), busy {:.3} s ({:.0}% of {} worker{})",
+                s.title,
+                s.batches,
+                s.frames,
+                100.0 * s.frames as f64 / total.max(1) as f64,
+                s.busy_ns as f64 * 1e-9,
+                100.0 * s.busy_ns as f64 / (wall * s.workers.max(1) as f64),
+                s.workers,
+                if s.workers == 1 { "" } else { "s" }
+            );
+            if !s.is_cpu && s.cpu_frames > 0 {
+                part.push_str(&format!(", {} frames on its CPU engines", s.cpu_frames));
+            }
+            if s.failed {
+                part.push_str(&format!(
+                    ", failed: {} batches handed to other devices",
+                    s.handed_off
+                ));
+            }
+            part
+        })
+        .collect();
+    format!("fftd devices: {}", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn devices_line_gives_each_share_and_failures() {
+        let a = DeviceShare {
+            title: "opencl:0:0#1 (dev)".into(),
+            workers: 1,
+            batches: 3,
+            frames: 300,
+            ..Default::default()
+        };
+        let b = DeviceShare {
+            title: "opencl:0:0#2 (dev)".into(),
+            workers: 1,
+            batches: 1,
+            frames: 100,
+            failed: true,
+            handed_off: 2,
+            ..Default::default()
+        };
+        let line = devices_report(&[a, b], Instant::now());
+        assert!(
+            line.starts_with("fftd devices: opencl:0:0#1 (dev): 3 batches, 300 frames (75.0%)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("opencl:0:0#2 (dev): 1 batches, 100 frames (25.0%)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("failed: 2 batches handed to other devices"),
+            "{line}"
+        );
+    }
+}

@@ -8,7 +8,8 @@
 //! For `--scale complex` each re and im is compared against the frame's largest |X|.
 
 use super::cpu::CpuEngine;
-use super::opencl::device;
+use super::device_set::{self, LaneDevice};
+use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::router::DeviceChoice;
 use super::{Engine, EngineError, Sample, Scale, TransformSpec};
@@ -87,20 +88,47 @@ pub fn row_peak(row: &[f64], scale: Scale) -> f64 {
     }
 }
 
-/// The OpenCL engine `choice` selects: `gpu`/`auto` the best device, `opencl:P:D` that one;
-/// `cpu` is a usage error (there is nothing to compare).
+/// The OpenCL engine `choice` selects: `gpu`/`auto` the best device, `opencl:P:D` that one, the
+/// first OpenCL device of `gpu:all` or a list; `cpu` is a usage error (nothing to compare).
 pub fn open_opencl_engine<T: Sample>(choice: &DeviceChoice) -> Result<OpenClEngine<T>, FftdError> {
-    let entry = match choice {
-        DeviceChoice::Cpu => return Err(FftdError::Usage(
-            "check compares the CPU with an OpenCL device: use --device gpu, auto or opencl:P:D"
-                .into(),
-        )),
-        DeviceChoice::Auto | DeviceChoice::Gpu => device::best_device()
-            .map_err(|e| FftdError::Runtime(format!("no usable OpenCL device: {e}")))?,
-        DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
-            .map_err(|e| FftdError::Runtime(format!("opencl:{platform}:{device}: {e}")))?,
+    open_opencl_engines(choice)?
+        .into_iter()
+        .next()
+        .ok_or_else(no_opencl_choice)
+}
+
+/// One OpenCL engine per OpenCL device instance `choice` names (`gpu`/`auto`: the best device);
+/// a choice without one is a usage error.
+pub fn open_opencl_engines<T: Sample>(
+    choice: &DeviceChoice,
+) -> Result<Vec<OpenClEngine<T>>, FftdError> {
+    let choice = match choice {
+        DeviceChoice::Auto => &DeviceChoice::Gpu,
+        other => other,
     };
-    OpenClEngine::<T>::new(entry, OpenClOptions::from_env()).map_err(FftdError::Runtime)
+    let specs = device_set::opencl_devices(choice)?;
+    if specs.is_empty() {
+        return Err(no_opencl_choice());
+    }
+    specs
+        .iter()
+        .map(|spec| {
+            let LaneDevice::OpenCl(entry) = spec.device else {
+                return Err(no_opencl_choice());
+            };
+            let dev = SharedDevice::open_instance(entry, spec.instance)
+                .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
+            OpenClEngine::<T>::on_device(dev, OpenClOptions::from_env())
+                .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))
+        })
+        .collect()
+}
+
+fn no_opencl_choice() -> FftdError {
+    FftdError::Usage(
+        "check compares the CPU with an OpenCL device: use --device gpu, gpu:all, auto, opencl:P:D or a list naming one"
+            .into(),
+    )
 }
 
 /// Runs `frames` frames of `input` on the CPU engine and on the OpenCL engine `choice` selects

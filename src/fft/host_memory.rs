@@ -57,6 +57,10 @@ impl<T> PinnedBlock<T> {
 pub trait PinnedAlloc<T>: Send + Sync {
     /// A zeroed pinned block of exactly `len` values.
     fn alloc(&self, len: usize) -> Result<PinnedBlock<T>, String>;
+
+    /// Whether `block` was handed out by this allocator (so a pool of several devices' blocks
+    /// can give each back to its own device's spares).
+    fn owns(&self, block: &PinnedBlock<T>) -> bool;
 }
 
 /// A shared handle to an allocator of pinned memory.
@@ -110,6 +114,14 @@ impl<T: Copy + Default> HostBuf<T> {
 
     pub fn is_pinned(&self) -> bool {
         matches!(self.mem, Mem::Pinned(_))
+    }
+
+    /// The pinned block under the buffer, if it is pinned.
+    pub fn pinned_block(&self) -> Option<&PinnedBlock<T>> {
+        match &self.mem {
+            Mem::Pinned(b) => Some(b),
+            Mem::Heap(_) => None,
+        }
     }
 
     /// Values the buffer holds without growing (pinned memory cannot grow in place).
@@ -207,6 +219,9 @@ mod tests {
             let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
             // SAFETY: the box's values live until `Owned` drops them.
             Ok(unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) })
+        }
+        fn owns(&self, _: &PinnedBlock<f32>) -> bool {
+            true
         }
     }
 

@@ -6,9 +6,14 @@
 pub mod calibrate;
 pub mod compare;
 pub mod cpu;
+pub mod device_choice;
+pub mod device_set;
+pub mod fault;
+pub mod fleet;
 pub mod host_memory;
 pub mod opencl;
 pub mod route_record;
+pub mod routed;
 pub mod router;
 pub mod scale;
 
@@ -126,8 +131,9 @@ impl TransformSpec {
     }
 }
 
-/// Why an engine could not transform a batch. The router answers every variant by sending the
-/// batch (and, for device faults, the rest of the run) to the CPU engine.
+/// Why an engine could not transform a batch. The router answers `Unsupported` and `Device` by
+/// sending the batch (and, for device faults, the rest of the run) to the CPU engine, or, in the
+/// pipeline with other devices left, by `HandOff`.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// This engine does not handle this frame size / kind / precision.
@@ -136,6 +142,10 @@ pub enum EngineError {
     /// The device failed (build error, out of memory, lost device, ...).
     #[error("{engine} engine failed: {what}")]
     Device { engine: &'static str, what: String },
+    /// The lane's device has failed and another lane takes the batch: the caller (the pipeline's
+    /// dispatcher) hands it on, untouched.
+    #[error("{lane} has failed: its batch goes to another device")]
+    HandOff { lane: String },
 }
 
 /// A transform engine. `transform` takes `frames` frames laid out back to back in `input`

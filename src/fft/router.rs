@@ -1,74 +1,47 @@
-//! Chooses the engine for each batch. `build_engines` (or `build_engines_with`) is the one place
-//! the pipeline asks for per-worker engines:
+//! Builds the engines of a run from `--device`, as lanes: one lane per device instance
+//! (`device_set`), each with one engine per FFT worker. `build_engine_set` is what the pipeline
+//! asks for; `build_engines` / `build_engines_with` give the engines of every lane in one list
+//! (for tools and tests that drive engines themselves).
 //!
-//! - `cpu`: the CPU engine.
-//! - `gpu`: the OpenCL engine on the best device (a GPU-type device if any, else any OpenCL
-//!   device); no usable device is an error.
-//! - `opencl:P:D`: the OpenCL engine on that device; a missing device is an error.
-//! - `auto`: per batch, the engine a calibration (see `calibrate`) predicts faster for that frame
-//!   size and batch length; the CPU engine alone when there is no OpenCL. For file input
-//!   (`build_engine_set`), CPU engines start at once and a GPU's engines join when ready.
+//! - `cpu`: one lane of CPU engines.
+//! - `gpu`, `opencl:P:D`: one OpenCL lane; no usable device is an error.
+//! - `gpu:all`, lists: one lane per device instance (a `cpu` entry is a lane of CPU engines).
+//!   With several lanes each OpenCL device is calibrated (cached per device model and driver,
+//!   see `calibrate`; measured on first use), so the pipeline can spread batches in proportion
+//!   to the measured rates (`fleet::LaneSpeed`).
+//! - `auto`: per batch, the engine a calibration predicts faster for that frame size and batch
+//!   length, on every GPU-type device whose calibration finds it faster than the CPU for some
+//!   size (the best OpenCL device when there is no GPU); the CPU engine alone when there is no
+//!   OpenCL. For file input, CPU engines start at once and the GPUs' lanes join when ready.
 //!
-//! Every OpenCL-backed engine keeps a CPU engine inside: a batch the device does not support
-//! (size not a power of two, f64 without fp64) goes to the CPU with one info line; a device
-//! failure (build error, out of memory, fault mid-stream) sends that batch and every later one of
-//! every worker to the CPU with one warning. The failed batch is recomputed whole on the CPU, so
-//! no frame is lost, duplicated or reordered.
-//!
-//! Workers share one context and program cache per device (`opencl::device::SharedDevice`); each
-//! worker has its own queue, kernels and buffers.
+//! Every OpenCL lane's engines are `routed::RoutedEngine`s (CPU fallback, failure hand-off).
+//! Workers of one lane share a context and program cache (`opencl::device::SharedDevice`, one
+//! per device instance); each worker has its own queues, kernels and buffers.
 
 use super::calibrate::{self, Calibration};
 use super::cpu::CpuEngine;
-use super::opencl::device::{self, DeviceEntry};
+pub use super::device_choice::DeviceChoice;
+use super::device_set::{self, LaneDevice, LaneSpec};
+use super::fault::FaultPlan;
+use super::fleet::{Fleet, Lane, LaneSpeed, SpeedSide};
+use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::route_record::{AutoRoute, RouteRecord};
-use super::{Engine, EngineError, Sample, TransformSpec};
+use super::routed::{Policy, RoutedEngine};
+use super::{Engine, Sample};
 use crate::error::FftdError;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// `--device auto|cpu|gpu|opencl:P:D`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeviceChoice {
-    Auto,
-    Cpu,
-    Gpu,
-    OpenCl { platform: usize, device: usize },
-}
-
-impl std::str::FromStr for DeviceChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "auto" => Ok(DeviceChoice::Auto),
-            "cpu" => Ok(DeviceChoice::Cpu),
-            "gpu" => Ok(DeviceChoice::Gpu),
-            _ => {
-                let parts: Vec<&str> = s.split(':').collect();
-                match parts.as_slice() {
-                    ["opencl", p, d] => match (p.parse(), d.parse()) {
-                        (Ok(platform), Ok(device)) => Ok(DeviceChoice::OpenCl { platform, device }),
-                        _ => Err(format!("invalid device '{s}': expected opencl:PLATFORM:DEVICE with two indices")),
-                    },
-                    _ => Err(format!(
-                        "invalid device '{s}': expected auto, cpu, gpu or opencl:PLATFORM:DEVICE"
-                    )),
-                }
-            }
-        }
-    }
-}
 
 /// Everything `build_engines_with` needs.
 #[derive(Clone, Debug)]
 pub struct RouterOptions {
     pub choice: DeviceChoice,
-    /// FFT worker threads: one engine each.
+    /// FFT worker threads per lane: one engine each.
     pub workers: usize,
-    /// `auto` may measure a calibration when none is cached (a few seconds on first use).
-    /// When false and none is cached, `auto` uses the CPU engine.
+    /// `auto` (and a run of several devices) may measure a calibration when none is cached (a
+    /// few seconds on first use). When false and none is cached, `auto` uses the CPU engine
+    /// and several devices get equal shares.
     pub calibrate_allowed: bool,
     /// `auto` measures a new calibration even when one is cached (`fftd bench --calibrate`).
     pub recalibrate: bool,
@@ -88,188 +61,358 @@ impl RouterOptions {
     }
 }
 
-/// One engine per FFT worker thread, with default `RouterOptions`.
-pub fn build_engines<T: Sample>(
-    choice: &DeviceChoice,
-    workers: usize,
-) -> Result<Vec<Box<dyn Engine<T>>>, FftdError> {
-    build_engines_with(&RouterOptions::new(choice.clone(), workers))
-}
-
-fn cpu_engines<T: Sample>(workers: usize) -> Vec<Box<dyn Engine<T>>> {
-    (0..workers.max(1))
-        .map(|_| Box::new(CpuEngine::<T>::new()) as Box<dyn Engine<T>>)
-        .collect()
-}
-
 /// One engine per FFT worker.
 pub type Engines<T> = Vec<Box<dyn Engine<T>>>;
 
-/// OpenCL engines built on a thread of their own, to join the FFT workers when ready.
-pub type DeferredEngines<T> = Box<dyn FnOnce() -> Engines<T> + Send>;
+/// One lane's engines, ready to run.
+pub struct LaneEngines<T: Sample> {
+    pub lane: Arc<Lane>,
+    pub engines: Engines<T>,
+    pub speed: LaneSpeed,
+}
 
-/// The pipeline's engines: those ready now, and OpenCL engines still to be built.
+/// Lanes built on a thread of their own (`auto`'s GPUs on file input), and the speed their
+/// calibration gives the CPU lane already running.
+pub struct LateLanes<T: Sample> {
+    pub lanes: Vec<LaneEngines<T>>,
+    pub cpu_speed: Option<LaneSpeed>,
+}
+
+/// Builds `LateLanes` (device start-up, calibration) when called.
+pub type DeferredLanes<T> = Box<dyn FnOnce() -> LateLanes<T> + Send>;
+
+/// The pipeline's engines: the lanes ready now, and lanes still to be built.
 pub struct EngineSet<T: Sample> {
-    pub ready: Vec<Box<dyn Engine<T>>>,
-    pub later: Option<DeferredEngines<T>>,
+    /// Where the lanes report failures; a lane joins it when it starts taking batches.
+    pub fleet: Arc<Fleet>,
+    pub ready: Vec<LaneEngines<T>>,
+    pub later: Option<DeferredLanes<T>>,
     /// The way `auto` runs this file job (its rate is recorded at the end, `route_record`).
     pub auto_route: Option<AutoRoute>,
 }
 
+/// One engine per FFT worker per lane, in one list, with default `RouterOptions`.
+pub fn build_engines<T: Sample>(
+    choice: &DeviceChoice,
+    workers: usize,
+) -> Result<Engines<T>, FftdError> {
+    build_engines_with(&RouterOptions::new(choice.clone(), workers))
+}
+
+/// The engines of every lane for `opts.choice`, in one list. Nothing hands batches between
+/// lanes here: a lane whose device fails computes on its CPU engines.
+pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>, FftdError> {
+    let fleet = Fleet::new(false);
+    let lanes = build_lanes::<T>(opts, &fleet)?;
+    for l in &lanes {
+        fleet.join(&l.lane);
+    }
+    Ok(lanes.into_iter().flat_map(|l| l.engines).collect())
+}
+
 /// The engines for a run. `auto` on file input takes the CPU engines at once and builds the
-/// OpenCL engines (device start-up, calibration) in the background; they join the same work
-/// queue when ready, so a short job never waits for the device and a long one gets both, each
-/// worker taking the next batch when free (the end-to-end rate, not only the kernel rate,
-/// decides how much each does). Whether the GPU joins at all follows the end-to-end rates of
-/// earlier runs (`route_record`). Only a GPU-type device joins: an OpenCL device on the CPU would
-/// share the CPU engines' cores. Live input keeps the start-up before capture (`build_engines`).
+/// GPUs' lanes (device start-up, calibration) in the background; they join when ready, so a
+/// short job never waits for a device and a long one gets them all. Whether the GPUs join at all
+/// follows the end-to-end rates of earlier runs (`route_record`). Only GPU-type devices join:
+/// an OpenCL device on the CPU would share the CPU engines' cores. Live input keeps the start-up
+/// before capture.
 pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
     workers: usize,
     live: bool,
 ) -> Result<EngineSet<T>, FftdError> {
+    let fleet = Fleet::new(true);
     if *choice != DeviceChoice::Auto || live {
+        let opts = RouterOptions::new(choice.clone(), workers);
         return Ok(EngineSet {
-            ready: build_engines(choice, workers)?,
+            ready: build_lanes(&opts, &fleet)?,
+            fleet,
             later: None,
             auto_route: None,
         });
     }
     let route = RouteRecord::load().choose();
+    let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
-            ready: cpu_engines(workers),
+            fleet,
+            ready,
             later: None,
             auto_route: Some(route),
         });
     }
     let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
     // no first-use calibration here: measured while the CPU engines load every core it would be
-    // skewed (and cached); without one the GPU does not join (`fftd bench --calibrate` makes one)
+    // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
     opts.calibrate_allowed = false;
+    let late_fleet = fleet.clone();
     Ok(EngineSet {
+        fleet,
+        ready,
+        later: Some(Box::new(move || auto_gpu_lanes(&opts, &late_fleet))),
         auto_route: Some(route),
-        ready: cpu_engines(workers),
-        later: Some(Box::new(move || {
-            // an OpenCL device on the CPU (PoCL) would only share the cores of the CPU engines
-            if !device::best_device().is_ok_and(|d| d.info.is_gpu) {
-                return Vec::new();
-            }
-            match opencl_engines::<T>(&opts) {
-                Ok(Some(engines)) => engines,
-                Ok(None) => Vec::new(),
-                Err(e) => {
-                    tracing::debug!("auto: no OpenCL engines ({e}); the CPU engines do the work");
-                    Vec::new()
-                }
-            }
-        })),
     })
 }
 
-/// One engine per FFT worker thread for `opts.choice`.
-pub fn build_engines_with<T: Sample>(
+fn cpu_engines<T: Sample>(workers: usize) -> Engines<T> {
+    (0..workers.max(1))
+        .map(|_| Box::new(CpuEngine::<T>::new()) as Box<dyn Engine<T>>)
+        .collect()
+}
+
+fn cpu_lane<T: Sample>(workers: usize) -> LaneEngines<T> {
+    let workers = workers.max(1);
+    LaneEngines {
+        lane: Lane::new("cpu".into(), "CPU engine".into(), true, workers),
+        engines: cpu_engines(workers),
+        speed: LaneSpeed::Even,
+    }
+}
+
+/// The lanes for `opts.choice` (the CPU lane for `cpu`, and for `auto` without a usable device
+/// or calibration).
+fn build_lanes<T: Sample>(
     opts: &RouterOptions,
-) -> Result<Vec<Box<dyn Engine<T>>>, FftdError> {
-    Ok(match opencl_engines(opts)? {
-        Some(engines) => engines,
-        None => cpu_engines(opts.workers.max(1)),
+    fleet: &Arc<Fleet>,
+) -> Result<Vec<LaneEngines<T>>, FftdError> {
+    let specs = device_set::resolve(&opts.choice)?;
+    if opts.choice == DeviceChoice::Auto {
+        let (lanes, _) = auto_lanes(&specs, opts, fleet);
+        return Ok(match lanes.is_empty() {
+            true => vec![cpu_lane(opts.workers)],
+            false => lanes,
+        });
+    }
+    let several = specs.len() > 1;
+    let mut lanes = Vec::new();
+    // per lane: its device's calibration (None for the CPU lane), when there are several
+    let mut calibrations = Vec::new();
+    let mut missing = false;
+    for (spec, opened) in specs.iter().zip(open_all::<T>(&specs, opts, several)) {
+        let Opened { gpus, calibration } =
+            opened.map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
+        if gpus.is_empty() {
+            lanes.push(cpu_lane(opts.workers));
+            calibrations.push(None);
+            continue;
+        }
+        let cal = match calibration {
+            Some(Ok(c)) => Some(c),
+            Some(Err(e)) => {
+                tracing::debug!(lane = %spec.label(), "no calibration ({e}); equal shares");
+                None
+            }
+            None => None,
+        };
+        missing |= several && cal.is_none();
+        calibrations.push(cal);
+        lanes.push(routed_lane(spec, gpus, Policy::Always, fleet));
+    }
+    // one device without a calibration: equal shares for all
+    if several && !missing {
+        measured_speeds(&mut lanes, &calibrations);
+    }
+    Ok(lanes)
+}
+
+/// A device instance opened for a lane: its engines (none for the CPU) and, when asked for, its
+/// calibration.
+struct Opened<T: Sample> {
+    gpus: Vec<OpenClEngine<T>>,
+    calibration: Option<Result<Arc<Calibration>, String>>,
+}
+
+/// Opens every OpenCL device instance of `specs` at once, one thread each (a GPU context and
+/// its engines take a good part of a second), with its calibration when `calibrate`.
+fn open_all<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    calibrate: bool,
+) -> Vec<Result<Opened<T>, String>> {
+    let open = |spec: &LaneSpec| -> Result<Opened<T>, String> {
+        if let LaneDevice::Cpu = spec.device {
+            return Ok(Opened {
+                gpus: Vec::new(),
+                calibration: None,
+            });
+        }
+        let gpus = open_engines::<T>(spec, opts)?;
+        let calibration = calibrate.then(|| calibration_of::<T>(spec, opts));
+        Ok(Opened { gpus, calibration })
+    };
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = specs
+            .iter()
+            .map(|spec| scope.spawn(move || open(spec)))
+            .collect();
+        opening
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err("opening the device panicked".into()))
+            })
+            .collect()
     })
 }
 
-/// The OpenCL-backed engines for `opts.choice`; None where the CPU engine is to be used instead
-/// (`cpu`, and `auto` without a usable device or calibration).
-fn opencl_engines<T: Sample>(opts: &RouterOptions) -> Result<Option<Engines<T>>, FftdError> {
-    let workers = opts.workers.max(1);
-    let entry: &DeviceEntry = match &opts.choice {
-        DeviceChoice::Cpu => return Ok(None),
-        DeviceChoice::Auto => match device::best_device() {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::debug!("no OpenCL device ({e}); using the CPU engine");
-                return Ok(None);
-            }
-        },
-        DeviceChoice::Gpu => device::best_device().map_err(|e| {
-            FftdError::Runtime(format!("--device gpu: no usable OpenCL device: {e}"))
-        })?,
-        DeviceChoice::OpenCl { platform, device } => device::device_at(*platform, *device)
-            .map_err(|e| FftdError::Runtime(format!("--device opencl:{platform}:{device}: {e}")))?,
+/// Speeds from the devices' calibrations; the CPU lane's from the first one's CPU timings.
+fn measured_speeds<T: Sample>(
+    lanes: &mut [LaneEngines<T>],
+    calibrations: &[Option<Arc<Calibration>>],
+) {
+    let Some(reference) = calibrations.iter().flatten().next() else {
+        return;
     };
-    let auto = opts.choice == DeviceChoice::Auto;
-    let mut gpus = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        match OpenClEngine::<T>::new(entry, opts.opencl.clone()) {
-            Ok(g) => gpus.push(g),
-            Err(e) if auto => {
-                tracing::warn!(
-                    "OpenCL device {} unusable ({e}); using the CPU engine",
-                    entry.info.name
-                );
-                return Ok(None);
-            }
-            Err(e) => return Err(FftdError::Runtime(format!("{}: {e}", entry.info.address()))),
+    for (lane, cal) in lanes.iter_mut().zip(calibrations) {
+        lane.speed = match cal {
+            Some(cal) => LaneSpeed::Measured(cal.clone(), SpeedSide::OpenCl { routed: false }),
+            None => LaneSpeed::Measured(
+                reference.clone(),
+                SpeedSide::Cpu {
+                    workers: lane.engines.len(),
+                },
+            ),
+        };
+    }
+}
+
+/// `spec`'s device's calibration (cached, or measured when `opts` allow), measured on an engine
+/// of its own: its batches must not count towards the lane's engines' injected faults.
+fn calibration_of<T: Sample>(
+    spec: &LaneSpec,
+    opts: &RouterOptions,
+) -> Result<Arc<Calibration>, String> {
+    let LaneDevice::OpenCl(entry) = spec.device else {
+        return Err("not an OpenCL device".into());
+    };
+    let dev = SharedDevice::open_instance(entry, spec.instance)?;
+    let options = OpenClOptions {
+        fault_after_batches: None,
+        ..opts.opencl.clone()
+    };
+    let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
+    // one measurement at a time: devices measured at once would skew each other's CPU side (and
+    // identical devices share one calibration: the second finds the first's in the cache)
+    static MEASURING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
+}
+
+/// `opts.workers` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
+fn open_engines<T: Sample>(
+    spec: &LaneSpec,
+    opts: &RouterOptions,
+) -> Result<Vec<OpenClEngine<T>>, String> {
+    let LaneDevice::OpenCl(entry) = spec.device else {
+        return Err("not an OpenCL device".into());
+    };
+    let dev = SharedDevice::open_instance(entry, spec.instance)?;
+    let mut options = opts.opencl.clone();
+    if let Some(k) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
+        options.fault_after_batches = Some(k);
+    }
+    (0..opts.workers.max(1))
+        .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
+        .collect()
+}
+
+fn routed_lane<T: Sample>(
+    spec: &LaneSpec,
+    gpus: Vec<OpenClEngine<T>>,
+    policy: Policy,
+    fleet: &Arc<Fleet>,
+) -> LaneEngines<T> {
+    let lane = Lane::new(spec.label(), spec.name(), false, gpus.len());
+    tracing::debug!(
+        lane = %lane.label,
+        device = %lane.name,
+        precision = T::NAME,
+        workers = gpus.len(),
+        "OpenCL lane ready"
+    );
+    let engines = gpus
+        .into_iter()
+        .map(|g| {
+            let routed = RoutedEngine::new(g, policy.clone(), lane.clone(), fleet.clone());
+            Box::new(routed) as Box<dyn Engine<T>>
+        })
+        .collect();
+    LaneEngines {
+        lane,
+        engines,
+        speed: LaneSpeed::Even,
+    }
+}
+
+/// `auto`'s lanes: every device of `specs` with a calibration (cached, or measured when
+/// allowed) that predicts it faster than the CPU engine for some measured size, each routing
+/// batch by batch (`Policy::Calibrated`); when none is faster anywhere, the first calibrated
+/// device alone (its batches then mostly run on its CPU engines). Also the first calibration,
+/// for the speed of a CPU lane beside them.
+fn auto_lanes<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    fleet: &Arc<Fleet>,
+) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
+    let mut calibrated = Vec::new();
+    for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
+        match opened {
+            Err(e) => tracing::warn!(
+                "OpenCL device {} unusable ({e}); using the CPU engine",
+                spec.name()
+            ),
+            Ok(Opened {
+                gpus,
+                calibration: Some(Ok(c)),
+            }) => calibrated.push((spec, gpus, c)),
+            Ok(Opened { calibration, .. }) => tracing::debug!(
+                "no calibration for {} ({:?}); auto leaves it out",
+                spec.name(),
+                calibration.and_then(Result::err)
+            ),
         }
     }
-    let policy = if auto {
-        let Some(first) = gpus.first_mut() else {
-            return Ok(None);
-        };
-        match calibrate::obtain(first, opts.calibrate_allowed, opts.recalibrate) {
-            Ok(c) => Policy::Calibrated(Arc::new(c)),
-            Err(e) => {
-                tracing::debug!(
-                    "no calibration for {} ({e}); auto uses the CPU engine",
-                    entry.info.name
-                );
-                return Ok(None);
-            }
-        }
+    let worth = |cal: &Calibration| cal.points.iter().any(|p| p.gpu_s < p.cpu_s);
+    if calibrated.iter().any(|(_, _, cal)| worth(cal)) {
+        calibrated.retain(|(_, _, cal)| worth(cal));
     } else {
-        Policy::Always
-    };
-    tracing::debug!(
-        device = %entry.info.name,
-        address = %entry.info.address(),
-        precision = T::NAME,
-        workers,
-        auto,
-        "OpenCL engine ready"
-    );
-    let failed = Arc::new(AtomicBool::new(false));
-    Ok(Some(
-        gpus.into_iter()
-            .map(|g| {
-                Box::new(RoutedEngine {
-                    cpu: CpuEngine::new(),
-                    gpu: Some(g),
-                    policy: policy.clone(),
-                    failed: failed.clone(),
-                    decided: HashSet::new(),
-                }) as Box<dyn Engine<T>>
-            })
-            .collect(),
-    ))
+        calibrated.truncate(1);
+    }
+    let first = calibrated.first().map(|(_, _, cal)| cal.clone());
+    let lanes = calibrated
+        .into_iter()
+        .map(|(spec, gpus, cal)| {
+            let mut lane = routed_lane(spec, gpus, Policy::Calibrated(cal.clone()), fleet);
+            lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl { routed: true });
+            lane
+        })
+        .collect();
+    (lanes, first)
 }
 
-/// How a routed engine picks between its OpenCL and CPU engines.
-#[derive(Clone)]
-enum Policy {
-    /// Every supported batch on OpenCL (`gpu`, `opencl:P:D`).
-    Always,
-    /// The engine the calibration predicts faster (`auto`).
-    Calibrated(Arc<Calibration>),
-}
-
-/// An OpenCL engine with the CPU engine as fallback, for one worker.
-pub struct RoutedEngine<T: Sample> {
-    cpu: CpuEngine<T>,
-    gpu: Option<OpenClEngine<T>>,
-    policy: Policy,
-    /// Shared by the workers of one `build_engines` call: set by the first device failure.
-    failed: Arc<AtomicBool>,
-    /// (n, log2 frames) pairs whose routing decision has been logged.
-    decided: HashSet<(usize, u32)>,
+/// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
+/// only, with a cached calibration.
+fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, fleet: &Arc<Fleet>) -> LateLanes<T> {
+    let specs: Vec<LaneSpec> = device_set::resolve(&DeviceChoice::Auto)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
+        .collect();
+    let (lanes, cal) = auto_lanes(&specs, opts, fleet);
+    if lanes.is_empty() {
+        tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
+    }
+    LateLanes {
+        lanes,
+        cpu_speed: cal.map(|c| {
+            LaneSpeed::Measured(
+                c,
+                SpeedSide::Cpu {
+                    workers: opts.workers.max(1),
+                },
+            )
+        }),
+    }
 }
 
 /// Logs `msg` at info level once per process per key (e.g. one line per unsupported size).
@@ -280,126 +423,5 @@ pub(crate) fn info_once(key: String, msg: &str) {
         if s.insert(key) {
             tracing::info!("{msg}");
         }
-    }
-}
-
-impl<T: Sample> RoutedEngine<T> {
-    fn use_gpu(&mut self, spec: &TransformSpec, frames: usize) -> bool {
-        if self.failed.load(Ordering::Relaxed) {
-            self.gpu = None;
-        }
-        let Some(gpu) = &self.gpu else {
-            return false;
-        };
-        if let Err(e) = gpu.supports(spec) {
-            info_once(
-                format!("unsupported {} {} {:?}", spec.n, T::NAME, spec.kind),
-                &format!("{e}; these frames go to the CPU engine"),
-            );
-            return false;
-        }
-        match &self.policy {
-            Policy::Always => true,
-            Policy::Calibrated(cal) => {
-                let (c, g) = cal.predict(spec.n, frames);
-                let bucket = usize::BITS - frames.leading_zeros();
-                if self.decided.insert((spec.n, bucket)) {
-                    tracing::debug!(
-                        n = spec.n,
-                        frames,
-                        cpu_ms = c * 1e3,
-                        opencl_ms = g * 1e3,
-                        "auto routes to {}",
-                        if g < c { "opencl" } else { "cpu" }
-                    );
-                }
-                g < c
-            }
-        }
-    }
-}
-
-impl<T: Sample> RoutedEngine<T> {
-    /// Runs `call` on the OpenCL engine when the policy says so, else (or when it cannot take
-    /// the batch) on the CPU engine; a device fault sends this batch and every later one to the
-    /// CPU, with one warning.
-    fn route(
-        &mut self,
-        spec: &TransformSpec,
-        frames: usize,
-        call: &mut dyn FnMut(&mut dyn Engine<T>) -> Result<(), EngineError>,
-    ) -> Result<(), EngineError> {
-        if self.use_gpu(spec, frames) {
-            if let Some(gpu) = self.gpu.as_mut() {
-                match call(gpu) {
-                    Ok(()) => return Ok(()),
-                    Err(EngineError::Unsupported { what, .. }) => info_once(
-                        format!("unsupported {what}"),
-                        &format!(
-                            "OpenCL engine: unsupported {what}; these frames go to the CPU engine"
-                        ),
-                    ),
-                    Err(e) => {
-                        if !self.failed.swap(true, Ordering::Relaxed) {
-                            tracing::warn!(
-                                "{e}; this batch and all later ones run on the CPU engine"
-                            );
-                        }
-                        self.gpu = None;
-                    }
-                }
-            }
-        }
-        call(&mut self.cpu)
-    }
-}
-
-impl<T: Sample> Engine<T> for RoutedEngine<T> {
-    fn name(&self) -> String {
-        match &self.gpu {
-            Some(g) => format!("{}+cpu", g.name()),
-            None => "cpu".into(),
-        }
-    }
-
-    fn transform(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        self.route(spec, frames, &mut |e| e.transform(spec, input, frames, out))
-    }
-
-    fn transform_bands(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        bands: &super::BandWeights,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        self.route(spec, frames, &mut |e| {
-            e.transform_bands(spec, input, frames, bands, out)
-        })
-    }
-
-    fn transform_segments(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        bands: Option<&super::BandWeights>,
-        segments: &super::Segments<'_>,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        self.route(spec, frames, &mut |e| {
-            e.transform_segments(spec, input, frames, bands, segments, out)
-        })
-    }
-
-    fn pinned_memory(&self) -> Option<super::PinnedMemory<T>> {
-        self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }
 }

@@ -1,17 +1,18 @@
 //! Batcher stage: gathers frames (from any streams) that share a transform into batches of up to
-//! `--batch` frames, packed back to back in one buffer. A batch is sent when full, or when its
-//! oldest frame has waited `--max-latency`, so a slow stream is never held waiting. Frames from
-//! live capture go on at once when no other frame is queued behind them. Batches are
-//! numbered (`Control::take_batch_id`, shared with the range readers) in the order they are sent;
-//! the sink writes them back in that order.
+//! `--batch` frames, packed back to back in one buffer of the lane the dispatcher means the
+//! batch for (`dispatch`: chosen when the batch starts, so the buffer is that device's pinned
+//! memory). A batch is sent when full, or when its oldest frame has waited `--max-latency`, so a
+//! slow stream is never held waiting. Frames from live capture go on at once when no other frame
+//! is queued behind them. Batches are numbered (`Control::take_batch_id`, shared with the range
+//! readers) in the order they are sent; the sink writes them back in that order.
 
+use super::dispatch::{Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
 use crate::config::Settings;
 use crate::fft::{HostBuf, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
-use crate::stats::Counters;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -41,11 +42,13 @@ struct Pending<T> {
     batch: Batch<T>,
     oldest: Instant,
     capacity: usize,
+    /// The lane whose memory holds the batch.
+    lane: LaneId,
 }
 
 pub fn run_batcher<T: Sample>(
     rx: Receiver<Frame<T>>,
-    tx: Sender<Batch<T>>,
+    dispatcher: &Dispatcher<T>,
     settings: &Settings,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
     pool: &BufferPool<T>,
@@ -54,20 +57,12 @@ pub fn run_batcher<T: Sample>(
     let waited_ns = &control.counters.batcher_wait_ns;
     let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
-    let send = |batch: Batch<T>| {
+    let send = |p: Pending<T>| {
         let batch = Batch {
             id: control.take_batch_id(),
-            ..batch
+            ..p.batch
         };
-        match tx.try_send(batch) {
-            Err(TrySendError::Full(batch)) => {
-                let since = Instant::now();
-                let sent = tx.send(batch).is_ok();
-                Counters::add_since(waited_ns, since);
-                sent
-            }
-            other => other.is_ok(),
-        }
+        dispatcher.send(batch, p.lane, waited_ns)
     };
     loop {
         let deadline = pending.values().map(|p| p.oldest + max_wait).min();
@@ -82,15 +77,17 @@ pub fn run_batcher<T: Sample>(
                 let entry = pending.entry(key).or_insert_with(|| {
                     let spec = spec_of(frame.n, frame.kind, rate);
                     let capacity = settings.batch_frames(frame.n);
+                    let lane = dispatcher.choose(&spec, capacity);
                     Pending {
                         batch: Batch {
                             id: 0,
                             spec,
                             frames: Vec::with_capacity(capacity),
-                            data: pool.take(capacity * spec.values_per_frame()),
+                            data: pool.take(lane, capacity * spec.values_per_frame()),
                         },
                         oldest: Instant::now(),
                         capacity,
+                        lane,
                     }
                 });
                 if entry.batch.frames.is_empty() {
@@ -108,7 +105,7 @@ pub fn run_batcher<T: Sample>(
                 let idle_live = frame.live && rx.is_empty();
                 if entry.batch.frames.len() >= entry.capacity || idle_live {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p.batch) {
+                        if !send(p) {
                             return;
                         }
                     }
@@ -123,7 +120,7 @@ pub fn run_batcher<T: Sample>(
                     .collect();
                 for key in due {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p.batch) {
+                        if !send(p) {
                             return;
                         }
                     }
@@ -133,7 +130,7 @@ pub fn run_batcher<T: Sample>(
                 let mut rest: Vec<Pending<T>> = pending.drain().map(|(_, p)| p).collect();
                 rest.sort_by_key(|p| p.oldest);
                 for p in rest {
-                    if !send(p.batch) {
+                    if !send(p) {
                         return;
                     }
                 }

@@ -1,5 +1,6 @@
 //! The one place the stages are wired: sources → readers (framing) → bounded channel → batcher →
-//! FFT workers (one engine each) → encoders (rows → bytes, several threads) → sink (re-ordered by
+//! dispatcher (spreads batches over the lanes: one per device, `dispatch`) → FFT workers (one
+//! engine each, in their lane) → encoders (rows → bytes, several threads) → sink (re-ordered by
 //! batch number, written in sequence order).
 //!
 //! Memory stays bounded whatever the input size: every channel is bounded, and the sink's re-order
@@ -9,6 +10,7 @@
 
 mod averaging;
 mod batcher;
+mod dispatch;
 mod encode;
 mod live;
 mod plan;
@@ -20,6 +22,7 @@ mod worker;
 
 use crate::config::{Input, Precision, Settings};
 use crate::error::{FftdError, Result};
+use crate::fft::fleet::Fleet;
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
@@ -32,6 +35,7 @@ use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
+use dispatch::Dispatcher;
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
 use range_reader::{RangeJobs, RangeStream};
 use std::path::{Path, PathBuf};
@@ -153,14 +157,17 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // already capturing into its ring
     let live = matches!(settings.input, Input::Mic(_));
     let router::EngineSet {
-        ready: engines,
-        later: later_engines,
+        fleet,
+        ready: lanes,
+        later: late_lanes,
         auto_route,
     } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
-    let workers = engines.len() + later_engines.as_ref().map_or(0, |_| settings.workers);
+    let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
+    let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
     tracing::debug!(
         ms = started.elapsed().as_secs_f64() * 1e3,
-        workers = engines.len(),
+        workers = ready_workers,
+        lanes = lanes.len(),
         "engines ready"
     );
     let StreamPlan {
@@ -263,21 +270,21 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         FrameSize::Whole => 2,
     };
     let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
-    let (work_tx, work_rx) = crossbeam_channel::bounded(engines.len().max(1));
-    let (done_tx, done_rx) = crossbeam_channel::bounded(2 * engines.len().max(1));
+    let (done_tx, done_rx) = crossbeam_channel::bounded(2 * ready_workers.max(1));
     let (encoded_tx, encoded_rx) = crossbeam_channel::bounded(2 * encoders);
 
-    // spare batch buffers: enough for every batch that can be in flight
-    let in_flight = limits::batch_buffers_in_flight(engines.len());
-    // batches live in the device's pinned memory when an engine has one (no staging copies)
-    // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
-    let pinned = match std::env::var("FFTD_PINNED_BATCHES").as_deref() {
-        Ok("0") => None,
-        _ => engines.iter().find_map(|e| e.pinned_memory()),
-    };
-    let input_pool = pool::BufferPool::<T>::new(in_flight, pinned.clone());
-    let output_pool = pool::BufferPool::<T>::new(in_flight, pinned);
+    // spare batch buffers per lane: enough for every batch that can be in flight in one lane
+    let in_flight = limits::batch_buffers_in_flight(lane_workers);
+    let input_pool = pool::BufferPool::<T>::new(in_flight);
+    let output_pool = pool::BufferPool::<T>::new(in_flight);
     let bytes_pool = pool::BytePool::new(in_flight + 3 * encoders);
+    let (dispatcher, dispatch_ended) = Dispatcher::new(fleet.clone());
+    let pools = (&input_pool, &output_pool);
+    // the ready lanes join before any producer starts
+    let ready_lanes: Vec<_> = lanes
+        .into_iter()
+        .filter_map(|lane| join_lane(&dispatcher, pools, lane))
+        .collect();
     let encode_stage = encode::EncodeStage {
         encoder: &*encoder,
         streams: &streams,
@@ -288,10 +295,17 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         live: live_tap,
     };
 
+    let context = worker::WorkerContext {
+        control: &control,
+        dispatcher: &dispatcher,
+        pools,
+        products: (shaping.as_ref(), segmenting.as_ref()),
+    };
     let mut late_builder = None;
     let written = std::thread::scope(|scope| {
         let control = &control;
-        let (input_pool, output_pool) = (&input_pool, &output_pool);
+        let input_pool = &input_pool;
+        let dispatcher = &dispatcher;
         let sequential = &sequential;
         for _ in 0..sequential_readers {
             let tx = frame_tx.clone();
@@ -303,58 +317,56 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let (samples, finished) = (&control.counters.samples_in, &finished);
             scope.spawn(move || crate::progress::show(samples, total_samples, finished));
         }
-        // closed once every stage that sends batches has ended (see the late engines below)
-        let (producing, producers_done) = crossbeam_channel::bounded::<()>(0);
-        for _ in 0..range_readers {
-            let tx = work_tx.clone();
-            let producing = producing.clone();
+        // every producer's guard before any producer starts: the queues close when all have
+        // ended and every batch is finished (`dispatch`)
+        let mut producers: Vec<_> = (0..=range_readers).map(|_| dispatcher.producer()).collect();
+        for producer in producers.drain(1..) {
             scope.spawn(move || {
-                let _producing = producing;
+                let _producer = producer;
                 let read = range_reader::run_range_reader::<T>;
-                if let Err(e) = read(range_jobs, tx, control, input_pool, spec_of) {
+                if let Err(e) = read(range_jobs, dispatcher, control, input_pool, spec_of) {
                     control.fail(e);
                 }
             });
         }
+        let batcher_guard = producers.pop();
         scope.spawn(move || {
-            let _producing = producing;
-            batcher::run_batcher::<T>(frame_rx, work_tx, settings, spec_of, input_pool, control)
+            let _producer = batcher_guard;
+            batcher::run_batcher::<T>(frame_rx, dispatcher, settings, spec_of, input_pool, control)
         });
-        let products = (shaping.as_ref(), segmenting.as_ref());
-        for engine in engines {
-            let (rx, tx) = (work_rx.clone(), done_tx.clone());
-            scope.spawn(move || {
-                let pools = (input_pool, output_pool);
-                worker::run_worker::<T>(engine, rx, tx, control, pools, products)
-            });
+        let context = &context;
+        for (queue, engines) in ready_lanes {
+            spawn_workers(scope, queue, engines, &done_tx, context);
         }
-        if let Some(build) = later_engines {
-            // OpenCL engines built meanwhile join the same queue (`router::build_engine_set`);
-            // a job that ends first does not wait for them
-            let (built, builder) = late_engines(build);
+        if let Some(build) = late_lanes {
+            // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
+            // dispatcher; a job that ends first does not wait for them
+            let (built, builder) = late_lanes_thread(build);
             late_builder = Some(builder);
-            let (rx, tx) = (work_rx.clone(), done_tx.clone());
+            let tx = done_tx.clone();
             scope.spawn(move || {
                 crossbeam_channel::select! {
-                    recv(built) -> engines => for engine in engines.into_iter().flatten() {
-                        let (rx, tx) = (rx.clone(), tx.clone());
-                        scope.spawn(move || {
-                            let pools = (input_pool, output_pool);
-                            worker::run_worker::<T>(engine, rx, tx, control, pools, products)
-                        });
+                    recv(built) -> late => if let Ok(late) = late {
+                        if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
+                            dispatcher.set_cpu_speed(speed);
+                        }
+                        for lane in late.lanes {
+                            if let Some((queue, engines)) = join_lane(dispatcher, pools, lane) {
+                                spawn_workers(scope, queue, engines, &tx, context);
+                            }
+                        }
                     },
-                    recv(producers_done) -> _ => {}
+                    recv(dispatch_ended) -> _ => {}
                 }
             });
         }
-        drop(work_rx);
         drop(done_tx);
         // --average: one ordered stage between the workers and the encoders
         let done_rx = match &averaging {
             Some(stage) => {
                 let (tx, rx) = crossbeam_channel::bounded(2 * encoders);
                 scope.spawn(move || {
-                    averaging::run_averaging::<T>(done_rx, tx, stage, control, output_pool)
+                    averaging::run_averaging::<T>(done_rx, tx, stage, control, pools.1)
                 });
                 rx
             }
@@ -378,6 +390,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     });
 
     if settings.stats {
+        let shares = device_shares(&fleet);
+        let workers = shares.iter().map(|s| s.workers).sum();
         eprintln!("{}", stats::report(&control.counters, &latency, started));
         eprintln!(
             "{}",
@@ -391,6 +405,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 started
             )
         );
+        eprintln!("{}", stats::devices_report(&shares, started));
     }
     if let Some(builder) = late_builder {
         let _ = builder.join(); // the output is complete: only the device start-up is left
@@ -431,13 +446,79 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     Ok(())
 }
 
-/// Builds deferred engines on a thread outside the pipeline, so the work never waits for a device
+/// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
+/// heap memory), and its engines; None when dispatching has already ended.
+fn join_lane<T: Sample>(
+    dispatcher: &Dispatcher<T>,
+    (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
+    lane: router::LaneEngines<T>,
+) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
+    // batches live in the lane's device's pinned memory when it has some (no staging copies)
+    // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
+    let pinned = match std::env::var("FFTD_PINNED_BATCHES").as_deref() {
+        Ok("0") => None,
+        _ => lane.engines.iter().find_map(|e| e.pinned_memory()),
+    };
+    let queue = lane.engines.len();
+    let homes = |id| {
+        input_pool.add_lane(id, pinned.clone());
+        output_pool.add_lane(id, pinned.clone());
+    };
+    let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
+    let queue = worker::LaneQueue {
+        id,
+        lane: lane.lane,
+        rx,
+    };
+    Some((queue, lane.engines))
+}
+
+/// One FFT worker thread per engine of a lane.
+fn spawn_workers<'scope, T: Sample>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    queue: worker::LaneQueue<T>,
+    engines: router::Engines<T>,
+    done: &crossbeam_channel::Sender<worker::Done<T>>,
+    context: &'scope worker::WorkerContext<'scope, T>,
+) {
+    for engine in engines {
+        let queue = worker::LaneQueue {
+            id: queue.id,
+            lane: queue.lane.clone(),
+            rx: queue.rx.clone(),
+        };
+        let tx = done.clone();
+        scope.spawn(move || worker::run_worker::<T>(engine, queue, tx, context));
+    }
+}
+
+/// Each lane's share of the run, for `--stats`.
+fn device_shares(fleet: &Fleet) -> Vec<stats::DeviceShare> {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    fleet
+        .lanes()
+        .iter()
+        .map(|lane| stats::DeviceShare {
+            title: lane.title(),
+            is_cpu: lane.is_cpu,
+            workers: lane.workers,
+            batches: get(&lane.counters.batches),
+            frames: get(&lane.counters.frames),
+            busy_ns: get(&lane.counters.busy_ns),
+            failed: lane.failed(),
+            handed_off: get(&lane.counters.handed_off),
+            cpu_frames: get(&lane.counters.cpu_frames),
+        })
+        .collect()
+}
+
+/// Builds deferred lanes on a thread outside the pipeline, so the work never waits for a device
 /// start-up it no longer needs; they arrive on the returned channel. Join the thread before the
 /// process ends (a device driver torn down mid-start-up can abort the process).
-fn late_engines<T: Sample>(
-    build: router::DeferredEngines<T>,
+fn late_lanes_thread<T: Sample>(
+    build: router::DeferredLanes<T>,
 ) -> (
-    crossbeam_channel::Receiver<router::Engines<T>>,
+    crossbeam_channel::Receiver<router::LateLanes<T>>,
     std::thread::JoinHandle<()>,
 ) {
     let (tx, rx) = crossbeam_channel::bounded(1);

@@ -1,43 +1,106 @@
 //! Recycles the large per-batch buffers (packed frames, finished spectra). Without it every batch
 //! would allocate and free a megabyte-sized block, which glibc serves with mmap/munmap: tens of
-//! thousands of page faults per second and a pipeline that waits on the kernel. When an engine
-//! has pinned host memory (`Engine::pinned_memory`), the buffers are pinned, so the device copies
-//! batches in and spectra out by DMA with no staging copy.
+//! thousands of page faults per second and a pipeline that waits on the kernel.
+//!
+//! Buffers live in homes, one per lane of the FFT stage (`dispatch`): a lane whose device has
+//! pinned host memory (`Engine::pinned_memory`) gets pinned buffers of that device, so it copies
+//! batches in and spectra out by DMA with no staging copy; other lanes get heap buffers. A
+//! buffer given back goes to the spares of the device that pinned it (whichever lane used it
+//! last), so one device's blocks never end up serving another.
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
+use std::sync::RwLock;
 
-pub struct BufferPool<T> {
+/// Spare buffers of one kind of memory.
+struct Spares<T> {
     tx: Sender<HostBuf<T>>,
     rx: Receiver<HostBuf<T>>,
-    pinned: Option<PinnedMemory<T>>,
+}
+
+impl<T> Spares<T> {
+    fn new(capacity: usize) -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        Spares { tx, rx }
+    }
+}
+
+/// One device's pinned memory and its spare blocks.
+struct PinnedHome<T> {
+    memory: PinnedMemory<T>,
+    spares: Spares<T>,
+}
+
+pub struct BufferPool<T> {
+    /// Spare buffers per home.
+    capacity: usize,
+    /// Per lane (index = lane id): its pinned home, or None for heap memory.
+    homes: RwLock<Vec<Option<PinnedHome<T>>>>,
+    heap: Spares<T>,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
-    /// Keeps at most `capacity` spare buffers; new ones come from `pinned` when given.
-    pub fn new(capacity: usize, pinned: Option<PinnedMemory<T>>) -> Self {
-        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
-        BufferPool { tx, rx, pinned }
+    /// Keeps at most `capacity` spare buffers per home. Lanes get homes with `add_lane`.
+    pub fn new(capacity: usize) -> Self {
+        BufferPool {
+            capacity,
+            homes: RwLock::new(Vec::new()),
+            heap: Spares::new(capacity),
+        }
     }
 
-    /// An empty buffer with room for at least `len` values.
-    pub fn take(&self, len: usize) -> HostBuf<T> {
-        let mut buf = match self.rx.try_recv() {
-            // a pinned block cannot grow: a too-small one is released and replaced
-            Ok(b) if b.capacity() >= len || !b.is_pinned() => b,
-            _ => HostBuf::with_capacity(len, self.pinned.as_ref()),
+    /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
+    pub fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
+        if let Ok(mut homes) = self.homes.write() {
+            if homes.len() <= lane {
+                homes.resize_with(lane + 1, || None);
+            }
+            homes[lane] = pinned.map(|memory| PinnedHome {
+                memory,
+                spares: Spares::new(self.capacity),
+            });
+        }
+    }
+
+    /// An empty buffer with room for at least `len` values, in lane `lane`'s memory.
+    pub fn take(&self, lane: usize, len: usize) -> HostBuf<T> {
+        let homes = self.homes.read();
+        let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
+        let mut buf = match home {
+            Some(home) => match home.spares.rx.try_recv() {
+                // a pinned block cannot grow: a too-small one is released and replaced
+                Ok(b) if b.capacity() >= len => b,
+                _ => HostBuf::with_capacity(len, Some(&home.memory)),
+            },
+            None => self
+                .heap
+                .rx
+                .try_recv()
+                .unwrap_or_else(|_| HostBuf::heap(len)),
         };
         buf.clear();
         buf
     }
 
-    /// Returns a buffer for reuse (dropped if the pool is full, or if it is ordinary memory in a
-    /// pool of pinned buffers: small rows made by the averaging stage must not replace them).
+    /// Returns a buffer for reuse: a pinned one to the spares of the device that pinned it, a
+    /// heap one to the heap spares when some lane uses heap memory (small rows made by the
+    /// averaging stage must not stand in for pinned buffers); dropped when those are full.
     pub fn give(&self, buf: HostBuf<T>) {
-        if self.pinned.is_some() && !buf.is_pinned() {
+        let Ok(homes) = self.homes.read() else {
             return;
+        };
+        match buf.pinned_block() {
+            Some(block) => {
+                let home = homes.iter().flatten().find(|h| h.memory.owns(block));
+                if let Some(home) = home {
+                    let _ = home.spares.tx.try_send(buf);
+                }
+            }
+            None if homes.iter().any(Option::is_none) => {
+                let _ = self.heap.tx.try_send(buf);
+            }
+            None => {}
         }
-        let _ = self.tx.try_send(buf);
     }
 }
 
@@ -65,5 +128,78 @@ impl BytePool {
     /// Returns a buffer for reuse (dropped if the pool is full).
     pub fn give(&self, buf: Vec<u8>) {
         let _ = self.tx.try_send(buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::host_memory::{PinnedAlloc, PinnedBlock};
+    use std::sync::{Arc, Mutex};
+
+    /// Pinned memory stand-in: boxed slices, remembered by address.
+    #[derive(Default)]
+    struct FakeDevice {
+        blocks: Mutex<Vec<usize>>,
+    }
+    struct Owned(*mut [f32]);
+    // SAFETY: `Owned` only frees its box on drop; the values are reached through the block.
+    unsafe impl Send for Owned {}
+    // SAFETY: `Owned` has no `&self` method that reads the values.
+    unsafe impl Sync for Owned {}
+    impl Drop for Owned {
+        fn drop(&mut self) {
+            // SAFETY: made by Box::into_raw in `alloc`.
+            drop(unsafe { Box::from_raw(self.0) });
+        }
+    }
+    impl PinnedAlloc<f32> for FakeDevice {
+        fn alloc(&self, len: usize) -> Result<PinnedBlock<f32>, String> {
+            let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
+            if let Ok(mut b) = self.blocks.lock() {
+                b.push(raw as *mut f32 as usize);
+            }
+            // SAFETY: the box's values live until `Owned` drops them.
+            Ok(unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) })
+        }
+        fn owns(&self, block: &PinnedBlock<f32>) -> bool {
+            let at = block.as_slice().as_ptr() as usize;
+            self.blocks.lock().is_ok_and(|b| b.contains(&at))
+        }
+    }
+
+    #[test]
+    fn each_lane_takes_its_own_memory_and_buffers_go_home() {
+        let (a, b) = (
+            Arc::new(FakeDevice::default()),
+            Arc::new(FakeDevice::default()),
+        );
+        let pool = BufferPool::<f32>::new(4);
+        pool.add_lane(0, Some(a.clone() as PinnedMemory<f32>));
+        pool.add_lane(1, Some(b.clone() as PinnedMemory<f32>));
+        pool.add_lane(2, None);
+        let from_a = pool.take(0, 16);
+        let from_b = pool.take(1, 16);
+        let heap = pool.take(2, 16);
+        let home =
+            |buf: &HostBuf<f32>, dev: &FakeDevice| buf.pinned_block().is_some_and(|p| dev.owns(p));
+        assert!(home(&from_a, &a) && !home(&from_a, &b));
+        assert!(home(&from_b, &b));
+        assert!(!heap.is_pinned());
+        let a_block = from_a
+            .pinned_block()
+            .map(|p| p.as_slice().as_ptr() as usize);
+        // a's block, used by lane 1 (a hand-off), goes back to a's spares, not b's
+        pool.give(from_a);
+        pool.give(from_b);
+        let again_b = pool.take(1, 16);
+        assert!(home(&again_b, &b));
+        let again_a = pool.take(0, 16);
+        assert_eq!(
+            again_a
+                .pinned_block()
+                .map(|p| p.as_slice().as_ptr() as usize),
+            a_block
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! at once. The frames of every such stream are cut into batch-sized jobs up front (frame k starts
 //! at sample k·hop, so a job's byte range follows from its first frame); each thread takes the
 //! next job, reads its bytes with one positioned read, decodes them and writes the frames straight
-//! into a batch buffer from the pool (pinned for OpenCL), skipping the framer and the batcher.
+//! into a batch buffer from the pool (the pinned memory of the device the dispatcher means the
+//! batch for), skipping the framer and the batcher.
 //!
 //! Frames are exactly the sequential path's: the same decoder and channel splitter, samples past
 //! the analysed length read as zeros (the padded tail), the frame count from `frame::expected_frames`
@@ -10,6 +11,7 @@
 //! frames, so each stream's batches are numbered in frame order and the sink writes them in order.
 
 use super::batcher::{Batch, FrameMeta};
+use super::dispatch::Dispatcher;
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::{FftdError, Result};
@@ -19,7 +21,6 @@ use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::{SampleCoding, SeekableLayout};
 use crate::source::InputFormat;
 use crate::stats::Counters;
-use crossbeam_channel::Sender;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
@@ -168,7 +169,7 @@ impl RangeJobs {
 /// One range-reader thread: takes jobs until none is left, a stop, or an error.
 pub fn run_range_reader<T: Sample>(
     jobs: &RangeJobs,
-    tx: Sender<Batch<T>>,
+    dispatcher: &Dispatcher<T>,
     control: &Control,
     pool: &BufferPool<T>,
     spec_of: &dyn Fn(usize, crate::fft::InputKind, f64) -> TransformSpec,
@@ -180,7 +181,8 @@ pub fn run_range_reader<T: Sample>(
         };
         let stream = &jobs.streams[job.stream];
         let spec = spec_of(jobs.framing.n, stream.layout.kind, stream.layout.rate);
-        let mut data = pool.take(job.count * spec.values_per_frame());
+        let lane = dispatcher.choose(&spec, job.count);
+        let mut data = pool.take(lane, job.count * spec.values_per_frame());
         data.set_len_for_overwrite(job.count * spec.values_per_frame());
         reader.fill(stream, &jobs.framing, job, &mut data)?;
         Counters::add(&control.counters.frames_in, job.count as u64);
@@ -204,11 +206,9 @@ pub fn run_range_reader<T: Sample>(
             frames,
             data,
         };
-        let waited = Instant::now();
-        if tx.send(batch).is_err() {
+        if !dispatcher.send(batch, lane, &control.counters.reader_wait_ns) {
             break;
         }
-        Counters::add_since(&control.counters.reader_wait_ns, waited);
     }
     Ok(())
 }

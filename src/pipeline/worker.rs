@@ -1,16 +1,23 @@
-//! FFT worker stage: each worker owns one engine and transforms whole batches. After a fatal
-//! engine error the worker keeps draining (and discarding) batches so no other stage blocks.
-//! With spectral products the worker also shapes each spectrum into its row (`products::Shaping`:
-//! bands, a frequency range), in parallel with the other workers.
+//! FFT worker stage: each worker owns one engine, belongs to one lane (a device instance, see
+//! `dispatch`) and transforms whole batches from its lane's queue into buffers of its lane's
+//! home. A batch whose device has failed is handed to another lane (`Dispatcher::hand_off`).
+//! After a fatal engine error the worker keeps draining (and discarding) batches so no other
+//! stage blocks. With spectral products the worker also shapes each spectrum into its row
+//! (`products::Shaping`: bands, a frequency range), in parallel with the other workers.
 
 use super::batcher::{Batch, FrameMeta};
+use super::dispatch::{AbandonOnPanic, Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
+use crate::fft::fleet::Lane;
 use crate::fft::{transform_reduced, Segments};
-use crate::fft::{Engine, HostBuf, Sample, TransformSpec};
+use crate::fft::{Engine, EngineError, HostBuf, Sample, TransformSpec};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
+use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// A transformed batch: `frames.len()` rows of `spec.values_out()` values, or of the products'
 /// columns (× values per bin) when `columns` says so.
@@ -45,92 +52,195 @@ impl<T> Done<T> {
     }
 }
 
+/// What a worker shares with the other workers.
+pub struct WorkerContext<'a, T: Sample> {
+    pub control: &'a Control,
+    pub dispatcher: &'a Dispatcher<T>,
+    /// (input buffers, output buffers).
+    pub pools: (&'a BufferPool<T>, &'a BufferPool<T>),
+    pub products: (Option<&'a Shaping>, Option<&'a Segmenting>),
+}
+
+/// The lane a worker belongs to: its id, its record and its queue.
+pub struct LaneQueue<T> {
+    pub id: LaneId,
+    pub lane: Arc<Lane>,
+    pub rx: Receiver<Batch<T>>,
+}
+
+/// How a worker dealt with one batch.
+enum Handled<T> {
+    /// The finished batch, and the frames it brought in.
+    Done(Done<T>, usize),
+    /// Its device failed: another lane has the batch now.
+    HandedOff,
+    Failed(EngineError),
+}
+
+/// Tries on one batch at most. A batch is handed off, or given back when no other lane is live
+/// and then computed by this worker's CPU engine: two tries; more means something is wrong.
+const MAX_HANDOFFS: usize = 64;
+
 pub fn run_worker<T: Sample>(
     mut engine: Box<dyn Engine<T>>,
-    rx: Receiver<Batch<T>>,
+    queue: LaneQueue<T>,
     tx: Sender<Done<T>>,
-    control: &Control,
-    (input_pool, output_pool): (&BufferPool<T>, &BufferPool<T>),
-    (shaping, segmenting): (Option<&Shaping>, Option<&Segmenting>),
+    ctx: &WorkerContext<'_, T>,
 ) {
+    let _abandon = AbandonOnPanic(ctx.dispatcher);
     let mut failed = false;
-    for batch in rx {
+    for batch in queue.rx.iter() {
+        ctx.dispatcher.received();
         if failed {
+            ctx.dispatcher.finished(queue.id);
             continue;
         }
-        // band powers are summed by the engine itself (on a device: only the bands come back)
-        let bands = shaping
-            .and_then(|s| s.plan(&batch.spec))
-            .and_then(|p| p.band_weights());
-        let per_frame = bands.map_or(batch.spec.values_out(), |b| b.bands());
-        // --average: runs of one group's frames reduced by the engine (on a device, there)
-        let lengths = segmenting.map(|s| {
-            let frames = batch.frames.iter().map(|f| (f.stream, f.seq, f.start));
-            // runs bounded by input too: a long run is a device chunk of its own
-            let widest = per_frame.max(batch.spec.values_per_frame()).max(1);
-            s.cut(frames, MAX_SEGMENT_VALUES / widest)
-        });
-        let rows = lengths.as_ref().map_or(batch.frames.len(), Vec::len);
-        let len = rows * per_frame;
-        let mut values = output_pool.take(len);
-        values.set_len_for_overwrite(len);
-        let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
-        let busy = std::time::Instant::now();
-        let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
-        let runs = lengths
-            .as_deref()
-            .zip(segmenting)
-            .map(|(lengths, s)| Segments { lengths, op: s.op });
-        let reduction = (bands, runs.as_ref());
-        let result = span.in_scope(|| {
-            transform_reduced(engine.as_mut(), spec, data, frames, reduction, &mut values)
-        });
-        crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
-        match result {
-            Ok(()) => {
-                input_pool.give(batch.data);
-                let (frames, segments) = match lengths {
-                    Some(lengths) => segment_frames(&batch.frames, &lengths),
-                    None => (batch.frames, None),
-                };
-                let mut done = Done {
-                    id: batch.id,
-                    spec: batch.spec,
-                    frames,
-                    values,
-                    columns: bands.map(|b| b.bands()),
-                    segments,
-                };
-                if let Some(shaping) = shaping {
-                    let busy = std::time::Instant::now();
-                    match bands {
-                        Some(_) => shaping.finish_rows(&mut done.values),
-                        None => shape(&mut done, shaping, output_pool),
-                    }
-                    crate::stats::Counters::add_since(&control.counters.engine_ns, busy);
-                }
+        match work_on(engine.as_mut(), batch, &queue, ctx) {
+            Handled::HandedOff => continue, // the lane that took it finishes it
+            Handled::Done(done, frames) => {
+                let counters = &queue.lane.counters;
+                counters.batches.fetch_add(1, Ordering::Relaxed);
+                counters.frames.fetch_add(frames as u64, Ordering::Relaxed);
                 if tx.send(done).is_err() {
                     failed = true;
                 }
             }
-            Err(e) => {
-                control.fail(FftdError::Runtime(format!(
+            Handled::Failed(e) => {
+                ctx.control.fail(FftdError::Runtime(format!(
                     "FFT engine {}: {e}",
                     engine.name()
                 )));
                 failed = true;
             }
         }
+        ctx.dispatcher.finished(queue.id);
+    }
+}
+
+/// Transforms `batch`, handing it to another lane when the engine says its device failed (and
+/// computing it here when no lane takes it).
+fn work_on<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    mut batch: Batch<T>,
+    queue: &LaneQueue<T>,
+    ctx: &WorkerContext<'_, T>,
+) -> Handled<T> {
+    for _ in 0..MAX_HANDOFFS {
+        match transform_batch(engine, &batch, queue, ctx) {
+            Ok(done) => {
+                let frames = batch.frames.len();
+                return Handled::Done(done.finish(batch, queue.id, ctx), frames);
+            }
+            Err(EngineError::HandOff { .. }) => match ctx.dispatcher.hand_off(batch, queue.id) {
+                Ok(()) => return Handled::HandedOff,
+                Err(back) => batch = back, // no live lane left: the engine computes it here
+            },
+            Err(e) => return Handled::Failed(e),
+        }
+    }
+    Handled::Failed(EngineError::Device {
+        engine: "router",
+        what: format!("batch {} could not be handed on", batch.id),
+    })
+}
+
+/// A batch's rows, before its frames' records are attached.
+struct Transformed<T> {
+    values: HostBuf<T>,
+    /// Run lengths when the engine reduced runs (`--average`).
+    lengths: Option<Vec<u32>>,
+    /// Bands per row when the engine summed bands.
+    columns: Option<usize>,
+}
+
+/// Runs the engine on one batch, with the products it reduces (bands, `--average` runs), into a
+/// buffer of the worker's lane.
+fn transform_batch<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    batch: &Batch<T>,
+    queue: &LaneQueue<T>,
+    ctx: &WorkerContext<'_, T>,
+) -> Result<Transformed<T>, EngineError> {
+    let (shaping, segmenting) = ctx.products;
+    let output_pool = ctx.pools.1;
+    // band powers are summed by the engine itself (on a device: only the bands come back)
+    let bands = shaping
+        .and_then(|s| s.plan(&batch.spec))
+        .and_then(|p| p.band_weights());
+    let per_frame = bands.map_or(batch.spec.values_out(), |b| b.bands());
+    // --average: runs of one group's frames reduced by the engine (on a device, there)
+    let lengths = segmenting.map(|s| {
+        let frames = batch.frames.iter().map(|f| (f.stream, f.seq, f.start));
+        // runs bounded by input too: a long run is a device chunk of its own
+        let widest = per_frame.max(batch.spec.values_per_frame()).max(1);
+        s.cut(frames, MAX_SEGMENT_VALUES / widest)
+    });
+    let rows = lengths.as_ref().map_or(batch.frames.len(), Vec::len);
+    let len = rows * per_frame;
+    let mut values = output_pool.take(queue.id, len);
+    values.set_len_for_overwrite(len);
+    let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
+    let busy = std::time::Instant::now();
+    let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
+    let runs = lengths
+        .as_deref()
+        .zip(segmenting)
+        .map(|(lengths, s)| Segments { lengths, op: s.op });
+    let reduction = (bands, runs.as_ref());
+    let result =
+        span.in_scope(|| transform_reduced(engine, spec, data, frames, reduction, &mut values));
+    Counters::add_since(&ctx.control.counters.engine_ns, busy);
+    Counters::add_since(&queue.lane.counters.busy_ns, busy);
+    match result {
+        Ok(()) => Ok(Transformed {
+            values,
+            lengths,
+            columns: bands.map(|b| b.bands()),
+        }),
+        Err(e) => {
+            output_pool.give(values);
+            Err(e)
+        }
+    }
+}
+
+impl<T: Sample> Transformed<T> {
+    /// The finished batch: its input buffer back to the pool, its rows shaped by the products.
+    fn finish(self, batch: Batch<T>, lane: LaneId, ctx: &WorkerContext<'_, T>) -> Done<T> {
+        let (input_pool, output_pool) = ctx.pools;
+        let (shaping, _) = ctx.products;
+        input_pool.give(batch.data);
+        let (frames, segments) = match &self.lengths {
+            Some(lengths) => segment_frames(&batch.frames, lengths),
+            None => (batch.frames, None),
+        };
+        let mut done = Done {
+            id: batch.id,
+            spec: batch.spec,
+            frames,
+            values: self.values,
+            columns: self.columns,
+            segments,
+        };
+        if let Some(shaping) = shaping {
+            let busy = std::time::Instant::now();
+            match self.columns {
+                Some(_) => shaping.finish_rows(&mut done.values),
+                None => shape(&mut done, shaping, (output_pool, lane)),
+            }
+            Counters::add_since(&ctx.control.counters.engine_ns, busy);
+        }
+        done
     }
 }
 
 /// Replaces a batch's spectra by its product rows (a new buffer; the spectra go back to the pool).
-fn shape<T: Sample>(done: &mut Done<T>, shaping: &Shaping, pool: &BufferPool<T>) {
+fn shape<T: Sample>(done: &mut Done<T>, shaping: &Shaping, (pool, lane): (&BufferPool<T>, LaneId)) {
     let Some(plan) = shaping.plan(&done.spec) else {
         return;
     };
     let len = done.frames.len() * plan.width();
-    let mut rows = pool.take(len);
+    let mut rows = pool.take(lane, len);
     rows.set_len_for_overwrite(len);
     done.columns = shaping.shape(&done.spec, done.frames.len(), &done.values, &mut rows);
     let spectra = std::mem::replace(&mut done.values, rows);

@@ -1,7 +1,8 @@
 //! OpenCL platforms and devices: one enumeration per process (guarded by a `OnceLock`, because
 //! PoCL 3.1 can return no devices when several threads enumerate at once), the text `fftd devices`
 //! prints, the choice of "the best device" for `--device gpu`, and the shared per-device state
-//! (context, program cache, pinned host memory) that every OpenCL engine on that device uses.
+//! (context, program cache, pinned host memory) that every OpenCL engine on that device (or on
+//! one instance of it, when `--device` lists it twice) uses.
 
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
@@ -240,6 +241,19 @@ pub fn describe_devices() -> String {
                         d.info.address(),
                         d.info.name
                     );
+                    let gpus: Vec<String> = all_devices()
+                        .iter()
+                        .filter(|g| g.info.is_gpu)
+                        .map(|g| g.info.address())
+                        .collect();
+                    let _ = match gpus.is_empty() {
+                        true => writeln!(
+                            s,
+                            "  --device gpu:all uses {} (no GPU-type device: the same as gpu)",
+                            d.info.address()
+                        ),
+                        false => writeln!(s, "  --device gpu:all uses {}", gpus.join(", ")),
+                    };
                 }
                 Err(e) => {
                     let _ = writeln!(s, "  --device gpu: {e}");
@@ -271,35 +285,48 @@ impl std::fmt::Debug for SharedDevice {
 
 type ProgramResult = Result<Arc<Program>, String>;
 
-type OpenDevices = Mutex<HashMap<(usize, usize), Arc<SharedDevice>>>;
+type OpenResult = Result<Arc<SharedDevice>, String>;
+
+/// Open devices by (platform, device, instance); each opened once (a failure too).
+type OpenDevices = Mutex<HashMap<(usize, usize, usize), Arc<OnceLock<OpenResult>>>>;
 static OPEN: OnceLock<OpenDevices> = OnceLock::new();
 
 impl SharedDevice {
     /// The shared state for `entry`, created on first use (one context per device per process).
     pub fn open(entry: &DeviceEntry) -> Result<Arc<SharedDevice>, String> {
-        let key = (entry.info.platform_index, entry.info.device_index);
-        let map = OPEN.get_or_init(|| Mutex::new(HashMap::new()));
-        let mut map = map
+        Self::open_instance(entry, 1)
+    }
+
+    /// The shared state of instance `instance` (1-based) of `entry`: each instance has its own
+    /// context, programs and pinned memory, as if it were another device (`--device` lists
+    /// naming a device twice); instance 1 is the one `open` gives. Different devices open at
+    /// the same time (a GPU context takes a good part of a second), the same one once.
+    pub fn open_instance(entry: &DeviceEntry, instance: usize) -> OpenResult {
+        let key = (entry.info.platform_index, entry.info.device_index, instance);
+        let slot = OPEN
+            .get_or_init(|| Mutex::new(HashMap::new()))
             .lock()
-            .map_err(|_| "device table lock poisoned".to_string())?;
-        if let Some(d) = map.get(&key) {
-            return Ok(d.clone());
-        }
+            .map_err(|_| "device table lock poisoned".to_string())?
+            .entry(key)
+            .or_default()
+            .clone();
+        slot.get_or_init(|| Self::create(entry)).clone()
+    }
+
+    fn create(entry: &DeviceEntry) -> OpenResult {
         let context = Context::from_device(&entry.device).map_err(|e| {
             format!(
                 "cannot create an OpenCL context on {}: {e}",
                 entry.info.name
             )
         })?;
-        let shared = Arc::new(SharedDevice {
+        Ok(Arc::new(SharedDevice {
             info: entry.info.clone(),
             device: entry.device,
             context,
             programs: Mutex::new(HashMap::new()),
             pinned: Default::default(),
-        });
-        map.insert(key, shared.clone());
-        Ok(shared)
+        }))
     }
 
     /// The program `name` built from `sources` with `options`, built once per device and cached

@@ -142,4 +142,11 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         // SAFETY: `len` initialised values at `ptr`, mapped until `mapping` drops.
         Ok(unsafe { PinnedBlock::new(ptr, len, Box::new(mapping)) })
     }
+
+    fn owns(&self, block: &PinnedBlock<T>) -> bool {
+        let values = block.as_slice();
+        self.0
+            .pinned
+            .contains(values.as_ptr().cast(), std::mem::size_of_val(values))
+    }
 }

@@ -1,0 +1,739 @@
+//! `fftd bench`: per frame size, CPU engine time per frame; OpenCL time per frame host to host
+//! (write + kernels + read) with the batch in the device's pinned memory (as the pipeline runs
+//! it) and in ordinary memory (staged); OpenCL kernel-only time (event profiling), kernel
+//! bandwidth and GFLOPS; host-to-host input bandwidth against the same run's pinned PCIe copy
+//! rate; and the break-even frame size for the batch length used. A table goes to stdout, the
+//! same rows to `--csv FILE`. `--calibrate` measures and caches a new `auto` calibration instead
+//! (one per device model of `--device`). With several devices (`gpu:all`, a list) the table is the
+//! first device's, and a second one gives all devices at once (`all_devices`).
+//!
+//! Conventions: times are medians of `--reps` runs after one warm-up (kernel builds excluded);
+//! kernel GB/s = (bytes read + bytes written by the transform) / time; host in_GB/s = input
+//! bytes / host-to-host time; %pcie = pinned in_GB/s / the pinned host-to-device copy rate;
+//! GFLOPS counts 5·N·log2 N per complex frame and 2.5·N·log2 N per real frame.
+
+mod all_devices;
+
+use crate::error::FftdError;
+use crate::fft::calibrate;
+use crate::fft::compare::compare_rows;
+use crate::fft::cpu::CpuEngine;
+use crate::fft::device_set::{self, LaneDevice, LaneSpec};
+use crate::fft::opencl::device::SharedDevice;
+use crate::fft::opencl::{OpenClEngine, OpenClOptions};
+use crate::fft::router::DeviceChoice;
+use crate::fft::{
+    transform_reduced, BandWeights, Engine, HostBuf, InputKind, Reduction, Sample, Scale,
+    SegmentOp, Segments, TransformSpec,
+};
+use crate::window::WindowKind;
+use all_devices::AllDevicesRow;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Input kind for the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchKind {
+    Real,
+    Complex,
+}
+
+/// Precision for the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchPrecision {
+    F32,
+    F64,
+}
+
+fn parse_device(s: &str) -> Result<DeviceChoice, String> {
+    s.parse()
+}
+
+/// `fftd bench` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
+    /// (`1024,4096`).
+    #[arg(long, default_value = "2..2^21")]
+    pub sizes: String,
+    /// Frames per batch (default: --batch-samples / n, at least 1).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Samples per batch when --batch is not given (the pipeline's default batch is 2^18).
+    #[arg(long, default_value_t = 1 << 18)]
+    pub batch_samples: usize,
+    /// Also write the rows as CSV to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Measure and cache a new calibration for `--device auto` (then exit).
+    #[arg(long)]
+    pub calibrate: bool,
+    /// OpenCL device: gpu (best device), auto, opencl:P:D, cpu (CPU engine only), or several
+    /// (gpu:all, a list such as opencl:1:0,opencl:1:1): the table is the first device's, then
+    /// all devices at once (aggregate host-to-host rate, ratio to one device, shares).
+    #[arg(long, default_value = "gpu", value_parser = parse_device)]
+    pub device: DeviceChoice,
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: BenchPrecision,
+    #[arg(long, value_enum, default_value = "real")]
+    pub kind: BenchKind,
+    #[arg(long, value_enum, default_value = "hann")]
+    pub window: WindowKind,
+    #[arg(long, value_enum, default_value = "magnitude")]
+    pub scale: Scale,
+    /// Timed runs per size (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Band powers (as the pipeline's --bands: mel:N, octave, third-octave) summed by each engine
+    /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
+    #[arg(long, value_name = "SPEC")]
+    pub bands: Option<crate::products::bands::BandSpec>,
+    /// Each run of N frames reduced to its sum by the engine (as the pipeline's `--average N`
+    /// of means; on the device for OpenCL); times and errors are of the reduced rows.
+    #[arg(long, value_name = "N")]
+    pub average: Option<u32>,
+    /// Sample rate the bands are laid out for, in Hz.
+    #[arg(long, default_value_t = 48_000.0)]
+    pub rate: f64,
+    /// Skip the CPU engine (for very large batches).
+    #[arg(long)]
+    pub no_cpu: bool,
+    /// With several devices (`--device gpu:all` or a list): milliseconds each device runs alone,
+    /// and all run together, per size.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub run_ms: u64,
+}
+
+/// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes.
+pub fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
+    let one = |t: &str| -> Result<usize, FftdError> {
+        let t = t.trim();
+        let v = match t.split_once('^') {
+            Some((b, e)) => {
+                let b: usize = b.trim().parse().map_err(|_| bad(s))?;
+                let e: u32 = e.trim().parse().map_err(|_| bad(s))?;
+                b.checked_pow(e).ok_or_else(|| bad(s))?
+            }
+            None => t.parse().map_err(|_| bad(s))?,
+        };
+        if v < 2 {
+            return Err(bad(s));
+        }
+        Ok(v)
+    };
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b) = (one(a)?, one(b)?);
+        if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
+            return Err(bad(s));
+        }
+        let mut v = Vec::new();
+        let mut n = a;
+        while n <= b {
+            v.push(n);
+            n *= 2;
+        }
+        Ok(v)
+    } else {
+        s.split(',').map(one).collect()
+    }
+}
+
+fn bad(s: &str) -> FftdError {
+    FftdError::Usage(format!(
+        "invalid --sizes '{s}': expected A..B with powers of two (e.g. 2..2^21) or a comma list"
+    ))
+}
+
+/// One benchmark row.
+#[derive(Clone, Debug, Default)]
+pub struct BenchRow {
+    pub n: usize,
+    pub frames: usize,
+    pub cpu_us: Option<f64>,
+    /// Host to host, batch in the device's pinned memory.
+    pub ocl_us: Option<f64>,
+    /// Host to host, batch in ordinary (pageable) memory.
+    pub paged_us: Option<f64>,
+    pub kernel_us: Option<f64>,
+    pub kernel_gbps: Option<f64>,
+    /// Input bytes per second host to host, pinned / pageable.
+    pub in_gbps: Option<f64>,
+    pub paged_in_gbps: Option<f64>,
+    pub gflops: Option<f64>,
+    pub max_rel_err: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// What one frame size benchmarks: the spec, the batch and what the engines reduce it to.
+struct SizeInputs<T> {
+    spec: TransformSpec,
+    frames: usize,
+    input: Vec<T>,
+    bands: Option<BandWeights>,
+    /// Run lengths of `--average`.
+    lengths: Option<Vec<u32>>,
+    /// Values per batch out.
+    out_len: usize,
+}
+
+impl<T: Sample> SizeInputs<T> {
+    fn new(args: &BenchArgs, n: usize) -> Result<Self, FftdError> {
+        let kind = match args.kind {
+            BenchKind::Real => InputKind::Real,
+            BenchKind::Complex => InputKind::Complex,
+        };
+        let spec = TransformSpec {
+            n,
+            kind,
+            window: args.window,
+            scale: if args.bands.is_some() {
+                Scale::Power
+            } else {
+                args.scale
+            },
+            rate: args.rate,
+        };
+        if args.bands.is_some() && kind == InputKind::Complex {
+            return Err(FftdError::Usage(
+                "--bands with --kind complex: bands are defined on real signals' spectra".into(),
+            ));
+        }
+        let bands = match &args.bands {
+            Some(b) => Some(
+                crate::products::bands::BandMatrix::new(b, n, args.rate)
+                    .map_err(FftdError::Usage)?
+                    .weights(),
+            ),
+            None => None,
+        };
+        let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
+        let lengths = args.average.map(|a| runs_of(frames, a as usize));
+        let rows = lengths.as_ref().map_or(frames, Vec::len);
+        let out_len = rows * bands.as_ref().map_or(spec.values_out(), |b| b.bands());
+        let input: Vec<T> = (0..frames * spec.values_per_frame())
+            .map(|i| {
+                let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                T::of_f64(x as f64 / (1u64 << 24) as f64 - 0.5)
+            })
+            .collect();
+        Ok(SizeInputs {
+            spec,
+            frames,
+            input,
+            bands,
+            lengths,
+            out_len,
+        })
+    }
+
+    fn segments(&self) -> Option<Segments<'_>> {
+        self.lengths.as_deref().map(|lengths| Segments {
+            lengths,
+            op: SegmentOp::Sum,
+        })
+    }
+}
+
+fn bench_size<T: Sample>(
+    args: &BenchArgs,
+    gpu: Option<&mut OpenClEngine<T>>,
+    sized: &SizeInputs<T>,
+) -> Result<BenchRow, FftdError> {
+    let SizeInputs {
+        spec,
+        frames,
+        ref input,
+        out_len,
+        ..
+    } = *sized;
+    let (n, kind) = (spec.n, spec.kind);
+    let runs = sized.segments();
+    let reduce = (sized.bands.as_ref(), runs.as_ref());
+    let reps = args.reps.max(1);
+    let mut row = BenchRow {
+        n,
+        frames,
+        ..Default::default()
+    };
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    let mut cpu_out = Vec::new();
+    if !args.no_cpu {
+        let mut cpu = CpuEngine::<T>::new();
+        cpu_out = vec![T::default(); out_len];
+        transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out).map_err(rt)?;
+        let t: Vec<f64> = (0..reps)
+            .map(|_| {
+                let s = Instant::now();
+                transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out)
+                    .map(|_| s.elapsed().as_secs_f64())
+            })
+            .collect::<Result<_, _>>()
+            .map_err(rt)?;
+        row.cpu_us = Some(median(t) * 1e6 / frames as f64);
+    }
+    if let Some(gpu) = gpu {
+        let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
+        let bytes = in_bytes + (out_len * std::mem::size_of::<T>()) as f64;
+        // ordinary memory: the engine stages the batch through its own pinned buffers
+        let mut paged_out = vec![T::default(); out_len];
+        let (paged, _) = time_gpu(gpu, &spec, (input, frames, reduce), &mut paged_out, reps)?;
+        row.paged_us = Some(paged * 1e6 / frames as f64);
+        row.paged_in_gbps = Some(in_bytes / paged * 1e-9);
+        // the device's pinned memory, as the pipeline packs batches: copied by DMA directly
+        let pinned = gpu.pinned_memory();
+        let mut pin_in = HostBuf::with_capacity(input.len(), pinned.as_ref());
+        pin_in.extend_from_slice(input);
+        let mut out = HostBuf::with_capacity(out_len, pinned.as_ref());
+        out.set_len_for_overwrite(out_len);
+        let (w, kern) = time_gpu(gpu, &spec, (&pin_in, frames, reduce), &mut out, reps)?;
+        row.ocl_us = Some(w * 1e6 / frames as f64);
+        row.in_gbps = Some(in_bytes / w * 1e-9);
+        if let Some(k) = kern {
+            let per_frame_flops = match kind {
+                InputKind::Real => 2.5,
+                InputKind::Complex => 5.0,
+            } * n as f64
+                * (n as f64).log2();
+            row.kernel_us = Some(k * 1e6 / frames as f64);
+            row.kernel_gbps = Some(bytes / k * 1e-9);
+            row.gflops = Some(per_frame_flops * frames as f64 / k * 1e-9);
+        }
+        if out[..] != paged_out[..] {
+            return Err(FftdError::Runtime(format!(
+                "n = {n}: pinned and pageable batches gave different spectra"
+            )));
+        }
+        if !cpu_out.is_empty() {
+            let a: Vec<f64> = out.iter().map(|v| v.into_f64()).collect();
+            let b: Vec<f64> = cpu_out.iter().map(|v| v.into_f64()).collect();
+            row.max_rel_err = Some(match reduce {
+                (None, None) => compare_rows(&a, &b, &spec, 0.0).2,
+                _ => largest_error(&a, &b),
+            });
+        }
+    }
+    Ok(row)
+}
+
+/// Median wall time of `reps` host-to-host transforms (after one warm-up) and, when profiling
+/// gives it, the median kernel time.
+fn time_gpu<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    spec: &TransformSpec,
+    (input, frames, reduce): (&[T], usize, Reduction<'_>),
+    out: &mut [T],
+    reps: usize,
+) -> Result<(f64, Option<f64>), FftdError> {
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    transform_reduced(gpu, spec, input, frames, reduce, out).map_err(rt)?;
+    let (mut wall, mut kern) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let s = Instant::now();
+        transform_reduced(gpu, spec, input, frames, reduce, out).map_err(rt)?;
+        wall.push(s.elapsed().as_secs_f64());
+        if let Some(p) = gpu.last_profile().filter(|p| p.kernel_ns > 0) {
+            kern.push(p.kernel_ns as f64 * 1e-9);
+        }
+    }
+    Ok((median(wall), (!kern.is_empty()).then(|| median(kern))))
+}
+
+/// The largest |a - b| relative to the largest |b| (band rows).
+fn largest_error(a: &[f64], b: &[f64]) -> f64 {
+    let peak = b
+        .iter()
+        .fold(0.0f64, |m, v| m.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / peak)
+        .fold(0.0, f64::max)
+}
+
+/// Runs of `run` frames (the last one shorter) covering `frames`.
+fn runs_of(frames: usize, run: usize) -> Vec<u32> {
+    let run = run.max(1);
+    (0..frames.div_ceil(run))
+        .map(|k| run.min(frames - k * run) as u32)
+        .collect()
+}
+
+/// The OpenCL device instances `choice` names (`auto`/`gpu`: the best device; none for `cpu`).
+fn device_specs(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
+    match choice {
+        DeviceChoice::Cpu => Ok(Vec::new()),
+        DeviceChoice::Auto => device_set::opencl_devices(&DeviceChoice::Gpu),
+        other => device_set::opencl_devices(other),
+    }
+}
+
+/// An engine on `spec`'s device instance; kernel times come from event profiling
+/// (FFTD_OPENCL_PROFILE=0: off, to measure host-to-host times as the pipeline runs them).
+fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError> {
+    let LaneDevice::OpenCl(entry) = spec.device else {
+        return Err(FftdError::Runtime(format!(
+            "{}: not an OpenCL device",
+            spec.label()
+        )));
+    };
+    let mut options = OpenClOptions::from_env();
+    options.profile = std::env::var("FFTD_OPENCL_PROFILE").as_deref() != Ok("0");
+    let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
+    let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
+    OpenClEngine::<T>::on_device(dev, options).map_err(at)
+}
+
+fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
+    let specs = device_specs(&args.device)?;
+    let mut engines = specs
+        .iter()
+        .map(open_engine::<T>)
+        .collect::<Result<Vec<_>, _>>()?;
+    if args.calibrate {
+        return calibrate_devices(&mut engines, &specs);
+    }
+    let sizes = parse_sizes(&args.sizes)?;
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
+        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {}, median of {} runs",
+        T::NAME,
+        args.kind,
+        args.window,
+        args.scale,
+        specs
+            .first()
+            .map_or("none".into(), |s| format!("{} ({})", s.name(), s.label())),
+        args.reps.max(1)
+    );
+    // the same run's reference for host-to-host figures: pinned copies of 256 MiB each way
+    let pcie = match engines.first().map(|g| g.copy_bandwidth(256 << 20, 5)) {
+        Some(Ok((h2d, d2h))) => {
+            let _ = writeln!(
+                head,
+                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
+                h2d * 1e-9,
+                d2h * 1e-9
+            );
+            Some(h2d * 1e-9)
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(head, "pinned copies: not measured ({e})");
+            None
+        }
+        None => None,
+    };
+    let several = engines.len() > 1;
+    let mut table = table_head();
+    let mut together = String::new();
+    if several {
+        let labels: Vec<String> = specs.iter().map(LaneSpec::label).collect();
+        let _ = writeln!(
+            together,
+            "\nall devices at once ({}), host to host, pinned batches, {} ms alone and {} ms together per size:\n{:>9} {:>7} {:>12} {:>10} {:>10} {:>8}  shares",
+            labels.join(", "),
+            args.run_ms,
+            args.run_ms,
+            "n", "frames", "one_us/fr", "all_us/fr", "all_GB/s", "all/one"
+        );
+    }
+    let mut csv = String::from(CSV_HEAD);
+    let mut rows = Vec::new();
+    for n in sizes {
+        let sized = SizeInputs::<T>::new(args, n)?;
+        let row = bench_size::<T>(args, engines.first_mut(), &sized)?;
+        let all = match several {
+            true => Some(bench_together(&mut engines, &sized, args)?),
+            false => None,
+        };
+        let line = table_line(&row, pcie);
+        eprintln!("{line}");
+        let _ = writeln!(table, "{line}");
+        if let Some(all) = &all {
+            let line = together_line(all, &specs, &sized);
+            eprintln!("{line}");
+            let _ = writeln!(together, "{line}");
+        }
+        csv_line(&mut csv, (&row, &sized), all.as_ref(), (pcie, args), &specs);
+        rows.push(row);
+    }
+    let _ = writeln!(head);
+    let _ = write!(head, "{table}");
+    let _ = writeln!(head, "{}", break_even_line(&rows, args));
+    let _ = write!(head, "{together}");
+    emit(&head)?;
+    if let Some(path) = &args.csv {
+        std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
+    }
+    Ok(())
+}
+
+fn table_head() -> String {
+    format!(
+        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}\n",
+        "n",
+        "frames",
+        "cpu_us/fr",
+        "ocl_us/fr",
+        "page_us/fr",
+        "kern_us/fr",
+        "kern_GB/s",
+        "in_GB/s",
+        "page_GB/s",
+        "%pcie",
+        "GFLOPS",
+        "cpu/ocl",
+        "max_err"
+    )
+}
+
+const CSV_HEAD: &str = "n,frames,precision,kind,cpu_us_per_frame,opencl_us_per_frame,opencl_pageable_us_per_frame,opencl_kernel_us_per_frame,kernel_gbps,input_gbps,pageable_input_gbps,pcie_percent,kernel_gflops,cpu_over_opencl,max_rel_err,devices,all_devices_us_per_frame,all_devices_input_gbps,all_over_one,device_shares\n";
+
+fn fixed(v: Option<f64>, p: usize) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.p$}"))
+}
+
+/// CPU over OpenCL (host to host), and the input rate's share of the pinned copy rate.
+fn ratios(row: &BenchRow, pcie: Option<f64>) -> (Option<f64>, Option<f64>) {
+    let speed = match (row.cpu_us, row.ocl_us) {
+        (Some(c), Some(o)) if o > 0.0 => Some(c / o),
+        _ => None,
+    };
+    let pct = match (row.in_gbps, pcie) {
+        (Some(g), Some(p)) if p > 0.0 => Some(100.0 * g / p),
+        _ => None,
+    };
+    (speed, pct)
+}
+
+fn table_line(row: &BenchRow, pcie: Option<f64>) -> String {
+    let (speed, pct) = ratios(row, pcie);
+    let f = fixed;
+    format!(
+        "{:>9} {:>7} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9} {:>9} {:>6} {:>8} {:>8} {:>8}",
+        row.n,
+        row.frames,
+        f(row.cpu_us, 3),
+        f(row.ocl_us, 3),
+        f(row.paged_us, 3),
+        f(row.kernel_us, 4),
+        f(row.kernel_gbps, 1),
+        f(row.in_gbps, 2),
+        f(row.paged_in_gbps, 2),
+        f(pct, 1),
+        f(row.gflops, 1),
+        f(speed, 2),
+        row.max_rel_err.map_or("-".into(), |e| format!("{e:.1e}"))
+    )
+}
+
+/// Input bytes of one frame.
+fn frame_bytes<T>(sized: &SizeInputs<T>) -> f64 {
+    (sized.spec.values_per_frame() * std::mem::size_of::<T>()) as f64
+}
+
+fn together_line<T>(all: &AllDevicesRow, specs: &[LaneSpec], sized: &SizeInputs<T>) -> String {
+    let shares: Vec<String> = specs
+        .iter()
+        .zip(all.shares())
+        .map(|(s, pct)| format!("{} {pct:.0}%", s.label()))
+        .collect();
+    format!(
+        "{:>9} {:>7} {:>12.4} {:>10.4} {:>10.2} {:>8.2}  {}",
+        all.n,
+        all.frames,
+        1e6 / all.best_alone().max(f64::MIN_POSITIVE),
+        1e6 / all.total().max(f64::MIN_POSITIVE),
+        all.total() * frame_bytes(sized) * 1e-9,
+        all.speedup(),
+        shares.join(", ")
+    )
+}
+
+fn csv_line<T: Sample>(
+    csv: &mut String,
+    (row, sized): (&BenchRow, &SizeInputs<T>),
+    all: Option<&AllDevicesRow>,
+    (pcie, args): (Option<f64>, &BenchArgs),
+    specs: &[LaneSpec],
+) {
+    let (speed, pct) = ratios(row, pcie);
+    let c = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
+    let labels: Vec<String> = specs.iter().map(LaneSpec::label).collect();
+    let (all_us, all_gbps, over_one, shares) = match all {
+        Some(a) => {
+            let shares: Vec<String> = labels
+                .iter()
+                .zip(a.shares())
+                .map(|(l, p)| format!("{l}={p:.1}"))
+                .collect();
+            (
+                Some(1e6 / a.total().max(f64::MIN_POSITIVE)),
+                Some(a.total() * frame_bytes(sized) * 1e-9),
+                Some(a.speedup()),
+                shares.join(" "),
+            )
+        }
+        None => (None, None, None, String::new()),
+    };
+    let _ = writeln!(
+        csv,
+        "{},{},{},{:?},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        row.n,
+        row.frames,
+        T::NAME,
+        args.kind,
+        c(row.cpu_us),
+        c(row.ocl_us),
+        c(row.paged_us),
+        c(row.kernel_us),
+        c(row.kernel_gbps),
+        c(row.in_gbps),
+        c(row.paged_in_gbps),
+        c(pct),
+        c(row.gflops),
+        c(speed),
+        c(row.max_rel_err),
+        labels.join(" "),
+        c(all_us),
+        c(all_gbps),
+        c(over_one),
+        shares
+    );
+}
+
+/// Every device alone, then all at once, on `sized`'s batch.
+fn bench_together<T: Sample>(
+    engines: &mut [OpenClEngine<T>],
+    sized: &SizeInputs<T>,
+    args: &BenchArgs,
+) -> Result<AllDevicesRow, FftdError> {
+    let runs = sized.segments();
+    let plan = all_devices::BatchPlan {
+        spec: sized.spec,
+        input: &sized.input,
+        frames: sized.frames,
+        reduce: (sized.bands.as_ref(), runs.as_ref()),
+        out_len: sized.out_len,
+    };
+    let window = std::time::Duration::from_millis(args.run_ms.max(1));
+    all_devices::bench_all(engines, &plan, window)
+}
+
+/// `--calibrate`: a new calibration for each device model (identical devices share one).
+fn calibrate_devices<T: Sample>(
+    engines: &mut [OpenClEngine<T>],
+    specs: &[LaneSpec],
+) -> Result<(), FftdError> {
+    if engines.is_empty() {
+        return Err(FftdError::Usage(
+            "--calibrate needs an OpenCL device (--device gpu/gpu:all/auto/opencl:P:D or a list)"
+                .into(),
+        ));
+    }
+    let mut text = String::new();
+    let mut done: Vec<calibrate::CalibrationKey> = Vec::new();
+    for (g, spec) in engines.iter_mut().zip(specs) {
+        let key = calibrate::CalibrationKey::new::<T>(g.device());
+        if done.contains(&key) {
+            let _ = writeln!(
+                text,
+                "{}: same model and driver as above, same calibration\n",
+                spec.label()
+            );
+            continue;
+        }
+        let cal = calibrate::obtain(g, true, true).map_err(FftdError::Runtime)?;
+        let path = cal.save().map_err(FftdError::Runtime)?;
+        let _ = writeln!(
+            text,
+            "calibration for {} {} ({}) saved to {}",
+            spec.label(),
+            cal.key.device,
+            T::NAME,
+            path.display()
+        );
+        let _ = writeln!(
+            text,
+            "{:>9} {:>7} {:>12} {:>12}",
+            "n", "frames", "cpu_ms", "opencl_ms"
+        );
+        for p in &cal.points {
+            let _ = writeln!(
+                text,
+                "{:>9} {:>7} {:>12.4} {:>12.4}",
+                p.n,
+                p.frames,
+                p.cpu_s * 1e3,
+                p.gpu_s * 1e3
+            );
+        }
+        let _ = writeln!(text);
+        done.push(key);
+    }
+    emit(&text)
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) ends the output quietly.
+fn emit(text: &str) -> Result<(), FftdError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(FftdError::io("<stdout>", e)),
+    }
+}
+
+/// "break-even: ..." — the smallest size from which OpenCL (host to host) beats the CPU engine
+/// at every larger size measured, for this batch length.
+fn break_even_line(rows: &[BenchRow], args: &BenchArgs) -> String {
+    let batch = match args.batch {
+        Some(b) => format!("{b} frames per batch"),
+        None => format!("{} samples per batch", args.batch_samples),
+    };
+    let faster: Vec<(usize, bool)> = rows
+        .iter()
+        .filter_map(|r| Some((r.n, r.ocl_us? < r.cpu_us?)))
+        .collect();
+    if faster.is_empty() {
+        return "break-even: not measured (needs both CPU and OpenCL timings)".into();
+    }
+    let from = faster.iter().rposition(|(_, f)| !*f).map_or(0, |i| i + 1);
+    match faster.get(from) {
+        None => format!("break-even ({batch}): the CPU engine is faster at every size measured"),
+        Some((n, _)) if from == 0 => {
+            format!("break-even ({batch}): OpenCL is faster at every size measured (from n = {n})")
+        }
+        Some((n, _)) => {
+            format!("break-even ({batch}): OpenCL (copies included) is faster from n = {n} upwards")
+        }
+    }
+}
+
+/// Runs `fftd bench` with `args`.
+pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
+    match args.precision {
+        BenchPrecision::F32 => run_typed::<f32>(args),
+        BenchPrecision::F64 => run_typed::<f64>(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_sizes("2..16").ok(), Some(vec![2, 4, 8, 16]));
+        assert_eq!(parse_sizes("2^10..2^11").ok(), Some(vec![1024, 2048]));
+        assert_eq!(parse_sizes("1000,4096").ok(), Some(vec![1000, 4096]));
+        assert!(parse_sizes("3..16").is_err());
+        assert!(parse_sizes("x").is_err());
+    }
+}

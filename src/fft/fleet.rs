@@ -1,0 +1,205 @@
+//! The devices of one run while it runs. Each device instance (the CPU engines, or one OpenCL
+//! device instance) is a `Lane`: its label, whether it has failed, what it has done (batches,
+//! frames, busy time, for `--stats`) and how fast it is expected to be (`LaneSpeed`, for the
+//! pipeline's dispatcher). The `Fleet` holds the lanes that take batches, so a lane whose device
+//! fails knows whether another lane can take its batches over (the pipeline then hands them on)
+//! or whether it must compute them on its own CPU engine, and says so in one warning.
+
+use super::calibrate::Calibration;
+use super::EngineError;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What one lane has done (all counts since the start of the run).
+#[derive(Debug, Default)]
+pub struct LaneCounters {
+    /// Batches its workers finished.
+    pub batches: AtomicU64,
+    /// Frames in those batches.
+    pub frames: AtomicU64,
+    /// Nanoseconds its workers spent in their engines, summed over workers.
+    pub busy_ns: AtomicU64,
+    /// Batches it handed to other lanes after its device failed.
+    pub handed_off: AtomicU64,
+    /// Frames its workers computed on their CPU engine (unsupported sizes, `auto`'s choice, or
+    /// after a device failure with no other device left).
+    pub cpu_frames: AtomicU64,
+}
+
+/// One device instance of the run.
+#[derive(Debug)]
+pub struct Lane {
+    /// `cpu`, `opencl:P:D` or `opencl:P:D#I` (see `device_set`).
+    pub label: String,
+    /// "CPU engine" or the OpenCL device's name.
+    pub name: String,
+    pub is_cpu: bool,
+    /// FFT worker threads (engines) of this lane.
+    pub workers: usize,
+    failed: AtomicBool,
+    pub counters: LaneCounters,
+}
+
+impl Lane {
+    pub fn new(label: String, name: String, is_cpu: bool, workers: usize) -> Arc<Self> {
+        Arc::new(Lane {
+            label,
+            name,
+            is_cpu,
+            workers,
+            failed: AtomicBool::new(false),
+            counters: LaneCounters::default(),
+        })
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// "label (name)".
+    pub fn title(&self) -> String {
+        if self.is_cpu {
+            self.label.clone()
+        } else {
+            format!("{} ({})", self.label, self.name)
+        }
+    }
+}
+
+/// The lanes that take batches in one run.
+#[derive(Debug, Default)]
+pub struct Fleet {
+    lanes: Mutex<Vec<Arc<Lane>>>,
+    /// Whether a failed lane's batches may go to the other lanes (the pipeline's dispatcher does
+    /// that); otherwise each lane falls back on its own CPU engine.
+    handoff: bool,
+}
+
+impl Fleet {
+    /// `handoff`: the caller hands a failed lane's batches to the others
+    /// (`EngineError::HandOff`).
+    pub fn new(handoff: bool) -> Arc<Self> {
+        Arc::new(Fleet {
+            lanes: Mutex::new(Vec::new()),
+            handoff,
+        })
+    }
+
+    /// Adds a lane that takes batches from now on.
+    pub fn join(&self, lane: &Arc<Lane>) {
+        if let Ok(mut lanes) = self.lanes.lock() {
+            lanes.push(lane.clone());
+        }
+    }
+
+    /// Every lane that joined, in order.
+    pub fn lanes(&self) -> Vec<Arc<Lane>> {
+        self.lanes.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The labels of the lanes other than `from` that have not failed, when hand-offs are on.
+    fn takers(&self, from: &Lane) -> Vec<String> {
+        if !self.handoff {
+            return Vec::new();
+        }
+        self.lanes()
+            .iter()
+            .filter(|l| !std::ptr::eq(l.as_ref(), from) && !l.failed())
+            .map(|l| l.label.clone())
+            .collect()
+    }
+
+    /// Whether another lane can take `from`'s batches.
+    pub fn takes_over(&self, from: &Lane) -> bool {
+        !self.takers(from).is_empty()
+    }
+
+    /// Marks `lane` failed; the first time, one warning names it, the error and where its
+    /// batches go now.
+    pub fn fail(&self, lane: &Lane, error: &EngineError) {
+        if lane.failed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let takers = self.takers(lane);
+        let next = match takers.as_slice() {
+            [] => "this batch and all later ones run on the CPU engine".to_string(),
+            [one] => format!("its batches go to {one}"),
+            many => format!("its batches go to {}", many.join(", ")),
+        };
+        tracing::warn!("{}: {error}; {next}", lane.title());
+    }
+}
+
+/// How long a lane is expected to take for a batch, to spread batches in proportion to speed.
+#[derive(Clone, Debug)]
+pub enum LaneSpeed {
+    /// Nothing measured: the same time per unit of work (n log2 n per frame) on every lane,
+    /// so equal shares (the dispatcher's backlog still favours whichever lane finishes first).
+    Even,
+    /// From a calibration of this device (`calibrate`).
+    Measured(Arc<Calibration>, SpeedSide),
+}
+
+/// Which side of a calibration a lane runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpeedSide {
+    /// An OpenCL lane, host to host; `routed`: `auto`'s lanes also send a batch to their CPU
+    /// engine when that is predicted faster.
+    OpenCl { routed: bool },
+    /// The CPU engines, `workers` of them in parallel.
+    Cpu { workers: usize },
+}
+
+impl LaneSpeed {
+    /// Predicted seconds for the lane to get through a batch of `frames` frames of size `n`.
+    pub fn seconds(&self, n: usize, frames: usize) -> f64 {
+        match self {
+            LaneSpeed::Even => {
+                let n = n.max(2) as f64;
+                frames as f64 * n * n.log2() * 1e-9
+            }
+            LaneSpeed::Measured(cal, side) => {
+                let (cpu, gpu) = cal.predict(n, frames);
+                match side {
+                    SpeedSide::OpenCl { routed: false } => gpu,
+                    SpeedSide::OpenCl { routed: true } => gpu.min(cpu),
+                    SpeedSide::Cpu { workers } => cpu / (*workers).max(1) as f64,
+                }
+            }
+        }
+    }
+
+    /// Whether this is a measured speed (the dispatcher compares lanes only when all are).
+    pub fn is_measured(&self) -> bool {
+        matches!(self, LaneSpeed::Measured(..))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault() -> EngineError {
+        EngineError::Device {
+            engine: "opencl",
+            what: "lost".into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_lane_is_taken_over_only_by_live_lanes_when_handing_off() {
+        let fleet = Fleet::new(true);
+        let a = Lane::new("opencl:0:0#1".into(), "dev".into(), false, 1);
+        let b = Lane::new("opencl:0:0#2".into(), "dev".into(), false, 1);
+        fleet.join(&a);
+        fleet.join(&b);
+        assert!(fleet.takes_over(&a));
+        fleet.fail(&b, &fault());
+        assert!(b.failed());
+        assert!(!fleet.takes_over(&a), "b failed: nobody takes a's batches");
+        let solo = Fleet::new(false);
+        solo.join(&a);
+        solo.join(&Lane::new("cpu".into(), "CPU engine".into(), true, 2));
+        assert!(!solo.takes_over(&a), "no hand-offs without a dispatcher");
+    }
+}

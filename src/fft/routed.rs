@@ -1,0 +1,180 @@
+//! `RoutedEngine`: one worker's OpenCL engine with a CPU engine beside it. Each batch goes to
+//! OpenCL (`Policy::Always`) or to whichever engine a calibration predicts faster
+//! (`Policy::Calibrated`, `auto`); sizes the device does not take go to the CPU with one info
+//! line. When the device fails (build error, out of memory, fault mid-stream), its lane is
+//! marked failed with one warning (`fleet::Fleet::fail`), and this batch and every later one of
+//! the lane's workers either go back to the caller as `EngineError::HandOff` — when another lane
+//! of the fleet can take them (the pipeline hands them on) — or run on the CPU engine here. The
+//! failed batch is recomputed whole, so no frame is lost, duplicated or reordered.
+
+use super::calibrate::Calibration;
+use super::cpu::CpuEngine;
+use super::fleet::{Fleet, Lane};
+use super::opencl::OpenClEngine;
+use super::router::info_once;
+use super::{BandWeights, Engine, EngineError, PinnedMemory, Sample, Segments, TransformSpec};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// How a routed engine picks between its OpenCL and CPU engines.
+#[derive(Clone)]
+pub enum Policy {
+    /// Every supported batch on OpenCL (`gpu`, `gpu:all`, `opencl:P:D`, lists).
+    Always,
+    /// The engine the calibration predicts faster (`auto`).
+    Calibrated(Arc<Calibration>),
+}
+
+/// An OpenCL engine with the CPU engine as fallback, for one worker of one lane.
+pub struct RoutedEngine<T: Sample> {
+    cpu: CpuEngine<T>,
+    gpu: Option<OpenClEngine<T>>,
+    policy: Policy,
+    /// The lane this worker belongs to (shared by its workers: a failure is the lane's).
+    lane: Arc<Lane>,
+    fleet: Arc<Fleet>,
+    /// (n, log2 frames) pairs whose routing decision has been logged.
+    decided: HashSet<(usize, u32)>,
+}
+
+impl<T: Sample> RoutedEngine<T> {
+    pub fn new(gpu: OpenClEngine<T>, policy: Policy, lane: Arc<Lane>, fleet: Arc<Fleet>) -> Self {
+        RoutedEngine {
+            cpu: CpuEngine::new(),
+            gpu: Some(gpu),
+            policy,
+            lane,
+            fleet,
+            decided: HashSet::new(),
+        }
+    }
+
+    fn use_gpu(&mut self, spec: &TransformSpec, frames: usize) -> bool {
+        let Some(gpu) = &self.gpu else {
+            return false;
+        };
+        if let Err(e) = gpu.supports(spec) {
+            info_once(
+                format!("unsupported {} {} {:?}", spec.n, T::NAME, spec.kind),
+                &format!("{e}; these frames go to the CPU engine"),
+            );
+            return false;
+        }
+        match &self.policy {
+            Policy::Always => true,
+            Policy::Calibrated(cal) => {
+                let (c, g) = cal.predict(spec.n, frames);
+                let bucket = usize::BITS - frames.leading_zeros();
+                if self.decided.insert((spec.n, bucket)) {
+                    tracing::debug!(
+                        lane = %self.lane.label,
+                        n = spec.n,
+                        frames,
+                        cpu_ms = c * 1e3,
+                        opencl_ms = g * 1e3,
+                        "auto routes to {}",
+                        if g < c { "opencl" } else { "cpu" }
+                    );
+                }
+                g < c
+            }
+        }
+    }
+
+    /// After the lane's device failed: hand the batch on when another lane takes it.
+    fn hand_off(&mut self) -> Result<(), EngineError> {
+        self.gpu = None;
+        if self.fleet.takes_over(&self.lane) {
+            return Err(EngineError::HandOff {
+                lane: self.lane.label.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs `call` on the OpenCL engine when the policy says so, else (or when it cannot take
+    /// the batch) on the CPU engine; a device fault fails the lane (see the module comment).
+    fn route(
+        &mut self,
+        spec: &TransformSpec,
+        frames: usize,
+        call: &mut dyn FnMut(&mut dyn Engine<T>) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        if self.lane.failed() {
+            self.hand_off()?;
+        }
+        if self.use_gpu(spec, frames) {
+            if let Some(gpu) = self.gpu.as_mut() {
+                match call(gpu) {
+                    Ok(()) => return Ok(()),
+                    Err(EngineError::Unsupported { what, .. }) => info_once(
+                        format!("unsupported {what}"),
+                        &format!(
+                            "OpenCL engine: unsupported {what}; these frames go to the CPU engine"
+                        ),
+                    ),
+                    Err(e) => {
+                        self.fleet.fail(&self.lane, &e);
+                        self.hand_off()?;
+                    }
+                }
+            }
+        }
+        let counters = &self.lane.counters;
+        counters
+            .cpu_frames
+            .fetch_add(frames as u64, Ordering::Relaxed);
+        call(&mut self.cpu)
+    }
+}
+
+impl<T: Sample> Engine<T> for RoutedEngine<T> {
+    fn name(&self) -> String {
+        match &self.gpu {
+            Some(g) => format!("{}+cpu", g.name()),
+            None => "cpu".into(),
+        }
+    }
+
+    fn transform(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| e.transform(spec, input, frames, out))
+    }
+
+    fn transform_bands(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: &BandWeights,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| {
+            e.transform_bands(spec, input, frames, bands, out)
+        })
+    }
+
+    fn transform_segments(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: Option<&BandWeights>,
+        segments: &Segments<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames, &mut |e| {
+            e.transform_segments(spec, input, frames, bands, segments, out)
+        })
+    }
+
+    fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
+        self.gpu.as_ref().and_then(|g| g.pinned_memory())
+    }
+}

@@ -1,0 +1,350 @@
+//! Several OpenCL devices at once, through the whole binary, on the one device CI has (PoCL):
+//! the same device listed twice (`--device D,D`) is two independent engines, so these tests see
+//! the spreading, the ordering and a failure of one device mid-stream exactly as two GPUs would.
+//! Output must be byte-identical to `--device D` alone; `--stats` must show both devices took a
+//! share; a device that fails hands its batches to the other (one warning naming it, still
+//! byte-identical); both failing leaves the CPU engine, every row then being exactly the OpenCL
+//! row or exactly the CPU row.
+
+mod common;
+mod opencl_common;
+
+use common::*;
+use std::path::Path;
+use std::process::Output;
+
+/// The device the tests list twice (`--device gpu`'s), or None when OpenCL tests may skip.
+fn device() -> Option<String> {
+    opencl_common::test_device().map(|d| d.info.address())
+}
+
+/// fftd with the kernel cache of the other OpenCL tests and warnings only.
+fn fftd_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = fftd();
+    if std::env::var_os("POCL_CACHE_DIR").is_none() {
+        cmd.env(
+            "POCL_CACHE_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/pocl-cache"),
+        );
+    }
+    cmd.args(args).envs(env.iter().copied());
+    let out = cmd.output().expect("fftd runs");
+    assert!(
+        out.status.success(),
+        "{args:?} {env:?}: {}",
+        stderr_text(&out)
+    );
+    out
+}
+
+fn write_f32(path: &Path, values: &[f64]) {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|v| (*v as f32).to_le_bytes())
+        .collect();
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// Frames per input file of the multi-file job.
+const FILE_FRAMES: usize = 3000;
+
+/// Four raw inputs (range-read: several readers fill batches at once), 3000 frames of 256 each.
+fn four_files(dir: &Path) -> Vec<String> {
+    (0..4)
+        .map(|k| {
+            let path = dir.join(format!("in{k}.f32"));
+            write_f32(
+                &path,
+                &noise(256 * (FILE_FRAMES - 1) + 7 + 50 * k, 40 + k as u64),
+            );
+            path.to_str().expect("utf8").to_string()
+        })
+        .collect()
+}
+
+/// The multi-file job's flags: 32 frames per batch, one worker per device, f32 files.
+fn multi_file_args(files: &[String]) -> Vec<&str> {
+    let mut args: Vec<&str> = files.iter().flat_map(|f| ["--file", f.as_str()]).collect();
+    args.extend([
+        "--frame",
+        "256",
+        "--batch",
+        "32",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+    ]);
+    args
+}
+
+/// Runs the multi-file job on `device` into a fresh folder: every stream's spectra, one after
+/// the other, and stderr.
+fn run_job(args: &[&str], device: &str, env: &[(&str, &str)]) -> (Vec<u8>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().to_str().expect("utf8");
+    let out = fftd_run(
+        &[
+            args,
+            &["--device", device, "--stats", "--output-dir", out_dir],
+        ]
+        .concat(),
+        env,
+    );
+    let bytes = (0..4)
+        .flat_map(|k| std::fs::read(dir.path().join(format!("in{k}.f32"))).expect("output"))
+        .collect();
+    (bytes, stderr_text(&out))
+}
+
+/// Bytes of one output row (129 f32 bins).
+const ROW_BYTES: usize = 129 * 4;
+
+/// One device's part of the `fftd devices:` line of `--stats`: (frames, frames on its CPU
+/// engines, failed, batches handed on).
+#[derive(Debug, Default)]
+struct Share {
+    frames: u64,
+    cpu_frames: u64,
+    failed: bool,
+    handed: u64,
+}
+
+/// The `fftd devices:` line's part for `label` (e.g. "opencl:0:0#2").
+fn share(stderr: &str, label: &str) -> Share {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("fftd devices: "))
+        .unwrap_or_else(|| panic!("no devices line: {stderr}"));
+    let part = line
+        .trim_start_matches("fftd devices: ")
+        .split("; ")
+        .find(|p| p.starts_with(&format!("{label} ")))
+        .unwrap_or_else(|| panic!("{label} not in {line}"));
+    let number_before = |what: &str| -> u64 {
+        part.split(what)
+            .next()
+            .and_then(|head| head.rsplit([' ', '(']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    Share {
+        frames: number_before(" frames ("),
+        cpu_frames: number_before(" frames on its CPU engines"),
+        failed: part.contains("failed"),
+        handed: number_before(" batches handed"),
+    }
+}
+
+fn warnings(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains("WARN")).collect()
+}
+
+#[test]
+fn two_engines_spread_a_multi_file_job_and_give_the_same_bytes() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = four_files(dir.path());
+    let args = multi_file_args(&files);
+    let (one, _) = run_job(&args, &dev, &[]);
+    let (two, err) = run_job(&args, &format!("{dev},{dev}"), &[]);
+    assert_eq!(
+        one.len(),
+        4 * FILE_FRAMES * ROW_BYTES,
+        "every frame written"
+    );
+    assert!(one == two, "two engines changed the output");
+    let (a, b) = (
+        share(&err, &format!("{dev}#1")),
+        share(&err, &format!("{dev}#2")),
+    );
+    assert!(
+        a.frames > 0 && b.frames > 0,
+        "both devices take a share: {err}"
+    );
+    assert_eq!(a.frames + b.frames, 4 * FILE_FRAMES as u64, "{err}");
+    assert!(warnings(&err).is_empty(), "{err}");
+}
+
+#[test]
+fn two_engines_keep_a_single_stream_in_order() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // text input: read sequentially, batched by the batcher
+    let input = dir.path().join("x.txt");
+    let samples = 256 * 300 + 5;
+    write_text_samples(&input, &noise(samples, 9));
+    let frames = (samples - 256).div_ceil(128) + 1;
+    let p = input.to_str().expect("utf8");
+    let args = [
+        "--file",
+        p,
+        "--frame",
+        "256",
+        "--hop",
+        "128",
+        "--batch",
+        "8",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+    ];
+    let one = fftd_run(&[&args[..], &["--device", &dev]].concat(), &[]);
+    let twice = format!("{dev},{dev}");
+    let two = fftd_run(&[&args[..], &["--device", &twice, "--stats"]].concat(), &[]);
+    assert_eq!(one.stdout.len(), frames * 129 * 4, "every frame written");
+    assert!(one.stdout == two.stdout, "frames out of order or changed");
+    let err = stderr_text(&two);
+    let (a, b) = (
+        share(&err, &format!("{dev}#1")),
+        share(&err, &format!("{dev}#2")),
+    );
+    assert!(a.frames > 0 && b.frames > 0, "{err}");
+}
+
+// The first device of the list always gets the first batch, and a second one before the other
+// device could finish the job, so its fault after one batch comes mid-stream whatever the
+// start-up times (each instance builds its kernels at its first batch).
+
+#[test]
+fn a_device_failing_mid_stream_hands_its_batches_to_the_other() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = four_files(dir.path());
+    let args = multi_file_args(&files);
+    let (one, _) = run_job(&args, &dev, &[]);
+    let first = format!("{dev}#1");
+    let fault = format!("{first}@1");
+    let (faulty, err) = run_job(
+        &args,
+        &format!("{dev},{dev}"),
+        &[("FFTD_FAULT_AFTER_BATCHES", &fault)],
+    );
+    assert!(
+        one == faulty,
+        "a failed device lost, duplicated, reordered or changed frames"
+    );
+    let warned = warnings(&err);
+    assert_eq!(warned.len(), 1, "one warning: {err}");
+    assert!(
+        warned[0].contains(&first) && warned[0].contains(&format!("go to {dev}#2")),
+        "{err}"
+    );
+    let (a, b) = (share(&err, &first), share(&err, &format!("{dev}#2")));
+    assert!(a.failed && !b.failed, "{err}");
+    assert_eq!(a.frames, 32, "it failed mid-stream, after 1 batch: {err}");
+    assert!(
+        a.handed >= 1,
+        "the failed batch went to the other device: {err}"
+    );
+    assert_eq!(a.cpu_frames + b.cpu_frames, 0, "no batch on the CPU: {err}");
+    assert_eq!(b.frames, 4 * FILE_FRAMES as u64 - 32, "{err}");
+}
+
+#[test]
+fn both_devices_failing_leave_the_cpu_and_every_row_intact() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = four_files(dir.path());
+    let args = multi_file_args(&files);
+    let (opencl, _) = run_job(&args, &dev, &[]);
+    let (cpu, _) = run_job(&args, "cpu", &[]);
+    // the first instance fails after one batch, the second at its first
+    let fault = format!("{dev}#1@1,{dev}#2@0");
+    let (got, err) = run_job(
+        &args,
+        &format!("{dev},{dev}"),
+        &[("FFTD_FAULT_AFTER_BATCHES", &fault)],
+    );
+    assert_eq!(got.len(), opencl.len());
+    let mut rows_on = (0, 0);
+    let rows = got.chunks(ROW_BYTES).zip(opencl.chunks(ROW_BYTES));
+    for ((g, o), c) in rows.zip(cpu.chunks(ROW_BYTES)) {
+        assert!(g == o || g == c, "a row is neither OpenCL's nor the CPU's");
+        rows_on.0 += usize::from(g == o);
+        rows_on.1 += usize::from(g != o);
+    }
+    assert!(
+        rows_on.0 >= 32 && rows_on.1 > 0,
+        "OpenCL then the CPU: {rows_on:?}"
+    );
+    let warned = warnings(&err);
+    assert_eq!(warned.len(), 2, "one warning per device: {err}");
+    assert!(
+        warned.iter().any(|w| w.contains("run on the CPU engine")),
+        "{err}"
+    );
+    let (a, b) = (
+        share(&err, &format!("{dev}#1")),
+        share(&err, &format!("{dev}#2")),
+    );
+    assert!(a.failed && b.failed, "{err}");
+    assert!(a.cpu_frames + b.cpu_frames > 0, "{err}");
+}
+
+#[test]
+fn gpu_all_falls_back_like_gpu_and_bad_lists_name_the_entry() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(4096 * 20, 3));
+    let p = input.to_str().expect("utf8");
+    let args = ["--file", p, "--frame", "1024", "--format", "f32"];
+    let gpu = fftd_run(&[&args[..], &["--device", "gpu"]].concat(), &[]);
+    let all = fftd_run(
+        &[&args[..], &["--device", "gpu:all"]].concat(),
+        &[("RUST_LOG", "fftd=info")],
+    );
+    assert!(gpu.stdout == all.stdout);
+    let has_gpu = fftd::fft::opencl::device::all_devices()
+        .iter()
+        .any(|d| d.info.is_gpu);
+    if !has_gpu {
+        assert!(
+            stderr_text(&all).contains("no GPU-type OpenCL device"),
+            "{}",
+            stderr_text(&all)
+        );
+    }
+    for (list, says) in [
+        ("opencl:9:9,cpu", "entry 1 (opencl:9:9)"),
+        ("cpu,opencl:0:99", "entry 2 (opencl:0:99)"),
+        ("cpu,,gpu", "entry 2 is empty"),
+        ("cpu,auto", "entry 2 'auto'"),
+        ("cpu,cpu", "listed twice"),
+    ] {
+        let out = run(&[&args[..], &["--device", list]].concat());
+        assert_clean_error(&out, 2, &[says]);
+    }
+    let devices = run(&["devices"]);
+    assert!(
+        stdout_text(&devices).contains("--device gpu:all uses"),
+        "{}",
+        stdout_text(&devices)
+    );
+    let _ = dev;
+}
+
+#[test]
+fn bench_runs_every_device_at_once_and_reports_shares() {
+    let Some(dev) = device() else { return };
+    let twice = format!("{dev},{dev}");
+    let out = fftd_run(
+        &[
+            "bench", "--device", &twice, "--sizes", "1024", "--reps", "1", "--run-ms", "50",
+        ],
+        &[],
+    );
+    let text = stdout_text(&out);
+    assert!(text.contains("all devices at once"), "{text}");
+    let row = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("1024 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains(&format!("{dev}#1 ")) && row.contains(&format!("{dev}#2 ")),
+        "{row}"
+    );
+}
