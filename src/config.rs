@@ -482,6 +482,7 @@ impl Settings {
             o.output = None;
             o.format = Some(o.format.unwrap_or(OutputFormat::F32));
             o.input_format = None;
+            o.idle_exit = None;
             return Ok(Settings {
                 input: Input::Nats(io.input.clone()),
                 fleet,

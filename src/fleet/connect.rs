@@ -163,7 +163,7 @@ fn readable(flag: &str, path: &std::path::Path) -> Result<()> {
 fn log_event(event: Event) {
     match event {
         Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
-        Event::Connected => tracing::info!("NATS connection (re)established"),
+        Event::Connected => tracing::debug!("NATS connection established"),
         Event::ServerError(e) => tracing::warn!("NATS server error: {e}"),
         Event::ClientError(e) => tracing::warn!("NATS client error: {e}"),
         other => tracing::debug!("NATS event: {other}"),

@@ -19,7 +19,8 @@ use std::time::Duration;
 /// The work stream's durable pull consumer; one line naming the stream or consumer missing.
 pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result<PullConsumer> {
     let work = js.get_stream(stream).await.map_err(|e| {
-        let missing = matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND);
+        let missing = matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
+            || e.to_string().contains("stream not found");
         match missing {
             true => FftdError::Runtime(format!(
                 "no JetStream stream '{stream}' on the server (create it with fftd fleet setup)"
@@ -31,7 +32,8 @@ pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result
         }
     })?;
     work.consumer_info(consumer).await.map_err(|e| {
-        let missing = matches!(e.kind(), ConsumerInfoErrorKind::JetStream(j) if j.error_code() == ErrorCode::CONSUMER_NOT_FOUND);
+        let missing = matches!(e.kind(), ConsumerInfoErrorKind::JetStream(j) if j.error_code() == ErrorCode::CONSUMER_NOT_FOUND)
+            || e.to_string().contains("consumer not found");
         match missing {
             true => FftdError::Runtime(format!(
                 "no consumer '{consumer}' on JetStream stream '{stream}' (create it with fftd fleet setup)"
@@ -55,7 +57,7 @@ pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result
 pub async fn stream_capturing(js: &Context, subject: &str) -> Result<String> {
     match js.stream_by_subject(subject).await {
         Ok(name) => Ok(name),
-        Err(e) if e.to_string().contains("no stream found") => Err(FftdError::Runtime(format!(
+        Err(e) if e.to_string().contains("not found") => Err(FftdError::Runtime(format!(
             "no JetStream stream captures subject '{subject}' (create one with fftd fleet setup)"
         ))),
         Err(e) => Err(FftdError::Runtime(format!(

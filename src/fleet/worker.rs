@@ -130,6 +130,7 @@ fn run_typed<T: Sample>(settings: &Settings, io: &FleetIo, nats: &NatsArgs, sign
                 messages
             }
             Err(e) => {
+                idle_since = Instant::now(); // a server away is not an empty queue
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > FETCH_FAILING_FOR {
                     break Err(FftdError::Runtime(format!(
