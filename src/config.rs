@@ -358,7 +358,11 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     use crate::fleet::url::{is_nats_url, NatsUrl};
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
     let nats_inputs = o.file.iter().filter(|f| is_nats_url(f)).count();
-    let output = o.output.as_ref().and_then(|p| p.to_str()).filter(|p| is_nats_url(p));
+    let output = o
+        .output
+        .as_ref()
+        .and_then(|p| p.to_str())
+        .filter(|p| is_nats_url(p));
     match (nats_inputs, output) {
         (0, None) => {
             if o.idle_exit.is_some() {
@@ -381,24 +385,43 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         (o.mic.is_some(), "--mic"),
         (o.output_dir.is_some(), "--output-dir"),
         (o.average.is_some() || o.average_mode.is_some(), "--average"),
-        (o.bands.is_some() || o.fmin.is_some() || o.fmax.is_some(), "--bands/--fmin/--fmax"),
-        (o.max_frames.is_some() || o.duration.is_some(), "--max-frames/--duration"),
+        (
+            o.bands.is_some() || o.fmin.is_some() || o.fmax.is_some(),
+            "--bands/--fmin/--fmax",
+        ),
+        (
+            o.max_frames.is_some() || o.duration.is_some(),
+            "--max-frames/--duration",
+        ),
         (o.serve.is_some(), "--serve"),
         (o.realtime, "--realtime"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
-        (matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)), "--format npy/png (one message per row: text, csv, ndjson or f32)"),
+        (
+            matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)),
+            "--format npy/png (one message per row: text, csv, ndjson or f32)",
+        ),
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
-        return Err(FftdError::Usage(format!("{flag} is not available to fleet workers (docs/fleet.md)")));
+        return Err(FftdError::Usage(format!(
+            "{flag} is not available to fleet workers (docs/fleet.md)"
+        )));
     }
     let idle_exit = match o.idle_exit {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
-        Some(s) => return Err(FftdError::Usage(format!("--idle-exit {}: must be a positive number of seconds", shown(s)))),
+        Some(s) => {
+            return Err(FftdError::Usage(format!(
+                "--idle-exit {}: must be a positive number of seconds",
+                shown(s)
+            )))
+        }
     };
     let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
-    let (stream, consumer) = input.stream_and_consumer("--file").map_err(FftdError::Usage)?;
-    let output = NatsUrl::parse("--output", output.unwrap_or_default()).map_err(FftdError::Usage)?;
+    let (stream, consumer) = input
+        .stream_and_consumer("--file")
+        .map_err(FftdError::Usage)?;
+    let output =
+        NatsUrl::parse("--output", output.unwrap_or_default()).map_err(FftdError::Usage)?;
     let subject = output.subject("--output").map_err(FftdError::Usage)?;
     Ok(Some(FleetIo {
         input,

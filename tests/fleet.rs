@@ -45,7 +45,14 @@ impl NatsServer {
             .open(&self.log)
             .expect("server log");
         let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
             .arg(&self.store)
             .stdout(Stdio::null())
             .stderr(log)
@@ -54,7 +61,10 @@ impl NatsServer {
         self.child = Some(child);
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(10), "nats-server did not listen");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "nats-server did not listen"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -105,7 +115,14 @@ const FRAMING: [&str; 4] = ["--frame", "512", "--hop", "128"];
 
 fn setup(server: &NatsServer, ack_wait: &str) {
     let out = fftd()
-        .args(["fleet", "setup", "--server", &server.url(""), "--ack-wait", ack_wait])
+        .args([
+            "fleet",
+            "setup",
+            "--server",
+            &server.url(""),
+            "--ack-wait",
+            ack_wait,
+        ])
         .output()
         .expect("fftd runs");
     assert!(out.status.success(), "setup: {}", stderr_text(&out));
@@ -113,7 +130,13 @@ fn setup(server: &NatsServer, ack_wait: &str) {
 
 fn publish(server: &NatsServer, wav: &Path) -> Child {
     fftd()
-        .args(["publish", "--to", &server.url("frames.site1"), "--source-id", "rec"])
+        .args([
+            "publish",
+            "--to",
+            &server.url("frames.site1"),
+            "--source-id",
+            "rec",
+        ])
         .arg("--file")
         .arg(wav)
         .args(FRAMING)
@@ -164,7 +187,10 @@ fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)> {
         let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
         let total = stream.info().await.expect("info").state.messages;
         let consumer = stream
-            .create_consumer(jetstream::consumer::pull::Config::default())
+            .create_consumer(jetstream::consumer::pull::Config {
+                ack_policy: jetstream::consumer::AckPolicy::None,
+                ..Default::default()
+            })
             .await
             .expect("consumer");
         let mut rows = BTreeMap::new();
@@ -292,8 +318,16 @@ fn a_server_restart_mid_run_loses_nothing() {
 fn bad_addresses_and_missing_objects_are_one_line_errors() {
     // no server needed: usage errors (exit 2), never echoing a password
     let bad = [
-        ("nats://h:1/ONLYSTREAM", "nats://h:1/spectra.x", "STREAM/CONSUMER"),
-        ("nats://u:hunter2@h:99999/S/C", "nats://h:1/spectra.x", "bad port"),
+        (
+            "nats://h:1/ONLYSTREAM",
+            "nats://h:1/spectra.x",
+            "STREAM/CONSUMER",
+        ),
+        (
+            "nats://u:hunter2@h:99999/S/C",
+            "nats://h:1/spectra.x",
+            "bad port",
+        ),
         ("nats://h:1/S/C", "nats://h:1/", "subject"),
         ("nats://h:1/S/C", "out.f32", "--output nats://"),
     ];
@@ -309,7 +343,12 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
     let port = free.local_addr().expect("addr").port();
     drop(free);
     let url = |p: u16, path: &str| format!("nats://u:hunter2@127.0.0.1:{p}/{path}");
-    let out = run(&["--file", &url(port, "S/C"), "--output", &url(port, "spectra.x")]);
+    let out = run(&[
+        "--file",
+        &url(port, "S/C"),
+        "--output",
+        &url(port, "spectra.x"),
+    ]);
     assert_clean_error(&out, 1, &["cannot connect"]);
     assert!(!stderr_text(&out).contains("hunter2"), "secret shown");
     // a listener that never answers: bounded by --connect-timeout
@@ -317,10 +356,18 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
     let port = silent.local_addr().expect("addr").port();
     let started = Instant::now();
     let out = run(&[
-        "--file", &url(port, "S/C"), "--output", &url(port, "spectra.x"), "--connect-timeout", "1",
+        "--file",
+        &url(port, "S/C"),
+        "--output",
+        &url(port, "spectra.x"),
+        "--connect-timeout",
+        "1",
     ]);
     assert_clean_error(&out, 1, &["cannot connect"]);
-    assert!(started.elapsed() < Duration::from_secs(6), "connect not bounded");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "connect not bounded"
+    );
     drop(silent);
 
     if !have_server() {
@@ -328,13 +375,39 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let server = NatsServer::start(dir.path());
-    let out = run(&["--file", &server.url("NOPE/workers"), "--output", &server.url("spectra.x")]);
+    let out = run(&[
+        "--file",
+        &server.url("NOPE/workers"),
+        "--output",
+        &server.url("spectra.x"),
+    ]);
     assert_clean_error(&out, 1, &["'NOPE'"]);
     setup(&server, "30");
-    let out = run(&["--file", &server.url("FRAMES/nobody"), "--output", &server.url("spectra.x")]);
+    let out = run(&[
+        "--file",
+        &server.url("FRAMES/nobody"),
+        "--output",
+        &server.url("spectra.x"),
+    ]);
     assert_clean_error(&out, 1, &["'nobody'"]);
-    let out = run(&["--file", &server.url("FRAMES/workers"), "--output", &server.url("elsewhere.x")]);
+    let out = run(&[
+        "--file",
+        &server.url("FRAMES/workers"),
+        "--output",
+        &server.url("elsewhere.x"),
+    ]);
     assert_clean_error(&out, 1, &["elsewhere.x"]);
-    let out = run(&["publish", "--to", &server.url("elsewhere.x"), "--file", "-", "--frame", "64"]);
+    let wav = dir.path().join("short.wav");
+    write_wav(&wav, 1000);
+    let wav = wav.to_str().expect("utf-8 path");
+    let out = run(&[
+        "publish",
+        "--to",
+        &server.url("elsewhere.x"),
+        "--file",
+        wav,
+        "--frame",
+        "64",
+    ]);
     assert_clean_error(&out, 1, &["elsewhere.x"]);
 }

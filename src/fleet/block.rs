@@ -84,9 +84,9 @@ impl BlockHeader {
     pub fn from_headers(h: Option<&HeaderMap>) -> Result<BlockHeader, String> {
         let h = h.ok_or("no fftd headers (not a block from fftd publish)")?;
         let text = |name: &str| {
-            h.get(name)
-                .map(|v| v.as_str().to_string())
-                .ok_or(format!("header {name} missing (not a block from fftd publish?)"))
+            h.get(name).map(|v| v.as_str().to_string()).ok_or(format!(
+                "header {name} missing (not a block from fftd publish?)"
+            ))
         };
         fn number<V: std::str::FromStr>(name: &str, v: String) -> Result<V, String> {
             v.trim()
@@ -126,7 +126,10 @@ impl BlockHeader {
     /// Values that would make framing meaningless or unbounded.
     fn check(&self) -> Result<(), String> {
         if !(self.rate.is_finite() && self.rate > 0.0) {
-            return Err(format!("header fftd-rate: {} is not a positive rate", self.rate));
+            return Err(format!(
+                "header fftd-rate: {} is not a positive rate",
+                self.rate
+            ));
         }
         if self.n < 2 || self.hop == 0 || self.frames == 0 {
             return Err("headers fftd-n/fftd-hop/fftd-frames: empty framing".into());

@@ -61,7 +61,9 @@ pub struct NatsArgs {
 fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err(format!("'{text}': expected seconds, more than 0 and at most 3600")),
+        _ => Err(format!(
+            "'{text}': expected seconds, more than 0 and at most 3600"
+        )),
     }
 }
 
@@ -89,9 +91,7 @@ impl NatsArgs {
         let mut opts = match &self.nats_creds {
             Some(path) => ConnectOptions::with_credentials_file(path.clone())
                 .await
-                .map_err(|e| {
-                    FftdError::Usage(format!("--nats-creds {}: {e}", path.display()))
-                })?,
+                .map_err(|e| FftdError::Usage(format!("--nats-creds {}: {e}", path.display())))?,
             None => ConnectOptions::new(),
         };
         let token = self.nats_token.clone().or_else(|| env("NATS_TOKEN"));
@@ -165,7 +165,8 @@ fn log_event(event: Event) {
         Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
         Event::Connected => tracing::debug!("NATS connection established"),
         Event::ServerError(e) => tracing::warn!("NATS server error: {e}"),
-        Event::ClientError(e) => tracing::warn!("NATS client error: {e}"),
+        // repeated on every reconnect attempt: the loss itself was said once above
+        Event::ClientError(e) => tracing::debug!("NATS client error: {e}"),
         other => tracing::debug!("NATS event: {other}"),
     }
 }

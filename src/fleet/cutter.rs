@@ -136,7 +136,13 @@ impl BlockCutter {
 
 /// Frames per block so that a block's payload stays within `max_bytes`: as many as fit, at most
 /// `wanted` (≥ 1). None when one frame alone does not fit.
-pub fn frames_per_block(n: usize, hop: usize, width: usize, max_bytes: usize, wanted: usize) -> Option<usize> {
+pub fn frames_per_block(
+    n: usize,
+    hop: usize,
+    width: usize,
+    max_bytes: usize,
+    wanted: usize,
+) -> Option<usize> {
     let max_samples = max_bytes / (4 * width);
     if n > max_samples {
         return None;
@@ -152,7 +158,8 @@ mod tests {
     /// Frames of a local run: (seq, start, data).
     fn local(samples: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<(u64, u64, Vec<f64>)> {
         let mut framer =
-            Framer::<f64>::new(0, FrameSize::Fixed(n), hop, tail, InputKind::Real, 1.0).expect("framer");
+            Framer::<f64>::new(0, FrameSize::Fixed(n), hop, tail, InputKind::Real, 1.0)
+                .expect("framer");
         let mut out = Vec::new();
         framer
             .push(samples, &mut |f| {
@@ -170,7 +177,14 @@ mod tests {
     }
 
     /// Frames a worker cuts from blocks (the worker's rule: zero-pad past the block's samples).
-    fn via_blocks(samples: &[f64], n: usize, hop: usize, tail: Tail, m: usize, chunk: usize) -> Vec<(u64, u64, Vec<f64>)> {
+    fn via_blocks(
+        samples: &[f64],
+        n: usize,
+        hop: usize,
+        tail: Tail,
+        m: usize,
+        chunk: usize,
+    ) -> Vec<(u64, u64, Vec<f64>)> {
         let shape = StreamShape {
             source: "s".into(),
             stream: 0,

@@ -9,11 +9,11 @@
 use super::connect::one_line;
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
-use async_nats::jetstream::context::GetStreamErrorKind;
-use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::context::ConsumerInfoErrorKind;
+use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType};
 use async_nats::jetstream::Context;
+use async_nats::jetstream::ErrorCode;
 use std::time::Duration;
 
 /// The work stream's durable pull consumer; one line naming the stream or consumer missing.
@@ -44,12 +44,14 @@ pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result
             )),
         }
     })?;
-    work.get_consumer::<pull::Config>(consumer).await.map_err(|e| {
-        FftdError::Runtime(format!(
-            "consumer '{consumer}' of stream '{stream}' is no pull consumer: {}",
-            one_line(&e.to_string())
-        ))
-    })
+    work.get_consumer::<pull::Config>(consumer)
+        .await
+        .map_err(|e| {
+            FftdError::Runtime(format!(
+                "consumer '{consumer}' of stream '{stream}' is no pull consumer: {}",
+                one_line(&e.to_string())
+            ))
+        })
 }
 
 /// The stream that captures `subject` (rows or blocks are published there with acks); one line
@@ -121,7 +123,10 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
         ..Default::default()
     };
     let line = match stream.get_consumer::<pull::Config>(&layout.consumer).await {
-        Ok(_) => format!("consumer '{}' on '{}': exists, left as it is", layout.consumer, layout.work_stream),
+        Ok(_) => format!(
+            "consumer '{}' on '{}': exists, left as it is",
+            layout.consumer, layout.work_stream
+        ),
         Err(_) => {
             stream
                 .create_consumer(consumer)
@@ -153,5 +158,8 @@ async fn ensure_stream(js: &Context, config: Config) -> Result<String> {
 }
 
 fn runtime(what: &str, name: &str, e: &dyn std::fmt::Display) -> FftdError {
-    FftdError::Runtime(format!("cannot {what} '{name}': {}", one_line(&e.to_string())))
+    FftdError::Runtime(format!(
+        "cannot {what} '{name}': {}",
+        one_line(&e.to_string())
+    ))
 }

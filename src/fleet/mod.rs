@@ -40,7 +40,11 @@ pub struct SetupArgs {
     pub work_stream: String,
 
     /// Subjects the work stream captures (repeatable).
-    #[arg(long = "work-subject", value_name = "SUBJECT", default_value = "frames.>")]
+    #[arg(
+        long = "work-subject",
+        value_name = "SUBJECT",
+        default_value = "frames.>"
+    )]
     pub work_subjects: Vec<String>,
 
     /// Name of the durable pull consumer the workers share.
@@ -60,7 +64,11 @@ pub struct SetupArgs {
     pub spectra_stream: String,
 
     /// Subjects the spectra stream captures (repeatable).
-    #[arg(long = "spectra-subject", value_name = "SUBJECT", default_value = "spectra.>")]
+    #[arg(
+        long = "spectra-subject",
+        value_name = "SUBJECT",
+        default_value = "spectra.>"
+    )]
     pub spectra_subjects: Vec<String>,
 
     /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
@@ -83,7 +91,9 @@ pub struct SetupArgs {
 fn seconds(flag: &str, v: f64) -> Result<Duration> {
     match v.is_finite() && v > 0.0 && v <= 86_400.0 * 365.0 {
         true => Ok(Duration::from_secs_f64(v)),
-        false => Err(FftdError::Usage(format!("{flag} {v}: must be a positive number of seconds"))),
+        false => Err(FftdError::Usage(format!(
+            "{flag} {v}: must be a positive number of seconds"
+        ))),
     }
 }
 
@@ -97,7 +107,9 @@ pub fn run_fleet(command: &FleetCommand) -> Result<()> {
 fn run_setup(args: &SetupArgs) -> Result<()> {
     let url = NatsUrl::parse("--server", &args.server).map_err(FftdError::Usage)?;
     if args.max_deliver < 1 || args.replicas < 1 {
-        return Err(FftdError::Usage("--max-deliver and --replicas must be at least 1".into()));
+        return Err(FftdError::Usage(
+            "--max-deliver and --replicas must be at least 1".into(),
+        ));
     }
     let layout = jetstream::FleetLayout {
         work_stream: args.work_stream.clone(),

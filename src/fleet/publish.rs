@@ -162,7 +162,12 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
             continue; // Reading::Sequential opens every input
         };
         let id = args.source_id.get(k).cloned();
-        let shape = ShapeOf { settings: &settings, source_id: id, max_payload, block_frames: args.block_frames };
+        let shape = ShapeOf {
+            settings: &settings,
+            source_id: id,
+            max_payload,
+            block_frames: args.block_frames,
+        };
         publish_source(source, &shape, &mut sender, signals)?;
     }
     sender.flush()?;
@@ -186,16 +191,25 @@ struct ShapeOf<'a> {
 }
 
 /// Reads one source to its end (or a stop), cutting and sending its streams' blocks.
-fn publish_source(mut plan: SourcePlan, shape: &ShapeOf<'_>, sender: &mut BatchSender<'_>, signals: &Signals) -> Result<()> {
+fn publish_source(
+    mut plan: SourcePlan,
+    shape: &ShapeOf<'_>,
+    sender: &mut BatchSender<'_>,
+    signals: &Signals,
+) -> Result<()> {
     let info = plan.source.info().clone();
     let FrameSize::Fixed(n) = shape.settings.frame else {
-        return Err(FftdError::Usage("fftd publish needs a fixed --frame N".into()));
+        return Err(FftdError::Usage(
+            "fftd publish needs a fixed --frame N".into(),
+        ));
     };
     let hop = shape.settings.hop.unwrap_or(n);
     let width = info.kind.width();
     // room for the headers: the payload limit less 4 KiB
     let budget = shape.max_payload.saturating_sub(4096).max(4096);
-    let wanted = shape.block_frames.map_or(DEFAULT_BLOCK_FRAMES, |b| b as usize);
+    let wanted = shape
+        .block_frames
+        .map_or(DEFAULT_BLOCK_FRAMES, |b| b as usize);
     let block_frames = frames_per_block(n, hop, width, budget, wanted).ok_or_else(|| {
         FftdError::Usage(format!(
             "--frame {n}: one frame ({} bytes) does not fit in the server's max_payload ({} bytes)",
@@ -209,7 +223,9 @@ fn publish_source(mut plan: SourcePlan, shape: &ShapeOf<'_>, sender: &mut BatchS
             BlockCutter::new(StreamShape {
                 source: source_id.clone(),
                 stream: plan.first_stream + k,
-                channel: (info.channels > 1).then(|| plan.splitter.channel_of(k)).flatten(),
+                channel: (info.channels > 1)
+                    .then(|| plan.splitter.channel_of(k))
+                    .flatten(),
                 rate: info.rate,
                 kind: info.kind,
                 n,
@@ -227,7 +243,10 @@ fn publish_source(mut plan: SourcePlan, shape: &ShapeOf<'_>, sender: &mut BatchS
             break;
         }
         if plan.source.take_gap() > 0 {
-            tracing::warn!("{}: samples lost in capture; frames after the gap are shifted", info.name);
+            tracing::warn!(
+                "{}: samples lost in capture; frames after the gap are shifted",
+                info.name
+            );
         }
         plan.splitter.split(&mut block, &mut per_stream);
         for (cutter, samples) in cutters.iter_mut().zip(&per_stream) {
@@ -279,8 +298,10 @@ impl BatchSender<'_> {
         }
         let batch = std::mem::take(&mut self.batch);
         let (js, subject) = (self.js.clone(), self.subject.clone());
-        self.in_flight
-            .push_back(self.rt.spawn(async move { publish_all(&js, &subject, batch).await }));
+        self.in_flight.push_back(
+            self.rt
+                .spawn(async move { publish_all(&js, &subject, batch).await }),
+        );
         self.settle(BATCHES_IN_FLIGHT)
     }
 

@@ -71,7 +71,11 @@ async fn publish_once(
     let mut waiting = Vec::with_capacity(batch.len());
     for message in batch {
         let sent = js
-            .publish_with_headers(subject.to_string(), message.headers.clone(), message.payload.clone())
+            .publish_with_headers(
+                subject.to_string(),
+                message.headers.clone(),
+                message.payload.clone(),
+            )
             .await;
         match sent {
             Ok(ack) => waiting.push((message, ack)),

@@ -42,7 +42,9 @@ impl NatsUrl {
         } else if let Some(rest) = text.strip_prefix("tls://") {
             (true, rest)
         } else {
-            return Err(format!("{flag}: expected nats://HOST:PORT/... or tls://HOST:PORT/..."));
+            return Err(format!(
+                "{flag}: expected nats://HOST:PORT/... or tls://HOST:PORT/..."
+            ));
         };
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -61,8 +63,8 @@ impl NatsUrl {
                 _ => return Err(format!("{flag} {shown}: empty user name before '@'")),
             },
         };
-        let (host, port) = split_host_port(hostport)
-            .map_err(|what| format!("{flag} {shown}: {what}"))?;
+        let (host, port) =
+            split_host_port(hostport).map_err(|what| format!("{flag} {shown}: {what}"))?;
         Ok(NatsUrl {
             tls,
             host,
@@ -97,9 +99,8 @@ impl NatsUrl {
 
     /// The path as `STREAM/CONSUMER` (JetStream names: no dots, spaces, wildcards or slashes).
     pub fn stream_and_consumer(&self, flag: &str) -> Result<(String, String), String> {
-        let valid = |name: &str| {
-            !name.is_empty() && !name.contains(['.', ' ', '\t', '*', '>', '/', '\\'])
-        };
+        let valid =
+            |name: &str| !name.is_empty() && !name.contains(['.', ' ', '\t', '*', '>', '/', '\\']);
         match self.path.split_once('/') {
             Some((stream, consumer)) if valid(stream) && valid(consumer) => {
                 Ok((stream.to_string(), consumer.to_string()))
@@ -114,9 +115,7 @@ impl NatsUrl {
 /// `HOST`, `HOST:PORT`, `[IPv6]:PORT`.
 fn split_host_port(text: &str) -> Result<(String, u16), String> {
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or("unclosed '[' in the host")?;
+        let (host, after) = rest.split_once(']').ok_or("unclosed '[' in the host")?;
         (host, after.strip_prefix(':'))
     } else {
         match text.split_once(':') {
@@ -152,7 +151,11 @@ pub fn redact_text(text: &str) -> String {
 impl fmt::Display for NatsUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scheme = if self.tls { "tls" } else { "nats" };
-        let secret = if self.auth == UrlAuth::None { "" } else { "***@" };
+        let secret = if self.auth == UrlAuth::None {
+            ""
+        } else {
+            "***@"
+        };
         let host = match self.host.contains(':') {
             true => format!("[{}]", self.host),
             false => self.host.clone(),
@@ -181,7 +184,10 @@ mod tests {
             ("FRAMES".into(), "workers".into())
         );
         let shown = format!("{u} {u:?}");
-        assert!(!shown.contains("s3cret") && !shown.contains("alice"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("alice"),
+            "{shown}"
+        );
         let t = NatsUrl::parse("--output", "tls://tok@host/spectra.a").expect("valid");
         assert!(t.tls && t.auth == UrlAuth::Token("tok".into()) && t.port == DEFAULT_PORT);
         assert_eq!(t.subject("--output").expect("subject"), "spectra.a");
@@ -190,7 +196,11 @@ mod tests {
 
     #[test]
     fn bad_addresses_are_named_without_secrets() {
-        for bad in ["nats://u:pw@:4222/x", "nats://u:pw@h:99999/x", "nats://u:pw@h:0/x"] {
+        for bad in [
+            "nats://u:pw@:4222/x",
+            "nats://u:pw@h:99999/x",
+            "nats://u:pw@h:0/x",
+        ] {
             let e = NatsUrl::parse("--file", bad).expect_err(bad);
             assert!(!e.contains("pw"), "{e}");
         }

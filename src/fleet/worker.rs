@@ -64,7 +64,12 @@ pub struct WorkerCounts {
 }
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
-pub fn run_worker(settings: &Settings, io: &FleetIo, nats: &NatsArgs, signals: &Signals) -> Result<WorkerCounts> {
+pub fn run_worker(
+    settings: &Settings,
+    io: &FleetIo,
+    nats: &NatsArgs,
+    signals: &Signals,
+) -> Result<WorkerCounts> {
     match settings.precision {
         crate::config::Precision::F32 => run_typed::<f32>(settings, io, nats, signals),
         crate::config::Precision::F64 => run_typed::<f64>(settings, io, nats, signals),
@@ -85,9 +90,16 @@ fn engine_for<T: Sample>(settings: &Settings) -> Result<Box<dyn Engine<T>>> {
         .ok_or_else(|| FftdError::Runtime("no FFT engine".into()))
 }
 
-fn run_typed<T: Sample>(settings: &Settings, io: &FleetIo, nats: &NatsArgs, signals: &Signals) -> Result<WorkerCounts> {
+fn run_typed<T: Sample>(
+    settings: &Settings,
+    io: &FleetIo,
+    nats: &NatsArgs,
+    signals: &Signals,
+) -> Result<WorkerCounts> {
     let FrameSize::Fixed(n) = settings.frame else {
-        return Err(FftdError::Usage("fleet workers need a fixed --frame N".into()));
+        return Err(FftdError::Usage(
+            "fleet workers need a fixed --frame N".into(),
+        ));
     };
     let hop = settings.hop.unwrap_or(n);
     let mut engine = engine_for::<T>(settings)?;
@@ -146,7 +158,11 @@ fn run_typed<T: Sample>(settings: &Settings, io: &FleetIo, nats: &NatsArgs, sign
             }
         };
         if messages.is_empty() {
-            if io.idle_exit.is_some_and(|limit| idle_since.elapsed() >= limit) && in_flight.is_empty() {
+            if io
+                .idle_exit
+                .is_some_and(|limit| idle_since.elapsed() >= limit)
+                && in_flight.is_empty()
+            {
                 break Ok(());
             }
             // a quiet queue is a good moment to collect finished blocks
@@ -230,7 +246,12 @@ async fn fetch(consumer: &PullConsumer) -> std::result::Result<Vec<Message>, Str
 
 /// Publishes a block's rows, then acks the block (the server confirms the ack). A failed ack is
 /// only logged: the block comes back after the ack wait and its rows are deduplicated.
-async fn publish_then_ack(js: Context, subject: String, rows: Vec<Outgoing>, block: Message) -> Result<Acked> {
+async fn publish_then_ack(
+    js: Context,
+    subject: String,
+    rows: Vec<Outgoing>,
+    block: Message,
+) -> Result<Acked> {
     let acked = publish_all(&js, &subject, rows).await?;
     let started = Instant::now();
     loop {
@@ -265,11 +286,18 @@ impl<T: Sample> Work<'_, T> {
     /// The rows of one block, ready to publish, and its sample count. None for a message that
     /// is no block (it is terminated so it is never redelivered). A block cut with another
     /// framing is an error (the block goes back to the queue for a worker that matches).
-    fn rows_of(&mut self, message: &Message, subject: &str) -> Result<Option<(Vec<Outgoing>, u64)>> {
+    fn rows_of(
+        &mut self,
+        message: &Message,
+        subject: &str,
+    ) -> Result<Option<(Vec<Outgoing>, u64)>> {
         let header = match BlockHeader::from_headers(message.headers.as_ref()) {
             Ok(h) => h,
             Err(e) => {
-                tracing::warn!("skipping a message on '{}' that is no fftd block: {e}", message.subject);
+                tracing::warn!(
+                    "skipping a message on '{}' that is no fftd block: {e}",
+                    message.subject
+                );
                 return Ok(None);
             }
         };
@@ -295,7 +323,10 @@ impl<T: Sample> Work<'_, T> {
         self.engine
             .process(&spec, &self.input, header.frames, &mut self.spectra)
             .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
-        Ok(Some((self.encode_rows(&header, &spec, subject), header.samples as u64)))
+        Ok(Some((
+            self.encode_rows(&header, &spec, subject),
+            header.samples as u64,
+        )))
     }
 
     /// Frame j of the block: samples `j·hop .. j·hop + n` of the block, zero-padded past its end.
@@ -315,7 +346,12 @@ impl<T: Sample> Work<'_, T> {
     }
 
     /// One message per row: the row in the run's format, headers saying what it is.
-    fn encode_rows(&mut self, header: &BlockHeader, spec: &TransformSpec, subject: &str) -> Vec<Outgoing> {
+    fn encode_rows(
+        &mut self,
+        header: &BlockHeader,
+        spec: &TransformSpec,
+        subject: &str,
+    ) -> Vec<Outgoing> {
         let stream = StreamMeta {
             id: header.stream,
             input: header.source.clone(),
@@ -375,7 +411,10 @@ fn row_headers(
     h.insert("scale", scale);
     h.insert("bins", bins.to_string().as_str());
     h.insert("n", n.to_string().as_str());
-    h.insert("Nats-Msg-Id", row_id(subject, &block.source, block.stream, frame).as_str());
+    h.insert(
+        "Nats-Msg-Id",
+        row_id(subject, &block.source, block.stream, frame).as_str(),
+    );
     h
 }
 

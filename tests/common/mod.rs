@@ -47,7 +47,10 @@ pub fn fftd() -> Command {
 pub fn run(args: &[&str]) -> Output {
     let mut cmd = fftd();
     cmd.args(args);
-    let subcommand = matches!(args.first(), Some(&"devices" | &"check" | &"bench" | &"publish" | &"fleet"));
+    let subcommand = matches!(
+        args.first(),
+        Some(&"devices" | &"check" | &"bench" | &"publish" | &"fleet")
+    );
     if !subcommand && !args.contains(&"--device") {
         cmd.args(["--device", "cpu"]);
     }
