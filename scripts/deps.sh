@@ -10,6 +10,8 @@
 #                                        pipes) the WAV reader is tested against
 #   chromium chromium-driver (--test)    a headless browser for the live page of --serve
 #                                        (tests/serve_browser.rs)
+#   nats-server (--test)                 a NATS server with JetStream for the fleet tests
+#                                        (tests/fleet.rs start their own on loopback)
 # and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
 # (librosa: the mel filter banks of --bands, tests/bands_librosa.rs), and selenium 4, which drives
 # chromium through chromedriver (never downloading a browser or a driver itself).
@@ -19,7 +21,7 @@ set -euo pipefail
 testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
-$testing && packages+=(sox chromium chromium-driver)
+$testing && packages+=(sox chromium chromium-driver nats-server)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

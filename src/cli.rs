@@ -24,6 +24,10 @@ pub struct Cli {
 
     #[command(flatten)]
     pub options: Options,
+
+    /// NATS credentials and TLS for fleet workers (`--file nats://...`).
+    #[command(flatten)]
+    pub nats: crate::fleet::connect::NatsArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -34,6 +38,12 @@ pub enum Command {
     Check(Box<CheckArgs>),
     /// Time the CPU and OpenCL engines per frame size; find the break-even; calibrate `auto`.
     Bench(Box<crate::bench::BenchArgs>),
+    /// Send recordings or live capture to a fleet's work stream as frame-aligned sample blocks
+    /// (NATS JetStream; docs/fleet.md).
+    Publish(Box<crate::fleet::publish::PublishArgs>),
+    /// Fleet administration: `fftd fleet setup` creates the streams and the workers' consumer.
+    #[command(subcommand)]
+    Fleet(crate::fleet::FleetCommand),
 }
 
 #[derive(clap::Args, Debug)]

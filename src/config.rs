@@ -4,6 +4,7 @@
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
+use crate::fleet::worker::FleetIo;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
 use crate::products::average::{AverageMode, AverageSpec};
@@ -220,6 +221,11 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub realtime: bool,
+
+    /// Fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER): exit once no block has come for
+    /// SECONDS [default: run until Ctrl-C].
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
+    pub idle_exit: Option<f64>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -309,7 +315,8 @@ fn merge(cli: Options, file: Options) -> Options {
         batch,
         max_latency,
         workers,
-        serve
+        serve,
+        idle_exit
     )
 }
 
@@ -346,12 +353,96 @@ pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
     })
 }
 
+/// A fleet worker's addresses (`--file nats://HOST:PORT/STREAM/CONSUMER`,
+/// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
+/// that needs a whole stream in one process (averages, bands, limits, images, the live view).
+fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
+    use crate::fleet::url::{is_nats_url, NatsUrl};
+    let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
+    let nats_inputs = o.file.iter().filter(|f| is_nats_url(f)).count();
+    let output = o
+        .output
+        .as_ref()
+        .and_then(|p| p.to_str())
+        .filter(|p| is_nats_url(p));
+    match (nats_inputs, output) {
+        (0, None) => {
+            if o.idle_exit.is_some() {
+                return usage("--idle-exit is for fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER)");
+            }
+            return Ok(None);
+        }
+        (0, Some(_)) => return usage(
+            "--output nats://... is where fleet workers publish (--file nats://HOST:PORT/STREAM/CONSUMER); to analyse a recording through the fleet, send it with fftd publish",
+        ),
+        (_, None) => return usage(
+            "a fleet worker (--file nats://...) publishes its rows: give --output nats://HOST:PORT/SUBJECT",
+        ),
+        _ => {}
+    }
+    if o.file.len() > 1 {
+        return usage("a fleet worker reads one work stream: one --file nats://HOST:PORT/STREAM/CONSUMER and no other --file");
+    }
+    let refused = [
+        (o.mic.is_some(), "--mic"),
+        (o.output_dir.is_some(), "--output-dir"),
+        (o.average.is_some() || o.average_mode.is_some(), "--average"),
+        (
+            o.bands.is_some() || o.fmin.is_some() || o.fmax.is_some(),
+            "--bands/--fmin/--fmax",
+        ),
+        (
+            o.max_frames.is_some() || o.duration.is_some(),
+            "--max-frames/--duration",
+        ),
+        (o.serve.is_some(), "--serve"),
+        (o.realtime, "--realtime"),
+        (o.frame == Some(FrameSize::Whole), "--frame whole"),
+        (
+            matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)),
+            "--format npy/png (one message per row: text, csv, ndjson or f32)",
+        ),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(FftdError::Usage(format!(
+            "{flag} is not available to fleet workers (docs/fleet.md)"
+        )));
+    }
+    let idle_exit = match o.idle_exit {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(FftdError::Usage(format!(
+                "--idle-exit {}: must be a positive number of seconds",
+                shown(s)
+            )))
+        }
+    };
+    let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
+    let (stream, consumer) = input
+        .stream_and_consumer("--file")
+        .map_err(FftdError::Usage)?;
+    let output =
+        NatsUrl::parse("--output", output.unwrap_or_default()).map_err(FftdError::Usage)?;
+    let subject = output.subject("--output").map_err(FftdError::Usage)?;
+    Ok(Some(FleetIo {
+        input,
+        stream,
+        consumer,
+        output,
+        subject,
+        idle_exit,
+    }))
+}
+
 /// Where the signal comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
     Files(Vec<String>),
     /// Live capture; the string selects the device ("" = default).
     Mic(String),
+    /// A fleet worker's work stream (`Settings::fleet` says the rest).
+    Nats(crate::fleet::url::NatsUrl),
 }
 
 /// Validated settings with every default applied.
@@ -392,6 +483,8 @@ pub struct Settings {
     /// `--serve`: where the live view listens.
     pub serve: Option<std::net::SocketAddr>,
     pub realtime: bool,
+    /// A fleet worker: where it takes blocks and publishes rows (`--file nats://...`).
+    pub fleet: Option<FleetIo>,
 }
 
 impl Settings {
@@ -406,8 +499,24 @@ impl Settings {
         Ok(settings)
     }
 
-    pub fn from_options(o: Options) -> Result<Settings> {
+    pub fn from_options(mut o: Options) -> Result<Settings> {
         let usage = |m: String| Err(FftdError::Usage(m));
+        let fleet = check_fleet(&o)?;
+        if let Some(io) = &fleet {
+            o.file.clear();
+            o.output = None;
+            o.format = Some(o.format.unwrap_or(OutputFormat::F32));
+            o.input_format = None;
+            o.idle_exit = None;
+            return Ok(Settings {
+                input: Input::Nats(io.input.clone()),
+                fleet,
+                ..Self::from_options(Options {
+                    file: vec!["-".into()],
+                    ..o
+                })?
+            });
+        }
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
             (false, None) => Input::Files(o.file),
@@ -559,6 +668,7 @@ impl Settings {
             workers,
             serve,
             realtime: o.realtime,
+            fleet: None,
         })
     }
 

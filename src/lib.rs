@@ -13,6 +13,7 @@ pub mod console;
 pub mod devices;
 pub mod error;
 pub mod fft;
+pub mod fleet;
 pub mod frame;
 pub mod limits;
 pub mod pipeline;

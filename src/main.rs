@@ -30,13 +30,42 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             fftd::check::run_check(&settings, args.tolerance)
         }
         Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
+        Some(Command::Publish(args)) => {
+            let signals = fftd::pipeline::Signals::default();
+            install_signal_handlers(&signals)?;
+            fftd::fleet::publish::run_publish(&args, &signals)
+        }
+        Some(Command::Fleet(command)) => fftd::fleet::run_fleet(&command),
         None => {
             let settings = Settings::resolve(cli.options, cli.config.as_deref())?;
             let signals = fftd::pipeline::Signals::default();
             install_signal_handlers(&signals)?;
-            fftd::pipeline::run(&settings, signals)
+            match &settings.fleet {
+                Some(io) => run_worker(&settings, io, &cli.nats, &signals),
+                None => fftd::pipeline::run(&settings, signals),
+            }
         }
     }
+}
+
+/// A fleet worker until stopped or idle; `--stats` and `--meta` say what it did.
+fn run_worker(
+    settings: &Settings,
+    io: &fftd::fleet::worker::FleetIo,
+    nats: &fftd::fleet::connect::NatsArgs,
+    signals: &fftd::pipeline::Signals,
+) -> Result<(), FftdError> {
+    let counts = fftd::fleet::worker::run_worker(settings, io, nats, signals)?;
+    if settings.stats {
+        eprintln!(
+            "fftd worker: {} blocks, {} samples, {} rows to '{}' ({} already there)",
+            counts.blocks, counts.samples, counts.rows, io.subject, counts.duplicates
+        );
+    }
+    if let Some(path) = &settings.meta {
+        fftd::fleet::write_worker_meta(path, settings, io, &counts)?;
+    }
+    Ok(())
 }
 
 /// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once.

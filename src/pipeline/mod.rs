@@ -13,7 +13,7 @@ mod batcher;
 mod dispatch;
 mod encode;
 mod live;
-mod plan;
+pub(crate) mod plan;
 mod pool;
 mod range_reader;
 mod reader;
@@ -603,7 +603,7 @@ fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<(
                 _ => NamedFile::new("--file", p),
             })
             .collect(),
-        Input::Mic(_) => Vec::new(),
+        Input::Mic(_) | Input::Nats(_) => Vec::new(),
     };
     inputs.extend(
         settings

@@ -80,6 +80,11 @@ pub fn plan_streams(
     };
     let paths = match &settings.input {
         Input::Files(paths) => paths,
+        Input::Nats(url) => {
+            return Err(FftdError::Usage(format!(
+                "{url}: a work stream is read by a fleet worker, not planned as a file"
+            )))
+        }
         Input::Mic(device) => {
             let source = crate::source::mic::open(device, settings, stop.clone())?;
             let (splitter, first_stream) = plan.add_streams(settings, source.info())?;

@@ -47,7 +47,10 @@ pub fn fftd() -> Command {
 pub fn run(args: &[&str]) -> Output {
     let mut cmd = fftd();
     cmd.args(args);
-    let subcommand = matches!(args.first(), Some(&"devices" | &"check" | &"bench"));
+    let subcommand = matches!(
+        args.first(),
+        Some(&"devices" | &"check" | &"bench" | &"publish" | &"fleet")
+    );
     if !subcommand && !args.contains(&"--device") {
         cmd.args(["--device", "cpu"]);
     }
@@ -156,4 +159,24 @@ pub fn alsa_file_device(dir: &Path, raw: &[u8]) -> PathBuf {
     );
     std::fs::write(&conf, text).expect("write ALSA config");
     conf
+}
+
+/// Whether `program` runs (`program ARGS` exits 0); when it cannot, CI fails with the reason
+/// instead of skipping (as `python_has`).
+pub fn program_runs(program: &str, args: &[&str]) -> bool {
+    let ok = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let required = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !required,
+            "{program} is missing (CI requires it: run scripts/deps.sh --test)"
+        );
+        eprintln!("skipping: {program} is missing (scripts/deps.sh --test installs it)");
+    }
+    ok
 }

@@ -1,0 +1,177 @@
+//! Connecting to NATS: credentials and TLS as NATS clients take them, a bounded connect, and the
+//! tokio runtime the client lives on (the pipeline's stages are plain threads; they hand work to
+//! this runtime with `block_on`/`spawn`).
+//!
+//! Credentials, in this order: `--nats-creds FILE` (a `.creds` file: JWT + nkey seed),
+//! `--nats-token` / `$NATS_TOKEN`, `--nats-user` + `--nats-password` / `$NATS_USER` +
+//! `$NATS_PASSWORD`, else what the address carries (`nats://USER:PASS@` or `nats://TOKEN@`).
+//! TLS: `tls://` or `--nats-tls` require it; `--nats-ca` adds a root certificate, `--nats-cert`
+//! with `--nats-key` a client certificate. No secret is ever logged: addresses are shown
+//! redacted (`url::NatsUrl`'s Display) and errors name files, not their contents.
+
+use super::url::{NatsUrl, UrlAuth};
+use crate::error::{FftdError, Result};
+use async_nats::{Client, ConnectOptions, Event};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long a first connection may take before fftd gives up [default].
+pub const CONNECT_TIMEOUT_S: f64 = 5.0;
+
+/// Connection flags shared by workers, `fftd publish` and `fftd fleet setup`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NatsArgs {
+    /// NATS credentials file (.creds: JWT and nkey seed).
+    #[arg(long, value_name = "FILE")]
+    pub nats_creds: Option<PathBuf>,
+
+    /// NATS token [default: $NATS_TOKEN, or TOKEN@ in the address].
+    #[arg(long, value_name = "TOKEN")]
+    pub nats_token: Option<String>,
+
+    /// NATS user name [default: $NATS_USER, or USER:PASS@ in the address].
+    #[arg(long, value_name = "USER")]
+    pub nats_user: Option<String>,
+
+    /// NATS password for --nats-user [default: $NATS_PASSWORD].
+    #[arg(long, value_name = "PASSWORD")]
+    pub nats_password: Option<String>,
+
+    /// Require TLS (as a tls:// address does).
+    #[arg(long)]
+    pub nats_tls: bool,
+
+    /// A root certificate (PEM) to trust for the server's TLS certificate.
+    #[arg(long, value_name = "PEM")]
+    pub nats_ca: Option<PathBuf>,
+
+    /// Client certificate (PEM) for TLS client authentication; needs --nats-key.
+    #[arg(long, value_name = "PEM", requires = "nats_key")]
+    pub nats_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --nats-cert.
+    #[arg(long, value_name = "PEM", requires = "nats_cert")]
+    pub nats_key: Option<PathBuf>,
+
+    /// Seconds the first connection may take [default: 5].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub connect_timeout: Option<f64>,
+}
+
+fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}': expected seconds, more than 0 and at most 3600"
+        )),
+    }
+}
+
+/// The runtime the NATS client runs on: two threads of its own.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("fftd-nats")
+        .enable_all()
+        .build()
+        .map_err(|e| FftdError::Runtime(format!("cannot start the NATS client's threads: {e}")))
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+impl NatsArgs {
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.connect_timeout.unwrap_or(CONNECT_TIMEOUT_S))
+    }
+
+    /// Client options for `url`: credentials, TLS, timeouts, and connection events in the log.
+    async fn options(&self, url: &NatsUrl, name: &str) -> Result<ConnectOptions> {
+        let mut opts = match &self.nats_creds {
+            Some(path) => ConnectOptions::with_credentials_file(path.clone())
+                .await
+                .map_err(|e| FftdError::Usage(format!("--nats-creds {}: {e}", path.display())))?,
+            None => ConnectOptions::new(),
+        };
+        let token = self.nats_token.clone().or_else(|| env("NATS_TOKEN"));
+        let user = self.nats_user.clone().or_else(|| env("NATS_USER"));
+        if self.nats_creds.is_none() {
+            opts = match (token, user, &url.auth) {
+                (Some(token), _, _) => opts.token(token),
+                (None, Some(user), _) => {
+                    let password = self
+                        .nats_password
+                        .clone()
+                        .or_else(|| env("NATS_PASSWORD"))
+                        .unwrap_or_default();
+                    opts.user_and_password(user, password)
+                }
+                (None, None, UrlAuth::UserPassword { user, password }) => {
+                    opts.user_and_password(user.clone(), password.clone())
+                }
+                (None, None, UrlAuth::Token(token)) => opts.token(token.clone()),
+                (None, None, UrlAuth::None) => opts,
+            };
+        }
+        if url.tls || self.nats_tls {
+            opts = opts.require_tls(true);
+        }
+        if let Some(ca) = &self.nats_ca {
+            readable("--nats-ca", ca)?;
+            opts = opts.add_root_certificates(ca.clone());
+        }
+        if let (Some(cert), Some(key)) = (&self.nats_cert, &self.nats_key) {
+            readable("--nats-cert", cert)?;
+            readable("--nats-key", key)?;
+            opts = opts.add_client_certificate(cert.clone(), key.clone());
+        }
+        Ok(opts
+            .name(name)
+            .connection_timeout(self.timeout())
+            .request_timeout(Some(Duration::from_secs(10)))
+            .event_callback(|event| async move { log_event(event) }))
+    }
+
+    /// Connects to `url`'s server within the connect timeout: exit 1 with one line when it
+    /// cannot be reached (no retry of the first connection); reconnects on its own later.
+    pub async fn connect(&self, url: &NatsUrl, name: &str) -> Result<Client> {
+        let opts = self.options(url, name).await?;
+        let server = url.server();
+        let limit = self.timeout() + Duration::from_secs(1);
+        match tokio::time::timeout(limit, opts.connect(server.as_str())).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(FftdError::Runtime(format!(
+                "cannot connect to NATS at {url}: {}",
+                one_line(&e.to_string())
+            ))),
+            Err(_) => Err(FftdError::Runtime(format!(
+                "cannot connect to NATS at {url}: no answer within {} s",
+                limit.as_secs()
+            ))),
+        }
+    }
+}
+
+fn readable(flag: &str, path: &std::path::Path) -> Result<()> {
+    std::fs::metadata(path)
+        .map(|_| ())
+        .map_err(|e| FftdError::Usage(format!("{flag} {}: {e}", path.display())))
+}
+
+/// Disconnections and reconnections, once each, in the log.
+fn log_event(event: Event) {
+    match event {
+        Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
+        Event::Connected => tracing::debug!("NATS connection established"),
+        Event::ServerError(e) => tracing::warn!("NATS server error: {e}"),
+        // repeated on every reconnect attempt: the loss itself was said once above
+        Event::ClientError(e) => tracing::debug!("NATS client error: {e}"),
+        other => tracing::debug!("NATS event: {other}"),
+    }
+}
+
+/// An error's text on one line.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

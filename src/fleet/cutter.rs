@@ -1,0 +1,255 @@
+//! Cuts one stream's samples into frame-aligned blocks (`block`) for the work stream, so that
+//! workers framing each block on its own get exactly the frames of a local run: same frame
+//! numbers, starts and `time_s`, the same overlap, the same tail frame under `--tail pad|drop`
+//! (the frame count is decided by `frame::expected_frames` once the stream has ended).
+//! Memory: at most one block's samples plus one push.
+
+use super::block::BlockHeader;
+use crate::fft::InputKind;
+use crate::frame::{expected_frames, Tail};
+
+/// What a stream's blocks share.
+#[derive(Clone, Debug)]
+pub struct StreamShape {
+    pub source: String,
+    pub stream: usize,
+    pub channel: Option<usize>,
+    pub rate: f64,
+    pub kind: InputKind,
+    pub n: usize,
+    pub hop: usize,
+    pub tail: Tail,
+    /// Frames per block (the last blocks may hold fewer).
+    pub block_frames: usize,
+}
+
+/// A block ready to publish: its header and its samples (f64 values, `kind.width()` each).
+pub struct CutBlock {
+    pub header: BlockHeader,
+    pub values: Vec<f64>,
+}
+
+pub struct BlockCutter {
+    shape: StreamShape,
+    width: usize,
+    /// Values from sample index `base` on.
+    buf: Vec<f64>,
+    base: u64,
+    /// Samples still to discard before `buf` starts (hop > n leaves gaps between frames).
+    discard: u64,
+    /// Samples pushed.
+    total: u64,
+    /// The next frame to put in a block.
+    next_frame: u64,
+}
+
+impl BlockCutter {
+    pub fn new(shape: StreamShape) -> Self {
+        let width = shape.kind.width();
+        BlockCutter {
+            shape,
+            width,
+            buf: Vec::new(),
+            base: 0,
+            discard: 0,
+            total: 0,
+            next_frame: 0,
+        }
+    }
+
+    /// Samples a block of `frames` frames from `first` spans when none is missing.
+    fn span(&self, first: u64, frames: usize) -> (u64, u64) {
+        let (n, hop) = (self.shape.n as u64, self.shape.hop as u64);
+        let start = first * hop;
+        (start, start + (frames as u64 - 1) * hop + n)
+    }
+
+    /// Adds samples (`width` values each); emits every whole block they complete.
+    pub fn push(&mut self, mut values: &[f64], emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
+        let w = self.width;
+        self.total += (values.len() / w) as u64;
+        if self.discard > 0 {
+            let skipped = (self.discard as usize).min(values.len() / w);
+            values = &values[skipped * w..];
+            self.discard -= skipped as u64;
+            self.base += skipped as u64;
+        }
+        self.buf.extend_from_slice(values);
+        let m = self.shape.block_frames;
+        while self.span(self.next_frame, m).1 <= self.total {
+            if !self.emit(m, emit) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Ends the stream: the frames left (the tail rule decides how many) in blocks of at most
+    /// `block_frames`, samples past the end left for the worker to zero-pad.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
+        let s = &self.shape;
+        let frames = expected_frames(self.total, s.n as u64, s.hop as u64, s.tail);
+        while self.next_frame < frames {
+            let m = ((frames - self.next_frame) as usize).min(self.shape.block_frames);
+            if !self.emit(m, emit) {
+                return;
+            }
+        }
+    }
+
+    /// Emits frames `next_frame .. next_frame + m` and lets go of the samples no later frame needs.
+    fn emit(&mut self, m: usize, emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
+        let w = self.width;
+        let first = self.next_frame;
+        let (start, end) = self.span(first, m);
+        // a tail frame can start past the end (hop > n): it is all padding
+        let end = end.min(self.total).max(start);
+        let held = self.buf.len() / w;
+        let from = ((start - self.base) as usize).min(held) * w;
+        let to = ((end - self.base) as usize).min(held) * w;
+        let block = CutBlock {
+            header: BlockHeader {
+                source: self.shape.source.clone(),
+                stream: self.shape.stream,
+                channel: self.shape.channel,
+                rate: self.shape.rate,
+                kind: self.shape.kind,
+                n: self.shape.n,
+                hop: self.shape.hop,
+                first_frame: first,
+                frames: m,
+                samples: (to - from) / w,
+                tail: self.shape.tail,
+            },
+            values: self.buf[from..to].to_vec(),
+        };
+        self.next_frame += m as u64;
+        let next_start = self.next_frame * self.shape.hop as u64;
+        let held_end = self.base + (self.buf.len() / w) as u64;
+        let drop_to = next_start.min(held_end);
+        self.buf.drain(..(drop_to - self.base) as usize * w);
+        self.base = drop_to;
+        self.discard = next_start - drop_to;
+        emit(block)
+    }
+}
+
+/// Frames per block so that a block's payload stays within `max_bytes`: as many as fit, at most
+/// `wanted` (≥ 1). None when one frame alone does not fit.
+pub fn frames_per_block(
+    n: usize,
+    hop: usize,
+    width: usize,
+    max_bytes: usize,
+    wanted: usize,
+) -> Option<usize> {
+    let max_samples = max_bytes / (4 * width);
+    if n > max_samples {
+        return None;
+    }
+    Some(((max_samples - n) / hop + 1).min(wanted).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{FrameSize, Framer};
+
+    /// Frames of a local run: (seq, start, data).
+    fn local(samples: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<(u64, u64, Vec<f64>)> {
+        let mut framer =
+            Framer::<f64>::new(0, FrameSize::Fixed(n), hop, tail, InputKind::Real, 1.0)
+                .expect("framer");
+        let mut out = Vec::new();
+        framer
+            .push(samples, &mut |f| {
+                out.push((f.seq, f.start, f.data));
+                true
+            })
+            .expect("push");
+        framer
+            .finish(&mut |f| {
+                out.push((f.seq, f.start, f.data));
+                true
+            })
+            .expect("finish");
+        out
+    }
+
+    /// Frames a worker cuts from blocks (the worker's rule: zero-pad past the block's samples).
+    fn via_blocks(
+        samples: &[f64],
+        n: usize,
+        hop: usize,
+        tail: Tail,
+        m: usize,
+        chunk: usize,
+    ) -> Vec<(u64, u64, Vec<f64>)> {
+        let shape = StreamShape {
+            source: "s".into(),
+            stream: 0,
+            channel: None,
+            rate: 1.0,
+            kind: InputKind::Real,
+            n,
+            hop,
+            tail,
+            block_frames: m,
+        };
+        let mut cutter = BlockCutter::new(shape);
+        let mut blocks = Vec::new();
+        for c in samples.chunks(chunk.max(1)) {
+            cutter.push(c, &mut |b| {
+                blocks.push(b);
+                true
+            });
+        }
+        cutter.finish(&mut |b| {
+            blocks.push(b);
+            true
+        });
+        let mut out = Vec::new();
+        for b in blocks {
+            let h = &b.header;
+            assert_eq!(b.values.len(), h.samples);
+            for j in 0..h.frames {
+                let at = j * hop;
+                let mut data: Vec<f64> = b.values.iter().skip(at).take(n).copied().collect();
+                data.resize(n, 0.0);
+                let seq = h.first_frame + j as u64;
+                out.push((seq, seq * hop as u64, data));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn blocks_frame_exactly_as_a_local_run() {
+        for l in 0..45usize {
+            let samples: Vec<f64> = (1..=l).map(|v| v as f64).collect();
+            for n in [2usize, 3, 4, 8] {
+                for hop in [1usize, 2, 3, 4, 9] {
+                    for tail in [Tail::Pad, Tail::Drop] {
+                        for m in [1usize, 2, 5] {
+                            for chunk in [1usize, 7, 64] {
+                                assert_eq!(
+                                    via_blocks(&samples, n, hop, tail, m, chunk),
+                                    local(&samples, n, hop, tail),
+                                    "L={l} N={n} H={hop} {tail:?} m={m} chunk={chunk}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_size_follows_the_payload_limit() {
+        // 1 MiB of f32: 262144 samples; n 4096 hop 1024: (262144-4096)/1024+1 = 253
+        assert_eq!(frames_per_block(4096, 1024, 1, 1 << 20, 1000), Some(253));
+        assert_eq!(frames_per_block(4096, 1024, 1, 1 << 20, 128), Some(128));
+        assert_eq!(frames_per_block(1 << 20, 1024, 1, 1 << 20, 128), None);
+    }
+}

@@ -1,0 +1,165 @@
+//! The JetStream objects a fleet uses, looked up by name with errors that name what is missing,
+//! and created by `fftd fleet setup`:
+//!
+//! - the work stream (work-queue retention: a block is gone once a worker acks it) and its
+//!   durable pull consumer, shared by every worker (`ack_wait`, `max_deliver`);
+//! - the spectra stream that captures the workers' output subjects, with a duplicate window
+//!   (rows carry `Nats-Msg-Id`; a redelivered block's rows are dropped there).
+
+use super::connect::one_line;
+use crate::error::{FftdError, Result};
+use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
+use async_nats::jetstream::context::ConsumerInfoErrorKind;
+use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType};
+use async_nats::jetstream::Context;
+use async_nats::jetstream::ErrorCode;
+use std::time::Duration;
+
+/// The work stream's durable pull consumer; one line naming the stream or consumer missing.
+pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result<PullConsumer> {
+    let work = js.get_stream(stream).await.map_err(|e| {
+        let missing = matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
+            || e.to_string().contains("stream not found");
+        match missing {
+            true => FftdError::Runtime(format!(
+                "no JetStream stream '{stream}' on the server (create it with fftd fleet setup)"
+            )),
+            false => FftdError::Runtime(format!(
+                "cannot look up JetStream stream '{stream}': {}",
+                one_line(&e.to_string())
+            )),
+        }
+    })?;
+    work.consumer_info(consumer).await.map_err(|e| {
+        let missing = matches!(e.kind(), ConsumerInfoErrorKind::JetStream(j) if j.error_code() == ErrorCode::CONSUMER_NOT_FOUND)
+            || e.to_string().contains("consumer not found");
+        match missing {
+            true => FftdError::Runtime(format!(
+                "no consumer '{consumer}' on JetStream stream '{stream}' (create it with fftd fleet setup)"
+            )),
+            false => FftdError::Runtime(format!(
+                "cannot look up consumer '{consumer}' of stream '{stream}': {}",
+                one_line(&e.to_string())
+            )),
+        }
+    })?;
+    work.get_consumer::<pull::Config>(consumer)
+        .await
+        .map_err(|e| {
+            FftdError::Runtime(format!(
+                "consumer '{consumer}' of stream '{stream}' is no pull consumer: {}",
+                one_line(&e.to_string())
+            ))
+        })
+}
+
+/// The stream that captures `subject` (rows or blocks are published there with acks); one line
+/// when none does, since a publish would then never be acknowledged.
+pub async fn stream_capturing(js: &Context, subject: &str) -> Result<String> {
+    match js.stream_by_subject(subject).await {
+        Ok(name) => Ok(name),
+        Err(e) if e.to_string().contains("not found") => Err(FftdError::Runtime(format!(
+            "no JetStream stream captures subject '{subject}' (create one with fftd fleet setup)"
+        ))),
+        Err(e) => Err(FftdError::Runtime(format!(
+            "cannot find the JetStream stream of subject '{subject}': {}",
+            one_line(&e.to_string())
+        ))),
+    }
+}
+
+/// What `fftd fleet setup` creates.
+pub struct FleetLayout {
+    pub work_stream: String,
+    pub work_subjects: Vec<String>,
+    pub consumer: String,
+    pub ack_wait: Duration,
+    pub max_deliver: i64,
+    pub spectra_stream: String,
+    pub spectra_subjects: Vec<String>,
+    pub duplicate_window: Duration,
+    pub memory: bool,
+    pub replicas: usize,
+}
+
+/// Creates the work stream, its consumer and the spectra stream, or leaves each as it is when it
+/// exists already; returns one line per object saying which.
+pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
+    let storage = match layout.memory {
+        true => StorageType::Memory,
+        false => StorageType::File,
+    };
+    let mut report = Vec::new();
+    let work = Config {
+        name: layout.work_stream.clone(),
+        subjects: layout.work_subjects.clone(),
+        retention: RetentionPolicy::WorkQueue,
+        storage,
+        num_replicas: layout.replicas,
+        duplicate_window: layout.duplicate_window,
+        ..Default::default()
+    };
+    report.push(ensure_stream(js, work).await?);
+    let spectra = Config {
+        name: layout.spectra_stream.clone(),
+        subjects: layout.spectra_subjects.clone(),
+        storage,
+        num_replicas: layout.replicas,
+        duplicate_window: layout.duplicate_window,
+        ..Default::default()
+    };
+    report.push(ensure_stream(js, spectra).await?);
+    let stream = js
+        .get_stream(&layout.work_stream)
+        .await
+        .map_err(|e| runtime("look up", &layout.work_stream, &e))?;
+    let consumer = pull::Config {
+        durable_name: Some(layout.consumer.clone()),
+        ack_policy: AckPolicy::Explicit,
+        ack_wait: layout.ack_wait,
+        max_deliver: layout.max_deliver,
+        max_ack_pending: 10_000,
+        ..Default::default()
+    };
+    let line = match stream.get_consumer::<pull::Config>(&layout.consumer).await {
+        Ok(_) => format!(
+            "consumer '{}' on '{}': exists, left as it is",
+            layout.consumer, layout.work_stream
+        ),
+        Err(_) => {
+            stream
+                .create_consumer(consumer)
+                .await
+                .map_err(|e| runtime("create consumer", &layout.consumer, &e))?;
+            format!(
+                "consumer '{}' on '{}': created (ack wait {} s, at most {} deliveries)",
+                layout.consumer,
+                layout.work_stream,
+                layout.ack_wait.as_secs_f64(),
+                layout.max_deliver
+            )
+        }
+    };
+    report.push(line);
+    Ok(report)
+}
+
+async fn ensure_stream(js: &Context, config: Config) -> Result<String> {
+    let name = config.name.clone();
+    if js.get_stream(&name).await.is_ok() {
+        return Ok(format!("stream '{name}': exists, left as it is"));
+    }
+    let subjects = config.subjects.join(", ");
+    js.create_stream(config)
+        .await
+        .map_err(|e| runtime("create stream", &name, &e))?;
+    Ok(format!("stream '{name}' ({subjects}): created"))
+}
+
+fn runtime(what: &str, name: &str, e: &dyn std::fmt::Display) -> FftdError {
+    FftdError::Runtime(format!(
+        "cannot {what} '{name}': {}",
+        one_line(&e.to_string())
+    ))
+}

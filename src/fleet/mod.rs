@@ -1,0 +1,166 @@
+//! Fleet mode: many fftd processes on many hosts sharing the work through NATS JetStream
+//! (docs/fleet.md).
+//!
+//! edge capture → `fftd publish` (`publish`: frame-aligned sample `block`s cut by `cutter`) →
+//! a work-queue stream → N workers (`worker`: `fftd --file nats://…/STREAM/CONSUMER
+//! --output nats://…/SUBJECT`, rows published with acks and dedup ids by `publish_acked`) → a
+//! spectra stream that dashboards and tools subscribe to. `jetstream` looks up and creates
+//! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
+//! client's runtime; `url` parses and redacts addresses.
+
+pub mod block;
+pub mod connect;
+pub mod cutter;
+pub mod jetstream;
+pub mod publish;
+pub mod publish_acked;
+pub mod url;
+pub mod worker;
+
+use crate::error::{FftdError, Result};
+use connect::NatsArgs;
+use std::time::Duration;
+use url::NatsUrl;
+
+#[derive(clap::Subcommand, Debug)]
+pub enum FleetCommand {
+    /// Create the work stream, its durable pull consumer and the spectra stream (each left as
+    /// it is when it exists).
+    Setup(Box<SetupArgs>),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SetupArgs {
+    /// The server: nats://HOST:PORT or tls://HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+
+    /// Name of the work stream (work-queue retention) the blocks go to.
+    #[arg(long, value_name = "NAME", default_value = "FRAMES")]
+    pub work_stream: String,
+
+    /// Subjects the work stream captures (repeatable).
+    #[arg(
+        long = "work-subject",
+        value_name = "SUBJECT",
+        default_value = "frames.>"
+    )]
+    pub work_subjects: Vec<String>,
+
+    /// Name of the durable pull consumer the workers share.
+    #[arg(long, value_name = "NAME", default_value = "workers")]
+    pub consumer: String,
+
+    /// Seconds a worker has to ack a block before it is given to another.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub ack_wait: f64,
+
+    /// Deliveries of one block at most.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub max_deliver: i64,
+
+    /// Name of the stream that stores the spectra rows.
+    #[arg(long, value_name = "NAME", default_value = "SPECTRA")]
+    pub spectra_stream: String,
+
+    /// Subjects the spectra stream captures (repeatable).
+    #[arg(
+        long = "spectra-subject",
+        value_name = "SUBJECT",
+        default_value = "spectra.>"
+    )]
+    pub spectra_subjects: Vec<String>,
+
+    /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
+    /// ack wait × max deliver so a redelivered block's rows are still recognised.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
+    pub duplicate_window: f64,
+
+    /// Keep the streams in memory instead of files (lost when the server restarts).
+    #[arg(long)]
+    pub memory: bool,
+
+    /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub replicas: usize,
+
+    #[command(flatten)]
+    pub nats: NatsArgs,
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration> {
+    match v.is_finite() && v > 0.0 && v <= 86_400.0 * 365.0 {
+        true => Ok(Duration::from_secs_f64(v)),
+        false => Err(FftdError::Usage(format!(
+            "{flag} {v}: must be a positive number of seconds"
+        ))),
+    }
+}
+
+/// `fftd fleet ...`.
+pub fn run_fleet(command: &FleetCommand) -> Result<()> {
+    match command {
+        FleetCommand::Setup(args) => run_setup(args),
+    }
+}
+
+fn run_setup(args: &SetupArgs) -> Result<()> {
+    let url = NatsUrl::parse("--server", &args.server).map_err(FftdError::Usage)?;
+    if args.max_deliver < 1 || args.replicas < 1 {
+        return Err(FftdError::Usage(
+            "--max-deliver and --replicas must be at least 1".into(),
+        ));
+    }
+    let layout = jetstream::FleetLayout {
+        work_stream: args.work_stream.clone(),
+        work_subjects: args.work_subjects.clone(),
+        consumer: args.consumer.clone(),
+        ack_wait: seconds("--ack-wait", args.ack_wait)?,
+        max_deliver: args.max_deliver,
+        spectra_stream: args.spectra_stream.clone(),
+        spectra_subjects: args.spectra_subjects.clone(),
+        duplicate_window: seconds("--duplicate-window", args.duplicate_window)?,
+        memory: args.memory,
+        replicas: args.replicas,
+    };
+    let rt = connect::runtime()?;
+    let report = rt.block_on(async {
+        let client = args.nats.connect(&url, "fftd fleet setup").await?;
+        jetstream::set_up(&async_nats::jetstream::new(client), &layout).await
+    })?;
+    for line in report {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// A worker's `--meta`: the addresses (redacted), the framing and what it did.
+pub fn write_worker_meta(
+    path: &std::path::Path,
+    settings: &crate::config::Settings,
+    io: &worker::FleetIo,
+    counts: &worker::WorkerCounts,
+) -> Result<()> {
+    let hop = match settings.frame {
+        crate::frame::FrameSize::Fixed(n) => settings.hop.unwrap_or(n),
+        crate::frame::FrameSize::Whole => 0,
+    };
+    let meta = serde_json::json!({
+        "input": io.input.to_string(),
+        "output": io.output.to_string(),
+        "subject": io.subject,
+        "frame": settings.frame.to_string(),
+        "hop": hop,
+        "window": format!("{:?}", settings.window).to_lowercase(),
+        "scale": settings.scale.name(),
+        "format": settings.format.name(),
+        "precision": format!("{:?}", settings.precision).to_lowercase(),
+        "blocks": counts.blocks,
+        "rows": counts.rows,
+        "duplicate_rows": counts.duplicates,
+        "samples": counts.samples,
+    });
+    let text = serde_json::to_string_pretty(&meta)
+        .map_err(|e| FftdError::Runtime(format!("--meta: {e}")))?;
+    std::fs::write(path, text + "\n").map_err(|e| FftdError::io(path, e))
+}

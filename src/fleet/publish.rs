@@ -1,0 +1,323 @@
+//! `fftd publish`: reads recordings (or live capture) exactly as a local run reads them — the
+//! same formats, channels and stream numbers — cuts each stream into frame-aligned blocks
+//! (`cutter`) and publishes them to a subject of the work stream with JetStream acks. Each block
+//! carries a `Nats-Msg-Id`, so a retried publish is deduplicated by the server.
+//!
+//! Blocks are published in batches; up to `BATCHES_IN_FLIGHT` batches wait for their acks while
+//! the next is read. SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a
+//! local run does) and everything read is published before exit.
+
+use super::connect::NatsArgs;
+use super::cutter::{frames_per_block, BlockCutter, CutBlock, StreamShape};
+use super::jetstream::stream_capturing;
+use super::publish_acked::{publish_all, Acked, Outgoing};
+use super::url::NatsUrl;
+use crate::config::{Options, Settings};
+use crate::error::{FftdError, Result};
+use crate::frame::{FrameSize, Tail};
+use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
+use crate::pipeline::Signals;
+use crate::source::channels::ChannelSelect;
+use crate::source::InputFormat;
+use async_nats::jetstream::Context;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+
+/// Blocks per published batch.
+const BATCH_BLOCKS: usize = 16;
+/// Batches waiting for acks at once.
+const BATCHES_IN_FLIGHT: usize = 4;
+/// Sample frames read per block of input.
+const READ_FRAMES: usize = 1 << 14;
+/// Frames per block unless `--block-frames` says otherwise.
+pub const DEFAULT_BLOCK_FRAMES: usize = 128;
+
+#[derive(clap::Args, Debug)]
+pub struct PublishArgs {
+    /// Where the blocks go: nats://HOST:PORT/SUBJECT, a subject of the work stream
+    /// (tls:// for TLS; USER:PASS@ or TOKEN@ before the host, or the --nats-* flags).
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+
+    /// Input file (repeatable: each file is its own source); `-` reads stdin.
+    #[arg(long = "file", value_name = "PATH")]
+    pub file: Vec<String>,
+
+    /// Capture live from a microphone (default device, or DEVICE from `fftd devices`).
+    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    pub mic: Option<String>,
+
+    /// Source id of each input, in --file order (row ids and dedup ids start with it; give each
+    /// recording of a site a stable, unique one) [default: the input as given].
+    #[arg(long = "source-id", value_name = "ID")]
+    pub source_id: Vec<String>,
+
+    /// Frames per block [default: 128, fewer when the server's max_payload needs it].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub block_frames: Option<u32>,
+
+    /// Input file format [default: by extension].
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<InputFormat>,
+
+    /// Sample rate in Hz for inputs without a header [default: 1].
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<f64>,
+
+    /// Interleaved channels in raw files; channels to capture with --mic.
+    #[arg(long, value_name = "C")]
+    pub channels: Option<i64>,
+
+    /// Which channel(s): mix, N, all (one stream each) [default: mix].
+    #[arg(long, value_name = "mix|N|all")]
+    pub channel: Option<ChannelSelect>,
+
+    /// Samples per frame: workers must run the same --frame [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub frame: Option<FrameSize>,
+
+    /// Samples between frame starts: workers must run the same --hop [default: the frame size].
+    #[arg(long, value_name = "H")]
+    pub hop: Option<i64>,
+
+    /// Samples after the last whole frame: pad or drop [default: pad].
+    #[arg(long, value_enum)]
+    pub tail: Option<Tail>,
+
+    /// Print blocks, frames and samples published to stderr at exit.
+    #[arg(long)]
+    pub stats: bool,
+
+    #[command(flatten)]
+    pub nats: NatsArgs,
+}
+
+impl PublishArgs {
+    /// The input and framing flags as a run's settings (validated the same way).
+    fn settings(&self) -> Result<Settings> {
+        let options = Options {
+            file: self.file.clone(),
+            mic: self.mic.clone(),
+            input_format: self.input_format,
+            rate: self.rate,
+            channels: self.channels,
+            channel: self.channel,
+            frame: self.frame,
+            hop: self.hop,
+            tail: self.tail,
+            quiet: true,
+            ..Options::default()
+        };
+        let settings = Settings::from_options(options)?;
+        if settings.frame == FrameSize::Whole {
+            return Err(FftdError::Usage(
+                "fftd publish needs a fixed --frame N (blocks hold whole frames)".into(),
+            ));
+        }
+        Ok(settings)
+    }
+}
+
+/// What was published, for `--stats`.
+#[derive(Default)]
+struct Published {
+    blocks: u64,
+    frames: u64,
+    samples: u64,
+    acked: Acked,
+}
+
+pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
+    let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
+    let subject = url.subject("--to").map_err(FftdError::Usage)?;
+    let settings = args.settings()?;
+    let plan = plan_streams(&settings, &signals.stop, Reading::Sequential)?;
+    let inputs = plan.sequential.len();
+    if !args.source_id.is_empty() && args.source_id.len() != inputs {
+        return Err(FftdError::Usage(format!(
+            "--source-id given {} time(s) for {inputs} input(s): give one per --file, or none",
+            args.source_id.len()
+        )));
+    }
+    let rt = super::connect::runtime()?;
+    let (js, max_payload) = rt.block_on(async {
+        let client = args.nats.connect(&url, "fftd publish").await?;
+        let max_payload = client.server_info().max_payload;
+        let js = async_nats::jetstream::new(client);
+        stream_capturing(&js, &subject).await?;
+        Ok::<_, FftdError>((js, max_payload))
+    })?;
+    let mut sender = BatchSender {
+        rt: &rt,
+        js,
+        subject,
+        batch: Vec::new(),
+        in_flight: VecDeque::new(),
+        published: Published::default(),
+    };
+    for (k, input) in plan.sequential.into_iter().enumerate() {
+        let SequentialInput::Open(source) = input else {
+            continue; // Reading::Sequential opens every input
+        };
+        let id = args.source_id.get(k).cloned();
+        let shape = ShapeOf {
+            settings: &settings,
+            source_id: id,
+            max_payload,
+            block_frames: args.block_frames,
+        };
+        publish_source(source, &shape, &mut sender, signals)?;
+    }
+    sender.flush()?;
+    sender.settle(0)?;
+    if args.stats {
+        let p = &sender.published;
+        eprintln!(
+            "fftd publish: {} blocks, {} frames, {} samples to '{}' ({} already there)",
+            p.blocks, p.frames, p.samples, sender.subject, p.acked.duplicates
+        );
+    }
+    Ok(())
+}
+
+/// How a source's streams are cut.
+struct ShapeOf<'a> {
+    settings: &'a Settings,
+    source_id: Option<String>,
+    max_payload: usize,
+    block_frames: Option<u32>,
+}
+
+/// Reads one source to its end (or a stop), cutting and sending its streams' blocks.
+fn publish_source(
+    mut plan: SourcePlan,
+    shape: &ShapeOf<'_>,
+    sender: &mut BatchSender<'_>,
+    signals: &Signals,
+) -> Result<()> {
+    let info = plan.source.info().clone();
+    let FrameSize::Fixed(n) = shape.settings.frame else {
+        return Err(FftdError::Usage(
+            "fftd publish needs a fixed --frame N".into(),
+        ));
+    };
+    let hop = shape.settings.hop.unwrap_or(n);
+    let width = info.kind.width();
+    // room for the headers: the payload limit less 4 KiB
+    let budget = shape.max_payload.saturating_sub(4096).max(4096);
+    let wanted = shape
+        .block_frames
+        .map_or(DEFAULT_BLOCK_FRAMES, |b| b as usize);
+    let block_frames = frames_per_block(n, hop, width, budget, wanted).ok_or_else(|| {
+        FftdError::Usage(format!(
+            "--frame {n}: one frame ({} bytes) does not fit in the server's max_payload ({} bytes)",
+            n * width * 4,
+            shape.max_payload
+        ))
+    })?;
+    let source_id = shape.source_id.clone().unwrap_or_else(|| info.name.clone());
+    let mut cutters: Vec<BlockCutter> = (0..plan.splitter.streams())
+        .map(|k| {
+            BlockCutter::new(StreamShape {
+                source: source_id.clone(),
+                stream: plan.first_stream + k,
+                channel: (info.channels > 1)
+                    .then(|| plan.splitter.channel_of(k))
+                    .flatten(),
+                rate: info.rate,
+                kind: info.kind,
+                n,
+                hop,
+                tail: shape.settings.tail,
+                block_frames,
+            })
+        })
+        .collect();
+    let mut block = Vec::new();
+    let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); cutters.len()];
+    while !signals.stop.load(Ordering::Relaxed) {
+        block.clear();
+        if plan.source.read(&mut block, READ_FRAMES)? == 0 {
+            break;
+        }
+        if plan.source.take_gap() > 0 {
+            tracing::warn!(
+                "{}: samples lost in capture; frames after the gap are shifted",
+                info.name
+            );
+        }
+        plan.splitter.split(&mut block, &mut per_stream);
+        for (cutter, samples) in cutters.iter_mut().zip(&per_stream) {
+            cutter.push(samples, &mut |b| sender.add(b));
+        }
+        sender.flush_if_full()?;
+    }
+    for cutter in cutters.iter_mut() {
+        cutter.finish(&mut |b| sender.add(b));
+    }
+    Ok(())
+}
+
+/// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
+struct BatchSender<'a> {
+    rt: &'a Runtime,
+    js: Context,
+    subject: String,
+    batch: Vec<Outgoing>,
+    in_flight: VecDeque<JoinHandle<Result<Acked>>>,
+    published: Published,
+}
+
+impl BatchSender<'_> {
+    fn add(&mut self, block: CutBlock) -> bool {
+        let mut payload = Vec::new();
+        super::block::encode_samples(&block.values, &mut payload);
+        self.published.blocks += 1;
+        self.published.frames += block.header.frames as u64;
+        self.published.samples += block.header.samples as u64;
+        self.batch.push(Outgoing {
+            headers: block.header.to_headers(),
+            payload: payload.into(),
+        });
+        true
+    }
+
+    fn flush_if_full(&mut self) -> Result<()> {
+        match self.batch.len() >= BATCH_BLOCKS {
+            true => self.flush(),
+            false => Ok(()),
+        }
+    }
+
+    /// Sends the collected blocks as one batch; waits while too many batches are in flight.
+    fn flush(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        let (js, subject) = (self.js.clone(), self.subject.clone());
+        self.in_flight.push_back(
+            self.rt
+                .spawn(async move { publish_all(&js, &subject, batch).await }),
+        );
+        self.settle(BATCHES_IN_FLIGHT)
+    }
+
+    /// Waits for the oldest batches until at most `keep` are in flight.
+    fn settle(&mut self, keep: usize) -> Result<()> {
+        while self.in_flight.len() > keep {
+            let Some(task) = self.in_flight.pop_front() else {
+                break;
+            };
+            let acked = self
+                .rt
+                .block_on(task)
+                .map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
+            self.published.acked.stored += acked.stored;
+            self.published.acked.duplicates += acked.duplicates;
+        }
+        Ok(())
+    }
+}

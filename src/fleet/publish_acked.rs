@@ -1,0 +1,106 @@
+//! Publishing with JetStream acks, retried: every message carries a `Nats-Msg-Id`, so sending it
+//! again after a lost ack (a server restart, a reconnect) is deduplicated by the server. A batch
+//! is sent whole, then its acks are awaited together; messages whose send or ack failed are sent
+//! again with a growing pause until `RETRY_FOR` has passed without success.
+
+use super::connect::one_line;
+use crate::error::{FftdError, Result};
+use async_nats::jetstream::Context;
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use std::time::{Duration, Instant};
+
+/// How long a message is retried before the publisher gives up (a server restart takes seconds).
+pub const RETRY_FOR: Duration = Duration::from_secs(120);
+
+/// One message to publish.
+#[derive(Clone)]
+pub struct Outgoing {
+    pub headers: HeaderMap,
+    pub payload: Bytes,
+}
+
+/// What the server said about a batch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Acked {
+    pub stored: u64,
+    /// Messages the server had already (same `Nats-Msg-Id` within its duplicate window).
+    pub duplicates: u64,
+}
+
+/// Publishes `batch` on `subject` and returns once the server has acknowledged every message.
+pub async fn publish_all(js: &Context, subject: &str, batch: Vec<Outgoing>) -> Result<Acked> {
+    let started = Instant::now();
+    let mut pending = batch;
+    let mut acked = Acked::default();
+    let mut pause = Duration::from_millis(100);
+    let mut warned = false;
+    loop {
+        let (done, failed, last_error) = publish_once(js, subject, pending).await;
+        acked.stored += done.stored;
+        acked.duplicates += done.duplicates;
+        if failed.is_empty() {
+            return Ok(acked);
+        }
+        if started.elapsed() > RETRY_FOR {
+            return Err(FftdError::Runtime(format!(
+                "publishing to '{subject}': {} message(s) unacknowledged after {} s: {last_error}",
+                failed.len(),
+                RETRY_FOR.as_secs()
+            )));
+        }
+        if !warned {
+            tracing::warn!("publishing to '{subject}': {last_error}; retrying");
+            warned = true;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+        pending = failed;
+    }
+}
+
+/// One attempt: sends every message, then awaits every ack. Returns the acked counts, the
+/// messages to send again and the last error seen.
+async fn publish_once(
+    js: &Context,
+    subject: &str,
+    batch: Vec<Outgoing>,
+) -> (Acked, Vec<Outgoing>, String) {
+    let mut failed = Vec::new();
+    let mut last_error = String::new();
+    let mut waiting = Vec::with_capacity(batch.len());
+    for message in batch {
+        let sent = js
+            .publish_with_headers(
+                subject.to_string(),
+                message.headers.clone(),
+                message.payload.clone(),
+            )
+            .await;
+        match sent {
+            Ok(ack) => waiting.push((message, ack)),
+            Err(e) => {
+                last_error = one_line(&e.to_string());
+                failed.push(message);
+            }
+        }
+    }
+    let answers = futures_util::future::join_all(
+        waiting
+            .into_iter()
+            .map(|(message, ack)| async move { (message, ack.await) }),
+    )
+    .await;
+    let mut acked = Acked::default();
+    for (message, answer) in answers {
+        match answer {
+            Ok(ack) if ack.duplicate => acked.duplicates += 1,
+            Ok(_) => acked.stored += 1,
+            Err(e) => {
+                last_error = one_line(&e.to_string());
+                failed.push(message);
+            }
+        }
+    }
+    (acked, failed, last_error)
+}

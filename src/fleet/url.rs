@@ -1,0 +1,213 @@
+//! NATS addresses as fftd takes them: `nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT]/PATH` or
+//! `tls://...` (TLS required). PATH is a subject (`--output`, `fftd publish --to`) or
+//! `STREAM/CONSUMER` (`--file`). The userinfo is a secret: `Display` never shows it
+//! (`nats://***@host:4222/...`), so an address can go in any log line or in `--meta`.
+
+use std::fmt;
+
+/// The default NATS client port.
+pub const DEFAULT_PORT: u16 = 4222;
+
+/// Credentials written into the address itself.
+#[derive(Clone, PartialEq, Eq)]
+pub enum UrlAuth {
+    None,
+    UserPassword { user: String, password: String },
+    Token(String),
+}
+
+/// A parsed NATS address.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NatsUrl {
+    /// `tls://`: the connection must be TLS.
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    pub auth: UrlAuth,
+    /// What follows `HOST:PORT/`, undecoded.
+    pub path: String,
+}
+
+/// Whether `text` is meant as a NATS address (so a bad one is a usage error, not a missing file).
+pub fn is_nats_url(text: &str) -> bool {
+    text.starts_with("nats://") || text.starts_with("tls://")
+}
+
+impl NatsUrl {
+    /// Parses an address; `flag` names the option in errors. The error never repeats the
+    /// userinfo.
+    pub fn parse(flag: &str, text: &str) -> Result<NatsUrl, String> {
+        let (tls, rest) = if let Some(rest) = text.strip_prefix("nats://") {
+            (false, rest)
+        } else if let Some(rest) = text.strip_prefix("tls://") {
+            (true, rest)
+        } else {
+            return Err(format!(
+                "{flag}: expected nats://HOST:PORT/... or tls://HOST:PORT/..."
+            ));
+        };
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let shown = redact_text(text);
+        let auth = match userinfo {
+            None => UrlAuth::None,
+            Some(u) => match u.split_once(':') {
+                Some((user, password)) if !user.is_empty() => UrlAuth::UserPassword {
+                    user: user.to_string(),
+                    password: password.to_string(),
+                },
+                None if !u.is_empty() => UrlAuth::Token(u.to_string()),
+                _ => return Err(format!("{flag} {shown}: empty user name before '@'")),
+            },
+        };
+        let (host, port) =
+            split_host_port(hostport).map_err(|what| format!("{flag} {shown}: {what}"))?;
+        Ok(NatsUrl {
+            tls,
+            host,
+            port,
+            auth,
+            path: path.to_string(),
+        })
+    }
+
+    /// The server address for the client: `nats://HOST:PORT` or `tls://HOST:PORT`, no secret.
+    pub fn server(&self) -> String {
+        let scheme = if self.tls { "tls" } else { "nats" };
+        match self.host.contains(':') {
+            true => format!("{scheme}://[{}]:{}", self.host, self.port),
+            false => format!("{scheme}://{}:{}", self.host, self.port),
+        }
+    }
+
+    /// The path as one subject (`a.b.c`): non-empty, no spaces or slashes, no empty token.
+    pub fn subject(&self, flag: &str) -> Result<String, String> {
+        let s = self.path.as_str();
+        let bad = s.is_empty()
+            || s.contains(['/', ' ', '\t', '*', '>'])
+            || s.split('.').any(str::is_empty);
+        if bad {
+            return Err(format!(
+                "{flag} {self}: expected a subject after the address, as nats://HOST:PORT/spectra.site1 (no wildcards)"
+            ));
+        }
+        Ok(s.to_string())
+    }
+
+    /// The path as `STREAM/CONSUMER` (JetStream names: no dots, spaces, wildcards or slashes).
+    pub fn stream_and_consumer(&self, flag: &str) -> Result<(String, String), String> {
+        let valid =
+            |name: &str| !name.is_empty() && !name.contains(['.', ' ', '\t', '*', '>', '/', '\\']);
+        match self.path.split_once('/') {
+            Some((stream, consumer)) if valid(stream) && valid(consumer) => {
+                Ok((stream.to_string(), consumer.to_string()))
+            }
+            _ => Err(format!(
+                "{flag} {self}: expected nats://HOST:PORT/STREAM/CONSUMER (a JetStream stream and a durable pull consumer)"
+            )),
+        }
+    }
+}
+
+/// `HOST`, `HOST:PORT`, `[IPv6]:PORT`.
+fn split_host_port(text: &str) -> Result<(String, u16), String> {
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or("unclosed '[' in the host")?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match text.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (text, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".into());
+    }
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => return Err(format!("bad port '{p}': expected 1 to 65535")),
+        },
+    };
+    Ok((host.to_string(), port))
+}
+
+/// `text` with any userinfo replaced by `***`.
+pub fn redact_text(text: &str) -> String {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => text.to_string(),
+    }
+}
+
+impl fmt::Display for NatsUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.tls { "tls" } else { "nats" };
+        let secret = if self.auth == UrlAuth::None {
+            ""
+        } else {
+            "***@"
+        };
+        let host = match self.host.contains(':') {
+            true => format!("[{}]", self.host),
+            false => self.host.clone(),
+        };
+        write!(f, "{scheme}://{secret}{host}:{}/{}", self.port, self.path)
+    }
+}
+
+impl fmt::Debug for NatsUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NatsUrl({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_redacts() {
+        let u = NatsUrl::parse("--file", "nats://alice:s3cret@10.0.0.1:4333/FRAMES/workers")
+            .expect("valid");
+        assert_eq!(u.server(), "nats://10.0.0.1:4333");
+        assert_eq!(
+            u.stream_and_consumer("--file").expect("names"),
+            ("FRAMES".into(), "workers".into())
+        );
+        let shown = format!("{u} {u:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("alice"),
+            "{shown}"
+        );
+        let t = NatsUrl::parse("--output", "tls://tok@host/spectra.a").expect("valid");
+        assert!(t.tls && t.auth == UrlAuth::Token("tok".into()) && t.port == DEFAULT_PORT);
+        assert_eq!(t.subject("--output").expect("subject"), "spectra.a");
+        assert_eq!(redact_text("nats://u:p@h:1/x@y"), "nats://***@h:1/x@y");
+    }
+
+    #[test]
+    fn bad_addresses_are_named_without_secrets() {
+        for bad in [
+            "nats://u:pw@:4222/x",
+            "nats://u:pw@h:99999/x",
+            "nats://u:pw@h:0/x",
+        ] {
+            let e = NatsUrl::parse("--file", bad).expect_err(bad);
+            assert!(!e.contains("pw"), "{e}");
+        }
+        let u = NatsUrl::parse("--output", "nats://h/").expect("parses");
+        assert!(u.subject("--output").is_err());
+        let u = NatsUrl::parse("--file", "nats://h/ONLYSTREAM").expect("parses");
+        assert!(u.stream_and_consumer("--file").is_err());
+        assert!(NatsUrl::parse("--file", "http://h/x").is_err());
+    }
+}
