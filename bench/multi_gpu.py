@@ -65,13 +65,15 @@ def timed(device):
 print(f"\n== end to end: 16 files, {samples} f32 samples ({in_bytes / 2**30:.1f} GiB) in {a.dir}, "
       f"frame {a.frame}, f32 out to {a.dir}, {os.cpu_count()} cores, median of {a.runs}", flush=True)
 results = {}
-for device in ["gpu", "gpu:all", "cpu"]:
+for device in ["gpu", "gpu:all", "auto", "cpu"]:
     med, lo, hi = timed(device)
     results[device] = med
     print(f"--device {device:8s} {med:7.3f} s [{lo:.3f}-{hi:.3f}]  {in_bytes / med / 1e9:6.2f} GB/s of input",
           flush=True)
 print(f"\nend to end, all GPUs vs one: {results['gpu'] / results['gpu:all']:.2f}x (target >= 1.6 with 2 GPUs)")
-for device in ["gpu", "gpu:all"]:
+print(f"end to end, auto (every device worth it, the CPU engines included) vs the faster of gpu and cpu: "
+      f"{min(results['gpu'], results['cpu']) / results['auto']:.2f}x")
+for device in ["gpu", "gpu:all", "auto"]:
     print(f"--stats of --device {device}:", flush=True)
     run(device, stats=True)
 shutil.rmtree(work)
