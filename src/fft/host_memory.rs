@@ -197,12 +197,11 @@ impl<T> DerefMut for HostBuf<T> {
     }
 }
 
+/// Pinned memory stand-ins for tests: blocks that are boxed slices.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod boxed {
+    use super::PinnedBlock;
 
-    /// Pinned memory stand-in: a leaked-then-reclaimed boxed slice.
-    struct BoxAlloc;
     struct Owned(*mut [f32]);
     // SAFETY: `Owned` only frees its box on drop; the values are reached through the block.
     unsafe impl Send for Owned {}
@@ -210,15 +209,28 @@ mod tests {
     unsafe impl Sync for Owned {}
     impl Drop for Owned {
         fn drop(&mut self) {
-            // SAFETY: made by Box::into_raw in `alloc`.
+            // SAFETY: made by Box::into_raw in `block`.
             drop(unsafe { Box::from_raw(self.0) });
         }
     }
+
+    /// A block of `len` zeros in a box of its own, freed with the block.
+    pub fn block(len: usize) -> PinnedBlock<f32> {
+        let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
+        // SAFETY: the box's values live until `Owned` drops them.
+        unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pinned memory stand-in: boxed slices.
+    struct BoxAlloc;
     impl PinnedAlloc<f32> for BoxAlloc {
         fn alloc(&self, len: usize) -> Result<PinnedBlock<f32>, String> {
-            let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
-            // SAFETY: the box's values live until `Owned` drops them.
-            Ok(unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) })
+            Ok(boxed::block(len))
         }
         fn owns(&self, _: &PinnedBlock<f32>) -> bool {
             true

@@ -142,25 +142,13 @@ mod tests {
     struct FakeDevice {
         blocks: Mutex<Vec<usize>>,
     }
-    struct Owned(*mut [f32]);
-    // SAFETY: `Owned` only frees its box on drop; the values are reached through the block.
-    unsafe impl Send for Owned {}
-    // SAFETY: `Owned` has no `&self` method that reads the values.
-    unsafe impl Sync for Owned {}
-    impl Drop for Owned {
-        fn drop(&mut self) {
-            // SAFETY: made by Box::into_raw in `alloc`.
-            drop(unsafe { Box::from_raw(self.0) });
-        }
-    }
     impl PinnedAlloc<f32> for FakeDevice {
         fn alloc(&self, len: usize) -> Result<PinnedBlock<f32>, String> {
-            let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
+            let block = crate::fft::host_memory::boxed::block(len);
             if let Ok(mut b) = self.blocks.lock() {
-                b.push(raw as *mut f32 as usize);
+                b.push(block.as_slice().as_ptr() as usize);
             }
-            // SAFETY: the box's values live until `Owned` drops them.
-            Ok(unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) })
+            Ok(block)
         }
         fn owns(&self, block: &PinnedBlock<f32>) -> bool {
             let at = block.as_slice().as_ptr() as usize;
