@@ -195,12 +195,14 @@ fn two_engines_keep_a_single_stream_in_order() {
     let two = fftd_run(&[&args[..], &["--device", &twice, "--stats"]].concat(), &[]);
     assert_eq!(one.stdout.len(), frames * 129 * 4, "every frame written");
     assert!(one.stdout == two.stdout, "frames out of order or changed");
+    // (which lane takes which batch depends on timing here: a lane that finishes each batch
+    // before the next is cut may take them all; the multi-file test checks the spreading)
     let err = stderr_text(&two);
     let (a, b) = (
         share(&err, &format!("{dev}#1")),
         share(&err, &format!("{dev}#2")),
     );
-    assert!(a.frames > 0 && b.frames > 0, "{err}");
+    assert_eq!(a.frames + b.frames, frames as u64, "{err}");
 }
 
 // The first device of the list always gets the first batch, and a second one before the other

@@ -17,6 +17,9 @@ use crate::fft::InputKind;
 use crate::frame::Tail;
 use async_nats::HeaderMap;
 
+/// Frames in one block at most (`fftd publish --block-frames` stays below).
+pub const MAX_BLOCK_FRAMES: usize = 65536;
+
 /// Where a block's frames come from and how they are cut.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BlockHeader {
@@ -134,7 +137,22 @@ impl BlockHeader {
         if self.n < 2 || self.hop == 0 || self.frames == 0 {
             return Err("headers fftd-n/fftd-hop/fftd-frames: empty framing".into());
         }
-        let span = (self.frames as u64 - 1) * self.hop as u64 + self.n as u64;
+        // a worker frames a block in one buffer: a header claiming more would exhaust it
+        let values = (self.frames as u64).checked_mul(self.n as u64);
+        if self.frames > MAX_BLOCK_FRAMES
+            || values.is_none_or(|v| v > crate::limits::MAX_BATCH_SAMPLES as u64)
+        {
+            return Err(format!(
+                "{}: {} frames of {} samples, more than a worker frames at once",
+                self.describe(),
+                self.frames,
+                self.n
+            ));
+        }
+        let span = (self.frames as u64 - 1)
+            .checked_mul(self.hop as u64)
+            .and_then(|s| s.checked_add(self.n as u64))
+            .ok_or_else(|| format!("{}: frames span past 2^64 samples", self.describe()))?;
         if self.samples as u64 > span {
             return Err(format!(
                 "{}: {} samples, more than its frames span ({span})",

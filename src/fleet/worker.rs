@@ -106,14 +106,15 @@ fn run_typed<T: Sample>(
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let rt = super::connect::runtime()?;
     let (js, consumer) = rt.block_on(async {
-        let client = nats.connect(&io.input, "fftd worker").await?;
-        let client = match io.output.server() == io.input.server() {
-            true => client,
+        // the blocks come from the input's server; the rows may go to another one
+        let in_client = nats.connect(&io.input, "fftd worker").await?;
+        let out_client = match io.output.server() == io.input.server() {
+            true => in_client.clone(),
             false => nats.connect(&io.output, "fftd worker (spectra)").await?,
         };
-        let js = async_nats::jetstream::new(client.clone());
-        let consumer = work_consumer(&js, &io.stream, &io.consumer).await?;
-        let out_js = async_nats::jetstream::new(client);
+        let in_js = async_nats::jetstream::new(in_client);
+        let consumer = work_consumer(&in_js, &io.stream, &io.consumer).await?;
+        let out_js = async_nats::jetstream::new(out_client);
         stream_capturing(&out_js, &io.subject).await?;
         Ok::<_, FftdError>((out_js, consumer))
     })?;
@@ -311,7 +312,14 @@ impl<T: Sample> Work<'_, T> {
                 self.hop
             )));
         }
-        let samples = decode_samples(&header, &message.payload).map_err(FftdError::Runtime)?;
+        let samples = match decode_samples(&header, &message.payload) {
+            Ok(samples) => samples,
+            Err(e) => {
+                // a damaged block would fail every worker the same way: never redelivered
+                tracing::warn!("skipping {}: {e}", header.describe());
+                return Ok(None);
+            }
+        };
         self.frame_block(&header, &samples);
         let spec = TransformSpec {
             n: self.n,
