@@ -12,6 +12,8 @@
 #                                        (tests/serve_browser.rs)
 #   nats-server (--test)                 a NATS server with JetStream for the fleet tests
 #                                        (tests/fleet.rs start their own on loopback)
+#   openssl (--test)                     makes the CA and certificates of the TLS fleet tests
+#                                        (tests/fleet_auth.rs; not in a minimal Debian image)
 # and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
 # (librosa: the mel filter banks of --bands, tests/bands_librosa.rs), and selenium 4, which drives
 # chromium through chromedriver (never downloading a browser or a driver itself).
@@ -21,7 +23,7 @@ set -euo pipefail
 testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
-$testing && packages+=(sox chromium chromium-driver nats-server)
+$testing && packages+=(sox chromium chromium-driver nats-server openssl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

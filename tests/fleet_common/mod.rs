@@ -1,0 +1,247 @@
+//! Helpers of the fleet tests (tests/fleet.rs, tests/fleet_auth.rs): a real nats-server on a free
+//! loopback port with a temporary store (optionally requiring credentials or TLS), a generated
+//! recording, the local run's rows and the rows the SPECTRA stream holds.
+#![allow(dead_code)]
+
+use crate::common::*;
+use async_nats::jetstream;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the tests' own client authenticates to a server.
+#[derive(Clone, Default)]
+pub enum ClientAuth {
+    #[default]
+    None,
+    UserPassword(String, String),
+    Token(String),
+}
+
+/// A nats-server with JetStream on 127.0.0.1; killed (and waited for) when dropped.
+pub struct NatsServer {
+    child: Option<Child>,
+    pub port: u16,
+    store: PathBuf,
+    pub log: PathBuf,
+    /// Extra arguments (credentials, TLS).
+    extra: Vec<OsString>,
+    /// How `stored_rows`/`messages_in` connect.
+    pub auth: ClientAuth,
+}
+
+impl NatsServer {
+    pub fn start(dir: &Path) -> NatsServer {
+        NatsServer::start_with(dir, &[], ClientAuth::None)
+    }
+
+    /// A server started with `extra` arguments (`--user U --pass P`, `--auth T`, `--tls ...`).
+    pub fn start_with(dir: &Path, extra: &[OsString], auth: ClientAuth) -> NatsServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut server = NatsServer {
+            child: None,
+            port,
+            store: dir.join("store"),
+            log: dir.join("nats-server.log"),
+            extra: extra.to_vec(),
+            auth,
+        };
+        server.launch();
+        server
+    }
+
+    pub fn launch(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("server log");
+        let child = Command::new("nats-server")
+            .args([
+                "-js",
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-sd",
+            ])
+            .arg(&self.store)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("nats-server starts");
+        self.child = Some(child);
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "nats-server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGTERM (the server shuts down in order) and wait.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("nats://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// The tests' own client (no TLS).
+    async fn client(&self) -> Result<async_nats::Client, async_nats::ConnectError> {
+        let opts = match &self.auth {
+            ClientAuth::None => async_nats::ConnectOptions::new(),
+            ClientAuth::UserPassword(u, p) => {
+                async_nats::ConnectOptions::with_user_and_password(u.clone(), p.clone())
+            }
+            ClientAuth::Token(t) => async_nats::ConnectOptions::with_token(t.clone()),
+        };
+        opts.connect(format!("127.0.0.1:{}", self.port)).await
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn have_server() -> bool {
+    program_runs("nats-server", &["--version"])
+}
+
+/// A mono 16-bit WAV of `len` samples of noise at 8 kHz.
+pub fn write_wav(path: &Path, len: usize) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 8000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec).expect("wav");
+    for v in noise(len, 7) {
+        w.write_sample((v * 20000.0) as i16).expect("sample");
+    }
+    w.finalize().expect("wav written");
+}
+
+pub const FRAMING: [&str; 4] = ["--frame", "512", "--hop", "128"];
+
+/// The local run's rows (f32), one per frame.
+pub fn local_rows(wav: &Path) -> Vec<Vec<u8>> {
+    let out = run(&[
+        "--file",
+        wav.to_str().expect("utf-8 path"),
+        "--frame",
+        "512",
+        "--hop",
+        "128",
+        "--format",
+        "f32",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let row = (512 / 2 + 1) * 4;
+    assert_eq!(out.stdout.len() % row, 0);
+    out.stdout.chunks(row).map(<[u8]>::to_vec).collect()
+}
+
+/// Every row stored in SPECTRA: (stream, frame) -> (payload, how many times).
+pub fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = server.client().await.expect("connect");
+        let js = jetstream::new(client);
+        let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
+        let total = stream.info().await.expect("info").state.messages;
+        let consumer = stream
+            .create_consumer(jetstream::consumer::pull::Config {
+                ack_policy: jetstream::consumer::AckPolicy::None,
+                ..Default::default()
+            })
+            .await
+            .expect("consumer");
+        let mut rows = BTreeMap::new();
+        let mut seen = 0u64;
+        while seen < total {
+            use futures_util::StreamExt;
+            let mut batch = consumer
+                .fetch()
+                .max_messages(1000)
+                .expires(Duration::from_secs(2))
+                .messages()
+                .await
+                .expect("fetch");
+            while let Some(m) = batch.next().await {
+                let m = m.expect("message");
+                let h = m.headers.as_ref().expect("headers");
+                let num = |k: &str| h.get(k).expect(k).as_str().parse::<u64>().expect(k);
+                assert_eq!(h.get("source").expect("source").as_str(), "rec");
+                let entry = rows
+                    .entry((num("stream"), num("frame")))
+                    .or_insert((m.payload.to_vec(), 0));
+                entry.1 += 1;
+                seen += 1;
+            }
+        }
+        rows
+    })
+}
+
+/// Messages in a stream now.
+pub fn messages_in(server: &NatsServer, stream: &str) -> u64 {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let Ok(client) = server.client().await else {
+            return 0;
+        };
+        let js = jetstream::new(client);
+        match js.get_stream(stream).await {
+            Ok(mut s) => s.info().await.map_or(0, |i| i.state.messages),
+            Err(_) => 0,
+        }
+    })
+}
+
+pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn finish(child: Child, what: &str) -> String {
+    let out = child.wait_with_output().expect("wait");
+    let err = stderr_text(&out);
+    assert!(out.status.success(), "{what}: {err}");
+    err
+}
+
+/// Every local frame stored exactly once, byte for byte.
+pub fn assert_equals_local(server: &NatsServer, wav: &Path) {
+    let want = local_rows(wav);
+    let got = stored_rows(server);
+    assert_eq!(got.len(), want.len(), "rows stored vs local frames");
+    for (frame, row) in want.iter().enumerate() {
+        let (payload, times) = got.get(&(0, frame as u64)).expect("every frame stored");
+        assert_eq!(*times, 1, "frame {frame} stored {times} times");
+        assert!(payload == row, "frame {frame} differs from the local run");
+    }
+}
