@@ -46,6 +46,7 @@ impl NatsUrl {
                 "{flag}: expected nats://HOST:PORT/... or tls://HOST:PORT/..."
             ));
         };
+        // as in any URL a '/' in a password must be written %2F: the authority ends at the first '/'
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hostport) = match authority.rsplit_once('@') {
             Some((u, h)) => (Some(u), h),
@@ -56,15 +57,18 @@ impl NatsUrl {
             None => UrlAuth::None,
             Some(u) => match u.split_once(':') {
                 Some((user, password)) if !user.is_empty() => UrlAuth::UserPassword {
-                    user: user.to_string(),
-                    password: password.to_string(),
+                    user: percent_decoded(user),
+                    password: percent_decoded(password),
                 },
-                None if !u.is_empty() => UrlAuth::Token(u.to_string()),
+                None if !u.is_empty() => UrlAuth::Token(percent_decoded(u)),
                 _ => return Err(format!("{flag} {shown}: empty user name before '@'")),
             },
         };
-        let (host, port) =
-            split_host_port(hostport).map_err(|what| format!("{flag} {shown}: {what}"))?;
+        let (host, port) = split_host_port(hostport).map_err(|what| match text.contains('@') {
+            // (a password with an unescaped '/' lands here: never repeat what was read as a port)
+            true => format!("{flag} {shown}: bad host or port (write a '/' in a password as %2F)"),
+            false => format!("{flag} {shown}: {what}"),
+        })?;
         Ok(NatsUrl {
             tls,
             host,
@@ -136,16 +140,39 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-/// `text` with any userinfo replaced by `***`.
+/// `text` with any userinfo (everything to the last '@') replaced by `***`.
 pub fn redact_text(text: &str) -> String {
     let Some((scheme, rest)) = text.split_once("://") else {
         return text.to_string();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
+    match rest.rfind('@') {
         Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
         None => text.to_string(),
     }
+}
+
+/// `%XX` escapes decoded (URL userinfo); anything else, and a bad escape, as written.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl fmt::Display for NatsUrl {
@@ -191,7 +218,12 @@ mod tests {
         let t = NatsUrl::parse("--output", "tls://tok@host/spectra.a").expect("valid");
         assert!(t.tls && t.auth == UrlAuth::Token("tok".into()) && t.port == DEFAULT_PORT);
         assert_eq!(t.subject("--output").expect("subject"), "spectra.a");
-        assert_eq!(redact_text("nats://u:p@h:1/x@y"), "nats://***@h:1/x@y");
+        // conservative: everything to the last '@' is hidden, a path's '@' too
+        assert_eq!(redact_text("nats://u:p@h:1/x@y"), "nats://***@y");
+        let escaped = NatsUrl::parse("--file", "nats://u:p%2Fw@h/S/C").expect("valid");
+        assert!(
+            matches!(&escaped.auth, UrlAuth::UserPassword { password, .. } if password == "p/w")
+        );
     }
 
     #[test]
@@ -200,9 +232,14 @@ mod tests {
             "nats://u:pw@:4222/x",
             "nats://u:pw@h:99999/x",
             "nats://u:pw@h:0/x",
+            "nats://u:p/w@h/S/C", // an unescaped '/' in the password
+            "nats://u:pw/x@h:4222/S/C",
         ] {
             let e = NatsUrl::parse("--file", bad).expect_err(bad);
-            assert!(!e.contains("pw"), "{e}");
+            assert!(
+                !e.contains("pw") && !e.contains("p/w") && !e.contains("w@"),
+                "{e}"
+            );
         }
         let u = NatsUrl::parse("--output", "nats://h/").expect("parses");
         assert!(u.subject("--output").is_err());
