@@ -64,7 +64,9 @@ impl NatsUrl {
                 _ => return Err(format!("{flag} {shown}: empty user name before '@'")),
             },
         };
-        let (host, port) = split_host_port(hostport).map_err(|what| match text.contains('@') {
+        // no '@' before the first '/' but one after it: a password with an unescaped '/'
+        let cut_password = userinfo.is_none() && text.contains('@');
+        let (host, port) = split_host_port(hostport).map_err(|what| match cut_password {
             // (a password with an unescaped '/' lands here: never repeat what was read as a port)
             true => format!("{flag} {shown}: bad host or port (write a '/' in a password as %2F)"),
             false => format!("{flag} {shown}: {what}"),

@@ -205,17 +205,14 @@ pub fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)
 }
 
 /// Messages in a stream now.
-pub fn messages_in(server: &NatsServer, stream: &str) -> u64 {
+/// Messages stored in `stream`; None when the server or the stream cannot be asked (a restart).
+pub fn messages_in(server: &NatsServer, stream: &str) -> Option<u64> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let Ok(client) = server.client().await else {
-            return 0;
-        };
+        let client = server.client().await.ok()?;
         let js = jetstream::new(client);
-        match js.get_stream(stream).await {
-            Ok(mut s) => s.info().await.map_or(0, |i| i.state.messages),
-            Err(_) => 0,
-        }
+        let mut s = js.get_stream(stream).await.ok()?;
+        s.info().await.ok().map(|i| i.state.messages)
     })
 }
 
