@@ -1,6 +1,6 @@
 //! `--device`: what the user asked to compute on, as written (`auto`, `cpu`, `gpu`,
 //! `opencl:P:D`, `gpu:all`, or a comma list of `cpu`, `gpu` and `opencl:P:D` entries). Parsing
-//! only checks the syntax; `fleet::resolve` turns a choice into the devices of this machine.
+//! only checks the syntax; `device_set::resolve` turns a choice into the devices of this machine.
 
 use std::fmt;
 

@@ -2,14 +2,14 @@
 //! OpenCL (`Policy::Always`) or to whichever engine a calibration predicts faster
 //! (`Policy::Calibrated`, `auto`); sizes the device does not take go to the CPU with one info
 //! line. When the device fails (build error, out of memory, fault mid-stream), its lane is
-//! marked failed with one warning (`fleet::Fleet::fail`), and this batch and every later one of
+//! marked failed with one warning (`lanes::LaneSet::fail`), and this batch and every later one of
 //! the lane's workers either go back to the caller as `EngineError::HandOff` — when another lane
-//! of the fleet can take them (the pipeline hands them on) — or run on the CPU engine here. The
+//! of the run can take them (the pipeline hands them on) — or run on the CPU engine here. The
 //! failed batch is recomputed whole, so no frame is lost, duplicated or reordered.
 
 use super::calibrate::Calibration;
 use super::cpu::CpuEngine;
-use super::fleet::{Fleet, Lane};
+use super::lanes::{Lane, LaneSet};
 use super::opencl::OpenClEngine;
 use super::router::info_once;
 use super::{BandWeights, Engine, EngineError, PinnedMemory, Sample, Segments, TransformSpec};
@@ -33,19 +33,24 @@ pub struct RoutedEngine<T: Sample> {
     policy: Policy,
     /// The lane this worker belongs to (shared by its workers: a failure is the lane's).
     lane: Arc<Lane>,
-    fleet: Arc<Fleet>,
+    lane_set: Arc<LaneSet>,
     /// (n, log2 frames) pairs whose routing decision has been logged.
     decided: HashSet<(usize, u32)>,
 }
 
 impl<T: Sample> RoutedEngine<T> {
-    pub fn new(gpu: OpenClEngine<T>, policy: Policy, lane: Arc<Lane>, fleet: Arc<Fleet>) -> Self {
+    pub fn new(
+        gpu: OpenClEngine<T>,
+        policy: Policy,
+        lane: Arc<Lane>,
+        lane_set: Arc<LaneSet>,
+    ) -> Self {
         RoutedEngine {
             cpu: CpuEngine::new(),
             gpu: Some(gpu),
             policy,
             lane,
-            fleet,
+            lane_set,
             decided: HashSet::new(),
         }
     }
@@ -85,7 +90,7 @@ impl<T: Sample> RoutedEngine<T> {
     /// After the lane's device failed: hand the batch on when another lane takes it.
     fn hand_off(&mut self) -> Result<(), EngineError> {
         self.gpu = None;
-        if self.fleet.takes_over(&self.lane) {
+        if self.lane_set.takes_over(&self.lane) {
             return Err(EngineError::HandOff {
                 lane: self.lane.label.clone(),
             });
@@ -115,7 +120,7 @@ impl<T: Sample> RoutedEngine<T> {
                         ),
                     ),
                     Err(e) => {
-                        self.fleet.fail(&self.lane, &e);
+                        self.lane_set.fail(&self.lane, &e);
                         self.hand_off()?;
                     }
                 }

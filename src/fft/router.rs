@@ -8,7 +8,7 @@
 //! - `gpu:all`, lists: one lane per device instance (a `cpu` entry is a lane of CPU engines).
 //!   With several lanes each OpenCL device is calibrated (cached per device model and driver,
 //!   see `calibrate`; measured on first use), so the pipeline can spread batches in proportion
-//!   to the measured rates (`fleet::LaneSpeed`).
+//!   to the measured rates (`lanes::LaneSpeed`).
 //! - `auto`: per batch, the engine a calibration predicts faster for that frame size and batch
 //!   length, on every GPU-type device whose calibration finds it faster than the CPU for some
 //!   size (the best OpenCL device when there is no GPU); the CPU engine alone when there is no
@@ -23,7 +23,7 @@ use super::cpu::CpuEngine;
 pub use super::device_choice::DeviceChoice;
 use super::device_set::{self, LaneDevice, LaneSpec};
 use super::fault::FaultPlan;
-use super::fleet::{Fleet, Lane, LaneSpeed, SpeedSide};
+use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::route_record::{AutoRoute, RouteRecord};
@@ -84,7 +84,7 @@ pub type DeferredLanes<T> = Box<dyn FnOnce() -> LateLanes<T> + Send>;
 /// The pipeline's engines: the lanes ready now, and lanes still to be built.
 pub struct EngineSet<T: Sample> {
     /// Where the lanes report failures; a lane joins it when it starts taking batches.
-    pub fleet: Arc<Fleet>,
+    pub lane_set: Arc<LaneSet>,
     pub ready: Vec<LaneEngines<T>>,
     pub later: Option<DeferredLanes<T>>,
     /// The way `auto` runs this file job (its rate is recorded at the end, `route_record`).
@@ -102,10 +102,10 @@ pub fn build_engines<T: Sample>(
 /// The engines of every lane for `opts.choice`, in one list. Nothing hands batches between
 /// lanes here: a lane whose device fails computes on its CPU engines.
 pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>, FftdError> {
-    let fleet = Fleet::new(false);
-    let lanes = build_lanes::<T>(opts, &fleet)?;
+    let lane_set = LaneSet::new(false);
+    let lanes = build_lanes::<T>(opts, &lane_set)?;
     for l in &lanes {
-        fleet.join(&l.lane);
+        lane_set.join(&l.lane);
     }
     Ok(lanes.into_iter().flat_map(|l| l.engines).collect())
 }
@@ -121,12 +121,12 @@ pub fn build_engine_set<T: Sample>(
     workers: usize,
     live: bool,
 ) -> Result<EngineSet<T>, FftdError> {
-    let fleet = Fleet::new(true);
+    let lane_set = LaneSet::new(true);
     if *choice != DeviceChoice::Auto || live {
         let opts = RouterOptions::new(choice.clone(), workers);
         return Ok(EngineSet {
-            ready: build_lanes(&opts, &fleet)?,
-            fleet,
+            ready: build_lanes(&opts, &lane_set)?,
+            lane_set,
             later: None,
             auto_route: None,
         });
@@ -135,7 +135,7 @@ pub fn build_engine_set<T: Sample>(
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
-            fleet,
+            lane_set,
             ready,
             later: None,
             auto_route: Some(route),
@@ -145,11 +145,11 @@ pub fn build_engine_set<T: Sample>(
     // no first-use calibration here: measured while the CPU engines load every core it would be
     // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
     opts.calibrate_allowed = false;
-    let late_fleet = fleet.clone();
+    let late_lanes = lane_set.clone();
     Ok(EngineSet {
-        fleet,
+        lane_set,
         ready,
-        later: Some(Box::new(move || auto_gpu_lanes(&opts, &late_fleet))),
+        later: Some(Box::new(move || auto_gpu_lanes(&opts, &late_lanes))),
         auto_route: Some(route),
     })
 }
@@ -173,11 +173,11 @@ fn cpu_lane<T: Sample>(workers: usize) -> LaneEngines<T> {
 /// or calibration).
 fn build_lanes<T: Sample>(
     opts: &RouterOptions,
-    fleet: &Arc<Fleet>,
+    lane_set: &Arc<LaneSet>,
 ) -> Result<Vec<LaneEngines<T>>, FftdError> {
     let specs = device_set::resolve(&opts.choice)?;
     if opts.choice == DeviceChoice::Auto {
-        let (lanes, _) = auto_lanes(&specs, opts, fleet);
+        let (lanes, _) = auto_lanes(&specs, opts, lane_set);
         return Ok(match lanes.is_empty() {
             true => vec![cpu_lane(opts.workers)],
             false => lanes,
@@ -206,7 +206,7 @@ fn build_lanes<T: Sample>(
         };
         missing |= several && cal.is_none();
         calibrations.push(cal);
-        lanes.push(routed_lane(spec, gpus, Policy::Always, fleet));
+        lanes.push(routed_lane(spec, gpus, Policy::Always, lane_set));
     }
     // one device without a calibration: equal shares for all
     if several && !missing {
@@ -320,7 +320,7 @@ fn routed_lane<T: Sample>(
     spec: &LaneSpec,
     gpus: Vec<OpenClEngine<T>>,
     policy: Policy,
-    fleet: &Arc<Fleet>,
+    lane_set: &Arc<LaneSet>,
 ) -> LaneEngines<T> {
     let lane = Lane::new(spec.label(), spec.name(), false, gpus.len());
     tracing::debug!(
@@ -333,7 +333,7 @@ fn routed_lane<T: Sample>(
     let engines = gpus
         .into_iter()
         .map(|g| {
-            let routed = RoutedEngine::new(g, policy.clone(), lane.clone(), fleet.clone());
+            let routed = RoutedEngine::new(g, policy.clone(), lane.clone(), lane_set.clone());
             Box::new(routed) as Box<dyn Engine<T>>
         })
         .collect();
@@ -352,7 +352,7 @@ fn routed_lane<T: Sample>(
 fn auto_lanes<T: Sample>(
     specs: &[LaneSpec],
     opts: &RouterOptions,
-    fleet: &Arc<Fleet>,
+    lane_set: &Arc<LaneSet>,
 ) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
     let mut calibrated = Vec::new();
     for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
@@ -382,7 +382,7 @@ fn auto_lanes<T: Sample>(
     let lanes = calibrated
         .into_iter()
         .map(|(spec, gpus, cal)| {
-            let mut lane = routed_lane(spec, gpus, Policy::Calibrated(cal.clone()), fleet);
+            let mut lane = routed_lane(spec, gpus, Policy::Calibrated(cal.clone()), lane_set);
             lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl { routed: true });
             lane
         })
@@ -392,13 +392,13 @@ fn auto_lanes<T: Sample>(
 
 /// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
 /// only, with a cached calibration.
-fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, fleet: &Arc<Fleet>) -> LateLanes<T> {
+fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> LateLanes<T> {
     let specs: Vec<LaneSpec> = device_set::resolve(&DeviceChoice::Auto)
         .unwrap_or_default()
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
-    let (lanes, cal) = auto_lanes(&specs, opts, fleet);
+    let (lanes, cal) = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
         tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
     }

@@ -6,7 +6,7 @@
 //!
 //! - **Proportional.** A lane's score for a batch is its predicted time to get through its
 //!   unfinished batches plus this one: (unfinished + 1) × the lane's predicted seconds for the
-//!   batch (`fleet::LaneSpeed`, from each device's calibration; equal when not every lane has
+//!   batch (`lanes::LaneSpeed`, from each device's calibration; equal when not every lane has
 //!   one). The lowest score wins, so in a saturated run each lane takes batches at the rate it
 //!   finishes them, and when the queues have room the faster device gets the next batch.
 //! - **Never held up by one device.** `send` tries the chosen lane first, then the others by
@@ -22,7 +22,7 @@
 //!   to go to, and lanes that join late (`auto`'s GPUs) take batches until then.
 
 use super::batcher::Batch;
-use crate::fft::fleet::{Fleet, Lane, LaneSpeed};
+use crate::fft::lanes::{Lane, LaneSet, LaneSpeed};
 use crate::fft::TransformSpec;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -59,7 +59,7 @@ pub struct Dispatcher<T> {
     state: Mutex<State<T>>,
     /// Signalled when a worker takes a batch from a queue (room) or finishes one.
     room: Condvar,
-    fleet: Arc<Fleet>,
+    lane_set: Arc<LaneSet>,
 }
 
 impl<T> State<T> {
@@ -125,9 +125,9 @@ impl<T> State<T> {
 }
 
 impl<T> Dispatcher<T> {
-    /// A dispatcher with no lanes yet, reporting to `fleet`; the receiver sees the end of
+    /// A dispatcher with no lanes yet, reporting to `lane_set`; the receiver sees the end of
     /// dispatching (disconnects when the queues close).
-    pub fn new(fleet: Arc<Fleet>) -> (Self, Receiver<()>) {
+    pub fn new(lane_set: Arc<LaneSet>) -> (Self, Receiver<()>) {
         let (closing, closed) = crossbeam_channel::bounded(0);
         let state = State {
             lanes: Vec::new(),
@@ -139,7 +139,7 @@ impl<T> Dispatcher<T> {
         let dispatcher = Dispatcher {
             state: Mutex::new(state),
             room: Condvar::new(),
-            fleet,
+            lane_set,
         };
         (dispatcher, closed)
     }
@@ -165,7 +165,7 @@ impl<T> Dispatcher<T> {
         }
         prepare(state.lanes.len());
         let (tx, rx) = crossbeam_channel::bounded(queue.max(1));
-        self.fleet.join(&lane);
+        self.lane_set.join(&lane);
         state.lanes.push(LaneSlot {
             lane,
             tx: Some(tx),
@@ -327,7 +327,7 @@ impl<T> Drop for AbandonOnPanic<'_, T> {
 mod tests {
     use super::*;
     use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
-    use crate::fft::fleet::SpeedSide;
+    use crate::fft::lanes::SpeedSide;
     use crate::fft::{EngineError, HostBuf, InputKind, Scale};
     use crate::window::WindowKind;
 
@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn batches_go_in_proportion_to_measured_speed() {
-        let (d, _) = Dispatcher::<f32>::new(Fleet::new(true));
+        let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
         let _producer = d.producer();
         let fast = d.add_lane(lane("fast"), measured(1.0), 100, |_| {});
         let slow = d.add_lane(lane("slow"), measured(3.0), 100, |_| {});
@@ -394,8 +394,8 @@ mod tests {
 
     #[test]
     fn a_full_queue_is_skipped_and_a_failed_lane_hands_off() {
-        let fleet = Fleet::new(true);
-        let (d, ended) = Dispatcher::<f32>::new(fleet.clone());
+        let lane_set = LaneSet::new(true);
+        let (d, ended) = Dispatcher::<f32>::new(lane_set.clone());
         let producer = d.producer();
         let (a, b) = (lane("a"), lane("b"));
         let (ia, rx_a) = d
@@ -415,14 +415,14 @@ mod tests {
             engine: "opencl",
             what: "lost".into(),
         };
-        fleet.fail(&a, &lost);
+        lane_set.fail(&a, &lost);
         let held = rx_a.try_recv().expect("a's batch");
         assert!(d.hand_off(held, ia).is_ok());
         assert_eq!(a.counters.handed_off.load(Ordering::Relaxed), 1);
         assert_eq!(d.choose(&batch(2).spec, 1), ib);
         assert_eq!(rx_b.try_recv().map(|b| b.id).ok(), Some(0));
         // b fails too: nobody takes a's batches any more
-        fleet.fail(&b, &lost);
+        lane_set.fail(&b, &lost);
         assert!(d.hand_off(batch(3), ia).is_err());
         // the queues close once the producer has ended and every batch is finished
         drop(producer);

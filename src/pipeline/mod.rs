@@ -22,7 +22,7 @@ mod worker;
 
 use crate::config::{Input, Precision, Settings};
 use crate::error::{FftdError, Result};
-use crate::fft::fleet::Fleet;
+use crate::fft::lanes::LaneSet;
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
@@ -157,7 +157,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // already capturing into its ring
     let live = matches!(settings.input, Input::Mic(_));
     let router::EngineSet {
-        fleet,
+        lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
@@ -278,7 +278,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let input_pool = pool::BufferPool::<T>::new(in_flight);
     let output_pool = pool::BufferPool::<T>::new(in_flight);
     let bytes_pool = pool::BytePool::new(in_flight + 3 * encoders);
-    let (dispatcher, dispatch_ended) = Dispatcher::new(fleet.clone());
+    let (dispatcher, dispatch_ended) = Dispatcher::new(lane_set.clone());
     let pools = (&input_pool, &output_pool);
     // the ready lanes join before any producer starts
     let ready_lanes: Vec<_> = lanes
@@ -390,7 +390,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     });
 
     if settings.stats {
-        let shares = device_shares(&fleet);
+        let shares = device_shares(&lane_set);
         let workers = shares.iter().map(|s| s.workers).sum();
         eprintln!("{}", stats::report(&control.counters, &latency, started));
         eprintln!(
@@ -493,9 +493,9 @@ fn spawn_workers<'scope, T: Sample>(
 }
 
 /// Each lane's share of the run, for `--stats`.
-fn device_shares(fleet: &Fleet) -> Vec<stats::DeviceShare> {
+fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    fleet
+    lane_set
         .lanes()
         .iter()
         .map(|lane| stats::DeviceShare {

@@ -10,7 +10,7 @@ use super::dispatch::{AbandonOnPanic, Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
-use crate::fft::fleet::Lane;
+use crate::fft::lanes::Lane;
 use crate::fft::{transform_reduced, Segments};
 use crate::fft::{Engine, EngineError, HostBuf, Sample, TransformSpec};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};

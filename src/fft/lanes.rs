@@ -1,7 +1,7 @@
 //! The devices of one run while it runs. Each device instance (the CPU engines, or one OpenCL
 //! device instance) is a `Lane`: its label, whether it has failed, what it has done (batches,
 //! frames, busy time, for `--stats`) and how fast it is expected to be (`LaneSpeed`, for the
-//! pipeline's dispatcher). The `Fleet` holds the lanes that take batches, so a lane whose device
+//! pipeline's dispatcher). The `LaneSet` holds the lanes that take batches, so a lane whose device
 //! fails knows whether another lane can take its batches over (the pipeline then hands them on)
 //! or whether it must compute them on its own CPU engine, and says so in one warning.
 
@@ -68,18 +68,18 @@ impl Lane {
 
 /// The lanes that take batches in one run.
 #[derive(Debug, Default)]
-pub struct Fleet {
+pub struct LaneSet {
     lanes: Mutex<Vec<Arc<Lane>>>,
     /// Whether a failed lane's batches may go to the other lanes (the pipeline's dispatcher does
     /// that); otherwise each lane falls back on its own CPU engine.
     handoff: bool,
 }
 
-impl Fleet {
+impl LaneSet {
     /// `handoff`: the caller hands a failed lane's batches to the others
     /// (`EngineError::HandOff`).
     pub fn new(handoff: bool) -> Arc<Self> {
-        Arc::new(Fleet {
+        Arc::new(LaneSet {
             lanes: Mutex::new(Vec::new()),
             handoff,
         })
@@ -188,16 +188,19 @@ mod tests {
 
     #[test]
     fn a_failed_lane_is_taken_over_only_by_live_lanes_when_handing_off() {
-        let fleet = Fleet::new(true);
+        let lane_set = LaneSet::new(true);
         let a = Lane::new("opencl:0:0#1".into(), "dev".into(), false, 1);
         let b = Lane::new("opencl:0:0#2".into(), "dev".into(), false, 1);
-        fleet.join(&a);
-        fleet.join(&b);
-        assert!(fleet.takes_over(&a));
-        fleet.fail(&b, &fault());
+        lane_set.join(&a);
+        lane_set.join(&b);
+        assert!(lane_set.takes_over(&a));
+        lane_set.fail(&b, &fault());
         assert!(b.failed());
-        assert!(!fleet.takes_over(&a), "b failed: nobody takes a's batches");
-        let solo = Fleet::new(false);
+        assert!(
+            !lane_set.takes_over(&a),
+            "b failed: nobody takes a's batches"
+        );
+        let solo = LaneSet::new(false);
         solo.join(&a);
         solo.join(&Lane::new("cpu".into(), "CPU engine".into(), true, 2));
         assert!(!solo.takes_over(&a), "no hand-offs without a dispatcher");
