@@ -8,15 +8,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// Writes `values` as little-endian f32 (a real `.f32` or an interleaved `.cf32` file).
-fn write_f32(path: &Path, values: &[f64]) {
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|v| (*v as f32).to_le_bytes())
-        .collect();
-    std::fs::write(path, bytes).expect("write");
-}
-
 /// One numpy comparison: fftd's arguments beyond input and output, and what numpy computes.
 struct NumpyCase {
     name: &'static str,

@@ -17,14 +17,6 @@ fn opencl_required() -> bool {
     true
 }
 
-fn write_f32(path: &Path, values: &[f64]) {
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|v| (*v as f32).to_le_bytes())
-        .collect();
-    std::fs::write(path, bytes).expect("write");
-}
-
 fn rows(out: &std::process::Output) -> Vec<Vec<f64>> {
     assert!(out.status.success(), "{}", stderr_text(out));
     parse_rows(&stdout_text(out))

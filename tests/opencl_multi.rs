@@ -37,14 +37,6 @@ fn fftd_run(args: &[&str], env: &[(&str, &str)]) -> Output {
     out
 }
 
-fn write_f32(path: &Path, values: &[f64]) {
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|v| (*v as f32).to_le_bytes())
-        .collect();
-    std::fs::write(path, bytes).expect("write");
-}
-
 /// Frames per input file of the multi-file job.
 const FILE_FRAMES: usize = 3000;
 

@@ -38,14 +38,6 @@ fn write_wav(path: &Path, channels: u16, bits: u16, samples: &[f64]) {
     std::fs::write(path, bytes).expect("write wav");
 }
 
-fn write_f32(path: &Path, samples: &[f64]) {
-    let bytes: Vec<u8> = samples
-        .iter()
-        .flat_map(|v| (*v as f32).to_le_bytes())
-        .collect();
-    std::fs::write(path, bytes).expect("write f32");
-}
-
 fn write_s16(path: &Path, samples: &[f64]) {
     let bytes: Vec<u8> = samples
         .iter()

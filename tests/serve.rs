@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{alsa_file_device, assert_clean_error, fftd, python_has, run, run_python};
+use common::{
+    alsa_file_device, assert_clean_error, f32_bytes, fftd, python_has, run, run_python, write_f32,
+};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -141,18 +143,6 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Little-endian f32 samples, as `--input-format f32` reads them.
-fn f32_bytes(samples: &[f64]) -> Vec<u8> {
-    samples
-        .iter()
-        .flat_map(|&v| (v as f32).to_le_bytes())
-        .collect()
-}
-
-fn write_f32(path: &Path, samples: &[f64]) {
-    std::fs::write(path, f32_bytes(samples)).expect("write samples");
 }
 
 fn tone(seconds: f64, rate: f64, hz: f64) -> Vec<f64> {

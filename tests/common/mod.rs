@@ -65,6 +65,19 @@ pub fn stderr_text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Values as little-endian f32, as `--input-format f32` reads them (interleaved re, im for cf32).
+pub fn f32_bytes(values: &[f64]) -> Vec<u8> {
+    values
+        .iter()
+        .flat_map(|&v| (v as f32).to_le_bytes())
+        .collect()
+}
+
+/// Writes `values` as a little-endian f32 (or interleaved cf32) file.
+pub fn write_f32(path: &Path, values: &[f64]) {
+    std::fs::write(path, f32_bytes(values)).expect("write f32 samples");
+}
+
 /// Writes one sample per line.
 pub fn write_text_samples(path: &Path, samples: &[f64]) {
     let text: String = samples.iter().map(|v| format!("{v}\n")).collect();
