@@ -111,7 +111,6 @@ pub struct LiveHub {
     display: Vec<StreamDisplay>,
     /// Streams folded since the last tick.
     dirty: Mutex<Vec<usize>>,
-    history_rows: usize,
     readers: Mutex<Vec<RowReader>>,
     /// Number of `/spectra` readers (the encode threads encode rows while it is not 0).
     rows_wanted: AtomicUsize,
@@ -158,7 +157,6 @@ impl LiveHub {
             level: Level::of(scale),
             display: streams.iter().map(|_| StreamDisplay::default()).collect(),
             dirty: Mutex::new(Vec::new()),
-            history_rows: HISTORY_ROWS,
             readers: Mutex::new(Vec::new()),
             rows_wanted: AtomicUsize::new(0),
             numbering: OnceLock::new(),
@@ -383,7 +381,7 @@ impl LiveHub {
     fn history_rows_of(&self, columns: usize) -> usize {
         let per_row = 8 * columns.max(1);
         let per_stream = HISTORY_BYTES / self.display.len().max(1);
-        (per_stream / per_row).min(self.history_rows)
+        (per_stream / per_row).min(HISTORY_ROWS)
     }
 
     pub fn spectra_readers(&self) -> usize {
