@@ -402,6 +402,25 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)),
             "--format npy/png (one message per row: text, csv, ndjson or f32)",
         ),
+        // the blocks carry these: fftd publish takes them
+        (
+            o.channel.is_some() || o.channels.is_some(),
+            "--channel/--channels (give them to fftd publish)",
+        ),
+        (
+            o.input_format.is_some() || o.rate.is_some(),
+            "--input-format/--rate (give them to fftd publish)",
+        ),
+        (o.tail.is_some(), "--tail (give it to fftd publish)"),
+        // one engine, one thread: run more workers instead
+        (
+            o.workers.is_some() || o.batch.is_some() || o.max_latency.is_some(),
+            "--workers/--batch/--max-latency (a worker transforms a block at a time on one engine: start more workers)",
+        ),
+        (
+            matches!(o.device, Some(DeviceChoice::AllGpus | DeviceChoice::List(_))),
+            "--device gpu:all or a device list (a worker drives one device: start one worker per device)",
+        ),
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
         return Err(FftdError::Usage(format!(

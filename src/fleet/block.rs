@@ -6,13 +6,15 @@
 //! tail frame. Overlap (hop < n) is repeated across blocks; every block is framed on its own.
 //! The publisher has applied `--tail pad|drop` when it chose how many frames there are.
 //!
-//! Headers (all text): `fftd-source` (source id), `fftd-stream` (stream number, as a local run
-//! numbers its streams), `fftd-channel` (when one channel of several), `fftd-rate` (Hz),
-//! `fftd-kind` (`real`|`complex`), `fftd-n`, `fftd-hop`, `fftd-first-frame`, `fftd-frames`,
-//! `fftd-offset` (sample index of the first sample = first·hop), `fftd-samples` (samples in the
-//! payload), `fftd-tail`; `Nats-Msg-Id: <source>/<stream>/b<first>` so a publisher's retry is
-//! deduplicated. Payload: little-endian float32 samples (re, im interleaved for complex).
+//! Headers (all text): `fftd-source` (source id), `fftd-run` (publish run id), `fftd-stream`
+//! (stream number, as a local run numbers its streams), `fftd-channel` (when one channel of
+//! several), `fftd-rate` (Hz), `fftd-kind` (`real`|`complex`), `fftd-n`, `fftd-hop`,
+//! `fftd-first-frame`, `fftd-frames`, `fftd-offset` (sample index of the first sample = first·hop),
+//! `fftd-samples` (samples in the payload), `fftd-tail`; `Nats-Msg-Id` (`ids::Origin::block_id`)
+//! so a publisher's retry is deduplicated. Payload: little-endian float32 samples (re, im
+//! interleaved for complex).
 
+use super::ids::{check_id, Origin};
 use crate::fft::InputKind;
 use crate::frame::Tail;
 use async_nats::HeaderMap;
@@ -20,66 +22,85 @@ use async_nats::HeaderMap;
 /// Frames in one block at most (`fftd publish --block-frames` stays below).
 pub const MAX_BLOCK_FRAMES: usize = 65536;
 
-/// Where a block's frames come from and how they are cut.
+/// What every block of one stream shares: where it comes from and how it is framed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BlockHeader {
+pub struct StreamShape {
     pub source: String,
+    /// The publish run (`ids`): a source published again is a new run.
+    pub run: String,
     pub stream: usize,
     pub channel: Option<usize>,
     pub rate: f64,
     pub kind: InputKind,
     pub n: usize,
     pub hop: usize,
+    pub tail: Tail,
+}
+
+impl StreamShape {
+    /// Where this stream's messages on `subject` belong, for their dedup ids.
+    pub fn origin<'a>(&'a self, subject: &'a str) -> Origin<'a> {
+        Origin {
+            subject,
+            source: &self.source,
+            run: &self.run,
+            stream: self.stream,
+        }
+    }
+}
+
+/// One block: its stream and which of its frames it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockHeader {
+    pub shape: StreamShape,
     pub first_frame: u64,
     pub frames: usize,
     /// Samples (not values) in the payload.
     pub samples: usize,
-    pub tail: Tail,
 }
 
 impl BlockHeader {
     /// Sample index of the block's first sample.
     pub fn offset(&self) -> u64 {
-        self.first_frame * self.hop as u64
+        self.first_frame * self.shape.hop as u64
     }
 
-    /// The deduplication id of the block on the work stream.
-    pub fn message_id(&self) -> String {
-        format!("{}/{}/b{}", self.source, self.stream, self.first_frame)
-    }
-
-    /// A name for messages: `source/stream frames a..b`.
+    /// A name for messages: `block source/stream (frames a..b)`.
     pub fn describe(&self) -> String {
         format!(
             "block {}/{} (frames {}..{})",
-            self.source,
-            self.stream,
+            self.shape.source,
+            self.shape.stream,
             self.first_frame,
             self.first_frame + self.frames as u64
         )
     }
 
-    pub fn to_headers(&self) -> HeaderMap {
+    /// The headers of the block published on `subject`.
+    pub fn to_headers(&self, subject: &str) -> HeaderMap {
+        let s = &self.shape;
         let mut h = HeaderMap::new();
-        h.insert("fftd-source", self.source.as_str());
-        h.insert("fftd-stream", self.stream.to_string().as_str());
-        if let Some(c) = self.channel {
+        h.insert("fftd-source", s.source.as_str());
+        h.insert("fftd-run", s.run.as_str());
+        h.insert("fftd-stream", s.stream.to_string().as_str());
+        if let Some(c) = s.channel {
             h.insert("fftd-channel", c.to_string().as_str());
         }
-        h.insert("fftd-rate", ryu::Buffer::new().format(self.rate));
-        h.insert("fftd-kind", kind_name(self.kind));
-        h.insert("fftd-n", self.n.to_string().as_str());
-        h.insert("fftd-hop", self.hop.to_string().as_str());
+        h.insert("fftd-rate", ryu::Buffer::new().format(s.rate));
+        h.insert("fftd-kind", kind_name(s.kind));
+        h.insert("fftd-n", s.n.to_string().as_str());
+        h.insert("fftd-hop", s.hop.to_string().as_str());
         h.insert("fftd-first-frame", self.first_frame.to_string().as_str());
         h.insert("fftd-frames", self.frames.to_string().as_str());
         h.insert("fftd-offset", self.offset().to_string().as_str());
         h.insert("fftd-samples", self.samples.to_string().as_str());
-        let tail = match self.tail {
+        let tail = match s.tail {
             Tail::Pad => "pad",
             Tail::Drop => "drop",
         };
         h.insert("fftd-tail", tail);
-        h.insert("Nats-Msg-Id", self.message_id().as_str());
+        let id = s.origin(subject).block_id(self.first_frame);
+        h.insert("Nats-Msg-Id", id.as_str());
         h
     }
 
@@ -88,7 +109,7 @@ impl BlockHeader {
         let h = h.ok_or("no fftd headers (not a block from fftd publish)")?;
         let text = |name: &str| {
             h.get(name).map(|v| v.as_str().to_string()).ok_or(format!(
-                "header {name} missing (not a block from fftd publish?)"
+                "header {name} missing (not a block from this version of fftd publish?)"
             ))
         };
         fn number<V: std::str::FromStr>(name: &str, v: String) -> Result<V, String> {
@@ -109,18 +130,22 @@ impl BlockHeader {
             Some(v) => Some(number("fftd-channel", v.as_str().to_string())?),
             None => None,
         };
-        let header = BlockHeader {
+        let shape = StreamShape {
             source: text("fftd-source")?,
+            run: text("fftd-run")?,
             stream: number("fftd-stream", text("fftd-stream")?)?,
             channel,
             rate: number("fftd-rate", text("fftd-rate")?)?,
             kind,
             n: number("fftd-n", text("fftd-n")?)?,
             hop: number("fftd-hop", text("fftd-hop")?)?,
+            tail,
+        };
+        let header = BlockHeader {
+            shape,
             first_frame: number("fftd-first-frame", text("fftd-first-frame")?)?,
             frames: number("fftd-frames", text("fftd-frames")?)?,
             samples: number("fftd-samples", text("fftd-samples")?)?,
-            tail,
         };
         header.check()?;
         Ok(header)
@@ -128,17 +153,20 @@ impl BlockHeader {
 
     /// Values that would make framing meaningless or unbounded.
     fn check(&self) -> Result<(), String> {
-        if !(self.rate.is_finite() && self.rate > 0.0) {
+        let s = &self.shape;
+        check_id("header fftd-source", &s.source)?;
+        check_id("header fftd-run", &s.run)?;
+        if !(s.rate.is_finite() && s.rate > 0.0) {
             return Err(format!(
                 "header fftd-rate: {} is not a positive rate",
-                self.rate
+                s.rate
             ));
         }
-        if self.n < 2 || self.hop == 0 || self.frames == 0 {
+        if s.n < 2 || s.hop == 0 || self.frames == 0 {
             return Err("headers fftd-n/fftd-hop/fftd-frames: empty framing".into());
         }
         // a worker frames a block in one buffer: a header claiming more would exhaust it
-        let values = (self.frames as u64).checked_mul(self.n as u64);
+        let values = (self.frames as u64).checked_mul(s.n as u64);
         if self.frames > MAX_BLOCK_FRAMES
             || values.is_none_or(|v| v > crate::limits::MAX_BATCH_SAMPLES as u64)
         {
@@ -146,12 +174,12 @@ impl BlockHeader {
                 "{}: {} frames of {} samples, more than a worker frames at once",
                 self.describe(),
                 self.frames,
-                self.n
+                s.n
             ));
         }
         let span = (self.frames as u64 - 1)
-            .checked_mul(self.hop as u64)
-            .and_then(|s| s.checked_add(self.n as u64))
+            .checked_mul(s.hop as u64)
+            .and_then(|v| v.checked_add(s.n as u64))
             .ok_or_else(|| format!("{}: frames span past 2^64 samples", self.describe()))?;
         if self.samples as u64 > span {
             return Err(format!(
@@ -181,7 +209,7 @@ pub fn encode_samples(values: &[f64], out: &mut Vec<u8>) {
 
 /// The payload's values; the error says when its length disagrees with the header.
 pub fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec<f32>, String> {
-    let values = header.samples * header.kind.width();
+    let values = header.samples * header.shape.kind.width();
     if payload.len() != values * 4 {
         return Err(format!(
             "{}: payload of {} bytes, the header says {} samples ({} bytes)",

@@ -4,24 +4,8 @@
 //! (the frame count is decided by `frame::expected_frames` once the stream has ended).
 //! Memory: at most one block's samples plus one push.
 
-use super::block::BlockHeader;
-use crate::fft::InputKind;
-use crate::frame::{expected_frames, Tail};
-
-/// What a stream's blocks share.
-#[derive(Clone, Debug)]
-pub struct StreamShape {
-    pub source: String,
-    pub stream: usize,
-    pub channel: Option<usize>,
-    pub rate: f64,
-    pub kind: InputKind,
-    pub n: usize,
-    pub hop: usize,
-    pub tail: Tail,
-    /// Frames per block (the last blocks may hold fewer).
-    pub block_frames: usize,
-}
+use super::block::{BlockHeader, StreamShape};
+use crate::frame::expected_frames;
 
 /// A block ready to publish: its header and its samples (f64 values, `kind.width()` each).
 pub struct CutBlock {
@@ -31,6 +15,8 @@ pub struct CutBlock {
 
 pub struct BlockCutter {
     shape: StreamShape,
+    /// Frames per block (the last blocks may hold fewer).
+    block_frames: usize,
     width: usize,
     /// Values from sample index `base` on.
     buf: Vec<f64>,
@@ -44,10 +30,11 @@ pub struct BlockCutter {
 }
 
 impl BlockCutter {
-    pub fn new(shape: StreamShape) -> Self {
+    pub fn new(shape: StreamShape, block_frames: usize) -> Self {
         let width = shape.kind.width();
         BlockCutter {
             shape,
+            block_frames: block_frames.max(1),
             width,
             buf: Vec::new(),
             base: 0,
@@ -75,7 +62,7 @@ impl BlockCutter {
             self.base += skipped as u64;
         }
         self.buf.extend_from_slice(values);
-        let m = self.shape.block_frames;
+        let m = self.block_frames;
         while self.span(self.next_frame, m).1 <= self.total {
             if !self.emit(m, emit) {
                 return false;
@@ -90,7 +77,7 @@ impl BlockCutter {
         let s = &self.shape;
         let frames = expected_frames(self.total, s.n as u64, s.hop as u64, s.tail);
         while self.next_frame < frames {
-            let m = ((frames - self.next_frame) as usize).min(self.shape.block_frames);
+            let m = ((frames - self.next_frame) as usize).min(self.block_frames);
             if !self.emit(m, emit) {
                 return;
             }
@@ -109,17 +96,10 @@ impl BlockCutter {
         let to = ((end - self.base) as usize).min(held) * w;
         let block = CutBlock {
             header: BlockHeader {
-                source: self.shape.source.clone(),
-                stream: self.shape.stream,
-                channel: self.shape.channel,
-                rate: self.shape.rate,
-                kind: self.shape.kind,
-                n: self.shape.n,
-                hop: self.shape.hop,
+                shape: self.shape.clone(),
                 first_frame: first,
                 frames: m,
                 samples: (to - from) / w,
-                tail: self.shape.tail,
             },
             values: self.buf[from..to].to_vec(),
         };
@@ -153,7 +133,8 @@ pub fn frames_per_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::{FrameSize, Framer};
+    use crate::fft::InputKind;
+    use crate::frame::{FrameSize, Framer, Tail};
 
     /// Frames of a local run: (seq, start, data).
     fn local(samples: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<(u64, u64, Vec<f64>)> {
@@ -187,6 +168,7 @@ mod tests {
     ) -> Vec<(u64, u64, Vec<f64>)> {
         let shape = StreamShape {
             source: "s".into(),
+            run: "r".into(),
             stream: 0,
             channel: None,
             rate: 1.0,
@@ -194,9 +176,8 @@ mod tests {
             n,
             hop,
             tail,
-            block_frames: m,
         };
-        let mut cutter = BlockCutter::new(shape);
+        let mut cutter = BlockCutter::new(shape, m);
         let mut blocks = Vec::new();
         for c in samples.chunks(chunk.max(1)) {
             cutter.push(c, &mut |b| {

@@ -11,13 +11,17 @@ use crate::error::{FftdError, Result};
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
 use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::context::GetStreamErrorKind;
-use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType};
+use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType, Stream};
 use async_nats::jetstream::Context;
 use async_nats::jetstream::ErrorCode;
 use std::time::Duration;
 
-/// The work stream's durable pull consumer; one line naming the stream or consumer missing.
-pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result<PullConsumer> {
+/// The work stream and its durable pull consumer; one line naming the stream or consumer missing.
+pub async fn work_consumer(
+    js: &Context,
+    stream: &str,
+    consumer: &str,
+) -> Result<(Stream, PullConsumer)> {
     let work = js.get_stream(stream).await.map_err(|e| {
         let missing = matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
             || e.to_string().contains("stream not found");
@@ -32,9 +36,7 @@ pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result
         }
     })?;
     work.consumer_info(consumer).await.map_err(|e| {
-        let missing = matches!(e.kind(), ConsumerInfoErrorKind::JetStream(j) if j.error_code() == ErrorCode::CONSUMER_NOT_FOUND)
-            || e.to_string().contains("consumer not found");
-        match missing {
+        match consumer_missing(&e) {
             true => FftdError::Runtime(format!(
                 "no consumer '{consumer}' on JetStream stream '{stream}' (create it with fftd fleet setup)"
             )),
@@ -44,14 +46,22 @@ pub async fn work_consumer(js: &Context, stream: &str, consumer: &str) -> Result
             )),
         }
     })?;
-    work.get_consumer::<pull::Config>(consumer)
+    let pull = work
+        .get_consumer::<pull::Config>(consumer)
         .await
         .map_err(|e| {
             FftdError::Runtime(format!(
                 "consumer '{consumer}' of stream '{stream}' is no pull consumer: {}",
                 one_line(&e.to_string())
             ))
-        })
+        })?;
+    Ok((work, pull))
+}
+
+/// Whether a consumer lookup failed because there is no such consumer.
+fn consumer_missing(e: &async_nats::jetstream::context::ConsumerInfoError) -> bool {
+    matches!(e.kind(), ConsumerInfoErrorKind::JetStream(j) if j.error_code() == ErrorCode::CONSUMER_NOT_FOUND)
+        || e.to_string().contains("consumer not found")
 }
 
 /// The stream that captures `subject` (rows or blocks are published there with acks); one line
@@ -81,6 +91,9 @@ pub struct FleetLayout {
     pub duplicate_window: Duration,
     pub memory: bool,
     pub replicas: usize,
+    /// Delete the consumer first when it exists: a new one delivers every block still on the
+    /// work stream, those it had given up on included.
+    pub recreate_consumer: bool,
 }
 
 /// Creates the work stream, its consumer and the spectra stream, or leaves each as it is when it
@@ -122,20 +135,32 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
         max_ack_pending: 10_000,
         ..Default::default()
     };
-    let line = match stream.get_consumer::<pull::Config>(&layout.consumer).await {
-        Ok(_) => format!(
+    let exists = match stream.consumer_info(&layout.consumer).await {
+        Ok(_) => true,
+        Err(e) if consumer_missing(&e) => false,
+        Err(e) => return Err(runtime("look up consumer", &layout.consumer, &e)),
+    };
+    let line = match (exists, layout.recreate_consumer) {
+        (true, false) => format!(
             "consumer '{}' on '{}': exists, left as it is",
             layout.consumer, layout.work_stream
         ),
-        Err(_) => {
+        (exists, _) => {
+            if exists {
+                stream
+                    .delete_consumer(&layout.consumer)
+                    .await
+                    .map_err(|e| runtime("delete consumer", &layout.consumer, &e))?;
+            }
             stream
                 .create_consumer(consumer)
                 .await
                 .map_err(|e| runtime("create consumer", &layout.consumer, &e))?;
             format!(
-                "consumer '{}' on '{}': created (ack wait {} s, at most {} deliveries)",
+                "consumer '{}' on '{}': {} (ack wait {} s, at most {} deliveries)",
                 layout.consumer,
                 layout.work_stream,
+                if exists { "created again" } else { "created" },
                 layout.ack_wait.as_secs_f64(),
                 layout.max_deliver
             )

@@ -11,9 +11,12 @@
 pub mod block;
 pub mod connect;
 pub mod cutter;
+pub mod ids;
 pub mod jetstream;
 pub mod publish;
 pub mod publish_acked;
+pub mod rows;
+pub mod undelivered;
 pub mod url;
 pub mod worker;
 
@@ -72,13 +75,20 @@ pub struct SetupArgs {
     pub spectra_subjects: Vec<String>,
 
     /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
-    /// ack wait × max deliver so a redelivered block's rows are still recognised.
+    /// ack wait × max deliver + 150 s (a worker's retries) so a redelivered block's rows are
+    /// still recognised.
     #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
     pub duplicate_window: f64,
 
     /// Keep the streams in memory instead of files (lost when the server restarts).
     #[arg(long)]
     pub memory: bool,
+
+    /// Delete the consumer and create it again: it then delivers every block still on the work
+    /// stream, those a worker reported as left behind included (already stored rows are
+    /// deduplicated). Best run while no worker runs.
+    #[arg(long)]
+    pub recreate_consumer: bool,
 
     /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -122,7 +132,17 @@ fn run_setup(args: &SetupArgs) -> Result<()> {
         duplicate_window: seconds("--duplicate-window", args.duplicate_window)?,
         memory: args.memory,
         replicas: args.replicas,
+        recreate_consumer: args.recreate_consumer,
     };
+    let covered = layout.ack_wait.as_secs_f64() * layout.max_deliver as f64
+        + (publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR).as_secs_f64();
+    if layout.duplicate_window.as_secs_f64() < covered {
+        tracing::warn!(
+            "--duplicate-window {} s is shorter than --ack-wait × --max-deliver + {} s of retries ({covered} s): a block redelivered late may store its rows twice",
+            args.duplicate_window,
+            (publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR).as_secs()
+        );
+    }
     let rt = connect::runtime()?;
     let report = rt.block_on(async {
         let client = args.nats.connect(&url, "fftd fleet setup").await?;
@@ -156,6 +176,7 @@ pub fn write_worker_meta(
         "format": settings.format.name(),
         "precision": format!("{:?}", settings.precision).to_lowercase(),
         "blocks": counts.blocks,
+        "blocks_given_up": counts.given_up,
         "rows": counts.rows,
         "duplicate_rows": counts.duplicates,
         "samples": counts.samples,

@@ -1,14 +1,19 @@
 //! `fftd publish`: reads recordings (or live capture) exactly as a local run reads them — the
 //! same formats, channels and stream numbers — cuts each stream into frame-aligned blocks
 //! (`cutter`) and publishes them to a subject of the work stream with JetStream acks. Each block
-//! carries a `Nats-Msg-Id`, so a retried publish is deduplicated by the server.
+//! carries a `Nats-Msg-Id` (`ids`), so a retried publish is deduplicated by the server. Every
+//! publish is a run of its own (a new run id), so publishing a source again, or restarting a
+//! `--mic` publisher, sends new blocks; `--run-id` repeats an interrupted run's id instead, and
+//! its blocks already stored are dropped as duplicates.
 //!
-//! Blocks are published in batches; up to `BATCHES_IN_FLIGHT` batches wait for their acks while
-//! the next is read. SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a
+//! Blocks are published in batches of `BATCH_BLOCKS`; up to `BATCHES_IN_FLIGHT` batches wait for
+//! their acks while the next is cut, so memory is bounded whatever one read yields. SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a
 //! local run does) and everything read is published before exit.
 
+use super::block::StreamShape;
 use super::connect::NatsArgs;
-use super::cutter::{frames_per_block, BlockCutter, CutBlock, StreamShape};
+use super::cutter::{frames_per_block, BlockCutter, CutBlock};
+use super::ids::{check_id, check_run_id, new_run_id};
 use super::jetstream::stream_capturing;
 use super::publish_acked::{publish_all, Acked, Outgoing};
 use super::url::NatsUrl;
@@ -53,6 +58,11 @@ pub struct PublishArgs {
     /// recording of a site a stable, unique one) [default: the input as given].
     #[arg(long = "source-id", value_name = "ID")]
     pub source_id: Vec<String>,
+
+    /// Run id of this publish [default: a new random one]. Give an interrupted publish's id (its
+    /// error says it) to publish the same input again without duplicating what was stored.
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
 
     /// Frames per block [default: 128, fewer when the server's max_payload needs it].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
@@ -132,6 +142,15 @@ struct Published {
 pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
     let subject = url.subject("--to").map_err(FftdError::Usage)?;
+    let run = match &args.run_id {
+        Some(id) => check_run_id(id)
+            .map(|_| id.clone())
+            .map_err(FftdError::Usage)?,
+        None => new_run_id(),
+    };
+    for id in &args.source_id {
+        check_id("--source-id", id).map_err(FftdError::Usage)?;
+    }
     let settings = args.settings()?;
     let plan = plan_streams(&settings, &signals.stop, Reading::Sequential)?;
     let inputs = plan.sequential.len();
@@ -156,28 +175,54 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
         batch: Vec::new(),
         in_flight: VecDeque::new(),
         published: Published::default(),
+        failed: None,
     };
-    for (k, input) in plan.sequential.into_iter().enumerate() {
-        let SequentialInput::Open(source) = input else {
-            continue; // Reading::Sequential opens every input
-        };
-        let id = args.source_id.get(k).cloned();
-        let shape = ShapeOf {
-            settings: &settings,
-            source_id: id,
-            max_payload,
-            block_frames: args.block_frames,
-        };
-        publish_source(source, &shape, &mut sender, signals)?;
+    let mut shape = ShapeOf {
+        settings: &settings,
+        source_id: None,
+        run: &run,
+        max_payload,
+        block_frames: args.block_frames,
+    };
+    let sent = publish_sources(
+        plan.sequential,
+        &args.source_id,
+        &mut shape,
+        &mut sender,
+        signals,
+    )
+    .and_then(|_| sender.flush())
+    .and_then(|_| sender.settle(0));
+    if let Err(FftdError::Runtime(message)) = sent {
+        return Err(FftdError::Runtime(format!(
+            "{message} (this was run {run}: publish the same input again with --run-id {run} to send only what is missing)"
+        )));
     }
-    sender.flush()?;
-    sender.settle(0)?;
+    sent?;
     if args.stats {
         let p = &sender.published;
         eprintln!(
-            "fftd publish: {} blocks, {} frames, {} samples to '{}' ({} already there)",
+            "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' ({} already there)",
             p.blocks, p.frames, p.samples, sender.subject, p.acked.duplicates
         );
+    }
+    Ok(())
+}
+
+/// Publishes every input in turn, each under its `--source-id` when given.
+fn publish_sources(
+    inputs: Vec<SequentialInput>,
+    source_ids: &[String],
+    shape: &mut ShapeOf<'_>,
+    sender: &mut BatchSender<'_>,
+    signals: &Signals,
+) -> Result<()> {
+    for (k, input) in inputs.into_iter().enumerate() {
+        let SequentialInput::Open(source) = input else {
+            continue; // Reading::Sequential opens every input
+        };
+        shape.source_id = source_ids.get(k).cloned();
+        publish_source(source, shape, sender, signals)?;
     }
     Ok(())
 }
@@ -186,6 +231,7 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
 struct ShapeOf<'a> {
     settings: &'a Settings,
     source_id: Option<String>,
+    run: &'a str,
     max_payload: usize,
     block_frames: Option<u32>,
 }
@@ -218,10 +264,13 @@ fn publish_source(
         ))
     })?;
     let source_id = shape.source_id.clone().unwrap_or_else(|| info.name.clone());
+    check_id(&format!("source id of {}", info.name), &source_id)
+        .map_err(|e| FftdError::Usage(format!("{e} (name it with --source-id)")))?;
     let mut cutters: Vec<BlockCutter> = (0..plan.splitter.streams())
         .map(|k| {
-            BlockCutter::new(StreamShape {
+            let stream = StreamShape {
                 source: source_id.clone(),
+                run: shape.run.to_string(),
                 stream: plan.first_stream + k,
                 channel: (info.channels > 1)
                     .then(|| plan.splitter.channel_of(k))
@@ -231,8 +280,8 @@ fn publish_source(
                 n,
                 hop,
                 tail: shape.settings.tail,
-                block_frames,
-            })
+            };
+            BlockCutter::new(stream, block_frames)
         })
         .collect();
     let mut block = Vec::new();
@@ -252,12 +301,12 @@ fn publish_source(
         for (cutter, samples) in cutters.iter_mut().zip(&per_stream) {
             cutter.push(samples, &mut |b| sender.add(b));
         }
-        sender.flush_if_full()?;
+        sender.take_failure()?;
     }
     for cutter in cutters.iter_mut() {
         cutter.finish(&mut |b| sender.add(b));
     }
-    Ok(())
+    sender.take_failure()
 }
 
 /// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
@@ -268,26 +317,39 @@ struct BatchSender<'a> {
     batch: Vec<Outgoing>,
     in_flight: VecDeque<JoinHandle<Result<Acked>>>,
     published: Published,
+    /// A batch that could not be published: the cutters stop, the publish fails.
+    failed: Option<FftdError>,
 }
 
 impl BatchSender<'_> {
+    /// Takes a block; sends the batch once it is full. False (stop cutting) once a batch failed.
     fn add(&mut self, block: CutBlock) -> bool {
+        if self.failed.is_some() {
+            return false;
+        }
         let mut payload = Vec::new();
         super::block::encode_samples(&block.values, &mut payload);
         self.published.blocks += 1;
         self.published.frames += block.header.frames as u64;
         self.published.samples += block.header.samples as u64;
         self.batch.push(Outgoing {
-            headers: block.header.to_headers(),
+            headers: block.header.to_headers(&self.subject),
             payload: payload.into(),
         });
+        if self.batch.len() >= BATCH_BLOCKS {
+            if let Err(e) = self.flush() {
+                self.failed = Some(e);
+                return false;
+            }
+        }
         true
     }
 
-    fn flush_if_full(&mut self) -> Result<()> {
-        match self.batch.len() >= BATCH_BLOCKS {
-            true => self.flush(),
-            false => Ok(()),
+    /// The error that stopped `add`, if any.
+    fn take_failure(&mut self) -> Result<()> {
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 

@@ -1,34 +1,39 @@
 //! A fleet worker (`fftd --file nats://HOST:PORT/STREAM/CONSUMER --output nats://HOST:PORT/SUBJECT`):
-//! takes sample blocks from the work stream's durable pull consumer, frames each block on its own
-//! (`block`), transforms its frames with one engine, encodes each row with the run's `--format`
-//! and publishes it with headers and a `Nats-Msg-Id`, and acks the block only once every row of
+//! takes sample blocks from the work stream's durable pull consumer, turns each into rows
+//! (`rows`), publishes them with acks and dedup ids, and acks the block only once every row of
 //! it has been acknowledged by JetStream. A worker killed mid-block never acks it: the server
 //! redelivers it (after the consumer's ack wait) to another worker, whose rows that had already
-//! been stored are dropped by the spectra stream's duplicate window.
+//! been stored are dropped by the spectra stream's duplicate window. While a block's rows are
+//! being published (retries during a server outage included) the worker tells the server it is
+//! still working on it (progress acks every third of the ack wait), so a slow block is not
+//! handed to a second worker.
 //!
 //! Threads: this thread frames, transforms and encodes; the NATS client runs on its own runtime
 //! (`connect::runtime`), where each block's publish-then-ack is a task. At most
 //! `BLOCKS_IN_FLIGHT` blocks wait for acks at once. SIGINT/SIGTERM: no more fetching; the blocks
-//! in hand are finished and acked; exit 0. `--idle-exit SECONDS`: exit 0 once the work queue has
-//! been empty that long.
+//! in hand get `STOP_GRACE` to be published and acked, the rest are left to be redelivered; exit
+//! 0. `--idle-exit SECONDS`: exit once the work queue has been empty that long, with an error
+//! when blocks were left behind (`undelivered`).
 
-use super::block::{decode_samples, BlockHeader};
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, Acked, Outgoing};
+use super::rows::{analysis_of, Work};
+use super::undelivered;
 use super::url::NatsUrl;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
-use crate::fft::{router, Engine, InputKind, Sample, TransformSpec};
+use crate::fft::{router, Engine, Sample};
 use crate::frame::FrameSize;
 use crate::pipeline::Signals;
-use crate::sink::{make_encoder, Encoder, SpectrumRow, StreamMeta};
+use crate::sink::make_encoder;
 use async_nats::jetstream::consumer::PullConsumer;
+use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{AckKind, Context, Message};
-use async_nats::HeaderMap;
 use futures_util::StreamExt;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -41,6 +46,12 @@ const FETCH_BLOCKS: usize = 2;
 const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// How long fetching may keep failing (server down) before the worker gives up.
 const FETCH_FAILING_FOR: Duration = Duration::from_secs(120);
+/// How long a block's ack is retried once its rows are stored.
+pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
+/// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How often waiting for a block looks for a stop.
+const STOP_POLL: Duration = Duration::from_millis(250);
 
 /// Where a worker reads and writes, and its worker-only options.
 #[derive(Clone, Debug)]
@@ -61,6 +72,8 @@ pub struct WorkerCounts {
     pub rows: u64,
     pub duplicates: u64,
     pub samples: u64,
+    /// Blocks the server gave up on while this worker ran (max-deliveries advisories).
+    pub given_up: u64,
 }
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
@@ -77,7 +90,8 @@ pub fn run_worker(
 }
 
 /// The engine a worker transforms with: `auto` and `cpu` are the CPU engine (one thread: run
-/// several workers for more cores), anything else what `--device` names.
+/// several workers for more cores), a GPU or `opencl:P:D` the device named (`config` refuses
+/// device lists).
 fn engine_for<T: Sample>(settings: &Settings) -> Result<Box<dyn Engine<T>>> {
     use crate::fft::router::DeviceChoice;
     let choice = match settings.device {
@@ -88,6 +102,48 @@ fn engine_for<T: Sample>(settings: &Settings) -> Result<Box<dyn Engine<T>>> {
         .into_iter()
         .next()
         .ok_or_else(|| FftdError::Runtime("no FFT engine".into()))
+}
+
+/// The worker's connections: blocks from the input's server, rows to the output's.
+struct Connected {
+    rows_to: Context,
+    work: Stream,
+    consumer: PullConsumer,
+    /// Blocks the server gave up on, counted by `undelivered::watch`.
+    given_up: Arc<AtomicU64>,
+}
+
+fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
+    rt.block_on(async {
+        let in_client = nats.connect(&io.input, "fftd worker").await?;
+        let out_client = match io.output.server() == io.input.server() {
+            true => in_client.clone(),
+            false => nats.connect(&io.output, "fftd worker (spectra)").await?,
+        };
+        let in_js = async_nats::jetstream::new(in_client.clone());
+        let (work, consumer) = work_consumer(&in_js, &io.stream, &io.consumer).await?;
+        let rows_to = async_nats::jetstream::new(out_client);
+        stream_capturing(&rows_to, &io.subject).await?;
+        let given_up = Arc::new(AtomicU64::new(0));
+        tokio::spawn(undelivered::watch(
+            in_client,
+            work.clone(),
+            io.consumer.clone(),
+            given_up.clone(),
+        ));
+        Ok(Connected {
+            rows_to,
+            work,
+            consumer,
+            given_up,
+        })
+    })
+}
+
+/// Why the fetch loop ended.
+enum Ended {
+    Stopped,
+    Idle,
 }
 
 fn run_typed<T: Sample>(
@@ -105,39 +161,65 @@ fn run_typed<T: Sample>(
     let mut engine = engine_for::<T>(settings)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let rt = super::connect::runtime()?;
-    let (js, consumer) = rt.block_on(async {
-        // the blocks come from the input's server; the rows may go to another one
-        let in_client = nats.connect(&io.input, "fftd worker").await?;
-        let out_client = match io.output.server() == io.input.server() {
-            true => in_client.clone(),
-            false => nats.connect(&io.output, "fftd worker (spectra)").await?,
-        };
-        let in_js = async_nats::jetstream::new(in_client);
-        let consumer = work_consumer(&in_js, &io.stream, &io.consumer).await?;
-        let out_js = async_nats::jetstream::new(out_client);
-        stream_capturing(&out_js, &io.subject).await?;
-        Ok::<_, FftdError>((out_js, consumer))
-    })?;
+    let mut connected = connect(&rt, io, nats)?;
     let mut work = Work {
         settings,
         n,
         hop,
         engine: engine.as_mut(),
         encoder: &*encoder,
+        analysis: analysis_of(settings, n, hop),
         input: Vec::new(),
         spectra: Vec::new(),
         shifted: Vec::new(),
     };
-    let mut in_flight: VecDeque<JoinHandle<Result<Acked>>> = VecDeque::new();
-    let mut counts = WorkerCounts::default();
+    let ack_wait = connected.consumer.cached_info().config.ack_wait;
+    let mut flight = InFlight {
+        rt: &rt,
+        js: connected.rows_to.clone(),
+        subject: io.subject.clone(),
+        progress_every: (ack_wait / 3).max(Duration::from_millis(100)),
+        tasks: VecDeque::new(),
+        counts: WorkerCounts::default(),
+        stop: signals.stop.clone(),
+    };
+    let ended = fetch_loop(&connected.consumer, io, &mut work, &mut flight, signals);
+    // finish what is in hand (also after an error: those blocks are complete)
+    let settled = match ended {
+        Ok(Ended::Stopped) => flight.settle_within(STOP_GRACE),
+        _ => flight.settle(0),
+    };
+    let ended = ended.and_then(|e| settled.map(|_| e))?;
+    flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
+    if let Ended::Idle = ended {
+        let left = rt.block_on(undelivered::left_behind(
+            &mut connected.work,
+            &mut connected.consumer,
+        ));
+        match left {
+            Ok(Some(message)) => return Err(FftdError::Runtime(message)),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("cannot check for blocks left behind: {e}"),
+        }
+    }
+    Ok(flight.counts)
+}
+
+/// Fetches and processes blocks until a stop, `--idle-exit` or an error.
+fn fetch_loop<T: Sample>(
+    consumer: &PullConsumer,
+    io: &FleetIo,
+    work: &mut Work<'_, T>,
+    flight: &mut InFlight<'_>,
+    signals: &Signals,
+) -> Result<Ended> {
     let mut idle_since = Instant::now();
     let mut failing_since: Option<Instant> = None;
-    let outcome = loop {
+    loop {
         if signals.stop.load(Ordering::Relaxed) {
-            break Ok(());
+            return Ok(Ended::Stopped);
         }
-        let fetched = rt.block_on(fetch(&consumer));
-        let messages = match fetched {
+        let messages = match flight.rt.block_on(fetch(consumer)) {
             Ok(messages) => {
                 failing_since = None;
                 messages
@@ -146,7 +228,7 @@ fn run_typed<T: Sample>(
                 idle_since = Instant::now(); // a server away is not an empty queue
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > FETCH_FAILING_FOR {
-                    break Err(FftdError::Runtime(format!(
+                    return Err(FftdError::Runtime(format!(
                         "cannot fetch blocks from '{}/{}' for {} s: {e}",
                         io.stream,
                         io.consumer,
@@ -159,77 +241,21 @@ fn run_typed<T: Sample>(
             }
         };
         if messages.is_empty() {
-            if io
-                .idle_exit
-                .is_some_and(|limit| idle_since.elapsed() >= limit)
-                && in_flight.is_empty()
-            {
-                break Ok(());
+            let idle = io.idle_exit.is_some_and(|l| idle_since.elapsed() >= l);
+            if idle && flight.tasks.is_empty() {
+                return Ok(Ended::Idle);
             }
             // a quiet queue is a good moment to collect finished blocks
-            if let Err(e) = settle(&rt, &mut in_flight, 0, &mut counts) {
-                break Err(e);
-            }
+            flight.settle(0)?;
             continue;
         }
         idle_since = Instant::now();
-        let mut failed = None;
-        for message in messages {
-            match work.rows_of(&message, &io.subject) {
-                Ok(Some((rows, samples))) => {
-                    counts.blocks += 1;
-                    counts.samples += samples;
-                    let js = js.clone();
-                    let subject = io.subject.clone();
-                    in_flight.push_back(rt.spawn(publish_then_ack(js, subject, rows, message)));
-                }
-                Ok(None) => {
-                    // not a block (logged): never to be redelivered
-                    let _ = rt.block_on(message.ack_with(AckKind::Term));
-                }
-                Err(e) => {
-                    let nak = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1))));
-                    let _ = rt.block_on(nak);
-                    failed = Some(e);
-                    break;
-                }
-            }
-            if let Err(e) = settle(&rt, &mut in_flight, BLOCKS_IN_FLIGHT, &mut counts) {
-                failed = Some(e);
-                break;
-            }
-        }
-        if let Some(e) = failed {
-            break Err(e);
-        }
-    };
-    // finish what is in hand (also after an error: those blocks are complete)
-    let settled = settle(&rt, &mut in_flight, 0, &mut counts);
-    outcome.and(settled)?;
-    Ok(counts)
-}
-
-/// Waits for the oldest blocks in flight until at most `keep` are left.
-fn settle(
-    rt: &Runtime,
-    in_flight: &mut VecDeque<JoinHandle<Result<Acked>>>,
-    keep: usize,
-    counts: &mut WorkerCounts,
-) -> Result<()> {
-    while in_flight.len() > keep {
-        let Some(task) = in_flight.pop_front() else {
-            break;
-        };
-        let acked = rt
-            .block_on(task)
-            .map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
-        counts.rows += acked.stored + acked.duplicates;
-        counts.duplicates += acked.duplicates;
+        flight.process(work, messages)?;
     }
-    Ok(())
 }
 
-/// Up to `FETCH_BLOCKS` blocks, waiting at most `FETCH_WAIT`.
+/// Up to `FETCH_BLOCKS` blocks, waiting at most `FETCH_WAIT`. Blocks that came before an error
+/// are returned (the error is logged); an error before any block is returned.
 async fn fetch(consumer: &PullConsumer) -> std::result::Result<Vec<Message>, String> {
     let mut batch = consumer
         .fetch()
@@ -240,25 +266,164 @@ async fn fetch(consumer: &PullConsumer) -> std::result::Result<Vec<Message>, Str
         .map_err(|e| one_line(&e.to_string()))?;
     let mut messages = Vec::new();
     while let Some(message) = batch.next().await {
-        messages.push(message.map_err(|e| one_line(&e.to_string()))?);
+        match message {
+            Ok(m) => messages.push(m),
+            Err(e) if messages.is_empty() => return Err(one_line(&e.to_string())),
+            Err(e) => {
+                tracing::debug!("fetch ended early ({e})");
+                break;
+            }
+        }
     }
     Ok(messages)
 }
 
-/// Publishes a block's rows, then acks the block (the server confirms the ack). A failed ack is
-/// only logged: the block comes back after the ack wait and its rows are deduplicated.
+/// Blocks being published and acked on the runtime, oldest first.
+struct InFlight<'a> {
+    rt: &'a Runtime,
+    js: Context,
+    subject: String,
+    /// How often a block still being published is reported in progress.
+    progress_every: Duration,
+    tasks: VecDeque<JoinHandle<Result<Acked>>>,
+    counts: WorkerCounts,
+    /// SIGINT/SIGTERM: waiting for a block gives way to it.
+    stop: Arc<AtomicBool>,
+}
+
+impl InFlight<'_> {
+    /// Turns fetched blocks into rows and starts publishing them. On an error, the blocks not
+    /// yet taken are handed back at once (NAK) rather than after the ack wait.
+    fn process<T: Sample>(&mut self, work: &mut Work<'_, T>, messages: Vec<Message>) -> Result<()> {
+        let mut messages = messages.into_iter();
+        while let Some(message) = messages.next() {
+            let taken = match work.rows_of(&message, &self.subject) {
+                Ok(Some((rows, samples))) => {
+                    self.counts.blocks += 1;
+                    self.counts.samples += samples;
+                    let task = publish_then_ack(
+                        self.js.clone(),
+                        self.subject.clone(),
+                        rows,
+                        message,
+                        self.progress_every,
+                    );
+                    self.tasks.push_back(self.rt.spawn(task));
+                    self.settle(BLOCKS_IN_FLIGHT)
+                }
+                Ok(None) => {
+                    // not a block (logged): never to be redelivered
+                    let _ = self.rt.block_on(message.ack_with(AckKind::Term));
+                    Ok(())
+                }
+                Err(e) => {
+                    self.nak(message);
+                    Err(e)
+                }
+            };
+            if let Err(e) = taken {
+                messages.for_each(|m| self.nak(m));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a block back to the server for another worker, at once.
+    fn nak(&self, message: Message) {
+        let nak = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1))));
+        let _ = self.rt.block_on(nak);
+    }
+
+    /// Waits for the oldest blocks until at most `keep` are left, or a stop (then
+    /// `settle_within` finishes them).
+    fn settle(&mut self, keep: usize) -> Result<()> {
+        while self.tasks.len() > keep {
+            let Some(task) = self.tasks.front_mut() else {
+                break;
+            };
+            // (the timer is made inside the runtime: tokio's timers need one)
+            let waited = self
+                .rt
+                .block_on(async { tokio::time::timeout(STOP_POLL, task).await });
+            match waited {
+                Ok(joined) => {
+                    self.tasks.pop_front();
+                    self.count(joined)?;
+                }
+                Err(_) if self.stop.load(Ordering::Relaxed) => return Ok(()),
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every block in flight for at most `grace`; the ones still unfinished then are
+    /// abandoned (never acked: the server redelivers them) with a warning.
+    fn settle_within(&mut self, grace: Duration) -> Result<()> {
+        let deadline = Instant::now() + grace;
+        while let Some(mut task) = self.tasks.pop_front() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let waited = self
+                .rt
+                .block_on(async { tokio::time::timeout(left, &mut task).await });
+            match waited {
+                Ok(joined) => self.count(joined)?,
+                Err(_) => {
+                    task.abort();
+                    let left = 1 + self.tasks.len();
+                    self.tasks.drain(..).for_each(|t| t.abort());
+                    tracing::warn!(
+                        "stopping with {left} block(s) not acknowledged after {} s; the server delivers them to another worker",
+                        grace.as_secs()
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count(
+        &mut self,
+        joined: std::result::Result<Result<Acked>, tokio::task::JoinError>,
+    ) -> Result<()> {
+        let acked =
+            joined.map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
+        self.counts.rows += acked.stored + acked.duplicates;
+        self.counts.duplicates += acked.duplicates;
+        Ok(())
+    }
+}
+
+/// Publishes a block's rows, telling the server it is in progress meanwhile, then acks the block
+/// (the server confirms the ack). A failed ack is only logged: the block comes back after the
+/// ack wait and its rows are deduplicated.
 async fn publish_then_ack(
     js: Context,
     subject: String,
     rows: Vec<Outgoing>,
     block: Message,
+    progress_every: Duration,
 ) -> Result<Acked> {
-    let acked = publish_all(&js, &subject, rows).await?;
+    let publishing = publish_all(&js, &subject, rows);
+    tokio::pin!(publishing);
+    let mut progress =
+        tokio::time::interval_at(tokio::time::Instant::now() + progress_every, progress_every);
+    let acked = loop {
+        tokio::select! {
+            acked = &mut publishing => break acked?,
+            _ = progress.tick() => {
+                if let Err(e) = block.ack_with(AckKind::Progress).await {
+                    tracing::debug!("progress ack failed ({e})");
+                }
+            }
+        }
+    };
     let started = Instant::now();
     loop {
         match block.double_ack().await {
             Ok(()) => break,
-            Err(e) if started.elapsed() < Duration::from_secs(30) => {
+            Err(e) if started.elapsed() < ACK_RETRY_FOR => {
                 tracing::debug!("ack failed ({e}); retrying");
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
@@ -269,166 +434,4 @@ async fn publish_then_ack(
         }
     }
     Ok(acked)
-}
-
-/// A worker's transform state: the engine, the encoder and scratch buffers.
-struct Work<'a, T: Sample> {
-    settings: &'a Settings,
-    n: usize,
-    hop: usize,
-    engine: &'a mut dyn Engine<T>,
-    encoder: &'a dyn Encoder<T>,
-    input: Vec<T>,
-    spectra: Vec<T>,
-    shifted: Vec<T>,
-}
-
-impl<T: Sample> Work<'_, T> {
-    /// The rows of one block, ready to publish, and its sample count. None for a message that
-    /// is no block (it is terminated so it is never redelivered). A block cut with another
-    /// framing is an error (the block goes back to the queue for a worker that matches).
-    fn rows_of(
-        &mut self,
-        message: &Message,
-        subject: &str,
-    ) -> Result<Option<(Vec<Outgoing>, u64)>> {
-        let header = match BlockHeader::from_headers(message.headers.as_ref()) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::warn!(
-                    "skipping a message on '{}' that is no fftd block: {e}",
-                    message.subject
-                );
-                return Ok(None);
-            }
-        };
-        if header.n != self.n || header.hop != self.hop {
-            return Err(FftdError::Usage(format!(
-                "{} was cut with --frame {} --hop {}; this worker runs --frame {} --hop {}: start workers with the publisher's framing",
-                header.describe(),
-                header.n,
-                header.hop,
-                self.n,
-                self.hop
-            )));
-        }
-        let samples = match decode_samples(&header, &message.payload) {
-            Ok(samples) => samples,
-            Err(e) => {
-                // a damaged block would fail every worker the same way: never redelivered
-                tracing::warn!("skipping {}: {e}", header.describe());
-                return Ok(None);
-            }
-        };
-        self.frame_block(&header, &samples);
-        let spec = TransformSpec {
-            n: self.n,
-            kind: header.kind,
-            window: self.settings.window,
-            scale: self.settings.products.engine_scale(self.settings.scale),
-            rate: header.rate,
-        };
-        self.engine
-            .process(&spec, &self.input, header.frames, &mut self.spectra)
-            .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
-        Ok(Some((
-            self.encode_rows(&header, &spec, subject),
-            header.samples as u64,
-        )))
-    }
-
-    /// Frame j of the block: samples `j·hop .. j·hop + n` of the block, zero-padded past its end.
-    fn frame_block(&mut self, header: &BlockHeader, samples: &[f32]) {
-        let w = header.kind.width();
-        let frame_values = self.n * w;
-        self.input.clear();
-        self.input.resize(header.frames * frame_values, T::zero());
-        for j in 0..header.frames {
-            let from = (j * self.hop * w).min(samples.len());
-            let to = (from + frame_values).min(samples.len());
-            let dest = &mut self.input[j * frame_values..];
-            for (d, s) in dest.iter_mut().zip(&samples[from..to]) {
-                *d = T::of_f64(f64::from(*s));
-            }
-        }
-    }
-
-    /// One message per row: the row in the run's format, headers saying what it is.
-    fn encode_rows(
-        &mut self,
-        header: &BlockHeader,
-        spec: &TransformSpec,
-        subject: &str,
-    ) -> Vec<Outgoing> {
-        let stream = StreamMeta {
-            id: header.stream,
-            input: header.source.clone(),
-            channel: header.channel,
-            rate: header.rate,
-            kind: header.kind,
-            fftshift: self.settings.fftshift,
-            columns: None,
-        };
-        let width = spec.values_out();
-        let bins = spec.bins();
-        let scale = self.settings.scale.name();
-        let mut rows = Vec::with_capacity(header.frames);
-        for j in 0..header.frames {
-            let frame = header.first_frame + j as u64;
-            let mut values = &self.spectra[j * width..(j + 1) * width];
-            if stream.fftshift && stream.kind == InputKind::Complex {
-                self.shifted.clear();
-                self.shifted.extend_from_slice(values);
-                self.shifted
-                    .rotate_left(bins.div_ceil(2) * spec.scale.values_per_bin());
-                values = &self.shifted;
-            }
-            let time_s = (frame * self.hop as u64) as f64 / header.rate;
-            let row = SpectrumRow {
-                stream: &stream,
-                frame,
-                time_s,
-                n: self.n,
-                values,
-            };
-            let mut bytes = Vec::with_capacity(width * 4);
-            self.encoder.encode(&row, &mut bytes);
-            rows.push(Outgoing {
-                headers: row_headers(header, frame, time_s, (scale, bins, self.n), subject),
-                payload: bytes.into(),
-            });
-        }
-        rows
-    }
-}
-
-/// A row's headers: `source`, `stream`, `frame`, `time_s`, `scale`, `bins`, `n`, and its
-/// `Nats-Msg-Id` (`row_id`).
-fn row_headers(
-    block: &BlockHeader,
-    frame: u64,
-    time_s: f64,
-    (scale, bins, n): (&str, usize, usize),
-    subject: &str,
-) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert("source", block.source.as_str());
-    h.insert("stream", block.stream.to_string().as_str());
-    h.insert("frame", frame.to_string().as_str());
-    h.insert("time_s", ryu::Buffer::new().format(time_s));
-    h.insert("scale", scale);
-    h.insert("bins", bins.to_string().as_str());
-    h.insert("n", n.to_string().as_str());
-    h.insert(
-        "Nats-Msg-Id",
-        row_id(subject, &block.source, block.stream, frame).as_str(),
-    );
-    h
-}
-
-/// The dedup id of a row: `<subject>:<source>/<stream>/<frame>`. The server deduplicates per
-/// JetStream stream, not per subject: with the subject in the id, two analyses of one recording
-/// published to two subjects of one stream never drop each other's rows.
-pub fn row_id(subject: &str, source: &str, stream: usize, frame: u64) -> String {
-    format!("{subject}:{source}/{stream}/{frame}")
 }

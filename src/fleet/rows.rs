@@ -1,0 +1,200 @@
+//! What a fleet worker does to one block: frames it exactly as a local run would (zero-padding
+//! past its samples), transforms the frames with the worker's engine, and encodes one message per
+//! row in the run's `--format`, with headers saying what the row is and a `Nats-Msg-Id` naming
+//! it by source, run, stream, frame and analysis (`ids`): a redelivered block's rows are then
+//! recognised as duplicates, while another analysis of the same blocks makes new rows.
+
+use super::block::{decode_samples, BlockHeader};
+use super::ids::fingerprint;
+use super::publish_acked::Outgoing;
+use crate::config::Settings;
+use crate::error::{FftdError, Result};
+use crate::fft::{Engine, InputKind, Sample, TransformSpec};
+use crate::sink::{Encoder, SpectrumRow, StreamMeta};
+use async_nats::jetstream::Message;
+use async_nats::HeaderMap;
+
+/// What makes two workers' rows of one frame different: everything but the engine that made
+/// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
+pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
+    fingerprint(&format!(
+        "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
+        settings.window,
+        settings.scale.name(),
+        settings.format.name(),
+        settings.fftshift,
+        settings.precision
+    ))
+}
+
+/// A worker's transform state: the engine, the encoder and scratch buffers.
+pub struct Work<'a, T: Sample> {
+    pub settings: &'a Settings,
+    pub n: usize,
+    pub hop: usize,
+    pub engine: &'a mut dyn Engine<T>,
+    pub encoder: &'a dyn Encoder<T>,
+    /// `analysis_of` the worker's settings, the last part of its rows' ids.
+    pub analysis: String,
+    pub input: Vec<T>,
+    pub spectra: Vec<T>,
+    pub shifted: Vec<T>,
+}
+
+impl<T: Sample> Work<'_, T> {
+    /// The rows of one block, ready to publish, and its sample count. None for a message that
+    /// is no block (it is terminated so it is never redelivered). A block cut with another
+    /// framing is an error (the block goes back to the queue for a worker that matches).
+    pub fn rows_of(
+        &mut self,
+        message: &Message,
+        subject: &str,
+    ) -> Result<Option<(Vec<Outgoing>, u64)>> {
+        let header = match BlockHeader::from_headers(message.headers.as_ref()) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(
+                    "skipping a message on '{}' that is no fftd block: {e}",
+                    message.subject
+                );
+                return Ok(None);
+            }
+        };
+        let shape = &header.shape;
+        if shape.n != self.n || shape.hop != self.hop {
+            return Err(FftdError::Usage(format!(
+                "{} was cut with --frame {} --hop {}; this worker runs --frame {} --hop {}: start workers with the publisher's framing",
+                header.describe(),
+                shape.n,
+                shape.hop,
+                self.n,
+                self.hop
+            )));
+        }
+        let samples = match decode_samples(&header, &message.payload) {
+            Ok(samples) => samples,
+            Err(e) => {
+                // a damaged block would fail every worker the same way: never redelivered
+                tracing::warn!("skipping {}: {e}", header.describe());
+                return Ok(None);
+            }
+        };
+        self.frame_block(&header, &samples);
+        let spec = TransformSpec {
+            n: self.n,
+            kind: shape.kind,
+            window: self.settings.window,
+            scale: self.settings.products.engine_scale(self.settings.scale),
+            rate: shape.rate,
+        };
+        self.engine
+            .process(&spec, &self.input, header.frames, &mut self.spectra)
+            .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
+        Ok(Some((
+            self.encode_rows(&header, &spec, subject),
+            header.samples as u64,
+        )))
+    }
+
+    /// Frame j of the block: samples `j·hop .. j·hop + n` of the block, zero-padded past its end.
+    fn frame_block(&mut self, header: &BlockHeader, samples: &[f32]) {
+        let w = header.shape.kind.width();
+        let frame_values = self.n * w;
+        self.input.clear();
+        self.input.resize(header.frames * frame_values, T::zero());
+        for j in 0..header.frames {
+            let from = (j * self.hop * w).min(samples.len());
+            let to = (from + frame_values).min(samples.len());
+            let dest = &mut self.input[j * frame_values..];
+            for (d, s) in dest.iter_mut().zip(&samples[from..to]) {
+                *d = T::of_f64(f64::from(*s));
+            }
+        }
+    }
+
+    /// One message per row: the row in the run's format, headers saying what it is.
+    fn encode_rows(
+        &mut self,
+        header: &BlockHeader,
+        spec: &TransformSpec,
+        subject: &str,
+    ) -> Vec<Outgoing> {
+        let shape = &header.shape;
+        let stream = StreamMeta {
+            id: shape.stream,
+            input: shape.source.clone(),
+            channel: shape.channel,
+            rate: shape.rate,
+            kind: shape.kind,
+            fftshift: self.settings.fftshift,
+            columns: None,
+        };
+        let width = spec.values_out();
+        let bins = spec.bins();
+        let scale = self.settings.scale.name();
+        let mut rows = Vec::with_capacity(header.frames);
+        for j in 0..header.frames {
+            let frame = header.first_frame + j as u64;
+            let mut values = &self.spectra[j * width..(j + 1) * width];
+            if stream.fftshift && stream.kind == InputKind::Complex {
+                self.shifted.clear();
+                self.shifted.extend_from_slice(values);
+                self.shifted
+                    .rotate_left(bins.div_ceil(2) * spec.scale.values_per_bin());
+                values = &self.shifted;
+            }
+            let time_s = (frame * self.hop as u64) as f64 / shape.rate;
+            let row = SpectrumRow {
+                stream: &stream,
+                frame,
+                time_s,
+                n: self.n,
+                values,
+            };
+            let mut bytes = Vec::with_capacity(width * 4);
+            self.encoder.encode(&row, &mut bytes);
+            rows.push(Outgoing {
+                headers: RowHeaders {
+                    block: header,
+                    frame,
+                    time_s,
+                    scale,
+                    bins,
+                }
+                .to_headers(subject, &self.analysis),
+                payload: bytes.into(),
+            });
+        }
+        rows
+    }
+}
+
+/// What a row's headers say.
+struct RowHeaders<'a> {
+    block: &'a BlockHeader,
+    frame: u64,
+    time_s: f64,
+    scale: &'a str,
+    bins: usize,
+}
+
+impl RowHeaders<'_> {
+    /// `source`, `run`, `stream`, `frame`, `time_s`, `scale`, `bins`, `n`, `hop`, and the
+    /// `Nats-Msg-Id` of the row on `subject` under `analysis`.
+    fn to_headers(&self, subject: &str, analysis: &str) -> HeaderMap {
+        let shape = &self.block.shape;
+        let mut h = HeaderMap::new();
+        h.insert("source", shape.source.as_str());
+        h.insert("run", shape.run.as_str());
+        h.insert("stream", shape.stream.to_string().as_str());
+        h.insert("frame", self.frame.to_string().as_str());
+        h.insert("time_s", ryu::Buffer::new().format(self.time_s));
+        h.insert("scale", self.scale);
+        h.insert("bins", self.bins.to_string().as_str());
+        h.insert("n", shape.n.to_string().as_str());
+        h.insert("hop", shape.hop.to_string().as_str());
+        let id = shape.origin(subject).row_id(self.frame, analysis);
+        h.insert("Nats-Msg-Id", id.as_str());
+        h
+    }
+}
