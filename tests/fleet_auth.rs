@@ -2,9 +2,12 @@
 //! loopback, certificates made here with the openssl CLI): user/password and a token, in the
 //! address, by flag or from the environment; a wrong secret is one line, exit 1, never showing the
 //! secret; an end-to-end run with credentials equals a local run and its `--meta` holds no secret;
-//! `tls://` with `--nats-ca`, without it (a certificate error, bounded), and client certificates.
-//! Not tested: `--nats-creds` (a .creds file needs an operator/JWT server, made with `nsc`, which
-//! Debian does not package).
+//! `tls://` with `--nats-ca`, without it (a certificate error, bounded), client certificates, and
+//! an end-to-end run over TLS. `--nats-creds`: a server in operator (JWT) mode whose operator,
+//! account and user JWTs the test signs itself with the nkeys crate (nsc, which would make them,
+//! is not packaged by Debian); an end-to-end run with a .creds file equals a local run and shows
+//! neither seed nor JWT; another user's seed is refused (one line, exit 1); a file that is no
+//! .creds file is a usage error.
 
 mod common;
 mod fleet_common;
@@ -93,7 +96,7 @@ fn user_and_password_in_the_address_by_flag_and_from_the_environment() {
 
     // end to end: the publisher by flags, the worker from the environment
     let wav = dir.path().join("rec.wav");
-    write_wav(&wav, 30_000); // 231 frames, 15 blocks
+    write_wav(&wav, 30_000); // 232 frames (the last one padded), 15 blocks
     let out = fftd_env(&[])
         .args([
             "publish",
@@ -290,6 +293,260 @@ fn tls_with_the_ca_without_it_and_with_client_certificates() {
     assert_refused(&out, started, &["cannot connect"], "BEGIN");
 }
 
+/// `fftd fleet setup`, `fftd publish` and one worker (`--idle-exit`, `--meta`) with `flags`, all
+/// on the server at `url(path)`; the three runs' stderr, and the worker's `--meta`.
+fn end_to_end(dir: &Path, url: impl Fn(&str) -> String, flags: &[&str]) -> (Vec<String>, String) {
+    let setup = setup_with(&url(""), flags, &[]);
+    assert_ok(&setup, "setup");
+    let wav = dir.join("rec.wav");
+    write_wav(&wav, 30_000); // 232 frames (the last one padded), 15 blocks
+    let publish = fftd_env(&[])
+        .args([
+            "publish",
+            "--to",
+            &url("frames.site1"),
+            "--source-id",
+            "rec",
+        ])
+        .args(flags)
+        .arg("--file")
+        .arg(&wav)
+        .args(FRAMING)
+        .args(["--block-frames", "16"])
+        .output()
+        .expect("publisher runs");
+    assert_ok(&publish, "publish");
+    let meta = dir.join("meta.json");
+    let worker = fftd_env(&[])
+        .args(["--file", &url("FRAMES/workers")])
+        .args(["--output", &url("spectra.site1")])
+        .args(flags)
+        .args(FRAMING)
+        .args(["--device", "cpu", "--idle-exit", "2", "--stats", "--meta"])
+        .arg(&meta)
+        .output()
+        .expect("worker runs");
+    assert_ok(&worker, "worker");
+    let stderr = [&setup, &publish, &worker].map(stderr_text).to_vec();
+    let meta = std::fs::read_to_string(&meta).expect("--meta written");
+    (stderr, meta)
+}
+
+/// Base64url without padding, as JWTs are encoded.
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A JWT of nats-io/jwt v2's format: header `{"typ":"JWT","alg":"ed25519-nkey"}`, the claims, and
+/// the ed25519 signature by `issuer` of "header.claims". (nsc makes `jti` a hash of the claims;
+/// nats-server does not check it.)
+fn sign_jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: serde_json::Value) -> String {
+    let iat = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs();
+    let claims = serde_json::json!({
+        "jti": format!("fftd-test-{name}-{subject}"),
+        "iat": iat,
+        "iss": issuer.public_key(),
+        "name": name,
+        "sub": subject,
+        "nats": nats,
+    });
+    let header = b64(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+    let signed = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+    let signature = issuer
+        .sign(signed.as_bytes())
+        .expect("an nkey with its seed signs");
+    format!("{signed}.{}", b64(&signature))
+}
+
+/// The account claims (`nats`) of an account: no limits on connections, subscriptions, data,
+/// imports and exports; with `jetstream`, unlimited memory and file storage, streams and
+/// consumers (a JetStream limit other than 0 is what enables JetStream for an account).
+fn account_claims(jetstream: bool) -> serde_json::Value {
+    let js = if jetstream { -1 } else { 0 };
+    serde_json::json!({
+        "limits": {
+            "subs": -1, "data": -1, "payload": -1,
+            "imports": -1, "exports": -1, "wildcards": true, "conn": -1, "leaf": -1,
+            "mem_storage": js, "disk_storage": js, "streams": js, "consumer": js,
+        },
+        "default_permissions": { "pub": {}, "sub": {} },
+        "type": "account",
+        "version": 2,
+    })
+}
+
+/// A user JWT of `account` for `user`, no limits, and its .creds file text carrying `seed`.
+fn user_creds(account: &nkeys::KeyPair, user: &nkeys::KeyPair, seed: &str) -> (String, String) {
+    let claims = serde_json::json!({
+        "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1,
+        "type": "user", "version": 2,
+    });
+    let jwt = sign_jwt(account, &user.public_key(), "fleet-user", claims);
+    let creds = format!(
+        "-----BEGIN NATS USER JWT-----\n{jwt}\n------END NATS USER JWT------\n\n\
+         ************************* IMPORTANT *************************\n\
+         NKEY Seed printed below can be used to sign and prove identity.\n\
+         NKEYs are sensitive and should be treated as secrets.\n\n\
+         -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n\n\
+         *************************************************************\n"
+    );
+    (jwt, creds)
+}
+
+/// What `operator_mode` made.
+struct Operator {
+    /// The server's arguments (`-c CONFIG`).
+    args: Vec<OsString>,
+    /// The account's key pair, to sign more users.
+    account: nkeys::KeyPair,
+    /// The user's JWT, nkey seed, and .creds file text.
+    jwt: String,
+    seed: String,
+    creds: String,
+}
+
+/// A server in operator (JWT) mode, configured as `nsc generate config --mem-resolver` would:
+/// an operator, a system account, an account with JetStream and one user of it, the account JWTs
+/// preloaded into a MEMORY resolver; the operator JWT and the config file are written to `dir`.
+fn operator_mode(dir: &Path) -> Operator {
+    let operator = nkeys::KeyPair::new_operator();
+    let system = nkeys::KeyPair::new_account();
+    let account = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let operator_jwt = sign_jwt(
+        &operator,
+        &operator.public_key(),
+        "fftd-test-operator",
+        serde_json::json!({
+            "system_account": system.public_key(),
+            "type": "operator",
+            "version": 2,
+        }),
+    );
+    let system_jwt = sign_jwt(
+        &operator,
+        &system.public_key(),
+        "SYS",
+        account_claims(false),
+    );
+    let account_jwt = sign_jwt(
+        &operator,
+        &account.public_key(),
+        "FLEET",
+        account_claims(true),
+    );
+    let seed = user.seed().expect("a new key has its seed");
+    let (jwt, creds) = user_creds(&account, &user, &seed);
+    let operator_file = dir.join("operator.jwt");
+    std::fs::write(&operator_file, &operator_jwt).expect("operator JWT written");
+    // JetStream and its store directory come from NatsServer's `-js -sd` (the file may not
+    // name the store directory a second time)
+    let config = format!(
+        "operator: \"{}\"\n\
+         system_account: {}\n\
+         resolver: MEMORY\n\
+         resolver_preload: {{\n  {}: \"{system_jwt}\"\n  {}: \"{account_jwt}\"\n}}\n",
+        operator_file.display(),
+        system.public_key(),
+        system.public_key(),
+        account.public_key(),
+    );
+    let config_file = dir.join("operator.conf");
+    std::fs::write(&config_file, config).expect("server config written");
+    Operator {
+        args: vec!["-c".into(), config_file.into()],
+        account,
+        jwt,
+        seed,
+        creds,
+    }
+}
+
+#[test]
+fn a_creds_file_against_a_server_in_operator_mode() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let op = operator_mode(dir.path());
+    let creds = dir.path().join("fleet-user.creds");
+    std::fs::write(&creds, &op.creds).expect("creds written");
+    let creds = creds.to_str().expect("utf-8 path").to_string();
+    let server = NatsServer::start_with(dir.path(), &op.args, ClientAuth::Creds(op.creds.clone()));
+
+    let port = server.port;
+    let url = |path: &str| format!("nats://127.0.0.1:{port}/{path}");
+    let (stderr, meta) = end_to_end(dir.path(), url, &["--nats-creds", &creds]);
+    for text in stderr.iter().chain([&meta]) {
+        assert!(!text.contains(&op.seed), "seed shown: {text}");
+        assert!(!text.contains(&op.jwt), "JWT shown: {text}");
+    }
+    assert_equals_local(&server, &dir.path().join("rec.wav"));
+
+    // no credentials, and a valid user JWT with another user's seed: refused by the server
+    setup_refused(&url(""), &[], &[], &op.seed);
+    let other_seed = nkeys::KeyPair::new_user()
+        .seed()
+        .expect("a new key has its seed");
+    let (_, mismatched) = user_creds(&op.account, &nkeys::KeyPair::new_user(), &other_seed);
+    let wrong = dir.path().join("wrong-seed.creds");
+    std::fs::write(&wrong, mismatched).expect("creds written");
+    let wrong = wrong.to_str().expect("utf-8 path");
+    let started = Instant::now();
+    let out = setup_with(
+        &url(""),
+        &["--nats-creds", wrong, "--connect-timeout", "2"],
+        &[],
+    );
+    assert_refused(
+        &out,
+        started,
+        &["cannot connect", "authorization violation"],
+        &other_seed,
+    );
+    assert!(!stderr_text(&out).contains(&op.seed));
+    let log = std::fs::read_to_string(&server.log).expect("server log");
+    assert_eq!(log.matches("authentication error").count(), 2, "{log}");
+}
+
+#[test]
+fn an_end_to_end_run_over_tls() {
+    if !have_server() || !program_runs("openssl", &["version"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    make_certificates(dir.path());
+    let file = |name: &str| {
+        dir.path()
+            .join(name)
+            .to_str()
+            .expect("utf-8 path")
+            .to_string()
+    };
+    let ca = file("ca.pem");
+    // a server that takes TLS connections only
+    let server = NatsServer::start_with(
+        dir.path(),
+        &os(&[
+            "--tls",
+            "--tlscert",
+            &file("server.pem"),
+            "--tlskey",
+            &file("server-key.pem"),
+        ]),
+        ClientAuth::TlsCa(ca.clone().into()),
+    );
+    let port = server.port;
+    let url = |path: &str| format!("tls://127.0.0.1:{port}/{path}");
+    let (_, meta) = end_to_end(dir.path(), url, &["--nats-ca", &ca]);
+    assert!(meta.contains("tls://127.0.0.1"), "{meta}");
+    assert_equals_local(&server, &dir.path().join("rec.wav"));
+}
+
 #[test]
 fn unreadable_credentials_and_certificates_are_usage_errors() {
     // no server needed: the files are checked before connecting
@@ -301,5 +558,40 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
     ] {
         let out = setup_with("tls://127.0.0.1:1/", &flags, &[]);
         assert_clean_error(&out, 2, &[flags[0], missing]);
+        // the file is named once ("--nats-creds FILE: why")
+        assert_eq!(stderr_text(&out).matches(missing).count(), 1);
+    }
+
+    // files that are no .creds file: garbage, a seed that is no nkey, a directory
+    let dir = tempfile::tempdir().expect("tempdir");
+    let user = nkeys::KeyPair::new_user();
+    let seed = user.seed().expect("a new key has its seed");
+    let (_, creds) = user_creds(&nkeys::KeyPair::new_account(), &user, &seed);
+    // the seed's last letter changed: no longer an nkey seed (encoding or checksum)
+    let last = if seed.ends_with('A') { "B" } else { "A" };
+    let broken = seed[..seed.len() - 1].to_string() + last;
+    let files = [
+        ("garbage.creds", "not a credentials file\n".to_string()),
+        ("broken-seed.creds", creds.replace(&seed, &broken)),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.path().join(name), text).expect("file written");
+    }
+    let invalid = "not a valid .creds file";
+    for (name, why) in [
+        ("garbage.creds", invalid),
+        ("broken-seed.creds", invalid),
+        ("", "directory"),
+    ] {
+        let path = dir.path().join(name);
+        let path = path.to_str().expect("utf-8 path");
+        let out = setup_with("nats://127.0.0.1:1/", &["--nats-creds", path], &[]);
+        assert_clean_error(&out, 2, &["--nats-creds", path, why]);
+        let err = stderr_text(&out);
+        assert_eq!(err.matches(path).count(), 1, "{err}");
+        assert!(
+            !err.contains(&broken) && !err.contains(&seed),
+            "seed shown: {err}"
+        );
     }
 }

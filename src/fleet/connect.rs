@@ -87,11 +87,9 @@ impl NatsArgs {
     }
 
     /// Client options for `url`: credentials, TLS, timeouts, and connection events in the log.
-    async fn options(&self, url: &NatsUrl, name: &str) -> Result<ConnectOptions> {
+    fn options(&self, url: &NatsUrl, name: &str) -> Result<ConnectOptions> {
         let mut opts = match &self.nats_creds {
-            Some(path) => ConnectOptions::with_credentials_file(path.clone())
-                .await
-                .map_err(|e| FftdError::Usage(format!("--nats-creds {}: {e}", path.display())))?,
+            Some(path) => credentials(path)?,
             None => ConnectOptions::new(),
         };
         let token = self.nats_token.clone().or_else(|| env("NATS_TOKEN"));
@@ -136,7 +134,7 @@ impl NatsArgs {
     /// Connects to `url`'s server within the connect timeout: exit 1 with one line when it
     /// cannot be reached (no retry of the first connection); reconnects on its own later.
     pub async fn connect(&self, url: &NatsUrl, name: &str) -> Result<Client> {
-        let opts = self.options(url, name).await?;
+        let opts = self.options(url, name)?;
         let server = url.server();
         let limit = self.timeout() + Duration::from_secs(1);
         match tokio::time::timeout(limit, opts.connect(server.as_str())).await {
@@ -151,6 +149,21 @@ impl NatsArgs {
             ))),
         }
     }
+}
+
+/// Client options carrying the user JWT and nkey seed of the .creds file at `path`; a file that
+/// cannot be read or holds no JWT and seed is a usage error of one line naming the file (never
+/// its contents: the seed is the secret).
+fn credentials(path: &std::path::Path) -> Result<ConnectOptions> {
+    let usage = |why: String| FftdError::Usage(format!("--nats-creds {}: {why}", path.display()));
+    // read here rather than by async-nats, whose error names the file a second time
+    let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
+    ConnectOptions::with_credentials(&text).map_err(|e| {
+        usage(format!(
+            "not a valid .creds file: {}",
+            one_line(&e.to_string())
+        ))
+    })
 }
 
 fn readable(flag: &str, path: &std::path::Path) -> Result<()> {

@@ -1,6 +1,7 @@
 //! Helpers of the fleet tests (tests/fleet.rs, tests/fleet_auth.rs): a real nats-server on a free
-//! loopback port with a temporary store (optionally requiring credentials or TLS), a generated
-//! recording, the local run's rows and the rows the SPECTRA stream holds.
+//! loopback port with a temporary store (optionally requiring credentials, a .creds file in
+//! operator mode, or TLS), a generated recording, the local run's rows and the rows the SPECTRA
+//! stream holds.
 #![allow(dead_code)]
 
 use crate::common::*;
@@ -19,6 +20,10 @@ pub enum ClientAuth {
     None,
     UserPassword(String, String),
     Token(String),
+    /// The text of a .creds file (user JWT and nkey seed), for a server in operator mode.
+    Creds(String),
+    /// TLS required, trusting this root certificate (PEM).
+    TlsCa(PathBuf),
 }
 
 /// A nats-server with JetStream on 127.0.0.1; killed (and waited for) when dropped.
@@ -82,7 +87,8 @@ impl NatsServer {
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
                 started.elapsed() < Duration::from_secs(10),
-                "nats-server did not listen"
+                "nats-server did not listen; its log:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -101,7 +107,7 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}/{path}", self.port)
     }
 
-    /// The tests' own client (no TLS).
+    /// The tests' own client.
     async fn client(&self) -> Result<async_nats::Client, async_nats::ConnectError> {
         let opts = match &self.auth {
             ClientAuth::None => async_nats::ConnectOptions::new(),
@@ -109,6 +115,12 @@ impl NatsServer {
                 async_nats::ConnectOptions::with_user_and_password(u.clone(), p.clone())
             }
             ClientAuth::Token(t) => async_nats::ConnectOptions::with_token(t.clone()),
+            ClientAuth::Creds(creds) => {
+                async_nats::ConnectOptions::with_credentials(creds).expect("a valid .creds text")
+            }
+            ClientAuth::TlsCa(ca) => async_nats::ConnectOptions::new()
+                .require_tls(true)
+                .add_root_certificates(ca.clone()),
         };
         opts.connect(format!("127.0.0.1:{}", self.port)).await
     }
