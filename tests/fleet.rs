@@ -1,8 +1,11 @@
 //! Fleet mode against a real NATS server (Debian's nats-server, started here on a free loopback
 //! port with a temporary store, killed at the end): one publisher and three workers, one of them
-//! SIGKILLed mid-run, give exactly the rows of a local run, each once; a server restarted mid-run
-//! loses nothing; bad addresses, an unreachable server, a missing stream or consumer are one-line
-//! errors, quickly.
+//! SIGKILLed while it holds blocks, give exactly the rows of a local run, each once, and the
+//! killed worker's blocks were redelivered; a server restarted mid-run loses nothing; Ctrl-C
+//! during an outage is prompt and loses nothing; every publish is a run of its own and
+//! `--run-id` resumes one; blocks the server gives up on are reported and delivered again by a
+//! recreated consumer; bad addresses, an unreachable server, a missing stream or consumer, flags
+//! a worker cannot honour and ids a header cannot carry are one-line errors, quickly.
 
 mod common;
 mod fleet_common;
@@ -11,25 +14,28 @@ use common::*;
 use fleet_common::*;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn setup(server: &NatsServer, ack_wait: &str) {
-    let out = fftd()
-        .args([
-            "fleet",
-            "setup",
-            "--server",
-            &server.url(""),
-            "--ack-wait",
-            ack_wait,
-        ])
-        .output()
-        .expect("fftd runs");
+    let out = setup_with(server, &["--ack-wait", ack_wait]);
     assert!(out.status.success(), "setup: {}", stderr_text(&out));
 }
 
+fn setup_with(server: &NatsServer, extra: &[&str]) -> Output {
+    fftd()
+        .args(["fleet", "setup", "--server", &server.url("")])
+        .args(extra)
+        .output()
+        .expect("fftd runs")
+}
+
 fn publish(server: &NatsServer, wav: &Path) -> Child {
+    publish_with(server, wav, &[])
+}
+
+/// `fftd publish --stats` of `wav` as source `rec`, in blocks of 16 frames, plus `extra`.
+fn publish_with(server: &NatsServer, wav: &Path, extra: &[&str]) -> Child {
     fftd()
         .args([
             "publish",
@@ -37,26 +43,60 @@ fn publish(server: &NatsServer, wav: &Path) -> Child {
             &server.url("frames.site1"),
             "--source-id",
             "rec",
+            "--stats",
         ])
         .arg("--file")
         .arg(wav)
         .args(FRAMING)
         .args(["--block-frames", "16"])
+        .args(extra)
         .stderr(Stdio::piped())
         .spawn()
         .expect("publisher starts")
 }
 
+/// The blocks a publisher's `--stats` line says it sent, and how many of them were there already.
+fn published(stats: &str) -> (u64, u64) {
+    let number_before = |word: &str| -> u64 {
+        let at = stats
+            .find(word)
+            .unwrap_or_else(|| panic!("'{word}' in {stats}"));
+        let digits: String = stats[..at]
+            .trim_end()
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits
+            .chars()
+            .rev()
+            .collect::<String>()
+            .parse()
+            .expect("a count")
+    };
+    (number_before(" blocks"), number_before(" already there"))
+}
+
 fn worker(server: &NatsServer, idle_exit: &str) -> Child {
+    worker_with(server, &["--idle-exit", idle_exit, "--stats"])
+}
+
+fn worker_with(server: &NatsServer, extra: &[&str]) -> Child {
     fftd()
         .args(["--file", &server.url("FRAMES/workers")])
         .args(["--output", &server.url("spectra.site1")])
         .args(FRAMING)
-        .args(["--device", "cpu", "--idle-exit", idle_exit, "--stats"])
+        .args(["--device", "cpu"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("worker starts")
+}
+
+fn signal(child: &Child, signal: i32) {
+    // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
+    unsafe { libc::kill(child.id() as i32, signal) };
 }
 
 #[test]
@@ -70,20 +110,40 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     write_wav(&wav, 400_000); // 3122 frames, 196 blocks
     setup(&server, "2");
     let publisher = publish(&server, &wav);
-    let mut workers: Vec<Child> = (0..3).map(|_| worker(&server, "5")).collect();
-    // kill one worker once rows flow and blocks are still queued
+    // the first worker alone until it holds blocks it has not acked: then it is killed
+    let mut doomed = worker(&server, "5");
     wait_for("the first rows", Duration::from_secs(30), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
-    let queued = messages_in(&server, "FRAMES");
-    workers[0].kill().expect("SIGKILL");
-    let _ = workers[0].wait();
-    eprintln!("killed a worker with {queued:?} blocks queued");
-    finish(publisher, "publisher");
-    for w in workers.drain(1..) {
+    let started = Instant::now();
+    let held = loop {
+        signal(&doomed, libc::SIGSTOP);
+        std::thread::sleep(Duration::from_millis(50)); // acks already sent reach the server
+        let held = work_consumer_state(&server).map_or(0, |(pending, _)| pending);
+        if held > 0 {
+            break held;
+        }
+        signal(&doomed, libc::SIGCONT);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "never held a block"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    doomed.kill().expect("SIGKILL");
+    let _ = doomed.wait();
+    eprintln!("killed a worker holding {held} unacked block(s)");
+    let workers: Vec<Child> = (0..2).map(|_| worker(&server, "5")).collect();
+    let (blocks, _) = published(&finish(publisher, "publisher"));
+    for w in workers {
         eprintln!("{}", finish(w, "worker"));
     }
     assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    let (_, deliveries) = work_consumer_state(&server).expect("consumer state");
+    assert!(
+        deliveries >= blocks + held as u64,
+        "{deliveries} deliveries of {blocks} blocks: the killed worker's {held} were not redelivered"
+    );
     assert_equals_local(&server, &wav);
 }
 
@@ -113,6 +173,131 @@ fn a_server_restart_mid_run_loses_nothing() {
 }
 
 #[test]
+fn ctrl_c_during_a_server_outage_is_prompt_and_loses_nothing() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = NatsServer::start(dir.path());
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 300_000);
+    setup(&server, "3");
+    finish(publish(&server, &wav), "publisher");
+    let busy = worker_with(&server, &[]);
+    wait_for("the first rows", Duration::from_secs(30), || {
+        messages_in(&server, "SPECTRA").unwrap_or(0) > 0
+    });
+    server.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&busy, libc::SIGINT);
+    let stopping = Instant::now();
+    let out = busy.wait_with_output().expect("wait");
+    let took = stopping.elapsed();
+    let err = stderr_text(&out);
+    assert!(
+        took < Duration::from_secs(12),
+        "Ctrl-C took {took:?}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        matches!(out.status.code(), Some(0 | 130)),
+        "exit {:?}: {err}",
+        out.status.code()
+    );
+    eprintln!("Ctrl-C in an outage took {took:?}: {err}");
+    server.launch();
+    eprintln!("{}", finish(worker(&server, "4"), "worker"));
+    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_equals_local(&server, &wav);
+}
+
+#[test]
+fn each_publish_is_a_run_of_its_own_and_a_run_id_resumes_one() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = NatsServer::start(dir.path());
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 40_000);
+    setup(&server, "30");
+    let first = finish(
+        publish_with(&server, &wav, &["--run-id", "r1"]),
+        "publisher",
+    );
+    assert!(first.contains("run r1:"), "{first}");
+    let (blocks, there) = published(&first);
+    assert_eq!(there, 0, "{first}");
+    // the same run again (an interrupted publish resumed): every block is there already
+    let again = finish(
+        publish_with(&server, &wav, &["--run-id", "r1"]),
+        "publisher",
+    );
+    assert_eq!(published(&again), (blocks, blocks), "{again}");
+    // a new publish of the same recording is a new run: nothing is dropped
+    let new = finish(publish(&server, &wav), "publisher");
+    assert_eq!(published(&new), (blocks, 0), "{new}");
+    assert_eq!(messages_in(&server, "FRAMES"), Some(2 * blocks));
+    eprintln!("{}", finish(worker(&server, "3"), "worker"));
+    let runs = rows_per_run(&server);
+    let frames = local_rows(&wav).len() as u64;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs.get("r1"), Some(&frames), "{runs:?}");
+    assert!(runs.values().all(|&rows| rows == frames), "{runs:?}");
+}
+
+#[test]
+fn blocks_the_server_gives_up_on_are_reported_and_a_new_consumer_delivers_them() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = NatsServer::start(dir.path());
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 40_000);
+    let out = setup_with(&server, &["--max-deliver", "1"]);
+    assert!(out.status.success(), "setup: {}", stderr_text(&out));
+    finish(publish(&server, &wav), "publisher");
+    // a worker cut for other frames hands back the blocks it took; at one delivery each, the
+    // server gives up on them
+    let wrong = fftd()
+        .args(["--file", &server.url("FRAMES/workers")])
+        .args(["--output", &server.url("spectra.site1")])
+        .args(["--frame", "256", "--hop", "64", "--device", "cpu"])
+        .output()
+        .expect("fftd runs");
+    assert_clean_error(&wrong, 2, &["--frame 512 --hop 128"]);
+    let out = worker_with(&server, &["--idle-exit", "2"])
+        .wait_with_output()
+        .expect("wait");
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    for needle in [
+        "left on work stream 'FRAMES'",
+        "block rec/0 (frames 0..16)",
+        "--recreate-consumer",
+    ] {
+        assert!(last.contains(needle), "lacks '{needle}': {err}");
+    }
+    let stored = stored_rows(&server).len();
+    assert!(
+        stored < local_rows(&wav).len(),
+        "{stored} rows: nothing missing?"
+    );
+    // a new consumer delivers them; the rows stored already are deduplicated
+    let out = setup_with(&server, &["--recreate-consumer", "--max-deliver", "5"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("created again"),
+        "{}",
+        stderr_text(&out)
+    );
+    eprintln!("{}", finish(worker(&server, "2"), "worker"));
+    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_equals_local(&server, &wav);
+}
+
+#[test]
 fn bad_addresses_and_missing_objects_are_one_line_errors() {
     // no server needed: usage errors (exit 2), never echoing a password
     let bad = [
@@ -136,6 +321,39 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
     }
     let out = run(&["--file", "x.f32", "--output", "nats://h:1/spectra.x"]);
     assert_clean_error(&out, 2, &["fftd publish"]);
+    // flags a worker cannot honour are refused, not ignored
+    for (flag, value, needle) in [
+        ("--workers", "2", "--workers"),
+        ("--channel", "1", "--channel"),
+        ("--rate", "8000", "--rate"),
+        ("--tail", "drop", "--tail"),
+        ("--device", "cpu,opencl:0:0", "one worker per device"),
+    ] {
+        let out = run(&[
+            "--file",
+            "nats://h:1/S/C",
+            "--output",
+            "nats://h:1/spectra.x",
+            "--frame",
+            "64",
+            flag,
+            value,
+        ]);
+        assert_clean_error(&out, 2, &[needle, "fleet workers"]);
+    }
+    // ids go into headers: no line breaks
+    for (flag, value) in [("--source-id", "two\nlines"), ("--run-id", "a/b")] {
+        let out = run(&[
+            "publish",
+            "--to",
+            "nats://h:1/frames.x",
+            "--file",
+            "x.f32",
+            flag,
+            value,
+        ]);
+        assert_clean_error(&out, 2, &[flag]);
+    }
     // nothing listens: exit 1 at once
     let free = TcpListener::bind("127.0.0.1:0").expect("port");
     let port = free.local_addr().expect("addr").port();

@@ -224,3 +224,52 @@ pub fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec<f32>, 
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> BlockHeader {
+        BlockHeader {
+            shape: StreamShape {
+                source: "site 1/mic:a".into(),
+                run: "0123456789abcdef".into(),
+                stream: 3,
+                channel: Some(1),
+                rate: 48_000.0,
+                kind: InputKind::Complex,
+                n: 512,
+                hop: 128,
+                tail: Tail::Drop,
+            },
+            first_frame: 32,
+            frames: 16,
+            samples: 15 * 128 + 512,
+        }
+    }
+
+    #[test]
+    fn headers_read_back_as_written() {
+        let h = header();
+        let map = h.to_headers("frames.x");
+        assert_eq!(BlockHeader::from_headers(Some(&map)), Ok(h.clone()));
+        let id = map.get("Nats-Msg-Id").expect("id").as_str().to_string();
+        assert_eq!(id, "frames.x:site 1%2Fmic%3Aa/0123456789abcdef/3/b32");
+        assert_eq!(map.get("fftd-offset").expect("offset").as_str(), "4096");
+    }
+
+    #[test]
+    fn bad_headers_are_named() {
+        let mut map = header().to_headers("frames.x");
+        map.insert("fftd-run", "");
+        let e = BlockHeader::from_headers(Some(&map)).expect_err("empty run");
+        assert!(e.contains("fftd-run"), "{e}");
+        let mut h = header();
+        h.samples += 1;
+        let e = BlockHeader::from_headers(Some(&h.to_headers("f"))).expect_err("too many");
+        assert!(e.contains("more than its frames span"), "{e}");
+        let mut h = header();
+        h.frames = MAX_BLOCK_FRAMES + 1;
+        assert!(BlockHeader::from_headers(Some(&h.to_headers("f"))).is_err());
+    }
+}

@@ -4,9 +4,11 @@
 //! - the work stream (work-queue retention: a block is gone once a worker acks it) and its
 //!   durable pull consumer, shared by every worker (`ack_wait`, `max_deliver`);
 //! - the spectra stream that captures the workers' output subjects, with a duplicate window
-//!   (rows carry `Nats-Msg-Id`; a redelivered block's rows are dropped there).
+//!   (rows carry `Nats-Msg-Id`; a redelivered block's rows are dropped there);
+//! - a stream keeping the server's advisories for blocks the consumer gave up on (`undelivered`).
 
 use super::connect::one_line;
+use super::undelivered::{advisory_stream, advisory_subject};
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
 use async_nats::jetstream::context::ConsumerInfoErrorKind;
@@ -123,6 +125,17 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
         ..Default::default()
     };
     report.push(ensure_stream(js, spectra).await?);
+    // the server's word on blocks the consumer gives up on, kept for workers started later
+    let given_up = Config {
+        name: advisory_stream(&layout.work_stream),
+        subjects: vec![advisory_subject(&layout.work_stream, "*")],
+        storage,
+        num_replicas: layout.replicas,
+        max_age: Duration::from_secs(30 * 86_400),
+        max_messages: 1_000_000,
+        ..Default::default()
+    };
+    report.push(ensure_stream(js, given_up).await?);
     let stream = js
         .get_stream(&layout.work_stream)
         .await

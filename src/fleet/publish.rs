@@ -184,15 +184,22 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
         max_payload,
         block_frames: args.block_frames,
     };
-    let sent = publish_sources(
+    let read = publish_sources(
         plan.sequential,
         &args.source_id,
         &mut shape,
         &mut sender,
         signals,
-    )
-    .and_then(|_| sender.flush())
-    .and_then(|_| sender.settle(0));
+    );
+    let unsent = !(sender.batch.is_empty() && sender.in_flight.is_empty());
+    if signals.stop.load(Ordering::Relaxed) && unsent {
+        tracing::info!(
+            "stopping: publishing what was read first (Ctrl-C again quits at once; publish again with --run-id {run} to resume)"
+        );
+    }
+    let sent = read
+        .and_then(|_| sender.flush())
+        .and_then(|_| sender.settle(0));
     if let Err(FftdError::Runtime(message)) = sent {
         return Err(FftdError::Runtime(format!(
             "{message} (this was run {run}: publish the same input again with --run-id {run} to send only what is missing)"

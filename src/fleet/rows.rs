@@ -198,3 +198,31 @@ impl RowHeaders<'_> {
         h
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Options;
+
+    fn settings(extra: impl FnOnce(&mut Options)) -> Settings {
+        let mut o = Options {
+            file: vec!["x.f32".into()],
+            ..Options::default()
+        };
+        extra(&mut o);
+        Settings::from_options(o).expect("settings")
+    }
+
+    #[test]
+    fn the_analysis_names_what_changes_the_rows_and_not_the_engine() {
+        let plain = analysis_of(&settings(|_| {}), 512, 128);
+        assert_eq!(plain, analysis_of(&settings(|_| {}), 512, 128));
+        assert_ne!(plain, analysis_of(&settings(|_| {}), 512, 256));
+        let db = settings(|o| o.scale = Some(crate::fft::Scale::Db));
+        assert_ne!(plain, analysis_of(&db, 512, 128));
+        let f64 = settings(|o| o.precision = Some(crate::config::Precision::F64));
+        assert_ne!(plain, analysis_of(&f64, 512, 128));
+        let cpu = settings(|o| o.device = Some(crate::fft::router::DeviceChoice::Cpu));
+        assert_eq!(plain, analysis_of(&cpu, 512, 128));
+    }
+}

@@ -4,16 +4,21 @@
 //! so twice over:
 //! - live: each worker listens to the server's max-deliveries advisories for its consumer and
 //!   warns naming the block (`watch`);
-//! - at `--idle-exit`: once nothing is pending or unacknowledged, any block still on the work
-//!   stream (for the consumer's subjects) is one the consumer gave up on; the worker fails naming
-//!   the first and how many (`left_behind`). `fftd fleet setup --recreate-consumer` delivers them
-//!   again.
+//! - at `--idle-exit`: `fftd fleet setup` keeps those advisories in a stream of their own
+//!   (`advisory_stream`), so a worker started later still learns of them; every block named there
+//!   that is still on the work stream is missing from the output, and the worker fails naming the
+//!   first and how many (`left_behind`). `fftd fleet setup --recreate-consumer` delivers them
+//!   again (a new consumer starts from the first block still on the work stream).
+//!
+//! (The consumer's own counters cannot tell: nats-server 2.9 keeps a block it gave up on among
+//! the consumer's unacknowledged ones, indistinguishable from a block a worker holds.)
 
 use super::block::BlockHeader;
 use super::connect::one_line;
-use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
-use futures_util::{StreamExt, TryStreamExt};
+use async_nats::jetstream::Context;
+use futures_util::StreamExt;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -32,8 +37,7 @@ pub async fn watch(
     consumer: String,
     given_up: Arc<AtomicU64>,
 ) {
-    let stream = work.cached_info().config.name.clone();
-    let subject = format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{stream}.{consumer}");
+    let subject = advisory_subject(&work.cached_info().config.name, &consumer);
     let mut advisories = match client.subscribe(subject).await {
         Ok(s) => s,
         Err(e) => {
@@ -67,62 +71,50 @@ async fn describe(work: &Stream, seq: u64) -> String {
     }
 }
 
-/// When nothing is pending or waiting for an ack on `consumer`: how many blocks are left on the
-/// work stream for it, and a sentence naming the first. None when none is, or while work goes
-/// on (then nothing can be said).
-pub async fn left_behind(
-    work: &mut Stream,
-    consumer: &mut PullConsumer,
-) -> Result<Option<String>, String> {
-    let info = consumer
-        .info()
-        .await
-        .map_err(|e| one_line(&e.to_string()))?;
-    if info.num_pending > 0 || info.num_ack_pending > 0 {
-        return Ok(None);
-    }
-    let max_deliver = info.config.max_deliver;
-    let filter = info.config.filter_subject.clone();
-    let (count, first) = match filter.is_empty() {
-        true => {
-            let state = work
-                .info()
-                .await
-                .map_err(|e| one_line(&e.to_string()))?
-                .state
-                .clone();
-            (state.messages, state.first_sequence)
-        }
-        false => left_on_subject(work, &filter).await?,
-    };
-    if count == 0 {
-        return Ok(None);
-    }
-    Ok(Some(format!(
-        "{count} block(s) left on work stream '{}' that consumer '{}' will not deliver again (each delivered {max_deliver} times without an ack), the first: {}; their rows are missing (fftd fleet setup --recreate-consumer delivers them again)",
-        info.stream_name,
-        info.name,
-        describe(work, first).await
-    )))
+/// The subject of the server's advisories for blocks that `consumer` of `work_stream` gave up on
+/// (`*` for every consumer).
+pub fn advisory_subject(work_stream: &str, consumer: &str) -> String {
+    format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{work_stream}.{consumer}")
 }
 
-/// Messages left on `filter` and the first one's sequence number.
-async fn left_on_subject(work: &Stream, filter: &str) -> Result<(u64, u64), String> {
-    let mut count = 0u64;
-    let mut subjects = work
-        .info_with_subjects(filter)
-        .await
-        .map_err(|e| one_line(&e.to_string()))?;
-    while let Some((_, n)) = subjects
-        .try_next()
-        .await
-        .map_err(|e| one_line(&e.to_string()))?
-    {
-        count += n as u64;
+/// The stream `fftd fleet setup` keeps those advisories in.
+pub fn advisory_stream(work_stream: &str) -> String {
+    format!("{work_stream}_GIVEN_UP")
+}
+
+/// Blocks `consumer` gave up on that are still on the work stream (none was delivered since):
+/// how many, and a sentence naming the first. None when there are none.
+pub async fn left_behind(
+    js: &Context,
+    work: &Stream,
+    consumer: &str,
+) -> Result<Option<String>, String> {
+    let work_name = work.cached_info().config.name.clone();
+    let log_name = advisory_stream(&work_name);
+    let log = js.get_stream(&log_name).await.map_err(|e| {
+        format!(
+            "stream '{log_name}' ({}; fftd fleet setup makes it)",
+            one_line(&e.to_string())
+        )
+    })?;
+    let subject = advisory_subject(&work_name, consumer);
+    let mut left = BTreeSet::new();
+    let mut next = 1;
+    while let Ok(message) = log.get_first_raw_message_by_subject(&subject, next).await {
+        next = message.sequence + 1;
+        let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
+            continue;
+        };
+        if work.get_raw_message(advisory.stream_seq).await.is_ok() {
+            left.insert(advisory.stream_seq);
+        }
     }
-    let first = work
-        .get_first_raw_message_by_subject(filter, 1)
-        .await
-        .map_or(0, |m| m.sequence);
-    Ok((count, first))
+    let Some(&first) = left.first() else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{} block(s) left on work stream '{work_name}' that consumer '{consumer}' gave up on (each delivered its maximum number of times without an ack), the first: {}; their rows are missing (fftd fleet setup --recreate-consumer delivers them again)",
+        left.len(),
+        describe(work, first).await
+    )))
 }

@@ -49,7 +49,7 @@ const FETCH_FAILING_FOR: Duration = Duration::from_secs(120);
 /// How long a block's ack is retried once its rows are stored.
 pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
-const STOP_GRACE: Duration = Duration::from_secs(10);
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often waiting for a block looks for a stop.
 const STOP_POLL: Duration = Duration::from_millis(250);
 
@@ -107,6 +107,7 @@ fn engine_for<T: Sample>(settings: &Settings) -> Result<Box<dyn Engine<T>>> {
 /// The worker's connections: blocks from the input's server, rows to the output's.
 struct Connected {
     rows_to: Context,
+    work_js: Context,
     work: Stream,
     consumer: PullConsumer,
     /// Blocks the server gave up on, counted by `undelivered::watch`.
@@ -133,6 +134,7 @@ fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
         ));
         Ok(Connected {
             rows_to,
+            work_js: in_js,
             work,
             consumer,
             given_up,
@@ -161,7 +163,7 @@ fn run_typed<T: Sample>(
     let mut engine = engine_for::<T>(settings)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let rt = super::connect::runtime()?;
-    let mut connected = connect(&rt, io, nats)?;
+    let connected = connect(&rt, io, nats)?;
     let mut work = Work {
         settings,
         n,
@@ -193,8 +195,9 @@ fn run_typed<T: Sample>(
     flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
     if let Ended::Idle = ended {
         let left = rt.block_on(undelivered::left_behind(
-            &mut connected.work,
-            &mut connected.consumer,
+            &connected.work_js,
+            &connected.work,
+            &io.consumer,
         ));
         match left {
             Ok(Some(message)) => return Err(FftdError::Runtime(message)),
@@ -219,7 +222,12 @@ fn fetch_loop<T: Sample>(
         if signals.stop.load(Ordering::Relaxed) {
             return Ok(Ended::Stopped);
         }
-        let messages = match flight.rt.block_on(fetch(consumer)) {
+        // bounded: a fetch while the connection is down would wait for the reconnect
+        let fetched = flight
+            .rt
+            .block_on(async { tokio::time::timeout(FETCH_WAIT * 3, fetch(consumer)).await })
+            .unwrap_or_else(|_| Err("no answer to the fetch".into()));
+        let messages = match fetched {
             Ok(messages) => {
                 failing_since = None;
                 messages

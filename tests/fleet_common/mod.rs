@@ -228,6 +228,42 @@ pub fn messages_in(server: &NatsServer, stream: &str) -> Option<u64> {
     })
 }
 
+/// The work consumer now: (blocks delivered and not acked, deliveries in all, redeliveries
+/// included); None when the server cannot be asked.
+pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = server.client().await.ok()?;
+        let js = jetstream::new(client);
+        let stream = js.get_stream("FRAMES").await.ok()?;
+        let info = stream.consumer_info("workers").await.ok()?;
+        Some((info.num_ack_pending, info.delivered.consumer_sequence))
+    })
+}
+
+/// Rows stored in SPECTRA per `run` header value.
+pub fn rows_per_run(server: &NatsServer) -> BTreeMap<String, u64> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = server.client().await.expect("connect");
+        let js = jetstream::new(client);
+        let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
+        let total = stream.info().await.expect("info").state.messages;
+        let mut runs = BTreeMap::new();
+        for seq in 1..=total {
+            let m = stream.get_raw_message(seq).await.expect("row");
+            let run = m
+                .headers
+                .get("run")
+                .expect("run header")
+                .as_str()
+                .to_string();
+            *runs.entry(run).or_insert(0) += 1;
+        }
+        runs
+    })
+}
+
 pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
