@@ -7,6 +7,9 @@ until the spectra stream holds every row, read from the server's monitoring endp
 the ratio. Needs nats-server (scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
+                           [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
+
+FFTD names the fftd binary (default target/release/fftd).
 """
 import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import urllib.request
@@ -37,7 +40,7 @@ def frames_of(samples, n, hop):
 def fleet_run(args, path, rows):
     tmp = tempfile.mkdtemp(prefix="fftd-fleet-bench-")
     port, mport = free_port(), free_port()
-    server = subprocess.Popen(["nats-server", "-js", "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
+    server = subprocess.Popen([args.nats_server, "-js", "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
                                "-sd", os.path.join(tmp, "store")], stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
@@ -47,11 +50,13 @@ def fleet_run(args, path, rows):
             except OSError:
                 time.sleep(0.05)
         url = f"nats://127.0.0.1:{port}"
-        subprocess.run([FFTD, "fleet", "setup", "--server", url], check=True, stdout=subprocess.DEVNULL)
+        setup = [FFTD, "fleet", "setup", "--server", url] + (["--memory"] if args.memory else [])
+        subprocess.run(setup, check=True, stdout=subprocess.DEVNULL)
         framing = ["--frame", str(args.frame), "--hop", str(args.hop)]
         workers = [subprocess.Popen([FFTD, "--file", f"{url}/FRAMES/workers", "--output", f"{url}/spectra.bench",
-                                     "--device", "cpu", "--format", "f32", *framing]) for _ in range(args.workers)]
-        time.sleep(0.5)  # connected and fetching
+                                     "--device", args.worker_device, "--format", "f32", *framing])
+                   for _ in range(args.workers)]
+        time.sleep(args.warmup)  # connected and fetching (a GPU worker also builds its programs)
         started = time.perf_counter()
         subprocess.run([FFTD, "publish", "--file", path, "--rate", "48000", "--to", f"{url}/frames.bench", *framing],
                        check=True)
@@ -87,12 +92,20 @@ def main():
     p.add_argument("--hop", type=int, default=512)
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--worker-device", default="cpu", help="each worker's --device (cpu, gpu, opencl:P:D)")
+    p.add_argument("--nats-server", default="nats-server", help="the nats-server binary")
+    p.add_argument("--memory", action="store_true", help="streams in memory instead of files")
+    p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
     args = p.parse_args()
     path = os.path.join(tempfile.gettempdir(), f"fftd-fleet-bench-{args.samples}.f32")
     if not os.path.exists(path):
-        import array, random
-        rnd = random.Random(1)
-        array.array("f", (rnd.uniform(-1, 1) for _ in range(args.samples))).tofile(open(path, "wb"))
+        try:
+            import numpy
+            numpy.random.default_rng(1).uniform(-1, 1, args.samples).astype("<f4").tofile(path)
+        except ImportError:
+            import array, random
+            rnd = random.Random(1)
+            array.array("f", (rnd.uniform(-1, 1) for _ in range(args.samples))).tofile(open(path, "wb"))
     rows = frames_of(args.samples, args.frame, args.hop)
     local = statistics.median(local_run(args, path) for _ in range(args.runs))
     fleet = [fleet_run(args, path, rows) for _ in range(args.runs)]
@@ -100,7 +113,8 @@ def main():
     publish_s = statistics.median(f[1] for f in fleet)
     print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {args.frame // 2 + 1} bins")
     print(f"local fftd --file:        {local:7.3f} s  {rows / local:10.0f} rows/s  {args.samples / local / 1e6:7.2f} Msamples/s")
-    print(f"fleet ({args.workers} workers, 1 server): {fleet_s:7.3f} s  {rows / fleet_s:10.0f} rows/s  "
+    store = "memory" if args.memory else "file"
+    print(f"fleet ({args.workers} workers --device {args.worker_device}, 1 server, {store} store): {fleet_s:7.3f} s  {rows / fleet_s:10.0f} rows/s  "
           f"{args.samples / fleet_s / 1e6:7.2f} Msamples/s  (publish alone {publish_s:.3f} s)")
     print(f"fleet / local time: {fleet_s / local:.2f}x (median of {args.runs} runs each)")
 
