@@ -7,8 +7,9 @@
 //! its blocks already stored are dropped as duplicates.
 //!
 //! Blocks are published in batches of `BATCH_BLOCKS`; up to `BATCHES_IN_FLIGHT` batches wait for
-//! their acks while the next is cut, so memory is bounded whatever one read yields. SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a
-//! local run does) and everything read is published before exit.
+//! their acks while the next is cut, so memory is bounded whatever one read yields.
+//! SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a local run does) and
+//! everything read is published before exit (a second one quits at once).
 
 use super::block::StreamShape;
 use super::connect::NatsArgs;
