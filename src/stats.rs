@@ -29,6 +29,9 @@ pub struct Counters {
     pub encode_ns: AtomicU64,
     /// Nanoseconds the sink spent writing encoded spectra (and opening, flushing, closing).
     pub sink_ns: AtomicU64,
+    /// Most batches the sink (or the averaging stage) held at once to put them back in order
+    /// (bounded by the dispatcher's window).
+    pub reorder_peak: AtomicU64,
     /// Frame-complete → written latency as cumulative buckets (for `/metrics`).
     pub latency: LatencyBuckets,
 }
@@ -96,6 +99,10 @@ impl Counters {
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
+    /// Raises a high-water mark to `n`.
+    pub fn raise(counter: &AtomicU64, n: u64) {
+        counter.fetch_max(n, Ordering::Relaxed);
+    }
 }
 
 /// Frame-complete → spectrum-written latency, in microseconds (1 µs .. 1 h, 3 significant digits).
@@ -152,26 +159,30 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
     line
 }
 
-/// Threads of each stage, for `stages_report`.
+/// Threads of each stage, and the dispatcher's window, for `stages_report`.
 pub struct StageThreads {
     pub readers: usize,
     pub workers: usize,
     pub encoders: usize,
+    /// Batches that may be unfinished at once from the oldest one (`pipeline::dispatch`).
+    pub window: u64,
 }
 
 /// The `--stats` line on stage times: each as a share of the run's wall time (the readers', the
 /// engines' and the encoders' as a share of their thread count × wall time, an average per
-/// thread). The sink's share is writing only; formatting is the encoders'.
+/// thread). The sink's share is writing only; formatting is the encoders'. Last, the most batches
+/// held to be put back in order, against the window that bounds them.
 pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Instant) -> String {
     let StageThreads {
         readers,
         workers,
         encoders,
+        window,
     } = *threads;
     let wall = started.elapsed().as_nanos().max(1) as f64;
     let pct = |c: &AtomicU64, of: f64| 100.0 * Counters::get(c) as f64 / of;
     format!(
-        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), encoders busy {:.0}% ({} encoders), sink writing {:.0}%",
+        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), encoders busy {:.0}% ({} encoders), sink writing {:.0}%, held for order at most {} batches (window {})",
         pct(&counters.reader_wait_ns, wall * readers.max(1) as f64),
         readers,
         pct(&counters.batcher_wait_ns, wall),
@@ -179,7 +190,9 @@ pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Insta
         workers,
         pct(&counters.encode_ns, wall * encoders.max(1) as f64),
         encoders,
-        pct(&counters.sink_ns, wall)
+        pct(&counters.sink_ns, wall),
+        Counters::get(&counters.reorder_peak),
+        window
     )
 }
 

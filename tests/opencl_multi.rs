@@ -4,14 +4,19 @@
 //! Output must be byte-identical to `--device D` alone; `--stats` must show both devices took a
 //! share; a device that fails hands its batches to the other (one warning naming it, still
 //! byte-identical); both failing leaves the CPU engine, every row then being exactly the OpenCL
-//! row or exactly the CPU row.
+//! row or exactly the CPU row. A device that hangs (no error, no progress) holds the others back
+//! after a window of batches, with flat memory and a warning naming it, and SIGINT still ends the
+//! run cleanly; one that hangs for a while and goes on leaves the output byte-identical.
 
 mod common;
 mod opencl_common;
 
 use common::*;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Output;
+use std::process::{Child, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// The device the tests list twice (`--device gpu`'s), or None when OpenCL tests may skip.
 fn device() -> Option<String> {
@@ -341,4 +346,239 @@ fn bench_runs_every_device_at_once_and_reports_shares() {
         row.contains(&format!("{dev}#1 ")) && row.contains(&format!("{dev}#2 ")),
         "{row}"
     );
+}
+
+/// The stall time the hang tests give fftd (`FFTD_STALL_SECONDS`; 10 s by default).
+const STALL_SECONDS: &str = "1";
+
+/// A running fftd and its stderr, line by line.
+struct Running {
+    child: Child,
+    stderr: mpsc::Receiver<String>,
+    /// Every line read so far.
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut cmd = fftd();
+        cmd.env(
+            "POCL_CACHE_DIR",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/pocl-cache"),
+        );
+        cmd.args(args).envs(env.iter().copied());
+        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        let mut child = cmd.stderr(Stdio::piped()).spawn().expect("fftd starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            stderr: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line with `needle` (within 60 s).
+    fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(e) => panic!("no '{needle}' on stderr ({e}): {:?}", self.seen),
+            }
+        }
+    }
+
+    /// A `kB` line of /proc/PID/status (VmHWM: the peak resident memory so far).
+    fn status_kb(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status");
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .unwrap_or_else(|| panic!("no {field} in {status}"));
+        let kb = line.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+        kb.unwrap_or_else(|| panic!("{line}"))
+    }
+
+    /// SIGINT, then the exit status and the rest of stderr; fails if fftd takes over `limit`.
+    fn interrupt(mut self, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
+        let pid = self.child.id().to_string();
+        let sent = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        assert!(killed.is_ok_and(|s| s.success()));
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            // (dropping `self` kills it)
+            assert!(
+                sent.elapsed() <= limit,
+                "fftd still running {limit:?} after SIGINT: {:?}",
+                self.seen
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let took = sent.elapsed();
+        self.seen.extend(self.stderr.iter());
+        (status, took, self.seen.join("\n"))
+    }
+}
+
+impl Drop for Running {
+    /// A test that fails before its SIGINT must not leave a hung fftd behind.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A `N` in the `--stats` text right after `before` (e.g. "frames out ").
+fn stat_after(stderr: &str, before: &str) -> u64 {
+    let rest = stderr
+        .split(before)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no '{before}' in {stderr}"));
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("{before}: {stderr}"))
+}
+
+#[test]
+fn a_hung_device_holds_the_others_to_a_window_warns_and_sigint_still_ends_the_run() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 1 GiB of zeros (sparse): 4096 batches of 256 frames, far more than the window
+    let input = dir.path().join("big.f32");
+    let file = std::fs::File::create(&input).expect("input");
+    file.set_len(1 << 30).expect("sparse input");
+    let total_frames = (1u64 << 30) / 4 / 256;
+    let output = dir.path().join("out.f32");
+    let (i, o) = (
+        input.to_str().expect("utf8"),
+        output.to_str().expect("utf8"),
+    );
+    let twice = format!("{dev},{dev}");
+    let first = format!("{dev}#1");
+    let hang = format!("{first}@2:hang");
+    let args = [
+        "--file",
+        i,
+        "--frame",
+        "256",
+        "--batch",
+        "256",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+        "--device",
+        &twice,
+        "--stats",
+        "--output",
+        o,
+    ];
+    let env = [
+        ("FFTD_FAULT_AFTER_BATCHES", hang.as_str()),
+        ("FFTD_STALL_SECONDS", STALL_SECONDS),
+    ];
+    let mut run = Running::start(&args, &env);
+    // (b) a warning names the hung device once its batch has taken the stall time
+    let warning = run.wait_for("has not finished batch");
+    assert!(
+        warning.contains("WARN") && warning.contains(&format!("{first} ")),
+        "{warning}"
+    );
+    // (a) the other device has stopped a window ahead: memory stays flat while it waits
+    let stalled_kb = run.status_kb("VmHWM:");
+    std::thread::sleep(Duration::from_secs(1));
+    let later_kb = run.status_kb("VmHWM:");
+    assert!(
+        later_kb < stalled_kb + 16 * 1024,
+        "memory grows while a device hangs: VmHWM {stalled_kb} kB, 1 s later {later_kb} kB"
+    );
+    // (c) SIGINT: the hung device is given up and the run ends cleanly at once
+    let (status, took, err) = run.interrupt(Duration::from_secs(15));
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(took < Duration::from_secs(5), "took {took:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.contains("WARN") && l.contains(&first) && l.contains("given up")),
+        "{err}"
+    );
+    // (at most the window past the hung batch, and a few in the encoders' hands before it)
+    let window = stat_after(&err, "(window ");
+    let held = stat_after(&err, "held for order at most ");
+    assert!(held <= 2 * window, "{err}");
+    let frames_in = stat_after(&err, "frames in ");
+    let frames_out = stat_after(&err, "frames out ");
+    assert!(
+        frames_in <= 2 * window * 256 && frames_in < total_frames / 20,
+        "reading went on past the window: {err}"
+    );
+    // the output holds exactly the frames written in order before the hung batch
+    let written = std::fs::metadata(&output).expect("output").len();
+    assert_eq!(written, frames_out * ROW_BYTES as u64, "{err}");
+    assert!(frames_out < frames_in, "{err}");
+}
+
+#[test]
+fn a_device_that_hangs_for_a_while_then_goes_on_leaves_the_output_intact() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = four_files(dir.path());
+    let args = multi_file_args(&files);
+    let (one, _) = run_job(&args, &dev, &[]);
+    let first = format!("{dev}#1");
+    let hang = format!("{first}@2:hang=2");
+    let (paused, err) = run_job(
+        &args,
+        &format!("{dev},{dev}"),
+        &[
+            ("FFTD_FAULT_AFTER_BATCHES", &hang),
+            ("FFTD_STALL_SECONDS", STALL_SECONDS),
+            ("RUST_LOG", "fftd=info"),
+        ],
+    );
+    assert!(
+        one == paused,
+        "a paused device lost, reordered or changed frames"
+    );
+    let warned = warnings(&err);
+    assert_eq!(warned.len(), 1, "one warning: {err}");
+    assert!(
+        warned[0].contains(&first) && warned[0].contains("has not finished batch"),
+        "{err}"
+    );
+    assert!(err.contains("is done with batch"), "{err}");
+    let window = stat_after(&err, "(window ");
+    assert!(
+        stat_after(&err, "held for order at most ") <= 2 * window,
+        "{err}"
+    );
+    let (a, b) = (share(&err, &first), share(&err, &format!("{dev}#2")));
+    assert!(
+        !a.failed && a.frames > 64,
+        "it went on after its pause: {err}"
+    );
+    assert_eq!(a.frames + b.frames, 4 * FILE_FRAMES as u64, "{err}");
 }

@@ -7,6 +7,7 @@ use opencl_common as common;
 
 use fftd::fft::compare::{compare_engines, default_tolerance};
 use fftd::fft::cpu::CpuEngine;
+use fftd::fft::fault::Fault;
 use fftd::fft::opencl::device::describe_devices;
 use fftd::fft::router::{build_engines_with, DeviceChoice, RouterOptions};
 use fftd::fft::{Engine, InputKind, Scale, TransformSpec};
@@ -65,7 +66,7 @@ fn injected_fault_mid_stream_loses_nothing() {
         return;
     }
     let mut opts = RouterOptions::new(DeviceChoice::Gpu, 1);
-    opts.opencl.fault_after_batches = Some(3);
+    opts.opencl.fault = Some(Fault::error_after(3));
     let mut engines = build_engines_with::<f32>(&opts).expect("gpu engines");
     let mut cpu = CpuEngine::<f32>::new();
     let s = spec(512);

@@ -5,14 +5,89 @@
 //!   as `--stats` prints it: `opencl:P:D` (every instance of that device) or `opencl:P:D#I` (its
 //!   I-th instance, 1-based, when `--device` lists the same device more than once).
 //!
+//! Any K may be followed by `:hang` (the engine blocks at its batch K+1 and never returns, as a
+//! hung device driver would: no error, no progress) or `:hang=S` (it blocks S seconds at that
+//! batch, then goes on normally): `opencl:0:0#1@2:hang`.
+//!
 //! K counts per engine (each FFT worker has its own). Unparsable values inject nothing.
+
+use std::time::Duration;
+
+/// What an engine does once it has transformed `after_batches` batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub after_batches: u64,
+    pub effect: FaultEffect,
+}
+
+/// How an injected fault shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultEffect {
+    /// Every batch from then on fails with a device error.
+    Error,
+    /// The next batch blocks: for ever (None), or for this long and then runs normally.
+    Hang(Option<Duration>),
+}
+
+impl Fault {
+    /// A device error on every batch after the first `k`.
+    pub fn error_after(k: u64) -> Self {
+        Fault {
+            after_batches: k,
+            effect: FaultEffect::Error,
+        }
+    }
+
+    /// Called by an engine before a batch, with the number of batches it has transformed: Ok to
+    /// go on (after sleeping out a timed hang), Err with the reason to fail the batch. A hang
+    /// for ever never returns.
+    pub fn before_batch(&self, done: u64) -> Result<(), String> {
+        let k = self.after_batches;
+        match self.effect {
+            FaultEffect::Error if done >= k => Err(format!(
+                "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
+            )),
+            FaultEffect::Hang(None) if done >= k => hang_for_ever(),
+            FaultEffect::Hang(Some(pause)) if done == k => {
+                std::thread::sleep(pause);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `K`, `K:hang` or `K:hang=SECONDS`.
+    fn parse(text: &str) -> Option<Self> {
+        let (k, effect) = match text.split_once(':') {
+            None => (text, FaultEffect::Error),
+            Some((k, "hang")) => (k, FaultEffect::Hang(None)),
+            Some((k, hang)) => {
+                let seconds = hang.strip_prefix("hang=")?.trim().parse::<f64>().ok()?;
+                let pause = Duration::try_from_secs_f64(seconds).ok()?;
+                (k, FaultEffect::Hang(Some(pause)))
+            }
+        };
+        let after_batches = k.trim().parse::<u64>().ok()?;
+        Some(Fault {
+            after_batches,
+            effect,
+        })
+    }
+}
+
+/// Blocks the calling thread for good, as a device call that never returns does.
+fn hang_for_ever() -> ! {
+    loop {
+        std::thread::park(); // wakes up spuriously at most; parks again
+    }
+}
 
 /// The parsed switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FaultPlan {
-    every: Option<u64>,
-    /// (address `opencl:P:D`, instance or None for all, K).
-    targeted: Vec<(String, Option<usize>, u64)>,
+    every: Option<Fault>,
+    /// (address `opencl:P:D`, instance or None for all, fault).
+    targeted: Vec<(String, Option<usize>, Fault)>,
 }
 
 impl FaultPlan {
@@ -24,24 +99,24 @@ impl FaultPlan {
             .unwrap_or_default()
     }
 
-    /// `K` or `DEVICE@K[,DEVICE@K...]`; None when the text is neither.
+    /// `K[:hang[=S]]` or `DEVICE@K[:hang[=S]][,...]`; None when the text is neither.
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
-        if let Ok(k) = text.parse::<u64>() {
+        if let Some(fault) = Fault::parse(text) {
             return Some(FaultPlan {
-                every: Some(k),
+                every: Some(fault),
                 targeted: Vec::new(),
             });
         }
         let mut targeted = Vec::new();
         for rule in text.split(',') {
-            let (device, k) = rule.trim().split_once('@')?;
-            let k = k.trim().parse::<u64>().ok()?;
+            let (device, fault) = rule.trim().split_once('@')?;
+            let fault = Fault::parse(fault.trim())?;
             let (address, instance) = match device.split_once('#') {
                 Some((a, i)) => (a, Some(i.parse::<usize>().ok()?)),
                 None => (device, None),
             };
-            targeted.push((address.trim().to_string(), instance, k));
+            targeted.push((address.trim().to_string(), instance, fault));
         }
         Some(FaultPlan {
             every: None,
@@ -49,14 +124,19 @@ impl FaultPlan {
         })
     }
 
-    /// The batch count after which the engines of device `address`'s instance `instance`
-    /// (1-based) fail, if any rule names them.
-    pub fn for_device(&self, address: &str, instance: usize) -> Option<u64> {
+    /// The fault of every engine (`K` alone), if any.
+    pub fn every(&self) -> Option<Fault> {
+        self.every
+    }
+
+    /// The fault of the engines of device `address`'s instance `instance` (1-based), if any
+    /// rule names them.
+    pub fn for_device(&self, address: &str, instance: usize) -> Option<Fault> {
         let targeted = self
             .targeted
             .iter()
             .find(|(a, i, _)| a == address && i.is_none_or(|i| i == instance));
-        targeted.map(|(_, _, k)| *k).or(self.every)
+        targeted.map(|(_, _, fault)| *fault).or(self.every)
     }
 }
 
@@ -64,25 +144,77 @@ impl FaultPlan {
 mod tests {
     use super::*;
 
+    fn after(k: u64) -> Option<u64> {
+        Some(k)
+    }
+
+    fn k_of(fault: Option<Fault>) -> Option<u64> {
+        fault.map(|f| f.after_batches)
+    }
+
     #[test]
     fn rules_name_every_engine_a_device_or_one_instance() {
         let every = FaultPlan::parse("3").expect("K");
-        assert_eq!(every.for_device("opencl:0:0", 2), Some(3));
+        assert_eq!(k_of(every.for_device("opencl:0:0", 2)), after(3));
+        assert_eq!(k_of(every.every()), after(3));
         let one = FaultPlan::parse("opencl:0:0#2@5").expect("one instance");
-        assert_eq!(one.for_device("opencl:0:0", 2), Some(5));
+        assert_eq!(k_of(one.for_device("opencl:0:0", 2)), after(5));
         assert_eq!(one.for_device("opencl:0:0", 1), None);
         let device = FaultPlan::parse("opencl:0:0@1, opencl:1:0#1@7").expect("two rules");
-        assert_eq!(device.for_device("opencl:0:0", 1), Some(1));
-        assert_eq!(device.for_device("opencl:0:0", 2), Some(1));
-        assert_eq!(device.for_device("opencl:1:0", 1), Some(7));
+        assert_eq!(k_of(device.for_device("opencl:0:0", 1)), after(1));
+        assert_eq!(k_of(device.for_device("opencl:0:0", 2)), after(1));
+        assert_eq!(k_of(device.for_device("opencl:1:0", 1)), after(7));
         assert_eq!(device.for_device("opencl:1:1", 1), None);
         assert_eq!(FaultPlan::parse("opencl:0:0"), None);
+        let error = Fault {
+            after_batches: 1,
+            effect: FaultEffect::Error,
+        };
         assert_eq!(
             FaultPlan::parse("x@1"),
             Some(FaultPlan {
                 every: None,
-                targeted: vec![("x".into(), None, 1)]
+                targeted: vec![("x".into(), None, error)]
             })
         );
+    }
+
+    #[test]
+    fn a_rule_may_hang_for_ever_or_for_a_while() {
+        let plan = FaultPlan::parse("opencl:0:0#1@2:hang, opencl:0:0#2@4:hang=0.5").expect("hangs");
+        let first = plan.for_device("opencl:0:0", 1).expect("#1");
+        assert_eq!(first.after_batches, 2);
+        assert_eq!(first.effect, FaultEffect::Hang(None));
+        let second = plan.for_device("opencl:0:0", 2).expect("#2");
+        assert_eq!(
+            second.effect,
+            FaultEffect::Hang(Some(Duration::from_millis(500)))
+        );
+        let every = FaultPlan::parse("0:hang").expect("K:hang");
+        assert_eq!(k_of(every.every()), after(0));
+        for bad in ["3:stall", "3:hang=", "3:hang=-1", "opencl:0:0@x:hang"] {
+            assert_eq!(FaultPlan::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_timed_hang_pauses_its_batch_once_and_an_error_stays() {
+        let pause = Fault {
+            after_batches: 1,
+            effect: FaultEffect::Hang(Some(Duration::from_millis(30))),
+        };
+        assert!(pause.before_batch(0).is_ok());
+        let started = std::time::Instant::now();
+        assert!(pause.before_batch(1).is_ok());
+        assert!(started.elapsed() >= Duration::from_millis(30));
+        let started = std::time::Instant::now();
+        assert!(pause.before_batch(2).is_ok());
+        assert!(started.elapsed() < Duration::from_millis(30));
+        let error = Fault {
+            after_batches: 1,
+            effect: FaultEffect::Error,
+        };
+        assert!(error.before_batch(0).is_ok());
+        assert!(error.before_batch(1).is_err() && error.before_batch(5).is_err());
     }
 }

@@ -287,7 +287,7 @@ fn calibration_of<T: Sample>(
     };
     let dev = SharedDevice::open_instance(entry, spec.instance)?;
     let options = OpenClOptions {
-        fault_after_batches: None,
+        fault: None,
         ..opts.opencl.clone()
     };
     let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
@@ -308,8 +308,8 @@ fn open_engines<T: Sample>(
     };
     let dev = SharedDevice::open_instance(entry, spec.instance)?;
     let mut options = opts.opencl.clone();
-    if let Some(k) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
-        options.fault_after_batches = Some(k);
+    if let Some(fault) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
+        options.fault = Some(fault);
     }
     (0..opts.workers.max(1))
         .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))

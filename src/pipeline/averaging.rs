@@ -6,13 +6,14 @@
 
 use super::batcher::FrameMeta;
 use super::pool::BufferPool;
-use super::worker::Done;
+use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::fft::{HostBuf, Sample, TransformSpec};
 use crate::products::average::{AverageMode, AverageSpec, AveragedRow, Averager, Segment};
 use crate::products::Finish;
 use crate::sink::StreamMeta;
-use crossbeam_channel::{Receiver, Sender};
+use crate::stats::Counters;
+use crossbeam_channel::Sender;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -42,7 +43,7 @@ struct StreamAverage<T> {
 }
 
 pub fn run_averaging<T: Sample>(
-    rx: Receiver<Done<T>>,
+    rx: FinishedBatches<T>,
     tx: Sender<Done<T>>,
     stage: &AveragingStage<'_>,
     control: &Control,
@@ -55,8 +56,9 @@ pub fn run_averaging<T: Sample>(
         let id = stage.numbering.fetch_add(1, Ordering::SeqCst);
         tx.send(Done { id, ..done }).is_ok()
     };
-    for done in rx {
+    for done in rx.iter() {
         reorder.insert(done.id, done);
+        Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
         while let Some(batch) = reorder.remove(&next) {
             next += 1;
             let averaged = average_batch(&batch, stage, &mut states);

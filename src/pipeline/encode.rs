@@ -10,7 +10,7 @@
 
 use super::batcher::FrameMeta;
 use super::pool::{BufferPool, BytePool};
-use super::worker::Done;
+use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::{InputKind, Sample};
@@ -19,7 +19,7 @@ use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
 use crate::sink::{Encoder, SpectrumRow, StreamMeta};
 use crate::stats::Counters;
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
@@ -76,14 +76,14 @@ pub struct EncodeStage<'a, T: Sample> {
 }
 
 pub fn run_encoder<T: Sample>(
-    rx: Receiver<Done<T>>,
+    rx: FinishedBatches<T>,
     tx: Sender<Encoded>,
     stage: &EncodeStage<'_, T>,
     control: &Control,
 ) {
     let mut shifted: Vec<T> = Vec::new();
     let mut scratch = LiveScratch::default();
-    for done in rx {
+    for done in rx.iter() {
         let busy = Instant::now();
         let encoded = encode_batch(done, stage, &mut shifted, &mut scratch);
         Counters::add_since(&control.counters.encode_ns, busy);

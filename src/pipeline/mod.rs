@@ -4,9 +4,11 @@
 //! batch number, written in sequence order).
 //!
 //! Memory stays bounded whatever the input size: every channel is bounded, and the sink's re-order
-//! buffer holds at most the batches in flight. Shutdown (end of input, `--max-frames`,
-//! `--duration`, SIGINT/SIGTERM, a closed stdout, an error) sets `Control::stop`; readers stop
-//! reading and finish their streams, and everything already queued drains through the sink.
+//! buffer holds at most the dispatcher's window of batches (`dispatch`), even when a device hangs.
+//! Shutdown (end of input, `--max-frames`, `--duration`, SIGINT/SIGTERM, a closed stdout, an
+//! error) sets `Control::stop`; readers stop reading and finish their streams, and everything
+//! already queued drains through the sink (but for a hung device's batches: `dispatch` gives
+//! them up, and the output ends before the first of them).
 
 mod averaging;
 mod batcher;
@@ -35,7 +37,7 @@ use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
-use dispatch::Dispatcher;
+use dispatch::{Dispatcher, LaneId, StopFlags};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
 use range_reader::{RangeJobs, RangeStream};
 use std::path::{Path, PathBuf};
@@ -275,37 +277,39 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
 
     // spare batch buffers per lane: enough for every batch that can be in flight in one lane
     let in_flight = limits::batch_buffers_in_flight(lane_workers);
-    let input_pool = pool::BufferPool::<T>::new(in_flight);
-    let output_pool = pool::BufferPool::<T>::new(in_flight);
     let bytes_pool = pool::BytePool::new(in_flight + 3 * encoders);
     let (dispatcher, dispatch_ended) = Dispatcher::new(lane_set.clone());
-    let pools = (&input_pool, &output_pool);
+    // what the FFT workers share with the other stages: their threads are not scoped (`dispatch`)
+    let context = Arc::new(worker::WorkerContext {
+        control,
+        dispatcher,
+        pools: (
+            pool::BufferPool::<T>::new(in_flight),
+            pool::BufferPool::<T>::new(in_flight),
+        ),
+        products: (shaping, segmenting),
+    });
+    let (control, dispatcher) = (&context.control, &context.dispatcher);
+    let (input_pool, output_pool) = (&context.pools.0, &context.pools.1);
+    let pools = (input_pool, output_pool);
+    let worker_threads = WorkerThreads::default();
     // the ready lanes join before any producer starts
     let ready_lanes: Vec<_> = lanes
         .into_iter()
-        .filter_map(|lane| join_lane(&dispatcher, pools, lane))
+        .filter_map(|lane| join_lane(dispatcher, pools, lane))
         .collect();
     let encode_stage = encode::EncodeStage {
         encoder: &*encoder,
         streams: &streams,
         output_of: &writer_of,
-        values_pool: &output_pool,
+        values_pool: output_pool,
         bytes_pool: &bytes_pool,
         placed: &placed,
         live: live_tap,
     };
 
-    let context = worker::WorkerContext {
-        control: &control,
-        dispatcher: &dispatcher,
-        pools,
-        products: (shaping.as_ref(), segmenting.as_ref()),
-    };
     let mut late_builder = None;
     let written = std::thread::scope(|scope| {
-        let control = &control;
-        let input_pool = &input_pool;
-        let dispatcher = &dispatcher;
         let sequential = &sequential;
         for _ in 0..sequential_readers {
             let tx = frame_tx.clone();
@@ -334,10 +338,19 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let _producer = batcher_guard;
             batcher::run_batcher::<T>(frame_rx, dispatcher, settings, spec_of, input_pool, control)
         });
-        let context = &context;
+        let (context, threads) = (&context, &worker_threads);
         for (queue, engines) in ready_lanes {
-            spawn_workers(scope, queue, engines, &done_tx, context);
+            threads.spawn(queue, engines, &done_tx, context);
         }
+        let watched = dispatch_ended.clone();
+        let interrupted = &signals.interrupted;
+        scope.spawn(move || {
+            let stop = StopFlags {
+                stop: &control.stop,
+                interrupted,
+            };
+            dispatcher.watch(&watched, stop)
+        });
         if let Some(build) = late_lanes {
             // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
             // dispatcher; a job that ends first does not wait for them
@@ -352,7 +365,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                         }
                         for lane in late.lanes {
                             if let Some((queue, engines)) = join_lane(dispatcher, pools, lane) {
-                                spawn_workers(scope, queue, engines, &tx, context);
+                                threads.spawn(queue, engines, &tx, context);
                             }
                         }
                     },
@@ -361,23 +374,31 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             });
         }
         drop(done_tx);
+        // the stage after the workers stops waiting for a given-up lane (`dispatch`)
+        let from_workers = worker::FinishedBatches {
+            rx: done_rx,
+            abandoned: dispatcher.abandoned(),
+        };
         // --average: one ordered stage between the workers and the encoders
-        let done_rx = match &averaging {
+        let to_encoders = match &averaging {
             Some(stage) => {
                 let (tx, rx) = crossbeam_channel::bounded(2 * encoders);
                 scope.spawn(move || {
-                    averaging::run_averaging::<T>(done_rx, tx, stage, control, pools.1)
+                    averaging::run_averaging::<T>(from_workers, tx, stage, control, pools.1)
                 });
-                rx
+                worker::FinishedBatches {
+                    rx,
+                    abandoned: crossbeam_channel::never(),
+                }
             }
-            None => done_rx,
+            None => from_workers,
         };
         let encode_stage = &encode_stage;
         for _ in 0..encoders {
-            let (rx, tx) = (done_rx.clone(), encoded_tx.clone());
+            let (rx, tx) = (to_encoders.clone(), encoded_tx.clone());
             scope.spawn(move || encode::run_encoder::<T>(rx, tx, encode_stage, control));
         }
-        drop(done_rx);
+        drop(to_encoders);
         drop(encoded_tx);
         let stage = sink_stage::SinkStage {
             outputs: Outputs::new(&*encoder, dests, open_files_budget(), &placed),
@@ -388,6 +409,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
         sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency)
     });
+    // the workers have ended, but those stuck on a lane the run gave up (never to return)
+    let given_up = dispatcher.given_up();
+    worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane));
 
     if settings.stats {
         let shares = device_shares(&lane_set);
@@ -400,7 +424,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 &stats::StageThreads {
                     readers,
                     workers,
-                    encoders
+                    encoders,
+                    window: dispatcher.window(),
                 },
                 started
             )
@@ -410,7 +435,11 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     if let Some(builder) = late_builder {
         let _ = builder.join(); // the output is complete: only the device start-up is left
     }
-    if let Some(e) = control.take_error() {
+    let error = control.take_error().or_else(|| {
+        let interrupted = signals.interrupted.load(Ordering::Relaxed);
+        (!interrupted).then(|| stalled_error(&given_up)).flatten()
+    });
+    if let Some(e) = error {
         if let Some(view) = live_view {
             view.finish(false, &signals.interrupted);
         }
@@ -473,23 +502,72 @@ fn join_lane<T: Sample>(
     Some((queue, lane.engines))
 }
 
-/// One FFT worker thread per engine of a lane.
-fn spawn_workers<'scope, T: Sample>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
-    queue: worker::LaneQueue<T>,
-    engines: router::Engines<T>,
-    done: &crossbeam_channel::Sender<worker::Done<T>>,
-    context: &'scope worker::WorkerContext<'scope, T>,
-) {
-    for engine in engines {
-        let queue = worker::LaneQueue {
-            id: queue.id,
-            lane: queue.lane.clone(),
-            rx: queue.rx.clone(),
-        };
-        let tx = done.clone();
-        scope.spawn(move || worker::run_worker::<T>(engine, queue, tx, context));
+/// The FFT workers' threads. They are not scoped: a worker stuck on a hung device never returns,
+/// and the run must still be able to end (`dispatch`); the others are joined at the end.
+#[derive(Default)]
+struct WorkerThreads {
+    threads: Mutex<Vec<(LaneId, std::thread::JoinHandle<()>)>>,
+}
+
+impl WorkerThreads {
+    /// One FFT worker thread per engine of a lane.
+    fn spawn<T: Sample>(
+        &self,
+        queue: worker::LaneQueue<T>,
+        engines: router::Engines<T>,
+        done: &crossbeam_channel::Sender<worker::Done<T>>,
+        context: &Arc<worker::WorkerContext<T>>,
+    ) {
+        for engine in engines {
+            let queue = worker::LaneQueue {
+                id: queue.id,
+                lane: queue.lane.clone(),
+                rx: queue.rx.clone(),
+            };
+            let lane = queue.id;
+            let (tx, context) = (done.clone(), context.clone());
+            let thread =
+                std::thread::spawn(move || worker::run_worker::<T>(engine, queue, tx, &context));
+            self.lock().push((lane, thread));
+        }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(LaneId, std::thread::JoinHandle<()>)>> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for every worker but those of the lanes `left` names (given up: stuck for good);
+    /// a worker's panic goes on from here once all are joined.
+    fn join(&self, left: impl Fn(LaneId) -> bool) {
+        let threads = std::mem::take(&mut *self.lock());
+        let mut panicked = None;
+        for (lane, thread) in threads {
+            if left(lane) {
+                continue;
+            }
+            if let Err(panic) = thread.join() {
+                panicked.get_or_insert(panic);
+            }
+        }
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+/// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a
+/// limit, a closed output): frames it should have written may be missing.
+fn stalled_error(given_up: &[(LaneId, String, u64)]) -> Option<FftdError> {
+    let stuck: Vec<String> = given_up
+        .iter()
+        .map(|(_, title, batch)| format!("{title} did not finish batch {batch}"))
+        .collect();
+    (!stuck.is_empty()).then(|| {
+        FftdError::Runtime(format!(
+            "{}: given up after the stop, the output ends early",
+            stuck.join("; ")
+        ))
+    })
 }
 
 /// Each lane's share of the run, for `--stats`.

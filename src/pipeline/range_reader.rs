@@ -184,7 +184,10 @@ pub fn run_range_reader<T: Sample>(
         let lane = dispatcher.choose(&spec, job.count);
         let mut data = pool.take(lane, job.count * spec.values_per_frame());
         data.set_len_for_overwrite(job.count * spec.values_per_frame());
-        reader.fill(stream, &jobs.framing, job, &mut data)?;
+        if let Err(e) = reader.fill(stream, &jobs.framing, job, &mut data) {
+            dispatcher.skip(job.id); // later batches must not wait for this one
+            return Err(e);
+        }
         Counters::add(&control.counters.frames_in, job.count as u64);
         Counters::add(
             &control.counters.samples_in,

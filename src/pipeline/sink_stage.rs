@@ -45,6 +45,7 @@ pub fn run_sink<T: Sample>(
     let mut healthy = true;
     for encoded in rx.iter() {
         reorder.insert(encoded.id, encoded);
+        Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
         while let Some(batch) = reorder.remove(&next) {
             next += 1;
             if healthy {

@@ -52,13 +52,54 @@ impl<T> Done<T> {
     }
 }
 
-/// What a worker shares with the other workers.
-pub struct WorkerContext<'a, T: Sample> {
-    pub control: &'a Control,
-    pub dispatcher: &'a Dispatcher<T>,
+/// What a worker shares with the other workers and the other stages. The workers' threads are
+/// not scoped (a worker stuck on a hung device must not keep the run from ending, `dispatch`):
+/// they hold it through an `Arc`.
+pub struct WorkerContext<T: Sample> {
+    pub control: Control,
+    pub dispatcher: Dispatcher<T>,
     /// (input buffers, output buffers).
-    pub pools: (&'a BufferPool<T>, &'a BufferPool<T>),
-    pub products: (Option<&'a Shaping>, Option<&'a Segmenting>),
+    pub pools: (BufferPool<T>, BufferPool<T>),
+    pub products: (Option<Shaping>, Option<Segmenting>),
+}
+
+impl<T: Sample> WorkerContext<T> {
+    fn products(&self) -> (Option<&Shaping>, Option<&Segmenting>) {
+        (self.products.0.as_ref(), self.products.1.as_ref())
+    }
+}
+
+/// The finished batches as the stage after the workers receives them: until every worker has
+/// ended, or, once the run has given up a stalled lane (`Dispatcher::abandoned`), until none is
+/// left in the channel (a stuck worker never ends, nor closes the channel).
+pub struct FinishedBatches<T> {
+    pub rx: Receiver<Done<T>>,
+    /// `Dispatcher::abandoned`, or a channel that never disconnects for a stage fed by another.
+    pub abandoned: Receiver<()>,
+}
+
+impl<T> Clone for FinishedBatches<T> {
+    fn clone(&self) -> Self {
+        FinishedBatches {
+            rx: self.rx.clone(),
+            abandoned: self.abandoned.clone(),
+        }
+    }
+}
+
+impl<T> FinishedBatches<T> {
+    /// The next finished batch; None at the end.
+    pub fn recv(&self) -> Option<Done<T>> {
+        crossbeam_channel::select! {
+            recv(self.rx) -> done => done.ok(),
+            recv(self.abandoned) -> _ => self.rx.try_recv().ok(),
+        }
+    }
+
+    /// Every finished batch, in the order they arrive.
+    pub fn iter(&self) -> impl Iterator<Item = Done<T>> + '_ {
+        std::iter::from_fn(|| self.recv())
+    }
 }
 
 /// The lane a worker belongs to: its id, its record and its queue.
@@ -85,14 +126,15 @@ pub fn run_worker<T: Sample>(
     mut engine: Box<dyn Engine<T>>,
     queue: LaneQueue<T>,
     tx: Sender<Done<T>>,
-    ctx: &WorkerContext<'_, T>,
+    ctx: &WorkerContext<T>,
 ) {
-    let _abandon = AbandonOnPanic(ctx.dispatcher);
+    let _abandon = AbandonOnPanic(&ctx.dispatcher);
     let mut failed = false;
     for batch in queue.rx.iter() {
-        ctx.dispatcher.received();
+        let id = batch.id;
+        ctx.dispatcher.received(queue.id, id);
         if failed {
-            ctx.dispatcher.finished(queue.id);
+            ctx.dispatcher.finished(queue.id, id);
             continue;
         }
         match work_on(engine.as_mut(), batch, &queue, ctx) {
@@ -113,7 +155,7 @@ pub fn run_worker<T: Sample>(
                 failed = true;
             }
         }
-        ctx.dispatcher.finished(queue.id);
+        ctx.dispatcher.finished(queue.id, id);
     }
 }
 
@@ -123,7 +165,7 @@ fn work_on<T: Sample>(
     engine: &mut dyn Engine<T>,
     mut batch: Batch<T>,
     queue: &LaneQueue<T>,
-    ctx: &WorkerContext<'_, T>,
+    ctx: &WorkerContext<T>,
 ) -> Handled<T> {
     for _ in 0..MAX_HANDOFFS {
         match transform_batch(engine, &batch, queue, ctx) {
@@ -159,10 +201,10 @@ fn transform_batch<T: Sample>(
     engine: &mut dyn Engine<T>,
     batch: &Batch<T>,
     queue: &LaneQueue<T>,
-    ctx: &WorkerContext<'_, T>,
+    ctx: &WorkerContext<T>,
 ) -> Result<Transformed<T>, EngineError> {
-    let (shaping, segmenting) = ctx.products;
-    let output_pool = ctx.pools.1;
+    let (shaping, segmenting) = ctx.products();
+    let output_pool = &ctx.pools.1;
     // band powers are summed by the engine itself (on a device: only the bands come back)
     let bands = shaping
         .and_then(|s| s.plan(&batch.spec))
@@ -206,9 +248,9 @@ fn transform_batch<T: Sample>(
 
 impl<T: Sample> Transformed<T> {
     /// The finished batch: its input buffer back to the pool, its rows shaped by the products.
-    fn finish(self, batch: Batch<T>, lane: LaneId, ctx: &WorkerContext<'_, T>) -> Done<T> {
-        let (input_pool, output_pool) = ctx.pools;
-        let (shaping, _) = ctx.products;
+    fn finish(self, batch: Batch<T>, lane: LaneId, ctx: &WorkerContext<T>) -> Done<T> {
+        let (input_pool, output_pool) = (&ctx.pools.0, &ctx.pools.1);
+        let (shaping, _) = ctx.products();
         input_pool.give(batch.data);
         let (frames, segments) = match &self.lengths {
             Some(lengths) => segment_frames(&batch.frames, lengths),

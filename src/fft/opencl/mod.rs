@@ -36,6 +36,7 @@ pub mod pinned;
 mod segments;
 mod slots;
 
+use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
     BandWeights, Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan, Segments,
@@ -75,9 +76,9 @@ const GLOBAL_WG: usize = 256;
 /// Knobs of the OpenCL engine (defaults from the environment, see `from_env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpenClOptions {
-    /// Test-only fault injection: fail with a device error once this many batches have been
-    /// transformed. `FFTD_FAULT_AFTER_BATCHES=K`.
-    pub fault_after_batches: Option<u64>,
+    /// Test-only fault injection: fail with a device error (or hang) once this many batches
+    /// have been transformed. `FFTD_FAULT_AFTER_BATCHES=K[:hang[=S]]` (`fault`).
+    pub fault: Option<Fault>,
     /// Largest local-memory footprint in bytes of the one-kernel path (default: the device's
     /// local memory). Lowering it forces the multi-pass path; `FFTD_OPENCL_LOCAL_LIMIT=BYTES`.
     pub local_mem_limit: Option<usize>,
@@ -106,7 +107,7 @@ impl OpenClOptions {
                 .and_then(|v| v.trim().parse::<u64>().ok())
         };
         OpenClOptions {
-            fault_after_batches: num("FFTD_FAULT_AFTER_BATCHES"),
+            fault: FaultPlan::from_env().every(),
             local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
             target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
             extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
@@ -901,12 +902,8 @@ impl<T: Sample> OpenClEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         self.supports(spec)?;
-        if let Some(k) = self.options.fault_after_batches {
-            if self.batches >= k {
-                return Err(dev_err(format!(
-                    "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
-                )));
-            }
+        if let Some(fault) = &self.options.fault {
+            fault.before_batch(self.batches).map_err(dev_err)?;
         }
         if frames == 0 {
             return Ok(());
