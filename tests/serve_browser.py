@@ -6,15 +6,20 @@ chromedriver and selenium); run by tests/serve_browser.rs.
     serve_browser.py --fftd PATH --demo docs/img/serve.png     the README screenshot
     serve_browser.py --url http://HOST:PORT --out DIR  the checks against a server already running
 
-The test writes two 8 kHz WAV files (stream 0: a 1000 Hz tone, stream 1: 2500 Hz), serves them
-with `fftd --realtime --serve`, opens the page and checks: no console errors; rows arrive; the
+The test writes two 8 kHz WAV files (stream 0: a 1000 Hz tone and, once a second, a 3000 Hz
+burst inside one frame, so in one display row; stream 1: 2500 Hz), serves them with
+`fftd --realtime --serve`, opens the page and checks: no console errors; rows arrive; the
 brightest column of the waterfall's pixels (colours mapped back through the page's colour map) is
 at the tone, in Hz through the page's own axis mapping (window.fftd); the cursor readout over the
 spectrum and the waterfall shows the tone's frequency and level; pause freezes the view but not
-the connection; the stream picker switches to stream 1 (brightest column then at 2500 Hz); the
-status says "finished" when the input has ended. It
-measures how the page keeps up (animation frames, draws, time per row and per draw) and saves a
-screenshot in DIR. Only the standard library and selenium; no numpy.
+the connection; the spectrum and the waterfall have their own dB ranges (Auto on both at first;
+changing one leaves the other's pixels as they were); at 5 waterfall rows/s the waterfall gains
+rows as many as the rows' time says, far fewer than the rows received, and at 1 row/s a row holds
+a second of rows with the burst in its max (pixels too), its time axis labels at the rows' times;
+the stream picker switches to stream 1 (brightest column then at 2500 Hz); speed and ranges are
+kept over a reload; the status says "finished" when the input has ended. It measures how the page
+keeps up (animation frames, draws, time per row and per draw) and saves a screenshot in DIR. Only
+the standard library and selenium; no numpy.
 """
 
 import argparse
@@ -44,10 +49,11 @@ from selenium.webdriver.support.ui import Select  # noqa: E402
 CHROMIUM = os.environ.get("FFTD_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("FFTD_CHROMEDRIVER", "/usr/bin/chromedriver")
 RATE = 8000
-FRAME, HOP = 1024, 128  # 62.5 frames/s per stream: about the page's 60 rows/s
+FRAME, HOP = 128, 128  # 62.5 frames/s per stream, about the page's 60 rows/s; frames apart
 BIN_HZ = RATE / FRAME
 TONES = [1000.0, 2500.0]
-SECONDS = 20  # of each tone file: the checks take about 10 s of it
+BURST_HZ = 3000.0  # stream 0: a burst of 64 samples in the middle of one frame, once a second
+SECONDS = 20  # of each tone file: the checks take about 15 s of it
 
 
 # ---------------------------------------------------------------- signals and the server
@@ -67,6 +73,17 @@ def write_wav(path, samples, rate):
 def tone(freq, seconds, rate, amp=0.5, noise=0.01, seed=1):
     rnd = _noise(seed)
     return [amp * math.sin(2 * math.pi * freq * i / rate) + noise * next(rnd) for i in range(int(seconds * rate))]
+
+
+def add_bursts(samples, freq, rate, amp=0.5, length=64):
+    """A Hann-shaped burst at `freq` in the middle of the frame at k + 0.5 s, every second: frames
+    do not overlap (HOP = FRAME), so each burst is in one frame, so in one display row."""
+    for k in range(int(len(samples) / rate)):
+        start = round((k + 0.5) * rate / HOP) * HOP + (FRAME - length) // 2
+        for i in range(length):
+            env = 0.5 - 0.5 * math.cos(2 * math.pi * (i + 0.5) / length)
+            samples[start + i] += amp * env * math.sin(2 * math.pi * freq * i / rate)
+    return samples
 
 
 def _noise(seed):
@@ -194,6 +211,61 @@ def brightest(driver):
     return driver.execute_script(BRIGHTEST_JS, 12)
 
 
+# A copy of a canvas's pixels (read from a copy: reading the page's canvases again and again
+# makes chromium warn on the console).
+PIXELS_JS = """
+function pixels(id, x, y, w, h) {
+  const copy = document.createElement('canvas');
+  copy.width = w; copy.height = h;
+  const g = copy.getContext('2d', {willReadFrequently: true});
+  g.drawImage(document.getElementById(id), x, y, w, h, 0, 0, w, h);
+  return g.getImageData(0, 0, w, h).data;
+}
+"""
+
+# The colour-map level (0..255) and RGB of the waterfall's pixel at CSS x, `row` rows under the top.
+PIXEL_JS = PIXELS_JS + """
+const [cssX, row] = arguments;
+const p = fftd.plot, d = p.dpr, lut = fftd.lut;
+const px = pixels('waterfall', Math.round(cssX * d), Math.round(p.waterfall.top * d) + row, 1, 1);
+let best = 0, dist = Infinity;
+for (let i = 0; i < 256; i++) {
+  const e = (lut[4 * i] - px[0]) ** 2 + (lut[4 * i + 1] - px[1]) ** 2 + (lut[4 * i + 2] - px[2]) ** 2;
+  if (e < dist) { dist = e; best = i; }
+}
+return {level: best, rgb: [px[0], px[1], px[2]]};
+"""
+
+# A hash (FNV-1a) of all of a canvas's pixels.
+CANVAS_HASH_JS = PIXELS_JS + """
+const c = document.getElementById(arguments[0]);
+const px = pixels(c.id, 0, 0, c.width, c.height);
+let h = 2166136261;
+for (let i = 0; i < px.length; i++) h = Math.imul(h ^ px[i], 16777619);
+return h >>> 0;
+"""
+
+
+def pixel(driver, hz, row):
+    return driver.execute_script(PIXEL_JS, driver.execute_script("return fftd.hzToX(arguments[0]);", hz), row)
+
+
+def canvas_hash(driver, canvas_id):
+    return driver.execute_script(CANVAS_HASH_JS, canvas_id)
+
+
+def settle(driver):
+    """Returns after two animation frames: whatever changed has been drawn."""
+    driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(done));")
+
+
+def set_input(driver, element_id, value):
+    """Sets a control's value as typing does: a change event."""
+    driver.execute_script(
+        "const e = document.getElementById(arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('change'));",
+        element_id, value)
+
+
 def readout(driver):
     text = driver.find_element(By.ID, "readout").text
     f = re.search(r"f = (-?[0-9.]+) Hz", text)
@@ -251,6 +323,121 @@ def check(cond, what):
     print("ok:", what, flush=True)
 
 
+def check_ranges(driver):
+    """Each view has its own dB range: with the view paused, a new spectrum range redraws the
+    spectrum and leaves every waterfall pixel as it was; a new waterfall range recolours the
+    waterfall (the tone's pixel too) and leaves the spectrum as it was."""
+    wait_for(driver, "fftd.ranges.spectrum.fitted && fftd.ranges.waterfall.fitted", 5, "both ranges fitted")
+    r0 = driver.execute_script("return fftd.ranges;")
+    pressed = [driver.find_element(By.ID, b).get_attribute("aria-pressed") for b in ("specauto", "wfauto")]
+    check(r0["spectrum"]["auto"] and r0["waterfall"]["auto"] and pressed == ["true", "true"],
+          f"Auto on both views at first: spectrum {r0['spectrum']}, waterfall {r0['waterfall']}")
+    driver.find_element(By.ID, "pause").click()
+    ActionChains(driver).move_to_element(driver.find_element(By.ID, "status")).perform()   # no cursor
+
+    def snapshot():
+        settle(driver)
+        return canvas_hash(driver, "spectrum"), canvas_hash(driver, "waterfall"), pixel(driver, TONES[0], 4)
+
+    spec0, wf0, px0 = snapshot()
+    sp, wr = r0["spectrum"], r0["waterfall"]
+    set_input(driver, "specmin", sp["lo"] - 20)
+    set_input(driver, "specmax", sp["hi"] + 10)
+    spec1, wf1, px1 = snapshot()
+    r1 = driver.execute_script("return fftd.ranges;")
+    check(spec1 != spec0 and wf1 == wf0 and px1 == px0
+          and [r1["spectrum"]["lo"], r1["spectrum"]["hi"]] == [sp["lo"] - 20, sp["hi"] + 10]
+          and not r1["spectrum"]["auto"] and r1["waterfall"] == wr,
+          f"a new spectrum range ({r1['spectrum']['lo']}..{r1['spectrum']['hi']} dB) redraws the spectrum and "
+          f"leaves the waterfall's pixels (tone pixel {px1['rgb']}) and range ({wr['lo']}..{wr['hi']} dB) as they were")
+    set_input(driver, "wfmax", wr["hi"] - 10)
+    spec2, wf2, px2 = snapshot()
+    r2 = driver.execute_script("return fftd.ranges;")
+    check(wf2 != wf1 and px2["level"] > px1["level"] and spec2 == spec1
+          and [r2["waterfall"]["lo"], r2["waterfall"]["hi"]] == [wr["lo"], wr["hi"] - 10]
+          and r2["spectrum"] == r1["spectrum"],
+          f"a new waterfall range ({wr['lo']}..{wr['hi'] - 10} dB) recolours the waterfall (tone pixel level "
+          f"{px1['level']} -> {px2['level']}) and leaves the spectrum's pixels and range as they were")
+    driver.find_element(By.ID, "pause").click()
+
+
+ROWS_JS = "return [fftd.wfRows, fftd.shown, fftd.wfRow(0).time, performance.now()];"
+
+
+def check_speed(driver):
+    """At 5 rows/s the waterfall gains a row per 0.2 s of the rows' time, far fewer than the rows
+    received; at 1 row/s a row holds a second of rows, with the burst in its max and a mean well
+    under it (so folded, not dropped); the time axis labels sit at the rows' times; pause freezes
+    the slowed waterfall too."""
+    speed = Select(driver.find_element(By.ID, "wfspeed"))
+    speed.select_by_value("5")
+    time.sleep(0.1)
+    a = driver.execute_script(ROWS_JS)
+    time.sleep(1.5)
+    b = driver.execute_script(ROWS_JS)
+    rows, shown, wall = b[0] - a[0], b[1] - a[1], (b[3] - a[3]) / 1000
+    bins = math.floor(b[2] * 5) - math.floor(a[2] * 5)
+    check(driver.execute_script("return fftd.speed;") == 5 and abs(rows - bins) <= 1 and shown >= 6 * rows >= 6,
+          f"at 5 rows/s: {rows} waterfall rows in {wall:.2f} s ({rows / wall:.1f}/s) for {bins} fifths of a second "
+          f"of the rows' time ({a[2]:.2f} .. {b[2]:.2f} s), from {shown} rows received")
+
+    speed.select_by_value("1")
+    r0 = driver.execute_script("return fftd.wfRows;")
+    wait_for(driver, f"fftd.wfRows >= {r0 + 3}", 5, "three waterfall rows at 1 row/s")
+    driver.find_element(By.ID, "pause").click()
+    settle(driver)
+    frozen_js = "return [fftd.wfRows, fftd.wfRow(0).frames, fftd.wfRow(0).time];"
+    frozen = driver.execute_script(frozen_js)
+    newest, full = driver.execute_script("return [fftd.wfRow(0), fftd.wfRow(1)];")
+    hz = driver.execute_script("return fftd.columnsHz;")
+    col = min(range(len(hz)), key=lambda i: abs(hz[i] - BURST_HZ))
+    floor = sorted(full["max"])[len(hz) // 2]
+    mx, mean = full["max"][col], full["mean"][col]
+    # (a row starts at the first display row whose first frame is in its second: a few frames late)
+    check(full["frames"] >= 50 and 0.9 <= newest["time"] - full["time"] <= 1.1 and full["time"] % 1 < 0.1
+          and mx >= floor + 25 and mx >= mean + 10,
+          f"at 1 row/s a row holds {full['frames']} frames from t = {full['time']:.3f} s (the next from "
+          f"{newest['time']:.3f} s); the burst in its max: {mx:.1f} dB at {hz[col]:.0f} Hz, median column "
+          f"{floor:.1f} dB, mean {mean:.1f} dB")
+    burst_px, quiet_px = pixel(driver, hz[col], 1), pixel(driver, TONES[0] / 2, 1)
+    check(burst_px["level"] >= 150 and burst_px["level"] >= quiet_px["level"] + 80,
+          f"the burst in the slowed waterfall's pixels: level {burst_px['level']} (a quiet column {quiet_px['level']})")
+    ticks = driver.execute_script(
+        "return fftd.timeTicks.map(({row, t}) => [t, fftd.wfRow(row).time, fftd.wfRow(row - 1).time]);")
+    check(ticks and all(older < t <= newer for t, older, newer in ticks),
+          f"{len(ticks)} time axis labels, each between the times of the rows it parts: "
+          f"{[(round(t, 3), round(o, 3), round(n, 3)) for t, o, n in ticks[:4]]}...")
+    # the cursor near the top: a row of the three newest (the mouse lands to a pixel or so)
+    hover(driver, "waterfall", hz[col], 2.5 / (driver.execute_script("return fftd.plot;")["waterfall"]["bottom"]))
+    text, f, db, t = readout(driver)
+    rows = driver.execute_script("return [0, 1, 2, 3].map(fftd.wfRow);")
+    check(t is not None and db is not None
+          and any(abs(t - r["time"]) <= 6e-4 and abs(db - r["max"][col]) <= 0.051 for r in rows),
+          f"waterfall readout over a slowed row: '{text}'")
+    later = driver.execute_script(frozen_js)
+    check(later == frozen, f"paused, the slowed waterfall stays as it was: {later[0]} rows, the newest of {later[1]} frames")
+    ActionChains(driver).move_to_element(driver.find_element(By.ID, "status")).perform()
+    driver.find_element(By.ID, "pause").click()
+    speed.select_by_value("0")
+
+
+def check_kept(driver):
+    """Speed and ranges are kept over a reload: set speed 15, the spectrum back to Auto (its
+    button), the waterfall's typed range stays."""
+    Select(driver.find_element(By.ID, "wfspeed")).select_by_value("15")
+    driver.find_element(By.ID, "specauto").click()
+    before = driver.execute_script("return fftd.ranges;")
+    driver.refresh()
+    wait_for(driver, "window.fftd && fftd.stream !== null && fftd.shown > 30", 15, "rows after the reload")
+    after = driver.execute_script("return [fftd.speed, fftd.ranges];")
+    shown = [driver.find_element(By.ID, i).get_attribute("value") for i in ("wfspeed", "wfmin", "wfmax")]
+    wr = before["waterfall"]
+    check(after[0] == 15 and after[1]["spectrum"]["auto"] and not after[1]["waterfall"]["auto"]
+          and [after[1]["waterfall"]["lo"], after[1]["waterfall"]["hi"]] == [wr["lo"], wr["hi"]]
+          and shown == ["15", str(wr["lo"]), str(wr["hi"])],
+          f"kept over a reload: speed {after[0]} rows/s, spectrum Auto, waterfall {shown[1]}..{shown[2]} dB")
+
+
 def run_test(driver, url, out_dir, until_end):
     t0 = time.time()
     logs = []
@@ -294,6 +481,11 @@ def run_test(driver, url, out_dir, until_end):
     driver.find_element(By.ID, "pause").click()
     wait_for(driver, f"fftd.shown > {s2}", 5, "rows shown again after resume")
 
+    check_ranges(driver)
+    check_speed(driver)
+    print(f"speed checks done at t = {driver.execute_script('return fftd.wfRow(0).time;'):.1f} s of the "
+          f"{SECONDS} s input", flush=True)
+
     perf = perf_window(driver, 3.0)
     print("smoothness:", json.dumps(perf), flush=True)
     # every row received is handled; the rates themselves are reported, with low bars (a loaded CI
@@ -316,6 +508,7 @@ def run_test(driver, url, out_dir, until_end):
     check(abs(b["hz"] - TONES[1]) <= tol and b["level"] > 150,
           f"after switching to stream 1: brightest column at {b['hz']:.1f} Hz (level {b['level']:.0f}/255), tone {TONES[1]} Hz")
     check("stream=1" in driver.current_url, f"the address keeps the stream: {driver.current_url}")
+    check_kept(driver)
 
     if until_end:
         wait_for(driver, "fftd.ended", SECONDS + 10, "the end of the input")
@@ -359,7 +552,8 @@ def run_demo(driver, url, png):
     # inferno, and a floor just over the noise, so the noise is a dark texture (and the PNG small)
     driver.execute_script("""
         const set = (id, v) => { const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event('change')); };
-        set('colormap', 'inferno'); set('dbmin', arguments[0]); set('dbmax', arguments[1]);""", *DEMO_RANGE)
+        set('colormap', 'inferno');
+        for (const v of ['spec', 'wf']) { set(v + 'min', arguments[0]); set(v + 'max', arguments[1]); }""", *DEMO_RANGE)
     time.sleep(11)  # fill most of the waterfall
     hover(driver, "spectrum", 1000.0, 0.4)
     time.sleep(0.5)
@@ -404,7 +598,8 @@ def main():
             files = []
             for k, f in enumerate(TONES):
                 files.append(os.path.join(out_dir, f"tone{int(f)}.wav"))
-                write_wav(files[-1], tone(f, SECONDS, RATE, seed=k + 1), RATE)
+                samples = tone(f, SECONDS, RATE, seed=k + 1)
+                write_wav(files[-1], add_bursts(samples, BURST_HZ, RATE) if k == 0 else samples, RATE)
             if a.fftd:
                 proc, url = start_fftd(a.fftd, files, out_dir)
             driver = browser(1280, 800, profile)

@@ -1,9 +1,11 @@
 //! The live page of `fftd --serve` in a real browser: runs tests/serve_browser.py (Debian's
 //! chromium, headless, through chromedriver and selenium) against the built binary. The script
 //! says what it checks: no console errors, rows arriving, the waterfall's brightest column (read
-//! from its pixels) and the cursor readout at the tone, pause, and the stream picker switching
-//! streams; it also measures how the page keeps up and saves a screenshot in
-//! `target/tmp/serve_browser/`.
+//! from its pixels) and the cursor readout at the tone, pause, the spectrum's and the waterfall's
+//! own dB ranges (one changed, the other's pixels unchanged), the waterfall's speed (rows gained
+//! at 5 rows/s, a one-row burst in the max of a 1 row/s row, time labels at the rows' times),
+//! settings kept over a reload, and the stream picker switching streams; it also measures how the
+//! page keeps up and saves a screenshot in `target/tmp/serve_browser/`.
 //!
 //! Without chromium, chromedriver or selenium the test is skipped with a message, except under
 //! `CI=true` (or `FFTD_REQUIRE_BROWSER` set), where it fails: `scripts/deps.sh --test` installs them.
