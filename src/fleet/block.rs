@@ -99,7 +99,7 @@ impl BlockHeader {
             Tail::Drop => "drop",
         };
         h.insert("fftd-tail", tail);
-        let id = s.origin(subject).block_id(self.first_frame);
+        let id = s.origin(subject).block_id(self.first_frame, self.frames);
         h.insert("Nats-Msg-Id", id.as_str());
         h
     }
@@ -254,7 +254,7 @@ mod tests {
         let map = h.to_headers("frames.x");
         assert_eq!(BlockHeader::from_headers(Some(&map)), Ok(h.clone()));
         let id = map.get("Nats-Msg-Id").expect("id").as_str().to_string();
-        assert_eq!(id, "frames.x:site 1%2Fmic%3Aa/0123456789abcdef/3/b32");
+        assert_eq!(id, "frames.x:site 1%2Fmic%3Aa/0123456789abcdef/3/b32+16");
         assert_eq!(map.get("fftd-offset").expect("offset").as_str(), "4096");
     }
 

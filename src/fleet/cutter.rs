@@ -74,8 +74,19 @@ impl BlockCutter {
     /// Ends the stream: the frames left (the tail rule decides how many) in blocks of at most
     /// `block_frames`, samples past the end left for the worker to zero-pad.
     pub fn finish(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
+        self.finish_by(self.shape.tail, emit);
+    }
+
+    /// Ends the stream early (a stop, not the end of the input): only the whole frames read so
+    /// far, so a publish resumed with the same run id sends the rest of the last block, and no
+    /// padded frame stands in for one whose samples come later.
+    pub fn cut_short(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
+        self.finish_by(crate::frame::Tail::Drop, emit);
+    }
+
+    fn finish_by(&mut self, tail: crate::frame::Tail, emit: &mut dyn FnMut(CutBlock) -> bool) {
         let s = &self.shape;
-        let frames = expected_frames(self.total, s.n as u64, s.hop as u64, s.tail);
+        let frames = expected_frames(self.total, s.n as u64, s.hop as u64, tail);
         while self.next_frame < frames {
             let m = ((frames - self.next_frame) as usize).min(self.block_frames);
             if !self.emit(m, emit) {

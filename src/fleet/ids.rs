@@ -4,7 +4,8 @@
 //! A dedup id must be equal exactly when two messages are the same message sent twice: a
 //! publisher's retry, a redelivered block's rows. So it holds everything that makes a message
 //! what it is:
-//! - a block: the work subject, the source id, the publish run, the stream and its first frame;
+//! - a block: the work subject, the source id, the publish run, the stream, its first frame and
+//!   how many frames it holds;
 //! - a row: the spectra subject, the source id, the publish run, the stream, the frame, and the
 //!   analysis (frame size, hop, window, scale, format, ... as a fingerprint), so the same blocks
 //!   analysed again with other flags are new rows, not duplicates.
@@ -89,9 +90,10 @@ impl Origin<'_> {
         )
     }
 
-    /// The dedup id of the block whose first frame is `first_frame`.
-    pub fn block_id(&self, first_frame: u64) -> String {
-        format!("{}/b{first_frame}", self.prefix())
+    /// The dedup id of the block of `frames` frames from `first_frame` (a block cut short by a
+    /// stop differs from the whole one a resumed publish sends).
+    pub fn block_id(&self, first_frame: u64, frames: usize) -> String {
+        format!("{}/b{first_frame}+{frames}", self.prefix())
     }
 
     /// The dedup id of frame `frame`'s row under the analysis `fingerprint`.
@@ -131,11 +133,13 @@ mod tests {
         assert_ne!(a, origin("spectra.x", "a:b", "r2").row_id(3, "f"));
         assert_ne!(a, origin("spectra.x", "a:b", "r1").row_id(3, "g"));
         assert_ne!(
-            origin("s", "x/1", "r").block_id(0),
-            origin("s", "x", "1/r").block_id(0)
+            origin("s", "x/1", "r").block_id(0, 4),
+            origin("s", "x", "1/r").block_id(0, 4)
         );
         assert_eq!(a, origin("spectra.x", "a:b", "r1").row_id(3, "f"));
         assert_eq!(a, "spectra.x:a%3Ab/r1/0/3/f");
+        let short = origin("s", "x", "r").block_id(16, 7);
+        assert_ne!(short, origin("s", "x", "r").block_id(16, 16));
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub struct SetupArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub ack_wait: f64,
 
-    /// Deliveries of one block at most.
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// Deliveries of one block at most (a block that fails this many workers is given up and
+    /// reported; keep max deliver × (ack wait + 150 s) within the duplicate window).
+    #[arg(long, value_name = "N", default_value_t = 5)]
     pub max_deliver: i64,
 
     /// Name of the stream that stores the spectra rows.
@@ -75,7 +76,7 @@ pub struct SetupArgs {
     pub spectra_subjects: Vec<String>,
 
     /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
-    /// ack wait × max deliver + 150 s (a worker's retries) so a redelivered block's rows are
+    /// max deliver × (ack wait + 150 s of a worker's retries) so a redelivered block's rows are
     /// still recognised.
     #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
     pub duplicate_window: f64,
@@ -134,13 +135,15 @@ fn run_setup(args: &SetupArgs) -> Result<()> {
         replicas: args.replicas,
         recreate_consumer: args.recreate_consumer,
     };
-    let covered = layout.ack_wait.as_secs_f64() * layout.max_deliver as f64
-        + (publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR).as_secs_f64();
+    // each delivery may hold a block for its ack wait plus a worker's retries (progress acks
+    // keep it meanwhile), and its rows may be published again up to the last delivery
+    let retries = publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR;
+    let covered = layout.max_deliver as f64 * (layout.ack_wait + retries).as_secs_f64();
     if layout.duplicate_window.as_secs_f64() < covered {
         tracing::warn!(
-            "--duplicate-window {} s is shorter than --ack-wait × --max-deliver + {} s of retries ({covered} s): a block redelivered late may store its rows twice",
+            "--duplicate-window {} s is shorter than --max-deliver × (--ack-wait + {} s of retries) = {covered} s: a block redelivered late may store its rows twice",
             args.duplicate_window,
-            (publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR).as_secs()
+            retries.as_secs()
         );
     }
     let rt = connect::runtime()?;
@@ -177,6 +180,7 @@ pub fn write_worker_meta(
         "precision": format!("{:?}", settings.precision).to_lowercase(),
         "blocks": counts.blocks,
         "blocks_given_up": counts.given_up,
+        "blocks_unreadable": counts.unreadable,
         "rows": counts.rows,
         "duplicate_rows": counts.duplicates,
         "samples": counts.samples,

@@ -144,13 +144,18 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
     let subject = url.subject("--to").map_err(FftdError::Usage)?;
     let run = match &args.run_id {
+        Some(_) if args.mic.is_some() || args.file.iter().any(|f| f == "-") => {
+            return Err(FftdError::Usage(
+                "--run-id resumes a publish of the same files: live capture and stdin start a new run each time".into(),
+            ))
+        }
         Some(id) => check_run_id(id)
             .map(|_| id.clone())
             .map_err(FftdError::Usage)?,
         None => new_run_id(),
     };
     for id in &args.source_id {
-        check_id("--source-id", id).map_err(FftdError::Usage)?;
+        check_id("--source-id", id).map_err(FftdError::Usage)?; // before any input is opened
     }
     let settings = args.settings()?;
     let plan = plan_streams(&settings, &signals.stop, Reading::Sequential)?;
@@ -161,6 +166,8 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
             args.source_id.len()
         )));
     }
+    check_default_ids(&plan.sequential, &args.source_id)?;
+    let resumable = args.mic.is_none() && !args.file.iter().any(|f| f == "-");
     let rt = super::connect::runtime()?;
     let (js, max_payload) = rt.block_on(async {
         let client = args.nats.connect(&url, "fftd publish").await?;
@@ -181,29 +188,33 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     let mut shape = ShapeOf {
         settings: &settings,
         source_id: None,
+        live: false,
         run: &run,
         max_payload,
         block_frames: args.block_frames,
     };
     let read = publish_sources(
         plan.sequential,
-        &args.source_id,
+        (&args.file, &args.source_id),
         &mut shape,
         &mut sender,
         signals,
     );
     let unsent = !(sender.batch.is_empty() && sender.in_flight.is_empty());
     if signals.stop.load(Ordering::Relaxed) && unsent {
-        tracing::info!(
-            "stopping: publishing what was read first (Ctrl-C again quits at once; publish again with --run-id {run} to resume)"
-        );
+        tracing::info!("stopping: publishing what was read first (Ctrl-C again quits at once)");
     }
     let sent = read
         .and_then(|_| sender.flush())
         .and_then(|_| sender.settle(0));
-    if let Err(FftdError::Runtime(message)) = sent {
+    if signals.stop.load(Ordering::Relaxed) && resumable {
+        tracing::info!(
+            "interrupted: publish the same files again with --run-id {run} to send the rest"
+        );
+    }
+    if let (Err(FftdError::Runtime(message)), true) = (&sent, resumable) {
         return Err(FftdError::Runtime(format!(
-            "{message} (this was run {run}: publish the same input again with --run-id {run} to send only what is missing)"
+            "{message} (this was run {run}: publish the same files again with --run-id {run} to send only what is missing)"
         )));
     }
     sent?;
@@ -217,10 +228,24 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     Ok(())
 }
 
+/// Every input's source id (given, or its name) fit for a header, before anything is sent.
+fn check_default_ids(inputs: &[SequentialInput], given: &[String]) -> Result<()> {
+    for (k, input) in inputs.iter().enumerate() {
+        let SequentialInput::Open(plan) = input else {
+            continue;
+        };
+        let name = &plan.source.info().name;
+        let id = given.get(k).unwrap_or(name);
+        check_id(&format!("source id of {name}"), id)
+            .map_err(|e| FftdError::Usage(format!("{e} (name it with --source-id)")))?;
+    }
+    Ok(())
+}
+
 /// Publishes every input in turn, each under its `--source-id` when given.
 fn publish_sources(
     inputs: Vec<SequentialInput>,
-    source_ids: &[String],
+    (files, source_ids): (&[String], &[String]),
     shape: &mut ShapeOf<'_>,
     sender: &mut BatchSender<'_>,
     signals: &Signals,
@@ -230,6 +255,7 @@ fn publish_sources(
             continue; // Reading::Sequential opens every input
         };
         shape.source_id = source_ids.get(k).cloned();
+        shape.live = files.get(k).is_none_or(|f| f == "-");
         publish_source(source, shape, sender, signals)?;
     }
     Ok(())
@@ -239,6 +265,8 @@ fn publish_sources(
 struct ShapeOf<'a> {
     settings: &'a Settings,
     source_id: Option<String>,
+    /// Live capture or stdin: a stop ends it (nothing to resume).
+    live: bool,
     run: &'a str,
     max_payload: usize,
     block_frames: Option<u32>,
@@ -272,8 +300,6 @@ fn publish_source(
         ))
     })?;
     let source_id = shape.source_id.clone().unwrap_or_else(|| info.name.clone());
-    check_id(&format!("source id of {}", info.name), &source_id)
-        .map_err(|e| FftdError::Usage(format!("{e} (name it with --source-id)")))?;
     let mut cutters: Vec<BlockCutter> = (0..plan.splitter.streams())
         .map(|k| {
             let stream = StreamShape {
@@ -311,8 +337,13 @@ fn publish_source(
         }
         sender.take_failure()?;
     }
+    // a stop ends a live capture (its tail rule applies) but only interrupts a file
+    let interrupted = signals.stop.load(Ordering::Relaxed) && !shape.live;
     for cutter in cutters.iter_mut() {
-        cutter.finish(&mut |b| sender.add(b));
+        match interrupted {
+            true => cutter.cut_short(&mut |b| sender.add(b)),
+            false => cutter.finish(&mut |b| sender.add(b)),
+        }
     }
     sender.take_failure()
 }

@@ -14,6 +14,25 @@ use crate::sink::{Encoder, SpectrumRow, StreamMeta};
 use async_nats::jetstream::Message;
 use async_nats::HeaderMap;
 
+/// What becomes of a message from the work stream.
+pub enum Taken {
+    /// The block's rows and its sample count.
+    Rows(Vec<Outgoing>, u64),
+    /// A message that is no fftd block (no `fftd-` headers): terminated, with a warning.
+    NotABlock(String),
+    /// A block from fftd that cannot be read (bad headers, a damaged payload): it would fail
+    /// every worker alike, so it is terminated, and the worker fails at exit naming it.
+    Unreadable(String),
+}
+
+/// Whether a message carries fftd block headers at all.
+fn is_from_fftd(message: &Message) -> bool {
+    message.headers.as_ref().is_some_and(|h| {
+        h.iter()
+            .any(|(name, _)| AsRef::<str>::as_ref(name).starts_with("fftd-"))
+    })
+}
+
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
 pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
@@ -42,23 +61,19 @@ pub struct Work<'a, T: Sample> {
 }
 
 impl<T: Sample> Work<'_, T> {
-    /// The rows of one block, ready to publish, and its sample count. None for a message that
-    /// is no block (it is terminated so it is never redelivered). A block cut with another
-    /// framing is an error (the block goes back to the queue for a worker that matches).
-    pub fn rows_of(
-        &mut self,
-        message: &Message,
-        subject: &str,
-    ) -> Result<Option<(Vec<Outgoing>, u64)>> {
+    /// What to do with one message from the work stream: its rows, ready to publish, and its
+    /// sample count; or why it is not taken. A block cut with another framing is an error (the
+    /// block goes back to the queue for a worker that matches).
+    pub fn rows_of(&mut self, message: &Message, subject: &str) -> Result<Taken> {
         let header = match BlockHeader::from_headers(message.headers.as_ref()) {
             Ok(h) => h,
-            Err(e) => {
-                tracing::warn!(
-                    "skipping a message on '{}' that is no fftd block: {e}",
+            Err(e) if is_from_fftd(message) => {
+                return Ok(Taken::Unreadable(format!(
+                    "a block on '{}' with bad headers: {e}",
                     message.subject
-                );
-                return Ok(None);
+                )))
             }
+            Err(e) => return Ok(Taken::NotABlock(e)),
         };
         let shape = &header.shape;
         if shape.n != self.n || shape.hop != self.hop {
@@ -73,11 +88,8 @@ impl<T: Sample> Work<'_, T> {
         }
         let samples = match decode_samples(&header, &message.payload) {
             Ok(samples) => samples,
-            Err(e) => {
-                // a damaged block would fail every worker the same way: never redelivered
-                tracing::warn!("skipping {}: {e}", header.describe());
-                return Ok(None);
-            }
+            // a damaged block would fail every worker the same way
+            Err(e) => return Ok(Taken::Unreadable(e)),
         };
         self.frame_block(&header, &samples);
         let spec = TransformSpec {
@@ -90,10 +102,10 @@ impl<T: Sample> Work<'_, T> {
         self.engine
             .process(&spec, &self.input, header.frames, &mut self.spectra)
             .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
-        Ok(Some((
+        Ok(Taken::Rows(
             self.encode_rows(&header, &spec, subject),
             header.samples as u64,
-        )))
+        ))
     }
 
     /// Frame j of the block: samples `j·hop .. j·hop + n` of the block, zero-padded past its end.

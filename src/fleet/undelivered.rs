@@ -15,7 +15,8 @@
 
 use super::block::BlockHeader;
 use super::connect::one_line;
-use async_nats::jetstream::stream::Stream;
+use async_nats::jetstream::message::StreamMessage;
+use async_nats::jetstream::stream::{RawMessageError, RawMessageErrorKind, Stream};
 use async_nats::jetstream::Context;
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
@@ -82,6 +83,18 @@ pub fn advisory_stream(work_stream: &str) -> String {
     format!("{work_stream}_GIVEN_UP")
 }
 
+/// A message looked up: None when there is none; any other failure is an error (a scan cut
+/// short by a timeout must not pass for a clean one).
+fn found(
+    looked_up: Result<StreamMessage, RawMessageError>,
+) -> Result<Option<StreamMessage>, String> {
+    match looked_up {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
+        Err(e) => Err(one_line(&e.to_string())),
+    }
+}
+
 /// Blocks `consumer` gave up on that are still on the work stream (none was delivered since):
 /// how many, and a sentence naming the first. None when there are none.
 pub async fn left_behind(
@@ -100,12 +113,12 @@ pub async fn left_behind(
     let subject = advisory_subject(&work_name, consumer);
     let mut left = BTreeSet::new();
     let mut next = 1;
-    while let Ok(message) = log.get_first_raw_message_by_subject(&subject, next).await {
+    while let Some(message) = found(log.get_first_raw_message_by_subject(&subject, next).await)? {
         next = message.sequence + 1;
         let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
             continue;
         };
-        if work.get_raw_message(advisory.stream_seq).await.is_ok() {
+        if found(work.get_raw_message(advisory.stream_seq).await)?.is_some() {
             left.insert(advisory.stream_seq);
         }
     }

@@ -18,7 +18,7 @@
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, Acked, Outgoing};
-use super::rows::{analysis_of, Work};
+use super::rows::{analysis_of, Taken, Work};
 use super::undelivered;
 use super::url::NatsUrl;
 use crate::config::Settings;
@@ -74,6 +74,8 @@ pub struct WorkerCounts {
     pub samples: u64,
     /// Blocks the server gave up on while this worker ran (max-deliveries advisories).
     pub given_up: u64,
+    /// Blocks from fftd this worker could not read and removed (`Taken::Unreadable`).
+    pub unreadable: u64,
 }
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
@@ -184,15 +186,25 @@ fn run_typed<T: Sample>(
         tasks: VecDeque::new(),
         counts: WorkerCounts::default(),
         stop: signals.stop.clone(),
+        first_unreadable: None,
     };
     let ended = fetch_loop(&connected.consumer, io, &mut work, &mut flight, signals);
     // finish what is in hand (also after an error: those blocks are complete)
     let settled = match ended {
-        Ok(Ended::Stopped) => flight.settle_within(STOP_GRACE),
+        Ok(Ended::Stopped) => {
+            flight.settle_within(STOP_GRACE);
+            Ok(())
+        }
         _ => flight.settle(0),
     };
     let ended = ended.and_then(|e| settled.map(|_| e))?;
     flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
+    if let Some(first) = &flight.first_unreadable {
+        return Err(FftdError::Runtime(format!(
+            "{} block(s) on '{}' could not be read and were removed from the queue, the first: {first}; their frames are missing (publish the recording again)",
+            flight.counts.unreadable, io.stream
+        )));
+    }
     if let Ended::Idle = ended {
         let left = rt.block_on(undelivered::left_behind(
             &connected.work_js,
@@ -200,9 +212,13 @@ fn run_typed<T: Sample>(
             &io.consumer,
         ));
         match left {
-            Ok(Some(message)) => return Err(FftdError::Runtime(message)),
             Ok(None) => {}
-            Err(e) => tracing::warn!("cannot check for blocks left behind: {e}"),
+            Ok(Some(message)) => return Err(FftdError::Runtime(message)),
+            Err(e) => {
+                return Err(FftdError::Runtime(format!(
+                    "cannot check for blocks left behind: {e}"
+                )))
+            }
         }
     }
     Ok(flight.counts)
@@ -219,15 +235,12 @@ fn fetch_loop<T: Sample>(
     let mut idle_since = Instant::now();
     let mut failing_since: Option<Instant> = None;
     loop {
+        // room for every block fetched: none waits unprocessed (without progress acks)
+        flight.settle(BLOCKS_IN_FLIGHT - FETCH_BLOCKS)?;
         if signals.stop.load(Ordering::Relaxed) {
             return Ok(Ended::Stopped);
         }
-        // bounded: a fetch while the connection is down would wait for the reconnect
-        let fetched = flight
-            .rt
-            .block_on(async { tokio::time::timeout(FETCH_WAIT * 3, fetch(consumer)).await })
-            .unwrap_or_else(|_| Err("no answer to the fetch".into()));
-        let messages = match fetched {
+        let messages = match flight.rt.block_on(fetch(consumer)) {
             Ok(messages) => {
                 failing_since = None;
                 messages
@@ -262,25 +275,32 @@ fn fetch_loop<T: Sample>(
     }
 }
 
-/// Up to `FETCH_BLOCKS` blocks, waiting at most `FETCH_WAIT`. Blocks that came before an error
-/// are returned (the error is logged); an error before any block is returned.
+/// Up to `FETCH_BLOCKS` blocks, waiting at most `FETCH_WAIT` (and never much longer: a fetch
+/// while the connection is down would wait for the reconnect). Blocks that came before an error
+/// or the deadline are returned; an error before any block is returned.
 async fn fetch(consumer: &PullConsumer) -> std::result::Result<Vec<Message>, String> {
-    let mut batch = consumer
+    let deadline = tokio::time::Instant::now() + FETCH_WAIT * 3;
+    let asked = consumer
         .fetch()
         .max_messages(FETCH_BLOCKS)
         .expires(FETCH_WAIT)
-        .messages()
-        .await
-        .map_err(|e| one_line(&e.to_string()))?;
+        .messages();
+    let mut batch = match tokio::time::timeout_at(deadline, asked).await {
+        Ok(asked) => asked.map_err(|e| one_line(&e.to_string()))?,
+        Err(_) => return Err("no answer to the fetch".into()),
+    };
     let mut messages = Vec::new();
-    while let Some(message) = batch.next().await {
-        match message {
-            Ok(m) => messages.push(m),
-            Err(e) if messages.is_empty() => return Err(one_line(&e.to_string())),
-            Err(e) => {
+    loop {
+        match tokio::time::timeout_at(deadline, batch.next()).await {
+            Ok(Some(Ok(m))) => messages.push(m),
+            Ok(None) => break,
+            Ok(Some(Err(e))) if messages.is_empty() => return Err(one_line(&e.to_string())),
+            Ok(Some(Err(e))) => {
                 tracing::debug!("fetch ended early ({e})");
                 break;
             }
+            Err(_) if messages.is_empty() => return Err("no answer to the fetch".into()),
+            Err(_) => break,
         }
     }
     Ok(messages)
@@ -297,6 +317,8 @@ struct InFlight<'a> {
     counts: WorkerCounts,
     /// SIGINT/SIGTERM: waiting for a block gives way to it.
     stop: Arc<AtomicBool>,
+    /// What the first unreadable block was (`Taken::Unreadable`).
+    first_unreadable: Option<String>,
 }
 
 impl InFlight<'_> {
@@ -306,7 +328,7 @@ impl InFlight<'_> {
         let mut messages = messages.into_iter();
         while let Some(message) = messages.next() {
             let taken = match work.rows_of(&message, &self.subject) {
-                Ok(Some((rows, samples))) => {
+                Ok(Taken::Rows(rows, samples)) => {
                     self.counts.blocks += 1;
                     self.counts.samples += samples;
                     let task = publish_then_ack(
@@ -317,11 +339,21 @@ impl InFlight<'_> {
                         self.progress_every,
                     );
                     self.tasks.push_back(self.rt.spawn(task));
-                    self.settle(BLOCKS_IN_FLIGHT)
+                    Ok(())
                 }
-                Ok(None) => {
-                    // not a block (logged): never to be redelivered
-                    let _ = self.rt.block_on(message.ack_with(AckKind::Term));
+                Ok(Taken::NotABlock(why)) => {
+                    tracing::warn!(
+                        "removing a message on '{}' that is no fftd block: {why}",
+                        message.subject
+                    );
+                    self.terminate(message);
+                    Ok(())
+                }
+                Ok(Taken::Unreadable(why)) => {
+                    tracing::warn!("removing an unreadable block: {why}");
+                    self.counts.unreadable += 1;
+                    self.first_unreadable.get_or_insert(why);
+                    self.terminate(message);
                     Ok(())
                 }
                 Err(e) => {
@@ -337,9 +369,14 @@ impl InFlight<'_> {
         Ok(())
     }
 
+    /// Takes a message off the queue for good (it would fail every worker alike).
+    fn terminate(&self, message: Message) {
+        let _ = self.rt.block_on(message.ack_with(AckKind::Term));
+    }
+
     /// Hands a block back to the server for another worker, at once.
     fn nak(&self, message: Message) {
-        let nak = message.ack_with(AckKind::Nak(Some(Duration::from_secs(1))));
+        let nak = message.ack_with(AckKind::Nak(None));
         let _ = self.rt.block_on(nak);
     }
 
@@ -367,8 +404,9 @@ impl InFlight<'_> {
     }
 
     /// Waits for every block in flight for at most `grace`; the ones still unfinished then are
-    /// abandoned (never acked: the server redelivers them) with a warning.
-    fn settle_within(&mut self, grace: Duration) -> Result<()> {
+    /// abandoned (never acked: the server redelivers them) with a warning, as are those whose
+    /// publishing failed meanwhile (a stop is no failure: exit 0).
+    fn settle_within(&mut self, grace: Duration) {
         let deadline = Instant::now() + grace;
         while let Some(mut task) = self.tasks.pop_front() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -376,7 +414,11 @@ impl InFlight<'_> {
                 .rt
                 .block_on(async { tokio::time::timeout(left, &mut task).await });
             match waited {
-                Ok(joined) => self.count(joined)?,
+                Ok(joined) => {
+                    if let Err(e) = self.count(joined) {
+                        tracing::warn!("stopping: a block was not acknowledged ({e}); the server delivers it to another worker");
+                    }
+                }
                 Err(_) => {
                     task.abort();
                     let left = 1 + self.tasks.len();
@@ -388,7 +430,6 @@ impl InFlight<'_> {
                 }
             }
         }
-        Ok(())
     }
 
     fn count(

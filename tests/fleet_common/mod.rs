@@ -174,14 +174,37 @@ pub fn local_rows(wav: &Path) -> Vec<Vec<u8>> {
     out.stdout.chunks(row).map(<[u8]>::to_vec).collect()
 }
 
+/// Publishes one message with `headers` to `subject` (JetStream, acked).
+pub fn publish_raw(server: &NatsServer, subject: &str, headers: &[(&str, &str)], payload: &[u8]) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let js = jetstream::new(server.client().await.expect("connect"));
+        let mut map = async_nats::HeaderMap::new();
+        for (k, v) in headers {
+            map.insert(*k, *v);
+        }
+        let ack = js
+            .publish_with_headers(subject.to_string(), map, payload.to_vec().into())
+            .await
+            .expect("publish");
+        ack.await.expect("ack");
+    })
+}
+
+/// The SPECTRA stream and how many rows it holds.
+async fn spectra(server: &NatsServer) -> (jetstream::stream::Stream, u64) {
+    let client = server.client().await.expect("connect");
+    let js = jetstream::new(client);
+    let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
+    let total = stream.info().await.expect("info").state.messages;
+    (stream, total)
+}
+
 /// Every row stored in SPECTRA: (stream, frame) -> (payload, how many times).
 pub fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let client = server.client().await.expect("connect");
-        let js = jetstream::new(client);
-        let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
-        let total = stream.info().await.expect("info").state.messages;
+        let (stream, total) = spectra(server).await;
         let consumer = stream
             .create_consumer(jetstream::consumer::pull::Config {
                 ack_policy: jetstream::consumer::AckPolicy::None,
@@ -245,10 +268,7 @@ pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
 pub fn rows_per_run(server: &NatsServer) -> BTreeMap<String, u64> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let client = server.client().await.expect("connect");
-        let js = jetstream::new(client);
-        let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
-        let total = stream.info().await.expect("info").state.messages;
+        let (stream, total) = spectra(server).await;
         let mut runs = BTreeMap::new();
         for seq in 1..=total {
             let m = stream.get_raw_message(seq).await.expect("row");
