@@ -6,7 +6,9 @@
 //! byte-identical); both failing leaves the CPU engine, every row then being exactly the OpenCL
 //! row or exactly the CPU row. A device that hangs (no error, no progress) holds the others back
 //! after a window of batches, with flat memory and a warning naming it, and SIGINT still ends the
-//! run cleanly; one that hangs for a while and goes on leaves the output byte-identical.
+//! run cleanly; one that hangs for a while and goes on leaves the output byte-identical. A paused
+//! output (a stdout nobody reads for a while) is no stall: no warning, and SIGINT meanwhile gives
+//! no device up. A worker that panics while a device hangs still ends the run.
 
 mod common;
 mod opencl_common;
@@ -361,13 +363,18 @@ struct Running {
 
 impl Running {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_to(args, env, Stdio::null())
+    }
+
+    /// `start`, its stdout to `stdout`.
+    fn start_to(args: &[&str], env: &[(&str, &str)], stdout: Stdio) -> Self {
         let mut cmd = fftd();
         cmd.env(
             "POCL_CACHE_DIR",
             concat!(env!("CARGO_TARGET_TMPDIR"), "/pocl-cache"),
         );
         cmd.args(args).envs(env.iter().copied());
-        cmd.stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.stdin(Stdio::null()).stdout(stdout);
         let mut child = cmd.stderr(Stdio::piped()).spawn().expect("fftd starts");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
@@ -415,13 +422,19 @@ impl Running {
     }
 
     /// SIGINT, then the exit status and the rest of stderr; fails if fftd takes over `limit`.
-    fn interrupt(mut self, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
+    fn interrupt(self, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
         let pid = self.child.id().to_string();
-        let sent = Instant::now();
         let killed = std::process::Command::new("kill")
             .args(["-INT", &pid])
             .status();
         assert!(killed.is_ok_and(|s| s.success()));
+        self.wait(limit)
+    }
+
+    /// The exit status, how long it took from now and the rest of stderr; fails if fftd takes
+    /// over `limit`.
+    fn wait(mut self, limit: Duration) -> (std::process::ExitStatus, Duration, String) {
+        let sent = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 break status;
@@ -429,7 +442,7 @@ impl Running {
             // (dropping `self` kills it)
             assert!(
                 sent.elapsed() <= limit,
-                "fftd still running {limit:?} after SIGINT: {:?}",
+                "fftd still running after {limit:?}: {:?}",
                 self.seen
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -581,4 +594,114 @@ fn a_device_that_hangs_for_a_while_then_goes_on_leaves_the_output_intact() {
         "it went on after its pause: {err}"
     );
     assert_eq!(a.frames + b.frames, 4 * FILE_FRAMES as u64, "{err}");
+}
+
+/// The hang tests' input: 1 GiB of zeros (sparse), 4096 batches of 256 frames, far more than
+/// the window; its path.
+fn big_input(dir: &Path) -> String {
+    let input = dir.join("big.f32");
+    let file = std::fs::File::create(&input).expect("input");
+    file.set_len(1 << 30).expect("sparse input");
+    input.to_str().expect("utf8").to_string()
+}
+
+#[test]
+fn a_paused_output_is_no_stall_and_sigint_meanwhile_gives_no_device_up() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = big_input(dir.path());
+    let twice = format!("{dev},{dev}");
+    let args = [
+        "--file",
+        &input,
+        "--frame",
+        "256",
+        "--batch",
+        "256",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+        "--device",
+        &twice,
+        "--stats",
+    ];
+    let env = [("FFTD_STALL_SECONDS", STALL_SECONDS)];
+    let mut run = Running::start_to(&args, &env, Stdio::piped());
+    let mut stdout = run.child.stdout.take().expect("stdout");
+    // the reader takes one row, then nothing until told: the pipe fills, the sink and the
+    // workers' sends wait on it
+    let (started_tx, started) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let reader = std::thread::spawn(move || {
+        use std::io::Read;
+        let mut row = vec![0u8; ROW_BYTES];
+        stdout.read_exact(&mut row).expect("a first row");
+        let _ = started_tx.send(());
+        let _ = go_rx.recv();
+        let mut rest = Vec::new();
+        stdout.read_to_end(&mut rest).expect("the rest");
+        ROW_BYTES + rest.len()
+    });
+    assert!(
+        started.recv_timeout(Duration::from_secs(60)).is_ok(),
+        "no output"
+    );
+    // well past the stall time with every lane waiting on the output
+    std::thread::sleep(Duration::from_millis(2500));
+    // SIGINT while the output is still paused, for longer than the 1 s a stalled lane gets
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        let _ = go.send(());
+    });
+    let (status, _, err) = run.interrupt(Duration::from_secs(30));
+    let written = reader.join().expect("reader");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(!err.contains("has not finished batch"), "{err}");
+    assert!(
+        !err.contains("given up") && !err.contains("ends before"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // a normal interrupted run: every frame the sink counted, whole rows
+    assert_eq!(
+        written as u64,
+        stat_after(&err, "frames out ") * ROW_BYTES as u64,
+        "{err}"
+    );
+}
+
+#[test]
+fn a_worker_panic_while_a_device_hangs_still_ends_the_run() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = big_input(dir.path());
+    let output = dir.path().join("out.f32");
+    let o = output.to_str().expect("utf8");
+    let twice = format!("{dev},{dev}");
+    let faults = format!("{dev}#1@2:hang,{dev}#2@4:panic");
+    let args = [
+        "--file",
+        &input,
+        "--frame",
+        "256",
+        "--batch",
+        "256",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+        "--device",
+        &twice,
+        "--output",
+        o,
+    ];
+    let env = [
+        ("FFTD_FAULT_AFTER_BATCHES", faults.as_str()),
+        ("FFTD_STALL_SECONDS", STALL_SECONDS),
+    ];
+    // no SIGINT: the panic alone ends the run (the hung worker is left behind)
+    let (status, _, err) = Running::start(&args, &env).wait(Duration::from_secs(30));
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("injected panic"), "{err}");
 }

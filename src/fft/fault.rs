@@ -6,8 +6,9 @@
 //!   I-th instance, 1-based, when `--device` lists the same device more than once).
 //!
 //! Any K may be followed by `:hang` (the engine blocks at its batch K+1 and never returns, as a
-//! hung device driver would: no error, no progress) or `:hang=S` (it blocks S seconds at that
-//! batch, then goes on normally): `opencl:0:0#1@2:hang`.
+//! hung device driver would: no error, no progress), `:hang=S` (it blocks S seconds at that
+//! batch, then goes on normally) or `:panic` (it panics at its batch K+1, as a bug would):
+//! `opencl:0:0#1@2:hang`.
 //!
 //! K counts per engine (each FFT worker has its own). Unparsable values inject nothing.
 
@@ -27,6 +28,8 @@ pub enum FaultEffect {
     Error,
     /// The next batch blocks: for ever (None), or for this long and then runs normally.
     Hang(Option<Duration>),
+    /// Every batch from then on panics (a bug in the engine or the worker).
+    Panic,
 }
 
 impl Fault {
@@ -48,6 +51,9 @@ impl Fault {
                 "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
             )),
             FaultEffect::Hang(None) if done >= k => hang_for_ever(),
+            FaultEffect::Panic if done >= k => {
+                panic!("injected panic after {k} batches (FFTD_FAULT_AFTER_BATCHES)")
+            }
             FaultEffect::Hang(Some(pause)) if done == k => {
                 std::thread::sleep(pause);
                 Ok(())
@@ -56,11 +62,12 @@ impl Fault {
         }
     }
 
-    /// `K`, `K:hang` or `K:hang=SECONDS`.
+    /// `K`, `K:hang`, `K:hang=SECONDS` or `K:panic`.
     fn parse(text: &str) -> Option<Self> {
         let (k, effect) = match text.split_once(':') {
             None => (text, FaultEffect::Error),
             Some((k, "hang")) => (k, FaultEffect::Hang(None)),
+            Some((k, "panic")) => (k, FaultEffect::Panic),
             Some((k, hang)) => {
                 let seconds = hang.strip_prefix("hang=")?.trim().parse::<f64>().ok()?;
                 let pause = Duration::try_from_secs_f64(seconds).ok()?;
@@ -99,7 +106,7 @@ impl FaultPlan {
             .unwrap_or_default()
     }
 
-    /// `K[:hang[=S]]` or `DEVICE@K[:hang[=S]][,...]`; None when the text is neither.
+    /// `K[:hang[=S]|:panic]` or `DEVICE@K[:hang[=S]|:panic][,...]`; None when the text is neither.
     pub fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
         if let Some(fault) = Fault::parse(text) {
@@ -192,6 +199,12 @@ mod tests {
         );
         let every = FaultPlan::parse("0:hang").expect("K:hang");
         assert_eq!(k_of(every.every()), after(0));
+        let panic = FaultPlan::parse("opencl:0:0#2@3:panic").expect("panic");
+        let second = panic.for_device("opencl:0:0", 2).expect("#2");
+        assert_eq!(
+            (second.after_batches, second.effect),
+            (3, FaultEffect::Panic)
+        );
         for bad in ["3:stall", "3:hang=", "3:hang=-1", "opencl:0:0@x:hang"] {
             assert_eq!(FaultPlan::parse(bad), None, "{bad}");
         }

@@ -24,12 +24,16 @@
 //!   error stops the run after at most a window of batches instead of letting the others run on
 //!   while the sink buffers everything they finish.
 //! - **Stalls.** `watch` warns, naming the device, when one of its workers has been on a batch
-//!   for 10 s (`FFTD_STALL_SECONDS`), and says when it is done with it. Nothing is killed: the
-//!   run waits. After a stop (SIGINT/SIGTERM: after 1 s more without that batch; any other stop:
-//!   after the stall time) the stalled lanes are given up: the queues close, the workers'
-//!   threads stuck on them are left behind, and once every earlier batch is finished the stage
-//!   after the workers stops waiting (`abandoned`), so the output ends cleanly before the first
-//!   batch the given-up lanes hold.
+//!   for 10 s (`FFTD_STALL_SECONDS`), and says when it is done with it. Only the device's time
+//!   counts: a computed batch waiting for a slow stage after the workers (a slow disk, a paused
+//!   stdout) is no stall (`computed`), though it stays unfinished, and in the window, until it is
+//!   passed on. Nothing is killed: the run waits. After a stop (SIGINT/SIGTERM: after 1 s more
+//!   without that batch; any other stop: after the stall time) the stalled lanes are given up:
+//!   the queues close, the workers' threads stuck on them are left behind, and once every
+//!   earlier batch is finished the stage after the workers stops waiting (`abandoned`), so the
+//!   output ends cleanly before the first batch the given-up lanes hold, or before a lower one a
+//!   producer still held and dropped when the queues closed (the cut, reported once final).
+//!   A worker's panic (`abandon`) ends dispatching and that wait at once.
 //! - **End.** A batch is unfinished from `send` until a worker has finished it; the queues close
 //!   when every producer has ended and no batch is unfinished, so a hand-off always has a queue
 //!   to go to, and lanes that join late (`auto`'s GPUs) take batches until then.
@@ -64,15 +68,26 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 /// How often the watch (`Dispatcher::watch`) looks at the lanes.
 const WATCH_POLL: Duration = Duration::from_millis(200);
 
+/// Where a batch a lane holds is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// In the lane's queue.
+    Queued,
+    /// On its device since then (a worker took it).
+    Running(Instant),
+    /// Computed, on its way to the stage after the workers (which may be slow to take it: a
+    /// slow disk, a paused stdout): no longer the device's time, but not finished either.
+    Computed,
+}
+
 struct LaneSlot<T> {
     lane: Arc<Lane>,
     tx: Option<Sender<Batch<T>>>,
     speed: LaneSpeed,
     /// Batches it holds at most: its queue's and its workers'.
     holds: u64,
-    /// The batches sent to this lane and not finished yet, by number, each with the time a
-    /// worker took it (None while it waits in the queue).
-    batches: BTreeMap<u64, Option<Instant>>,
+    /// The batches sent to this lane and not finished yet, by number, and where each is.
+    batches: BTreeMap<u64, Held>,
     /// The batch a stall warning named, and when a worker took it.
     warned: Option<(u64, Instant)>,
 }
@@ -86,6 +101,12 @@ impl<T> LaneSlot<T> {
     /// a stall warning named it.
     fn release(&mut self, id: u64) {
         self.batches.remove(&id);
+        self.done_with(id);
+    }
+
+    /// Its device is done with batch `id` (computed, finished or handed on): says so when a
+    /// stall warning named it.
+    fn done_with(&mut self, id: u64) {
         if let Some((batch, taken)) = self.warned.filter(|(batch, _)| *batch == id) {
             let secs = taken.elapsed().as_secs_f64();
             let title = self.lane.title();
@@ -99,9 +120,13 @@ impl<T> LaneSlot<T> {
         self.batches.keys().next().copied()
     }
 
-    /// The batch its workers have been on the longest, and when they took it.
+    /// The batch its workers have been on the longest (on the device: not a computed batch
+    /// waiting for the stage after the workers), and when they took it.
     fn longest_running(&self) -> Option<(u64, Instant)> {
-        let running = self.batches.iter().filter_map(|(id, t)| Some((*id, (*t)?)));
+        let running = self.batches.iter().filter_map(|(id, held)| match held {
+            Held::Running(taken) => Some((*id, *taken)),
+            Held::Queued | Held::Computed => None,
+        });
         running.min_by_key(|(_, taken)| *taken)
     }
 }
@@ -110,7 +135,8 @@ impl<T> LaneSlot<T> {
 struct GivenUp {
     /// Each given-up lane, its title and the batch it was stuck on.
     lanes: Vec<(LaneId, String, u64)>,
-    /// The lowest batch those lanes hold: the output ends before it.
+    /// The lowest batch those lanes hold, or a lower one a producer dropped at the stop (its
+    /// queues closed): the output ends before it.
     cut: u64,
 }
 
@@ -133,6 +159,8 @@ struct State<T> {
     /// Dropped once every batch before the given-up ones has finished: the stage after the
     /// workers stops waiting for the given-up batches (`Dispatcher::abandoned`).
     abandoning: Option<Sender<()>>,
+    /// A worker panicked (`Dispatcher::abandon`).
+    panicked: bool,
 }
 
 pub struct Dispatcher<T> {
@@ -202,7 +230,7 @@ impl<T> State<T> {
 
     /// Lane `i` holds batch `id` from now on (in its queue).
     fn hold(&mut self, i: LaneId, id: u64) {
-        self.lanes[i].batches.insert(id, None);
+        self.lanes[i].batches.insert(id, Held::Queued);
     }
 
     /// The batches that may be unfinished at once, counted from the oldest unfinished one; a
@@ -239,10 +267,15 @@ impl<T> State<T> {
         self.release_if_cut();
     }
 
-    /// After a give-up: once every batch before the given-up ones is finished, the stage
-    /// after the workers stops waiting (`Dispatcher::abandoned`).
+    /// After a give-up: once every batch before the cut is finished, the stage after the
+    /// workers stops waiting (`Dispatcher::abandoned`). The cut is final then: only a batch
+    /// below it, not settled yet, could lower it (`Dispatcher::send`'s drop at the end).
     fn release_if_cut(&mut self) {
-        if self.given_up.as_ref().is_some_and(|g| self.oldest >= g.cut) {
+        let Some(given_up) = &self.given_up else {
+            return;
+        };
+        if self.oldest >= given_up.cut && self.abandoning.is_some() {
+            tracing::warn!("the output ends before batch {}", given_up.cut);
             self.abandoning = None;
         }
     }
@@ -304,8 +337,7 @@ impl<T> State<T> {
             let slot = &self.lanes[i];
             let (title, oldest) = (slot.lane.title(), slot.oldest().unwrap_or(batch));
             tracing::warn!(
-                "{title} still has not finished batch {batch} ({} s) after the stop: given up; \
-                 the output ends before batch {oldest}",
+                "{title} still has not finished batch {batch} ({} s) after the stop: given up",
                 now.duration_since(taken).as_secs()
             );
             let given_up = self.given_up.get_or_insert(GivenUp {
@@ -345,6 +377,7 @@ impl<T> Dispatcher<T> {
             closing: Some(closing),
             given_up: None,
             abandoning: Some(abandoning),
+            panicked: false,
         };
         let dispatcher = Dispatcher {
             state: Mutex::new(state),
@@ -446,7 +479,12 @@ impl<T> Dispatcher<T> {
         loop {
             let mut order = state.by_score(n, frames, None);
             if order.is_empty() {
-                state.settle(id); // never to be finished: nothing waits for it
+                // never to be finished: nothing waits for it; after a give-up the output ends
+                // before it at the latest
+                if let Some(given_up) = &mut state.given_up {
+                    given_up.cut = given_up.cut.min(id);
+                }
+                state.settle(id);
                 return false;
             }
             if let Some(k) = order.iter().position(|&i| i == meant) {
@@ -485,9 +523,23 @@ impl<T> Dispatcher<T> {
             .get_mut(lane)
             .and_then(|l| l.batches.get_mut(&id))
         {
-            *taken = Some(Instant::now());
+            *taken = Held::Running(Instant::now());
         }
         self.room.notify_all();
+    }
+
+    /// A worker of lane `lane` has computed batch `id` and passes it on: its device is done
+    /// with it (the stall watch and the give-up count only the time on the device, not the wait
+    /// for a slow stage after the workers), but it stays unfinished, and in the window, until
+    /// `finished`.
+    pub fn computed(&self, lane: LaneId, id: u64) {
+        let mut state = self.lock();
+        if let Some(slot) = state.lanes.get_mut(lane) {
+            if let Some(held) = slot.batches.get_mut(&id) {
+                *held = Held::Computed;
+            }
+            slot.done_with(id);
+        }
     }
 
     /// A worker of lane `lane` finished batch `id` (written on, or discarded after an error).
@@ -551,11 +603,21 @@ impl<T> Dispatcher<T> {
         }
     }
 
-    /// Ends dispatching at once (a worker panicked): the queues close, producers stop.
+    /// Ends dispatching at once (a worker panicked): the queues close, producers stop, and the
+    /// stage after the workers stops waiting for batches (a worker stuck on a hung device
+    /// never ends, nor closes its channel; nothing watches for it once dispatching has ended).
     pub fn abandon(&self) {
         let mut state = self.lock();
         state.close();
+        state.abandoning = None;
+        state.panicked = true;
         self.room.notify_all();
+    }
+
+    /// Whether a worker panicked (`abandon`): its batch never finishes, and a worker stuck on a
+    /// hung device may be left behind at the end.
+    pub fn was_abandoned(&self) -> bool {
+        self.lock().panicked
     }
 
     /// Watches the lanes until dispatching has ended: warns about a lane that has finished
@@ -609,6 +671,12 @@ impl<T> Dispatcher<T> {
             .unwrap_or_default()
     }
 
+    /// After a give-up: the output ends before this batch (the lowest batch the given-up lanes
+    /// held, or a lower one dropped at the stop).
+    pub fn cut(&self) -> Option<u64> {
+        self.lock().given_up.as_ref().map(|g| g.cut)
+    }
+
     /// The window as it stands (`State::window`).
     pub fn window(&self) -> u64 {
         self.lock().window()
@@ -659,6 +727,7 @@ mod tests {
     use crate::fft::lanes::SpeedSide;
     use crate::fft::{EngineError, HostBuf, InputKind, Scale};
     use crate::window::WindowKind;
+    use crossbeam_channel::TryRecvError;
 
     fn batch(id: u64) -> Batch<f32> {
         Batch {
@@ -887,6 +956,89 @@ mod tests {
             !d.send(batch(5), 1, &waited),
             "no lane takes batches any more"
         );
+        drop(producer);
+        let _ = b.join();
+    }
+    #[test]
+    fn a_computed_batch_waiting_for_the_output_is_no_stall_but_stays_in_the_window() {
+        let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+        let _producer = d.producer();
+        let (ia, rx_a) = d
+            .add_lane(lane("a"), LaneSpeed::Even, 1, |_| {})
+            .expect("a");
+        let waited = AtomicU64::new(0);
+        assert!(d.send(batch(0), ia, &waited));
+        let got = rx_a.try_recv().expect("batch 0");
+        d.received(ia, got.id);
+        // computed, then blocked on a slow stage after the workers
+        d.computed(ia, got.id);
+        let window = d.window();
+        let mut state = d.lock();
+        let (now, long_ago) = (Instant::now(), Instant::now() - Duration::from_secs(60));
+        state.warn_stalls(now + Duration::from_secs(60), Duration::from_millis(1));
+        assert!(state.lanes[ia].warned.is_none(), "no stall warning");
+        state.give_up_stalled(now + Duration::from_secs(60), long_ago, Duration::ZERO);
+        assert!(state.given_up.is_none() && !state.closed, "not given up");
+        assert_eq!(state.oldest, 0, "still unfinished");
+        assert!(!state.within_window(window), "and still holds the window");
+        drop(state);
+        d.finished(ia, got.id);
+        assert!(d.lock().within_window(window));
+    }
+
+    #[test]
+    fn a_batch_dropped_when_a_give_up_closes_the_queues_lowers_the_cut() {
+        let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+        let producer = d.producer();
+        let (ia, rx_a) = d
+            .add_lane(lane("a"), LaneSpeed::Even, 1, |_| {})
+            .expect("a");
+        let waited = AtomicU64::new(0);
+        // a producer still fills batch 0 while batch 1 hangs on the device
+        assert!(d.send(batch(1), ia, &waited));
+        let stuck = rx_a.try_recv().expect("batch 1");
+        d.received(ia, stuck.id);
+        let abandoned = d.abandoned();
+        let now = Instant::now();
+        d.lock().give_up_stalled(now, now, Duration::ZERO);
+        assert_eq!(d.cut(), Some(1));
+        assert!(
+            matches!(abandoned.try_recv(), Err(TryRecvError::Empty)),
+            "batch 0 is not settled yet"
+        );
+        // the queues are closed: batch 0 is dropped, and the output ends before it
+        assert!(!d.send(batch(0), ia, &waited));
+        assert_eq!(d.cut(), Some(0));
+        assert!(matches!(
+            abandoned.try_recv(),
+            Err(TryRecvError::Disconnected)
+        ));
+        drop(producer);
+    }
+
+    #[test]
+    fn a_panic_while_a_lane_hangs_releases_the_stage_after_the_workers() {
+        let (d, ended) = Dispatcher::<f32>::new(LaneSet::new(true));
+        let d = Arc::new(d);
+        let producer = d.producer();
+        let (_ia, _rx_a, b) = one_stuck_lane(&d);
+        let abandoned = d.abandoned();
+        assert!(matches!(abandoned.try_recv(), Err(TryRecvError::Empty)));
+        // another worker panics (`AbandonOnPanic`): nothing gave lane a up
+        d.abandon();
+        assert!(d.was_abandoned() && d.given_up().is_empty());
+        assert!(matches!(
+            abandoned.try_recv(),
+            Err(TryRecvError::Disconnected)
+        ));
+        assert!(matches!(ended.try_recv(), Err(TryRecvError::Disconnected)));
+        // the watch ends too
+        let (stop, interrupted) = (AtomicBool::new(false), AtomicBool::new(false));
+        let flags = StopFlags {
+            stop: &stop,
+            interrupted: &interrupted,
+        };
+        d.watch(&ended, flags);
         drop(producer);
         let _ = b.join();
     }

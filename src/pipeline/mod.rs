@@ -411,7 +411,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     });
     // the workers have ended, but those stuck on a lane the run gave up (never to return)
     let given_up = dispatcher.given_up();
-    worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane));
+    // after a worker's panic a worker may be stuck on a hung device: it is not waited for long
+    let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
+    worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane), patience);
 
     if settings.stats {
         let shares = device_shares(&lane_set);
@@ -437,7 +439,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     }
     let error = control.take_error().or_else(|| {
         let interrupted = signals.interrupted.load(Ordering::Relaxed);
-        (!interrupted).then(|| stalled_error(&given_up)).flatten()
+        let cut = dispatcher.cut();
+        (!interrupted)
+            .then(|| stalled_error(&given_up, cut))
+            .flatten()
     });
     if let Some(e) = error {
         if let Some(view) = live_view {
@@ -502,6 +507,10 @@ fn join_lane<T: Sample>(
     Some((queue, lane.engines))
 }
 
+/// After a worker's panic, how long the other workers are waited for at the end (one may be
+/// stuck on a hung device for good; the panic goes on once they are joined).
+const PANIC_JOIN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The FFT workers' threads. They are not scoped: a worker stuck on a hung device never returns,
 /// and the run must still be able to end (`dispatch`); the others are joined at the end.
 #[derive(Default)]
@@ -536,14 +545,25 @@ impl WorkerThreads {
         self.threads.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for every worker but those of the lanes `left` names (given up: stuck for good);
-    /// a worker's panic goes on from here once all are joined.
-    fn join(&self, left: impl Fn(LaneId) -> bool) {
+    /// Waits for every worker but those of the lanes `left` names (given up: stuck for good),
+    /// and with `patience` (after a worker's panic, when nothing gave a hung lane up) only for
+    /// that long in all: a worker still running then is left behind. A worker's panic goes on
+    /// from here once all are joined.
+    fn join(&self, left: impl Fn(LaneId) -> bool, patience: Option<std::time::Duration>) {
         let threads = std::mem::take(&mut *self.lock());
+        let deadline = patience.map(|p| std::time::Instant::now() + p);
         let mut panicked = None;
         for (lane, thread) in threads {
             if left(lane) {
                 continue;
+            }
+            if let Some(deadline) = deadline {
+                while !thread.is_finished() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                if !thread.is_finished() {
+                    continue; // stuck (a hung device): it never returns
+                }
             }
             if let Err(panic) = thread.join() {
                 panicked.get_or_insert(panic);
@@ -557,14 +577,15 @@ impl WorkerThreads {
 
 /// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a
 /// limit, a closed output): frames it should have written may be missing.
-fn stalled_error(given_up: &[(LaneId, String, u64)]) -> Option<FftdError> {
+fn stalled_error(given_up: &[(LaneId, String, u64)], cut: Option<u64>) -> Option<FftdError> {
     let stuck: Vec<String> = given_up
         .iter()
         .map(|(_, title, batch)| format!("{title} did not finish batch {batch}"))
         .collect();
+    let ends = cut.map_or("early".to_string(), |cut| format!("before batch {cut}"));
     (!stuck.is_empty()).then(|| {
         FftdError::Runtime(format!(
-            "{}: given up after the stop, the output ends early",
+            "{}: given up after the stop, the output ends {ends}",
             stuck.join("; ")
         ))
     })

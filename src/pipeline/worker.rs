@@ -143,6 +143,8 @@ pub fn run_worker<T: Sample>(
                 let counters = &queue.lane.counters;
                 counters.batches.fetch_add(1, Ordering::Relaxed);
                 counters.frames.fetch_add(frames as u64, Ordering::Relaxed);
+                // the device is done: a slow stage after the workers is not a stall
+                ctx.dispatcher.computed(queue.id, id);
                 if tx.send(done).is_err() {
                     failed = true;
                 }
