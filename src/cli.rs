@@ -25,7 +25,8 @@ pub struct Cli {
     #[command(flatten)]
     pub options: Options,
 
-    /// NATS credentials and TLS for fleet workers (`--file nats://...`).
+    /// NATS credentials and TLS for fleet workers (`--file nats://...`) and for a run publishing
+    /// its rows (`--output nats://...`).
     #[command(flatten)]
     pub nats: crate::fleet::connect::NatsArgs,
 }

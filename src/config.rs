@@ -372,9 +372,12 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             }
             return Ok(None);
         }
-        (0, Some(_)) => return usage(
-            "--output nats://... is where fleet workers publish (--file nats://HOST:PORT/STREAM/CONSUMER); to analyse a recording through the fleet, send it with fftd publish",
-        ),
+        (0, Some(_)) => {
+            if o.idle_exit.is_some() {
+                return usage("--idle-exit is for fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER)");
+            }
+            return Ok(None); // a local run publishing its rows (`nats_output`)
+        }
         (_, None) => return usage(
             "a fleet worker (--file nats://...) publishes its rows: give --output nats://HOST:PORT/SUBJECT",
         ),
@@ -454,6 +457,48 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     }))
 }
 
+/// A local run's rows published to NATS (`--output nats://HOST:PORT/SUBJECT` with file or
+/// microphone input), one message per row as a fleet worker publishes them (`sink::nats`).
+#[derive(Clone, Debug)]
+pub struct NatsOutput {
+    pub url: crate::fleet::url::NatsUrl,
+    pub subject: String,
+    /// Credentials and TLS (the command line's `--nats-*` flags, set by `main`).
+    pub nats: crate::fleet::connect::NatsArgs,
+}
+
+/// `--output nats://...` of a local run: its subject, and the options it cannot take refused
+/// (one message per row: no whole-file formats, no per-stream files). Rows default to f32.
+fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
+    use crate::fleet::url::{is_nats_url, NatsUrl};
+    let Some(text) = o.output.as_ref().and_then(|p| p.to_str()) else {
+        return Ok(None);
+    };
+    if !is_nats_url(text) {
+        return Ok(None);
+    }
+    let url = NatsUrl::parse("--output", text).map_err(FftdError::Usage)?;
+    let subject = url.subject("--output").map_err(FftdError::Usage)?;
+    if o.output_dir.is_some() {
+        return Err(FftdError::Usage(
+            "use either --output or --output-dir, not both".into(),
+        ));
+    }
+    if let Some(format @ (OutputFormat::Npy | OutputFormat::Png)) = o.format {
+        return Err(FftdError::Usage(format!(
+            "--format {} cannot go to --output nats://... (one message per row: text, csv, ndjson or f32)",
+            format.name()
+        )));
+    }
+    o.format = Some(o.format.unwrap_or(OutputFormat::F32));
+    o.output = None;
+    Ok(Some(NatsOutput {
+        url,
+        subject,
+        nats: Default::default(),
+    }))
+}
+
 /// Where the signal comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
@@ -504,6 +549,8 @@ pub struct Settings {
     pub realtime: bool,
     /// A fleet worker: where it takes blocks and publishes rows (`--file nats://...`).
     pub fleet: Option<FleetIo>,
+    /// A local run publishing its rows to NATS (`--output nats://...`).
+    pub nats_output: Option<NatsOutput>,
 }
 
 impl Settings {
@@ -536,6 +583,7 @@ impl Settings {
                 })?
             });
         }
+        let nats_output = nats_output(&mut o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
             (false, None) => Input::Files(o.file),
@@ -688,6 +736,7 @@ impl Settings {
             serve,
             realtime: o.realtime,
             fleet: None,
+            nats_output,
         })
     }
 

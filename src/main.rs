@@ -37,7 +37,10 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         }
         Some(Command::Fleet(command)) => fftd::fleet::run_fleet(&command),
         None => {
-            let settings = Settings::resolve(cli.options, cli.config.as_deref())?;
+            let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
+            if let Some(output) = settings.nats_output.as_mut() {
+                output.nats = cli.nats.clone();
+            }
             let signals = fftd::pipeline::Signals::default();
             install_signal_handlers(&signals)?;
             match &settings.fleet {

@@ -5,7 +5,7 @@
 //! recognised as duplicates, while another analysis of the same blocks makes new rows.
 
 use super::block::{decode_samples, BlockHeader};
-use super::ids::fingerprint;
+use super::ids::{fingerprint, Origin};
 use super::publish_acked::Outgoing;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
@@ -35,15 +35,21 @@ fn is_from_fftd(message: &Message) -> bool {
 
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
+/// Products (a local run's `--average`, `--bands`, `--fmin`/`--fmax`; workers refuse them) make
+/// other rows too.
 pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
-    fingerprint(&format!(
+    let mut description = format!(
         "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
         settings.window,
         settings.scale.name(),
         settings.format.name(),
         settings.fftshift,
         settings.precision
-    ))
+    );
+    if !settings.products.is_plain() {
+        description.push_str(&format!(";products={:?}", settings.products));
+    }
+    fingerprint(&description)
 }
 
 /// A worker's transform state: the engine, the encoder and scratch buffers.
@@ -167,13 +173,15 @@ impl<T: Sample> Work<'_, T> {
             self.encoder.encode(&row, &mut bytes);
             rows.push(Outgoing {
                 headers: RowHeaders {
-                    block: header,
+                    origin: shape.origin(subject),
                     frame,
                     time_s,
                     scale,
                     bins,
+                    n: shape.n,
+                    hop: shape.hop,
                 }
-                .to_headers(subject, &self.analysis),
+                .to_headers(&self.analysis),
                 payload: bytes.into(),
             });
         }
@@ -181,31 +189,35 @@ impl<T: Sample> Work<'_, T> {
     }
 }
 
-/// What a row's headers say.
-struct RowHeaders<'a> {
-    block: &'a BlockHeader,
-    frame: u64,
-    time_s: f64,
-    scale: &'a str,
-    bins: usize,
+/// What a row's headers say: where it belongs (`Origin`: subject, source, run, stream), which
+/// frame it is and how it was made. A fleet worker's rows and a local run's (`sink::nats`) carry
+/// the same headers.
+pub struct RowHeaders<'a> {
+    pub origin: Origin<'a>,
+    pub frame: u64,
+    pub time_s: f64,
+    pub scale: &'a str,
+    pub bins: usize,
+    pub n: usize,
+    pub hop: usize,
 }
 
 impl RowHeaders<'_> {
     /// `source`, `run`, `stream`, `frame`, `time_s`, `scale`, `bins`, `n`, `hop`, and the
-    /// `Nats-Msg-Id` of the row on `subject` under `analysis`.
-    fn to_headers(&self, subject: &str, analysis: &str) -> HeaderMap {
-        let shape = &self.block.shape;
+    /// `Nats-Msg-Id` of the row under `analysis`.
+    pub fn to_headers(&self, analysis: &str) -> HeaderMap {
+        let origin = &self.origin;
         let mut h = HeaderMap::new();
-        h.insert("source", shape.source.as_str());
-        h.insert("run", shape.run.as_str());
-        h.insert("stream", shape.stream.to_string().as_str());
+        h.insert("source", origin.source);
+        h.insert("run", origin.run);
+        h.insert("stream", origin.stream.to_string().as_str());
         h.insert("frame", self.frame.to_string().as_str());
         h.insert("time_s", ryu::Buffer::new().format(self.time_s));
         h.insert("scale", self.scale);
         h.insert("bins", self.bins.to_string().as_str());
-        h.insert("n", shape.n.to_string().as_str());
-        h.insert("hop", shape.hop.to_string().as_str());
-        let id = shape.origin(subject).row_id(self.frame, analysis);
+        h.insert("n", self.n.to_string().as_str());
+        h.insert("hop", self.hop.to_string().as_str());
+        let id = origin.row_id(self.frame, analysis);
         h.insert("Nats-Msg-Id", id.as_str());
         h
     }

@@ -17,7 +17,7 @@ use crate::fft::{InputKind, Sample};
 use crate::serve::display::Fold;
 use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
-use crate::sink::{Encoder, SpectrumRow, StreamMeta};
+use crate::sink::{Encoder, RowMark, SpectrumRow, StreamMeta};
 use crate::stats::Counters;
 use crossbeam_channel::Sender;
 use std::ops::Range;
@@ -44,6 +44,8 @@ pub struct Encoded {
     pub frames: Vec<FrameMeta>,
     pub parts: Vec<Part>,
     pub bytes: Vec<u8>,
+    /// Every row, parallel to `frames`, when rows go out as messages (`--output nats://`).
+    pub marks: Vec<RowMark>,
     /// The rows as NDJSON for `/spectra`, when someone reads it.
     pub live: Option<Arc<LiveRows>>,
 }
@@ -73,6 +75,9 @@ pub struct EncodeStage<'a, T: Sample> {
     /// Outputs whose rows are written in place by these threads.
     pub placed: &'a PlacedOutputs,
     pub live: Option<LiveTap<'a, T>>,
+    /// Whether each row's place is marked (`Encoded::marks`), for outputs that send a message
+    /// per row.
+    pub mark_rows: bool,
 }
 
 pub fn run_encoder<T: Sample>(
@@ -129,6 +134,7 @@ fn encode_batch<T: Sample>(
     }
     let mut bytes = stage.bytes_pool.take();
     let mut parts: Vec<Part> = Vec::new();
+    let mut marks = Vec::with_capacity(if stage.mark_rows { frames.len() } else { 0 });
     let mut live_rows = stage
         .live
         .as_ref()
@@ -163,9 +169,19 @@ fn encode_batch<T: Sample>(
             n: spec.n,
             values: row_values,
         };
+        let row_start = bytes.len();
         match stage.placed.get(output) {
             Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(&row, out))?,
             None => stage.encoder.encode(&row, &mut bytes),
+        }
+        if stage.mark_rows {
+            let part_start = parts.last().map_or(0, |p| p.bytes.start);
+            marks.push(RowMark {
+                stream: frame.stream,
+                frame: row.frame,
+                time_s: row.time_s,
+                bytes: row_start - part_start..bytes.len() - part_start,
+            });
         }
         if let Some(tap) = &stage.live {
             tap.fold(&row, &mut scratch.folds);
@@ -189,6 +205,7 @@ fn encode_batch<T: Sample>(
         frames,
         parts,
         bytes,
+        marks,
         live: live_rows.map(Arc::new),
     })
 }

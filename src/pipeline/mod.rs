@@ -31,6 +31,7 @@ use crate::limits;
 use crate::products::{Finish, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
+use crate::sink::nats::NatsRows;
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
@@ -199,7 +200,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         None => planned_rows(&ranged, &streams, &sequential),
         Some(_) => vec![None; streams.len()], // rows per interval are known only as they come
     };
-    let frame_n = framing.n;
+    let (frame_n, frame_hop) = (framing.n, framing.hop);
     let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
     // (--realtime: every input plays at once, each paced by its own reader)
@@ -232,9 +233,14 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         frame_n,
         values_of,
     );
-    let dests = match settings.format {
-        OutputFormat::Png => image_destinations(settings, &plan, &streams)?,
-        _ => open_destinations(&*encoder, &plan, &placed)?,
+    let dests = match (&settings.nats_output, settings.format) {
+        (Some(output), _) => {
+            let framing = (frame_n, frame_hop);
+            let rows = NatsRows::connect(output, &output.nats, settings, &streams, framing)?;
+            vec![Destination::Messages(Box::new(rows))]
+        }
+        (None, OutputFormat::Png) => image_destinations(settings, &plan, &streams)?,
+        (None, _) => open_destinations(&*encoder, &plan, &placed)?,
     };
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
@@ -306,6 +312,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         bytes_pool: &bytes_pool,
         placed: &placed,
         live: live_tap,
+        mark_rows: settings.nats_output.is_some(),
     };
 
     let mut late_builder = None;
@@ -665,7 +672,9 @@ fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPla
             writer_of: (0..streams.len()).collect(),
         });
     }
-    if streams.len() > 1 && !format.carries_stream_id() {
+    // every message says its stream (`sink::nats`)
+    let tagged = format.carries_stream_id() || settings.nats_output.is_some();
+    if streams.len() > 1 && !tagged {
         return Err(FftdError::Usage(format!(
             "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
             streams.len(),

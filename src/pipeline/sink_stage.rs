@@ -105,6 +105,7 @@ fn write_batch<T: Sample>(
             bins: batch.bins,
             count: frames.len() as u64,
             bytes: &batch.bytes[part.bytes.clone()],
+            marks: batch.marks.get(part.frames.clone()).unwrap_or_default(),
         };
         if let Err(e) = outputs.write(part.output, &rows) {
             report_write_error(e, &outputs.describe(part.output), control);

@@ -4,10 +4,14 @@
 //! Writes go through a buffer held only while the file is open; buffers larger than it are
 //! written directly.
 //!
+//! A NATS subject (`--output nats://...`, `nats::NatsRows`) takes rows, each its own message,
+//! rather than bytes; it counts as always open.
+//!
 //! An image (`--format png`) is a whole-output destination: it takes level records as they come
 //! (`png::ImageFile`), holds no descriptor while it does (it counts as always open, so it is never
 //! closed to make room), and is drawn and written when it is closed at the end of the run.
 
+use super::nats::NatsRows;
 use super::png::ImageFile;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -28,6 +32,8 @@ pub enum Destination {
     },
     /// A PNG image, written whole when closed.
     Image(Box<ImageFile>),
+    /// A NATS subject, a message per row (`nats`): `output::Outputs` hands it rows, not bytes.
+    Messages(Box<NatsRows>),
 }
 
 impl Destination {
@@ -50,13 +56,14 @@ impl Destination {
             Destination::Stdout(_) => "stdout".to_string(),
             Destination::File { path, .. } => path.display().to_string(),
             Destination::Image(image) => image.path().display().to_string(),
+            Destination::Messages(messages) => messages.describe(),
         }
     }
 
     /// Whether writes can go through now (stdout and images always; a file once opened).
     pub fn is_open(&self) -> bool {
         match self {
-            Destination::Stdout(_) | Destination::Image(_) => true,
+            Destination::Stdout(_) | Destination::Image(_) | Destination::Messages(_) => true,
             Destination::File { file, .. } => file.is_some(),
         }
     }
@@ -88,6 +95,7 @@ impl Destination {
         match self {
             Destination::Stdout(w) => w.flush(),
             Destination::Image(image) => image.finish(),
+            Destination::Messages(messages) => messages.finish(),
             Destination::File { file, .. } => match file.take() {
                 Some(mut f) => f.flush(),
                 None => Ok(()),
@@ -111,6 +119,11 @@ impl Destination {
         }
     }
 
+    /// Bytes without row marks cannot become messages (`output::Outputs` sends rows).
+    fn rows_only() -> io::Error {
+        io::Error::new(io::ErrorKind::Unsupported, "a NATS output takes rows")
+    }
+
     fn not_open() -> io::Error {
         io::Error::other("output file is not open")
     }
@@ -123,6 +136,7 @@ impl Write for Destination {
             Destination::File { file: Some(f), .. } => f.write(buf),
             Destination::File { file: None, .. } => Err(Self::not_open()),
             Destination::Image(image) => image.write(buf),
+            Destination::Messages(_) => Err(Self::rows_only()),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -131,13 +145,16 @@ impl Write for Destination {
             Destination::File { file: Some(f), .. } => f.write_all(buf),
             Destination::File { file: None, .. } => Err(Self::not_open()),
             Destination::Image(image) => image.write_all(buf),
+            Destination::Messages(_) => Err(Self::rows_only()),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => w.flush(),
             Destination::File { file: Some(f), .. } => f.flush(),
-            Destination::File { file: None, .. } | Destination::Image(_) => Ok(()),
+            Destination::File { file: None, .. }
+            | Destination::Image(_)
+            | Destination::Messages(_) => Ok(()),
         }
     }
 }

@@ -9,6 +9,8 @@
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
 //! - `npy`: a 2-D (frames × bins) NumPy array file; needs a real file (the header is rewritten at
 //!   the end with the frame count).
+//! - any of text, csv, ndjson and f32 to `--output nats://HOST:PORT/SUBJECT` (`nats`): one
+//!   JetStream message per row, with headers saying which row it is (docs/fleet.md).
 //! - `png`: a spectrogram image per stream (`png`: level records → `spectrogram` reduction →
 //!   `plot` drawing), written whole at the end of the run; needs a real file.
 //!
@@ -24,6 +26,7 @@
 pub mod csv;
 pub mod destination;
 pub mod meta;
+pub mod nats;
 pub mod ndjson;
 pub mod npy;
 pub mod output;
@@ -102,6 +105,17 @@ impl OutputFormat {
     pub fn carries_stream_id(self) -> bool {
         matches!(self, OutputFormat::Csv | OutputFormat::Ndjson)
     }
+}
+
+/// One row of an encoded output part, for destinations that send each row as a message of its
+/// own (`nats`): which row it is and where its bytes lie in the part.
+#[derive(Clone, Debug)]
+pub struct RowMark {
+    pub stream: usize,
+    pub frame: u64,
+    pub time_s: f64,
+    /// The row's bytes: a range of the part's bytes (`output::Rows::bytes`).
+    pub bytes: std::ops::Range<usize>,
 }
 
 /// What a sink needs to know about a stream.

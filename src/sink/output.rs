@@ -47,6 +47,8 @@ pub struct Rows<'a> {
     /// Number of rows.
     pub count: u64,
     pub bytes: &'a [u8],
+    /// Each row, when the run sends rows as messages (`--output nats://`); else empty.
+    pub marks: &'a [super::RowMark],
 }
 
 struct Output {
@@ -159,6 +161,10 @@ impl<'a, T: Sample> Outputs<'a, T> {
             out.frames += rows.count; // already in place
             return Ok(());
         }
+        if let Destination::Messages(messages) = &mut out.dest {
+            out.frames += rows.count;
+            return messages.send(rows); // no preamble: every message is one row
+        }
         self.touch(i)?;
         let out = &mut self.outputs[i];
         if !out.started {
@@ -206,6 +212,9 @@ impl<'a, T: Sample> Outputs<'a, T> {
     }
 
     fn finish_one(&mut self, i: usize) -> io::Result<()> {
+        if let Destination::Messages(messages) = &mut self.outputs[i].dest {
+            return messages.finish(); // every row acknowledged
+        }
         let out = &self.outputs[i];
         let header = self.encoder.final_header(out.frames, out.bins.unwrap_or(0));
         if let Some(placed) = self.placed.get(i) {

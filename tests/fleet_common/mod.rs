@@ -239,7 +239,67 @@ pub fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)
     })
 }
 
-/// Messages in a stream now.
+/// A message stored in SPECTRA: its headers (first value of each) and payload.
+pub struct StoredMessage {
+    pub headers: BTreeMap<String, String>,
+    pub payload: Vec<u8>,
+}
+
+impl StoredMessage {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .unwrap_or_else(|| panic!("no '{name}' header"))
+    }
+
+    pub fn number(&self, name: &str) -> u64 {
+        self.header(name).parse().expect(name)
+    }
+}
+
+/// Every message SPECTRA holds, in the order stored.
+pub fn stored_messages(server: &NatsServer) -> Vec<StoredMessage> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let (stream, total) = spectra(server).await;
+        let consumer = stream
+            .create_consumer(jetstream::consumer::pull::Config {
+                ack_policy: jetstream::consumer::AckPolicy::None,
+                ..Default::default()
+            })
+            .await
+            .expect("consumer");
+        let mut stored = Vec::new();
+        while (stored.len() as u64) < total {
+            use futures_util::StreamExt;
+            let mut batch = consumer
+                .fetch()
+                .max_messages(1000)
+                .expires(Duration::from_secs(2))
+                .messages()
+                .await
+                .expect("fetch");
+            while let Some(m) = batch.next().await {
+                let m = m.expect("message");
+                let headers = m
+                    .headers
+                    .iter()
+                    .flat_map(|h| h.iter())
+                    .filter_map(|(k, v)| {
+                        let value = v.first()?.as_str().to_string();
+                        Some((AsRef::<str>::as_ref(k).to_string(), value))
+                    })
+                    .collect();
+                stored.push(StoredMessage {
+                    headers,
+                    payload: m.payload.to_vec(),
+                });
+            }
+        }
+        stored
+    })
+}
+
 /// Messages stored in `stream`; None when the server or the stream cannot be asked (a restart).
 pub fn messages_in(server: &NatsServer, stream: &str) -> Option<u64> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
