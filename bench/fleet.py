@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fleet throughput on this machine: one local nats-server (JetStream, file store on loopback),
-`fftd publish` and 3 workers, against a local `fftd --file` of the same recording.
+`fftd publish` and 3 workers, and one local run publishing its rows itself (`--output nats://`),
+against a local `fftd --file` of the same recording written to a file.
 
 Reports the local run's rows/s and samples/s, the fleet's aggregate (from the publisher's start
 until the spectra stream holds every row, read from the server's monitoring endpoint /jsz), and
@@ -11,7 +12,7 @@ the ratio. Needs nats-server (scripts/deps.sh --test) and a release build.
 
 FFTD names the fftd binary (default target/release/fftd).
 """
-import argparse, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, contextlib, json, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import urllib.request
 
 FFTD = os.environ.get("FFTD", os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release", "fftd"))
@@ -37,7 +38,10 @@ def frames_of(samples, n, hop):
     return 1 if samples <= n else -(-(samples - n) // hop) + 1
 
 
-def fleet_run(args, path, rows):
+@contextlib.contextmanager
+def nats_server(args):
+    """A nats-server with JetStream on free loopback ports and the fleet's streams set up; yields
+    (its address, its monitoring port)."""
     tmp = tempfile.mkdtemp(prefix="fftd-fleet-bench-")
     port, mport = free_port(), free_port()
     server = subprocess.Popen([args.nats_server, "-js", "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
@@ -52,6 +56,15 @@ def fleet_run(args, path, rows):
         url = f"nats://127.0.0.1:{port}"
         setup = [FFTD, "fleet", "setup", "--server", url] + (["--memory"] if args.memory else [])
         subprocess.run(setup, check=True, stdout=subprocess.DEVNULL)
+        yield url, mport
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fleet_run(args, path, rows):
+    with nats_server(args) as (url, mport):
         framing = ["--frame", str(args.frame), "--hop", str(args.hop)]
         workers = [subprocess.Popen([FFTD, "--file", f"{url}/FRAMES/workers", "--output", f"{url}/spectra.bench",
                                      "--device", args.worker_device, "--format", "f32", *framing])
@@ -69,10 +82,21 @@ def fleet_run(args, path, rows):
         for w in workers:
             w.wait(timeout=30)
         return elapsed, published
-    finally:
-        server.terminate()
-        server.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def direct_run(args, path, rows):
+    """One local run publishing its rows itself (--output nats://): it exits once every row is
+    acknowledged, and the stream is checked to hold them all."""
+    with nats_server(args) as (url, mport):
+        started = time.perf_counter()
+        subprocess.run([FFTD, "--file", path, "--rate", "48000", "--frame", str(args.frame), "--hop", str(args.hop),
+                        "--device", "cpu", "--format", "f32", "--output", f"{url}/spectra.bench", "--quiet"],
+                       check=True)
+        elapsed = time.perf_counter() - started
+        stored = stream_messages(mport, "SPECTRA")
+        if stored != rows:
+            sys.exit(f"--output nats:// stored {stored} rows, expected {rows}")
+        return elapsed
 
 
 def local_run(args, path):
@@ -109,6 +133,7 @@ def main():
     rows = frames_of(args.samples, args.frame, args.hop)
     local = statistics.median(local_run(args, path) for _ in range(args.runs))
     fleet = [fleet_run(args, path, rows) for _ in range(args.runs)]
+    direct = statistics.median(direct_run(args, path, rows) for _ in range(args.runs))
     fleet_s = statistics.median(f[0] for f in fleet)
     publish_s = statistics.median(f[1] for f in fleet)
     print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {args.frame // 2 + 1} bins")
@@ -116,7 +141,9 @@ def main():
     store = "memory" if args.memory else "file"
     print(f"fleet ({args.workers} workers --device {args.worker_device}, 1 server, {store} store): {fleet_s:7.3f} s  {rows / fleet_s:10.0f} rows/s  "
           f"{args.samples / fleet_s / 1e6:7.2f} Msamples/s  (publish alone {publish_s:.3f} s)")
-    print(f"fleet / local time: {fleet_s / local:.2f}x (median of {args.runs} runs each)")
+    print(f"local fftd --output nats://: {direct:7.3f} s  {rows / direct:10.0f} rows/s  {args.samples / direct / 1e6:7.2f} Msamples/s")
+    print(f"fleet / local time: {fleet_s / local:.2f}x; --output nats:// / local time: {direct / local:.2f}x "
+          f"(median of {args.runs} runs each)")
 
 
 if __name__ == "__main__":

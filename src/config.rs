@@ -355,7 +355,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
 
 /// A fleet worker's addresses (`--file nats://HOST:PORT/STREAM/CONSUMER`,
 /// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
-/// that needs a whole stream in one process (averages, bands, limits, images, the live view).
+/// that needs a whole stream in one process (averages, limits, images, the live view).
 fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     use crate::fleet::url::{is_nats_url, NatsUrl};
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
@@ -390,10 +390,6 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         (o.mic.is_some(), "--mic"),
         (o.output_dir.is_some(), "--output-dir"),
         (o.average.is_some() || o.average_mode.is_some(), "--average"),
-        (
-            o.bands.is_some() || o.fmin.is_some() || o.fmax.is_some(),
-            "--bands/--fmin/--fmax",
-        ),
         (
             o.max_frames.is_some() || o.duration.is_some(),
             "--max-frames/--duration",

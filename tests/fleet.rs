@@ -160,6 +160,56 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
 }
 
 #[test]
+fn workers_make_bands_and_ranges_exactly_as_a_local_run() {
+    if !have_server() {
+        return;
+    }
+    for analysis in [
+        &["--bands", "mel:40", "--scale", "db"][..],
+        &["--fmin", "500", "--fmax", "2000.5", "--scale", "power"][..],
+    ] {
+        let (_dir, server, wav) = published_recording(40_000, "30");
+        let mut flags = vec!["--idle-exit", "3"];
+        flags.extend(analysis);
+        eprintln!("{}", finish(worker_with(&server, &flags), "worker"));
+        let mut local = vec!["--file", wav.to_str().expect("utf-8"), "--device", "cpu"];
+        local.extend(FRAMING);
+        local.extend(analysis);
+        local.extend(["--format", "f32"]);
+        let out = run(&local);
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        let got = stored_rows(&server);
+        let row_bytes = out.stdout.len() / got.len().max(1);
+        assert!(
+            row_bytes < (512 / 2 + 1) * 4,
+            "{analysis:?}: rows are the product's"
+        );
+        assert_eq!(
+            out.stdout.len() % got.len(),
+            0,
+            "{analysis:?}: rows stored vs local"
+        );
+        for (frame, want) in out.stdout.chunks(row_bytes).enumerate() {
+            let (payload, times) = got.get(&(0, frame as u64)).expect("every frame stored");
+            assert_eq!(
+                *times, 1,
+                "{analysis:?}: frame {frame} stored {times} times"
+            );
+            assert!(payload == want, "{analysis:?}: frame {frame} differs");
+        }
+    }
+    // a range the blocks' stream cannot have: a usage error naming the block, which goes back
+    let (_dir, server, _) = published_recording(40_000, "30");
+    let out = worker_with(&server, &["--idle-exit", "3", "--fmin", "5000"])
+        .wait_with_output()
+        .expect("worker ends");
+    assert_clean_error(&out, 2, &["block rec/0", "no frequency bin"]);
+    assert_eq!(messages_in(&server, "SPECTRA"), Some(0));
+    let blocks = messages_in(&server, "FRAMES").expect("FRAMES");
+    assert!(blocks > 0, "the blocks stay on the work stream");
+}
+
+#[test]
 fn a_server_restart_mid_run_loses_nothing() {
     if !have_server() {
         return;

@@ -10,9 +10,11 @@ use super::publish_acked::Outgoing;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
 use crate::fft::{Engine, InputKind, Sample, TransformSpec};
+use crate::products::Shaping;
 use crate::sink::{Encoder, SpectrumRow, StreamMeta};
 use async_nats::jetstream::Message;
 use async_nats::HeaderMap;
+use std::sync::Arc;
 
 /// What becomes of a message from the work stream.
 pub enum Taken {
@@ -52,21 +54,56 @@ pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
     fingerprint(&description)
 }
 
-/// A worker's transform state: the engine, the encoder and scratch buffers.
+/// A worker's transform state: the engine, the encoder, the per-frame products and scratch
+/// buffers.
 pub struct Work<'a, T: Sample> {
-    pub settings: &'a Settings,
-    pub n: usize,
-    pub hop: usize,
-    pub engine: &'a mut dyn Engine<T>,
-    pub encoder: &'a dyn Encoder<T>,
+    settings: &'a Settings,
+    n: usize,
+    hop: usize,
+    engine: &'a mut dyn Engine<T>,
+    encoder: &'a dyn Encoder<T>,
     /// `analysis_of` the worker's settings, the last part of its rows' ids.
-    pub analysis: String,
-    pub input: Vec<T>,
-    pub spectra: Vec<T>,
-    pub shifted: Vec<T>,
+    analysis: String,
+    /// `--bands`, `--fmin`/`--fmax`: planned for each kind and rate of the blocks met.
+    products: Vec<BlockProducts>,
+    input: Vec<T>,
+    spectra: Vec<T>,
+    /// Product rows of a block (`--bands`, `--fmin`/`--fmax`).
+    shaped: Vec<T>,
+    shifted: Vec<T>,
 }
 
-impl<T: Sample> Work<'_, T> {
+/// The per-frame products for the blocks of one kind and rate (as a local run plans them per
+/// stream: `products::Shaping`), and the frequency of each column they make.
+struct BlockProducts {
+    kind: InputKind,
+    rate: f64,
+    shaping: Shaping,
+    columns: Arc<Vec<f64>>,
+}
+
+impl<'a, T: Sample> Work<'a, T> {
+    pub fn new(
+        settings: &'a Settings,
+        (n, hop): (usize, usize),
+        engine: &'a mut dyn Engine<T>,
+        encoder: &'a dyn Encoder<T>,
+    ) -> Self {
+        Work {
+            settings,
+            n,
+            hop,
+            engine,
+            encoder,
+            analysis: analysis_of(settings, n, hop),
+            products: Vec::new(),
+            input: Vec::new(),
+            spectra: Vec::new(),
+            shaped: Vec::new(),
+            shifted: Vec::new(),
+        }
+    }
+
     /// What to do with one message from the work stream: its rows, ready to publish, and its
     /// sample count; or why it is not taken. A block cut with another framing is an error (the
     /// block goes back to the queue for a worker that matches).
@@ -108,10 +145,69 @@ impl<T: Sample> Work<'_, T> {
         self.engine
             .process(&spec, &self.input, header.frames, &mut self.spectra)
             .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
+        let columns = self.shape(&header, &spec)?;
         Ok(Taken::Rows(
-            self.encode_rows(&header, &spec, subject),
+            self.encode_rows(&header, &spec, columns, subject),
             header.samples as u64,
         ))
+    }
+
+    /// The block's product rows in `shaped` (`--bands`, `--fmin`/`--fmax`), and the frequency of
+    /// each of their columns; None without products. Products that cannot be made for the
+    /// block's stream (a range above its Nyquist, bands of complex input) are a usage error:
+    /// the block goes back to the queue.
+    fn shape(
+        &mut self,
+        header: &BlockHeader,
+        spec: &TransformSpec,
+    ) -> Result<Option<Arc<Vec<f64>>>> {
+        let shape = &header.shape;
+        let planned = self
+            .products
+            .iter()
+            .position(|p| p.kind == shape.kind && p.rate == shape.rate);
+        let at = match planned {
+            Some(at) => at,
+            None => {
+                let mut meta = [self.stream_meta(header)];
+                let products = &self.settings.products;
+                let made = Shaping::new(&mut meta, self.n, products, self.settings.scale)
+                    .map_err(|e| FftdError::Usage(format!("{}: {e}", header.describe())))?;
+                let (Some(shaping), Some(columns)) = (made, meta[0].columns.take()) else {
+                    return Ok(None); // no products
+                };
+                self.products.push(BlockProducts {
+                    kind: shape.kind,
+                    rate: shape.rate,
+                    shaping,
+                    columns,
+                });
+                self.products.len() - 1
+            }
+        };
+        let products = &self.products[at];
+        let width = products.columns.len() * spec.scale.values_per_bin();
+        self.shaped.clear();
+        self.shaped.resize(header.frames * width, T::zero());
+        let frames = header.frames;
+        products
+            .shaping
+            .shape(spec, frames, &self.spectra, &mut self.shaped);
+        Ok(Some(products.columns.clone()))
+    }
+
+    /// What the encoder needs to know of the block's stream.
+    fn stream_meta(&self, header: &BlockHeader) -> StreamMeta {
+        let shape = &header.shape;
+        StreamMeta {
+            id: shape.stream,
+            input: shape.source.clone(),
+            channel: shape.channel,
+            rate: shape.rate,
+            kind: shape.kind,
+            fftshift: self.settings.fftshift,
+            columns: None,
+        }
     }
 
     /// Frame j of the block: samples `j·hop .. j·hop + n` of the block, zero-padded past its end.
@@ -131,30 +227,34 @@ impl<T: Sample> Work<'_, T> {
     }
 
     /// One message per row: the row in the run's format, headers saying what it is.
+    /// `columns`: the products' columns, whose rows are in `shaped`; else the spectra are the
+    /// rows.
     fn encode_rows(
         &mut self,
         header: &BlockHeader,
         spec: &TransformSpec,
+        columns: Option<Arc<Vec<f64>>>,
         subject: &str,
     ) -> Vec<Outgoing> {
         let shape = &header.shape;
+        let shaped = columns.is_some();
         let stream = StreamMeta {
-            id: shape.stream,
-            input: shape.source.clone(),
-            channel: shape.channel,
-            rate: shape.rate,
-            kind: shape.kind,
-            fftshift: self.settings.fftshift,
-            columns: None,
+            columns,
+            ..self.stream_meta(header)
         };
-        let width = spec.values_out();
-        let bins = spec.bins();
+        let bins = match &stream.columns {
+            Some(columns) => columns.len(),
+            None => spec.bins(),
+        };
+        let width = bins * spec.scale.values_per_bin();
+        let rows_of = if shaped { &self.shaped } else { &self.spectra };
         let scale = self.settings.scale.name();
         let mut rows = Vec::with_capacity(header.frames);
         for j in 0..header.frames {
             let frame = header.first_frame + j as u64;
-            let mut values = &self.spectra[j * width..(j + 1) * width];
-            if stream.fftshift && stream.kind == InputKind::Complex {
+            let mut values = &rows_of[j * width..(j + 1) * width];
+            // products place their columns (shifted included) themselves
+            if stream.fftshift && stream.kind == InputKind::Complex && !shaped {
                 self.shifted.clear();
                 self.shifted.extend_from_slice(values);
                 self.shifted

@@ -18,7 +18,7 @@
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, Acked, Outgoing};
-use super::rows::{analysis_of, Taken, Work};
+use super::rows::{Taken, Work};
 use super::undelivered;
 use super::url::NatsUrl;
 use crate::config::Settings;
@@ -166,17 +166,7 @@ fn run_typed<T: Sample>(
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let rt = super::connect::runtime()?;
     let connected = connect(&rt, io, nats)?;
-    let mut work = Work {
-        settings,
-        n,
-        hop,
-        engine: engine.as_mut(),
-        encoder: &*encoder,
-        analysis: analysis_of(settings, n, hop),
-        input: Vec::new(),
-        spectra: Vec::new(),
-        shifted: Vec::new(),
-    };
+    let mut work = Work::new(settings, (n, hop), engine.as_mut(), &*encoder);
     let ack_wait = connected.consumer.cached_info().config.ack_wait;
     let mut flight = InFlight {
         rt: &rt,
