@@ -112,7 +112,7 @@ fn all_gpus() -> Result<Vec<LaneDevice>, FftdError> {
         return Ok(gpus.into_iter().map(LaneDevice::OpenCl).collect());
     }
     let entry = best("--device gpu:all")?;
-    super::router::info_once(
+    super::log_once::info_once(
         "gpu:all without a GPU".into(),
         &format!(
             "--device gpu:all: no GPU-type OpenCL device; using {} ({}) as --device gpu would",

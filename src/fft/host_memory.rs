@@ -102,7 +102,7 @@ impl<T: Copy + Default> HostBuf<T> {
         match pinned.map(|p| p.alloc(capacity)) {
             Some(Ok(block)) => HostBuf::pinned(block),
             Some(Err(e)) => {
-                crate::fft::router::info_once(
+                super::log_once::info_once(
                     "pinned allocation failed".into(),
                     &format!("pinned host memory unavailable ({e}); batches use heap memory"),
                 );

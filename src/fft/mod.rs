@@ -11,6 +11,7 @@ pub mod device_set;
 pub mod fault;
 pub mod host_memory;
 pub mod lanes;
+pub mod log_once;
 pub mod opencl;
 pub mod route_record;
 pub mod routed;

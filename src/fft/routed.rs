@@ -10,8 +10,8 @@
 use super::calibrate::Calibration;
 use super::cpu::CpuEngine;
 use super::lanes::{Lane, LaneSet};
+use super::log_once::info_once;
 use super::opencl::OpenClEngine;
-use super::router::info_once;
 use super::{BandWeights, Engine, EngineError, PinnedMemory, Sample, Segments, TransformSpec};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;

@@ -30,8 +30,7 @@ use super::route_record::{AutoRoute, RouteRecord};
 use super::routed::{Policy, RoutedEngine};
 use super::{Engine, Sample};
 use crate::error::FftdError;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Everything `build_engines_with` needs.
 #[derive(Clone, Debug)]
@@ -412,16 +411,5 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
                 },
             )
         }),
-    }
-}
-
-/// Logs `msg` at info level once per process per key (e.g. one line per unsupported size).
-pub(crate) fn info_once(key: String, msg: &str) {
-    static SEEN: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
-    if let Ok(mut s) = seen.lock() {
-        if s.insert(key) {
-            tracing::info!("{msg}");
-        }
     }
 }
