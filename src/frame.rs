@@ -116,6 +116,9 @@ pub struct Framer<T> {
     next_start: u64,
     seq: u64,
     total: u64,
+    /// No sample has come since a gap (`restart_at`): a tail frame now would hold only padding,
+    /// standing in for samples that were lost, so there is none.
+    after_gap: bool,
 }
 
 impl<T: Sample> Framer<T> {
@@ -148,6 +151,7 @@ impl<T: Sample> Framer<T> {
             next_start: 0,
             seq: 0,
             total: 0,
+            after_gap: false,
         })
     }
 
@@ -192,6 +196,7 @@ impl<T: Sample> Framer<T> {
         let w = self.width;
         let mut values = values;
         self.total += (values.len() / w) as u64;
+        self.after_gap &= values.is_empty();
         let n = match self.size {
             FrameSize::Whole => {
                 self.buf.try_reserve(values.len()).map_err(|_| {
@@ -274,7 +279,7 @@ impl<T: Sample> Framer<T> {
                 } else {
                     self.tail == Tail::Pad && (total - n as u64) % self.hop as u64 != 0
                 };
-                if pending_tail {
+                if pending_tail && !self.after_gap {
                     let start = self.next_start + self.skip;
                     let buf = std::mem::take(&mut self.buf);
                     let values = if self.skip > 0 { &[][..] } else { &buf[..] };
@@ -293,6 +298,7 @@ impl<T: Sample> Framer<T> {
         self.skip = 0;
         self.next_start = start;
         self.total = start;
+        self.after_gap = true;
     }
 }
 
@@ -313,6 +319,41 @@ pub fn expected_frames(samples: u64, n: u64, hop: u64, tail: Tail) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_that_ends_at_a_gap_gets_no_frame_of_padding_alone() {
+        let mut framer =
+            Framer::<f64>::new(0, FrameSize::Fixed(8), 4, Tail::Pad, InputKind::Real, 1.0)
+                .expect("framer");
+        let mut frames = Vec::new();
+        let mut keep = |f: Frame<f64>| {
+            frames.push((f.start, f.data.iter().filter(|&&v| v != 0.0).count()));
+            true
+        };
+        let samples: Vec<f64> = (1..=10).map(f64::from).collect();
+        framer.push(&samples, &mut keep).expect("push");
+        framer.restart_at(30); // samples 10..30 lost
+        framer.finish(&mut keep).expect("finish");
+        assert_eq!(
+            frames,
+            vec![(0, 8)],
+            "no frame after the gap: its samples were lost"
+        );
+        // samples after the gap: the tail frame holds them
+        let mut framer =
+            Framer::<f64>::new(0, FrameSize::Fixed(8), 4, Tail::Pad, InputKind::Real, 1.0)
+                .expect("framer");
+        let mut frames = Vec::new();
+        let mut keep = |f: Frame<f64>| {
+            frames.push((f.start, f.data.iter().filter(|&&v| v != 0.0).count()));
+            true
+        };
+        framer.push(&samples, &mut keep).expect("push");
+        framer.restart_at(30);
+        framer.push(&[1.0, 2.0, 3.0], &mut keep).expect("push");
+        framer.finish(&mut keep).expect("finish");
+        assert_eq!(frames, vec![(0, 8), (30, 3)]);
+    }
 
     fn cut(l: usize, n: usize, hop: usize, tail: Tail, chunk: usize) -> Vec<Frame<f64>> {
         let mut framer =
