@@ -11,27 +11,66 @@ use super::connect::one_line;
 use super::undelivered::{advisory_stream, advisory_subject};
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
-use async_nats::jetstream::context::ConsumerInfoErrorKind;
 use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::context::{ConsumerInfoError, ConsumerInfoErrorKind};
 use async_nats::jetstream::stream::{Config, RetentionPolicy, StorageType, Stream};
 use async_nats::jetstream::Context;
 use async_nats::jetstream::ErrorCode;
 use std::time::Duration;
+
+/// Why a lookup failed: the object is not on the server (final: `fftd fleet setup` creates it), or
+/// the server did not answer (a restart, a network cut: worth asking again). Either is one line.
+#[derive(Debug)]
+pub enum LookupError {
+    Missing(String),
+    Failed(String),
+}
+
+impl From<LookupError> for FftdError {
+    fn from(e: LookupError) -> Self {
+        match e {
+            LookupError::Missing(m) | LookupError::Failed(m) => FftdError::Runtime(m),
+        }
+    }
+}
+
+/// How long a worker starting during an outage keeps asking for its stream and consumer.
+pub const LOOKUP_FAILING_FOR: Duration = Duration::from_secs(30);
+
+/// `lookup` asked again every 250 ms while it only failed (the server did not answer), for up to
+/// `LOOKUP_FAILING_FOR`; what is missing is final at once.
+pub async fn patiently<T, F, Fut>(mut lookup: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, LookupError>>,
+{
+    let started = tokio::time::Instant::now();
+    loop {
+        match lookup().await {
+            Ok(found) => return Ok(found),
+            Err(LookupError::Failed(why)) if started.elapsed() < LOOKUP_FAILING_FOR => {
+                tracing::debug!("{why}; asking again");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
 
 /// The work stream and its durable pull consumer; one line naming the stream or consumer missing.
 pub async fn work_consumer(
     js: &Context,
     stream: &str,
     consumer: &str,
-) -> Result<(Stream, PullConsumer)> {
+) -> std::result::Result<(Stream, PullConsumer), LookupError> {
     let work = js.get_stream(stream).await.map_err(|e| {
         let missing = matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
             || e.to_string().contains("stream not found");
         match missing {
-            true => FftdError::Runtime(format!(
+            true => LookupError::Missing(format!(
                 "no JetStream stream '{stream}' on the server (create it with fftd fleet setup)"
             )),
-            false => FftdError::Runtime(format!(
+            false => LookupError::Failed(format!(
                 "cannot look up JetStream stream '{stream}': {}",
                 one_line(&e.to_string())
             )),
@@ -39,10 +78,10 @@ pub async fn work_consumer(
     })?;
     work.consumer_info(consumer).await.map_err(|e| {
         match consumer_missing(&e) {
-            true => FftdError::Runtime(format!(
+            true => LookupError::Missing(format!(
                 "no consumer '{consumer}' on JetStream stream '{stream}' (create it with fftd fleet setup)"
             )),
-            false => FftdError::Runtime(format!(
+            false => LookupError::Failed(format!(
                 "cannot look up consumer '{consumer}' of stream '{stream}': {}",
                 one_line(&e.to_string())
             )),
@@ -52,10 +91,17 @@ pub async fn work_consumer(
         .get_consumer::<pull::Config>(consumer)
         .await
         .map_err(|e| {
-            FftdError::Runtime(format!(
-                "consumer '{consumer}' of stream '{stream}' is no pull consumer: {}",
-                one_line(&e.to_string())
-            ))
+            // it exists (asked just above): its info asked again got no answer, or its config is
+            // a push consumer's
+            let text = one_line(&e.to_string());
+            match e.downcast_ref::<ConsumerInfoError>() {
+                Some(_) => LookupError::Failed(format!(
+                    "cannot look up consumer '{consumer}' of stream '{stream}': {text}"
+                )),
+                None => LookupError::Missing(format!(
+                    "consumer '{consumer}' of stream '{stream}' is no pull consumer: {text}"
+                )),
+            }
         })?;
     Ok((work, pull))
 }
@@ -68,13 +114,16 @@ fn consumer_missing(e: &async_nats::jetstream::context::ConsumerInfoError) -> bo
 
 /// The stream that captures `subject` (rows or blocks are published there with acks); one line
 /// when none does, since a publish would then never be acknowledged.
-pub async fn stream_capturing(js: &Context, subject: &str) -> Result<String> {
+pub async fn stream_capturing(
+    js: &Context,
+    subject: &str,
+) -> std::result::Result<String, LookupError> {
     match js.stream_by_subject(subject).await {
         Ok(name) => Ok(name),
-        Err(e) if e.to_string().contains("not found") => Err(FftdError::Runtime(format!(
+        Err(e) if e.to_string().contains("not found") => Err(LookupError::Missing(format!(
             "no JetStream stream captures subject '{subject}' (create one with fftd fleet setup)"
         ))),
-        Err(e) => Err(FftdError::Runtime(format!(
+        Err(e) => Err(LookupError::Failed(format!(
             "cannot find the JetStream stream of subject '{subject}': {}",
             one_line(&e.to_string())
         ))),

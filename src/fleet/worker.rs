@@ -16,7 +16,7 @@
 //! when blocks were left behind (`undelivered`).
 
 use super::connect::{one_line, NatsArgs};
-use super::jetstream::{stream_capturing, work_consumer};
+use super::jetstream::{patiently, stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, Acked, Outgoing};
 use super::rows::{Taken, Work};
 use super::undelivered;
@@ -124,9 +124,11 @@ fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
             false => nats.connect(&io.output, "fftd worker (spectra)").await?,
         };
         let in_js = async_nats::jetstream::new(in_client.clone());
-        let (work, consumer) = work_consumer(&in_js, &io.stream, &io.consumer).await?;
+        // a worker started while the server restarts waits for it, as one running would
+        let (work, consumer) =
+            patiently(|| work_consumer(&in_js, &io.stream, &io.consumer)).await?;
         let rows_to = async_nats::jetstream::new(out_client);
-        stream_capturing(&rows_to, &io.subject).await?;
+        patiently(|| stream_capturing(&rows_to, &io.subject)).await?;
         let given_up = Arc::new(AtomicU64::new(0));
         tokio::spawn(undelivered::watch(
             in_client,
@@ -361,13 +363,21 @@ impl InFlight<'_> {
 
     /// Takes a message off the queue for good (it would fail every worker alike).
     fn terminate(&self, message: Message) {
-        let _ = self.rt.block_on(message.ack_with(AckKind::Term));
+        self.settle_message(message, AckKind::Term);
     }
 
     /// Hands a block back to the server for another worker, at once.
     fn nak(&self, message: Message) {
-        let nak = message.ack_with(AckKind::Nak(None));
-        let _ = self.rt.block_on(nak);
+        self.settle_message(message, AckKind::Nak(None));
+    }
+
+    /// Tells the server what became of a message and waits for its confirmation: a worker that
+    /// exits right after (a refused block ends it) would otherwise lose what it said, and the
+    /// block would wait out the ack wait. One that is not confirmed only waits so.
+    fn settle_message(&self, message: Message, kind: AckKind) {
+        if let Err(e) = self.rt.block_on(message.double_ack_with(kind)) {
+            tracing::debug!("a message's {kind:?} was not confirmed ({e}); the server delivers it again after the ack wait");
+        }
     }
 
     /// Waits for the oldest blocks until at most `keep` are left, or a stop (then
