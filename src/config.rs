@@ -366,17 +366,12 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         .and_then(|p| p.to_str())
         .filter(|p| is_nats_url(p));
     match (nats_inputs, output) {
-        (0, None) => {
+        // a local run (publishing its rows with --output nats://: `nats_output`)
+        (0, _) => {
             if o.idle_exit.is_some() {
                 return usage("--idle-exit is for fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER)");
             }
             return Ok(None);
-        }
-        (0, Some(_)) => {
-            if o.idle_exit.is_some() {
-                return usage("--idle-exit is for fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER)");
-            }
-            return Ok(None); // a local run publishing its rows (`nats_output`)
         }
         (_, None) => return usage(
             "a fleet worker (--file nats://...) publishes its rows: give --output nats://HOST:PORT/SUBJECT",
@@ -685,6 +680,11 @@ impl Settings {
             bands: o.bands,
         };
         products.check().map_err(FftdError::Usage)?;
+        let scale = o.scale.unwrap_or(Scale::Magnitude);
+        if scale == Scale::Complex && products.in_power_domain() {
+            // (a fleet worker would otherwise learn it only from its first block)
+            return usage(crate::products::COMPLEX_NEEDS_POWER.into());
+        }
         if !products.is_plain() && frame == FrameSize::Whole {
             return usage(
                 "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
@@ -711,7 +711,7 @@ impl Settings {
             hop,
             tail: o.tail.unwrap_or(Tail::Pad),
             window,
-            scale: o.scale.unwrap_or(Scale::Magnitude),
+            scale,
             products,
             fftshift: o.fftshift,
             precision,

@@ -159,45 +159,76 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     assert_equals_local(&server, &wav);
 }
 
+/// A worker with `analysis` stores exactly the rows of a local `--device cpu` run of `input`
+/// (`input_flags`: how both read it; `frames` rows of `values` f32 each).
+fn assert_worker_equals_local(
+    input: &Path,
+    input_flags: &[&str],
+    analysis: &[&str],
+    (frames, values): (usize, usize),
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = NatsServer::start(dir.path());
+    setup(&server, "30");
+    finish(publish_with(&server, input, input_flags), "publisher");
+    let mut flags = vec!["--idle-exit", "3"];
+    flags.extend(analysis);
+    eprintln!("{}", finish(worker_with(&server, &flags), "worker"));
+    let mut local = vec!["--file", input.to_str().expect("utf-8"), "--device", "cpu"];
+    local.extend(input_flags);
+    local.extend(FRAMING);
+    local.extend(analysis);
+    local.extend(["--format", "f32"]);
+    let out = run(&local);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let got = stored_rows(&server);
+    let row_bytes = values * 4;
+    assert_eq!(got.len(), frames, "{analysis:?}: rows stored");
+    assert_eq!(
+        out.stdout.len(),
+        frames * row_bytes,
+        "{analysis:?}: local rows"
+    );
+    for (frame, want) in out.stdout.chunks(row_bytes).enumerate() {
+        let (payload, times) = got.get(&(0, frame as u64)).expect("every frame stored");
+        assert_eq!(
+            *times, 1,
+            "{analysis:?}: frame {frame} stored {times} times"
+        );
+        assert!(payload == want, "{analysis:?}: frame {frame} differs");
+    }
+}
+
 #[test]
 fn workers_make_bands_and_ranges_exactly_as_a_local_run() {
     if !have_server() {
         return;
     }
-    for analysis in [
-        &["--bands", "mel:40", "--scale", "db"][..],
-        &["--fmin", "500", "--fmax", "2000.5", "--scale", "power"][..],
-    ] {
-        let (_dir, server, wav) = published_recording(40_000, "30");
-        let mut flags = vec!["--idle-exit", "3"];
-        flags.extend(analysis);
-        eprintln!("{}", finish(worker_with(&server, &flags), "worker"));
-        let mut local = vec!["--file", wav.to_str().expect("utf-8"), "--device", "cpu"];
-        local.extend(FRAMING);
-        local.extend(analysis);
-        local.extend(["--format", "f32"]);
-        let out = run(&local);
-        assert!(out.status.success(), "{}", stderr_text(&out));
-        let got = stored_rows(&server);
-        let row_bytes = out.stdout.len() / got.len().max(1);
-        assert!(
-            row_bytes < (512 / 2 + 1) * 4,
-            "{analysis:?}: rows are the product's"
-        );
-        assert_eq!(
-            out.stdout.len() % got.len(),
-            0,
-            "{analysis:?}: rows stored vs local"
-        );
-        for (frame, want) in out.stdout.chunks(row_bytes).enumerate() {
-            let (payload, times) = got.get(&(0, frame as u64)).expect("every frame stored");
-            assert_eq!(
-                *times, 1,
-                "{analysis:?}: frame {frame} stored {times} times"
-            );
-            assert!(payload == want, "{analysis:?}: frame {frame} differs");
-        }
-    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 40_000);
+    let frames = (40_000 - 512usize).div_ceil(128) + 1;
+    let mel = ["--bands", "mel:40", "--scale", "db"];
+    assert_worker_equals_local(&wav, &[], &mel, (frames, 40));
+    // bins 15.625 Hz apart at 8 kHz: 500 .. 2000.5 Hz is bins 32..=128
+    let range = ["--fmin", "500", "--fmax", "2000.5", "--scale", "power"];
+    assert_worker_equals_local(&wav, &[], &range, (frames, 97));
+    // I/Q, shifted, re and im kept: -1000 .. 1500 Hz is bins -64..=96, two values each
+    let iq = dir.path().join("rec.cf32");
+    write_f32(&iq, &noise(2 * 5000, 5));
+    let cf32 = ["--input-format", "cf32", "--rate", "8000"];
+    let shifted = [
+        "--fftshift",
+        "--fmin",
+        "-1000",
+        "--fmax",
+        "1500",
+        "--scale",
+        "complex",
+    ];
+    let frames = (5000 - 512usize).div_ceil(128) + 1;
+    assert_worker_equals_local(&iq, &cf32, &shifted, (frames, 2 * 161));
+
     // a range the blocks' stream cannot have: a usage error naming the block, which goes back
     let (_dir, server, _) = published_recording(40_000, "30");
     let out = worker_with(&server, &["--idle-exit", "3", "--fmin", "5000"])
@@ -214,14 +245,24 @@ fn a_server_restart_mid_run_loses_nothing() {
     if !have_server() {
         return;
     }
-    let (_dir, mut server, wav) = published_recording(300_000, "3");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = NatsServer::start(dir.path());
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 300_000);
+    setup(&server, "3");
+    // both workers connected (a first connection refused is an error by design) and pulling
     let workers: Vec<Child> = (0..2).map(|_| worker(&server, "6")).collect();
+    wait_for("two idle workers", Duration::from_secs(30), || {
+        waiting_pulls(&server).unwrap_or(0) >= 2
+    });
+    let publisher = publish(&server, &wav);
     wait_for("the first rows", Duration::from_secs(30), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     server.stop();
     std::thread::sleep(Duration::from_millis(1500));
     server.launch();
+    finish(publisher, "publisher");
     for w in workers {
         eprintln!("{}", finish(w, "worker"));
     }
@@ -447,9 +488,9 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
         assert_clean_error(&out, 2, &[needle]);
         assert!(!stderr_text(&out).contains("hunter2"), "secret shown");
     }
-    // a local run may publish its rows (tests/nats_output.rs); its input is opened first
+    // a local run may publish its rows (tests/nats_output.rs): it connects before reading
     let out = run(&["--file", "x.f32", "--output", "nats://h:1/spectra.x"]);
-    assert_clean_error(&out, 1, &["x.f32: No such file"]);
+    assert_clean_error(&out, 1, &["cannot connect to NATS at nats://h:1/spectra.x"]);
     // flags a worker cannot honour are refused, not ignored
     for (flag, value, needle) in [
         ("--workers", "2", "--workers"),

@@ -130,6 +130,23 @@ fn user_and_password_in_the_address_by_flag_and_from_the_environment() {
     assert!(!meta.contains(PASSWORD) && !meta.contains(USER), "{meta}");
     assert!(meta.contains("nats://***@127.0.0.1"), "{meta}");
     assert_equals_local(&server, &wav);
+
+    // a local run publishing its rows, the secret in the address: not in stderr nor --meta
+    let local_meta = dir.path().join("local-meta.json");
+    let out = fftd_env(&[])
+        .arg("--file")
+        .arg(&wav)
+        .args(["--output", &with(USER, PASSWORD, "spectra.local")])
+        .args(FRAMING)
+        .args(["--stats", "--meta"])
+        .arg(&local_meta)
+        .output()
+        .expect("local run");
+    assert_ok(&out, "local run to NATS");
+    assert!(!stderr_text(&out).contains(PASSWORD));
+    let meta = std::fs::read_to_string(&local_meta).expect("--meta written");
+    assert!(!meta.contains(PASSWORD) && !meta.contains(USER), "{meta}");
+    assert!(meta.contains("nats://***@127.0.0.1"), "{meta}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use std::time::Duration;
 pub const CONNECT_TIMEOUT_S: f64 = 5.0;
 
 /// Connection flags shared by workers, `fftd publish` and `fftd fleet setup`.
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(clap::Args, Clone, Default)]
 pub struct NatsArgs {
     /// NATS credentials file (.creds: JWT and nkey seed).
     #[arg(long, value_name = "FILE")]
@@ -75,6 +75,24 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .map_err(|e| FftdError::Runtime(format!("cannot start the NATS client's threads: {e}")))
+}
+
+/// Secrets shown as `***`: settings that hold these flags may be printed with `{:?}`.
+impl std::fmt::Debug for NatsArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |secret: &Option<String>| secret.as_ref().map(|_| "***");
+        f.debug_struct("NatsArgs")
+            .field("nats_creds", &self.nats_creds)
+            .field("nats_token", &hidden(&self.nats_token))
+            .field("nats_user", &self.nats_user)
+            .field("nats_password", &hidden(&self.nats_password))
+            .field("nats_tls", &self.nats_tls)
+            .field("nats_ca", &self.nats_ca)
+            .field("nats_cert", &self.nats_cert)
+            .field("nats_key", &self.nats_key)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
 }
 
 fn env(name: &str) -> Option<String> {

@@ -6,7 +6,7 @@
 //! `--mic` publisher, sends new blocks; `--run-id` repeats an interrupted run's id instead, and
 //! its blocks already stored are dropped as duplicates.
 //!
-//! Blocks are published in batches of `BATCH_BLOCKS`; up to `BATCHES_IN_FLIGHT` batches wait for
+//! Blocks are published in batches of `BATCH_BLOCKS`; up to `IN_FLIGHT` batches wait for
 //! their acks while the next is cut, so memory is bounded whatever one read yields.
 //! SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a local run does) and
 //! everything read is published before exit (a second one quits at once).
@@ -16,7 +16,7 @@ use super::connect::NatsArgs;
 use super::cutter::{frames_per_block, BlockCutter, CutBlock};
 use super::ids::{check_id, check_run_id, new_run_id};
 use super::jetstream::stream_capturing;
-use super::publish_acked::{publish_all, Acked, Outgoing};
+use super::publish_acked::{InFlightLimit, Outgoing, Publishing};
 use super::url::NatsUrl;
 use crate::config::{Options, Settings};
 use crate::error::{FftdError, Result};
@@ -25,16 +25,16 @@ use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
 use crate::pipeline::Signals;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
-use async_nats::jetstream::Context;
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
 
 /// Blocks per published batch.
 const BATCH_BLOCKS: usize = 16;
-/// Batches waiting for acks at once.
-const BATCHES_IN_FLIGHT: usize = 4;
+/// Batches waiting for acks at once (4 of up to 16 blocks of at most the server's max_payload).
+const IN_FLIGHT: InFlightLimit = InFlightLimit {
+    batches: 4,
+    bytes: 64 << 20,
+};
 /// Sample frames read per block of input.
 const READ_FRAMES: usize = 1 << 14;
 /// Frames per block unless `--block-frames` says otherwise.
@@ -137,7 +137,6 @@ struct Published {
     blocks: u64,
     frames: u64,
     samples: u64,
-    acked: Acked,
 }
 
 pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
@@ -178,10 +177,8 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     })?;
     let mut sender = BatchSender {
         rt: &rt,
-        js,
-        subject,
+        publishing: Publishing::new(js, subject, IN_FLIGHT),
         batch: Vec::new(),
-        in_flight: VecDeque::new(),
         published: Published::default(),
         failed: None,
     };
@@ -200,13 +197,13 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
         &mut sender,
         signals,
     );
-    let unsent = !(sender.batch.is_empty() && sender.in_flight.is_empty());
+    let unsent = !(sender.batch.is_empty() && sender.publishing.is_idle());
     if signals.stop.load(Ordering::Relaxed) && unsent {
         tracing::info!("stopping: publishing what was read first (Ctrl-C again quits at once)");
     }
     let sent = read
         .and_then(|_| sender.flush())
-        .and_then(|_| sender.settle(0));
+        .and_then(|_| sender.publishing.settle_all(&rt));
     if signals.stop.load(Ordering::Relaxed) && resumable {
         tracing::info!(
             "interrupted: publish the same files again with --run-id {run} to send the rest"
@@ -222,7 +219,11 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
         let p = &sender.published;
         eprintln!(
             "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' ({} already there)",
-            p.blocks, p.frames, p.samples, sender.subject, p.acked.duplicates
+            p.blocks,
+            p.frames,
+            p.samples,
+            sender.publishing.subject(),
+            sender.publishing.acked.duplicates
         );
     }
     Ok(())
@@ -351,10 +352,8 @@ fn publish_source(
 /// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
 struct BatchSender<'a> {
     rt: &'a Runtime,
-    js: Context,
-    subject: String,
+    publishing: Publishing,
     batch: Vec<Outgoing>,
-    in_flight: VecDeque<JoinHandle<Result<Acked>>>,
     published: Published,
     /// A batch that could not be published: the cutters stop, the publish fails.
     failed: Option<FftdError>,
@@ -372,7 +371,7 @@ impl BatchSender<'_> {
         self.published.frames += block.header.frames as u64;
         self.published.samples += block.header.samples as u64;
         self.batch.push(Outgoing {
-            headers: block.header.to_headers(&self.subject),
+            headers: block.header.to_headers(self.publishing.subject()),
             payload: payload.into(),
         });
         if self.batch.len() >= BATCH_BLOCKS {
@@ -394,31 +393,7 @@ impl BatchSender<'_> {
 
     /// Sends the collected blocks as one batch; waits while too many batches are in flight.
     fn flush(&mut self) -> Result<()> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
         let batch = std::mem::take(&mut self.batch);
-        let (js, subject) = (self.js.clone(), self.subject.clone());
-        self.in_flight.push_back(
-            self.rt
-                .spawn(async move { publish_all(&js, &subject, batch).await }),
-        );
-        self.settle(BATCHES_IN_FLIGHT)
-    }
-
-    /// Waits for the oldest batches until at most `keep` are in flight.
-    fn settle(&mut self, keep: usize) -> Result<()> {
-        while self.in_flight.len() > keep {
-            let Some(task) = self.in_flight.pop_front() else {
-                break;
-            };
-            let acked = self
-                .rt
-                .block_on(task)
-                .map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
-            self.published.acked.stored += acked.stored;
-            self.published.acked.duplicates += acked.duplicates;
-        }
-        Ok(())
+        self.publishing.send(self.rt, batch)
     }
 }

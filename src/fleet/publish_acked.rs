@@ -2,13 +2,21 @@
 //! again after a lost ack (a server restart, a reconnect) is deduplicated by the server. A batch
 //! is sent whole, then its acks are awaited together; messages whose send or ack failed are sent
 //! again with a growing pause until `RETRY_FOR` has passed without success.
+//!
+//! `Publishing` keeps several batches on their way at once for a plain thread (`fftd publish`,
+//! a local run's `--output nats://`): each batch is a task on the client's runtime, and the
+//! thread waits once too many batches or bytes await their acks, so a slow server slows the
+//! sender rather than filling memory.
 
 use super::connect::one_line;
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::Context;
 use async_nats::HeaderMap;
 use bytes::Bytes;
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 
 /// How long a message is retried before the publisher gives up (a server restart takes seconds).
 pub const RETRY_FOR: Duration = Duration::from_secs(120);
@@ -103,4 +111,87 @@ async fn publish_once(
         }
     }
     (acked, failed, last_error)
+}
+
+/// How much may await acks at once: batches (many small batches: live input) and payload bytes
+/// (few large ones: big frames).
+#[derive(Clone, Copy, Debug)]
+pub struct InFlightLimit {
+    pub batches: usize,
+    pub bytes: usize,
+}
+
+/// Batches being published on a runtime, oldest first, and what the server said of those done.
+pub struct Publishing {
+    js: Context,
+    subject: String,
+    limit: InFlightLimit,
+    /// Each batch's task and payload bytes.
+    tasks: VecDeque<(JoinHandle<Result<Acked>>, usize)>,
+    bytes: usize,
+    pub acked: Acked,
+}
+
+impl Publishing {
+    pub fn new(js: Context, subject: String, limit: InFlightLimit) -> Self {
+        Publishing {
+            js,
+            subject,
+            limit,
+            tasks: VecDeque::new(),
+            bytes: 0,
+            acked: Acked::default(),
+        }
+    }
+
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+
+    /// Whether any batch still awaits its acks.
+    pub fn is_idle(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Starts publishing `batch`; then waits for the oldest batches while more than the limit
+    /// await acks (and collects those already done). An error is a batch that could not be
+    /// stored.
+    pub fn send(&mut self, rt: &Runtime, batch: Vec<Outgoing>) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let bytes = batch.iter().map(|m| m.payload.len()).sum::<usize>();
+        let (js, subject) = (self.js.clone(), self.subject.clone());
+        let task = rt.spawn(async move { publish_all(&js, &subject, batch).await });
+        self.tasks.push_back((task, bytes));
+        self.bytes += bytes;
+        while self.tasks.len() > self.limit.batches
+            || (self.bytes > self.limit.bytes && self.tasks.len() > 1)
+            || self.tasks.front().is_some_and(|(t, _)| t.is_finished())
+        {
+            self.settle_oldest(rt)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every batch sent is acknowledged (or one fails).
+    pub fn settle_all(&mut self, rt: &Runtime) -> Result<()> {
+        while !self.tasks.is_empty() {
+            self.settle_oldest(rt)?;
+        }
+        Ok(())
+    }
+
+    fn settle_oldest(&mut self, rt: &Runtime) -> Result<()> {
+        let Some((task, bytes)) = self.tasks.pop_front() else {
+            return Ok(());
+        };
+        self.bytes -= bytes;
+        let acked = rt
+            .block_on(task)
+            .map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
+        self.acked.stored += acked.stored;
+        self.acked.duplicates += acked.duplicates;
+        Ok(())
+    }
 }

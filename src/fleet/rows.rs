@@ -37,8 +37,7 @@ fn is_from_fftd(message: &Message) -> bool {
 
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
-/// Products (a local run's `--average`, `--bands`, `--fmin`/`--fmax`; workers refuse them) make
-/// other rows too.
+/// Products (`--bands`, `--fmin`/`--fmax`, and a local run's `--average`) make other rows too.
 pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
     let mut description = format!(
         "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
@@ -161,6 +160,9 @@ impl<'a, T: Sample> Work<'a, T> {
         header: &BlockHeader,
         spec: &TransformSpec,
     ) -> Result<Option<Arc<Vec<f64>>>> {
+        if self.settings.products.is_plain() {
+            return Ok(None);
+        }
         let shape = &header.shape;
         let planned = self
             .products

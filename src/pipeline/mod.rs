@@ -31,7 +31,7 @@ use crate::limits;
 use crate::products::{Finish, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
-use crate::sink::nats::NatsRows;
+use crate::sink::nats::{NatsConnection, NatsRows};
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
@@ -155,6 +155,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let stop = signals.stop.clone();
     // --serve's port first: a taken one must stop the run before any output file is touched
     let listener = settings.serve.map(crate::serve::bind).transpose()?;
+    // and the NATS output's server: one that cannot take the rows stops the run before any input
+    // is read (or a microphone starts)
+    let nats = settings
+        .nats_output
+        .as_ref()
+        .map(NatsConnection::open)
+        .transpose()?;
     let started = Instant::now();
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
@@ -233,10 +240,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         frame_n,
         values_of,
     );
-    let dests = match (&settings.nats_output, settings.format) {
-        (Some(output), _) => {
-            let framing = (frame_n, frame_hop);
-            let rows = NatsRows::connect(output, &output.nats, settings, &streams, framing)?;
+    let dests = match (nats, settings.format) {
+        (Some(connection), _) => {
+            let rows = NatsRows::new(connection, settings, &streams, (frame_n, frame_hop));
             vec![Destination::Messages(Box::new(rows))]
         }
         (None, OutputFormat::Png) => image_destinations(settings, &plan, &streams)?,
@@ -457,8 +463,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         }
         return Err(e);
     }
-    // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short)
-    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
+    // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short, nor one
+    // paced by a NATS server)
+    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
+        && settings.nats_output.is_none();
     if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
         let samples = Counters::get(&control.counters.samples_in) as f64;
         let rate = samples / started.elapsed().as_secs_f64();

@@ -103,6 +103,9 @@ impl Finish {
     }
 }
 
+/// Why `--scale complex` cannot go with `--average` or `--bands`.
+pub const COMPLEX_NEEDS_POWER: &str = "--scale complex keeps re and im of each bin: --average and --bands work on power; use --scale power|spectrum|density|magnitude|db";
+
 /// The per-frame part of the products for a whole run: one `ColumnPlan` per kind of batch (frames
 /// of one kind and rate share a batch, and so a plan), and the scale applied per frame when no
 /// averaging follows. The FFT workers call it on every transformed batch.
@@ -127,9 +130,7 @@ impl Shaping {
             return Ok(None);
         }
         if scale == Scale::Complex && options.in_power_domain() {
-            return Err(
-                "--scale complex keeps re and im of each bin: --average and --bands work on power; use --scale power|spectrum|density|magnitude|db".into(),
-            );
+            return Err(COMPLEX_NEEDS_POWER.into());
         }
         let mut plans: Vec<(PlanKey, columns::ColumnPlan)> = Vec::new();
         for meta in streams.iter_mut() {

@@ -8,35 +8,62 @@
 //!
 //! Takes: encoded rows with their marks (`output::Rows`, `RowMark`), from the sink stage, in
 //! order. Gives: one message per row. Each call's rows are one publish task on the NATS client's
-//! runtime (`fleet::publish_acked`: acks awaited, failures retried for up to two minutes); at most
-//! `BATCHES_IN_FLIGHT` tasks wait for acks at once, so a slow server slows the run (the sink
-//! waits) rather than filling memory. `finish` returns once every row is acknowledged.
+//! runtime (`fleet::publish_acked::Publishing`: acks awaited, failures retried for up to two
+//! minutes); at most `IN_FLIGHT` batches or bytes wait for acks at once, so a slow server slows
+//! the run (the sink waits) rather than filling memory. Batches in flight together may be stored
+//! in any order: readers order rows by (source, run, stream, frame). `finish` returns once every
+//! row is acknowledged.
 
 use super::output::Rows;
 use crate::config::{NatsOutput, Settings};
 use crate::error::{FftdError, Result};
-use crate::fleet::connect::NatsArgs;
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
-use crate::fleet::publish_acked::{publish_all, Acked, Outgoing};
+use crate::fleet::publish_acked::{InFlightLimit, Outgoing, Publishing};
 use crate::fleet::rows::{analysis_of, RowHeaders};
 use crate::sink::StreamMeta;
-use async_nats::jetstream::Context;
-use std::collections::VecDeque;
 use std::io;
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
 
-/// Batches of rows whose acks may be awaited at once.
-const BATCHES_IN_FLIGHT: usize = 4;
+/// What may await acks at once: many small batches (live input, a few rows each, over a slow
+/// link) or a bounded amount of payload (large frames).
+const IN_FLIGHT: InFlightLimit = InFlightLimit {
+    batches: 64,
+    bytes: 64 << 20,
+};
+
+/// A connection to the server whose stream captures the output subject: made before a run reads
+/// anything (before a microphone starts capturing), so a server that cannot take the rows stops
+/// the run at once and a slow connect loses no live input.
+pub struct NatsConnection {
+    rt: Runtime,
+    publishing: Publishing,
+    /// The address, redacted (no secret), for messages.
+    address: String,
+}
+
+impl NatsConnection {
+    /// Connects (bounded by `--connect-timeout`) and checks that a JetStream stream captures the
+    /// subject.
+    pub fn open(output: &NatsOutput) -> Result<NatsConnection> {
+        let rt = crate::fleet::connect::runtime()?;
+        let js = rt.block_on(async {
+            let client = output.nats.connect(&output.url, "fftd").await?;
+            let js = async_nats::jetstream::new(client);
+            stream_capturing(&js, &output.subject).await?;
+            Ok::<_, FftdError>(js)
+        })?;
+        Ok(NatsConnection {
+            rt,
+            publishing: Publishing::new(js, output.subject.clone(), IN_FLIGHT),
+            address: output.url.to_string(),
+        })
+    }
+}
 
 /// Rows of one run on their way to a NATS subject.
 pub struct NatsRows {
-    rt: Runtime,
-    js: Context,
-    /// The address, redacted (no secret), for messages.
-    address: String,
-    subject: String,
+    connection: NatsConnection,
     /// This run's id (`fleet::ids::new_run_id`).
     run: String,
     /// `fleet::rows::analysis_of` the run's settings.
@@ -45,57 +72,49 @@ pub struct NatsRows {
     hop: usize,
     /// The `source` header of each stream: its input, control characters escaped.
     sources: Vec<String>,
-    tasks: VecDeque<JoinHandle<Result<Acked>>>,
-    acked: Acked,
 }
 
 impl NatsRows {
-    /// Connects (bounded by `--connect-timeout`) and checks that a JetStream stream captures the
-    /// subject, so a run that could not store its rows fails before it reads anything.
-    pub fn connect(
-        output: &NatsOutput,
-        nats: &NatsArgs,
+    /// The rows of `streams`, framed `(n, hop)`, through `connection`.
+    pub fn new(
+        connection: NatsConnection,
         settings: &Settings,
         streams: &[StreamMeta],
         (n, hop): (usize, usize),
-    ) -> Result<NatsRows> {
-        let rt = crate::fleet::connect::runtime()?;
-        let js = rt.block_on(async {
-            let client = nats.connect(&output.url, "fftd").await?;
-            let js = async_nats::jetstream::new(client);
-            stream_capturing(&js, &output.subject).await?;
-            Ok::<_, FftdError>(js)
-        })?;
-        Ok(NatsRows {
-            rt,
-            js,
-            address: output.url.to_string(),
-            subject: output.subject.clone(),
+    ) -> NatsRows {
+        NatsRows {
+            connection,
             run: new_run_id(),
             analysis: analysis_of(settings, n, hop),
             scale: settings.scale.name(),
             hop,
             sources: streams.iter().map(|s| source_of(&s.input)).collect(),
-            tasks: VecDeque::new(),
-            acked: Acked::default(),
-        })
+        }
     }
 
     /// The address (redacted) and the run, for messages and `--meta`.
     pub fn describe(&self) -> String {
-        format!("{} (run {})", self.address, self.run)
+        format!("{} (run {})", self.connection.address, self.run)
     }
 
-    /// Starts publishing `rows`, one message each; waits while `BATCHES_IN_FLIGHT` batches are
-    /// unacknowledged. An error is a batch that could not be stored.
+    /// Starts publishing `rows`, one message each; waits while too much awaits acks. An error
+    /// is a batch that could not be stored.
     pub fn send(&mut self, rows: &Rows<'_>) -> io::Result<()> {
+        if rows.marks.len() as u64 != rows.count {
+            return Err(io::Error::other(format!(
+                "{} rows came with {} row marks",
+                rows.count,
+                rows.marks.len()
+            )));
+        }
+        let subject = self.connection.publishing.subject();
         let messages = rows
             .marks
             .iter()
             .map(|mark| Outgoing {
                 headers: RowHeaders {
                     origin: Origin {
-                        subject: &self.subject,
+                        subject,
                         source: &self.sources[mark.stream],
                         run: &self.run,
                         stream: mark.stream,
@@ -111,51 +130,27 @@ impl NatsRows {
                 payload: bytes::Bytes::copy_from_slice(&rows.bytes[mark.bytes.clone()]),
             })
             .collect();
-        let (js, subject) = (self.js.clone(), self.subject.clone());
-        let task = self
-            .rt
-            .spawn(async move { publish_all(&js, &subject, messages).await });
-        self.tasks.push_back(task);
-        while self.tasks.len() > BATCHES_IN_FLIGHT
-            || self.tasks.front().is_some_and(JoinHandle::is_finished)
-        {
-            self.settle_oldest()?;
-        }
-        Ok(())
+        let NatsConnection { rt, publishing, .. } = &mut self.connection;
+        publishing.send(rt, messages).map_err(as_io)
     }
 
     /// Waits until every row sent is acknowledged.
     pub fn finish(&mut self) -> io::Result<()> {
-        while !self.tasks.is_empty() {
-            self.settle_oldest()?;
-        }
+        let NatsConnection { rt, publishing, .. } = &mut self.connection;
+        publishing.settle_all(rt).map_err(as_io)?;
+        let acked = publishing.acked;
         tracing::debug!(
-            stored = self.acked.stored,
-            duplicates = self.acked.duplicates,
+            stored = acked.stored,
+            duplicates = acked.duplicates,
             "rows published to {}",
             self.describe()
         );
         Ok(())
     }
+}
 
-    /// Rows the server stored, and those it had already (a retried publish).
-    pub fn acked(&self) -> Acked {
-        self.acked
-    }
-
-    fn settle_oldest(&mut self) -> io::Result<()> {
-        let Some(task) = self.tasks.pop_front() else {
-            return Ok(());
-        };
-        let acked = self
-            .rt
-            .block_on(task)
-            .map_err(|e| io::Error::other(format!("publishing task failed: {e}")))?
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        self.acked.stored += acked.stored;
-        self.acked.duplicates += acked.duplicates;
-        Ok(())
-    }
+fn as_io(e: FftdError) -> io::Error {
+    io::Error::other(e.to_string())
 }
 
 /// A stream's `source` header: its input as given, with control characters (a line break in a

@@ -148,6 +148,11 @@ impl<'a, T: Sample> Outputs<'a, T> {
     /// Writes rows to output `i`, after its preamble if they are its first.
     pub fn write(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
         let out = &mut self.outputs[i];
+        if let Destination::Messages(messages) = &mut out.dest {
+            // every message is one row that says what it is: no preamble, any width
+            out.frames += rows.count;
+            return messages.send(rows);
+        }
         match out.bins {
             Some(fixed) if fixed != rows.bins => {
                 if let Some(e) = self.encoder.width_error(rows.first.id, rows.bins, fixed) {
@@ -160,10 +165,6 @@ impl<'a, T: Sample> Outputs<'a, T> {
         if self.placed.get(i).is_some() {
             out.frames += rows.count; // already in place
             return Ok(());
-        }
-        if let Destination::Messages(messages) = &mut out.dest {
-            out.frames += rows.count;
-            return messages.send(rows); // no preamble: every message is one row
         }
         self.touch(i)?;
         let out = &mut self.outputs[i];

@@ -200,43 +200,18 @@ async fn spectra(server: &NatsServer) -> (jetstream::stream::Stream, u64) {
     (stream, total)
 }
 
-/// Every row stored in SPECTRA: (stream, frame) -> (payload, how many times).
+/// Every row stored in SPECTRA: (stream, frame) -> (payload, how many times); each from
+/// source `rec`.
 pub fn stored_rows(server: &NatsServer) -> BTreeMap<(u64, u64), (Vec<u8>, usize)> {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let (stream, total) = spectra(server).await;
-        let consumer = stream
-            .create_consumer(jetstream::consumer::pull::Config {
-                ack_policy: jetstream::consumer::AckPolicy::None,
-                ..Default::default()
-            })
-            .await
-            .expect("consumer");
-        let mut rows = BTreeMap::new();
-        let mut seen = 0u64;
-        while seen < total {
-            use futures_util::StreamExt;
-            let mut batch = consumer
-                .fetch()
-                .max_messages(1000)
-                .expires(Duration::from_secs(2))
-                .messages()
-                .await
-                .expect("fetch");
-            while let Some(m) = batch.next().await {
-                let m = m.expect("message");
-                let h = m.headers.as_ref().expect("headers");
-                let num = |k: &str| h.get(k).expect(k).as_str().parse::<u64>().expect(k);
-                assert_eq!(h.get("source").expect("source").as_str(), "rec");
-                let entry = rows
-                    .entry((num("stream"), num("frame")))
-                    .or_insert((m.payload.to_vec(), 0));
-                entry.1 += 1;
-                seen += 1;
-            }
-        }
-        rows
-    })
+    let mut rows = BTreeMap::new();
+    for m in stored_messages(server) {
+        assert_eq!(m.header("source"), "rec");
+        let entry = rows
+            .entry((m.number("stream"), m.number("frame")))
+            .or_insert((m.payload, 0));
+        entry.1 += 1;
+    }
+    rows
 }
 
 /// A message stored in SPECTRA: its headers (first value of each) and payload.
@@ -270,7 +245,13 @@ pub fn stored_messages(server: &NatsServer) -> Vec<StoredMessage> {
             .await
             .expect("consumer");
         let mut stored = Vec::new();
+        let started = Instant::now();
         while (stored.len() as u64) < total {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "fetched {} of the {total} messages SPECTRA holds",
+                stored.len()
+            );
             use futures_util::StreamExt;
             let mut batch = consumer
                 .fetch()
@@ -321,6 +302,19 @@ pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
         let stream = js.get_stream("FRAMES").await.ok()?;
         let info = stream.consumer_info("workers").await.ok()?;
         Some((info.num_ack_pending, info.delivered.consumer_sequence))
+    })
+}
+
+/// Pull requests waiting on the work consumer now (one per idle worker); None when the server
+/// cannot be asked.
+pub fn waiting_pulls(server: &NatsServer) -> Option<usize> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = server.client().await.ok()?;
+        let js = jetstream::new(client);
+        let stream = js.get_stream("FRAMES").await.ok()?;
+        let info = stream.consumer_info("workers").await.ok()?;
+        Some(info.num_waiting)
     })
 }
 
