@@ -320,8 +320,9 @@ pub fn expected_frames(samples: u64, n: u64, hop: u64, tail: Tail) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_stream_that_ends_at_a_gap_gets_no_frame_of_padding_alone() {
+    /// (start, samples that are not padding) of each frame of 10 samples, a gap to sample 30,
+    /// then `after` (frame 8, hop 4).
+    fn frames_around_a_gap(after: &[f64]) -> Vec<(u64, usize)> {
         let mut framer =
             Framer::<f64>::new(0, FrameSize::Fixed(8), 4, Tail::Pad, InputKind::Real, 1.0)
                 .expect("framer");
@@ -333,26 +334,17 @@ mod tests {
         let samples: Vec<f64> = (1..=10).map(f64::from).collect();
         framer.push(&samples, &mut keep).expect("push");
         framer.restart_at(30); // samples 10..30 lost
+        framer.push(after, &mut keep).expect("push");
         framer.finish(&mut keep).expect("finish");
-        assert_eq!(
-            frames,
-            vec![(0, 8)],
-            "no frame after the gap: its samples were lost"
-        );
+        frames
+    }
+
+    #[test]
+    fn a_stream_that_ends_at_a_gap_gets_no_frame_of_padding_alone() {
+        // no frame after the gap: its samples were lost
+        assert_eq!(frames_around_a_gap(&[]), vec![(0, 8)]);
         // samples after the gap: the tail frame holds them
-        let mut framer =
-            Framer::<f64>::new(0, FrameSize::Fixed(8), 4, Tail::Pad, InputKind::Real, 1.0)
-                .expect("framer");
-        let mut frames = Vec::new();
-        let mut keep = |f: Frame<f64>| {
-            frames.push((f.start, f.data.iter().filter(|&&v| v != 0.0).count()));
-            true
-        };
-        framer.push(&samples, &mut keep).expect("push");
-        framer.restart_at(30);
-        framer.push(&[1.0, 2.0, 3.0], &mut keep).expect("push");
-        framer.finish(&mut keep).expect("finish");
-        assert_eq!(frames, vec![(0, 8), (30, 3)]);
+        assert_eq!(frames_around_a_gap(&[1.0, 2.0, 3.0]), vec![(0, 8), (30, 3)]);
     }
 
     fn cut(l: usize, n: usize, hop: usize, tail: Tail, chunk: usize) -> Vec<Frame<f64>> {

@@ -141,9 +141,14 @@ pub fn have_server() -> bool {
 
 /// A mono 16-bit WAV of `len` samples of noise at 8 kHz.
 pub fn write_wav(path: &Path, len: usize) {
+    write_wav_at(path, len, 8000);
+}
+
+/// A mono 16-bit WAV of `len` samples of noise at `rate` Hz.
+pub fn write_wav_at(path: &Path, len: usize, rate: u32) {
     let spec = hound::WavSpec {
         channels: 1,
-        sample_rate: 8000,
+        sample_rate: rate,
         bits_per_sample: 16,
         sample_format: hound::SampleFormat::Int,
     };
@@ -292,30 +297,27 @@ pub fn messages_in(server: &NatsServer, stream: &str) -> Option<u64> {
     })
 }
 
-/// The work consumer now: (blocks delivered and not acked, deliveries in all, redeliveries
-/// included); None when the server cannot be asked.
-pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
+/// The work consumer's info now; None when the server cannot be asked (a restart).
+fn work_consumer_info(server: &NatsServer) -> Option<jetstream::consumer::Info> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let client = server.client().await.ok()?;
         let js = jetstream::new(client);
         let stream = js.get_stream("FRAMES").await.ok()?;
-        let info = stream.consumer_info("workers").await.ok()?;
-        Some((info.num_ack_pending, info.delivered.consumer_sequence))
+        stream.consumer_info("workers").await.ok()
     })
+}
+
+/// The work consumer now: (blocks delivered and not acked, deliveries in all, redeliveries
+/// included); None when the server cannot be asked.
+pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
+    work_consumer_info(server).map(|info| (info.num_ack_pending, info.delivered.consumer_sequence))
 }
 
 /// Pull requests waiting on the work consumer now (one per idle worker); None when the server
 /// cannot be asked.
 pub fn waiting_pulls(server: &NatsServer) -> Option<usize> {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let client = server.client().await.ok()?;
-        let js = jetstream::new(client);
-        let stream = js.get_stream("FRAMES").await.ok()?;
-        let info = stream.consumer_info("workers").await.ok()?;
-        Some(info.num_waiting)
-    })
+    work_consumer_info(server).map(|info| info.num_waiting)
 }
 
 /// Rows stored in SPECTRA per `run` header value.
