@@ -241,6 +241,46 @@ fn workers_make_bands_and_ranges_exactly_as_a_local_run() {
 }
 
 #[test]
+fn a_worker_holds_blocks_of_thousands_of_rows() {
+    if !have_server() {
+        return;
+    }
+    // blocks of 4 096 frames (hop 16: 65 KB of samples each), up to 4 of them in flight: more
+    // rows awaiting acks than async-nats lets be pending by default (5 000)
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = NatsServer::start(dir.path());
+    setup(&server, "30");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(400_000, 4));
+    let framing = ["--frame", "64", "--hop", "16"];
+    let publish = fftd()
+        .args([
+            "publish",
+            "--to",
+            &server.url("frames.big"),
+            "--source-id",
+            "rec",
+        ])
+        .arg("--file")
+        .arg(&input)
+        .args(framing)
+        .args(["--block-frames", "4096"])
+        .output()
+        .expect("publisher runs");
+    assert!(publish.status.success(), "{}", stderr_text(&publish));
+    let mut worker = fftd();
+    worker
+        .args(["--file", &server.url("FRAMES/workers")])
+        .args(["--output", &server.url("spectra.big")])
+        .args(framing)
+        .args(["--device", "cpu", "--idle-exit", "3"]);
+    let worker = output_within(&mut worker, Duration::from_secs(120));
+    assert!(worker.status.success(), "{}", stderr_text(&worker));
+    let rows = (400_000 - 64usize).div_ceil(16) as u64 + 1;
+    assert_eq!(messages_in(&server, "SPECTRA"), Some(rows));
+}
+
+#[test]
 fn a_server_restart_mid_run_loses_nothing() {
     if !have_server() {
         return;

@@ -288,6 +288,32 @@ fn assert_equals_local_any_source(server: &NatsServer, wav: &Path) {
 }
 
 #[test]
+fn more_rows_in_flight_than_the_clients_default_ack_window() {
+    if !have_server() {
+        return;
+    }
+    // 31 249 rows of 2 KB: batches of hundreds of rows await their acks together, more than the
+    // 5 000 async-nats lets be pending by default (a publish then waited for ever)
+    let (dir, server) = server_with_streams();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(16_000_000, 9));
+    let out = fftd()
+        .arg("--file")
+        .arg(&input)
+        .args([
+            "--frame", "1024", "--hop", "512", "--device", "cpu", "--stats",
+        ])
+        .args(["--output", &server.url("spectra.many")])
+        .output()
+        .expect("fftd runs");
+    let err = stderr_text(&out);
+    assert!(out.status.success(), "{err}");
+    let rows = (16_000_000 - 1024usize).div_ceil(512) as u64 + 1;
+    assert_eq!(frames_out(&err), rows, "{err}");
+    assert_eq!(messages_in(&server, "SPECTRA"), Some(rows));
+}
+
+#[test]
 fn ctrl_c_publishes_every_row_framed_before_it() {
     if !have_server() {
         return;

@@ -16,7 +16,7 @@ use super::connect::NatsArgs;
 use super::cutter::{frames_per_block, BlockCutter, CutBlock};
 use super::ids::{check_id, check_run_id, new_run_id};
 use super::jetstream::stream_capturing;
-use super::publish_acked::{InFlightLimit, Outgoing, Publishing};
+use super::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use super::url::NatsUrl;
 use crate::config::{Options, Settings};
 use crate::error::{FftdError, Result};
@@ -171,7 +171,7 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     let (js, max_payload) = rt.block_on(async {
         let client = args.nats.connect(&url, "fftd publish").await?;
         let max_payload = client.server_info().max_payload;
-        let js = async_nats::jetstream::new(client);
+        let js = publishing_context(client);
         stream_capturing(&js, &subject).await?;
         Ok::<_, FftdError>((js, max_payload))
     })?;

@@ -17,7 +17,7 @@
 
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{patiently, stream_capturing, work_consumer};
-use super::publish_acked::{publish_all, Acked, Outgoing};
+use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
 use super::undelivered;
 use super::url::NatsUrl;
@@ -127,7 +127,7 @@ fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
         // a worker started while the server restarts waits for it, as one running would
         let (work, consumer) =
             patiently(|| work_consumer(&in_js, &io.stream, &io.consumer)).await?;
-        let rows_to = async_nats::jetstream::new(out_client);
+        let rows_to = publishing_context(out_client);
         patiently(|| stream_capturing(&rows_to, &io.subject)).await?;
         let given_up = Arc::new(AtomicU64::new(0));
         tokio::spawn(undelivered::watch(

@@ -19,7 +19,7 @@ use crate::config::{NatsOutput, Settings};
 use crate::error::{FftdError, Result};
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
-use crate::fleet::publish_acked::{InFlightLimit, Outgoing, Publishing};
+use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::fleet::rows::{analysis_of, RowHeaders};
 use crate::sink::StreamMeta;
 use std::io;
@@ -49,7 +49,7 @@ impl NatsConnection {
         let rt = crate::fleet::connect::runtime()?;
         let js = rt.block_on(async {
             let client = output.nats.connect(&output.url, "fftd").await?;
-            let js = async_nats::jetstream::new(client);
+            let js = publishing_context(client);
             stream_capturing(&js, &output.subject).await?;
             Ok::<_, FftdError>(js)
         })?;

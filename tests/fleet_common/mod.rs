@@ -340,6 +340,26 @@ pub fn rows_per_run(server: &NatsServer) -> BTreeMap<String, u64> {
     })
 }
 
+/// Runs `command` to its end, as `Command::output`, but kills it and fails after `limit` (a
+/// publish that waits for ever fails the test instead of hanging the suite).
+pub fn output_within(command: &mut Command, limit: Duration) -> std::process::Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!("still running after {limit:?}: {}", stderr_text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
 pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
