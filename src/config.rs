@@ -152,7 +152,8 @@ pub struct Options {
     #[arg(long, value_enum)]
     pub format: Option<OutputFormat>,
 
-    /// Output file [default: stdout].
+    /// Output file [default: stdout], or nats://HOST:PORT/SUBJECT: each row a JetStream message
+    /// (f32 by default; docs/fleet.md).
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
 
