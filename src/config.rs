@@ -459,8 +459,8 @@ pub struct NatsOutput {
     pub nats: crate::fleet::connect::NatsArgs,
 }
 
-/// `--output nats://...` of a local run: its subject, and the options it cannot take refused
-/// (one message per row: no whole-file formats, no per-stream files). Rows default to f32.
+/// `--output nats://...` of a local run: its subject, and the formats it cannot take refused
+/// (one message per row: no whole-file formats). Rows default to f32.
 fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
     use crate::fleet::url::{is_nats_url, NatsUrl};
     let Some(text) = o.output.as_ref().and_then(|p| p.to_str()) else {
@@ -471,11 +471,6 @@ fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
     }
     let url = NatsUrl::parse("--output", text).map_err(FftdError::Usage)?;
     let subject = url.subject("--output").map_err(FftdError::Usage)?;
-    if o.output_dir.is_some() {
-        return Err(FftdError::Usage(
-            "use either --output or --output-dir, not both".into(),
-        ));
-    }
     if let Some(format @ (OutputFormat::Npy | OutputFormat::Png)) = o.format {
         return Err(FftdError::Usage(format!(
             "--format {} cannot go to --output nats://... (one message per row: text, csv, ndjson or f32)",
@@ -575,6 +570,9 @@ impl Settings {
                 })?
             });
         }
+        if o.output.is_some() && o.output_dir.is_some() {
+            return usage("use either --output or --output-dir, not both".into());
+        }
         let nats_output = nats_output(&mut o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
@@ -635,9 +633,6 @@ impl Settings {
             ));
         }
         let format = o.format.unwrap_or(OutputFormat::Text);
-        if o.output.is_some() && o.output_dir.is_some() {
-            return usage("use either --output or --output-dir, not both".into());
-        }
         let to_stdout =
             o.output_dir.is_none() && o.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
         if format == OutputFormat::Npy && to_stdout {
