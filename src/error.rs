@@ -21,12 +21,17 @@ pub enum FftdError {
     /// Anything else that went wrong while running: exit 1.
     #[error("{0}")]
     Runtime(String),
+    /// SIGINT/SIGTERM ended a run before it could start (a FIFO waiting for its other end):
+    /// said on stderr, exit 0 as for any interrupted run.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 impl FftdError {
     pub fn exit_code(&self) -> i32 {
         match self {
             FftdError::Usage(_) => 2,
+            FftdError::Stopped(_) => 0,
             _ => 1,
         }
     }

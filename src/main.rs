@@ -71,7 +71,8 @@ fn run_worker(
     Ok(())
 }
 
-/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once.
+/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once, and a
+/// write stuck on a reader that reads nothing ends the run after a second (`stuck_write`).
 fn install_signal_handlers(signals: &fftd::pipeline::Signals) -> Result<(), FftdError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let interrupted = &signals.interrupted;
@@ -81,6 +82,7 @@ fn install_signal_handlers(signals: &fftd::pipeline::Signals) -> Result<(), Fftd
             .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
             .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     }
+    fftd::sink::stuck_write::watch(interrupted.clone());
     Ok(())
 }
 

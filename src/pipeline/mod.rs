@@ -15,6 +15,7 @@ mod batcher;
 mod dispatch;
 mod encode;
 mod live;
+mod outputs;
 pub(crate) mod plan;
 mod pool;
 mod range_reader;
@@ -33,15 +34,14 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::nats::{NatsConnection, NatsRows};
 use crate::sink::output::{open_files_budget, Outputs};
-use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
-use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
-use crate::sink::png::ImageFile;
-use crate::sink::{make_encoder, Encoder, OutputFormat, StreamMeta};
+use crate::sink::{make_encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
 use dispatch::{Dispatcher, LaneId, StopFlags};
+use outputs::{
+    image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
+};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue, StreamPlan};
 use range_reader::{RangeJobs, RangeStream};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -212,8 +212,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // a fixed pool of reader threads, whatever the number of inputs
     // (--realtime: every input plays at once, each paced by its own reader)
     let sequential_readers = match settings.realtime {
-        true => sequential.remaining().min(limits::MAX_PACED_READERS),
-        false => sequential.remaining().min(limits::cores()),
+        true => sequential.readers_wanted(limits::MAX_PACED_READERS),
+        false => sequential.readers_wanted(limits::cores()),
     };
     let range_readers = if range_jobs.is_empty() {
         0
@@ -227,6 +227,12 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
+    // --meta is written at the end, but a place that cannot take it is found now
+    let meta_file = settings
+        .meta
+        .as_ref()
+        .map(|path| outputs::create_output(path, &stop))
+        .transpose()?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let values_of = |s: &StreamMeta| match &s.columns {
         Some(columns) => columns.len() * settings.scale.values_per_bin(),
@@ -245,8 +251,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let rows = NatsRows::new(connection, settings, &streams, (frame_n, frame_hop));
             vec![Destination::Messages(Box::new(rows))]
         }
-        (None, OutputFormat::Png) => image_destinations(settings, &plan, &streams)?,
-        (None, _) => open_destinations(&*encoder, &plan, &placed)?,
+        (None, OutputFormat::Png) => image_destinations(settings, &plan, &streams, &stop)?,
+        (None, _) => open_destinations(&*encoder, &plan, &placed, &stop)?,
     };
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
@@ -472,7 +478,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let rate = samples / started.elapsed().as_secs_f64();
         crate::fft::route_record::RouteRecord::load().record(route, rate);
     }
-    if let Some(path) = &settings.meta {
+    if let (Some(path), Some(file)) = (&settings.meta, meta_file) {
         let summaries: Vec<StreamSummary<'_>> = streams
             .iter()
             .zip(&written)
@@ -487,7 +493,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 output: outputs[writer_of[meta.id]].clone(),
             })
             .collect();
-        write_meta(path, settings, &summaries)?;
+        write_meta(path, file, settings, &summaries)?;
     }
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
@@ -649,100 +655,6 @@ pub struct StreamWritten {
     pub n: usize,
 }
 
-/// Where the spectra go: one destination per writer (a file, or stdout for None), and the writer
-/// of each stream.
-struct OutputPlan {
-    files: Vec<Option<PathBuf>>,
-    /// Files opened when their first rows arrive (`--output-dir`), not before the run.
-    lazy: bool,
-    writer_of: Vec<usize>,
-}
-
-/// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
-/// output shared by every stream (which the format must be able to tell apart).
-fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPlan> {
-    let format = settings.format;
-    if let Some(dir) = &settings.output_dir {
-        if !dir.is_dir() {
-            return Err(FftdError::Usage(format!(
-                "--output-dir {}: no such directory",
-                dir.display()
-            )));
-        }
-        let files = stream_file_names(streams, format)
-            .into_iter()
-            .map(|name| Some(dir.join(name)))
-            .collect();
-        probe_writable(dir)?;
-        return Ok(OutputPlan {
-            files,
-            lazy: true,
-            writer_of: (0..streams.len()).collect(),
-        });
-    }
-    // every message says its stream (`sink::nats`)
-    let tagged = format.carries_stream_id() || settings.nats_output.is_some();
-    if streams.len() > 1 && !tagged {
-        return Err(FftdError::Usage(format!(
-            "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
-            streams.len(),
-            format.name()
-        )));
-    }
-    Ok(OutputPlan {
-        files: vec![settings.output.clone()],
-        lazy: false,
-        writer_of: vec![0; streams.len()],
-    })
-}
-
-/// Checks that `dir` takes new files (its files are created only when their rows arrive, so
-/// an unwritable folder must be found before the run): creates and removes a probe file.
-fn probe_writable(dir: &Path) -> Result<()> {
-    let probe = dir.join(format!(".fftd-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(|e| FftdError::io(dir, e))?;
-    std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
-}
-
-/// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
-/// `--config`), before anything is opened for writing.
-fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<()> {
-    let mut inputs: Vec<NamedFile> = match &settings.input {
-        Input::Files(paths) => paths
-            .iter()
-            .map(|p| match p.as_str() {
-                "-" => standard_stream("stdin"),
-                _ => NamedFile::new("--file", p),
-            })
-            .collect(),
-        Input::Mic(_) | Input::Nats(_) => Vec::new(),
-    };
-    inputs.extend(
-        settings
-            .config
-            .iter()
-            .map(|c| NamedFile::new("--config", c)),
-    );
-    let role = match settings.output_dir {
-        Some(_) => "--output-dir",
-        None => "--output",
-    };
-    let mut outputs: Vec<NamedFile> = plan
-        .files
-        .iter()
-        .map(|file| match file {
-            Some(path) => NamedFile::new(role, path),
-            None => standard_stream("stdout"),
-        })
-        .collect();
-    outputs.extend(settings.meta.iter().map(|m| NamedFile::new("--meta", m)));
-    refuse_overwriting(&inputs, &outputs)
-}
-
 /// Encode threads: one per CPU core (tuning knob FFTD_ENCODERS=N).
 fn encode_threads() -> usize {
     std::env::var("FFTD_ENCODERS")
@@ -750,61 +662,6 @@ fn encode_threads() -> usize {
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, 256)
-}
-
-/// One destination per planned output. Stdout and a single `--output` file are opened now (so an
-/// unusable one is reported before any work starts); `--output-dir` files are opened when their
-/// first rows arrive (`plan_outputs` checked that the folder takes new files).
-fn open_destinations<T: Sample>(
-    encoder: &dyn Encoder<T>,
-    plan: &OutputPlan,
-    placed: &PlacedOutputs,
-) -> Result<Vec<Destination>> {
-    let needs_file = encoder.final_header(0, 0).is_some();
-    let mut dests = Vec::new();
-    for (i, file) in plan.files.iter().enumerate() {
-        let dest = match file {
-            Some(path) if plan.lazy || placed.get(i).is_some() => Destination::file(path),
-            Some(path) => {
-                let mut dest = Destination::file(path);
-                dest.open().map_err(|e| FftdError::io(path, e))?;
-                dest
-            }
-            None if needs_file => {
-                return Err(FftdError::Runtime(
-                    "stdout: npy output needs a file, not stdout".into(),
-                ))
-            }
-            None => Destination::stdout(),
-        };
-        dests.push(dest);
-    }
-    Ok(dests)
-}
-
-/// `--format png`: one image per planned output, of the one stream it has (`plan_outputs` refuses
-/// several streams in one output for it, and `Settings` refuses stdout). A single `--output` is
-/// created now, so an unusable path is reported before any work starts.
-fn image_destinations(
-    settings: &Settings,
-    plan: &OutputPlan,
-    streams: &[StreamMeta],
-) -> Result<Vec<Destination>> {
-    let mut dests = Vec::new();
-    for (i, file) in plan.files.iter().enumerate() {
-        let stream = streams.iter().find(|s| plan.writer_of[s.id] == i);
-        let (Some(path), Some(stream)) = (file, stream) else {
-            return Err(FftdError::Usage(
-                "--format png needs one stream per output file".into(),
-            ));
-        };
-        let mut image = ImageFile::new(path, stream, settings);
-        if !plan.lazy {
-            image.create().map_err(|e| FftdError::io(path, e))?;
-        }
-        dests.push(Destination::Image(Box::new(image)));
-    }
-    Ok(dests)
 }
 
 /// The averaging stage of `--average`, with every stream's grouping checked now (an interval
@@ -844,111 +701,4 @@ fn planned_rows(
         }
     }
     rows
-}
-
-/// Maps the outputs that can take their rows in place (`sink::placed`): a file with one stream
-/// whose rows are known, in a format of fixed-size rows, big enough to be worth it; at most
-/// `MAX_OPEN_FILES` of them, created in parallel (reserving space is the slow part). An output
-/// whose file cannot be mapped is written the ordinary way.
-fn place_outputs<T: Sample>(
-    encoder: &dyn Encoder<T>,
-    plan: &OutputPlan,
-    streams: &[StreamMeta],
-    planned_rows: &[Option<u64>],
-    n: usize,
-    values_of: impl Fn(&StreamMeta) -> usize,
-) -> PlacedOutputs {
-    if !placed::enabled() {
-        return PlacedOutputs::default();
-    }
-    let mut wanted: Vec<(usize, &Path, PlacedShape, Vec<u8>)> = Vec::new();
-    for (output, path) in plan.files.iter().enumerate() {
-        let mut writers = streams.iter().filter(|s| plan.writer_of[s.id] == output);
-        let (Some(stream), None) = (writers.next(), writers.next()) else {
-            continue; // no stream, or several sharing the file
-        };
-        let (Some(path), Some(rows)) = (path, planned_rows[stream.id]) else {
-            continue;
-        };
-        let Some(row_bytes) = encoder.row_bytes(values_of(stream)) else {
-            return PlacedOutputs::default(); // the format has rows of varying size
-        };
-        let preamble = encoder.preamble(stream, n);
-        let shape = PlacedShape {
-            header: preamble.len(),
-            row_bytes,
-            rows,
-        };
-        if shape.total_bytes() >= placed::MIN_PLACED_BYTES {
-            wanted.push((output, path, shape, preamble));
-        }
-    }
-    // each keeps its descriptor for the run: half of the budget the ordinary outputs also get
-    wanted.truncate((open_files_budget() / 2).max(1));
-    let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
-    let created: Vec<(usize, Option<PlacedFile>)> = std::thread::scope(|scope| {
-        let creating: Vec<_> = wanted
-            .iter()
-            .map(|(output, path, shape, preamble)| {
-                (
-                    *output,
-                    scope.spawn(move || create_placed(path, *shape, preamble)),
-                )
-            })
-            .collect();
-        creating
-            .into_iter()
-            .map(|(output, thread)| (output, thread.join().ok().flatten()))
-            .collect()
-    });
-    for (output, file) in created {
-        files[output] = file;
-    }
-    PlacedOutputs::new(files)
-}
-
-/// One placed file, or None (with the reason in the debug log) to write it the ordinary way.
-fn create_placed(path: &Path, shape: PlacedShape, preamble: &[u8]) -> Option<PlacedFile> {
-    match PlacedFile::create(path, shape, preamble) {
-        Ok(file) => {
-            tracing::debug!(path = %path.display(), rows = shape.rows, "rows placed by the encoders");
-            Some(file)
-        }
-        Err(e) => {
-            tracing::debug!(path = %path.display(), error = %e, "written the ordinary way");
-            None
-        }
-    }
-}
-
-/// File names for `--output-dir`: the input's stem, `-chK` for a picked channel, unique.
-fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBuf> {
-    let stem_of = |s: &StreamMeta| {
-        let stem = if s.input == "-" {
-            "stdin".to_string()
-        } else {
-            Path::new(&s.input)
-                .file_stem()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_else(|| format!("stream{}", s.id))
-        };
-        match s.channel {
-            Some(c) => format!("{stem}-ch{c}"),
-            None => stem,
-        }
-    };
-    let stems: Vec<String> = streams.iter().map(stem_of).collect();
-    stems
-        .iter()
-        .enumerate()
-        .map(|(i, stem)| {
-            let clash = stems.iter().filter(|s| *s == stem).count() > 1;
-            let name = if clash {
-                format!("{i}-{stem}")
-            } else {
-                stem.clone()
-            };
-            PathBuf::from(format!("{name}.{}", format.extension()))
-        })
-        .collect()
 }

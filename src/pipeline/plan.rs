@@ -6,7 +6,10 @@
 //! - other files (text, `--frame whole`, files the range readers leave alone) are probed for their
 //!   header here, closed, and opened again by a reader-pool thread when their turn comes, so
 //!   thousands of inputs never hold thousands of descriptors;
-//! - stdin and the microphone stay open from the start (they cannot be opened twice).
+//! - streams (stdin, FIFOs, process substitution's `/dev/fd/N`, devices, sockets: anything not a
+//!   regular file) and the microphone are opened once and stay open from the start: they cannot
+//!   be read twice. Every stream's pump starts before any header is read, so writers that feed
+//!   several of them in turn (`tee`) are never kept waiting, and each gets its own reader thread.
 //!
 //! `FFTD_RANGE_READ=0` sends every input the sequential way (for comparisons and benchmarks).
 
@@ -17,7 +20,10 @@ use crate::frame::FrameSize;
 use crate::sink::StreamMeta;
 use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::SeekableLayout;
-use crate::source::{open_file, FileOptions, InputFormat, SampleSource, SourceInfo};
+use crate::source::{
+    is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
+    SourceInfo,
+};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -103,7 +109,26 @@ pub fn plan_streams(
     // --realtime paces each input in its own reader: no range reading
     let ranges_allowed =
         reading == Reading::Fastest && range_reading_enabled() && !settings.realtime;
+    // every stream's pump starts (and opens it) before any header is read
+    let mut streams_open = Vec::new();
     for path in paths {
+        streams_open.push(
+            is_stream(path)
+                .then(|| open_reader(path, stop))
+                .transpose()?,
+        );
+    }
+    for (path, stream) in paths.iter().zip(streams_open) {
+        if let Some(reader) = stream {
+            let source = open_with_reader(path, reader, &opts)?;
+            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            plan.sequential.push(SequentialInput::Open(SourcePlan {
+                source,
+                splitter,
+                first_stream,
+            }));
+            continue;
+        }
         if ranges_allowed {
             let layout = seekable_layout(path, settings, &opts)?;
             // `--channel all` of a many-channel file: each stream's jobs would decode every
@@ -119,8 +144,7 @@ pub fn plan_streams(
         }
         let source = open_file(path, &opts)?;
         let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
-        let keep_open = reading == Reading::Sequential || path == "-";
-        plan.sequential.push(match keep_open {
+        plan.sequential.push(match reading == Reading::Sequential {
             true => SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -145,7 +169,7 @@ fn seekable_layout(
     settings: &Settings,
     opts: &FileOptions,
 ) -> Result<Option<SeekableLayout>> {
-    if path == "-" || settings.frame == FrameSize::Whole {
+    if settings.frame == FrameSize::Whole {
         return Ok(None);
     }
     let format = opts
@@ -227,9 +251,15 @@ pub struct SequentialQueue {
 }
 
 impl SequentialQueue {
+    /// The inputs kept open (streams, the microphone) go first: each gets a reader of its own
+    /// (`readers_wanted`), so no stream waits for another input to end.
     pub fn new(inputs: Vec<SequentialInput>, settings: &Settings, stop: &Arc<AtomicBool>) -> Self {
+        let (open, deferred): (Vec<_>, Vec<_>) = inputs
+            .into_iter()
+            .partition(|i| matches!(i, SequentialInput::Open(_)));
+        let queue: VecDeque<_> = open.into_iter().chain(deferred).collect();
         SequentialQueue {
-            inputs: Mutex::new(inputs.into()),
+            inputs: Mutex::new(queue),
             opts: file_options(settings, stop),
             channel: settings.channel,
         }
@@ -238,6 +268,19 @@ impl SequentialQueue {
     /// Inputs not yet taken.
     pub fn remaining(&self) -> usize {
         self.inputs.lock().map_or(0, |q| q.len())
+    }
+
+    /// Reader threads for these inputs: one per open input, and up to `pool` for the files
+    /// opened in turn.
+    pub fn readers_wanted(&self, pool: usize) -> usize {
+        let Ok(queue) = self.inputs.lock() else {
+            return 0;
+        };
+        let open = queue
+            .iter()
+            .filter(|i| matches!(i, SequentialInput::Open(_)))
+            .count();
+        open + (queue.len() - open).min(pool)
     }
 
     /// The next input, opened; None when all have been taken.

@@ -13,6 +13,7 @@
 
 use super::nats::NatsRows;
 use super::png::ImageFile;
+use super::stuck_write;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -47,6 +48,15 @@ impl Destination {
             path: path.to_path_buf(),
             file: None,
             created: false,
+        }
+    }
+
+    /// A file opened already (kept open to the end: a FIFO or a device, or a single `--output`).
+    pub fn opened(path: &Path, file: File) -> Self {
+        Destination::File {
+            path: path.to_path_buf(),
+            file: Some(BufWriter::with_capacity(BUFFER, file)),
+            created: true,
         }
     }
 
@@ -93,11 +103,11 @@ impl Destination {
     /// drawn and written.
     pub fn close(&mut self) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => w.flush(),
+            Destination::Stdout(w) => stuck_write::writing(|| w.flush()),
             Destination::Image(image) => image.finish(),
             Destination::Messages(messages) => messages.finish(),
             Destination::File { file, .. } => match file.take() {
-                Some(mut f) => f.flush(),
+                Some(mut f) => stuck_write::writing(|| f.flush()),
                 None => Ok(()),
             },
         }
@@ -141,8 +151,8 @@ impl Write for Destination {
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => w.write_all(buf),
-            Destination::File { file: Some(f), .. } => f.write_all(buf),
+            Destination::Stdout(w) => stuck_write::writing(|| w.write_all(buf)),
+            Destination::File { file: Some(f), .. } => stuck_write::writing(|| f.write_all(buf)),
             Destination::File { file: None, .. } => Err(Self::not_open()),
             Destination::Image(image) => image.write_all(buf),
             Destination::Messages(_) => Err(Self::rows_only()),
@@ -150,8 +160,8 @@ impl Write for Destination {
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => w.flush(),
-            Destination::File { file: Some(f), .. } => f.flush(),
+            Destination::Stdout(w) => stuck_write::writing(|| w.flush()),
+            Destination::File { file: Some(f), .. } => stuck_write::writing(|| f.flush()),
             Destination::File { file: None, .. }
             | Destination::Image(_)
             | Destination::Messages(_) => Ok(()),

@@ -26,7 +26,12 @@ fn columns(s: &StreamSummary<'_>) -> usize {
         .map_or(s.meta.bins(s.n), |c| c.len())
 }
 
-pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>]) -> Result<()> {
+pub fn write_meta(
+    path: &Path,
+    file: std::fs::File,
+    settings: &Settings,
+    streams: &[StreamSummary<'_>],
+) -> Result<()> {
     let per_stream: Vec<_> = streams
         .iter()
         .map(|s| {
@@ -73,5 +78,7 @@ pub fn write_meta(path: &Path, settings: &Settings, streams: &[StreamSummary<'_>
     });
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;
-    std::fs::write(path, text + "\n").map_err(|e| FftdError::io(path, e))
+    let mut file = file;
+    std::io::Write::write_all(&mut file, (text + "\n").as_bytes())
+        .map_err(|e| FftdError::io(path, e))
 }

@@ -29,6 +29,7 @@ pub mod meta;
 pub mod nats;
 pub mod ndjson;
 pub mod npy;
+pub mod opening;
 pub mod output;
 pub mod overwrite_guard;
 pub mod placed;
@@ -36,6 +37,7 @@ pub mod plot;
 pub mod png;
 pub mod raw;
 pub mod spectrogram;
+pub mod stuck_write;
 pub mod text;
 
 use crate::fft::{InputKind, Sample, Scale};

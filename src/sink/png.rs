@@ -218,7 +218,12 @@ impl ImageFile {
         &self.path
     }
 
-    /// Creates (truncates) the file now, so an unusable path is found before the run.
+    /// Takes the file, created (truncated) now so an unusable path is found before the run.
+    pub fn create_with(&mut self, file: File) {
+        self.file = Some(file);
+    }
+
+    /// Creates (truncates) the file if it was not created before the run.
     pub fn create(&mut self) -> io::Result<()> {
         if self.file.is_none() {
             self.file = Some(File::create(&self.path)?);

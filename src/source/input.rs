@@ -1,7 +1,10 @@
-//! Byte input for file sources: a buffered file, or stdin read by a pump thread so that a stop
-//! request (SIGINT, `--duration`, a closed output) is seen within 50 ms even while no data arrives.
-//! For stdin, sources hand on what has arrived instead of waiting for a full block (`drained`), so
-//! a slow producer still gets timely spectra.
+//! Byte input for file sources: a buffered regular file, or a stream (stdin, a FIFO, process
+//! substitution's `/dev/fd/N`, a character device, a socket) opened and read by a pump thread so
+//! that a stop request (SIGINT, `--duration`, a closed output) is seen within 50 ms even while the
+//! open blocks (a FIFO with no writer yet) or no data arrives. A stream is opened once and read
+//! once, front to back: nothing is probed and reopened.
+//! For streams, sources hand on what has arrived instead of waiting for a full block (`drained`),
+//! so a slow producer still gets timely spectra.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::io::{self, BufRead, BufReader, Read};
@@ -32,28 +35,33 @@ impl InputReader {
 
     /// Standard input, read on a detached pump thread; reads end (EOF) once `stop` is set.
     pub fn stdin(stop: Arc<AtomicBool>) -> Self {
+        Self::stream(stop, || Ok(Box::new(io::stdin()) as Box<dyn Read + Send>))
+    }
+
+    /// A path that is not a regular file (FIFO, `/dev/fd/N`, device, socket), opened and read
+    /// on a detached pump thread: an open that blocks (a FIFO with no writer) or a read that
+    /// waits never holds up a stop request. An error opening it is the first read's error.
+    pub fn stream_path(path: &str, stop: Arc<AtomicBool>) -> Self {
+        let path = path.to_string();
+        Self::stream(stop, move || {
+            std::fs::File::open(&path).map(|f| Box::new(f) as Box<dyn Read + Send>)
+        })
+    }
+
+    /// Bytes from `open()`'s reader, pumped by a detached thread in chunks of what arrives;
+    /// reads end (EOF) once `stop` is set.
+    fn stream<F>(stop: Arc<AtomicBool>, open: F) -> Self
+    where
+        F: FnOnce() -> io::Result<Box<dyn Read + Send>> + Send + 'static,
+    {
         let (tx, rx) = crossbeam_channel::bounded::<io::Result<Vec<u8>>>(4);
-        std::thread::spawn(move || {
-            let mut stdin = io::stdin().lock();
-            loop {
-                let mut chunk = vec![0u8; 1 << 16];
-                match stdin.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        chunk.truncate(n);
-                        if tx.send(Ok(chunk)).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        break;
-                    }
-                }
+        std::thread::spawn(move || match open() {
+            Ok(mut input) => pump(&mut *input, &tx),
+            Err(e) => {
+                let _ = tx.send(Err(e));
             }
         });
-        let pump = StdinPump {
+        let pump = StreamPump {
             rx,
             chunk: Vec::new(),
             pos: 0,
@@ -66,14 +74,14 @@ impl InputReader {
         }
     }
 
-    /// True when reading from stdin and nothing more is buffered: a source should hand on what
+    /// True when reading a stream and nothing more is buffered: a source should hand on what
     /// it has rather than block for a full block.
     pub fn drained(&self) -> bool {
         self.interactive && self.inner.buffer().is_empty()
     }
 
     /// True when reads ended because of a stop request rather than the end of the input
-    /// (stdin only), so a source does not report data cut short by the user as missing.
+    /// (streams only), so a source does not report data cut short by the user as missing.
     pub fn stopped(&self) -> bool {
         self.stop
             .as_ref()
@@ -96,15 +104,36 @@ impl BufRead for InputReader {
     }
 }
 
-/// Chunks from the stdin pump thread.
-struct StdinPump {
+/// Reads `input` to its end in chunks of what arrives, sending each on (a closed receiver ends it).
+fn pump(input: &mut dyn Read, tx: &crossbeam_channel::Sender<io::Result<Vec<u8>>>) {
+    loop {
+        let mut chunk = vec![0u8; 1 << 16];
+        match input.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                chunk.truncate(n);
+                if tx.send(Ok(chunk)).is_err() {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                break;
+            }
+        }
+    }
+}
+
+/// Chunks from a stream's pump thread.
+struct StreamPump {
     rx: Receiver<io::Result<Vec<u8>>>,
     chunk: Vec<u8>,
     pos: usize,
     stop: Arc<AtomicBool>,
 }
 
-impl Read for StdinPump {
+impl Read for StreamPump {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.pos >= self.chunk.len() {
             if self.stop.load(Ordering::Relaxed) {

@@ -116,27 +116,61 @@ pub struct FileOptions {
 
 /// Opens `path` (or stdin for `-`) as a sample source.
 pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
-    let format = opts.format.unwrap_or_else(|| {
+    let reader = open_reader(path, &opts.stop)?;
+    open_with_reader(path, reader, opts)
+}
+
+/// The sample source of `path` read through `reader` (from `open_reader`). A stream stopped
+/// (SIGINT/SIGTERM) before its header or first sample arrived is an empty input, not an error:
+/// the run ends with what it has, which is nothing from this input.
+pub fn open_with_reader(
+    path: &str,
+    reader: InputReader,
+    opts: &FileOptions,
+) -> Result<Box<dyn SampleSource>> {
+    let format = format_of(path, opts);
+    let stopped = opts.stop.clone();
+    let opened: Result<Box<dyn SampleSource>> = match format {
+        InputFormat::Text => {
+            text::PrimedTextSource::open(text::TextSource::new(path, reader, opts.rate))
+                .map(|s| Box::new(s) as _)
+        }
+        InputFormat::Wav => wav::WavSource::new(path, reader).map(|s| Box::new(s) as _),
+        InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
+            raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
+                .map(|s| Box::new(s) as _)
+        }
+    };
+    match opened {
+        Err(_) if stopped.load(std::sync::atomic::Ordering::Relaxed) => {
+            Ok(Box::new(EmptySource::new(path, format, opts)))
+        }
+        other => other,
+    }
+}
+
+/// The format `path` is read as: `--input-format`, else by extension (text for stdin).
+pub fn format_of(path: &str, opts: &FileOptions) -> InputFormat {
+    opts.format.unwrap_or_else(|| {
         if path == "-" {
             InputFormat::Text
         } else {
             InputFormat::from_extension(path)
         }
-    });
-    let reader = open_reader(path, &opts.stop)?;
-    match format {
-        InputFormat::Text => Ok(Box::new(text::PrimedTextSource::open(
-            text::TextSource::new(path, reader, opts.rate),
-        )?)),
-        InputFormat::Wav => Ok(Box::new(wav::WavSource::new(path, reader)?)),
-        InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => Ok(Box::new(
-            raw::RawSource::new(path, reader, format, opts.rate, opts.channels)?,
-        )),
-    }
+    })
 }
 
-/// A buffered reader over a file or stdin, with clear errors for missing files and directories.
-fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
+/// Whether `path` is read as a stream, opened once and read front to back: stdin (`-`), or
+/// anything that is not a regular file or a folder (a FIFO, process substitution's `/dev/fd/N`,
+/// a character device, a socket).
+pub fn is_stream(path: &str) -> bool {
+    path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// A buffered reader over a regular file, or a stream's pump (`is_stream`), with clear errors
+/// for missing files and folders. A stream's pump starts at once: its open (a FIFO waiting for
+/// a writer) runs while other inputs are opened.
+pub fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
     if path == "-" {
         return Ok(InputReader::stdin(stop.clone()));
     }
@@ -144,6 +178,42 @@ fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
     if meta.is_dir() {
         return Err(FftdError::input(path, "is a directory, not a file"));
     }
+    if !meta.is_file() {
+        return Ok(InputReader::stream_path(path, stop.clone()));
+    }
     let file = File::open(path).map_err(|e| FftdError::io(path, e))?;
     Ok(InputReader::file(file))
+}
+
+/// An input stopped before it said what it holds: no samples.
+struct EmptySource {
+    info: SourceInfo,
+}
+
+impl EmptySource {
+    fn new(path: &str, format: InputFormat, opts: &FileOptions) -> Self {
+        let (channels, kind) = match format {
+            InputFormat::Text | InputFormat::Wav => (1, InputKind::Real),
+            raw => (opts.channels, raw::sample_kind(raw)),
+        };
+        EmptySource {
+            info: SourceInfo {
+                name: path.to_string(),
+                rate: opts.rate,
+                channels,
+                kind,
+                live: false,
+            },
+        }
+    }
+}
+
+impl SampleSource for EmptySource {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn read(&mut self, _out: &mut Vec<f64>, _max_frames: usize) -> Result<usize> {
+        Ok(0)
+    }
 }

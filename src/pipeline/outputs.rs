@@ -1,0 +1,304 @@
+//! Output planning, done before any input is read: which destination each stream writes to
+//! (one per stream with `--output-dir`, else one shared), checks that none of them is an input,
+//! and opening what must be opened now so an unusable destination (a missing folder, a full
+//! device, a FIFO that needs a file's seek) is reported before any work starts.
+//!
+//! A destination that is not a regular file (a FIFO, `/dev/null`, a socket) is opened once, now,
+//! and kept open to the end: a FIFO waits here for its reader, giving way to SIGINT/SIGTERM
+//! (`sink::opening`). It is never placed (`sink::placed`) and never closed to make room.
+
+use crate::config::{Input, Settings};
+use crate::error::{FftdError, Result};
+use crate::fft::Sample;
+use crate::sink::destination::Destination;
+use crate::sink::opening;
+use crate::sink::output::open_files_budget;
+use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
+use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
+use crate::sink::png::ImageFile;
+use crate::sink::{Encoder, OutputFormat, StreamMeta};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// Where the spectra go: one destination per writer (a file, or stdout for None), and the writer
+/// of each stream.
+pub(super) struct OutputPlan {
+    pub(super) files: Vec<Option<PathBuf>>,
+    /// Files opened when their first rows arrive (`--output-dir`), not before the run.
+    pub(super) lazy: bool,
+    pub(super) writer_of: Vec<usize>,
+}
+
+/// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
+/// output shared by every stream (which the format must be able to tell apart).
+pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPlan> {
+    let format = settings.format;
+    if let Some(dir) = &settings.output_dir {
+        if !dir.is_dir() {
+            return Err(FftdError::Usage(format!(
+                "--output-dir {}: no such directory",
+                dir.display()
+            )));
+        }
+        let files = stream_file_names(streams, format)
+            .into_iter()
+            .map(|name| Some(dir.join(name)))
+            .collect();
+        probe_writable(dir)?;
+        return Ok(OutputPlan {
+            files,
+            lazy: true,
+            writer_of: (0..streams.len()).collect(),
+        });
+    }
+    // every message says its stream (`sink::nats`)
+    let tagged = format.carries_stream_id() || settings.nats_output.is_some();
+    if streams.len() > 1 && !tagged {
+        return Err(FftdError::Usage(format!(
+            "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
+            streams.len(),
+            format.name()
+        )));
+    }
+    Ok(OutputPlan {
+        files: vec![settings.output.clone()],
+        lazy: false,
+        writer_of: vec![0; streams.len()],
+    })
+}
+
+/// Checks that `dir` takes new files (its files are created only when their rows arrive, so
+/// an unwritable folder must be found before the run): creates and removes a probe file.
+fn probe_writable(dir: &Path) -> Result<()> {
+    let probe = dir.join(format!(".fftd-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| FftdError::io(dir, e))?;
+    std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
+}
+
+/// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
+/// `--config`), before anything is opened for writing.
+pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<()> {
+    let mut inputs: Vec<NamedFile> = match &settings.input {
+        Input::Files(paths) => paths
+            .iter()
+            .map(|p| match p.as_str() {
+                "-" => standard_stream("stdin"),
+                _ => NamedFile::new("--file", p),
+            })
+            .collect(),
+        Input::Mic(_) | Input::Nats(_) => Vec::new(),
+    };
+    inputs.extend(
+        settings
+            .config
+            .iter()
+            .map(|c| NamedFile::new("--config", c)),
+    );
+    let role = match settings.output_dir {
+        Some(_) => "--output-dir",
+        None => "--output",
+    };
+    let mut outputs: Vec<NamedFile> = plan
+        .files
+        .iter()
+        .map(|file| match file {
+            Some(path) => NamedFile::new(role, path),
+            None => standard_stream("stdout"),
+        })
+        .collect();
+    outputs.extend(settings.meta.iter().map(|m| NamedFile::new("--meta", m)));
+    refuse_overwriting(&inputs, &outputs)
+}
+
+/// One destination per planned output. Stdout, a single `--output` file and every stream path
+/// (a FIFO, a device) are opened now, so an unusable one is reported before any work starts;
+/// other `--output-dir` files are opened when their first rows arrive (`plan_outputs` checked
+/// that the folder takes new files). A format that rewrites its header at the end (npy) needs a
+/// file it can seek: stdout or a FIFO is refused.
+pub(super) fn open_destinations<T: Sample>(
+    encoder: &dyn Encoder<T>,
+    plan: &OutputPlan,
+    placed: &PlacedOutputs,
+    stop: &AtomicBool,
+) -> Result<Vec<Destination>> {
+    let needs_file = encoder.final_header(0, 0).is_some();
+    let mut dests = Vec::new();
+    for (i, file) in plan.files.iter().enumerate() {
+        let dest = match file {
+            Some(path) if needs_file && opening::is_pipe_path(path) => {
+                return Err(FftdError::Usage(format!(
+                    "{}: npy output rewrites its header at the end and needs a regular file, not a FIFO or socket (use --format f32 for a pipe)",
+                    path.display()
+                )))
+            }
+            Some(path) if placed.get(i).is_some() => Destination::file(path),
+            Some(path) if plan.lazy && !opening::is_stream_path(path) => Destination::file(path),
+            Some(path) => Destination::opened(path, create_output(path, stop)?),
+            None if needs_file => {
+                return Err(FftdError::Runtime(
+                    "stdout: npy output needs a file, not stdout".into(),
+                ))
+            }
+            None => Destination::stdout(),
+        };
+        dests.push(dest);
+    }
+    Ok(dests)
+}
+
+/// Creates an output file now (a FIFO: waits for its reader, or for a stop), and checks that it
+/// takes bytes (an empty write: `/dev/full` refuses even that).
+pub(super) fn create_output(path: &Path, stop: &AtomicBool) -> Result<File> {
+    let file = opening::create(path, stop).map_err(|e| match e.kind() {
+        std::io::ErrorKind::Interrupted => FftdError::Stopped(format!(
+            "{}: stopped while waiting for a reader; nothing was analysed",
+            path.display()
+        )),
+        _ => FftdError::io(path, e),
+    })?;
+    opening::check_writable(&file).map_err(|e| FftdError::io(path, e))?;
+    Ok(file)
+}
+
+/// `--format png`: one image per planned output, of the one stream it has (`plan_outputs` refuses
+/// several streams in one output for it, and `Settings` refuses stdout). A single `--output` is
+/// created now, so an unusable path is reported before any work starts.
+pub(super) fn image_destinations(
+    settings: &Settings,
+    plan: &OutputPlan,
+    streams: &[StreamMeta],
+    stop: &AtomicBool,
+) -> Result<Vec<Destination>> {
+    let mut dests = Vec::new();
+    for (i, file) in plan.files.iter().enumerate() {
+        let stream = streams.iter().find(|s| plan.writer_of[s.id] == i);
+        let (Some(path), Some(stream)) = (file, stream) else {
+            return Err(FftdError::Usage(
+                "--format png needs one stream per output file".into(),
+            ));
+        };
+        let mut image = ImageFile::new(path, stream, settings);
+        if !plan.lazy || opening::is_stream_path(path) {
+            image.create_with(create_output(path, stop)?);
+        }
+        dests.push(Destination::Image(Box::new(image)));
+    }
+    Ok(dests)
+}
+
+/// Maps the outputs that can take their rows in place (`sink::placed`): a file with one stream
+/// whose rows are known, in a format of fixed-size rows, big enough to be worth it; at most
+/// `MAX_OPEN_FILES` of them, created in parallel (reserving space is the slow part). An output
+/// whose file cannot be mapped is written the ordinary way.
+pub(super) fn place_outputs<T: Sample>(
+    encoder: &dyn Encoder<T>,
+    plan: &OutputPlan,
+    streams: &[StreamMeta],
+    planned_rows: &[Option<u64>],
+    n: usize,
+    values_of: impl Fn(&StreamMeta) -> usize,
+) -> PlacedOutputs {
+    if !placed::enabled() {
+        return PlacedOutputs::default();
+    }
+    let mut wanted: Vec<(usize, &Path, PlacedShape, Vec<u8>)> = Vec::new();
+    for (output, path) in plan.files.iter().enumerate() {
+        let mut writers = streams.iter().filter(|s| plan.writer_of[s.id] == output);
+        let (Some(stream), None) = (writers.next(), writers.next()) else {
+            continue; // no stream, or several sharing the file
+        };
+        let (Some(path), Some(rows)) = (path, planned_rows[stream.id]) else {
+            continue;
+        };
+        if opening::is_stream_path(path) {
+            continue; // a FIFO or a device is written front to back
+        }
+        let Some(row_bytes) = encoder.row_bytes(values_of(stream)) else {
+            return PlacedOutputs::default(); // the format has rows of varying size
+        };
+        let preamble = encoder.preamble(stream, n);
+        let shape = PlacedShape {
+            header: preamble.len(),
+            row_bytes,
+            rows,
+        };
+        if shape.total_bytes() >= placed::MIN_PLACED_BYTES {
+            wanted.push((output, path, shape, preamble));
+        }
+    }
+    // each keeps its descriptor for the run: half of the budget the ordinary outputs also get
+    wanted.truncate((open_files_budget() / 2).max(1));
+    let mut files: Vec<Option<PlacedFile>> = plan.files.iter().map(|_| None).collect();
+    let created: Vec<(usize, Option<PlacedFile>)> = std::thread::scope(|scope| {
+        let creating: Vec<_> = wanted
+            .iter()
+            .map(|(output, path, shape, preamble)| {
+                (
+                    *output,
+                    scope.spawn(move || create_placed(path, *shape, preamble)),
+                )
+            })
+            .collect();
+        creating
+            .into_iter()
+            .map(|(output, thread)| (output, thread.join().ok().flatten()))
+            .collect()
+    });
+    for (output, file) in created {
+        files[output] = file;
+    }
+    PlacedOutputs::new(files)
+}
+
+/// One placed file, or None (with the reason in the debug log) to write it the ordinary way.
+fn create_placed(path: &Path, shape: PlacedShape, preamble: &[u8]) -> Option<PlacedFile> {
+    match PlacedFile::create(path, shape, preamble) {
+        Ok(file) => {
+            tracing::debug!(path = %path.display(), rows = shape.rows, "rows placed by the encoders");
+            Some(file)
+        }
+        Err(e) => {
+            tracing::debug!(path = %path.display(), error = %e, "written the ordinary way");
+            None
+        }
+    }
+}
+
+/// File names for `--output-dir`: the input's stem, `-chK` for a picked channel; inputs whose
+/// stems are the same (`a/x.wav`, `b/x.wav`) are told apart by the stream id (`x-0.csv`,
+/// `x-1.csv`), the `stream` field of csv and ndjson rows.
+fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBuf> {
+    let stem_of = |s: &StreamMeta| {
+        let stem = if s.input == "-" {
+            "stdin".to_string()
+        } else {
+            Path::new(&s.input)
+                .file_stem()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| format!("stream{}", s.id))
+        };
+        match s.channel {
+            Some(c) => format!("{stem}-ch{c}"),
+            None => stem,
+        }
+    };
+    let stems: Vec<String> = streams.iter().map(stem_of).collect();
+    stems
+        .iter()
+        .enumerate()
+        .map(|(i, stem)| {
+            let clash = stems.iter().filter(|s| *s == stem).count() > 1;
+            let name = if clash {
+                format!("{stem}-{i}")
+            } else {
+                stem.clone()
+            };
+            PathBuf::from(format!("{name}.{}", format.extension()))
+        })
+        .collect()
+}

@@ -1,0 +1,63 @@
+//! The one stop a run cannot drain itself out of: a write to stdout, a FIFO or a device whose
+//! reader has stopped reading (`fftd … | sleep 1000`, a FIFO nobody empties). Every write of
+//! spectra marks when it started (`writing`); after SIGINT/SIGTERM, `watch` ends the process
+//! (exit 0, as an interrupted run) once a write has been stuck for `STUCK_AFTER` while a
+//! stopped run would otherwise wait on it forever. Files that could be completed were, as far
+//! as the stuck write let the run go; the message names the wait.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a write may be stuck after a stop before the process ends without it.
+pub const STUCK_AFTER: Duration = Duration::from_secs(1);
+
+/// Milliseconds since `epoch()` at which the write in progress started, plus one; 0 when none is.
+static WRITE_STARTED: AtomicU64 = AtomicU64::new(0);
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Runs `write`, marked as a write in progress (one writer at a time: the sink).
+pub fn writing<R>(write: impl FnOnce() -> R) -> R {
+    let started = epoch().elapsed().as_millis() as u64 + 1;
+    WRITE_STARTED.store(started, Ordering::Relaxed);
+    let result = write();
+    WRITE_STARTED.store(0, Ordering::Relaxed);
+    result
+}
+
+/// How long the write in progress has been going on, if one is.
+fn stuck_for() -> Option<Duration> {
+    let started = WRITE_STARTED.load(Ordering::Relaxed);
+    (started != 0).then(|| {
+        let now = epoch().elapsed().as_millis() as u64 + 1;
+        Duration::from_millis(now.saturating_sub(started))
+    })
+}
+
+/// Starts the watch: once `interrupted` is set, a write stuck for `STUCK_AFTER` ends the
+/// process with exit 0 and one line on stderr.
+pub fn watch(interrupted: Arc<AtomicBool>) {
+    epoch();
+    let spawned = std::thread::Builder::new()
+        .name("fftd-stuck-write".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(50));
+            if !interrupted.load(Ordering::Relaxed) {
+                continue;
+            }
+            if stuck_for().is_some_and(|d| d >= STUCK_AFTER) {
+                eprintln!(
+                    "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten",
+                    STUCK_AFTER.as_secs()
+                );
+                std::process::exit(0);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch for stuck writes after a stop: {e}");
+    }
+}

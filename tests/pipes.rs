@@ -1,0 +1,368 @@
+//! Inputs and outputs that are not regular files: FIFOs, process substitution (`/dev/fd/N`),
+//! several of them at once, and one SIGINT/SIGTERM ending a run whatever it waits on.
+//!
+//! Every input format through a FIFO, many times in a row and with several framings, must give
+//! exactly the rows of the same bytes read from a regular file: partial analysis is never silent.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf8 path")
+}
+
+/// Writes `bytes` into the FIFO at `path` from a thread, in uneven chunks with pauses, as a slow
+/// producer would (a reader that stops at the first short read loses the rest).
+fn feed(path: PathBuf, bytes: Vec<u8>, seed: usize) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut fifo = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open FIFO for writing");
+        let mut at = 0;
+        let mut k = seed;
+        while at < bytes.len() {
+            k = k
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (1 + (k >> 33) % 3000).min(bytes.len() - at);
+            // a reader gone early (a failed run) is reported by the comparison, not here
+            if fifo.write_all(&bytes[at..at + len]).is_err() {
+                return;
+            }
+            at += len;
+            if (k >> 20) % 7 == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    })
+}
+
+/// The csv rows of a run, header left out (it names the input), in stream then frame order
+/// (streams of one output interleave in the order their batches finished).
+fn sorted_rows(out: &Output) -> Vec<String> {
+    let mut rows: Vec<String> = stdout_text(out).lines().skip(1).map(String::from).collect();
+    let key = |row: &String| -> (u64, u64) {
+        let mut fields = row.split(',').map(|f| f.parse::<u64>().unwrap_or(u64::MAX));
+        (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
+    };
+    rows.sort_by_key(key);
+    rows
+}
+
+/// Rows equal field for field; averaged rows (whose sums depend on how frames fell into batches,
+/// which a pipe's timing changes) to a few units in the last place of f32.
+fn assert_same_rows(got: &[String], want: &[String], context: &str) {
+    assert_eq!(got.len(), want.len(), "{context}: row count");
+    for (g, w) in got.iter().zip(want) {
+        let parse = |row: &str| -> Vec<f64> {
+            row.split(',')
+                .map(|f| f.parse().unwrap_or(f64::NAN))
+                .collect()
+        };
+        let (g, w) = (parse(g), parse(w));
+        let peak = w.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let close =
+            g.len() == w.len() && g.iter().zip(&w).all(|(a, b)| (a - b).abs() <= 1e-6 * peak);
+        assert!(close, "{context}: rows differ");
+    }
+}
+
+fn run_with(args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["--device", "cpu"]);
+    fftd()
+        .args(&all)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fftd runs")
+}
+
+/// The input files of every format, one signal each (wav with two channels).
+fn inputs(dir: &Path) -> Vec<(&'static str, PathBuf, Vec<&'static str>)> {
+    let signal = noise(5000, 3);
+    let text = dir.join("in.txt");
+    write_text_samples(&text, &signal);
+    let f32_path = dir.join("in.f32");
+    write_f32(&f32_path, &signal);
+    let s16_path = dir.join("in.s16");
+    let s16: Vec<u8> = signal
+        .iter()
+        .flat_map(|v| ((v * 20000.0) as i16).to_le_bytes())
+        .collect();
+    std::fs::write(&s16_path, s16).expect("write s16");
+    let cf32 = dir.join("in.cf32");
+    write_f32(&cf32, &signal); // 2500 complex samples
+    let wav = dir.join("in.wav");
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 8000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(&wav, spec).expect("wav");
+    for v in &signal {
+        w.write_sample((v * 20000.0) as i16).expect("sample");
+    }
+    w.finalize().expect("finalize");
+    vec![
+        ("text", text, vec![]),
+        ("f32", f32_path, vec![]),
+        ("s16", s16_path, vec![]),
+        ("cf32", cf32, vec![]),
+        ("wav", wav, vec!["--channel", "all"]),
+    ]
+}
+
+#[test]
+fn every_format_through_a_fifo_many_times_equals_the_regular_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let framings: [&[&str]; 4] = [
+        &["--frame", "256"],
+        &["--frame", "256", "--hop", "100"],
+        &["--frame", "128", "--tail", "drop", "--average", "4"],
+        &["--frame", "whole"],
+    ];
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    for (format, file, extra) in inputs(dir.path()) {
+        let bytes = std::fs::read(&file).expect("read input");
+        for (round, framing) in framings.iter().cycle().take(20).enumerate() {
+            let mut args = vec!["--input-format", format, "--format", "csv"];
+            args.extend(framing.iter().copied());
+            args.extend(extra.iter().copied());
+            let want = run_with(&[&["--file", s(&file)], &args[..]].concat());
+            assert!(want.status.success(), "{}", stderr_text(&want));
+            let writer = feed(fifo.clone(), bytes.clone(), round);
+            let got = run_with(&[&["--file", s(&fifo)], &args[..]].concat());
+            writer.join().expect("writer");
+            let context = format!("{format} {framing:?} round {round}: {}", stderr_text(&got));
+            assert!(got.status.success(), "{context}");
+            let (got_rows, want_rows) = (sorted_rows(&got), sorted_rows(&want));
+            assert!(!got_rows.is_empty(), "{context}");
+            assert_same_rows(&got_rows, &want_rows, &context);
+        }
+    }
+}
+
+#[test]
+fn process_substitution_is_read_once_to_its_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("in.txt");
+    write_text_samples(&text, &noise(10 * 1024, 5));
+    let bin = env!("CARGO_BIN_EXE_fftd");
+    let script = format!(
+        "'{bin}' --device cpu --file <(cat '{}') --frame 1024 --format csv",
+        s(&text)
+    );
+    let got = Command::new("bash")
+        .args(["-c", &script])
+        .output()
+        .expect("bash");
+    assert!(got.status.success(), "{}", stderr_text(&got));
+    let want = run_with(&["--file", s(&text), "--frame", "1024", "--format", "csv"]);
+    assert_eq!(sorted_rows(&got).len(), 10);
+    assert!(sorted_rows(&got) == sorted_rows(&want));
+}
+
+#[test]
+fn several_fifos_fed_in_turn_by_one_writer_are_read_at_once() {
+    // tee writes each block to the first FIFO, then the second: a reader that finished one input
+    // before opening the next would wait for ever
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32_path = dir.path().join("in.f32");
+    write_f32(&f32_path, &noise(1 << 18, 9));
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    mkfifo(&a);
+    mkfifo(&b);
+    let bin = env!("CARGO_BIN_EXE_fftd");
+    let script = format!(
+        "tee '{a}' < '{f}' > '{b}' & '{bin}' --device cpu --file '{a}' --file '{b}' --input-format f32 --frame 4096 --format csv; wait",
+        a = s(&a),
+        b = s(&b),
+        f = s(&f32_path)
+    );
+    let got = Command::new("timeout")
+        .args(["60", "bash", "-c", &script])
+        .output()
+        .expect("bash");
+    assert!(got.status.success(), "{}", stderr_text(&got));
+    let rows = stdout_text(&got);
+    let per_stream = |id: &str| rows.lines().filter(|l| l.starts_with(id)).count();
+    assert_eq!(
+        (per_stream("0,"), per_stream("1,")),
+        (64, 64),
+        "{}",
+        stderr_text(&got)
+    );
+}
+
+#[test]
+fn output_to_a_fifo_is_opened_once_and_gets_every_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("in.txt");
+    write_text_samples(&text, &noise(64 * 100, 2));
+    let out = dir.path().join("out");
+    mkfifo(&out);
+    let reader_path = out.clone();
+    let reader = std::thread::spawn(move || {
+        let mut got = String::new();
+        std::fs::File::open(reader_path)
+            .expect("open FIFO")
+            .read_to_string(&mut got)
+            .expect("read FIFO");
+        got
+    });
+    let run = run_with(&["--file", s(&text), "--frame", "64", "--output", s(&out)]);
+    assert!(run.status.success(), "{}", stderr_text(&run));
+    let want = run_with(&["--file", s(&text), "--frame", "64"]);
+    assert_eq!(reader.join().expect("reader"), stdout_text(&want));
+
+    // npy rewrites its header at the end: a FIFO cannot take it, said before anything is read
+    let npy = run_with(&["--file", s(&text), "--format", "npy", "--output", s(&out)]);
+    assert_clean_error(&npy, 2, &["npy", "FIFO"]);
+}
+
+/// Starts fftd with `args` (stdin as given), lets it reach what it waits on, sends `signal`,
+/// and returns its output and how long it took to end after the signal.
+fn signalled(args: &[&str], stdin: Stdio, signal: &str) -> (Output, Duration) {
+    let child = fftd()
+        .args(args)
+        .args(["--device", "cpu"])
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(400));
+    send(&child, signal);
+    let sent = Instant::now();
+    let out = wait_at_most(child, Duration::from_secs(10));
+    (out, sent.elapsed())
+}
+
+fn send(child: &Child, signal: &str) {
+    let ok = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+}
+
+/// The child's output once it ends; kills it (and fails) if it has not ended in `limit`.
+fn wait_at_most(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("fftd did not end within {limit:?} of one signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn one_signal_ends_a_run_waiting_for_a_fifo_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("in");
+    mkfifo(&fifo);
+    for signal in ["INT", "TERM"] {
+        let (out, took) = signalled(
+            &["--file", s(&fifo), "--frame", "64"],
+            Stdio::null(),
+            signal,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        assert!(took < Duration::from_secs(2), "{signal}: {took:?}");
+        assert!(
+            !stderr_text(&out).contains("empty"),
+            "{}",
+            stderr_text(&out)
+        );
+    }
+}
+
+#[test]
+fn one_signal_ends_a_run_waiting_for_a_fifo_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("in.txt");
+    write_text_samples(&text, &noise(1000, 1));
+    let fifo = dir.path().join("out");
+    mkfifo(&fifo);
+    for (signal, flag) in [("INT", "--output"), ("TERM", "--meta")] {
+        let args = ["--file", s(&text), "--frame", "64", flag, s(&fifo)];
+        let (out, took) = signalled(&args, Stdio::null(), signal);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        assert!(took < Duration::from_secs(2), "{signal}: {took:?}");
+        assert!(stderr_text(&out).contains("waiting for a reader"));
+    }
+}
+
+#[test]
+fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
+    // stdin is a pipe held open (in the child's handle) with nothing sent
+    let (out, took) = signalled(&["--file", "-", "--frame", "64"], Stdio::piped(), "TERM");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        !stderr_text(&out).contains("empty"),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[test]
+fn one_signal_ends_a_run_whose_stdout_is_not_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32_path = dir.path().join("in.f32");
+    write_f32(&f32_path, &noise(1 << 16, 4));
+    // stdout is a pipe this test never reads: fftd fills it and blocks writing
+    let child = fftd()
+        .args(["--file", s(&f32_path), "--frame", "64", "--hop", "1"])
+        .args(["--device", "cpu"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    send(&child, "INT");
+    let sent = Instant::now();
+    let mut child = child;
+    let stdout = child.stdout.take();
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("fftd did not end within 10 s of SIGINT with its stdout unread");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdout);
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        sent.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(
+        stderr_text(&out).contains("took nothing"),
+        "{}",
+        stderr_text(&out)
+    );
+}
