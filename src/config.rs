@@ -605,6 +605,14 @@ impl Settings {
             })
             .transpose()?;
         let frame = o.frame.unwrap_or(FrameSize::Fixed(4096));
+        if let FrameSize::Fixed(n) = frame {
+            if n > limits::MAX_FRAME_SAMPLES {
+                return usage(format!(
+                    "--frame {n}: at most {} samples (2^26) per frame, the largest batch buffer",
+                    limits::MAX_FRAME_SAMPLES
+                ));
+            }
+        }
         let hop = o
             .hop
             .map(|h| in_range("--hop", h, 1, None, "samples"))

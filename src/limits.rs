@@ -6,6 +6,14 @@
 /// the OpenCL engine reaches its copy-rate plateau long before).
 pub const MAX_BATCH_SAMPLES: usize = 1 << 26;
 
+/// Samples in one frame at most: a frame must fit one batch buffer (2^26 samples: 256 MiB of
+/// f32 per frame, an hour and more of audio; `--frame whole` takes a whole input).
+pub const MAX_FRAME_SAMPLES: usize = MAX_BATCH_SAMPLES;
+
+/// Bytes of frames queued between the readers and the batcher at most (at least two frames):
+/// frames of hundreds of MiB must not queue by the thousand.
+pub const FRAME_QUEUE_BYTES: usize = 256 << 20;
+
 /// FFT workers per CPU core at most: each worker is a thread with its own engine.
 pub const WORKERS_PER_CORE: usize = 4;
 

@@ -56,12 +56,14 @@ pub fn run_averaging<T: Sample>(
         let id = stage.numbering.fetch_add(1, Ordering::SeqCst);
         tx.send(Done { id, ..done }).is_ok()
     };
-    for done in rx.iter() {
-        reorder.insert(done.id, done);
-        Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
-        while let Some(batch) = reorder.remove(&next) {
-            next += 1;
-            let averaged = average_batch(&batch, stage, &mut states);
+    // after the last batch, once more (None): batches a failed input's numbers held back
+    for arrived in rx.iter().map(Some).chain(std::iter::once(None)) {
+        if let Some(done) = arrived {
+            reorder.insert(done.id, done);
+            Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
+        }
+        while let Some(batch) = control.next_in_order(&mut next, &mut reorder) {
+            let averaged = average_batch(&batch, stage, &mut states, control);
             values_pool.give(batch.values); // the spectra buffer goes back to the workers
             match averaged {
                 Ok(Some(rows)) => {
@@ -88,10 +90,14 @@ fn average_batch<T: Sample>(
     batch: &Done<T>,
     stage: &AveragingStage<'_>,
     states: &mut [Option<StreamAverage<T>>],
+    control: &Control,
 ) -> Result<Option<Done<T>>, String> {
     let width = batch.width();
     let mut out = RowsOut::new(stage.finish);
     for (i, frame) in batch.frames.iter().enumerate() {
+        if control.is_cut(frame.stream, frame.seq) {
+            continue; // past a failed input's cut (`Control::cut_stream`)
+        }
         let state = match &mut states[frame.stream] {
             Some(state) => state,
             slot => slot.insert(StreamAverage {

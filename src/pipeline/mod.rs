@@ -54,6 +54,11 @@ pub struct Control {
     error: Mutex<Option<FftdError>>,
     /// The next batch number (the batcher and the range readers number batches from it).
     next_batch: Arc<AtomicU64>,
+    /// Per stream, the first frame not to be written: a range-read input failed there
+    /// (`cut_stream`).
+    cuts: Mutex<Vec<(usize, u64)>>,
+    /// Batch numbers a failed input's job took and will never send (`skip_batch`).
+    skipped: Mutex<std::collections::BTreeSet<u64>>,
 }
 
 impl Control {
@@ -63,6 +68,8 @@ impl Control {
             counters: Arc::default(),
             error: Mutex::new(None),
             next_batch: Arc::default(),
+            cuts: Mutex::default(),
+            skipped: Mutex::default(),
         }
     }
 
@@ -82,12 +89,66 @@ impl Control {
 
     /// Records the first error and asks every stage to stop.
     pub fn fail(&self, e: FftdError) {
+        self.fail_input(e);
+        self.request_stop();
+    }
+
+    /// Records an input's error without stopping the other inputs: the run ends as usual and
+    /// fails with the first error; later ones are logged as they come.
+    pub fn fail_input(&self, e: FftdError) {
         if let Ok(mut slot) = self.error.lock() {
-            if slot.is_none() {
-                *slot = Some(e);
+            match *slot {
+                None => *slot = Some(e),
+                // said now: the run's error at the end is the first one
+                Some(_) => tracing::error!("{e}"),
             }
         }
-        self.request_stop();
+    }
+
+    /// Ends stream `stream` before frame `seq`: frames from there on are not written, though
+    /// batches read in parallel may hold some. Called before the failed batch's number is given
+    /// up, so the stage that puts batches in order sees the cut before any later batch.
+    pub fn cut_stream(&self, stream: usize, seq: u64) {
+        if let Ok(mut cuts) = self.cuts.lock() {
+            match cuts.iter_mut().find(|(s, _)| *s == stream) {
+                Some((_, cut)) => *cut = (*cut).min(seq),
+                None => cuts.push((stream, seq)),
+            }
+        }
+    }
+
+    /// Whether frame `seq` of `stream` lies past a cut (`cut_stream`).
+    pub fn is_cut(&self, stream: usize, seq: u64) -> bool {
+        self.cuts
+            .lock()
+            .is_ok_and(|cuts| cuts.iter().any(|&(s, cut)| s == stream && seq >= cut))
+    }
+
+    /// Batch `id` will never come (its input failed while it was being read): the stages that
+    /// put batches in order go past it (`next_in_order`).
+    pub fn skip_batch(&self, id: u64) {
+        if let Ok(mut skipped) = self.skipped.lock() {
+            skipped.insert(id);
+        }
+    }
+
+    /// The batch numbered `*next` from `reorder`, past numbers that will never come; None while
+    /// it has not arrived.
+    pub fn next_in_order<B>(
+        &self,
+        next: &mut u64,
+        reorder: &mut std::collections::BTreeMap<u64, B>,
+    ) -> Option<B> {
+        loop {
+            if let Some(batch) = reorder.remove(next) {
+                *next += 1;
+                return Some(batch);
+            }
+            if !self.skipped.lock().is_ok_and(|s| s.contains(next)) {
+                return None;
+            }
+            *next += 1;
+        }
     }
 
     fn take_error(&self) -> Option<FftdError> {
@@ -166,6 +227,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
     let live = matches!(settings.input, Input::Mic(_));
+    // the places the run writes, before any input (or device) is touched
+    outputs::check_destinations(settings)?;
     let router::EngineSet {
         lane_set,
         ready: lanes,
@@ -286,7 +349,12 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         });
 
     let frame_capacity = match settings.frame {
-        FrameSize::Fixed(n) => (2 * settings.batch_frames(n)).clamp(8, 4096),
+        FrameSize::Fixed(n) => {
+            let by_bytes = limits::FRAME_QUEUE_BYTES / (n * std::mem::size_of::<T>()).max(1);
+            (2 * settings.batch_frames(n))
+                .clamp(8, 4096)
+                .min(by_bytes.max(2))
+        }
         FrameSize::Whole => 2,
     };
     let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
@@ -424,6 +492,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             streams: &streams,
             pool: &bytes_pool,
             live: live_view.as_ref().map(|view| &*view.hub),
+            // rows are frames here (with --average, the averaging stage applies the cuts)
+            cuts_apply: averaging.is_none(),
         };
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
         sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency)
@@ -463,21 +533,6 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             .then(|| stalled_error(&given_up, cut))
             .flatten()
     });
-    if let Some(e) = error {
-        if let Some(view) = live_view {
-            view.finish(false, &signals.interrupted);
-        }
-        return Err(e);
-    }
-    // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short, nor one
-    // paced by a NATS server)
-    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
-        && settings.nats_output.is_none();
-    if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
-        let samples = Counters::get(&control.counters.samples_in) as f64;
-        let rate = samples / started.elapsed().as_secs_f64();
-        crate::fft::route_record::RouteRecord::load().record(route, rate);
-    }
     if let (Some(path), Some(file)) = (&settings.meta, meta_file) {
         let summaries: Vec<StreamSummary<'_>> = streams
             .iter()
@@ -493,7 +548,25 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 output: outputs[writer_of[meta.id]].clone(),
             })
             .collect();
-        write_meta(path, file, settings, &summaries)?;
+        let failure = error.as_ref().map(ToString::to_string);
+        write_meta(path, file, settings, &summaries, failure.as_deref())?;
+    }
+
+    if let Some(e) = error {
+        if let Some(view) = live_view {
+            view.finish(false, &signals.interrupted);
+        }
+        return Err(e);
+    }
+
+    // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short, nor one
+    // paced by a NATS server)
+    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
+        && settings.nats_output.is_none();
+    if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
+        let samples = Counters::get(&control.counters.samples_in) as f64;
+        let rate = samples / started.elapsed().as_secs_f64();
+        crate::fft::route_record::RouteRecord::load().record(route, rate);
     }
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);

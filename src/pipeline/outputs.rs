@@ -151,6 +151,61 @@ pub(super) fn open_destinations<T: Sample>(
     Ok(dests)
 }
 
+/// Checks, before any input is read (a stream's first bytes may be long in coming), that the
+/// places the run will write can take it: `--output` and `--meta` (a device must take an empty
+/// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
+/// created here; FIFOs are opened later, once.
+pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
+    if let Some(dir) = &settings.output_dir {
+        if !dir.is_dir() {
+            return Err(FftdError::Usage(format!(
+                "--output-dir {}: no such directory",
+                dir.display()
+            )));
+        }
+        probe_writable(dir)?;
+    }
+    for path in settings.output.iter().chain(&settings.meta) {
+        check_destination(path)?;
+    }
+    Ok(())
+}
+
+/// One file's check for `check_destinations`.
+fn check_destination(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_char_device() => {
+            let device = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| FftdError::io(path, e))?;
+            opening::check_writable(&device).map_err(|e| FftdError::io(path, e))
+        }
+        Ok(meta) if meta.is_file() => writable(path).map_err(|e| FftdError::io(path, e)),
+        Ok(_) => Ok(()), // a FIFO or socket: opened once, when the run starts
+        Err(_) => {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            writable(parent).map_err(|e| FftdError::io(path, e))
+        }
+    }
+}
+
+/// Whether this process may write `path` (access(2) with W_OK).
+fn writable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is a NUL-terminated path alive for the call; access only reads it.
+    match unsafe { libc::access(name.as_ptr(), libc::W_OK) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Creates an output file now (a FIFO: waits for its reader, or for a stop), and checks that it
 /// takes bytes (an empty write: `/dev/full` refuses even that).
 pub(super) fn create_output(path: &Path, stop: &AtomicBool) -> Result<File> {

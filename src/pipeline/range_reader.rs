@@ -164,6 +164,15 @@ impl RangeJobs {
         *next += count as u64;
         Some(job)
     }
+
+    /// Hands out no more jobs of stream `index` (its input failed).
+    fn give_up(&self, index: usize) {
+        if let Ok(mut cursor) = self.cursor.lock() {
+            if cursor.0 == index {
+                *cursor = (index + 1, 0);
+            }
+        }
+    }
 }
 
 /// One range-reader thread: takes jobs until none is left, a stop, or an error.
@@ -185,8 +194,18 @@ pub fn run_range_reader<T: Sample>(
         let mut data = pool.take(lane, job.count * spec.values_per_frame());
         data.set_len_for_overwrite(job.count * spec.values_per_frame());
         if let Err(e) = reader.fill(stream, &jobs.framing, job, &mut data) {
+            // the input's own fault ends its stream here; the other streams go on
+            control.cut_stream(stream.stream, job.first);
+            jobs.give_up(job.stream);
+            control.skip_batch(job.id); // the sink goes past it
             dispatcher.skip(job.id); // later batches must not wait for this one
-            return Err(e);
+            match e {
+                FftdError::Input { .. } | FftdError::Io { .. } => {
+                    control.fail_input(e);
+                    continue;
+                }
+                e => return Err(e),
+            }
         }
         Counters::add(&control.counters.frames_in, job.count as u64);
         Counters::add(

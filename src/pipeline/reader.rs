@@ -8,7 +8,7 @@
 use super::plan::{SequentialQueue, SourcePlan};
 use super::Control;
 use crate::config::Settings;
-use crate::error::Result;
+use crate::error::{FftdError, Result};
 use crate::fft::Sample;
 use crate::frame::{Frame, FrameSize, Framer};
 use crate::stats::Counters;
@@ -28,7 +28,9 @@ struct StreamState<T> {
 }
 
 /// One thread of the reader pool: reads the queue's inputs one after another, each opened when
-/// its turn comes and closed when done, until the queue is empty, a stop or an error.
+/// its turn comes and closed when done, until the queue is empty, a stop or an error. An error
+/// of an input itself (a bad line, an unreadable file) ends that input's streams where it is
+/// found and is the run's error at the end; the other inputs go on.
 pub fn read_sequential<T: Sample>(
     queue: &SequentialQueue,
     settings: &Settings,
@@ -40,9 +42,15 @@ pub fn read_sequential<T: Sample>(
             return;
         };
         let read = next.and_then(|plan| read_source::<T>(plan, settings, tx.clone(), control));
-        if let Err(e) = read {
-            control.fail(e);
-            return;
+        match read {
+            Ok(()) => {}
+            // a bad input ends its own streams only: the others are analysed in full, and the
+            // run fails at the end naming it
+            Err(e @ (FftdError::Input { .. } | FftdError::Io { .. })) => control.fail_input(e),
+            Err(e) => {
+                control.fail(e);
+                return;
+            }
         }
     }
 }

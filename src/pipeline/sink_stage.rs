@@ -25,6 +25,8 @@ pub struct SinkStage<'a, T: Sample> {
     pub pool: &'a BytePool,
     /// The live view (`--serve`), which gets the `/spectra` rows in order.
     pub live: Option<&'a LiveHub>,
+    /// Whether frames past a failed input's cut (`Control::cut_stream`) are left out here.
+    pub cuts_apply: bool,
 }
 
 pub fn run_sink<T: Sample>(
@@ -38,20 +40,26 @@ pub fn run_sink<T: Sample>(
         streams,
         pool,
         live,
+        cuts_apply,
     } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
     let mut next = 0u64;
     let mut healthy = true;
-    for encoded in rx.iter() {
-        reorder.insert(encoded.id, encoded);
-        Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
-        while let Some(batch) = reorder.remove(&next) {
-            next += 1;
+    loop {
+        // after the last batch, once more: batches a failed input's numbers held back
+        let arrived = rx.recv().ok();
+        let ended = arrived.is_none();
+        if let Some(encoded) = arrived {
+            reorder.insert(encoded.id, encoded);
+            Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
+        }
+        while let Some(batch) = control.next_in_order(&mut next, &mut reorder) {
             if healthy {
                 let busy = Instant::now();
                 healthy = write_batch(
                     &batch,
+                    cuts_apply,
                     &mut outputs,
                     streams,
                     control,
@@ -64,6 +72,9 @@ pub fn run_sink<T: Sample>(
                 hub.publish_rows(batch.id, rows);
             }
             pool.give(batch.bytes);
+        }
+        if ended {
+            break;
         }
         // Nothing else waiting: push output out now (keeps live output timely).
         if healthy && rx.is_empty() {
@@ -88,6 +99,7 @@ pub fn run_sink<T: Sample>(
 /// Writes one batch's parts in order and accounts for their frames; false after a write error.
 fn write_batch<T: Sample>(
     batch: &Encoded,
+    cuts_apply: bool,
     outputs: &mut Outputs<'_, T>,
     streams: &[StreamMeta],
     control: &Control,
@@ -99,6 +111,10 @@ fn write_batch<T: Sample>(
         let Some(first) = frames.first() else {
             continue;
         };
+        // a range-read batch is one stream's consecutive frames: past a cut, all of it is
+        if cuts_apply && control.is_cut(first.stream, first.seq) {
+            continue;
+        }
         let rows = Rows {
             first: &streams[first.stream],
             n: batch.n,

@@ -31,6 +31,7 @@ pub fn write_meta(
     file: std::fs::File,
     settings: &Settings,
     streams: &[StreamSummary<'_>],
+    error: Option<&str>,
 ) -> Result<()> {
     let per_stream: Vec<_> = streams
         .iter()
@@ -75,6 +76,7 @@ pub fn write_meta(
         "fftshift": settings.fftshift,
         "bin_order": if settings.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },
         "inputs": per_stream,
+        "error": error,
     });
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;

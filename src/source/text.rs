@@ -123,6 +123,8 @@ fn shorten(text: &str) -> String {
 pub struct PrimedTextSource {
     inner: TextSource,
     pending: Option<(f64, Option<f64>)>,
+    /// An error found after good samples, returned by the next read.
+    failed: Option<FftdError>,
 }
 
 impl PrimedTextSource {
@@ -136,7 +138,11 @@ impl PrimedTextSource {
             };
             return Err(FftdError::input(inner.info.name.clone(), what));
         }
-        Ok(PrimedTextSource { inner, pending })
+        Ok(PrimedTextSource {
+            inner,
+            pending,
+            failed: None,
+        })
     }
 
     fn push(&self, out: &mut Vec<f64>, sample: (f64, Option<f64>)) -> Result<()> {
@@ -167,6 +173,10 @@ impl SampleSource for PrimedTextSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        // an error found after good samples in the last call: those went first
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let mut read = 0;
         if let Some(sample) = self.pending.take() {
             self.push(out, sample)?;
@@ -177,12 +187,19 @@ impl SampleSource for PrimedTextSource {
             if read > 0 && self.inner.reader.drained() {
                 break;
             }
-            match self.inner.next_sample()? {
-                Some(sample) => {
-                    self.push(out, sample)?;
-                    read += 1;
+            let next = self
+                .inner
+                .next_sample()
+                .and_then(|s| s.map(|sample| self.push(out, sample)).transpose());
+            match next {
+                Ok(Some(())) => read += 1,
+                Ok(None) => break,
+                // the samples before a bad line are analysed; the error comes with the next read
+                Err(e) if read > 0 => {
+                    self.failed = Some(e);
+                    break;
                 }
-                None => break,
+                Err(e) => return Err(e),
             }
         }
         self.inner.samples += read as u64;

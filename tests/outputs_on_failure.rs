@@ -1,0 +1,183 @@
+//! What the outputs hold when something fails: a bad input among good ones ends only its own
+//! streams (the good ones are analysed in full, the run exits 1 naming the bad one); every
+//! destination is checked before any input is read; names for inputs of the same stem; frame
+//! sizes past the limit refused up front.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf8 path")
+}
+
+#[test]
+fn a_bad_input_among_good_ones_ends_only_its_own_streams() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let signal = noise(100_000, 11);
+    let good_text = dir.path().join("good1.txt");
+    write_text_samples(&good_text, &signal);
+    // 5000 good samples (4 whole frames of 1024), then a bad line, then more samples
+    let bad_text = dir.path().join("bad.txt");
+    let mut text: String = signal[..5000].iter().map(|v| format!("{v}\n")).collect();
+    text.push_str("foo\n1.0\n");
+    std::fs::write(&bad_text, text).expect("write");
+    let good_f32 = dir.path().join("good2.f32");
+    write_f32(&good_f32, &noise(1 << 20, 12));
+    // range-read: NaN at sample 600 000 ends the stream at the start of the job holding it
+    let mut nan_signal = noise(1 << 20, 13);
+    nan_signal[600_000] = f64::NAN;
+    let bad_f32 = dir.path().join("badnan.f32");
+    write_f32(&bad_f32, &nan_signal);
+
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let meta = dir.path().join("meta.json");
+    let inputs = [&good_text, &bad_text, &good_f32, &bad_f32];
+    let mut args = vec![
+        "--frame",
+        "1024",
+        "--format",
+        "f32",
+        "--output-dir",
+        s(&out_dir),
+    ];
+    args.extend(["--meta", s(&meta)]);
+    for input in inputs {
+        args.extend(["--file", s(input)]);
+    }
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(
+        err.contains("bad.txt") && err.contains("line 5001"),
+        "{err}"
+    );
+
+    // the good inputs: exactly what a run of each alone writes
+    for good in [&good_text, &good_f32] {
+        let alone = dir.path().join("alone.f32");
+        let solo = run(&[
+            "--file",
+            s(good),
+            "--frame",
+            "1024",
+            "--format",
+            "f32",
+            "--output",
+            s(&alone),
+        ]);
+        assert!(solo.status.success(), "{}", stderr_text(&solo));
+        let name = format!(
+            "{}.f32",
+            good.file_stem().and_then(|f| f.to_str()).expect("stem")
+        );
+        let got = std::fs::read(out_dir.join(&name)).expect("good output");
+        assert!(
+            got == std::fs::read(&alone).expect("alone"),
+            "{name} differs from a run of it alone"
+        );
+    }
+    // the bad ones: the whole frames before the error, nothing after it
+    let row = 513 * 4;
+    let bad_rows = std::fs::read(out_dir.join("bad.f32"))
+        .expect("bad output")
+        .len()
+        / row;
+    assert_eq!(bad_rows, 4);
+    let nan_rows = std::fs::read(out_dir.join("badnan.f32"))
+        .expect("nan output")
+        .len()
+        / row;
+    assert!(
+        nan_rows <= 600_000 / 1024,
+        "{nan_rows} rows reach past the NaN"
+    );
+
+    // --meta says what was written, and why the run failed
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert!(
+        doc["error"].as_str().is_some_and(|e| e.contains("bad")),
+        "{doc}"
+    );
+    assert_eq!(doc["inputs"][1]["frames"], 4);
+    assert_eq!(doc["inputs"][3]["frames"].as_u64(), Some(nan_rows as u64));
+}
+
+/// Runs fftd on a stdin pipe that stays open and sends nothing: only a check made before any
+/// input is read can end it.
+fn fails_before_reading(extra: &[&str]) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let mut child = fftd()
+        .args(["--device", "cpu", "--file", "-", "--frame", "64"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{extra:?}: fftd waited for input instead of refusing its destination");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child.wait_with_output().expect("output"), started.elapsed())
+}
+
+#[test]
+fn every_destination_is_checked_before_any_input_is_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no/such/folder/meta.json");
+    for (flag, path, needle) in [
+        ("--meta", "/dev/full", "No space left"),
+        ("--meta", s(&missing), "No such file"),
+        ("--output", "/dev/full", "No space left"),
+    ] {
+        let (out, _) = fails_before_reading(&[flag, path]);
+        assert_clean_error(&out, 1, &[path, needle]);
+    }
+}
+
+#[test]
+fn inputs_of_the_same_stem_are_told_apart_by_stream_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for sub in ["a", "b"] {
+        std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
+        write_text_samples(&dir.path().join(sub).join("x.txt"), &noise(256, 1));
+    }
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let (a, b) = (dir.path().join("a/x.txt"), dir.path().join("b/x.txt"));
+    let out = run(&[
+        "--file",
+        s(&a),
+        "--file",
+        s(&b),
+        "--frame",
+        "64",
+        "--format",
+        "csv",
+        "--output-dir",
+        s(&out_dir),
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["x-0.csv", "x-1.csv"]);
+}
+
+#[test]
+fn a_frame_past_the_limit_is_refused_naming_it() {
+    let out = run(&["--file", "examples/input.txt", "--frame", "268435456"]);
+    assert_clean_error(&out, 2, &["--frame 268435456", "67108864"]);
+}
