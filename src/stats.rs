@@ -146,7 +146,7 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let analysed = Counters::get(&counters.samples_analysed);
     let mut line = format!(
-        "fftd stats: frames in {}, frames out {}, dropped {}, samples read {}, samples analysed {} ({:.3e} analysed/s over {:.3} s)",
+        "fftd stats: frames in {}, frames out {}, dropped {}, samples read {}, samples analysed {} ({:.3e} samples/s over {:.3} s)",
         Counters::get(&counters.frames_in),
         Counters::get(&counters.frames_out),
         Counters::get(&counters.dropped),
