@@ -245,9 +245,10 @@ fn stats_count_what_was_analysed() {
     let raw = dir.path().join("x.f32");
     write_f32(&raw, &samples);
     // (extra flags, frames, samples analysed)
-    let cases: [(&[&str], u64, u64); 4] = [
+    let cases: [(&[&str], u64, u64); 5] = [
         (&["--max-frames", "1"], 1, 1024),
         (&[], 16, 16000),
+        (&["--duration", "0.5", "--rate", "16000"], 8, 8000),
         // frames 2000 apart: the 976 samples between frames are not analysed
         (&["--hop", "2000"], 9, 8 * 1024),
         (&["--tail", "drop", "--hop", "1000"], 15, 14 * 1000 + 1024),
