@@ -12,7 +12,7 @@
 // magnitude p = |X_k|^2 (unless COMPLEX_OUT),
 //   scale_mode 0 (magnitude): sqrt(p)
 //   scale_mode 1 (power):     p * (edge ? norm_edge : norm_interior)   edge = DC or Nyquist bin
-//   scale_mode 2 (dB):        10 log10(max(p, 1e-24))
+//   scale_mode 2 (dB):        10 log10(max(p, 1e-24)), a NaN p kept NaN
 
 #ifdef USE_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -160,7 +160,8 @@ inline real_t finish_bin(real_t p, int edge, int scale_mode, real_t norm_edge, r
     } else if (scale_mode == 1) {
         return p * (edge ? norm_edge : norm_interior);
     } else {
-        return R(10.0) * log10(fmax(p, DB_FLOOR_POWER));
+        // not fmax: it would turn a NaN power into the floor (-240 dB); NaN stays NaN
+        return R(10.0) * log10(p < DB_FLOOR_POWER ? DB_FLOOR_POWER : p);
     }
 }
 

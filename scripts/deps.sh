@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the system packages fftd builds and runs with are present; with --test also what the
-# test suite compares against or drives (sox, numpy, scipy, librosa, prometheus-client, chromium,
-# selenium):
+# test suite compares against or drives (sox, numpy, scipy, librosa, prometheus-client, pandas,
+# chromium, selenium):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
@@ -15,7 +15,8 @@
 #   openssl (--test)                     makes the CA and certificates of the TLS fleet tests
 #                                        (tests/fleet_auth.rs; not in a minimal Debian image)
 # and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
-# (librosa: the mel filter banks of --bands, tests/bands_librosa.rs), and selenium 4, which drives
+# (librosa: the mel filter banks of --bands, tests/bands_librosa.rs; pandas: read_csv of nan/inf
+# values, tests/honest_numbers.rs), and selenium 4, which drives
 # chromium through chromedriver (never downloading a browser or a driver itself).
 # As root it installs what is missing; otherwise it prints the exact command and exits 1.
 set -euo pipefail
@@ -50,10 +51,10 @@ if ! command -v cargo >/dev/null; then
 fi
 
 if $testing; then
-    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client" 2>/dev/null; then
-        echo "deps: installing numpy, scipy, librosa and prometheus-client for python3" >&2
-        python3 -m pip install --quiet numpy scipy librosa prometheus-client || {
-            echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client" >&2
+    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client, pandas" 2>/dev/null; then
+        echo "deps: installing numpy, scipy, librosa, prometheus-client and pandas for python3" >&2
+        python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas || {
+            echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client pandas" >&2
             exit 1
         }
     fi

@@ -71,6 +71,8 @@ pub struct Frame<T> {
     pub start: u64,
     /// Samples per frame.
     pub n: usize,
+    /// Samples of the input in the frame, from its start (the rest of `n` is zero padding).
+    pub samples: usize,
     pub kind: InputKind,
     /// Sample rate of the stream, Hz.
     pub rate: f64,
@@ -174,12 +176,14 @@ impl<T: Sample> Framer<T> {
 
     /// The next frame, holding `data` (zero-padded to `n` samples).
     fn frame_of(&mut self, n: usize, start: u64, mut data: Vec<T>) -> Frame<T> {
+        let samples = data.len() / self.width;
         data.resize(n * self.width, T::zero());
         let frame = Frame {
             stream: self.stream,
             seq: self.seq,
             start,
             n,
+            samples,
             kind: self.kind,
             rate: self.rate,
             data,

@@ -15,8 +15,12 @@ pub struct Counters {
     pub frames_out: AtomicU64,
     /// Frames dropped because the FFT stage fell behind live input.
     pub dropped: AtomicU64,
-    /// Samples read from all sources (per channel).
+    /// Samples read from all sources (per channel: sample frames of a many-channel input).
     pub samples_in: AtomicU64,
+    /// Samples of the inputs that lie in analysed frames, each counted once (per channel as
+    /// `samples_in`): fewer than read when `--max-frames`, `--duration`, `--tail drop` or a hop
+    /// longer than the frame leave some out, or live frames are dropped.
+    pub samples_analysed: AtomicU64,
     /// Nanoseconds file readers spent waiting for room in the frame channel (the stages after
     /// them were busy).
     pub reader_wait_ns: AtomicU64,
@@ -140,14 +144,15 @@ impl Latency {
 /// The `--stats` line.
 pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> String {
     let secs = started.elapsed().as_secs_f64().max(1e-9);
-    let samples = Counters::get(&counters.samples_in);
+    let analysed = Counters::get(&counters.samples_analysed);
     let mut line = format!(
-        "fftd stats: frames in {}, frames out {}, dropped {}, samples {} ({:.3e} samples/s over {:.3} s)",
+        "fftd stats: frames in {}, frames out {}, dropped {}, samples read {}, samples analysed {} ({:.3e} samples/s over {:.3} s)",
         Counters::get(&counters.frames_in),
         Counters::get(&counters.frames_out),
         Counters::get(&counters.dropped),
-        samples,
-        samples as f64 / secs,
+        Counters::get(&counters.samples_in),
+        analysed,
+        analysed as f64 / secs,
         secs
     );
     match latency.summary_ms() {

@@ -19,7 +19,7 @@
 //! test instead (see docs/fuzzing.md for a long run). Failures are not written to a regressions
 //! file: proptest prints the shrunk input, which belongs in a plain test next to the fix.
 
-use fftd::config::{parse_config, Settings};
+use fftd::config::{parse_config, Precision, Settings};
 use fftd::error::FftdError;
 use fftd::fft::InputKind;
 use fftd::source::input::InputReader;
@@ -294,7 +294,9 @@ fn join_lines(lines: &[(String, bool)], final_newline: bool) -> Vec<u8> {
 }
 
 fn read_text(name: &str, bytes: &[u8], chunk: usize) -> Result<Vec<f64>, FftdError> {
-    let mut src = PrimedTextSource::open(TextSource::new(name, reader(bytes), 1.0))?;
+    // any finite f64 round-trips in f64; in f32 numbers past its range are errors (honest_numbers)
+    let text = TextSource::new(name, reader(bytes), 1.0).in_precision(Precision::F64);
+    let mut src = PrimedTextSource::open(text)?;
     drain(&mut src, chunk, bytes.len() + 1)
 }
 

@@ -32,8 +32,9 @@ pub trait Sample:
     fn of_f64(v: f64) -> Self;
     fn into_f64(self) -> f64;
     fn into_f32(self) -> f32;
-    /// Shortest decimal text that reads back to exactly this value.
-    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str;
+    /// Shortest decimal text that reads back to exactly this value, for finite values only
+    /// (`sink::number` writes every value, finite or not).
+    fn format_finite(self, buf: &mut ryu::Buffer) -> &str;
     /// The values as f32, when `Self` is f32 (lets a reader put f32 samples in place).
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;
 }
@@ -49,7 +50,7 @@ impl Sample for f32 {
     fn into_f32(self) -> f32 {
         self
     }
-    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
+    fn format_finite(self, buf: &mut ryu::Buffer) -> &str {
         buf.format_finite(self)
     }
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
@@ -68,7 +69,7 @@ impl Sample for f64 {
     fn into_f32(self) -> f32 {
         self as f32
     }
-    fn format_shortest(self, buf: &mut ryu::Buffer) -> &str {
+    fn format_finite(self, buf: &mut ryu::Buffer) -> &str {
         buf.format_finite(self)
     }
     fn as_f32_mut(_: &mut [Self]) -> Option<&mut [f32]> {

@@ -2,7 +2,8 @@
 //! so users can check fftd against `np.fft.rfft(w*x)` and `scipy.signal`:
 //!
 //! - `magnitude`: |X_k|, unnormalised (exactly `np.abs(np.fft.rfft(w*x))`).
-//! - `db`: 20·log10(max(|X_k|, 1e-12)) — the floor keeps silence at -240 dB instead of -inf.
+//! - `db`: 20·log10(max(|X_k|, 1e-12)) — the floor keeps silence at -240 dB instead of -inf
+//!   (a NaN |X_k| stays NaN, an infinite one is +inf dB).
 //! - `power`: |X_k|².
 //! - `spectrum`: |X_k|² / (Σw)², one-sided for real input (all bins but DC and Nyquist doubled),
 //!   as scipy's `scaling='spectrum'`.
@@ -16,6 +17,17 @@ use std::fmt;
 
 /// Floor applied to |X| before taking dB: 1e-12, i.e. -240 dB.
 pub const DB_FLOOR_MAGNITUDE: f64 = 1e-12;
+
+/// `v` raised to `floor` when below it. NaN stays NaN: `max` would give the floor, writing a bin
+/// that is not a number as -240 dB.
+#[inline]
+pub fn floored<T: PartialOrd>(v: T, floor: T) -> T {
+    if v < floor {
+        floor
+    } else {
+        v
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -143,7 +155,7 @@ impl ScalePlan {
     pub fn apply_f64(&self, k: usize, magnitude: f64) -> f64 {
         match self.mode {
             ScaleMode::Magnitude | ScaleMode::Complex => magnitude,
-            ScaleMode::Db => 20.0 * magnitude.max(DB_FLOOR_MAGNITUDE).log10(),
+            ScaleMode::Db => 20.0 * floored(magnitude, DB_FLOOR_MAGNITUDE).log10(),
             ScaleMode::Power => magnitude * magnitude * self.factor(k),
         }
     }
@@ -182,7 +194,7 @@ impl ScalePlan {
                 let ten = T::of_f64(10.0);
                 power
                     .iter_mut()
-                    .for_each(|v| *v = ten * v.max(floor).log10());
+                    .for_each(|v| *v = ten * floored(*v, floor).log10());
             }
             ScaleMode::Power => {
                 let interior = T::of_f64(self.norm * self.interior_factor);

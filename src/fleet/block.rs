@@ -86,7 +86,8 @@ impl BlockHeader {
         if let Some(c) = s.channel {
             h.insert("fftd-channel", c.to_string().as_str());
         }
-        h.insert("fftd-rate", ryu::Buffer::new().format(s.rate));
+        let rate = crate::sink::number::text(s.rate, crate::sink::number::Syntax::Text);
+        h.insert("fftd-rate", rate.as_str());
         h.insert("fftd-kind", kind_name(s.kind));
         h.insert("fftd-n", s.n.to_string().as_str());
         h.insert("fftd-hop", s.hop.to_string().as_str());

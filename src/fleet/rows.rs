@@ -314,7 +314,8 @@ impl RowHeaders<'_> {
         h.insert("run", origin.run);
         h.insert("stream", origin.stream.to_string().as_str());
         h.insert("frame", self.frame.to_string().as_str());
-        h.insert("time_s", ryu::Buffer::new().format(self.time_s));
+        let time_s = crate::sink::number::text(self.time_s, crate::sink::number::Syntax::Text);
+        h.insert("time_s", time_s.as_str());
         h.insert("scale", self.scale);
         h.insert("bins", self.bins.to_string().as_str());
         h.insert("n", self.n.to_string().as_str());

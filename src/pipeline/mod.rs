@@ -564,7 +564,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
         && settings.nats_output.is_none();
     if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
-        let samples = Counters::get(&control.counters.samples_in) as f64;
+        let samples = Counters::get(&control.counters.samples_analysed) as f64;
         let rate = samples / started.elapsed().as_secs_f64();
         crate::fft::route_record::RouteRecord::load().record(route, rate);
     }

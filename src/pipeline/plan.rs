@@ -69,6 +69,7 @@ pub fn file_options(settings: &Settings, stop: &Arc<AtomicBool>) -> FileOptions 
         rate: settings.rate.unwrap_or(1.0),
         channels: settings.channels.unwrap_or(1),
         stop: stop.clone(),
+        precision: settings.precision,
     }
 }
 
@@ -175,7 +176,7 @@ fn seekable_layout(
     let format = opts
         .format
         .unwrap_or_else(|| InputFormat::from_extension(path));
-    SeekableLayout::probe(path, format, opts.rate, opts.channels)
+    SeekableLayout::probe(path, format, opts.rate, opts.channels, opts.precision)
 }
 
 impl StreamPlan {

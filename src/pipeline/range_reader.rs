@@ -66,6 +66,24 @@ impl RangeStream {
     }
 }
 
+impl RangeStream {
+    /// Samples of the input in frames `from..to` of this stream, each once: a frame's up to the
+    /// next frame's start, the stream's last frame's to its end, cut at the analysed length.
+    fn covered(&self, framing: &Framing, from: u64, to: u64) -> u64 {
+        let to = to.min(self.frames);
+        if to <= from {
+            return 0;
+        }
+        let (n, hop) = (framing.n as u64, framing.hop as u64);
+        let span = |k: u64, len: u64| (k * hop + len).min(self.samples).saturating_sub(k * hop);
+        if to < self.frames {
+            // every frame but the last lies whole in the input (`expected_frames`)
+            return (to - from) * n.min(hop);
+        }
+        (to - 1 - from) * n.min(hop) + span(to - 1, n)
+    }
+}
+
 /// The framing settings every range stream shares.
 pub struct Framing {
     pub n: usize,
@@ -138,10 +156,12 @@ impl RangeJobs {
         self.streams.is_empty()
     }
 
-    /// Samples of all inputs the jobs will read (each input once).
+    /// Samples of all inputs the jobs will read and analyse (each input once).
     pub fn total_samples(&self) -> u64 {
         let first_parts = self.streams.iter().filter(|s| s.part == 0);
-        first_parts.map(|s| s.samples).sum()
+        first_parts
+            .map(|s| s.covered(&self.framing, 0, s.frames))
+            .sum()
     }
 
     /// The next job and its batch number, taken together so a stream's batches are numbered in
@@ -208,10 +228,10 @@ pub fn run_range_reader<T: Sample>(
             }
         }
         Counters::add(&control.counters.frames_in, job.count as u64);
-        Counters::add(
-            &control.counters.samples_in,
-            samples_counted(stream, &jobs.framing, job),
-        );
+        // a job reads the samples of its frames, no others: read and analysed are the same
+        let samples = samples_counted(stream, &jobs.framing, job);
+        Counters::add(&control.counters.samples_in, samples);
+        Counters::add(&control.counters.samples_analysed, samples);
         let completed = Instant::now();
         let frames = (0..job.count as u64)
             .map(|i| FrameMeta {
@@ -235,22 +255,14 @@ pub fn run_range_reader<T: Sample>(
     Ok(())
 }
 
-/// Samples of the input a job accounts for in `--stats` and the progress display (each sample
-/// once: from its first frame's start to the next job's, the last job to the end of the analysed
-/// samples; counted on the input's first stream only, as the sequential reader counts them).
+/// Samples of the input a job accounts for in `--stats` and the progress display: those in its
+/// frames, each once (`RangeStream::covered`), counted on the input's first stream only, as the
+/// sequential reader counts them.
 fn samples_counted(stream: &RangeStream, framing: &Framing, job: Job) -> u64 {
     if stream.part != 0 {
         return 0;
     }
-    let hop = framing.hop as u64;
-    let from = (job.first * hop).min(stream.samples);
-    let last_job = job.first + job.count as u64 >= stream.frames;
-    let to = if last_job {
-        stream.samples
-    } else {
-        ((job.first + job.count as u64) * hop).min(stream.samples)
-    };
-    to - from
+    stream.covered(framing, job.first, job.first + job.count as u64)
 }
 
 /// A thread's reading state: the open file and scratch buffers, reused from job to job.

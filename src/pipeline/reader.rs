@@ -92,6 +92,10 @@ pub fn read_source<T: Sample>(
         last_warning: None,
         dropped_since_warning: 0,
         closed: false,
+        analysed: Analysed {
+            stream: plan.first_stream,
+            to: 0,
+        },
     };
     // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
     // whatever channel count a header claims)
@@ -173,6 +177,29 @@ struct FrameSender<'a, T> {
     /// Frames of a paced input (`--realtime`) go on at once, as live ones do, but are never
     /// dropped.
     prompt: bool,
+    analysed: Analysed,
+}
+
+/// Counts the input's samples that lie in frames sent on (`Counters::samples_analysed`), each
+/// once, on the input's first stream (its channels share the frames' places).
+struct Analysed {
+    /// The stream counted.
+    stream: usize,
+    /// The end of the samples counted so far.
+    to: u64,
+}
+
+impl Analysed {
+    /// The samples of `frame` not counted yet (0 for the other streams).
+    fn fresh<T>(&mut self, frame: &Frame<T>) -> u64 {
+        if frame.stream != self.stream {
+            return 0;
+        }
+        let end = frame.start + frame.samples as u64;
+        let fresh = end.saturating_sub(frame.start.max(self.to));
+        self.to = self.to.max(end);
+        fresh
+    }
 }
 
 /// Blocks read per second of signal with `--realtime`.
@@ -217,9 +244,11 @@ impl<T> FrameSender<'_, T> {
         }
         let last = frame.seq + 1 >= max_frames;
         Counters::add(&self.control.counters.frames_in, 1);
+        let fresh = self.analysed.fresh(&frame);
+        let analysed = &self.control.counters.samples_analysed;
         if self.live {
             match self.tx.try_send(frame) {
-                Ok(()) => {}
+                Ok(()) => Counters::add(analysed, fresh),
                 Err(TrySendError::Full(_)) => self.dropped(),
                 Err(TrySendError::Disconnected(_)) => self.closed = true,
             }
@@ -233,7 +262,9 @@ impl<T> FrameSender<'_, T> {
                 }
                 other => other.is_ok(),
             };
-            if !sent {
+            if sent {
+                Counters::add(analysed, fresh);
+            } else {
                 self.closed = true;
             }
         }

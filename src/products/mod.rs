@@ -98,7 +98,7 @@ impl Finish {
         match self {
             Finish::AsIs => power,
             Finish::SquareRoot => power.sqrt(),
-            Finish::Decibels => 10.0 * power.max(floor).log10(),
+            Finish::Decibels => 10.0 * crate::fft::scale::floored(power, floor).log10(),
         }
     }
 }

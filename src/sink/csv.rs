@@ -1,9 +1,11 @@
 //! `--format csv`: a header `stream,frame,time_s,` followed by each bin's frequency in Hz (from
 //! the output's first row), then one row per frame. Streams sharing one file must have the same
 //! bins (same frame size and kind). With `--scale complex` each bin has two columns, re and im,
-//! headed `re_<Hz>,im_<Hz>`.
+//! headed `re_<Hz>,im_<Hz>`. NaN and infinities are `nan`, `inf`, `-inf` (`sink::number`), as
+//! `pandas.read_csv` and `numpy.loadtxt` read them.
 
-use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow, StreamMeta};
+use super::number::{push, push_all, Syntax};
+use super::{Encoder, Sample, SpectrumRow, StreamMeta};
 use std::io::Write;
 
 pub struct CsvEncoder {
@@ -15,7 +17,7 @@ pub struct CsvEncoder {
 /// `re_<Hz>,im_<Hz>` for complex rows.
 fn push_bin_headers(out: &mut Vec<u8>, frequencies: &[f64], complex: bool) {
     if !complex {
-        push_numbers(out, frequencies, b',');
+        push_all(out, frequencies, b',', Syntax::Text);
         return;
     }
     for (i, hz) in frequencies.iter().enumerate() {
@@ -27,7 +29,7 @@ fn push_bin_headers(out: &mut Vec<u8>, frequencies: &[f64], complex: bool) {
                 out.push(b',');
             }
             out.extend_from_slice(part.as_bytes());
-            push_number(out, *hz);
+            push(out, *hz, Syntax::Text);
         }
     }
 }
@@ -36,9 +38,9 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
         // writing into a Vec cannot fail
         let _ = write!(out, "{},{},", row.stream.id, row.frame);
-        push_number(out, row.time_s);
+        push(out, row.time_s, Syntax::Text);
         out.push(b',');
-        push_numbers(out, row.values, b',');
+        push_all(out, row.values, b',', Syntax::Text);
         out.push(b'\n');
     }
 

@@ -3,7 +3,8 @@
 //! is where bytes go (stdout, a file); `output::Outputs` joins them for every output of a run
 //! (headers, row counts, a bounded number of open files).
 //!
-//! - `text`: one line per frame, values separated by single spaces, shortest round-trip decimals.
+//! - `text`: one line per frame, values separated by single spaces, shortest round-trip decimals
+//!   (`number`: NaN and infinities as `nan`, `inf`, `-inf`; in ndjson `null`).
 //! - `csv`: header `stream,frame,time_s,<Hz of each bin>`, one row per frame.
 //! - `ndjson`: one JSON object per frame: `{"stream","frame","time_s","bins":[...]}`.
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
@@ -29,6 +30,7 @@ pub mod meta;
 pub mod nats;
 pub mod ndjson;
 pub mod npy;
+pub mod number;
 pub mod opening;
 pub mod output;
 pub mod overwrite_guard;
@@ -243,22 +245,5 @@ pub fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn En
             complex,
         }),
         OutputFormat::Png => Box::new(png::LevelEncoder { scale }),
-    }
-}
-
-/// Appends one number in shortest round-trip form. Shared by the text, csv and ndjson encoders.
-pub(crate) fn push_number<T: Sample>(out: &mut Vec<u8>, v: T) {
-    let mut buf = ryu::Buffer::new();
-    out.extend_from_slice(v.format_shortest(&mut buf).as_bytes());
-}
-
-/// Appends numbers separated by `separator`.
-pub(crate) fn push_numbers<T: Sample>(out: &mut Vec<u8>, values: &[T], separator: u8) {
-    let mut buf = ryu::Buffer::new();
-    for (i, v) in values.iter().enumerate() {
-        if i > 0 {
-            out.push(separator);
-        }
-        out.extend_from_slice(v.format_shortest(&mut buf).as_bytes());
     }
 }

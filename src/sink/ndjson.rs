@@ -1,8 +1,10 @@
 //! `--format ndjson`: one JSON object per line and frame:
 //! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`; with `--scale complex` each bin is a
-//! `[re,im]` pair: `"bins":[[re0,im0],[re1,im1],...]`.
+//! `[re,im]` pair: `"bins":[[re0,im0],[re1,im1],...]`. JSON has no NaN or infinity: such a
+//! value is `null` (`sink::number`).
 
-use super::{push_number, push_numbers, Encoder, Sample, SpectrumRow};
+use super::number::{push, push_all, Syntax};
+use super::{Encoder, Sample, SpectrumRow};
 use std::io::Write;
 
 pub struct NdjsonEncoder {
@@ -17,7 +19,7 @@ fn push_pairs<T: Sample>(out: &mut Vec<u8>, values: &[T]) {
             out.push(b',');
         }
         out.push(b'[');
-        push_numbers(out, pair, b',');
+        push_all(out, pair, b',', Syntax::Json);
         out.push(b']');
     }
 }
@@ -30,12 +32,12 @@ impl<T: Sample> Encoder<T> for NdjsonEncoder {
             "{{\"stream\":{},\"frame\":{},\"time_s\":",
             row.stream.id, row.frame
         );
-        push_number(out, row.time_s);
+        push(out, row.time_s, Syntax::Json);
         out.extend_from_slice(b",\"bins\":[");
         if self.complex {
             push_pairs(out, row.values);
         } else {
-            push_numbers(out, row.values, b',');
+            push_all(out, row.values, b',', Syntax::Json);
         }
         out.extend_from_slice(b"]}\n");
     }

@@ -10,6 +10,10 @@
 //! - `mic`: live capture through cpal.
 //!
 //! A path of `-` reads standard input.
+//!
+//! Every source checks its samples against the working precision (`--precision`): a value that
+//! is NaN or infinite, or one that f32 cannot hold (it would become infinity), is an error naming
+//! the input and where in it the value lies (`overflows`).
 
 pub mod channels;
 pub mod input;
@@ -19,6 +23,7 @@ pub mod seekable;
 pub mod text;
 pub mod wav;
 
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use input::InputReader;
@@ -112,7 +117,18 @@ pub struct FileOptions {
     pub channels: usize,
     /// Set to end reading early (stdin reads check it every 50 ms).
     pub stop: Arc<AtomicBool>,
+    /// The precision samples are analysed in: values beyond its range are errors.
+    pub precision: Precision,
 }
+
+/// Whether the finite value `v` is beyond what `precision` holds (it would become infinity).
+pub fn overflows(v: f64, precision: Precision) -> bool {
+    precision == Precision::F32 && (v as f32).is_infinite()
+}
+
+/// What a message says of a value that `overflows` f32.
+pub const BEYOND_F32: &str =
+    "beyond the f32 range (magnitudes up to 3.4028235e38): analyse it with --precision f64";
 
 /// Opens `path` (or stdin for `-`) as a sample source.
 pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
@@ -132,10 +148,12 @@ pub fn open_with_reader(
     let stopped = opts.stop.clone();
     let opened: Result<Box<dyn SampleSource>> = match format {
         InputFormat::Text => {
-            text::PrimedTextSource::open(text::TextSource::new(path, reader, opts.rate))
+            let source = text::TextSource::new(path, reader, opts.rate);
+            text::PrimedTextSource::open(source.in_precision(opts.precision))
                 .map(|s| Box::new(s) as _)
         }
-        InputFormat::Wav => wav::WavSource::new(path, reader).map(|s| Box::new(s) as _),
+        InputFormat::Wav => wav::WavSource::new(path, reader)
+            .map(|s| Box::new(s.in_precision(opts.precision)) as _),
         InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
             raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
                 .map(|s| Box::new(s) as _)

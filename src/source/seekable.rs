@@ -8,6 +8,7 @@
 
 use super::wav::header::{self, DataLength, Encoding};
 use super::{raw, InputFormat};
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use std::fs::File;
@@ -36,16 +37,20 @@ pub struct SeekableLayout {
     pub kind: InputKind,
     pub rate: f64,
     pub coding: SampleCoding,
+    /// The precision samples are analysed in: values beyond its range are errors.
+    pub precision: Precision,
 }
 
 impl SeekableLayout {
     /// The layout of `path` read as `format`, when it is a regular file the range reader can
-    /// take; `None` sends it the sequential way. `rate` and `channels` apply to raw files.
+    /// take; `None` sends it the sequential way. `rate` and `channels` apply to raw files;
+    /// `precision` is the one samples are analysed in (values beyond it are errors).
     pub fn probe(
         path: &str,
         format: InputFormat,
         rate: f64,
         channels: usize,
+        precision: Precision,
     ) -> Result<Option<SeekableLayout>> {
         let meta = std::fs::metadata(path).map_err(|e| FftdError::io(path, e))?;
         if !meta.is_file() {
@@ -56,7 +61,9 @@ impl SeekableLayout {
             InputFormat::Wav => Self::probe_wav(path, meta.len())?,
             raw_format => Self::raw(path, raw_format, meta.len(), rate, channels),
         };
-        Ok(layout.filter(|l| l.frames > 0))
+        Ok(layout
+            .filter(|l| l.frames > 0)
+            .map(|l| SeekableLayout { precision, ..l }))
     }
 
     fn raw(
@@ -76,6 +83,7 @@ impl SeekableLayout {
             kind: raw::sample_kind(format),
             rate,
             coding: SampleCoding::Raw(format),
+            precision: Precision::F32,
         })
     }
 
@@ -106,6 +114,7 @@ impl SeekableLayout {
             kind: InputKind::Real,
             rate: layout.format.rate as f64,
             coding: SampleCoding::Wav(layout.format.encoding),
+            precision: Precision::F32,
         }))
     }
 
@@ -120,7 +129,16 @@ impl SeekableLayout {
             }
             SampleCoding::Wav(encoding) => {
                 let first_sample = first_frame * self.channels as u64;
-                super::wav::decode::decode_checked(&self.name, encoding, bytes, first_sample, out)
+                let name = &self.name;
+                let precision = self.precision;
+                super::wav::decode::decode_checked(
+                    name,
+                    encoding,
+                    bytes,
+                    first_sample,
+                    precision,
+                    out,
+                )
             }
         }
     }

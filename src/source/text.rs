@@ -1,11 +1,12 @@
 //! Text input: one sample per line, as in the classic `input.txt`. A line holds one number (a real
 //! sample) or two (`re im`, a complex sample); the first sample line decides which for the whole
 //! file. Blank lines, lines starting with `#` and a leading UTF-8 byte-order mark are skipped.
-//! Anything else — a bad token, NaN or infinity, a line of the other kind — is an error naming
-//! the line number and its text.
+//! Anything else — a bad token, NaN or infinity, a number beyond the working precision (1e39 in
+//! f32), a line of the other kind — is an error naming the line number and its text.
 
 use super::input::InputReader;
-use super::{SampleSource, SourceInfo};
+use super::{overflows, SampleSource, SourceInfo, BEYOND_F32};
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use std::io::BufRead;
@@ -19,6 +20,8 @@ pub struct TextSource {
     /// Decided by the first sample line.
     kind: Option<InputKind>,
     saw_lines: bool,
+    /// Numbers beyond its range are errors.
+    precision: Precision,
 }
 
 impl TextSource {
@@ -37,7 +40,14 @@ impl TextSource {
             samples: 0,
             kind: None,
             saw_lines: false,
+            precision: Precision::F32,
         }
+    }
+
+    /// Reads for analysis in `precision` (f32 unless told): numbers beyond it are errors.
+    pub fn in_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
     }
 
     fn error(&self, what: String) -> FftdError {
@@ -87,6 +97,9 @@ impl TextSource {
 
     fn number(&self, token: &str) -> Result<f64> {
         match token.parse::<f64>() {
+            Ok(v) if v.is_finite() && overflows(v, self.precision) => {
+                Err(self.error(format!("'{}' is {BEYOND_F32}", shorten(token))))
+            }
             Ok(v) if v.is_finite() => Ok(v),
             Ok(_) => Err(self.error(format!("'{}' is not a finite number", shorten(token)))),
             Err(_) => Err(self.error(format!("cannot read '{}' as a number", shorten(token)))),

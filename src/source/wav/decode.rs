@@ -4,7 +4,10 @@
 //! and divided by 32768.
 
 use super::header::Encoding;
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
+use crate::sink::number::{self, Syntax};
+use crate::source::{overflows, BEYOND_F32};
 
 /// G.711 A-law code -> 16-bit linear value.
 static ALAW_TO_LINEAR: [i16; 256] = alaw_table();
@@ -57,13 +60,15 @@ pub fn decode(encoding: Encoding, bytes: &[u8], out: &mut Vec<f64>) {
     }
 }
 
-/// `decode`, then a check that float samples are finite: NaN or infinity is an error naming the
-/// input and the sample's index (`first_sample` is the index of the first sample in `bytes`).
+/// `decode`, then a check that float samples are finite and within `precision`: NaN, infinity or
+/// a 64-bit value beyond f32 (analysing in f32) is an error naming the input and the sample's
+/// index (`first_sample` is the index of the first sample in `bytes`).
 pub fn decode_checked(
     name: &str,
     encoding: Encoding,
     bytes: &[u8],
     first_sample: u64,
+    precision: Precision,
     out: &mut Vec<f64>,
 ) -> Result<()> {
     let start = out.len();
@@ -71,16 +76,45 @@ pub fn decode_checked(
     if !encoding.is_float() {
         return Ok(());
     }
-    match first_non_finite(&out[start..]) {
-        None => Ok(()),
-        Some(i) => Err(FftdError::input(
+    if let Some(i) = first_non_finite(&out[start..]) {
+        return Err(FftdError::input(
             name,
             format!(
                 "sample {} is {}, not a finite number",
                 first_sample + i as u64,
                 out[start + i]
             ),
+        ));
+    }
+    if encoding != Encoding::Float64 {
+        return Ok(()); // 32-bit floats and integers fit either precision
+    }
+    match first_overflow(&out[start..], precision) {
+        None => Ok(()),
+        Some(i) => Err(FftdError::input(
+            name,
+            format!(
+                "sample {} is {}, {BEYOND_F32}",
+                first_sample + i as u64,
+                number::text(out[start + i], Syntax::Text)
+            ),
         )),
+    }
+}
+
+/// The index of the first value of `values` that `precision` cannot hold, if any.
+fn first_overflow(values: &[f64], precision: Precision) -> Option<usize> {
+    if precision == Precision::F64 {
+        return None;
+    }
+    // as `first_non_finite`: one pass that vectorises, the search only when something is wrong
+    let all_fit = values
+        .iter()
+        .fold(true, |ok, &v| ok & !overflows(v, precision));
+    if all_fit {
+        None
+    } else {
+        values.iter().position(|&v| overflows(v, precision))
     }
 }
 

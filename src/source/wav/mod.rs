@@ -14,6 +14,7 @@ pub mod header;
 
 use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use header::{DataLength, WavFormat};
@@ -52,6 +53,8 @@ pub struct WavSource {
     finished: bool,
     shortfall: Option<Shortfall>,
     bytes: Vec<u8>,
+    /// 64-bit float samples beyond its range are errors.
+    precision: Precision,
 }
 
 impl WavSource {
@@ -79,6 +82,7 @@ impl WavSource {
             finished: false,
             shortfall: None,
             bytes: Vec::new(),
+            precision: Precision::F32,
         })
     }
 
@@ -138,8 +142,16 @@ impl WavSource {
             self.format.encoding,
             bytes,
             first_sample,
+            self.precision,
             out,
         )
+    }
+
+    /// Reads for analysis in `precision` (f32 unless told): 64-bit float samples beyond it are
+    /// errors.
+    pub fn in_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
     }
 
     /// The data has ended: records (and warns once about) samples the header promised but the

@@ -1,0 +1,274 @@
+//! Honest numbers (issue 22, section 3): every number fftd writes is the value it computed.
+//! Non-finite spectrum values read back as NaN and ±infinity through numpy, pandas and a JSON
+//! reader, at the places the npy output holds them; input that the working precision cannot hold
+//! is an error naming where it is; `--stats` counts what was analysed.
+
+mod common;
+
+use common::{
+    assert_clean_error, python_has, run, run_python, stderr_text, write_f32, write_text_samples,
+};
+use std::path::Path;
+
+/// Compares the text, csv and ndjson outputs (argv 2..5) with the npy one (argv 1): the same
+/// shape, NaN, +inf and -inf at the same places (JSON: null at every non-finite place), the
+/// finite values equal. Complex npy rows are compared as interleaved re, im. Prints the count of
+/// NaN and infinite values.
+const COMPARE: &str = r#"
+import json, sys
+import numpy as np
+import pandas as pd
+
+npy, txt, csv, ndjson = sys.argv[1:5]
+ref = np.load(npy)
+if np.iscomplexobj(ref):
+    ref = np.stack([ref.real, ref.imag], axis=-1).reshape(ref.shape[0], -1)
+ref = ref.astype(np.float64)
+
+def same(name, got):
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == ref.shape, (name, got.shape, ref.shape)
+    for kind, mask in (("nan", np.isnan), ("+inf", np.isposinf), ("-inf", np.isneginf)):
+        assert (mask(got) == mask(ref)).all(), (name, kind, got.tolist(), ref.tolist())
+    fin = np.isfinite(ref)
+    assert (got[fin].astype(np.float32) == ref[fin].astype(np.float32)).all(), (name, got[fin], ref[fin])
+
+same("text via np.loadtxt", np.loadtxt(txt, ndmin=2))
+same("text via np.genfromtxt", np.genfromtxt(txt, ndmin=2))
+frame = pd.read_csv(csv, float_precision="round_trip")
+same("csv via pandas.read_csv", frame.iloc[:, 3:].to_numpy())
+same("csv via np.loadtxt", np.loadtxt(csv, delimiter=",", skiprows=1, ndmin=2)[:, 3:])
+
+rows = [json.loads(line) for line in open(ndjson)]
+for row, want in zip(rows, ref):
+    bins = row["bins"]
+    flat = [v for pair in bins for v in pair] if bins and isinstance(bins[0], list) else bins
+    assert len(flat) == len(want), (len(flat), len(want))
+    for got, w in zip(flat, want):
+        if np.isfinite(w):
+            assert got is not None and np.float32(got) == np.float32(w), (got, w)
+        else:
+            assert got is None, ("ndjson", got, w)
+assert len(rows) == len(ref)
+print(int(np.isnan(ref).sum()), int(np.isinf(ref).sum()))
+"#;
+
+/// 16 samples of 3e38 (a rectangular window sums them past f32: inf and inf - inf = NaN bins),
+/// then 16 ordinary ones.
+fn overflowing_samples() -> Vec<f64> {
+    let mut samples = vec![3e38; 16];
+    samples.extend(common::noise(16, 22));
+    samples
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+#[test]
+fn non_finite_values_round_trip_through_numpy_pandas_and_json() {
+    if !python_has("numpy, pandas") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("big.txt");
+    write_text_samples(&input, &overflowing_samples());
+    for scale in ["magnitude", "complex", "db", "power"] {
+        let out = |format: &str| dir.path().join(format!("{scale}.{format}"));
+        for format in ["npy", "text", "csv", "ndjson"] {
+            let path = out(format);
+            let run = run(&[
+                "--file",
+                path_str(&input),
+                "--frame",
+                "16",
+                "--window",
+                "rect",
+                "--scale",
+                scale,
+                "--format",
+                format,
+                "--output",
+                path_str(&path),
+            ]);
+            assert!(
+                run.status.success(),
+                "{scale} {format}: {}",
+                stderr_text(&run)
+            );
+        }
+        let args = ["npy", "text", "csv", "ndjson"].map(&out);
+        let args = args.each_ref().map(|p| path_str(p));
+        let counts = run_python(COMPARE, &args, scale);
+        let counts: Vec<u64> = counts
+            .split_whitespace()
+            .map(|c| c.parse().expect("count"))
+            .collect();
+        assert!(
+            counts[0] > 0 && (scale == "db" || counts[1] > 0),
+            "{scale}: the input must give NaN and infinite bins, got {counts:?}"
+        );
+        let text = std::fs::read_to_string(out("text")).expect("text output");
+        assert!(
+            text.contains("nan") && text.contains("inf"),
+            "{scale}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_text_sample_beyond_f32_is_an_error_naming_file_and_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("real.txt");
+    std::fs::write(&real, "0.5\n1\n# a comment\n1e39\n2\n").expect("write");
+    let out = run(&["--file", path_str(&real), "--frame", "4"]);
+    assert_clean_error(
+        &out,
+        1,
+        &[
+            path_str(&real),
+            "line 4",
+            "'1e39'",
+            "f32",
+            "--precision f64",
+        ],
+    );
+    assert!(out.stdout.is_empty(), "nothing written for a refused input");
+
+    // analysed in f64 the same file is fine, and the value is what was read
+    let out = run(&[
+        "--file",
+        path_str(&real),
+        "--frame",
+        "4",
+        "--precision",
+        "f64",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let first: f64 = common::stdout_text(&out)
+        .split_whitespace()
+        .next()
+        .expect("a value")
+        .parse()
+        .expect("number");
+    assert!(first > 9.9e38 && first.is_finite(), "{first}");
+
+    // complex lines and stdin the same way; the largest f32 itself (as fftd writes it) is fine
+    let complex = dir.path().join("iq.txt");
+    std::fs::write(&complex, "0.5 1\n1 -1e39\n").expect("write");
+    let out = run(&["--file", path_str(&complex), "--frame", "2"]);
+    assert_clean_error(&out, 1, &[path_str(&complex), "line 2", "'-1e39'"]);
+    let max = dir.path().join("max.txt");
+    std::fs::write(&max, "3.4028235e38\n-3.4028235e38\n").expect("write");
+    let out = run(&["--file", path_str(&max), "--frame", "2", "--window", "rect"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+}
+
+/// A mono 64-bit float WAV file (WAVE_FORMAT_IEEE_FLOAT) of `samples`.
+fn write_f64_wav(path: &Path, samples: &[f64]) {
+    let data: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut b = Vec::new();
+    b.extend_from_slice(b"RIFF");
+    b.extend_from_slice(&(4 + 24 + 8 + data.len() as u32).to_le_bytes());
+    b.extend_from_slice(b"WAVEfmt ");
+    b.extend_from_slice(&16u32.to_le_bytes());
+    for v in [3u16, 1] {
+        b.extend_from_slice(&v.to_le_bytes()); // IEEE float, mono
+    }
+    for v in [8000u32, 8000 * 8] {
+        b.extend_from_slice(&v.to_le_bytes()); // rate, bytes per second
+    }
+    for v in [8u16, 64] {
+        b.extend_from_slice(&v.to_le_bytes()); // block align, bits
+    }
+    b.extend_from_slice(b"data");
+    b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    b.extend_from_slice(&data);
+    std::fs::write(path, b).expect("write wav");
+}
+
+#[test]
+fn a_64_bit_wav_sample_beyond_f32_is_an_error_naming_the_sample() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("wide.wav");
+    let mut samples = common::noise(64, 3);
+    samples[37] = -1e39;
+    write_f64_wav(&wav, &samples);
+    // the range readers, the sequential reader and stdin
+    for range_read in ["1", "0"] {
+        let out = common::fftd()
+            .env("FFTD_RANGE_READ", range_read)
+            .args(["--file", path_str(&wav), "--frame", "8", "--device", "cpu"])
+            .output()
+            .expect("fftd runs");
+        assert_clean_error(&out, 1, &[path_str(&wav), "sample 37", "-1e39", "f32"]);
+    }
+    let out = common::fftd()
+        .args(["--file", "-", "--input-format", "wav", "--frame", "8"])
+        .stdin(std::fs::File::open(&wav).expect("open"))
+        .output()
+        .expect("fftd runs");
+    assert_clean_error(&out, 1, &["-: sample 37", "-1e39"]);
+    let out = run(&[
+        "--file",
+        path_str(&wav),
+        "--frame",
+        "8",
+        "--precision",
+        "f64",
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+}
+
+/// The numbers after `name` in the `fftd stats` line of `err`.
+fn stat(err: &str, name: &str) -> u64 {
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("fftd stats"))
+        .unwrap_or_else(|| panic!("no stats line: {err}"));
+    let after = line
+        .split(&format!("{name} "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no '{name}' in {line}"));
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("'{name}' in {line}"))
+}
+
+#[test]
+fn stats_count_what_was_analysed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let samples = common::noise(16000, 9);
+    let text = dir.path().join("x.txt");
+    write_text_samples(&text, &samples);
+    let raw = dir.path().join("x.f32");
+    write_f32(&raw, &samples);
+    // (extra flags, frames, samples analysed)
+    let cases: [(&[&str], u64, u64); 5] = [
+        (&["--max-frames", "1"], 1, 1024),
+        (&[], 16, 16000),
+        (&["--duration", "0.5", "--rate", "16000"], 8, 8000),
+        // frames 2000 apart: the 976 samples between frames are not analysed
+        (&["--hop", "2000"], 9, 8 * 1024),
+        (&["--tail", "drop", "--hop", "1000"], 15, 14 * 1000 + 1024),
+    ];
+    for input in [&text, &raw] {
+        for (extra, frames, analysed) in cases {
+            let mut args = vec!["--file", path_str(input), "--frame", "1024", "--stats"];
+            args.extend(["--format", "f32", "--output", "/dev/null"]);
+            args.extend(extra);
+            let out = run(&args);
+            let err = stderr_text(&out);
+            assert!(out.status.success(), "{err}");
+            let case = format!("{} {extra:?}: {err}", input.display());
+            assert_eq!(stat(&err, "frames in"), frames, "{case}");
+            assert_eq!(stat(&err, "frames out"), frames, "{case}");
+            assert_eq!(stat(&err, "samples analysed"), analysed, "{case}");
+            // the text reader reads the whole file in one block; the range readers read only
+            // the frames
+            let read = if input == &text { 16000 } else { analysed };
+            assert_eq!(stat(&err, "samples read"), read, "{case}");
+        }
+    }
+}
