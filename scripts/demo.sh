@@ -2,8 +2,10 @@
 # Installs what is missing, builds fftd and analyses the bundled examples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== checking system packages (scripts/deps.sh)"
 scripts/deps.sh
-cargo build --release --quiet
+echo "== building fftd (cargo build --release: a first build compiles ~300 crates, several minutes on 2 cores)"
+cargo build --release
 fftd=target/release/fftd
 
 echo "== examples/input.txt: the classic one-sample-per-line input, whole signal as one frame"
