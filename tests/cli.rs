@@ -796,7 +796,7 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     expect(
         &["--file", &p("good.txt"), "--frame", "1000000000000000"],
         2,
-        &["memory"],
+        &["--frame", "at most 67108864"],
     );
     expect(
         &["--file", &p("good.txt"), "--window", "kaiser"],
