@@ -66,7 +66,7 @@ pub struct PublishArgs {
     pub run_id: Option<String>,
 
     /// Frames per block [default: 128, fewer when the server's max_payload needs it].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, value_name = "N", value_parser = crate::cli::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
 
     /// Input file format [default: by extension].
