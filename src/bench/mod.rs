@@ -13,6 +13,7 @@
 //! GFLOPS counts 5·N·log2 N per complex frame and 2.5·N·log2 N per real frame.
 
 mod all_devices;
+mod sweep;
 
 use crate::cli::whole_in;
 use crate::error::FftdError;
@@ -33,6 +34,8 @@ use all_devices::AllDevicesRow;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
+pub use sweep::parse_sizes;
+use sweep::{check_args, check_engines, positive_hz, MAX_REPS};
 
 /// Input kind for the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -52,22 +55,11 @@ fn parse_device(s: &str) -> Result<DeviceChoice, String> {
     s.parse()
 }
 
-/// Timed runs per size at most (`--reps`).
-const MAX_REPS: u64 = 100_000;
-
-/// `--rate`: a positive number of Hz.
-fn positive_hz(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err("must be a positive number of Hz".into()),
-    }
-}
-
 /// `fftd bench` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
-    /// (`1024,4096`).
+    /// (`1024,4096`), each at most 2^26 (2^24 on OpenCL); all checked before any is timed.
     #[arg(long, value_name = "A..B|LIST", default_value = "2..2^21")]
     pub sizes: String,
     /// Frames per batch (default: --batch-samples / n, at least 1).
@@ -96,7 +88,7 @@ pub struct BenchArgs {
     pub window: WindowKind,
     #[arg(long, value_enum, default_value = "magnitude")]
     pub scale: Scale,
-    /// Timed runs per size (the median is reported).
+    /// Timed runs per size, 1 to 100000 (the median is reported).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = whole_in::<usize>(1, MAX_REPS))]
     pub reps: usize,
     /// Band powers (as the pipeline's --bands: mel:N, octave, third-octave) summed by each engine
@@ -117,111 +109,6 @@ pub struct BenchArgs {
     /// and all run together, per size.
     #[arg(long, value_name = "MS", default_value_t = 300, value_parser = whole_in::<u64>(1, 600_000))]
     pub run_ms: u64,
-}
-
-/// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes, each at most
-/// `MAX_BATCH_SAMPLES` (a batch holds at least one frame).
-pub fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
-    let one = |t: &str| -> Result<usize, FftdError> {
-        let t = t.trim();
-        let v = match t.split_once('^') {
-            Some((b, e)) => {
-                let b: usize = b.trim().parse().map_err(|_| bad(s))?;
-                let e: u32 = e.trim().parse().map_err(|_| bad(s))?;
-                b.checked_pow(e).ok_or_else(|| too_large(s, t))?
-            }
-            None => t.parse().map_err(|_| bad(s))?,
-        };
-        if v < 2 {
-            return Err(bad(s));
-        }
-        if v > MAX_BATCH_SAMPLES {
-            return Err(too_large(s, t));
-        }
-        Ok(v)
-    };
-    if let Some((a, b)) = s.split_once("..") {
-        let (a, b) = (one(a)?, one(b)?);
-        if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
-            return Err(bad(s));
-        }
-        let mut v = Vec::new();
-        let mut n = a;
-        while n <= b {
-            v.push(n);
-            n *= 2;
-        }
-        Ok(v)
-    } else {
-        s.split(',').map(one).collect()
-    }
-}
-
-fn bad(s: &str) -> FftdError {
-    FftdError::Usage(format!(
-        "--sizes {s}: expected A..B with powers of two (e.g. 2..2^21) or a comma list"
-    ))
-}
-
-fn too_large(s: &str, size: &str) -> FftdError {
-    FftdError::Usage(format!(
-        "--sizes {s}: {size} is larger than the largest frame bench runs, 2^26 = {MAX_BATCH_SAMPLES} samples"
-    ))
-}
-
-/// Every size's batch within `MAX_BATCH_SAMPLES` values (complex frames hold two per sample).
-fn check_batches(args: &BenchArgs, sizes: &[usize]) -> Result<(), FftdError> {
-    let width = match args.kind {
-        BenchKind::Real => 1,
-        BenchKind::Complex => 2,
-    };
-    for &n in sizes {
-        let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
-        let values = frames.checked_mul(n).and_then(|v| v.checked_mul(width));
-        if values.is_none_or(|v| v > MAX_BATCH_SAMPLES) {
-            let what = match args.batch {
-                Some(b) => format!("--batch {b} with --sizes {}: {b} frames of {n}", args.sizes),
-                None => format!("--sizes {} --kind complex: a frame of {n}", args.sizes),
-            };
-            return Err(FftdError::Usage(format!(
-                "{what} samples exceed a batch's largest, 2^26 = {MAX_BATCH_SAMPLES} values"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Every size and the precision taken by every OpenCL engine, before anything is timed.
-fn check_engines<T: Sample>(
-    args: &BenchArgs,
-    engines: &[OpenClEngine<T>],
-    sizes: &[usize],
-) -> Result<(), FftdError> {
-    let kind = match args.kind {
-        BenchKind::Real => InputKind::Real,
-        BenchKind::Complex => InputKind::Complex,
-    };
-    let spec = |n| TransformSpec {
-        n,
-        kind,
-        window: args.window,
-        scale: args.scale,
-        rate: args.rate,
-    };
-    for gpu in engines {
-        if let Err(e) = gpu.supports(&spec(2)) {
-            return Err(FftdError::Usage(format!("--precision {}: {e}", T::NAME)));
-        }
-        for &n in sizes {
-            if let Err(e) = gpu.supports(&spec(n)) {
-                return Err(FftdError::Usage(format!(
-                    "--sizes {}: {e}; --device cpu times the CPU engine alone",
-                    args.sizes
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One benchmark row.
@@ -465,25 +352,6 @@ fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError>
     let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
     let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
     OpenClEngine::<T>::on_device(dev, options).map_err(at)
-}
-
-/// Everything about the sweep that can be checked before a device opens: the sizes, their
-/// batches, bands for each size.
-fn check_args(args: &BenchArgs) -> Result<Vec<usize>, FftdError> {
-    let sizes = parse_sizes(&args.sizes)?;
-    check_batches(args, &sizes)?;
-    if let Some(bands) = &args.bands {
-        if args.kind == BenchKind::Complex {
-            return Err(FftdError::Usage(
-                "--bands with --kind complex: bands are defined on real signals' spectra".into(),
-            ));
-        }
-        for &n in &sizes {
-            crate::products::bands::BandMatrix::new(bands, n, args.rate)
-                .map_err(FftdError::Usage)?;
-        }
-    }
-    Ok(sizes)
 }
 
 fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
@@ -833,19 +701,5 @@ pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
     match args.precision {
         BenchPrecision::F32 => run_typed::<f32>(args),
         BenchPrecision::F64 => run_typed::<f64>(args),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_sizes("2..16").ok(), Some(vec![2, 4, 8, 16]));
-        assert_eq!(parse_sizes("2^10..2^11").ok(), Some(vec![1024, 2048]));
-        assert_eq!(parse_sizes("1000,4096").ok(), Some(vec![1000, 4096]));
-        assert!(parse_sizes("3..16").is_err());
-        assert!(parse_sizes("x").is_err());
     }
 }
