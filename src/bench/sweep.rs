@@ -69,26 +69,19 @@ fn too_large(s: &str, size: &str) -> FftdError {
     ))
 }
 
-/// Every size's batch within `MAX_BATCH_SAMPLES` values (complex frames hold two per sample).
+/// `--batch` frames of every size within `MAX_BATCH_SAMPLES` samples (a complex sample is one; with
+/// `--batch-samples` the batch is within it already).
 fn check_batches(args: &BenchArgs, sizes: &[usize]) -> Result<(), FftdError> {
-    let width = match args.kind {
-        BenchKind::Real => 1,
-        BenchKind::Complex => 2,
+    let Some(batch) = args.batch else {
+        return Ok(());
     };
-    for &n in sizes {
-        let frames = args.batch.unwrap_or(args.batch_samples / n).max(1);
-        let values = frames.checked_mul(n).and_then(|v| v.checked_mul(width));
-        if values.is_none_or(|v| v > MAX_BATCH_SAMPLES) {
-            let what = match args.batch {
-                Some(b) => format!("--batch {b} with --sizes {}: {b} frames of {n}", args.sizes),
-                None => format!("--sizes {} --kind complex: a frame of {n}", args.sizes),
-            };
-            return Err(FftdError::Usage(format!(
-                "{what} samples exceed a batch's largest, 2^26 = {MAX_BATCH_SAMPLES} values"
-            )));
-        }
+    match sizes.iter().find(|&&n| batch.checked_mul(n).is_none_or(|v| v > MAX_BATCH_SAMPLES)) {
+        Some(n) => Err(FftdError::Usage(format!(
+            "--batch {batch} with --sizes {}: {batch} frames of {n} samples exceed the largest batch, 2^26 = {MAX_BATCH_SAMPLES} samples",
+            args.sizes
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Every size and the precision taken by every OpenCL engine, before anything is timed.
