@@ -86,7 +86,13 @@ pub struct Options {
 
     /// Capture live from a microphone: default input device, or DEVICE (index or name substring
     /// from `fftd devices`).
-    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        allow_negative_numbers = true
+    )]
     pub mic: Option<String>,
 
     /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, else text].

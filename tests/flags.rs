@@ -153,6 +153,10 @@ fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
     assert_clean_error(&out, 2, &["--png-size -1x-1: ", "320x240", "16384"]);
     let out = run(&["--file", s(&x), "--average", "-250ms"]);
     assert_clean_error(&out, 2, &["--average -250ms: ", "frames >= 1"]);
+    // a microphone's index goes to the device lookup, which names it
+    let out = run(&["--mic", "-1", "--max-frames", "1"]);
+    let err = stderr_text(&out);
+    assert!(!out.status.success() && !err.contains("unexpected argument"), "{err}");
 }
 
 #[test]

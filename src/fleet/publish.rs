@@ -52,7 +52,13 @@ pub struct PublishArgs {
     pub file: Vec<String>,
 
     /// Capture live from a microphone (default device, or DEVICE from `fftd devices`).
-    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        allow_negative_numbers = true
+    )]
     pub mic: Option<String>,
 
     /// Source id of each input, in --file order (row ids and dedup ids start with it; give each
