@@ -156,7 +156,10 @@ fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
     // a microphone's index goes to the device lookup, which names it
     let out = run(&["--mic", "-1", "--max-frames", "1"]);
     let err = stderr_text(&out);
-    assert!(!out.status.success() && !err.contains("unexpected argument"), "{err}");
+    assert!(
+        !out.status.success() && !err.contains("unexpected argument"),
+        "{err}"
+    );
 }
 
 #[test]
