@@ -1,8 +1,11 @@
-//! The command line: `fftd [OPTIONS]` runs the analysis; `devices`, `check` and `bench` are
-//! subcommands. Options are defined once in `config::Options` (also the config-file keys).
+//! The command line: `fftd [OPTIONS]` runs the analysis; `devices`, `check`, `bench`, `publish`
+//! and `fleet` are subcommands. A run's options are defined once in `config::Options` (also the
+//! config-file keys); `check` takes the subset it uses (`CHECK_FLAGS`). `parse` builds the
+//! command: every flag whose value is a number takes a leading '-', so that its own parser names
+//! the flag and its range ("--average -1: ...") instead of clap's "unexpected argument '-1'".
 
 use crate::config::Options;
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -19,7 +22,7 @@ pub struct Cli {
     pub command: Option<Command>,
 
     /// Read options from a TOML file (see config/fftd.toml); command-line flags win.
-    #[arg(long, value_name = "PATH", global = true)]
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
     #[command(flatten)]
@@ -47,13 +50,279 @@ pub enum Command {
     Fleet(crate::fleet::FleetCommand),
 }
 
-#[derive(clap::Args, Debug)]
+/// Value names of the flags that take a number (or a value that starts with one: `WxH`,
+/// `MIN:MAX`, `N|DURATION`): these accept a leading '-' (`parse`).
+pub const NUMERIC_VALUE_NAMES: &[&str] = &[
+    "N",
+    "H",
+    "B",
+    "C",
+    "HZ",
+    "MS",
+    "SECONDS",
+    "REL",
+    "WxH",
+    "MIN:MAX",
+    "N|DURATION",
+    "N|whole",
+    "mix|N|all",
+    "A..B|LIST",
+];
+
+/// The command line as typed: `Cli` with every number-taking flag accepting a leading '-'.
+pub fn parse() -> Result<Cli, clap::Error> {
+    parse_from(std::env::args_os())
+}
+
+/// `parse` on `args` (the first is the program name).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut matches = command().try_get_matches_from(args)?;
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
+/// `Cli`'s clap command, number-taking flags accepting a leading '-' in every subcommand.
+pub fn command() -> clap::Command {
+    numbers_take_hyphens(Cli::command())
+}
+
+fn numbers_take_hyphens(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|arg| {
+        let numeric = arg.get_value_names().is_some_and(|names| {
+            names
+                .iter()
+                .any(|n| NUMERIC_VALUE_NAMES.contains(&n.as_str()))
+        });
+        match numeric {
+            true => arg.allow_hyphen_values(true),
+            false => arg,
+        }
+    })
+    .mut_subcommands(numbers_take_hyphens)
+}
+
+/// `fftd check`: its own flags, and the run's flags that decide the frames and spectra it
+/// compares (`CHECK_FLAGS`); a run's output flags are not among them.
+#[derive(Debug)]
 pub struct CheckArgs {
+    pub own: CheckOwnArgs,
+    /// The run's options check uses (the others left unset).
+    pub options: Options,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckOwnArgs {
     /// Largest allowed difference, relative to each frame's largest bin [default: 1e-4 with f32,
     /// 1e-10 with --precision f64].
-    #[arg(long, value_name = "REL")]
+    #[arg(long, value_name = "REL", value_parser = positive_number)]
     pub tolerance: Option<f64>,
 
-    #[command(flatten)]
-    pub options: Options,
+    /// Read options from a TOML file, the same as a run's (config/fftd.toml); check uses its
+    /// input and transform keys and ignores the output ones (format, output, meta, serve, ...).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+/// Declares the run flags `check` takes (`CHECK_FLAGS`, each an `Options` field of the same
+/// name) and `check_options`, which reads them into `Options`.
+macro_rules! check_flags {
+    ($($field:ident),*) => {
+        /// The run flags (`Options` fields) that `fftd check` takes.
+        pub const CHECK_FLAGS: &[&str] = &["file", $(stringify!($field)),*];
+
+        /// Only the fields of `o` that `check` uses (a config file's others are ignored).
+        pub fn check_keys(o: Options) -> Options {
+            Options { file: o.file, $($field: o.$field,)* ..Options::default() }
+        }
+
+        fn check_options(m: &ArgMatches) -> Options {
+            Options {
+                file: m
+                    .get_many::<String>("file")
+                    .map(|v| v.cloned().collect())
+                    .unwrap_or_default(),
+                $($field: m.get_one(stringify!($field)).cloned(),)*
+                ..Options::default()
+            }
+        }
+    };
+}
+check_flags!(
+    input_format,
+    rate,
+    channels,
+    channel,
+    frame,
+    hop,
+    tail,
+    window,
+    scale,
+    precision,
+    device,
+    batch,
+    max_frames,
+    duration
+);
+
+impl clap::Args for CheckArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let run = Options::augment_args(clap::Command::new("run"));
+        let used = run
+            .get_arguments()
+            .filter(|a| CHECK_FLAGS.contains(&a.get_id().as_str()))
+            .cloned();
+        CheckOwnArgs::augment_args(cmd).args(used)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for CheckArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(CheckArgs {
+            own: CheckOwnArgs::from_arg_matches(m)?,
+            options: check_options(m),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// A number above 0 (`--tolerance`).
+fn positive_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err("must be a number above 0".into()),
+    }
+}
+
+/// A parser for a whole number from `lo` to `hi` ("must be a whole number from 1 to 10000").
+pub fn whole_in<T>(
+    lo: u64,
+    hi: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |text: &str| {
+        text.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (lo..=hi).contains(v))
+            .and_then(|v| T::try_from(v).ok())
+            .ok_or_else(|| format!("must be a whole number from {lo} to {hi}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value-taking flag of every subcommand, with the subcommand path leading to it.
+    fn value_flags(cmd: &clap::Command, path: &[String], out: &mut Vec<(Vec<String>, clap::Arg)>) {
+        for arg in cmd.get_arguments() {
+            if arg.get_long().is_some() && arg.get_action().takes_values() {
+                out.push((path.to_vec(), arg.clone()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let mut p = path.to_vec();
+            p.push(sub.get_name().to_string());
+            value_flags(sub, &p, out);
+        }
+    }
+
+    #[test]
+    fn every_number_flag_takes_a_leading_hyphen_to_its_own_parser() {
+        let mut flags = Vec::new();
+        value_flags(&command(), &[], &mut flags);
+        let numeric: Vec<_> = flags
+            .iter()
+            .filter(|(_, a)| a.is_allow_hyphen_values_set())
+            .collect();
+        assert!(numeric.len() > 30, "{}", numeric.len());
+        for (path, arg) in numeric {
+            let long = format!("--{}", arg.get_long().expect("long"));
+            let mut args = vec!["fftd".to_string()];
+            args.extend(path.iter().cloned());
+            args.extend([long.clone(), "-1".into()]);
+            if let Err(e) = parse_from(&args) {
+                assert_ne!(
+                    e.kind(),
+                    clap::error::ErrorKind::UnknownArgument,
+                    "{args:?}: {e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn check_takes_only_the_flags_it_uses() {
+        let cli = parse_from([
+            "fftd", "check", "--file", "x", "--frame", "64", "--hop", "-3",
+        ])
+        .expect("parses");
+        let Some(Command::Check(args)) = cli.command else {
+            panic!("check")
+        };
+        assert_eq!(args.options.file, ["x"]);
+        assert_eq!(args.options.hop, Some(-3));
+        for flag in ["--output", "--serve", "--meta", "--realtime", "--format"] {
+            let e = parse_from(["fftd", "check", flag, "x"]).expect_err(flag);
+            assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument, "{flag}");
+        }
+        // every check flag reads into the field of the same name
+        let all = parse_from([
+            "fftd",
+            "check",
+            "--file",
+            "a",
+            "--input-format",
+            "f32",
+            "--rate",
+            "2",
+            "--channels",
+            "2",
+            "--channel",
+            "1",
+            "--frame",
+            "8",
+            "--hop",
+            "4",
+            "--tail",
+            "drop",
+            "--window",
+            "rect",
+            "--scale",
+            "db",
+            "--precision",
+            "f64",
+            "--device",
+            "cpu",
+            "--batch",
+            "3",
+            "--max-frames",
+            "5",
+            "--duration",
+            "1",
+        ])
+        .expect("parses");
+        let Some(Command::Check(args)) = all.command else {
+            panic!("check")
+        };
+        let shown = format!("{:?}", args.options);
+        assert_eq!(
+            shown.matches("Some(").count() + 1,
+            CHECK_FLAGS.len(),
+            "a check flag was not read: {shown}"
+        );
+    }
 }

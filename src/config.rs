@@ -18,6 +18,8 @@ use crate::window::WindowKind;
 use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 
+pub use crate::config_file::{load_config_file, parse_config};
+
 /// Arithmetic precision of the transform (`--precision`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -26,9 +28,10 @@ pub enum Precision {
     F64,
 }
 
-/// Implements serde's Deserialize through FromStr, accepting a TOML string or integer.
+/// Implements serde's Deserialize through FromStr, accepting a TOML string or integer; any other
+/// value is "expected WHAT" (what the key takes, in the help text's words).
 macro_rules! deserialize_from_str {
-    ($ty:ty) => {
+    ($ty:ty, $what:expr) => {
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
                 #[derive(Deserialize)]
@@ -40,26 +43,36 @@ macro_rules! deserialize_from_str {
                 let text = match StrOrInt::deserialize(d) {
                     Ok(StrOrInt::Str(s)) => s,
                     Ok(StrOrInt::Int(i)) => i.to_string(),
-                    Err(_) => {
-                        return Err(serde::de::Error::custom(concat!(
-                            "expected a string or an integer for ",
-                            stringify!($ty)
-                        )))
-                    }
+                    Err(_) => return Err(serde::de::Error::custom(concat!("expected ", $what))),
                 };
                 text.parse().map_err(serde::de::Error::custom)
             }
         }
     };
 }
-deserialize_from_str!(FrameSize);
-deserialize_from_str!(AverageSpec);
-deserialize_from_str!(AverageMode);
-deserialize_from_str!(BandSpec);
-deserialize_from_str!(ChannelSelect);
-deserialize_from_str!(DeviceChoice);
-deserialize_from_str!(PngSize);
-deserialize_from_str!(DbRange);
+deserialize_from_str!(FrameSize, "a number of samples (2 or more) or \"whole\"");
+deserialize_from_str!(
+    AverageSpec,
+    "a number of frames or a duration such as \"250ms\""
+);
+deserialize_from_str!(
+    AverageMode,
+    "one of mean, median, max, min, peak or exp:ALPHA"
+);
+deserialize_from_str!(
+    BandSpec,
+    "a band spec such as \"mel:40\", \"octave\" or \"third-octave\""
+);
+deserialize_from_str!(
+    ChannelSelect,
+    "\"mix\", \"all\" or a channel number (0 is the first)"
+);
+deserialize_from_str!(
+    DeviceChoice,
+    "one of auto, cpu, gpu, gpu:all, opencl:P:D or a comma list"
+);
+deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
+deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -73,7 +86,13 @@ pub struct Options {
 
     /// Capture live from a microphone: default input device, or DEVICE (index or name substring
     /// from `fftd devices`).
-    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        allow_negative_numbers = true
+    )]
     pub mic: Option<String>,
 
     /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, else text].
@@ -161,7 +180,8 @@ pub struct Options {
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
 
-    /// Size of --format png images in pixels, from 320x240 to 16384 per side [default: 1200x600].
+    /// Size of --format png images in pixels, from 320x240 to 16384 per side and 64 megapixels
+    /// (2^26 pixels) in all [default: 1200x600].
     #[arg(long, value_name = "WxH")]
     pub png_size: Option<PngSize>,
 
@@ -321,45 +341,22 @@ fn merge(cli: Options, file: Options) -> Options {
     )
 }
 
-/// Reads a config file; unknown keys and wrong types are errors naming the key and line.
-pub fn load_config_file(path: &Path) -> Result<Options> {
-    let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
-    parse_config(&text, path)
-}
-
-/// Parses config-file text; `path` names the file in errors (`PATH:LINE: ...`).
-pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
-    toml::from_str(text).map_err(|e| {
-        let message = e.message().replace('\n', " ");
-        let place = match e.span() {
-            Some(span) => {
-                let start = span.start.min(text.len());
-                let line_no = text.as_bytes()[..start]
-                    .iter()
-                    .filter(|b| **b == b'\n')
-                    .count()
-                    + 1;
-                let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
-                // name the key for type errors, whose span points at the value
-                match line.split_once('=') {
-                    Some((key, _)) if !message.contains(key.trim()) => {
-                        format!("{}:{line_no}: key '{}'", path.display(), key.trim())
-                    }
-                    _ => format!("{}:{line_no}", path.display()),
-                }
-            }
-            None => path.display().to_string(),
-        };
-        FftdError::Usage(format!("{place}: {message}"))
-    })
-}
-
 /// A fleet worker's addresses (`--file nats://HOST:PORT/STREAM/CONSUMER`,
 /// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
 /// that needs a whole stream in one process (averages, limits, images, the live view).
 fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     use crate::fleet::url::{is_nats_url, NatsUrl};
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
+    let idle_exit = match o.idle_exit {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(FftdError::Usage(format!(
+                "--idle-exit {}: must be a positive number of seconds",
+                shown(s)
+            )))
+        }
+    };
     let nats_inputs = o.file.iter().filter(|f| is_nats_url(f)).count();
     let output = o
         .output
@@ -422,16 +419,6 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             "{flag} is not available to fleet workers (docs/fleet.md)"
         )));
     }
-    let idle_exit = match o.idle_exit {
-        None => None,
-        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(FftdError::Usage(format!(
-                "--idle-exit {}: must be a positive number of seconds",
-                shown(s)
-            )))
-        }
-    };
     let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
     let (stream, consumer) = input
         .stream_and_consumer("--file")
@@ -543,8 +530,18 @@ pub struct Settings {
 impl Settings {
     /// CLI options merged over the config file (when given), validated.
     pub fn resolve(cli: Options, config: Option<&Path>) -> Result<Settings> {
+        Self::resolve_keys(cli, config, |o| o)
+    }
+
+    /// `resolve` using only the config-file keys `keep` leaves (`fftd check`: the file is a
+    /// run's, every key checked when it is read, the output ones then left out).
+    pub fn resolve_keys(
+        cli: Options,
+        config: Option<&Path>,
+        keep: impl Fn(Options) -> Options,
+    ) -> Result<Settings> {
         let file = match config {
-            Some(path) => load_config_file(path)?,
+            Some(path) => keep(load_config_file(path)?),
             None => Options::default(),
         };
         let mut settings = Self::from_options(merge(cli, file))?;

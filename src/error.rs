@@ -52,3 +52,70 @@ impl FftdError {
 }
 
 pub type Result<T, E = FftdError> = std::result::Result<T, E>;
+
+/// Words (runs without whitespace) longer than this in a message are cut (`shorten_echoes`).
+const LONGEST_WORD: usize = 200;
+/// Messages longer than this keep their start and end (`shorten_echoes`).
+const LONGEST_MESSAGE: usize = 2000;
+
+/// `message` with the values it echoes cut to a readable length: a word over 200 characters
+/// keeps its first 80 (and closing punctuation) followed by "…", and a message still over 2000
+/// keeps its first 1200 and last 400 characters. A 100 MB config value is never printed whole.
+pub fn shorten_echoes(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(LONGEST_MESSAGE + 8));
+    let mut rest = message;
+    while !rest.is_empty() {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(end);
+        out += &shorten_word(word);
+        let spaces = tail.len() - tail.trim_start().len();
+        out += &tail[..spaces];
+        rest = &tail[spaces..];
+    }
+    let chars = out.chars().count();
+    if chars <= LONGEST_MESSAGE {
+        return out;
+    }
+    let head: String = out.chars().take(1200).collect();
+    let end: String = out.chars().skip(chars - 400).collect();
+    format!("{head} … {end}")
+}
+
+fn shorten_word(word: &str) -> std::borrow::Cow<'_, str> {
+    if word.chars().count() <= LONGEST_WORD {
+        return word.into();
+    }
+    let closing: String = {
+        let tail: Vec<char> = word
+            .chars()
+            .rev()
+            .take_while(|c| matches!(c, '\'' | '"' | '`' | ':' | ',' | ')' | ';'))
+            .take(3)
+            .collect();
+        tail.into_iter().rev().collect()
+    };
+    let head: String = word.chars().take(80).collect();
+    format!("{head}…{closing}").into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_echoes_are_cut_short_ones_kept() {
+        let short = "c.toml:1: frame = \"big\": expected a number";
+        assert_eq!(shorten_echoes(short), short);
+        let long = format!("--average {}: must be a number", "x".repeat(10_000));
+        let cut = shorten_echoes(&long);
+        assert_eq!(
+            cut,
+            format!("--average {}…: must be a number", "x".repeat(80))
+        );
+        let quoted = format!("invalid device '{}': expected auto", "y".repeat(500));
+        assert!(shorten_echoes(&quoted).ends_with("…': expected auto"));
+        let spaced = format!("bad '{}' end", "a ".repeat(100_000));
+        let cut = shorten_echoes(&spaced);
+        assert!(cut.len() < 1700 * 4 && cut.starts_with("bad 'a a") && cut.ends_with("' end"));
+    }
+}

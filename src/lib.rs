@@ -9,6 +9,7 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod config_file;
 pub mod console;
 pub mod devices;
 pub mod error;

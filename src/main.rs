@@ -1,14 +1,13 @@
 //! fftd's entry point: parse the command line, set up logging and signals, run, and turn any error
 //! into one line on stderr and an exit code (0 ok, 1 runtime error, 2 usage error).
 
-use clap::Parser;
 use fftd::cli::{Cli, Command};
 use fftd::config::Settings;
 use fftd::error::FftdError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match fftd::cli::parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
@@ -16,7 +15,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fftd: {e}");
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&e.to_string()));
             ExitCode::from(e.exit_code() as u8)
         }
     }
@@ -26,8 +25,10 @@ fn run(cli: Cli) -> Result<(), FftdError> {
     match cli.command {
         Some(Command::Devices) => fftd::devices::print_devices(),
         Some(Command::Check(args)) => {
-            let settings = Settings::resolve(args.options, cli.config.as_deref())?;
-            fftd::check::run_check(&settings, args.tolerance)
+            // the same config file as a run's: every key checked, the output ones unused
+            let config = args.own.config.as_deref();
+            let settings = Settings::resolve_keys(args.options, config, fftd::cli::check_keys)?;
+            fftd::check::run_check(&settings, args.own.tolerance)
         }
         Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
         Some(Command::Publish(args)) => {
@@ -109,22 +110,57 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let _ = e.print();
             ExitCode::SUCCESS
         }
+        ErrorKind::ValueValidation => {
+            // "--flag VALUE: what it must be", as the checks made after parsing say it
+            let line = match (value_error_parts(&e), std::error::Error::source(&e)) {
+                (Some((flag, value)), Some(why)) => {
+                    // parsers that name the flag or echo the value already say it once
+                    let why = why.to_string();
+                    let why = why
+                        .strip_prefix(&format!("{flag} {value}: "))
+                        .unwrap_or(&why);
+                    let why = why.strip_prefix(&format!("'{value}': ")).unwrap_or(why);
+                    format!("{flag} {value}: {why}")
+                }
+                _ => one_line(&e),
+            };
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
+            ExitCode::from(2)
+        }
         _ => {
-            let text = e.render().to_string();
-            let lines: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("For more information")
-                        && !l.starts_with("Usage:")
-                })
-                .collect();
-            let line = lines.join("; ").replace("error: ", "");
-            eprintln!("fftd: {line}");
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&one_line(&e)));
             ExitCode::from(2)
         }
     }
+}
+
+/// The flag (`--frame`, without its value name) and the value of a value-validation error.
+fn value_error_parts(e: &clap::Error) -> Option<(String, String)> {
+    use clap::error::{ContextKind, ContextValue};
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let flag = text(ContextKind::InvalidArg)?;
+    let flag = flag
+        .split([' ', '='])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    Some((flag, text(ContextKind::InvalidValue)?))
+}
+
+/// clap's message as one line, without its usage and help hints.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    // (the usage lines and the help hint come last)
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ").replace("error: ", "")
 }
 
 /// mimalloc: batch-sized buffers and frames move between threads; glibc's malloc answered that with

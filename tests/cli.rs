@@ -827,7 +827,7 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     );
     expect(
         &["--file", &p("good.txt"), "--config", &p("none.toml")],
-        1,
+        2,
         &["none.toml"],
     );
     expect(&[], 2, &["no input"]);

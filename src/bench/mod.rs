@@ -13,7 +13,9 @@
 //! GFLOPS counts 5·N·log2 N per complex frame and 2.5·N·log2 N per real frame.
 
 mod all_devices;
+mod sweep;
 
+use crate::cli::whole_in;
 use crate::error::FftdError;
 use crate::fft::calibrate;
 use crate::fft::compare::compare_rows;
@@ -26,11 +28,14 @@ use crate::fft::{
     transform_reduced, BandWeights, Engine, HostBuf, InputKind, Reduction, Sample, Scale,
     SegmentOp, Segments, TransformSpec,
 };
+use crate::limits::MAX_BATCH_SAMPLES;
 use crate::window::WindowKind;
 use all_devices::AllDevicesRow;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
+pub use sweep::parse_sizes;
+use sweep::{check_args, check_engines, positive_hz, MAX_REPS};
 
 /// Input kind for the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -54,14 +59,15 @@ fn parse_device(s: &str) -> Result<DeviceChoice, String> {
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
-    /// (`1024,4096`).
-    #[arg(long, default_value = "2..2^21")]
+    /// (`1024,4096`), each at most 2^26 (2^24 on OpenCL); all checked before any is timed.
+    #[arg(long, value_name = "A..B|LIST", default_value = "2..2^21")]
     pub sizes: String,
     /// Frames per batch (default: --batch-samples / n, at least 1).
-    #[arg(long)]
+    #[arg(long, value_name = "B", value_parser = whole_in::<usize>(1, MAX_BATCH_SAMPLES as u64))]
     pub batch: Option<usize>,
     /// Samples per batch when --batch is not given (the pipeline's default batch is 2^18).
-    #[arg(long, default_value_t = 1 << 18)]
+    #[arg(long, value_name = "N", default_value_t = 1 << 18,
+        value_parser = whole_in::<usize>(1, MAX_BATCH_SAMPLES as u64))]
     pub batch_samples: usize,
     /// Also write the rows as CSV to this file.
     #[arg(long)]
@@ -82,8 +88,8 @@ pub struct BenchArgs {
     pub window: WindowKind,
     #[arg(long, value_enum, default_value = "magnitude")]
     pub scale: Scale,
-    /// Timed runs per size (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs per size, 1 to 100000 (the median is reported).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = whole_in::<usize>(1, MAX_REPS))]
     pub reps: usize,
     /// Band powers (as the pipeline's --bands: mel:N, octave, third-octave) summed by each engine
     /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
@@ -91,58 +97,18 @@ pub struct BenchArgs {
     pub bands: Option<crate::products::bands::BandSpec>,
     /// Each run of N frames reduced to its sum by the engine (as the pipeline's `--average N`
     /// of means; on the device for OpenCL); times and errors are of the reduced rows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_in::<u32>(1, MAX_BATCH_SAMPLES as u64))]
     pub average: Option<u32>,
     /// Sample rate the bands are laid out for, in Hz.
-    #[arg(long, default_value_t = 48_000.0)]
+    #[arg(long, value_name = "HZ", default_value_t = 48_000.0, value_parser = positive_hz)]
     pub rate: f64,
     /// Skip the CPU engine (for very large batches).
     #[arg(long)]
     pub no_cpu: bool,
     /// With several devices (`--device gpu:all` or a list): milliseconds each device runs alone,
     /// and all run together, per size.
-    #[arg(long, value_name = "MS", default_value_t = 300)]
+    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = whole_in::<u64>(1, 600_000))]
     pub run_ms: u64,
-}
-
-/// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes.
-pub fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
-    let one = |t: &str| -> Result<usize, FftdError> {
-        let t = t.trim();
-        let v = match t.split_once('^') {
-            Some((b, e)) => {
-                let b: usize = b.trim().parse().map_err(|_| bad(s))?;
-                let e: u32 = e.trim().parse().map_err(|_| bad(s))?;
-                b.checked_pow(e).ok_or_else(|| bad(s))?
-            }
-            None => t.parse().map_err(|_| bad(s))?,
-        };
-        if v < 2 {
-            return Err(bad(s));
-        }
-        Ok(v)
-    };
-    if let Some((a, b)) = s.split_once("..") {
-        let (a, b) = (one(a)?, one(b)?);
-        if !a.is_power_of_two() || !b.is_power_of_two() || a > b {
-            return Err(bad(s));
-        }
-        let mut v = Vec::new();
-        let mut n = a;
-        while n <= b {
-            v.push(n);
-            n *= 2;
-        }
-        Ok(v)
-    } else {
-        s.split(',').map(one).collect()
-    }
-}
-
-fn bad(s: &str) -> FftdError {
-    FftdError::Usage(format!(
-        "invalid --sizes '{s}': expected A..B with powers of two (e.g. 2..2^21) or a comma list"
-    ))
 }
 
 /// One benchmark row.
@@ -254,7 +220,7 @@ fn bench_size<T: Sample>(
     let (n, kind) = (spec.n, spec.kind);
     let runs = sized.segments();
     let reduce = (sized.bands.as_ref(), runs.as_ref());
-    let reps = args.reps.max(1);
+    let reps = args.reps;
     let mut row = BenchRow {
         n,
         frames,
@@ -389,6 +355,10 @@ fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError>
 }
 
 fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
+    let sizes = match args.calibrate {
+        true => Vec::new(),
+        false => check_args(args)?,
+    };
     let specs = device_specs(&args.device)?;
     let mut engines = specs
         .iter()
@@ -397,39 +367,12 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
     if args.calibrate {
         return calibrate_devices(&mut engines, &specs);
     }
-    let sizes = parse_sizes(&args.sizes)?;
-    let mut head = String::new();
-    let _ = writeln!(
-        head,
-        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {}, median of {} runs",
-        T::NAME,
-        args.kind,
-        args.window,
-        args.scale,
-        specs
-            .first()
-            .map_or("none".into(), |s| format!("{} ({})", s.name(), s.label())),
-        args.reps.max(1)
-    );
-    // the same run's reference for host-to-host figures: pinned copies of 256 MiB each way
-    let pcie = match engines.first().map(|g| g.copy_bandwidth(256 << 20, 5)) {
-        Some(Ok((h2d, d2h))) => {
-            let _ = writeln!(
-                head,
-                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
-                h2d * 1e-9,
-                d2h * 1e-9
-            );
-            Some(h2d * 1e-9)
-        }
-        Some(Err(e)) => {
-            let _ = writeln!(head, "pinned copies: not measured ({e})");
-            None
-        }
-        None => None,
-    };
+    check_engines(args, &engines, &sizes)?;
+    // the table goes to stdout row by row as each size is measured (once: no copy on stderr)
+    let (head, pcie) = heading(args, &specs, &engines);
+    // a closed stdout stops the sweep, unless the rows also go to --csv
+    let mut open = emit(&format!("{head}\n{}", table_head()))?;
     let several = engines.len() > 1;
-    let mut table = table_head();
     let mut together = String::new();
     if several {
         let labels: Vec<String> = specs.iter().map(LaneSpec::label).collect();
@@ -451,26 +394,63 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
             true => Some(bench_together(&mut engines, &sized, args)?),
             false => None,
         };
-        let line = table_line(&row, pcie);
-        eprintln!("{line}");
-        let _ = writeln!(table, "{line}");
+        open = open && emit(&format!("{}\n", table_line(&row, pcie)))?;
+        if !open && args.csv.is_none() {
+            return Ok(());
+        }
         if let Some(all) = &all {
-            let line = together_line(all, &specs, &sized);
-            eprintln!("{line}");
-            let _ = writeln!(together, "{line}");
+            let _ = writeln!(together, "{}", together_line(all, &specs, &sized));
         }
         csv_line(&mut csv, (&row, &sized), all.as_ref(), (pcie, args), &specs);
         rows.push(row);
     }
-    let _ = writeln!(head);
-    let _ = write!(head, "{table}");
-    let _ = writeln!(head, "{}", break_even_line(&rows, args));
-    let _ = write!(head, "{together}");
-    emit(&head)?;
+    if open {
+        emit(&format!("{}\n{together}", break_even_line(&rows, args)))?;
+    }
     if let Some(path) = &args.csv {
         std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
     }
     Ok(())
+}
+
+/// The lines above the table, and the pinned host-to-device copy rate in GB/s (the same run's
+/// reference for host-to-host figures) when measured.
+fn heading<T: Sample>(
+    args: &BenchArgs,
+    specs: &[LaneSpec],
+    engines: &[OpenClEngine<T>],
+) -> (String, Option<f64>) {
+    let mut head = String::new();
+    let _ = writeln!(
+        head,
+        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {}, median of {} runs",
+        T::NAME,
+        args.kind,
+        args.window,
+        args.scale,
+        specs
+            .first()
+            .map_or("none".into(), |s| format!("{} ({})", s.name(), s.label())),
+        args.reps
+    );
+    // pinned copies of 256 MiB each way
+    let pcie = match engines.first().map(|g| g.copy_bandwidth(256 << 20, 5)) {
+        Some(Ok((h2d, d2h))) => {
+            let _ = writeln!(
+                head,
+                "pinned copies (256 MiB, event profiling): host->device {:.1} GB/s, device->host {:.1} GB/s",
+                h2d * 1e-9,
+                d2h * 1e-9
+            );
+            Some(h2d * 1e-9)
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(head, "pinned copies: not measured ({e})");
+            None
+        }
+        None => None,
+    };
+    (head, pcie)
 }
 
 fn table_head() -> String {
@@ -676,16 +656,16 @@ fn calibrate_devices<T: Sample>(
         let _ = writeln!(text);
         done.push(key);
     }
-    emit(&text)
+    emit(&text).map(drop)
 }
 
-/// Writes `text` to stdout; a closed stdout (`| head`) ends the output quietly.
-fn emit(text: &str) -> Result<(), FftdError> {
+/// Writes `text` to stdout; a closed stdout (`| head`) ends the output quietly: false.
+fn emit(text: &str) -> Result<bool, FftdError> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(FftdError::io("<stdout>", e)),
     }
 }
@@ -721,19 +701,5 @@ pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
     match args.precision {
         BenchPrecision::F32 => run_typed::<f32>(args),
         BenchPrecision::F64 => run_typed::<f64>(args),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_sizes("2..16").ok(), Some(vec![2, 4, 8, 16]));
-        assert_eq!(parse_sizes("2^10..2^11").ok(), Some(vec![1024, 2048]));
-        assert_eq!(parse_sizes("1000,4096").ok(), Some(vec![1000, 4096]));
-        assert!(parse_sizes("3..16").is_err());
-        assert!(parse_sizes("x").is_err());
     }
 }

@@ -61,9 +61,7 @@ pub struct NatsArgs {
 fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err(format!(
-            "'{text}': expected seconds, more than 0 and at most 3600"
-        )),
+        _ => Err("must be a number of seconds, more than 0 and at most 3600".into()),
     }
 }
 

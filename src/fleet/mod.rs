@@ -60,7 +60,8 @@ pub struct SetupArgs {
 
     /// Deliveries of one block at most (a block that fails this many workers is given up and
     /// reported; keep max deliver × (ack wait + 150 s) within the duplicate window).
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = 5,
+        value_parser = crate::cli::whole_in::<i64>(1, 1_000_000))]
     pub max_deliver: i64,
 
     /// Name of the stream that stores the spectra rows.
@@ -92,7 +93,7 @@ pub struct SetupArgs {
     pub recreate_consumer: bool,
 
     /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::cli::whole_in::<usize>(1, 5))]
     pub replicas: usize,
 
     #[command(flatten)]

@@ -52,7 +52,13 @@ pub struct PublishArgs {
     pub file: Vec<String>,
 
     /// Capture live from a microphone (default device, or DEVICE from `fftd devices`).
-    #[arg(long, value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    #[arg(
+        long,
+        value_name = "DEVICE",
+        num_args = 0..=1,
+        default_missing_value = "",
+        allow_negative_numbers = true
+    )]
     pub mic: Option<String>,
 
     /// Source id of each input, in --file order (row ids and dedup ids start with it; give each
@@ -66,7 +72,7 @@ pub struct PublishArgs {
     pub run_id: Option<String>,
 
     /// Frames per block [default: 128, fewer when the server's max_payload needs it].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, value_name = "N", value_parser = crate::cli::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
 
     /// Input file format [default: by extension].

@@ -1,0 +1,298 @@
+//! Reading a `--config` TOML file into `config::Options`, and its errors as a user reads them:
+//! every one a usage error (exit 2) naming the file and line, the key and what the key takes, in
+//! the words of the help text ("a whole number", "one of rect, hann, ..."), never serde's type
+//! names (`i64`, `FrameSize`); the value is echoed cut to 60 characters.
+
+use crate::config::Options;
+use crate::error::{shorten_echoes, FftdError, Result};
+use std::path::Path;
+
+/// Characters of a value echoed in an error; longer ones end in "…".
+const ECHO_CHARS: usize = 60;
+
+/// Reads a config file; unreadable, not UTF-8, unknown keys and wrong types are usage errors
+/// naming the file (and line and key).
+pub fn load_config_file(path: &Path) -> Result<Options> {
+    let shown = path.display();
+    let bytes =
+        std::fs::read(path).map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        FftdError::Usage(format!(
+            "{shown}:{line}: not UTF-8 text (a config file is TOML, which is UTF-8)"
+        ))
+    })?;
+    parse_config(&text, path)
+}
+
+/// Parses config-file text; `path` names the file in errors (`PATH:LINE: ...`).
+pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().replace('\n', " ");
+        let place = match e.span() {
+            Some(span) => Place::of(text, span),
+            None => Place::default(),
+        };
+        let line = match place.line {
+            Some(line) => format!("{}:{line}", path.display()),
+            None => path.display().to_string(),
+        };
+        FftdError::Usage(shorten_echoes(&format!("{line}: {}", place.say(&message))))
+    })
+}
+
+/// Where in the file an error points: its line, and the key and value text when it points at
+/// a value (`key = value`).
+#[derive(Default)]
+struct Place {
+    line: Option<usize>,
+    key_value: Option<(String, String)>,
+}
+
+impl Place {
+    fn of(text: &str, span: std::ops::Range<usize>) -> Place {
+        let start = floor_boundary(text, span.start);
+        let end = floor_boundary(text, span.end.max(start));
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line = text[..start].matches('\n').count() + 1;
+        let before = &text[line_start..start];
+        let key_value = before.find('=').map(|eq| {
+            let key = before[..eq].trim().to_string();
+            (key, text[start..end].trim().to_string())
+        });
+        Place {
+            line: Some(line),
+            key_value,
+        }
+    }
+
+    /// The error in words: `key = value: expected WHAT` for a wrong value, else toml's message
+    /// with the key named.
+    fn say(&self, message: &str) -> String {
+        if let Some(key) = message
+            .strip_prefix("unknown field `")
+            .and_then(|m| m.split('`').next())
+        {
+            return format!(
+                "unknown key '{}' (the keys are the long flag names: {})",
+                echo(key),
+                known_keys()
+            );
+        }
+        let Some((key, value)) = &self.key_value else {
+            return message.to_string();
+        };
+        let value = echo(&value.replace(['\n', '\r'], " "));
+        match expectation(message) {
+            Some(wanted) => format!("{key} = {value}: expected {}", takes(key, wanted)),
+            None => format!("{key} = {value}: {message}"),
+        }
+    }
+}
+
+/// The largest char boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// `text` cut to `ECHO_CHARS` characters.
+fn echo(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// What serde or toml says was expected, when the message is about a value of the wrong type
+/// or an unknown choice.
+fn expectation(message: &str) -> Option<&str> {
+    // toml's words for an enumerated key given a number or a table
+    if message.starts_with("wanted ") {
+        return Some("");
+    }
+    if let Some(rest) = message.strip_prefix("expected ") {
+        return Some(rest);
+    }
+    let typed = message.starts_with("invalid type: ")
+        || message.starts_with("unknown variant ")
+        || message.starts_with("invalid value: ");
+    match typed {
+        true => message.rsplit_once(", expected ").map(|(_, wanted)| wanted),
+        false => None,
+    }
+}
+
+/// What `key` takes, in the help text's words: serde's type names translated; the choices of an
+/// enumerated key from its flag's definition.
+fn takes(key: &str, wanted: &str) -> String {
+    let whole = [
+        "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+    ];
+    match wanted {
+        w if whole.contains(&w) => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "a boolean" => "true or false".into(),
+        "path string" => "a path (a string)".into(),
+        "a sequence" => "a list of strings, such as [\"a.wav\", \"b.wav\"]".into(),
+        "" => match choices(key) {
+            Some(choices) => format!("one of {choices}"),
+            None => "a string".into(),
+        },
+        w => w.replace('`', ""),
+    }
+}
+
+/// The clap definition of `key`'s flag (`Options` is both).
+fn flag_of(key: &str) -> Option<clap::Arg> {
+    use clap::Args;
+    let cmd = Options::augment_args(clap::Command::new("fftd"));
+    let id = key.replace('-', "_");
+    let arg = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == id.as_str())
+        .cloned();
+    arg
+}
+
+/// "rect, hann, ..." for a key whose flag takes one of a fixed set of values.
+fn choices(key: &str) -> Option<String> {
+    let names: Vec<String> = flag_of(key)?
+        .get_possible_values()
+        .iter()
+        .filter(|v| !v.is_hide_set())
+        .map(|v| v.get_name().to_string())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+/// Every config key, in `--help` order.
+fn known_keys() -> String {
+    use clap::Args;
+    let cmd = Options::augment_args(clap::Command::new("fftd"));
+    let keys: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).collect();
+    keys.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        parse_config(text, Path::new("c.toml"))
+            .expect_err(text)
+            .to_string()
+    }
+
+    #[test]
+    fn messages_name_the_key_and_what_it_takes_in_plain_words() {
+        let cases = [
+            (
+                "hop = \"many\"",
+                "c.toml:1: hop = \"many\": expected a whole number",
+            ),
+            (
+                "rate = \"fast\"",
+                "c.toml:1: rate = \"fast\": expected a number",
+            ),
+            (
+                "\nfftshift = 1",
+                "c.toml:2: fftshift = 1: expected true or false",
+            ),
+            ("file = 3", "c.toml:1: file = 3: expected a list of strings"),
+            (
+                "window = 3",
+                "c.toml:1: window = 3: expected one of rect, hann,",
+            ),
+            (
+                "window = \"kaiser\"",
+                "window = \"kaiser\": expected one of rect, hann",
+            ),
+            ("frame = 1.5", "frame = 1.5: expected a number of samples"),
+            (
+                "channel = -1",
+                "channel = -1: expected \"mix\", \"all\" or a channel",
+            ),
+            (
+                "fram = 3",
+                "c.toml:1: unknown key 'fram' (the keys are the long flag names: file,",
+            ),
+            (
+                "hop = 99999999999999999999",
+                "hop = 99999999999999999999: expected a whole",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = error(text);
+            assert!(got.contains(want), "{text}: {got}");
+        }
+    }
+
+    #[test]
+    fn no_internal_type_name_in_any_message() {
+        let values = [
+            "\"x\"",
+            "1",
+            "-1",
+            "1.5",
+            "true",
+            "[]",
+            "[1]",
+            "{}",
+            "99999999999999999999",
+        ];
+        let internal = [
+            "expected i64",
+            "expected f64",
+            "expected u",
+            "i128",
+            "FrameSize",
+            "AverageSpec",
+            "AverageMode",
+            "BandSpec",
+            "ChannelSelect",
+            "DeviceChoice",
+            "PngSize",
+            "DbRange",
+            "Options",
+            "variant",
+            "field",
+            "sequence",
+            "struct",
+            "enum ",
+            "wanted",
+        ];
+        for key in known_keys().split(", ") {
+            for value in values {
+                let text = format!("{key} = {value}\n");
+                let Err(e) = parse_config(&text, Path::new("c.toml")) else {
+                    continue;
+                };
+                let msg = e.to_string();
+                assert!(msg.contains(key), "{text}: {msg}");
+                for name in internal {
+                    assert!(!msg.contains(name), "{text}: '{name}' in {msg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_values_are_echoed_cut() {
+        let long = "x".repeat(1 << 20);
+        for text in [
+            format!("frame = \"{long}\""),
+            format!("hop = \"{long}\""),
+            format!("device = \"{long}\""),
+            format!("{long} = 1"),
+        ] {
+            let msg = error(&text);
+            assert!(msg.len() < 800, "{} chars: {}", msg.len(), &msg[..200]);
+            assert!(msg.contains('…'), "{msg}");
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! Flags, config files and subcommands say what is wrong (issue 22, section 4): every flag that
+//! takes a number, given -1, names itself and what it takes (never clap's "unexpected argument
+//! '-1'"); config-file errors are usage errors in plain words with long values cut; each
+//! subcommand takes only the flags it uses; `fftd bench` checks its whole sweep before timing
+//! anything and prints each row once.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
+/// A text input of 4096 samples.
+fn samples(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("x.txt");
+    write_text_samples(&path, &noise(4096, 22));
+    path
+}
+
+/// Value names of flags that take a number (as `fftd::cli::NUMERIC_VALUE_NAMES`).
+const NUMERIC: &[&str] = &[
+    "N",
+    "H",
+    "B",
+    "C",
+    "HZ",
+    "MS",
+    "SECONDS",
+    "REL",
+    "WxH",
+    "MIN:MAX",
+    "N|DURATION",
+    "N|whole",
+    "mix|N|all",
+    "A..B|LIST",
+];
+
+/// The flags `fftd ARGS --help` lists whose value is a number.
+fn numeric_flags(args: &[&str]) -> Vec<String> {
+    let out = run(&[args, &["--help"]].concat());
+    assert!(out.status.success(), "{args:?} --help");
+    let mut flags = Vec::new();
+    for full in stdout_text(&out).lines() {
+        // flags are indented at most 6 spaces, their descriptions 10
+        let line = full.trim_start();
+        if full.len() - line.len() > 6 {
+            continue;
+        }
+        let line = line.split_once(", ").map_or(
+            line,
+            |(short, long)| {
+                if short.len() == 2 {
+                    long
+                } else {
+                    line
+                }
+            },
+        );
+        let mut words = line.split_whitespace();
+        let (Some(flag), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let value = value.trim_start_matches('[').trim_end_matches(']');
+        let value = value.trim_start_matches('<').trim_end_matches('>');
+        if flag.starts_with("--") && NUMERIC.contains(&value) && !flags.iter().any(|f| f == flag) {
+            flags.push(flag.to_string());
+        }
+    }
+    flags
+}
+
+#[test]
+fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    // each subcommand with a valid command line the flag is added to
+    let commands: [(&[&str], Vec<&str>, usize); 5] = [
+        (&[], vec!["--file", s(&x)], 15),
+        (&["check"], vec!["check", "--file", s(&x)], 9),
+        (&["bench"], vec!["bench", "--device", "cpu"], 7),
+        (
+            &["publish"],
+            vec![
+                "publish",
+                "--to",
+                "nats://127.0.0.1:9/frames.x",
+                "--file",
+                s(&x),
+            ],
+            7,
+        ),
+        (
+            &["fleet", "setup"],
+            vec!["fleet", "setup", "--server", "nats://127.0.0.1:9"],
+            5,
+        ),
+    ];
+    // what the issue named, and a few more: the range each message gives (subcommand, flag)
+    let ranges: &[(&str, &str, &str)] = &[
+        ("", "--average", "frames >= 1"),
+        ("", "--channel", "0-based channel number"),
+        ("", "--png-size", "320x240"),
+        ("", "--connect-timeout", "more than 0 and at most 3600"),
+        ("", "--hop", "at least 1"),
+        ("", "--idle-exit", "positive"),
+        ("check", "--tolerance", "above 0"),
+        ("bench", "--reps", "from 1 to"),
+        ("bench", "--average", "from 1 to"),
+        ("publish", "--block-frames", "from 1 to 65536"),
+        ("fleet", "--replicas", "from 1 to 5"),
+    ];
+    let mut named = Vec::new();
+    for (sub, base, at_least) in &commands {
+        let flags = numeric_flags(sub);
+        assert!(flags.len() >= *at_least, "{sub:?}: {flags:?}");
+        for flag in flags {
+            let out = run(&[&base[..], &[flag.as_str(), "-1"]].concat());
+            let err = stderr_text(&out);
+            assert!(
+                !err.contains("unexpected argument"),
+                "{sub:?} {flag}: {err}"
+            );
+            if flag == "--fmin" || flag == "--fmax" {
+                // negative frequencies are bins of complex input: taken, and a range with no bin
+                // of this real input in it is an error naming both flags
+                assert!(
+                    out.status.success() || err.contains("--fmin/--fmax"),
+                    "{flag}: {err}"
+                );
+                continue;
+            }
+            let mut needles = vec![format!("{flag} -1: ")];
+            let sub = sub.first().copied().unwrap_or_default();
+            if let Some((_, _, range)) = ranges.iter().find(|(c, f, _)| (*c, *f) == (sub, &flag)) {
+                needles.push(range.to_string());
+            }
+            let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+            assert_clean_error(&out, 2, &needles);
+            named.push((sub, flag));
+        }
+    }
+    for (sub, flag, _) in ranges {
+        assert!(
+            named.iter().any(|n| n == &(*sub, flag.to_string())),
+            "{sub} {flag} not tried"
+        );
+    }
+    // a value that only starts like a number
+    let out = run(&["--file", s(&x), "--png-size", "-1x-1"]);
+    assert_clean_error(&out, 2, &["--png-size -1x-1: ", "320x240", "16384"]);
+    let out = run(&["--file", s(&x), "--average", "-250ms"]);
+    assert_clean_error(&out, 2, &["--average -250ms: ", "frames >= 1"]);
+    // a microphone's index goes to the device lookup, which names it
+    let out = run(&["--mic", "-1", "--max-frames", "1"]);
+    let err = stderr_text(&out);
+    assert!(
+        !out.status.success() && !err.contains("unexpected argument"),
+        "{err}"
+    );
+}
+
+#[test]
+fn png_size_help_gives_the_pixel_cap() {
+    let help = stdout_text(&run(&["--help"]));
+    assert!(help.contains("64 megapixels"), "{help}");
+}
+
+#[test]
+fn a_config_file_that_is_not_utf8_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let config = dir.path().join("latin1.toml");
+    std::fs::write(&config, b"frame = 64\n# r\xe9glages\n").expect("write");
+    for args in [
+        vec!["--file", s(&x), "--config", s(&config)],
+        vec!["check", "--file", s(&x), "--config", s(&config)],
+    ] {
+        assert_clean_error(&run(&args), 2, &["latin1.toml:2", "not UTF-8"]);
+    }
+    // one that cannot be read is a usage error too
+    let missing = dir.path().join("none.toml");
+    assert_clean_error(
+        &run(&["--file", s(&x), "--config", s(&missing)]),
+        2,
+        &["--config", "none.toml"],
+    );
+}
+
+#[test]
+fn a_long_config_value_is_echoed_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let config = dir.path().join("long.toml");
+    let long = "7".repeat(100 << 20);
+    for (key, value) in [
+        ("frame", format!("\"{long}\"")),
+        ("device", format!("\"{long}\"")),
+        ("hop", format!("\"{long}\"")),
+        ("average", format!("\"{long}s\"")),
+    ] {
+        std::fs::write(&config, format!("{key} = {value}\n")).expect("write");
+        let out = run(&["--file", s(&x), "--config", s(&config)]);
+        let err = stderr_text(&out);
+        assert!(
+            err.len() < 1000,
+            "{key}: {} bytes: {}…",
+            err.len(),
+            &err[..300]
+        );
+        assert_clean_error(&out, 2, &["long.toml:1", key, "…"]);
+    }
+}
+
+#[test]
+fn config_messages_name_the_key_and_what_it_takes_without_internal_type_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let config = dir.path().join("c.toml");
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "frame = 1.5",
+            &["frame = 1.5", "number of samples", "\"whole\""],
+        ),
+        ("frame = [64]", &["frame = [64]", "number of samples"]),
+        ("hop = \"many\"", &["hop = \"many\"", "a whole number"]),
+        ("rate = \"fast\"", &["rate = \"fast\"", "a number"]),
+        ("window = 3", &["window = 3", "one of rect, hann"]),
+        ("channel = -1", &["channel = -1", "channel number"]),
+        ("png-size = true", &["png-size = true", "WxH"]),
+        ("average = 1.5", &["average = 1.5", "number of frames"]),
+        ("stats = \"no\"", &["stats = \"no\"", "true or false"]),
+        (
+            "file = \"a.wav\"",
+            &["file = \"a.wav\"", "a list of strings"],
+        ),
+        (
+            "max-frames = 99999999999999999999",
+            &["max-frames", "a whole number"],
+        ),
+        ("fram = 64", &["unknown key 'fram'", "frame"]),
+    ];
+    let internal = [
+        "FrameSize",
+        "ChannelSelect",
+        "PngSize",
+        "AverageSpec",
+        "i64",
+        "f64",
+        "i128",
+        "u64",
+        "sequence",
+        "variant",
+        "field",
+        "wanted",
+    ];
+    for (text, needles) in cases {
+        std::fs::write(&config, format!("{text}\n")).expect("write");
+        let out = run(&["--file", s(&x), "--config", s(&config)]);
+        assert_clean_error(&out, 2, &[&["c.toml:1: "][..], needles].concat());
+        let err = stderr_text(&out);
+        for name in internal {
+            assert!(!err.contains(name), "{text}: '{name}' in {err}");
+        }
+    }
+}
+
+#[test]
+fn devices_takes_no_config_file_and_check_checks_every_key_of_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "frame = 64\nwindoww = \"hann\"\n").expect("write");
+    // devices reads no config: a file given to it is refused, not ignored
+    assert_clean_error(&run(&["devices", "--config", s(&bad)]), 2, &["--config"]);
+    // check reads a run's config file: an unknown key is the same error as in a run
+    for args in [
+        vec!["--file", s(&x), "--config", s(&bad)],
+        vec!["check", "--file", s(&x), "--config", s(&bad)],
+    ] {
+        assert_clean_error(&run(&args), 2, &["bad.toml:2", "unknown key 'windoww'"]);
+    }
+    // a wrong type in a key check does not use is still an error
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(&typo, "frame = 64\noutput = 5\n").expect("write");
+    let out = run(&["check", "--file", s(&x), "--config", s(&typo)]);
+    assert_clean_error(&out, 2, &["typo.toml:2", "output = 5"]);
+    // and a run's output keys, well formed, are left to the run
+    let shared = dir.path().join("shared.toml");
+    let text = "frame = 64\nformat = \"npy\"\noutput = \"never-written.npy\"\nmeta = \"m.json\"\n";
+    std::fs::write(&shared, text).expect("write");
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let out = run(&["check", "--file", s(&x), "--config", s(&shared)]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(stdout_text(&out).contains("mismatches: 0 of"));
+    assert!(!Path::new("never-written.npy").exists() && !dir.path().join("m.json").exists());
+}
+
+#[test]
+fn each_subcommand_takes_and_lists_only_its_own_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    for (flag, value) in [
+        ("--output", Some("o.txt")),
+        ("--serve", Some("8080")),
+        ("--meta", Some("m.json")),
+        ("--realtime", None),
+        ("--format", Some("csv")),
+        ("--average", Some("4")),
+    ] {
+        let mut args = vec!["check", "--file", s(&x), flag];
+        args.extend(value);
+        let out = run(&args);
+        assert_clean_error(&out, 2, &[&format!("unexpected argument '{flag}'")]);
+    }
+    let help = stdout_text(&run(&["check", "--help"]));
+    for flag in [
+        "--output ",
+        "--serve ",
+        "--meta ",
+        "--realtime",
+        "--format ",
+        "--mic [<DEVICE>]",
+    ] {
+        assert!(!help.contains(flag), "check --help lists {flag}: {help}");
+    }
+    for flag in [
+        "--tolerance",
+        "--config",
+        "--file",
+        "--frame",
+        "--hop",
+        "--window",
+        "--device",
+    ] {
+        assert!(help.contains(flag), "check --help lacks {flag}: {help}");
+    }
+    // subcommands that read no config file take no --config
+    for sub in [
+        &["devices"][..],
+        &["bench"],
+        &["publish"],
+        &["fleet", "setup"],
+    ] {
+        let help = stdout_text(&run(&[sub, &["--help"]].concat()));
+        assert!(!help.contains("--config"), "{sub:?} --help lists --config");
+    }
+}
+
+#[test]
+fn bench_refuses_a_bad_sweep_before_timing_anything() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["--reps", "0"], &["--reps 0: ", "from 1 to"]),
+        (
+            &["--sizes", "2..2^40"],
+            &["--sizes 2..2^40", "2^40", "2^26"],
+        ),
+        (
+            &["--sizes", "1024,2^30"],
+            &["--sizes 1024,2^30", "2^30", "2^26"],
+        ),
+        (
+            &["--sizes", "2^20", "--batch", "1000"],
+            &["--batch 1000", "2^26"],
+        ),
+        (
+            &["--sizes", "4..8", "--bands", "mel:40"],
+            &["--bands mel:40"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = run(&[&["bench", "--device", "cpu"][..], args].concat());
+        assert_clean_error(&out, 2, needles);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", stdout_text(&out));
+    }
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        return;
+    }
+    // sizes past the OpenCL engine's largest are refused before the first is timed
+    let out = run(&[
+        "bench",
+        "--device",
+        "gpu",
+        "--sizes",
+        "2^24..2^25",
+        "--no-cpu",
+    ]);
+    assert_clean_error(&out, 2, &["--sizes 2^24..2^25", "2..2^24"]);
+    assert!(out.stdout.is_empty(), "{}", stdout_text(&out));
+}
+
+#[test]
+fn bench_prints_each_row_once() {
+    let out = run(&["bench", "--device", "cpu", "--sizes", "2..8", "--reps", "1"]);
+    assert_silent_success(&out);
+    let text = stdout_text(&out);
+    for n in ["2", "4", "8"] {
+        let rows = text
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(n))
+            .count();
+        assert_eq!(rows, 1, "n = {n}: {text}");
+    }
+    assert!(text.contains("break-even"), "{text}");
+}
