@@ -342,18 +342,7 @@ fn one_signal_ends_a_run_whose_stdout_is_not_read() {
     std::thread::sleep(Duration::from_millis(500));
     send(&child, "INT");
     let sent = Instant::now();
-    let mut child = child;
-    let stdout = child.stdout.take();
-    let start = Instant::now();
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("fftd did not end within 10 s of SIGINT with its stdout unread");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(stdout);
-    let out = child.wait_with_output().expect("output");
+    let out = wait_at_most(child, Duration::from_secs(10));
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     assert!(
         sent.elapsed() < Duration::from_secs(3),

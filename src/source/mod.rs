@@ -152,8 +152,9 @@ pub fn open_with_reader(
             text::PrimedTextSource::open(source.in_precision(opts.precision))
                 .map(|s| Box::new(s) as _)
         }
-        InputFormat::Wav => wav::WavSource::new(path, reader)
-            .map(|s| Box::new(s.in_precision(opts.precision)) as _),
+        InputFormat::Wav => {
+            wav::WavSource::new(path, reader).map(|s| Box::new(s.in_precision(opts.precision)) as _)
+        }
         InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
             raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
                 .map(|s| Box::new(s) as _)
