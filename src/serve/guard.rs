@@ -147,26 +147,26 @@ fn refuse(status: StatusCode, why: String) -> Response {
 /// The middleware: checks, then the endpoint, then the headers.
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let mut response = match admit(&guard, &request) {
-        Ok(Some(redirect)) => redirect,
-        Ok(None) => next.run(request).await,
-        Err(refused) => refused,
+        Some(answer) => answer,
+        None => next.run(request).await,
     };
     secure(response.headers_mut(), guard.tls);
     response
 }
 
-/// `Err`: the refusal; `Ok(Some)`: a redirect that sets the token's cookie; `Ok(None)`: go on.
-fn admit(guard: &Guard, request: &Request) -> Result<Option<Response>, Response> {
+/// `Some`: the answer instead of the endpoint's (a refusal, or a redirect that sets the token's
+/// cookie); `None`: go on.
+fn admit(guard: &Guard, request: &Request) -> Option<Response> {
     let headers = request.headers();
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return Err(refuse(
+        return Some(refuse(
             StatusCode::BAD_REQUEST,
             "a Host header is required".into(),
         ));
     };
     if !guard.host_allowed(host) {
         let (name, _) = split_port(host);
-        return Err(refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             format!("Host {host:.80} is not allowed (start fftd with --serve-allow-host {name:.80} to allow it)"),
         ));
@@ -175,7 +175,7 @@ fn admit(guard: &Guard, request: &Request) -> Result<Option<Response>, Response>
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("?");
             if !guard.origin_allowed(origin, host) {
-                return Err(refuse(
+                return Some(refuse(
                     StatusCode::FORBIDDEN,
                     format!("WebSocket from a page of {origin:.80} refused (not this server's origin; see --serve-allow-origin)"),
                 ));
@@ -183,7 +183,7 @@ fn admit(guard: &Guard, request: &Request) -> Result<Option<Response>, Response>
         }
     }
     let Some(token) = &guard.token else {
-        return Ok(None);
+        return None;
     };
     let query = request.uri().query();
     if !guard
@@ -191,7 +191,7 @@ fn admit(guard: &Guard, request: &Request) -> Result<Option<Response>, Response>
         .iter()
         .any(|t| same_token(t, token))
     {
-        return Err(refuse(
+        return Some(refuse(
             StatusCode::UNAUTHORIZED,
             "this live view needs its token: open /?token=TOKEN in a browser, or send Authorization: Bearer TOKEN".into(),
         ));
@@ -199,9 +199,9 @@ fn admit(guard: &Guard, request: &Request) -> Result<Option<Response>, Response>
     // the page opened with ?token=: a cookie keeps it, and the address loses it
     match query_token(query) {
         Some(t) if request.uri().path() == "/" && same_token(t, token) => {
-            Ok(Some(with_cookie(guard, token, query)))
+            Some(with_cookie(guard, token, query))
         }
-        _ => Ok(None),
+        _ => None,
     }
 }
 
