@@ -494,8 +494,10 @@ fn tls_serves_https_with_openssl_certificates_and_refuses_plain_http() {
         "--serve-token",
         "tok",
     ];
-    let served = Served::start(&args, &[]);
+    let served = Served::start(&args, &[("FFTD_SERVE_HEADER_TIMEOUT", "1")]);
     let addr = served.addr.clone();
+    // a handshake that never comes is closed after the header timeout too
+    let mut silent = slow(&addr, "");
     let got = run_python(
         HTTPS_GET,
         &[&format!("https://{addr}/healthz"), &cert, "tok"],
@@ -505,6 +507,10 @@ fn tls_serves_https_with_openssl_certificates_and_refuses_plain_http() {
     // plain HTTP to it gets no HTTP answer
     let plain = get(&addr, &addr, "/healthz", &["Authorization: Bearer tok"]);
     assert_eq!(plain.status, 0, "{}", plain.head);
+    assert!(
+        closed_by_server(&mut silent),
+        "a silent TLS connection stayed open"
+    );
     served.interrupt();
 
     // a key that is not one, or missing files: one line, before any output is touched

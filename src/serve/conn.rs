@@ -82,15 +82,16 @@ async fn admit(
         return connection(io, clock, &cx).await;
     };
     let mut stopping = cx.shutdown.clone();
+    // (the handshake counts in the header timeout, and may be evicted like a request head)
     let handshake = tokio::select! {
-        done = tokio::time::timeout(cx.timeouts.header, tls.accept(io)) => done,
+        done = tls.accept(io) => done,
+        _ = clock.expired(&cx.timeouts) => return,
         _ = stopping.wait_for(|&s| s) => return,
     };
     match handshake {
-        Ok(Ok(tls)) => connection(tls, clock, &cx).await,
+        Ok(tls) => connection(tls, clock, &cx).await,
         // (plain HTTP to the TLS port, a scanner, a client that does not trust the certificate)
-        Ok(Err(e)) => tracing::debug!("--serve: TLS handshake: {e}"),
-        Err(_) => tracing::debug!("--serve: TLS handshake timed out"),
+        Err(e) => tracing::debug!("--serve: TLS handshake: {e}"),
     }
 }
 
