@@ -238,6 +238,40 @@ pub struct Options {
     #[arg(long, value_name = "ADDR")]
     pub serve: Option<String>,
 
+    /// --serve: also accept WebSocket connections from pages of ORIGIN (SCHEME://HOST[:PORT],
+    /// repeatable; * for any) [default: the page's own origin only].
+    #[arg(long, value_name = "ORIGIN")]
+    #[serde(default)]
+    pub serve_allow_origin: Vec<String>,
+
+    /// --serve: also accept requests whose Host header names HOST (repeatable; * for any), e.g.
+    /// behind a reverse proxy [default: localhost and IP addresses only, against DNS rebinding].
+    #[arg(long, value_name = "HOST")]
+    #[serde(default)]
+    pub serve_allow_host: Vec<String>,
+
+    /// --serve: connections open at once (page, WebSocket, /spectra, /metrics) [default: 64];
+    /// when full, a newcomer replaces a connection that has not sent a whole request.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub serve_max_connections: Option<i64>,
+
+    /// --serve: require this bearer token (also FFTD_SERVE_TOKEN): scripts send `Authorization:
+    /// Bearer TOKEN`, a browser opens /?token=TOKEN once (a cookie keeps it).
+    #[arg(long, value_name = "TOKEN")]
+    pub serve_token: Option<String>,
+
+    /// --serve: read the token from the first line of PATH (as --serve-token).
+    #[arg(long, value_name = "PATH")]
+    pub serve_token_file: Option<PathBuf>,
+
+    /// --serve: serve HTTPS with this certificate chain (PEM); needs --serve-tls-key.
+    #[arg(long, value_name = "PATH")]
+    pub serve_tls_cert: Option<PathBuf>,
+
+    /// --serve: the private key (PEM) of --serve-tls-cert.
+    #[arg(long, value_name = "PATH")]
+    pub serve_tls_key: Option<PathBuf>,
+
     /// Read file and stdin inputs at their sample rate, as if they were live (to watch a recording).
     #[arg(long)]
     #[serde(default)]
@@ -303,6 +337,8 @@ fn merge(cli: Options, file: Options) -> Options {
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
                 realtime: cli.realtime || file.realtime,
+                serve_allow_origin: if cli.serve_allow_origin.is_empty() { file.serve_allow_origin } else { cli.serve_allow_origin },
+                serve_allow_host: if cli.serve_allow_host.is_empty() { file.serve_allow_host } else { cli.serve_allow_host },
                 $($field: cli.$field.or(file.$field),)*
             }
         };
@@ -337,6 +373,11 @@ fn merge(cli: Options, file: Options) -> Options {
         max_latency,
         workers,
         serve,
+        serve_max_connections,
+        serve_token,
+        serve_token_file,
+        serve_tls_cert,
+        serve_tls_key,
         idle_exit
     )
 }
@@ -518,8 +559,8 @@ pub struct Settings {
     pub batch: usize,
     pub max_latency_ms: f64,
     pub workers: usize,
-    /// `--serve`: where the live view listens.
-    pub serve: Option<std::net::SocketAddr>,
+    /// `--serve` and its `--serve-*` options: where the live view listens, who may look.
+    pub serve: Option<crate::serve::options::ServeSettings>,
     pub realtime: bool,
     /// A fleet worker: where it takes blocks and publishes rows (`--file nats://...`).
     pub fleet: Option<FleetIo>,
@@ -571,6 +612,7 @@ impl Settings {
             return usage("use either --output or --output-dir, not both".into());
         }
         let nats_output = nats_output(&mut o)?;
+        let serve = crate::serve::options::resolve(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
             (false, None) => Input::Files(o.file),
@@ -691,12 +733,6 @@ impl Settings {
                 "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
             );
         }
-        let serve = o
-            .serve
-            .as_deref()
-            .map(crate::serve::address::parse)
-            .transpose()
-            .map_err(FftdError::Usage)?;
         if o.realtime && matches!(input, Input::Mic(_)) {
             return usage("--realtime paces file and stdin inputs; --mic is live already".into());
         }

@@ -17,12 +17,18 @@ changing one leaves the other's pixels as they were); at 5 waterfall rows/s the 
 rows as many as the rows' time says, far fewer than the rows received, and at 1 row/s a row holds
 a second of rows with the burst in its max (pixels too), its time axis labels at the rows' times;
 the stream picker switches to stream 1 (brightest column then at 2500 Hz); speed and ranges are
-kept over a reload; the status says "finished" when the input has ended. It measures how the page
+kept over a reload; the status says "finished" when the input has ended; the speed menu's "every
+row" says the rate that really arrives. All of it under the server's Content-Security-Policy (a
+violation is a console error). Last, a page of another origin (Python's http.server on a second
+port) cannot open the WebSocket, and the live view's own page can; with --serve-token the page is
+refused until opened once with ?token=, then works from its cookie. It measures how the page
 keeps up (animation frames, draws, time per row and per draw) and saves a screenshot in DIR. Only
 the standard library and selenium; no numpy.
 """
 
 import argparse
+import functools
+import http.server
 import json
 import math
 import os
@@ -96,22 +102,23 @@ def _noise(seed):
         yield (s >> 11) / 2**52 - 1.0
 
 
-def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP):
-    """Starts `fftd --realtime --serve 127.0.0.1:0`; returns (process, the base url it printed)."""
+def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP, extra=(), log="fftd.log"):
+    """Starts `fftd --realtime --serve 127.0.0.1:0 EXTRA`; returns (process, the base url it
+    printed)."""
     cmd = [fftd]
     for f in files:
         cmd += ["--file", str(f)]
     cmd += ["--frame", str(frame), "--hop", str(hop), "--device", "cpu", "--realtime"]
-    cmd += ["--serve", "127.0.0.1:0", "--format", "ndjson", "--output", os.devnull]
+    cmd += ["--serve", "127.0.0.1:0", "--format", "ndjson", "--output", os.devnull, *extra]
     print("server:", " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     found = queue.Queue()
 
     def copy_stderr():  # into fftd.log; the first "live view on URL" line gives the address
-        with open(os.path.join(out_dir, "fftd.log"), "wb") as log:
+        with open(os.path.join(out_dir, log), "wb") as log_file:
             for line in proc.stderr:
-                log.write(line)
-                log.flush()
+                log_file.write(line)
+                log_file.flush()
                 m = re.search(rb"live view on (http://\S+?)/?\s*$", line)
                 if m:
                     found.put(m.group(1).decode())
@@ -125,8 +132,9 @@ def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP):
     if url is None:
         stop(proc)
         raise SystemExit(f"fftd did not say where it serves; its stderr is in {out_dir}/fftd.log")
-    with urllib.request.urlopen(url + "/healthz", timeout=5) as r:
-        assert r.read().strip() == b"ok", "/healthz"
+    if not extra:
+        with urllib.request.urlopen(url + "/healthz", timeout=5) as r:
+            assert r.read().strip() == b"ok", "/healthz"
     return proc, url
 
 
@@ -493,6 +501,12 @@ def run_test(driver, url, out_dir, until_end):
     check(perf["rows_handled_per_s"] >= 0.9 * perf["rows_received_per_s"] and perf["rows_received_per_s"] >= 20,
           "the page handles every row it receives")
     check(perf["draws_per_s"] >= 5, f"drawn at {perf['draws_per_s']} frames/s")
+    label, rate = driver.execute_script(
+        "return [document.getElementById('wfspeed').options[0].textContent,"
+        " document.getElementById('rate').textContent];")
+    m = re.fullmatch(r"every row \(([0-9.]+)/s now\)", label)
+    check(m and rate.startswith(f"{m.group(1)} rows/s"),
+          f"the speed menu says what arrives: '{label}' (footer '{rate}')")
 
     driver.execute_script("document.getElementById('spectrum').scrollIntoView();")
     hover(driver, "spectrum", TONES[0], 0.3)
@@ -520,6 +534,63 @@ def run_test(driver, url, out_dir, until_end):
         print("console:", e["level"], e["message"], flush=True)
     check(not errors, f"no console errors ({len(logs)} console messages)")
     print(f"browser test passed in {time.time() - t0:.1f} s", flush=True)
+
+
+# Opens a WebSocket to arguments[0] from whatever page the browser shows; 'open' or 'refused'.
+OPEN_WS_JS = """
+const done = arguments[arguments.length - 1];
+const ws = new WebSocket(arguments[0]);
+ws.onopen = () => { ws.close(); done('open'); };
+ws.onerror = () => done('refused');
+setTimeout(() => done('no answer'), 10000);
+"""
+
+
+def check_cross_origin(driver, url):
+    """A page of another origin (a second port, Python's http.server) cannot open the live view's
+    WebSocket; the live view's own page can, in the same browser."""
+    ws_url = url.replace("http://", "ws://", 1) + "/ws"
+    page_dir = tempfile.mkdtemp(prefix="fftd-other-origin-")
+    with open(os.path.join(page_dir, "other.html"), "w") as f:
+        f.write("<!doctype html><title>another origin</title><p>a page of another origin</p>\n")
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=page_dir)
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        other_url = f"http://127.0.0.1:{other.server_address[1]}/other.html"
+        driver.get(other_url)
+        got = driver.execute_async_script(OPEN_WS_JS, ws_url)
+        check(got == "refused", f"a page of {other_url} opening {ws_url}: {got}")
+        driver.get(url + "/")
+        got = driver.execute_async_script(OPEN_WS_JS, ws_url)
+        check(got == "open", f"the live view's own page opening {ws_url}: {got}")
+    finally:
+        other.shutdown()
+        shutil.rmtree(page_dir, ignore_errors=True)
+
+
+def check_token_page(driver, fftd, files, out_dir):
+    """With --serve-token the page answers 401 until opened once with ?token=, which leaves a
+    cookie and a clean address; then the page, its script and its WebSocket work."""
+    token = "t0ken-for-the-browser-test"
+    proc, url = start_fftd(fftd, files, out_dir, extra=["--serve-token", token], log="fftd-token.log")
+    try:
+        driver.get(url + "/")
+        text = driver.find_element(By.TAG_NAME, "body").text
+        check("needs its token" in text, f"without the token: '{text[:60]}...'")
+        driver.get(f"{url}/?stream=1&token={token}")
+        check(driver.current_url == url + "/?stream=1", f"the token leaves the address: {driver.current_url}")
+        wait_for(driver, "window.fftd && fftd.stream === 1 && fftd.shown > 10", 20, "rows with the token's cookie")
+        cookies = driver.get_cookies()
+        check(any(c.get("httpOnly") and c.get("sameSite") == "Strict" for c in cookies),
+              f"the cookie is HttpOnly and SameSite=Strict: {cookies}")
+    finally:
+        stop(proc)
+        driver.get_log("browser")  # (the 401s are expected)
 
 
 # ---------------------------------------------------------------- the README screenshot
@@ -604,6 +675,9 @@ def main():
                 proc, url = start_fftd(a.fftd, files, out_dir)
             driver = browser(1280, 800, profile)
             run_test(driver, url, out_dir, until_end=proc is not None)
+            check_cross_origin(driver, url)
+            if a.fftd:
+                check_token_page(driver, a.fftd, files, out_dir)
     finally:
         if driver:
             driver.quit()

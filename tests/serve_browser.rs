@@ -4,8 +4,12 @@
 //! from its pixels) and the cursor readout at the tone, pause, the spectrum's and the waterfall's
 //! own dB ranges (one changed, the other's pixels unchanged), the waterfall's speed (rows gained
 //! at 5 rows/s, a one-row burst in the max of a 1 row/s row, time labels at the rows' times),
-//! settings kept over a reload, and the stream picker switching streams; it also measures how the
-//! page keeps up and saves a screenshot in `target/tmp/serve_browser/`.
+//! settings kept over a reload, the stream picker switching streams, the speed menu's "every row"
+//! saying the rate that arrives, all under the server's Content-Security-Policy; then a page of
+//! another origin (a second port) refused the WebSocket while the page's own origin opens it, and
+//! with `--serve-token` the page refused until opened once with `?token=` (then working from its
+//! HttpOnly cookie). It also measures how the page keeps up and saves a screenshot in
+//! `target/tmp/serve_browser/`.
 //!
 //! Without chromium, chromedriver or selenium the test is skipped with a message, except under
 //! `CI=true` (or `FFTD_REQUIRE_BROWSER` set), where it fails: `scripts/deps.sh --test` installs them.

@@ -7,7 +7,6 @@ use crate::serve::hub::LiveHub;
 use crate::serve::Server;
 use crate::sink::StreamMeta;
 use crate::stats::Counters;
-use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +20,7 @@ impl LiveView {
     /// `listener`: from `serve::bind`; `numbering`: the counter that numbers the batches the
     /// encode stage receives.
     pub fn start(
-        listener: TcpListener,
+        listener: crate::serve::Bound,
         streams: &[StreamMeta],
         scale: Scale,
         counters: Arc<Counters>,
@@ -31,12 +30,19 @@ impl LiveView {
         hub.set_numbering(numbering);
         let server = Server::start(listener, hub.clone())?;
         if !server.addr.ip().is_loopback() {
-            tracing::warn!(
-                "--serve {}: reachable from other machines, and nothing asks who is looking",
-                server.addr
-            );
+            if !server.token {
+                tracing::warn!(
+                    "--serve {}: reachable from other machines, and nothing asks who is looking: give --serve-token (or --serve-token-file, FFTD_SERVE_TOKEN)",
+                    server.addr
+                );
+            } else if !server.https {
+                tracing::warn!(
+                    "--serve {}: reachable from other machines over plain HTTP, so the token and the spectra cross the network in clear: give --serve-tls-cert and --serve-tls-key",
+                    server.addr
+                );
+            }
         }
-        eprintln!("fftd: live view on http://{}/", server.addr);
+        eprintln!("fftd: live view on {}", server.url());
         Ok(LiveView { hub, server })
     }
 
@@ -47,8 +53,8 @@ impl LiveView {
         self.hub.finish();
         if completed && !interrupted.load(Ordering::Relaxed) {
             eprintln!(
-                "fftd: input finished; still serving http://{}/ (Ctrl-C to stop)",
-                self.server.addr
+                "fftd: input finished; still serving {} (Ctrl-C to stop)",
+                self.server.url()
             );
             while !interrupted.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));

@@ -215,7 +215,11 @@ pub fn for_each_frame<T: Sample>(
 fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let stop = signals.stop.clone();
     // --serve's port first: a taken one must stop the run before any output file is touched
-    let listener = settings.serve.map(crate::serve::bind).transpose()?;
+    let listener = settings
+        .serve
+        .as_ref()
+        .map(crate::serve::bind)
+        .transpose()?;
     // and the NATS output's server: one that cannot take the rows stops the run before any input
     // is read (or a microphone starts)
     let nats = settings

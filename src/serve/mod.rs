@@ -1,15 +1,22 @@
-//! `--serve ADDR`: the live view next to a run's normal outputs. An HTTP server (axum on a
-//! single-threaded tokio runtime, in a thread of its own) serves the page (`assets/serve/`,
-//! embedded), a WebSocket of display rows, `/spectra` (NDJSON rows), `/metrics` (Prometheus) and
-//! `/healthz`. The pipeline talks to it only through `hub::LiveHub`, which never waits on a client.
+//! `--serve ADDR`: the live view next to a run's normal outputs. An HTTP server (axum routes,
+//! hyper connections driven by `conn`, on a single-threaded tokio runtime in a thread of its own)
+//! serves the page (`assets/serve/`, embedded), a WebSocket of display rows, `/spectra` (NDJSON
+//! rows), `/metrics` (Prometheus) and `/healthz`. Every request passes `guard` (Host, Origin,
+//! token; security headers); `limits` bounds connections and their timeouts; `tls` serves HTTPS.
+//! The pipeline talks to it only through `hub::LiveHub`, which never waits on a client.
 //!
-//! Protocol and endpoints: docs/serve.md.
+//! Protocol, endpoints and the security model: docs/serve.md.
 
 pub mod address;
+mod conn;
 pub mod display;
+mod guard;
 pub mod hub;
+mod limits;
 pub mod metrics;
+pub mod options;
 pub mod spectra;
+mod tls;
 pub mod ws;
 
 use crate::error::{FftdError, Result};
@@ -19,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use hub::LiveHub;
+use options::ServeSettings;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,10 +39,16 @@ pub const DISPLAY_FPS: u32 = 60;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 const PAGE: &str = include_str!("../../assets/serve/index.html");
+const SCRIPT: &str = include_str!("../../assets/serve/app.js");
+const STYLE: &str = include_str!("../../assets/serve/app.css");
 
 /// A running server; `shutdown` stops it (dropping it does too).
 pub struct Server {
     pub addr: SocketAddr,
+    /// `--serve-tls-*`: HTTPS.
+    pub https: bool,
+    /// A token is required.
+    pub token: bool,
     shutdown: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -45,24 +59,43 @@ struct App {
     shutdown: watch::Receiver<bool>,
 }
 
-/// Listens on `addr`: done before a run touches any file, so a taken port leaves them as they
-/// were.
-pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener> {
-    std::net::TcpListener::bind(addr)
+/// The port bound and the TLS files read: done before a run touches any file, so a taken port
+/// or a bad certificate leaves them as they were.
+pub struct Bound {
+    listener: std::net::TcpListener,
+    settings: ServeSettings,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Listens on `settings.addr` and reads the TLS files.
+pub fn bind(settings: &ServeSettings) -> Result<Bound> {
+    let addr = settings.addr;
+    let tls = match &settings.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
+    let listener = std::net::TcpListener::bind(addr)
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| FftdError::Runtime(format!("--serve {addr}: cannot listen: {e}")))
+        .map_err(|e| FftdError::Runtime(format!("--serve {addr}: cannot listen: {e}")))?;
+    Ok(Bound {
+        listener,
+        settings: settings.clone(),
+        tls,
+    })
 }
 
 impl Server {
-    /// Serves `listener` (from `bind`) from a thread of its own.
-    pub fn start(listener: std::net::TcpListener, hub: Arc<LiveHub>) -> Result<Server> {
-        let addr = listener
+    /// Serves `bound` (from `bind`) from a thread of its own.
+    pub fn start(bound: Bound, hub: Arc<LiveHub>) -> Result<Server> {
+        let addr = bound
+            .listener
             .local_addr()
             .map_err(|e| FftdError::Runtime(format!("--serve: {e}")))?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| FftdError::Runtime(format!("--serve: cannot start the server: {e}")))?;
+        let (https, token) = (bound.tls.is_some(), bound.settings.token.is_some());
         let (shutdown, stopping) = watch::channel(false);
         let app = App {
             hub,
@@ -70,13 +103,21 @@ impl Server {
         };
         let thread = std::thread::Builder::new()
             .name("fftd-serve".into())
-            .spawn(move || runtime.block_on(serve(listener, app)))
+            .spawn(move || runtime.block_on(serve(bound, addr, app)))
             .map_err(|e| FftdError::Runtime(format!("--serve: cannot start the server: {e}")))?;
         Ok(Server {
             addr,
+            https,
+            token,
             shutdown,
             thread: Some(thread),
         })
+    }
+
+    /// `http://ADDR/` or `https://ADDR/`.
+    pub fn url(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}/", self.addr)
     }
 
     /// Closes every connection and waits for the server thread.
@@ -98,8 +139,8 @@ impl Drop for Server {
     }
 }
 
-async fn serve(listener: std::net::TcpListener, app: App) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
+async fn serve(bound: Bound, addr: SocketAddr, app: App) {
+    let listener = match tokio::net::TcpListener::from_std(bound.listener) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!("--serve: {e}");
@@ -107,31 +148,32 @@ async fn serve(listener: std::net::TcpListener, app: App) {
         }
     };
     let ticker = tokio::spawn(tick(app.hub.clone()));
-    let mut stopping = app.shutdown.clone();
-    let mut grace_over = app.shutdown.clone();
+    let shutdown = app.shutdown.clone();
+    let guard = Arc::new(guard::Guard::new(&bound.settings, addr));
     let router = Router::new()
         .route("/", get(page))
+        .route(
+            "/app.js",
+            get(|| asset("text/javascript; charset=utf-8", SCRIPT)),
+        )
+        .route("/app.css", get(|| asset("text/css; charset=utf-8", STYLE)))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics_text))
         .route("/api/streams", get(streams))
         .route("/spectra", get(spectra_rows))
         .route("/ws", get(websocket))
-        .with_state(app);
-    let shutdown = async move {
-        let _ = stopping.wait_for(|&stop| stop).await;
+        .fallback(not_found)
+        .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::check));
+    let cx = conn::Context {
+        router,
+        tls: bound.tls,
+        timeouts: options::Timeouts::from_env(),
+        max_connections: bound.settings.max_connections,
+        shutdown,
     };
     // connections still open a moment after the shutdown are closed with the runtime
-    let grace = async move {
-        let _ = grace_over.wait_for(|&stop| stop).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
-    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
-    tokio::select! {
-        served = server => if let Err(e) = served {
-            tracing::error!("--serve: {e}");
-        },
-        _ = grace => {}
-    }
+    conn::serve(listener, cx, SHUTDOWN_GRACE).await;
     ticker.abort();
 }
 
@@ -154,6 +196,25 @@ async fn page() -> Response {
         PAGE,
     )
         .into_response()
+}
+
+async fn asset(content_type: &'static str, text: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        text,
+    )
+        .into_response()
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    let why = format!(
+        "fftd: no such page: {:.200} (the live view serves /, /ws, /spectra, /metrics, /healthz, /api/streams)\n",
+        uri.path()
+    );
+    (axum::http::StatusCode::NOT_FOUND, why).into_response()
 }
 
 async fn metrics_text(State(app): State<App>) -> Response {

@@ -1,0 +1,186 @@
+//! `--serve` and its `--serve-*` flags checked into `ServeSettings`: the address, who may connect
+//! (Host and Origin allow-lists, a bearer token from a flag, `FFTD_SERVE_TOKEN` or a file), TLS
+//! files and the connection cap. The timeouts come from the environment (`Timeouts::from_env`).
+
+use crate::config::Options;
+use crate::error::{FftdError, Result};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Connections at once by default (`--serve-max-connections`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+/// The largest `--serve-max-connections`.
+pub const MAX_CONNECTIONS: usize = 10_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServeSettings {
+    pub addr: SocketAddr,
+    /// `--serve-allow-origin`, lower case without a trailing `/`; `*` allows every origin.
+    pub allow_origins: Vec<String>,
+    /// `--serve-allow-host`, lower case; `*` allows every Host.
+    pub allow_hosts: Vec<String>,
+    pub max_connections: usize,
+    pub token: Option<Token>,
+    /// `--serve-tls-cert`, `--serve-tls-key` (PEM).
+    pub tls: Option<(PathBuf, PathBuf)>,
+}
+
+/// The bearer token; never printed (Debug shows only that there is one).
+#[derive(Clone, PartialEq)]
+pub struct Token(pub String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+/// How long a connection may take over a request head, and stay idle between requests.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// From a connection's accept (or the first byte of a later request) to its whole head.
+    pub header: Duration,
+    /// A kept-alive connection with no request in flight and no byte of the next one.
+    pub idle: Duration,
+}
+
+impl Timeouts {
+    /// 10 s and 60 s, or `FFTD_SERVE_HEADER_TIMEOUT` / `FFTD_SERVE_IDLE_TIMEOUT` (seconds).
+    pub fn from_env() -> Timeouts {
+        let seconds = |var: &str, default: f64| {
+            let v = std::env::var(var)
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite() && *v > 0.0 && *v <= 86_400.0)
+                .unwrap_or(default);
+            Duration::from_secs_f64(v)
+        };
+        Timeouts {
+            header: seconds("FFTD_SERVE_HEADER_TIMEOUT", 10.0),
+            idle: seconds("FFTD_SERVE_IDLE_TIMEOUT", 60.0),
+        }
+    }
+}
+
+/// `--serve` and the `--serve-*` options; `None` without `--serve` (then any `--serve-*` is a
+/// usage error).
+pub fn resolve(o: &Options) -> Result<Option<ServeSettings>> {
+    let usage = |m: String| Err(FftdError::Usage(m));
+    let Some(addr) = o.serve.as_deref() else {
+        let given = [
+            (!o.serve_allow_origin.is_empty(), "--serve-allow-origin"),
+            (!o.serve_allow_host.is_empty(), "--serve-allow-host"),
+            (o.serve_max_connections.is_some(), "--serve-max-connections"),
+            (o.serve_token.is_some(), "--serve-token"),
+            (o.serve_token_file.is_some(), "--serve-token-file"),
+            (o.serve_tls_cert.is_some(), "--serve-tls-cert"),
+            (o.serve_tls_key.is_some(), "--serve-tls-key"),
+        ];
+        return match given.iter().find(|(g, _)| *g) {
+            Some((_, flag)) => usage(format!("{flag} needs --serve ADDR")),
+            None => Ok(None),
+        };
+    };
+    let addr = super::address::parse(addr).map_err(FftdError::Usage)?;
+    let allow_origins = o
+        .serve_allow_origin
+        .iter()
+        .map(|v| origin(v))
+        .collect::<Result<_>>()?;
+    let allow_hosts = o
+        .serve_allow_host
+        .iter()
+        .map(|v| host(v))
+        .collect::<Result<_>>()?;
+    let max_connections = match o.serve_max_connections {
+        None => DEFAULT_MAX_CONNECTIONS,
+        Some(n) if (1..=MAX_CONNECTIONS as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return usage(format!(
+                "--serve-max-connections {n}: must be a whole number of connections from 1 to {MAX_CONNECTIONS}"
+            ))
+        }
+    };
+    let tls = match (&o.serve_tls_cert, &o.serve_tls_key) {
+        (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+        (None, None) => None,
+        (Some(_), None) => return usage("--serve-tls-cert needs --serve-tls-key".into()),
+        (None, Some(_)) => return usage("--serve-tls-key needs --serve-tls-cert".into()),
+    };
+    Ok(Some(ServeSettings {
+        addr,
+        allow_origins,
+        allow_hosts,
+        max_connections,
+        token: token(o)?,
+        tls,
+    }))
+}
+
+/// The token of `--serve-token`, else `--serve-token-file`'s first line, else `FFTD_SERVE_TOKEN`.
+fn token(o: &Options) -> Result<Option<Token>> {
+    let (text, flag) = match (&o.serve_token, &o.serve_token_file) {
+        (Some(_), Some(_)) => {
+            return Err(FftdError::Usage(
+                "use either --serve-token or --serve-token-file, not both".into(),
+            ))
+        }
+        (Some(t), None) => (t.clone(), "--serve-token".to_string()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
+            let line = text.lines().next().unwrap_or("").trim().to_string();
+            (line, format!("--serve-token-file {}", path.display()))
+        }
+        (None, None) => match std::env::var("FFTD_SERVE_TOKEN") {
+            Ok(t) if !t.is_empty() => (t, "FFTD_SERVE_TOKEN".to_string()),
+            _ => return Ok(None),
+        },
+    };
+    // RFC 6750's b64token: what an Authorization: Bearer header can carry as it is
+    let fits = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b);
+    if text.is_empty() || !text.bytes().all(fits) {
+        return Err(FftdError::Usage(format!(
+            "{flag}: the token must be letters, digits and -._~+/= only, at least one (e.g. from `openssl rand -hex 32`)"
+        )));
+    }
+    Ok(Some(Token(text)))
+}
+
+/// `http[s]://HOST[:PORT]`, or `*`.
+fn origin(text: &str) -> Result<String> {
+    let v = text.trim().trim_end_matches('/').to_ascii_lowercase();
+    let rest = v
+        .strip_prefix("http://")
+        .or_else(|| v.strip_prefix("https://"));
+    match rest {
+        _ if v == "*" => Ok(v),
+        Some(h) if !h.is_empty() && !h.contains(['/', '?', '#', '@', ' ']) => Ok(v),
+        _ => Err(FftdError::Usage(format!(
+            "--serve-allow-origin {}: expected SCHEME://HOST[:PORT] as a browser sends it (e.g. https://example.org:8443), or *",
+            shown(text)
+        ))),
+    }
+}
+
+/// `HOST` or `HOST:PORT` as a Host header carries it, or `*`.
+fn host(text: &str) -> Result<String> {
+    let v = text.trim().to_ascii_lowercase();
+    let fits = |c: char| c.is_ascii_alphanumeric() || "-.:[]_".contains(c);
+    if v == "*" || (!v.is_empty() && v.chars().all(fits)) {
+        Ok(v)
+    } else {
+        Err(FftdError::Usage(format!(
+            "--serve-allow-host {}: expected a host name or address as the Host header carries it (e.g. spectra.example.org), or *",
+            shown(text)
+        )))
+    }
+}
+
+/// A flag's value in a message, cut at 60 characters.
+fn shown(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
+    }
+}

@@ -1,0 +1,59 @@
+//! `--serve-tls-cert` / `--serve-tls-key`: the live view over HTTPS, with rustls (ring provider,
+//! TLS 1.3) through tokio-rustls. The files are read when the port is bound, before the run
+//! touches any output, so a bad certificate or key stops the run with a one-line error.
+
+use crate::error::{FftdError, Result};
+use std::path::Path;
+use std::sync::Arc;
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::TlsAcceptor;
+
+/// An acceptor for the certificate chain in `cert` and the private key in `key` (PEM).
+pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
+    let bad = |flag: &str, path: &Path, why: String| {
+        FftdError::Runtime(format!("{flag} {}: {why}", path.display()))
+    };
+    // (read first: a missing file is named as such, not as "no certificate")
+    std::fs::metadata(cert).map_err(|e| FftdError::io(cert, e))?;
+    std::fs::metadata(key).map_err(|e| FftdError::io(key, e))?;
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| {
+            bad(
+                "--serve-tls-cert",
+                cert,
+                format!("not a PEM certificate: {e}"),
+            )
+        })?;
+    if chain.is_empty() {
+        return Err(bad(
+            "--serve-tls-cert",
+            cert,
+            "no CERTIFICATE in it (expected PEM)".into(),
+        ));
+    }
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        bad(
+            "--serve-tls-key",
+            key,
+            format!("no PEM private key in it: {e}"),
+        )
+    })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| FftdError::Runtime(format!("--serve-tls-cert: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|e| {
+            bad(
+                "--serve-tls-key",
+                key,
+                format!("does not fit --serve-tls-cert {}: {e}", cert.display()),
+            )
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
