@@ -67,6 +67,16 @@ impl Timeouts {
 /// usage error).
 pub fn resolve(o: &Options) -> Result<Option<ServeSettings>> {
     let usage = |m: String| Err(FftdError::Usage(m));
+    // a value out of range is named as such, with --serve or without
+    let max_connections = match o.serve_max_connections {
+        None => DEFAULT_MAX_CONNECTIONS,
+        Some(n) if (1..=MAX_CONNECTIONS as i64).contains(&n) => n as usize,
+        Some(n) => {
+            return usage(format!(
+                "--serve-max-connections {n}: must be a whole number of connections from 1 to {MAX_CONNECTIONS}"
+            ))
+        }
+    };
     let Some(addr) = o.serve.as_deref() else {
         let given = [
             (!o.serve_allow_origin.is_empty(), "--serve-allow-origin"),
@@ -93,15 +103,6 @@ pub fn resolve(o: &Options) -> Result<Option<ServeSettings>> {
         .iter()
         .map(|v| host(v))
         .collect::<Result<_>>()?;
-    let max_connections = match o.serve_max_connections {
-        None => DEFAULT_MAX_CONNECTIONS,
-        Some(n) if (1..=MAX_CONNECTIONS as i64).contains(&n) => n as usize,
-        Some(n) => {
-            return usage(format!(
-                "--serve-max-connections {n}: must be a whole number of connections from 1 to {MAX_CONNECTIONS}"
-            ))
-        }
-    };
     let tls = match (&o.serve_tls_cert, &o.serve_tls_key) {
         (Some(c), Some(k)) => Some((c.clone(), k.clone())),
         (None, None) => None,
