@@ -104,6 +104,12 @@ pub trait SampleSource: Send {
     fn take_gap(&mut self) -> u64 {
         0
     }
+
+    /// Nanoseconds of the reads since the last call spent decoding bytes into samples
+    /// (`--stats`' decode share; 0 for sources that do not tell it apart from reading).
+    fn take_decode_ns(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Options a file source needs beyond its path.
@@ -152,8 +158,9 @@ pub fn open_with_reader(
             text::PrimedTextSource::open(source.in_precision(opts.precision))
                 .map(|s| Box::new(s) as _)
         }
-        InputFormat::Wav => wav::WavSource::new(path, reader)
-            .map(|s| Box::new(s.in_precision(opts.precision)) as _),
+        InputFormat::Wav => {
+            wav::WavSource::new(path, reader).map(|s| Box::new(s.in_precision(opts.precision)) as _)
+        }
         InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
             raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
                 .map(|s| Box::new(s) as _)

@@ -1,0 +1,139 @@
+//! `--trace FILE`: a timeline of the run in the Chrome trace-event JSON format (Perfetto,
+//! chrome://tracing): one track (`tid`) per pipeline thread, complete events (`"ph":"X"`, `ts` and
+//! `dur` in µs from the run's start) with the batch and stream ids in `args`. Spans are kept in
+//! memory, at most `MAX_SPANS` of them (about 50 MB; later ones are counted, not kept, and the
+//! file says how many in `otherData`), and written as one JSON document when the run ends. The file
+//! itself is created before the run, so a path that cannot take it fails first.
+//!
+//! A small writer of its own rather than `tracing-chrome`: that one writes begin/end pairs per
+//! `tracing` span and needs a span object (and its field formatting) per batch and stage, where
+//! the stages already hold the instants; this keeps the cost per span to one short lock.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Spans kept at most (later ones are only counted).
+pub const MAX_SPANS: usize = 1_000_000;
+
+/// One span of one thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub name: &'static str,
+    pub tid: u32,
+    pub from: Instant,
+    pub to: Instant,
+    pub batch: Option<u64>,
+    pub stream: Option<u32>,
+}
+
+/// The spans of a run, and the file they go to.
+pub struct Tracer {
+    origin: Instant,
+    file: Mutex<Option<File>>,
+    spans: Mutex<Vec<Span>>,
+    dropped: AtomicU64,
+    /// Track names, by tid.
+    threads: Mutex<Vec<String>>,
+}
+
+impl Tracer {
+    /// A tracer whose times count from `origin`, writing to `file` at the end.
+    pub fn new(file: File, origin: Instant) -> Self {
+        Tracer {
+            origin,
+            file: Mutex::new(Some(file)),
+            spans: Mutex::new(Vec::with_capacity(4096)),
+            dropped: AtomicU64::default(),
+            threads: Mutex::new(vec!["main".to_string()]),
+        }
+    }
+
+    /// A new track for thread `n` of `kind`: its tid.
+    pub fn thread(&self, kind: &str, n: u64) -> u32 {
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        threads.push(format!("{kind} {n}"));
+        (threads.len() - 1) as u32
+    }
+
+    /// Keeps `span` (or counts it, past `MAX_SPANS`).
+    pub fn record(&self, span: Span) {
+        let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
+        if spans.len() < MAX_SPANS {
+            spans.push(span);
+        } else {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A span of the main thread (tid 0): start-up, teardown and their parts.
+    pub fn main_span(&self, name: &'static str, from: Instant, to: Instant) {
+        self.record(Span {
+            name,
+            tid: 0,
+            from,
+            to,
+            batch: None,
+            stream: None,
+        });
+    }
+
+    /// Writes the timeline to the file given at the start (once; later calls do nothing).
+    pub fn write(&self) -> std::io::Result<()> {
+        let Some(file) = self.file.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return Ok(());
+        };
+        let mut out = BufWriter::new(file);
+        let spans = std::mem::take(&mut *self.spans.lock().unwrap_or_else(|e| e.into_inner()));
+        let threads = self
+            .threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        write!(
+            out,
+            "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"spans\":{},\"spans_not_kept\":{},\"max_spans\":{MAX_SPANS}}},\"traceEvents\":[",
+            spans.len(),
+            self.dropped.load(Ordering::Relaxed)
+        )?;
+        write!(
+            out,
+            "\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{{\"name\":\"fftd\"}}}}"
+        )?;
+        for (tid, name) in threads.iter().enumerate() {
+            let name = serde_json::to_string(name).unwrap_or_else(|_| "\"?\"".into());
+            write!(
+                out,
+                ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":{name}}}}}"
+            )?;
+            write!(
+                out,
+                ",\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
+            )?;
+        }
+        let us = |t: Instant| t.saturating_duration_since(self.origin).as_nanos() as f64 / 1e3;
+        for s in &spans {
+            let (ts, end) = (us(s.from), us(s.to));
+            write!(
+                out,
+                ",\n{{\"ph\":\"X\",\"name\":\"{}\",\"pid\":1,\"tid\":{},\"ts\":{ts:.3},\"dur\":{:.3},\"args\":{{",
+                s.name,
+                s.tid,
+                (end - ts).max(0.0)
+            )?;
+            let mut sep = "";
+            if let Some(batch) = s.batch {
+                write!(out, "\"batch\":{batch}")?;
+                sep = ",";
+            }
+            if let Some(stream) = s.stream {
+                write!(out, "{sep}\"stream\":{stream}")?;
+            }
+            write!(out, "}}}}")?;
+        }
+        writeln!(out, "\n]}}")?;
+        out.flush()
+    }
+}
