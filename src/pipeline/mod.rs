@@ -247,7 +247,6 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let live = matches!(settings.input, Input::Mic(_));
     // the places the run writes, before any input (or device) is touched
     outputs::check_destinations(settings)?;
-    let tracer = run_report::open_trace(settings, &stop, started)?;
     let building = Instant::now();
     let router::EngineSet {
         lane_set,
@@ -317,6 +316,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .as_ref()
         .map(|path| outputs::create_output(path, &stop))
         .transpose()?;
+    let tracer = run_report::open_trace(settings, &stop, started)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let values_of = |s: &StreamMeta| match &s.columns {
         Some(columns) => columns.len() * settings.scale.values_per_bin(),

@@ -22,8 +22,13 @@ pub(super) fn open_trace(
     let Some(path) = &settings.trace else {
         return Ok(None);
     };
-    let file = super::outputs::create_output(path, stop)
-        .map_err(|e| FftdError::Usage(format!("--trace {}: {e}", path.display())))?;
+    // the error names the flag, as the other outputs' name their path (exit 1)
+    let file = super::outputs::create_output(path, stop).map_err(|e| match e {
+        FftdError::Io { path, source } => {
+            FftdError::io(format!("--trace {}", path.display()), source)
+        }
+        e => e,
+    })?;
     Ok(Some(Arc::new(Tracer::new(file, started))))
 }
 
