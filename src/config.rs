@@ -175,7 +175,8 @@ pub struct Options {
     #[arg(long, value_name = "PATH")]
     pub meta: Option<PathBuf>,
 
-    /// Print frames in/out, drops, samples/s and latency percentiles to stderr at exit.
+    /// Print frames in/out, drops, samples/s, latency percentiles, where each thread kind's time
+    /// went and the stage that bounds the run to stderr at exit (docs/tracing.md).
     #[arg(long)]
     #[serde(default)]
     pub stats: bool,

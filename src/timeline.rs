@@ -349,6 +349,41 @@ pub fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
     lines
 }
 
+/// `/metrics`' lines on thread time (Prometheus text format): per thread kind and phase the
+/// seconds so far (`stage` names the stage a busy phase counts for in `fftd bound`; waits have
+/// none), threads started per kind, and the run's start-up seconds.
+pub fn render_metrics(times: &StageTimes, out: &mut String) {
+    use std::fmt::Write;
+    let name = "fftd_thread_seconds_total";
+    let _ = writeln!(out, "# HELP {name} Pipeline threads' time by phase, summed over each kind's threads (busy phases name their stage).");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for phase in Phase::ALL {
+        let kind = phase.kind().label().replace(' ', "_");
+        let label = phase.label().replace(' ', "_");
+        let stage = phase.stage().unwrap_or("");
+        let secs = times.phase_ns(phase) as f64 * 1e-9;
+        let _ = writeln!(
+            out,
+            "{name}{{kind=\"{kind}\",phase=\"{label}\",stage=\"{stage}\"}} {secs}"
+        );
+    }
+    let name = "fftd_threads_started_total";
+    let _ = writeln!(out, "# HELP {name} Pipeline threads started, per kind.");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for kind in Kind::ALL {
+        let label = kind.label().replace(' ', "_");
+        let _ = writeln!(out, "{name}{{kind=\"{label}\"}} {}", times.threads(kind));
+    }
+    let name = "fftd_startup_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} The run's start-up: engines, devices, planning, outputs."
+    );
+    let _ = writeln!(out, "# TYPE {name} gauge");
+    let startup = times.startup_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+    let _ = writeln!(out, "{name} {startup}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
