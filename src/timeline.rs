@@ -5,7 +5,7 @@
 //! start-up and teardown are timed by the pipeline itself (`StageTimes::startup_ns`,
 //! `teardown_ns`). With `--trace` the same clock also records spans (`trace::Tracer`).
 
-use crate::trace::{Span, Tracer};
+use crate::trace::{Span, Tracer, FLUSH_SPANS};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -203,6 +203,8 @@ pub struct ThreadClock<'a> {
     last: Instant,
     /// The phase the time after the last lap goes to when the thread ends.
     end_phase: Phase,
+    /// `--trace`: spans not yet handed to the tracer.
+    spans: Vec<Span>,
 }
 
 impl<'a> ThreadClock<'a> {
@@ -222,6 +224,7 @@ impl<'a> ThreadClock<'a> {
             tid,
             last: Instant::now(),
             end_phase,
+            spans: Vec::new(),
         }
     }
 
@@ -250,22 +253,29 @@ impl<'a> ThreadClock<'a> {
 
     /// With `--trace`, a span of this thread from `from` to `to`.
     pub fn span(
-        &self,
+        &mut self,
         name: &'static str,
         from: Instant,
         to: Instant,
         batch: Option<u64>,
         stream: Option<usize>,
     ) {
-        if let Some(tracer) = self.tracer {
-            tracer.record(Span {
-                name,
-                tid: self.tid,
-                from,
-                to,
-                batch,
-                stream: stream.map(|s| s as u32),
-            });
+        let Some(tracer) = self.tracer else {
+            return;
+        };
+        if !tracer.take_one() {
+            return;
+        }
+        self.spans.push(Span {
+            name,
+            tid: self.tid,
+            from,
+            to,
+            batch,
+            stream: stream.map(|s| s as u32),
+        });
+        if self.spans.len() >= FLUSH_SPANS {
+            tracer.hand_over(&mut self.spans);
         }
     }
 
@@ -281,6 +291,9 @@ impl<'a> ThreadClock<'a> {
 impl Drop for ThreadClock<'_> {
     fn drop(&mut self) {
         self.lap(self.end_phase);
+        if let Some(tracer) = self.tracer {
+            tracer.hand_over(&mut self.spans);
+        }
     }
 }
 

@@ -1,13 +1,16 @@
 //! `--trace FILE`: a timeline of the run in the Chrome trace-event JSON format (Perfetto,
 //! chrome://tracing): one track (`tid`) per pipeline thread, complete events (`"ph":"X"`, `ts` and
 //! `dur` in µs from the run's start) with the batch and stream ids in `args`. Spans are kept in
-//! memory, at most `MAX_SPANS` of them (about 50 MB; later ones are counted, not kept, and the
+//! memory, at most `MAX_SPANS` of them (about 80 MB; later ones are counted, not kept, and the
 //! file says how many in `otherData`), and written as one JSON document when the run ends. The file
 //! itself is created before the run, so a path that cannot take it fails first.
 //!
 //! A small writer of its own rather than `tracing-chrome`: that one writes begin/end pairs per
 //! `tracing` span and needs a span object (and its field formatting) per batch and stage, where
-//! the stages already hold the instants; this keeps the cost per span to one short lock.
+//! the stages already hold the instants. Each thread gathers its spans in its own buffer
+//! (`timeline::ThreadClock`) and hands them over `FLUSH_SPANS` at a time, so the cost per span is
+//! an atomic add and a push (a thread that never ends, stuck on a hung device, keeps its last
+//! spans).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -17,6 +20,9 @@ use std::time::Instant;
 
 /// Spans kept at most (later ones are only counted).
 pub const MAX_SPANS: usize = 1_000_000;
+
+/// Spans a thread gathers before it hands them to the tracer.
+pub const FLUSH_SPANS: usize = 4096;
 
 /// One span of one thread.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +40,8 @@ pub struct Tracer {
     origin: Instant,
     file: Mutex<Option<File>>,
     spans: Mutex<Vec<Span>>,
+    /// Spans taken so far (kept ones: at most `MAX_SPANS`).
+    taken: AtomicU64,
     dropped: AtomicU64,
     /// Track names, by tid.
     threads: Mutex<Vec<String>>,
@@ -46,6 +54,7 @@ impl Tracer {
             origin,
             file: Mutex::new(Some(file)),
             spans: Mutex::new(Vec::with_capacity(4096)),
+            taken: AtomicU64::default(),
             dropped: AtomicU64::default(),
             threads: Mutex::new(vec!["main".to_string()]),
         }
@@ -58,13 +67,28 @@ impl Tracer {
         (threads.len() - 1) as u32
     }
 
-    /// Keeps `span` (or counts it, past `MAX_SPANS`).
-    pub fn record(&self, span: Span) {
-        let mut spans = self.spans.lock().unwrap_or_else(|e| e.into_inner());
-        if spans.len() < MAX_SPANS {
-            spans.push(span);
-        } else {
+    /// Whether one more span may be kept (false past `MAX_SPANS`: the span is only counted).
+    pub fn take_one(&self) -> bool {
+        let kept = self.taken.fetch_add(1, Ordering::Relaxed) < MAX_SPANS as u64;
+        if !kept {
             self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        kept
+    }
+
+    /// Keeps a thread's gathered spans (each one taken with `take_one`), emptying `spans`.
+    pub fn hand_over(&self, spans: &mut Vec<Span>) {
+        let mut kept = self.spans.lock().unwrap_or_else(|e| e.into_inner());
+        kept.append(spans);
+    }
+
+    /// Keeps `span` now (or counts it, past `MAX_SPANS`).
+    pub fn record(&self, span: Span) {
+        if self.take_one() {
+            self.spans
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(span);
         }
     }
 
