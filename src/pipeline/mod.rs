@@ -78,17 +78,6 @@ impl Control {
         }
     }
 
-    /// The clock of a new stage thread of `kind` (`timeline`): its time to `end_phase` after
-    /// its last lap.
-    pub fn clock(
-        &self,
-        kind: crate::timeline::Kind,
-        end_phase: crate::timeline::Phase,
-    ) -> crate::timeline::ThreadClock<'_> {
-        let times = &self.counters.times;
-        crate::timeline::ThreadClock::start(times, self.tracer.as_deref(), kind, end_phase)
-    }
-
     /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink
     /// writes batches in that order.
     pub fn take_batch_id(&self) -> u64 {

@@ -1,16 +1,27 @@
 //! The run's own time at its two ends, and what `--stats` and `--trace` make of the whole run:
 //! start-up (engines and devices, planning, opening outputs) up to the first stage thread,
-//! teardown from the sink's end to the report, the `--stats` lines and the timeline file.
+//! teardown from the sink's end to the report, the `--stats` lines and the timeline file; and
+//! each stage thread's clock (`Control::clock`).
 
 use super::Control;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
 use crate::fft::lanes::LaneSet;
 use crate::stats::{self, Counters, Latency};
+use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::trace::Tracer;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
+
+impl Control {
+    /// The clock of a new stage thread of `kind` (`timeline`): its time to `end_phase` after
+    /// its last lap.
+    pub fn clock(&self, kind: Kind, end_phase: Phase) -> ThreadClock<'_> {
+        let times = &self.counters.times;
+        ThreadClock::start(times, self.tracer.as_deref(), kind, end_phase)
+    }
+}
 
 /// `--trace FILE`: the file is created now, before any input is read, so a path that cannot take
 /// it fails the run before it starts.
