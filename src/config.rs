@@ -195,10 +195,16 @@ pub struct Options {
     #[arg(long, value_name = "PATH")]
     pub meta: Option<PathBuf>,
 
-    /// Print frames in/out, drops, samples/s and latency percentiles to stderr at exit.
+    /// Print frames in/out, drops, samples/s, latency percentiles, where each thread kind's time
+    /// went and the stage that bounds the run to stderr at exit (docs/tracing.md).
     #[arg(long)]
     #[serde(default)]
     pub stats: bool,
+
+    /// Write a timeline of the run to PATH: Chrome trace-event JSON (Perfetto, chrome://tracing),
+    /// a span per batch and stage on one track per thread (docs/tracing.md).
+    #[arg(long, value_name = "PATH")]
+    pub trace: Option<PathBuf>,
 
     /// No progress display on stderr (it shows only on a terminal, for file inputs, anyway).
     #[arg(long)]
@@ -366,6 +372,7 @@ fn merge(cli: Options, file: Options) -> Options {
         png_size,
         png_db,
         meta,
+        trace,
         max_frames,
         duration,
         device,
@@ -551,6 +558,8 @@ pub struct Settings {
     /// The config file the options were read from (an input: never overwritten).
     pub config: Option<PathBuf>,
     pub stats: bool,
+    /// `--trace`: where the run's timeline goes.
+    pub trace: Option<PathBuf>,
     pub quiet: bool,
     pub max_frames: Option<u64>,
     pub duration: Option<f64>,
@@ -759,6 +768,7 @@ impl Settings {
             meta: o.meta,
             config: None,
             stats: o.stats,
+            trace: o.trace,
             quiet: o.quiet,
             max_frames: max_frames.map(|m| m as u64),
             duration: o.duration,

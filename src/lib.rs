@@ -24,4 +24,6 @@ pub mod serve;
 pub mod sink;
 pub mod source;
 pub mod stats;
+pub mod timeline;
+pub mod trace;
 pub mod window;

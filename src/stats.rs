@@ -38,6 +38,8 @@ pub struct Counters {
     pub reorder_peak: AtomicU64,
     /// Frame-complete → written latency as cumulative buckets (for `/metrics`).
     pub latency: LatencyBuckets,
+    /// Every pipeline thread's time by phase, start-up and teardown (`timeline`).
+    pub times: crate::timeline::StageTimes,
 }
 
 /// Upper bounds in seconds of the latency buckets (Prometheus `le`), the last one +Inf.

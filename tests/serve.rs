@@ -231,6 +231,9 @@ fn spectra_rows_equal_the_file_rows_and_metrics_agree() {
         0.0
     );
     assert_eq!(metric(&metrics, "fftd_input_finished"), 1.0);
+    // issue 32: every thread kind's time by phase (the sink's has been counted by now)
+    let sink_write = "fftd_thread_seconds_total{kind=\"sink\",phase=\"write\",stage=\"sink\"}";
+    assert!(metric(&metrics, sink_write) > 0.0, "{metrics}");
     assert_eq!(get(&addr, "/healthz"), "ok\n");
     // a page opened after the end gets the history and the end
     let late = read_display_rows(&addr);
@@ -252,6 +255,7 @@ fn spectra_rows_equal_the_file_rows_and_metrics_agree() {
             parsed.contains("fftd_stage_busy_seconds counter"),
             "{parsed}"
         );
+        assert!(parsed.contains("fftd_thread_seconds counter"), "{parsed}");
     }
     served.finish();
 }

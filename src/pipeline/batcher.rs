@@ -12,6 +12,7 @@ use super::Control;
 use crate::config::Settings;
 use crate::fft::{HostBuf, InputKind, Sample, TransformSpec};
 use crate::frame::Frame;
+use crate::timeline::{Kind, Phase, ThreadClock};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -57,12 +58,17 @@ pub fn run_batcher<T: Sample>(
     let waited_ns = &control.counters.batcher_wait_ns;
     let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
-    let send = |p: Pending<T>| {
+    let mut clock = control.clock(Kind::Dispatch, Phase::DispatchInput);
+    let send = |p: Pending<T>, clock: &mut ThreadClock<'_>| {
         let batch = Batch {
             id: control.take_batch_id(),
             ..p.batch
         };
-        dispatcher.send(batch, p.lane, waited_ns)
+        let (id, stream) = (batch.id, batch.frames.first().map(|f| f.stream));
+        clock.lap_span(Phase::Pack, Some(id), stream);
+        let sent = dispatcher.send(batch, p.lane, waited_ns);
+        clock.lap_span(Phase::DispatchWorker, Some(id), stream);
+        sent
     };
     loop {
         let deadline = pending.values().map(|p| p.oldest + max_wait).min();
@@ -70,6 +76,7 @@ pub fn run_batcher<T: Sample>(
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(d) => rx.recv_deadline(d),
         };
+        clock.lap(Phase::DispatchInput);
         match received {
             Ok(frame) => {
                 let rate = frame.rate;
@@ -101,11 +108,12 @@ pub fn run_batcher<T: Sample>(
                     completed: frame.completed,
                 });
                 entry.batch.data.extend_from_slice(&frame.data);
+                clock.lap(Phase::Pack);
                 // a full batch goes now; so does live input when nothing else is waiting
                 let idle_live = frame.live && rx.is_empty();
                 if entry.batch.frames.len() >= entry.capacity || idle_live {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p) {
+                        if !send(p, &mut clock) {
                             return;
                         }
                     }
@@ -120,7 +128,7 @@ pub fn run_batcher<T: Sample>(
                     .collect();
                 for key in due {
                     if let Some(p) = pending.remove(&key) {
-                        if !send(p) {
+                        if !send(p, &mut clock) {
                             return;
                         }
                     }
@@ -130,7 +138,7 @@ pub fn run_batcher<T: Sample>(
                 let mut rest: Vec<Pending<T>> = pending.drain().map(|(_, p)| p).collect();
                 rest.sort_by_key(|p| p.oldest);
                 for p in rest {
-                    if !send(p) {
+                    if !send(p, &mut clock) {
                         return;
                     }
                 }

@@ -19,6 +19,7 @@ use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
 use crate::sink::{Encoder, RowMark, SpectrumRow, StreamMeta};
 use crate::stats::Counters;
+use crate::timeline::{Kind, Phase};
 use crossbeam_channel::Sender;
 use std::ops::Range;
 use std::sync::Arc;
@@ -88,10 +89,14 @@ pub fn run_encoder<T: Sample>(
 ) {
     let mut shifted: Vec<T> = Vec::new();
     let mut scratch = LiveScratch::default();
+    let mut clock = control.clock(Kind::Encoder, Phase::EncodeInput);
     for done in rx.iter() {
+        let (id, stream) = (done.id, done.frames.first().map(|f| f.stream));
+        clock.lap(Phase::EncodeInput);
         let busy = Instant::now();
         let encoded = encode_batch(done, stage, &mut shifted, &mut scratch);
         Counters::add_since(&control.counters.encode_ns, busy);
+        clock.lap_span(Phase::Encode, Some(id), stream);
         let encoded = match encoded {
             Ok(encoded) => encoded,
             Err(e) => {
@@ -99,7 +104,9 @@ pub fn run_encoder<T: Sample>(
                 break;
             }
         };
-        if tx.send(encoded).is_err() {
+        let sent = tx.send(encoded).is_ok();
+        clock.lap_span(Phase::EncodeOutput, Some(id), stream);
+        if !sent {
             break;
         }
     }

@@ -20,6 +20,7 @@ pub(crate) mod plan;
 mod pool;
 mod range_reader;
 mod reader;
+mod run_report;
 mod sink_stage;
 mod worker;
 
@@ -36,6 +37,7 @@ use crate::sink::nats::{NatsConnection, NatsRows};
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::{make_encoder, OutputFormat, StreamMeta};
 use crate::stats::{self, Counters, Latency};
+use crate::timeline::{Kind, Phase};
 use dispatch::{Dispatcher, LaneId, StopFlags};
 use outputs::{
     image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
@@ -59,6 +61,8 @@ pub struct Control {
     cuts: Mutex<Vec<(usize, u64)>>,
     /// Batch numbers a failed input's job took and will never send (`skip_batch`).
     skipped: Mutex<std::collections::BTreeSet<u64>>,
+    /// `--trace`: the run's timeline (None: tracing off, nothing recorded).
+    pub tracer: Option<Arc<crate::trace::Tracer>>,
 }
 
 impl Control {
@@ -70,6 +74,7 @@ impl Control {
             next_batch: Arc::default(),
             cuts: Mutex::default(),
             skipped: Mutex::default(),
+            tracer: None,
         }
     }
 
@@ -192,7 +197,9 @@ pub fn for_each_frame<T: Sample>(
             };
             let tx = tx.clone();
             scope.spawn(move || {
-                if let Err(e) = reader::read_source::<T>(plan, settings, tx, control) {
+                let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
+                let read = reader::read_source::<T>(plan, settings, tx, control, &mut clock);
+                if let Err(e) = read {
                     control.fail(e);
                 }
             });
@@ -213,6 +220,7 @@ pub fn for_each_frame<T: Sample>(
 }
 
 fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
+    let started = Instant::now();
     let stop = signals.stop.clone();
     // --serve's port first: a taken one must stop the run before any output file is touched
     let listener = settings
@@ -227,18 +235,19 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .as_ref()
         .map(NatsConnection::open)
         .transpose()?;
-    let started = Instant::now();
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
     let live = matches!(settings.input, Input::Mic(_));
     // the places the run writes, before any input (or device) is touched
     outputs::check_destinations(settings)?;
+    let building = Instant::now();
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
     } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
+    let engines_built = (building, Instant::now());
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
     tracing::debug!(
@@ -300,6 +309,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .as_ref()
         .map(|path| outputs::create_output(path, &stop))
         .transpose()?;
+    let tracer = run_report::open_trace(settings, &stop, started)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let values_of = |s: &StreamMeta| match &s.columns {
         Some(columns) => columns.len() * settings.scale.values_per_bin(),
@@ -324,7 +334,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
     let encoders = encode_threads();
-    let control = Control::new(stop);
+    let mut control = Control::new(stop);
+    control.tracer = tracer;
     let mut latency = Latency::default();
     let live_view = match listener {
         Some(listener) => {
@@ -400,7 +411,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     };
 
     let mut late_builder = None;
-    let written = std::thread::scope(|scope| {
+    let startup = run_report::Startup {
+        started,
+        engines: engines_built,
+        ended: Instant::now(),
+    };
+    startup.record(control);
+    let (written, sink_ended) = std::thread::scope(|scope| {
         let sequential = &sequential;
         for _ in 0..sequential_readers {
             let tx = frame_tx.clone();
@@ -500,7 +517,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             cuts_apply: averaging.is_none(),
         };
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
-        sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency)
+        let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency);
+        (written, Instant::now())
     });
     // the workers have ended, but those stuck on a lane the run gave up (never to return)
     let given_up = dispatcher.given_up();
@@ -508,25 +526,6 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
     worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane), patience);
 
-    if settings.stats {
-        let shares = device_shares(&lane_set);
-        let workers = shares.iter().map(|s| s.workers).sum();
-        eprintln!("{}", stats::report(&control.counters, &latency, started));
-        eprintln!(
-            "{}",
-            stats::stages_report(
-                &control.counters,
-                &stats::StageThreads {
-                    readers,
-                    workers,
-                    encoders,
-                    window: dispatcher.window(),
-                },
-                started
-            )
-        );
-        eprintln!("{}", stats::devices_report(&shares, started));
-    }
     if let Some(builder) = late_builder {
         let _ = builder.join(); // the output is complete: only the device start-up is left
     }
@@ -537,6 +536,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             .then(|| stalled_error(&given_up, cut))
             .flatten()
     });
+    let mut meta_written = Ok(());
     if let (Some(path), Some(file)) = (&settings.meta, meta_file) {
         let summaries: Vec<StreamSummary<'_>> = streams
             .iter()
@@ -553,8 +553,19 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             })
             .collect();
         let failure = error.as_ref().map(ToString::to_string);
-        write_meta(path, file, settings, &summaries, failure.as_deref())?;
+        meta_written = write_meta(path, file, settings, &summaries, failure.as_deref());
     }
+    // everything the run does is done: the report, then the timeline
+    let ended = run_report::Ended {
+        started,
+        sink_ended,
+        readers,
+        encoders,
+        window: dispatcher.window(),
+    };
+    let traced = ended.report(settings, control, &latency, &lane_set);
+    meta_written?;
+    traced?;
 
     if let Some(e) = error {
         if let Some(view) = live_view {
@@ -690,7 +701,7 @@ fn stalled_error(given_up: &[(LaneId, String, u64)], cut: Option<u64>) -> Option
 }
 
 /// Each lane's share of the run, for `--stats`.
-fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
+pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     lane_set
         .lanes()

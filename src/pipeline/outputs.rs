@@ -112,6 +112,7 @@ pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) 
         })
         .collect();
     outputs.extend(settings.meta.iter().map(|m| NamedFile::new("--meta", m)));
+    outputs.extend(settings.trace.iter().map(|t| NamedFile::new("--trace", t)));
     refuse_overwriting(&inputs, &outputs)
 }
 
@@ -152,7 +153,7 @@ pub(super) fn open_destinations<T: Sample>(
 }
 
 /// Checks, before any input is read (a stream's first bytes may be long in coming), that the
-/// places the run will write can take it: `--output` and `--meta` (a device must take an empty
+/// places the run will write can take it: `--output`, `--meta` and `--trace` (a device must take an empty
 /// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
 /// created here; FIFOs are opened later, once.
 pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
@@ -167,6 +168,14 @@ pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
     }
     for path in settings.output.iter().chain(&settings.meta) {
         check_destination(path)?;
+    }
+    if let Some(path) = &settings.trace {
+        check_destination(path).map_err(|e| match e {
+            FftdError::Io { path, source } => {
+                FftdError::io(format!("--trace {}", path.display()), source)
+            }
+            e => e,
+        })?;
     }
     Ok(())
 }

@@ -21,6 +21,7 @@ use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::{SampleCoding, SeekableLayout};
 use crate::source::InputFormat;
 use crate::stats::Counters;
+use crate::timeline::{Kind, Phase, ThreadClock};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
@@ -204,6 +205,8 @@ pub fn run_range_reader<T: Sample>(
     spec_of: &dyn Fn(usize, crate::fft::InputKind, f64) -> TransformSpec,
 ) -> Result<()> {
     let mut reader = JobReader::default();
+    // the time after the last job: the thread waits for the stages after it to end
+    let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
     while !control.stopping() {
         let Some(job) = jobs.next(control) else {
             break;
@@ -213,7 +216,11 @@ pub fn run_range_reader<T: Sample>(
         let lane = dispatcher.choose(&spec, job.count);
         let mut data = pool.take(lane, job.count * spec.values_per_frame());
         data.set_len_for_overwrite(job.count * spec.values_per_frame());
-        if let Err(e) = reader.fill(stream, &jobs.framing, job, &mut data) {
+        // a batch buffer comes free when the stages after the readers have let one go
+        clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
+        let filled = reader.fill(stream, &jobs.framing, job, &mut data, &mut clock);
+        clock.lap_span(Phase::Frame, Some(job.id), Some(stream.stream));
+        if let Err(e) = filled {
             // the input's own fault ends its stream here; the other streams go on
             control.cut_stream(stream.stream, job.first);
             jobs.give_up(job.stream);
@@ -248,7 +255,9 @@ pub fn run_range_reader<T: Sample>(
             frames,
             data,
         };
-        if !dispatcher.send(batch, lane, &control.counters.reader_wait_ns) {
+        let sent = dispatcher.send(batch, lane, &control.counters.reader_wait_ns);
+        clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
+        if !sent {
             break;
         }
     }
@@ -282,20 +291,22 @@ impl JobReader {
         framing: &Framing,
         job: Job,
         out: &mut [T],
+        clock: &mut ThreadClock<'_>,
     ) -> Result<()> {
+        let span = (Some(job.id), Some(stream.stream));
         let (n, hop) = (framing.n as u64, framing.hop as u64);
         let width = stream.layout.kind.width();
         let frame_values = framing.n * width;
         if hop == n && stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
             if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
-                return self.read_f32_in_place(stream, job.first * n, out);
+                return self.read_f32_in_place(stream, job.first * n, out, clock, span);
             }
         }
         if hop <= n {
             // overlapping or adjacent frames: one read covers them all
             let base = job.first * hop;
             let end = (job.first + job.count as u64 - 1) * hop + n;
-            let samples = self.read(stream, base, end)?;
+            let samples = self.read(stream, base, end, clock, span)?;
             for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
                 let at = (i as u64 * hop) as usize * width;
                 copy_padded(samples.get(at..).unwrap_or(&[]), frame);
@@ -304,7 +315,7 @@ impl JobReader {
             // frames with gaps between them: read each frame alone
             for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
                 let start = (job.first + i as u64) * hop;
-                let samples = self.read(stream, start, start + n)?;
+                let samples = self.read(stream, start, start + n, clock, span)?;
                 copy_padded(samples, frame);
             }
         }
@@ -319,6 +330,8 @@ impl JobReader {
         stream: &RangeStream,
         first: u64,
         out: &mut [f32],
+        clock: &mut ThreadClock<'_>,
+        (batch, id): (Option<u64>, Option<usize>),
     ) -> Result<()> {
         let layout = &stream.layout;
         let present = (stream.samples.saturating_sub(first) as usize).min(out.len());
@@ -328,7 +341,9 @@ impl JobReader {
         open_file_of(&mut self.file, layout)?
             .read_exact_at(f32_bytes(values), layout.data_offset + byte_offset)
             .map_err(|e| FftdError::io(&layout.name, e))?;
+        clock.lap_span(Phase::Read, batch, id);
         let all_finite = values.iter().fold(true, |ok, v| ok & v.is_finite());
+        clock.lap_span(Phase::Decode, batch, id);
         match (!all_finite)
             .then(|| values.iter().position(|v| !v.is_finite()))
             .flatten()
@@ -347,7 +362,14 @@ impl JobReader {
 
     /// The stream's values (`width` per sample) for samples `first..last`, cut at the analysed
     /// length (what lies beyond reads as zeros in `copy_padded`).
-    fn read(&mut self, stream: &RangeStream, first: u64, last: u64) -> Result<&[f64]> {
+    fn read(
+        &mut self,
+        stream: &RangeStream,
+        first: u64,
+        last: u64,
+        clock: &mut ThreadClock<'_>,
+        (batch, id): (Option<u64>, Option<usize>),
+    ) -> Result<&[f64]> {
         let layout = &stream.layout;
         let last = last.min(stream.samples);
         self.values.clear();
@@ -361,12 +383,17 @@ impl JobReader {
         open_file_of(&mut self.file, layout)?
             .read_exact_at(&mut self.bytes, offset)
             .map_err(|e| FftdError::io(&layout.name, e))?;
+        clock.lap_span(Phase::Read, batch, id);
         layout.decode(&self.bytes, first, &mut self.values)?;
+        if layout.channels > 1 {
+            // splitting channels counts with decoding here (the copy into frames is `frame`)
+            self.parts.resize_with(stream.splitter.streams(), Vec::new);
+            stream.splitter.split(&mut self.values, &mut self.parts);
+        }
+        clock.lap_span(Phase::Decode, batch, id);
         if layout.channels == 1 {
             return Ok(&self.values);
         }
-        self.parts.resize_with(stream.splitter.streams(), Vec::new);
-        stream.splitter.split(&mut self.values, &mut self.parts);
         Ok(&self.parts[stream.part])
     }
 }

@@ -12,6 +12,7 @@ use crate::error::{FftdError, Result};
 use crate::fft::Sample;
 use crate::frame::{Frame, FrameSize, Framer};
 use crate::stats::Counters;
+use crate::timeline::{Kind, Phase, ThreadClock};
 use crossbeam_channel::{Sender, TrySendError};
 use std::time::{Duration, Instant};
 
@@ -37,11 +38,18 @@ pub fn read_sequential<T: Sample>(
     tx: Sender<Frame<T>>,
     control: &Control,
 ) {
+    // the time after the last input: the thread waits for the stages after it to end
+    let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
     while !control.stopping() {
-        let Some(next) = queue.next() else {
+        // opening the next input (and waiting for it: a FIFO's writer) counts as reading
+        let next = queue.next();
+        clock.lap(Phase::Read);
+        let Some(next) = next else {
             return;
         };
-        let read = next.and_then(|plan| read_source::<T>(plan, settings, tx.clone(), control));
+        let clock = &mut clock;
+        let read =
+            next.and_then(|plan| read_source::<T>(plan, settings, tx.clone(), control, clock));
         match read {
             Ok(()) => {}
             // a bad input ends its own streams only: the others are analysed in full, and the
@@ -61,6 +69,7 @@ pub fn read_source<T: Sample>(
     settings: &Settings,
     tx: Sender<Frame<T>>,
     control: &Control,
+    clock: &mut ThreadClock<'_>,
 ) -> Result<()> {
     let info = plan.source.info().clone();
     let width = info.kind.width();
@@ -92,6 +101,7 @@ pub fn read_source<T: Sample>(
         last_warning: None,
         dropped_since_warning: 0,
         closed: false,
+        clock,
         analysed: Analysed {
             stream: plan.first_stream,
             to: 0,
@@ -109,7 +119,12 @@ pub fn read_source<T: Sample>(
 
     while !control.stopping() && !sender.closed && streams.iter().any(|s| !s.done) {
         block.clear();
-        let got = plan.source.read(&mut block, block_frames)?;
+        let got = plan.source.read(&mut block, block_frames);
+        let clock = &mut *sender.clock;
+        let (from, to) = clock.lap(Phase::Read);
+        clock.move_ns(Phase::Read, Phase::Decode, plan.source.take_decode_ns());
+        clock.span("read", from, to, None, Some(plan.first_stream));
+        let got = got?;
         if got == 0 {
             break;
         }
@@ -135,7 +150,9 @@ pub fn read_source<T: Sample>(
         Counters::add(&control.counters.samples_in, got as u64);
         if let Some(pace) = pace.as_mut() {
             pace.wait(got as u64, control);
+            sender.clock.lap(Phase::Read); // a paced input is a slow one
         }
+        let framing = sender.clock.last();
         plan.splitter.split(&mut block, &mut per_stream);
         for (state, samples) in streams.iter_mut().zip(&mut per_stream) {
             if state.done {
@@ -154,6 +171,10 @@ pub fn read_source<T: Sample>(
                 state.done = true;
             }
         }
+        let (_, to) = sender.clock.lap(Phase::Frame);
+        sender
+            .clock
+            .span("frame", framing, to, None, Some(plan.first_stream));
     }
     // End of input, a limit, or a stop request: finish every stream (the padded tail frame).
     for state in streams.iter_mut() {
@@ -163,12 +184,15 @@ pub fn read_source<T: Sample>(
                 .finish(&mut |frame| sender.send(frame, max_frames))?;
         }
     }
+    sender.clock.lap(Phase::Frame);
     Ok(())
 }
 
 /// Sends frames downstream, blocking for files and dropping for live input.
-struct FrameSender<'a, T> {
+struct FrameSender<'a, 'c, 'k, T> {
     tx: Sender<Frame<T>>,
+    /// The thread's clock: a blocked send is time spent waiting downstream.
+    clock: &'c mut ThreadClock<'k>,
     live: bool,
     control: &'a Control,
     last_warning: Option<Instant>,
@@ -235,7 +259,7 @@ impl Pace {
     }
 }
 
-impl<T> FrameSender<'_, T> {
+impl<T> FrameSender<'_, '_, '_, T> {
     /// Returns false when no more frames should be sent for this stream.
     fn send(&mut self, mut frame: Frame<T>, max_frames: u64) -> bool {
         frame.live = self.live || self.prompt;
@@ -256,8 +280,11 @@ impl<T> FrameSender<'_, T> {
             let waited = Instant::now();
             let sent = match self.tx.try_send(frame) {
                 Err(TrySendError::Full(frame)) => {
+                    self.clock.lap(Phase::Frame);
                     let sent = self.tx.send(frame).is_ok();
                     Counters::add_since(&self.control.counters.reader_wait_ns, waited);
+                    let (from, to) = self.clock.lap(Phase::ReaderWait);
+                    self.clock.span("wait", from, to, None, None);
                     sent
                 }
                 other => other.is_ok(),

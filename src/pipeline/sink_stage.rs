@@ -12,6 +12,7 @@ use crate::serve::hub::LiveHub;
 use crate::sink::output::{Outputs, Rows};
 use crate::sink::StreamMeta;
 use crate::stats::{Counters, Latency, LocalLatency};
+use crate::timeline::{Kind, Phase};
 use crossbeam_channel::Receiver;
 use std::collections::BTreeMap;
 use std::io;
@@ -46,9 +47,11 @@ pub fn run_sink<T: Sample>(
     let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
     let mut next = 0u64;
     let mut healthy = true;
+    let mut clock = control.clock(Kind::Sink, Phase::Write);
     loop {
         // after the last batch, once more: batches a failed input's numbers held back
         let arrived = rx.recv().ok();
+        clock.lap(Phase::SinkInput);
         let ended = arrived.is_none();
         if let Some(encoded) = arrived {
             reorder.insert(encoded.id, encoded);
@@ -71,6 +74,8 @@ pub fn run_sink<T: Sample>(
             if let Some((hub, rows)) = live.zip(batch.live.as_ref()) {
                 hub.publish_rows(batch.id, rows);
             }
+            let stream = batch.frames.first().map(|f| f.stream);
+            clock.lap_span(Phase::Write, Some(batch.id), stream);
             pool.give(batch.bytes);
         }
         if ended {
@@ -84,6 +89,7 @@ pub fn run_sink<T: Sample>(
                 report_write_error(e, &outputs.describe(i), control);
             }
             Counters::add_since(&control.counters.sink_ns, busy);
+            clock.lap_span(Phase::Write, None, None);
         }
     }
     if healthy {

@@ -15,6 +15,7 @@ use crate::fft::{transform_reduced, Segments};
 use crate::fft::{Engine, EngineError, HostBuf, Sample, TransformSpec};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
+use crate::timeline::{Kind, Phase};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -130,14 +131,19 @@ pub fn run_worker<T: Sample>(
 ) {
     let _abandon = AbandonOnPanic(&ctx.dispatcher);
     let mut failed = false;
+    let mut clock = ctx.control.clock(Kind::Worker, Phase::WorkerInput);
     for batch in queue.rx.iter() {
         let id = batch.id;
+        let stream = batch.frames.first().map(|f| f.stream);
+        clock.lap(Phase::WorkerInput);
         ctx.dispatcher.received(queue.id, id);
         if failed {
             ctx.dispatcher.finished(queue.id, id);
             continue;
         }
-        match work_on(engine.as_mut(), batch, &queue, ctx) {
+        let handled = work_on(engine.as_mut(), batch, &queue, ctx);
+        clock.lap_span(Phase::Fft, Some(id), stream);
+        match handled {
             Handled::HandedOff => continue, // the lane that took it finishes it
             Handled::Done(done, frames) => {
                 let counters = &queue.lane.counters;
@@ -148,6 +154,7 @@ pub fn run_worker<T: Sample>(
                 if tx.send(done).is_err() {
                     failed = true;
                 }
+                clock.lap_span(Phase::WorkerOutput, Some(id), stream);
             }
             Handled::Failed(e) => {
                 ctx.control.fail(FftdError::Runtime(format!(

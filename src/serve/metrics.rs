@@ -39,6 +39,7 @@ pub fn render(hub: &LiveHub) -> String {
         get(&c.samples_in),
     );
     stage_seconds(&mut out, c);
+    crate::timeline::render_metrics(&c.times, &mut out);
     latency_histogram(&mut out, c);
     gauge(
         &mut out,

@@ -104,6 +104,12 @@ pub trait SampleSource: Send {
     fn take_gap(&mut self) -> u64 {
         0
     }
+
+    /// Nanoseconds of the reads since the last call spent decoding bytes into samples
+    /// (`--stats`' decode share; 0 for sources that do not tell it apart from reading).
+    fn take_decode_ns(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Options a file source needs beyond its path.

@@ -17,6 +17,8 @@ pub struct RawSource {
     frame_bytes: usize,
     bytes: Vec<u8>,
     offset: u64,
+    /// Nanoseconds spent decoding since the last `take_decode_ns`.
+    decode_ns: u64,
 }
 
 impl RawSource {
@@ -51,6 +53,7 @@ impl RawSource {
             frame_bytes,
             bytes: Vec::new(),
             offset: 0,
+            decode_ns: 0,
         })
     }
 
@@ -107,9 +110,15 @@ impl SampleSource for RawSource {
                 ),
             ));
         }
+        let decoding = std::time::Instant::now();
         decode(self.format, &self.bytes, self.offset, &self.info.name, out)?;
+        self.decode_ns += decoding.elapsed().as_nanos() as u64;
         self.offset += got as u64;
         Ok(got / self.frame_bytes)
+    }
+
+    fn take_decode_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.decode_ns)
     }
 }
 

@@ -53,6 +53,8 @@ pub struct WavSource {
     finished: bool,
     shortfall: Option<Shortfall>,
     bytes: Vec<u8>,
+    /// Nanoseconds spent decoding since the last `take_decode_ns`.
+    decode_ns: u64,
     /// 64-bit float samples beyond its range are errors.
     precision: Precision,
 }
@@ -81,6 +83,7 @@ impl WavSource {
             frames_read: 0,
             finished: false,
             shortfall: None,
+            decode_ns: 0,
             bytes: Vec::new(),
             precision: Precision::F32,
         })
@@ -209,7 +212,9 @@ impl SampleSource for WavSource {
         let want = self.request(max_frames);
         let (got, input_ended) = self.fill(want)?;
         let whole = got - got % frame_bytes;
+        let decoding = std::time::Instant::now();
         self.decode_into(whole, out)?;
+        self.decode_ns += decoding.elapsed().as_nanos() as u64;
         let frames = whole / frame_bytes;
         self.frames_read += frames as u64;
         if let Some(left) = self.remaining.as_mut() {
@@ -219,6 +224,10 @@ impl SampleSource for WavSource {
             self.finish(whole < got)?;
         }
         Ok(frames)
+    }
+
+    fn take_decode_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.decode_ns)
     }
 }
 

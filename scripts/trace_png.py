@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Draws a `fftd --trace` timeline (Chrome trace-event JSON) as a PNG, offline: one row per
+thread, a bar per span coloured by stage. Needs matplotlib (`pip install matplotlib`).
+
+    python3 scripts/trace_png.py run.json docs/img/trace-cpu.png [--title TEXT]
+"""
+
+import argparse
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+COLOURS = {
+    "start-up": "#999999",
+    "engines": "#666666",
+    "planning and outputs": "#bbbbbb",
+    "read": "#1f77b4",
+    "decode": "#17becf",
+    "frame": "#9467bd",
+    "batch": "#8c564b",
+    "fft": "#d62728",
+    "encode": "#2ca02c",
+    "write": "#ff7f0e",
+    "wait": "#eeeeee",
+    "teardown": "#444444",
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("png")
+    ap.add_argument("--title", default="fftd --trace")
+    args = ap.parse_args()
+    with open(args.trace) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    spans = [e for e in events if e["ph"] == "X"]
+    tids = sorted({e["tid"] for e in spans})
+    row = {tid: i for i, tid in enumerate(tids)}
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(tids) + 1.5))
+    nested = {"engines", "planning and outputs"}  # drawn thinner, inside start-up
+    seen = set()
+    for e in spans:
+        y = row[e["tid"]]
+        h = 0.4 if e["name"] in nested else 0.8
+        label = e["name"] if e["name"] not in seen else None
+        seen.add(e["name"])
+        ax.broken_barh(
+            [(e["ts"] / 1e3, max(e["dur"] / 1e3, 0.01))],
+            (y - h / 2, h),
+            facecolors=COLOURS.get(e["name"], "#000000"),
+            edgecolor="none",
+            label=label,
+        )
+    ax.set_yticks(range(len(tids)))
+    ax.set_yticklabels([names.get(t, str(t)) for t in tids])
+    ax.invert_yaxis()
+    ax.set_xlabel("ms since the run's start")
+    ax.set_title(args.title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=100)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+//! The run's own time at its two ends, and what `--stats` and `--trace` make of the whole run:
+//! start-up (engines and devices, planning, opening outputs) up to the first stage thread,
+//! teardown from the sink's end to the report, the `--stats` lines and the timeline file; and
+//! each stage thread's clock (`Control::clock`).
+
+use super::Control;
+use crate::config::Settings;
+use crate::error::{FftdError, Result};
+use crate::fft::lanes::LaneSet;
+use crate::stats::{self, Counters, Latency};
+use crate::timeline::{Kind, Phase, ThreadClock};
+use crate::trace::Tracer;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl Control {
+    /// The clock of a new stage thread of `kind` (`timeline`): its time to `end_phase` after
+    /// its last lap.
+    pub fn clock(&self, kind: Kind, end_phase: Phase) -> ThreadClock<'_> {
+        let times = &self.counters.times;
+        ThreadClock::start(times, self.tracer.as_deref(), kind, end_phase)
+    }
+}
+
+/// `--trace FILE`: the file is created now, before any input is read, so a path that cannot take
+/// it fails the run before it starts.
+pub(super) fn open_trace(
+    settings: &Settings,
+    stop: &AtomicBool,
+    started: Instant,
+) -> Result<Option<Arc<Tracer>>> {
+    let Some(path) = &settings.trace else {
+        return Ok(None);
+    };
+    // the error names the flag, as the other outputs' name their path (exit 1)
+    let file = super::outputs::create_output(path, stop).map_err(|e| match e {
+        FftdError::Io { path, source } => {
+            FftdError::io(format!("--trace {}", path.display()), source)
+        }
+        e => e,
+    })?;
+    Ok(Some(Arc::new(Tracer::new(file, started))))
+}
+
+/// The run's start-up: from its start to the first stage thread.
+pub(super) struct Startup {
+    pub started: Instant,
+    /// Building the engines and devices (`router::build_engine_set`).
+    pub engines: (Instant, Instant),
+    pub ended: Instant,
+}
+
+impl Startup {
+    pub fn record(&self, control: &Control) {
+        let times = &control.counters.times;
+        let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
+        Counters::add(&times.startup_ns, ns(self.started, self.ended));
+        Counters::add(&times.engines_ns, ns(self.engines.0, self.engines.1));
+        if let Some(tracer) = &control.tracer {
+            tracer.main_span("start-up", self.started, self.ended);
+            tracer.main_span("engines", self.engines.0, self.engines.1);
+            tracer.main_span("planning and outputs", self.engines.1, self.ended);
+        }
+    }
+}
+
+/// The run's end: what the report needs besides the counters.
+pub(super) struct Ended {
+    pub started: Instant,
+    pub sink_ended: Instant,
+    /// Reader threads planned, encoders started, and the dispatcher's window.
+    pub readers: usize,
+    pub encoders: usize,
+    pub window: u64,
+}
+
+impl Ended {
+    /// Records the teardown, prints `--stats` and writes `--trace`'s timeline.
+    pub fn report(
+        &self,
+        settings: &Settings,
+        control: &Control,
+        latency: &Latency,
+        lane_set: &LaneSet,
+    ) -> Result<()> {
+        let now = Instant::now();
+        let times = &control.counters.times;
+        let teardown = now.saturating_duration_since(self.sink_ended);
+        Counters::add(&times.teardown_ns, teardown.as_nanos() as u64);
+        if settings.stats {
+            let started = self.started;
+            let shares = super::device_shares(lane_set);
+            let workers = shares.iter().map(|s| s.workers).sum();
+            eprintln!("{}", stats::report(&control.counters, latency, started));
+            let threads = stats::StageThreads {
+                readers: self.readers,
+                workers,
+                encoders: self.encoders,
+                window: self.window,
+            };
+            let stages = stats::stages_report(&control.counters, &threads, started);
+            eprintln!("{stages}");
+            eprintln!("{}", stats::devices_report(&shares, started));
+            let wall = now.saturating_duration_since(started).as_nanos() as u64;
+            for line in crate::timeline::report(times, wall) {
+                eprintln!("{line}");
+            }
+        }
+        let Some(tracer) = &control.tracer else {
+            return Ok(());
+        };
+        tracer.main_span("teardown", self.sink_ended, Instant::now());
+        let path = settings
+            .trace
+            .as_deref()
+            .unwrap_or(std::path::Path::new("-"));
+        tracer.write().map_err(|e| FftdError::io(path, e))
+    }
+}
