@@ -626,7 +626,12 @@ fn a_paused_output_is_no_stall_and_sigint_meanwhile_gives_no_device_up() {
         &twice,
         "--stats",
     ];
-    let env = [("FFTD_STALL_SECONDS", STALL_SECONDS)];
+    // a reader paused past the 1 s a stuck write gets after SIGINT (`sink::stuck_write`): this
+    // test is about the lanes, so the write may wait as long as the pause
+    let env = [
+        ("FFTD_STALL_SECONDS", STALL_SECONDS),
+        ("FFTD_STUCK_WRITE_SECONDS", "20"),
+    ];
     let mut run = Running::start_to(&args, &env, Stdio::piped());
     let mut stdout = run.child.stdout.take().expect("stdout");
     // the reader takes one row, then nothing until told: the pipe fills, the sink and the

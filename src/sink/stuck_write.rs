@@ -12,6 +12,15 @@ use std::time::{Duration, Instant};
 /// How long a write may be stuck after a stop before the process ends without it.
 pub const STUCK_AFTER: Duration = Duration::from_secs(1);
 
+/// `STUCK_AFTER`, or `FFTD_STUCK_WRITE_SECONDS` (a reader known to pause longer after Ctrl-C).
+fn stuck_after() -> Duration {
+    std::env::var("FFTD_STUCK_WRITE_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(STUCK_AFTER, Duration::from_secs_f64)
+}
+
 /// Milliseconds since `epoch()` at which the write in progress started, plus one; 0 when none is.
 static WRITE_STARTED: AtomicU64 = AtomicU64::new(0);
 
@@ -42,6 +51,7 @@ fn stuck_for() -> Option<Duration> {
 /// process with exit 0 and one line on stderr.
 pub fn watch(interrupted: Arc<AtomicBool>) {
     epoch();
+    let limit = stuck_after();
     let spawned = std::thread::Builder::new()
         .name("fftd-stuck-write".into())
         .spawn(move || loop {
@@ -49,10 +59,10 @@ pub fn watch(interrupted: Arc<AtomicBool>) {
             if !interrupted.load(Ordering::Relaxed) {
                 continue;
             }
-            if stuck_for().is_some_and(|d| d >= STUCK_AFTER) {
+            if stuck_for().is_some_and(|d| d >= limit) {
                 eprintln!(
                     "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten",
-                    STUCK_AFTER.as_secs()
+                    limit.as_secs_f64()
                 );
                 std::process::exit(0);
             }
