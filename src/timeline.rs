@@ -62,6 +62,12 @@ pub enum Phase {
     DispatchWorker,
     /// FFT workers: in their engines, shaping products, hand-offs.
     Fft,
+    /// FFT workers of an OpenCL lane, with `--stats`/`--trace` (event profiling): the part of
+    /// their engine time the device spent copying batches in, running kernels, copying spectra
+    /// out (pipelined chunks overlap: scaled to the engine time when they sum past it).
+    Upload,
+    Device,
+    Download,
     WorkerInput,
     WorkerOutput,
     Encode,
@@ -73,7 +79,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 15] = [
+    pub const ALL: [Phase; 18] = [
         Phase::Read,
         Phase::Decode,
         Phase::Frame,
@@ -82,6 +88,9 @@ impl Phase {
         Phase::DispatchInput,
         Phase::DispatchWorker,
         Phase::Fft,
+        Phase::Upload,
+        Phase::Device,
+        Phase::Download,
         Phase::WorkerInput,
         Phase::WorkerOutput,
         Phase::Encode,
@@ -96,7 +105,7 @@ impl Phase {
         match self {
             Read | Decode | Frame | ReaderWait => Kind::Reader,
             Pack | DispatchInput | DispatchWorker => Kind::Dispatch,
-            Fft | WorkerInput | WorkerOutput => Kind::Worker,
+            Fft | Upload | Device | Download | WorkerInput | WorkerOutput => Kind::Worker,
             Encode | EncodeInput | EncodeOutput => Kind::Encoder,
             Write | SinkInput => Kind::Sink,
         }
@@ -111,6 +120,9 @@ impl Phase {
             Frame => Some("frame"),
             Pack => Some("dispatch"),
             Fft => Some("fft"),
+            Upload => Some("upload"),
+            Device => Some("device"),
+            Download => Some("download"),
             Encode => Some("encode"),
             Write => Some("sink"),
             _ => None,
@@ -129,6 +141,9 @@ impl Phase {
             DispatchInput => "waiting for frames",
             DispatchWorker => "waiting for a worker",
             Fft => "fft",
+            Upload => "upload",
+            Device => "device kernels",
+            Download => "download",
             WorkerInput => "waiting for batches",
             WorkerOutput => "waiting on encoders",
             Encode => "encode",
@@ -148,6 +163,9 @@ impl Phase {
             Frame => "frame",
             Pack => "batch",
             Fft => "fft",
+            Upload => "upload",
+            Device => "kernels",
+            Download => "download",
             Encode => "encode",
             Write => "write",
             _ => "wait",
@@ -156,6 +174,11 @@ impl Phase {
 
     fn index(self) -> usize {
         self as usize
+    }
+
+    /// Device time from OpenCL event profiling (listed only when there is some).
+    pub fn is_device(self) -> bool {
+        matches!(self, Phase::Upload | Phase::Device | Phase::Download)
     }
 }
 
@@ -329,7 +352,7 @@ pub fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
         }
         let phases: Vec<String> = Phase::ALL
             .iter()
-            .filter(|p| p.kind() == kind)
+            .filter(|p| p.kind() == kind && (times.phase_ns(**p) > 0 || !p.is_device()))
             .map(|&p| {
                 let ns = times.phase_ns(p);
                 if let Some(stage) = p.stage() {

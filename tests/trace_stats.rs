@@ -334,6 +334,14 @@ fn stats_and_trace_on_the_opencl_route() {
     let err = stderr_text(&out);
     assert!(out.status.success(), "{err}");
     assert_accounted(&err, &["readers", "fft workers", "encoders", "sink"]);
+    // the device's own times, from event profiling, split out of the workers' engine time
+    let workers = err
+        .lines()
+        .find(|l| l.starts_with("fftd thread fft workers"))
+        .unwrap_or_default();
+    for phase in ["upload ", "device kernels ", "download "] {
+        assert!(workers.contains(phase), "no {phase}in {workers}");
+    }
     let batches = check_trace(&trace, "read,fft,encode,write");
     assert!(batches >= 4, "{batches} batches");
 }

@@ -228,6 +228,20 @@ pub trait Engine<T: Sample>: Send {
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         None
     }
+
+    /// The device's own times for the last batch (event profiling, when it was asked for with
+    /// `opencl::profile_for_stats`), taken once; None for engines without a device.
+    fn take_device_times(&mut self) -> Option<DeviceTimes> {
+        None
+    }
+}
+
+/// A batch's device times in nanoseconds: copies in, kernels, copies out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceTimes {
+    pub upload_ns: u64,
+    pub kernel_ns: u64,
+    pub download_ns: u64,
 }
 
 /// How a segment's rows become one row.

@@ -182,4 +182,8 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }
+
+    fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
+        self.gpu.as_mut().and_then(|g| g.take_device_times())
+    }
 }

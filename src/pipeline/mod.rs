@@ -241,6 +241,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // the places the run writes, before any input (or device) is touched
     outputs::check_destinations(settings)?;
     let building = Instant::now();
+    if settings.stats || settings.trace.is_some() {
+        // the FFT workers' time splits into upload, kernels and download (event profiling)
+        crate::fft::opencl::profile_for_stats();
+    }
     let router::EngineSet {
         lane_set,
         ready: lanes,

@@ -12,13 +12,14 @@ use super::Control;
 use crate::error::FftdError;
 use crate::fft::lanes::Lane;
 use crate::fft::{transform_reduced, Segments};
-use crate::fft::{Engine, EngineError, HostBuf, Sample, TransformSpec};
+use crate::fft::{DeviceTimes, Engine, EngineError, HostBuf, Sample, TransformSpec};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
-use crate::timeline::{Kind, Phase};
+use crate::timeline::{Kind, Phase, ThreadClock};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A transformed batch: `frames.len()` rows of `spec.values_out()` values, or of the products'
 /// columns (× values per bin) when `columns` says so.
@@ -123,6 +124,27 @@ enum Handled<T> {
 /// and then computed by this worker's CPU engine: two tries; more means something is wrong.
 const MAX_HANDOFFS: usize = 64;
 
+/// Moves the device's share of a batch's engine time from `fft` to upload, kernels and download
+/// (event profiling; chunks overlap on the device, so the three are scaled down to the engine
+/// time when they sum past it).
+fn split_device_time(clock: &mut ThreadClock<'_>, device: DeviceTimes, engine: Duration) {
+    let parts = [
+        (Phase::Upload, device.upload_ns),
+        (Phase::Device, device.kernel_ns),
+        (Phase::Download, device.download_ns),
+    ];
+    let sum: u64 = parts.iter().map(|(_, ns)| ns).sum();
+    let engine_ns = engine.as_nanos() as u64;
+    let scale = if sum > engine_ns {
+        engine_ns as f64 / sum as f64
+    } else {
+        1.0
+    };
+    for (phase, ns) in parts {
+        clock.move_ns(Phase::Fft, phase, (ns as f64 * scale) as u64);
+    }
+}
+
 pub fn run_worker<T: Sample>(
     mut engine: Box<dyn Engine<T>>,
     queue: LaneQueue<T>,
@@ -142,7 +164,11 @@ pub fn run_worker<T: Sample>(
             continue;
         }
         let handled = work_on(engine.as_mut(), batch, &queue, ctx);
-        clock.lap_span(Phase::Fft, Some(id), stream);
+        let (from, to) = clock.lap(Phase::Fft);
+        clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
+        if let Some(device) = engine.take_device_times() {
+            split_device_time(&mut clock, device, to.duration_since(from));
+        }
         match handled {
             Handled::HandedOff => continue, // the lane that took it finishes it
             Handled::Done(done, frames) => {

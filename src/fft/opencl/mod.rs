@@ -112,9 +112,19 @@ impl OpenClOptions {
             target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
             extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
             chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
-            profile: num("FFTD_OPENCL_PROFILE") == Some(1),
+            profile: num("FFTD_OPENCL_PROFILE") == Some(1)
+                || PROFILE_FOR_STATS.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
+}
+
+/// Set by a run with `--stats` or `--trace` before its engines are built: their queues profile
+/// every command, so the FFT workers' time splits into upload, kernels and download.
+static PROFILE_FOR_STATS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks engines built from now on for event profiling (`PROFILE_FOR_STATS`).
+pub fn profile_for_stats() {
+    PROFILE_FOR_STATS.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Device-side timings of the last batch, from event profiling (nanoseconds; zero unless
@@ -975,6 +985,16 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         let reduction = (bands, Some(runs));
         super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
         self.guarded_run(spec, input, frames, reduction, out)
+    }
+
+    fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
+        let p = self.last_profile.take()?;
+        let times = super::DeviceTimes {
+            upload_ns: p.write_ns,
+            kernel_ns: p.kernel_ns,
+            download_ns: p.read_ns,
+        };
+        (times != super::DeviceTimes::default()).then_some(times)
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
