@@ -44,19 +44,22 @@ def main():
     row = {tid: i for i, tid in enumerate(tids)}
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(tids) + 1.5))
     nested = {"engines", "planning and outputs"}  # drawn thinner, inside start-up
-    seen = set()
+    # one broken_barh call per (thread, span name): a trace of 100 000 spans draws in seconds
+    bars = {}
     for e in spans:
-        y = row[e["tid"]]
-        h = 0.4 if e["name"] in nested else 0.8
-        label = e["name"] if e["name"] not in seen else None
-        seen.add(e["name"])
+        bars.setdefault((e["tid"], e["name"]), []).append((e["ts"] / 1e3, max(e["dur"] / 1e3, 0.01)))
+    seen = set()
+    for (tid, name), ranges in bars.items():
+        y = row[tid]
+        h = 0.4 if name in nested else 0.8
         ax.broken_barh(
-            [(e["ts"] / 1e3, max(e["dur"] / 1e3, 0.01))],
+            ranges,
             (y - h / 2, h),
-            facecolors=COLOURS.get(e["name"], "#000000"),
+            facecolors=COLOURS.get(name, "#000000"),
             edgecolor="none",
-            label=label,
+            label=name if name not in seen else None,
         )
+        seen.add(name)
     ax.set_yticks(range(len(tids)))
     ax.set_yticklabels([names.get(t, str(t)) for t in tids])
     ax.invert_yaxis()
