@@ -34,18 +34,12 @@ pub(super) struct OutputPlan {
 /// output shared by every stream (which the format must be able to tell apart).
 pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPlan> {
     let format = settings.format;
+    // the folder was checked (`check_destinations`) before any input was read
     if let Some(dir) = &settings.output_dir {
-        if !dir.is_dir() {
-            return Err(FftdError::Usage(format!(
-                "--output-dir {}: no such directory",
-                dir.display()
-            )));
-        }
         let files = stream_file_names(streams, format)
             .into_iter()
             .map(|name| Some(dir.join(name)))
             .collect();
-        probe_writable(dir)?;
         return Ok(OutputPlan {
             files,
             lazy: true,
