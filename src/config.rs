@@ -568,6 +568,8 @@ pub struct Settings {
     pub batch: usize,
     pub max_latency_ms: f64,
     pub workers: usize,
+    /// `--workers` as given (engines per OpenCL device too); None: `limits::DEVICE_WORKERS`.
+    pub device_workers: Option<usize>,
     /// `--serve` and its `--serve-*` options: where the live view listens, who may look.
     pub serve: Option<crate::serve::options::ServeSettings>,
     pub realtime: bool,
@@ -776,6 +778,7 @@ impl Settings {
             batch,
             max_latency_ms,
             workers,
+            device_workers: o.workers.filter(|&w| w > 0).map(|w| w as usize),
             serve,
             realtime: o.realtime,
             fleet: None,
@@ -834,10 +837,16 @@ impl Settings {
         })
     }
 
-    /// Frames per batch for frames of `n` samples.
+    /// Frames per batch for frames of `n` samples: `--batch`, or by default about
+    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` when `--device` names OpenCL
+    /// devices (`auto` starts on the CPU engines).
     pub fn batch_frames(&self, n: usize) -> usize {
+        let (samples, most) = match self.device.names_a_device() {
+            true => (limits::DEVICE_BATCH_SAMPLES, 16384),
+            false => (limits::CPU_BATCH_SAMPLES, 1024),
+        };
         match self.batch {
-            0 => ((1usize << 18) / n.max(1)).clamp(1, 1024),
+            0 => (samples / n.max(1)).clamp(1, most),
             b => b,
         }
     }

@@ -223,6 +223,21 @@ pub trait Engine<T: Sample>: Send {
         Ok(())
     }
 
+    /// `transform_reduced` for frames that start `step` values apart in `input` (`FrameStep`):
+    /// overlapping frames (`step` below a frame's values) held once, as the input has them. By
+    /// default the frames are packed back to back first; the CPU and OpenCL engines read them in
+    /// place (on a device, the input crosses once and the kernels form the frames).
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let packed = frames.packed(spec)?;
+        transform_reduced(self, spec, &packed, frames.count, reduction, out)
+    }
+
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the
     /// pipeline packs batches into it and takes results out of it (`host_memory`).
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
@@ -234,6 +249,108 @@ pub trait Engine<T: Sample>: Send {
     fn take_device_times(&mut self) -> Option<DeviceTimes> {
         None
     }
+}
+
+/// A batch's frames as the readers wrote them: frame i is `data[i * step..][..values_per_frame]`
+/// (`step` equal to a frame's values: back to back; less: overlapping frames held once).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameStep<'a, T> {
+    pub data: &'a [T],
+    pub count: usize,
+    pub step: usize,
+}
+
+impl<'a, T: Sample> FrameStep<'a, T> {
+    /// Frames back to back in `data`.
+    pub fn packed_in(spec: &TransformSpec, data: &'a [T], count: usize) -> Self {
+        FrameStep {
+            data,
+            count,
+            step: spec.values_per_frame(),
+        }
+    }
+
+    /// Values `data` must hold: up to the end of the last frame.
+    pub fn needed(&self, spec: &TransformSpec) -> usize {
+        match self.count {
+            0 => 0,
+            c => (c - 1) * self.step + spec.values_per_frame(),
+        }
+    }
+
+    /// Checks that the step is a whole number of samples, no longer than a frame, and that
+    /// `data` holds every frame.
+    pub fn check(&self, engine: &'static str, spec: &TransformSpec) -> Result<(), EngineError> {
+        let per = spec.values_per_frame();
+        let width = spec.kind.width();
+        let step_ok = self.step >= width && self.step <= per && self.step % width == 0;
+        if !step_ok || self.data.len() < self.needed(spec) {
+            return Err(EngineError::Unsupported {
+                engine,
+                what: format!(
+                    "{} frames {} values apart in {} values (frames of {per})",
+                    self.count,
+                    self.step,
+                    self.data.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The frames copied back to back (for engines that take only packed frames).
+    pub fn packed(&self, spec: &TransformSpec) -> Result<std::borrow::Cow<'a, [T]>, EngineError> {
+        self.check("engine", spec)?;
+        let per = spec.values_per_frame();
+        if self.step == per {
+            return Ok(std::borrow::Cow::Borrowed(&self.data[..self.count * per]));
+        }
+        let mut packed = Vec::with_capacity(self.count * per);
+        for i in 0..self.count {
+            packed.extend_from_slice(&self.data[i * self.step..i * self.step + per]);
+        }
+        Ok(std::borrow::Cow::Owned(packed))
+    }
+}
+
+/// `reduction` applied on the host to the spectra `transform` writes (for engines that reduce
+/// nothing themselves): `out` takes band rows, runs of rows, both or the spectra as they are.
+pub fn reduce_on_host<T: Sample>(
+    spec: &TransformSpec,
+    frames: usize,
+    (bands, runs): Reduction<'_>,
+    out: &mut [T],
+    transform: impl FnOnce(&mut [T]) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    check_reduced(
+        "engine",
+        spec,
+        (usize::MAX, frames),
+        (bands, runs),
+        out.len(),
+    )?;
+    if bands.is_none() && runs.is_none() {
+        return transform(out);
+    }
+    let mut spectra = vec![T::zero(); frames * spec.values_out()];
+    transform(&mut spectra)?;
+    let rows = match bands {
+        Some(b) => {
+            let mut rows = vec![T::zero(); frames * b.bands()];
+            b.apply_rows(&spectra, &mut rows);
+            rows
+        }
+        None => spectra,
+    };
+    match runs {
+        Some(r) => r.reduce(
+            &rows,
+            bands.map_or(spec.values_out(), BandWeights::bands),
+            out,
+        ),
+        None => out.copy_from_slice(&rows),
+    }
+    Ok(())
 }
 
 /// A batch's device times in nanoseconds: copies in, kernels, copies out.
@@ -378,8 +495,8 @@ pub type Reduction<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
 
 /// One batch through `engine`: spectra, band rows, or rows reduced by runs (the one place that
 /// picks among `transform`, `transform_bands` and `transform_segments`).
-pub fn transform_reduced<T: Sample>(
-    engine: &mut dyn Engine<T>,
+pub fn transform_reduced<T: Sample, E: Engine<T> + ?Sized>(
+    engine: &mut E,
     spec: &TransformSpec,
     input: &[T],
     frames: usize,

@@ -12,7 +12,10 @@ use super::cpu::CpuEngine;
 use super::lanes::{Lane, LaneSet};
 use super::log_once::info_once;
 use super::opencl::OpenClEngine;
-use super::{BandWeights, Engine, EngineError, PinnedMemory, Sample, Segments, TransformSpec};
+use super::{
+    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Sample, Segments,
+    TransformSpec,
+};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -176,6 +179,18 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
     ) -> Result<(), EngineError> {
         self.route(spec, frames, &mut |e| {
             e.transform_segments(spec, input, frames, bands, segments, out)
+        })
+    }
+
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames.count, &mut |e| {
+            e.transform_strided(spec, frames, reduction, out)
         })
     }
 

@@ -38,6 +38,8 @@ pub struct RouterOptions {
     pub choice: DeviceChoice,
     /// FFT worker threads per lane: one engine each.
     pub workers: usize,
+    /// Engines per OpenCL device (`--workers` when given); None: `limits::DEVICE_WORKERS`.
+    pub device_workers: Option<usize>,
     /// `auto` (and a run of several devices) may measure a calibration when none is cached (a
     /// few seconds on first use). When false and none is cached, `auto` uses the CPU engine
     /// and several devices get equal shares.
@@ -48,11 +50,18 @@ pub struct RouterOptions {
 }
 
 impl RouterOptions {
+    /// OpenCL engines (FFT workers) per device instance.
+    pub fn engines_per_device(&self) -> usize {
+        let default = crate::limits::DEVICE_WORKERS;
+        self.device_workers.unwrap_or(default).max(1)
+    }
+
     /// Defaults: calibration allowed, OpenCL options from the environment.
     pub fn new(choice: DeviceChoice, workers: usize) -> Self {
         RouterOptions {
             choice,
             workers,
+            device_workers: None,
             calibrate_allowed: true,
             recalibrate: false,
             opencl: OpenClOptions::from_env(),
@@ -117,12 +126,13 @@ pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>,
 /// before capture.
 pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
-    workers: usize,
+    (workers, device_workers): (usize, Option<usize>),
     live: bool,
 ) -> Result<EngineSet<T>, FftdError> {
     let lane_set = LaneSet::new(true);
     if *choice != DeviceChoice::Auto || live {
-        let opts = RouterOptions::new(choice.clone(), workers);
+        let mut opts = RouterOptions::new(choice.clone(), workers);
+        opts.device_workers = device_workers;
         return Ok(EngineSet {
             ready: build_lanes(&opts, &lane_set)?,
             lane_set,
@@ -141,6 +151,7 @@ pub fn build_engine_set<T: Sample>(
         });
     }
     let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    opts.device_workers = device_workers;
     // no first-use calibration here: measured while the CPU engines load every core it would be
     // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
     opts.calibrate_allowed = false;
@@ -310,7 +321,7 @@ fn open_engines<T: Sample>(
     if let Some(fault) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
         options.fault = Some(fault);
     }
-    (0..opts.workers.max(1))
+    (0..opts.engines_per_device())
         .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
         .collect()
 }

@@ -742,6 +742,7 @@ mod tests {
             },
             frames: Vec::new(),
             data: HostBuf::heap(0),
+            step: 1024,
         }
     }
 

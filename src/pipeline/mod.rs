@@ -245,12 +245,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         // the FFT workers' time splits into upload, kernels and download (event profiling)
         crate::fft::opencl::profile_for_stats();
     }
+    let workers = (settings.workers, settings.device_workers);
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
-    } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
+    } = router::build_engine_set::<T>(&settings.device, workers, live)?;
     let engines_built = (building, Instant::now());
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);

@@ -11,8 +11,8 @@ use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::lanes::Lane;
-use crate::fft::{transform_reduced, Segments};
 use crate::fft::{DeviceTimes, Engine, EngineError, HostBuf, Sample, TransformSpec};
+use crate::fft::{FrameStep, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -258,14 +258,18 @@ fn transform_batch<T: Sample>(
     values.set_len_for_overwrite(len);
     let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
     let busy = std::time::Instant::now();
-    let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
+    let spec = &batch.spec;
+    let frames = FrameStep {
+        data: &batch.data,
+        count: batch.frames.len(),
+        step: batch.step,
+    };
     let runs = lengths
         .as_deref()
         .zip(segmenting)
         .map(|(lengths, s)| Segments { lengths, op: s.op });
     let reduction = (bands, runs.as_ref());
-    let result =
-        span.in_scope(|| transform_reduced(engine, spec, data, frames, reduction, &mut values));
+    let result = span.in_scope(|| engine.transform_strided(spec, frames, reduction, &mut values));
     Counters::add_since(&ctx.control.counters.engine_ns, busy);
     Counters::add_since(&queue.lane.counters.busy_ns, busy);
     match result {
