@@ -838,10 +838,12 @@ impl Settings {
     }
 
     /// Frames per batch for frames of `n` samples: `--batch`, or by default about
-    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` when `--device` names OpenCL
-    /// devices (`auto` starts on the CPU engines).
+    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` when OpenCL devices may take
+    /// the batches (`--device` names them, or `auto` on files, where GPUs can join).
     pub fn batch_frames(&self, n: usize) -> usize {
-        let (samples, most) = match self.device.names_a_device() {
+        let auto_on_files =
+            self.device == DeviceChoice::Auto && matches!(self.input, Input::Files(_));
+        let (samples, most) = match self.device.names_a_device() || auto_on_files {
             true => (limits::DEVICE_BATCH_SAMPLES, 16384),
             false => (limits::CPU_BATCH_SAMPLES, 1024),
         };

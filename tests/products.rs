@@ -302,6 +302,20 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
             "--scale",
             "density",
         ],
+        // band rows finished on the device (dB, magnitude), from overlapping frames formed there
+        &[
+            "--frame", "1024", "--hop", "256", "--bands", "mel:40", "--scale", "db",
+        ],
+        &[
+            "--frame",
+            "512",
+            "--hop",
+            "100",
+            "--bands",
+            "octave",
+            "--scale",
+            "magnitude",
+        ],
         &[
             "--frame",
             "256",

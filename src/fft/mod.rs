@@ -442,6 +442,33 @@ pub struct BandWeights {
     pub weights: Vec<f64>,
     /// Tells matrices apart for device caches (unique per matrix built in this process).
     pub id: u64,
+    /// The output scale applied to each band power (`AsIs` when averaging follows), where the
+    /// bands are summed: on a device, only finished rows cross back.
+    pub finish: RowFinish,
+}
+
+/// How a power value becomes the value written: as it is, its square root (`magnitude`) or
+/// 10·log10 of it floored at `DB_FLOOR_MAGNITUDE`² (`db`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowFinish {
+    #[default]
+    AsIs = 0,
+    SquareRoot = 1,
+    Decibels = 2,
+}
+
+impl RowFinish {
+    /// The smallest power `Decibels` takes the log of.
+    pub const DB_FLOOR_POWER: f64 = scale::DB_FLOOR_MAGNITUDE * scale::DB_FLOOR_MAGNITUDE;
+
+    /// Applies the scale to `power`.
+    pub fn apply(self, power: f64) -> f64 {
+        match self {
+            RowFinish::AsIs => power,
+            RowFinish::SquareRoot => power.sqrt(),
+            RowFinish::Decibels => 10.0 * scale::floored(power, Self::DB_FLOOR_POWER).log10(),
+        }
+    }
 }
 
 impl BandWeights {
@@ -458,7 +485,7 @@ impl BandWeights {
                 self.offset[b] as usize,
             );
             let bins = spectrum.get(first..first + len).unwrap_or(&[]);
-            *band = T::of_f64(dot(&self.weights[at..at + len], bins));
+            *band = T::of_f64(self.finish.apply(dot(&self.weights[at..at + len], bins)));
         }
     }
 
@@ -641,6 +668,7 @@ mod tests {
             offset: vec![0, 2],
             weights: vec![1.0, 0.5, 1.0, 1.0, 2.0],
             id: 0,
+            finish: RowFinish::AsIs,
         };
         let mut out = [0.0f64; 2];
         weights.apply(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut out);

@@ -26,7 +26,7 @@ use super::fault::FaultPlan;
 use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
-use super::route_record::{AutoRoute, RouteRecord};
+use super::route_record::{AutoRoute, JobKey, RouteRecord};
 use super::routed::{Policy, RoutedEngine};
 use super::{Engine, Sample};
 use crate::error::FftdError;
@@ -128,6 +128,7 @@ pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
     (workers, device_workers): (usize, Option<usize>),
     live: bool,
+    job: &JobKey,
 ) -> Result<EngineSet<T>, FftdError> {
     let lane_set = LaneSet::new(true);
     if *choice != DeviceChoice::Auto || live {
@@ -140,7 +141,7 @@ pub fn build_engine_set<T: Sample>(
             auto_route: None,
         });
     }
-    let route = RouteRecord::load().choose();
+    let route = RouteRecord::load(job).choose();
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
@@ -364,7 +365,23 @@ fn auto_lanes<T: Sample>(
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
 ) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
+    let (lanes, cal, _) = auto_lanes_split(specs, opts, lane_set);
+    (lanes, cal)
+}
+
+/// `auto_lanes`, and the devices opened without a calibration (left out there).
+#[allow(clippy::type_complexity)]
+fn auto_lanes_split<'s, T: Sample>(
+    specs: &'s [LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> (
+    Vec<LaneEngines<T>>,
+    Option<Arc<Calibration>>,
+    Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
+) {
     let mut calibrated = Vec::new();
+    let mut uncalibrated = Vec::new();
     for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
         match opened {
             Err(e) => tracing::warn!(
@@ -375,11 +392,14 @@ fn auto_lanes<T: Sample>(
                 gpus,
                 calibration: Some(Ok(c)),
             }) => calibrated.push((spec, gpus, c)),
-            Ok(Opened { calibration, .. }) => tracing::debug!(
-                "no calibration for {} ({:?}); auto leaves it out",
-                spec.name(),
-                calibration.and_then(Result::err)
-            ),
+            Ok(Opened { gpus, calibration }) => {
+                tracing::debug!(
+                    "no calibration for {} ({:?})",
+                    spec.name(),
+                    calibration.and_then(Result::err)
+                );
+                uncalibrated.push((spec, gpus));
+            }
         }
     }
     let worth = |cal: &Calibration| cal.points.iter().any(|p| p.gpu_s < p.cpu_s);
@@ -397,7 +417,7 @@ fn auto_lanes<T: Sample>(
             lane
         })
         .collect();
-    (lanes, first)
+    (lanes, first, uncalibrated)
 }
 
 /// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
@@ -408,7 +428,15 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
-    let (lanes, cal) = auto_lanes(&specs, opts, lane_set);
+    let (mut lanes, cal, uncalibrated) = auto_lanes_split(&specs, opts, lane_set);
+    if lanes.is_empty() {
+        // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU
+        // too: every batch on it, the lanes' queues sharing the work by how fast they drain
+        lanes = uncalibrated
+            .into_iter()
+            .map(|(spec, gpus)| routed_lane(spec, gpus, Policy::Always, lane_set))
+            .collect();
+    }
     if lanes.is_empty() {
         tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
     }

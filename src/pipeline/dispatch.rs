@@ -199,7 +199,7 @@ impl<T> State<T> {
         let open = |i: &LaneId| Some(*i) != except && self.lanes[*i].tx.is_some();
         let mut ids: Vec<LaneId> = (0..self.lanes.len())
             .filter(open)
-            .filter(|i| !self.lanes[*i].lane.failed())
+            .filter(|i| self.lanes[*i].lane.takes_batches())
             .collect();
         if ids.is_empty() && except.is_none() {
             ids = (0..self.lanes.len()).filter(open).collect();
@@ -790,6 +790,17 @@ mod tests {
         let slow = d.add_lane(lane("slow"), measured(3.0), 100, |_| {});
         assert!(fast.is_some() && slow.is_some());
         assert_eq!(spread(&d, 40, 2), vec![30, 10]);
+    }
+
+    #[test]
+    fn a_retired_lane_takes_no_new_batches() {
+        let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+        let _producer = d.producer();
+        let cpu = lane("cpu");
+        assert!(d.add_lane(cpu.clone(), LaneSpeed::Even, 100, |_| {}).is_some());
+        assert!(d.add_lane(lane("gpu"), LaneSpeed::Even, 100, |_| {}).is_some());
+        cpu.retire();
+        assert_eq!(spread(&d, 10, 2), vec![0, 10]);
     }
 
     #[test]

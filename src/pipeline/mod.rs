@@ -30,7 +30,7 @@ use crate::fft::lanes::LaneSet;
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
-use crate::products::{Finish, Segmenting, Shaping};
+use crate::products::{finish_for_scale, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::nats::{NatsConnection, NatsRows};
@@ -246,12 +246,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         crate::fft::opencl::profile_for_stats();
     }
     let workers = (settings.workers, settings.device_workers);
+    let job = job_key::<T>(settings);
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
-    } = router::build_engine_set::<T>(&settings.device, workers, live)?;
+    } = router::build_engine_set::<T>(&settings.device, workers, live, &job)?;
     let engines_built = (building, Instant::now());
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
@@ -470,16 +471,23 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let (built, builder) = late_lanes_thread(build);
             late_builder = Some(builder);
             let tx = done_tx.clone();
+            let lane_set = &lane_set;
             scope.spawn(move || {
                 crossbeam_channel::select! {
                     recv(built) -> late => if let Ok(late) = late {
                         if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
                             dispatcher.set_cpu_speed(speed);
                         }
+                        let joined = !late.lanes.is_empty();
                         for lane in late.lanes {
                             if let Some((queue, engines)) = join_lane(dispatcher, pools, lane) {
                                 threads.spawn(queue, engines, &tx, context);
                             }
+                        }
+                        // the GPU alone from now on: the CPU lane finishes what it holds
+                        if joined && auto_route == Some(crate::fft::route_record::AutoRoute::GpuOnly) {
+                            let lanes = lane_set.lanes();
+                            lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
                         }
                     },
                     recv(dispatch_ended) -> _ => {}
@@ -586,7 +594,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
         let samples = Counters::get(&control.counters.samples_analysed) as f64;
         let rate = samples / started.elapsed().as_secs_f64();
-        crate::fft::route_record::RouteRecord::load().record(route, rate);
+        crate::fft::route_record::RouteRecord::record(&job, route, rate);
     }
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
@@ -596,6 +604,37 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
 
 /// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
 /// heap memory), and its engines; None when dispatching has already ended.
+/// The shape of this job for `auto`'s records (`route_record`).
+fn job_key<T: Sample>(settings: &Settings) -> crate::fft::route_record::JobKey {
+    let frame = match settings.frame {
+        FrameSize::Fixed(n) => n,
+        FrameSize::Whole => 0,
+    };
+    let p = &settings.products;
+    let products = match (p.bands.is_some(), p.average.is_some()) {
+        (true, true) => "bands+average",
+        (true, false) => "bands",
+        (false, true) => "average",
+        (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
+        (false, false) => "plain",
+    };
+    let input_bytes = match &settings.input {
+        Input::Files(files) => files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
+        _ => 0,
+    };
+    crate::fft::route_record::JobKey::new(
+        (frame, settings.hop.unwrap_or(frame)),
+        T::NAME,
+        &format!("{products} {:?}", settings.scale),
+        input_bytes,
+        limits::cores(),
+    )
+}
+
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
@@ -775,7 +814,7 @@ fn average_stage<'a>(
         mode: settings.products.mode,
         hop,
         streams,
-        finish: Finish::for_scale(settings.scale, &settings.products),
+        finish: finish_for_scale(settings.scale, &settings.products),
         numbering: Arc::default(),
     }))
 }

@@ -303,12 +303,10 @@ impl<T: Sample> Transformed<T> {
             columns: self.columns,
             segments,
         };
-        if let Some(shaping) = shaping {
+        // band rows come from the engine finished (`BandWeights::finish`); others are shaped
+        if let Some(shaping) = shaping.filter(|_| self.columns.is_none()) {
             let busy = std::time::Instant::now();
-            match self.columns {
-                Some(_) => shaping.finish_rows(&mut done.values),
-                None => shape(&mut done, shaping, (output_pool, lane)),
-            }
+            shape(&mut done, shaping, (output_pool, lane));
             Counters::add_since(&ctx.control.counters.engine_ns, busy);
         }
         done

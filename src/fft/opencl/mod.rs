@@ -669,7 +669,10 @@ impl<T: Sample> OpenClEngine<T> {
         if let Some(r) = runs.filter(|r| self.runs.as_ref().is_none_or(|d| !d.holds(r))) {
             self.runs = Some(segments::DeviceSegments::new(&self.dev, &self.queue, r)?);
         }
-        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| b.id != w.id)) {
+        let stale = |b: &bands::DeviceBands<T>, w: &BandWeights| {
+            b.id != w.id || b.finish != w.finish as i32
+        };
+        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| stale(b, w))) {
             self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
         }
         let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
