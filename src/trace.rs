@@ -1,5 +1,7 @@
 //! `--trace FILE`: a timeline of the run in the Chrome trace-event JSON format (Perfetto,
-//! chrome://tracing): one track (`tid`) per pipeline thread, complete events (`"ph":"X"`, `ts` and
+//! chrome://tracing): one track (`tid`) per pipeline thread, per OpenCL engine queue
+//! (`device_timeline`), for device set-up (`setup_log`) and for the averaging, progress and
+//! stall-watcher threads (`Track`); complete events (`"ph":"X"`, `ts` and
 //! `dur` in µs from the run's start) with the batch and stream ids in `args`. Spans are kept in
 //! memory, at most `MAX_SPANS` of them (about 80 MB; later ones are counted, not kept, and the
 //! file says how many in `otherData`), and written as one JSON document when the run ends. The file

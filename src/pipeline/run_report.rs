@@ -1,7 +1,8 @@
 //! The run's own time at its two ends, and what `--stats` and `--trace` make of the whole run:
 //! start-up (engines and devices, planning, opening outputs) up to the first stage thread,
-//! teardown from the sink's end to the report, the `--stats` lines and the timeline file; and
-//! each stage thread's clock (`Control::clock`).
+//! teardown from the sink's end to the report, the `--stats` lines and the timeline file (with
+//! the device set-up entries of `setup_log` as lines and spans); and each stage thread's clock
+//! (`Control::clock`).
 
 use super::Control;
 use crate::config::Settings;
