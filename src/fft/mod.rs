@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cpu;
 pub mod device_choice;
 pub mod device_set;
+pub mod device_trace;
 pub mod fault;
 pub mod host_memory;
 pub mod lanes;
@@ -19,6 +20,7 @@ pub mod router;
 pub mod scale;
 
 use crate::window::WindowKind;
+pub use device_trace::DeviceTrace;
 pub use host_memory::{HostBuf, PinnedMemory};
 pub use scale::{Scale, ScalePlan};
 use std::fmt::{Debug, Display};
@@ -247,6 +249,12 @@ pub trait Engine<T: Sample>: Send {
     /// The device's own times for the last batch (event profiling, when it was asked for with
     /// `opencl::profile_for_stats`), taken once; None for engines without a device.
     fn take_device_times(&mut self) -> Option<DeviceTimes> {
+        None
+    }
+
+    /// With `--trace` (`device_trace::trace_device_spans`): the device times of the last
+    /// batch's chunks, taken once; None for engines without a device.
+    fn take_device_trace(&mut self) -> Option<DeviceTrace> {
         None
     }
 }

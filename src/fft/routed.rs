@@ -201,4 +201,8 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
     fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
         self.gpu.as_mut().and_then(|g| g.take_device_times())
     }
+
+    fn take_device_trace(&mut self) -> Option<super::DeviceTrace> {
+        self.gpu.as_mut().and_then(|g| g.take_device_trace())
+    }
 }

@@ -30,6 +30,7 @@ use super::route_record::{AutoRoute, JobKey, RouteRecord};
 use super::routed::{Policy, RoutedEngine};
 use super::{Engine, Sample};
 use crate::error::FftdError;
+use crate::setup_log::What;
 use std::sync::{Arc, Mutex};
 
 /// Everything `build_engines_with` needs.
@@ -301,15 +302,18 @@ fn calibration_of<T: Sample>(
         fault: None,
         ..opts.opencl.clone()
     };
-    let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
-    // one measurement at a time: devices measured at once would skew each other's CPU side (and
-    // identical devices share one calibration: the second finds the first's in the cache)
-    static MEASURING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
+    let measure = || {
+        let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
+        // one measurement at a time: devices measured at once would skew each other's CPU side
+        // (and identical devices share one calibration: the second finds the first's in the cache)
+        static MEASURING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
+    };
+    crate::setup_log::timed(What::Calibration, || entry.info.address(), (0, 0), measure)
 }
 
-/// `opts.workers` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
+/// `opts.engines_per_device()` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
 fn open_engines<T: Sample>(
     spec: &LaneSpec,
     opts: &RouterOptions,
@@ -322,9 +326,14 @@ fn open_engines<T: Sample>(
     if let Some(fault) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
         options.fault = Some(fault);
     }
-    (0..opts.engines_per_device())
-        .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
-        .collect()
+    let workers = opts.engines_per_device();
+    let make = || {
+        (0..workers)
+            .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
+            .collect()
+    };
+    let count = (workers as u64, 0);
+    crate::setup_log::timed(What::Engines, || entry.info.address(), count, make)
 }
 
 fn routed_lane<T: Sample>(

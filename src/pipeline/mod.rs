@@ -244,6 +244,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     if settings.stats || settings.trace.is_some() {
         // the FFT workers' time splits into upload, kernels and download (event profiling)
         crate::fft::opencl::profile_for_stats();
+        run_report::enable_detail(settings.trace.is_some());
     }
     let workers = (settings.workers, settings.device_workers);
     let job = job_key::<T>(settings);
@@ -433,7 +434,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let range_jobs = &range_jobs;
         if show_progress {
             let (samples, finished) = (&control.counters.samples_in, &finished);
-            scope.spawn(move || crate::progress::show(samples, total_samples, finished));
+            let track = control.tracer.as_deref();
+            scope.spawn(move || crate::progress::show(samples, total_samples, finished, track));
         }
         // every producer's guard before any producer starts: the queues close when all have
         // ended and every batch is finished (`dispatch`)
@@ -463,7 +465,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 stop: &control.stop,
                 interrupted,
             };
-            dispatcher.watch(&watched, stop)
+            dispatcher.watch_traced(&watched, stop, control.tracer.as_deref())
         });
         if let Some(build) = late_lanes {
             // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
@@ -568,6 +570,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let failure = error.as_ref().map(ToString::to_string);
         meta_written = write_meta(path, file, settings, &summaries, failure.as_deref());
     }
+    // pinned spares released now, inside the teardown that --stats and --trace account for
+    input_pool.release_spares();
+    output_pool.release_spares();
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
         started,

@@ -154,6 +154,7 @@ pub fn run_worker<T: Sample>(
     let _abandon = AbandonOnPanic(&ctx.dispatcher);
     let mut failed = false;
     let mut clock = ctx.control.clock(Kind::Worker, Phase::WorkerInput);
+    let mut queue_tracks = crate::device_timeline::QueueTracks::default();
     for batch in queue.rx.iter() {
         let id = batch.id;
         let stream = batch.frames.first().map(|f| f.stream);
@@ -168,6 +169,9 @@ pub fn run_worker<T: Sample>(
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
         if let Some(device) = engine.take_device_times() {
             split_device_time(&mut clock, device, to.duration_since(from));
+        }
+        if let Some(tracer) = clock.tracer() {
+            queue_tracks.record(tracer, engine.as_mut(), id, stream);
         }
         match handled {
             Handled::HandedOff => continue, // the lane that took it finishes it

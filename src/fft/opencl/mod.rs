@@ -30,6 +30,7 @@
 //! failure answers `EngineError::Device`.
 
 mod bands;
+mod chunk_log;
 pub mod device;
 mod launch;
 pub mod pinned;
@@ -1015,6 +1016,10 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
             download_ns: p.read_ns,
         };
         (times != super::DeviceTimes::default()).then_some(times)
+    }
+
+    fn take_device_trace(&mut self) -> Option<super::DeviceTrace> {
+        chunk_log::take(&mut self.slots, self.dev.info.address())
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
