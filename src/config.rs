@@ -570,6 +570,10 @@ pub struct Settings {
     pub workers: usize,
     /// `--workers` as given (engines per OpenCL device too); None: `limits::DEVICE_WORKERS`.
     pub device_workers: Option<usize>,
+    /// Default batches sized for OpenCL devices (`batch_frames`): `--device` names them, or
+    /// `auto` on files, where GPUs may join (the pipeline turns it off when `auto` runs a job on
+    /// the CPU engines alone).
+    pub device_batches: bool,
     /// `--serve` and its `--serve-*` options: where the live view listens, who may look.
     pub serve: Option<crate::serve::options::ServeSettings>,
     pub realtime: bool,
@@ -749,6 +753,11 @@ impl Settings {
         }
         let precision = o.precision.unwrap_or(Precision::F32);
         let batch = Self::check_batch(o.batch.unwrap_or(0), frame, precision, workers)?;
+        let device_batches = {
+            let device = o.device.clone().unwrap_or(DeviceChoice::Auto);
+            let auto_on_files = device == DeviceChoice::Auto && matches!(input, Input::Files(_));
+            device.names_a_device() || auto_on_files
+        };
         Ok(Settings {
             input,
             input_format: o.input_format,
@@ -779,6 +788,7 @@ impl Settings {
             max_latency_ms,
             workers,
             device_workers: o.workers.filter(|&w| w > 0).map(|w| w as usize),
+            device_batches,
             serve,
             realtime: o.realtime,
             fleet: None,
@@ -838,12 +848,9 @@ impl Settings {
     }
 
     /// Frames per batch for frames of `n` samples: `--batch`, or by default about
-    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` when OpenCL devices may take
-    /// the batches (`--device` names them, or `auto` on files, where GPUs can join).
+    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` with `device_batches`.
     pub fn batch_frames(&self, n: usize) -> usize {
-        let auto_on_files =
-            self.device == DeviceChoice::Auto && matches!(self.input, Input::Files(_));
-        let (samples, most) = match self.device.names_a_device() || auto_on_files {
+        let (samples, most) = match self.device_batches {
             true => (limits::DEVICE_BATCH_SAMPLES, 16384),
             false => (limits::CPU_BATCH_SAMPLES, 1024),
         };

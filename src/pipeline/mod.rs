@@ -255,6 +255,15 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         auto_route,
     } = router::build_engine_set::<T>(&settings.device, workers, live, &job)?;
     let engines_built = (building, Instant::now());
+    // `auto` running this job on the CPU engines alone: batches sized for them
+    let cpu_only = Settings {
+        device_batches: false,
+        ..settings.clone()
+    };
+    let settings = match auto_route {
+        Some(crate::fft::route_record::AutoRoute::CpuOnly) => &cpu_only,
+        _ => settings,
+    };
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
     tracing::debug!(
