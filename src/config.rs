@@ -158,6 +158,44 @@ pub struct Options {
     #[arg(long, value_name = "SPEC")]
     pub bands: Option<BandSpec>,
 
+    /// The level in dB a full-scale sine (amplitude 1.0) reads: levels and bins in dB SPL (or
+    /// --unit) instead of dBFS (docs/measure.md).
+    #[arg(long, value_name = "DB", allow_negative_numbers = true, value_parser = number)]
+    pub calibration: Option<f64>,
+
+    /// A microphone's response, corrected per bin: lines of `Hz dB` (UMIK-1/REW files, comments
+    /// and a `Sens Factor` header allowed), interpolated in log-frequency.
+    #[arg(long, value_name = "PATH")]
+    pub calibration_file: Option<PathBuf>,
+
+    /// Frequency weighting of power before bands, levels and dB (IEC 61672-1:2013): a, c or z.
+    #[arg(long, value_enum)]
+    pub weighting: Option<crate::products::measure::weighting::Weighting>,
+
+    /// Name of the calibrated level unit [default: "dB SPL" with --calibration, else "dBFS"].
+    #[arg(long, value_name = "NAME")]
+    pub unit: Option<String>,
+
+    /// Sound-level meter readings in each row: leq, lfmax, lfmin, lsmax, lsmin (Fast 125 ms,
+    /// Slow 1 s) per --average interval, per frame without it [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub levels: bool,
+
+    /// The N strongest peaks of each row, frequency and level interpolated (peakI_hz, peakI_db).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub peaks: Option<i64>,
+
+    /// THD, THD+N, SINAD and SNR of each row's strongest tone (or --tone), harmonics 2 to 10
+    /// [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub distortion: bool,
+
+    /// The fundamental --distortion measures, in Hz [default: the strongest tone].
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub tone: Option<f64>,
+
     /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
     #[arg(long)]
     #[serde(default)]
@@ -340,6 +378,8 @@ fn merge(cli: Options, file: Options) -> Options {
             Options {
                 file: if cli.file.is_empty() { file.file } else { cli.file },
                 fftshift: cli.fftshift || file.fftshift,
+                levels: cli.levels || file.levels,
+                distortion: cli.distortion || file.distortion,
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
                 realtime: cli.realtime || file.realtime,
@@ -365,6 +405,12 @@ fn merge(cli: Options, file: Options) -> Options {
         fmin,
         fmax,
         bands,
+        calibration,
+        calibration_file,
+        weighting,
+        unit,
+        peaks,
+        tone,
         precision,
         format,
         output,
@@ -437,6 +483,15 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         ),
         (o.serve.is_some(), "--serve"),
         (o.realtime, "--realtime"),
+        (
+            o.calibration.is_some()
+                || o.calibration_file.is_some()
+                || o.weighting.is_some()
+                || o.levels
+                || o.peaks.is_some()
+                || o.distortion,
+            "--calibration/--weighting/--levels/--peaks/--distortion (measurements follow a whole stream: run fftd locally)",
+        ),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
         (
             matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)),
@@ -622,6 +677,7 @@ impl Settings {
         }
         let nats_output = nats_output(&mut o)?;
         let serve = crate::serve::options::resolve(&o)?;
+        let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
             (false, None) => Input::Files(o.file),
@@ -730,16 +786,22 @@ impl Settings {
             fmin: o.fmin,
             fmax: o.fmax,
             bands: o.bands,
+            measure,
         };
         products.check().map_err(FftdError::Usage)?;
         let scale = o.scale.unwrap_or(Scale::Magnitude);
+        let image = o.format == Some(OutputFormat::Png);
+        let bands = products.bands.is_some();
+        (products.measure)
+            .check(scale, bands, image)
+            .map_err(FftdError::Usage)?;
         if scale == Scale::Complex && products.in_power_domain() {
             // (a fleet worker would otherwise learn it only from its first block)
             return usage(crate::products::COMPLEX_NEEDS_POWER.into());
         }
         if !products.is_plain() && frame == FrameSize::Whole {
             return usage(
-                "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
+                "--average, --bands, --fmin, --fmax and the measurements (--levels, --weighting, ...) need a fixed --frame N, not whole".into(),
             );
         }
         if o.realtime && matches!(input, Input::Mic(_)) {
@@ -805,6 +867,25 @@ impl Settings {
         Ok(PngOptions {
             size: size.unwrap_or(defaults.size),
             db: db.or(defaults.db),
+        })
+    }
+
+    /// The measurement flags (`products::measure`); the calibration file is read here.
+    fn measure_options(o: &Options) -> Result<crate::products::measure::MeasureOptions> {
+        use crate::products::measure::calibration::CalibrationCurve;
+        let calibration_file = match &o.calibration_file {
+            Some(path) => Some(CalibrationCurve::load(path).map_err(FftdError::Usage)?),
+            None => None,
+        };
+        Ok(crate::products::measure::MeasureOptions {
+            calibration_db: o.calibration,
+            calibration_file,
+            weighting: o.weighting,
+            unit: o.unit.clone(),
+            levels: o.levels,
+            peaks: in_range("--peaks", o.peaks.unwrap_or(0), 0, Some(100), "peaks")?,
+            distortion: o.distortion,
+            tone_hz: o.tone,
         })
     }
 

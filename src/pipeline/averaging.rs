@@ -3,6 +3,9 @@
 //! frame's power row into its stream's `products::average::Averager`, applies the requested scale
 //! to the rows they emit and sends those rows on as batches numbered from 0 (the sink's order).
 //! At the end of the input every stream's last, partial group is emitted too.
+//! With measurements (`products::measure`) every run passes here (one frame per row without
+//! `--average`): each stream's level meter follows its frames, and rows are finished by
+//! `Measuring::finish_row` (columns in the requested scale, then the measurements).
 
 use super::batcher::FrameMeta;
 use super::pool::BufferPool;
@@ -10,6 +13,8 @@ use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::fft::{HostBuf, Sample, TransformSpec};
 use crate::products::average::{AverageMode, AverageSpec, AveragedRow, Averager, Segment};
+use crate::products::measure::levels::LevelMeter;
+use crate::products::measure::Measuring;
 use crate::products::Finish;
 use crate::sink::StreamMeta;
 use crate::stats::Counters;
@@ -31,6 +36,8 @@ pub struct AveragingStage<'a> {
     /// Numbers the batches it sends (from 0; shared with the live view, which must know the
     /// next one).
     pub numbering: Arc<AtomicU64>,
+    /// The measurement layer, when the run measures.
+    pub measuring: Option<Measuring>,
 }
 
 /// One stream's averager and what its rows need.
@@ -40,6 +47,7 @@ struct StreamAverage<T> {
     spec: TransformSpec,
     columns: Option<usize>,
     rows: u64,
+    meter: Option<LevelMeter>,
 }
 
 pub fn run_averaging<T: Sample>(
@@ -77,7 +85,7 @@ pub fn run_averaging<T: Sample>(
         }
     }
     for state in states.iter_mut().flatten() {
-        if let Some(rows) = finish_stream(state, stage.finish) {
+        if let Some(rows) = finish_stream(state, stage) {
             if !send(rows) {
                 return;
             }
@@ -93,7 +101,8 @@ fn average_batch<T: Sample>(
     control: &Control,
 ) -> Result<Option<Done<T>>, String> {
     let width = batch.width();
-    let mut out = RowsOut::new(stage.finish);
+    let measuring = stage.measuring.as_ref();
+    let mut out = RowsOut::new(stage.finish, measuring);
     for (i, frame) in batch.frames.iter().enumerate() {
         if control.is_cut(frame.stream, frame.seq) {
             continue; // past a failed input's cut (`Control::cut_stream`)
@@ -112,11 +121,16 @@ fn average_batch<T: Sample>(
                 spec: batch.spec,
                 columns: batch.columns,
                 rows: 0,
+                meter: measuring.and_then(|m| m.meter(frame.stream)),
             }),
         };
         let power = &batch.values[i * width..(i + 1) * width];
         let (stream, completed) = (frame.stream, frame.completed);
-        let rows = &mut state.rows;
+        let total = measuring.and_then(|m| m.total(stream, power));
+        if let (Some(meter), Some(total)) = (state.meter.as_mut(), total) {
+            meter.push(total);
+        }
+        let (rows, meter) = (&mut state.rows, &mut state.meter);
         let tail = batch.segments.as_ref().and_then(|t| t.get(i));
         let segment = Segment {
             first_frame: frame.seq,
@@ -125,40 +139,55 @@ fn average_batch<T: Sample>(
             frames: tail.map_or(1, |t| t.frames as usize),
         };
         state.averager.push_segment(segment, power, &mut |row| {
-            out.push(stream, rows, completed, row)
+            out.push((stream, rows, meter.as_mut()), completed, row)
         });
     }
     Ok(out.into_done(batch.spec, batch.columns))
 }
 
 /// A stream's last (partial) group, as a batch of one row (None when it has no frame left).
-fn finish_stream<T: Sample>(state: &mut StreamAverage<T>, finish: Finish) -> Option<Done<T>> {
-    let mut out = RowsOut::new(finish);
+fn finish_stream<T: Sample>(
+    state: &mut StreamAverage<T>,
+    stage: &AveragingStage<'_>,
+) -> Option<Done<T>> {
+    let mut out = RowsOut::new(stage.finish, stage.measuring.as_ref());
     let (stream, rows, now) = (state.stream, &mut state.rows, Instant::now());
+    let meter = &mut state.meter;
     state
         .averager
-        .finish(&mut |row| out.push(stream, rows, now, row));
+        .finish(&mut |row| out.push((stream, rows, meter.as_mut()), now, row));
     out.into_done(state.spec, state.columns)
 }
 
 /// Rows emitted while a batch is averaged, with their frame records.
-struct RowsOut<T> {
+struct RowsOut<'a, T> {
     finish: Finish,
+    measuring: Option<&'a Measuring>,
     frames: Vec<FrameMeta>,
     values: Vec<T>,
+    /// Values per finished row, when measurements change it.
+    width: Option<usize>,
 }
 
-impl<T: Sample> RowsOut<T> {
-    fn new(finish: Finish) -> Self {
+impl<'a, T: Sample> RowsOut<'a, T> {
+    fn new(finish: Finish, measuring: Option<&'a Measuring>) -> Self {
         RowsOut {
             finish,
+            measuring,
             frames: Vec::new(),
             values: Vec::new(),
+            width: None,
         }
     }
 
-    /// Adds an emitted row of `stream` (its `rows`-th), finishing its values.
-    fn push(&mut self, stream: usize, rows: &mut u64, completed: Instant, row: AveragedRow<T>) {
+    /// Adds an emitted row of `stream` (its `rows`-th; `meter`: its level meter), finishing its
+    /// values.
+    fn push(
+        &mut self,
+        (stream, rows, meter): (usize, &mut u64, Option<&mut LevelMeter>),
+        completed: Instant,
+        row: AveragedRow<T>,
+    ) {
         self.frames.push(FrameMeta {
             stream,
             seq: *rows,
@@ -168,6 +197,12 @@ impl<T: Sample> RowsOut<T> {
         });
         *rows += 1;
         let finish = self.finish;
+        if let Some(measuring) = self.measuring {
+            let start = self.values.len();
+            measuring.finish_row(stream, finish, &row.values, meter, &mut self.values);
+            self.width = Some(self.values.len() - start);
+            return;
+        }
         self.values.extend(
             row.values
                 .iter()
@@ -176,6 +211,7 @@ impl<T: Sample> RowsOut<T> {
     }
 
     fn into_done(self, spec: TransformSpec, columns: Option<usize>) -> Option<Done<T>> {
+        let columns = self.width.or(columns);
         if self.frames.is_empty() {
             return None;
         }

@@ -9,11 +9,13 @@
 //! 4. the requested scale last: `magnitude` is the square root of the (averaged) power, `db` is
 //!    10·log10 of it (floored at -240 dB, as plain dB output).
 //!
-//! Without products the engine's output goes straight to the sinks, as before.
+//! Without products the engine's output goes straight to the sinks, as before. Measurements
+//! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
 
 pub mod average;
 pub mod bands;
 pub mod columns;
+pub mod measure;
 
 use crate::fft::Scale;
 use average::{AverageMode, AverageSpec};
@@ -27,23 +29,40 @@ pub struct ProductOptions {
     pub fmin: Option<f64>,
     pub fmax: Option<f64>,
     pub bands: Option<BandSpec>,
+    /// Calibration, weighting and the measurements (`measure`).
+    pub measure: measure::MeasureOptions,
 }
 
 impl ProductOptions {
     /// Whether the engine's output goes to the sinks untouched.
     pub fn is_plain(&self) -> bool {
-        self.average.is_none() && self.fmin.is_none() && self.fmax.is_none() && self.bands.is_none()
+        self.average.is_none()
+            && self.fmin.is_none()
+            && self.fmax.is_none()
+            && self.bands.is_none()
+            && !self.measure.is_active()
+    }
+
+    /// The grouping of the averaging stage: `--average`, or one frame per row for measurements
+    /// (which follow each stream's frames in order there).
+    pub fn row_average(&self) -> Option<AverageSpec> {
+        self.average
+            .or_else(|| self.measure.is_active().then_some(AverageSpec::Frames(1)))
     }
 
     /// Whether rows must be reduced in the power domain (and the scale applied after).
     pub fn in_power_domain(&self) -> bool {
-        self.average.is_some() || self.bands.is_some()
+        self.average.is_some() || self.bands.is_some() || self.measure.is_active()
     }
 
     /// The scale the engine computes for output `scale`: the power-domain one when a product
     /// reduces power, else `scale` itself.
     pub fn engine_scale(&self, scale: Scale) -> Scale {
         match scale {
+            // measurements: calibrated power, from scipy's one-sided spectrum scaling
+            Scale::Magnitude | Scale::Db | Scale::Power if self.measure.is_active() => {
+                Scale::Spectrum
+            }
             Scale::Magnitude | Scale::Db if self.in_power_domain() => Scale::Power,
             other => other,
         }
@@ -124,7 +143,7 @@ impl Shaping {
         streams: &mut [crate::sink::StreamMeta],
         n: usize,
         options: &ProductOptions,
-        scale: Scale,
+        (scale, window): (Scale, crate::window::WindowKind),
     ) -> Result<Option<Self>, String> {
         if options.is_plain() {
             return Ok(None);
@@ -138,14 +157,15 @@ impl Shaping {
             let plan = match plans.iter().find(|(k, _)| *k == key) {
                 Some((_, plan)) => plan.clone(),
                 None => {
-                    let plan = columns::ColumnPlan::new(meta, n, options, scale.values_per_bin())?;
+                    let per_bin = scale.values_per_bin();
+                    let plan = columns::ColumnPlan::new(meta, (n, window), options, per_bin)?;
                     plans.push((key, plan.clone()));
                     plan
                 }
             };
             meta.columns = Some(std::sync::Arc::new(plan.frequencies().to_vec()));
         }
-        let finish = match options.average {
+        let finish = match options.row_average() {
             Some(_) => Finish::AsIs, // after averaging
             None => Finish::for_scale(scale, options),
         };
@@ -177,7 +197,7 @@ impl Shaping {
             plan.pick(spectrum, row);
         }
         self.finish_rows(rows);
-        Some(plan.columns())
+        Some(plan.columns() + plan.extra())
     }
 
     /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
@@ -212,8 +232,13 @@ impl Segmenting {
         hop: usize,
         live: bool,
     ) -> Result<Option<Self>, String> {
-        let (Some(spec), Some(op), false) = (options.average, options.mode.segment_op(), live)
-        else {
+        // measurements follow every frame (`measure::levels`)
+        let (Some(spec), Some(op), false, false) = (
+            options.average,
+            options.mode.segment_op(),
+            live,
+            options.measure.is_active(),
+        ) else {
             return Ok(None);
         };
         let groupings = streams
