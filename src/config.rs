@@ -50,6 +50,10 @@ macro_rules! deserialize_from_str {
         }
     };
 }
+deserialize_from_str!(
+    crate::products::measure::cross::CrossSpec,
+    "two 0-based channels such as \"0,1\""
+);
 deserialize_from_str!(FrameSize, "a number of samples (2 or more) or \"whole\"");
 deserialize_from_str!(
     AverageSpec,
@@ -191,6 +195,12 @@ pub struct Options {
     #[arg(long)]
     #[serde(default)]
     pub distortion: bool,
+
+    /// Two channels A,B (0-based) of a multi-channel input: Welch cross-spectral density,
+    /// coherence and the H1 transfer function B/A per bin, as scipy.signal.csd/coherence
+    /// (csd, coherence, h1_db, h1_deg); --average groups the frames [default: the whole input].
+    #[arg(long, value_name = "A,B")]
+    pub cross: Option<crate::products::measure::cross::CrossSpec>,
 
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
@@ -411,6 +421,7 @@ fn merge(cli: Options, file: Options) -> Options {
         unit,
         peaks,
         tone,
+        cross,
         precision,
         format,
         output,
@@ -489,8 +500,9 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
                 || o.weighting.is_some()
                 || o.levels
                 || o.peaks.is_some()
-                || o.distortion,
-            "--calibration/--weighting/--levels/--peaks/--distortion (measurements follow a whole stream: run fftd locally)",
+                || o.distortion
+                || o.cross.is_some(),
+            "--cross/--calibration/--weighting/--levels/--peaks/--distortion (measurements follow a whole stream: run fftd locally)",
         ),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
         (
@@ -791,6 +803,19 @@ impl Settings {
         products.check().map_err(FftdError::Usage)?;
         let scale = o.scale.unwrap_or(Scale::Magnitude);
         let image = o.format == Some(OutputFormat::Png);
+        if let Some(cross) = o.cross {
+            if matches!(
+                o.channel,
+                Some(ChannelSelect::Mix | ChannelSelect::Index(_))
+            ) {
+                return usage(format!(
+                    "--cross {cross} reads two channels: leave --channel out or give --channel all"
+                ));
+            }
+            if o.serve.is_some() {
+                return usage(format!("--cross {cross}: the live view does not draw transfer functions yet; write them to a file"));
+            }
+        }
         let bands = products.bands.is_some();
         (products.measure)
             .check(scale, bands, image)
@@ -814,7 +839,10 @@ impl Settings {
             input_format: o.input_format,
             rate: o.rate,
             channels,
-            channel: o.channel.unwrap_or(ChannelSelect::Mix),
+            channel: o.channel.unwrap_or(match o.cross {
+                Some(_) => ChannelSelect::All,
+                None => ChannelSelect::Mix,
+            }),
             frame,
             hop,
             tail: o.tail.unwrap_or(Tail::Pad),
@@ -886,6 +914,7 @@ impl Settings {
             peaks: in_range("--peaks", o.peaks.unwrap_or(0), 0, Some(100), "peaks")?,
             distortion: o.distortion,
             tone_hz: o.tone,
+            cross: o.cross,
         })
     }
 

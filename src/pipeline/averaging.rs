@@ -13,6 +13,7 @@ use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::fft::{HostBuf, Sample, TransformSpec};
 use crate::products::average::{AverageMode, AverageSpec, AveragedRow, Averager, Segment};
+use crate::products::measure::cross::{CrossPair, CrossPlan, CrossRow};
 use crate::products::measure::levels::LevelMeter;
 use crate::products::measure::Measuring;
 use crate::products::Finish;
@@ -38,6 +39,14 @@ pub struct AveragingStage<'a> {
     pub numbering: Arc<AtomicU64>,
     /// The measurement layer, when the run measures.
     pub measuring: Option<Measuring>,
+    /// `--cross`: the channel pairs, whose frames are combined instead of averaged.
+    pub cross: Option<CrossPlan>,
+}
+
+/// `--cross`: each pair's accumulator and rows written.
+struct CrossState {
+    pairs: Vec<CrossPair>,
+    rows: Vec<u64>,
 }
 
 /// One stream's averager and what its rows need.
@@ -58,6 +67,11 @@ pub fn run_averaging<T: Sample>(
     values_pool: &BufferPool<T>,
 ) {
     let mut states: Vec<Option<StreamAverage<T>>> = stage.streams.iter().map(|_| None).collect();
+    let mut cross = stage.cross.as_ref().map(|plan| CrossState {
+        pairs: plan.accumulators(),
+        rows: vec![0; plan.pairs.len()],
+    });
+    let mut spec_seen: Option<TransformSpec> = None;
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
     let mut next = 0u64;
     let send = |done: Done<T>| {
@@ -71,7 +85,11 @@ pub fn run_averaging<T: Sample>(
             Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
         }
         while let Some(batch) = control.next_in_order(&mut next, &mut reorder) {
-            let averaged = average_batch(&batch, stage, &mut states, control);
+            spec_seen = Some(batch.spec);
+            let averaged = match (&mut cross, &stage.cross) {
+                (Some(state), Some(plan)) => Ok(cross_batch(&batch, plan, state, control)),
+                _ => average_batch(&batch, stage, &mut states, control),
+            };
             values_pool.give(batch.values); // the spectra buffer goes back to the workers
             match averaged {
                 Ok(Some(rows)) => {
@@ -83,6 +101,18 @@ pub fn run_averaging<T: Sample>(
                 Err(e) => return control.fail(crate::error::FftdError::Usage(e)),
             }
         }
+    }
+    if let (Some(state), Some(plan), Some(spec)) = (&mut cross, &stage.cross, spec_seen) {
+        let mut out = RowsOut::new(Finish::AsIs, None);
+        for (p, pair) in state.pairs.iter_mut().enumerate() {
+            if let Some(row) = pair.take() {
+                out.push_cross(plan.pairs[p], &mut state.rows[p], Instant::now(), row);
+            }
+        }
+        if let Some(rows) = out.into_done(cross_spec(spec), None) {
+            let _ = send(rows);
+        }
+        return;
     }
     for state in states.iter_mut().flatten() {
         if let Some(rows) = finish_stream(state, stage) {
@@ -143,6 +173,42 @@ fn average_batch<T: Sample>(
         });
     }
     Ok(out.into_done(batch.spec, batch.columns))
+}
+
+/// `--cross`: a batch's frames into their pairs' accumulators; the rows completed, as a batch.
+fn cross_batch<T: Sample>(
+    batch: &Done<T>,
+    plan: &CrossPlan,
+    state: &mut CrossState,
+    control: &Control,
+) -> Option<Done<T>> {
+    let width = batch.width();
+    let mut out = RowsOut::new(Finish::AsIs, None);
+    for (i, frame) in batch.frames.iter().enumerate() {
+        let Some((p, side)) = plan.sides.get(frame.stream).copied().flatten() else {
+            continue; // another channel
+        };
+        if control.is_cut(frame.stream, frame.seq) {
+            continue;
+        }
+        let spectrum = batch.values[i * width..(i + 1) * width]
+            .iter()
+            .map(|v| v.into_f64())
+            .collect();
+        let (rows, completed) = (&mut state.rows[p], frame.completed);
+        state.pairs[p].push(side, (frame.seq, frame.start), spectrum, &mut |row| {
+            out.push_cross(plan.pairs[p], rows, completed, row)
+        });
+    }
+    out.into_done(cross_spec(batch.spec), None)
+}
+
+/// The spec of `--cross` rows: one value per column (csd's re and im are columns of their own).
+fn cross_spec(spec: TransformSpec) -> TransformSpec {
+    TransformSpec {
+        scale: crate::fft::Scale::Spectrum,
+        ..spec
+    }
 }
 
 /// A stream's last (partial) group, as a batch of one row (None when it has no frame left).
@@ -208,6 +274,26 @@ impl<'a, T: Sample> RowsOut<'a, T> {
                 .iter()
                 .map(|v| T::of_f64(finish.apply(v.into_f64()))),
         );
+    }
+
+    /// Adds a `--cross` row of the pair whose channel A is `stream` (at `rate`).
+    fn push_cross(
+        &mut self,
+        (stream, rate): (usize, f64),
+        rows: &mut u64,
+        completed: Instant,
+        row: CrossRow,
+    ) {
+        self.frames.push(FrameMeta {
+            stream,
+            seq: *rows,
+            start: row.first_start,
+            time_s: Some(row.first_start as f64 / rate),
+            completed,
+        });
+        *rows += 1;
+        self.width = Some(row.values.len());
+        self.values.extend(row.values.into_iter().map(T::of_f64));
     }
 
     fn into_done(self, spec: TransformSpec, columns: Option<usize>) -> Option<Done<T>> {

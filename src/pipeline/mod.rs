@@ -327,6 +327,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let encoder = make_encoder::<T>(settings.format, settings.scale);
     let encoder = crate::sink::measured::wrap(encoder, settings.format, layout.as_ref());
     let values_of = |s: &StreamMeta| match &s.columns {
+        Some(_) if layout.as_ref().is_some_and(|l| l.cross_bins.is_some()) => extras,
         Some(columns) => columns.len() * settings.scale.values_per_bin() + extras,
         None => spec_of(frame_n, s.kind, s.rate).values_out(),
     };
@@ -789,6 +790,19 @@ fn average_stage<'a>(
         streams,
         finish: Finish::for_scale(settings.scale, &settings.products),
         numbering: Arc::default(),
+        cross: match settings.products.measure.cross {
+            Some(cross) => Some(
+                crate::products::measure::cross::CrossPlan::new(
+                    cross,
+                    streams,
+                    (n, hop),
+                    settings.window,
+                    settings.products.average,
+                )
+                .map_err(FftdError::Usage)?,
+            ),
+            None => None,
+        },
         measuring: crate::products::measure::Measuring::new(
             &settings.products,
             streams,

@@ -54,8 +54,10 @@ impl ColumnPlan {
             if meta.kind == crate::fft::InputKind::Complex {
                 return Err(format!("--calibration/--weighting/--levels/--peaks/--distortion: {} is complex (I/Q) input; measurements are defined on real signals", meta.input));
             }
-            let gains = options.measure.bin_gains(&meta.frequencies(n), n, window);
-            plan.apply_gains(gains);
+            if options.measure.calibrates() {
+                let gains = options.measure.bin_gains(&meta.frequencies(n), n, window);
+                plan.apply_gains(gains);
+            }
         }
         Ok(plan)
     }

@@ -58,6 +58,9 @@ impl ProductOptions {
     /// The scale the engine computes for output `scale`: the power-domain one when a product
     /// reduces power, else `scale` itself.
     pub fn engine_scale(&self, scale: Scale) -> Scale {
+        if self.measure.cross.is_some() {
+            return Scale::Complex; // `measure::cross` takes X and Y
+        }
         match scale {
             // measurements: calibrated power, from scipy's one-sided spectrum scaling
             Scale::Magnitude | Scale::Db | Scale::Power if self.measure.is_active() => {
@@ -70,6 +73,14 @@ impl ProductOptions {
 
     /// Checks combinations that have no meaning; the message names the flags.
     pub fn check(&self) -> Result<(), String> {
+        if let (Some(cross), true) = (
+            self.measure.cross,
+            self.fmin.is_some() || self.fmax.is_some(),
+        ) {
+            return Err(format!(
+                "--cross {cross} gives every bin: it goes without --fmin/--fmax"
+            ));
+        }
         if let (Some(bands), true) = (&self.bands, self.fmin.is_some() || self.fmax.is_some()) {
             return Err(format!(
                 "--fmin/--fmax with --bands {bands}: give the bands' range inside --bands (mel:128,fmin=20,fmax=8000 or octave:fmin=20,fmax=20000)"
@@ -157,7 +168,7 @@ impl Shaping {
             let plan = match plans.iter().find(|(k, _)| *k == key) {
                 Some((_, plan)) => plan.clone(),
                 None => {
-                    let per_bin = scale.values_per_bin();
+                    let per_bin = options.engine_scale(scale).values_per_bin();
                     let plan = columns::ColumnPlan::new(meta, (n, window), options, per_bin)?;
                     plans.push((key, plan.clone()));
                     plan

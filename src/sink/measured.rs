@@ -90,8 +90,80 @@ impl<T: Sample> MeasuredEncoder<T> {
     }
 }
 
+/// `--cross` rows: csd (re, im per bin), coherence, h1_db, h1_deg.
+fn push_cross_json<T: Sample>(values: &[T], bins: usize, out: &mut Vec<u8>) {
+    let part = |i: usize| values.get(i * bins..(i + 1) * bins).unwrap_or(&[]);
+    out.extend_from_slice(b",\"csd\":[");
+    for (k, pair) in values
+        .get(..2 * bins)
+        .unwrap_or(&[])
+        .chunks_exact(2)
+        .enumerate()
+    {
+        if k > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_all(out, pair, b',', Syntax::Json);
+        out.push(b']');
+    }
+    for (name, i) in [("coherence", 2), ("h1_db", 3), ("h1_deg", 4)] {
+        out.extend_from_slice(b"],\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":[");
+        push_all(out, part(i), b',', Syntax::Json);
+    }
+    out.extend_from_slice(b"]}\n");
+}
+
+/// The csv header of `--cross` rows.
+fn cross_header(frequencies: &[f64]) -> Vec<u8> {
+    let mut out = b"stream,frame,time_s".to_vec();
+    let cells = |out: &mut Vec<u8>, prefix: &str| {
+        for hz in frequencies {
+            out.push(b',');
+            out.extend_from_slice(prefix.as_bytes());
+            push(out, *hz, Syntax::Text);
+        }
+    };
+    for hz in frequencies {
+        for part in ["csd_re_", "csd_im_"] {
+            out.push(b',');
+            out.extend_from_slice(part.as_bytes());
+            push(&mut out, *hz, Syntax::Text);
+        }
+    }
+    for prefix in ["coherence_", "h1_db_", "h1_deg_"] {
+        cells(&mut out, prefix);
+    }
+    out.push(b'\n');
+    out
+}
+
+impl<T: Sample> MeasuredEncoder<T> {
+    fn encode_cross(&self, row: &SpectrumRow<'_, T>, bins: usize, out: &mut Vec<u8>) {
+        let (id, frame) = (row.stream.id, row.frame);
+        if self.json {
+            out.extend_from_slice(
+                format!("{{\"stream\":{id},\"frame\":{frame},\"time_s\":").as_bytes(),
+            );
+            push(out, row.time_s, Syntax::Json);
+            push_cross_json(row.values, bins, out);
+        } else {
+            out.extend_from_slice(format!("{id},{frame},").as_bytes());
+            push(out, row.time_s, Syntax::Text);
+            out.push(b',');
+            push_all(out, row.values, b',', Syntax::Text);
+            out.push(b'\n');
+        }
+    }
+}
+
 impl<T: Sample> Encoder<T> for MeasuredEncoder<T> {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
+        if let Some(bins) = self.layout.cross_bins {
+            return self.encode_cross(row, bins, out);
+        }
         let split = row.values.len().saturating_sub(self.layout.extras());
         let (columns, extras) = row.values.split_at(split);
         let inner_row = SpectrumRow {
@@ -118,6 +190,12 @@ impl<T: Sample> Encoder<T> for MeasuredEncoder<T> {
     }
 
     fn preamble(&self, first: &StreamMeta, n: usize) -> Vec<u8> {
+        if self.layout.cross_bins.is_some() {
+            return match self.json {
+                true => Vec::new(),
+                false => cross_header(&first.column_frequencies(n)),
+            };
+        }
         let mut out = self.inner.preamble(first, n);
         if self.json || out.last() != Some(&b'\n') {
             return out;

@@ -23,6 +23,7 @@
 //!    values of a row.
 
 pub mod calibration;
+pub mod cross;
 pub mod distortion;
 pub mod levels;
 pub mod peaks;
@@ -50,6 +51,8 @@ pub struct MeasureOptions {
     pub distortion: bool,
     /// `--tone HZ`: the distortion's fundamental, instead of the strongest tone.
     pub tone_hz: Option<f64>,
+    /// `--cross A,B`: cross-spectral density, coherence and H1 between two channels.
+    pub cross: Option<cross::CrossSpec>,
 }
 
 /// The harmonics `--distortion` counts: 2nd to this one (those below the top bin).
@@ -64,6 +67,13 @@ impl MeasureOptions {
             || self.levels
             || self.peaks > 0
             || self.distortion
+            || self.cross.is_some()
+    }
+
+    /// Whether bins get gains (calibration, weighting, levels, peaks, distortion: all but
+    /// `--cross`, which takes the complex spectra as they are).
+    pub fn calibrates(&self) -> bool {
+        self.is_active() && self.cross.is_none()
     }
 
     /// The unit levels (and dB bins) are in: `--unit`, else `dB SPL` with `--calibration` and
@@ -100,6 +110,19 @@ impl MeasureOptions {
                 return Err(
                     "--unit names the calibrated level unit: give --calibration DB too".into(),
                 );
+            }
+            return Ok(());
+        }
+        if let Some(cross) = self.cross {
+            let others = self.calibration_db.is_some()
+                || self.calibration_file.is_some()
+                || self.weighting.is_some()
+                || self.levels
+                || self.peaks > 0
+                || self.distortion
+                || bands;
+            if others || png {
+                return Err(format!("--cross {cross} gives csd, coherence and H1 of the channels' spectra as they are: it goes without --calibration, --weighting, --levels, --peaks, --distortion, --bands and --format png"));
             }
             return Ok(());
         }
@@ -162,6 +185,7 @@ impl MeasureOptions {
             distortion: self.distortion,
             unit: self.unit(),
             db_columns: scale == Scale::Db,
+            cross_bins: None,
         }
     }
 }
@@ -197,6 +221,8 @@ pub struct MeasureLayout {
     pub unit: String,
     /// Whether the columns are dB already (`--scale db`).
     pub db_columns: bool,
+    /// With `--cross`: the bins of its rows (which hold csd, coherence, h1_db, h1_deg only).
+    pub cross_bins: Option<usize>,
 }
 
 /// Names of the level values, in row order.
@@ -223,6 +249,9 @@ impl MeasureLayout {
 
     /// Values appended to each finished row.
     pub fn extras(&self) -> usize {
+        if let Some(bins) = self.cross_bins {
+            return cross::row_values(bins);
+        }
         5 * usize::from(self.levels) + 2 * self.peaks + 5 * usize::from(self.distortion)
     }
 
@@ -274,8 +303,12 @@ impl Measuring {
                 frame_step_s: hop as f64 / s.rate,
             })
             .collect();
+        let mut layout = measure.layout(options.bands.is_some(), scale);
+        if measure.cross.is_some() {
+            layout.cross_bins = Some(n / 2 + 1);
+        }
         Some(Measuring {
-            layout: Arc::new(measure.layout(options.bands.is_some(), scale)),
+            layout: Arc::new(layout),
             streams,
             tone_hz: measure.tone_hz,
             lobe: window.main_lobe_bins() + 1,
