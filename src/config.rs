@@ -50,6 +50,10 @@ macro_rules! deserialize_from_str {
         }
     };
 }
+deserialize_from_str!(
+    crate::products::measure::cross::CrossSpec,
+    "two 0-based channels such as \"0,1\""
+);
 deserialize_from_str!(FrameSize, "a number of samples (2 or more) or \"whole\"");
 deserialize_from_str!(
     AverageSpec,
@@ -157,6 +161,50 @@ pub struct Options {
     /// filters), octave or third-octave[:fmin=HZ,fmax=HZ] (IEC 61260-1 base-10 bands).
     #[arg(long, value_name = "SPEC")]
     pub bands: Option<BandSpec>,
+
+    /// The level in dB a full-scale sine (amplitude 1.0) reads: levels and bins in dB SPL (or
+    /// --unit) instead of dBFS (docs/measure.md).
+    #[arg(long, value_name = "DB", allow_negative_numbers = true, value_parser = number)]
+    pub calibration: Option<f64>,
+
+    /// A microphone's response, corrected per bin: lines of `Hz dB` (UMIK-1/REW files, comments
+    /// and a `Sens Factor` header allowed), interpolated in log-frequency.
+    #[arg(long, value_name = "PATH")]
+    pub calibration_file: Option<PathBuf>,
+
+    /// Frequency weighting of power before bands, levels and dB (IEC 61672-1:2013): a, c or z.
+    #[arg(long, value_enum)]
+    pub weighting: Option<crate::products::measure::weighting::Weighting>,
+
+    /// Name of the calibrated level unit [default: "dB SPL" with --calibration, else "dBFS"].
+    #[arg(long, value_name = "NAME")]
+    pub unit: Option<String>,
+
+    /// Sound-level meter readings in each row: leq, lfmax, lfmin, lsmax, lsmin (Fast 125 ms,
+    /// Slow 1 s) per --average interval, per frame without it [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub levels: bool,
+
+    /// The N strongest peaks of each row, frequency and level interpolated (peakI_hz, peakI_db).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub peaks: Option<i64>,
+
+    /// THD, THD+N, SINAD and SNR of each row's strongest tone (or --tone), harmonics 2 to 10
+    /// [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub distortion: bool,
+
+    /// Two channels A,B (0-based) of a multi-channel input: Welch cross-spectral density,
+    /// coherence and the H1 transfer function B/A per bin, as scipy.signal.csd/coherence
+    /// (csd, coherence, h1_db, h1_deg); --average groups the frames [default: the whole input].
+    #[arg(long, value_name = "A,B")]
+    pub cross: Option<crate::products::measure::cross::CrossSpec>,
+
+    /// The fundamental --distortion measures, in Hz [default: the strongest tone].
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub tone: Option<f64>,
 
     /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
     #[arg(long)]
@@ -340,6 +388,8 @@ fn merge(cli: Options, file: Options) -> Options {
             Options {
                 file: if cli.file.is_empty() { file.file } else { cli.file },
                 fftshift: cli.fftshift || file.fftshift,
+                levels: cli.levels || file.levels,
+                distortion: cli.distortion || file.distortion,
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
                 realtime: cli.realtime || file.realtime,
@@ -365,6 +415,13 @@ fn merge(cli: Options, file: Options) -> Options {
         fmin,
         fmax,
         bands,
+        calibration,
+        calibration_file,
+        weighting,
+        unit,
+        peaks,
+        tone,
+        cross,
         precision,
         format,
         output,
@@ -437,6 +494,16 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         ),
         (o.serve.is_some(), "--serve"),
         (o.realtime, "--realtime"),
+        (
+            o.calibration.is_some()
+                || o.calibration_file.is_some()
+                || o.weighting.is_some()
+                || o.levels
+                || o.peaks.is_some()
+                || o.distortion
+                || o.cross.is_some(),
+            "--cross/--calibration/--weighting/--levels/--peaks/--distortion (measurements follow a whole stream: run fftd locally)",
+        ),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
         (
             matches!(o.format, Some(OutputFormat::Npy | OutputFormat::Png)),
@@ -628,6 +695,7 @@ impl Settings {
         }
         let nats_output = nats_output(&mut o)?;
         let serve = crate::serve::options::resolve(&o)?;
+        let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
             (false, None) => Input::Files(o.file),
@@ -736,16 +804,35 @@ impl Settings {
             fmin: o.fmin,
             fmax: o.fmax,
             bands: o.bands,
+            measure,
         };
         products.check().map_err(FftdError::Usage)?;
         let scale = o.scale.unwrap_or(Scale::Magnitude);
+        let image = o.format == Some(OutputFormat::Png);
+        if let Some(cross) = o.cross {
+            if matches!(
+                o.channel,
+                Some(ChannelSelect::Mix | ChannelSelect::Index(_))
+            ) {
+                return usage(format!(
+                    "--cross {cross} reads two channels: leave --channel out or give --channel all"
+                ));
+            }
+            if o.serve.is_some() {
+                return usage(format!("--cross {cross}: the live view does not draw transfer functions yet; write them to a file"));
+            }
+        }
+        let bands = products.bands.is_some();
+        (products.measure)
+            .check(scale, bands, image)
+            .map_err(FftdError::Usage)?;
         if scale == Scale::Complex && products.in_power_domain() {
             // (a fleet worker would otherwise learn it only from its first block)
             return usage(crate::products::COMPLEX_NEEDS_POWER.into());
         }
         if !products.is_plain() && frame == FrameSize::Whole {
             return usage(
-                "--average, --bands, --fmin and --fmax need a fixed --frame N, not whole".into(),
+                "--average, --bands, --fmin, --fmax and the measurements (--levels, --weighting, ...) need a fixed --frame N, not whole".into(),
             );
         }
         if o.realtime && matches!(input, Input::Mic(_)) {
@@ -763,7 +850,10 @@ impl Settings {
             input_format: o.input_format,
             rate: o.rate,
             channels,
-            channel: o.channel.unwrap_or(ChannelSelect::Mix),
+            channel: o.channel.unwrap_or(match o.cross {
+                Some(_) => ChannelSelect::All,
+                None => ChannelSelect::Mix,
+            }),
             frame,
             hop,
             tail: o.tail.unwrap_or(Tail::Pad),
@@ -818,6 +908,26 @@ impl Settings {
         Ok(PngOptions {
             size: size.unwrap_or(defaults.size),
             db: db.or(defaults.db),
+        })
+    }
+
+    /// The measurement flags (`products::measure`); the calibration file is read here.
+    fn measure_options(o: &Options) -> Result<crate::products::measure::MeasureOptions> {
+        use crate::products::measure::calibration::CalibrationCurve;
+        let calibration_file = match &o.calibration_file {
+            Some(path) => Some(CalibrationCurve::load(path).map_err(FftdError::Usage)?),
+            None => None,
+        };
+        Ok(crate::products::measure::MeasureOptions {
+            calibration_db: o.calibration,
+            calibration_file,
+            weighting: o.weighting,
+            unit: o.unit.clone(),
+            levels: o.levels,
+            peaks: in_range("--peaks", o.peaks.unwrap_or(0), 0, Some(100), "peaks")?,
+            distortion: o.distortion,
+            tone_hz: o.tone,
+            cross: o.cross,
         })
     }
 

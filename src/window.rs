@@ -41,6 +41,11 @@ impl WindowKind {
         }
     }
 
+    /// Half the main lobe's width in bins (the cosine terms: 1 for rect, 2 for Hann, ...).
+    pub fn main_lobe_bins(self) -> usize {
+        self.cosine_terms().len()
+    }
+
     /// The periodic window of length `n`, in f64.
     pub fn coefficients(self, n: usize) -> Vec<f64> {
         let terms = self.cosine_terms();

@@ -132,6 +132,11 @@ fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
                 );
                 continue;
             }
+            if flag == "--calibration" {
+                // a full-scale sine may read below 0 dB in the calibrated unit (dB re 1 g, ...)
+                assert!(out.status.success(), "{flag}: {err}");
+                continue;
+            }
             let mut needles = vec![format!("{flag} -1: ")];
             let sub = sub.first().copied().unwrap_or_default();
             if let Some((_, _, range)) = ranges.iter().find(|(c, f, _)| (*c, *f) == (sub, &flag)) {

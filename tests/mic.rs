@@ -255,6 +255,32 @@ fn averaged_rows_through_mic_equal_file() {
     mic_equals_file_with(raw, ("f32", "f32", "2"), &extra, 5);
 }
 
+/// Live input gives the same measurements (calibrated, A-weighted levels of octave bands; the
+/// cross spectrum of the two channels) as the same samples from a file.
+#[test]
+fn measurements_through_mic_equal_file() {
+    let raw = f32_bytes(&noise(2 * RATE, 13));
+    let extra = [
+        "--levels",
+        "--weighting",
+        "a",
+        "--calibration",
+        "94",
+        "--bands",
+        "octave",
+        "--average",
+        "8",
+    ];
+    mic_equals_file_with(raw.clone(), ("f32", "f32", "2"), &extra, 5);
+    // --cross 0,1: rows of channel 0's stream only, 10 of 4 frames each
+    mic_equals_file_with(
+        raw,
+        ("f32", "f32", "2"),
+        &["--cross", "0,1", "--average", "4"],
+        5,
+    );
+}
+
 #[test]
 fn noise_through_mic_equals_file_i16_mono() {
     let samples: Vec<i16> = noise(RATE, 11)

@@ -250,7 +250,7 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = write_signal(dir.path(), 40_000);
     let (cpu, gpu) = (dir.path().join("cpu.npy"), dir.path().join("gpu.npy"));
-    let cases: [&[&str]; 9] = [
+    let cases: [&[&str]; 11] = [
         &[
             "--frame",
             "1024",
@@ -327,6 +327,32 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
             "1",
             "--average-mode",
             "exp:0.25",
+        ],
+        // measurements: the weighting and calibration folded into the device's band weights,
+        // the level total a band of all bins
+        &[
+            "--frame",
+            "1024",
+            "--bands",
+            "third-octave",
+            "--weighting",
+            "a",
+            "--calibration",
+            "20",
+            "--levels",
+            "--average",
+            "4",
+        ],
+        &[
+            "--frame",
+            "512",
+            "--weighting",
+            "c",
+            "--levels",
+            "--peaks",
+            "2",
+            "--scale",
+            "db",
         ],
     ];
     for case in cases {

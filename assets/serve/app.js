@@ -10,7 +10,7 @@ const ui = {
   specmin: $('specmin'), specmax: $('specmax'), specauto: $('specauto'),
   colormap: $('colormap'), wfmin: $('wfmin'), wfmax: $('wfmax'), wfauto: $('wfauto'), cbar: $('cbar'),
   wfspeed: $('wfspeed'), tau: $('tau'), tauval: $('tauval'), peakreset: $('peakreset'), status: $('status'),
-  rate: $('rate'), info: $('info'), readout: $('readout'),
+  rate: $('rate'), info: $('info'), readout: $('readout'), measure: $('measure'),
 };
 const FLOOR = -999;                                     // dB stored for silence (-Infinity) and NaN
 const MARGIN = { left: 58, right: 16, top: 12, axis: 26 };   // CSS px around the plots
@@ -369,8 +369,57 @@ function onLayout(m) {
   S.fresh = false;
   repaintWaterfall();
   ui.stream.value = String(m.stream);
+  if (!prev || prev.stream !== m.stream) readMeasurements(m.stream);
   showInfo();
   S.bgDirty = S.dirty = true;
+}
+
+// ---------------------------------------------------------------- measurements readout
+// With --levels/--peaks/--distortion the shown stream's /spectra rows carry them (docs/measure.md):
+// read them there and show the latest (at most 4 times a second); a run without measurements is
+// seen at its first row, and the request is dropped.
+
+let measureReader = null;
+
+function fmtLevel(v) { return v === null || v === undefined ? '–' : v.toFixed(1); }
+
+function measureText(r) {
+  const parts = [];
+  if (r.leq !== undefined) {
+    parts.push(`Leq ${fmtLevel(r.leq)}`, `LFmax ${fmtLevel(r.lfmax)}`, `LFmin ${fmtLevel(r.lfmin)}`,
+      `LSmax ${fmtLevel(r.lsmax)}`, `LSmin ${fmtLevel(r.lsmin)}`);
+  }
+  for (const [i, p] of (r.peaks || []).entries()) {
+    if (p.hz !== null) parts.push(`peak${i + 1} ${fmtHz(p.hz)} ${fmtLevel(p.db)}`);
+  }
+  if (r.thd_db !== undefined) parts.push(`THD ${fmtLevel(r.thd_db)} dB`, `THD+N ${fmtLevel(r.thdn_db)} dB`, `SNR ${fmtLevel(r.snr_db)} dB`);
+  return parts.length ? `${parts.join(' · ')} ${r.unit || ''}` : null;
+}
+
+async function readMeasurements(stream) {
+  if (measureReader) measureReader.abort();
+  const ctl = measureReader = new AbortController();
+  ui.measure.hidden = true;
+  let shownAt = 0, buf = '';
+  try {
+    const res = await fetch(`/spectra?stream=${stream}`, { signal: ctl.signal });
+    const reader = res.body.getReader();
+    const dec = new TextDecoder();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || ctl !== measureReader) return;
+      buf += dec.decode(value, { stream: true });
+      const end = buf.lastIndexOf('\n');
+      if (end < 0) continue;
+      const lines = buf.slice(0, end).split('\n').filter((l) => l.startsWith('{"stream"'));
+      buf = buf.slice(end + 1);
+      if (!lines.length) continue;
+      const text = measureText(JSON.parse(lines[lines.length - 1]));
+      if (text === null) { ctl.abort(); return; }   // no measurements in this run
+      const now = performance.now();
+      if (now - shownAt > 250) { shownAt = now; ui.measure.textContent = text; ui.measure.hidden = false; }
+    }
+  } catch (e) { /* aborted, or the run ended */ }
 }
 
 function sameHz(a, b) { return a.length === b.length && a.every((v, i) => v === b[i]); }

@@ -173,8 +173,13 @@ impl<'a, T: Sample> Work<'a, T> {
             None => {
                 let mut meta = [self.stream_meta(header)];
                 let products = &self.settings.products;
-                let made = Shaping::new(&mut meta, self.n, products, self.settings.scale)
-                    .map_err(|e| FftdError::Usage(format!("{}: {e}", header.describe())))?;
+                let made = Shaping::new(
+                    &mut meta,
+                    self.n,
+                    products,
+                    (self.settings.scale, self.settings.window),
+                )
+                .map_err(|e| FftdError::Usage(format!("{}: {e}", header.describe())))?;
                 let (Some(shaping), Some(columns)) = (made, meta[0].columns.take()) else {
                     return Ok(None); // no products
                 };

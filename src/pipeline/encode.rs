@@ -56,6 +56,8 @@ pub struct LiveTap<'a, T: Sample> {
     pub hub: &'a LiveHub,
     /// NDJSON, for `/spectra`.
     pub rows: &'a dyn Encoder<T>,
+    /// Measurement values at the end of each row (`products::measure`), not drawn.
+    pub extras: usize,
 }
 
 /// An encode thread's scratch for the live view: one batch's folds, per stream.
@@ -221,17 +223,18 @@ impl<T: Sample> LiveTap<'_, T> {
     /// Folds a row into this batch's fold of its stream.
     fn fold(&self, row: &SpectrumRow<'_, T>, folds: &mut Vec<(usize, Fold)>) {
         let stream = row.stream.id;
+        let values = &row.values[..row.values.len().saturating_sub(self.extras)];
         let at = match folds.iter().rposition(|(s, _)| *s == stream) {
             Some(at) => at,
             None => {
-                let columns = self.hub.level.columns(row.values.len());
+                let columns = self.hub.level.columns(values.len());
                 folds.push((stream, Fold::new(row.n, columns)));
                 folds.len() - 1
             }
         };
         folds[at]
             .1
-            .add(self.hub.level, row.frame, row.time_s, row.values);
+            .add(self.hub.level, row.frame, row.time_s, values);
     }
 
     /// Appends a row's NDJSON line.

@@ -279,9 +279,19 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         framing,
     } = plan_streams(settings, &stop, Reading::Fastest)?;
     let products = &settings.products;
-    let shaping = Shaping::new(&mut streams, framing.n, products, settings.scale)
-        .map_err(FftdError::Usage)?;
-    let averaging = average_stage(settings, &streams, framing.hop)?;
+    let shaping = Shaping::new(
+        &mut streams,
+        framing.n,
+        products,
+        (settings.scale, settings.window),
+    )
+    .map_err(FftdError::Usage)?;
+    let averaging = average_stage(settings, &streams, (framing.n, framing.hop))?;
+    let layout = averaging
+        .as_ref()
+        .and_then(|a| a.measuring.as_ref())
+        .map(|m| m.layout.clone());
+    let extras = layout.as_ref().map_or(0, |l| l.extras());
     let segmenting = match std::env::var("FFTD_ENGINE_AVERAGING").as_deref() {
         Ok("0") => None, // every frame to the averaging stage (for comparisons)
         _ => Segmenting::new(products, &streams, framing.hop, live).map_err(FftdError::Usage)?,
@@ -327,8 +337,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .transpose()?;
     let tracer = run_report::open_trace(settings, &stop, started)?;
     let encoder = make_encoder::<T>(settings.format, settings.scale);
+    let encoder = crate::sink::measured::wrap(encoder, settings.format, layout.as_ref());
     let values_of = |s: &StreamMeta| match &s.columns {
-        Some(columns) => columns.len() * settings.scale.values_per_bin(),
+        Some(_) if layout.as_ref().is_some_and(|l| l.cross_bins.is_some()) => extras,
+        Some(columns) => columns.len() * settings.scale.values_per_bin() + extras,
         None => spec_of(frame_n, s.kind, s.rate).values_out(),
     };
     let placed = place_outputs(
@@ -370,13 +382,15 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     };
     let live_rows = live_view
         .as_ref()
-        .map(|_| make_encoder::<T>(OutputFormat::Ndjson, settings.scale));
+        .map(|_| make_encoder::<T>(OutputFormat::Ndjson, settings.scale))
+        .map(|e| crate::sink::measured::wrap(e, OutputFormat::Ndjson, layout.as_ref()));
     let live_tap = live_view
         .as_ref()
         .zip(live_rows.as_deref())
         .map(|(view, rows)| encode::LiveTap {
             hub: &view.hub,
             rows,
+            extras,
         });
 
     let frame_capacity = match settings.frame {
@@ -815,9 +829,9 @@ fn encode_threads() -> usize {
 fn average_stage<'a>(
     settings: &Settings,
     streams: &'a [StreamMeta],
-    hop: usize,
+    (n, hop): (usize, usize),
 ) -> Result<Option<averaging::AveragingStage<'a>>> {
-    let Some(spec) = settings.products.average else {
+    let Some(spec) = settings.products.row_average() else {
         return Ok(None);
     };
     for stream in streams {
@@ -830,6 +844,26 @@ fn average_stage<'a>(
         streams,
         finish: finish_for_scale(settings.scale, &settings.products),
         numbering: Arc::default(),
+        cross: match settings.products.measure.cross {
+            Some(cross) => Some(
+                crate::products::measure::cross::CrossPlan::new(
+                    cross,
+                    streams,
+                    (n, hop),
+                    settings.window,
+                    settings.products.average,
+                )
+                .map_err(FftdError::Usage)?,
+            ),
+            None => None,
+        },
+        measuring: crate::products::measure::Measuring::new(
+            &settings.products,
+            streams,
+            (n, hop),
+            settings.scale,
+            settings.window,
+        ),
     }))
 }
 

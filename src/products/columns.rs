@@ -1,7 +1,9 @@
 //! Per-frame columns: what a row carries of a frame's spectrum — `--bands` (band powers, from
 //! `bands::BandMatrix`), or the bins after `--fftshift` (complex input: DC in the centre) and
 //! `--fmin`/`--fmax` (the bins whose frequency lies in [fmin, fmax], inclusive). Stateless, so
-//! the FFT workers run it in parallel.
+//! the FFT workers run it in parallel. With measurements (`measure`) each bin's power is
+//! multiplied by its gain (folded into the band weights with `--bands`), and with `--levels` the
+//! frame's total follows the columns (a band of every bin with `--bands`).
 
 use super::bands::BandMatrix;
 use super::ProductOptions;
@@ -26,6 +28,12 @@ pub struct ColumnPlan {
     bands: Option<BandWeights>,
     /// Values per bin: 2 for `--scale complex` (re, im), else 1.
     per_bin: usize,
+    /// Each bin's power gain (measurements), for picked bins.
+    gains: Option<Vec<f64>>,
+    /// With `--levels`, for picked bins: the weights of the frame's total after the columns.
+    total: Option<Vec<f64>>,
+    /// Values after the columns (the level total).
+    extra: usize,
 }
 
 impl ColumnPlan {
@@ -33,7 +41,7 @@ impl ColumnPlan {
     /// `per_bin`: values per bin (2 for complex output).
     pub fn new(
         meta: &StreamMeta,
-        n: usize,
+        (n, window): (usize, crate::window::WindowKind),
         options: &ProductOptions,
         per_bin: usize,
     ) -> Result<Self, String> {
@@ -42,7 +50,44 @@ impl ColumnPlan {
             None => Self::picked_bins(meta, n, options),
         }?;
         plan.per_bin = per_bin.max(1);
+        if options.measure.is_active() {
+            if meta.kind == crate::fft::InputKind::Complex {
+                return Err(format!("--calibration/--weighting/--levels/--peaks/--distortion: {} is complex (I/Q) input; measurements are defined on real signals", meta.input));
+            }
+            if options.measure.calibrates() {
+                let gains = options.measure.bin_gains(&meta.frequencies(n), n, window);
+                plan.apply_gains(gains);
+            }
+        }
         Ok(plan)
+    }
+
+    /// Takes measurement gains in: folded into band weights (a band of all bins for the total),
+    /// or kept for `pick`.
+    fn apply_gains(&mut self, gains: super::measure::BinGains) {
+        self.extra = usize::from(gains.level.is_some());
+        let Some(weights) = self.bands.as_mut() else {
+            self.gains = Some(gains.column);
+            self.total = gains.level;
+            return;
+        };
+        for b in 0..weights.bands() {
+            let (first, len, at) = (
+                weights.first[b] as usize,
+                weights.len[b] as usize,
+                weights.offset[b] as usize,
+            );
+            for i in 0..len {
+                let gain = gains.column.get(first + i).copied().unwrap_or(0.0);
+                weights.weights[at + i] *= gain / gains.enbw;
+            }
+        }
+        if let Some(level) = gains.level {
+            weights.first.push(0);
+            weights.len.push(level.len() as u32);
+            weights.offset.push(weights.weights.len() as u32);
+            weights.weights.extend_from_slice(&level);
+        }
     }
 
     fn band_powers(
@@ -73,6 +118,9 @@ impl ColumnPlan {
             frequencies: matrix.centres_hz().to_vec(),
             bands: Some(matrix.weights()),
             per_bin: 1,
+            gains: None,
+            total: None,
+            extra: 0,
         })
     }
 
@@ -118,6 +166,9 @@ impl ColumnPlan {
             frequencies,
             bands: None,
             per_bin: 1,
+            gains: None,
+            total: None,
+            extra: 0,
         })
     }
 
@@ -134,6 +185,7 @@ impl ColumnPlan {
     /// Whether rows are the spectrum as the engine wrote it.
     pub fn is_identity(&self) -> bool {
         self.bands.is_none()
+            && self.gains.is_none()
             && self.shift == 0
             && self.picks.len() == 1
             && self.picks[0] == (0..self.bins)
@@ -156,9 +208,14 @@ impl ColumnPlan {
         self.bands.as_ref()
     }
 
-    /// Values per row.
+    /// Values per row: the columns', then the level total's.
     pub fn width(&self) -> usize {
-        self.columns() * self.per_bin
+        self.columns() * self.per_bin + self.extra
+    }
+
+    /// Values after the columns (the level total with `--levels`).
+    pub fn extra(&self) -> usize {
+        self.extra
     }
 
     /// Writes one frame's row (`spectrum`: its `bins` × values per bin) into `row` (`width`
@@ -169,7 +226,8 @@ impl ColumnPlan {
             return;
         }
         let per_bin = self.per_bin;
-        let mut out = row.chunks_exact_mut(per_bin);
+        let (columns, extra) = row.split_at_mut(row.len() - self.extra);
+        let mut out = columns.chunks_exact_mut(per_bin);
         for run in &self.picks {
             for i in run.clone() {
                 let j = (i + self.shift) % self.bins;
@@ -177,8 +235,19 @@ impl ColumnPlan {
                     (out.next(), spectrum.get(j * per_bin..(j + 1) * per_bin))
                 {
                     o.copy_from_slice(v);
+                    if let Some(gain) = self.gains.as_ref().and_then(|g| g.get(j)) {
+                        o[0] = T::of_f64(o[0].into_f64() * gain);
+                    }
                 }
             }
+        }
+        if let (Some(total), Some(slot)) = (&self.total, extra.first_mut()) {
+            let sum: f64 = total
+                .iter()
+                .zip(spectrum)
+                .map(|(w, v)| w * v.into_f64())
+                .sum();
+            *slot = T::of_f64(sum);
         }
     }
 }
@@ -213,7 +282,7 @@ mod tests {
         // frame 8 at 8 kHz: bins at 0, 1000, ..., 4000 Hz
         let plan = ColumnPlan::new(
             &meta(InputKind::Real, false),
-            8,
+            (8, crate::window::WindowKind::Hann),
             &options(Some(1000.0), Some(3000.0)),
             1,
         )
@@ -230,7 +299,7 @@ mod tests {
         let spectrum = [10.0f64, 11.0, 12.0, 13.0];
         let unshifted = ColumnPlan::new(
             &meta(InputKind::Complex, false),
-            4,
+            (4, crate::window::WindowKind::Hann),
             &options(Some(-2000.0), Some(0.0)),
             1,
         )
@@ -241,7 +310,7 @@ mod tests {
         assert_eq!(row, [10.0, 13.0]);
         let shifted = ColumnPlan::new(
             &meta(InputKind::Complex, true),
-            4,
+            (4, crate::window::WindowKind::Hann),
             &options(Some(-2000.0), None),
             1,
         )
@@ -256,13 +325,18 @@ mod tests {
     fn an_empty_range_is_an_error_naming_the_bins() {
         let e = ColumnPlan::new(
             &meta(InputKind::Real, false),
-            8,
+            (8, crate::window::WindowKind::Hann),
             &options(Some(1100.0), Some(1900.0)),
             1,
         )
         .unwrap_err();
         assert!(e.contains("1000 Hz apart"), "{e}");
-        let whole = ColumnPlan::new(&meta(InputKind::Real, false), 8, &options(None, None), 1);
+        let whole = ColumnPlan::new(
+            &meta(InputKind::Real, false),
+            (8, crate::window::WindowKind::Hann),
+            &options(None, None),
+            1,
+        );
         assert!(whole.unwrap().is_identity());
     }
 }

@@ -9,11 +9,13 @@
 //! 4. the requested scale last: `magnitude` is the square root of the (averaged) power, `db` is
 //!    10·log10 of it (floored at -240 dB, as plain dB output).
 //!
-//! Without products the engine's output goes straight to the sinks, as before.
+//! Without products the engine's output goes straight to the sinks, as before. Measurements
+//! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
 
 pub mod average;
 pub mod bands;
 pub mod columns;
+pub mod measure;
 
 use crate::fft::Scale;
 use average::{AverageMode, AverageSpec};
@@ -27,23 +29,43 @@ pub struct ProductOptions {
     pub fmin: Option<f64>,
     pub fmax: Option<f64>,
     pub bands: Option<BandSpec>,
+    /// Calibration, weighting and the measurements (`measure`).
+    pub measure: measure::MeasureOptions,
 }
 
 impl ProductOptions {
     /// Whether the engine's output goes to the sinks untouched.
     pub fn is_plain(&self) -> bool {
-        self.average.is_none() && self.fmin.is_none() && self.fmax.is_none() && self.bands.is_none()
+        self.average.is_none()
+            && self.fmin.is_none()
+            && self.fmax.is_none()
+            && self.bands.is_none()
+            && !self.measure.is_active()
+    }
+
+    /// The grouping of the averaging stage: `--average`, or one frame per row for measurements
+    /// (which follow each stream's frames in order there).
+    pub fn row_average(&self) -> Option<AverageSpec> {
+        self.average
+            .or_else(|| self.measure.is_active().then_some(AverageSpec::Frames(1)))
     }
 
     /// Whether rows must be reduced in the power domain (and the scale applied after).
     pub fn in_power_domain(&self) -> bool {
-        self.average.is_some() || self.bands.is_some()
+        self.average.is_some() || self.bands.is_some() || self.measure.is_active()
     }
 
     /// The scale the engine computes for output `scale`: the power-domain one when a product
     /// reduces power, else `scale` itself.
     pub fn engine_scale(&self, scale: Scale) -> Scale {
+        if self.measure.cross.is_some() {
+            return Scale::Complex; // `measure::cross` takes X and Y
+        }
         match scale {
+            // measurements: calibrated power, from scipy's one-sided spectrum scaling
+            Scale::Magnitude | Scale::Db | Scale::Power if self.measure.is_active() => {
+                Scale::Spectrum
+            }
             Scale::Magnitude | Scale::Db if self.in_power_domain() => Scale::Power,
             other => other,
         }
@@ -51,6 +73,14 @@ impl ProductOptions {
 
     /// Checks combinations that have no meaning; the message names the flags.
     pub fn check(&self) -> Result<(), String> {
+        if let (Some(cross), true) = (
+            self.measure.cross,
+            self.fmin.is_some() || self.fmax.is_some(),
+        ) {
+            return Err(format!(
+                "--cross {cross} gives every bin: it goes without --fmin/--fmax"
+            ));
+        }
         if let (Some(bands), true) = (&self.bands, self.fmin.is_some() || self.fmax.is_some()) {
             return Err(format!(
                 "--fmin/--fmax with --bands {bands}: give the bands' range inside --bands (mel:128,fmin=20,fmax=8000 or octave:fmin=20,fmax=20000)"
@@ -106,7 +136,7 @@ impl Shaping {
         streams: &mut [crate::sink::StreamMeta],
         n: usize,
         options: &ProductOptions,
-        scale: Scale,
+        (scale, window): (Scale, crate::window::WindowKind),
     ) -> Result<Option<Self>, String> {
         if options.is_plain() {
             return Ok(None);
@@ -114,7 +144,7 @@ impl Shaping {
         if scale == Scale::Complex && options.in_power_domain() {
             return Err(COMPLEX_NEEDS_POWER.into());
         }
-        let finish = match options.average {
+        let finish = match options.row_average() {
             Some(_) => Finish::AsIs, // after averaging
             None => finish_for_scale(scale, options),
         };
@@ -124,8 +154,8 @@ impl Shaping {
             let plan = match plans.iter().find(|(k, _)| *k == key) {
                 Some((_, plan)) => plan.clone(),
                 None => {
-                    let mut plan =
-                        columns::ColumnPlan::new(meta, n, options, scale.values_per_bin())?;
+                    let per_bin = options.engine_scale(scale).values_per_bin();
+                    let mut plan = columns::ColumnPlan::new(meta, (n, window), options, per_bin)?;
                     // band rows are finished where they are summed (`BandWeights::finish`)
                     plan.set_band_finish(finish);
                     plans.push((key, plan.clone()));
@@ -164,7 +194,7 @@ impl Shaping {
         if plan.band_weights().is_none() {
             self.finish_rows(rows); // band rows are finished as they are summed
         }
-        Some(plan.columns())
+        Some(plan.columns() + plan.extra())
     }
 
     /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
@@ -199,8 +229,13 @@ impl Segmenting {
         hop: usize,
         live: bool,
     ) -> Result<Option<Self>, String> {
-        let (Some(spec), Some(op), false) = (options.average, options.mode.segment_op(), live)
-        else {
+        // measurements follow every frame (`measure::levels`)
+        let (Some(spec), Some(op), false, false) = (
+            options.average,
+            options.mode.segment_op(),
+            live,
+            options.measure.is_active(),
+        ) else {
             return Ok(None);
         };
         let groupings = streams

@@ -26,6 +26,30 @@ fn columns(s: &StreamSummary<'_>) -> usize {
         .map_or(s.meta.bins(s.n), |c| c.len())
 }
 
+/// With measurements (`products::measure`): their unit, weighting, calibration and the names of
+/// the values each row carries after its columns.
+fn measurements(settings: &Settings) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let products = &settings.products;
+    let measure = &products.measure;
+    if !measure.is_active() {
+        return None;
+    }
+    let layout = measure.layout(products.bands.is_some(), settings.scale);
+    let doc = json!({
+        "unit": measure.unit(),
+        "weighting": measure.weighting.map(|w| w.letter()),
+        "calibration_db": measure.calibration_db,
+        "calibration_file": measure.calibration_file.as_ref().map(|c| c.path.clone()),
+        "sens_factor_db": measure.calibration_file.as_ref().map(|c| c.sens_factor_db),
+        "values_scale": "calibrated power: a full-scale sine's bin reads the calibration (0 dBFS without)",
+        "row_measurements": layout.names(),
+    });
+    match doc {
+        serde_json::Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
 pub fn write_meta(
     path: &Path,
     file: std::fs::File,
@@ -78,6 +102,10 @@ pub fn write_meta(
         "inputs": per_stream,
         "error": error,
     });
+    let mut doc = doc;
+    if let (Some(fields), Some(extra)) = (doc.as_object_mut(), measurements(settings)) {
+        fields.extend(extra);
+    }
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;
     let mut file = file;

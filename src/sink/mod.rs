@@ -26,6 +26,7 @@
 
 pub mod csv;
 pub mod destination;
+pub mod measured;
 pub mod meta;
 pub mod nats;
 pub mod ndjson;

@@ -1,0 +1,370 @@
+//! The measurement layer (`--calibration`, `--calibration-file`, `--weighting`, `--levels`,
+//! `--peaks`, `--distortion`): what turns spectra into numbers a user can report. Semantics in
+//! one place; one small module per measurement.
+//!
+//! How a run with measurements flows (docs/measure.md):
+//! 1. the engine computes scipy's one-sided `spectrum` scaling (power, a full-scale sine's bin
+//!    reads 0.5 = its mean square);
+//! 2. per frame (`columns`), every bin's power is multiplied by its gain
+//!    ([`MeasureOptions::bin_gains`]): 2·10^(C/10) (C: `--calibration`, 0 without, so a full-scale
+//!    sine's bin reads C dB; dBFS as AES17 defines it) × the weighting's power gain × the
+//!    calibration file's correction. Band weights (`--bands`) get the gains folded in, divided
+//!    by the window's equivalent noise bandwidth in bins (so a band's power is the mean square of
+//!    what it holds: a tone in it reads its level), and an engine that sums bands (an OpenCL
+//!    device) applies them there. With `--levels` each frame
+//!    also gets its weighted, calibrated total power (Σ bins × gain / the window's equivalent
+//!    noise bandwidth in bins), an extra value after the columns (a band of all bins, fused
+//!    alike);
+//! 3. rows always pass the averaging stage (one frame per row without `--average`), which keeps
+//!    each stream's frames in order: [`levels::LevelMeter`] follows the totals (Leq, Fast, Slow);
+//! 4. each finished row ([`Measuring::finish_row`]): the columns in the requested scale, then the
+//!    measurements appended in [`MeasureLayout::names`] order (levels, peaks, distortion), which
+//!    the csv and ndjson encoders name (`sink::measured`) and text, f32 and npy carry as the last
+//!    values of a row.
+
+pub mod calibration;
+pub mod cross;
+pub mod distortion;
+pub mod levels;
+pub mod peaks;
+pub mod weighting;
+
+use super::Finish;
+use crate::fft::{Sample, Scale};
+use crate::window::WindowKind;
+use calibration::CalibrationCurve;
+use std::sync::Arc;
+use weighting::Weighting;
+
+/// The measurement flags of a run (validated).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MeasureOptions {
+    /// `--calibration DB`: the level a full-scale sine (amplitude 1.0) reads.
+    pub calibration_db: Option<f64>,
+    pub calibration_file: Option<CalibrationCurve>,
+    pub weighting: Option<Weighting>,
+    /// `--unit NAME`: the name of the calibrated level unit.
+    pub unit: Option<String>,
+    pub levels: bool,
+    /// `--peaks N` (0: none).
+    pub peaks: usize,
+    pub distortion: bool,
+    /// `--tone HZ`: the distortion's fundamental, instead of the strongest tone.
+    pub tone_hz: Option<f64>,
+    /// `--cross A,B`: cross-spectral density, coherence and H1 between two channels.
+    pub cross: Option<cross::CrossSpec>,
+}
+
+/// The harmonics `--distortion` counts: 2nd to this one (those below the top bin).
+pub const LAST_HARMONIC: usize = 10;
+
+impl MeasureOptions {
+    /// Whether any measurement flag is given.
+    pub fn is_active(&self) -> bool {
+        self.calibration_db.is_some()
+            || self.calibration_file.is_some()
+            || self.weighting.is_some()
+            || self.levels
+            || self.peaks > 0
+            || self.distortion
+            || self.cross.is_some()
+    }
+
+    /// Whether bins get gains (calibration, weighting, levels, peaks, distortion: all but
+    /// `--cross`, which takes the complex spectra as they are).
+    pub fn calibrates(&self) -> bool {
+        self.is_active() && self.cross.is_none()
+    }
+
+    /// The unit levels (and dB bins) are in: `--unit`, else `dB SPL` with `--calibration` and
+    /// `dBFS` without; an A or C weighting is named after it.
+    pub fn unit(&self) -> String {
+        let base = self.unit.clone().unwrap_or_else(|| {
+            match self.calibration_db {
+                Some(_) => "dB SPL",
+                None => "dBFS",
+            }
+            .to_string()
+        });
+        match self.weighting {
+            Some(w @ (Weighting::A | Weighting::C)) => format!("{base} ({}-weighted)", w.letter()),
+            _ => base,
+        }
+    }
+
+    /// Checks the flags against each other and the run's scale and bands.
+    pub fn check(&self, scale: Scale, bands: bool, png: bool) -> Result<(), String> {
+        if let Some(db) = self.calibration_db.filter(|v| !v.is_finite()) {
+            return Err(format!("--calibration {db}: must be a finite number of dB"));
+        }
+        if let Some(hz) = self.tone_hz.filter(|v| !v.is_finite() || *v <= 0.0) {
+            return Err(format!("--tone {hz}: must be a frequency above 0 Hz"));
+        }
+        if !self.is_active() {
+            if self.tone_hz.is_some() {
+                return Err(
+                    "--tone HZ picks --distortion's fundamental: give --distortion too".into(),
+                );
+            }
+            if self.unit.is_some() {
+                return Err(
+                    "--unit names the calibrated level unit: give --calibration DB too".into(),
+                );
+            }
+            return Ok(());
+        }
+        if let Some(cross) = self.cross {
+            let others = self.calibration_db.is_some()
+                || self.calibration_file.is_some()
+                || self.weighting.is_some()
+                || self.levels
+                || self.peaks > 0
+                || self.distortion
+                || bands;
+            if others || png {
+                return Err(format!("--cross {cross} gives csd, coherence and H1 of the channels' spectra as they are: it goes without --calibration, --weighting, --levels, --peaks, --distortion, --bands and --format png"));
+            }
+            return Ok(());
+        }
+        if self.tone_hz.is_some() && !self.distortion {
+            return Err("--tone HZ picks --distortion's fundamental: give --distortion too".into());
+        }
+        if matches!(scale, Scale::Complex | Scale::Density) {
+            return Err(format!("--scale {scale} with --calibration/--weighting/--levels/--peaks/--distortion: measurements are calibrated power; use --scale db, power, magnitude or spectrum"));
+        }
+        if bands && (self.peaks > 0 || self.distortion) {
+            return Err("--peaks and --distortion read a spectrum's bins; --bands sums them away (use --fmin/--fmax for a range)".into());
+        }
+        if png {
+            return Err("--format png draws the spectrum only: measurements go to text, csv, ndjson, f32 or npy".into());
+        }
+        if self
+            .unit
+            .as_deref()
+            .is_some_and(|u| u.is_empty() || u.contains(['"', ',', '\n']))
+        {
+            return Err(
+                "--unit: give a name without commas, quotes or newlines (such as \"dB re 1 g\")"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Each bin's gains, for bins at `frequencies` of frames of `n` samples windowed by
+    /// `window`, whose power the engine computes in scipy's `spectrum` scaling.
+    pub fn bin_gains(&self, frequencies: &[f64], n: usize, window: WindowKind) -> BinGains {
+        let reference = 2.0 * 10f64.powf(self.calibration_db.unwrap_or(0.0) / 10.0);
+        let column: Vec<f64> = frequencies
+            .iter()
+            .map(|&f| {
+                let w = self.weighting.map_or(1.0, |w| w.power_gain(f));
+                let k = self
+                    .calibration_file
+                    .as_ref()
+                    .map_or(1.0, |c| c.power_gain(f));
+                reference * w * k
+            })
+            .collect();
+        let enbw = enbw_bins(window, n);
+        let level = self
+            .levels
+            .then(|| column.iter().map(|g| g / enbw).collect());
+        BinGains {
+            column,
+            level,
+            enbw,
+        }
+    }
+
+    pub fn layout(&self, bands: bool, scale: Scale) -> MeasureLayout {
+        MeasureLayout {
+            levels: self.levels,
+            bands: bands && self.levels,
+            peaks: self.peaks,
+            distortion: self.distortion,
+            unit: self.unit(),
+            db_columns: scale == Scale::Db,
+            cross_bins: None,
+        }
+    }
+}
+
+/// The window's equivalent noise bandwidth in bins: n·Σw²/(Σw)².
+pub fn enbw_bins(window: WindowKind, n: usize) -> f64 {
+    let w = window.coefficients(n);
+    let (sum, sum_sq) = w.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
+    n as f64 * sum_sq / (sum * sum)
+}
+
+/// Per-bin power gains of a run with measurements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BinGains {
+    /// Applied to each bin's power in the rows (and folded into band weights).
+    pub column: Vec<f64>,
+    /// With `--levels`: the weights of the frame's total power.
+    pub level: Option<Vec<f64>>,
+    /// The window's equivalent noise bandwidth in bins: band weights get `column / enbw`, so a
+    /// band's power is the mean square of what it holds (a tone in it reads its level).
+    pub enbw: f64,
+}
+
+/// What a measured row carries after its columns, the same for every stream of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureLayout {
+    pub levels: bool,
+    /// Levels of bands: the columns are band powers (ndjson also writes them as `bands` in dB).
+    pub bands: bool,
+    pub peaks: usize,
+    pub distortion: bool,
+    /// The unit of the levels.
+    pub unit: String,
+    /// Whether the columns are dB already (`--scale db`).
+    pub db_columns: bool,
+    /// With `--cross`: the bins of its rows (which hold csd, coherence, h1_db, h1_deg only).
+    pub cross_bins: Option<usize>,
+}
+
+/// Names of the level values, in row order.
+pub const LEVEL_NAMES: [&str; 5] = ["leq", "lfmax", "lfmin", "lsmax", "lsmin"];
+/// Names of the distortion values, in row order.
+pub const DISTORTION_NAMES: [&str; 5] = ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"];
+
+impl MeasureLayout {
+    /// The appended values' names, in row order (csv's header cells).
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        if self.levels {
+            names.extend(LEVEL_NAMES.iter().map(|s| s.to_string()));
+        }
+        for i in 1..=self.peaks {
+            names.push(format!("peak{i}_hz"));
+            names.push(format!("peak{i}_db"));
+        }
+        if self.distortion {
+            names.extend(DISTORTION_NAMES.iter().map(|s| s.to_string()));
+        }
+        names
+    }
+
+    /// Values appended to each finished row.
+    pub fn extras(&self) -> usize {
+        if let Some(bins) = self.cross_bins {
+            return cross::row_values(bins);
+        }
+        5 * usize::from(self.levels) + 2 * self.peaks + 5 * usize::from(self.distortion)
+    }
+
+    /// Values a frame's row carries after its columns before finishing (the level total).
+    pub fn extra_in(&self) -> usize {
+        usize::from(self.levels)
+    }
+}
+
+/// One stream's part: what its rows' columns are.
+#[derive(Clone, Debug)]
+pub struct StreamMeasure {
+    /// Frequency of each column (bin or band centre), Hz.
+    pub frequencies: Arc<Vec<f64>>,
+    /// Seconds between frames (hop / rate), for the time weightings.
+    pub frame_step_s: f64,
+}
+
+/// The measurement layer of a run: the layout and each stream's columns.
+#[derive(Clone, Debug)]
+pub struct Measuring {
+    pub layout: Arc<MeasureLayout>,
+    pub streams: Vec<StreamMeasure>,
+    tone_hz: Option<f64>,
+    /// Bins either side of a tone's centre counted as the tone (the window's main lobe and one).
+    lobe: usize,
+}
+
+impl Measuring {
+    /// The layer for `streams` (their `columns` set by `Shaping`); None without measurements.
+    pub fn new(
+        options: &super::ProductOptions,
+        streams: &[crate::sink::StreamMeta],
+        (n, hop): (usize, usize),
+        scale: Scale,
+        window: WindowKind,
+    ) -> Option<Self> {
+        let measure = &options.measure;
+        if !measure.is_active() {
+            return None;
+        }
+        let streams = streams
+            .iter()
+            .map(|s| StreamMeasure {
+                frequencies: s
+                    .columns
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(s.frequencies(n))),
+                frame_step_s: hop as f64 / s.rate,
+            })
+            .collect();
+        let mut layout = measure.layout(options.bands.is_some(), scale);
+        if measure.cross.is_some() {
+            layout.cross_bins = Some(n / 2 + 1);
+        }
+        Some(Measuring {
+            layout: Arc::new(layout),
+            streams,
+            tone_hz: measure.tone_hz,
+            lobe: window.main_lobe_bins() + 1,
+        })
+    }
+
+    /// A level meter for `stream`, with `--levels`.
+    pub fn meter(&self, stream: usize) -> Option<levels::LevelMeter> {
+        self.layout
+            .levels
+            .then(|| levels::LevelMeter::new(self.streams[stream].frame_step_s))
+    }
+
+    /// The frame's total power in a row before finishing (`--levels`).
+    pub fn total(&self, stream: usize, row: &[impl Sample]) -> Option<f64> {
+        let columns = self.streams[stream].frequencies.len();
+        self.layout
+            .levels
+            .then(|| row.get(columns).map_or(f64::NAN, |v| v.into_f64()))
+    }
+
+    /// Appends a finished row to `out`: the columns of `values` (power) in the requested scale,
+    /// then the measurements (the level meter's reading of the row's frames).
+    pub fn finish_row<T: Sample>(
+        &self,
+        stream: usize,
+        finish: Finish,
+        values: &[T],
+        meter: Option<&mut levels::LevelMeter>,
+        out: &mut Vec<T>,
+    ) {
+        let frequencies = &self.streams[stream].frequencies;
+        let columns = frequencies.len().min(values.len());
+        let power: Vec<f64> = values[..columns].iter().map(|v| v.into_f64()).collect();
+        out.extend(power.iter().map(|&p| T::of_f64(finish.apply(p))));
+        let mut extras: Vec<f64> = Vec::with_capacity(self.layout.extras());
+        if self.layout.levels {
+            let reading = meter.map_or([f64::NAN; 5], |m| m.take());
+            extras.extend(reading);
+        }
+        if self.layout.peaks > 0 {
+            let found = peaks::strongest(frequencies, &power, self.layout.peaks);
+            for i in 0..self.layout.peaks {
+                let (hz, db) = found.get(i).copied().unwrap_or((f64::NAN, f64::NAN));
+                extras.extend([hz, db]);
+            }
+        }
+        if self.layout.distortion {
+            let d = distortion::measure(frequencies, &power, self.tone_hz, self.lobe);
+            extras.extend([d.thd_db, d.thdn_db, d.sinad_db, d.snr_db, d.tone_hz]);
+        }
+        out.extend(extras.into_iter().map(T::of_f64));
+    }
+}
+
+/// dB of a power, floored as plain dB output (-240 dB).
+pub fn db(power: f64) -> f64 {
+    Finish::Decibels.apply(power)
+}
