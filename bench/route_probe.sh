@@ -1,13 +1,5 @@
-set -e
-mkdir -p /etc/OpenCL/vendors && echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
-export LD_LIBRARY_PATH=$PWD/target/gpu
-F=target/gpu/fftd
-python3 -c "
-import numpy as np
-r=np.random.default_rng(0)
-with open('/dev/shm/x.f32','wb') as f:
-    for _ in range(4): r.standard_normal(1<<26,dtype=np.float32).tofile(f)
-"
+# The GPU route's --stats over a sweep of jobs, workers and batch sizes (issue 23, docs/perf.md).
+source bench/gpu_env.sh data
 nvidia-smi --query-gpu=name --format=csv,noheader
 run() { echo "== $*"; /usr/bin/time -f "wall %e s" $F --file /dev/shm/x.f32 --input-format f32 --rate 16000 --format f32 --output /dev/null --stats --quiet "$@" 2>&1 | grep -E "^fftd (time|thread fft|bound|start)|wall|error" ; }
 $F --file /dev/shm/x.f32 --input-format f32 --rate 16000 --frame 4096 --format f32 --output /dev/null --device gpu --quiet

@@ -1,3 +1,6 @@
+#!/usr/bin/env python3
+"""Span statistics of an fftd --trace file, per thread kind and span name: count, total, median,
+longest and the first three durations (ms). `python3 bench/trace_spans.py run.json`"""
 import json,sys,statistics,collections
 t=json.load(open(sys.argv[1]))
 ev=t["traceEvents"] if isinstance(t,dict) else t
