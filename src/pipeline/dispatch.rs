@@ -809,12 +809,10 @@ mod tests {
         let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
         let _producer = d.producer();
         let cpu = lane("cpu");
-        assert!(d
-            .add_lane(cpu.clone(), LaneSpeed::Even, 100, |_| {})
-            .is_some());
-        assert!(d
-            .add_lane(lane("gpu"), LaneSpeed::Even, 100, |_| {})
-            .is_some());
+        // the queues' receivers kept: a dropped one would leave a lane that takes nothing
+        let on_cpu = d.add_lane(cpu.clone(), LaneSpeed::Even, 100, |_| {});
+        let on_gpu = d.add_lane(lane("gpu"), LaneSpeed::Even, 100, |_| {});
+        assert!(on_cpu.is_some() && on_gpu.is_some());
         cpu.retire();
         assert_eq!(spread(&d, 10, 2), vec![0, 10]);
     }
