@@ -544,8 +544,11 @@ fn a_hung_device_holds_the_others_to_a_window_warns_and_sigint_still_ends_the_ru
     assert!(held <= 2 * window, "{err}");
     let frames_in = stat_after(&err, "frames in ");
     let frames_out = stat_after(&err, "frames out ");
+    // reading stops a window past the hung batch (whichever batch number the device hung on:
+    // that depends on how the lanes shared the first batches), plus what the readers hold
+    let hung = stat_after(&err, "has not finished batch ");
     assert!(
-        frames_in <= 2 * window * 256 && frames_in < total_frames / 20,
+        frames_in <= (hung + 2 * window) * 256 && frames_in < total_frames / 20,
         "reading went on past the window: {err}"
     );
     // the output holds exactly the frames written in order before the hung batch
