@@ -368,6 +368,12 @@ fn broken_audio_is_one_line_naming_the_file() {
     let bad = at(d, "bad.flac");
     std::fs::write(&bad, &garbled).expect("write");
     assert_clean_error(&spectra(&bad, &[]), 1, &[&bad, "FLAC"]);
+    // one bit flipped in a FLAC frame: the decoder skips the frame; fftd says so
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x10;
+    let skip = at(d, "flipped.flac");
+    std::fs::write(&skip, &flipped).expect("write");
+    assert_clean_error(&spectra(&skip, &[]), 1, &[&skip, "corrupt FLAC", "skipped"]);
     // only the header
     let head = at(d, "head.flac");
     std::fs::write(&head, &bytes[..60]).expect("write");

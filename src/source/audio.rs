@@ -10,7 +10,8 @@
 //! - Samples are symphonia's conversions to f64 (integer PCM `v / 2^(bits-1)`, as fftd's WAV
 //!   reader), so a FLAC made from a WAV reads back the WAV's very values.
 //! - Regular files are read through their own handle, seekable (an MP4 whose index lies at its
-//!   end needs that); streams are read once, front to back (such an MP4 cannot be streamed).
+//!   end needs that); streams are read once, front to back (such an MP4 cannot be streamed, nor
+//!   can CAF at all: symphonia reads a CAF file's chunks to its end, then seeks back).
 //! - Every failure is one error naming the input: no audio found, an unsupported codec, corrupt
 //!   data, a stream cut short, a rate or channel layout that changes mid-stream. A decoder panic
 //!   on hostile data is caught and reported the same way (its message kept off stderr).
@@ -74,6 +75,9 @@ pub struct AudioSource {
     block: Vec<f64>,
     /// Sample frames decoded so far.
     decoded: u64,
+    /// Where the packet after the last one should start, in the track's time base (as far as
+    /// its container tells: FLAC frames carry their sample number).
+    next_pts: Option<i128>,
     /// No more packets (the rest of `pending` is still handed on).
     ended: bool,
     /// A stream's reader (shared with the decoder's input): whether it is drained or stopped.
@@ -162,6 +166,7 @@ impl AudioSource {
             pending_at: 0,
             block: Vec::new(),
             decoded: 0,
+            next_pts: None,
             ended: false,
             stream,
             precision,
@@ -219,6 +224,7 @@ impl AudioSource {
         if packet.track_id != self.track {
             return Ok(());
         }
+        self.check_continuous(&packet)?;
         let decoding = std::time::Instant::now();
         let (decoder, block) = (&mut self.decoder, &mut self.block);
         let decoded = guarded(|| {
@@ -240,6 +246,32 @@ impl AudioSource {
         self.pending.extend_from_slice(&self.block);
         self.decoded += (self.block.len() / channels) as u64;
         Ok(())
+    }
+
+    /// A packet that starts after where the last one ended means the demuxer skipped damaged
+    /// data (symphonia's FLAC reader resynchronises past a frame that fails its CRC): an error,
+    /// not a signal silently shorter. (The end is taken as the later of the two conventions
+    /// symphonia's readers use, with and without the trimmed frames.)
+    fn check_continuous(&mut self, packet: &symphonia::core::packet::Packet) -> Result<()> {
+        let pts = i128::from(packet.pts.get());
+        let valid = i128::from(packet.dur.get());
+        let block = valid + i128::from(packet.trim_start.get()) + i128::from(packet.trim_end.get());
+        let expected = self.next_pts.replace(pts + block.max(valid));
+        match expected {
+            Some(end) if pts > end => {
+                self.ended = true;
+                Err(FftdError::input(
+                    &self.info.name,
+                    format!(
+                        "corrupt {} stream after {} sample frames: a damaged stretch of {} time units was skipped by the decoder",
+                        self.container,
+                        self.decoded,
+                        pts - end
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The first block sets the rate and channels; a later one that differs is an error.
@@ -345,9 +377,10 @@ impl SampleSource for AudioSource {
 /// What the prober's failure means for `format`'s input (`streamed`: read from a pipe).
 fn probe_failure(format: InputFormat, streamed: bool, e: Failure) -> String {
     let what = probe_failure_kind(format, e);
-    match streamed && format == InputFormat::M4a {
-        true => format!("{what}; an MP4 whose index (moov box) follows its audio cannot be read from a pipe: give the file itself, or remux it with ffmpeg -movflags +faststart"),
-        false => what,
+    match (streamed, format) {
+        (true, InputFormat::M4a) => format!("{what}; an MP4 whose index (moov box) follows its audio cannot be read from a pipe: give the file itself, or remux it with ffmpeg -movflags +faststart"),
+        (true, InputFormat::Caf) => format!("{what}; a CAF file is read to its end before its audio, so it cannot come from a pipe: give the file itself"),
+        _ => what,
     }
 }
 
@@ -356,7 +389,12 @@ fn probe_failure_kind(format: InputFormat, e: Failure) -> String {
         Failure::Codec(CodecError::IoError(io)) if io.kind() == io::ErrorKind::UnexpectedEof => {
             format!("not a {READS} stream: none of them was found before the input ended")
         }
-        Failure::Codec(CodecError::IoError(io)) => format!("reading it: {io}"),
+        Failure::Codec(CodecError::IoError(io)) => {
+            format!(
+                "cannot read it as {} (a corrupt header?): {io}",
+                format.name()
+            )
+        }
         Failure::Codec(CodecError::Unsupported(_)) => format!(
             "not a {READS} stream (read as {}): its content matches none of them",
             format.name()

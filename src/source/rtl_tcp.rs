@@ -322,29 +322,31 @@ impl SampleSource for RtlTcpSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
-        let want = max_frames.saturating_mul(2).clamp(2, MAX_READ);
-        self.bytes.resize(want, 0);
-        let got = loop {
+        // at most `max_frames` pairs, counting a carried I byte; 0 only when stopped
+        let want =
+            max_frames.max(1).saturating_mul(2).min(MAX_READ) - self.carry.is_some() as usize;
+        self.bytes.resize(want.max(1), 0);
+        let start = out.len();
+        while out.len() == start {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(0);
             }
-            match self.socket.read(&mut self.bytes) {
+            let got = match self.socket.read(&mut self.bytes) {
                 Ok(0) => return Err(self.lost("closed by the server".into())),
-                Ok(n) => break n,
+                Ok(n) => n,
                 Err(e) if waiting(&e) => continue,
                 Err(e) => return Err(self.lost(e.to_string())),
+            };
+            self.received += got as u64;
+            let mut bytes = &self.bytes[..got];
+            if let Some(i) = self.carry.take() {
+                out.extend([cu8_value(i), cu8_value(bytes[0])]);
+                bytes = &bytes[1..];
             }
-        };
-        self.received += got as u64;
-        let mut bytes = &self.bytes[..got];
-        let start = out.len();
-        if let Some(i) = self.carry.take() {
-            out.extend([cu8_value(i), cu8_value(bytes[0])]);
-            bytes = &bytes[1..];
+            let pairs = bytes.chunks_exact(2);
+            self.carry = pairs.remainder().first().copied();
+            out.extend(pairs.flat_map(|p| [cu8_value(p[0]), cu8_value(p[1])]));
         }
-        let pairs = bytes.chunks_exact(2);
-        self.carry = pairs.remainder().first().copied();
-        out.extend(pairs.flat_map(|p| [cu8_value(p[0]), cu8_value(p[1])]));
         Ok((out.len() - start) / 2)
     }
 }
