@@ -33,14 +33,17 @@ fn config(default: u32) -> ProptestConfig {
     }
 }
 
+/// A seed file: its format, extension and bytes.
+type Seed = (InputFormat, &'static str, Vec<u8>);
+
 /// One small file per format, made by sox and ffmpeg from a two-channel WAV of tones; `None`
 /// when they cannot run (outside CI).
-fn seeds() -> Option<&'static Vec<(InputFormat, &'static str, Vec<u8>)>> {
-    static SEEDS: OnceLock<Option<Vec<(InputFormat, &'static str, Vec<u8>)>>> = OnceLock::new();
+fn seeds() -> Option<&'static Vec<Seed>> {
+    static SEEDS: OnceLock<Option<Vec<Seed>>> = OnceLock::new();
     SEEDS.get_or_init(make_seeds).as_ref()
 }
 
-fn make_seeds() -> Option<Vec<(InputFormat, &'static str, Vec<u8>)>> {
+fn make_seeds() -> Option<Vec<Seed>> {
     let runs = |p: &str, a: &str| {
         Command::new(p)
             .arg(a)
