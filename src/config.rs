@@ -344,8 +344,9 @@ fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Res
     }
 }
 
-/// `--center-freq` must be a frequency; `--gain` needs an rtl_tcp:// input to set.
-fn check_radio(center_freq: Option<f64>, gain: bool, input: &Input) -> Result<()> {
+/// `--center-freq` must be a frequency; `--gain` needs an rtl_tcp:// input to set, which
+/// `--realtime` cannot pace.
+fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Input) -> Result<()> {
     if let Some(hz) = center_freq {
         if !(hz.is_finite() && hz >= 0.0) {
             return Err(FftdError::Usage(format!(
@@ -354,8 +355,12 @@ fn check_radio(center_freq: Option<f64>, gain: bool, input: &Input) -> Result<()
             )));
         }
     }
-    let rtl_tcp =
-        matches!(input, Input::Files(f) if f.iter().any(|p| crate::source::rtl_tcp::is_rtl_tcp(p)));
+    let rtl_tcp = crate::source::rtl_tcp::among(input);
+    if realtime && rtl_tcp {
+        return Err(FftdError::Usage(
+            "--realtime paces file and stdin inputs; an rtl_tcp:// input is live already".into(),
+        ));
+    }
     if gain && !rtl_tcp {
         return Err(FftdError::Usage(
             "--gain sets the tuner gain of an rtl_tcp:// input: give --file rtl_tcp://HOST:PORT"
@@ -678,7 +683,7 @@ impl Settings {
                 ));
             }
         }
-        check_radio(o.center_freq, o.gain.is_some(), &input)?;
+        check_radio(o.center_freq, o.gain.is_some(), o.realtime, &input)?;
         let channels = o
             .channels
             .map(|c| {

@@ -272,6 +272,8 @@ fn not_rtl_tcp_and_refused_connections_are_one_line() {
     assert_clean_error(&out, 2, &["--gain", "rtl_tcp://"]);
     let out = run(&["--file", &url(port), "--gain", "loud"]);
     assert_clean_error(&out, 2, &["--gain", "auto"]);
+    let out = run(&["--file", &url(port), "--realtime"]);
+    assert_clean_error(&out, 2, &["--realtime", "live"]);
     let out = run(&["--file", &url(port), "--rate", "1000000.5"]);
     assert_clean_error(&out, 2, &["--rate 1000000.5", "whole number"]);
 }
