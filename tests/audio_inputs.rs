@@ -359,7 +359,12 @@ fn broken_audio_is_one_line_naming_the_file() {
     // cut inside the audio: what decodes is analysed, then the error
     let cut = at(d, "cut.flac");
     std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).expect("write");
-    assert_clean_error(&spectra(&cut, &[]), 1, &[&cut, "FLAC", "ends early"]);
+    let out = spectra(&cut, &[]);
+    assert_clean_error(&out, 1, &[&cut, "FLAC", "ends early"]);
+    assert!(
+        stdout_text(&out).lines().count() > 10,
+        "the decoded part's rows come first"
+    );
     // the audio's bytes garbled
     let mut garbled = bytes.clone();
     for b in garbled[bytes.len() / 2..].iter_mut().step_by(7) {
@@ -419,4 +424,48 @@ fn broken_audio_is_one_line_naming_the_file() {
         &spectra(&fast, &[]),
         "faststart M4A piped",
     );
+}
+
+/// A FLAC stream cut off by Ctrl-C (its writer still open) ends the run cleanly: exit 0, the
+/// spectra so far, no "ends early" error.
+#[test]
+fn sigint_on_a_flac_pipe_ends_cleanly() {
+    if !tools() {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = test_wav(dir.path(), "w.wav", 1, 16);
+    let flac = at(dir.path(), "w.flac");
+    make("sox", &[&wav, &flac]);
+    let bytes = std::fs::read(&flac).expect("read");
+    let mut child = fftd()
+        .args([
+            "--file", "-", "--frame", "512", "--format", "csv", "--device", "cpu",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fftd");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&bytes[..bytes.len() / 2]).expect("write");
+    stdin.flush().expect("flush");
+    // the decoder holds its last packet until the next one's bytes (or the end) come: wait a
+    // while rather than for a row
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) with the pid of our own child and SIGINT; no memory is involved.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let rows: Vec<String> = lines.map(|l| l.expect("read")).collect();
+    let out = child.wait_with_output().expect("fftd ends");
+    drop(stdin);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("ends early") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(rows.len() > 2 && rows[1].starts_with("0,0,"), "{rows:?}");
 }

@@ -80,6 +80,8 @@ pub struct AudioSource {
     next_pts: Option<i128>,
     /// No more packets (the rest of `pending` is still handed on).
     ended: bool,
+    /// An error met while `pending` still held samples: returned once they are handed on.
+    failure: Option<FftdError>,
     /// A stream's reader (shared with the decoder's input): whether it is drained or stopped.
     stream: Option<Arc<Mutex<InputReader>>>,
     precision: Precision,
@@ -168,6 +170,7 @@ impl AudioSource {
             decoded: 0,
             next_pts: None,
             ended: false,
+            failure: None,
             stream,
             precision,
             decode_ns: 0,
@@ -350,6 +353,9 @@ impl SampleSource for AudioSource {
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
         let channels = self.info.channels.max(1);
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
         loop {
             let have = (self.pending.len() - self.pending_at) / channels;
             if have >= max_frames || self.ended || (have > 0 && self.drained()) {
@@ -359,7 +365,14 @@ impl SampleSource for AudioSource {
                 self.pending.drain(..self.pending_at);
                 self.pending_at = 0;
             }
-            self.decode_packet()?;
+            // the samples decoded before a failure are handed on first, the error next call
+            if let Err(e) = self.decode_packet() {
+                if have == 0 {
+                    return Err(e);
+                }
+                self.failure = Some(e);
+                break;
+            }
         }
         let have = (self.pending.len() - self.pending_at) / channels;
         let frames = have.min(max_frames);

@@ -213,7 +213,12 @@ pub fn open_with_reader(
             raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
                 .map(|s| Box::new(s) as _)
         }
-        audio_format => audio::open(path, reader, audio_format, opts).map(|s| Box::new(s) as _),
+        InputFormat::Flac
+        | InputFormat::Mp3
+        | InputFormat::Ogg
+        | InputFormat::Aiff
+        | InputFormat::Caf
+        | InputFormat::M4a => audio::open(path, reader, format, opts).map(|s| Box::new(s) as _),
     };
     match opened {
         Err(_) if stopped.load(std::sync::atomic::Ordering::Relaxed) => {
@@ -277,10 +282,9 @@ struct EmptySource {
 impl EmptySource {
     fn new(path: &str, format: InputFormat, opts: &FileOptions) -> Self {
         let (channels, kind) = match format {
-            InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
-                (opts.channels, raw::sample_kind(format))
-            }
-            _ => (1, InputKind::Real),
+            InputFormat::Text | InputFormat::Wav => (1, InputKind::Real),
+            audio if audio.is_compressed_audio() => (1, InputKind::Real),
+            raw => (opts.channels, raw::sample_kind(raw)),
         };
         EmptySource {
             info: SourceInfo {
