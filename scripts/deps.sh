@@ -8,13 +8,17 @@
 #   gcc, python3                         only where missing (a minimal Debian image)
 #   sox (--test)                         writes the WAV files (A-law, mu-law, 64-bit float, EXTENSIBLE,
 #                                        pipes) the WAV reader is tested against
+#   libsox-fmt-mp3 ffmpeg (--test)       encode the MP3, Ogg, M4A/AAC, ALAC, CAF and Opus files the
+#                                        compressed-audio reader is tested with (tests/audio_inputs.rs;
+#                                        sox alone writes FLAC, AIFF and Ogg but not MP3)
 #   chromium chromium-driver (--test)    a headless browser for the live page of --serve
 #                                        (tests/serve_browser.rs)
 #   nats-server (--test)                 a NATS server with JetStream for the fleet tests
 #                                        (tests/fleet.rs start their own on loopback)
 #   openssl (--test)                     makes the CA and certificates of the TLS fleet tests
 #                                        (tests/fleet_auth.rs; not in a minimal Debian image)
-# and (--test) python3 with numpy, scipy and librosa, for the tests that compare against them
+# and (--test) python3 with numpy, scipy, librosa and soundfile, for the tests that compare against
+# them (soundfile: libsndfile's decode of MP3 and Ogg, tests/audio_inputs.rs)
 # (librosa: the mel filter banks of --bands, tests/bands_librosa.rs; pandas: read_csv of nan/inf
 # values, tests/honest_numbers.rs), and selenium 4, which drives
 # chromium through chromedriver (never downloading a browser or a driver itself).
@@ -24,7 +28,7 @@ set -euo pipefail
 testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
-$testing && packages+=(sox chromium chromium-driver nats-server openssl)
+$testing && packages+=(sox libsox-fmt-mp3 ffmpeg chromium chromium-driver nats-server openssl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,10 +55,10 @@ if ! command -v cargo >/dev/null; then
 fi
 
 if $testing; then
-    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client, pandas" 2>/dev/null; then
-        echo "deps: installing numpy, scipy, librosa, prometheus-client and pandas for python3" >&2
-        python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas || {
-            echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client pandas" >&2
+    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client, pandas, soundfile" 2>/dev/null; then
+        echo "deps: installing numpy, scipy, librosa, prometheus-client, pandas and soundfile for python3" >&2
+        python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas soundfile || {
+            echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client pandas soundfile" >&2
             exit 1
         }
     fi

@@ -67,6 +67,7 @@ pub const NUMERIC_VALUE_NAMES: &[&str] = &[
     "N|whole",
     "mix|N|all",
     "A..B|LIST",
+    "DB|auto",
 ];
 
 /// The command line as typed: `Cli` with every number-taking flag accepting a leading '-'.

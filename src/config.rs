@@ -99,7 +99,9 @@ pub struct Options {
     )]
     pub mic: Option<String>,
 
-    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, else text].
+    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, .flac
+    /// flac, .mp3 mp3, .ogg/.oga/.opus ogg, .aiff/.aif/.aifc aiff, .caf caf, .m4a/.mp4/.aac m4a;
+    /// else by content (audio and WAV headers), then text].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
@@ -107,6 +109,15 @@ pub struct Options {
     /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
     pub rate: Option<f64>,
+
+    /// Centre frequency of the signal in Hz: what an rtl_tcp:// receiver is tuned to.
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub center_freq: Option<f64>,
+
+    /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
+    /// nearest step) [default: as the server has it].
+    #[arg(long, value_name = "DB|auto")]
+    pub gain: Option<crate::source::rtl_tcp::Gain>,
 
     /// Interleaved channels in raw (f32/s16/cf32) files; channels to capture with --mic [default: 1
     /// for raw files; the device's default for --mic].
@@ -381,6 +392,32 @@ fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Res
     }
 }
 
+/// `--center-freq` must be a frequency; `--gain` needs an rtl_tcp:// input to set, which
+/// `--realtime` cannot pace.
+fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Input) -> Result<()> {
+    if let Some(hz) = center_freq {
+        if !(hz.is_finite() && hz >= 0.0) {
+            return Err(FftdError::Usage(format!(
+                "--center-freq {}: must be a frequency of 0 Hz or more",
+                shown(hz)
+            )));
+        }
+    }
+    let rtl_tcp = crate::source::rtl_tcp::among(input);
+    if realtime && rtl_tcp {
+        return Err(FftdError::Usage(
+            "--realtime paces file and stdin inputs; an rtl_tcp:// input is live already".into(),
+        ));
+    }
+    if gain && !rtl_tcp {
+        return Err(FftdError::Usage(
+            "--gain sets the tuner gain of an rtl_tcp:// input: give --file rtl_tcp://HOST:PORT"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.
 fn merge(cli: Options, file: Options) -> Options {
     macro_rules! pick {
@@ -403,6 +440,8 @@ fn merge(cli: Options, file: Options) -> Options {
         mic,
         input_format,
         rate,
+        center_freq,
+        gain,
         channels,
         channel,
         frame,
@@ -605,6 +644,10 @@ pub struct Settings {
     pub input_format: Option<InputFormat>,
     /// Rate given by the user (None: 1 Hz for files, the device rate for the mic, WAV header).
     pub rate: Option<f64>,
+    /// `--center-freq`: the signal's centre frequency in Hz.
+    pub center_freq: Option<f64>,
+    /// `--gain`: an rtl_tcp:// receiver's tuner gain.
+    pub gain: Option<crate::source::rtl_tcp::Gain>,
     pub channels: Option<usize>,
     pub channel: ChannelSelect,
     pub frame: FrameSize,
@@ -714,6 +757,7 @@ impl Settings {
                 ));
             }
         }
+        check_radio(o.center_freq, o.gain.is_some(), o.realtime, &input)?;
         let channels = o
             .channels
             .map(|c| {
@@ -849,6 +893,8 @@ impl Settings {
             input,
             input_format: o.input_format,
             rate: o.rate,
+            center_freq: o.center_freq,
+            gain: o.gain,
             channels,
             channel: o.channel.unwrap_or(match o.cross {
                 Some(_) => ChannelSelect::All,

@@ -237,7 +237,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .transpose()?;
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
-    let live = matches!(settings.input, Input::Mic(_));
+    let live =
+        matches!(settings.input, Input::Mic(_)) || crate::source::rtl_tcp::among(&settings.input);
     // the places the run writes, before any input (or device) is touched
     outputs::check_destinations(settings)?;
     let building = Instant::now();

@@ -10,6 +10,7 @@
 //!   regular file) and the microphone are opened once and stay open from the start: they cannot
 //!   be read twice. Every stream's pump starts before any header is read, so writers that feed
 //!   several of them in turn (`tee`) are never kept waiting, and each gets its own reader thread.
+//!   An `rtl_tcp://` receiver is connected to and tuned here too, and read live.
 //!
 //! `FFTD_RANGE_READ=0` sends every input the sequential way (for comparisons and benchmarks).
 
@@ -19,6 +20,7 @@ use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
 use crate::sink::StreamMeta;
 use crate::source::channels::ChannelSplitter;
+use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
@@ -114,12 +116,22 @@ pub fn plan_streams(
     let mut streams_open = Vec::new();
     for path in paths {
         streams_open.push(
-            is_stream(path)
+            (is_stream(path) && !rtl_tcp::is_rtl_tcp(path))
                 .then(|| open_reader(path, stop))
                 .transpose()?,
         );
     }
     for (path, stream) in paths.iter().zip(streams_open) {
+        if rtl_tcp::is_rtl_tcp(path) {
+            let source = Box::new(rtl_tcp::open(path, rtl_tuning(settings), stop.clone())?);
+            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            plan.sequential.push(SequentialInput::Open(SourcePlan {
+                source,
+                splitter,
+                first_stream,
+            }));
+            continue;
+        }
         if let Some(reader) = stream {
             let source = open_with_reader(path, reader, &opts)?;
             let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
@@ -158,6 +170,16 @@ pub fn plan_streams(
         });
     }
     Ok(plan)
+}
+
+/// What an rtl_tcp:// input is asked for: `--rate` (rtl_tcp's 2.048 MS/s by default),
+/// `--center-freq`, `--gain`.
+fn rtl_tuning(settings: &Settings) -> rtl_tcp::Tuning {
+    rtl_tcp::Tuning {
+        rate: settings.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
+        center: settings.center_freq,
+        gain: settings.gain,
+    }
 }
 
 fn range_reading_enabled() -> bool {

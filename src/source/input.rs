@@ -5,6 +5,8 @@
 //! once, front to back: nothing is probed and reopened.
 //! For streams, sources hand on what has arrived instead of waiting for a full block (`drained`),
 //! so a slow producer still gets timely spectra.
+//! `peek_start` looks at an input's first bytes (to tell its format) and hands them on to the
+//! source that reads it, so even a stream is read once.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::io::{self, BufRead, BufReader, Read};
@@ -14,21 +16,43 @@ use std::time::Duration;
 
 pub struct InputReader {
     inner: BufReader<Box<dyn Read + Send>>,
+    /// The first bytes, read by `peek_start` and not yet consumed (from `peeked_at`).
+    peeked: Vec<u8>,
+    peeked_at: usize,
     interactive: bool,
+    /// A regular file's own handle, for readers that seek (`into_file`).
+    file: Option<std::fs::File>,
     /// For stdin: the stop request that ends its reads early.
     stop: Option<Arc<AtomicBool>>,
 }
 
 impl InputReader {
     pub fn file(file: std::fs::File) -> Self {
-        Self::from_read(file)
+        let own = file.try_clone().ok();
+        InputReader {
+            file: own,
+            ..Self::from_read(file)
+        }
+    }
+
+    /// A regular file's handle, rewound to its start, for a reader that seeks (an MP4 file's
+    /// index may lie at its end); `None` for streams and bytes in memory. This reader is not to
+    /// be read after it.
+    pub fn take_file(&mut self) -> Option<std::fs::File> {
+        use std::io::Seek;
+        let mut file = self.file.take()?;
+        file.rewind().ok()?;
+        Some(file)
     }
 
     /// Any byte source read to its end, such as bytes in memory (parser tests) or a pipe.
     pub fn from_read(source: impl Read + Send + 'static) -> Self {
         InputReader {
             inner: BufReader::with_capacity(1 << 16, Box::new(source)),
+            peeked: Vec::new(),
+            peeked_at: 0,
             interactive: false,
+            file: None,
             stop: None,
         }
     }
@@ -69,7 +93,10 @@ impl InputReader {
         };
         InputReader {
             inner: BufReader::with_capacity(1 << 16, Box::new(pump)),
+            peeked: Vec::new(),
+            peeked_at: 0,
             interactive: true,
+            file: None,
             stop: Some(stop),
         }
     }
@@ -77,7 +104,29 @@ impl InputReader {
     /// True when reading a stream and nothing more is buffered: a source should hand on what
     /// it has rather than block for a full block.
     pub fn drained(&self) -> bool {
-        self.interactive && self.inner.buffer().is_empty()
+        self.interactive && self.peeked_at >= self.peeked.len() && self.inner.buffer().is_empty()
+    }
+
+    /// True for a stream (stdin, a FIFO, ...), false for a regular file or bytes in memory.
+    pub fn is_stream(&self) -> bool {
+        self.interactive
+    }
+
+    /// The input's first bytes, up to `n`: reads until it has `n`, the input ends, or `wanted`
+    /// says the bytes so far decide the question (so a text stream that sends one short line is
+    /// not kept waiting). Reads after it still return these bytes first. Only before any read.
+    pub fn peek_start(&mut self, n: usize, wanted: impl Fn(&[u8]) -> bool) -> io::Result<&[u8]> {
+        while self.peeked.len() < n && wanted(&self.peeked) {
+            let mut byte = [0u8; 16];
+            let want = (n - self.peeked.len()).min(byte.len());
+            match self.inner.read(&mut byte[..want]) {
+                Ok(0) => break,
+                Ok(got) => self.peeked.extend_from_slice(&byte[..got]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(&self.peeked[self.peeked_at..])
     }
 
     /// True when reads ended because of a stop request rather than the end of the input
@@ -91,15 +140,29 @@ impl InputReader {
 
 impl Read for InputReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.peeked_at < self.peeked.len() {
+            let rest = &self.peeked[self.peeked_at..];
+            let n = rest.len().min(buf.len());
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.peeked_at += n;
+            return Ok(n);
+        }
         self.inner.read(buf)
     }
 }
 
 impl BufRead for InputReader {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.peeked_at < self.peeked.len() {
+            return Ok(&self.peeked[self.peeked_at..]);
+        }
         self.inner.fill_buf()
     }
     fn consume(&mut self, amt: usize) {
+        if self.peeked_at < self.peeked.len() {
+            self.peeked_at = (self.peeked_at + amt).min(self.peeked.len());
+            return;
+        }
         self.inner.consume(amt)
     }
 }

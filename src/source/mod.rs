@@ -7,6 +7,11 @@
 //!   count; from pipes too (unknown sizes read to the end), data that ends early analysed with a
 //!   warning.
 //! - `raw`: headerless little-endian `f32`, `s16` or complex `cf32` (interleaved I/Q).
+//! - `audio`: compressed and Apple audio (FLAC, MP3, Ogg Vorbis, AIFF, CAF, M4A/AAC) through
+//!   symphonia.
+//! - `rtl_tcp`: an `rtl_tcp://HOST:PORT` receiver, tuned and then read as live complex I/Q.
+//! - `sniff`: the format of an input with no `--input-format` and no known extension, from its
+//!   first bytes (audio containers and WAV; anything else is text).
 //! - `mic`: live capture through cpal.
 //!
 //! A path of `-` reads standard input.
@@ -15,11 +20,14 @@
 //! is NaN or infinite, or one that f32 cannot hold (it would become infinity), is an error naming
 //! the input and where in it the value lies (`overflows`).
 
+pub mod audio;
 pub mod channels;
 pub mod input;
 pub mod mic;
 pub mod raw;
+pub mod rtl_tcp;
 pub mod seekable;
+pub mod sniff;
 pub mod text;
 pub mod wav;
 
@@ -47,22 +55,53 @@ pub enum InputFormat {
     S16,
     /// Raw interleaved complex float32 (I, Q), the usual SDR format.
     Cf32,
+    /// FLAC (native or in Ogg), decoded by symphonia.
+    Flac,
+    /// MPEG audio layer III.
+    Mp3,
+    /// Ogg Vorbis.
+    Ogg,
+    /// AIFF or AIFF-C.
+    Aiff,
+    /// Apple Core Audio Format (PCM or ALAC).
+    Caf,
+    /// MP4 audio (AAC or ALAC), also raw ADTS AAC.
+    M4a,
 }
 
 impl InputFormat {
     /// The format implied by a file name's extension; text when there is none we know.
     pub fn from_extension(path: &str) -> InputFormat {
+        Self::by_extension(path).unwrap_or(InputFormat::Text)
+    }
+
+    /// The format a file name's extension names, if it is one fftd knows.
+    pub fn by_extension(path: &str) -> Option<InputFormat> {
         let ext = Path::new(path)
             .extension()
             .and_then(|e| e.to_str())
             .map(|e| e.to_ascii_lowercase());
-        match ext.as_deref() {
-            Some("wav") | Some("wave") => InputFormat::Wav,
-            Some("f32") => InputFormat::F32,
-            Some("s16") => InputFormat::S16,
-            Some("cf32") => InputFormat::Cf32,
-            _ => InputFormat::Text,
-        }
+        Some(match ext.as_deref()? {
+            "wav" | "wave" => InputFormat::Wav,
+            "f32" => InputFormat::F32,
+            "s16" => InputFormat::S16,
+            "cf32" => InputFormat::Cf32,
+            "txt" => InputFormat::Text,
+            other => audio::format_of_extension(other)?,
+        })
+    }
+
+    /// Decoded through symphonia (`audio`).
+    pub fn is_compressed_audio(self) -> bool {
+        matches!(
+            self,
+            InputFormat::Flac
+                | InputFormat::Mp3
+                | InputFormat::Ogg
+                | InputFormat::Aiff
+                | InputFormat::Caf
+                | InputFormat::M4a
+        )
     }
 
     pub fn name(self) -> &'static str {
@@ -72,6 +111,12 @@ impl InputFormat {
             InputFormat::F32 => "f32",
             InputFormat::S16 => "s16",
             InputFormat::Cf32 => "cf32",
+            InputFormat::Flac => "flac",
+            InputFormat::Mp3 => "mp3",
+            InputFormat::Ogg => "ogg",
+            InputFormat::Aiff => "aiff",
+            InputFormat::Caf => "caf",
+            InputFormat::M4a => "m4a",
         }
     }
 }
@@ -147,10 +192,13 @@ pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>
 /// the run ends with what it has, which is nothing from this input.
 pub fn open_with_reader(
     path: &str,
-    reader: InputReader,
+    mut reader: InputReader,
     opts: &FileOptions,
 ) -> Result<Box<dyn SampleSource>> {
-    let format = format_of(path, opts);
+    let format = match opts.format.or_else(|| named_format(path)) {
+        Some(format) => format,
+        None => sniff::sniff(&mut reader).map_err(|e| FftdError::io(path, e))?,
+    };
     let stopped = opts.stop.clone();
     let opened: Result<Box<dyn SampleSource>> = match format {
         InputFormat::Text => {
@@ -165,6 +213,12 @@ pub fn open_with_reader(
             raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
                 .map(|s| Box::new(s) as _)
         }
+        InputFormat::Flac
+        | InputFormat::Mp3
+        | InputFormat::Ogg
+        | InputFormat::Aiff
+        | InputFormat::Caf
+        | InputFormat::M4a => audio::open(path, reader, format, opts).map(|s| Box::new(s) as _),
     };
     match opened {
         Err(_) if stopped.load(std::sync::atomic::Ordering::Relaxed) => {
@@ -174,7 +228,17 @@ pub fn open_with_reader(
     }
 }
 
-/// The format `path` is read as: `--input-format`, else by extension (text for stdin).
+/// The format `path`'s name gives: none for stdin or an extension fftd does not know (`sniff`
+/// then looks at its first bytes).
+fn named_format(path: &str) -> Option<InputFormat> {
+    match path {
+        "-" => None,
+        _ => InputFormat::by_extension(path),
+    }
+}
+
+/// The format `path` is read as before its first bytes are seen: `--input-format`, else by
+/// extension (text for stdin and unknown extensions, which `open_with_reader` then sniffs).
 pub fn format_of(path: &str, opts: &FileOptions) -> InputFormat {
     opts.format.unwrap_or_else(|| {
         if path == "-" {
@@ -219,6 +283,7 @@ impl EmptySource {
     fn new(path: &str, format: InputFormat, opts: &FileOptions) -> Self {
         let (channels, kind) = match format {
             InputFormat::Text | InputFormat::Wav => (1, InputKind::Real),
+            audio if audio.is_compressed_audio() => (1, InputKind::Real),
             raw => (opts.channels, raw::sample_kind(raw)),
         };
         EmptySource {

@@ -58,6 +58,7 @@ impl SeekableLayout {
         }
         let layout = match format {
             InputFormat::Text => return Ok(None),
+            compressed if compressed.is_compressed_audio() => return Ok(None),
             InputFormat::Wav => Self::probe_wav(path, meta.len())?,
             raw_format => Self::raw(path, raw_format, meta.len(), rate, channels),
         };

@@ -1,0 +1,471 @@
+//! Compressed and Apple audio inputs (src/source/audio.rs), end to end through the binary:
+//!
+//! - FLAC, AIFF and CAF (PCM and ALAC) made by sox/ffmpeg from a WAV give spectra bit-identical
+//!   to that WAV's, per channel, from files, from stdin and from a FIFO, found by extension, by
+//!   `--input-format` and by content;
+//! - MP3 (sox's, and ffmpeg's with a LAME gapless header) and Ogg Vorbis agree with libsndfile's
+//!   decode (python `soundfile`) within codec tolerance, frame for frame, with the peak level
+//!   within 0.5 dB; M4A (AAC) finds the tone at its level;
+//! - broken inputs (truncated, corrupt, an Opus stream, text called .flac, an M4A piped whose
+//!   index comes last) are one line naming the file, exit 1, no panic.
+//!
+//! Needs sox and ffmpeg (and python3 with numpy and soundfile for the libsndfile comparison);
+//! scripts/deps.sh --test installs them. Without them the tests skip, except in CI.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// Whether sox and ffmpeg run (CI requires them).
+fn tools() -> bool {
+    program_runs("sox", &["--version"]) && program_runs("ffmpeg", &["-version"])
+}
+
+/// Runs a command, which must succeed.
+fn make(program: &str, args: &[&str]) {
+    let out = Command::new(program).args(args).output().expect(program);
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `dir/name` as a string.
+fn at(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// A WAV of `channels` channels at 16 kHz: a different tone per channel plus a little noise,
+/// `bits` per sample.
+fn test_wav(dir: &Path, name: &str, channels: usize, bits: u32) -> String {
+    let path = at(dir, name);
+    let tones: Vec<String> = (0..channels)
+        .map(|c| format!("sine {}", 440 * (c + 1) + 97 * c))
+        .collect();
+    let mut args = vec!["-n", "-r", "16000", "-b"];
+    let bits = bits.to_string();
+    let channels_text = channels.to_string();
+    args.extend([bits.as_str(), "-c", &channels_text, &path, "synth", "1.3"]);
+    args.extend(tones.iter().flat_map(|t| t.split(' ')));
+    args.extend(["vol", "0.7"]);
+    make("sox", &args);
+    path
+}
+
+/// fftd's csv spectra of `file` (extra `args` after it), every channel its own stream.
+fn spectra(file: &str, args: &[&str]) -> Output {
+    let mut all = vec![
+        "--file",
+        file,
+        "--frame",
+        "512",
+        "--hop",
+        "200",
+        "--channel",
+        "all",
+        "--format",
+        "csv",
+    ];
+    all.extend(args);
+    run(&all)
+}
+
+/// `spectra` of standard input fed from `file`.
+fn spectra_piped(file: &str, args: &[&str]) -> Output {
+    let bytes = std::fs::read(file).expect("read");
+    let mut cmd = fftd();
+    cmd.args(["--file", "-", "--frame", "512", "--hop", "200"])
+        .args(["--channel", "all", "--format", "csv", "--device", "cpu"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("fftd");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().expect("fftd ends");
+    feeder.join().expect("feeder");
+    out
+}
+
+/// Asserts `out` succeeded silently with exactly `want`'s rows. The streams of a many-channel
+/// input interleave their rows as they come, so rows are compared in (stream, frame) order.
+fn assert_same_rows(out: &Output, want: &Output, what: &str) {
+    assert_silent_success(out);
+    let sorted = |o: &Output| {
+        let text = stdout_text(o);
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[1..].sort_by_key(|l| {
+            let mut id = l.split(',').take(2).map(|v| v.parse::<u64>().expect("id"));
+            (id.next(), id.next())
+        });
+        lines
+    };
+    let (got, want) = (sorted(out), sorted(want));
+    assert!(want.len() > 2, "{what}: no rows");
+    assert_eq!(got.len(), want.len(), "{what}: row counts differ");
+    assert!(got == want, "{what}: spectra differ from the WAV's");
+}
+
+#[test]
+fn lossless_files_read_bit_identical_to_their_wav() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    for (channels, bits) in [(1, 16), (3, 24), (2, 16)] {
+        let wav = test_wav(d, &format!("w{channels}.wav"), channels, bits);
+        let want = spectra(&wav, &[]);
+        assert_silent_success(&want);
+        let flac = at(d, &format!("w{channels}.flac"));
+        make("sox", &[&wav, &flac]);
+        assert_same_rows(&spectra(&flac, &[]), &want, "FLAC");
+        let aiff = at(d, &format!("w{channels}.aiff"));
+        make("sox", &[&wav, &aiff]);
+        assert_same_rows(&spectra(&aiff, &[]), &want, "AIFF");
+        for (ext, codec) in [("caf", "pcm_s24le"), ("m4a", "alac")] {
+            if codec == "alac" && channels > 2 {
+                continue; // ffmpeg's ALAC encoder makes 3 channels 2
+            }
+            let out = at(d, &format!("w{channels}.{codec}.{ext}"));
+            let codec = if bits == 16 && codec == "pcm_s24le" {
+                "pcm_s16le"
+            } else {
+                codec
+            };
+            make(
+                "ffmpeg",
+                &["-loglevel", "error", "-y", "-i", &wav, "-c:a", codec, &out],
+            );
+            assert_same_rows(&spectra(&out, &[]), &want, codec);
+        }
+        // one channel alone, as from the WAV
+        let one = ["--channel", "1"];
+        if channels > 1 {
+            let w = run(&[
+                "--file", &wav, "--frame", "256", "--format", "csv", one[0], one[1],
+            ]);
+            let f = run(&[
+                "--file", &flac, "--frame", "256", "--format", "csv", one[0], one[1],
+            ]);
+            assert_same_rows(&f, &w, "FLAC --channel 1");
+        }
+        // from stdin (found by content) and with --input-format on a name that says nothing
+        assert_same_rows(&spectra_piped(&flac, &[]), &want, "FLAC on stdin");
+        assert_same_rows(
+            &spectra_piped(&wav, &[]),
+            &want,
+            "WAV on stdin, found by content",
+        );
+        let renamed = at(d, &format!("w{channels}.dat"));
+        std::fs::copy(&flac, &renamed).expect("copy");
+        assert_same_rows(&spectra(&renamed, &[]), &want, "FLAC named .dat");
+        let forced = spectra(&renamed, &["--input-format", "flac"]);
+        assert_same_rows(&forced, &want, "--input-format flac");
+    }
+}
+
+#[test]
+fn flac_from_a_fifo_reads_as_the_file() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = test_wav(dir.path(), "w.wav", 2, 16);
+    let flac = at(dir.path(), "w.flac");
+    make("sox", &[&wav, &flac]);
+    let fifo = dir.path().join("pipe");
+    make("mkfifo", &[&fifo.display().to_string()]);
+    let writer = {
+        let (flac, fifo) = (flac.clone(), fifo.clone());
+        std::thread::spawn(move || std::fs::write(fifo, std::fs::read(flac).expect("read")))
+    };
+    let out = spectra(&fifo.display().to_string(), &[]);
+    writer.join().expect("writer").expect("write fifo");
+    assert_same_rows(&out, &spectra(&wav, &[]), "FLAC through a FIFO");
+}
+
+/// Compares fftd's spectra of `coded` with those of libsndfile's decode of it (written as a
+/// 64-bit float WAV by python soundfile): the same frames, each within `tolerance` of its
+/// largest bin, and peak levels within 0.5 dB. Returns the largest relative difference.
+fn matches_libsndfile(coded: &str, dir: &Path, tolerance: f64) -> f64 {
+    let decoded = dir.join("decoded.wav").display().to_string();
+    run_python(
+        "import sys, soundfile as sf\n\
+         data, rate = sf.read(sys.argv[1], dtype='float64', always_2d=True)\n\
+         sf.write(sys.argv[2], data, rate, subtype='DOUBLE')",
+        &[coded, &decoded],
+        coded,
+    );
+    let args = [
+        "--channel",
+        "0",
+        "--frame",
+        "1024",
+        "--hop",
+        "512",
+        "--scale",
+        "db",
+    ];
+    let run_on = |file: &str| {
+        let out = run(&[&["--file", file, "--format", "csv"][..], &args].concat());
+        assert_silent_success(&out);
+        let text = stdout_text(&out);
+        let rows: Vec<Vec<f64>> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                l.split(',')
+                    .skip(3)
+                    .map(|v| v.parse().expect("number"))
+                    .collect()
+            })
+            .collect();
+        rows
+    };
+    let (got, want) = (run_on(coded), run_on(&decoded));
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{coded}: frame counts differ from libsndfile's"
+    );
+    let mut worst = 0.0f64;
+    for (g, w) in got.iter().zip(&want) {
+        let peak = |row: &Vec<f64>| row.iter().cloned().fold(f64::MIN, f64::max);
+        assert!(
+            (peak(g) - peak(w)).abs() <= 0.5,
+            "{coded}: peak {} vs {}",
+            peak(g),
+            peak(w)
+        );
+        let lin = |row: &Vec<f64>| {
+            row.iter()
+                .map(|db| 10f64.powf(db / 20.0))
+                .collect::<Vec<_>>()
+        };
+        worst = worst.max(max_relative_error(&lin(g), &lin(w)));
+    }
+    assert!(
+        worst <= tolerance,
+        "{coded}: differs by {worst} of the frame's peak"
+    );
+    eprintln!("{coded}: largest difference {worst:.2e} of the frame's peak bin");
+    worst
+}
+
+#[test]
+fn mp3_and_ogg_agree_with_libsndfile() {
+    if !tools() || !python_has("numpy, soundfile") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let wav = test_wav(d, "w.wav", 2, 16);
+    let sox_mp3 = at(d, "sox.mp3");
+    make("sox", &[&wav, "-C", "192", &sox_mp3]);
+    let lame_mp3 = at(d, "lame.mp3");
+    make(
+        "ffmpeg",
+        &[
+            "-loglevel",
+            "error",
+            "-i",
+            &wav,
+            "-c:a",
+            "libmp3lame",
+            "-b:a",
+            "160k",
+            &lame_mp3,
+        ],
+    );
+    let ogg = at(d, "w.ogg");
+    make("sox", &[&wav, "-C", "5", &ogg]);
+    for coded in [&sox_mp3, &lame_mp3, &ogg] {
+        matches_libsndfile(coded, d, 1e-3);
+    }
+}
+
+#[test]
+fn m4a_aac_finds_the_tone_at_its_level() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = test_wav(dir.path(), "w.wav", 1, 16);
+    let m4a = at(dir.path(), "w.m4a");
+    make(
+        "ffmpeg",
+        &[
+            "-loglevel",
+            "error",
+            "-i",
+            &wav,
+            "-c:a",
+            "aac",
+            "-b:a",
+            "128k",
+            &m4a,
+        ],
+    );
+    let peak = |file: &str| {
+        let out = run(&[
+            "--file", file, "--frame", "16000", "--hop", "4000", "--tail", "drop", "--scale", "db",
+            "--format", "csv",
+        ]);
+        assert_silent_success(&out);
+        let text = stdout_text(&out);
+        let row: Vec<f64> = text
+            .lines()
+            .nth(1)
+            .expect("a row")
+            .split(',')
+            .skip(3)
+            .map(|v| v.parse().expect("number"))
+            .collect();
+        let (bin, level) =
+            row.iter()
+                .enumerate()
+                .fold((0, f64::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+        (bin, level)
+    };
+    let (want_bin, want_level) = peak(&wav);
+    let (bin, level) = peak(&m4a);
+    assert_eq!(bin, want_bin, "440 Hz in 1 Hz bins");
+    assert_eq!(want_bin, 440);
+    assert!(
+        (level - want_level).abs() <= 0.5,
+        "{level} dB vs {want_level} dB"
+    );
+}
+
+#[test]
+fn broken_audio_is_one_line_naming_the_file() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let wav = test_wav(d, "w.wav", 2, 16);
+    let flac = at(d, "w.flac");
+    make("sox", &[&wav, &flac]);
+    let bytes = std::fs::read(&flac).expect("read");
+    // cut inside the audio: what decodes is analysed, then the error
+    let cut = at(d, "cut.flac");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).expect("write");
+    let out = spectra(&cut, &[]);
+    assert_clean_error(&out, 1, &[&cut, "FLAC", "ends early"]);
+    assert!(
+        stdout_text(&out).lines().count() > 10,
+        "the decoded part's rows come first"
+    );
+    // the audio's bytes garbled
+    let mut garbled = bytes.clone();
+    for b in garbled[bytes.len() / 2..].iter_mut().step_by(7) {
+        *b ^= 0x5a;
+    }
+    let bad = at(d, "bad.flac");
+    std::fs::write(&bad, &garbled).expect("write");
+    assert_clean_error(&spectra(&bad, &[]), 1, &[&bad, "FLAC"]);
+    // one bit flipped in a FLAC frame: the decoder skips the frame; fftd says so
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x10;
+    let skip = at(d, "flipped.flac");
+    std::fs::write(&skip, &flipped).expect("write");
+    assert_clean_error(&spectra(&skip, &[]), 1, &[&skip, "corrupt FLAC", "skipped"]);
+    // only the header
+    let head = at(d, "head.flac");
+    std::fs::write(&head, &bytes[..60]).expect("write");
+    assert_clean_error(&spectra(&head, &[]), 1, &[&head]);
+    // not audio at all
+    let text = at(d, "notes.mp3");
+    std::fs::write(&text, "0.5\n0.25\n").expect("write");
+    assert_clean_error(&spectra(&text, &[]), 1, &[&text, "not a FLAC, MP3"]);
+    let empty = at(d, "empty.ogg");
+    std::fs::write(&empty, "").expect("write");
+    assert_clean_error(&spectra(&empty, &[]), 1, &[&empty]);
+    // a codec symphonia does not have
+    let opus = at(d, "w.opus");
+    make(
+        "ffmpeg",
+        &["-loglevel", "error", "-i", &wav, "-c:a", "libopus", &opus],
+    );
+    assert_clean_error(&spectra(&opus, &[]), 1, &[&opus, "unsupported codec Opus"]);
+    // an M4A with its index at the end, piped
+    let m4a = at(d, "w.m4a");
+    make(
+        "ffmpeg",
+        &["-loglevel", "error", "-i", &wav, "-c:a", "aac", &m4a],
+    );
+    assert_clean_error(&spectra_piped(&m4a, &[]), 1, &["-: ", "faststart"]);
+    let fast = at(d, "fast.m4a");
+    make(
+        "ffmpeg",
+        &[
+            "-loglevel",
+            "error",
+            "-i",
+            &wav,
+            "-c:a",
+            "aac",
+            "-movflags",
+            "+faststart",
+            &fast,
+        ],
+    );
+    assert_same_rows(
+        &spectra_piped(&fast, &[]),
+        &spectra(&fast, &[]),
+        "faststart M4A piped",
+    );
+}
+
+/// A FLAC stream cut off by Ctrl-C (its writer still open) ends the run cleanly: exit 0, the
+/// spectra so far, no "ends early" error.
+#[test]
+fn sigint_on_a_flac_pipe_ends_cleanly() {
+    if !tools() {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = test_wav(dir.path(), "w.wav", 1, 16);
+    let flac = at(dir.path(), "w.flac");
+    make("sox", &[&wav, &flac]);
+    let bytes = std::fs::read(&flac).expect("read");
+    let mut child = fftd()
+        .args([
+            "--file", "-", "--frame", "512", "--format", "csv", "--device", "cpu",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fftd");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&bytes[..bytes.len() / 2]).expect("write");
+    stdin.flush().expect("flush");
+    // the decoder holds its last packet until the next one's bytes (or the end) come: wait a
+    // while rather than for a row
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) with the pid of our own child and SIGINT; no memory is involved.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0);
+    let lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let rows: Vec<String> = lines.map(|l| l.expect("read")).collect();
+    let out = child.wait_with_output().expect("fftd ends");
+    drop(stdin);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains("ends early") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert!(rows.len() > 2 && rows[1].starts_with("0,0,"), "{rows:?}");
+}
