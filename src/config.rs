@@ -95,7 +95,8 @@ pub struct Options {
     )]
     pub mic: Option<String>,
 
-    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, else text].
+    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, .cu8
+    /// cu8, .cs8 cs8, .cs16 cs16, .sigmf-meta/.sigmf-data sigmf, else text].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
@@ -157,6 +158,18 @@ pub struct Options {
     /// filters), octave or third-octave[:fmin=HZ,fmax=HZ] (IEC 61260-1 base-10 bands).
     #[arg(long, value_name = "SPEC")]
     pub bands: Option<BandSpec>,
+
+    /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
+    /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power) [default: SigMF's
+    /// core:frequency, else none: bins in baseband Hz].
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub center_freq: Option<f64>,
+
+    /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
+    /// receivers, as scipy welch's detrend='constant' [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub dc_remove: bool,
 
     /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
     #[arg(long)]
@@ -343,6 +356,7 @@ fn merge(cli: Options, file: Options) -> Options {
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
                 realtime: cli.realtime || file.realtime,
+                dc_remove: cli.dc_remove || file.dc_remove,
                 serve_allow_origin: if cli.serve_allow_origin.is_empty() { file.serve_allow_origin } else { cli.serve_allow_origin },
                 serve_allow_host: if cli.serve_allow_host.is_empty() { file.serve_allow_host } else { cli.serve_allow_host },
                 $($field: cli.$field.or(file.$field),)*
@@ -365,6 +379,7 @@ fn merge(cli: Options, file: Options) -> Options {
         fmin,
         fmax,
         bands,
+        center_freq,
         precision,
         format,
         output,
@@ -548,6 +563,10 @@ pub struct Settings {
     /// Averages, bands, frequency range (`products`).
     pub products: ProductOptions,
     pub fftshift: bool,
+    /// `--center-freq`: where the input was tuned, Hz (SigMF inputs may say it themselves).
+    pub center_freq: Option<f64>,
+    /// `--dc-remove`: each frame's mean subtracted before the window (`source::dc`).
+    pub dc_remove: bool,
     pub precision: Precision,
     pub format: OutputFormat,
     pub output: Option<PathBuf>,
@@ -732,6 +751,20 @@ impl Settings {
             bands: o.bands,
         };
         products.check().map_err(FftdError::Usage)?;
+        crate::sink::rtl_power::check(
+            o.format,
+            &mut o.scale,
+            products.bands.is_some(),
+            &mut o.fftshift,
+        )?;
+        if let Some(f) = o.center_freq {
+            if !(f.is_finite() && f >= 0.0) {
+                return usage(format!(
+                    "--center-freq {}: must be a frequency in Hz, 0 or more",
+                    shown(f)
+                ));
+            }
+        }
         let scale = o.scale.unwrap_or(Scale::Magnitude);
         if scale == Scale::Complex && products.in_power_domain() {
             // (a fleet worker would otherwise learn it only from its first block)
@@ -760,6 +793,8 @@ impl Settings {
             scale,
             products,
             fftshift: o.fftshift,
+            center_freq: o.center_freq,
+            dc_remove: o.dc_remove,
             precision,
             format,
             output: o.output.filter(|p| p.as_os_str() != "-"),

@@ -209,6 +209,7 @@ impl<'a, T: Sample> Work<'a, T> {
             kind: shape.kind,
             fftshift: self.settings.fftshift,
             columns: None,
+            tuning: None,
         }
     }
 

@@ -78,7 +78,11 @@ pub fn run_batcher<T: Sample>(
         };
         clock.lap(Phase::DispatchInput);
         match received {
-            Ok(frame) => {
+            Ok(mut frame) => {
+                if settings.dc_remove {
+                    let width = frame.kind.width();
+                    crate::source::dc::remove_frame_means(&mut frame.data, frame.n * width, width);
+                }
                 let rate = frame.rate;
                 let key = (frame.n, frame.kind, rate.to_bits());
                 let entry = pending.entry(key).or_insert_with(|| {

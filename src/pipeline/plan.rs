@@ -20,6 +20,7 @@ use crate::frame::FrameSize;
 use crate::sink::StreamMeta;
 use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::SeekableLayout;
+use crate::source::tuning::Tuning;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
     SourceInfo,
@@ -94,7 +95,7 @@ pub fn plan_streams(
         }
         Input::Mic(device) => {
             let source = crate::source::mic::open(device, settings, stop.clone())?;
-            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -122,7 +123,8 @@ pub fn plan_streams(
     for (path, stream) in paths.iter().zip(streams_open) {
         if let Some(reader) = stream {
             let source = open_with_reader(path, reader, &opts)?;
-            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            let (splitter, first_stream) =
+                plan.add_streams(settings, source.info(), source.tuning())?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -144,7 +146,8 @@ pub fn plan_streams(
             }
         }
         let source = open_file(path, &opts)?;
-        let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+        let (splitter, first_stream) =
+                plan.add_streams(settings, source.info(), source.tuning())?;
         plan.sequential.push(match reading == Reading::Sequential {
             true => SequentialInput::Open(SourcePlan {
                 source,
@@ -185,8 +188,11 @@ impl StreamPlan {
         &mut self,
         settings: &Settings,
         info: &SourceInfo,
+        tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
         let splitter = ChannelSplitter::for_source(info, settings.channel)?;
+        // --center-freq says where the radio was, over what the input says
+        let tuning = settings.center_freq.map(Tuning::fixed).or(tuning);
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {
@@ -199,6 +205,7 @@ impl StreamPlan {
                 kind: info.kind,
                 fftshift: settings.fftshift,
                 columns: None,
+                tuning: tuning.clone(),
             });
         }
         Ok((splitter, first_stream))
@@ -213,7 +220,7 @@ impl StreamPlan {
             kind: layout.kind,
             live: false,
         };
-        let (splitter, first_stream) = self.add_streams(settings, &info)?;
+        let (splitter, first_stream) = self.add_streams(settings, &info, layout.tuning.clone())?;
         let splitter = Arc::new(splitter);
         for part in 0..splitter.streams() {
             self.ranged.push(RangeStream::new(
@@ -241,6 +248,7 @@ fn framing(settings: &Settings) -> Framing {
         max_frames: settings.max_frames.unwrap_or(u64::MAX),
         duration: settings.duration,
         batch: settings.batch_frames(n),
+        dc_remove: settings.dc_remove,
     }
 }
 

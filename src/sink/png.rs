@@ -430,6 +430,7 @@ mod tests {
             kind: crate::fft::InputKind::Real,
             fftshift: false,
             columns: None,
+            tuning: None,
         };
         let encoder = LevelEncoder {
             scale: Scale::Magnitude,
