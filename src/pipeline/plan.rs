@@ -147,7 +147,7 @@ pub fn plan_streams(
         }
         let source = open_file(path, &opts)?;
         let (splitter, first_stream) =
-                plan.add_streams(settings, source.info(), source.tuning())?;
+            plan.add_streams(settings, source.info(), source.tuning())?;
         plan.sequential.push(match reading == Reading::Sequential {
             true => SequentialInput::Open(SourcePlan {
                 source,

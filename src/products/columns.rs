@@ -126,7 +126,10 @@ impl ColumnPlan {
     pub fn suits(&self, meta: &StreamMeta, n: usize) -> bool {
         self.bands.is_some() || self.picks.is_empty() || {
             let all = meta.frequencies(n);
-            let mine = self.picks.iter().flat_map(|r| all[r.clone()].iter().copied());
+            let mine = self
+                .picks
+                .iter()
+                .flat_map(|r| all[r.clone()].iter().copied());
             mine.eq(self.frequencies.iter().copied())
         }
     }

@@ -115,7 +115,7 @@ impl<T: Sample> Encoder<T> for RtlPowerEncoder {
         let _ = write!(out, ", {n}");
         for v in row.values {
             out.extend_from_slice(b", ");
-            push(out, v.into_f64(), Syntax::Text);
+            push(out, *v, Syntax::Text);
         }
         out.push(b'\n');
     }
@@ -194,7 +194,10 @@ mod tests {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
         }
-        assert_eq!(parse_iso8601("2024-02-29T12:34:56.5Z"), Some(1_709_210_096.5));
+        assert_eq!(
+            parse_iso8601("2024-02-29T12:34:56.5Z"),
+            Some(1_709_210_096.5)
+        );
         let mut out = Vec::new();
         push_datetime(&mut out, 1_709_210_096.5);
         assert_eq!(out, b"2024-02-29, 12:34:56");

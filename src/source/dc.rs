@@ -16,7 +16,12 @@ pub fn remove_frame_means<T: Sample>(data: &mut [T], frame_values: usize, width:
     for frame in data.chunks_exact_mut(frame_values) {
         let samples = (frame_values / width) as f64;
         for part in 0..width {
-            let sum: f64 = frame.iter().skip(part).step_by(width).map(|v| v.into_f64()).sum();
+            let sum: f64 = frame
+                .iter()
+                .skip(part)
+                .step_by(width)
+                .map(|v| v.into_f64())
+                .sum();
             let mean = sum / samples;
             for v in frame.iter_mut().skip(part).step_by(width) {
                 *v = T::of_f64(v.into_f64() - mean);

@@ -186,7 +186,10 @@ impl SampleType {
                 };
                 return Err(FftdError::input(
                     name,
-                    format!("value at byte offset {} is {what}", offset + width * i as u64),
+                    format!(
+                        "value at byte offset {} is {what}",
+                        offset + width * i as u64
+                    ),
                 ));
             }
         }
@@ -214,7 +217,9 @@ mod tests {
                 }
             }
         }
-        for bad in ["", "cf32", "cu8_le", "xf32_le", "cf16_le", "ci16_me", "c", "cf32_"] {
+        for bad in [
+            "", "cf32", "cu8_le", "xf32_le", "cf16_le", "ci16_me", "c", "cf32_",
+        ] {
             assert_eq!(SampleType::from_sigmf(bad), None, "{bad}");
         }
     }

@@ -9,10 +9,10 @@ use super::iq::SampleType;
 use super::tuning::Tuning;
 use super::{InputFormat, SampleSource, SourceInfo};
 use crate::config::Precision;
-use std::sync::Arc;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use std::io::Read;
+use std::sync::Arc;
 
 pub struct RawSource {
     info: SourceInfo,

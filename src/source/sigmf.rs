@@ -215,11 +215,7 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
 
 /// The sample source of the recording `path` names; `reader` reads `path` (the metadata, or the
 /// dataset when `path` is the `.sigmf-data`).
-pub fn open(
-    path: &str,
-    reader: InputReader,
-    opts: &FileOptions,
-) -> Result<Box<dyn SampleSource>> {
+pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
     let (recording, data) = if is_data(path) {
         (read_recording(path, None)?, reader)
     } else {
