@@ -599,6 +599,15 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
     std::fs::remove_file(dir.path().join("r.sigmf-data")).expect("rm");
     let out = run(&["--file", name]);
     assert_clean_error(&out, 1, &["r.sigmf-data"]);
+    // the metadata of a recording named by its dataset is an input too: never overwritten
+    std::fs::write(&meta, r#"{"global":{"core:datatype":"cu8"}}"#).expect("meta");
+    std::fs::write(dir.path().join("r.sigmf-data"), [1u8; 64]).expect("data");
+    let data = dir.path().join("r.sigmf-data");
+    let out = run(&["--file", s(&data), "--frame", "4", "--meta", name]);
+    assert_clean_error(&out, 2, &["--meta", "also an input"]);
+    // stdin cannot carry a recording
+    let out = run(&["--file", "-", "--input-format", "sigmf"]);
+    assert_clean_error(&out, 2, &["stdin cannot carry"]);
     // a dataset that ends inside a sample
     std::fs::write(&meta, r#"{"global":{"core:datatype":"ci16_le"}}"#).expect("meta");
     std::fs::write(dir.path().join("r.sigmf-data"), [1u8, 2, 3]).expect("data");

@@ -18,7 +18,6 @@ use super::iq::SampleType;
 use super::raw::RawSource;
 use super::tuning::{Capture, Tuning};
 use super::{open_reader, FileOptions, SampleSource};
-use crate::config::shown;
 use crate::error::{FftdError, Result};
 use crate::limits;
 use serde_json::{Map, Value};
@@ -216,6 +215,11 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
 /// The sample source of the recording `path` names; `reader` reads `path` (the metadata, or the
 /// dataset when `path` is the `.sigmf-data`).
 pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
+    if path == "-" {
+        return Err(FftdError::Usage(
+            "--input-format sigmf: give the recording's .sigmf-meta (or .sigmf-data) path; stdin cannot carry both of its files".into(),
+        ));
+    }
     let (recording, data) = if is_data(path) {
         (read_recording(path, None)?, reader)
     } else {
@@ -234,14 +238,4 @@ pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<d
         recording.tuning,
     )?;
     Ok(Box::new(source))
-}
-
-/// What a message says of a recording's rate.
-pub fn describe(r: &Recording) -> String {
-    format!(
-        "{} at {} Hz, {} channel(s)",
-        r.datatype.sigmf_name(),
-        r.rate.map_or("?".into(), shown),
-        r.channels
-    )
 }
