@@ -241,6 +241,13 @@ fn sigmf_recordings_of_the_sigmf_package_equal_numpy_and_carry_their_centres() {
     let centres: Vec<&str> = lines
         .map(|l| l.split(',').nth(3).expect("centre"))
         .collect();
+    // one csv header cannot suit a retuned recording and another input
+    let other = tone_cu8(dir.path());
+    let out = run(&["--file", s(&meta), "--file", s(&other), "--format", "csv"]);
+    assert_clean_error(&out, 2, &["center_hz", "--output-dir"]);
+    let both = ["--file", s(&meta), "--file", s(&other), "--format", "csv"];
+    let out = run(&[&both[..], &["--center-freq", "1e6"]].concat());
+    assert_silent_success(&out);
     assert_eq!(
         centres,
         ["100000000.0", "100000000.0", "101500000.0", "101500000.0"]

@@ -56,6 +56,12 @@ pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Resul
             format.name()
         )));
     }
+    // a retuned recording's csv rows have a center_hz column (`sink::csv`): one header for all
+    if format == OutputFormat::Csv && streams.iter().any(|s| s.retuned() != streams[0].retuned()) {
+        return Err(FftdError::Usage(
+            "a retuned SigMF recording's csv rows carry a center_hz column the other inputs' lack: write them with --output-dir DIR".into(),
+        ));
+    }
     Ok(OutputPlan {
         files: vec![settings.output.clone()],
         lazy: false,
