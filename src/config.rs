@@ -467,6 +467,10 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             "--input-format/--rate (give them to fftd publish)",
         ),
         (o.tail.is_some(), "--tail (give it to fftd publish)"),
+        (
+            o.dc_remove || o.center_freq.is_some(),
+            "--dc-remove/--center-freq (radio options of local runs, docs/radio.md)",
+        ),
         // one engine, one thread: run more workers instead
         (
             o.workers.is_some() || o.batch.is_some() || o.max_latency.is_some(),

@@ -612,6 +612,17 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
     let data = dir.path().join("r.sigmf-data");
     let out = run(&["--file", s(&data), "--frame", "4", "--meta", name]);
     assert_clean_error(&out, 2, &["--meta", "also an input"]);
+    // fleet workers do not apply the radio options: refused, not ignored
+    let worker = [
+        "--file",
+        "nats://127.0.0.1:1/S/C",
+        "--output",
+        "nats://127.0.0.1:1/x",
+    ];
+    for flag in [&["--dc-remove"][..], &["--center-freq", "1e6"]] {
+        let out = run(&[&worker[..], flag].concat());
+        assert_clean_error(&out, 2, &["--dc-remove/--center-freq", "fleet workers"]);
+    }
     // stdin cannot carry a recording
     let out = run(&["--file", "-", "--input-format", "sigmf"]);
     assert_clean_error(&out, 2, &["stdin cannot carry"]);
