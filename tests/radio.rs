@@ -519,7 +519,7 @@ fn rtl_power_rows_parse_back_to_the_averaged_db() {
             (low, high, row[4].parse::<f64>().expect("step")),
             (99_000_000, 101_000_000, 31250.0)
         );
-        assert_eq!(row[5], "64");
+        assert_eq!(row[5], "16", "FFTs averaged");
         let db: Vec<f64> = row[6..].iter().map(|v| v.parse().expect("dB")).collect();
         assert_eq!(&db, want);
     }
@@ -560,11 +560,16 @@ fn sigmf_rtl_power_rows_take_the_capture_time() {
     assert_silent_success(&out);
     let rows: Vec<Vec<String>> = stdout_text(&out)
         .lines()
-        .map(|l| l.split(", ").take(4).map(str::to_string).collect())
+        .map(|l| l.split(", ").take(6).map(str::to_string).collect())
         .collect();
-    assert_eq!(rows[0], ["2024-03-01", "10:00:00", "99000000", "101000000"]);
+    // Hz low/high of each row's own capture; one FFT per row without --average
     assert_eq!(
-        rows[2],
+        rows[0][..4],
+        ["2024-03-01", "10:00:00", "99000000", "101000000"]
+    );
+    assert_eq!(rows[0][5], "1");
+    assert_eq!(
+        rows[2][..4],
         ["2024-03-01", "10:00:00", "100500000", "102500000"]
     );
 }

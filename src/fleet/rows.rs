@@ -270,6 +270,7 @@ impl<'a, T: Sample> Work<'a, T> {
                 frame,
                 time_s,
                 n: self.n,
+                frames: 1,
                 values,
             };
             let mut bytes = Vec::with_capacity(width * 4);

@@ -164,6 +164,7 @@ impl<T: Sample> RowsOut<T> {
             seq: *rows,
             start: row.first_start_sample,
             time_s: Some(row.time_s),
+            frames: u32::try_from(row.frames).unwrap_or(u32::MAX),
             completed,
         });
         *rows += 1;

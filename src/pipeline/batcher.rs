@@ -25,6 +25,8 @@ pub struct FrameMeta {
     pub start: u64,
     /// The row's time when it is not `start` / rate (an averaged row: its interval's start).
     pub time_s: Option<f64>,
+    /// Frames the row stands for: 1, or an averaged row's frame count (rtl-power's samples).
+    pub frames: u32,
     pub completed: Instant,
 }
 
@@ -109,6 +111,7 @@ pub fn run_batcher<T: Sample>(
                     seq: frame.seq,
                     start: frame.start,
                     time_s: None,
+                    frames: 1,
                     completed: frame.completed,
                 });
                 entry.batch.data.extend_from_slice(&frame.data);

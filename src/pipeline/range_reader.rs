@@ -252,6 +252,7 @@ pub fn run_range_reader<T: Sample>(
                 seq: job.first + i,
                 start: (job.first + i) * jobs.framing.hop as u64,
                 time_s: None,
+                frames: 1,
                 completed,
             })
             .collect();

@@ -225,6 +225,8 @@ pub struct SpectrumRow<'a, T> {
     pub time_s: f64,
     /// Frame size in samples.
     pub n: usize,
+    /// Frames the row stands for: 1, or an averaged row's frame count.
+    pub frames: u32,
     /// One value per bin, or (`--scale complex`) re, im of each bin, interleaved.
     pub values: &'a [T],
 }

@@ -75,6 +75,7 @@ mod tests {
             frame: 5,
             time_s: 0.5,
             n: 2,
+            frames: 1,
             values: &[1.5f32, 0.0, -2.0, 0.25],
         };
         let mut out = Vec::new();

@@ -443,6 +443,7 @@ mod tests {
                 frame,
                 time_s: frame as f64,
                 n: 8,
+                frames: 1,
                 values: &values,
             };
             Encoder::<f32>::encode(&encoder, &row, &mut bytes);

@@ -10,8 +10,8 @@
 //!   started plus the row's `time_s` (a live pipe's rows thus carry the time they were taken);
 //! - Hz low: the frequency of the first bin (centre + lowest offset; the row's own capture's
 //!   centre for a retuned SigMF recording), Hz high: Hz low + bins × Hz step, Hz step: rate / N;
-//! - samples: the frame size N (samples per FFT); rtl_power counts FFTs summed there, which no
-//!   reader we know uses;
+//! - samples: the FFTs the row averages (1 without `--average`; fewer in a final partial
+//!   interval), which rtl_power counts there too;
 //! - then one value per bin, lowest frequency first, in dB (`--scale db`, the power averaged
 //!   before the dB with `--average`), each the shortest decimal that reads back to the value.
 //!
@@ -112,7 +112,7 @@ impl<T: Sample> Encoder<T> for RtlPowerEncoder {
         // writing into a Vec cannot fail
         let _ = write!(out, ", {}, {}, ", shown(low), shown(high));
         push(out, step, Syntax::Text);
-        let _ = write!(out, ", {n}");
+        let _ = write!(out, ", {}", row.frames);
         for v in row.values {
             out.extend_from_slice(b", ");
             push(out, *v, Syntax::Text);
