@@ -2,11 +2,12 @@
 // copied back. Prepended with common.cl (real_t, USE_DOUBLE). Mirrors fft::BandWeights::apply:
 //   out[f][b] = sum over i < len[b] of weights[offset[b] + i] * power[f][first[b] + i]
 // One work-item per (band, frame); the weights are read once per band by every frame's item.
+// finish (fft::RowFinish): 0 the power as it is, 1 its square root, 2 10·log10(max(power, floor)).
 
 __kernel void band_powers(__global const real_t *power, __global real_t *out,
                           __global const uint *first, __global const uint *len,
                           __global const uint *offset, __global const real_t *weights,
-                          uint bins, uint bands, uint frames) {
+                          uint bins, uint bands, uint frames, int finish, real_t floor) {
     uint b = get_global_id(0);
     uint f = get_global_id(1);
     if (b >= bands || f >= frames) {
@@ -17,6 +18,11 @@ __kernel void band_powers(__global const real_t *power, __global real_t *out,
     real_t sum = 0;
     for (uint i = 0; i < len[b]; i++) {
         sum += w[i] * p[i];
+    }
+    if (finish == 1) {
+        sum = sqrt(sum);
+    } else if (finish == 2) {
+        sum = R(10.0) * log10(fmax(sum, floor));
     }
     out[(size_t)f * bands + b] = sum;
 }

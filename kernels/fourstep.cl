@@ -21,7 +21,7 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_columns(__global const real_t *restrict in, __global const real_t *restrict win,
                       __global const real2 *restrict tw, __global real2 *restrict tmp,
-                      uint frames) {
+                      uint frames, uint step) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -37,7 +37,7 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
         uint j = t + b * TPF;
         for (uint r = 0; r < MAIN_RADIX; r++) {
             uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
-            real2 x = vload2(fo + p, in);
+            real2 x = vload2(0, in + (size_t)frame * step + 2 * p);
 #if REAL_INPUT
             v[b][r] = x * vload2(p, win);
 #else

@@ -10,13 +10,14 @@
 // Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl).
 
 __kernel void pack(__global const real_t *restrict in, __global const real_t *restrict win,
-                   __global real2 *restrict z, uint frames) {
+                   __global real2 *restrict z, uint frames, uint step) {
     const size_t g = get_global_id(0);
     if (g >= (size_t)frames * M) {
         return;
     }
     const uint j = g % M;
-    real2 x = vload2(g, in);
+    // frame g / M starts at in[frame * step] (step = 2M: frames back to back)
+    real2 x = vload2(0, in + (g / M) * step + 2 * j);
 #if REAL_INPUT
     z[g] = x * vload2(j, win);
 #else

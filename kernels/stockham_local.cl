@@ -5,7 +5,8 @@
 //
 // Layout: input frames back to back; a real frame is n = 2M samples read as M complex pairs
 // z_j = (x_2j, x_2j+1) (the half-length packing trick); a complex frame is M interleaved (re, im)
-// samples. Either way a frame is 2M reals and pair j of frame f starts at in[f*2M + 2j].
+// samples. Either way a frame is 2M reals and pair j of frame f starts at in[f*step + 2j] (step = 2M
+// for frames back to back; less for overlapping frames, whose shared samples are held once).
 // Output: BINS bins per frame (one value each, two with COMPLEX_OUT), frames back to back.
 // Window: `win` holds n coefficients (real: one per sample; complex: one per complex sample).
 // Twiddles: `tw[t] = exp(-2 pi i t / TABN)`, computed on the host in double.
@@ -61,12 +62,13 @@
 
 
 // pair j of frame f0+f, windowed; zero past the end of the batch
+// (frame f starts at in[f * step]: 2M for frames back to back, less for overlapping frames held once)
 inline real2 load_pair(__global const real_t *in, __global const real_t *win, uint frames,
-                       uint frame, uint j) {
+                       uint step, uint frame, uint j) {
     if (frame >= frames) {
         return (real2)(R(0.0), R(0.0));
     }
-    real2 x = vload2(0, in + (size_t)frame * (2 * M) + 2 * j);
+    real2 x = vload2(0, in + (size_t)frame * step + 2 * j);
 #if REAL_INPUT
     return x * vload2(j, win);
 #else
@@ -91,7 +93,7 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
-               int scale_mode, real_t norm_edge, real_t norm_interior) {
+               int scale_mode, real_t norm_edge, real_t norm_interior, uint step) {
     __local real_t buf[PADI(M) + 1];
     const uint t = get_local_id(0);
     const uint frame = get_group_id(0);
@@ -99,7 +101,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
     for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
         uint j = t + b * TPF;
         for (uint r = 0; r < MAIN_RADIX; r++) {
-            v[b][r] = load_pair(in, win, frames, frame, j + r * (M / MAIN_RADIX));
+            v[b][r] = load_pair(in, win, frames, step, frame, j + r * (M / MAIN_RADIX));
         }
     }
     uint ns = 1;
@@ -177,7 +179,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
-               int scale_mode, real_t norm_edge, real_t norm_interior) {
+               int scale_mode, real_t norm_edge, real_t norm_interior, uint step) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -193,7 +195,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
             uint j = t + b * TPF;
             for (uint r = 0; r < MAIN_RADIX; r++) {
-                v[b][r] = load_pair(in, win, frames, f0 + fl, j + r * (M / MAIN_RADIX));
+                v[b][r] = load_pair(in, win, frames, step, f0 + fl, j + r * (M / MAIN_RADIX));
             }
         }
 #if DIRECT && MAIN_PASSES == 1 && LAST_RADIX == 1
@@ -232,7 +234,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #else
     // M == 1: nothing to transform, just stage the frame
     for (uint i = lid; i < FPB * M; i += WG) {
-        real2 z = load_pair(in, win, frames, f0 + i / M, i % M);
+        real2 z = load_pair(in, win, frames, step, f0 + i / M, i % M);
         sre[PADI(i)] = z.x;
         sim[PADI(i)] = z.y;
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws a `fftd --trace` timeline (Chrome trace-event JSON) as a PNG, offline: one row per
-thread, a bar per span coloured by stage. Needs matplotlib (`pip install matplotlib`).
+track (thread, OpenCL queue, device set-up), a bar per span coloured by stage. Needs matplotlib (`pip install matplotlib`).
 
     python3 scripts/trace_png.py run.json docs/img/trace-cpu.png [--title TEXT]
 """
@@ -26,6 +26,21 @@ COLOURS = {
     "write": "#ff7f0e",
     "wait": "#eeeeee",
     "teardown": "#444444",
+    # the OpenCL queues' tracks ("opencl:P:D engine K upload / kernels / download")
+    "upload": "#e377c2",
+    "kernels": "#bcbd22",
+    "download": "#7f7f7f",
+    # device set-up and pinned memory (on their thread's track, or "opencl:P:D set-up")
+    "platform": "#555555",
+    "context": "#777777",
+    "calibration": "#aaaaaa",
+    "program build": "#000000",
+    "pinned alloc": "#8c6d31",
+    "pinned release": "#bd9e39",
+    # the averaging, progress and stall-watcher threads
+    "average": "#393b79",
+    "progress": "#9c9ede",
+    "watch": "#637939",
 }
 
 
@@ -43,11 +58,14 @@ def main():
     tids = sorted({e["tid"] for e in spans})
     row = {tid: i for i, tid in enumerate(tids)}
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(tids) + 1.5))
-    nested = {"engines", "planning and outputs"}  # drawn thinner, inside start-up
+    # drawn thinner: inside start-up, or inside a thread's span (set-up done by a stage thread)
+    nested = {"engines", "planning and outputs", "program build", "pinned alloc", "pinned release"}
     # one broken_barh call per (thread, span name): a trace of 100 000 spans draws in seconds
     bars = {}
+    # spans of a few µs (a chunk's copy) stay visible: at least 1/1500 of the time drawn
+    least = max(max((e["ts"] + e["dur"] for e in spans), default=0) / 1e3 / 1500, 0.01)
     for e in spans:
-        bars.setdefault((e["tid"], e["name"]), []).append((e["ts"] / 1e3, max(e["dur"] / 1e3, 0.01)))
+        bars.setdefault((e["tid"], e["name"]), []).append((e["ts"] / 1e3, max(e["dur"] / 1e3, least)))
     seen = set()
     for (tid, name), ranges in bars.items():
         y = row[tid]

@@ -591,6 +591,8 @@ pub struct Settings {
     pub batch: usize,
     pub max_latency_ms: f64,
     pub workers: usize,
+    /// `--workers` as given (engines per OpenCL device too); None: `limits::DEVICE_WORKERS`.
+    pub device_workers: Option<usize>,
     /// `--serve` and its `--serve-*` options: where the live view listens, who may look.
     pub serve: Option<crate::serve::options::ServeSettings>,
     pub realtime: bool,
@@ -815,6 +817,7 @@ impl Settings {
             batch,
             max_latency_ms,
             workers,
+            device_workers: o.workers.filter(|&w| w > 0).map(|w| w as usize),
             serve,
             realtime: o.realtime,
             fleet: None,
@@ -873,10 +876,18 @@ impl Settings {
         })
     }
 
-    /// Frames per batch for frames of `n` samples.
+    /// Frames per batch for frames of `n` samples: `--batch`, or by default about
+    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` when OpenCL devices may take
+    /// the batches (`--device` names them, or `auto` on files, where GPUs can join).
     pub fn batch_frames(&self, n: usize) -> usize {
+        let auto_on_files =
+            self.device == DeviceChoice::Auto && matches!(self.input, Input::Files(_));
+        let (samples, most) = match self.device.names_a_device() || auto_on_files {
+            true => (limits::DEVICE_BATCH_SAMPLES, 16384),
+            false => (limits::CPU_BATCH_SAMPLES, 1024),
+        };
         match self.batch {
-            0 => ((1usize << 18) / n.max(1)).clamp(1, 1024),
+            0 => (samples / n.max(1)).clamp(1, most),
             b => b,
         }
     }

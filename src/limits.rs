@@ -14,6 +14,16 @@ pub const MAX_FRAME_SAMPLES: usize = MAX_BATCH_SAMPLES;
 /// frames of hundreds of MiB must not queue by the thousand.
 pub const FRAME_QUEUE_BYTES: usize = 256 << 20;
 
+/// FFT workers (engines) per OpenCL device unless `--workers` says otherwise: each engine
+/// pipelines its batch's chunks over three queues, so two keep a GPU busy across batch
+/// boundaries, and more only contend for the driver (docs/perf.md, 2026-11-25).
+pub const DEVICE_WORKERS: usize = 2;
+
+/// Samples in a default batch (`--batch 0`) for the CPU engines, and for OpenCL devices, whose
+/// fixed cost per batch (enqueues, waits) wants larger ones.
+pub const CPU_BATCH_SAMPLES: usize = 1 << 18;
+pub const DEVICE_BATCH_SAMPLES: usize = 1 << 22;
+
 /// FFT workers per CPU core at most: each worker is a thread with its own engine.
 pub const WORKERS_PER_CORE: usize = 4;
 

@@ -1,6 +1,7 @@
 //! Progress of a long file job on stderr: samples done of the total, rate and time left (a
 //! spinner with the count and rate when the total is not known, as for text inputs). Shown only
-//! when stderr is a terminal and `--quiet` is not given; never for live input.
+//! when stderr is a terminal and `--quiet` is not given; never for live input. With `--trace`,
+//! each update is a span on a `progress` track.
 
 use crate::stats::Counters;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -24,7 +25,13 @@ impl Drop for StopOnDrop<'_> {
 
 /// Shows `samples` (counted by the readers) against `total` until `finished` is set, then clears
 /// the line. Runs on a thread of its own.
-pub fn show(samples: &AtomicU64, total: Option<u64>, finished: &AtomicBool) {
+pub fn show(
+    samples: &AtomicU64,
+    total: Option<u64>,
+    finished: &AtomicBool,
+    tracer: Option<&crate::trace::Tracer>,
+) {
+    let mut track = crate::trace::Track::new(tracer, "progress");
     let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(5));
     let template = match total {
         Some(_) => "{percent:>3}% {human_pos}/{human_len} samples, {msg}, {eta} left",
@@ -35,10 +42,14 @@ pub fn show(samples: &AtomicU64, total: Option<u64>, finished: &AtomicBool) {
     }
     let started = std::time::Instant::now();
     while !finished.load(Ordering::Relaxed) {
+        let busy = std::time::Instant::now();
         let done = Counters::get(samples);
         bar.set_position(done);
         let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
         bar.set_message(format!("{:.1} M samples/s", rate / 1e6));
+        if let Some(track) = &mut track {
+            track.span_since("progress", busy, (None, None));
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
     bar.finish_and_clear();

@@ -228,6 +228,8 @@ pub struct ThreadClock<'a> {
     end_phase: Phase,
     /// `--trace`: spans not yet handed to the tracer.
     spans: Vec<Span>,
+    /// The thread's track before this clock (the main thread's, for the sink that runs on it).
+    outer_track: Option<u32>,
 }
 
 impl<'a> ThreadClock<'a> {
@@ -241,6 +243,11 @@ impl<'a> ThreadClock<'a> {
     ) -> Self {
         let n = times.threads[kind.index()].fetch_add(1, Ordering::Relaxed);
         let tid = tracer.map_or(0, |t| t.thread(kind.label(), n));
+        // the thread's track for set-up spans (`setup_log`), until the clock ends
+        let outer_track = crate::trace::current_track();
+        if tracer.is_some() {
+            crate::trace::set_current_track(Some(tid));
+        }
         ThreadClock {
             times,
             tracer,
@@ -248,6 +255,7 @@ impl<'a> ThreadClock<'a> {
             last: Instant::now(),
             end_phase,
             spans: Vec::new(),
+            outer_track,
         }
     }
 
@@ -306,6 +314,11 @@ impl<'a> ThreadClock<'a> {
         self.tracer.is_some()
     }
 
+    /// The run's tracer, with `--trace`.
+    pub fn tracer(&self) -> Option<&'a Tracer> {
+        self.tracer
+    }
+
     pub fn last(&self) -> Instant {
         self.last
     }
@@ -316,6 +329,7 @@ impl Drop for ThreadClock<'_> {
         self.lap(self.end_phase);
         if let Some(tracer) = self.tracer {
             tracer.hand_over(&mut self.spans);
+            crate::trace::set_current_track(self.outer_track);
         }
     }
 }

@@ -1,5 +1,7 @@
 //! `--trace FILE`: a timeline of the run in the Chrome trace-event JSON format (Perfetto,
-//! chrome://tracing): one track (`tid`) per pipeline thread, complete events (`"ph":"X"`, `ts` and
+//! chrome://tracing): one track (`tid`) per pipeline thread, per OpenCL engine queue
+//! (`device_timeline`), for device set-up (`setup_log`) and for the averaging, progress and
+//! stall-watcher threads (`Track`); complete events (`"ph":"X"`, `ts` and
 //! `dur` in µs from the run's start) with the batch and stream ids in `args`. Spans are kept in
 //! memory, at most `MAX_SPANS` of them (about 80 MB; later ones are counted, not kept, and the
 //! file says how many in `otherData`), and written as one JSON document when the run ends. The file
@@ -12,6 +14,7 @@
 //! an atomic add and a push (a thread that never ends, stuck on a hung device, keeps its last
 //! spans).
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +23,22 @@ use std::time::Instant;
 
 /// Spans kept at most (later ones are only counted).
 pub const MAX_SPANS: usize = 1_000_000;
+
+thread_local! {
+    /// The track of the calling thread, for spans recorded by code that does not know its
+    /// thread's clock (`setup_log`: pinned memory, program builds).
+    static CURRENT: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// The calling thread's track, if it has one.
+pub fn current_track() -> Option<u32> {
+    CURRENT.with(Cell::get)
+}
+
+/// Makes `tid` the calling thread's track.
+pub fn set_current_track(tid: Option<u32>) {
+    CURRENT.with(|c| c.set(tid));
+}
 
 /// Spans a thread gathers before it hands them to the tracer.
 pub const FLUSH_SPANS: usize = 4096;
@@ -45,6 +64,8 @@ pub struct Tracer {
     dropped: AtomicU64,
     /// Track names, by tid.
     threads: Mutex<Vec<String>>,
+    /// The OpenCL queues' spans, placed on the host clock when the file is written.
+    pub device: crate::device_timeline::DeviceSpans,
 }
 
 impl Tracer {
@@ -57,14 +78,20 @@ impl Tracer {
             taken: AtomicU64::default(),
             dropped: AtomicU64::default(),
             threads: Mutex::new(vec!["main".to_string()]),
+            device: Default::default(),
         }
+    }
+
+    /// A new track named `name`: its tid.
+    pub fn track(&self, name: String) -> u32 {
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        threads.push(name);
+        (threads.len() - 1) as u32
     }
 
     /// A new track for thread `n` of `kind`: its tid.
     pub fn thread(&self, kind: &str, n: u64) -> u32 {
-        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
-        threads.push(format!("{kind} {n}"));
-        (threads.len() - 1) as u32
+        self.track(format!("{kind} {n}"))
     }
 
     /// Whether one more span may be kept (false past `MAX_SPANS`: the span is only counted).
@@ -110,7 +137,9 @@ impl Tracer {
             return Ok(());
         };
         let mut out = BufWriter::new(file);
-        let spans = std::mem::take(&mut *self.spans.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut spans = std::mem::take(&mut *self.spans.lock().unwrap_or_else(|e| e.into_inner()));
+        let (device_spans, clocks) = self.device.place();
+        spans.extend(device_spans);
         let threads = self
             .threads
             .lock()
@@ -118,7 +147,7 @@ impl Tracer {
             .clone();
         write!(
             out,
-            "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"spans\":{},\"spans_not_kept\":{},\"max_spans\":{MAX_SPANS}}},\"traceEvents\":[",
+            "{{\"displayTimeUnit\":\"ms\",\"otherData\":{{\"spans\":{},\"spans_not_kept\":{},\"max_spans\":{MAX_SPANS},\"device_clocks\":{clocks}}},\"traceEvents\":[",
             spans.len(),
             self.dropped.load(Ordering::Relaxed)
         )?;
@@ -159,5 +188,56 @@ impl Tracer {
         }
         writeln!(out, "\n]}}")?;
         out.flush()
+    }
+}
+
+/// A track of its own for a thread outside the stages' clocks (the averaging stage, progress,
+/// the stall watcher): its spans, gathered and handed over like a `ThreadClock`'s.
+pub struct Track<'a> {
+    tracer: &'a Tracer,
+    tid: u32,
+    spans: Vec<Span>,
+}
+
+impl<'a> Track<'a> {
+    /// A track named `name` with `--trace` (None without); also the calling thread's track.
+    pub fn new(tracer: Option<&'a Tracer>, name: &str) -> Option<Self> {
+        let tracer = tracer?;
+        let tid = tracer.track(name.to_string());
+        set_current_track(Some(tid));
+        Some(Track {
+            tracer,
+            tid,
+            spans: Vec::new(),
+        })
+    }
+
+    /// A span of this track from `from` to now.
+    pub fn span_since(
+        &mut self,
+        name: &'static str,
+        from: Instant,
+        (batch, stream): (Option<u64>, Option<usize>),
+    ) {
+        if !self.tracer.take_one() {
+            return;
+        }
+        self.spans.push(Span {
+            name,
+            tid: self.tid,
+            from,
+            to: Instant::now(),
+            batch,
+            stream: stream.map(|s| s as u32),
+        });
+        if self.spans.len() >= FLUSH_SPANS {
+            self.tracer.hand_over(&mut self.spans);
+        }
+    }
+}
+
+impl Drop for Track<'_> {
+    fn drop(&mut self) {
+        self.tracer.hand_over(&mut self.spans);
     }
 }

@@ -461,3 +461,86 @@ fn pinned_batches_go_by_dma_and_equal_staged_ones() {
         }
     }
 }
+
+/// Overlapping frames held once (`FrameStep`, as the range readers write them for hop < frame):
+/// the OpenCL engine forms the frames on the device; its spectra equal the CPU engine's on the
+/// same frames packed back to back, on every kernel path (local, multi-pass, four-step), real
+/// and complex, f32 and f64, hops of one sample, an odd hop and a quarter frame, and with
+/// `--average` runs reduced on the device. The CPU engine's own strided path gives the same
+/// values bit for bit as its packed one.
+fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
+    use fftd::fft::{FrameStep, SegmentOp, Segments};
+    let Some(mut gpu) = engine_for::<T>(options) else {
+        return;
+    };
+    let mut cpu = CpuEngine::<T>::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let s = spec(n, kind, WindowKind::Hann, Scale::ALL[i % Scale::ALL.len()]);
+            for hop in [1, 3.min(n - 1), n / 4].into_iter().filter(|&h| h >= 1) {
+                let frames = if n >= 1 << 14 { 5 } else { 33 };
+                let step = hop * kind.width();
+                let len = (frames - 1) * step + s.values_per_frame();
+                let data: Vec<T> = common::signal(len, (n + hop) as u64);
+                let strided = FrameStep {
+                    data: &data,
+                    count: frames,
+                    step,
+                };
+                let packed = strided.packed(&s).expect("packs");
+                let mut want = Vec::new();
+                cpu.process(&s, &packed, frames, &mut want).expect("cpu");
+                let mut cpu_strided = vec![T::zero(); want.len()];
+                cpu.transform_strided(&s, strided, (None, None), &mut cpu_strided)
+                    .expect("cpu strided");
+                assert!(cpu_strided == want, "cpu strided differs n={n} hop={hop}");
+                let mut got = vec![T::zero(); want.len()];
+                gpu.transform_strided(&s, strided, (None, None), &mut got)
+                    .unwrap_or_else(|e| panic!("opencl strided n={n} hop={hop}: {e}"));
+                let f = |v: Vec<T>| v.into_iter().map(Sample::into_f64).collect::<Vec<f64>>();
+                let e = common::spec_rel_error(&f(got), &f(want.clone()), &s);
+                assert!(
+                    e <= tol::<T>(),
+                    "{} n={n} {kind:?} hop={hop}: {e:e}",
+                    T::NAME
+                );
+                // power spectra in runs of 1, 2 and the rest, summed on the device
+                let p = TransformSpec {
+                    scale: Scale::Power,
+                    ..s
+                };
+                let lengths = [1u32, 2, frames as u32 - 3];
+                let runs = Segments {
+                    lengths: &lengths,
+                    op: SegmentOp::Sum,
+                };
+                let mut power = Vec::new();
+                cpu.process(&p, &packed, frames, &mut power).expect("cpu");
+                let mut want_runs = vec![T::zero(); 3 * p.values_out()];
+                runs.reduce(&power, p.values_out(), &mut want_runs);
+                let mut got_runs = vec![T::zero(); want_runs.len()];
+                gpu.transform_strided(&p, strided, (None, Some(&runs)), &mut got_runs)
+                    .unwrap_or_else(|e| panic!("opencl strided runs n={n}: {e}"));
+                let e = common::spec_rel_error(&f(got_runs), &f(want_runs), &p);
+                assert!(e <= 10.0 * tol::<T>(), "runs n={n} hop={hop}: {e:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn overlapping_frames_formed_on_the_device() {
+    let sizes = [8, 64, 1024, 4096];
+    strided::<f32>(OpenClOptions::default(), &sizes);
+    strided::<f64>(OpenClOptions::default(), &sizes);
+    let multipass = OpenClOptions {
+        local_mem_limit: Some(64),
+        ..Default::default()
+    };
+    strided::<f32>(multipass, &sizes);
+    let fourstep = OpenClOptions {
+        local_mem_limit: Some(16 << 10),
+        ..Default::default()
+    };
+    strided::<f32>(fourstep, &[1 << 14, 1 << 15]);
+}

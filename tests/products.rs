@@ -250,7 +250,7 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = write_signal(dir.path(), 40_000);
     let (cpu, gpu) = (dir.path().join("cpu.npy"), dir.path().join("gpu.npy"));
-    let cases: [&[&str]; 7] = [
+    let cases: [&[&str]; 9] = [
         &[
             "--frame",
             "1024",
@@ -301,6 +301,20 @@ fn every_product_on_opencl_equals_the_cpu_engine() {
             "third-octave",
             "--scale",
             "density",
+        ],
+        // band rows finished on the device (dB, magnitude), from overlapping frames formed there
+        &[
+            "--frame", "1024", "--hop", "256", "--bands", "mel:40", "--scale", "db",
+        ],
+        &[
+            "--frame",
+            "512",
+            "--hop",
+            "100",
+            "--bands",
+            "octave",
+            "--scale",
+            "magnitude",
         ],
         &[
             "--frame",

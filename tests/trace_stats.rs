@@ -271,6 +271,16 @@ fn a_trace_holds_every_stage_of_every_batch_nested_per_thread() {
     assert_silent_success(&piped);
     let batches = check_trace(&trace, "batch,fft,encode,write");
     assert!(batches >= 10, "{batches} batches");
+    // --average: the averaging thread has a track with a span per batch it averaged
+    let averaged = run(
+        &args(&["--file", x.to_str().expect("utf-8"), "--average", "8"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_silent_success(&averaged);
+    let batches = check_trace(&trace, "fft,average");
+    assert!(batches >= 10, "{batches} batches");
 }
 
 #[test]
@@ -344,4 +354,71 @@ fn stats_and_trace_on_the_opencl_route() {
     }
     let batches = check_trace(&trace, "read,fft,encode,write");
     assert!(batches >= 4, "{batches} batches");
+    let device_batches = run_python(
+        CHECK_DEVICE_SPANS,
+        &[trace.to_str().expect("utf-8")],
+        "device spans",
+    );
+    assert_eq!(
+        device_batches.trim(),
+        batches.to_string(),
+        "{device_batches}"
+    );
+    // the device set-up, per device, in the time accounting
+    let line = |head: &str| {
+        err.lines()
+            .filter(|l| l.starts_with(head))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let startup = line("fftd start-up: ");
+    for entry in ["opencl:0:", "context ", "engines "] {
+        assert!(startup.contains(entry), "no {entry}in {startup}: {err}");
+    }
+    let setup = [line("fftd start-up: "), line("fftd set-up in ")].join("\n");
+    for entry in ["program build ", "pinned alloc ", "pinned release "] {
+        assert!(setup.contains(entry), "no {entry}: {err}");
+    }
 }
+
+/// Checks a trace of an OpenCL run: every batch with an `fft` span has `upload`, `kernels` and
+/// `download` spans on its engine's queue tracks ("opencl:P:D engine K upload", ...), each inside
+/// the run's wall (start-up's start to teardown's end) and inside the worker's `fft` span of its
+/// batch (after the host enqueued it, ended before the host's wait for it returned); the
+/// device clocks are in `otherData`, and the set-up spans are there. Prints the batch count.
+const CHECK_DEVICE_SPANS: &str = r#"
+import json, re, sys
+from collections import defaultdict
+with open(sys.argv[1]) as f:
+    trace = json.load(f)
+events = trace["traceEvents"]
+names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+spans = [e for e in events if e["ph"] == "X"]
+end = max(e["ts"] + e["dur"] for e in spans if e["name"] == "teardown")
+fft = defaultdict(list)
+for e in spans:
+    if e["name"] == "fft":
+        fft[e["args"]["batch"]].append(e)
+queue = re.compile(r"opencl:\d+:\d+ engine \d+ (upload|kernels|download)$")
+device = defaultdict(set)
+eps = 0.002  # µs, rounding
+for e in spans:
+    m = queue.match(names[e["tid"]])
+    if not m:
+        assert e["name"] not in ("upload", "kernels", "download"), (names[e["tid"]], e)
+        continue
+    assert e["name"] == m.group(1), (names[e["tid"]], e)
+    b = e["args"]["batch"]
+    assert "stream" in e["args"], e
+    assert 0 <= e["ts"] and e["ts"] + e["dur"] <= end + eps, (e, end)
+    host = [f for f in fft[b] if f["ts"] <= e["ts"] + eps and e["ts"] + e["dur"] <= f["ts"] + f["dur"] + eps]
+    assert host, ("device span outside its batch's fft span", e, fft[b])
+    device[b].add(e["name"])
+for b in fft:
+    assert device[b] == {"upload", "kernels", "download"}, (b, device[b])
+clocks = trace["otherData"]["device_clocks"]
+assert clocks and all(c["samples"] > 0 for c in clocks), clocks
+setup = {e["name"] for e in spans}
+assert {"context", "engines", "program build", "pinned alloc"} <= setup, setup
+print(len(fft))
+"#;

@@ -3,7 +3,9 @@
 //! and reduced to |X|² and then to the requested scale in one pass over the output row (or, with
 //! `--scale complex`, copied out as re, im pairs).
 
-use super::{Engine, EngineError, InputKind, Sample, ScalePlan, TransformSpec};
+use super::{
+    Engine, EngineError, FrameStep, InputKind, Reduction, Sample, ScalePlan, TransformSpec,
+};
 use crate::window::WindowKind;
 use num_complex::Complex;
 use realfft::{RealFftPlanner, RealToComplex};
@@ -100,17 +102,41 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         frames: usize,
         out: &mut [T],
     ) -> Result<(), EngineError> {
+        super::check_batch("cpu", spec, input.len(), frames, out.len())?;
+        self.run_frames(spec, FrameStep::packed_in(spec, input, frames), out)
+    }
+
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        frames.check("cpu", spec)?;
+        super::reduce_on_host(spec, frames.count, reduction, out, |rows| {
+            self.run_frames(spec, frames, rows)
+        })
+    }
+}
+
+impl<T: Sample> CpuEngine<T> {
+    /// The spectra of `frames` (read in place, `frames.step` values apart) into `out`, one row
+    /// each; the caller has checked the lengths.
+    fn run_frames(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
         let per_frame = spec.values_per_frame();
         let per_row = spec.values_out();
-        super::check_batch("cpu", spec, input.len(), frames, out.len())?;
         let plan = self.plan(spec);
         let scale =
             super::ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
-        for (frame, row) in input
-            .chunks_exact(per_frame)
-            .take(frames)
-            .zip(out.chunks_exact_mut(per_row))
-        {
+        let starts = (0..frames.count).map(|i| i * frames.step);
+        for (at, row) in starts.zip(out.chunks_exact_mut(per_row)) {
+            let frame = &frames.data[at..at + per_frame];
             match &plan.transform {
                 Transform::Real(fft) => {
                     for ((dst, x), w) in plan.real_in.iter_mut().zip(frame).zip(&plan.window) {

@@ -21,6 +21,18 @@ pub enum DeviceChoice {
     List(Vec<DeviceChoice>),
 }
 
+impl DeviceChoice {
+    /// Whether the choice names an OpenCL device outright (`gpu`, `opencl:P:D`, `gpu:all`, or a
+    /// list with one), rather than `cpu` or `auto`.
+    pub fn names_a_device(&self) -> bool {
+        match self {
+            DeviceChoice::Auto | DeviceChoice::Cpu => false,
+            DeviceChoice::Gpu | DeviceChoice::OpenCl { .. } | DeviceChoice::AllGpus => true,
+            DeviceChoice::List(l) => l.iter().any(DeviceChoice::names_a_device),
+        }
+    }
+}
+
 impl fmt::Display for DeviceChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

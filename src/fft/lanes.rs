@@ -37,6 +37,9 @@ pub struct Lane {
     /// FFT worker threads (engines) of this lane.
     pub workers: usize,
     failed: AtomicBool,
+    /// Takes no new batches (`auto`'s CPU lane once a GPU lane has joined, when the GPU alone
+    /// is the faster way); finishes those it holds.
+    retired: AtomicBool,
     pub counters: LaneCounters,
 }
 
@@ -48,12 +51,23 @@ impl Lane {
             is_cpu,
             workers,
             failed: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
             counters: LaneCounters::default(),
         })
     }
 
     pub fn failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Whether new batches may be sent here: neither failed nor retired.
+    pub fn takes_batches(&self) -> bool {
+        !self.failed() && !self.retired.load(Ordering::Relaxed)
+    }
+
+    /// No new batches for this lane from now on (see `retired`).
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
     }
 
     /// "label (name)".

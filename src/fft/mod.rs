@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cpu;
 pub mod device_choice;
 pub mod device_set;
+pub mod device_trace;
 pub mod fault;
 pub mod host_memory;
 pub mod lanes;
@@ -19,6 +20,7 @@ pub mod router;
 pub mod scale;
 
 use crate::window::WindowKind;
+pub use device_trace::DeviceTrace;
 pub use host_memory::{HostBuf, PinnedMemory};
 pub use scale::{Scale, ScalePlan};
 use std::fmt::{Debug, Display};
@@ -223,6 +225,21 @@ pub trait Engine<T: Sample>: Send {
         Ok(())
     }
 
+    /// `transform_reduced` for frames that start `step` values apart in `input` (`FrameStep`):
+    /// overlapping frames (`step` below a frame's values) held once, as the input has them. By
+    /// default the frames are packed back to back first; the CPU and OpenCL engines read them in
+    /// place (on a device, the input crosses once and the kernels form the frames).
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let packed = frames.packed(spec)?;
+        transform_reduced(self, spec, &packed, frames.count, reduction, out)
+    }
+
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the
     /// pipeline packs batches into it and takes results out of it (`host_memory`).
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
@@ -234,6 +251,114 @@ pub trait Engine<T: Sample>: Send {
     fn take_device_times(&mut self) -> Option<DeviceTimes> {
         None
     }
+
+    /// With `--trace` (`device_trace::trace_device_spans`): the device times of the last
+    /// batch's chunks, taken once; None for engines without a device.
+    fn take_device_trace(&mut self) -> Option<DeviceTrace> {
+        None
+    }
+}
+
+/// A batch's frames as the readers wrote them: frame i is `data[i * step..][..values_per_frame]`
+/// (`step` equal to a frame's values: back to back; less: overlapping frames held once).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameStep<'a, T> {
+    pub data: &'a [T],
+    pub count: usize,
+    pub step: usize,
+}
+
+impl<'a, T: Sample> FrameStep<'a, T> {
+    /// Frames back to back in `data`.
+    pub fn packed_in(spec: &TransformSpec, data: &'a [T], count: usize) -> Self {
+        FrameStep {
+            data,
+            count,
+            step: spec.values_per_frame(),
+        }
+    }
+
+    /// Values `data` must hold: up to the end of the last frame.
+    pub fn needed(&self, spec: &TransformSpec) -> usize {
+        match self.count {
+            0 => 0,
+            c => (c - 1) * self.step + spec.values_per_frame(),
+        }
+    }
+
+    /// Checks that the step is a whole number of samples, no longer than a frame, and that
+    /// `data` holds every frame.
+    pub fn check(&self, engine: &'static str, spec: &TransformSpec) -> Result<(), EngineError> {
+        let per = spec.values_per_frame();
+        let width = spec.kind.width();
+        let step_ok = self.step >= width && self.step <= per && self.step % width == 0;
+        if !step_ok || self.data.len() < self.needed(spec) {
+            return Err(EngineError::Unsupported {
+                engine,
+                what: format!(
+                    "{} frames {} values apart in {} values (frames of {per})",
+                    self.count,
+                    self.step,
+                    self.data.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The frames copied back to back (for engines that take only packed frames).
+    pub fn packed(&self, spec: &TransformSpec) -> Result<std::borrow::Cow<'a, [T]>, EngineError> {
+        self.check("engine", spec)?;
+        let per = spec.values_per_frame();
+        if self.step == per {
+            return Ok(std::borrow::Cow::Borrowed(&self.data[..self.count * per]));
+        }
+        let mut packed = Vec::with_capacity(self.count * per);
+        for i in 0..self.count {
+            packed.extend_from_slice(&self.data[i * self.step..i * self.step + per]);
+        }
+        Ok(std::borrow::Cow::Owned(packed))
+    }
+}
+
+/// `reduction` applied on the host to the spectra `transform` writes (for engines that reduce
+/// nothing themselves): `out` takes band rows, runs of rows, both or the spectra as they are.
+pub fn reduce_on_host<T: Sample>(
+    spec: &TransformSpec,
+    frames: usize,
+    (bands, runs): Reduction<'_>,
+    out: &mut [T],
+    transform: impl FnOnce(&mut [T]) -> Result<(), EngineError>,
+) -> Result<(), EngineError> {
+    check_reduced(
+        "engine",
+        spec,
+        (usize::MAX, frames),
+        (bands, runs),
+        out.len(),
+    )?;
+    if bands.is_none() && runs.is_none() {
+        return transform(out);
+    }
+    let mut spectra = vec![T::zero(); frames * spec.values_out()];
+    transform(&mut spectra)?;
+    let rows = match bands {
+        Some(b) => {
+            let mut rows = vec![T::zero(); frames * b.bands()];
+            b.apply_rows(&spectra, &mut rows);
+            rows
+        }
+        None => spectra,
+    };
+    match runs {
+        Some(r) => r.reduce(
+            &rows,
+            bands.map_or(spec.values_out(), BandWeights::bands),
+            out,
+        ),
+        None => out.copy_from_slice(&rows),
+    }
+    Ok(())
 }
 
 /// A batch's device times in nanoseconds: copies in, kernels, copies out.
@@ -325,6 +450,33 @@ pub struct BandWeights {
     pub weights: Vec<f64>,
     /// Tells matrices apart for device caches (unique per matrix built in this process).
     pub id: u64,
+    /// The output scale applied to each band power (`AsIs` when averaging follows), where the
+    /// bands are summed: on a device, only finished rows cross back.
+    pub finish: RowFinish,
+}
+
+/// How a power value becomes the value written: as it is, its square root (`magnitude`) or
+/// 10·log10 of it floored at `DB_FLOOR_MAGNITUDE`² (`db`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RowFinish {
+    #[default]
+    AsIs = 0,
+    SquareRoot = 1,
+    Decibels = 2,
+}
+
+impl RowFinish {
+    /// The smallest power `Decibels` takes the log of.
+    pub const DB_FLOOR_POWER: f64 = scale::DB_FLOOR_MAGNITUDE * scale::DB_FLOOR_MAGNITUDE;
+
+    /// Applies the scale to `power`.
+    pub fn apply(self, power: f64) -> f64 {
+        match self {
+            RowFinish::AsIs => power,
+            RowFinish::SquareRoot => power.sqrt(),
+            RowFinish::Decibels => 10.0 * scale::floored(power, Self::DB_FLOOR_POWER).log10(),
+        }
+    }
 }
 
 impl BandWeights {
@@ -341,7 +493,7 @@ impl BandWeights {
                 self.offset[b] as usize,
             );
             let bins = spectrum.get(first..first + len).unwrap_or(&[]);
-            *band = T::of_f64(dot(&self.weights[at..at + len], bins));
+            *band = T::of_f64(self.finish.apply(dot(&self.weights[at..at + len], bins)));
         }
     }
 
@@ -378,8 +530,8 @@ pub type Reduction<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
 
 /// One batch through `engine`: spectra, band rows, or rows reduced by runs (the one place that
 /// picks among `transform`, `transform_bands` and `transform_segments`).
-pub fn transform_reduced<T: Sample>(
-    engine: &mut dyn Engine<T>,
+pub fn transform_reduced<T: Sample, E: Engine<T> + ?Sized>(
+    engine: &mut E,
     spec: &TransformSpec,
     input: &[T],
     frames: usize,
@@ -524,6 +676,7 @@ mod tests {
             offset: vec![0, 2],
             weights: vec![1.0, 0.5, 1.0, 1.0, 2.0],
             id: 0,
+            finish: RowFinish::AsIs,
         };
         let mut out = [0.0f64; 2];
         weights.apply(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut out);

@@ -12,7 +12,10 @@ use super::cpu::CpuEngine;
 use super::lanes::{Lane, LaneSet};
 use super::log_once::info_once;
 use super::opencl::OpenClEngine;
-use super::{BandWeights, Engine, EngineError, PinnedMemory, Sample, Segments, TransformSpec};
+use super::{
+    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Sample, Segments,
+    TransformSpec,
+};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -179,11 +182,27 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         })
     }
 
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        self.route(spec, frames.count, &mut |e| {
+            e.transform_strided(spec, frames, reduction, out)
+        })
+    }
+
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }
 
     fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
         self.gpu.as_mut().and_then(|g| g.take_device_times())
+    }
+
+    fn take_device_trace(&mut self) -> Option<super::DeviceTrace> {
+        self.gpu.as_mut().and_then(|g| g.take_device_trace())
     }
 }

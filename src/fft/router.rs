@@ -26,10 +26,11 @@ use super::fault::FaultPlan;
 use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
-use super::route_record::{AutoRoute, RouteRecord};
+use super::route_record::{AutoRoute, JobKey, RouteRecord};
 use super::routed::{Policy, RoutedEngine};
 use super::{Engine, Sample};
 use crate::error::FftdError;
+use crate::setup_log::What;
 use std::sync::{Arc, Mutex};
 
 /// Everything `build_engines_with` needs.
@@ -38,6 +39,8 @@ pub struct RouterOptions {
     pub choice: DeviceChoice,
     /// FFT worker threads per lane: one engine each.
     pub workers: usize,
+    /// Engines per OpenCL device (`--workers` when given); None: `limits::DEVICE_WORKERS`.
+    pub device_workers: Option<usize>,
     /// `auto` (and a run of several devices) may measure a calibration when none is cached (a
     /// few seconds on first use). When false and none is cached, `auto` uses the CPU engine
     /// and several devices get equal shares.
@@ -48,11 +51,18 @@ pub struct RouterOptions {
 }
 
 impl RouterOptions {
+    /// OpenCL engines (FFT workers) per device instance.
+    pub fn engines_per_device(&self) -> usize {
+        let default = crate::limits::DEVICE_WORKERS;
+        self.device_workers.unwrap_or(default).max(1)
+    }
+
     /// Defaults: calibration allowed, OpenCL options from the environment.
     pub fn new(choice: DeviceChoice, workers: usize) -> Self {
         RouterOptions {
             choice,
             workers,
+            device_workers: None,
             calibrate_allowed: true,
             recalibrate: false,
             opencl: OpenClOptions::from_env(),
@@ -117,12 +127,14 @@ pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>,
 /// before capture.
 pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
-    workers: usize,
+    (workers, device_workers): (usize, Option<usize>),
     live: bool,
+    job: &JobKey,
 ) -> Result<EngineSet<T>, FftdError> {
     let lane_set = LaneSet::new(true);
     if *choice != DeviceChoice::Auto || live {
-        let opts = RouterOptions::new(choice.clone(), workers);
+        let mut opts = RouterOptions::new(choice.clone(), workers);
+        opts.device_workers = device_workers;
         return Ok(EngineSet {
             ready: build_lanes(&opts, &lane_set)?,
             lane_set,
@@ -130,7 +142,7 @@ pub fn build_engine_set<T: Sample>(
             auto_route: None,
         });
     }
-    let route = RouteRecord::load().choose();
+    let route = RouteRecord::load(job).choose();
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
@@ -141,6 +153,7 @@ pub fn build_engine_set<T: Sample>(
         });
     }
     let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    opts.device_workers = device_workers;
     // no first-use calibration here: measured while the CPU engines load every core it would be
     // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
     opts.calibrate_allowed = false;
@@ -289,15 +302,18 @@ fn calibration_of<T: Sample>(
         fault: None,
         ..opts.opencl.clone()
     };
-    let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
-    // one measurement at a time: devices measured at once would skew each other's CPU side (and
-    // identical devices share one calibration: the second finds the first's in the cache)
-    static MEASURING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
+    let measure = || {
+        let mut engine = OpenClEngine::<T>::on_device(dev, options)?;
+        // one measurement at a time: devices measured at once would skew each other's CPU side
+        // (and identical devices share one calibration: the second finds the first's in the cache)
+        static MEASURING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+        calibrate::obtain(&mut engine, opts.calibrate_allowed, opts.recalibrate).map(Arc::new)
+    };
+    crate::setup_log::timed(What::Calibration, || entry.info.address(), (0, 0), measure)
 }
 
-/// `opts.workers` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
+/// `opts.engines_per_device()` OpenCL engines on `spec`'s device instance, with the fault injection aimed at it.
 fn open_engines<T: Sample>(
     spec: &LaneSpec,
     opts: &RouterOptions,
@@ -310,9 +326,14 @@ fn open_engines<T: Sample>(
     if let Some(fault) = FaultPlan::from_env().for_device(&spec.address(), spec.instance) {
         options.fault = Some(fault);
     }
-    (0..opts.workers.max(1))
-        .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
-        .collect()
+    let workers = opts.engines_per_device();
+    let make = || {
+        (0..workers)
+            .map(|_| OpenClEngine::<T>::on_device(dev.clone(), options.clone()))
+            .collect()
+    };
+    let count = (workers as u64, 0);
+    crate::setup_log::timed(What::Engines, || entry.info.address(), count, make)
 }
 
 fn routed_lane<T: Sample>(
@@ -353,7 +374,23 @@ fn auto_lanes<T: Sample>(
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
 ) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
+    let (lanes, cal, _) = auto_lanes_split(specs, opts, lane_set);
+    (lanes, cal)
+}
+
+/// `auto_lanes`, and the devices opened without a calibration (left out there).
+#[allow(clippy::type_complexity)]
+fn auto_lanes_split<'s, T: Sample>(
+    specs: &'s [LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> (
+    Vec<LaneEngines<T>>,
+    Option<Arc<Calibration>>,
+    Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
+) {
     let mut calibrated = Vec::new();
+    let mut uncalibrated = Vec::new();
     for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
         match opened {
             Err(e) => tracing::warn!(
@@ -364,11 +401,14 @@ fn auto_lanes<T: Sample>(
                 gpus,
                 calibration: Some(Ok(c)),
             }) => calibrated.push((spec, gpus, c)),
-            Ok(Opened { calibration, .. }) => tracing::debug!(
-                "no calibration for {} ({:?}); auto leaves it out",
-                spec.name(),
-                calibration.and_then(Result::err)
-            ),
+            Ok(Opened { gpus, calibration }) => {
+                tracing::debug!(
+                    "no calibration for {} ({:?})",
+                    spec.name(),
+                    calibration.and_then(Result::err)
+                );
+                uncalibrated.push((spec, gpus));
+            }
         }
     }
     let worth = |cal: &Calibration| cal.points.iter().any(|p| p.gpu_s < p.cpu_s);
@@ -386,7 +426,7 @@ fn auto_lanes<T: Sample>(
             lane
         })
         .collect();
-    (lanes, first)
+    (lanes, first, uncalibrated)
 }
 
 /// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
@@ -397,7 +437,15 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
-    let (lanes, cal) = auto_lanes(&specs, opts, lane_set);
+    let (mut lanes, cal, uncalibrated) = auto_lanes_split(&specs, opts, lane_set);
+    if lanes.is_empty() {
+        // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU
+        // too: every batch on it, the lanes' queues sharing the work by how fast they drain
+        lanes = uncalibrated
+            .into_iter()
+            .map(|(spec, gpus)| routed_lane(spec, gpus, Policy::Always, lane_set))
+            .collect();
+    }
     if lanes.is_empty() {
         tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
     }

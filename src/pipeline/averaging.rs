@@ -52,6 +52,8 @@ pub fn run_averaging<T: Sample>(
     let mut states: Vec<Option<StreamAverage<T>>> = stage.streams.iter().map(|_| None).collect();
     let mut reorder: BTreeMap<u64, Done<T>> = BTreeMap::new();
     let mut next = 0u64;
+    // --trace: a span per batch averaged (the sends to the encoders included)
+    let mut track = crate::trace::Track::new(control.tracer.as_deref(), "averaging");
     let send = |done: Done<T>| {
         let id = stage.numbering.fetch_add(1, Ordering::SeqCst);
         tx.send(Done { id, ..done }).is_ok()
@@ -63,6 +65,8 @@ pub fn run_averaging<T: Sample>(
             Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
         }
         while let Some(batch) = control.next_in_order(&mut next, &mut reorder) {
+            let busy = std::time::Instant::now();
+            let ids = (Some(batch.id), batch.frames.first().map(|f| f.stream));
             let averaged = average_batch(&batch, stage, &mut states, control);
             values_pool.give(batch.values); // the spectra buffer goes back to the workers
             match averaged {
@@ -73,6 +77,9 @@ pub fn run_averaging<T: Sample>(
                 }
                 Ok(None) => {}
                 Err(e) => return control.fail(crate::error::FftdError::Usage(e)),
+            }
+            if let Some(track) = &mut track {
+                track.span_since("average", busy, ids);
             }
         }
     }

@@ -30,12 +30,15 @@ pub struct FrameMeta {
     pub completed: Instant,
 }
 
-/// Frames packed for one engine call.
+/// Frames for one engine call: frame i starts at value i × `step` of `data` (`step` equal to
+/// a frame's values: packed back to back; less: overlapping frames of one stream, their shared
+/// samples held once, as the range readers write them).
 pub struct Batch<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
     pub data: HostBuf<T>,
+    pub step: usize,
 }
 
 /// Frames sharing (size, kind, rate) share a batch.
@@ -97,6 +100,7 @@ pub fn run_batcher<T: Sample>(
                             spec,
                             frames: Vec::with_capacity(capacity),
                             data: pool.take(lane, capacity * spec.values_per_frame()),
+                            step: spec.values_per_frame(),
                         },
                         oldest: Instant::now(),
                         capacity,

@@ -42,6 +42,7 @@ use super::batcher::Batch;
 use crate::fft::lanes::{Lane, LaneSet, LaneSpeed};
 use crate::fft::TransformSpec;
 use crate::stats::Counters;
+use crate::trace::Tracer;
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, TrySendError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -199,7 +200,7 @@ impl<T> State<T> {
         let open = |i: &LaneId| Some(*i) != except && self.lanes[*i].tx.is_some();
         let mut ids: Vec<LaneId> = (0..self.lanes.len())
             .filter(open)
-            .filter(|i| !self.lanes[*i].lane.failed())
+            .filter(|i| self.lanes[*i].lane.takes_batches())
             .collect();
         if ids.is_empty() && except.is_none() {
             ids = (0..self.lanes.len()).filter(open).collect();
@@ -625,14 +626,16 @@ impl<T> Dispatcher<T> {
     /// nothing for the stall time (`FFTD_STALL_SECONDS`, 10 s), and after a stop gives up a
     /// lane that still finishes nothing (after the stall time; after 1 s for SIGINT/SIGTERM),
     /// so a hung device cannot keep the run from ending. `ended` disconnects when dispatching
-    /// ends (`new`'s receiver).
-    pub fn watch(&self, ended: &Receiver<()>, stop: StopFlags<'_>) {
+    /// ends (`new`'s receiver). With `--trace`, each check is a span on a `stall watcher` track.
+    pub fn watch_traced(&self, ended: &Receiver<()>, stop: StopFlags<'_>, tracer: Option<&Tracer>) {
         let mut stop_seen: Option<Instant> = None;
+        let mut track = crate::trace::Track::new(tracer, "stall watcher");
         loop {
             let ended_now = matches!(
                 ended.recv_timeout(WATCH_POLL),
                 Err(RecvTimeoutError::Disconnected)
             );
+            let checking = Instant::now();
             let mut state = self.lock();
             if state.watch_over() {
                 return;
@@ -649,11 +652,20 @@ impl<T> Dispatcher<T> {
                 self.room.notify_all();
             }
             drop(state);
+            if let Some(track) = &mut track {
+                track.span_since("watch", checking, (None, None));
+            }
             if ended_now {
                 // only a give-up waiting for earlier batches is left to watch
                 std::thread::sleep(WATCH_POLL);
             }
         }
+    }
+
+    /// `watch_traced` without a trace.
+    #[cfg(test)]
+    pub fn watch(&self, ended: &Receiver<()>, stop: StopFlags<'_>) {
+        self.watch_traced(ended, stop, None)
     }
 
     /// Disconnects once the run has given up stalled lanes and every batch before theirs has
@@ -742,6 +754,7 @@ mod tests {
             },
             frames: Vec::new(),
             data: HostBuf::heap(0),
+            step: 1024,
         }
     }
 
@@ -789,6 +802,21 @@ mod tests {
         let slow = d.add_lane(lane("slow"), measured(3.0), 100, |_| {});
         assert!(fast.is_some() && slow.is_some());
         assert_eq!(spread(&d, 40, 2), vec![30, 10]);
+    }
+
+    #[test]
+    fn a_retired_lane_takes_no_new_batches() {
+        let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+        let _producer = d.producer();
+        let cpu = lane("cpu");
+        assert!(d
+            .add_lane(cpu.clone(), LaneSpeed::Even, 100, |_| {})
+            .is_some());
+        assert!(d
+            .add_lane(lane("gpu"), LaneSpeed::Even, 100, |_| {})
+            .is_some());
+        cpu.retire();
+        assert_eq!(spread(&d, 10, 2), vec![0, 10]);
     }
 
     #[test]

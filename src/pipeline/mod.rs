@@ -30,7 +30,7 @@ use crate::fft::lanes::LaneSet;
 use crate::fft::{router, Sample, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
-use crate::products::{Finish, Segmenting, Shaping};
+use crate::products::{finish_for_scale, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::nats::{NatsConnection, NatsRows};
@@ -244,13 +244,16 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     if settings.stats || settings.trace.is_some() {
         // the FFT workers' time splits into upload, kernels and download (event profiling)
         crate::fft::opencl::profile_for_stats();
+        run_report::enable_detail(settings.trace.is_some());
     }
+    let workers = (settings.workers, settings.device_workers);
+    let job = job_key::<T>(settings);
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
-    } = router::build_engine_set::<T>(&settings.device, settings.workers, live)?;
+    } = router::build_engine_set::<T>(&settings.device, workers, live, &job)?;
     let engines_built = (building, Instant::now());
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
@@ -431,7 +434,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let range_jobs = &range_jobs;
         if show_progress {
             let (samples, finished) = (&control.counters.samples_in, &finished);
-            scope.spawn(move || crate::progress::show(samples, total_samples, finished));
+            let track = control.tracer.as_deref();
+            scope.spawn(move || crate::progress::show(samples, total_samples, finished, track));
         }
         // every producer's guard before any producer starts: the queues close when all have
         // ended and every batch is finished (`dispatch`)
@@ -461,7 +465,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 stop: &control.stop,
                 interrupted,
             };
-            dispatcher.watch(&watched, stop)
+            dispatcher.watch_traced(&watched, stop, control.tracer.as_deref())
         });
         if let Some(build) = late_lanes {
             // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
@@ -469,16 +473,23 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             let (built, builder) = late_lanes_thread(build);
             late_builder = Some(builder);
             let tx = done_tx.clone();
+            let lane_set = &lane_set;
             scope.spawn(move || {
                 crossbeam_channel::select! {
                     recv(built) -> late => if let Ok(late) = late {
                         if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
                             dispatcher.set_cpu_speed(speed);
                         }
+                        let joined = !late.lanes.is_empty();
                         for lane in late.lanes {
                             if let Some((queue, engines)) = join_lane(dispatcher, pools, lane) {
                                 threads.spawn(queue, engines, &tx, context);
                             }
+                        }
+                        // the GPU alone from now on: the CPU lane finishes what it holds
+                        if joined && auto_route == Some(crate::fft::route_record::AutoRoute::GpuOnly) {
+                            let lanes = lane_set.lanes();
+                            lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
                         }
                     },
                     recv(dispatch_ended) -> _ => {}
@@ -559,6 +570,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         let failure = error.as_ref().map(ToString::to_string);
         meta_written = write_meta(path, file, settings, &summaries, failure.as_deref());
     }
+    // pinned spares released now, inside the teardown that --stats and --trace account for
+    input_pool.release_spares();
+    output_pool.release_spares();
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
         started,
@@ -585,7 +599,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
         let samples = Counters::get(&control.counters.samples_analysed) as f64;
         let rate = samples / started.elapsed().as_secs_f64();
-        crate::fft::route_record::RouteRecord::load().record(route, rate);
+        crate::fft::route_record::RouteRecord::record(&job, route, rate);
     }
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
@@ -595,6 +609,37 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
 
 /// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
 /// heap memory), and its engines; None when dispatching has already ended.
+/// The shape of this job for `auto`'s records (`route_record`).
+fn job_key<T: Sample>(settings: &Settings) -> crate::fft::route_record::JobKey {
+    let frame = match settings.frame {
+        FrameSize::Fixed(n) => n,
+        FrameSize::Whole => 0,
+    };
+    let p = &settings.products;
+    let products = match (p.bands.is_some(), p.average.is_some()) {
+        (true, true) => "bands+average",
+        (true, false) => "bands",
+        (false, true) => "average",
+        (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
+        (false, false) => "plain",
+    };
+    let input_bytes = match &settings.input {
+        Input::Files(files) => files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
+        _ => 0,
+    };
+    crate::fft::route_record::JobKey::new(
+        (frame, settings.hop.unwrap_or(frame)),
+        T::NAME,
+        &format!("{products} {:?}", settings.scale),
+        input_bytes,
+        limits::cores(),
+    )
+}
+
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
@@ -774,7 +819,7 @@ fn average_stage<'a>(
         mode: settings.products.mode,
         hop,
         streams,
-        finish: Finish::for_scale(settings.scale, &settings.products),
+        finish: finish_for_scale(settings.scale, &settings.products),
         numbering: Arc::default(),
     }))
 }

@@ -82,6 +82,16 @@ impl<T: Copy + Default> BufferPool<T> {
         buf
     }
 
+    /// Drops every spare buffer (at the run's end: releasing pinned memory takes time).
+    pub fn release_spares(&self) {
+        if let Ok(homes) = self.homes.read() {
+            for home in homes.iter().flatten() {
+                while home.spares.rx.try_recv().is_ok() {}
+            }
+        }
+        while self.heap.rx.try_recv().is_ok() {}
+    }
+
     /// Returns a buffer for reuse: a pinned one to the spares of the device that pinned it, a
     /// heap one to the heap spares when some lane uses heap memory (small rows made by the
     /// averaging stage must not stand in for pinned buffers); dropped when those are full.

@@ -122,6 +122,20 @@ impl Framing {
         fitting.clamp(1, self.batch as u64)
     }
 
+    /// How a batch of `count` frames lies in its buffer: (values between frame starts, values in
+    /// all). Overlapping frames (hop < frame) are held once, as the input has them: the engines
+    /// read them in place, and a device gets each sample once.
+    fn batch_layout(&self, spec: &TransformSpec, count: usize) -> (usize, usize) {
+        let per_frame = spec.values_per_frame();
+        match self.hop < self.n {
+            true => {
+                let step = self.hop * spec.kind.width();
+                (step, (count.max(1) - 1) * step + per_frame)
+            }
+            false => (per_frame, count * per_frame),
+        }
+    }
+
     /// Whether a job of one frame of `layout` stays within `JOB_VALUES` (else: read it
     /// sequentially, whose blocks shrink with the channel count).
     pub fn fits(&self, layout: &SeekableLayout) -> bool {
@@ -216,8 +230,9 @@ pub fn run_range_reader<T: Sample>(
         let stream = &jobs.streams[job.stream];
         let spec = spec_of(jobs.framing.n, stream.layout.kind, stream.layout.rate);
         let lane = dispatcher.choose(&spec, job.count);
-        let mut data = pool.take(lane, job.count * spec.values_per_frame());
-        data.set_len_for_overwrite(job.count * spec.values_per_frame());
+        let (step, len) = jobs.framing.batch_layout(&spec, job.count);
+        let mut data = pool.take(lane, len);
+        data.set_len_for_overwrite(len);
         // a batch buffer comes free when the stages after the readers have let one go
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
         let filled = reader.fill(stream, &jobs.framing, job, &mut data, &mut clock);
@@ -261,6 +276,7 @@ pub fn run_range_reader<T: Sample>(
             spec,
             frames,
             data,
+            step,
         };
         let sent = dispatcher.send(batch, lane, &control.counters.reader_wait_ns);
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
@@ -291,7 +307,8 @@ struct JobReader {
 }
 
 impl JobReader {
-    /// Writes the job's frames, back to back, into `out` (`count` frames of `n` samples).
+    /// Writes the job's frames into `out`: back to back (`count` frames of `n` samples), or, when
+    /// they overlap, the samples they cover, once (`Framing::batch_layout`).
     fn fill<T: Sample>(
         &mut self,
         stream: &RangeStream,
@@ -309,10 +326,19 @@ impl JobReader {
                 return self.read_f32_in_place(stream, job.first * n, out, clock, span);
             }
         }
-        if hop <= n {
-            // overlapping or adjacent frames: one read covers them all
-            let base = job.first * hop;
-            let end = (job.first + job.count as u64 - 1) * hop + n;
+        let base = job.first * hop;
+        let end = (job.first + job.count as u64 - 1) * hop + n;
+        if hop < n {
+            // overlapping frames: the samples they cover, each once
+            if stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
+                if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
+                    return self.read_f32_in_place(stream, base, out, clock, span);
+                }
+            }
+            let samples = self.read(stream, base, end, clock, span)?;
+            copy_padded(samples, out);
+        } else if hop == n {
+            // adjacent frames: one read covers them all
             let samples = self.read(stream, base, end, clock, span)?;
             for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
                 let at = (i as u64 * hop) as usize * width;

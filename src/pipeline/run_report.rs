@@ -1,7 +1,8 @@
 //! The run's own time at its two ends, and what `--stats` and `--trace` make of the whole run:
 //! start-up (engines and devices, planning, opening outputs) up to the first stage thread,
-//! teardown from the sink's end to the report, the `--stats` lines and the timeline file; and
-//! each stage thread's clock (`Control::clock`).
+//! teardown from the sink's end to the report, the `--stats` lines and the timeline file (with
+//! the device set-up entries of `setup_log` as lines and spans); and each stage thread's clock
+//! (`Control::clock`).
 
 use super::Control;
 use crate::config::Settings;
@@ -12,7 +13,7 @@ use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::trace::Tracer;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl Control {
     /// The clock of a new stage thread of `kind` (`timeline`): its time to `end_phase` after
@@ -43,6 +44,15 @@ pub(super) fn open_trace(
     Ok(Some(Arc::new(Tracer::new(file, started))))
 }
 
+/// `--stats` / `--trace`: device set-up timed per device (`setup_log`), and with `--trace` the
+/// engines' chunks recorded for the queue tracks (`device_timeline`).
+pub(super) fn enable_detail(trace: bool) {
+    crate::setup_log::enable();
+    if trace {
+        crate::fft::device_trace::trace_device_spans();
+    }
+}
+
 /// The run's start-up: from its start to the first stage thread.
 pub(super) struct Startup {
     pub started: Instant,
@@ -58,6 +68,8 @@ impl Startup {
         Counters::add(&times.startup_ns, ns(self.started, self.ended));
         Counters::add(&times.engines_ns, ns(self.engines.0, self.engines.1));
         if let Some(tracer) = &control.tracer {
+            // set-up the main thread does from now on (pinned memory released in the teardown)
+            crate::trace::set_current_track(Some(0));
             tracer.main_span("start-up", self.started, self.ended);
             tracer.main_span("engines", self.engines.0, self.engines.1);
             tracer.main_span("planning and outputs", self.engines.1, self.ended);
@@ -103,7 +115,12 @@ impl Ended {
             eprintln!("{stages}");
             eprintln!("{}", stats::devices_report(&shares, started));
             let wall = now.saturating_duration_since(started).as_nanos() as u64;
-            for line in crate::timeline::report(times, wall) {
+            let mut lines = crate::timeline::report(times, wall);
+            // after `fftd time`: the device set-up entries, by part of the run
+            let startup_end = started + Duration::from_nanos(Counters::get(&times.startup_ns));
+            let setup = crate::setup_log::report(startup_end, self.sink_ended, wall);
+            lines.splice(1..1, setup);
+            for line in lines {
                 eprintln!("{line}");
             }
         }
@@ -111,10 +128,50 @@ impl Ended {
             return Ok(());
         };
         tracer.main_span("teardown", self.sink_ended, Instant::now());
+        setup_spans(tracer);
         let path = settings
             .trace
             .as_deref()
             .unwrap_or(std::path::Path::new("-"));
         tracer.write().map_err(|e| FftdError::io(path, e))
+    }
+}
+
+/// `--trace`: the device set-up entries (`setup_log`) as spans, on the track of the thread that
+/// made them, or for threads without one (opening devices at start-up) on a track per device
+/// and thread, "opencl:P:D set-up" ("opencl set-up" for the platform's enumeration).
+fn setup_spans(tracer: &Tracer) {
+    let mut tracks: Vec<(String, std::thread::ThreadId, u32)> = Vec::new();
+    for e in crate::setup_log::entries() {
+        let tid = match e.track {
+            Some(tid) => tid,
+            None => {
+                let found = tracks.iter().find(|t| t.0 == e.device && t.1 == e.thread);
+                match found {
+                    Some(t) => t.2,
+                    None => {
+                        let same = tracks.iter().filter(|t| t.0 == e.device).count();
+                        let mut name = match e.device.is_empty() {
+                            true => "opencl set-up".to_string(),
+                            false => format!("{} set-up", e.device),
+                        };
+                        if same > 0 {
+                            name.push_str(&format!(" {}", same + 1));
+                        }
+                        let tid = tracer.track(name);
+                        tracks.push((e.device.clone(), e.thread, tid));
+                        tid
+                    }
+                }
+            }
+        };
+        tracer.record(crate::trace::Span {
+            name: e.what.label(),
+            tid,
+            from: e.from,
+            to: e.to,
+            batch: None,
+            stream: None,
+        });
     }
 }

@@ -11,8 +11,8 @@ use super::pool::BufferPool;
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::lanes::Lane;
-use crate::fft::{transform_reduced, Segments};
 use crate::fft::{DeviceTimes, Engine, EngineError, HostBuf, Sample, TransformSpec};
+use crate::fft::{FrameStep, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -154,6 +154,7 @@ pub fn run_worker<T: Sample>(
     let _abandon = AbandonOnPanic(&ctx.dispatcher);
     let mut failed = false;
     let mut clock = ctx.control.clock(Kind::Worker, Phase::WorkerInput);
+    let mut queue_tracks = crate::device_timeline::QueueTracks::default();
     for batch in queue.rx.iter() {
         let id = batch.id;
         let stream = batch.frames.first().map(|f| f.stream);
@@ -168,6 +169,9 @@ pub fn run_worker<T: Sample>(
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
         if let Some(device) = engine.take_device_times() {
             split_device_time(&mut clock, device, to.duration_since(from));
+        }
+        if let Some(tracer) = clock.tracer() {
+            queue_tracks.record(tracer, engine.as_mut(), id, stream);
         }
         match handled {
             Handled::HandedOff => continue, // the lane that took it finishes it
@@ -258,14 +262,18 @@ fn transform_batch<T: Sample>(
     values.set_len_for_overwrite(len);
     let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
     let busy = std::time::Instant::now();
-    let (spec, frames, data) = (&batch.spec, batch.frames.len(), &batch.data);
+    let spec = &batch.spec;
+    let frames = FrameStep {
+        data: &batch.data,
+        count: batch.frames.len(),
+        step: batch.step,
+    };
     let runs = lengths
         .as_deref()
         .zip(segmenting)
         .map(|(lengths, s)| Segments { lengths, op: s.op });
     let reduction = (bands, runs.as_ref());
-    let result =
-        span.in_scope(|| transform_reduced(engine, spec, data, frames, reduction, &mut values));
+    let result = span.in_scope(|| engine.transform_strided(spec, frames, reduction, &mut values));
     Counters::add_since(&ctx.control.counters.engine_ns, busy);
     Counters::add_since(&queue.lane.counters.busy_ns, busy);
     match result {
@@ -299,12 +307,10 @@ impl<T: Sample> Transformed<T> {
             columns: self.columns,
             segments,
         };
-        if let Some(shaping) = shaping {
+        // band rows come from the engine finished (`BandWeights::finish`); others are shaped
+        if let Some(shaping) = shaping.filter(|_| self.columns.is_none()) {
             let busy = std::time::Instant::now();
-            match self.columns {
-                Some(_) => shaping.finish_rows(&mut done.values),
-                None => shape(&mut done, shaping, (output_pool, lane)),
-            }
+            shape(&mut done, shaping, (output_pool, lane));
             Counters::add_since(&ctx.control.counters.engine_ns, busy);
         }
         done

@@ -412,6 +412,7 @@ impl BandMatrix {
             offset: Vec::with_capacity(self.rows.len()),
             weights: Vec::new(),
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            finish: crate::fft::RowFinish::AsIs,
         };
         for row in &self.rows {
             weights.first.push(row.first_bin as u32);

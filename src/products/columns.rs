@@ -157,6 +157,13 @@ impl ColumnPlan {
         self.bins
     }
 
+    /// Band rows leave the engine in `finish`'s scale (see `Shaping::new`).
+    pub fn set_band_finish(&mut self, finish: crate::fft::RowFinish) {
+        if let Some(b) = self.bands.as_mut() {
+            b.finish = finish;
+        }
+    }
+
     /// The band matrix, when rows are band powers (an engine can sum them itself).
     pub fn band_weights(&self) -> Option<&BandWeights> {
         self.bands.as_ref()

@@ -73,33 +73,15 @@ impl ProductOptions {
 }
 
 /// The final step: the requested scale applied to a power-domain value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Finish {
-    /// The value is already in the requested scale.
-    AsIs,
-    /// `magnitude`: √power.
-    SquareRoot,
-    /// `db`: 10·log10(max(power, 1e-24)).
-    Decibels,
-}
+pub use crate::fft::RowFinish as Finish;
 
-impl Finish {
-    pub fn for_scale(scale: Scale, options: &ProductOptions) -> Self {
-        match scale {
-            Scale::Magnitude if options.in_power_domain() => Finish::SquareRoot,
-            Scale::Db if options.in_power_domain() => Finish::Decibels,
-            _ => Finish::AsIs,
-        }
-    }
-
-    /// Applies the scale to `power`.
-    pub fn apply(self, power: f64) -> f64 {
-        let floor = crate::fft::scale::DB_FLOOR_MAGNITUDE * crate::fft::scale::DB_FLOOR_MAGNITUDE;
-        match self {
-            Finish::AsIs => power,
-            Finish::SquareRoot => power.sqrt(),
-            Finish::Decibels => 10.0 * crate::fft::scale::floored(power, floor).log10(),
-        }
+/// How product rows (power) become the requested scale: `magnitude` √power, `db`
+/// 10·log10(max(power, 1e-24)), other scales as they are.
+pub fn finish_for_scale(scale: Scale, options: &ProductOptions) -> Finish {
+    match scale {
+        Scale::Magnitude if options.in_power_domain() => Finish::SquareRoot,
+        Scale::Db if options.in_power_domain() => Finish::Decibels,
+        _ => Finish::AsIs,
     }
 }
 
@@ -132,6 +114,10 @@ impl Shaping {
         if scale == Scale::Complex && options.in_power_domain() {
             return Err(COMPLEX_NEEDS_POWER.into());
         }
+        let finish = match options.average {
+            Some(_) => Finish::AsIs, // after averaging
+            None => finish_for_scale(scale, options),
+        };
         let mut plans: Vec<(PlanKey, columns::ColumnPlan)> = Vec::new();
         for meta in streams.iter_mut() {
             let key = (meta.kind, meta.rate.to_bits());
@@ -145,17 +131,16 @@ impl Shaping {
                 }
                 Some((_, plan)) => plan.clone(),
                 None => {
-                    let plan = columns::ColumnPlan::new(meta, n, options, scale.values_per_bin())?;
+                    let mut plan =
+                        columns::ColumnPlan::new(meta, n, options, scale.values_per_bin())?;
+                    // band rows are finished where they are summed (`BandWeights::finish`)
+                    plan.set_band_finish(finish);
                     plans.push((key, plan.clone()));
                     plan
                 }
             };
             meta.columns = Some(std::sync::Arc::new(plan.frequencies().to_vec()));
         }
-        let finish = match options.average {
-            Some(_) => Finish::AsIs, // after averaging
-            None => Finish::for_scale(scale, options),
-        };
         Ok(Some(Shaping { plans, finish }))
     }
 
@@ -183,7 +168,9 @@ impl Shaping {
         {
             plan.pick(spectrum, row);
         }
-        self.finish_rows(rows);
+        if plan.band_weights().is_none() {
+            self.finish_rows(rows); // band rows are finished as they are summed
+        }
         Some(plan.columns())
     }
 

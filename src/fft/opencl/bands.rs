@@ -4,7 +4,7 @@
 //! copy back carries bands, not bins.
 
 use super::device::SharedDevice;
-use crate::fft::{BandWeights, Sample};
+use crate::fft::{BandWeights, RowFinish, Sample};
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
@@ -21,6 +21,8 @@ const BAND_WG: usize = 64;
 pub struct DeviceBands<T> {
     /// `BandWeights::id` of the matrix held.
     pub id: u64,
+    /// `BandWeights::finish` as the kernel takes it (0 as is, 1 square root, 2 dB).
+    pub finish: i32,
     pub bands: usize,
     bins: usize,
     first: Buffer<u32>,
@@ -58,6 +60,11 @@ impl<T: Sample> DeviceBands<T> {
         let values: Vec<T> = weights.weights.iter().map(|&w| T::of_f64(w)).collect();
         Ok(DeviceBands {
             id: weights.id,
+            finish: match weights.finish {
+                RowFinish::AsIs => 0,
+                RowFinish::SquareRoot => 1,
+                RowFinish::Decibels => 2,
+            },
             bands: weights.bands(),
             bins: weights.bins,
             first: upload(dev, queue, &weights.first)?,
@@ -78,6 +85,7 @@ impl<T: Sample> DeviceBands<T> {
         frames: usize,
     ) -> Result<Event, String> {
         let (bins, bands, count) = (self.bins as u32, self.bands as u32, frames as u32);
+        let floor = T::of_f64(RowFinish::DB_FLOOR_POWER);
         // SAFETY: arguments in the order of bands.cl's `band_powers`; `power` holds `frames` ×
         // `bins` values and `out` `frames` × `bands` (the caller sized both), the index buffers
         // and weights describe spans inside a spectrum (BandWeights), and items past `bands` or
@@ -93,6 +101,8 @@ impl<T: Sample> DeviceBands<T> {
                 .set_arg(&bins)
                 .set_arg(&bands)
                 .set_arg(&count)
+                .set_arg(&self.finish)
+                .set_arg(&floor)
                 .set_global_work_sizes(&[self.bands.div_ceil(BAND_WG) * BAND_WG, frames])
                 .set_local_work_sizes(&[BAND_WG, 1])
                 .enqueue_nd_range(queue)

@@ -4,6 +4,7 @@
 //! (context, program cache, pinned host memory) that every OpenCL engine on that device (or on
 //! one instance of it, when `--device` lists it twice) uses.
 
+use crate::setup_log::{timed, What};
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
 use opencl3::platform::get_platforms;
@@ -67,7 +68,7 @@ static INVENTORY: OnceLock<Inventory> = OnceLock::new();
 
 /// All OpenCL platforms and devices, enumerated once per process.
 pub fn inventory() -> &'static Inventory {
-    INVENTORY.get_or_init(enumerate)
+    INVENTORY.get_or_init(|| timed(What::Platform, String::new, (0, 0), enumerate))
 }
 
 fn enumerate() -> Inventory {
@@ -310,7 +311,9 @@ impl SharedDevice {
             .entry(key)
             .or_default()
             .clone();
-        slot.get_or_init(|| Self::create(entry)).clone()
+        let create = || Self::create(entry);
+        slot.get_or_init(|| timed(What::Context, || entry.info.address(), (0, 0), create))
+            .clone()
     }
 
     fn create(entry: &DeviceEntry) -> OpenResult {
@@ -346,7 +349,9 @@ impl SharedDevice {
             .entry(key)
             .or_default()
             .clone();
-        slot.get_or_init(|| self.build(sources, options)).clone()
+        let build = || self.build(sources, options);
+        slot.get_or_init(|| timed(What::Program, || self.info.address(), (1, 0), build))
+            .clone()
     }
 
     fn build(&self, sources: &[&str], options: &str) -> Result<Arc<Program>, String> {

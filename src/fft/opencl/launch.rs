@@ -18,7 +18,8 @@ pub(super) struct ScaleArgs<T> {
 }
 
 /// Enqueues the transform of `frames` frames (`n_bins` output bins in all) from `inb` to `outb`
-/// on `q`, the first kernel waiting for `wait`. Returns the kernels' events.
+/// on `q`, the first kernel waiting for `wait`; frame f starts at value f × `step` of `inb` (the
+/// frames overlap when `step` is less than a frame's values). Returns the kernels' events.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn enqueue_kernels<T: Sample>(
     plan: &mut Plan<T>,
@@ -29,7 +30,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
     frames: usize,
     m: usize,
     n_bins: usize,
-    args: ScaleArgs<T>,
+    (args, step): (ScaleArgs<T>, u32),
     wait: &[opencl3::types::cl_event],
 ) -> Result<Vec<Event>, String> {
     let frames_u32 =
@@ -64,6 +65,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
                     .set_arg(&mode)
                     .set_arg(&norm_edge)
                     .set_arg(&norm_interior)
+                    .set_arg(&step)
                     .set_global_work_size(groups * wg)
                     .set_local_work_size(wg)
                     .enqueue_nd_range(q)
@@ -98,6 +100,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
                     .set_arg(t1)
                     .set_arg(a)
                     .set_arg(&frames_u32)
+                    .set_arg(&step)
                     .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
                     .set_local_work_size(wg1)
                     .enqueue_nd_range(q)
@@ -142,6 +145,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
                     .set_arg(&plan.window)
                     .set_arg(a)
                     .set_arg(&frames_u32)
+                    .set_arg(&step)
                     .set_global_work_size(round(frames * m))
                     .set_local_work_size(GLOBAL_WG)
                     .enqueue_nd_range(q)

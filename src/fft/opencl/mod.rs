@@ -30,6 +30,7 @@
 //! failure answers `EngineError::Device`.
 
 mod bands;
+mod chunk_log;
 pub mod device;
 mod launch;
 pub mod pinned;
@@ -39,8 +40,8 @@ mod slots;
 use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
-    BandWeights, Engine, EngineError, InputKind, PinnedMemory, Sample, Scale, ScalePlan, Segments,
-    TransformSpec,
+    BandWeights, Engine, EngineError, FrameStep, InputKind, PinnedMemory, Reduction, Sample, Scale,
+    ScalePlan, Segments, TransformSpec,
 };
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
@@ -661,8 +662,7 @@ impl<T: Sample> OpenClEngine<T> {
     fn run(
         &mut self,
         spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
+        input: FrameStep<'_, T>,
         (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), String> {
@@ -670,7 +670,10 @@ impl<T: Sample> OpenClEngine<T> {
         if let Some(r) = runs.filter(|r| self.runs.as_ref().is_none_or(|d| !d.holds(r))) {
             self.runs = Some(segments::DeviceSegments::new(&self.dev, &self.queue, r)?);
         }
-        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| b.id != w.id)) {
+        let stale = |b: &bands::DeviceBands<T>, w: &BandWeights| {
+            b.id != w.id || b.finish != w.finish as i32
+        };
+        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| stale(b, w))) {
             self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
         }
         let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
@@ -687,7 +690,10 @@ impl<T: Sample> OpenClEngine<T> {
         // values per frame copied back: the bands when they are summed here
         let per_final = band_weights.map_or(per_out, BandWeights::bands);
         let dev = self.dev.clone();
-        let input = &input[..frames * per_in];
+        // frames `step` values apart: overlapping frames cross once, the kernels form them
+        let (frames, step) = (input.count, input.step);
+        let input = &input.data[..input.needed(spec)];
+        let step_u32 = u32::try_from(step).map_err(|_| format!("frame step {step} too large"))?;
         let direct_in = dev
             .pinned
             .contains(input.as_ptr().cast(), std::mem::size_of_val(input));
@@ -796,7 +802,7 @@ impl<T: Sample> OpenClEngine<T> {
             else {
                 return Err("device buffers missing".into());
             };
-            let src = &input[f0 * per_in..(f0 + fc) * per_in];
+            let src = &input[f0 * step..(f0 + fc - 1) * step + per_in];
             let src = match slot.pin_in.as_mut() {
                 Some(pin) if !direct_in => {
                     let staging = &mut pin.as_mut_slice()[..src.len()];
@@ -821,7 +827,7 @@ impl<T: Sample> OpenClEngine<T> {
                 fc,
                 m,
                 fc * bins,
-                args,
+                (args, step_u32),
                 &[write.get()],
             )?;
             let mut kernels = kernels;
@@ -906,8 +912,7 @@ impl<T: Sample> OpenClEngine<T> {
     fn guarded_run(
         &mut self,
         spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
+        input: FrameStep<'_, T>,
         reduction: (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), EngineError> {
@@ -915,13 +920,13 @@ impl<T: Sample> OpenClEngine<T> {
         if let Some(fault) = &self.options.fault {
             fault.before_batch(self.batches).map_err(dev_err)?;
         }
-        if frames == 0 {
+        if input.count == 0 {
             return Ok(());
         }
         // a panic inside (e.g. a host copy thread that cannot start) must not unwind past
         // commands that still read or write the caller's buffers
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.run(spec, input, frames, reduction, out)
+            self.run(spec, input, reduction, out)
         }));
         let run = match run {
             Ok(r) => r,
@@ -957,7 +962,8 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         super::check_batch("opencl", spec, input.len(), frames, out.len())?;
-        self.guarded_run(spec, input, frames, (None, None), out)
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, (None, None), out)
     }
 
     fn transform_bands(
@@ -970,7 +976,8 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
     ) -> Result<(), EngineError> {
         let reduction = (Some(bands), None);
         super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
-        self.guarded_run(spec, input, frames, reduction, out)
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, reduction, out)
     }
 
     fn transform_segments(
@@ -984,7 +991,21 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
     ) -> Result<(), EngineError> {
         let reduction = (bands, Some(runs));
         super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
-        self.guarded_run(spec, input, frames, reduction, out)
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, reduction, out)
+    }
+
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        frames.check("opencl", spec)?;
+        let counted = (usize::MAX, frames.count); // the input is checked just above
+        super::check_reduced("opencl", spec, counted, reduction, out.len())?;
+        self.guarded_run(spec, frames, reduction, out)
     }
 
     fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
@@ -995,6 +1016,10 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
             download_ns: p.read_ns,
         };
         (times != super::DeviceTimes::default()).then_some(times)
+    }
+
+    fn take_device_trace(&mut self) -> Option<super::DeviceTrace> {
+        chunk_log::take(&mut self.slots, self.dev.info.address())
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {

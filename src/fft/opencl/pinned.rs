@@ -7,6 +7,7 @@
 
 use super::device::SharedDevice;
 use crate::fft::host_memory::{PinnedAlloc, PinnedBlock};
+use crate::setup_log::{timed, What};
 use opencl3::command_queue::CommandQueue;
 use opencl3::memory::{
     Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
@@ -63,7 +64,8 @@ fn map_queue(dev: &SharedDevice) -> Result<&CommandQueue, String> {
 /// One mapped buffer; unmapping it (and forgetting its range) is its `Drop`.
 struct Mapping<T> {
     dev: Arc<SharedDevice>,
-    buf: Buffer<T>,
+    /// Taken (unmapped and released) on drop.
+    buf: Option<Buffer<T>>,
     ptr: *mut T,
 }
 
@@ -75,19 +77,54 @@ unsafe impl<T: Sync> Sync for Mapping<T> {}
 impl<T> Drop for Mapping<T> {
     fn drop(&mut self) {
         self.dev.pinned.remove(self.ptr as usize);
-        if let Ok(q) = map_queue(&self.dev) {
-            // SAFETY: `ptr` is the mapping of `buf` made in `alloc`, unmapped once, here; the block
-            // that handed out slices of it is being dropped, so no slice outlives the unmap.
-            let _ = unsafe {
-                q.enqueue_unmap_mem_object(self.buf.get(), self.ptr as *mut std::ffi::c_void, &[])
-            };
-            let _ = q.finish();
-        }
+        let Some(buf) = self.buf.take() else {
+            return;
+        };
+        let bytes = match crate::setup_log::enabled() {
+            true => buf.size().unwrap_or(0) as u64,
+            false => 0,
+        };
+        let release = || {
+            if let Ok(q) = map_queue(&self.dev) {
+                // SAFETY: `ptr` is the mapping of `buf` made in `alloc`, unmapped once, here; the
+                // block that handed out slices of it is being dropped, so no slice outlives the
+                // unmap.
+                let _ = unsafe {
+                    let ptr = self.ptr as *mut std::ffi::c_void;
+                    q.enqueue_unmap_mem_object(buf.get(), ptr, &[])
+                };
+                let _ = q.finish();
+            }
+            drop(buf); // releases the memory
+        };
+        let device = || self.dev.info.address();
+        timed(What::PinnedRelease, device, (1, bytes), release);
     }
 }
 
 impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned {
     fn alloc(&self, len: usize) -> Result<PinnedBlock<T>, String> {
+        let bytes = (len.max(1) * std::mem::size_of::<T>()) as u64;
+        let device = || self.0.info.address();
+        timed(What::PinnedAlloc, device, (1, bytes), || {
+            self.alloc_block(len)
+        })
+    }
+
+    fn owns(&self, block: &PinnedBlock<T>) -> bool {
+        let values = block.as_slice();
+        self.0
+            .pinned
+            .contains(values.as_ptr().cast(), std::mem::size_of_val(values))
+    }
+}
+
+impl DevicePinned {
+    /// A mapped pinned block of `len` values (at least one), zeroed.
+    fn alloc_block<T: Copy + Default + Send + Sync + 'static>(
+        &self,
+        len: usize,
+    ) -> Result<PinnedBlock<T>, String> {
         let dev = &self.0;
         let len = len.max(1);
         let bytes = len * std::mem::size_of::<T>();
@@ -136,17 +173,10 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
         tracing::debug!(bytes, device = %dev.info.name, "pinned host block allocated");
         let mapping = Mapping {
             dev: dev.clone(),
-            buf,
+            buf: Some(buf),
             ptr,
         };
         // SAFETY: `len` initialised values at `ptr`, mapped until `mapping` drops.
         Ok(unsafe { PinnedBlock::new(ptr, len, Box::new(mapping)) })
-    }
-
-    fn owns(&self, block: &PinnedBlock<T>) -> bool {
-        let values = block.as_slice();
-        self.0
-            .pinned
-            .contains(values.as_ptr().cast(), std::mem::size_of_val(values))
     }
 }

@@ -3,6 +3,7 @@
 //! buffers; `Pending` holds the chunk's commands until `Slot::drain` waits for them and copies
 //! staged output into place. Also the chunk sizes and the host copy helpers the engine uses.
 
+use super::chunk_log::ChunkLog;
 use super::pinned;
 use super::{BatchProfile, SharedDevice};
 use crate::fft::host_memory::{PinnedAlloc, PinnedBlock};
@@ -115,6 +116,8 @@ pub(super) struct Slot<T> {
     /// The chunk's runs reduced to one row each (fused `--average` only).
     pub(super) dev_runs: Grow<T>,
     pub(super) pending: Option<Pending>,
+    /// `--trace`: the chunks drained, with their device times.
+    pub(super) log: ChunkLog,
 }
 
 pub(super) fn span(e: &Event) -> u64 {
@@ -134,6 +137,7 @@ impl<T: Sample> Slot<T> {
             dev_bands: Grow::new(),
             dev_runs: Grow::new(),
             pending: None,
+            log: ChunkLog::default(),
         }
     }
 
@@ -161,16 +165,18 @@ impl<T: Sample> Slot<T> {
     }
 
     /// Waits for the chunk in flight (if any), copies staged output to its place in `out` and
-    /// adds its device times to `profile`.
+    /// adds its device times to `profile` (and, with `--trace`, logs them: `chunk_log`).
     pub(super) fn drain(
         &mut self,
         out: &mut [T],
         profile: Option<&mut BatchProfile>,
     ) -> Result<(), String> {
         let Some(p) = self.pending.take() else {
+            self.log.drained();
             return Ok(());
         };
         p.read.wait().map_err(|e| format!("read: {e}"))?;
+        let waited = ChunkLog::waited();
         if p.staged_out {
             let pin = self
                 .pin_out
@@ -182,6 +188,7 @@ impl<T: Sample> Slot<T> {
             );
         }
         let Some(profile) = profile else {
+            self.log.drained();
             return Ok(());
         };
         profile.write_ns += span(&p.write);
@@ -191,6 +198,10 @@ impl<T: Sample> Slot<T> {
                 profile.kernel_ns += e.saturating_sub(s);
             }
         }
+        if let Some(waited) = waited {
+            self.log.record(&p.write, &p.kernels, &p.read, waited);
+        }
+        self.log.drained();
         Ok(())
     }
 }
