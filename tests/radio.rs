@@ -35,8 +35,9 @@ dtype = {'cu8': np.uint8, 'cs8': np.int8, 'cs16': '<i2'}[fmt]
 x = np.fromfile(path, dtype).astype(np.float64)
 x = {'cu8': (x - 127.5) / 127.5, 'cs8': x / 128.0, 'cs16': x / 32768.0}[fmt]
 z = x[0::2] + 1j * x[1::2]
-frames = z[: len(z) // n * n].reshape(-1, n)
-window = np.ones(n) if len(sys.argv) > 6 else scipy.signal.get_window('hann', n)
+hop = int(sys.argv[7]) if len(sys.argv) > 7 else n
+frames = np.stack([z[i : i + n] for i in range(0, len(z) - n + 1, hop)])
+window = np.ones(n) if len(sys.argv) > 6 and sys.argv[6] == 'rect' else scipy.signal.get_window('hann', n)
 if dc:
     # --dc-remove with --window rect: the DC bin holds the frame's sum, which is then 0
     frames = frames - frames.mean(axis=1, keepdims=True)
@@ -108,13 +109,22 @@ fn dc_remove_equals_welch_detrend_constant_and_empties_the_centre_bin() {
         .collect();
     let path = dir.path().join("x.cu8");
     std::fs::write(&path, &data).expect("write");
-    for ranged in ["1", "0"] {
-        let mut args = vec!["--file", s(&path), "--dc-remove", "--window", "rect"];
-        if ranged == "0" {
-            args.extend(["--realtime", "--rate", "1e9"]); // the sequential reader
-        }
+    // the range readers, the sequential reader, overlapping frames, frames with gaps
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "64"),
+        (&["--realtime", "--rate", "1e9"], "64"),
+        (&["--hop", "24"], "24"),
+        (&["--hop", "96"], "96"),
+    ];
+    for (extra, hop) in cases {
+        let args = [
+            &["--file", s(&path), "--dc-remove", "--window", "rect"][..],
+            extra,
+        ]
+        .concat();
         let npy = npy_of(dir.path(), &args, None);
-        let dc = run_python(NUMPY_DECODE, &[s(&path), "cu8", s(&npy), "64", "dc"], "dc");
+        let argv = [s(&path), "cu8", s(&npy), "64", "dc", "rect", hop];
+        let dc = run_python(NUMPY_DECODE, &argv, "dc");
         let centre: f64 = dc.trim().parse().expect("number");
         assert!(centre < 1e-9, "DC bin after --dc-remove: {centre}");
     }

@@ -108,9 +108,14 @@ pub fn plan_streams(
         return Err(FftdError::Usage("stdin (-) can be given only once".into()));
     }
     let opts = file_options(settings, stop);
-    // --realtime paces each input in its own reader: no range reading
-    let ranges_allowed =
-        reading == Reading::Fastest && range_reading_enabled() && !settings.realtime;
+    // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
+    // overlapping frames, which the range readers hold once in a batch (each frame must lose
+    // its own mean: the batcher's back-to-back frames)
+    let overlapping_dc = settings.dc_remove && plan.framing.hop < plan.framing.n;
+    let ranges_allowed = reading == Reading::Fastest
+        && range_reading_enabled()
+        && !settings.realtime
+        && !overlapping_dc;
     // every stream's pump starts (and opens it) before any header is read
     let mut streams_open = Vec::new();
     for path in paths {

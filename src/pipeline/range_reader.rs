@@ -236,7 +236,9 @@ pub fn run_range_reader<T: Sample>(
         // a batch buffer comes free when the stages after the readers have let one go
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
         let filled = reader.fill(stream, &jobs.framing, job, &mut data, &mut clock);
-        if filled.is_ok() && jobs.framing.dc_remove {
+        // (plan_streams sends overlapping frames with --dc-remove the sequential way: frames
+        // that share samples in the buffer cannot each lose their own mean)
+        if filled.is_ok() && jobs.framing.dc_remove && step == spec.values_per_frame() {
             let width = stream.layout.kind.width();
             crate::source::dc::remove_frame_means(&mut data, jobs.framing.n * width, width);
         }
