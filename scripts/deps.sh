@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the system packages fftd builds and runs with are present; with --test also what the
 # test suite compares against or drives (sox, numpy, scipy, librosa, prometheus-client, pandas,
-# chromium, selenium):
+# sigmf, chromium, selenium):
 #   libasound2-dev pkg-config            cpal (ALSA) for --mic
 #   pocl-opencl-icd ocl-icd-opencl-dev   a real OpenCL runtime on the CPU (PoCL), for the OpenCL tests
 #   clinfo                               to see what OpenCL finds
@@ -59,6 +59,14 @@ if $testing; then
         echo "deps: installing numpy, scipy, librosa, prometheus-client, pandas and soundfile for python3" >&2
         python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas soundfile || {
             echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client pandas soundfile" >&2
+            exit 1
+        }
+    fi
+    # sigmf: tests/radio.rs writes its SigMF recordings with the reference Python package
+    if ! python3 -c "import sigmf" 2>/dev/null; then
+        echo "deps: installing sigmf for python3" >&2
+        python3 -m pip install --quiet sigmf || {
+            echo "deps: could not install sigmf; run: python3 -m pip install sigmf" >&2
             exit 1
         }
     fi

@@ -99,9 +99,10 @@ pub struct Options {
     )]
     pub mic: Option<String>,
 
-    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, .flac
-    /// flac, .mp3 mp3, .ogg/.oga/.opus ogg, .aiff/.aif/.aifc aiff, .caf caf, .m4a/.mp4/.aac m4a;
-    /// else by content (audio and WAV headers), then text].
+    /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, .cu8
+    /// cu8, .cs8 cs8, .cs16 cs16, .sigmf-meta/.sigmf-data sigmf, .flac flac, .mp3 mp3,
+    /// .ogg/.oga/.opus ogg, .aiff/.aif/.aifc aiff, .caf caf, .m4a/.mp4/.aac m4a; else by content
+    /// (audio and WAV headers), then text].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
@@ -109,10 +110,6 @@ pub struct Options {
     /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
     pub rate: Option<f64>,
-
-    /// Centre frequency of the signal in Hz: what an rtl_tcp:// receiver is tuned to.
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
-    pub center_freq: Option<f64>,
 
     /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
     /// nearest step) [default: as the server has it].
@@ -216,6 +213,18 @@ pub struct Options {
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
     pub tone: Option<f64>,
+    /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
+    /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
+    /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
+    /// baseband Hz].
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    pub center_freq: Option<f64>,
+
+    /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
+    /// receivers, as scipy welch's detrend='constant' [default: false].
+    #[arg(long)]
+    #[serde(default)]
+    pub dc_remove: bool,
 
     /// Complex input: write bins with DC in the centre (as numpy.fft.fftshift) [default: false].
     #[arg(long)]
@@ -430,6 +439,7 @@ fn merge(cli: Options, file: Options) -> Options {
                 stats: cli.stats || file.stats,
                 quiet: cli.quiet || file.quiet,
                 realtime: cli.realtime || file.realtime,
+                dc_remove: cli.dc_remove || file.dc_remove,
                 serve_allow_origin: if cli.serve_allow_origin.is_empty() { file.serve_allow_origin } else { cli.serve_allow_origin },
                 serve_allow_host: if cli.serve_allow_host.is_empty() { file.serve_allow_host } else { cli.serve_allow_host },
                 $($field: cli.$field.or(file.$field),)*
@@ -558,6 +568,10 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             "--input-format/--rate (give them to fftd publish)",
         ),
         (o.tail.is_some(), "--tail (give it to fftd publish)"),
+        (
+            o.dc_remove || o.center_freq.is_some(),
+            "--dc-remove/--center-freq (radio options of local runs, docs/radio.md)",
+        ),
         // one engine, one thread: run more workers instead
         (
             o.workers.is_some() || o.batch.is_some() || o.max_latency.is_some(),
@@ -644,8 +658,6 @@ pub struct Settings {
     pub input_format: Option<InputFormat>,
     /// Rate given by the user (None: 1 Hz for files, the device rate for the mic, WAV header).
     pub rate: Option<f64>,
-    /// `--center-freq`: the signal's centre frequency in Hz.
-    pub center_freq: Option<f64>,
     /// `--gain`: an rtl_tcp:// receiver's tuner gain.
     pub gain: Option<crate::source::rtl_tcp::Gain>,
     pub channels: Option<usize>,
@@ -658,6 +670,10 @@ pub struct Settings {
     /// Averages, bands, frequency range (`products`).
     pub products: ProductOptions,
     pub fftshift: bool,
+    /// `--center-freq`: where the input was tuned, Hz (SigMF inputs may say it themselves).
+    pub center_freq: Option<f64>,
+    /// `--dc-remove`: each frame's mean subtracted before the window (`source::dc`).
+    pub dc_remove: bool,
     pub precision: Precision,
     pub format: OutputFormat,
     pub output: Option<PathBuf>,
@@ -851,6 +867,12 @@ impl Settings {
             measure,
         };
         products.check().map_err(FftdError::Usage)?;
+        crate::sink::rtl_power::check(
+            o.format,
+            &mut o.scale,
+            products.bands.is_some(),
+            &mut o.fftshift,
+        )?;
         let scale = o.scale.unwrap_or(Scale::Magnitude);
         let image = o.format == Some(OutputFormat::Png);
         if let Some(cross) = o.cross {
@@ -893,7 +915,6 @@ impl Settings {
             input,
             input_format: o.input_format,
             rate: o.rate,
-            center_freq: o.center_freq,
             gain: o.gain,
             channels,
             channel: o.channel.unwrap_or(match o.cross {
@@ -907,6 +928,8 @@ impl Settings {
             scale,
             products,
             fftshift: o.fftshift,
+            center_freq: o.center_freq,
+            dc_remove: o.dc_remove,
             precision,
             format,
             output: o.output.filter(|p| p.as_os_str() != "-"),

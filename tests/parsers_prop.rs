@@ -1,4 +1,5 @@
-//! Property tests of fftd's input parsers — text, raw (f32/s16/cf32), WAV and the TOML config —
+//! Property tests of fftd's input parsers — text, raw (f32/s16/cf32, the I/Q formats cu8/cs8/cs16),
+//! SigMF metadata and datasets of every datatype, WAV and the TOML config —
 //! over random and mutated inputs, all in memory (`InputReader::from_read` over a byte buffer,
 //! `parse_config` over a string), so the 10^5+ cases of a normal run take seconds.
 //!
@@ -418,7 +419,16 @@ proptest! {
 // ---- raw ---------------------------------------------------------------------------------------
 
 fn raw_format() -> impl Strategy<Value = InputFormat> {
-    select(&[InputFormat::F32, InputFormat::S16, InputFormat::Cf32][..])
+    select(
+        &[
+            InputFormat::F32,
+            InputFormat::S16,
+            InputFormat::Cf32,
+            InputFormat::Cu8,
+            InputFormat::Cs8,
+            InputFormat::Cs16,
+        ][..],
+    )
 }
 
 fn read_raw(
@@ -462,12 +472,23 @@ fn check_raw_result(name: &str, bytes: &[u8], result: &Result<Vec<f64>, FftdErro
 fn raw_file() -> impl Strategy<Value = (InputFormat, usize, Vec<u8>, Vec<f64>)> {
     (raw_format(), 1usize..=4, 1usize..64).prop_flat_map(|(format, channels, frames)| {
         let values = match format {
-            InputFormat::S16 => 1,
-            InputFormat::Cf32 => 2,
-            _ => 1,
+            InputFormat::S16 | InputFormat::F32 => 1,
+            _ => 2,
         } * channels
             * frames;
+        let ints = |decode: fn(&[u8]) -> f64, width: usize| {
+            prop::collection::vec(any::<u8>(), values * width)
+                .prop_map(move |bytes| {
+                    let values = bytes.chunks_exact(width).map(decode).collect();
+                    (bytes, values)
+                })
+                .boxed()
+        };
         let samples = match format {
+            // the scalings docs/radio.md gives
+            InputFormat::Cu8 => ints(|b| (f64::from(b[0]) - 127.5) / 127.5, 1),
+            InputFormat::Cs8 => ints(|b| f64::from(b[0] as i8) / 128.0, 1),
+            InputFormat::Cs16 => ints(|b| f64::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0, 2),
             InputFormat::S16 => prop::collection::vec(any::<i16>(), values)
                 .prop_map(|v| {
                     let bytes = v.iter().flat_map(|s| s.to_le_bytes()).collect();
@@ -531,6 +552,95 @@ proptest! {
     ) {
         let bytes = mutate(bytes, &mutations);
         let result = read_raw(&name, &bytes, format, channels, chunk);
+        check_raw_result(&name, &bytes, &result);
+    }
+}
+
+// ---- SigMF -------------------------------------------------------------------------------------
+
+const SIGMF_TYPES: &[&str] = &[
+    "cf32_le", "cf64_be", "ci8", "ci16_le", "ci32_be", "cu8", "cu16_le", "cu32_be", "rf32_be",
+    "rf64_le", "ri8", "ri16_be", "ri32_le", "ru8", "ru16_be", "ru32_le",
+];
+
+/// A valid SigMF metadata document: datatype, rate, channels and two captures.
+fn sigmf_doc() -> impl Strategy<Value = String> {
+    (
+        select(SIGMF_TYPES),
+        1u32..10_000_000,
+        1usize..=3,
+        0u64..1000,
+        0.0f64..6e9,
+    )
+        .prop_map(|(t, rate, channels, start, hz)| {
+            format!(
+                r#"{{"global":{{"core:datatype":"{t}","core:sample_rate":{rate},"core:num_channels":{channels},"core:version":"1.2.0"}},"captures":[{{"core:sample_start":0,"core:frequency":{hz},"core:datetime":"2024-01-02T03:04:05Z"}},{{"core:sample_start":{start},"core:frequency":{}}}],"annotations":[]}}"#,
+                hz + 1e6
+            )
+        })
+}
+
+fn read_sigmf_meta(name: &str, bytes: &[u8]) -> Result<fftd::source::sigmf::Recording, FftdError> {
+    let mut input = std::io::Cursor::new(bytes.to_vec());
+    fftd::source::sigmf::read_recording(name, Some(&mut input))
+}
+
+/// A metadata error names the metadata file and is one line.
+fn check_sigmf_meta(name: &str, result: &Result<fftd::source::sigmf::Recording, FftdError>) {
+    if let Err(err) = result {
+        let meta = fftd::source::sigmf::paths(name).0;
+        let msg = err.to_string();
+        assert!(msg.starts_with(&format!("{meta}: ")), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+}
+
+const JSON_ALPHABET: &[u8] = b"{}[]\",:0123456789.-eEtrufalsn_ cfiu";
+
+proptest! {
+    #![proptest_config(config(5_000))]
+    #[test]
+    fn sigmf_meta_arbitrary_bytes(
+        name in file_name("sigmf-meta"),
+        bytes in prop::collection::vec(any::<u8>(), 0..300),
+    ) {
+        check_sigmf_meta(&name, &read_sigmf_meta(&name, &bytes));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(10_000))]
+    #[test]
+    fn sigmf_meta_valid_and_mutated(
+        name in file_name("sigmf-meta"),
+        doc in sigmf_doc(),
+        mutations in prop::collection::vec(mutation(JSON_ALPHABET), 0..4),
+    ) {
+        let valid = mutations.is_empty();
+        let bytes = mutate(doc.into_bytes(), &mutations);
+        let result = read_sigmf_meta(&name, &bytes);
+        if valid {
+            let r = result.as_ref().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(r.tuning.as_ref().map(|t| t.captures.len()), Some(2));
+        }
+        check_sigmf_meta(&name, &result);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(10_000))]
+    #[test]
+    fn sigmf_data_arbitrary_bytes(
+        name in file_name("sigmf-data"),
+        datatype in select(SIGMF_TYPES),
+        channels in 1usize..=3,
+        bytes in prop::collection::vec(any::<u8>(), 0..300),
+        precision in select(&[Precision::F32, Precision::F64][..]),
+        chunk in 1usize..64,
+    ) {
+        let t = fftd::source::iq::SampleType::from_sigmf(datatype).expect("a spec type");
+        let result = RawSource::typed(&name, reader(&bytes), t, precision, (1.0, channels), None)
+            .and_then(|mut src| drain(&mut src, chunk, bytes.len() + 1));
         check_raw_result(&name, &bytes, &result);
     }
 }

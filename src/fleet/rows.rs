@@ -214,6 +214,7 @@ impl<'a, T: Sample> Work<'a, T> {
             kind: shape.kind,
             fftshift: self.settings.fftshift,
             columns: None,
+            tuning: None,
         }
     }
 
@@ -274,6 +275,7 @@ impl<'a, T: Sample> Work<'a, T> {
                 frame,
                 time_s,
                 n: self.n,
+                frames: 1,
                 values,
             };
             let mut bytes = Vec::with_capacity(width * 4);

@@ -266,6 +266,7 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             seq: *rows,
             start: row.first_start_sample,
             time_s: Some(row.time_s),
+            frames: u32::try_from(row.frames).unwrap_or(u32::MAX),
             completed,
         });
         *rows += 1;
@@ -296,6 +297,7 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             seq: *rows,
             start: row.first_start,
             time_s: Some(row.first_start as f64 / rate),
+            frames: 1, // a cross-spectrum row: rtl-power's sample count does not apply
             completed,
         });
         *rows += 1;

@@ -25,6 +25,8 @@ pub struct FrameMeta {
     pub start: u64,
     /// The row's time when it is not `start` / rate (an averaged row: its interval's start).
     pub time_s: Option<f64>,
+    /// Frames the row stands for: 1, or an averaged row's frame count (rtl-power's samples).
+    pub frames: u32,
     pub completed: Instant,
 }
 
@@ -81,7 +83,11 @@ pub fn run_batcher<T: Sample>(
         };
         clock.lap(Phase::DispatchInput);
         match received {
-            Ok(frame) => {
+            Ok(mut frame) => {
+                if settings.dc_remove {
+                    let width = frame.kind.width();
+                    crate::source::dc::remove_frame_means(&mut frame.data, frame.n * width, width);
+                }
                 let rate = frame.rate;
                 let key = (frame.n, frame.kind, rate.to_bits());
                 let entry = pending.entry(key).or_insert_with(|| {
@@ -109,6 +115,7 @@ pub fn run_batcher<T: Sample>(
                     seq: frame.seq,
                     start: frame.start,
                     time_s: None,
+                    frames: 1,
                     completed: frame.completed,
                 });
                 entry.batch.data.extend_from_slice(&frame.data);

@@ -176,6 +176,7 @@ fn encode_batch<T: Sample>(
             frame: frame.seq,
             time_s: frame.time_s.unwrap_or(frame.start as f64 / stream.rate),
             n: spec.n,
+            frames: frame.frames,
             values: row_values,
         };
         let row_start = bytes.len();

@@ -17,6 +17,7 @@ use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFil
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{Encoder, OutputFormat, StreamMeta};
+use crate::source::InputFormat;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -54,6 +55,12 @@ pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Resul
             streams.len(),
             format.name()
         )));
+    }
+    // a retuned recording's csv rows have a center_hz column (`sink::csv`): one header for all
+    if format == OutputFormat::Csv && streams.iter().any(|s| s.retuned() != streams[0].retuned()) {
+        return Err(FftdError::Usage(
+            "a retuned SigMF recording's csv rows carry a center_hz column the other inputs' lack: write them with --output-dir DIR".into(),
+        ));
     }
     Ok(OutputPlan {
         files: vec![settings.output.clone()],
@@ -93,6 +100,24 @@ pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) 
             .iter()
             .map(|c| NamedFile::new("--config", c)),
     );
+    // a SigMF recording is read through both of its files, whichever one was named
+    if let Input::Files(paths) = &settings.input {
+        let format = |p: &str| {
+            settings
+                .input_format
+                .unwrap_or(InputFormat::from_extension(p))
+        };
+        for p in paths
+            .iter()
+            .filter(|p| *p != "-" && format(p) == InputFormat::Sigmf)
+        {
+            let (meta, data) = crate::source::sigmf::paths(p);
+            inputs.extend([
+                NamedFile::new("--file", meta),
+                NamedFile::new("--file", data),
+            ]);
+        }
+    }
     let role = match settings.output_dir {
         Some(_) => "--output-dir",
         None => "--output",

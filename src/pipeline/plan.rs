@@ -22,6 +22,7 @@ use crate::sink::StreamMeta;
 use crate::source::channels::ChannelSplitter;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
+use crate::source::tuning::Tuning;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
     SourceInfo,
@@ -96,7 +97,7 @@ pub fn plan_streams(
         }
         Input::Mic(device) => {
             let source = crate::source::mic::open(device, settings, stop.clone())?;
-            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -109,9 +110,14 @@ pub fn plan_streams(
         return Err(FftdError::Usage("stdin (-) can be given only once".into()));
     }
     let opts = file_options(settings, stop);
-    // --realtime paces each input in its own reader: no range reading
-    let ranges_allowed =
-        reading == Reading::Fastest && range_reading_enabled() && !settings.realtime;
+    // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
+    // overlapping frames, which the range readers hold once in a batch (each frame must lose
+    // its own mean: the batcher's back-to-back frames)
+    let overlapping_dc = settings.dc_remove && plan.framing.hop < plan.framing.n;
+    let ranges_allowed = reading == Reading::Fastest
+        && range_reading_enabled()
+        && !settings.realtime
+        && !overlapping_dc;
     // every stream's pump starts (and opens it) before any header is read
     let mut streams_open = Vec::new();
     for path in paths {
@@ -124,7 +130,8 @@ pub fn plan_streams(
     for (path, stream) in paths.iter().zip(streams_open) {
         if rtl_tcp::is_rtl_tcp(path) {
             let source = Box::new(rtl_tcp::open(path, rtl_tuning(settings), stop.clone())?);
-            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
+            let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -134,7 +141,8 @@ pub fn plan_streams(
         }
         if let Some(reader) = stream {
             let source = open_with_reader(path, reader, &opts)?;
-            let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+            let (splitter, first_stream) =
+                plan.add_streams(settings, source.info(), source.tuning())?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -156,7 +164,8 @@ pub fn plan_streams(
             }
         }
         let source = open_file(path, &opts)?;
-        let (splitter, first_stream) = plan.add_streams(settings, source.info())?;
+        let (splitter, first_stream) =
+            plan.add_streams(settings, source.info(), source.tuning())?;
         plan.sequential.push(match reading == Reading::Sequential {
             true => SequentialInput::Open(SourcePlan {
                 source,
@@ -207,8 +216,11 @@ impl StreamPlan {
         &mut self,
         settings: &Settings,
         info: &SourceInfo,
+        tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
         let splitter = ChannelSplitter::for_source(info, settings.channel)?;
+        // --center-freq says where the radio was, over what the input says
+        let tuning = settings.center_freq.map(Tuning::fixed).or(tuning);
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {
@@ -221,6 +233,7 @@ impl StreamPlan {
                 kind: info.kind,
                 fftshift: settings.fftshift,
                 columns: None,
+                tuning: tuning.clone(),
             });
         }
         Ok((splitter, first_stream))
@@ -235,7 +248,7 @@ impl StreamPlan {
             kind: layout.kind,
             live: false,
         };
-        let (splitter, first_stream) = self.add_streams(settings, &info)?;
+        let (splitter, first_stream) = self.add_streams(settings, &info, layout.tuning.clone())?;
         let splitter = Arc::new(splitter);
         for part in 0..splitter.streams() {
             self.ranged.push(RangeStream::new(
@@ -263,6 +276,7 @@ fn framing(settings: &Settings) -> Framing {
         max_frames: settings.max_frames.unwrap_or(u64::MAX),
         duration: settings.duration,
         batch: settings.batch_frames(n),
+        dc_remove: settings.dc_remove,
     }
 }
 

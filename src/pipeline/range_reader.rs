@@ -95,6 +95,8 @@ pub struct Framing {
     pub duration: Option<f64>,
     /// Frames per batch.
     pub batch: usize,
+    /// `--dc-remove`: each frame's mean taken out (`source::dc`).
+    pub dc_remove: bool,
 }
 
 /// Values (every channel) one job reads at most: a thread's scratch buffers stay within
@@ -234,6 +236,12 @@ pub fn run_range_reader<T: Sample>(
         // a batch buffer comes free when the stages after the readers have let one go
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
         let filled = reader.fill(stream, &jobs.framing, job, &mut data, &mut clock);
+        // (plan_streams sends overlapping frames with --dc-remove the sequential way: frames
+        // that share samples in the buffer cannot each lose their own mean)
+        if filled.is_ok() && jobs.framing.dc_remove && step == spec.values_per_frame() {
+            let width = stream.layout.kind.width();
+            crate::source::dc::remove_frame_means(&mut data, jobs.framing.n * width, width);
+        }
         clock.lap_span(Phase::Frame, Some(job.id), Some(stream.stream));
         if let Err(e) = filled {
             // the input's own fault ends its stream here; the other streams go on
@@ -261,6 +269,7 @@ pub fn run_range_reader<T: Sample>(
                 seq: job.first + i,
                 start: (job.first + i) * jobs.framing.hop as u64,
                 time_s: None,
+                frames: 1,
                 completed,
             })
             .collect();

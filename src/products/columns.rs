@@ -172,6 +172,19 @@ impl ColumnPlan {
         })
     }
 
+    /// Whether this plan's column frequencies are those `meta`'s rows would get (the same
+    /// centre frequency: `--center-freq`, SigMF).
+    pub fn suits(&self, meta: &StreamMeta, n: usize) -> bool {
+        self.bands.is_some() || self.picks.is_empty() || {
+            let all = meta.frequencies(n);
+            let mine = self
+                .picks
+                .iter()
+                .flat_map(|r| all[r.clone()].iter().copied());
+            mine.eq(self.frequencies.iter().copied())
+        }
+    }
+
     /// Values per row.
     pub fn columns(&self) -> usize {
         self.frequencies.len()
@@ -266,6 +279,7 @@ mod tests {
             kind,
             fftshift,
             columns: None,
+            tuning: None,
         }
     }
 

@@ -152,6 +152,13 @@ impl Shaping {
         for meta in streams.iter_mut() {
             let key = (meta.kind, meta.rate.to_bits());
             let plan = match plans.iter().find(|(k, _)| *k == key) {
+                // batches share a plan by (kind, rate): its columns must suit every such stream
+                Some((_, plan)) if !plan.suits(meta, n) => {
+                    return Err(format!(
+                        "--fmin/--fmax: {} is labelled at another centre frequency than an input of the same rate; analyse it in a run of its own",
+                        meta.input
+                    ))
+                }
                 Some((_, plan)) => plan.clone(),
                 None => {
                     let per_bin = options.engine_scale(scale).values_per_bin();

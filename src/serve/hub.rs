@@ -403,6 +403,7 @@ mod tests {
                 kind: InputKind::Real,
                 fftshift: false,
                 columns: None,
+                tuning: None,
             })
             .collect();
         LiveHub::new(&metas, Scale::Power, Arc::default())

@@ -1,5 +1,7 @@
 //! `--format csv`: a header `stream,frame,time_s,` followed by each bin's frequency in Hz (from
-//! the output's first row), then one row per frame. Streams sharing one file must have the same
+//! the output's first row; absolute with `--center-freq` or a SigMF centre), then one row per
+//! frame. A retuned SigMF recording (captures at different centres) has a `center_hz` column
+//! after `time_s` (empty for a capture without one) and its bins headed by their offsets from it. Streams sharing one file must have the same
 //! bins (same frame size and kind). With `--scale complex` each bin has two columns, re and im,
 //! headed `re_<Hz>,im_<Hz>`. NaN and infinities are `nan`, `inf`, `-inf` (`sink::number`), as
 //! `pandas.read_csv` and `numpy.loadtxt` read them.
@@ -40,12 +42,21 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
         let _ = write!(out, "{},{},", row.stream.id, row.frame);
         push(out, row.time_s, Syntax::Text);
         out.push(b',');
+        if row.stream.retuned() {
+            if let Some(hz) = row.stream.row_center(row.time_s) {
+                push(out, hz, Syntax::Text);
+            }
+            out.push(b',');
+        }
         push_all(out, row.values, b',', Syntax::Text);
         out.push(b'\n');
     }
 
     fn preamble(&self, first: &StreamMeta, n: usize) -> Vec<u8> {
         let mut out = b"stream,frame,time_s,".to_vec();
+        if first.retuned() {
+            out.extend_from_slice(b"center_hz,");
+        }
         push_bin_headers(&mut out, &first.column_frequencies(n), self.complex);
         out.push(b'\n');
         out
@@ -73,6 +84,7 @@ mod tests {
             kind: InputKind::Real,
             fftshift: false,
             columns: None,
+            tuning: None,
         };
         let header = |complex| {
             let encoder = CsvEncoder { complex };

@@ -1,5 +1,7 @@
 //! `--meta PATH`: a JSON sidecar that tells a reader of the output how to interpret it: among
-//! the rest, `bins` per frame and `values_per_bin` (2 with `--scale complex`: re, im).
+//! the rest, `bins` per frame and `values_per_bin` (2 with `--scale complex`: re, im), and for
+//! radio inputs `center_hz`, each input's `hz_range` and a retuned recording's `captures`. A path
+//! ending in `.sigmf-meta` gets it wrapped as SigMF (`sigmf_meta`).
 
 use super::StreamMeta;
 use crate::config::Settings;
@@ -50,6 +52,26 @@ fn measurements(settings: &Settings) -> Option<serde_json::Map<String, serde_jso
     }
 }
 
+/// The lowest and highest column frequency of a stream's rows, Hz (absolute when one centre
+/// labels them, offsets from the centre for a retuned recording).
+fn hz_range(s: &StreamSummary<'_>) -> [f64; 2] {
+    let hz = s.meta.column_frequencies(s.n);
+    let lo = hz.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = hz.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    [lo, hi]
+}
+
+/// A retuned recording's captures: where each begins and its centre.
+fn captures(s: &StreamSummary<'_>) -> Option<Vec<serde_json::Value>> {
+    let t = s.meta.tuning.as_ref().filter(|t| t.varies())?;
+    Some(
+        t.captures
+            .iter()
+            .map(|c| json!({"sample_start": c.sample_start, "center_hz": c.frequency}))
+            .collect(),
+    )
+}
+
 pub fn write_meta(
     path: &Path,
     file: std::fs::File,
@@ -71,6 +93,9 @@ pub fn write_meta(
                 "bins": columns(s),
                 "columns_hz": s.meta.columns.as_deref(),
                 "hz_per_bin": s.meta.rate / s.n as f64,
+                "center_hz": s.meta.tuning.as_ref().and_then(|t| t.single()),
+                "hz_range": hz_range(s),
+                "captures": captures(s),
                 "frames": s.frames,
                 "output": s.output,
             })
@@ -90,6 +115,8 @@ pub fn write_meta(
         "fmin": settings.products.fmin,
         "fmax": settings.products.fmax,
         "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
+        "center_hz": first.and_then(|s| s.meta.tuning.as_ref()).and_then(|t| t.single()),
+        "dc_remove": settings.dc_remove,
         "window": settings.window.name(),
         "window_form": "periodic (scipy.signal.get_window default)",
         "scale": settings.scale.name(),
@@ -106,6 +133,10 @@ pub fn write_meta(
     if let (Some(fields), Some(extra)) = (doc.as_object_mut(), measurements(settings)) {
         fields.extend(extra);
     }
+    let doc = match super::sigmf_meta::wanted(path) {
+        true => super::sigmf_meta::document(doc, streams, settings.input_format),
+        false => doc,
+    };
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;
     let mut file = file;

@@ -5,13 +5,16 @@
 //!
 //! - `text`: one line per frame, values separated by single spaces, shortest round-trip decimals
 //!   (`number`: NaN and infinities as `nan`, `inf`, `-inf`; in ndjson `null`).
-//! - `csv`: header `stream,frame,time_s,<Hz of each bin>`, one row per frame.
-//! - `ndjson`: one JSON object per frame: `{"stream","frame","time_s","bins":[...]}`.
+//! - `csv`: header `stream,frame,time_s,<Hz of each bin>`, one row per frame (a retuned SigMF
+//!   recording adds `center_hz` after `time_s`: `source::tuning`).
+//! - `ndjson`: one JSON object per frame: `{"stream","frame","time_s","bins":[...]}`, and
+//!   `"center_hz"` after `time_s` when the input's centre frequency is known.
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
 //! - `npy`: a 2-D (frames × bins) NumPy array file; needs a real file (the header is rewritten at
 //!   the end with the frame count).
 //! - any of text, csv, ndjson and f32 to `--output nats://HOST:PORT/SUBJECT` (`nats`): one
 //!   JetStream message per row, with headers saying which row it is (docs/fleet.md).
+//! - `rtl-power`: rtl_power's CSV rows (`rtl_power` says which fields).
 //! - `png`: a spectrogram image per stream (`png`: level records → `spectrogram` reduction →
 //!   `plot` drawing), written whole at the end of the run; needs a real file.
 //!
@@ -39,6 +42,8 @@ pub mod placed;
 pub mod plot;
 pub mod png;
 pub mod raw;
+pub mod rtl_power;
+pub mod sigmf_meta;
 pub mod spectrogram;
 pub mod stuck_write;
 pub mod text;
@@ -84,6 +89,9 @@ pub enum OutputFormat {
     /// Spectrogram image (time x frequency, dB colour map; --png-size); needs --output or
     /// --output-dir.
     Png,
+    /// rtl_power's CSV: date, time, Hz low, Hz high, Hz step, samples, then dB per bin (implies
+    /// --scale db and --fftshift).
+    RtlPower,
 }
 
 impl OutputFormat {
@@ -95,6 +103,7 @@ impl OutputFormat {
             OutputFormat::F32 => "f32",
             OutputFormat::Npy => "npy",
             OutputFormat::Png => "png",
+            OutputFormat::RtlPower => "rtl-power",
         }
     }
 
@@ -102,6 +111,7 @@ impl OutputFormat {
     pub fn extension(self) -> &'static str {
         match self {
             OutputFormat::Text => "txt",
+            OutputFormat::RtlPower => "csv",
             other => other.name(),
         }
     }
@@ -136,6 +146,9 @@ pub struct StreamMeta {
     pub fftshift: bool,
     /// Frequency in Hz of each column when products choose the columns (bands, a range).
     pub columns: Option<std::sync::Arc<Vec<f64>>>,
+    /// Where the input was tuned (`--center-freq`, SigMF captures): bins are labelled in
+    /// absolute frequency when one centre covers it (`source::tuning` says how outputs show it).
+    pub tuning: Option<std::sync::Arc<crate::source::tuning::Tuning>>,
 }
 
 impl StreamMeta {
@@ -156,9 +169,35 @@ impl StreamMeta {
         }
     }
 
+    /// The centre added to every label: the input's one centre frequency, else 0 (baseband).
+    pub fn label_center(&self) -> f64 {
+        self.tuning.as_ref().and_then(|t| t.single()).unwrap_or(0.0)
+    }
+
+    /// The centre of the capture a row starting at `time_s` belongs to (None: not known).
+    pub fn row_center(&self, time_s: f64) -> Option<f64> {
+        self.tuning.as_ref()?.center_at_time(time_s, self.rate)
+    }
+
+    /// Whether the input's captures lie at different centres: labels are then offsets from the
+    /// centre, and every row says its own.
+    pub fn retuned(&self) -> bool {
+        self.tuning.as_ref().is_some_and(|t| t.varies())
+    }
+
     /// Frequency in Hz of each output bin, in output order (numpy's rfftfreq / fftfreq, shifted
-    /// with `--fftshift`).
+    /// with `--fftshift`), plus `label_center`.
     pub fn frequencies(&self, n: usize) -> Vec<f64> {
+        let center = self.label_center();
+        let mut f = self.baseband_frequencies(n);
+        if center != 0.0 {
+            f.iter_mut().for_each(|v| *v += center);
+        }
+        f
+    }
+
+    /// `frequencies` without the centre.
+    fn baseband_frequencies(&self, n: usize) -> Vec<f64> {
         let step = self.rate / n as f64;
         match self.kind {
             InputKind::Real => (0..=n / 2).map(|k| k as f64 * step).collect(),
@@ -187,6 +226,8 @@ pub struct SpectrumRow<'a, T> {
     pub time_s: f64,
     /// Frame size in samples.
     pub n: usize,
+    /// Frames the row stands for: 1, or an averaged row's frame count.
+    pub frames: u32,
     /// One value per bin, or (`--scale complex`) re, im of each bin, interleaved.
     pub values: &'a [T],
 }
@@ -246,5 +287,6 @@ pub fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn En
             complex,
         }),
         OutputFormat::Png => Box::new(png::LevelEncoder { scale }),
+        OutputFormat::RtlPower => Box::new(rtl_power::RtlPowerEncoder::new()),
     }
 }

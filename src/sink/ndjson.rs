@@ -1,7 +1,9 @@
 //! `--format ndjson`: one JSON object per line and frame:
 //! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`; with `--scale complex` each bin is a
 //! `[re,im]` pair: `"bins":[[re0,im0],[re1,im1],...]`. JSON has no NaN or infinity: such a
-//! value is `null` (`sink::number`).
+//! value is `null` (`sink::number`). When the input's centre frequency is known (`--center-freq`,
+//! SigMF) each row carries it after `time_s`: `"center_hz":100000000.0` (its own capture's centre
+//! for a retuned recording; `null` for a capture that gives none).
 
 use super::number::{push, push_all, Syntax};
 use super::{Encoder, Sample, SpectrumRow};
@@ -33,6 +35,13 @@ impl<T: Sample> Encoder<T> for NdjsonEncoder {
             row.stream.id, row.frame
         );
         push(out, row.time_s, Syntax::Json);
+        if row.stream.tuning.is_some() {
+            out.extend_from_slice(b",\"center_hz\":");
+            match row.stream.row_center(row.time_s) {
+                Some(hz) => push(out, hz, Syntax::Json),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
         out.extend_from_slice(b",\"bins\":[");
         if self.complex {
             push_pairs(out, row.values);
@@ -59,12 +68,14 @@ mod tests {
             kind: InputKind::Real,
             fftshift: false,
             columns: None,
+            tuning: None,
         };
         let row = SpectrumRow {
             stream: &stream,
             frame: 5,
             time_s: 0.5,
             n: 2,
+            frames: 1,
             values: &[1.5f32, 0.0, -2.0, 0.25],
         };
         let mut out = Vec::new();

@@ -430,6 +430,7 @@ mod tests {
             kind: crate::fft::InputKind::Real,
             fftshift: false,
             columns: None,
+            tuning: None,
         };
         let encoder = LevelEncoder {
             scale: Scale::Magnitude,
@@ -442,6 +443,7 @@ mod tests {
                 frame,
                 time_s: frame as f64,
                 n: 8,
+                frames: 1,
                 values: &values,
             };
             Encoder::<f32>::encode(&encoder, &row, &mut bytes);

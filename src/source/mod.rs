@@ -6,7 +6,10 @@
 //!   8-bit unsigned, 16/24/32-bit integer PCM, 32/64-bit float, A-law and mu-law, any channel
 //!   count; from pipes too (unknown sizes read to the end), data that ends early analysed with a
 //!   warning.
-//! - `raw`: headerless little-endian `f32`, `s16` or complex `cf32` (interleaved I/Q).
+//! - `raw`: headerless little-endian `f32`, `s16` or complex `cf32` (interleaved I/Q), and the
+//!   SDR I/Q formats `cu8`, `cs8`, `cs16` (`iq` says how each is scaled).
+//! - `sigmf`: SigMF recordings (`.sigmf-meta` and its `.sigmf-data`), every datatype of the spec;
+//!   the captures' centre frequencies become the stream's `tuning`.
 //! - `audio`: compressed and Apple audio (FLAC, MP3, Ogg Vorbis, AIFF, CAF, M4A/AAC) through
 //!   symphonia.
 //! - `rtl_tcp`: an `rtl_tcp://HOST:PORT` receiver, tuned and then read as live complex I/Q.
@@ -22,13 +25,17 @@
 
 pub mod audio;
 pub mod channels;
+pub mod dc;
 pub mod input;
+pub mod iq;
 pub mod mic;
 pub mod raw;
 pub mod rtl_tcp;
 pub mod seekable;
+pub mod sigmf;
 pub mod sniff;
 pub mod text;
+pub mod tuning;
 pub mod wav;
 
 use crate::config::Precision;
@@ -67,6 +74,14 @@ pub enum InputFormat {
     Caf,
     /// MP4 audio (AAC or ALAC), also raw ADTS AAC.
     M4a,
+    /// Raw interleaved unsigned 8-bit I/Q (RTL-SDR), (x - 127.5) / 127.5.
+    Cu8,
+    /// Raw interleaved signed 8-bit I/Q (HackRF), x / 128.
+    Cs8,
+    /// Raw interleaved little-endian signed 16-bit I/Q (USRP, LimeSDR, Airspy), x / 32768.
+    Cs16,
+    /// SigMF recording: the .sigmf-meta file (or the .sigmf-data beside it).
+    Sigmf,
 }
 
 impl InputFormat {
@@ -86,6 +101,10 @@ impl InputFormat {
             "f32" => InputFormat::F32,
             "s16" => InputFormat::S16,
             "cf32" => InputFormat::Cf32,
+            "cu8" => InputFormat::Cu8,
+            "cs8" => InputFormat::Cs8,
+            "cs16" => InputFormat::Cs16,
+            "sigmf-meta" | "sigmf-data" => InputFormat::Sigmf,
             "txt" => InputFormat::Text,
             other => audio::format_of_extension(other)?,
         })
@@ -117,6 +136,10 @@ impl InputFormat {
             InputFormat::Aiff => "aiff",
             InputFormat::Caf => "caf",
             InputFormat::M4a => "m4a",
+            InputFormat::Cu8 => "cu8",
+            InputFormat::Cs8 => "cs8",
+            InputFormat::Cs16 => "cs16",
+            InputFormat::Sigmf => "sigmf",
         }
     }
 }
@@ -154,6 +177,11 @@ pub trait SampleSource: Send {
     /// (`--stats`' decode share; 0 for sources that do not tell it apart from reading).
     fn take_decode_ns(&mut self) -> u64 {
         0
+    }
+
+    /// The centre frequencies the input was recorded at, when it says (SigMF captures).
+    fn tuning(&self) -> Option<std::sync::Arc<tuning::Tuning>> {
+        None
     }
 }
 
@@ -209,10 +237,14 @@ pub fn open_with_reader(
         InputFormat::Wav => {
             wav::WavSource::new(path, reader).map(|s| Box::new(s.in_precision(opts.precision)) as _)
         }
-        InputFormat::F32 | InputFormat::S16 | InputFormat::Cf32 => {
-            raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
-                .map(|s| Box::new(s) as _)
-        }
+        InputFormat::Sigmf => sigmf::open(path, reader, opts),
+        InputFormat::F32
+        | InputFormat::S16
+        | InputFormat::Cf32
+        | InputFormat::Cu8
+        | InputFormat::Cs8
+        | InputFormat::Cs16 => raw::RawSource::new(path, reader, format, opts.rate, opts.channels)
+            .map(|s| Box::new(s) as _),
         InputFormat::Flac
         | InputFormat::Mp3
         | InputFormat::Ogg

@@ -1,13 +1,18 @@
 //! Headerless little-endian sample files: `f32` (float32), `s16` (int16 scaled to [-1, 1)) and
-//! `cf32` (interleaved complex float32 I/Q, as SDR tools write). Multi-channel files interleave
-//! channels (`--channels`). A file that ends inside a sample frame, or holds NaN/inf, is an error
-//! naming the byte offset.
+//! `cf32` (interleaved complex float32 I/Q, as SDR tools write); the SDR I/Q formats `cu8`, `cs8`
+//! and `cs16`, and a SigMF recording's data, decode through `iq::SampleType`. Multi-channel files
+//! interleave channels (`--channels`). A file that ends inside a sample frame, or holds NaN/inf,
+//! is an error naming the byte offset.
 
 use super::input::InputReader;
+use super::iq::SampleType;
+use super::tuning::Tuning;
 use super::{InputFormat, SampleSource, SourceInfo};
+use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::fft::InputKind;
 use std::io::Read;
+use std::sync::Arc;
 
 pub struct RawSource {
     info: SourceInfo,
@@ -19,6 +24,9 @@ pub struct RawSource {
     offset: u64,
     /// Nanoseconds spent decoding since the last `take_decode_ns`.
     decode_ns: u64,
+    /// A SigMF dataset's type and the precision its floats must fit (None: `format` says).
+    typed: Option<(SampleType, Precision)>,
+    tuning: Option<Arc<Tuning>>,
 }
 
 impl RawSource {
@@ -54,7 +62,31 @@ impl RawSource {
             bytes: Vec::new(),
             offset: 0,
             decode_ns: 0,
+            typed: None,
+            tuning: None,
         })
+    }
+
+    /// A source of samples of type `t` (a SigMF dataset), `channels` interleaved, recorded at
+    /// `tuning`; floats beyond `precision` are errors.
+    pub fn typed(
+        path: &str,
+        reader: InputReader,
+        t: SampleType,
+        precision: Precision,
+        (rate, channels): (f64, usize),
+        tuning: Option<Arc<Tuning>>,
+    ) -> Result<Self> {
+        let frame_bytes = channels
+            .checked_mul(t.sample_bytes())
+            .filter(|&b| b > 0)
+            .ok_or_else(|| FftdError::input(path, format!("cannot hold {channels} channels")))?;
+        let mut source = Self::new(path, reader, InputFormat::F32, rate, channels)?;
+        source.info.kind = t.kind();
+        source.frame_bytes = frame_bytes;
+        source.typed = Some((t, precision));
+        source.tuning = tuning;
+        Ok(source)
     }
 
     /// Fills `self.bytes` with up to `len` bytes; fewer only at the end of the input. The buffer
@@ -111,7 +143,12 @@ impl SampleSource for RawSource {
             ));
         }
         let decoding = std::time::Instant::now();
-        decode(self.format, &self.bytes, self.offset, &self.info.name, out)?;
+        match self.typed {
+            Some((t, precision)) => {
+                t.decode(&self.bytes, self.offset, &self.info.name, precision, out)?
+            }
+            None => decode(self.format, &self.bytes, self.offset, &self.info.name, out)?,
+        }
         self.decode_ns += decoding.elapsed().as_nanos() as u64;
         self.offset += got as u64;
         Ok(got / self.frame_bytes)
@@ -120,12 +157,28 @@ impl SampleSource for RawSource {
     fn take_decode_ns(&mut self) -> u64 {
         std::mem::take(&mut self.decode_ns)
     }
+
+    fn tuning(&self) -> Option<Arc<Tuning>> {
+        self.tuning.clone()
+    }
 }
 
-/// Complex for cf32, real for the others.
+/// The `iq` type of the SDR I/Q formats (cu8, cs8, cs16).
+pub fn iq_type(format: InputFormat) -> Option<SampleType> {
+    match format {
+        InputFormat::Cu8 => Some(SampleType::CU8),
+        InputFormat::Cs8 => Some(SampleType::CS8),
+        InputFormat::Cs16 => Some(SampleType::CS16),
+        _ => None,
+    }
+}
+
+/// Complex for cf32 and the I/Q formats, real for the others.
 pub fn sample_kind(format: InputFormat) -> InputKind {
     match format {
-        InputFormat::Cf32 => InputKind::Complex,
+        InputFormat::Cf32 | InputFormat::Cu8 | InputFormat::Cs8 | InputFormat::Cs16 => {
+            InputKind::Complex
+        }
         _ => InputKind::Real,
     }
 }
@@ -134,7 +187,9 @@ pub fn sample_kind(format: InputFormat) -> InputKind {
 /// or does not fit a usize (a huge `--channels` must not wrap to a tiny frame).
 pub fn frame_bytes(format: InputFormat, channels: usize) -> Option<usize> {
     let per_channel = match format {
+        InputFormat::Cu8 | InputFormat::Cs8 => 2,
         InputFormat::S16 => 2,
+        InputFormat::Cs16 => 4,
         InputFormat::Cf32 => 8,
         _ => 4,
     };
@@ -150,6 +205,10 @@ pub fn decode(
     name: &str,
     out: &mut Vec<f64>,
 ) -> Result<()> {
+    if let Some(t) = iq_type(format) {
+        // integers only: every value is finite and within f32
+        return t.decode(bytes, offset, name, Precision::F64, out);
+    }
     if format == InputFormat::S16 {
         out.extend(
             bytes

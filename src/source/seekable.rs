@@ -1,4 +1,4 @@
-//! Seekable inputs: regular raw (f32/s16/cf32) and WAV files, whose samples lie at a known byte
+//! Seekable inputs: regular raw (f32/s16/cf32, cu8/cs8/cs16), SigMF datasets and WAV files, whose samples lie at a known byte
 //! offset in fixed-size sample frames. `SeekableLayout` says where they are and decodes any whole
 //! range of them, so several threads can read one stream at once (`pipeline::range_reader`).
 //!
@@ -20,6 +20,8 @@ use std::path::Path;
 pub enum SampleCoding {
     Raw(InputFormat),
     Wav(Encoding),
+    /// A SigMF dataset's `core:datatype`.
+    Typed(super::iq::SampleType),
 }
 
 /// Where a seekable input's samples are and what they are.
@@ -39,6 +41,8 @@ pub struct SeekableLayout {
     pub coding: SampleCoding,
     /// The precision samples are analysed in: values beyond its range are errors.
     pub precision: Precision,
+    /// Where the recording was tuned (SigMF captures).
+    pub tuning: Option<std::sync::Arc<super::tuning::Tuning>>,
 }
 
 impl SeekableLayout {
@@ -60,6 +64,7 @@ impl SeekableLayout {
             InputFormat::Text => return Ok(None),
             compressed if compressed.is_compressed_audio() => return Ok(None),
             InputFormat::Wav => Self::probe_wav(path, meta.len())?,
+            InputFormat::Sigmf => Self::probe_sigmf(path, rate)?,
             raw_format => Self::raw(path, raw_format, meta.len(), rate, channels),
         };
         Ok(layout
@@ -85,7 +90,30 @@ impl SeekableLayout {
             rate,
             coding: SampleCoding::Raw(format),
             precision: Precision::F32,
+            tuning: None,
         })
+    }
+
+    /// A SigMF recording's dataset, when it is a regular file of whole sample frames.
+    fn probe_sigmf(path: &str, rate: f64) -> Result<Option<SeekableLayout>> {
+        let r = super::sigmf::read_recording(path, None)?;
+        let meta = std::fs::metadata(&r.data_path).map_err(|e| FftdError::io(&r.data_path, e))?;
+        let frame_bytes = r.datatype.sample_bytes() * r.channels;
+        if !meta.is_file() || meta.len() % frame_bytes as u64 != 0 {
+            return Ok(None);
+        }
+        Ok(Some(SeekableLayout {
+            name: r.data_path.clone(),
+            data_offset: 0,
+            frames: meta.len() / frame_bytes as u64,
+            frame_bytes,
+            channels: r.channels,
+            kind: r.datatype.kind(),
+            rate: r.rate.unwrap_or(rate),
+            coding: SampleCoding::Typed(r.datatype),
+            precision: Precision::F32,
+            tuning: r.tuning,
+        }))
     }
 
     fn probe_wav(path: &str, len: u64) -> Result<Option<SeekableLayout>> {
@@ -116,6 +144,7 @@ impl SeekableLayout {
             rate: layout.format.rate as f64,
             coding: SampleCoding::Wav(layout.format.encoding),
             precision: Precision::F32,
+            tuning: None,
         }))
     }
 
@@ -127,6 +156,10 @@ impl SeekableLayout {
             SampleCoding::Raw(format) => {
                 let offset = first_frame * self.frame_bytes as u64;
                 raw::decode(format, bytes, offset, &self.name, out)
+            }
+            SampleCoding::Typed(t) => {
+                let offset = first_frame * self.frame_bytes as u64;
+                t.decode(bytes, offset, &self.name, self.precision, out)
             }
             SampleCoding::Wav(encoding) => {
                 let first_sample = first_frame * self.channels as u64;

@@ -1,0 +1,90 @@
+//! `--meta PATH.sigmf-meta`: the sidecar as a SigMF metadata document, for radio users whose
+//! tools file recordings by their SigMF metadata. It describes the first stream's input
+//! recording and carries fftd's analysis as an extension:
+//!
+//! - `global`: `core:version` (1.2.0), `core:datatype` (the input's: its own for a SigMF input,
+//!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`; left out for text and WAV),
+//!   `core:sample_rate`, `core:dataset` (the input file's name), `core:recorder` (fftd and its
+//!   version), `core:description`, `core:extensions` (`fftd`, optional) and `fftd:analysis`: the
+//!   whole plain JSON sidecar (frame, hop, window, scale, bins, centres, outputs, ...).
+//! - `captures`: the input's captures (`core:sample_start`, `core:frequency`, `core:datetime`),
+//!   or one at sample 0 with `--center-freq`; `annotations`: empty.
+
+use super::meta::StreamSummary;
+use crate::source::{self, InputFormat};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// Whether `path` asks for the SigMF form.
+pub fn wanted(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "sigmf-meta")
+}
+
+/// The SigMF datatype of the input `name` (a SigMF dataset or a raw file; read as `forced`).
+fn datatype(name: &str, forced: Option<InputFormat>) -> Option<String> {
+    let format = forced.unwrap_or_else(|| InputFormat::from_extension(name));
+    let text = match format {
+        InputFormat::Sigmf => {
+            return source::sigmf::read_recording(name, None)
+                .ok()
+                .map(|r| r.datatype.sigmf_name())
+        }
+        InputFormat::F32 => "rf32_le",
+        InputFormat::Cf32 => "cf32_le",
+        InputFormat::S16 => "ri16_le",
+        other => return source::raw::iq_type(other).map(|t| t.sigmf_name()),
+    };
+    Some(text.to_string())
+}
+
+/// The SigMF document around `analysis` (the plain sidecar).
+pub fn document(
+    analysis: Value,
+    streams: &[StreamSummary<'_>],
+    forced: Option<InputFormat>,
+) -> Value {
+    let mut global = Map::new();
+    global.insert("core:version".into(), json!("1.2.0"));
+    let first = streams.first().map(|s| s.meta);
+    if let Some(t) = first.and_then(|m| datatype(&m.input, forced)) {
+        global.insert("core:datatype".into(), json!(t));
+    }
+    if let Some(m) = first {
+        global.insert("core:sample_rate".into(), json!(m.rate));
+        let file = Path::new(&m.input).file_name().map(|f| f.to_string_lossy());
+        global.insert("core:dataset".into(), json!(file));
+    }
+    global.insert(
+        "core:recorder".into(),
+        json!(format!("fftd {}", env!("CARGO_PKG_VERSION"))),
+    );
+    global.insert(
+        "core:description".into(),
+        json!("spectra computed by fftd from this recording (fftd:analysis says how)"),
+    );
+    global.insert(
+        "core:extensions".into(),
+        json!([{"name": "fftd", "version": env!("CARGO_PKG_VERSION"), "optional": true}]),
+    );
+    global.insert("fftd:analysis".into(), analysis);
+    let captures: Vec<Value> = first
+        .and_then(|m| m.tuning.as_ref())
+        .map(|t| {
+            t.captures
+                .iter()
+                .map(|c| {
+                    let mut o = Map::new();
+                    o.insert("core:sample_start".into(), json!(c.sample_start));
+                    if let Some(f) = c.frequency {
+                        o.insert("core:frequency".into(), json!(f));
+                    }
+                    if let Some(d) = &c.datetime {
+                        o.insert("core:datetime".into(), json!(d));
+                    }
+                    Value::Object(o)
+                })
+                .collect()
+        })
+        .unwrap_or_else(|| vec![json!({"core:sample_start": 0})]);
+    json!({"global": global, "captures": captures, "annotations": []})
+}

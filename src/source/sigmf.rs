@@ -1,0 +1,241 @@
+//! SigMF recordings (sigmf.org, spec 1.x): `--file rec.sigmf-meta`, or `rec.sigmf-data` with its
+//! `.sigmf-meta` beside it. From the metadata (JSON, parsed with serde_json):
+//! - `global.core:datatype`: every real and complex float and integer type of the spec
+//!   (`iq::SampleType`, scaled as `iq` says), both byte orders;
+//! - `global.core:sample_rate` (else `--rate`, as for raw files), `global.core:num_channels`
+//!   (interleaved channels, default 1), `global.core:dataset` (a non-conforming dataset's file
+//!   name, beside the metadata);
+//! - each capture's `core:sample_start` and `core:frequency` (the stream's `tuning`) and
+//!   `core:datetime`.
+//!
+//! Refused with a one-line error naming the metadata file: anything that is not such a document,
+//! an unknown datatype, `core:metadata_only`, captures out of order, and `core:header_bytes`
+//! (bytes between captures, which no sample reader here skips). `.sigmf` archives (tar) are not
+//! read: unpack them first (`tar xf rec.sigmf`).
+
+use super::input::InputReader;
+use super::iq::SampleType;
+use super::raw::RawSource;
+use super::tuning::{Capture, Tuning};
+use super::{open_reader, FileOptions, SampleSource};
+use crate::error::{FftdError, Result};
+use crate::limits;
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Metadata files larger than this are refused (annotations aside, one is a few kB).
+const MAX_META_BYTES: u64 = 64 << 20;
+
+/// What a recording's metadata says.
+#[derive(Clone, Debug)]
+pub struct Recording {
+    pub meta_path: String,
+    pub data_path: String,
+    pub datatype: SampleType,
+    pub rate: Option<f64>,
+    pub channels: usize,
+    /// None when no capture gives a frequency.
+    pub tuning: Option<Arc<Tuning>>,
+}
+
+/// The metadata and data paths of `path` (either of the two); the data path is provisional
+/// until the metadata is read (`core:dataset` may name another file).
+pub fn paths(path: &str) -> (String, String) {
+    let stem = path
+        .strip_suffix(".sigmf-meta")
+        .or_else(|| path.strip_suffix(".sigmf-data"))
+        .unwrap_or(path);
+    (format!("{stem}.sigmf-meta"), format!("{stem}.sigmf-data"))
+}
+
+/// Whether `path` names the dataset rather than the metadata.
+fn is_data(path: &str) -> bool {
+    path.to_ascii_lowercase().ends_with(".sigmf-data")
+}
+
+/// Reads the metadata of the recording `path` names (from `meta`, its bytes, when given).
+pub fn read_recording(path: &str, meta: Option<&mut dyn Read>) -> Result<Recording> {
+    let (meta_path, data_path) = paths(path);
+    let mut text = Vec::new();
+    let read = match meta {
+        Some(reader) => reader.take(MAX_META_BYTES + 1).read_to_end(&mut text),
+        None => std::fs::File::open(&meta_path)
+            .and_then(|f| f.take(MAX_META_BYTES + 1).read_to_end(&mut text)),
+    };
+    read.map_err(|e| FftdError::io(&meta_path, e))?;
+    if text.len() as u64 > MAX_META_BYTES {
+        return Err(bad(&meta_path, "is over 64 MiB: not SigMF metadata"));
+    }
+    let doc: Value = serde_json::from_slice(&text)
+        .map_err(|e| bad(&meta_path, format!("is not SigMF metadata (JSON: {e})")))?;
+    parse(&meta_path, data_path, &doc)
+}
+
+fn bad(meta_path: &str, what: impl Into<String>) -> FftdError {
+    FftdError::input(meta_path, what)
+}
+
+/// The recording a parsed metadata document describes.
+fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
+    let global = doc
+        .get("global")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad(meta_path, "is not SigMF metadata: no \"global\" object"))?;
+    let datatype = match global.get("core:datatype") {
+        Some(Value::String(s)) => SampleType::from_sigmf(s).ok_or_else(|| {
+            bad(
+                meta_path,
+                format!(
+                    "core:datatype \"{s}\" is not a SigMF datatype: expected r or c, then f32, f64, i8, i16, i32, u8, u16 or u32, then _le or _be unless 8-bit (e.g. cf32_le, ci16_le, cu8)"
+                ),
+            )
+        })?,
+        _ => return Err(bad(meta_path, "has no core:datatype string in \"global\"")),
+    };
+    if global.get("core:metadata_only") == Some(&Value::Bool(true)) {
+        return Err(bad(meta_path, "is core:metadata_only: it holds no samples"));
+    }
+    let rate = match global.get("core:sample_rate") {
+        None => None,
+        Some(v) => match v.as_f64() {
+            Some(r) if r.is_finite() && r > 0.0 => Some(r),
+            _ => {
+                return Err(bad(
+                    meta_path,
+                    format!("core:sample_rate {v} is not a positive number of Hz"),
+                ))
+            }
+        },
+    };
+    let channels = match global.get("core:num_channels") {
+        None => 1,
+        Some(v) => match v.as_u64() {
+            Some(c) if c >= 1 && c <= limits::MAX_CHANNELS as u64 => c as usize,
+            _ => {
+                return Err(bad(
+                    meta_path,
+                    format!(
+                        "core:num_channels {v} must be a whole number from 1 to {}",
+                        limits::MAX_CHANNELS
+                    ),
+                ))
+            }
+        },
+    };
+    let data_path = match global.get("core:dataset") {
+        None => data_path,
+        Some(Value::String(name)) if !name.is_empty() && !name.contains('/') => {
+            let dir = Path::new(meta_path).parent().unwrap_or(Path::new(""));
+            dir.join(name).to_string_lossy().into_owned()
+        }
+        Some(v) => {
+            return Err(bad(
+                meta_path,
+                format!("core:dataset {v} must be a file name beside the metadata"),
+            ))
+        }
+    };
+    let captures = captures(meta_path, doc.get("captures"))?;
+    let tuning = captures
+        .iter()
+        .any(|c| c.frequency.is_some())
+        .then(|| Arc::new(Tuning { captures }));
+    Ok(Recording {
+        meta_path: meta_path.to_string(),
+        data_path,
+        datatype,
+        rate,
+        channels,
+        tuning,
+    })
+}
+
+/// The `captures` array: each capture's start, frequency and datetime, in order.
+fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
+    let list = match value {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(bad(meta_path, "\"captures\" is not an array")),
+    };
+    let mut out: Vec<Capture> = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        let empty = Map::new();
+        let c = item.as_object().unwrap_or(&empty);
+        if !item.is_object() {
+            return Err(bad(meta_path, format!("capture {i} is not an object")));
+        }
+        let field = |key: &str| c.get(key);
+        let sample_start = match field("core:sample_start") {
+            None => 0,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                bad(
+                    meta_path,
+                    format!("capture {i}: core:sample_start {v} is not a whole number"),
+                )
+            })?,
+        };
+        if out.last().is_some_and(|p| p.sample_start > sample_start) {
+            return Err(bad(
+                meta_path,
+                format!("capture {i}: core:sample_start {sample_start} comes before the previous capture's"),
+            ));
+        }
+        let frequency = match field("core:frequency") {
+            None => None,
+            Some(v) => match v.as_f64() {
+                Some(f) if f.is_finite() => Some(f),
+                _ => {
+                    return Err(bad(
+                        meta_path,
+                        format!("capture {i}: core:frequency {v} is not a number of Hz"),
+                    ))
+                }
+            },
+        };
+        if field("core:header_bytes").is_some_and(|v| v.as_u64() != Some(0)) {
+            return Err(bad(
+                meta_path,
+                format!("capture {i}: core:header_bytes (bytes between captures) are not read: strip them from the dataset"),
+            ));
+        }
+        let datetime = field("core:datetime")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.push(Capture {
+            sample_start,
+            frequency,
+            datetime,
+        });
+    }
+    Ok(out)
+}
+
+/// The sample source of the recording `path` names; `reader` reads `path` (the metadata, or the
+/// dataset when `path` is the `.sigmf-data`).
+pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
+    if path == "-" {
+        return Err(FftdError::Usage(
+            "--input-format sigmf: give the recording's .sigmf-meta (or .sigmf-data) path; stdin cannot carry both of its files".into(),
+        ));
+    }
+    let (recording, data) = if is_data(path) {
+        (read_recording(path, None)?, reader)
+    } else {
+        let mut reader = reader;
+        let recording = read_recording(path, Some(&mut reader))?;
+        let data = open_reader(&recording.data_path, &opts.stop)?;
+        (recording, data)
+    };
+    let name = recording.data_path.clone();
+    let source = RawSource::typed(
+        &name,
+        data,
+        recording.datatype,
+        opts.precision,
+        (recording.rate.unwrap_or(opts.rate), recording.channels),
+        recording.tuning,
+    )?;
+    Ok(Box::new(source))
+}

@@ -1,0 +1,105 @@
+//! Where a recording was tuned: the centre frequency of each capture (SigMF `captures`: from
+//! `core:sample_start` on, the radio was at `core:frequency`), or the one `--center-freq`.
+//!
+//! How outputs show it (docs/radio.md):
+//! - one centre for the whole input: bins are labelled in absolute frequency (centre + offset)
+//!   in csv headers, `--meta`, the PNG axis and the live view; ndjson rows carry `center_hz`.
+//! - captures at different centres (a retuned recording): one set of labels cannot be right for
+//!   every row, so labels stay offsets from the centre (baseband Hz) and every row carries its
+//!   capture's centre: ndjson `center_hz`, a csv `center_hz` column after `time_s`, rtl-power's
+//!   Hz low/high; `--meta` lists the captures. A row's capture is the one holding its first
+//!   sample (an averaged row: its interval's first sample).
+
+use std::sync::Arc;
+
+/// One capture: from sample `sample_start` on, the radio was at `frequency` Hz (None: unknown).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capture {
+    pub sample_start: u64,
+    pub frequency: Option<f64>,
+    /// SigMF `core:datetime` (ISO 8601 UTC) of the capture's first sample, when given.
+    pub datetime: Option<String>,
+}
+
+/// The captures of one input, in sample order (the first starts at sample 0 or later).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tuning {
+    pub captures: Vec<Capture>,
+}
+
+impl Tuning {
+    /// One centre for the whole input (`--center-freq`).
+    pub fn fixed(frequency: f64) -> Arc<Tuning> {
+        Arc::new(Tuning {
+            captures: vec![Capture {
+                sample_start: 0,
+                frequency: Some(frequency),
+                datetime: None,
+            }],
+        })
+    }
+
+    /// The one centre every capture shares; None when captures differ (or none is known).
+    pub fn single(&self) -> Option<f64> {
+        let first = self.captures.first()?.frequency;
+        self.captures
+            .iter()
+            .all(|c| c.frequency == first)
+            .then_some(first)
+            .flatten()
+    }
+
+    /// Whether captures lie at different centres (rows then carry theirs).
+    pub fn varies(&self) -> bool {
+        let first = self.captures.first().map(|c| c.frequency);
+        self.captures.iter().any(|c| Some(c.frequency) != first)
+    }
+
+    /// The capture holding sample `sample` (the first one for samples before it).
+    pub fn capture_at(&self, sample: u64) -> Option<&Capture> {
+        let i = self.captures.partition_point(|c| c.sample_start <= sample);
+        self.captures.get(i.saturating_sub(1))
+    }
+
+    /// The centre at sample `sample`.
+    pub fn center_at(&self, sample: u64) -> Option<f64> {
+        self.capture_at(sample).and_then(|c| c.frequency)
+    }
+
+    /// The centre of a row starting at `time_s` in a stream of `rate` Hz.
+    pub fn center_at_time(&self, time_s: f64, rate: f64) -> Option<f64> {
+        let sample = (time_s * rate).round();
+        self.center_at(if sample > 0.0 { sample as u64 } else { 0 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tuning(parts: &[(u64, f64)]) -> Tuning {
+        Tuning {
+            captures: parts
+                .iter()
+                .map(|&(s, f)| Capture {
+                    sample_start: s,
+                    frequency: Some(f),
+                    datetime: None,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rows_take_the_capture_of_their_first_sample() {
+        let t = tuning(&[(0, 100e6), (1000, 101e6)]);
+        assert!(t.varies());
+        assert_eq!(t.single(), None);
+        assert_eq!(t.center_at(999), Some(100e6));
+        assert_eq!(t.center_at(1000), Some(101e6));
+        assert_eq!(t.center_at_time(0.5, 2000.0), Some(101e6));
+        let one = tuning(&[(0, 5.0), (10, 5.0)]);
+        assert!(!one.varies());
+        assert_eq!(one.single(), Some(5.0));
+    }
+}
