@@ -906,11 +906,9 @@ impl Settings {
         }
         let precision = o.precision.unwrap_or(Precision::F32);
         let batch = Self::check_batch(o.batch.unwrap_or(0), frame, precision, workers)?;
-        let device_batches = {
-            let device = o.device.clone().unwrap_or(DeviceChoice::Auto);
-            let auto_on_files = device == DeviceChoice::Auto && matches!(input, Input::Files(_));
-            device.names_a_device() || auto_on_files
-        };
+        let device = o.device.unwrap_or(DeviceChoice::Auto);
+        let auto_on_files = device == DeviceChoice::Auto && matches!(input, Input::Files(_));
+        let device_batches = device.names_a_device() || auto_on_files;
         Ok(Settings {
             input,
             input_format: o.input_format,
@@ -942,7 +940,7 @@ impl Settings {
             quiet: o.quiet,
             max_frames: max_frames.map(|m| m as u64),
             duration: o.duration,
-            device: o.device.unwrap_or(DeviceChoice::Auto),
+            device,
             batch,
             max_latency_ms,
             workers,

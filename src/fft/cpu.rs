@@ -113,7 +113,7 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         reduction: Reduction<'_>,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        frames.check("cpu", spec)?;
+        frames.check_batch("cpu", spec, reduction, out.len())?;
         super::reduce_on_host(spec, frames.count, reduction, out, |rows| {
             self.run_frames(spec, frames, rows)
         })

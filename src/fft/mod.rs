@@ -196,10 +196,9 @@ pub trait Engine<T: Sample>: Send {
         bands: &BandWeights,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        let mut spectra = vec![T::zero(); frames * spec.values_out()];
-        self.transform(spec, input, frames, &mut spectra)?;
-        bands.apply_rows(&spectra, out);
-        Ok(())
+        reduce_on_host(spec, frames, (Some(bands), None), out, |spectra| {
+            self.transform(spec, input, frames, spectra)
+        })
     }
 
     /// Transforms `frames` frames (band rows when `bands` is given) and reduces each run of
@@ -215,14 +214,9 @@ pub trait Engine<T: Sample>: Send {
         segments: &Segments<'_>,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        let width = bands.map_or(spec.values_out(), BandWeights::bands);
-        let mut rows = vec![T::zero(); frames * width];
-        match bands {
-            Some(b) => self.transform_bands(spec, input, frames, b, &mut rows)?,
-            None => self.transform(spec, input, frames, &mut rows)?,
-        }
-        segments.reduce(&rows, width, out);
-        Ok(())
+        reduce_on_host(spec, frames, (bands, Some(segments)), out, |spectra| {
+            self.transform(spec, input, frames, spectra)
+        })
     }
 
     /// `transform_reduced` for frames that start `step` values apart in `input` (`FrameStep`):
@@ -306,6 +300,20 @@ impl<'a, T: Sample> FrameStep<'a, T> {
         Ok(())
     }
 
+    /// `check`, and the reduction and output as `check_reduced` checks them for packed frames.
+    pub fn check_batch(
+        &self,
+        engine: &'static str,
+        spec: &TransformSpec,
+        reduction: Reduction<'_>,
+        out_len: usize,
+    ) -> Result<(), EngineError> {
+        self.check(engine, spec)?;
+        // the input as packed frames would hold it: its own length was checked just above
+        let packed_len = self.count * spec.values_per_frame();
+        check_reduced(engine, spec, (packed_len, self.count), reduction, out_len)
+    }
+
     /// The frames copied back to back (for engines that take only packed frames).
     pub fn packed(&self, spec: &TransformSpec) -> Result<std::borrow::Cow<'a, [T]>, EngineError> {
         self.check("engine", spec)?;
@@ -322,7 +330,8 @@ impl<'a, T: Sample> FrameStep<'a, T> {
 }
 
 /// `reduction` applied on the host to the spectra `transform` writes (for engines that reduce
-/// nothing themselves): `out` takes band rows, runs of rows, both or the spectra as they are.
+/// nothing themselves): `out` takes band rows, runs of rows (in f64), both or the spectra as
+/// they are. The caller has checked the lengths.
 pub fn reduce_on_host<T: Sample>(
     spec: &TransformSpec,
     frames: usize,
@@ -330,13 +339,6 @@ pub fn reduce_on_host<T: Sample>(
     out: &mut [T],
     transform: impl FnOnce(&mut [T]) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
-    check_reduced(
-        "engine",
-        spec,
-        (usize::MAX, frames),
-        (bands, runs),
-        out.len(),
-    )?;
     if bands.is_none() && runs.is_none() {
         return transform(out);
     }

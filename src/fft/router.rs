@@ -129,7 +129,7 @@ pub fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
     (workers, device_workers): (usize, Option<usize>),
     live: bool,
-    job: &JobKey,
+    job: Option<&JobKey>,
 ) -> Result<EngineSet<T>, FftdError> {
     let lane_set = LaneSet::new(true);
     if *choice != DeviceChoice::Auto || live {
@@ -142,7 +142,8 @@ pub fn build_engine_set<T: Sample>(
             auto_route: None,
         });
     }
-    let route = RouteRecord::load(job).choose();
+    // (`auto` on file input always comes with its job's shape)
+    let route = job.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose());
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
@@ -189,7 +190,7 @@ fn build_lanes<T: Sample>(
 ) -> Result<Vec<LaneEngines<T>>, FftdError> {
     let specs = device_set::resolve(&opts.choice)?;
     if opts.choice == DeviceChoice::Auto {
-        let (lanes, _) = auto_lanes(&specs, opts, lane_set);
+        let (lanes, _, _) = auto_lanes(&specs, opts, lane_set);
         return Ok(match lanes.is_empty() {
             true => vec![cpu_lane(opts.workers)],
             false => lanes,
@@ -368,19 +369,10 @@ fn routed_lane<T: Sample>(
 /// allowed) that predicts it faster than the CPU engine for some measured size, each routing
 /// batch by batch (`Policy::Calibrated`); when none is faster anywhere, the first calibrated
 /// device alone (its batches then mostly run on its CPU engines). Also the first calibration,
-/// for the speed of a CPU lane beside them.
-fn auto_lanes<T: Sample>(
-    specs: &[LaneSpec],
-    opts: &RouterOptions,
-    lane_set: &Arc<LaneSet>,
-) -> (Vec<LaneEngines<T>>, Option<Arc<Calibration>>) {
-    let (lanes, cal, _) = auto_lanes_split(specs, opts, lane_set);
-    (lanes, cal)
-}
-
-/// `auto_lanes`, and the devices opened without a calibration (left out there).
+/// for the speed of a CPU lane beside them, and the devices opened without a calibration (left
+/// out of the lanes; file jobs may take them, `auto_gpu_lanes`).
 #[allow(clippy::type_complexity)]
-fn auto_lanes_split<'s, T: Sample>(
+fn auto_lanes<'s, T: Sample>(
     specs: &'s [LaneSpec],
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
@@ -437,7 +429,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
-    let (mut lanes, cal, uncalibrated) = auto_lanes_split(&specs, opts, lane_set);
+    let (mut lanes, cal, uncalibrated) = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
         // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU
         // too: every batch on it, the lanes' queues sharing the work by how fast they drain

@@ -248,21 +248,26 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         run_report::enable_detail(settings.trace.is_some());
     }
     let workers = (settings.workers, settings.device_workers);
-    let job = job_key::<T>(settings);
+    // the shape `auto` keeps its records under (only `auto` reads the inputs' sizes for it)
+    let job = (settings.device == crate::fft::device_choice::DeviceChoice::Auto && !live)
+        .then(|| job_key::<T>(settings));
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
-    } = router::build_engine_set::<T>(&settings.device, workers, live, &job)?;
+    } = router::build_engine_set::<T>(&settings.device, workers, live, job.as_ref())?;
     let engines_built = (building, Instant::now());
     // `auto` running this job on the CPU engines alone: batches sized for them
-    let cpu_only = Settings {
-        device_batches: false,
-        ..settings.clone()
-    };
+    let cpu_only;
     let settings = match auto_route {
-        Some(crate::fft::route_record::AutoRoute::CpuOnly) => &cpu_only,
+        Some(crate::fft::route_record::AutoRoute::CpuOnly) => {
+            cpu_only = Settings {
+                device_batches: false,
+                ..settings.clone()
+            };
+            &cpu_only
+        }
         _ => settings,
     };
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
@@ -620,7 +625,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     // paced by a NATS server)
     let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
         && settings.nats_output.is_none();
-    if let Some(route) = auto_route.filter(|_| whole_file_job && !control.stopping()) {
+    let finished_job = auto_route
+        .zip(job)
+        .filter(|_| whole_file_job && !control.stopping());
+    if let Some((route, job)) = finished_job {
         let samples = Counters::get(&control.counters.samples_analysed) as f64;
         let rate = samples / started.elapsed().as_secs_f64();
         crate::fft::route_record::RouteRecord::record(&job, route, rate);

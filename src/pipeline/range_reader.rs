@@ -321,38 +321,26 @@ impl JobReader {
     ) -> Result<()> {
         let span = (Some(job.id), Some(stream.stream));
         let (n, hop) = (framing.n as u64, framing.hop as u64);
-        let width = stream.layout.kind.width();
-        let frame_values = framing.n * width;
-        if hop == n && stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
-            if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
-                return self.read_f32_in_place(stream, job.first * n, out, clock, span);
-            }
-        }
-        let base = job.first * hop;
-        let end = (job.first + job.count as u64 - 1) * hop + n;
-        if hop < n {
-            // overlapping frames: the samples they cover, each once
+        if hop <= n {
+            // adjacent or overlapping frames: the samples they cover, each once and in order
+            // (`Framing::batch_layout`), mono raw f32 read straight into the batch
+            let base = job.first * hop;
             if stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
                 if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
                     return self.read_f32_in_place(stream, base, out, clock, span);
                 }
             }
+            let end = (job.first + job.count as u64 - 1) * hop + n;
             let samples = self.read(stream, base, end, clock, span)?;
             copy_padded(samples, out);
-        } else if hop == n {
-            // adjacent frames: one read covers them all
-            let samples = self.read(stream, base, end, clock, span)?;
-            for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
-                let at = (i as u64 * hop) as usize * width;
-                copy_padded(samples.get(at..).unwrap_or(&[]), frame);
-            }
-        } else {
-            // frames with gaps between them: read each frame alone
-            for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
-                let start = (job.first + i as u64) * hop;
-                let samples = self.read(stream, start, start + n, clock, span)?;
-                copy_padded(samples, frame);
-            }
+            return Ok(());
+        }
+        // frames with gaps between them: read each frame alone
+        let frame_values = framing.n * stream.layout.kind.width();
+        for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
+            let start = (job.first + i as u64) * hop;
+            let samples = self.read(stream, start, start + n, clock, span)?;
+            copy_padded(samples, frame);
         }
         Ok(())
     }

@@ -1002,9 +1002,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         reduction: Reduction<'_>,
         out: &mut [T],
     ) -> Result<(), EngineError> {
-        frames.check("opencl", spec)?;
-        let counted = (usize::MAX, frames.count); // the input is checked just above
-        super::check_reduced("opencl", spec, counted, reduction, out.len())?;
+        frames.check_batch("opencl", spec, reduction, out.len())?;
         self.guarded_run(spec, frames, reduction, out)
     }
 
