@@ -8,7 +8,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fftd::fft::cpu::CpuEngine;
-use fftd::fft::{Engine, InputKind, Scale, TransformSpec};
+use fftd::fft::{Engine, Scale, TransformSpec};
+use fftd::types::InputKind;
 use fftd::window::WindowKind;
 use num_complex::Complex;
 use realfft::RealFftPlanner;

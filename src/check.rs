@@ -3,12 +3,15 @@
 //! tolerance (relative to each frame's largest bin), with the largest absolute and relative error.
 //! Exit 1 on any mismatch — the student projects' CPU-vs-GPU check, for every size and option.
 
-use crate::config::{Precision, Settings};
+use crate::config::Settings;
+
 use crate::error::{FftdError, Result};
 use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engines};
 use crate::fft::cpu::CpuEngine;
-use crate::fft::{Engine, InputKind, Sample, TransformSpec};
+use crate::fft::{Engine, TransformSpec};
 use crate::frame::Frame;
+use crate::types::Precision;
+use crate::types::{InputKind, Sample};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 

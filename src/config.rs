@@ -20,13 +20,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::config_file::{load_config_file, parse_config};
 
-/// Arithmetic precision of the transform (`--precision`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Precision {
-    F32,
-    F64,
-}
+pub use crate::types::Precision;
 
 /// Implements serde's Deserialize through FromStr, accepting a TOML string or integer; any other
 /// value is "expected WHAT" (what the key takes, in the help text's words).
@@ -378,14 +372,7 @@ fn number(text: &str) -> std::result::Result<f64, String> {
         .map_err(|_| "expected a number".to_string())
 }
 
-/// A number as a user would write it (1e300, not 300 digits).
-pub(crate) fn shown(v: f64) -> String {
-    let mut text = ryu::Buffer::new().format(v).to_string();
-    if text.ends_with(".0") {
-        text.truncate(text.len() - 2);
-    }
-    text
-}
+pub(crate) use crate::types::shown;
 
 /// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
 /// flag, the value and the range.

@@ -8,8 +8,9 @@
 //! most it can be late by, goes to `otherData.device_clocks`).
 
 use crate::fft::device_trace::{self, ClockBounds};
-use crate::fft::{Engine, Sample};
+use crate::fft::Engine;
 use crate::trace::{Span, Tracer};
+use crate::types::Sample;
 use std::sync::Mutex;
 
 /// One queue's span, in device nanoseconds.

@@ -10,7 +10,7 @@
 //! `--frame whole` takes the whole stream as one frame, zero-padded to the next power of two.
 
 use crate::error::{FftdError, Result};
-use crate::fft::{InputKind, Sample};
+use crate::types::{InputKind, Sample};
 use serde::Deserialize;
 use std::fmt;
 use std::str::FromStr;

@@ -28,4 +28,5 @@ pub mod source;
 pub mod stats;
 pub mod timeline;
 pub mod trace;
+pub mod types;
 pub mod window;

@@ -32,7 +32,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         }
         Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
         Some(Command::Publish(args)) => {
-            let signals = fftd::pipeline::Signals::default();
+            let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
             fftd::fleet::publish::run_publish(&args, &signals)
         }
@@ -42,7 +42,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = cli.nats.clone();
             }
-            let signals = fftd::pipeline::Signals::default();
+            let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
             match &settings.fleet {
                 Some(io) => run_worker(&settings, io, &cli.nats, &signals),
@@ -57,7 +57,7 @@ fn run_worker(
     settings: &Settings,
     io: &fftd::fleet::worker::FleetIo,
     nats: &fftd::fleet::connect::NatsArgs,
-    signals: &fftd::pipeline::Signals,
+    signals: &fftd::types::Signals,
 ) -> Result<(), FftdError> {
     let counts = fftd::fleet::worker::run_worker(settings, io, nats, signals)?;
     if settings.stats {
@@ -74,7 +74,7 @@ fn run_worker(
 
 /// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once, and a
 /// write stuck on a reader that reads nothing ends the run after a second (`stuck_write`).
-fn install_signal_handlers(signals: &fftd::pipeline::Signals) -> Result<(), FftdError> {
+fn install_signal_handlers(signals: &fftd::types::Signals) -> Result<(), FftdError> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let interrupted = &signals.interrupted;
     for signal in [SIGINT, SIGTERM] {

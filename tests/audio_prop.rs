@@ -10,11 +10,11 @@
 //! `PROPTEST_CASES=N` runs N cases of each test. Needs sox and ffmpeg (scripts/deps.sh --test);
 //! skipped without them, except in CI.
 
-use fftd::config::Precision;
 use fftd::error::FftdError;
 use fftd::source::audio::AudioSource;
 use fftd::source::input::InputReader;
 use fftd::source::{InputFormat, SampleSource};
+use fftd::types::Precision;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use std::path::Path;

@@ -5,8 +5,9 @@
 mod common;
 
 use common::*;
-use fftd::fft::{naive_spectrum, InputKind, Scale, TransformSpec};
+use fftd::fft::{naive_spectrum, Scale, TransformSpec};
 use fftd::frame::{expected_frames, Tail};
+use fftd::types::InputKind;
 use fftd::window::WindowKind;
 use std::io::Write;
 use std::path::Path;

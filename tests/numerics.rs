@@ -6,7 +6,8 @@ mod common;
 
 use common::{max_relative_error, noise};
 use fftd::fft::cpu::CpuEngine;
-use fftd::fft::{naive_spectrum, Engine, InputKind, Sample, Scale, TransformSpec};
+use fftd::fft::{naive_spectrum, Engine, Scale, TransformSpec};
+use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 
 fn sizes() -> Vec<usize> {

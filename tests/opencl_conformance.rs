@@ -11,7 +11,8 @@ use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;
 use fftd::fft::opencl::{OpenClEngine, OpenClOptions};
-use fftd::fft::{naive_spectrum, Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
+use fftd::fft::{naive_spectrum, Engine, HostBuf, Scale, TransformSpec};
+use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 
 fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {

@@ -5,7 +5,8 @@
 
 use fftd::fft::cpu::CpuEngine;
 use fftd::fft::router::{build_engines, DeviceChoice};
-use fftd::fft::{Engine, InputKind, Scale, TransformSpec};
+use fftd::fft::{Engine, Scale, TransformSpec};
+use fftd::types::InputKind;
 use fftd::window::WindowKind;
 use std::sync::Once;
 

@@ -10,7 +10,8 @@ use fftd::fft::cpu::CpuEngine;
 use fftd::fft::fault::Fault;
 use fftd::fft::opencl::device::describe_devices;
 use fftd::fft::router::{build_engines_with, DeviceChoice, RouterOptions};
-use fftd::fft::{Engine, InputKind, Scale, TransformSpec};
+use fftd::fft::{Engine, Scale, TransformSpec};
+use fftd::types::InputKind;
 use fftd::window::WindowKind;
 
 fn spec(n: usize) -> TransformSpec {

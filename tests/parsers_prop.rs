@@ -20,14 +20,16 @@
 //! test instead (see docs/fuzzing.md for a long run). Failures are not written to a regressions
 //! file: proptest prints the shrunk input, which belongs in a plain test next to the fix.
 
-use fftd::config::{parse_config, Precision, Settings};
+use fftd::config::{parse_config, Settings};
+
 use fftd::error::FftdError;
-use fftd::fft::InputKind;
 use fftd::source::input::InputReader;
 use fftd::source::raw::RawSource;
 use fftd::source::text::{PrimedTextSource, TextSource};
 use fftd::source::wav::WavSource;
 use fftd::source::{InputFormat, SampleSource};
+use fftd::types::InputKind;
+use fftd::types::Precision;
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use std::path::Path;

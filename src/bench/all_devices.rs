@@ -7,7 +7,8 @@
 
 use crate::error::FftdError;
 use crate::fft::opencl::OpenClEngine;
-use crate::fft::{transform_reduced, Engine, HostBuf, Reduction, Sample, TransformSpec};
+use crate::fft::{transform_reduced, Engine, HostBuf, Reduction, TransformSpec};
+use crate::types::Sample;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 

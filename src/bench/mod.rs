@@ -25,10 +25,11 @@ use crate::fft::opencl::device::SharedDevice;
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
 use crate::fft::{
-    transform_reduced, BandWeights, Engine, HostBuf, InputKind, Reduction, Sample, Scale,
-    SegmentOp, Segments, TransformSpec,
+    transform_reduced, BandWeights, Engine, HostBuf, Reduction, Scale, SegmentOp, Segments,
+    TransformSpec,
 };
 use crate::limits::MAX_BATCH_SAMPLES;
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use all_devices::AllDevicesRow;
 use std::fmt::Write as _;

@@ -5,8 +5,9 @@
 use super::{BenchArgs, BenchKind};
 use crate::error::FftdError;
 use crate::fft::opencl::OpenClEngine;
-use crate::fft::{InputKind, Sample, TransformSpec};
+use crate::fft::TransformSpec;
 use crate::limits::MAX_BATCH_SAMPLES;
+use crate::types::{InputKind, Sample};
 
 /// Timed runs per size at most (`--reps`).
 pub(super) const MAX_REPS: u64 = 100_000;

@@ -187,7 +187,7 @@ pub fn compare_batch<T: Sample>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fft::InputKind;
+    use crate::types::InputKind;
     use crate::window::WindowKind;
 
     fn spec(scale: Scale) -> TransformSpec {

@@ -15,8 +15,8 @@
 //! interleaved for complex).
 
 use super::ids::{check_id, Origin};
-use crate::fft::InputKind;
 use crate::frame::Tail;
+use crate::types::InputKind;
 use async_nats::HeaderMap;
 
 /// Frames in one block at most (`fftd publish --block-frames` stays below).

@@ -144,8 +144,8 @@ pub fn frames_per_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fft::InputKind;
     use crate::frame::{FrameSize, Framer, Tail};
+    use crate::types::InputKind;
 
     /// Frames of a local run: (seq, start, data).
     fn local(samples: &[f64], n: usize, hop: usize, tail: Tail) -> Vec<(u64, u64, Vec<f64>)> {

@@ -22,9 +22,9 @@ use crate::config::{Options, Settings};
 use crate::error::{FftdError, Result};
 use crate::frame::{FrameSize, Tail};
 use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
-use crate::pipeline::Signals;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
+use crate::types::Signals;
 use std::sync::atomic::Ordering;
 use tokio::runtime::Runtime;
 

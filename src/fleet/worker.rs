@@ -23,10 +23,11 @@ use super::undelivered;
 use super::url::NatsUrl;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
-use crate::fft::{router, Engine, Sample};
+use crate::fft::{router, Engine};
 use crate::frame::FrameSize;
-use crate::pipeline::Signals;
 use crate::sink::make_encoder;
+use crate::types::Sample;
+use crate::types::Signals;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{AckKind, Context, Message};
@@ -86,8 +87,8 @@ pub fn run_worker(
     signals: &Signals,
 ) -> Result<WorkerCounts> {
     match settings.precision {
-        crate::config::Precision::F32 => run_typed::<f32>(settings, io, nats, signals),
-        crate::config::Precision::F64 => run_typed::<f64>(settings, io, nats, signals),
+        crate::types::Precision::F32 => run_typed::<f32>(settings, io, nats, signals),
+        crate::types::Precision::F64 => run_typed::<f64>(settings, io, nats, signals),
     }
 }
 

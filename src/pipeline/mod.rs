@@ -24,10 +24,11 @@ mod run_report;
 mod sink_stage;
 mod worker;
 
-use crate::config::{Input, Precision, Settings};
+use crate::config::{Input, Settings};
+
 use crate::error::{FftdError, Result};
 use crate::fft::lanes::LaneSet;
-use crate::fft::{router, Sample, TransformSpec};
+use crate::fft::{router, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
 use crate::products::{finish_for_scale, Segmenting, Shaping};
@@ -35,9 +36,12 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::nats::{NatsConnection, NatsRows};
 use crate::sink::output::{open_files_budget, Outputs};
-use crate::sink::{make_encoder, OutputFormat, StreamMeta};
+use crate::sink::{make_encoder, OutputFormat};
 use crate::stats::{self, Counters, Latency};
 use crate::timeline::{Kind, Phase};
+use crate::types::Precision;
+use crate::types::Sample;
+use crate::types::StreamMeta;
 use dispatch::{Dispatcher, LaneId, StopFlags};
 use outputs::{
     image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
@@ -161,14 +165,7 @@ impl Control {
     }
 }
 
-/// How a run is asked to end: `stop` makes the stages stop reading and drain (set by a signal,
-/// and by the stages themselves: a limit, a closed stdout, an error); `interrupted` is set by
-/// SIGINT/SIGTERM only, and ends `--serve`'s serving after the input.
-#[derive(Clone, Default)]
-pub struct Signals {
-    pub stop: Arc<AtomicBool>,
-    pub interrupted: Arc<AtomicBool>,
-}
+pub use crate::types::Signals;
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.

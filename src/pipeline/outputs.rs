@@ -9,15 +9,16 @@
 
 use crate::config::{Input, Settings};
 use crate::error::{FftdError, Result};
-use crate::fft::Sample;
 use crate::sink::destination::Destination;
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
-use crate::sink::{Encoder, OutputFormat, StreamMeta};
+use crate::sink::{Encoder, OutputFormat};
 use crate::source::InputFormat;
+use crate::types::Sample;
+use crate::types::StreamMeta;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

@@ -18,15 +18,15 @@ use super::range_reader::{Framing, RangeStream};
 use crate::config::{Input, Settings};
 use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
-use crate::sink::StreamMeta;
 use crate::source::channels::ChannelSplitter;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
-use crate::source::tuning::Tuning;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
     SourceInfo,
 };
+use crate::types::tuning::Tuning;
+use crate::types::StreamMeta;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};

@@ -15,13 +15,14 @@ use super::dispatch::Dispatcher;
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::{FftdError, Result};
-use crate::fft::{Sample, TransformSpec};
+use crate::fft::TransformSpec;
 use crate::frame::expected_frames;
 use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::{SampleCoding, SeekableLayout};
 use crate::source::InputFormat;
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
+use crate::types::Sample;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
@@ -218,7 +219,7 @@ pub fn run_range_reader<T: Sample>(
     dispatcher: &Dispatcher<T>,
     control: &Control,
     pool: &BufferPool<T>,
-    spec_of: &dyn Fn(usize, crate::fft::InputKind, f64) -> TransformSpec,
+    spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
 ) -> Result<()> {
     let mut reader = JobReader::default();
     // the time after the last job: the thread waits for the stages after it to end

@@ -9,10 +9,10 @@ use super::plan::{SequentialQueue, SourcePlan};
 use super::Control;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
-use crate::fft::Sample;
 use crate::frame::{Frame, FrameSize, Framer};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
+use crate::types::Sample;
 use crossbeam_channel::{Sender, TrySendError};
 use std::time::{Duration, Instant};
 

@@ -37,7 +37,9 @@
 //!   `exp`, from then on).
 //! - **Memory.** O(bins) per stream; `median` keeps its group's rows, O(frames per row × bins).
 
-use crate::fft::{max_or_nan, min_or_nan, Sample};
+use crate::fft::{max_or_nan, min_or_nan};
+
+use crate::types::Sample;
 use std::fmt;
 use std::marker::PhantomData;
 use std::str::FromStr;

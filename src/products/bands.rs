@@ -30,7 +30,7 @@
 //!
 //! Errors are one line naming the `--bands` value: `--bands mel:0: ...`.
 
-use crate::fft::Sample;
+use crate::types::Sample;
 use std::fmt;
 use std::str::FromStr;
 

@@ -7,10 +7,10 @@
 
 use super::bands::BandMatrix;
 use super::ProductOptions;
-use crate::config::shown;
 use crate::fft::BandWeights;
-use crate::fft::Sample;
-use crate::sink::StreamMeta;
+use crate::types::shown;
+use crate::types::Sample;
+use crate::types::StreamMeta;
 use std::ops::Range;
 
 /// How one stream's frames of `n` samples become rows.
@@ -51,7 +51,7 @@ impl ColumnPlan {
         }?;
         plan.per_bin = per_bin.max(1);
         if options.measure.is_active() {
-            if meta.kind == crate::fft::InputKind::Complex {
+            if meta.kind == crate::types::InputKind::Complex {
                 return Err(format!("--calibration/--weighting/--levels/--peaks/--distortion: {} is complex (I/Q) input; measurements are defined on real signals", meta.input));
             }
             if options.measure.calibrates() {
@@ -95,7 +95,7 @@ impl ColumnPlan {
         n: usize,
         spec: &super::bands::BandSpec,
     ) -> Result<Self, String> {
-        if meta.kind == crate::fft::InputKind::Complex {
+        if meta.kind == crate::types::InputKind::Complex {
             return Err(format!(
                 "--bands {spec}: {} is complex (I/Q) input; bands are defined on real signals' spectra",
                 meta.input
@@ -127,7 +127,7 @@ impl ColumnPlan {
     fn picked_bins(meta: &StreamMeta, n: usize, options: &ProductOptions) -> Result<Self, String> {
         let all = meta.frequencies(n);
         let bins = all.len();
-        let shift = if meta.fftshift && meta.kind == crate::fft::InputKind::Complex {
+        let shift = if meta.fftshift && meta.kind == crate::types::InputKind::Complex {
             bins.div_ceil(2)
         } else {
             0
@@ -268,7 +268,7 @@ impl ColumnPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fft::InputKind;
+    use crate::types::InputKind;
 
     fn meta(kind: InputKind, fftshift: bool) -> StreamMeta {
         StreamMeta {

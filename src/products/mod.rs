@@ -127,13 +127,13 @@ pub struct Shaping {
 }
 
 /// What tells the plans apart: input kind and sample rate (bits).
-type PlanKey = (crate::fft::InputKind, u64);
+type PlanKey = (crate::types::InputKind, u64);
 
 impl Shaping {
     /// Plans every stream's columns (frames of `n` samples) and records them in its
     /// `StreamMeta::columns`; None for a run without products. Errors name the flag.
     pub fn new(
-        streams: &mut [crate::sink::StreamMeta],
+        streams: &mut [crate::types::StreamMeta],
         n: usize,
         options: &ProductOptions,
         (scale, window): (Scale, crate::window::WindowKind),
@@ -182,7 +182,7 @@ impl Shaping {
 
     /// Shapes `frames` spectra (back to back in `spectra`) into rows in `rows` (`frames` × the
     /// plan's width); returns the plan's columns, or None when no stream has this spec.
-    pub fn shape<T: crate::fft::Sample>(
+    pub fn shape<T: crate::types::Sample>(
         &self,
         spec: &crate::fft::TransformSpec,
         frames: usize,
@@ -205,7 +205,7 @@ impl Shaping {
     }
 
     /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
-    pub fn finish_rows<T: crate::fft::Sample>(&self, rows: &mut [T]) {
+    pub fn finish_rows<T: crate::types::Sample>(&self, rows: &mut [T]) {
         if self.finish != Finish::AsIs {
             for v in rows.iter_mut() {
                 *v = T::of_f64(self.finish.apply(v.into_f64()));
@@ -232,7 +232,7 @@ impl Segmenting {
     /// None when the mode needs every frame (median, exp) or the input is live.
     pub fn new(
         options: &ProductOptions,
-        streams: &[crate::sink::StreamMeta],
+        streams: &[crate::types::StreamMeta],
         hop: usize,
         live: bool,
     ) -> Result<Option<Self>, String> {

@@ -4,7 +4,9 @@
 //! reduced to its width (`View`: max of the columns that share a display column) as one binary
 //! WebSocket message (layout in docs/serve.md).
 
-use crate::fft::{Sample, Scale};
+use crate::fft::Scale;
+
+use crate::types::Sample;
 use std::sync::Arc;
 
 /// How the values of a row relate to level, so they can be folded and shown in dB.

@@ -8,9 +8,10 @@
 //! broadcast channels (a reader that lags loses the oldest rows).
 
 use super::display::{DisplayRow, Fold, Layout, Level};
-use crate::fft::{InputKind, Scale};
-use crate::sink::StreamMeta;
+use crate::fft::Scale;
 use crate::stats::Counters;
+use crate::types::InputKind;
+use crate::types::StreamMeta;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -72,7 +72,7 @@ impl<T: Sample> Encoder<T> for CsvEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fft::InputKind;
+    use crate::types::InputKind;
 
     #[test]
     fn complex_rows_get_re_and_im_columns_per_bin() {

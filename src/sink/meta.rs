@@ -6,7 +6,7 @@
 use super::StreamMeta;
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
 use serde_json::json;
 use std::path::Path;
 
@@ -122,7 +122,7 @@ pub fn write_meta(
         "scale": settings.scale.name(),
         "values_per_bin": settings.scale.values_per_bin(),
         "format": settings.format.name(),
-        "precision": match settings.precision { crate::config::Precision::F32 => "f32", crate::config::Precision::F64 => "f64" },
+        "precision": match settings.precision { crate::types::Precision::F32 => "f32", crate::types::Precision::F64 => "f64" },
         "tail": match settings.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },
         "fftshift": settings.fftshift,
         "bin_order": if settings.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },

@@ -21,7 +21,7 @@ use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
 use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::fleet::rows::{analysis_of, RowHeaders};
-use crate::sink::StreamMeta;
+use crate::types::StreamMeta;
 use std::io;
 use tokio::runtime::Runtime;
 

@@ -55,8 +55,8 @@ impl<T: Sample> Encoder<T> for NdjsonEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fft::InputKind;
-    use crate::sink::StreamMeta;
+    use crate::types::InputKind;
+    use crate::types::StreamMeta;
 
     #[test]
     fn complex_bins_are_re_im_pairs() {

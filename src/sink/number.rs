@@ -9,7 +9,7 @@
 //!   writes them, which every JSON reader accepts (Python's `json` gives None); the `f32` and
 //!   `npy` formats keep which non-finite value it was.
 
-use crate::fft::Sample;
+use crate::types::Sample;
 
 /// The syntax a number is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -325,7 +325,7 @@ impl ImageFile {
 
 /// The analysis in a few words: rate, frame, hop, window, products and scale.
 fn describe_analysis(settings: &Settings, stream: &StreamMeta) -> String {
-    let mut parts = vec![format!("{} Hz", crate::config::shown(stream.rate))];
+    let mut parts = vec![format!("{} Hz", crate::types::shown(stream.rate))];
     match settings.frame {
         FrameSize::Fixed(n) => {
             parts.push(format!("frame {n}"));
@@ -427,7 +427,7 @@ mod tests {
             input: "in.wav".into(),
             channel: None,
             rate: 8.0,
-            kind: crate::fft::InputKind::Real,
+            kind: crate::types::InputKind::Real,
             fftshift: false,
             columns: None,
             tuning: None,

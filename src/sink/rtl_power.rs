@@ -20,9 +20,10 @@
 
 use super::number::{push, Syntax};
 use super::{Encoder, OutputFormat, Sample, SpectrumRow};
-use crate::config::shown;
 use crate::error::{FftdError, Result};
-use crate::fft::{InputKind, Scale};
+use crate::fft::Scale;
+use crate::types::shown;
+use crate::types::InputKind;
 use std::io::Write;
 
 pub struct RtlPowerEncoder {

@@ -18,9 +18,9 @@
 
 use super::input::InputReader;
 use super::{overflows, FileOptions, InputFormat, SampleSource, SourceInfo, BEYOND_F32};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use std::io::{self, Read};
 use std::sync::{Arc, Mutex};
 use symphonia::core::codecs::audio::well_known as codec;

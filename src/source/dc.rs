@@ -5,7 +5,7 @@
 //! before the window. Frames stay independent (no state across frames), so any reader or
 //! worker can apply it, in any order.
 
-use crate::fft::Sample;
+use crate::types::Sample;
 
 /// Subtracts each frame's mean from the frames back to back in `data` (`width` values per
 /// sample: 1 real, 2 complex re,im; `frame_values` values per frame).

@@ -11,9 +11,9 @@
 //! 64-bit float beyond the f32 range when samples are analysed in f32 (`--precision`).
 
 use super::{overflows, BEYOND_F32};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 
 /// One component's encoding (a real sample, or the I or the Q of a complex one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@
 use super::{SampleSource, SourceInfo};
 use crate::config::Settings;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{SampleFormat, SizedSample, StreamConfig, SupportedStreamConfigRange, I24, U24};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -35,12 +35,12 @@ pub mod seekable;
 pub mod sigmf;
 pub mod sniff;
 pub mod text;
-pub mod tuning;
+pub use crate::types::tuning;
 pub mod wav;
 
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use input::InputReader;
 use serde::Deserialize;
 use std::fs::File;

@@ -8,9 +8,9 @@ use super::input::InputReader;
 use super::iq::SampleType;
 use super::tuning::Tuning;
 use super::{InputFormat, SampleSource, SourceInfo};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use std::io::Read;
 use std::sync::Arc;
 

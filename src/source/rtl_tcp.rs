@@ -18,7 +18,7 @@
 
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
 use serde::{Deserialize, Deserializer};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -110,7 +110,7 @@ impl Tuning {
             ok.then_some(v as u32).ok_or_else(|| {
                 FftdError::Usage(format!(
                     "{flag} {}: rtl_tcp takes a whole number of Hz from 1 to {}",
-                    crate::config::shown(v),
+                    crate::types::shown(v),
                     u32::MAX
                 ))
             })

@@ -8,9 +8,9 @@
 
 use super::wav::header::{self, DataLength, Encoding};
 use super::{raw, InputFormat};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;

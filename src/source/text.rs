@@ -6,9 +6,9 @@
 
 use super::input::InputReader;
 use super::{overflows, SampleSource, SourceInfo, BEYOND_F32};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use std::io::BufRead;
 
 pub struct TextSource {

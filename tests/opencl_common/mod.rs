@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use fftd::fft::opencl::device::{self, DeviceEntry};
-use fftd::fft::{Sample, Scale, TransformSpec};
+use fftd::fft::{Scale, TransformSpec};
+use fftd::types::Sample;
 use std::sync::Once;
 
 static ENV: Once = Once::new();

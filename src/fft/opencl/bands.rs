@@ -4,7 +4,8 @@
 //! copy back carries bands, not bins.
 
 use super::device::SharedDevice;
-use crate::fft::{BandWeights, RowFinish, Sample};
+use crate::fft::{BandWeights, RowFinish};
+use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};

@@ -7,7 +7,7 @@
 
 use super::slots::Slot;
 use crate::fft::device_trace::{self, ClockBounds, DeviceChunk, DeviceTrace};
-use crate::fft::Sample;
+use crate::types::Sample;
 use opencl3::event::Event;
 use std::time::Instant;
 

@@ -3,7 +3,7 @@
 //! scale's arguments.
 
 use super::{Path, Plan, GLOBAL_WG};
-use crate::fft::Sample;
+use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};

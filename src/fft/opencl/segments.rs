@@ -5,7 +5,8 @@
 //! cut at run boundaries (`chunk_spans`), so every run is reduced within one chunk.
 
 use super::device::SharedDevice;
-use crate::fft::{Sample, SegmentOp, Segments};
+use crate::fft::{SegmentOp, Segments};
+use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};

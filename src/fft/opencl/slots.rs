@@ -7,7 +7,7 @@ use super::chunk_log::ChunkLog;
 use super::pinned;
 use super::{BatchProfile, SharedDevice};
 use crate::fft::host_memory::{PinnedAlloc, PinnedBlock};
-use crate::fft::Sample;
+use crate::types::Sample;
 use opencl3::event::Event;
 use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use std::sync::Arc;

@@ -61,7 +61,7 @@ impl CrossPlan {
     /// `average`); an error names an input without both channels.
     pub fn new(
         spec: CrossSpec,
-        streams: &[crate::sink::StreamMeta],
+        streams: &[crate::types::StreamMeta],
         (n, hop): (usize, usize),
         window: crate::window::WindowKind,
         average: Option<crate::products::average::AverageSpec>,

@@ -30,7 +30,8 @@ pub mod peaks;
 pub mod weighting;
 
 use super::Finish;
-use crate::fft::{Sample, Scale};
+use crate::fft::Scale;
+use crate::types::Sample;
 use crate::window::WindowKind;
 use calibration::CalibrationCurve;
 use std::sync::Arc;
@@ -284,7 +285,7 @@ impl Measuring {
     /// The layer for `streams` (their `columns` set by `Shaping`); None without measurements.
     pub fn new(
         options: &super::ProductOptions,
-        streams: &[crate::sink::StreamMeta],
+        streams: &[crate::types::StreamMeta],
         (n, hop): (usize, usize),
         scale: Scale,
         window: WindowKind,

@@ -4,10 +4,10 @@
 //! and divided by 32768.
 
 use super::header::Encoding;
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
 use crate::sink::number::{self, Syntax};
 use crate::source::{overflows, BEYOND_F32};
+use crate::types::Precision;
 
 /// G.711 A-law code -> 16-bit linear value.
 static ALAW_TO_LINEAR: [i16; 256] = alaw_table();

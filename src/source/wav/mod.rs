@@ -14,9 +14,9 @@ pub mod header;
 
 use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
-use crate::config::Precision;
 use crate::error::{FftdError, Result};
-use crate::fft::InputKind;
+use crate::types::InputKind;
+use crate::types::Precision;
 use header::{DataLength, WavFormat};
 use std::io::Read;
 

@@ -1,0 +1,17 @@
+//! Shared types every stage speaks: the sample types and input kind, a stream's description, the
+//! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
+//! shown. A leaf: it imports nothing of fftd, so any module may import it.
+
+mod precision;
+mod sample;
+mod signals;
+mod stream;
+mod text;
+pub mod tuning;
+
+pub use precision::Precision;
+pub use sample::{InputKind, Sample};
+pub use signals::Signals;
+pub use stream::StreamMeta;
+pub use text::shown;
+pub use tuning::Tuning;
