@@ -11,7 +11,6 @@ pub mod cli;
 pub mod config;
 pub mod config_file;
 pub mod console;
-pub mod device_timeline;
 pub mod devices;
 pub mod error;
 pub mod fft;

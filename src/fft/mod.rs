@@ -8,7 +8,6 @@ pub mod compare;
 pub mod cpu;
 pub mod device_choice;
 pub mod device_set;
-pub mod device_trace;
 pub mod fault;
 pub mod host_memory;
 pub mod lanes;
@@ -19,9 +18,9 @@ pub mod routed;
 pub mod router;
 pub mod scale;
 
+pub use crate::trace::device_trace::{self, DeviceTrace};
 pub use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
-pub use device_trace::DeviceTrace;
 pub use host_memory::{HostBuf, PinnedMemory};
 pub use scale::{Scale, ScalePlan};
 

@@ -49,7 +49,7 @@ pub(super) fn open_trace(
 pub(super) fn enable_detail(trace: bool) {
     crate::setup_log::enable();
     if trace {
-        crate::fft::device_trace::trace_device_spans();
+        crate::trace::device_trace::trace_device_spans();
     }
 }
 

@@ -155,7 +155,7 @@ pub fn run_worker<T: Sample>(
     let _abandon = AbandonOnPanic(&ctx.dispatcher);
     let mut failed = false;
     let mut clock = ctx.control.clock(Kind::Worker, Phase::WorkerInput);
-    let mut queue_tracks = crate::device_timeline::QueueTracks::default();
+    let mut queue_tracks = crate::trace::device_timeline::QueueTracks::default();
     for batch in queue.rx.iter() {
         let id = batch.id;
         let stream = batch.frames.first().map(|f| f.stream);
@@ -172,7 +172,7 @@ pub fn run_worker<T: Sample>(
             split_device_time(&mut clock, device, to.duration_since(from));
         }
         if let Some(tracer) = clock.tracer() {
-            queue_tracks.record(tracer, engine.as_mut(), id, stream);
+            queue_tracks.record(tracer, engine.take_device_trace(), id, stream);
         }
         match handled {
             Handled::HandedOff => continue, // the lane that took it finishes it

@@ -6,7 +6,7 @@
 //! bound. Nothing is recorded unless `device_trace::tracing()`.
 
 use super::slots::Slot;
-use crate::fft::device_trace::{self, ClockBounds, DeviceChunk, DeviceTrace};
+use crate::trace::device_trace::{self, ClockBounds, DeviceChunk, DeviceTrace};
 use crate::types::Sample;
 use opencl3::event::Event;
 use std::time::Instant;

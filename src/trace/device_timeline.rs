@@ -1,16 +1,14 @@
 //! `--trace`'s device tracks: each FFT worker's OpenCL engine has three queues (copy in,
 //! kernels, copy out) and gets three tracks, "opencl:P:D engine K upload / kernels /
 //! download", with one span per chunk of each batch (the batch and stream ids in `args`, like the
-//! host spans). Engines hand over their chunks' device times (`fft::DeviceTrace`, in the device's
+//! host spans). Engines hand over their chunks' device times (`device_trace::DeviceTrace`, in the device's
 //! clock) after each batch; they are kept raw and placed on the host clock when the file is
 //! written, with the tightest clock bounds of the whole run (`device_trace::ClockBounds`: the
 //! upper bound, so a device span is never drawn before it happened; the bracket's width, the
 //! most it can be late by, goes to `otherData.device_clocks`).
 
-use crate::fft::device_trace::{self, ClockBounds};
-use crate::fft::Engine;
-use crate::trace::{Span, Tracer};
-use crate::types::Sample;
+use super::device_trace::{self, ClockBounds, DeviceTrace};
+use super::{Span, Tracer};
 use std::sync::Mutex;
 
 /// One queue's span, in device nanoseconds.
@@ -49,14 +47,14 @@ pub struct QueueTracks {
 impl QueueTracks {
     /// Takes the device times of `engine`'s last batch (`batch`, first frame's `stream`) onto
     /// its queues' tracks.
-    pub fn record<T: Sample>(
+    pub fn record(
         &mut self,
         tracer: &Tracer,
-        engine: &mut dyn Engine<T>,
+        trace: Option<DeviceTrace>,
         batch: u64,
         stream: Option<usize>,
     ) {
-        let Some(trace) = engine.take_device_trace() else {
+        let Some(trace) = trace else {
             return;
         };
         let spans = &tracer.device;

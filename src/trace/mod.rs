@@ -14,6 +14,9 @@
 //! an atomic add and a push (a thread that never ends, stuck on a hung device, keeps its last
 //! spans).
 
+pub mod device_timeline;
+pub mod device_trace;
+
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -65,7 +68,7 @@ pub struct Tracer {
     /// Track names, by tid.
     threads: Mutex<Vec<String>>,
     /// The OpenCL queues' spans, placed on the host clock when the file is written.
-    pub device: crate::device_timeline::DeviceSpans,
+    pub device: device_timeline::DeviceSpans,
 }
 
 impl Tracer {

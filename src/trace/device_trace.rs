@@ -2,7 +2,7 @@
 //! (upload, kernels, download, in the device's own clock, from event profiling) and what the
 //! engine learnt about that clock against the host's (`ClockBounds`). Turned on by
 //! `trace_device_spans` (a run with `--trace`); off, nothing is recorded (one relaxed load per
-//! drained chunk). `crate::device_timeline` places the chunks on the host clock and on tracks.
+//! drained chunk). `trace::device_timeline` places the chunks on the host clock and on tracks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
