@@ -349,7 +349,7 @@ fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError>
         )));
     };
     let mut options = OpenClOptions::from_env();
-    options.profile = std::env::var("FFTD_OPENCL_PROFILE").as_deref() != Ok("0");
+    options.profile = crate::knobs::opencl_profile().unwrap_or(true);
     let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
     let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
     OpenClEngine::<T>::on_device(dev, options).map_err(at)

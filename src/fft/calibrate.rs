@@ -58,10 +58,7 @@ impl CalibrationKey {
 
 /// fftd's cache folder: `$FFTD_CACHE_DIR`, else `dirs::cache_dir()/fftd`.
 pub fn cache_dir() -> Option<PathBuf> {
-    match std::env::var_os("FFTD_CACHE_DIR") {
-        Some(d) if !d.is_empty() => Some(PathBuf::from(d)),
-        _ => dirs::cache_dir().map(|d| d.join("fftd")),
-    }
+    crate::knobs::cache_dir().or_else(|| dirs::cache_dir().map(|d| d.join("fftd")))
 }
 
 /// One measured grid point: seconds per batch of `frames` frames of size `n`.

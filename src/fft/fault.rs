@@ -100,8 +100,7 @@ pub struct FaultPlan {
 impl FaultPlan {
     /// From `FFTD_FAULT_AFTER_BATCHES` (empty when unset or unparsable).
     pub fn from_env() -> Self {
-        std::env::var("FFTD_FAULT_AFTER_BATCHES")
-            .ok()
+        crate::knobs::fault_after_batches()
             .and_then(|v| Self::parse(&v))
             .unwrap_or_default()
     }

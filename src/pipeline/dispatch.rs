@@ -698,11 +698,7 @@ impl<T> Dispatcher<T> {
 
 /// The stall time: `FFTD_STALL_SECONDS` (a tuning knob for tests), else 10 s.
 fn stall_after() -> Duration {
-    std::env::var("FFTD_STALL_SECONDS")
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .unwrap_or(STALL_AFTER)
+    crate::knobs::stall_seconds().unwrap_or(STALL_AFTER)
 }
 
 /// Keeps the queues open while alive (see `Dispatcher::producer`).

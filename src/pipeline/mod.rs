@@ -295,9 +295,9 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .and_then(|a| a.measuring.as_ref())
         .map(|m| m.layout.clone());
     let extras = layout.as_ref().map_or(0, |l| l.extras());
-    let segmenting = match std::env::var("FFTD_ENGINE_AVERAGING").as_deref() {
-        Ok("0") => None, // every frame to the averaging stage (for comparisons)
-        _ => Segmenting::new(products, &streams, framing.hop, live).map_err(FftdError::Usage)?,
+    let segmenting = match crate::knobs::engine_averaging() {
+        false => None, // every frame to the averaging stage (for comparisons)
+        true => Segmenting::new(products, &streams, framing.hop, live).map_err(FftdError::Usage)?,
     };
     let spec_of = |n, kind, rate| TransformSpec {
         n,
@@ -676,9 +676,9 @@ fn join_lane<T: Sample>(
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
-    let pinned = match std::env::var("FFTD_PINNED_BATCHES").as_deref() {
-        Ok("0") => None,
-        _ => lane.engines.iter().find_map(|e| e.pinned_memory()),
+    let pinned = match crate::knobs::pinned_batches() {
+        false => None,
+        true => lane.engines.iter().find_map(|e| e.pinned_memory()),
     };
     let queue = lane.engines.len();
     let homes = |id| {
@@ -823,9 +823,7 @@ pub struct StreamWritten {
 
 /// Encode threads: one per CPU core (tuning knob FFTD_ENCODERS=N).
 fn encode_threads() -> usize {
-    std::env::var("FFTD_ENCODERS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
+    crate::knobs::encoders()
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, 256)
 }

@@ -192,7 +192,7 @@ fn rtl_tuning(settings: &Settings) -> rtl_tcp::Tuning {
 }
 
 fn range_reading_enabled() -> bool {
-    std::env::var("FFTD_RANGE_READ").as_deref() != Ok("0")
+    crate::knobs::range_read()
 }
 
 /// The layout of `path` when the range readers can take it.

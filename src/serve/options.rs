@@ -48,17 +48,9 @@ pub struct Timeouts {
 impl Timeouts {
     /// 10 s and 60 s, or `FFTD_SERVE_HEADER_TIMEOUT` / `FFTD_SERVE_IDLE_TIMEOUT` (seconds).
     pub fn from_env() -> Timeouts {
-        let seconds = |var: &str, default: f64| {
-            let v = std::env::var(var)
-                .ok()
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v > 0.0 && *v <= 86_400.0)
-                .unwrap_or(default);
-            Duration::from_secs_f64(v)
-        };
         Timeouts {
-            header: seconds("FFTD_SERVE_HEADER_TIMEOUT", 10.0),
-            idle: seconds("FFTD_SERVE_IDLE_TIMEOUT", 60.0),
+            header: crate::knobs::serve_header_timeout().unwrap_or(Duration::from_secs(10)),
+            idle: crate::knobs::serve_idle_timeout().unwrap_or(Duration::from_secs(60)),
         }
     }
 }
@@ -133,9 +125,9 @@ fn token(o: &Options) -> Result<Option<Token>> {
             let line = text.lines().next().unwrap_or("").trim().to_string();
             (line, format!("--serve-token-file {}", path.display()))
         }
-        (None, None) => match std::env::var("FFTD_SERVE_TOKEN") {
-            Ok(t) if !t.is_empty() => (t, "FFTD_SERVE_TOKEN".to_string()),
-            _ => return Ok(None),
+        (None, None) => match crate::knobs::serve_token() {
+            Some(t) => (t, crate::knobs::SERVE_TOKEN.to_string()),
+            None => return Ok(None),
         },
     };
     // RFC 6750's b64token: what an Authorization: Bearer header can carry as it is

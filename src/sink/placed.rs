@@ -28,7 +28,7 @@ pub const MIN_PLACED_BYTES: u64 = 1 << 20;
 
 /// Whether placed outputs may be used (`FFTD_PLACED_OUTPUT=0` says no).
 pub fn enabled() -> bool {
-    std::env::var("FFTD_PLACED_OUTPUT").as_deref() != Ok("0")
+    crate::knobs::placed_output()
 }
 
 /// One mapped output file.

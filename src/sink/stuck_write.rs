@@ -14,11 +14,7 @@ pub const STUCK_AFTER: Duration = Duration::from_secs(1);
 
 /// `STUCK_AFTER`, or `FFTD_STUCK_WRITE_SECONDS` (a reader known to pause longer after Ctrl-C).
 fn stuck_after() -> Duration {
-    std::env::var("FFTD_STUCK_WRITE_SECONDS")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(STUCK_AFTER, Duration::from_secs_f64)
+    crate::knobs::stuck_write_seconds().unwrap_or(STUCK_AFTER)
 }
 
 /// Milliseconds since `epoch()` at which the write in progress started, plus one; 0 when none is.

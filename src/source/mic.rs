@@ -36,7 +36,7 @@ const RING_MAX_VALUES: usize = 1 << 24;
 const GAP_SLOTS: usize = 256;
 /// Environment variable that forces the capture sample format (i16, f32, …): for tests and for
 /// devices whose default format is not the wanted one.
-pub const FORMAT_ENV: &str = "FFTD_MIC_FORMAT";
+pub const FORMAT_ENV: &str = crate::knobs::MIC_FORMAT;
 
 /// Formats tried, in order, when the device's default format does not fit the request.
 const FORMAT_PREFERENCE: [SampleFormat; 12] = [
@@ -495,8 +495,8 @@ fn choose_config(
         )));
     }
     let offered = |f: SampleFormat| fits.iter().any(|r| r.sample_format() == f);
-    let format = match std::env::var(FORMAT_ENV) {
-        Ok(name) if !name.is_empty() => {
+    let format = match crate::knobs::mic_format() {
+        Some(name) => {
             // fftd's file formats say s16 where cpal says i16: accept both.
             let lower = name.to_ascii_lowercase();
             let lower = match lower.strip_prefix('s') {

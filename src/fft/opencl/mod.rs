@@ -102,19 +102,15 @@ impl OpenClOptions {
     /// Options from `FFTD_FAULT_AFTER_BATCHES` and `FFTD_OPENCL_LOCAL_LIMIT` (unset or
     /// unparsable: default).
     pub fn from_env() -> Self {
-        let num = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+        use crate::knobs;
+        let for_stats = PROFILE_FOR_STATS.load(std::sync::atomic::Ordering::Relaxed);
         OpenClOptions {
             fault: FaultPlan::from_env().every(),
-            local_mem_limit: num("FFTD_OPENCL_LOCAL_LIMIT").map(|v| v as usize),
-            target_wg: num("FFTD_OPENCL_TARGET_WG").map(|v| v as usize),
-            extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
-            chunk_bytes: num("FFTD_OPENCL_CHUNK_BYTES").map(|v| v as usize),
-            profile: num("FFTD_OPENCL_PROFILE") == Some(1)
-                || PROFILE_FOR_STATS.load(std::sync::atomic::Ordering::Relaxed),
+            local_mem_limit: knobs::opencl_local_limit(),
+            target_wg: knobs::opencl_target_wg(),
+            extra_defines: knobs::opencl_defines(),
+            chunk_bytes: knobs::opencl_chunk_bytes(),
+            profile: knobs::opencl_profile().unwrap_or(for_stats),
         }
     }
 }
@@ -180,10 +176,7 @@ impl LocalGeometry {
             return None;
         }
         // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
-        let split_from = std::env::var("FFTD_OPENCL_SPLIT_FROM")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
+        let split_from = crate::knobs::opencl_split_from().unwrap_or(usize::MAX);
         let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
         if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
             return None;
@@ -191,9 +184,9 @@ impl LocalGeometry {
         let log2m = m.trailing_zeros();
         // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
         // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
-        let max_radix_log2 = match std::env::var("FFTD_OPENCL_RADIX").ok().as_deref() {
-            Some("8") => 3,
-            _ => 4,
+        let max_radix_log2 = match crate::knobs::opencl_radix8() {
+            true => 3,
+            false => 4,
         };
         let (main_radix, main_passes, last_radix) = match log2m {
             0 => (2, 0, 1),
@@ -214,17 +207,13 @@ impl LocalGeometry {
             && main_radix == 16
             && last_radix == 2
             && main_passes >= 2
-            && std::env::var("FFTD_OPENCL_SPLIT_LAST32").ok().as_deref() == Some("1");
+            && crate::knobs::opencl_split_last32();
         let (main_passes, last_radix) = if last32 {
             (main_passes - 1, 32)
         } else {
             (main_passes, last_radix)
         };
-        let max_tpf = std::env::var("FFTD_OPENCL_MAX_TPF")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|v| v.is_power_of_two())
-            .unwrap_or(MAX_TPF);
+        let max_tpf = crate::knobs::opencl_max_tpf().unwrap_or(MAX_TPF);
         let max_tpf = if split { 512 } else { max_tpf };
         let tpf = (m / main_radix.max(last_radix)).clamp(1, max_tpf.min(max_wg));
         let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);

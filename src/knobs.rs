@@ -1,0 +1,148 @@
+//! Every `FFTD_*` environment variable fftd reads, read here and only here, each with its
+//! meaning and default. These are knobs for tests, benchmarks and odd hardware, not options:
+//! users set options on the command line or in the config file. docs/knobs.md lists the same
+//! table (`tests/layers.rs` keeps the two in step and checks no other file names a knob).
+//!
+//! A value that does not parse counts as unset (the default), as a knob must never end a run;
+//! `FFTD_MIC_FORMAT` and `FFTD_SERVE_TOKEN` are the exceptions, checked where they are used
+//! because a user sets them on purpose.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One knob: its name and what it does (docs/knobs.md shows these).
+pub struct Knob {
+    pub name: &'static str,
+    pub meaning: &'static str,
+}
+
+/// Every knob fftd reads.
+pub const KNOBS: &[Knob] = &[
+    Knob { name: "FFTD_CACHE_DIR", meaning: "folder of the calibration and auto-route records [default: the user's cache folder/fftd]" },
+    Knob { name: "FFTD_ENCODERS", meaning: "encode threads [default: one per CPU core]" },
+    Knob { name: "FFTD_ENGINE_AVERAGING", meaning: "0: every frame goes to the averaging stage instead of being reduced in the engine (for comparisons)" },
+    Knob { name: "FFTD_FAULT_AFTER_BATCHES", meaning: "fault injection for tests: K, K:hang=S, K:panic or DEVICE@K... makes an OpenCL engine fail, hang or panic after K batches" },
+    Knob { name: "FFTD_MIC_FORMAT", meaning: "the capture sample format to ask the sound device for (i16, f32, ...) [default: the device's]" },
+    Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
+    Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
+    Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
+    Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
+    Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
+    Knob { name: "FFTD_OPENCL_RADIX", meaning: "8: radix-8 passes instead of radix-16" },
+    Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
+    Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
+    Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
+    Knob { name: "FFTD_PINNED_BATCHES", meaning: "0: batches in ordinary memory instead of the device's pinned memory (the engine stages every copy)" },
+    Knob { name: "FFTD_PLACED_OUTPUT", meaning: "0: write outputs through the encoders' byte stream instead of placing rows in a mapped file" },
+    Knob { name: "FFTD_RANGE_READ", meaning: "0: read seekable files with one reader each instead of range readers" },
+    Knob { name: "FFTD_SERVE_HEADER_TIMEOUT", meaning: "seconds a live-view connection may take to send its request header [default: 10]" },
+    Knob { name: "FFTD_SERVE_IDLE_TIMEOUT", meaning: "seconds an idle live-view connection is kept [default: 60]" },
+    Knob { name: "FFTD_SERVE_TOKEN", meaning: "the live view's access token when --serve-token/--serve-token-file are not given" },
+    Knob { name: "FFTD_STALL_SECONDS", meaning: "seconds without progress after which an FFT lane counts as stalled [default: 10]" },
+    Knob { name: "FFTD_STUCK_WRITE_SECONDS", meaning: "seconds a write may block after Ctrl-C before fftd gives the output up [default: 1]" },
+];
+
+/// The knob's text, when set and not empty.
+fn text(name: &str) -> Option<String> {
+    debug_assert!(
+        KNOBS.iter().any(|k| k.name == name),
+        "{name} is not in KNOBS"
+    );
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The knob read as a number of type `N` (unset or unparsable: None).
+fn number<N: std::str::FromStr>(name: &str) -> Option<N> {
+    text(name).and_then(|v| v.trim().parse().ok())
+}
+
+/// Whether the knob says "0" (a switch that is on unless turned off).
+fn turned_off(name: &str) -> bool {
+    text(name).is_some_and(|v| v.trim() == "0")
+}
+
+/// A positive, finite number of seconds (anything else: None).
+fn seconds(name: &str) -> Option<Duration> {
+    number::<f64>(name)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+}
+
+pub fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("FFTD_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+pub fn encoders() -> Option<usize> {
+    number("FFTD_ENCODERS")
+}
+pub fn engine_averaging() -> bool {
+    !turned_off("FFTD_ENGINE_AVERAGING")
+}
+pub fn fault_after_batches() -> Option<String> {
+    text("FFTD_FAULT_AFTER_BATCHES")
+}
+/// `FFTD_MIC_FORMAT` as given (the capture code says when it is not a format).
+pub fn mic_format() -> Option<String> {
+    text("FFTD_MIC_FORMAT")
+}
+pub const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
+pub fn opencl_chunk_bytes() -> Option<usize> {
+    number("FFTD_OPENCL_CHUNK_BYTES")
+}
+pub fn opencl_defines() -> String {
+    text("FFTD_OPENCL_DEFINES").unwrap_or_default()
+}
+pub fn opencl_local_limit() -> Option<usize> {
+    number("FFTD_OPENCL_LOCAL_LIMIT")
+}
+pub fn opencl_max_tpf() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_MAX_TPF").filter(|v| v.is_power_of_two())
+}
+/// `FFTD_OPENCL_PROFILE`: Some(true) for 1, Some(false) for 0, None (the caller's default)
+/// otherwise.
+pub fn opencl_profile() -> Option<bool> {
+    match number::<u64>("FFTD_OPENCL_PROFILE") {
+        Some(1) => Some(true),
+        Some(0) => Some(false),
+        _ => None,
+    }
+}
+pub fn opencl_radix8() -> bool {
+    text("FFTD_OPENCL_RADIX").is_some_and(|v| v.trim() == "8")
+}
+pub fn opencl_split_from() -> Option<usize> {
+    number("FFTD_OPENCL_SPLIT_FROM")
+}
+pub fn opencl_split_last32() -> bool {
+    text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")
+}
+pub fn opencl_target_wg() -> Option<usize> {
+    number("FFTD_OPENCL_TARGET_WG")
+}
+pub fn pinned_batches() -> bool {
+    !turned_off("FFTD_PINNED_BATCHES")
+}
+pub fn placed_output() -> bool {
+    !turned_off("FFTD_PLACED_OUTPUT")
+}
+pub fn range_read() -> bool {
+    !turned_off("FFTD_RANGE_READ")
+}
+pub fn serve_header_timeout() -> Option<Duration> {
+    seconds("FFTD_SERVE_HEADER_TIMEOUT")
+}
+pub fn serve_idle_timeout() -> Option<Duration> {
+    seconds("FFTD_SERVE_IDLE_TIMEOUT")
+}
+pub const SERVE_TOKEN: &str = "FFTD_SERVE_TOKEN";
+/// `FFTD_SERVE_TOKEN` when set and not empty (checked where the token is read).
+pub fn serve_token() -> Option<String> {
+    std::env::var(SERVE_TOKEN).ok().filter(|t| !t.is_empty())
+}
+pub fn stall_seconds() -> Option<Duration> {
+    number::<f64>("FFTD_STALL_SECONDS").and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+pub fn stuck_write_seconds() -> Option<Duration> {
+    seconds("FFTD_STUCK_WRITE_SECONDS")
+}
