@@ -3,7 +3,7 @@
 //! tolerance (relative to each frame's largest bin), with the largest absolute and relative error.
 //! Exit 1 on any mismatch — the student projects' CPU-vs-GPU check, for every size and option.
 
-use crate::config::Settings;
+use crate::pipeline::spec::RunSpec;
 
 use crate::error::{FftdError, Result};
 use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engines};
@@ -15,13 +15,13 @@ use crate::types::{InputKind, Sample};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub fn run_check(settings: &Settings, tolerance: Option<f64>) -> Result<()> {
-    if matches!(settings.input, crate::config::Input::Mic(_)) {
+pub fn run_check(settings: &RunSpec, tolerance: Option<f64>) -> Result<()> {
+    if matches!(settings.source.input, crate::source::spec::Input::Mic(_)) {
         return Err(FftdError::Usage(
             "fftd check works on files: use --file PATH".into(),
         ));
     }
-    match settings.precision {
+    match settings.analysis.precision {
         Precision::F32 => check_typed::<f32>(settings, tolerance),
         Precision::F64 => check_typed::<f64>(settings, tolerance),
     }
@@ -38,7 +38,7 @@ struct Tally {
     sizes: Vec<(usize, InputKind)>,
 }
 
-fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result<()> {
+fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<()> {
     let tol = tolerance.unwrap_or_else(default_tolerance::<T>);
     if !(tol.is_finite() && tol > 0.0) {
         return Err(FftdError::Usage(format!(
@@ -46,7 +46,7 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         )));
     }
     // every OpenCL device the choice names (`gpu:all`, lists), each against the CPU
-    let mut gpus = open_opencl_engines::<T>(&settings.device)?;
+    let mut gpus = open_opencl_engines::<T>(&settings.engine.device)?;
     let mut cpu = CpuEngine::<T>::new();
     let mut tally = Tally::default();
     let mut pending: Vec<Frame<T>> = Vec::new();
@@ -57,8 +57,8 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         let spec = TransformSpec {
             n: first.n,
             kind: first.kind,
-            window: settings.window,
-            scale: settings.scale,
+            window: settings.analysis.window,
+            scale: settings.analysis.scale,
             rate: first.rate,
         };
         let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
@@ -82,7 +82,7 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         let same = pending
             .first()
             .is_none_or(|f| (f.n, f.kind, f.rate) == (frame.n, frame.kind, frame.rate));
-        if !same || pending.len() >= settings.batch_frames(frame.n) {
+        if !same || pending.len() >= settings.engine.batch_frames(frame.n) {
             compare(&mut pending, &mut tally)?;
         }
         pending.push(frame);
@@ -113,8 +113,8 @@ fn check_typed<T: Sample>(settings: &Settings, tolerance: Option<f64>) -> Result
         tally.values,
         engine_names(&gpus),
         T::NAME,
-        settings.window,
-        settings.scale,
+        settings.analysis.window,
+        settings.analysis.scale,
         tally.mismatches,
         tally.values,
         tally.max_abs,

@@ -5,11 +5,9 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod app;
 pub mod bench;
 pub mod check;
-pub mod cli;
-pub mod config;
-pub mod config_file;
 pub mod console;
 pub mod devices;
 pub mod error;

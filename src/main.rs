@@ -1,13 +1,13 @@
 //! fftd's entry point: parse the command line, set up logging and signals, run, and turn any error
 //! into one line on stderr and an exit code (0 ok, 1 runtime error, 2 usage error).
 
-use fftd::cli::{Cli, Command};
-use fftd::config::Settings;
+use fftd::app::cli::{Cli, Command};
+use fftd::app::config::Settings;
 use fftd::error::FftdError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = match fftd::cli::parse() {
+    let cli = match fftd::app::cli::parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
@@ -27,14 +27,19 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Check(args)) => {
             // the same config file as a run's: every key checked, the output ones unused
             let config = args.own.config.as_deref();
-            let settings = Settings::resolve_keys(args.options, config, fftd::cli::check_keys)?;
+            let settings =
+                Settings::resolve_keys(args.options, config, fftd::app::cli::check_keys)?;
             fftd::check::run_check(&settings, args.own.tolerance)
         }
         Some(Command::Bench(args)) => fftd::bench::run_bench(&args),
         Some(Command::Publish(args)) => {
             let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
-            fftd::fleet::publish::run_publish(&args, &signals)
+            fftd::fleet::publish::run_publish(
+                &args,
+                &fftd::app::config::publish_spec(&args)?,
+                &signals,
+            )
         }
         Some(Command::Fleet(command)) => fftd::fleet::run_fleet(&command),
         None => {
@@ -60,13 +65,13 @@ fn run_worker(
     signals: &fftd::types::Signals,
 ) -> Result<(), FftdError> {
     let counts = fftd::fleet::worker::run_worker(settings, io, nats, signals)?;
-    if settings.stats {
+    if settings.report.stats {
         eprintln!(
             "fftd worker: {} blocks, {} samples, {} rows to '{}' ({} already there)",
             counts.blocks, counts.samples, counts.rows, io.subject, counts.duplicates
         );
     }
-    if let Some(path) = &settings.meta {
+    if let Some(path) = &settings.output.meta {
         fftd::fleet::write_worker_meta(path, settings, io, &counts)?;
     }
     Ok(())

@@ -20,7 +20,7 @@
 //! test instead (see docs/fuzzing.md for a long run). Failures are not written to a regressions
 //! file: proptest prints the shrunk input, which belongs in a plain test next to the fix.
 
-use fftd::config::{parse_config, Settings};
+use fftd::app::config::{parse_config, Settings};
 
 use fftd::error::FftdError;
 use fftd::source::input::InputReader;

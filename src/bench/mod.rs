@@ -15,7 +15,7 @@
 mod all_devices;
 mod sweep;
 
-use crate::cli::whole_in;
+use crate::app::cli::whole_in;
 use crate::error::FftdError;
 use crate::fft::calibrate;
 use crate::fft::compare::compare_rows;

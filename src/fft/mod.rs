@@ -17,6 +17,7 @@ pub mod route_record;
 pub mod routed;
 pub mod router;
 pub mod scale;
+pub mod spec;
 
 pub use crate::trace::device_trace::{self, DeviceTrace};
 pub use crate::types::{InputKind, Sample};

@@ -9,8 +9,8 @@
 //! with `--nats-key` a client certificate. No secret is ever logged: addresses are shown
 //! redacted (`url::NatsUrl`'s Display) and errors name files, not their contents.
 
-use super::url::{NatsUrl, UrlAuth};
 use crate::error::{FftdError, Result};
+use crate::types::nats_url::{NatsUrl, UrlAuth};
 use async_nats::{Client, ConnectOptions, Event};
 use std::path::PathBuf;
 use std::time::Duration;

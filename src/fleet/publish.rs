@@ -17,13 +17,13 @@ use super::cutter::{frames_per_block, BlockCutter, CutBlock};
 use super::ids::{check_id, check_run_id, new_run_id};
 use super::jetstream::stream_capturing;
 use super::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
-use super::url::NatsUrl;
-use crate::config::{Options, Settings};
 use crate::error::{FftdError, Result};
 use crate::frame::{FrameSize, Tail};
 use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
+use crate::pipeline::spec::RunSpec;
 use crate::source::channels::ChannelSelect;
 use crate::source::InputFormat;
+use crate::types::nats_url::NatsUrl;
 use crate::types::Signals;
 use std::sync::atomic::Ordering;
 use tokio::runtime::Runtime;
@@ -72,7 +72,7 @@ pub struct PublishArgs {
     pub run_id: Option<String>,
 
     /// Frames per block [default: 128, fewer when the server's max_payload needs it].
-    #[arg(long, value_name = "N", value_parser = crate::cli::whole_in::<u32>(1, 65536))]
+    #[arg(long, value_name = "N", value_parser = crate::app::cli::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
 
     /// Input file format [default: by extension].
@@ -111,32 +111,6 @@ pub struct PublishArgs {
     pub nats: NatsArgs,
 }
 
-impl PublishArgs {
-    /// The input and framing flags as a run's settings (validated the same way).
-    fn settings(&self) -> Result<Settings> {
-        let options = Options {
-            file: self.file.clone(),
-            mic: self.mic.clone(),
-            input_format: self.input_format,
-            rate: self.rate,
-            channels: self.channels,
-            channel: self.channel,
-            frame: self.frame,
-            hop: self.hop,
-            tail: self.tail,
-            quiet: true,
-            ..Options::default()
-        };
-        let settings = Settings::from_options(options)?;
-        if settings.frame == FrameSize::Whole {
-            return Err(FftdError::Usage(
-                "fftd publish needs a fixed --frame N (blocks hold whole frames)".into(),
-            ));
-        }
-        Ok(settings)
-    }
-}
-
 /// What was published, for `--stats`.
 #[derive(Default)]
 struct Published {
@@ -145,7 +119,8 @@ struct Published {
     samples: u64,
 }
 
-pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
+/// Publishes the inputs of `spec` (its source and framing: `app::config::publish_spec`).
+pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Result<()> {
     let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
     let subject = url.subject("--to").map_err(FftdError::Usage)?;
     let run = match &args.run_id {
@@ -162,8 +137,8 @@ pub fn run_publish(args: &PublishArgs, signals: &Signals) -> Result<()> {
     for id in &args.source_id {
         check_id("--source-id", id).map_err(FftdError::Usage)?; // before any input is opened
     }
-    let settings = args.settings()?;
-    let plan = plan_streams(&settings, &signals.stop, Reading::Sequential)?;
+    let settings = spec;
+    let plan = plan_streams(settings, &signals.stop, Reading::Sequential)?;
     let inputs = plan.sequential.len();
     if !args.source_id.is_empty() && args.source_id.len() != inputs {
         return Err(FftdError::Usage(format!(
@@ -270,7 +245,7 @@ fn publish_sources(
 
 /// How a source's streams are cut.
 struct ShapeOf<'a> {
-    settings: &'a Settings,
+    settings: &'a RunSpec,
     source_id: Option<String>,
     /// Live capture or stdin: a stop ends it (nothing to resume).
     live: bool,
@@ -287,12 +262,12 @@ fn publish_source(
     signals: &Signals,
 ) -> Result<()> {
     let info = plan.source.info().clone();
-    let FrameSize::Fixed(n) = shape.settings.frame else {
+    let FrameSize::Fixed(n) = shape.settings.analysis.frame else {
         return Err(FftdError::Usage(
             "fftd publish needs a fixed --frame N".into(),
         ));
     };
-    let hop = shape.settings.hop.unwrap_or(n);
+    let hop = shape.settings.analysis.hop.unwrap_or(n);
     let width = info.kind.width();
     // room for the headers: the payload limit less 4 KiB
     let budget = shape.max_payload.saturating_sub(4096).max(4096);
@@ -320,7 +295,7 @@ fn publish_source(
                 kind: info.kind,
                 n,
                 hop,
-                tail: shape.settings.tail,
+                tail: shape.settings.analysis.tail,
             };
             BlockCutter::new(stream, block_frames)
         })

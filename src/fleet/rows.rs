@@ -7,9 +7,9 @@
 use super::block::{decode_samples, BlockHeader};
 use super::ids::{fingerprint, Origin};
 use super::publish_acked::Outgoing;
-use crate::config::Settings;
 use crate::error::{FftdError, Result};
 use crate::fft::{Engine, TransformSpec};
+use crate::pipeline::spec::RunSpec;
 use crate::products::Shaping;
 use crate::sink::{Encoder, SpectrumRow};
 use crate::types::StreamMeta;
@@ -40,17 +40,17 @@ fn is_from_fftd(message: &Message) -> bool {
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
 /// Products (`--bands`, `--fmin`/`--fmax`, and a local run's `--average`) make other rows too.
-pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
+pub fn analysis_of(settings: &RunSpec, n: usize, hop: usize) -> String {
     let mut description = format!(
         "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
-        settings.window,
-        settings.scale.name(),
-        settings.format.name(),
-        settings.fftshift,
-        settings.precision
+        settings.analysis.window,
+        settings.analysis.scale.name(),
+        settings.analysis.format.name(),
+        settings.analysis.fftshift,
+        settings.analysis.precision
     );
-    if !settings.products.is_plain() {
-        description.push_str(&format!(";products={:?}", settings.products));
+    if !settings.analysis.products.is_plain() {
+        description.push_str(&format!(";products={:?}", settings.analysis.products));
     }
     fingerprint(&description)
 }
@@ -58,7 +58,7 @@ pub fn analysis_of(settings: &Settings, n: usize, hop: usize) -> String {
 /// A worker's transform state: the engine, the encoder, the per-frame products and scratch
 /// buffers.
 pub struct Work<'a, T: Sample> {
-    settings: &'a Settings,
+    settings: &'a RunSpec,
     n: usize,
     hop: usize,
     engine: &'a mut dyn Engine<T>,
@@ -85,7 +85,7 @@ struct BlockProducts {
 
 impl<'a, T: Sample> Work<'a, T> {
     pub fn new(
-        settings: &'a Settings,
+        settings: &'a RunSpec,
         (n, hop): (usize, usize),
         engine: &'a mut dyn Engine<T>,
         encoder: &'a dyn Encoder<T>,
@@ -139,8 +139,12 @@ impl<'a, T: Sample> Work<'a, T> {
         let spec = TransformSpec {
             n: self.n,
             kind: shape.kind,
-            window: self.settings.window,
-            scale: self.settings.products.engine_scale(self.settings.scale),
+            window: self.settings.analysis.window,
+            scale: self
+                .settings
+                .analysis
+                .products
+                .engine_scale(self.settings.analysis.scale),
             rate: shape.rate,
         };
         self.engine
@@ -162,7 +166,7 @@ impl<'a, T: Sample> Work<'a, T> {
         header: &BlockHeader,
         spec: &TransformSpec,
     ) -> Result<Option<Arc<Vec<f64>>>> {
-        if self.settings.products.is_plain() {
+        if self.settings.analysis.products.is_plain() {
             return Ok(None);
         }
         let shape = &header.shape;
@@ -174,12 +178,12 @@ impl<'a, T: Sample> Work<'a, T> {
             Some(at) => at,
             None => {
                 let mut meta = [self.stream_meta(header)];
-                let products = &self.settings.products;
+                let products = &self.settings.analysis.products;
                 let made = Shaping::new(
                     &mut meta,
                     self.n,
                     products,
-                    (self.settings.scale, self.settings.window),
+                    (self.settings.analysis.scale, self.settings.analysis.window),
                 )
                 .map_err(|e| FftdError::Usage(format!("{}: {e}", header.describe())))?;
                 let (Some(shaping), Some(columns)) = (made, meta[0].columns.take()) else {
@@ -214,7 +218,7 @@ impl<'a, T: Sample> Work<'a, T> {
             channel: shape.channel,
             rate: shape.rate,
             kind: shape.kind,
-            fftshift: self.settings.fftshift,
+            fftshift: self.settings.analysis.fftshift,
             columns: None,
             tuning: None,
         }
@@ -258,7 +262,7 @@ impl<'a, T: Sample> Work<'a, T> {
         };
         let width = bins * spec.scale.values_per_bin();
         let rows_of = if shaped { &self.shaped } else { &self.spectra };
-        let scale = self.settings.scale.name();
+        let scale = self.settings.analysis.scale.name();
         let mut rows = Vec::with_capacity(header.frames);
         for j in 0..header.frames {
             let frame = header.first_frame + j as u64;
@@ -338,15 +342,17 @@ impl RowHeaders<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Options;
+    use crate::app::config::Options;
 
-    fn settings(extra: impl FnOnce(&mut Options)) -> Settings {
+    fn settings(extra: impl FnOnce(&mut Options)) -> RunSpec {
         let mut o = Options {
             file: vec!["x.f32".into()],
             ..Options::default()
         };
         extra(&mut o);
-        Settings::from_options(o).expect("settings")
+        crate::app::config::Settings::from_options(o)
+            .expect("settings")
+            .run
     }
 
     #[test]

@@ -20,12 +20,12 @@ use super::jetstream::{patiently, stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
 use super::undelivered;
-use super::url::NatsUrl;
-use crate::config::Settings;
 use crate::error::{FftdError, Result};
 use crate::fft::{router, Engine};
 use crate::frame::FrameSize;
+use crate::pipeline::spec::RunSpec;
 use crate::sink::make_encoder;
+use crate::types::nats_url::NatsUrl;
 use crate::types::Sample;
 use crate::types::Signals;
 use async_nats::jetstream::consumer::PullConsumer;
@@ -81,12 +81,12 @@ pub struct WorkerCounts {
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
 pub fn run_worker(
-    settings: &Settings,
+    settings: &RunSpec,
     io: &FleetIo,
     nats: &NatsArgs,
     signals: &Signals,
 ) -> Result<WorkerCounts> {
-    match settings.precision {
+    match settings.analysis.precision {
         crate::types::Precision::F32 => run_typed::<f32>(settings, io, nats, signals),
         crate::types::Precision::F64 => run_typed::<f64>(settings, io, nats, signals),
     }
@@ -95,9 +95,9 @@ pub fn run_worker(
 /// The engine a worker transforms with: `auto` and `cpu` are the CPU engine (one thread: run
 /// several workers for more cores), a GPU or `opencl:P:D` the device named (`config` refuses
 /// device lists).
-fn engine_for<T: Sample>(settings: &Settings) -> Result<Box<dyn Engine<T>>> {
+fn engine_for<T: Sample>(settings: &RunSpec) -> Result<Box<dyn Engine<T>>> {
     use crate::fft::router::DeviceChoice;
-    let choice = match settings.device {
+    let choice = match settings.engine.device {
         DeviceChoice::Auto => DeviceChoice::Cpu,
         ref other => other.clone(),
     };
@@ -154,19 +154,19 @@ enum Ended {
 }
 
 fn run_typed<T: Sample>(
-    settings: &Settings,
+    settings: &RunSpec,
     io: &FleetIo,
     nats: &NatsArgs,
     signals: &Signals,
 ) -> Result<WorkerCounts> {
-    let FrameSize::Fixed(n) = settings.frame else {
+    let FrameSize::Fixed(n) = settings.analysis.frame else {
         return Err(FftdError::Usage(
             "fleet workers need a fixed --frame N".into(),
         ));
     };
-    let hop = settings.hop.unwrap_or(n);
+    let hop = settings.analysis.hop.unwrap_or(n);
     let mut engine = engine_for::<T>(settings)?;
-    let encoder = make_encoder::<T>(settings.format, settings.scale);
+    let encoder = make_encoder::<T>(settings.analysis.format, settings.analysis.scale);
     let rt = super::connect::runtime()?;
     let connected = connect(&rt, io, nats)?;
     let mut work = Work::new(settings, (n, hop), engine.as_mut(), &*encoder);

@@ -9,9 +9,9 @@
 use super::dispatch::{Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
-use crate::config::Settings;
 use crate::fft::{HostBuf, TransformSpec};
 use crate::frame::Frame;
+use crate::pipeline::spec::RunSpec;
 use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::types::{InputKind, Sample};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -56,13 +56,13 @@ struct Pending<T> {
 pub fn run_batcher<T: Sample>(
     rx: Receiver<Frame<T>>,
     dispatcher: &Dispatcher<T>,
-    settings: &Settings,
+    settings: &RunSpec,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
     pool: &BufferPool<T>,
     control: &Control,
 ) {
     let waited_ns = &control.counters.batcher_wait_ns;
-    let max_wait = Duration::from_secs_f64(settings.max_latency_ms / 1000.0);
+    let max_wait = Duration::from_secs_f64(settings.engine.max_latency_ms / 1000.0);
     let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
     let mut clock = control.clock(Kind::Dispatch, Phase::DispatchInput);
     let send = |p: Pending<T>, clock: &mut ThreadClock<'_>| {
@@ -85,7 +85,7 @@ pub fn run_batcher<T: Sample>(
         clock.lap(Phase::DispatchInput);
         match received {
             Ok(mut frame) => {
-                if settings.dc_remove {
+                if settings.analysis.dc_remove {
                     let width = frame.kind.width();
                     crate::source::dc::remove_frame_means(&mut frame.data, frame.n * width, width);
                 }
@@ -93,7 +93,7 @@ pub fn run_batcher<T: Sample>(
                 let key = (frame.n, frame.kind, rate.to_bits());
                 let entry = pending.entry(key).or_insert_with(|| {
                     let spec = spec_of(frame.n, frame.kind, rate);
-                    let capacity = settings.batch_frames(frame.n);
+                    let capacity = settings.engine.batch_frames(frame.n);
                     let lane = dispatcher.choose(&spec, capacity);
                     Pending {
                         batch: Batch {

@@ -22,9 +22,11 @@ mod range_reader;
 mod reader;
 mod run_report;
 mod sink_stage;
+pub mod spec;
 mod worker;
 
-use crate::config::{Input, Settings};
+use crate::pipeline::spec::RunSpec;
+use crate::source::spec::Input;
 
 use crate::error::{FftdError, Result};
 use crate::fft::lanes::LaneSet;
@@ -169,8 +171,8 @@ pub use crate::types::Signals;
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.
-pub fn run(settings: &Settings, signals: Signals) -> Result<()> {
-    match settings.precision {
+pub fn run(settings: &RunSpec, signals: Signals) -> Result<()> {
+    match settings.analysis.precision {
         Precision::F32 => run_typed::<f32>(settings, signals),
         Precision::F64 => run_typed::<f64>(settings, signals),
     }
@@ -179,7 +181,7 @@ pub fn run(settings: &Settings, signals: Signals) -> Result<()> {
 /// Cuts every input into frames exactly as a run would (channels, hop, tail, limits) and hands
 /// them to `consume` in each stream's order, for tools that work on frames (`fftd check`).
 pub fn for_each_frame<T: Sample>(
-    settings: &Settings,
+    settings: &RunSpec,
     stop: Arc<AtomicBool>,
     consume: &mut dyn FnMut(Frame<T>) -> Result<()>,
 ) -> Result<()> {
@@ -216,7 +218,7 @@ pub fn for_each_frame<T: Sample>(
     }
 }
 
-fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
+fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
     let started = Instant::now();
     let stop = signals.stop.clone();
     // --serve's port first: a taken one must stop the run before any output file is touched
@@ -234,35 +236,34 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .transpose()?;
     // engines first: a first-use calibration (a few seconds) must not run while a live source is
     // already capturing into its ring
-    let live =
-        matches!(settings.input, Input::Mic(_)) || crate::source::rtl_tcp::among(&settings.input);
+    let live = matches!(settings.source.input, Input::Mic(_))
+        || crate::source::rtl_tcp::among(&settings.source.input);
     // the places the run writes, before any input (or device) is touched
     outputs::check_destinations(settings)?;
     let building = Instant::now();
-    if settings.stats || settings.trace.is_some() {
+    if settings.report.stats || settings.report.trace.is_some() {
         // the FFT workers' time splits into upload, kernels and download (event profiling)
         crate::fft::opencl::profile_for_stats();
-        run_report::enable_detail(settings.trace.is_some());
+        run_report::enable_detail(settings.report.trace.is_some());
     }
-    let workers = (settings.workers, settings.device_workers);
+    let workers = (settings.engine.workers, settings.engine.device_workers);
     // the shape `auto` keeps its records under (only `auto` reads the inputs' sizes for it)
-    let job = (settings.device == crate::fft::device_choice::DeviceChoice::Auto && !live)
+    let job = (settings.engine.device == crate::fft::device_choice::DeviceChoice::Auto && !live)
         .then(|| job_key::<T>(settings));
     let router::EngineSet {
         lane_set,
         ready: lanes,
         later: late_lanes,
         auto_route,
-    } = router::build_engine_set::<T>(&settings.device, workers, live, job.as_ref())?;
+    } = router::build_engine_set::<T>(&settings.engine.device, workers, live, job.as_ref())?;
     let engines_built = (building, Instant::now());
     // `auto` running this job on the CPU engines alone: batches sized for them
     let cpu_only;
     let settings = match auto_route {
         Some(crate::fft::route_record::AutoRoute::CpuOnly) => {
-            cpu_only = Settings {
-                device_batches: false,
-                ..settings.clone()
-            };
+            let mut spec = settings.clone();
+            spec.engine.device_batches = false;
+            cpu_only = spec;
             &cpu_only
         }
         _ => settings,
@@ -281,12 +282,12 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         mut streams,
         framing,
     } = plan_streams(settings, &stop, Reading::Fastest)?;
-    let products = &settings.products;
+    let products = &settings.analysis.products;
     let shaping = Shaping::new(
         &mut streams,
         framing.n,
         products,
-        (settings.scale, settings.window),
+        (settings.analysis.scale, settings.analysis.window),
     )
     .map_err(FftdError::Usage)?;
     let averaging = average_stage(settings, &streams, (framing.n, framing.hop))?;
@@ -302,8 +303,8 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let spec_of = |n, kind, rate| TransformSpec {
         n,
         kind,
-        window: settings.window,
-        scale: products.engine_scale(settings.scale),
+        window: settings.analysis.window,
+        scale: products.engine_scale(settings.analysis.scale),
         rate,
     };
     let spec_of = &spec_of;
@@ -316,7 +317,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let range_jobs = RangeJobs::new(ranged, framing);
     // a fixed pool of reader threads, whatever the number of inputs
     // (--realtime: every input plays at once, each paced by its own reader)
-    let sequential_readers = match settings.realtime {
+    let sequential_readers = match settings.source.realtime {
         true => sequential.readers_wanted(limits::MAX_PACED_READERS),
         false => sequential.readers_wanted(limits::cores()),
     };
@@ -328,22 +329,23 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     let readers = sequential_readers + range_readers;
     // a progress total when every sample count is known up front (range-read inputs only)
     let total_samples = (sequential.remaining() == 0).then(|| range_jobs.total_samples());
-    let show_progress = crate::progress::wanted(settings.quiet, live);
+    let show_progress = crate::progress::wanted(settings.report.quiet, live);
     let finished = AtomicBool::new(false);
     let plan = plan_outputs(settings, &streams)?;
     refuse_overwriting_inputs(settings, &plan)?;
     // --meta is written at the end, but a place that cannot take it is found now
     let meta_file = settings
+        .output
         .meta
         .as_ref()
         .map(|path| outputs::create_output(path, &stop))
         .transpose()?;
     let tracer = run_report::open_trace(settings, &stop, started)?;
-    let encoder = make_encoder::<T>(settings.format, settings.scale);
-    let encoder = crate::sink::measured::wrap(encoder, settings.format, layout.as_ref());
+    let encoder = make_encoder::<T>(settings.analysis.format, settings.analysis.scale);
+    let encoder = crate::sink::measured::wrap(encoder, settings.analysis.format, layout.as_ref());
     let values_of = |s: &StreamMeta| match &s.columns {
         Some(_) if layout.as_ref().is_some_and(|l| l.cross_bins.is_some()) => extras,
-        Some(columns) => columns.len() * settings.scale.values_per_bin() + extras,
+        Some(columns) => columns.len() * settings.analysis.scale.values_per_bin() + extras,
         None => spec_of(frame_n, s.kind, s.rate).values_out(),
     };
     let placed = place_outputs(
@@ -354,7 +356,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         frame_n,
         values_of,
     );
-    let dests = match (nats, settings.format) {
+    let dests = match (nats, settings.analysis.format) {
         (Some(connection), _) => {
             let rows = NatsRows::new(connection, settings, &streams, (frame_n, frame_hop));
             vec![Destination::Messages(Box::new(rows))]
@@ -376,7 +378,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
                 |stage| stage.numbering.clone(),
             );
             let counters = control.counters.clone();
-            let scale = settings.scale;
+            let scale = settings.analysis.scale;
             Some(live::LiveView::start(
                 listener, &streams, scale, counters, numbering,
             )?)
@@ -385,7 +387,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     };
     let live_rows = live_view
         .as_ref()
-        .map(|_| make_encoder::<T>(OutputFormat::Ndjson, settings.scale))
+        .map(|_| make_encoder::<T>(OutputFormat::Ndjson, settings.analysis.scale))
         .map(|e| crate::sink::measured::wrap(e, OutputFormat::Ndjson, layout.as_ref()));
     let live_tap = live_view
         .as_ref()
@@ -396,10 +398,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             extras,
         });
 
-    let frame_capacity = match settings.frame {
+    let frame_capacity = match settings.analysis.frame {
         FrameSize::Fixed(n) => {
             let by_bytes = limits::FRAME_QUEUE_BYTES / (n * std::mem::size_of::<T>()).max(1);
-            (2 * settings.batch_frames(n))
+            (2 * settings.engine.batch_frames(n))
                 .clamp(8, 4096)
                 .min(by_bytes.max(2))
         }
@@ -578,15 +580,15 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             .flatten()
     });
     let mut meta_written = Ok(());
-    if let (Some(path), Some(file)) = (&settings.meta, meta_file) {
+    if let (Some(path), Some(file)) = (&settings.output.meta, meta_file) {
         let summaries: Vec<StreamSummary<'_>> = streams
             .iter()
             .zip(&written)
             .map(|(meta, w)| StreamSummary {
                 meta,
                 n: w.n,
-                hop: match settings.frame {
-                    FrameSize::Fixed(n) => settings.hop.unwrap_or(n),
+                hop: match settings.analysis.frame {
+                    FrameSize::Fixed(n) => settings.analysis.hop.unwrap_or(n),
                     FrameSize::Whole => w.n,
                 },
                 frames: w.frames,
@@ -620,7 +622,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
 
     // only whole file jobs teach `auto` (not stdin's producer rate, nor a run cut short, nor one
     // paced by a NATS server)
-    let whole_file_job = matches!(&settings.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
+    let whole_file_job = matches!(&settings.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"))
         && settings.nats_output.is_none();
     let finished_job = auto_route
         .zip(job)
@@ -639,12 +641,12 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
 /// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
 /// heap memory), and its engines; None when dispatching has already ended.
 /// The shape of this job for `auto`'s records (`route_record`).
-fn job_key<T: Sample>(settings: &Settings) -> crate::fft::route_record::JobKey {
-    let frame = match settings.frame {
+fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route_record::JobKey {
+    let frame = match settings.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 0,
     };
-    let p = &settings.products;
+    let p = &settings.analysis.products;
     let products = match (p.bands.is_some(), p.average.is_some()) {
         (true, true) => "bands+average",
         (true, false) => "bands",
@@ -652,7 +654,7 @@ fn job_key<T: Sample>(settings: &Settings) -> crate::fft::route_record::JobKey {
         (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
         (false, false) => "plain",
     };
-    let input_bytes = match &settings.input {
+    let input_bytes = match &settings.source.input {
         Input::Files(files) => files
             .iter()
             .filter_map(|f| std::fs::metadata(f).ok())
@@ -661,9 +663,9 @@ fn job_key<T: Sample>(settings: &Settings) -> crate::fft::route_record::JobKey {
         _ => 0,
     };
     crate::fft::route_record::JobKey::new(
-        (frame, settings.hop.unwrap_or(frame)),
+        (frame, settings.analysis.hop.unwrap_or(frame)),
         T::NAME,
-        &format!("{products} {:?}", settings.scale),
+        &format!("{products} {:?}", settings.analysis.scale),
         input_bytes,
         limits::cores(),
     )
@@ -831,11 +833,11 @@ fn encode_threads() -> usize {
 /// The averaging stage of `--average`, with every stream's grouping checked now (an interval
 /// shorter than a hop is a usage error before the run, not during it).
 fn average_stage<'a>(
-    settings: &Settings,
+    settings: &RunSpec,
     streams: &'a [StreamMeta],
     (n, hop): (usize, usize),
 ) -> Result<Option<averaging::AveragingStage<'a>>> {
-    let Some(spec) = settings.products.row_average() else {
+    let Some(spec) = settings.analysis.products.row_average() else {
         return Ok(None);
     };
     for stream in streams {
@@ -843,30 +845,30 @@ fn average_stage<'a>(
     }
     Ok(Some(averaging::AveragingStage {
         spec,
-        mode: settings.products.mode,
+        mode: settings.analysis.products.mode,
         hop,
         streams,
-        finish: finish_for_scale(settings.scale, &settings.products),
+        finish: finish_for_scale(settings.analysis.scale, &settings.analysis.products),
         numbering: Arc::default(),
-        cross: match settings.products.measure.cross {
+        cross: match settings.analysis.products.measure.cross {
             Some(cross) => Some(
                 crate::products::measure::cross::CrossPlan::new(
                     cross,
                     streams,
                     (n, hop),
-                    settings.window,
-                    settings.products.average,
+                    settings.analysis.window,
+                    settings.analysis.products.average,
                 )
                 .map_err(FftdError::Usage)?,
             ),
             None => None,
         },
         measuring: crate::products::measure::Measuring::new(
-            &settings.products,
+            &settings.analysis.products,
             streams,
             (n, hop),
-            settings.scale,
-            settings.window,
+            settings.analysis.scale,
+            settings.analysis.window,
         ),
     }))
 }

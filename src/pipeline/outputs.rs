@@ -7,8 +7,8 @@
 //! and kept open to the end: a FIFO waits here for its reader, giving way to SIGINT/SIGTERM
 //! (`sink::opening`). It is never placed (`sink::placed`) and never closed to make room.
 
-use crate::config::{Input, Settings};
 use crate::error::{FftdError, Result};
+use crate::pipeline::spec::RunSpec;
 use crate::sink::destination::Destination;
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
@@ -16,6 +16,7 @@ use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFil
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{Encoder, OutputFormat};
+use crate::source::spec::Input;
 use crate::source::InputFormat;
 use crate::types::Sample;
 use crate::types::StreamMeta;
@@ -34,10 +35,10 @@ pub(super) struct OutputPlan {
 
 /// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
 /// output shared by every stream (which the format must be able to tell apart).
-pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Result<OutputPlan> {
-    let format = settings.format;
+pub(super) fn plan_outputs(settings: &RunSpec, streams: &[StreamMeta]) -> Result<OutputPlan> {
+    let format = settings.analysis.format;
     // the folder was checked (`check_destinations`) before any input was read
-    if let Some(dir) = &settings.output_dir {
+    if let Some(dir) = &settings.output.output_dir {
         let files = stream_file_names(streams, format)
             .into_iter()
             .map(|name| Some(dir.join(name)))
@@ -64,7 +65,7 @@ pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Resul
         ));
     }
     Ok(OutputPlan {
-        files: vec![settings.output.clone()],
+        files: vec![settings.output.output.clone()],
         lazy: false,
         writer_of: vec![0; streams.len()],
     })
@@ -84,8 +85,8 @@ fn probe_writable(dir: &Path) -> Result<()> {
 
 /// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
 /// `--config`), before anything is opened for writing.
-pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) -> Result<()> {
-    let mut inputs: Vec<NamedFile> = match &settings.input {
+pub(super) fn refuse_overwriting_inputs(settings: &RunSpec, plan: &OutputPlan) -> Result<()> {
+    let mut inputs: Vec<NamedFile> = match &settings.source.input {
         Input::Files(paths) => paths
             .iter()
             .map(|p| match p.as_str() {
@@ -97,14 +98,16 @@ pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) 
     };
     inputs.extend(
         settings
+            .output
             .config
             .iter()
             .map(|c| NamedFile::new("--config", c)),
     );
     // a SigMF recording is read through both of its files, whichever one was named
-    if let Input::Files(paths) = &settings.input {
+    if let Input::Files(paths) = &settings.source.input {
         let format = |p: &str| {
             settings
+                .source
                 .input_format
                 .unwrap_or(InputFormat::from_extension(p))
         };
@@ -119,7 +122,7 @@ pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) 
             ]);
         }
     }
-    let role = match settings.output_dir {
+    let role = match settings.output.output_dir {
         Some(_) => "--output-dir",
         None => "--output",
     };
@@ -131,8 +134,20 @@ pub(super) fn refuse_overwriting_inputs(settings: &Settings, plan: &OutputPlan) 
             None => standard_stream("stdout"),
         })
         .collect();
-    outputs.extend(settings.meta.iter().map(|m| NamedFile::new("--meta", m)));
-    outputs.extend(settings.trace.iter().map(|t| NamedFile::new("--trace", t)));
+    outputs.extend(
+        settings
+            .output
+            .meta
+            .iter()
+            .map(|m| NamedFile::new("--meta", m)),
+    );
+    outputs.extend(
+        settings
+            .report
+            .trace
+            .iter()
+            .map(|t| NamedFile::new("--trace", t)),
+    );
     refuse_overwriting(&inputs, &outputs)
 }
 
@@ -176,8 +191,8 @@ pub(super) fn open_destinations<T: Sample>(
 /// places the run will write can take it: `--output`, `--meta` and `--trace` (a device must take an empty
 /// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
 /// created here; FIFOs are opened later, once.
-pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
-    if let Some(dir) = &settings.output_dir {
+pub(super) fn check_destinations(settings: &RunSpec) -> Result<()> {
+    if let Some(dir) = &settings.output.output_dir {
         if !dir.is_dir() {
             return Err(FftdError::Usage(format!(
                 "--output-dir {}: no such directory",
@@ -186,10 +201,10 @@ pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
         }
         probe_writable(dir)?;
     }
-    for path in settings.output.iter().chain(&settings.meta) {
+    for path in settings.output.output.iter().chain(&settings.output.meta) {
         check_destination(path)?;
     }
-    if let Some(path) = &settings.trace {
+    if let Some(path) = &settings.report.trace {
         check_destination(path).map_err(|e| match e {
             FftdError::Io { path, source } => {
                 FftdError::io(format!("--trace {}", path.display()), source)
@@ -250,10 +265,10 @@ pub(super) fn create_output(path: &Path, stop: &AtomicBool) -> Result<File> {
 }
 
 /// `--format png`: one image per planned output, of the one stream it has (`plan_outputs` refuses
-/// several streams in one output for it, and `Settings` refuses stdout). A single `--output` is
+/// several streams in one output for it, and `RunSpec` refuses stdout). A single `--output` is
 /// created now, so an unusable path is reported before any work starts.
 pub(super) fn image_destinations(
-    settings: &Settings,
+    settings: &RunSpec,
     plan: &OutputPlan,
     streams: &[StreamMeta],
     stop: &AtomicBool,

@@ -15,12 +15,13 @@
 //! `FFTD_RANGE_READ=0` sends every input the sequential way (for comparisons and benchmarks).
 
 use super::range_reader::{Framing, RangeStream};
-use crate::config::{Input, Settings};
 use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
+use crate::pipeline::spec::RunSpec;
 use crate::source::channels::ChannelSplitter;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
+use crate::source::spec::Input;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
     SourceInfo,
@@ -66,19 +67,19 @@ pub enum Reading {
 }
 
 /// File options from the settings.
-pub fn file_options(settings: &Settings, stop: &Arc<AtomicBool>) -> FileOptions {
+pub fn file_options(settings: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
     FileOptions {
-        format: settings.input_format,
-        rate: settings.rate.unwrap_or(1.0),
-        channels: settings.channels.unwrap_or(1),
+        format: settings.source.input_format,
+        rate: settings.source.rate.unwrap_or(1.0),
+        channels: settings.source.channels.unwrap_or(1),
         stop: stop.clone(),
-        precision: settings.precision,
+        precision: settings.analysis.precision,
     }
 }
 
 /// Plans every input of the settings (see the module comment).
 pub fn plan_streams(
-    settings: &Settings,
+    settings: &RunSpec,
     stop: &Arc<AtomicBool>,
     reading: Reading,
 ) -> Result<StreamPlan> {
@@ -88,7 +89,7 @@ pub fn plan_streams(
         streams: Vec::new(),
         framing: framing(settings),
     };
-    let paths = match &settings.input {
+    let paths = match &settings.source.input {
         Input::Files(paths) => paths,
         Input::Nats(url) => {
             return Err(FftdError::Usage(format!(
@@ -113,10 +114,10 @@ pub fn plan_streams(
     // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
     // overlapping frames, which the range readers hold once in a batch (each frame must lose
     // its own mean: the batcher's back-to-back frames)
-    let overlapping_dc = settings.dc_remove && plan.framing.hop < plan.framing.n;
+    let overlapping_dc = settings.analysis.dc_remove && plan.framing.hop < plan.framing.n;
     let ranges_allowed = reading == Reading::Fastest
         && range_reading_enabled()
-        && !settings.realtime
+        && !settings.source.realtime
         && !overlapping_dc;
     // every stream's pump starts (and opens it) before any header is read
     let mut streams_open = Vec::new();
@@ -155,7 +156,8 @@ pub fn plan_streams(
             // `--channel all` of a many-channel file: each stream's jobs would decode every
             // channel; the sequential reader decodes each block once for all of them
             let each_channel_apart = |l: &SeekableLayout| {
-                l.channels > 1 && settings.channel == crate::source::channels::ChannelSelect::All
+                l.channels > 1
+                    && settings.source.channel == crate::source::channels::ChannelSelect::All
             };
             let fits = |l: &SeekableLayout| plan.framing.fits(l);
             if let Some(layout) = layout.filter(|l| fits(l) && !each_channel_apart(l)) {
@@ -183,11 +185,11 @@ pub fn plan_streams(
 
 /// What an rtl_tcp:// input is asked for: `--rate` (rtl_tcp's 2.048 MS/s by default),
 /// `--center-freq`, `--gain`.
-fn rtl_tuning(settings: &Settings) -> rtl_tcp::Tuning {
+fn rtl_tuning(settings: &RunSpec) -> rtl_tcp::Tuning {
     rtl_tcp::Tuning {
-        rate: settings.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
-        center: settings.center_freq,
-        gain: settings.gain,
+        rate: settings.source.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
+        center: settings.source.center_freq,
+        gain: settings.source.gain,
     }
 }
 
@@ -198,10 +200,10 @@ fn range_reading_enabled() -> bool {
 /// The layout of `path` when the range readers can take it.
 fn seekable_layout(
     path: &str,
-    settings: &Settings,
+    settings: &RunSpec,
     opts: &FileOptions,
 ) -> Result<Option<SeekableLayout>> {
-    if settings.frame == FrameSize::Whole {
+    if settings.analysis.frame == FrameSize::Whole {
         return Ok(None);
     }
     let format = opts
@@ -214,13 +216,13 @@ impl StreamPlan {
     /// Numbers the streams of a source described by `info`; returns its splitter and first id.
     fn add_streams(
         &mut self,
-        settings: &Settings,
+        settings: &RunSpec,
         info: &SourceInfo,
         tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
-        let splitter = ChannelSplitter::for_source(info, settings.channel)?;
+        let splitter = ChannelSplitter::for_source(info, settings.source.channel)?;
         // --center-freq says where the radio was, over what the input says
-        let tuning = settings.center_freq.map(Tuning::fixed).or(tuning);
+        let tuning = settings.source.center_freq.map(Tuning::fixed).or(tuning);
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {
@@ -231,7 +233,7 @@ impl StreamPlan {
                     .flatten(),
                 rate: info.rate,
                 kind: info.kind,
-                fftshift: settings.fftshift,
+                fftshift: settings.analysis.fftshift,
                 columns: None,
                 tuning: tuning.clone(),
             });
@@ -240,7 +242,7 @@ impl StreamPlan {
     }
 
     /// Adds the streams of a seekable input for the range readers.
-    fn add_ranged(&mut self, settings: &Settings, layout: Arc<SeekableLayout>) -> Result<()> {
+    fn add_ranged(&mut self, settings: &RunSpec, layout: Arc<SeekableLayout>) -> Result<()> {
         let info = SourceInfo {
             name: layout.name.clone(),
             rate: layout.rate,
@@ -264,19 +266,19 @@ impl StreamPlan {
 }
 
 /// The range readers' framing: frame size, hop, tail, limits and batch length.
-fn framing(settings: &Settings) -> Framing {
-    let n = match settings.frame {
+fn framing(settings: &RunSpec) -> Framing {
+    let n = match settings.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 2, // never range-read (see `seekable_layout`)
     };
     Framing {
         n,
-        hop: settings.hop.unwrap_or(n),
-        tail: settings.tail,
-        max_frames: settings.max_frames.unwrap_or(u64::MAX),
-        duration: settings.duration,
-        batch: settings.batch_frames(n),
-        dc_remove: settings.dc_remove,
+        hop: settings.analysis.hop.unwrap_or(n),
+        tail: settings.analysis.tail,
+        max_frames: settings.source.max_frames.unwrap_or(u64::MAX),
+        duration: settings.source.duration,
+        batch: settings.engine.batch_frames(n),
+        dc_remove: settings.analysis.dc_remove,
     }
 }
 
@@ -290,7 +292,7 @@ pub struct SequentialQueue {
 impl SequentialQueue {
     /// The inputs kept open (streams, the microphone) go first: each gets a reader of its own
     /// (`readers_wanted`), so no stream waits for another input to end.
-    pub fn new(inputs: Vec<SequentialInput>, settings: &Settings, stop: &Arc<AtomicBool>) -> Self {
+    pub fn new(inputs: Vec<SequentialInput>, settings: &RunSpec, stop: &Arc<AtomicBool>) -> Self {
         let (open, deferred): (Vec<_>, Vec<_>) = inputs
             .into_iter()
             .partition(|i| matches!(i, SequentialInput::Open(_)));
@@ -298,7 +300,7 @@ impl SequentialQueue {
         SequentialQueue {
             inputs: Mutex::new(queue),
             opts: file_options(settings, stop),
-            channel: settings.channel,
+            channel: settings.source.channel,
         }
     }
 

@@ -7,9 +7,9 @@
 
 use super::plan::{SequentialQueue, SourcePlan};
 use super::Control;
-use crate::config::Settings;
 use crate::error::{FftdError, Result};
 use crate::frame::{Frame, FrameSize, Framer};
+use crate::pipeline::spec::RunSpec;
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::types::Sample;
@@ -34,7 +34,7 @@ struct StreamState<T> {
 /// found and is the run's error at the end; the other inputs go on.
 pub fn read_sequential<T: Sample>(
     queue: &SequentialQueue,
-    settings: &Settings,
+    settings: &RunSpec,
     tx: Sender<Frame<T>>,
     control: &Control,
 ) {
@@ -66,15 +66,15 @@ pub fn read_sequential<T: Sample>(
 /// Reads one source to its end (or a limit, or a stop), sending its streams' frames on.
 pub fn read_source<T: Sample>(
     mut plan: SourcePlan,
-    settings: &Settings,
+    settings: &RunSpec,
     tx: Sender<Frame<T>>,
     control: &Control,
     clock: &mut ThreadClock<'_>,
 ) -> Result<()> {
     let info = plan.source.info().clone();
     let width = info.kind.width();
-    let hop = match settings.frame {
-        FrameSize::Fixed(n) => settings.hop.unwrap_or(n),
+    let hop = match settings.analysis.frame {
+        FrameSize::Fixed(n) => settings.analysis.hop.unwrap_or(n),
         FrameSize::Whole => 1,
     };
     let mut streams = Vec::new();
@@ -82,21 +82,24 @@ pub fn read_source<T: Sample>(
         streams.push(StreamState {
             framer: Framer::<T>::new(
                 plan.first_stream + k,
-                settings.frame,
+                settings.analysis.frame,
                 hop,
-                settings.tail,
+                settings.analysis.tail,
                 info.kind,
                 info.rate,
             )?,
-            sample_limit: settings.duration.map(|d| (d * info.rate).ceil() as u64),
+            sample_limit: settings
+                .source
+                .duration
+                .map(|d| (d * info.rate).ceil() as u64),
             done: false,
         });
     }
-    let max_frames = settings.max_frames.unwrap_or(u64::MAX);
+    let max_frames = settings.source.max_frames.unwrap_or(u64::MAX);
     let mut sender = FrameSender {
         tx,
         live: info.live,
-        prompt: settings.realtime,
+        prompt: settings.source.realtime,
         control,
         last_warning: None,
         dropped_since_warning: 0,
@@ -110,7 +113,7 @@ pub fn read_source<T: Sample>(
     // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
     // whatever channel count a header claims)
     let mut block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
-    let mut pace = settings.realtime.then(|| Pace::new(info.rate));
+    let mut pace = settings.source.realtime.then(|| Pace::new(info.rate));
     if pace.is_some() {
         block_frames = block_frames.min(((info.rate / PACED_BLOCKS_PER_S) as usize).max(1));
     }

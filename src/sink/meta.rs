@@ -4,8 +4,8 @@
 //! ending in `.sigmf-meta` gets it wrapped as SigMF (`sigmf_meta`).
 
 use super::StreamMeta;
-use crate::config::Settings;
 use crate::error::{FftdError, Result};
+use crate::pipeline::spec::RunSpec;
 use crate::types::InputKind;
 use serde_json::json;
 use std::path::Path;
@@ -30,13 +30,13 @@ fn columns(s: &StreamSummary<'_>) -> usize {
 
 /// With measurements (`products::measure`): their unit, weighting, calibration and the names of
 /// the values each row carries after its columns.
-fn measurements(settings: &Settings) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let products = &settings.products;
+fn measurements(settings: &RunSpec) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let products = &settings.analysis.products;
     let measure = &products.measure;
     if !measure.is_active() {
         return None;
     }
-    let layout = measure.layout(products.bands.is_some(), settings.scale);
+    let layout = measure.layout(products.bands.is_some(), settings.analysis.scale);
     let doc = json!({
         "unit": measure.unit(),
         "weighting": measure.weighting.map(|w| w.letter()),
@@ -75,7 +75,7 @@ fn captures(s: &StreamSummary<'_>) -> Option<Vec<serde_json::Value>> {
 pub fn write_meta(
     path: &Path,
     file: std::fs::File,
-    settings: &Settings,
+    settings: &RunSpec,
     streams: &[StreamSummary<'_>],
     error: Option<&str>,
 ) -> Result<()> {
@@ -108,24 +108,24 @@ pub fn write_meta(
         "frame": first.map(|s| s.n),
         "hop": first.map(|s| s.hop),
         "bins": first.map(columns),
-        "average": settings.products.average.map(|a| a.to_string()),
-        "average_mode": settings.products.average.map(|_| settings.products.mode.to_string()),
-        "row_time": settings.products.average.map(|_| "start of the row's interval"),
-        "bands": settings.products.bands.as_ref().map(|b| b.to_string()),
-        "fmin": settings.products.fmin,
-        "fmax": settings.products.fmax,
+        "average": settings.analysis.products.average.map(|a| a.to_string()),
+        "average_mode": settings.analysis.products.average.map(|_| settings.analysis.products.mode.to_string()),
+        "row_time": settings.analysis.products.average.map(|_| "start of the row's interval"),
+        "bands": settings.analysis.products.bands.as_ref().map(|b| b.to_string()),
+        "fmin": settings.analysis.products.fmin,
+        "fmax": settings.analysis.products.fmax,
         "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
         "center_hz": first.and_then(|s| s.meta.tuning.as_ref()).and_then(|t| t.single()),
-        "dc_remove": settings.dc_remove,
-        "window": settings.window.name(),
+        "dc_remove": settings.analysis.dc_remove,
+        "window": settings.analysis.window.name(),
         "window_form": "periodic (scipy.signal.get_window default)",
-        "scale": settings.scale.name(),
-        "values_per_bin": settings.scale.values_per_bin(),
-        "format": settings.format.name(),
-        "precision": match settings.precision { crate::types::Precision::F32 => "f32", crate::types::Precision::F64 => "f64" },
-        "tail": match settings.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },
-        "fftshift": settings.fftshift,
-        "bin_order": if settings.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },
+        "scale": settings.analysis.scale.name(),
+        "values_per_bin": settings.analysis.scale.values_per_bin(),
+        "format": settings.analysis.format.name(),
+        "precision": match settings.analysis.precision { crate::types::Precision::F32 => "f32", crate::types::Precision::F64 => "f64" },
+        "tail": match settings.analysis.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },
+        "fftshift": settings.analysis.fftshift,
+        "bin_order": if settings.analysis.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },
         "inputs": per_stream,
         "error": error,
     });
@@ -134,7 +134,7 @@ pub fn write_meta(
         fields.extend(extra);
     }
     let doc = match super::sigmf_meta::wanted(path) {
-        true => super::sigmf_meta::document(doc, streams, settings.input_format),
+        true => super::sigmf_meta::document(doc, streams, settings.source.input_format),
         false => doc,
     };
     let text = serde_json::to_string_pretty(&doc)

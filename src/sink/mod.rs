@@ -27,6 +27,7 @@
 //! - `npy`: dtype `<c8` (complex64; `<c16`, complex128, with `--precision f64`), shape
 //!   (frames, bins).
 
+pub mod analysis;
 pub mod csv;
 pub mod destination;
 pub mod measured;
@@ -44,6 +45,7 @@ pub mod png;
 pub mod raw;
 pub mod rtl_power;
 pub mod sigmf_meta;
+pub mod spec;
 pub mod spectrogram;
 pub mod stuck_write;
 pub mod text;

@@ -15,15 +15,25 @@
 //! row is acknowledged.
 
 use super::output::Rows;
-use crate::config::{NatsOutput, Settings};
 use crate::error::{FftdError, Result};
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
 use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::fleet::rows::{analysis_of, RowHeaders};
+use crate::pipeline::spec::RunSpec;
 use crate::types::StreamMeta;
 use std::io;
 use tokio::runtime::Runtime;
+
+/// A local run's rows published to NATS (`--output nats://HOST:PORT/SUBJECT` with file or
+/// microphone input), one message per row as a fleet worker publishes them (`sink::nats`).
+#[derive(Clone, Debug)]
+pub struct NatsOutput {
+    pub url: crate::types::nats_url::NatsUrl,
+    pub subject: String,
+    /// Credentials and TLS (the command line's `--nats-*` flags, set by `main`).
+    pub nats: crate::fleet::connect::NatsArgs,
+}
 
 /// What may await acks at once: many small batches (live input, a few rows each, over a slow
 /// link) or a bounded amount of payload (large frames).
@@ -78,7 +88,7 @@ impl NatsRows {
     /// The rows of `streams`, framed `(n, hop)`, through `connection`.
     pub fn new(
         connection: NatsConnection,
-        settings: &Settings,
+        settings: &RunSpec,
         streams: &[StreamMeta],
         (n, hop): (usize, usize),
     ) -> NatsRows {
@@ -86,7 +96,7 @@ impl NatsRows {
             connection,
             run: new_run_id(),
             analysis: analysis_of(settings, n, hop),
-            scale: settings.scale.name(),
+            scale: settings.analysis.scale.name(),
             hop,
             sources: streams.iter().map(|s| source_of(&s.input)).collect(),
         }

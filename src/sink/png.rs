@@ -16,9 +16,9 @@
 use super::plot::{self, Labels, Layout, PlotFacts};
 use super::spectrogram::{FrequencyAxis, Spectrogram, SpectrogramImage};
 use super::{Encoder, Sample, SpectrumRow, StreamMeta};
-use crate::config::Settings;
 use crate::fft::Scale;
 use crate::frame::FrameSize;
+use crate::pipeline::spec::RunSpec;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -197,14 +197,14 @@ pub struct ImageFile {
 
 impl ImageFile {
     /// The image of `stream` to be written at `path`; nothing is created yet.
-    pub fn new(path: &Path, stream: &StreamMeta, settings: &Settings) -> Self {
-        let size = settings.png.size;
+    pub fn new(path: &Path, stream: &StreamMeta, settings: &RunSpec) -> Self {
+        let size = settings.output.png.size;
         ImageFile {
             path: path.to_path_buf(),
             stream: stream.clone(),
             layout: Layout::new(size.width, size.height),
-            db: settings.png.db,
-            scale: settings.scale,
+            db: settings.output.png.db,
+            scale: settings.analysis.scale,
             analysis: describe_analysis(settings, stream),
             file: None,
             pending: Vec::new(),
@@ -324,24 +324,24 @@ impl ImageFile {
 }
 
 /// The analysis in a few words: rate, frame, hop, window, products and scale.
-fn describe_analysis(settings: &Settings, stream: &StreamMeta) -> String {
+fn describe_analysis(settings: &RunSpec, stream: &StreamMeta) -> String {
     let mut parts = vec![format!("{} Hz", crate::types::shown(stream.rate))];
-    match settings.frame {
+    match settings.analysis.frame {
         FrameSize::Fixed(n) => {
             parts.push(format!("frame {n}"));
-            parts.push(format!("hop {}", settings.hop.unwrap_or(n)));
+            parts.push(format!("hop {}", settings.analysis.hop.unwrap_or(n)));
         }
         FrameSize::Whole => parts.push("whole input as one frame".into()),
     }
-    parts.push(settings.window.name().to_string());
-    let products = &settings.products;
+    parts.push(settings.analysis.window.name().to_string());
+    let products = &settings.analysis.products;
     if let Some(bands) = &products.bands {
         parts.push(format!("bands {bands}"));
     }
     if let Some(average) = products.average {
         parts.push(format!("average {average} ({})", products.mode));
     }
-    parts.push(format!("scale {}", settings.scale.name()));
+    parts.push(format!("scale {}", settings.analysis.scale.name()));
     parts.join(" · ")
 }
 
@@ -414,14 +414,16 @@ mod tests {
     fn records_split_across_writes_are_all_drawn() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("o.png");
-        let options = crate::config::Options {
+        let options = crate::app::config::Options {
             file: vec!["in.wav".into()],
             format: Some(super::super::OutputFormat::Png),
             output: Some(path.clone()),
             frame: Some(FrameSize::Fixed(8)),
             ..Default::default()
         };
-        let settings = Settings::from_options(options).expect("settings");
+        let settings = crate::app::config::Settings::from_options(options)
+            .expect("settings")
+            .run;
         let stream = StreamMeta {
             id: 0,
             input: "in.wav".into(),

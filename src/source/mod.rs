@@ -34,6 +34,7 @@ pub mod rtl_tcp;
 pub mod seekable;
 pub mod sigmf;
 pub mod sniff;
+pub mod spec;
 pub mod text;
 pub use crate::types::tuning;
 pub mod wav;

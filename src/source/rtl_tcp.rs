@@ -46,8 +46,8 @@ pub fn is_rtl_tcp(path: &str) -> bool {
 }
 
 /// Whether `input` reads an rtl_tcp server (a live input, as the microphone).
-pub fn among(input: &crate::config::Input) -> bool {
-    matches!(input, crate::config::Input::Files(f) if f.iter().any(|p| is_rtl_tcp(p)))
+pub fn among(input: &super::spec::Input) -> bool {
+    matches!(input, super::spec::Input::Files(f) if f.iter().any(|p| is_rtl_tcp(p)))
 }
 
 /// `--gain`: the tuner's automatic gain, or a gain in dB.

@@ -2,6 +2,7 @@
 //! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
 //! shown. A leaf: it imports nothing of fftd, so any module may import it.
 
+pub mod nats_url;
 mod precision;
 mod sample;
 mod signals;
@@ -9,7 +10,7 @@ mod stream;
 mod text;
 pub mod tuning;
 
-pub use precision::Precision;
+pub use precision::{Precision, WithSample};
 pub use sample::{InputKind, Sample};
 pub use signals::Signals;
 pub use stream::StreamMeta;

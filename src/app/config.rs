@@ -3,22 +3,29 @@
 
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
+use crate::fft::spec::EngineSpec;
 use crate::fft::Scale;
+use crate::fleet::publish::PublishArgs;
 use crate::fleet::worker::FleetIo;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
+use crate::pipeline::spec::{ReportSpec, RunSpec};
 use crate::products::average::{AverageMode, AverageSpec};
 use crate::products::bands::BandSpec;
 use crate::products::ProductOptions;
+use crate::sink::analysis::Analysis;
+use crate::sink::nats::NatsOutput;
 use crate::sink::png::{DbRange, PngOptions, PngSize};
+use crate::sink::spec::OutputSpec;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
+use crate::source::spec::{Input, SourceSpec};
 use crate::source::InputFormat;
 use crate::window::WindowKind;
 use serde::{Deserialize, Deserializer};
 use std::path::{Path, PathBuf};
 
-pub use crate::config_file::{load_config_file, parse_config};
+pub use crate::app::config_file::{load_config_file, parse_config};
 
 pub use crate::types::Precision;
 
@@ -486,7 +493,7 @@ fn merge(cli: Options, file: Options) -> Options {
 /// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
 /// that needs a whole stream in one process (averages, limits, images, the live view).
 fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
-    use crate::fleet::url::{is_nats_url, NatsUrl};
+    use crate::types::nats_url::{is_nats_url, NatsUrl};
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
     let idle_exit = match o.idle_exit {
         None => None,
@@ -591,20 +598,10 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     }))
 }
 
-/// A local run's rows published to NATS (`--output nats://HOST:PORT/SUBJECT` with file or
-/// microphone input), one message per row as a fleet worker publishes them (`sink::nats`).
-#[derive(Clone, Debug)]
-pub struct NatsOutput {
-    pub url: crate::fleet::url::NatsUrl,
-    pub subject: String,
-    /// Credentials and TLS (the command line's `--nats-*` flags, set by `main`).
-    pub nats: crate::fleet::connect::NatsArgs,
-}
-
 /// `--output nats://...` of a local run: its subject, and the formats it cannot take refused
 /// (one message per row: no whole-file formats). Rows default to f32.
 fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
-    use crate::fleet::url::{is_nats_url, NatsUrl};
+    use crate::types::nats_url::{is_nats_url, NatsUrl};
     let Some(text) = o.output.as_ref().and_then(|p| p.to_str()) else {
         return Ok(None);
     };
@@ -628,72 +625,50 @@ fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
     }))
 }
 
-/// Where the signal comes from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Input {
-    Files(Vec<String>),
-    /// Live capture; the string selects the device ("" = default).
-    Mic(String),
-    /// A fleet worker's work stream (`Settings::fleet` says the rest).
-    Nats(crate::fleet::url::NatsUrl),
-}
-
-/// Validated settings with every default applied.
+/// Validated settings with every default applied: the run's spec for each stage, and a fleet
+/// worker's addresses.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    pub input: Input,
-    pub input_format: Option<InputFormat>,
-    /// Rate given by the user (None: 1 Hz for files, the device rate for the mic, WAV header).
-    pub rate: Option<f64>,
-    /// `--gain`: an rtl_tcp:// receiver's tuner gain.
-    pub gain: Option<crate::source::rtl_tcp::Gain>,
-    pub channels: Option<usize>,
-    pub channel: ChannelSelect,
-    pub frame: FrameSize,
-    pub hop: Option<usize>,
-    pub tail: Tail,
-    pub window: WindowKind,
-    pub scale: Scale,
-    /// Averages, bands, frequency range (`products`).
-    pub products: ProductOptions,
-    pub fftshift: bool,
-    /// `--center-freq`: where the input was tuned, Hz (SigMF inputs may say it themselves).
-    pub center_freq: Option<f64>,
-    /// `--dc-remove`: each frame's mean subtracted before the window (`source::dc`).
-    pub dc_remove: bool,
-    pub precision: Precision,
-    pub format: OutputFormat,
-    pub output: Option<PathBuf>,
-    pub output_dir: Option<PathBuf>,
-    /// Image size and colour range of `--format png`.
-    pub png: PngOptions,
-    pub meta: Option<PathBuf>,
-    /// The config file the options were read from (an input: never overwritten).
-    pub config: Option<PathBuf>,
-    pub stats: bool,
-    /// `--trace`: where the run's timeline goes.
-    pub trace: Option<PathBuf>,
-    pub quiet: bool,
-    pub max_frames: Option<u64>,
-    pub duration: Option<f64>,
-    pub device: DeviceChoice,
-    /// Frames per batch; 0 = auto.
-    pub batch: usize,
-    pub max_latency_ms: f64,
-    pub workers: usize,
-    /// `--workers` as given (engines per OpenCL device too); None: `limits::DEVICE_WORKERS`.
-    pub device_workers: Option<usize>,
-    /// Default batches sized for OpenCL devices (`batch_frames`): `--device` names them, or
-    /// `auto` on files, where GPUs may join (the pipeline turns it off when `auto` runs a job on
-    /// the CPU engines alone).
-    pub device_batches: bool,
-    /// `--serve` and its `--serve-*` options: where the live view listens, who may look.
-    pub serve: Option<crate::serve::options::ServeSettings>,
-    pub realtime: bool,
+    pub run: RunSpec,
     /// A fleet worker: where it takes blocks and publishes rows (`--file nats://...`).
     pub fleet: Option<FleetIo>,
-    /// A local run publishing its rows to NATS (`--output nats://...`).
-    pub nats_output: Option<NatsOutput>,
+}
+
+impl std::ops::Deref for Settings {
+    type Target = RunSpec;
+    fn deref(&self) -> &RunSpec {
+        &self.run
+    }
+}
+
+impl std::ops::DerefMut for Settings {
+    fn deref_mut(&mut self) -> &mut RunSpec {
+        &mut self.run
+    }
+}
+
+/// `fftd publish`'s input and framing flags as a run's spec (validated as a run's are).
+pub fn publish_spec(args: &PublishArgs) -> Result<RunSpec> {
+    let options = Options {
+        file: args.file.clone(),
+        mic: args.mic.clone(),
+        input_format: args.input_format,
+        rate: args.rate,
+        channels: args.channels,
+        channel: args.channel,
+        frame: args.frame,
+        hop: args.hop,
+        tail: args.tail,
+        quiet: true,
+        ..Options::default()
+    };
+    let settings = Settings::from_options(options)?.run;
+    if settings.analysis.frame == FrameSize::Whole {
+        return Err(FftdError::Usage(
+            "fftd publish needs a fixed --frame N (blocks hold whole frames)".into(),
+        ));
+    }
+    Ok(settings)
 }
 
 impl Settings {
@@ -714,7 +689,7 @@ impl Settings {
             None => Options::default(),
         };
         let mut settings = Self::from_options(merge(cli, file))?;
-        settings.config = config.map(Path::to_path_buf);
+        settings.run.output.config = config.map(Path::to_path_buf);
         Ok(settings)
     }
 
@@ -727,20 +702,19 @@ impl Settings {
             o.format = Some(o.format.unwrap_or(OutputFormat::F32));
             o.input_format = None;
             o.idle_exit = None;
-            return Ok(Settings {
-                input: Input::Nats(io.input.clone()),
-                fleet,
-                ..Self::from_options(Options {
-                    file: vec!["-".into()],
-                    ..o
-                })?
-            });
+            let mut settings = Self::from_options(Options {
+                file: vec!["-".into()],
+                ..o
+            })?;
+            settings.run.source.input = Input::Nats(io.input.clone());
+            settings.fleet = fleet;
+            return Ok(settings);
         }
         if o.output.is_some() && o.output_dir.is_some() {
             return usage("use either --output or --output-dir, not both".into());
         }
         let nats_output = nats_output(&mut o)?;
-        let serve = crate::serve::options::resolve(&o)?;
+        let serve = super::serve_options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
             (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
@@ -896,7 +870,7 @@ impl Settings {
         let device = o.device.unwrap_or(DeviceChoice::Auto);
         let auto_on_files = device == DeviceChoice::Auto && matches!(input, Input::Files(_));
         let device_batches = device.names_a_device() || auto_on_files;
-        Ok(Settings {
+        let source = SourceSpec {
             input,
             input_format: o.input_format,
             rate: o.rate,
@@ -906,38 +880,53 @@ impl Settings {
                 Some(_) => ChannelSelect::All,
                 None => ChannelSelect::Mix,
             }),
+            center_freq: o.center_freq,
+            realtime: o.realtime,
+            max_frames: max_frames.map(|m| m as u64),
+            duration: o.duration,
+        };
+        let analysis = Analysis {
             frame,
             hop,
             tail: o.tail.unwrap_or(Tail::Pad),
             window,
             scale,
-            products,
-            fftshift: o.fftshift,
-            center_freq: o.center_freq,
-            dc_remove: o.dc_remove,
             precision,
+            fftshift: o.fftshift,
+            dc_remove: o.dc_remove,
+            products,
             format,
-            output: o.output.filter(|p| p.as_os_str() != "-"),
-            output_dir: o.output_dir,
-            png,
-            meta: o.meta,
-            config: None,
-            stats: o.stats,
-            trace: o.trace,
-            quiet: o.quiet,
-            max_frames: max_frames.map(|m| m as u64),
-            duration: o.duration,
+        };
+        let engine = EngineSpec {
             device,
             batch,
             max_latency_ms,
             workers,
             device_workers: o.workers.filter(|&w| w > 0).map(|w| w as usize),
             device_batches,
+        };
+        let output = OutputSpec {
+            output: o.output.filter(|p| p.as_os_str() != "-"),
+            output_dir: o.output_dir,
+            meta: o.meta,
+            png,
+            config: None,
+        };
+        let report = ReportSpec {
+            stats: o.stats,
+            trace: o.trace,
+            quiet: o.quiet,
+        };
+        let run = RunSpec {
+            analysis,
+            source,
+            engine,
+            output,
+            report,
             serve,
-            realtime: o.realtime,
-            fleet: None,
             nats_output,
-        })
+        };
+        Ok(Settings { run, fleet: None })
     }
 
     /// `--format png`'s options: an image needs a file, and its options need the format.
@@ -1010,19 +999,6 @@ impl Settings {
             ))
         })
     }
-
-    /// Frames per batch for frames of `n` samples: `--batch`, or by default about
-    /// `limits::CPU_BATCH_SAMPLES` samples, `DEVICE_BATCH_SAMPLES` with `device_batches`.
-    pub fn batch_frames(&self, n: usize) -> usize {
-        let (samples, most) = match self.device_batches {
-            true => (limits::DEVICE_BATCH_SAMPLES, 16384),
-            false => (limits::CPU_BATCH_SAMPLES, 1024),
-        };
-        match self.batch {
-            0 => (samples / n.max(1)).clamp(1, most),
-            b => b,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -1052,9 +1028,9 @@ mod tests {
             ..Options::default()
         };
         let s = Settings::from_options(merge(cli, file)).expect("valid");
-        assert_eq!(s.frame, FrameSize::Fixed(512));
-        assert_eq!(s.hop, Some(256));
-        assert_eq!(s.window, WindowKind::Hamming);
+        assert_eq!(s.analysis.frame, FrameSize::Fixed(512));
+        assert_eq!(s.analysis.hop, Some(256));
+        assert_eq!(s.analysis.window, WindowKind::Hamming);
     }
 
     #[test]

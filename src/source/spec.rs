@@ -1,0 +1,45 @@
+//! What the source stage is given: where the signal comes from and how to read it (built by
+//! `app` from the command line and config file).
+
+use super::channels::ChannelSelect;
+use super::rtl_tcp::Gain;
+use super::InputFormat;
+use crate::types::nats_url::NatsUrl;
+
+/// Where the signal comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    Files(Vec<String>),
+    /// Live capture; the string selects the device ("" = default).
+    Mic(String),
+    /// A fleet worker's work stream (the fleet's own spec says the rest).
+    Nats(NatsUrl),
+}
+
+impl Input {
+    /// Whether the input is live (the microphone or an rtl_tcp receiver): read as it comes.
+    pub fn is_live(&self) -> bool {
+        matches!(self, Input::Mic(_)) || super::rtl_tcp::among(self)
+    }
+}
+
+/// The inputs and how to read them.
+#[derive(Clone, Debug)]
+pub struct SourceSpec {
+    pub input: Input,
+    pub input_format: Option<InputFormat>,
+    /// Rate given by the user (None: 1 Hz for files, the device rate for the mic, WAV header).
+    pub rate: Option<f64>,
+    /// `--gain`: an rtl_tcp:// receiver's tuner gain.
+    pub gain: Option<Gain>,
+    pub channels: Option<usize>,
+    pub channel: ChannelSelect,
+    /// `--center-freq`: where the input was tuned, Hz (SigMF inputs may say it themselves).
+    pub center_freq: Option<f64>,
+    /// `--realtime`: file and stdin inputs paced at their sample rate.
+    pub realtime: bool,
+    /// `--max-frames`: frames read per stream at most.
+    pub max_frames: Option<u64>,
+    /// `--duration`: seconds read per stream at most.
+    pub duration: Option<f64>,
+}
