@@ -35,7 +35,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Publish(args)) => {
             let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
-            fftd::fleet::publish::run_publish(
+            fftd::app::publish::run_publish(
                 &args,
                 &fftd::app::config::publish_spec(&args)?,
                 &signals,
@@ -64,7 +64,13 @@ fn run_worker(
     nats: &fftd::fleet::connect::NatsArgs,
     signals: &fftd::types::Signals,
 ) -> Result<(), FftdError> {
-    let counts = fftd::fleet::worker::run_worker(settings, io, nats, signals)?;
+    let counts = fftd::fleet::worker::run_worker(
+        &settings.analysis,
+        &settings.engine.device,
+        io,
+        nats,
+        signals,
+    )?;
     if settings.report.stats {
         eprintln!(
             "fftd worker: {} blocks, {} samples, {} rows to '{}' ({} already there)",
@@ -72,7 +78,7 @@ fn run_worker(
         );
     }
     if let Some(path) = &settings.output.meta {
-        fftd::fleet::write_worker_meta(path, settings, io, &counts)?;
+        fftd::fleet::write_worker_meta(path, &settings.analysis, io, &counts)?;
     }
     Ok(())
 }

@@ -44,7 +44,7 @@ pub enum Command {
     Bench(Box<crate::bench::BenchArgs>),
     /// Send recordings or live capture to a fleet's work stream as frame-aligned sample blocks
     /// (NATS JetStream; docs/fleet.md).
-    Publish(Box<crate::fleet::publish::PublishArgs>),
+    Publish(Box<crate::app::publish::PublishArgs>),
     /// Fleet administration: `fftd fleet setup` creates the streams and the workers' consumer.
     #[command(subcommand)]
     Fleet(crate::fleet::FleetCommand),
@@ -205,23 +205,7 @@ fn positive_number(text: &str) -> Result<f64, String> {
     }
 }
 
-/// A parser for a whole number from `lo` to `hi` ("must be a whole number from 1 to 10000").
-pub fn whole_in<T>(
-    lo: u64,
-    hi: u64,
-) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
-where
-    T: TryFrom<u64> + Clone + Send + Sync + 'static,
-{
-    move |text: &str| {
-        text.trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|v| (lo..=hi).contains(v))
-            .and_then(|v| T::try_from(v).ok())
-            .ok_or_else(|| format!("must be a whole number from {lo} to {hi}"))
-    }
-}
+pub use crate::types::whole_in;
 
 #[cfg(test)]
 mod tests {

@@ -1,11 +1,12 @@
 //! Options: defined once (`Options`, whose doc comments are the `--help` text and whose field names
 //! are the config-file keys), merged as CLI > config file > default, and validated into `Settings`.
 
+use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::spec::EngineSpec;
 use crate::fft::Scale;
-use crate::fleet::publish::PublishArgs;
+use crate::fleet::output::NatsOutput;
 use crate::fleet::worker::FleetIo;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
@@ -14,7 +15,6 @@ use crate::products::average::{AverageMode, AverageSpec};
 use crate::products::bands::BandSpec;
 use crate::products::ProductOptions;
 use crate::sink::analysis::Analysis;
-use crate::sink::nats::NatsOutput;
 use crate::sink::png::{DbRange, PngOptions, PngSize};
 use crate::sink::spec::OutputSpec;
 use crate::sink::OutputFormat;

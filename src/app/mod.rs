@@ -6,4 +6,5 @@
 pub mod cli;
 pub mod config;
 pub mod config_file;
+pub mod publish;
 pub mod serve_options;

@@ -15,7 +15,6 @@
 mod all_devices;
 mod sweep;
 
-use crate::app::cli::whole_in;
 use crate::error::FftdError;
 use crate::fft::calibrate;
 use crate::fft::compare::compare_rows;
@@ -29,6 +28,7 @@ use crate::fft::{
     TransformSpec,
 };
 use crate::limits::MAX_BATCH_SAMPLES;
+use crate::types::whole_in;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use all_devices::AllDevicesRow;

@@ -86,7 +86,7 @@ impl BlockHeader {
         if let Some(c) = s.channel {
             h.insert("fftd-channel", c.to_string().as_str());
         }
-        let rate = crate::sink::number::text(s.rate, crate::sink::number::Syntax::Text);
+        let rate = crate::types::number::text(s.rate, crate::types::number::Syntax::Text);
         h.insert("fftd-rate", rate.as_str());
         h.insert("fftd-kind", kind_name(s.kind));
         h.insert("fftd-n", s.n.to_string().as_str());

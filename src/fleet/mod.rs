@@ -13,7 +13,7 @@ pub mod connect;
 pub mod cutter;
 pub mod ids;
 pub mod jetstream;
-pub mod publish;
+pub mod output;
 pub mod publish_acked;
 pub mod rows;
 pub mod undelivered;
@@ -61,7 +61,7 @@ pub struct SetupArgs {
     /// Deliveries of one block at most (a block that fails this many workers is given up and
     /// reported; keep max deliver × (ack wait + 150 s) within the duplicate window).
     #[arg(long, value_name = "N", default_value_t = 5,
-        value_parser = crate::app::cli::whole_in::<i64>(1, 1_000_000))]
+        value_parser = crate::types::whole_in::<i64>(1, 1_000_000))]
     pub max_deliver: i64,
 
     /// Name of the stream that stores the spectra rows.
@@ -93,7 +93,7 @@ pub struct SetupArgs {
     pub recreate_consumer: bool,
 
     /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::app::cli::whole_in::<usize>(1, 5))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::types::whole_in::<usize>(1, 5))]
     pub replicas: usize,
 
     #[command(flatten)]
@@ -161,24 +161,21 @@ fn run_setup(args: &SetupArgs) -> Result<()> {
 /// A worker's `--meta`: the addresses (redacted), the framing and what it did.
 pub fn write_worker_meta(
     path: &std::path::Path,
-    settings: &crate::pipeline::spec::RunSpec,
+    analysis: &crate::sink::analysis::Analysis,
     io: &worker::FleetIo,
     counts: &worker::WorkerCounts,
 ) -> Result<()> {
-    let hop = match settings.analysis.frame {
-        crate::frame::FrameSize::Fixed(n) => settings.analysis.hop.unwrap_or(n),
-        crate::frame::FrameSize::Whole => 0,
-    };
+    let hop = analysis.fixed().map_or(0, |(_, hop)| hop);
     let meta = serde_json::json!({
         "input": io.input.to_string(),
         "output": io.output.to_string(),
         "subject": io.subject,
-        "frame": settings.analysis.frame.to_string(),
+        "frame": analysis.frame.to_string(),
         "hop": hop,
-        "window": format!("{:?}", settings.analysis.window).to_lowercase(),
-        "scale": settings.analysis.scale.name(),
-        "format": settings.analysis.format.name(),
-        "precision": format!("{:?}", settings.analysis.precision).to_lowercase(),
+        "window": analysis.window.name(),
+        "scale": analysis.scale.name(),
+        "format": analysis.format.name(),
+        "precision": analysis.precision.name(),
         "blocks": counts.blocks,
         "blocks_given_up": counts.given_up,
         "blocks_unreadable": counts.unreadable,

@@ -9,8 +9,8 @@ use super::ids::{fingerprint, Origin};
 use super::publish_acked::Outgoing;
 use crate::error::{FftdError, Result};
 use crate::fft::{Engine, TransformSpec};
-use crate::pipeline::spec::RunSpec;
 use crate::products::Shaping;
+use crate::sink::analysis::Analysis;
 use crate::sink::{Encoder, SpectrumRow};
 use crate::types::StreamMeta;
 use crate::types::{InputKind, Sample};
@@ -40,25 +40,14 @@ fn is_from_fftd(message: &Message) -> bool {
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
 /// Products (`--bands`, `--fmin`/`--fmax`, and a local run's `--average`) make other rows too.
-pub fn analysis_of(settings: &RunSpec, n: usize, hop: usize) -> String {
-    let mut description = format!(
-        "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
-        settings.analysis.window,
-        settings.analysis.scale.name(),
-        settings.analysis.format.name(),
-        settings.analysis.fftshift,
-        settings.analysis.precision
-    );
-    if !settings.analysis.products.is_plain() {
-        description.push_str(&format!(";products={:?}", settings.analysis.products));
-    }
-    fingerprint(&description)
+pub fn analysis_of(analysis: &Analysis, n: usize, hop: usize) -> String {
+    fingerprint(&analysis.description(n, hop))
 }
 
 /// A worker's transform state: the engine, the encoder, the per-frame products and scratch
 /// buffers.
 pub struct Work<'a, T: Sample> {
-    settings: &'a RunSpec,
+    analysis_spec: &'a Analysis,
     n: usize,
     hop: usize,
     engine: &'a mut dyn Engine<T>,
@@ -85,18 +74,18 @@ struct BlockProducts {
 
 impl<'a, T: Sample> Work<'a, T> {
     pub fn new(
-        settings: &'a RunSpec,
+        analysis_spec: &'a Analysis,
         (n, hop): (usize, usize),
         engine: &'a mut dyn Engine<T>,
         encoder: &'a dyn Encoder<T>,
     ) -> Self {
         Work {
-            settings,
+            analysis_spec,
             n,
             hop,
             engine,
             encoder,
-            analysis: analysis_of(settings, n, hop),
+            analysis: analysis_of(analysis_spec, n, hop),
             products: Vec::new(),
             input: Vec::new(),
             spectra: Vec::new(),
@@ -139,12 +128,8 @@ impl<'a, T: Sample> Work<'a, T> {
         let spec = TransformSpec {
             n: self.n,
             kind: shape.kind,
-            window: self.settings.analysis.window,
-            scale: self
-                .settings
-                .analysis
-                .products
-                .engine_scale(self.settings.analysis.scale),
+            window: self.analysis_spec.window,
+            scale: (self.analysis_spec.products).engine_scale(self.analysis_spec.scale),
             rate: shape.rate,
         };
         self.engine
@@ -166,7 +151,7 @@ impl<'a, T: Sample> Work<'a, T> {
         header: &BlockHeader,
         spec: &TransformSpec,
     ) -> Result<Option<Arc<Vec<f64>>>> {
-        if self.settings.analysis.products.is_plain() {
+        if self.analysis_spec.products.is_plain() {
             return Ok(None);
         }
         let shape = &header.shape;
@@ -178,12 +163,12 @@ impl<'a, T: Sample> Work<'a, T> {
             Some(at) => at,
             None => {
                 let mut meta = [self.stream_meta(header)];
-                let products = &self.settings.analysis.products;
+                let products = &self.analysis_spec.products;
                 let made = Shaping::new(
                     &mut meta,
                     self.n,
                     products,
-                    (self.settings.analysis.scale, self.settings.analysis.window),
+                    (self.analysis_spec.scale, self.analysis_spec.window),
                 )
                 .map_err(|e| FftdError::Usage(format!("{}: {e}", header.describe())))?;
                 let (Some(shaping), Some(columns)) = (made, meta[0].columns.take()) else {
@@ -218,7 +203,7 @@ impl<'a, T: Sample> Work<'a, T> {
             channel: shape.channel,
             rate: shape.rate,
             kind: shape.kind,
-            fftshift: self.settings.analysis.fftshift,
+            fftshift: self.analysis_spec.fftshift,
             columns: None,
             tuning: None,
         }
@@ -262,7 +247,7 @@ impl<'a, T: Sample> Work<'a, T> {
         };
         let width = bins * spec.scale.values_per_bin();
         let rows_of = if shaped { &self.shaped } else { &self.spectra };
-        let scale = self.settings.analysis.scale.name();
+        let scale = self.analysis_spec.scale.name();
         let mut rows = Vec::with_capacity(header.frames);
         for j in 0..header.frames {
             let frame = header.first_frame + j as u64;
@@ -327,7 +312,7 @@ impl RowHeaders<'_> {
         h.insert("run", origin.run);
         h.insert("stream", origin.stream.to_string().as_str());
         h.insert("frame", self.frame.to_string().as_str());
-        let time_s = crate::sink::number::text(self.time_s, crate::sink::number::Syntax::Text);
+        let time_s = crate::types::number::text(self.time_s, crate::types::number::Syntax::Text);
         h.insert("time_s", time_s.as_str());
         h.insert("scale", self.scale);
         h.insert("bins", self.bins.to_string().as_str());
@@ -344,7 +329,7 @@ mod tests {
     use super::*;
     use crate::app::config::Options;
 
-    fn settings(extra: impl FnOnce(&mut Options)) -> RunSpec {
+    fn settings_analysis(extra: impl FnOnce(&mut Options)) -> Analysis {
         let mut o = Options {
             file: vec!["x.f32".into()],
             ..Options::default()
@@ -353,18 +338,19 @@ mod tests {
         crate::app::config::Settings::from_options(o)
             .expect("settings")
             .run
+            .analysis
     }
 
     #[test]
     fn the_analysis_names_what_changes_the_rows_and_not_the_engine() {
-        let plain = analysis_of(&settings(|_| {}), 512, 128);
-        assert_eq!(plain, analysis_of(&settings(|_| {}), 512, 128));
-        assert_ne!(plain, analysis_of(&settings(|_| {}), 512, 256));
-        let db = settings(|o| o.scale = Some(crate::fft::Scale::Db));
+        let plain = analysis_of(&settings_analysis(|_| {}), 512, 128);
+        assert_eq!(plain, analysis_of(&settings_analysis(|_| {}), 512, 128));
+        assert_ne!(plain, analysis_of(&settings_analysis(|_| {}), 512, 256));
+        let db = settings_analysis(|o| o.scale = Some(crate::fft::Scale::Db));
         assert_ne!(plain, analysis_of(&db, 512, 128));
-        let f64 = settings(|o| o.precision = Some(crate::types::Precision::F64));
+        let f64 = settings_analysis(|o| o.precision = Some(crate::types::Precision::F64));
         assert_ne!(plain, analysis_of(&f64, 512, 128));
-        let cpu = settings(|o| o.device = Some(crate::fft::router::DeviceChoice::Cpu));
+        let cpu = settings_analysis(|o| o.device = Some(crate::fft::router::DeviceChoice::Cpu));
         assert_eq!(plain, analysis_of(&cpu, 512, 128));
     }
 }

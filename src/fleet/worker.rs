@@ -21,13 +21,14 @@ use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
 use super::undelivered;
 use crate::error::{FftdError, Result};
+use crate::fft::router::DeviceChoice;
 use crate::fft::{router, Engine};
-use crate::frame::FrameSize;
-use crate::pipeline::spec::RunSpec;
+use crate::sink::analysis::Analysis;
 use crate::sink::make_encoder;
 use crate::types::nats_url::NatsUrl;
 use crate::types::Sample;
 use crate::types::Signals;
+use crate::types::WithSample;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{AckKind, Context, Message};
@@ -81,25 +82,45 @@ pub struct WorkerCounts {
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
 pub fn run_worker(
-    settings: &RunSpec,
+    analysis: &Analysis,
+    device: &DeviceChoice,
     io: &FleetIo,
     nats: &NatsArgs,
     signals: &Signals,
 ) -> Result<WorkerCounts> {
-    match settings.analysis.precision {
-        crate::types::Precision::F32 => run_typed::<f32>(settings, io, nats, signals),
-        crate::types::Precision::F64 => run_typed::<f64>(settings, io, nats, signals),
+    let worker = Worker {
+        analysis,
+        device,
+        io,
+        nats,
+        signals,
+    };
+    analysis.precision.dispatch(worker)
+}
+
+/// A worker's spec, run in the sample type of its precision.
+struct Worker<'a> {
+    analysis: &'a Analysis,
+    device: &'a DeviceChoice,
+    io: &'a FleetIo,
+    nats: &'a NatsArgs,
+    signals: &'a Signals,
+}
+
+impl WithSample for Worker<'_> {
+    type Output = Result<WorkerCounts>;
+    fn run<T: Sample>(self) -> Result<WorkerCounts> {
+        run_typed::<T>(self.analysis, self.device, self.io, self.nats, self.signals)
     }
 }
 
 /// The engine a worker transforms with: `auto` and `cpu` are the CPU engine (one thread: run
 /// several workers for more cores), a GPU or `opencl:P:D` the device named (`config` refuses
 /// device lists).
-fn engine_for<T: Sample>(settings: &RunSpec) -> Result<Box<dyn Engine<T>>> {
-    use crate::fft::router::DeviceChoice;
-    let choice = match settings.engine.device {
+fn engine_for<T: Sample>(device: &DeviceChoice) -> Result<Box<dyn Engine<T>>> {
+    let choice = match device {
         DeviceChoice::Auto => DeviceChoice::Cpu,
-        ref other => other.clone(),
+        other => other.clone(),
     };
     router::build_engines::<T>(&choice, 1)?
         .into_iter()
@@ -154,22 +175,22 @@ enum Ended {
 }
 
 fn run_typed<T: Sample>(
-    settings: &RunSpec,
+    analysis: &Analysis,
+    device: &DeviceChoice,
     io: &FleetIo,
     nats: &NatsArgs,
     signals: &Signals,
 ) -> Result<WorkerCounts> {
-    let FrameSize::Fixed(n) = settings.analysis.frame else {
+    let Some((n, hop)) = analysis.fixed() else {
         return Err(FftdError::Usage(
             "fleet workers need a fixed --frame N".into(),
         ));
     };
-    let hop = settings.analysis.hop.unwrap_or(n);
-    let mut engine = engine_for::<T>(settings)?;
-    let encoder = make_encoder::<T>(settings.analysis.format, settings.analysis.scale);
+    let mut engine = engine_for::<T>(device)?;
+    let encoder = make_encoder::<T>(analysis.format, analysis.scale);
     let rt = super::connect::runtime()?;
     let connected = connect(&rt, io, nats)?;
-    let mut work = Work::new(settings, (n, hop), engine.as_mut(), &*encoder);
+    let mut work = Work::new(analysis, (n, hop), engine.as_mut(), &*encoder);
     let ack_wait = connected.consumer.cached_info().config.ack_wait;
     let mut flight = InFlight {
         rt: &rt,

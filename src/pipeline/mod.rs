@@ -31,12 +31,12 @@ use crate::source::spec::Input;
 use crate::error::{FftdError, Result};
 use crate::fft::lanes::LaneSet;
 use crate::fft::{router, TransformSpec};
+use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
 use crate::products::{finish_for_scale, Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
-use crate::sink::nats::{NatsConnection, NatsRows};
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::{make_encoder, OutputFormat};
 use crate::stats::{self, Counters, Latency};
@@ -358,7 +358,12 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
     );
     let dests = match (nats, settings.analysis.format) {
         (Some(connection), _) => {
-            let rows = NatsRows::new(connection, settings, &streams, (frame_n, frame_hop));
+            let rows = NatsRows::new(
+                connection,
+                &settings.analysis,
+                &streams,
+                (frame_n, frame_hop),
+            );
             vec![Destination::Messages(Box::new(rows))]
         }
         (None, OutputFormat::Png) => image_destinations(settings, &plan, &streams, &stop)?,
@@ -596,7 +601,14 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             })
             .collect();
         let failure = error.as_ref().map(ToString::to_string);
-        meta_written = write_meta(path, file, settings, &summaries, failure.as_deref());
+        meta_written = write_meta(
+            path,
+            file,
+            &settings.analysis,
+            settings.source.input_format,
+            &summaries,
+            failure.as_deref(),
+        );
     }
     // pinned spares released now, inside the teardown that --stats and --trace account for
     input_pool.release_spares();

@@ -281,7 +281,7 @@ pub(super) fn image_destinations(
                 "--format png needs one stream per output file".into(),
             ));
         };
-        let mut image = ImageFile::new(path, stream, settings);
+        let mut image = ImageFile::new(path, stream, &settings.output.png, &settings.analysis);
         if !plan.lazy || opening::is_stream_path(path) {
             image.create_with(create_output(path, stop)?);
         }

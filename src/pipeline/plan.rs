@@ -97,7 +97,7 @@ pub fn plan_streams(
             )))
         }
         Input::Mic(device) => {
-            let source = crate::source::mic::open(device, settings, stop.clone())?;
+            let source = crate::source::mic::open(device, &settings.source, stop.clone())?;
             let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,

@@ -2,9 +2,9 @@
 //! line and config file. The pipeline hands each stage its part; no stage sees the options.
 
 use crate::fft::spec::EngineSpec;
+use crate::fleet::output::NatsOutput;
 use crate::serve::options::ServeSettings;
 use crate::sink::analysis::Analysis;
-use crate::sink::nats::NatsOutput;
 use crate::sink::spec::OutputSpec;
 use crate::source::spec::SourceSpec;
 use std::path::PathBuf;

@@ -6,8 +6,8 @@
 //! headed `re_<Hz>,im_<Hz>`. NaN and infinities are `nan`, `inf`, `-inf` (`sink::number`), as
 //! `pandas.read_csv` and `numpy.loadtxt` read them.
 
-use super::number::{push, push_all, Syntax};
 use super::{Encoder, Sample, SpectrumRow, StreamMeta};
+use crate::types::number::{push, push_all, Syntax};
 use std::io::Write;
 
 pub struct CsvEncoder {

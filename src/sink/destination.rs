@@ -4,20 +4,31 @@
 //! Writes go through a buffer held only while the file is open; buffers larger than it are
 //! written directly.
 //!
-//! A NATS subject (`--output nats://...`, `nats::NatsRows`) takes rows, each its own message,
+//! A NATS subject (`--output nats://...`, `fleet::output::NatsRows`) takes rows, each its own message,
 //! rather than bytes; it counts as always open.
 //!
 //! An image (`--format png`) is a whole-output destination: it takes level records as they come
 //! (`png::ImageFile`), holds no descriptor while it does (it counts as always open, so it is never
 //! closed to make room), and is drawn and written when it is closed at the end of the run.
 
-use super::nats::NatsRows;
+use super::output::Rows;
 use super::png::ImageFile;
 use super::stuck_write;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+/// A destination that takes rows, each its own message, rather than bytes (`--output
+/// nats://...`: `fleet::output::NatsRows`).
+pub trait RowMessages: Send {
+    /// The address (redacted) and the run, for messages and `--meta`.
+    fn describe(&self) -> String;
+    /// Starts sending `rows`, one message each; an error is a batch that could not be stored.
+    fn send(&mut self, rows: &Rows<'_>) -> std::io::Result<()>;
+    /// Waits until every row sent is acknowledged.
+    fn finish(&mut self) -> std::io::Result<()>;
+}
 
 /// Buffer of an open destination.
 const BUFFER: usize = 1 << 16;
@@ -34,7 +45,7 @@ pub enum Destination {
     /// A PNG image, written whole when closed.
     Image(Box<ImageFile>),
     /// A NATS subject, a message per row (`nats`): `output::Outputs` hands it rows, not bytes.
-    Messages(Box<NatsRows>),
+    Messages(Box<dyn RowMessages>),
 }
 
 impl Destination {

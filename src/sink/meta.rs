@@ -3,9 +3,10 @@
 //! radio inputs `center_hz`, each input's `hz_range` and a retuned recording's `captures`. A path
 //! ending in `.sigmf-meta` gets it wrapped as SigMF (`sigmf_meta`).
 
+use super::analysis::Analysis;
 use super::StreamMeta;
 use crate::error::{FftdError, Result};
-use crate::pipeline::spec::RunSpec;
+use crate::source::InputFormat;
 use crate::types::InputKind;
 use serde_json::json;
 use std::path::Path;
@@ -26,30 +27,6 @@ fn columns(s: &StreamSummary<'_>) -> usize {
         .columns
         .as_ref()
         .map_or(s.meta.bins(s.n), |c| c.len())
-}
-
-/// With measurements (`products::measure`): their unit, weighting, calibration and the names of
-/// the values each row carries after its columns.
-fn measurements(settings: &RunSpec) -> Option<serde_json::Map<String, serde_json::Value>> {
-    let products = &settings.analysis.products;
-    let measure = &products.measure;
-    if !measure.is_active() {
-        return None;
-    }
-    let layout = measure.layout(products.bands.is_some(), settings.analysis.scale);
-    let doc = json!({
-        "unit": measure.unit(),
-        "weighting": measure.weighting.map(|w| w.letter()),
-        "calibration_db": measure.calibration_db,
-        "calibration_file": measure.calibration_file.as_ref().map(|c| c.path.clone()),
-        "sens_factor_db": measure.calibration_file.as_ref().map(|c| c.sens_factor_db),
-        "values_scale": "calibrated power: a full-scale sine's bin reads the calibration (0 dBFS without)",
-        "row_measurements": layout.names(),
-    });
-    match doc {
-        serde_json::Value::Object(map) => Some(map),
-        _ => None,
-    }
 }
 
 /// The lowest and highest column frequency of a stream's rows, Hz (absolute when one centre
@@ -75,7 +52,8 @@ fn captures(s: &StreamSummary<'_>) -> Option<Vec<serde_json::Value>> {
 pub fn write_meta(
     path: &Path,
     file: std::fs::File,
-    settings: &RunSpec,
+    analysis: &Analysis,
+    input_format: Option<InputFormat>,
     streams: &[StreamSummary<'_>],
     error: Option<&str>,
 ) -> Result<()> {
@@ -108,33 +86,17 @@ pub fn write_meta(
         "frame": first.map(|s| s.n),
         "hop": first.map(|s| s.hop),
         "bins": first.map(columns),
-        "average": settings.analysis.products.average.map(|a| a.to_string()),
-        "average_mode": settings.analysis.products.average.map(|_| settings.analysis.products.mode.to_string()),
-        "row_time": settings.analysis.products.average.map(|_| "start of the row's interval"),
-        "bands": settings.analysis.products.bands.as_ref().map(|b| b.to_string()),
-        "fmin": settings.analysis.products.fmin,
-        "fmax": settings.analysis.products.fmax,
         "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
         "center_hz": first.and_then(|s| s.meta.tuning.as_ref()).and_then(|t| t.single()),
-        "dc_remove": settings.analysis.dc_remove,
-        "window": settings.analysis.window.name(),
-        "window_form": "periodic (scipy.signal.get_window default)",
-        "scale": settings.analysis.scale.name(),
-        "values_per_bin": settings.analysis.scale.values_per_bin(),
-        "format": settings.analysis.format.name(),
-        "precision": match settings.analysis.precision { crate::types::Precision::F32 => "f32", crate::types::Precision::F64 => "f64" },
-        "tail": match settings.analysis.tail { crate::frame::Tail::Pad => "pad", crate::frame::Tail::Drop => "drop" },
-        "fftshift": settings.analysis.fftshift,
-        "bin_order": if settings.analysis.fftshift { "fftshift (DC centred)" } else { "fft (numpy rfftfreq/fftfreq order)" },
         "inputs": per_stream,
         "error": error,
     });
     let mut doc = doc;
-    if let (Some(fields), Some(extra)) = (doc.as_object_mut(), measurements(settings)) {
-        fields.extend(extra);
+    if let Some(fields) = doc.as_object_mut() {
+        fields.extend(analysis.meta_fields());
     }
     let doc = match super::sigmf_meta::wanted(path) {
-        true => super::sigmf_meta::document(doc, streams, settings.source.input_format),
+        true => super::sigmf_meta::document(doc, streams, input_format),
         false => doc,
     };
     let text = serde_json::to_string_pretty(&doc)

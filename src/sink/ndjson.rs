@@ -5,8 +5,8 @@
 //! SigMF) each row carries it after `time_s`: `"center_hz":100000000.0` (its own capture's centre
 //! for a retuned recording; `null` for a capture that gives none).
 
-use super::number::{push, push_all, Syntax};
 use super::{Encoder, Sample, SpectrumRow};
+use crate::types::number::{push, push_all, Syntax};
 use std::io::Write;
 
 pub struct NdjsonEncoder {

@@ -13,12 +13,11 @@
 //! silence has a value. Colours span `--png-db MIN:MAX`, or by default the image's largest value
 //! (rounded up to a whole dB) down to `DEFAULT_DB_RANGE` below it; the image says which.
 
+use super::analysis::Analysis;
 use super::plot::{self, Labels, Layout, PlotFacts};
 use super::spectrogram::{FrequencyAxis, Spectrogram, SpectrogramImage};
 use super::{Encoder, Sample, SpectrumRow, StreamMeta};
 use crate::fft::Scale;
-use crate::frame::FrameSize;
-use crate::pipeline::spec::RunSpec;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -197,15 +196,20 @@ pub struct ImageFile {
 
 impl ImageFile {
     /// The image of `stream` to be written at `path`; nothing is created yet.
-    pub fn new(path: &Path, stream: &StreamMeta, settings: &RunSpec) -> Self {
-        let size = settings.output.png.size;
+    pub fn new(
+        path: &Path,
+        stream: &StreamMeta,
+        options: &PngOptions,
+        analysis: &Analysis,
+    ) -> Self {
+        let size = options.size;
         ImageFile {
             path: path.to_path_buf(),
             stream: stream.clone(),
             layout: Layout::new(size.width, size.height),
-            db: settings.output.png.db,
-            scale: settings.analysis.scale,
-            analysis: describe_analysis(settings, stream),
+            db: options.db,
+            scale: analysis.scale,
+            analysis: analysis.caption(stream.rate),
             file: None,
             pending: Vec::new(),
             spectrogram: None,
@@ -323,28 +327,6 @@ impl ImageFile {
     }
 }
 
-/// The analysis in a few words: rate, frame, hop, window, products and scale.
-fn describe_analysis(settings: &RunSpec, stream: &StreamMeta) -> String {
-    let mut parts = vec![format!("{} Hz", crate::types::shown(stream.rate))];
-    match settings.analysis.frame {
-        FrameSize::Fixed(n) => {
-            parts.push(format!("frame {n}"));
-            parts.push(format!("hop {}", settings.analysis.hop.unwrap_or(n)));
-        }
-        FrameSize::Whole => parts.push("whole input as one frame".into()),
-    }
-    parts.push(settings.analysis.window.name().to_string());
-    let products = &settings.analysis.products;
-    if let Some(bands) = &products.bands {
-        parts.push(format!("bands {bands}"));
-    }
-    if let Some(average) = products.average {
-        parts.push(format!("average {average} ({})", products.mode));
-    }
-    parts.push(format!("scale {}", settings.analysis.scale.name()));
-    parts.join(" · ")
-}
-
 /// How many rows the image shows and how they were reduced.
 fn describe_rows(image: &SpectrogramImage) -> String {
     let per_pixel = image.rows as f64 / image.plot.width as f64;
@@ -371,6 +353,7 @@ impl Write for ImageFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::FrameSize;
 
     #[test]
     fn sizes_parse_and_bad_ones_say_what_is_expected() {
@@ -450,7 +433,7 @@ mod tests {
             };
             Encoder::<f32>::encode(&encoder, &row, &mut bytes);
         }
-        let mut image = ImageFile::new(&path, &stream, &settings);
+        let mut image = ImageFile::new(&path, &stream, &settings.output.png, &settings.analysis);
         for chunk in bytes.chunks(7) {
             image.write_all(chunk).expect("write");
         }

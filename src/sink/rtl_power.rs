@@ -18,10 +18,10 @@
 //! The format implies `--scale db` and `--fftshift` (bins in ascending frequency); bands and
 //! other scales are refused.
 
-use super::number::{push, Syntax};
 use super::{Encoder, OutputFormat, Sample, SpectrumRow};
 use crate::error::{FftdError, Result};
 use crate::fft::Scale;
+use crate::types::number::{push, Syntax};
 use crate::types::shown;
 use crate::types::InputKind;
 use std::io::Write;

@@ -3,8 +3,8 @@
 //! `nan`, `inf`, `-inf` (`sink::number`). With `--scale complex`
 //! a line holds re, im of each bin in turn: `re0 im0 re1 im1 …`.
 
-use super::number::{push_all, Syntax};
 use super::{Encoder, Sample, SpectrumRow};
+use crate::types::number::{push_all, Syntax};
 
 pub struct TextEncoder;
 

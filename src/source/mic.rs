@@ -13,9 +13,9 @@
 //! A stream error other than an xrun (device unplugged, …) is returned from `read()` as an error
 //! once everything captured before it has been delivered.
 
+use super::spec::SourceSpec;
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
-use crate::pipeline::spec::RunSpec;
 use crate::types::InputKind;
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{SampleFormat, SizedSample, StreamConfig, SupportedStreamConfigRange, I24, U24};
@@ -247,7 +247,7 @@ impl SampleSource for MicSource {
 /// fills in what is not given.
 pub fn open(
     device: &str,
-    settings: &RunSpec,
+    spec: &SourceSpec,
     stop: Arc<AtomicBool>,
 ) -> Result<Box<dyn SampleSource>> {
     let _quiet = QuietAlsa::install();
@@ -267,7 +267,7 @@ pub fn open(
         ));
     }
     let default = dev.default_input_config().ok();
-    let (config, format) = choose_config(&id, &ranges, default.as_ref(), settings)?;
+    let (config, format) = choose_config(&id, &ranges, default.as_ref(), spec)?;
     let channels = usize::from(config.channels);
     let rate = f64::from(config.sample_rate);
 
@@ -465,9 +465,9 @@ fn choose_config(
     id: &str,
     ranges: &[SupportedStreamConfigRange],
     default: Option<&cpal::SupportedStreamConfig>,
-    settings: &RunSpec,
+    spec: &SourceSpec,
 ) -> Result<(StreamConfig, SampleFormat)> {
-    let channels = match settings.source.channels {
+    let channels = match spec.channels {
         Some(c) => u16::try_from(c).map_err(|_| {
             FftdError::Usage(format!(
                 "--channels {c}: too many channels for an audio device"
@@ -475,7 +475,7 @@ fn choose_config(
         })?,
         None => default.map_or(ranges[0].channels(), |d| d.channels()),
     };
-    let rate = match settings.source.rate {
+    let rate = match spec.rate {
         Some(r) if r.fract() == 0.0 && r >= 1.0 && r <= f64::from(u32::MAX) => r as u32,
         Some(r) => {
             return Err(FftdError::Usage(format!(

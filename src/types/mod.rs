@@ -2,7 +2,9 @@
 //! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
 //! shown. A leaf: it imports nothing of fftd, so any module may import it.
 
+mod flag_value;
 pub mod nats_url;
+pub mod number;
 mod precision;
 mod sample;
 mod signals;
@@ -10,6 +12,7 @@ mod stream;
 mod text;
 pub mod tuning;
 
+pub use flag_value::whole_in;
 pub use precision::{Precision, WithSample};
 pub use sample::{InputKind, Sample};
 pub use signals::Signals;

@@ -5,8 +5,8 @@
 
 use super::header::Encoding;
 use crate::error::{FftdError, Result};
-use crate::sink::number::{self, Syntax};
 use crate::source::{overflows, BEYOND_F32};
+use crate::types::number::{self, Syntax};
 use crate::types::Precision;
 
 /// G.711 A-law code -> 16-bit linear value.

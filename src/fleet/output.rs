@@ -14,13 +14,13 @@
 //! in any order: readers order rows by (source, run, stream, frame). `finish` returns once every
 //! row is acknowledged.
 
-use super::output::Rows;
 use crate::error::{FftdError, Result};
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
 use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::fleet::rows::{analysis_of, RowHeaders};
-use crate::pipeline::spec::RunSpec;
+use crate::sink::analysis::Analysis;
+use crate::sink::output::Rows;
 use crate::types::StreamMeta;
 use std::io;
 use tokio::runtime::Runtime;
@@ -76,7 +76,7 @@ pub struct NatsRows {
     connection: NatsConnection,
     /// This run's id (`fleet::ids::new_run_id`).
     run: String,
-    /// `fleet::rows::analysis_of` the run's settings.
+    /// `fleet::rows::analysis_of` the run's analysis.
     analysis: String,
     scale: &'static str,
     hop: usize,
@@ -84,19 +84,31 @@ pub struct NatsRows {
     sources: Vec<String>,
 }
 
+impl crate::sink::destination::RowMessages for NatsRows {
+    fn describe(&self) -> String {
+        NatsRows::describe(self)
+    }
+    fn send(&mut self, rows: &Rows<'_>) -> io::Result<()> {
+        NatsRows::send(self, rows)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        NatsRows::finish(self)
+    }
+}
+
 impl NatsRows {
     /// The rows of `streams`, framed `(n, hop)`, through `connection`.
     pub fn new(
         connection: NatsConnection,
-        settings: &RunSpec,
+        analysis: &Analysis,
         streams: &[StreamMeta],
         (n, hop): (usize, usize),
     ) -> NatsRows {
         NatsRows {
             connection,
             run: new_run_id(),
-            analysis: analysis_of(settings, n, hop),
-            scale: settings.analysis.scale.name(),
+            analysis: analysis_of(analysis, n, hop),
+            scale: analysis.scale.name(),
             hop,
             sources: streams.iter().map(|s| source_of(&s.input)).collect(),
         }

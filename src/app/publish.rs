@@ -11,13 +11,13 @@
 //! SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a local run does) and
 //! everything read is published before exit (a second one quits at once).
 
-use super::block::StreamShape;
-use super::connect::NatsArgs;
-use super::cutter::{frames_per_block, BlockCutter, CutBlock};
-use super::ids::{check_id, check_run_id, new_run_id};
-use super::jetstream::stream_capturing;
-use super::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::error::{FftdError, Result};
+use crate::fleet::block::StreamShape;
+use crate::fleet::connect::NatsArgs;
+use crate::fleet::cutter::{frames_per_block, BlockCutter, CutBlock};
+use crate::fleet::ids::{check_id, check_run_id, new_run_id};
+use crate::fleet::jetstream::stream_capturing;
+use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
 use crate::frame::{FrameSize, Tail};
 use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
 use crate::pipeline::spec::RunSpec;
@@ -72,7 +72,7 @@ pub struct PublishArgs {
     pub run_id: Option<String>,
 
     /// Frames per block [default: 128, fewer when the server's max_payload needs it].
-    #[arg(long, value_name = "N", value_parser = crate::app::cli::whole_in::<u32>(1, 65536))]
+    #[arg(long, value_name = "N", value_parser = crate::types::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
 
     /// Input file format [default: by extension].
@@ -148,7 +148,7 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     }
     check_default_ids(&plan.sequential, &args.source_id)?;
     let resumable = args.mic.is_none() && !args.file.iter().any(|f| f == "-");
-    let rt = super::connect::runtime()?;
+    let rt = crate::fleet::connect::runtime()?;
     let (js, max_payload) = rt.block_on(async {
         let client = args.nats.connect(&url, "fftd publish").await?;
         let max_payload = client.server_info().max_payload;
@@ -347,7 +347,7 @@ impl BatchSender<'_> {
             return false;
         }
         let mut payload = Vec::new();
-        super::block::encode_samples(&block.values, &mut payload);
+        crate::fleet::block::encode_samples(&block.values, &mut payload);
         self.published.blocks += 1;
         self.published.frames += block.header.frames as u64;
         self.published.samples += block.header.samples as u64;
