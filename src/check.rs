@@ -10,7 +10,6 @@ use crate::fft::compare::{compare_batch, default_tolerance, open_opencl_engines}
 use crate::fft::cpu::CpuEngine;
 use crate::fft::{Engine, TransformSpec};
 use crate::frame::Frame;
-use crate::types::Precision;
 use crate::types::{InputKind, Sample};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -21,9 +20,22 @@ pub fn run_check(settings: &RunSpec, tolerance: Option<f64>) -> Result<()> {
             "fftd check works on files: use --file PATH".into(),
         ));
     }
-    match settings.analysis.precision {
-        Precision::F32 => check_typed::<f32>(settings, tolerance),
-        Precision::F64 => check_typed::<f64>(settings, tolerance),
+    settings.analysis.precision.dispatch(Check {
+        settings,
+        tolerance,
+    })
+}
+
+/// A check in the sample type of its precision.
+struct Check<'a> {
+    settings: &'a RunSpec,
+    tolerance: Option<f64>,
+}
+
+impl crate::types::WithSample for Check<'_> {
+    type Output = Result<()>;
+    fn run<T: Sample>(self) -> Result<()> {
+        check_typed::<T>(self.settings, self.tolerance)
     }
 }
 

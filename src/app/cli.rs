@@ -4,7 +4,7 @@
 //! command: every flag whose value is a number takes a leading '-', so that its own parser names
 //! the flag and its range ("--average -1: ...") instead of clap's "unexpected argument '-1'".
 
-use crate::app::config::Options;
+use crate::app::options::Options;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //! the words of the help text ("a whole number", "one of rect, hann, ..."), never serde's type
 //! names (`i64`, `FrameSize`); the value is echoed cut to 60 characters.
 
-use crate::app::config::Options;
+use crate::app::options::Options;
 use crate::error::{shorten_echoes, FftdError, Result};
 use std::path::Path;
 

@@ -6,5 +6,7 @@
 pub mod cli;
 pub mod config;
 pub mod config_file;
+pub mod fleet_options;
+pub mod options;
 pub mod publish;
 pub mod serve_options;

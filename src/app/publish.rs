@@ -164,7 +164,7 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         failed: None,
     };
     let mut shape = ShapeOf {
-        settings: &settings,
+        settings,
         source_id: None,
         live: false,
         run: &run,
@@ -267,7 +267,7 @@ fn publish_source(
             "fftd publish needs a fixed --frame N".into(),
         ));
     };
-    let hop = shape.settings.analysis.hop.unwrap_or(n);
+    let hop = shape.settings.analysis.hop_for(n);
     let width = info.kind.width();
     // room for the headers: the payload limit less 4 KiB
     let budget = shape.max_payload.saturating_sub(4096).max(4096);

@@ -2,7 +2,7 @@
 //! address, who may connect (Host and Origin allow-lists, a bearer token from a flag,
 //! `FFTD_SERVE_TOKEN` or a file), TLS files and the connection cap.
 
-use super::config::Options;
+use super::options::Options;
 use crate::error::{FftdError, Result};
 use crate::serve::options::{ServeSettings, Token, DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS};
 

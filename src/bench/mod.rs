@@ -45,13 +45,6 @@ pub enum BenchKind {
     Complex,
 }
 
-/// Precision for the benchmark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum BenchPrecision {
-    F32,
-    F64,
-}
-
 fn parse_device(s: &str) -> Result<DeviceChoice, String> {
     s.parse()
 }
@@ -82,7 +75,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "gpu", value_parser = parse_device)]
     pub device: DeviceChoice,
     #[arg(long, value_enum, default_value = "f32")]
-    pub precision: BenchPrecision,
+    pub precision: crate::types::Precision,
     #[arg(long, value_enum, default_value = "real")]
     pub kind: BenchKind,
     #[arg(long, value_enum, default_value = "hann")]
@@ -699,8 +692,15 @@ fn break_even_line(rows: &[BenchRow], args: &BenchArgs) -> String {
 
 /// Runs `fftd bench` with `args`.
 pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
-    match args.precision {
-        BenchPrecision::F32 => run_typed::<f32>(args),
-        BenchPrecision::F64 => run_typed::<f64>(args),
+    args.precision.dispatch(Bench(args))
+}
+
+/// A benchmark in the sample type of its precision.
+struct Bench<'a>(&'a BenchArgs);
+
+impl crate::types::WithSample for Bench<'_> {
+    type Output = Result<(), FftdError>;
+    fn run<T: Sample>(self) -> Result<(), FftdError> {
+        run_typed::<T>(self.0)
     }
 }

@@ -41,9 +41,9 @@ use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::{make_encoder, OutputFormat};
 use crate::stats::{self, Counters, Latency};
 use crate::timeline::{Kind, Phase};
-use crate::types::Precision;
 use crate::types::Sample;
 use crate::types::StreamMeta;
+use crate::types::WithSample;
 use dispatch::{Dispatcher, LaneId, StopFlags};
 use outputs::{
     image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
@@ -172,9 +172,22 @@ pub use crate::types::Signals;
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.
 pub fn run(settings: &RunSpec, signals: Signals) -> Result<()> {
-    match settings.analysis.precision {
-        Precision::F32 => run_typed::<f32>(settings, signals),
-        Precision::F64 => run_typed::<f64>(settings, signals),
+    settings
+        .analysis
+        .precision
+        .dispatch(Run { settings, signals })
+}
+
+/// A run in the sample type of its precision.
+struct Run<'a> {
+    settings: &'a RunSpec,
+    signals: Signals,
+}
+
+impl WithSample for Run<'_> {
+    type Output = Result<()>;
+    fn run<T: Sample>(self) -> Result<()> {
+        run_typed::<T>(self.settings, self.signals)
     }
 }
 
@@ -592,10 +605,7 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             .map(|(meta, w)| StreamSummary {
                 meta,
                 n: w.n,
-                hop: match settings.analysis.frame {
-                    FrameSize::Fixed(n) => settings.analysis.hop.unwrap_or(n),
-                    FrameSize::Whole => w.n,
-                },
+                hop: settings.analysis.fixed().map_or(w.n, |(_, hop)| hop),
                 frames: w.frames,
                 output: outputs[writer_of[meta.id]].clone(),
             })
@@ -675,7 +685,7 @@ fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route_record::JobKey {
         _ => 0,
     };
     crate::fft::route_record::JobKey::new(
-        (frame, settings.analysis.hop.unwrap_or(frame)),
+        (frame, settings.analysis.hop_for(frame)),
         T::NAME,
         &format!("{products} {:?}", settings.analysis.scale),
         input_bytes,

@@ -273,7 +273,7 @@ fn framing(settings: &RunSpec) -> Framing {
     };
     Framing {
         n,
-        hop: settings.analysis.hop.unwrap_or(n),
+        hop: settings.analysis.hop_for(n),
         tail: settings.analysis.tail,
         max_frames: settings.source.max_frames.unwrap_or(u64::MAX),
         duration: settings.source.duration,

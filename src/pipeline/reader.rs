@@ -8,7 +8,7 @@
 use super::plan::{SequentialQueue, SourcePlan};
 use super::Control;
 use crate::error::{FftdError, Result};
-use crate::frame::{Frame, FrameSize, Framer};
+use crate::frame::{Frame, Framer};
 use crate::pipeline::spec::RunSpec;
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -73,10 +73,7 @@ pub fn read_source<T: Sample>(
 ) -> Result<()> {
     let info = plan.source.info().clone();
     let width = info.kind.width();
-    let hop = match settings.analysis.frame {
-        FrameSize::Fixed(n) => settings.analysis.hop.unwrap_or(n),
-        FrameSize::Whole => 1,
-    };
+    let hop = settings.analysis.fixed().map_or(1, |(_, hop)| hop);
     let mut streams = Vec::new();
     for k in 0..plan.splitter.streams() {
         streams.push(StreamState {
