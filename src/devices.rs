@@ -16,7 +16,7 @@ pub fn print_devices() -> Result<()> {
         "{}{}\n{}",
         device::describe_devices(),
         describe_rates(),
-        crate::source::mic::describe_inputs()
+        crate::source::mic_device::describe_inputs()
     ))
 }
 

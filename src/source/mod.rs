@@ -29,6 +29,7 @@ pub mod dc;
 pub mod input;
 pub mod iq;
 pub mod mic;
+pub mod mic_device;
 pub mod raw;
 pub mod rtl_tcp;
 pub mod seekable;
