@@ -102,18 +102,29 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
     })?;
     compare(&mut pending, &mut tally)?;
 
+    report(&tally, &gpus, settings, tol)?;
+    if tally.mismatches > 0 {
+        return Err(FftdError::Runtime(format!(
+            "check failed: {} of {} values differ by more than {tol:e}",
+            tally.mismatches, tally.values
+        )));
+    }
+    Ok(())
+}
+
+/// The check's summary on stdout: frames, sizes, values, engines and the largest errors.
+fn report<T: Sample>(
+    tally: &Tally,
+    gpus: &[crate::fft::opencl::OpenClEngine<T>],
+    settings: &RunSpec,
+    tol: f64,
+) -> Result<()> {
     let sizes: Vec<String> = tally
         .sizes
         .iter()
-        .map(|(n, kind)| {
-            format!(
-                "{n} {}",
-                if *kind == InputKind::Real {
-                    "real"
-                } else {
-                    "complex"
-                }
-            )
+        .map(|(n, kind)| match kind {
+            InputKind::Real => format!("{n} real"),
+            InputKind::Complex => format!("{n} complex"),
         })
         .collect();
     crate::console::print_report(&format!(
@@ -123,7 +134,7 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
         tally.frames,
         sizes.join(", "),
         tally.values,
-        engine_names(&gpus),
+        engine_names(gpus),
         T::NAME,
         settings.analysis.window,
         settings.analysis.scale,
@@ -131,14 +142,7 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
         tally.values,
         tally.max_abs,
         tally.max_rel
-    ))?;
-    if tally.mismatches > 0 {
-        return Err(FftdError::Runtime(format!(
-            "check failed: {} of {} values differ by more than {tol:e}",
-            tally.mismatches, tally.values
-        )));
-    }
-    Ok(())
+    ))
 }
 
 /// "opencl:NAME" of each engine, joined with " and " (each compares every frame).
