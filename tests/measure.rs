@@ -345,3 +345,146 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
     args.extend(["--calibration-file", bad.to_str().unwrap()]);
     assert_clean_error(&run(&args), 2, &["bad.txt: line 2", "increasing"]);
 }
+
+/// `program build … (N program…)` of `--stats`: the OpenCL programs the run built.
+fn programs_built(stderr: &str) -> usize {
+    let at = stderr.find("program build").expect("a program build line");
+    let after = &stderr[at..];
+    let open = after.find('(').expect("(N programs");
+    after[open + 1..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count of programs")
+}
+
+/// Without `--bands`, the weighting, calibration and the `--levels` total are a band matrix the
+/// OpenCL engine sums on the device (a one-bin band per bin, a band of all bins for the total):
+/// on PoCL the rows equal the CPU engine's (the columns within 1e-4 of the row's peak, as
+/// tests/products.rs holds every product; levels and peaks within 1e-3 dB), and the run built the
+/// bands program besides the FFT's.
+#[test]
+fn measurements_without_bands_run_on_opencl_equal_to_the_cpu() {
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x = tones(&[(0.3, 1000.0), (0.05, 3150.0), (0.01, 120.0)], 1.0);
+    for (v, n) in x.iter_mut().zip(noise(48_000, 31)) {
+        *v += 0.01 * n;
+    }
+    let input = write(dir.path(), "mix.f32", &x);
+    let cases: [&[&str]; 4] = [
+        &["--weighting", "a", "--calibration", "94", "--levels"],
+        &[
+            "--weighting",
+            "c",
+            "--levels",
+            "--peaks",
+            "2",
+            "--hop",
+            "512",
+            "--scale",
+            "db",
+        ],
+        &[
+            "--calibration",
+            "120",
+            "--fmin",
+            "500",
+            "--fmax",
+            "5000",
+            "--levels",
+            "--distortion",
+        ],
+        &[
+            "--weighting",
+            "a",
+            "--scale",
+            "power",
+            "--average",
+            "100ms",
+            "--levels",
+        ],
+    ];
+    for case in cases {
+        let mut rows = Vec::new();
+        for device in ["cpu", "gpu"] {
+            let mut args = vec!["--frame", "1024", "--device", device, "--stats"];
+            args.extend(case);
+            let mut all = vec!["--file", &input, "--input-format", "f32", "--rate", "48000"];
+            all.extend(args);
+            all.extend(["--format", "ndjson"]);
+            let out = run(&all);
+            assert!(out.status.success(), "{case:?}: {}", stderr_text(&out));
+            let err = stderr_text(&out);
+            if device == "gpu" {
+                assert!(!err.contains("CPU engine"), "{case:?}: {err}");
+                let plain = run(&[
+                    "--file",
+                    &input,
+                    "--input-format",
+                    "f32",
+                    "--rate",
+                    "48000",
+                    "--frame",
+                    "1024",
+                    "--device",
+                    "gpu",
+                    "--stats",
+                    "--format",
+                    "ndjson",
+                ]);
+                let (fused, fft) = (programs_built(&err), programs_built(&stderr_text(&plain)));
+                assert_eq!(fused, fft + 1, "{case:?}: the bands kernel built: {err}");
+            }
+            let parsed: Vec<serde_json::Value> = stdout_text(&out)
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a JSON row"))
+                .collect();
+            rows.push(parsed);
+        }
+        let (cpu, gpu) = (&rows[0], &rows[1]);
+        assert_eq!(cpu.len(), gpu.len(), "{case:?}");
+        let db = case.contains(&"db");
+        for (c, g) in cpu.iter().zip(gpu) {
+            let bins = |r: &serde_json::Value| -> Vec<f64> {
+                let v = r["bins"].as_array().expect("bins");
+                v.iter()
+                    .map(|b| b.as_f64().unwrap_or(f64::NAN))
+                    .map(|b| if db { 10f64.powf(b / 10.0) } else { b })
+                    .collect()
+            };
+            let (bc, bg) = (bins(c), bins(g));
+            let peak = bc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = bc
+                .iter()
+                .zip(&bg)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(worst <= 1e-4 * peak, "{case:?}: {worst} of {peak}");
+            for key in [
+                "leq", "lfmax", "lfmin", "lsmax", "lsmin", "thd_db", "snr_db",
+            ] {
+                if let (Some(a), Some(b)) = (c[key].as_f64(), g[key].as_f64()) {
+                    assert!((a - b).abs() < 1e-3, "{case:?} {key}: {a} vs {b}");
+                }
+            }
+            for (pc, pg) in c["peaks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .zip(g["peaks"].as_array().into_iter().flatten())
+            {
+                assert!(
+                    (num(pc, "db") - num(pg, "db")).abs() < 1e-3,
+                    "{case:?}: {pc} {pg}"
+                );
+                assert!(
+                    (num(pc, "hz") - num(pg, "hz")).abs() < 1e-2,
+                    "{case:?}: {pc} {pg}"
+                );
+            }
+        }
+    }
+}
