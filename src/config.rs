@@ -884,9 +884,6 @@ impl Settings {
                     "--cross {cross} reads two channels: leave --channel out or give --channel all"
                 ));
             }
-            if o.serve.is_some() {
-                return usage(format!("--cross {cross}: the live view does not draw transfer functions yet; write them to a file"));
-            }
         }
         let bands = products.bands.is_some();
         (products.measure)

@@ -380,8 +380,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             );
             let counters = control.counters.clone();
             let scale = settings.scale;
+            let measure = &settings.products.measure;
             Some(live::LiveView::start(
-                listener, &streams, scale, counters, numbering,
+                listener,
+                &streams,
+                (scale, measure),
+                counters,
+                numbering,
             )?)
         }
         None => None,
@@ -397,6 +402,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             hub: &view.hub,
             rows,
             extras,
+            cross_bins: layout.as_ref().and_then(|l| l.cross_bins),
         });
 
     let frame_capacity = match settings.frame {
