@@ -21,7 +21,12 @@ kept over a reload; the status says "finished" when the input has ended; the spe
 row" says the rate that really arrives. All of it under the server's Content-Security-Policy (a
 violation is a console error). Last, a page of another origin (Python's http.server on a second
 port) cannot open the WebSocket, and the live view's own page can; with --serve-token the page is
-refused until opened once with ?token=, then works from its cookie. It measures how the page
+refused until opened once with ?token=, then works from its cookie. With measurements
+(--calibration, --levels, --peaks) the footer reads the levels and the level axis and the cursor
+readout say the unit (dB SPL); with --cross 0,1 on a two-channel file (channel 1 a 4-tap FIR
+filter of channel 0's noise) the transfer panel plots H1 (magnitude, phase) and coherence: H1 is
+the filter's response where coherence is above 0.99, each trace's pixels are where its values say,
+and without --average the one estimate at the end of the input is plotted. It measures how the page
 keeps up (animation frames, draws, time per row and per draw) and saves a screenshot in DIR. Only
 the standard library and selenium; no numpy.
 """
@@ -707,6 +712,21 @@ def check_cross_view(driver, fftd, out_dir):
         check("coherence" in text and "|H1|" in text and "phase" in text, f"the readout over the panel: {text!r}")
         errors = console_errors(driver, seen)
         check(not errors, f"no console errors on the transfer-function page: {errors}")
+    finally:
+        stop(proc)
+    # without --average the pair's one row comes at the end of the input: a page open then plots it
+    short = os.path.join(out_dir, "pair-short.wav")
+    write_wav_2ch(short, x[: 3 * RATE], y[: 3 * RATE], RATE)
+    proc, url = start_fftd(fftd, [short], out_dir, frame=512, hop=256, extra=["--cross", "0,1"], log="fftd-cross-whole.log")
+    try:
+        driver.get(url + "/")
+        wait_for(driver, "fftd.transfer", 10, "the transfer panel")
+        check(driver.execute_script("return fftd.transfer.rows;") == 0, "no estimate before the input ends")
+        wait_for(driver, "fftd.transfer.rows === 1 && fftd.ended", 15, "the whole input's estimate")
+        t = driver.execute_script("return fftd.transfer;")
+        k = min(range(len(t["hz"])), key=lambda j: abs(t["hz"][j] - 1000.0))
+        got, want = t["h1_db"][k], cross_response(t["hz"][k])[0]
+        check(abs(got - want) < 0.3, f"the whole input's |H1| at 1 kHz: {got:.3f} dB, the filter's {want:.3f}")
     finally:
         stop(proc)
 
