@@ -345,3 +345,368 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
     args.extend(["--calibration-file", bad.to_str().unwrap()]);
     assert_clean_error(&run(&args), 2, &["bad.txt: line 2", "increasing"]);
 }
+
+/// `program build … (N program…)` of `--stats`: the OpenCL programs the run built.
+fn programs_built(stderr: &str) -> usize {
+    let at = stderr.find("program build").expect("a program build line");
+    let after = &stderr[at..];
+    let open = after.find('(').expect("(N programs");
+    after[open + 1..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count of programs")
+}
+
+/// Without `--bands`, the weighting, calibration and the `--levels` total are a band matrix the
+/// OpenCL engine sums on the device (a one-bin band per bin, a band of all bins for the total):
+/// on PoCL the rows equal the CPU engine's (the columns within 1e-4 of the row's peak, as
+/// tests/products.rs holds every product; levels and peaks within 1e-3 dB), and the run built the
+/// bands program besides the FFT's.
+#[test]
+fn measurements_without_bands_run_on_opencl_equal_to_the_cpu() {
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x = tones(&[(0.3, 1000.0), (0.05, 3150.0), (0.01, 120.0)], 1.0);
+    for (v, n) in x.iter_mut().zip(noise(48_000, 31)) {
+        *v += 0.01 * n;
+    }
+    let input = write(dir.path(), "mix.f32", &x);
+    let cases: [&[&str]; 4] = [
+        &["--weighting", "a", "--calibration", "94", "--levels"],
+        &[
+            "--weighting",
+            "c",
+            "--levels",
+            "--peaks",
+            "2",
+            "--hop",
+            "512",
+            "--scale",
+            "db",
+        ],
+        &[
+            "--calibration",
+            "120",
+            "--fmin",
+            "500",
+            "--fmax",
+            "5000",
+            "--levels",
+            "--distortion",
+        ],
+        &[
+            "--weighting",
+            "a",
+            "--scale",
+            "power",
+            "--average",
+            "100ms",
+            "--levels",
+        ],
+    ];
+    for case in cases {
+        let mut rows = Vec::new();
+        for device in ["cpu", "gpu"] {
+            let mut args = vec!["--frame", "1024", "--device", device, "--stats"];
+            args.extend(case);
+            let mut all = vec!["--file", &input, "--input-format", "f32", "--rate", "48000"];
+            all.extend(args);
+            all.extend(["--format", "ndjson"]);
+            let out = run(&all);
+            assert!(out.status.success(), "{case:?}: {}", stderr_text(&out));
+            let err = stderr_text(&out);
+            if device == "gpu" {
+                assert!(!err.contains("CPU engine"), "{case:?}: {err}");
+                let plain = run(&[
+                    "--file",
+                    &input,
+                    "--input-format",
+                    "f32",
+                    "--rate",
+                    "48000",
+                    "--frame",
+                    "1024",
+                    "--device",
+                    "gpu",
+                    "--stats",
+                    "--format",
+                    "ndjson",
+                ]);
+                let (fused, fft) = (programs_built(&err), programs_built(&stderr_text(&plain)));
+                assert_eq!(fused, fft + 1, "{case:?}: the bands kernel built: {err}");
+            }
+            let parsed: Vec<serde_json::Value> = stdout_text(&out)
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a JSON row"))
+                .collect();
+            rows.push(parsed);
+        }
+        let (cpu, gpu) = (&rows[0], &rows[1]);
+        assert_eq!(cpu.len(), gpu.len(), "{case:?}");
+        let db = case.contains(&"db");
+        for (c, g) in cpu.iter().zip(gpu) {
+            let bins = |r: &serde_json::Value| -> Vec<f64> {
+                let v = r["bins"].as_array().expect("bins");
+                v.iter()
+                    .map(|b| b.as_f64().unwrap_or(f64::NAN))
+                    .map(|b| if db { 10f64.powf(b / 10.0) } else { b })
+                    .collect()
+            };
+            let (bc, bg) = (bins(c), bins(g));
+            let peak = bc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = bc
+                .iter()
+                .zip(&bg)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(worst <= 1e-4 * peak, "{case:?}: {worst} of {peak}");
+            for key in [
+                "leq", "lfmax", "lfmin", "lsmax", "lsmin", "thd_db", "snr_db",
+            ] {
+                if let (Some(a), Some(b)) = (c[key].as_f64(), g[key].as_f64()) {
+                    assert!((a - b).abs() < 1e-3, "{case:?} {key}: {a} vs {b}");
+                }
+            }
+            for (pc, pg) in c["peaks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .zip(g["peaks"].as_array().into_iter().flatten())
+            {
+                assert!(
+                    (num(pc, "db") - num(pg, "db")).abs() < 1e-3,
+                    "{case:?}: {pc} {pg}"
+                );
+                assert!(
+                    (num(pc, "hz") - num(pg, "hz")).abs() < 1e-2,
+                    "{case:?}: {pc} {pg}"
+                );
+            }
+        }
+    }
+}
+
+/// Runs fftd on raw f32 at 48 kHz read from stdin (`--file -`) with `args`.
+fn run_stdin(samples: &[f64], args: &[&str]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = fftd()
+        .args(["--file", "-", "--input-format", "f32", "--rate", "48000"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fftd runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let bytes = f32_bytes(samples);
+    let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+    let out = child.wait_with_output().expect("fftd ends");
+    writer.join().expect("writer").expect("stdin written");
+    out
+}
+
+/// Each row's values after the columns' (`bins`) in a written output of `format`.
+fn measured_rows(format: &str, path: &Path, bins: usize) -> Vec<Vec<f64>> {
+    let bytes = std::fs::read(path).expect("output");
+    let floats = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect()
+    };
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let rows: Vec<Vec<f64>> = match format {
+        "text" => parse_rows(&text),
+        "csv" => text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let cells: Vec<&str> = l.split(',').collect();
+                // stream, frame, time_s first; the unit's name last
+                let values = &cells[3..cells.len() - 1];
+                values
+                    .iter()
+                    .map(|v| v.parse().expect("a number"))
+                    .collect()
+            })
+            .collect(),
+        "ndjson" => text
+            .lines()
+            .map(|l| {
+                let r: serde_json::Value = serde_json::from_str(l).expect("json");
+                let mut v: Vec<f64> = r["bins"]
+                    .as_array()
+                    .expect("bins")
+                    .iter()
+                    .map(|b| b.as_f64().expect("bin"))
+                    .collect();
+                v.extend(LEVEL_KEYS.map(|k| num(&r, k)));
+                for p in r["peaks"].as_array().expect("peaks") {
+                    v.extend([num(p, "hz"), num(p, "db")]);
+                }
+                v.extend(DISTORTION_KEYS.map(|k| num(&r, k)));
+                v
+            })
+            .collect(),
+        "npy" => floats(&bytes[128..])
+            .chunks(bins + 14)
+            .map(<[f64]>::to_vec)
+            .collect(),
+        _ => floats(&bytes)
+            .chunks(bins + 14)
+            .map(<[f64]>::to_vec)
+            .collect(),
+    };
+    rows
+}
+
+const LEVEL_KEYS: [&str; 5] = ["leq", "lfmax", "lfmin", "lsmax", "lsmin"];
+const DISTORTION_KEYS: [&str; 5] = ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"];
+
+/// Every measurement at once (levels, two peaks, distortion; calibrated and A-weighted) gives the
+/// same rows from a file and from stdin, in text, csv, ndjson, f32 and npy (f32 precision), and
+/// `--meta` names the unit, the weighting, the calibration and the values after the columns.
+#[test]
+fn every_measurement_is_the_same_from_a_file_and_stdin_in_every_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x = tones(&[(0.25, 1000.0), (0.0025, 2000.0), (0.001, 3000.0)], 1.0);
+    for (v, n) in x.iter_mut().zip(noise(48_000, 5)) {
+        *v += 1e-4 * n;
+    }
+    let input = write(dir.path(), "tone.f32", &x);
+    let args = [
+        "--frame",
+        "4800",
+        "--calibration",
+        "94",
+        "--weighting",
+        "a",
+        "--levels",
+        "--peaks",
+        "2",
+        "--distortion",
+        "--scale",
+        "db",
+        "--average",
+        "250ms",
+        "--fmax",
+        "4000",
+    ];
+    let bins = 401; // 0 to 4000 Hz, 10 Hz apart
+    let meta = dir.path().join("meta.json");
+    let mut reference: Option<Vec<Vec<f64>>> = None;
+    for format in ["ndjson", "text", "csv", "f32", "npy"] {
+        for source in ["file", "stdin"] {
+            let path = dir.path().join(format!("{source}.{format}"));
+            let mut all = args.to_vec();
+            all.extend(["--format", format, "--output", path.to_str().unwrap()]);
+            if (format, source) == ("ndjson", "file") {
+                all.extend(["--meta", meta.to_str().unwrap()]);
+            }
+            let out = match source {
+                "file" => {
+                    let mut with = vec!["--file", &input, "--input-format", "f32", "--rate"];
+                    with.extend(["48000"]);
+                    with.extend(&all);
+                    run(&with)
+                }
+                _ => run_stdin(&x, &all),
+            };
+            assert!(
+                out.status.success(),
+                "{format} {source}: {}",
+                stderr_text(&out)
+            );
+            let rows = measured_rows(format, &path, bins);
+            let Some(want) = &reference else {
+                reference = Some(rows);
+                continue;
+            };
+            assert_eq!(rows.len(), want.len(), "{format} {source}");
+            for (got, want) in rows.iter().zip(want) {
+                assert_eq!(got.len(), bins + 14, "{format} {source}");
+                for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                    assert!(
+                        (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                        "{format} {source} value {i}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+    let rows = reference.expect("rows");
+    assert_eq!(rows.len(), 4);
+    let want = 94.0 + 20.0 * 0.25f64.log10() + Weighting::A.db(1000.0);
+    for row in &rows {
+        let m = &row[bins..];
+        assert!((m[0] - want).abs() < 0.1, "leq {} vs {want}", m[0]);
+        assert!(
+            (m[5] - 1000.0).abs() < 0.5 && (m[7] - 2000.0).abs() < 0.5,
+            "peaks {:?}",
+            &m[5..9]
+        );
+        // the 2nd harmonic at -40 dB and the 3rd at -48 dB re the tone, A-weighted as they are
+        let h = |hz: f64, a: f64| {
+            (a / 0.25).powi(2) * 10f64.powf((Weighting::A.db(hz) - Weighting::A.db(1000.0)) / 10.0)
+        };
+        let thd = 10.0 * (h(2000.0, 0.0025) + h(3000.0, 0.001)).log10();
+        assert!((m[9] - thd).abs() < 0.1, "thd {} vs {thd}", m[9]);
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert_eq!(doc["unit"], "dB SPL (A-weighted)");
+    assert_eq!(doc["weighting"], "A");
+    assert_eq!(doc["calibration_db"], 94.0);
+    let names: Vec<&str> = doc["row_measurements"]
+        .as_array()
+        .expect("row_measurements")
+        .iter()
+        .map(|v| v.as_str().expect("a name"))
+        .collect();
+    assert_eq!(names[..5], LEVEL_KEYS);
+    assert_eq!(
+        names[5..9],
+        ["peak1_hz", "peak1_db", "peak2_hz", "peak2_db"]
+    );
+    assert_eq!(names[9..], DISTORTION_KEYS);
+}
+
+/// `--levels --bands third-octave`: each band's Leq (ndjson `bands`, in the unit): a calibrated
+/// tone's band reads its level, and the bands add up to the total Leq.
+#[test]
+fn band_leqs_read_a_tone_in_its_band_and_add_up_to_the_total() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write(dir.path(), "tone.f32", &tones(&[(0.25, 1000.0)], 1.0));
+    let rows = ndjson(
+        &input,
+        &[
+            "--frame",
+            "4800",
+            "--calibration",
+            "94",
+            "--levels",
+            "--bands",
+            "third-octave",
+            "--average",
+            "1s",
+        ],
+    );
+    let row = &rows[0];
+    let want = 94.0 + 20.0 * 0.25f64.log10();
+    let bands: Vec<f64> = row["bands"]
+        .as_array()
+        .expect("bands")
+        .iter()
+        .map(|v| v.as_f64().unwrap_or(f64::NEG_INFINITY))
+        .collect();
+    let loudest = bands.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(
+        (loudest - want).abs() < 0.05,
+        "{loudest} vs {want}: {bands:?}"
+    );
+    let sum: f64 = bands.iter().map(|db| 10f64.powf(db / 10.0)).sum();
+    assert!((10.0 * sum.log10() - num(row, "leq")).abs() < 0.05, "{row}");
+    assert!((num(row, "leq") - want).abs() < 0.05, "{row}");
+}

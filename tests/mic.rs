@@ -255,8 +255,8 @@ fn averaged_rows_through_mic_equal_file() {
     mic_equals_file_with(raw, ("f32", "f32", "2"), &extra, 5);
 }
 
-/// Live input gives the same measurements (calibrated, A-weighted levels of octave bands; the
-/// cross spectrum of the two channels) as the same samples from a file.
+/// Live input gives the same measurements (calibrated, A-weighted levels of octave bands; peaks
+/// and distortion; the cross spectrum of the two channels) as the same samples from a file.
 #[test]
 fn measurements_through_mic_equal_file() {
     let raw = f32_bytes(&noise(2 * RATE, 13));
@@ -272,6 +272,19 @@ fn measurements_through_mic_equal_file() {
         "8",
     ];
     mic_equals_file_with(raw.clone(), ("f32", "f32", "2"), &extra, 5);
+    // peaks and distortion of each channel's spectrum, C-weighted and calibrated
+    let peaks = [
+        "--peaks",
+        "2",
+        "--distortion",
+        "--weighting",
+        "c",
+        "--calibration",
+        "100",
+        "--average",
+        "8",
+    ];
+    mic_equals_file_with(raw.clone(), ("f32", "f32", "2"), &peaks, 5);
     // --cross 0,1: rows of channel 0's stream only, 10 of 4 frames each
     mic_equals_file_with(
         raw,

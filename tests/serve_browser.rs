@@ -8,7 +8,9 @@
 //! saying the rate that arrives, all under the server's Content-Security-Policy; then a page of
 //! another origin (a second port) refused the WebSocket while the page's own origin opens it, and
 //! with `--serve-token` the page refused until opened once with `?token=` (then working from its
-//! HttpOnly cookie). It also measures how the page keeps up and saves a screenshot in
+//! HttpOnly cookie); with measurements the levels readout and the unit on the level axis and in the
+//! cursor readout; with `--cross` the transfer-function panel (H1 against a FIR filter's response,
+//! its traces' pixels). It also measures how the page keeps up and saves a screenshot in
 //! `target/tmp/serve_browser/`.
 //!
 //! Without chromium, chromedriver or selenium the test is skipped with a message, except under

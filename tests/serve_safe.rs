@@ -192,7 +192,14 @@ fn a_foreign_host_and_a_foreign_origin_are_refused_and_every_reply_is_hardened()
         assert_eq!((r.status, r.body.as_str()), (200, "ok\n"), "Host {host}");
         assert_security_headers(&r, "/healthz");
     }
-    for path in ["/", "/app.js", "/app.css", "/api/streams", "/metrics"] {
+    for path in [
+        "/",
+        "/app.js",
+        "/xfer.js",
+        "/app.css",
+        "/api/streams",
+        "/metrics",
+    ] {
         let r = get(&addr, &addr, path, &[]);
         assert_eq!(r.status, 200, "{path}");
         assert_security_headers(&r, path);

@@ -10,7 +10,7 @@ const ui = {
   specmin: $('specmin'), specmax: $('specmax'), specauto: $('specauto'),
   colormap: $('colormap'), wfmin: $('wfmin'), wfmax: $('wfmax'), wfauto: $('wfauto'), cbar: $('cbar'),
   wfspeed: $('wfspeed'), tau: $('tau'), tauval: $('tauval'), peakreset: $('peakreset'), status: $('status'),
-  rate: $('rate'), info: $('info'), readout: $('readout'), measure: $('measure'),
+  rate: $('rate'), info: $('info'), readout: $('readout'), measure: $('measure'), xfer: $('xfer'),
 };
 const FLOOR = -999;                                     // dB stored for silence (-Infinity) and NaN
 const MARGIN = { left: 58, right: 16, top: 12, axis: 26 };   // CSS px around the plots
@@ -30,6 +30,7 @@ const S = {
   paused: false, ended: false,
   speed: 0,              // waterfall rows per second of the rows' time; 0: every row
   meanUnit: 10,          // how the stream's means average (see toUnit)
+  unit: 'dB',            // the shown stream's level unit (calibrated: docs/measure.md)
   tau: 1.0,
   live: null, avgPow: null, avg: null, peak: null,   // Float32Array/Float64Array per column
   mouse: null,           // {target: 'spectrum'|'waterfall', x, y} in device px
@@ -106,7 +107,7 @@ const G = { dpr: 1, x0: 0, x1: 1, plotW: 1, spec: null, wf: null, sentWidth: nul
 function sizeCanvases() {
   G.dpr = window.devicePixelRatio || 1;
   const d = G.dpr;
-  for (const c of [ui.spectrum, ui.waterfall]) {
+  for (const c of [ui.spectrum, ui.waterfall, ui.xfer]) {
     const r = c.parentElement.getBoundingClientRect();
     const w = Math.max(1, Math.round(r.width * d)), h = Math.max(1, Math.round(r.height * d));
     if (c.width !== w) c.width = w;
@@ -195,7 +196,14 @@ function fmtHz(v) {
   return `${+(v / scale).toPrecision(4)} ${unit}`;
 }
 
-function fmtDb(v) { return v <= FLOOR ? '-inf dB' : `${v.toFixed(1)} dB`; }
+function fmtDb(v) { return v <= FLOOR ? `-inf ${S.unit}` : `${v.toFixed(1)} ${S.unit}`; }
+
+// What the shown stream's levels are: the calibrated unit, or |H1| of a pair (--cross).
+function streamInfo(id) { return S.streams.find((x) => x.id === id); }
+function levelLabel() {
+  const s = S.layout && streamInfo(S.layout.stream);
+  return s && s.cross ? '|H1| (dB)' : `level (${S.unit})`;
+}
 
 // The readout always shows the frequency in Hz as a number, and in kHz/MHz once Hz gets long.
 function fmtReadoutHz(v) {
@@ -366,6 +374,8 @@ function onLayout(m) {
   }
   const meta = S.streams.find((x) => x.id === m.stream);
   S.meanUnit = meanUnit(meta && meta.scale);
+  S.unit = (meta && meta.unit) || 'dB';
+  xferShow(Boolean(meta && meta.cross));
   S.fresh = false;
   repaintWaterfall();
   ui.stream.value = String(m.stream);
@@ -377,9 +387,10 @@ function onLayout(m) {
 // ---------------------------------------------------------------- measurements readout
 // With --levels/--peaks/--distortion the shown stream's /spectra rows carry them (docs/measure.md):
 // read them there and show the latest (at most 4 times a second); a run without measurements is
-// seen at its first row, and the request is dropped.
+// seen at its first row, and the request is dropped. A pair's rows (--cross) go to the
+// transfer-function panel (xfer.js), every one.
 
-let measureReader = null;
+let measureReader = null, measureFor = null;
 
 function fmtLevel(v) { return v === null || v === undefined ? '–' : v.toFixed(1); }
 
@@ -397,8 +408,10 @@ function measureText(r) {
 }
 
 async function readMeasurements(stream) {
+  if (measureReader && measureFor === stream) return;   // already reading (or known to be empty)
   if (measureReader) measureReader.abort();
   const ctl = measureReader = new AbortController();
+  measureFor = stream;
   ui.measure.hidden = true;
   let shownAt = 0, buf = '';
   try {
@@ -414,7 +427,9 @@ async function readMeasurements(stream) {
       const lines = buf.slice(0, end).split('\n').filter((l) => l.startsWith('{"stream"'));
       buf = buf.slice(end + 1);
       if (!lines.length) continue;
-      const text = measureText(JSON.parse(lines[lines.length - 1]));
+      const row = JSON.parse(lines[lines.length - 1]);
+      if (row.coherence) { xferRow(row); continue; }
+      const text = measureText(row);
       if (text === null) { ctl.abort(); return; }   // no measurements in this run
       const now = performance.now();
       if (now - shownAt > 250) { shownAt = now; ui.measure.textContent = text; ui.measure.hidden = false; }
@@ -609,7 +624,7 @@ function drawSpectrumBackground() {
     g.fillText(String(+v.toFixed(decimalsFor(step))), G.x0 - 7 * d, y);
   }
   g.save(); g.translate(14 * d, (y0 + y1) / 2); g.rotate(-Math.PI / 2);
-  g.textAlign = 'center'; g.fillText('level (dB)', 0, 0); g.restore();
+  g.textAlign = 'center'; g.fillText(levelLabel(), 0, 0); g.restore();
 
   g.textBaseline = 'top';
   if (S.layout) {
@@ -745,7 +760,9 @@ let readoutText = '';
 function updateReadout() {
   const m = S.mouse;
   let text = 'move the cursor over the plots';
-  if (m && S.layout && S.live) {
+  if (m && m.target === 'xfer') {
+    text = xferReadout(m.x);
+  } else if (m && S.layout && S.live) {
     const col = xToColumn(m.x), f = fmtReadoutHz(S.layout.hz[col]);   // the column's centre
     if (m.target === 'spectrum') {
       text = `${f}   ${fmtDb(S.live[col])}   avg ${fmtDb(S.avg[col])}   peak ${fmtDb(S.peak[col])}`;
@@ -772,6 +789,7 @@ function frame(now) {
     S.dirty = false;
     drawSpectrum();
     drawWaterfall();
+    drawXfer();
     drawCursor();
     updateReadout();
     const ms = performance.now() - t0;
@@ -849,6 +867,11 @@ function onText(m) {
     }));
     ui.stream.disabled = S.streams.length < 2;
     ui.stream.value = String(m.stream);
+    // a pair's panel and the /spectra reader start now: a pair's one row at the end of the input
+    // (no --average) comes before its display row's layout
+    const info = streamInfo(m.stream);
+    xferShow(Boolean(info && info.cross));
+    readMeasurements(m.stream);
     showStatus();
   } else if (m.type === 'layout') {
     onLayout(m);
@@ -928,7 +951,7 @@ ui.tau.addEventListener('input', () => {
   S.dirty = true;
 });
 ui.peakreset.addEventListener('click', () => { if (S.live) S.peak = new Float32Array(S.live); S.dirty = true; });
-for (const c of [ui.spectrum, ui.waterfall]) {
+for (const c of [ui.spectrum, ui.waterfall, ui.xfer]) {
   c.addEventListener('mousemove', onMouse);
   c.addEventListener('mouseleave', () => { S.mouse = null; S.dirty = true; });
 }
@@ -950,6 +973,10 @@ window.fftd = Object.freeze({
   get columnsHz() { return S.layout ? Array.from(S.layout.hz) : []; },
   get lastMax() { return S.live ? new Float32Array(S.live) : null; },
   get paused() { return S.paused; },
+  get unit() { return S.unit; },
+  get levelLabel() { return levelLabel(); },
+  // --cross: the latest row of the pair and the panel's plots (null for other streams)
+  get transfer() { return xferPublic(); },
   get ended() { return S.ended; },
   // {spectrum, waterfall}: each {lo, hi, auto, fitted}
   get ranges() {
@@ -968,11 +995,13 @@ window.fftd = Object.freeze({
   get timeTicks() { return wfTicks.map((t) => ({ ...t })); },
   get lut() { return new Uint8ClampedArray(lut); },
   get perf() { return { ...S.perf }; },
-  // Plot geometry in CSS px relative to each canvas; both plots span the same x range.
+  // Plot geometry in CSS px relative to each canvas; the plots span the same x range (xfer: the
+  // transfer-function panel's three plots, top to bottom).
   get plot() {
     const d = G.dpr;
     return { dpr: d, left: G.x0 / d, right: G.x1 / d, spectrum: { top: G.spec.y0 / d, bottom: G.spec.y1 / d },
-      waterfall: { top: G.wf.y0 / d, bottom: G.wf.y1 / d } };
+      waterfall: { top: G.wf.y0 / d, bottom: G.wf.y1 / d },
+      xfer: { top: XF.plots[0].y0 / d, bottom: XF.plots[2].y1 / d } };
   },
   xToHz(cssX) { return S.layout ? xToHz(cssX * G.dpr) : null; },
   hzToX(hz) { return S.layout ? hzToX(hz) / G.dpr : null; },

@@ -408,9 +408,6 @@ fn products_and_scale(
                 "--cross {cross} reads two channels: leave --channel out or give --channel all"
             ));
         }
-        if o.serve.is_some() {
-            return usage(format!("--cross {cross}: the live view does not draw transfer functions yet; write them to a file"));
-        }
     }
     (products.measure)
         .check(scale, bands, image)

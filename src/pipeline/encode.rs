@@ -59,6 +59,8 @@ pub struct LiveTap<'a, T: Sample> {
     pub rows: &'a dyn Encoder<T>,
     /// Measurement values at the end of each row (`products::measure`), not drawn.
     pub extras: usize,
+    /// `--cross`: the bins of its rows, whose |H1| in dB (`h1_db`) is drawn.
+    pub cross_bins: Option<usize>,
 }
 
 /// An encode thread's scratch for the live view: one batch's folds, per stream.
@@ -225,7 +227,10 @@ impl<T: Sample> LiveTap<'_, T> {
     /// Folds a row into this batch's fold of its stream.
     fn fold(&self, row: &SpectrumRow<'_, T>, folds: &mut Vec<(usize, Fold)>) {
         let stream = row.stream.id;
-        let values = &row.values[..row.values.len().saturating_sub(self.extras)];
+        let values = match self.cross_bins {
+            Some(bins) => row.values.get(3 * bins..4 * bins).unwrap_or_default(),
+            None => &row.values[..row.values.len().saturating_sub(self.extras)],
+        };
         let at = match folds.iter().rposition(|(s, _)| *s == stream) {
             Some(at) => at,
             None => {

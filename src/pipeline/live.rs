@@ -22,11 +22,13 @@ impl LiveView {
     pub fn start(
         listener: crate::serve::Bound,
         streams: &[StreamMeta],
-        scale: Scale,
+        (scale, measure): (Scale, &crate::products::measure::MeasureOptions),
         counters: Arc<Counters>,
         numbering: Arc<AtomicU64>,
     ) -> Result<Self> {
-        let hub = Arc::new(LiveHub::new(streams, scale, counters));
+        let mut hub = LiveHub::new(streams, scale, counters);
+        hub.label(measure);
+        let hub = Arc::new(hub);
         hub.set_numbering(numbering);
         let server = Server::start(listener, hub.clone())?;
         if !server.addr.ip().is_loopback() {

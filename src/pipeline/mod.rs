@@ -397,8 +397,13 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             );
             let counters = control.counters.clone();
             let scale = settings.analysis.scale;
+            let measure = &settings.analysis.products.measure;
             Some(live::LiveView::start(
-                listener, &streams, scale, counters, numbering,
+                listener,
+                &streams,
+                (scale, measure),
+                counters,
+                numbering,
             )?)
         }
         None => None,
@@ -414,6 +419,7 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             hub: &view.hub,
             rows,
             extras,
+            cross_bins: layout.as_ref().and_then(|l| l.cross_bins),
         });
 
     let frame_capacity = match settings.analysis.frame {

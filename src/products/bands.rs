@@ -316,6 +316,12 @@ fn write_octave(bands: &OctaveBands, f: &mut fmt::Formatter<'_>) -> fmt::Result 
 // Band matrices
 // ---------------------------------------------------------------------------------------------
 
+/// A `BandWeights::id` not given before in this process (device caches tell matrices apart by it).
+pub fn next_matrix_id() -> u64 {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// One band's weights: bins `first_bin .. first_bin + weights.len()`; every other bin weighs 0.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BandRow {
@@ -404,14 +410,13 @@ impl BandMatrix {
     /// The matrix as engines take it (`fft::BandWeights`: spans and weights back to back), with
     /// an id of its own.
     pub fn weights(&self) -> crate::fft::BandWeights {
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let mut weights = crate::fft::BandWeights {
             bins: self.bins,
             first: Vec::with_capacity(self.rows.len()),
             len: Vec::with_capacity(self.rows.len()),
             offset: Vec::with_capacity(self.rows.len()),
             weights: Vec::new(),
-            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: next_matrix_id(),
             finish: crate::fft::RowFinish::AsIs,
         };
         for row in &self.rows {

@@ -2,8 +2,10 @@
 //! `bands::BandMatrix`), or the bins after `--fftshift` (complex input: DC in the centre) and
 //! `--fmin`/`--fmax` (the bins whose frequency lies in [fmin, fmax], inclusive). Stateless, so
 //! the FFT workers run it in parallel. With measurements (`measure`) each bin's power is
-//! multiplied by its gain (folded into the band weights with `--bands`), and with `--levels` the
-//! frame's total follows the columns (a band of every bin with `--bands`).
+//! multiplied by its gain, folded into band weights (with `--bands`; without, a one-bin band per
+//! picked bin), and with `--levels` the frame's total follows the columns (a band of every bin):
+//! so an engine that sums bands (an OpenCL device) does the whole per-frame part where the
+//! spectra are.
 
 use super::bands::BandMatrix;
 use super::ProductOptions;
@@ -28,10 +30,6 @@ pub struct ColumnPlan {
     bands: Option<BandWeights>,
     /// Values per bin: 2 for `--scale complex` (re, im), else 1.
     per_bin: usize,
-    /// Each bin's power gain (measurements), for picked bins.
-    gains: Option<Vec<f64>>,
-    /// With `--levels`, for picked bins: the weights of the frame's total after the columns.
-    total: Option<Vec<f64>>,
     /// Values after the columns (the level total).
     extra: usize,
 }
@@ -62,13 +60,12 @@ impl ColumnPlan {
         Ok(plan)
     }
 
-    /// Takes measurement gains in: folded into band weights (a band of all bins for the total),
-    /// or kept for `pick`.
+    /// Takes measurement gains in: folded into the band weights, or the picked bins made one-bin
+    /// bands of their gains (`gain_bands`); with `--levels`, a band of all bins for the total.
     fn apply_gains(&mut self, gains: super::measure::BinGains) {
         self.extra = usize::from(gains.level.is_some());
         let Some(weights) = self.bands.as_mut() else {
-            self.gains = Some(gains.column);
-            self.total = gains.level;
+            self.bands = Some(self.gain_bands(gains));
             return;
         };
         for b in 0..weights.bands() {
@@ -88,6 +85,41 @@ impl ColumnPlan {
             weights.offset.push(weights.weights.len() as u32);
             weights.weights.extend_from_slice(&level);
         }
+    }
+
+    /// The picked bins with their gains as a band matrix, so an engine that sums bands (an
+    /// OpenCL device) applies the weighting and calibration and sums the level total where the
+    /// spectra are: a one-bin band per picked bin (weight: its gain), then, with `--levels`, a
+    /// band of every bin weighted by the total's weights. The same numbers as picking the bins
+    /// and multiplying (`BandWeights::apply` sums in f64 on the host).
+    fn gain_bands(&self, gains: super::measure::BinGains) -> BandWeights {
+        let picked: Vec<usize> = self
+            .picks
+            .iter()
+            .flat_map(|run| run.clone().map(|i| (i + self.shift) % self.bins))
+            .collect();
+        let mut weights = BandWeights {
+            bins: self.bins,
+            first: Vec::with_capacity(picked.len() + 1),
+            len: Vec::with_capacity(picked.len() + 1),
+            offset: Vec::with_capacity(picked.len() + 1),
+            weights: Vec::with_capacity(picked.len() + self.bins),
+            id: crate::products::bands::next_matrix_id(),
+            finish: crate::fft::RowFinish::AsIs,
+        };
+        let mut push = |first: usize, w: &[f64]| {
+            weights.first.push(first as u32);
+            weights.len.push(w.len() as u32);
+            weights.offset.push(weights.weights.len() as u32);
+            weights.weights.extend_from_slice(w);
+        };
+        for &j in &picked {
+            push(j, &[gains.column.get(j).copied().unwrap_or(0.0)]);
+        }
+        if let Some(level) = &gains.level {
+            push(0, &level[..level.len().min(self.bins)]);
+        }
+        weights
     }
 
     fn band_powers(
@@ -118,8 +150,6 @@ impl ColumnPlan {
             frequencies: matrix.centres_hz().to_vec(),
             bands: Some(matrix.weights()),
             per_bin: 1,
-            gains: None,
-            total: None,
             extra: 0,
         })
     }
@@ -166,8 +196,6 @@ impl ColumnPlan {
             frequencies,
             bands: None,
             per_bin: 1,
-            gains: None,
-            total: None,
             extra: 0,
         })
     }
@@ -175,7 +203,7 @@ impl ColumnPlan {
     /// Whether this plan's column frequencies are those `meta`'s rows would get (the same
     /// centre frequency: `--center-freq`, SigMF).
     pub fn suits(&self, meta: &StreamMeta, n: usize) -> bool {
-        self.bands.is_some() || self.picks.is_empty() || {
+        self.picks.is_empty() || {
             let all = meta.frequencies(n);
             let mine = self
                 .picks
@@ -198,7 +226,6 @@ impl ColumnPlan {
     /// Whether rows are the spectrum as the engine wrote it.
     pub fn is_identity(&self) -> bool {
         self.bands.is_none()
-            && self.gains.is_none()
             && self.shift == 0
             && self.picks.len() == 1
             && self.picks[0] == (0..self.bins)
@@ -239,8 +266,7 @@ impl ColumnPlan {
             return;
         }
         let per_bin = self.per_bin;
-        let (columns, extra) = row.split_at_mut(row.len() - self.extra);
-        let mut out = columns.chunks_exact_mut(per_bin);
+        let mut out = row.chunks_exact_mut(per_bin);
         for run in &self.picks {
             for i in run.clone() {
                 let j = (i + self.shift) % self.bins;
@@ -248,19 +274,8 @@ impl ColumnPlan {
                     (out.next(), spectrum.get(j * per_bin..(j + 1) * per_bin))
                 {
                     o.copy_from_slice(v);
-                    if let Some(gain) = self.gains.as_ref().and_then(|g| g.get(j)) {
-                        o[0] = T::of_f64(o[0].into_f64() * gain);
-                    }
                 }
             }
-        }
-        if let (Some(total), Some(slot)) = (&self.total, extra.first_mut()) {
-            let sum: f64 = total
-                .iter()
-                .zip(spectrum)
-                .map(|(w, v)| w * v.into_f64())
-                .sum();
-            *slot = T::of_f64(sum);
         }
     }
 }
@@ -352,5 +367,31 @@ mod tests {
             1,
         );
         assert!(whole.unwrap().is_identity());
+    }
+
+    #[test]
+    fn measurements_without_bands_are_a_band_matrix_an_engine_can_sum() {
+        use crate::products::measure::weighting::Weighting;
+        let mut options = options(Some(1000.0), Some(3000.0));
+        options.measure.weighting = Some(Weighting::A);
+        options.measure.calibration_db = Some(94.0);
+        options.measure.levels = true;
+        let window = crate::window::WindowKind::Hann;
+        let meta = meta(InputKind::Real, false);
+        let plan = ColumnPlan::new(&meta, (8, window), &options, 1).unwrap();
+        // three picked bins (1, 2, 3 kHz), then the level total: four bands the engine sums
+        let weights = plan.band_weights().expect("gains as band weights");
+        assert_eq!((weights.bands(), plan.columns(), plan.width()), (4, 3, 4));
+        let gains = options.measure.bin_gains(&meta.frequencies(8), 8, window);
+        let spectrum = [1.0f64, 2.0, 3.0, 4.0, 5.0];
+        let mut row = [0.0f64; 4];
+        weights.apply(&spectrum, &mut row);
+        for k in 0..3 {
+            let want = spectrum[k + 1] * gains.column[k + 1];
+            assert!((row[k] - want).abs() <= 1e-12 * want, "{k}: {row:?}");
+        }
+        let level = gains.level.expect("level weights");
+        let total: f64 = level.iter().zip(&spectrum).map(|(w, v)| w * v).sum();
+        assert!((row[3] - total).abs() <= 1e-12 * total, "{row:?}");
     }
 }

@@ -41,6 +41,12 @@ pub struct StreamInfo {
     pub kind: &'static str,
     pub fftshift: bool,
     pub scale: &'static str,
+    /// The unit of the levels drawn (`dB`; calibrated, e.g. `dB SPL (A-weighted)`, with
+    /// measurements: docs/measure.md).
+    pub unit: String,
+    /// `--cross A,B` on channel A's stream (whose rows are the pair's: drawn is |H1| in dB, the
+    /// page plots H1's magnitude and phase and the coherence from `/spectra`); None otherwise.
+    pub cross: Option<String>,
 }
 
 /// Rows of one batch encoded as NDJSON lines, for `/spectra`.
@@ -150,6 +156,8 @@ impl LiveHub {
                 },
                 fftshift: s.fftshift,
                 scale: scale.name(),
+                unit: "dB".into(),
+                cross: None,
             })
             .collect();
         LiveHub {
@@ -165,6 +173,30 @@ impl LiveHub {
             counters,
             serve: ServeCounters::default(),
         }
+    }
+
+    /// Names the run's measurements on its streams (`StreamInfo::unit`, `cross`); with `--cross`
+    /// the rows drawn are the pairs' |H1| in dB (`pipeline::encode` folds those values).
+    pub fn label(&mut self, measure: &crate::products::measure::MeasureOptions) {
+        if let Some(cross) = measure.cross {
+            self.level = Level::Decibel;
+            for (info, meta) in self.streams.iter_mut().zip(&self.metas) {
+                info.scale = Scale::Db.name();
+                if meta.channel == Some(cross.a) {
+                    info.cross = Some(cross.to_string());
+                }
+            }
+        } else if measure.calibrates() {
+            let unit = measure.unit();
+            self.streams.iter_mut().for_each(|i| i.unit = unit.clone());
+        }
+    }
+
+    /// The stream a page shows first: the first with rows drawn (with `--cross`, the first
+    /// pair's), else 0.
+    pub fn first_shown(&self) -> usize {
+        let cross = self.streams.iter().find(|s| s.cross.is_some());
+        cross.map_or(0, |s| s.id)
     }
 
     /// The counter the stage before the encoders numbers batches with.

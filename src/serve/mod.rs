@@ -41,6 +41,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 const PAGE: &str = include_str!("../../assets/serve/index.html");
 const SCRIPT: &str = include_str!("../../assets/serve/app.js");
 const STYLE: &str = include_str!("../../assets/serve/app.css");
+const XFER_SCRIPT: &str = include_str!("../../assets/serve/xfer.js");
 
 /// A running server; `shutdown` stops it (dropping it does too).
 pub struct Server {
@@ -157,6 +158,10 @@ async fn serve(bound: Bound, addr: SocketAddr, app: App) {
             get(|| asset("text/javascript; charset=utf-8", SCRIPT)),
         )
         .route("/app.css", get(|| asset("text/css; charset=utf-8", STYLE)))
+        .route(
+            "/xfer.js",
+            get(|| asset("text/javascript; charset=utf-8", XFER_SCRIPT)),
+        )
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics_text))
         .route("/api/streams", get(streams))

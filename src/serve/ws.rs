@@ -60,7 +60,7 @@ pub async fn run(
 ) {
     hub.serve.ws_sessions.fetch_add(1, Ordering::Relaxed);
     let session = Session {
-        stream: 0,
+        stream: hub.first_shown(),
         width: want.width.unwrap_or(0),
         view: None,
         rows: None,

@@ -8,7 +8,7 @@
 //!   first), `thd_db` …, with `--levels --bands` `bands` (each band's Leq in dB), and `unit`.
 
 use super::{Encoder, OutputFormat, Sample, SpectrumRow, StreamMeta};
-use crate::products::measure::{db, MeasureLayout, DISTORTION_NAMES, LEVEL_NAMES};
+use crate::products::measure::{MeasureLayout, DISTORTION_NAMES, LEVEL_NAMES};
 use crate::types::number::{push, push_all, Syntax};
 use std::sync::Arc;
 
@@ -54,10 +54,7 @@ impl<T: Sample> MeasuredEncoder<T> {
                 out.extend_from_slice(b",\"bands\":[");
                 let levels: Vec<f64> = columns
                     .iter()
-                    .map(|v| match self.layout.db_columns {
-                        true => v.into_f64(),
-                        false => db(v.into_f64()),
-                    })
+                    .map(|v| self.layout.column_db(v.into_f64()))
                     .collect();
                 push_all(out, &levels, b',', Syntax::Json);
                 out.push(b']');

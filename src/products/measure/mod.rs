@@ -185,7 +185,7 @@ impl MeasureOptions {
             peaks: self.peaks,
             distortion: self.distortion,
             unit: self.unit(),
-            db_columns: scale == Scale::Db,
+            column_scale: scale,
             cross_bins: None,
         }
     }
@@ -220,8 +220,8 @@ pub struct MeasureLayout {
     pub distortion: bool,
     /// The unit of the levels.
     pub unit: String,
-    /// Whether the columns are dB already (`--scale db`).
-    pub db_columns: bool,
+    /// The scale the columns are written in (`--scale`).
+    pub column_scale: Scale,
     /// With `--cross`: the bins of its rows (which hold csd, coherence, h1_db, h1_deg only).
     pub cross_bins: Option<usize>,
 }
@@ -232,6 +232,15 @@ pub const LEVEL_NAMES: [&str; 5] = ["leq", "lfmax", "lfmin", "lsmax", "lsmin"];
 pub const DISTORTION_NAMES: [&str; 5] = ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"];
 
 impl MeasureLayout {
+    /// A column's value (in `column_scale`) as a level in dB: a band's Leq in ndjson's `bands`.
+    pub fn column_db(&self, v: f64) -> f64 {
+        match self.column_scale {
+            Scale::Db => v,
+            Scale::Magnitude => db(v * v),
+            _ => db(v),
+        }
+    }
+
     /// The appended values' names, in row order (csv's header cells).
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
