@@ -186,7 +186,7 @@ impl<T> State<T> {
     /// `frames` frames of size `n`.
     fn score(&self, i: LaneId, n: usize, frames: usize) -> f64 {
         let slot = &self.lanes[i];
-        let measured = self.lanes.iter().all(|l| l.speed.is_measured());
+        let measured = self.lanes.iter().all(|l| l.speed.comparable(&slot.speed));
         let speed = match measured {
             true => &slot.speed,
             false => &LaneSpeed::Even,
@@ -437,6 +437,11 @@ impl<T> Dispatcher<T> {
         });
         self.room.notify_all();
         Some((state.lanes.len() - 1, rx))
+    }
+
+    /// Whether dispatching has ended (every queue closed).
+    pub fn closed(&self) -> bool {
+        self.lock().closed
     }
 
     /// Sets the speed of the CPU lanes (known once a device's calibration is loaded).
