@@ -152,6 +152,9 @@ pub enum LaneSpeed {
     Even,
     /// From a calibration of this device (`calibrate`).
     Measured(Arc<Calibration>, SpeedSide),
+    /// An end-to-end rate this way of running the job delivered alone (`route_record`), in
+    /// input samples per second: lanes share batches in proportion to their rates.
+    Rate(f64),
 }
 
 /// Which side of a calibration a lane runs on.
@@ -180,12 +183,24 @@ impl LaneSpeed {
                     SpeedSide::Cpu { workers } => cpu / (*workers).max(1) as f64,
                 }
             }
+            // frames of n samples as samples of input (the rates count input samples)
+            LaneSpeed::Rate(rate) => (frames * n.max(1)) as f64 / rate.max(f64::MIN_POSITIVE),
         }
     }
 
-    /// Whether this is a measured speed (the dispatcher compares lanes only when all are).
+    /// Whether this is a measured speed (the dispatcher compares lanes only when all are, and
+    /// of one kind: calibrations or rates).
     pub fn is_measured(&self) -> bool {
-        matches!(self, LaneSpeed::Measured(..))
+        matches!(self, LaneSpeed::Measured(..) | LaneSpeed::Rate(_))
+    }
+
+    /// Whether `self` and `other` can be compared (both measured the same way).
+    pub fn comparable(&self, other: &LaneSpeed) -> bool {
+        matches!(
+            (self, other),
+            (LaneSpeed::Measured(..), LaneSpeed::Measured(..))
+                | (LaneSpeed::Rate(_), LaneSpeed::Rate(_))
+        )
     }
 }
 

@@ -1,11 +1,16 @@
-//! What `auto` has seen of its two ways of running a file job on this machine: the CPU engines
-//! alone, or the CPU engines with a GPU's engines joining when ready (`router::build_engine_set`).
-//! Each run records its end-to-end rate (input samples per second of wall time, start-up
-//! included) in the cache folder, under its job's shape (`JobKey`: frame, hop, precision,
-//! products, input size class, and the cores this process may use); the next run of that shape
-//! takes the faster way, and first tries each way it has no figure for. So `auto` follows what this machine's whole pipeline delivers, not only
-//! what its kernels do: on a host whose readers bound both routes, the GPU's start-up and
-//! transfers make it the slower way, and `auto` stops using it for files.
+//! What `auto` has seen of its three ways of running a file job on this machine: the CPU
+//! engines alone, the GPU alone once it is up (the CPU engines bridge its start-up), or both
+//! (`router::build_engine_set`). Each run records its end-to-end rate (input samples per second
+//! of wall time, start-up included) in the cache folder, under its job's shape (`JobKey`:
+//! frame, hop, precision, products, input size class, and the cores this process may use).
+//!
+//! How it decides (`RouteRecord::choose`): each way is tried once; then only ways whose best
+//! figure is within `CLOSE` (10 %) of the best way's get more trials, up to `TRIALS` figures
+//! each, so no trial after the first round costs more than 10 % of the job; a way is judged by
+//! the best of its last `TRIALS` figures (a noisy run is a slow one); every `RETRY_EVERY`th run
+//! takes a close runner-up again. When both lanes are the best way, they share batches in
+//! proportion to the rates each way delivered alone (`RouteRecord::shares`). So `auto` follows
+//! what this machine's whole pipeline delivers, not only what its kernels do.
 
 use super::calibrate::cache_dir;
 use serde::{Deserialize, Serialize};
@@ -51,25 +56,38 @@ pub enum AutoRoute {
     WithGpu,
 }
 
-/// Measured end-to-end rates, samples per second (a running mean of the last runs).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+/// Measured end-to-end rates, samples per second: each way's last `TRIALS` figures.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RouteRecord {
-    cpu_only: Option<f64>,
     #[serde(default)]
-    gpu_only: Option<f64>,
-    with_gpu: Option<f64>,
-    /// Runs recorded; every `RETRY_EVERY`th run takes the slower way again, so one unlucky
-    /// figure cannot shut a way out for good.
+    cpu_only: Vec<f64>,
+    #[serde(default)]
+    gpu_only: Vec<f64>,
+    #[serde(default)]
+    with_gpu: Vec<f64>,
+    /// Runs recorded; every `RETRY_EVERY`th run takes the runner-up again when it is within
+    /// `CLOSE` of the best (a trial that costs at most that much).
     #[serde(default)]
     runs: u64,
 }
 
-/// How often `auto` tries the way its record says is slower.
+/// Figures kept per way; a way is judged by its best (a noisy run is a slow one: the machine
+/// was busy, the page cache cold), so one unlucky trial cannot shut a way out.
+const TRIALS: usize = 3;
+
+/// Ways whose best is within this factor of the best way's are tried again until they have
+/// `TRIALS` figures: such a trial costs at most 10 % of the job. A way further behind is not
+/// tried again (until the best way's own figures fall that far).
+const CLOSE: f64 = 1.10;
+
+/// How often `auto` tries a close runner-up once every close way has its trials.
 const RETRY_EVERY: u64 = 16;
+
+const WAYS: [AutoRoute; 3] = [AutoRoute::CpuOnly, AutoRoute::GpuOnly, AutoRoute::WithGpu];
 
 impl RouteRecord {
     fn path() -> Option<PathBuf> {
-        cache_dir().map(|d| d.join("auto-end-to-end-v2.json"))
+        cache_dir().map(|d| d.join("auto-end-to-end-v3.json"))
     }
 
     fn book() -> RouteBook {
@@ -81,29 +99,62 @@ impl RouteRecord {
 
     /// The record of `job` on disk; empty when there is none (or it cannot be read).
     pub fn load(job: &JobKey) -> Self {
-        Self::book().jobs.get(&job.0).copied().unwrap_or_default()
+        Self::book().jobs.get(&job.0).cloned().unwrap_or_default()
+    }
+
+    fn figures(&self, way: AutoRoute) -> &Vec<f64> {
+        match way {
+            AutoRoute::CpuOnly => &self.cpu_only,
+            AutoRoute::GpuOnly => &self.gpu_only,
+            AutoRoute::WithGpu => &self.with_gpu,
+        }
+    }
+
+    /// A way's best figure, None before its first trial.
+    fn best(&self, way: AutoRoute) -> Option<f64> {
+        self.figures(way).iter().copied().reduce(f64::max)
     }
 
     /// The way to run the next job: one without a figure first (CPU alone, then the GPU alone,
-    /// then both), then the fastest; every `RETRY_EVERY`th run the runner-up.
+    /// then both); then a way within `CLOSE` of the best that has fewer than `TRIALS` figures
+    /// (the fewest first); then the way with the best figure, and every `RETRY_EVERY`th run the
+    /// runner-up when it is within `CLOSE`.
     pub fn choose(&self) -> AutoRoute {
-        let ways = [
-            (AutoRoute::CpuOnly, self.cpu_only),
-            (AutoRoute::GpuOnly, self.gpu_only),
-            (AutoRoute::WithGpu, self.with_gpu),
-        ];
-        if let Some((way, _)) = ways.iter().find(|(_, rate)| rate.is_none()) {
+        if let Some(way) = WAYS.iter().find(|w| self.best(**w).is_none()) {
             return *way;
         }
-        let mut ranked: Vec<(AutoRoute, f64)> =
-            ways.iter().map(|&(w, r)| (w, r.unwrap_or(0.0))).collect();
+        let mut ranked: Vec<(AutoRoute, f64)> = WAYS
+            .iter()
+            .map(|&w| (w, self.best(w).unwrap_or(0.0)))
+            .collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let retry = self.runs % RETRY_EVERY == RETRY_EVERY - 1;
-        ranked[usize::from(retry)].0
+        let top = ranked[0].1;
+        let close: Vec<AutoRoute> = ranked
+            .iter()
+            .filter(|(_, rate)| rate * CLOSE >= top)
+            .map(|(w, _)| *w)
+            .collect();
+        let untried = close
+            .iter()
+            .filter(|w| self.figures(**w).len() < TRIALS)
+            .min_by_key(|w| self.figures(**w).len());
+        if let Some(way) = untried {
+            return *way;
+        }
+        let retry = self.runs % RETRY_EVERY == RETRY_EVERY - 1 && close.len() > 1;
+        close[usize::from(retry)]
     }
 
-    /// Adds a run's rate (mean with the previous figure, so one noisy run cannot flip the choice
-    /// for good) and saves the record. Saving is best effort: a read-only cache only means no
+    /// Both lanes' rates when each way alone has a figure: (CPU engines alone, GPU alone), for a
+    /// split of the batches in proportion (`lanes::LaneSpeed::Rate`).
+    pub fn shares(&self) -> Option<(f64, f64)> {
+        Some((
+            self.best(AutoRoute::CpuOnly)?,
+            self.best(AutoRoute::GpuOnly)?,
+        ))
+    }
+
+    /// Adds a run's rate (the way's oldest of `TRIALS` figures goes) and saves the record. Saving is best effort: a read-only cache only means no
     /// memory.
     pub fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64) {
         if !(samples_per_s.is_finite() && samples_per_s > 0.0) {
@@ -111,13 +162,7 @@ impl RouteRecord {
         }
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
-        let slot = match route {
-            AutoRoute::CpuOnly => &mut record.cpu_only,
-            AutoRoute::GpuOnly => &mut record.gpu_only,
-            AutoRoute::WithGpu => &mut record.with_gpu,
-        };
-        *slot = Some(slot.map_or(samples_per_s, |old| (old + samples_per_s) / 2.0));
-        record.runs += 1;
+        record.add(route, samples_per_s);
         let Some(path) = Self::path() else { return };
         let (Some(dir), Ok(text)) = (path.parent(), serde_json::to_string(&book)) else {
             return;
@@ -129,6 +174,19 @@ impl RouteRecord {
         if let Err(e) = saved {
             tracing::debug!("cannot save {}: {e}", path.display());
         }
+    }
+
+    fn add(&mut self, route: AutoRoute, samples_per_s: f64) {
+        let figures = match route {
+            AutoRoute::CpuOnly => &mut self.cpu_only,
+            AutoRoute::GpuOnly => &mut self.gpu_only,
+            AutoRoute::WithGpu => &mut self.with_gpu,
+        };
+        figures.push(samples_per_s);
+        if figures.len() > TRIALS {
+            figures.remove(0);
+        }
+        self.runs += 1;
     }
 }
 
@@ -145,23 +203,93 @@ mod tests {
         assert_ne!(key(512, 1 << 30, 16), key(512, 1 << 20, 16));
     }
 
+    fn record(figures: [&[f64]; 3]) -> RouteRecord {
+        RouteRecord {
+            cpu_only: figures[0].to_vec(),
+            gpu_only: figures[1].to_vec(),
+            with_gpu: figures[2].to_vec(),
+            runs: 0,
+        }
+    }
+
     #[test]
     fn tries_each_route_then_takes_the_faster() {
         let mut r = RouteRecord::default();
         assert_eq!(r.choose(), AutoRoute::CpuOnly);
-        r.cpu_only = Some(10.0);
+        r.add(AutoRoute::CpuOnly, 10.0);
         assert_eq!(r.choose(), AutoRoute::GpuOnly);
-        r.gpu_only = Some(30.0);
+        r.add(AutoRoute::GpuOnly, 30.0);
         assert_eq!(r.choose(), AutoRoute::WithGpu);
-        r.with_gpu = Some(5.0);
+        r.add(AutoRoute::WithGpu, 5.0);
+        // the GPU alone is far ahead of both others: no more trials of them, only of itself
         assert_eq!(r.choose(), AutoRoute::GpuOnly);
-        r.with_gpu = Some(40.0);
-        assert_eq!(r.choose(), AutoRoute::WithGpu);
-        r.runs = RETRY_EVERY - 1;
+        r.add(AutoRoute::GpuOnly, 29.0);
+        r.add(AutoRoute::GpuOnly, 31.0);
+        for _ in 0..2 * RETRY_EVERY {
+            assert_eq!(
+                r.choose(),
+                AutoRoute::GpuOnly,
+                "no trial costing more than 10 %"
+            );
+            r.runs += 1;
+        }
+    }
+
+    #[test]
+    fn close_ways_get_several_trials_and_the_best_figure_counts() {
+        // one noisy trial of the GPU alone (busy machine): 28 against 30 with both lanes
+        let r = record([&[10.0], &[28.0], &[30.0]]);
+        assert_eq!(
+            r.choose(),
+            AutoRoute::WithGpu,
+            "both close: the better one first"
+        );
+        let r = record([&[10.0], &[28.0], &[30.0, 29.0]]);
+        assert_eq!(r.choose(), AutoRoute::GpuOnly, "the fewest trials first");
+        // its second trial is the faster: its best figure counts, not a mean
+        let mut r = record([&[10.0], &[28.0, 36.0], &[34.0, 29.0]]);
         assert_eq!(
             r.choose(),
             AutoRoute::GpuOnly,
-            "the runner-up, now and then"
+            "34 is within 10 % of 36: more trials"
+        );
+        r.gpu_only.push(35.0);
+        assert_eq!(
+            r.choose(),
+            AutoRoute::WithGpu,
+            "each close way up to TRIALS figures"
+        );
+        r.with_gpu.push(30.5);
+        assert_eq!(r.choose(), AutoRoute::GpuOnly, "all trials done: the best");
+        r.runs = RETRY_EVERY - 1;
+        assert_eq!(
+            r.choose(),
+            AutoRoute::WithGpu,
+            "the close runner-up, now and then"
+        );
+        // a way more than 10 % behind is not tried again, even with one figure
+        let r = record([&[10.0], &[36.0, 36.0, 36.0], &[30.0]]);
+        assert_eq!(r.choose(), AutoRoute::GpuOnly);
+    }
+
+    #[test]
+    fn old_figures_leave_and_a_slowed_way_is_overtaken() {
+        let mut r = record([&[20.0, 20.0, 20.0], &[30.0, 30.0, 30.0], &[5.0]]);
+        assert_eq!(r.choose(), AutoRoute::GpuOnly);
+        // the GPU is shared with another job now: its figures fall below the CPU's
+        for _ in 0..TRIALS {
+            r.add(AutoRoute::GpuOnly, 15.0);
+        }
+        assert_eq!(r.gpu_only.len(), TRIALS);
+        assert_eq!(r.choose(), AutoRoute::CpuOnly);
+    }
+
+    #[test]
+    fn shares_follow_the_rates_of_each_way_alone() {
+        assert_eq!(record([&[10.0], &[], &[]]).shares(), None);
+        assert_eq!(
+            record([&[10.0, 12.0], &[30.0, 20.0], &[1.0]]).shares(),
+            Some((12.0, 30.0))
         );
     }
 }

@@ -85,6 +85,9 @@ pub struct LaneEngines<T: Sample> {
 pub struct LateLanes<T: Sample> {
     pub lanes: Vec<LaneEngines<T>>,
     pub cpu_speed: Option<LaneSpeed>,
+    /// Why the device a run named (`--device gpu`, started in the background) is unusable: the
+    /// run fails with it.
+    pub error: Option<FftdError>,
 }
 
 /// Builds `LateLanes` (device start-up, calibration) when called.
@@ -98,6 +101,9 @@ pub struct EngineSet<T: Sample> {
     pub later: Option<DeferredLanes<T>>,
     /// The way `auto` runs this file job (its rate is recorded at the end, `route_record`).
     pub auto_route: Option<AutoRoute>,
+    /// Whether the CPU lane retires once the later lanes join (it only bridged their start-up:
+    /// `auto`'s GPU-alone way, and a device named outright).
+    pub retire_cpu: bool,
 }
 
 /// One engine per FFT worker per lane, in one list, with default `RouterOptions`.
@@ -135,11 +141,19 @@ pub fn build_engine_set<T: Sample>(
     if *choice != DeviceChoice::Auto || live {
         let mut opts = RouterOptions::new(choice.clone(), workers);
         opts.device_workers = device_workers;
+        if starts_in_background(choice, live) {
+            return Ok(background_start(opts, lane_set, workers));
+        }
+        let ready = build_lanes(&opts, &lane_set)?;
+        if choice.names_a_device() && !live {
+            remember_gpu_kind(choice);
+        }
         return Ok(EngineSet {
-            ready: build_lanes(&opts, &lane_set)?,
+            ready,
             lane_set,
             later: None,
             auto_route: None,
+            retire_cpu: false,
         });
     }
     // (`auto` on file input always comes with its job's shape)
@@ -151,6 +165,7 @@ pub fn build_engine_set<T: Sample>(
             ready,
             later: None,
             auto_route: Some(route),
+            retire_cpu: false,
         });
     }
     let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
@@ -159,12 +174,110 @@ pub fn build_engine_set<T: Sample>(
     // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
     opts.calibrate_allowed = false;
     let late_lanes = lane_set.clone();
+    // both lanes: batches shared by the rates each way delivered alone (`route_record`)
+    let shares = (route == AutoRoute::WithGpu)
+        .then(|| job.map(|job| RouteRecord::load(job).shares()))
+        .flatten()
+        .flatten();
     Ok(EngineSet {
         lane_set,
         ready,
-        later: Some(Box::new(move || auto_gpu_lanes(&opts, &late_lanes))),
+        later: Some(Box::new(move || {
+            let mut late = auto_gpu_lanes(&opts, &late_lanes);
+            if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
+                late.cpu_speed = Some(LaneSpeed::Rate(cpu));
+                let per_lane = gpu / late.lanes.len() as f64;
+                late.lanes
+                    .iter_mut()
+                    .for_each(|l| l.speed = LaneSpeed::Rate(per_lane));
+            }
+            late
+        })),
         auto_route: Some(route),
+        retire_cpu: route == AutoRoute::GpuOnly,
     })
+}
+
+/// Whether a device named outright starts in the background (issue 23: start-up off the
+/// critical path): for any non-live input, unless fault injection is on (`FFTD_FAULT_AFTER_BATCHES`
+/// counts a device's batches from the first, which the CPU lane would otherwise take).
+/// Only a choice an earlier run found to be GPU-type devices alone (`remember_gpu_kind`): an
+/// OpenCL device on the CPU (PoCL) shares the cores the CPU engines would bridge with, and it
+/// is opened first, as before.
+fn starts_in_background(choice: &DeviceChoice, live: bool) -> bool {
+    !live
+        && choice.names_a_device()
+        && FaultPlan::from_env() == FaultPlan::default()
+        && gpu_kinds().get(&choice.to_string()) == Some(&true)
+}
+
+fn gpu_kinds_path() -> Option<std::path::PathBuf> {
+    calibrate::cache_dir().map(|d| d.join("device-kinds.json"))
+}
+
+/// Per `--device` choice: whether it named GPU-type devices alone when it was last opened.
+fn gpu_kinds() -> std::collections::BTreeMap<String, bool> {
+    gpu_kinds_path()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Records whether `choice` (just opened) names GPU-type devices alone. Best effort: a cache
+/// that cannot be written only means the device keeps being opened first.
+fn remember_gpu_kind(choice: &DeviceChoice) {
+    let Ok(specs) = device_set::resolve(choice) else {
+        return;
+    };
+    let all_gpus = specs
+        .iter()
+        .all(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu));
+    let mut kinds = gpu_kinds();
+    if kinds.insert(choice.to_string(), all_gpus) == Some(all_gpus) {
+        return;
+    }
+    let (Some(path), Ok(text)) = (gpu_kinds_path(), serde_json::to_string(&kinds)) else {
+        return;
+    };
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let saved = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::write(&tmp, text))
+        .and_then(|_| std::fs::rename(&tmp, &path));
+    if let Err(e) = saved {
+        tracing::debug!("cannot save {}: {e}", path.display());
+    }
+}
+
+/// The CPU engines at once, the named devices' lanes (context, programs, engines) built on a
+/// thread of their own; they join when ready and the CPU lane retires then. A device that cannot
+/// be opened fails the run (`LateLanes::error`), as it does when opened first.
+fn background_start<T: Sample>(
+    opts: RouterOptions,
+    lane_set: Arc<LaneSet>,
+    workers: usize,
+) -> EngineSet<T> {
+    let late_lanes = lane_set.clone();
+    let build = move || match build_lanes::<T>(&opts, &late_lanes) {
+        Ok(lanes) => LateLanes {
+            lanes,
+            cpu_speed: None,
+            error: None,
+        },
+        Err(e) => LateLanes {
+            lanes: Vec::new(),
+            cpu_speed: None,
+            error: Some(e),
+        },
+    };
+    EngineSet {
+        lane_set,
+        ready: vec![cpu_lane(workers)],
+        later: Some(Box::new(build)),
+        auto_route: None,
+        retire_cpu: true,
+    }
 }
 
 fn cpu_engines<T: Sample>(workers: usize) -> Engines<T> {
@@ -443,6 +556,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
     }
     LateLanes {
         lanes,
+        error: None,
         cpu_speed: cal.map(|c| {
             LaneSpeed::Measured(
                 c,

@@ -268,6 +268,7 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         ready: lanes,
         later: late_lanes,
         auto_route,
+        retire_cpu,
     } = router::build_engine_set::<T>(&settings.engine.device, workers, live, job.as_ref())?;
     let engines_built = (building, Instant::now());
     // `auto` running this job on the CPU engines alone: batches sized for them
@@ -529,17 +530,21 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             scope.spawn(move || {
                 crossbeam_channel::select! {
                     recv(built) -> late => if let Ok(late) = late {
+                        if let Some(e) = late.error {
+                            control.fail(e); // the device the run named is unusable
+                        }
                         if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
                             dispatcher.set_cpu_speed(speed);
                         }
                         let joined = !late.lanes.is_empty();
                         for lane in late.lanes {
-                            if let Some((queue, engines)) = join_lane(dispatcher, pools, lane) {
+                            // (its pinned pools are made here, before it takes batches)
+                            if let Some((queue, engines)) = join_late_lane(dispatcher, pools, lane) {
                                 threads.spawn(queue, engines, &tx, context);
                             }
                         }
-                        // the GPU alone from now on: the CPU lane finishes what it holds
-                        if joined && auto_route == Some(crate::fft::route_record::AutoRoute::GpuOnly) {
+                        // the devices alone from now on: the CPU lane hands on what it holds
+                        if joined && retire_cpu {
                             let lanes = lane_set.lanes();
                             lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
                         }
@@ -627,6 +632,8 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         );
     }
     // pinned spares released now, inside the teardown that --stats and --trace account for
+    // (and `auto`'s clock: left to the process's exit, the driver's unpinning still holds the
+    // exit, unseen; issue 23)
     input_pool.release_spares();
     output_pool.release_spares();
     // everything the run does is done: the report, then the timeline
@@ -701,8 +708,27 @@ fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route_record::JobKey {
 
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
+    pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
+    lane: router::LaneEngines<T>,
+) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
+    join_lane_with(dispatcher, pools, lane, false)
+}
+
+/// `join_lane` for a lane built while the run goes on: its pinned pools are filled first, with
+/// buffers the size the run's batches have had, so no reader or worker waits for an allocation.
+fn join_late_lane<T: Sample>(
+    dispatcher: &Dispatcher<T>,
+    pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
+    lane: router::LaneEngines<T>,
+) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
+    join_lane_with(dispatcher, pools, lane, true)
+}
+
+fn join_lane_with<T: Sample>(
+    dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
+    premade: bool,
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
@@ -711,9 +737,14 @@ fn join_lane<T: Sample>(
         true => lane.engines.iter().find_map(|e| e.pinned_memory()),
     };
     let queue = lane.engines.len();
+    let spares = |pool: &pool::BufferPool<T>| match (&pinned, premade) {
+        (Some(memory), true) => pool.premade(memory, 2 * queue + 2, &|| dispatcher.closed()),
+        _ => Vec::new(),
+    };
+    let (premade_in, premade_out) = (spares(input_pool), spares(output_pool));
     let homes = |id| {
-        input_pool.add_lane(id, pinned.clone());
-        output_pool.add_lane(id, pinned.clone());
+        input_pool.add_lane_with(id, pinned.clone(), premade_in);
+        output_pool.add_lane_with(id, pinned.clone(), premade_out);
     };
     let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
     let queue = worker::LaneQueue {

@@ -10,7 +10,11 @@
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::RwLock;
+
+/// Threads that make a late lane's pinned buffers (`BufferPool::premade`).
+const PREMAKE_THREADS: usize = 4;
 
 /// Spare buffers of one kind of memory.
 struct Spares<T> {
@@ -37,6 +41,8 @@ pub struct BufferPool<T> {
     /// Per lane (index = lane id): its pinned home, or None for heap memory.
     homes: RwLock<Vec<Option<PinnedHome<T>>>>,
     heap: Spares<T>,
+    /// The largest buffer taken so far (values): the size a late lane's buffers are made.
+    largest: AtomicUsize,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
@@ -46,24 +52,80 @@ impl<T: Copy + Default> BufferPool<T> {
             capacity,
             homes: RwLock::new(Vec::new()),
             heap: Spares::new(capacity),
+            largest: AtomicUsize::new(0),
         }
     }
 
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
+    #[cfg(test)]
     pub fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
+        self.add_lane_with(lane, pinned, Vec::new());
+    }
+
+    /// `add_lane` with spare buffers made beforehand (`premade`).
+    pub fn add_lane_with(
+        &self,
+        lane: usize,
+        pinned: Option<PinnedMemory<T>>,
+        spares: Vec<HostBuf<T>>,
+    ) {
         if let Ok(mut homes) = self.homes.write() {
             if homes.len() <= lane {
                 homes.resize_with(lane + 1, || None);
             }
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
-                spares: Spares::new(self.capacity),
+                spares: Spares::new(self.capacity.max(spares.len())),
             });
+            if let Some(home) = &homes[lane] {
+                for buf in spares {
+                    let _ = home.spares.tx.try_send(buf);
+                }
+            }
         }
+    }
+
+    /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken so
+    /// far (none before the first take), made on a few threads; stops early when `stop` says
+    /// so. For a lane that joins a running pipeline: its readers and workers then find
+    /// buffers ready instead of waiting for a pinned allocation each (issue 23).
+    pub fn premade(
+        &self,
+        memory: &PinnedMemory<T>,
+        count: usize,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Vec<HostBuf<T>>
+    where
+        T: Send,
+    {
+        let len = self.largest.load(Ordering::Relaxed);
+        if len == 0 {
+            return Vec::new();
+        }
+        let count = count.min(self.capacity);
+        let threads = PREMAKE_THREADS.min(count);
+        std::thread::scope(|scope| {
+            let making: Vec<_> = (0..threads)
+                .map(|t| {
+                    scope.spawn(move || {
+                        let mine = (t..count).step_by(threads.max(1));
+                        mine.take_while(|_| !stop())
+                            .map(|_| HostBuf::with_capacity(len, Some(memory)))
+                            .filter(HostBuf::is_pinned)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            making
+                .into_iter()
+                .flat_map(|t| t.join().unwrap_or_default())
+                .collect()
+        })
     }
 
     /// An empty buffer with room for at least `len` values, in lane `lane`'s memory.
     pub fn take(&self, lane: usize, len: usize) -> HostBuf<T> {
+        self.largest.fetch_max(len, Ordering::Relaxed);
         let homes = self.homes.read();
         let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
         let mut buf = match home {

@@ -326,9 +326,14 @@ impl JobReader {
             // adjacent or overlapping frames: the samples they cover, each once and in order
             // (`Framing::batch_layout`), mono raw f32 read straight into the batch
             let base = job.first * hop;
-            if stream.layout.coding == SampleCoding::Raw(InputFormat::F32) {
-                if let Some(out) = T::as_f32_mut(out).filter(|_| stream.layout.channels == 1) {
+            let raw_mono_f32 = stream.layout.coding == SampleCoding::Raw(InputFormat::F32)
+                && stream.layout.channels == 1;
+            if raw_mono_f32 {
+                if let Some(out) = T::as_f32_mut(out) {
                     return self.read_f32_in_place(stream, base, out, clock, span);
+                }
+                if let Some(out) = T::as_f64_mut(out) {
+                    return self.read_f32_widened(stream, base, out, clock, span);
                 }
             }
             let end = (job.first + job.count as u64 - 1) * hop + n;
@@ -378,6 +383,43 @@ impl JobReader {
                     "value at byte offset {} is {}, not a finite number",
                     byte_offset + 4 * i as u64,
                     values[i] as f64
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Mono raw f32 samples into f64 batches (`--precision f64`) in one pass: the file's bytes
+    /// are read into the upper half of the batch buffer, then widened in place from the front
+    /// (value i is written over bytes 8i..8i+8, its f32 read first from byte 4·len + 4i, and
+    /// no later f32 lies below that), instead of decoding into a scratch buffer and copying.
+    fn read_f32_widened(
+        &mut self,
+        stream: &RangeStream,
+        first: u64,
+        out: &mut [f64],
+        clock: &mut ThreadClock<'_>,
+        (batch, id): (Option<u64>, Option<usize>),
+    ) -> Result<()> {
+        let layout = &stream.layout;
+        let len = out.len();
+        let present = (stream.samples.saturating_sub(first) as usize).min(len);
+        let byte_offset = first * 4; // raw files: the samples start at byte 0
+        let upper = &mut f64_bytes(out)[4 * len..];
+        open_file_of(&mut self.file, layout)?
+            .read_exact_at(&mut upper[..4 * present], layout.data_offset + byte_offset)
+            .map_err(|e| FftdError::io(&layout.name, e))?;
+        clock.lap_span(Phase::Read, batch, id);
+        let bad = widen_in_place(out, present);
+        out[present..].fill(0.0);
+        clock.lap_span(Phase::Decode, batch, id);
+        match bad {
+            Some((i, v)) => Err(FftdError::input(
+                layout.name.clone(),
+                format!(
+                    "value at byte offset {} is {}, not a finite number",
+                    byte_offset + 4 * i as u64,
+                    v as f64
                 ),
             )),
             None => Ok(()),
@@ -452,6 +494,53 @@ fn f32_bytes(values: &mut [f32]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
+/// Widens the `present` f32 values that lie in the upper half of `out`'s bytes (from byte
+/// 4·len) into `out[..present]`, front to back in blocks; the first non-finite value and its
+/// index, if any.
+fn widen_in_place(out: &mut [f64], present: usize) -> Option<(usize, f32)> {
+    const BLOCK: usize = 1024;
+    let len = out.len();
+    let present = present.min(len);
+    let base = out.as_mut_ptr();
+    let mut bad = None;
+    let mut block = [0f32; BLOCK];
+    let mut i = 0;
+    while i < present {
+        let k = BLOCK.min(present - i);
+        // SAFETY: the f32s i..i+k lie at bytes 4·len + 4i .. 4·len + 4(i+k) of `out` (4-aligned:
+        // `out` is 8-aligned), within it as i + k <= present <= len; they are copied out before
+        // any write of this block, and the block's writes (bytes 8i .. 8(i+k)) end at or below
+        // 4·len + 4(i+k) since i + k <= len: no f32 still to be read is overwritten.
+        unsafe {
+            let src = base.cast::<u8>().add(4 * len + 4 * i).cast::<f32>();
+            std::ptr::copy_nonoverlapping(src, block.as_mut_ptr(), k);
+        }
+        let values = &block[..k];
+        if bad.is_none() && !values.iter().fold(true, |ok, v| ok & v.is_finite()) {
+            bad = values
+                .iter()
+                .position(|v| !v.is_finite())
+                .map(|j| (i + j, values[j]));
+        }
+        // SAFETY: values i..i+k of `out` (through the same pointer as the reads above); the
+        // f32s they overlap were copied into `block` already.
+        let dst = unsafe { std::slice::from_raw_parts_mut(base.add(i), k) };
+        for (d, v) in dst.iter_mut().zip(values) {
+            *d = f64::from(*v);
+        }
+        i += k;
+    }
+    bad
+}
+
+/// The bytes of `values` (f64 values widened in place, `JobReader::read_f32_widened`).
+fn f64_bytes(values: &mut [f64]) -> &mut [u8] {
+    let len = std::mem::size_of_val(values);
+    // SAFETY: the byte slice covers exactly the memory of `values` (u8 needs no alignment), its
+    // lifetime is the borrow of `values`, and every bit pattern written is a valid f64.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
+}
+
 /// Fills `frame` from `values` (converted to `T`), zeros past their end.
 fn copy_padded<T: Sample>(values: &[f64], frame: &mut [T]) {
     let take = values.len().min(frame.len());
@@ -459,4 +548,48 @@ fn copy_padded<T: Sample>(values: &[f64], frame: &mut [T]) {
         *d = T::of_f64(*v);
     }
     frame[take..].fill(T::zero());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f32s in the upper half of an f64 buffer's bytes, as `read_f32_widened` reads them.
+    fn upper_half(values: &[f32], len: usize) -> Vec<f64> {
+        let mut out = vec![f64::NAN; len];
+        let bytes = f64_bytes(&mut out);
+        for (i, v) in values.iter().enumerate() {
+            bytes[4 * len + 4 * i..4 * len + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn f32_samples_widen_in_place_exactly() {
+        for (len, present) in [
+            (1, 1),
+            (5, 5),
+            (3000, 3000),
+            (3000, 2049),
+            (1024, 1),
+            (4096, 0),
+        ] {
+            let values: Vec<f32> = (0..present)
+                .map(|i| (i as f32 * 0.37).sin() * 1e3)
+                .collect();
+            let mut out = upper_half(&values, len);
+            assert_eq!(widen_in_place(&mut out, present), None);
+            let want: Vec<f64> = values.iter().map(|v| f64::from(*v)).collect();
+            assert_eq!(&out[..present], &want[..], "len {len} present {present}");
+        }
+    }
+
+    #[test]
+    fn the_first_non_finite_sample_is_named() {
+        let mut values = vec![1.0f32; 2500];
+        values[1500] = f32::INFINITY;
+        values[2000] = f32::NAN;
+        let mut out = upper_half(&values, 2500);
+        assert_eq!(widen_in_place(&mut out, 2500), Some((1500, f32::INFINITY)));
+    }
 }

@@ -165,6 +165,15 @@ pub fn run_worker<T: Sample>(
             ctx.dispatcher.finished(queue.id, id);
             continue;
         }
+        // a retired lane (the CPU lane that bridged a device's start-up) hands on the batches
+        // still queued to it: the device that joined is the faster way
+        let batch = match retired(&queue.lane) {
+            true => match ctx.dispatcher.hand_off(batch, queue.id) {
+                Ok(()) => continue,
+                Err(back) => back,
+            },
+            false => batch,
+        };
         let handled = work_on(engine.as_mut(), batch, &queue, ctx);
         let (from, to) = clock.lap(Phase::Fft);
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
@@ -197,6 +206,11 @@ pub fn run_worker<T: Sample>(
         }
         ctx.dispatcher.finished(queue.id, id);
     }
+}
+
+/// Whether `lane` takes no new batches though it has not failed.
+fn retired(lane: &Lane) -> bool {
+    !lane.takes_batches() && !lane.failed()
 }
 
 /// Transforms `batch`, handing it to another lane when the engine says its device failed (and

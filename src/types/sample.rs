@@ -16,6 +16,8 @@ pub trait Sample:
     fn format_finite(self, buf: &mut ryu::Buffer) -> &str;
     /// The values as f32, when `Self` is f32 (lets a reader put f32 samples in place).
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;
+    /// The values as f64, when `Self` is f64 (lets a reader widen f32 samples in place).
+    fn as_f64_mut(values: &mut [Self]) -> Option<&mut [f64]>;
 }
 
 impl Sample for f32 {
@@ -35,6 +37,9 @@ impl Sample for f32 {
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]> {
         Some(values)
     }
+    fn as_f64_mut(_: &mut [Self]) -> Option<&mut [f64]> {
+        None
+    }
 }
 
 impl Sample for f64 {
@@ -53,6 +58,9 @@ impl Sample for f64 {
     }
     fn as_f32_mut(_: &mut [Self]) -> Option<&mut [f32]> {
         None
+    }
+    fn as_f64_mut(values: &mut [Self]) -> Option<&mut [f64]> {
+        Some(values)
     }
 }
 

@@ -31,9 +31,13 @@
 
 mod bands;
 mod chunk_log;
+mod copies;
 pub mod device;
+mod engine;
+mod geometry;
 mod launch;
 pub mod pinned;
+mod plan;
 mod segments;
 mod slots;
 
@@ -45,11 +49,13 @@ use super::{
 };
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
+pub use geometry::{fourstep_geometry, LocalGeometry};
 use launch::{enqueue_kernels, ScaleArgs};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
+use plan::{Path, Plan, PlanKey};
 use slots::{
     chunk_frames, ensure, par_copy, span, Grow, Pending, Slot, CHUNK_BYTES, SLOTS,
     STAGED_CHUNK_BYTES,
@@ -138,211 +144,6 @@ pub struct BatchProfile {
     pub direct_out: bool,
 }
 
-/// Work-group geometry of the local (one-kernel) path for one frame size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LocalGeometry {
-    /// Complex points per frame.
-    pub m: usize,
-    /// Work-items per frame.
-    pub tpf: usize,
-    /// Frames per work-group.
-    pub fpb: usize,
-    pub main_radix: usize,
-    pub main_passes: u32,
-    /// 1 when there is no leftover pass.
-    pub last_radix: usize,
-    /// Split exchange: the frame stays in registers and local memory holds M reals, not 2M
-    /// (one frame per group); for frames that fit no other way.
-    pub split: bool,
-}
-
-impl LocalGeometry {
-    /// Local memory the kernel declares for `points` complex points: two arrays of reals, padded
-    /// by one word every 32 (`PADI` in stockham_local.cl).
-    pub fn local_bytes(points: usize, real_bytes: usize) -> usize {
-        2 * real_bytes * (points + (points >> 5) + 1)
-    }
-
-    /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
-    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for.
-    pub fn new(
-        m: usize,
-        real_bytes: usize,
-        local_limit: usize,
-        max_wg: usize,
-        target_wg: usize,
-    ) -> Option<Self> {
-        if m > 1 << 16 {
-            return None;
-        }
-        // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
-        let split_from = crate::knobs::opencl_split_from().unwrap_or(usize::MAX);
-        let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
-        if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
-            return None;
-        }
-        let log2m = m.trailing_zeros();
-        // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
-        // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
-        let max_radix_log2 = match crate::knobs::opencl_radix8() {
-            true => 3,
-            false => 4,
-        };
-        let (main_radix, main_passes, last_radix) = match log2m {
-            0 => (2, 0, 1),
-            1 => (2, 1, 1),
-            2 => (4, 1, 1),
-            3 => (8, 1, 1),
-            _ => (
-                1usize << max_radix_log2,
-                log2m / max_radix_log2,
-                1usize << (log2m % max_radix_log2),
-            ),
-        };
-        // split exchange, opt-in (FFTD_OPENCL_SPLIT_LAST32=1): fold a radix-2 leftover into a
-        // radix-32 last pass (16·16·32 for 8192 points, 256 work-items), one exchange fewer.
-        // Measured slower on an H200 (complex 8192: 0.092 vs 0.042 µs/frame; real 16384: 0.127
-        // vs 0.084; docs/perf.md), so the default keeps radix 16·16·16·2 on 512 work-items.
-        let last32 = split
-            && main_radix == 16
-            && last_radix == 2
-            && main_passes >= 2
-            && crate::knobs::opencl_split_last32();
-        let (main_passes, last_radix) = if last32 {
-            (main_passes - 1, 32)
-        } else {
-            (main_passes, last_radix)
-        };
-        let max_tpf = crate::knobs::opencl_max_tpf().unwrap_or(MAX_TPF);
-        let max_tpf = if split { 512 } else { max_tpf };
-        let tpf = (m / main_radix.max(last_radix)).clamp(1, max_tpf.min(max_wg));
-        let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
-        while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
-            fpb /= 2;
-        }
-        if split {
-            fpb = 1;
-        }
-        Some(LocalGeometry {
-            m,
-            tpf,
-            fpb,
-            main_radix,
-            main_passes,
-            last_radix,
-            split,
-        })
-    }
-
-    /// The geometry of one four-step stage: `fpb` transforms of `m` points per work-group, at
-    /// most 256 work-items.
-    fn stage(m: usize, fpb: usize) -> Self {
-        let mut g = Self::new(m, 1, usize::MAX, 1 << 16, 1).unwrap_or(LocalGeometry {
-            m,
-            tpf: 1,
-            fpb: 1,
-            main_radix: 2,
-            main_passes: 0,
-            last_radix: 1,
-            split: false,
-        });
-        g.fpb = fpb;
-        g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
-        g
-    }
-
-    fn defines(&self) -> String {
-        format!(
-            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={}",
-            self.tpf,
-            self.fpb,
-            self.main_radix,
-            self.main_passes,
-            self.last_radix,
-            self.split as u32
-        )
-    }
-}
-
-/// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
-/// per work-group: (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
-pub fn fourstep_geometry(
-    m: usize,
-    real_bytes: usize,
-    local_limit: usize,
-) -> Option<(LocalGeometry, LocalGeometry)> {
-    if !(64..=1 << 18).contains(&m) {
-        return None;
-    }
-    let m1 = 1usize << (m.trailing_zeros() / 2);
-    let m2 = m / m1;
-    let fpb = |len: usize, other: usize| {
-        let mut f = 16usize.min(other);
-        while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
-            f /= 2;
-        }
-        (f >= 4).then_some(f)
-    };
-    let f1 = fpb(m1, m2)?;
-    let f2 = fpb(m2, m1)?;
-    Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
-}
-
-/// The radices of the global path's passes (radix 8: the global passes are memory-bound), in order (radix 8, leftover 2 or 4 last).
-fn global_radices(m: usize) -> Vec<usize> {
-    let log2m = m.trailing_zeros();
-    let mut r = vec![8; (log2m / 3) as usize];
-    if log2m % 3 != 0 {
-        r.push(1 << (log2m % 3));
-    }
-    r
-}
-
-enum Path {
-    Local {
-        kernel: Kernel,
-        geometry: LocalGeometry,
-    },
-    FourStep {
-        columns: Kernel,
-        rows: Kernel,
-        /// r2c post-processing (real input only).
-        post: Option<Kernel>,
-        g1: LocalGeometry,
-        g2: LocalGeometry,
-    },
-    Global {
-        pack: Kernel,
-        /// (radix, kernel) per pass.
-        passes: Vec<(usize, Kernel)>,
-        post: Kernel,
-    },
-}
-
-/// Plans are kept per (n, kind, window, complex output).
-type PlanKey = (usize, InputKind, WindowKind, bool);
-
-/// Everything one `PlanKey` needs on the device.
-struct Plan<T: Sample> {
-    path: Path,
-    window: Buffer<T>,
-    /// Twiddle table for the local path, or for four-step stage 1.
-    table: Option<Buffer<T>>,
-    /// Twiddle table for four-step stage 2.
-    table2: Option<Buffer<T>>,
-    window_sums: (f64, f64),
-}
-
-/// `tw[t] = exp(-2 pi i t / n)`, t < n, as interleaved (re, im), computed in f64.
-fn twiddles<T: Sample>(n: usize) -> Vec<T> {
-    (0..n)
-        .flat_map(|t| {
-            let a = -2.0 * std::f64::consts::PI * t as f64 / n as f64;
-            [T::of_f64(a.cos()), T::of_f64(a.sin())]
-        })
-        .collect()
-}
-
 /// The OpenCL engine for one worker thread: its own queue, kernels and buffers on a device shared
 /// with the other workers.
 pub struct OpenClEngine<T: Sample> {
@@ -421,58 +222,6 @@ impl<T: Sample> OpenClEngine<T> {
         self.last_profile
     }
 
-    /// The reference for host-to-host figures: bytes per second of one `bytes`-long copy between
-    /// this device's pinned host memory and a device buffer, (host to device, device to host),
-    /// from event profiling, median of `reps`.
-    pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
-        let measured = self.time_copies(bytes, reps);
-        if measured.is_err() {
-            // nothing may still copy into or out of the block when it is unmapped
-            let _ = self.copy_in.finish();
-            let _ = self.copy_out.finish();
-        }
-        measured
-    }
-
-    fn time_copies(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
-        let len = (bytes / std::mem::size_of::<T>()).max(1);
-        let mut host: PinnedBlock<T> = pinned::DevicePinned(self.dev.clone()).alloc(len)?;
-        let mut device_buf = Grow::new();
-        let dev = ensure(&mut device_buf, &self.dev, CL_MEM_READ_WRITE, len)?;
-        let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
-        let (mut h2d, mut d2h) = (Vec::new(), Vec::new());
-        for _ in 0..reps.max(1) + 1 {
-            // SAFETY: `host` lives to the end of this function and the copy is waited for on
-            // the next line, before `host` is touched again; `dev` holds at least `host.len()`.
-            let w = unsafe {
-                self.copy_in
-                    .enqueue_write_buffer(dev, CL_NON_BLOCKING, 0, host.as_slice(), &[])
-            }
-            .map_err(|e| cl("write", e))?;
-            w.wait().map_err(|e| cl("write", e))?;
-            // SAFETY: as the write above: `host` outlives the read, which is waited for at once.
-            let r = unsafe {
-                self.copy_out
-                    .enqueue_read_buffer(dev, CL_NON_BLOCKING, 0, host.as_mut_slice(), &[])
-            }
-            .map_err(|e| cl("read", e))?;
-            r.wait().map_err(|e| cl("read", e))?;
-            h2d.push(span(&w) as f64);
-            d2h.push(span(&r) as f64);
-        }
-        let rate = |mut v: Vec<f64>| {
-            v.remove(0); // warm-up
-            v.sort_by(f64::total_cmp);
-            let ns = v[v.len() / 2];
-            if ns > 0.0 {
-                Ok((len * std::mem::size_of::<T>()) as f64 / (ns * 1e-9))
-            } else {
-                Err("no profiling times for the copies".to_string())
-            }
-        };
-        Ok((rate(h2d)?, rate(d2h)?))
-    }
-
     /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
     pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
         let n = spec.n;
@@ -489,142 +238,6 @@ impl<T: Sample> OpenClEngine<T> {
             });
         }
         Ok(())
-    }
-
-    fn local_limit(&self) -> usize {
-        let dev = (self.dev.info.local_mem as usize).saturating_sub(256);
-        match self.options.local_mem_limit {
-            Some(l) => l.min(dev),
-            None => dev,
-        }
-    }
-
-    fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
-        let real = spec.kind == InputKind::Real;
-        let m = if real { spec.n / 2 } else { spec.n };
-        let rb = std::mem::size_of::<T>();
-        let complex_out = spec.scale == Scale::Complex;
-        let mut opts = format!(
-            "-D M={m} -D REAL_INPUT={} -D COMPLEX_OUT={}",
-            real as u32, complex_out as u32
-        );
-        if T::NAME == "f64" {
-            opts.push_str(" -D USE_DOUBLE");
-        }
-        if !self.options.extra_defines.is_empty() {
-            opts.push(' ');
-            opts.push_str(&self.options.extra_defines);
-        }
-        let coefficients = spec.window.coefficients(spec.n);
-        let window_sums = (
-            coefficients.iter().sum(),
-            coefficients.iter().map(|v| v * v).sum(),
-        );
-        let wv: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
-        let window = self.upload(&wv)?;
-        let geometry = LocalGeometry::new(
-            m,
-            rb,
-            self.local_limit(),
-            self.dev.info.max_work_group.min(1024),
-            self.options.target_wg.unwrap_or(TARGET_WG),
-        );
-        let (path, table, table2) = match geometry {
-            Some(g) => {
-                let tabn = if real { 2 * m } else { m };
-                let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
-                let program = self.dev.program(
-                    "stockham_local",
-                    &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
-                    &opts,
-                )?;
-                let kernel = Kernel::create(&program, "fft_local")
-                    .map_err(|e| format!("kernel fft_local: {e}"))?;
-                (
-                    Path::Local {
-                        kernel,
-                        geometry: g,
-                    },
-                    Some(self.upload(&twiddles(tabn))?),
-                    None,
-                )
-            }
-            None if fourstep_geometry(m, rb, self.local_limit()).is_some() => {
-                let (g1, g2) = fourstep_geometry(m, rb, self.local_limit())
-                    .ok_or_else(|| "four-step geometry".to_string())?;
-                let (m1, m2) = (g1.m, g2.m);
-                let stage = |n: u32, g: &LocalGeometry| {
-                    format!(
-                        "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
-                        g.m,
-                        g.defines()
-                    )
-                    .replacen(
-                        &format!("-D M={m} "),
-                        &format!("-D M={} ", g.m),
-                        1,
-                    )
-                };
-                let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
-                let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
-                let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
-                let columns = Kernel::create(&p1, "fourstep_columns")
-                    .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
-                let rows = Kernel::create(&p2, "fourstep_rows")
-                    .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
-                let post = if real {
-                    let pg = self.dev.program(
-                        "stockham_global",
-                        &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
-                        &opts,
-                    )?;
-                    Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
-                } else {
-                    None
-                };
-                (
-                    Path::FourStep {
-                        columns,
-                        rows,
-                        post,
-                        g1,
-                        g2,
-                    },
-                    Some(self.upload(&twiddles(m1))?),
-                    Some(self.upload(&twiddles(m2))?),
-                )
-            }
-            None => {
-                let program = self.dev.program(
-                    "stockham_global",
-                    &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
-                    &opts,
-                )?;
-                let k = |name: &str| {
-                    Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
-                };
-                let passes = global_radices(m)
-                    .into_iter()
-                    .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                (
-                    Path::Global {
-                        pack: k("pack")?,
-                        passes,
-                        post: k("post")?,
-                    },
-                    None,
-                    None,
-                )
-            }
-        };
-        Ok(Plan {
-            path,
-            window,
-            table,
-            table2,
-            window_sums,
-        })
     }
 
     fn upload(&self, data: &[T]) -> Result<Buffer<T>, String> {
@@ -935,81 +548,5 @@ impl<T: Sample> OpenClEngine<T> {
                 Err(dev_err(e))
             }
         }
-    }
-}
-
-impl<T: Sample> Engine<T> for OpenClEngine<T> {
-    fn name(&self) -> String {
-        format!("opencl:{}", self.dev.info.name)
-    }
-
-    fn transform(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        super::check_batch("opencl", spec, input.len(), frames, out.len())?;
-        let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, (None, None), out)
-    }
-
-    fn transform_bands(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        bands: &BandWeights,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        let reduction = (Some(bands), None);
-        super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
-        let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, reduction, out)
-    }
-
-    fn transform_segments(
-        &mut self,
-        spec: &TransformSpec,
-        input: &[T],
-        frames: usize,
-        bands: Option<&BandWeights>,
-        runs: &Segments<'_>,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        let reduction = (bands, Some(runs));
-        super::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
-        let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, reduction, out)
-    }
-
-    fn transform_strided(
-        &mut self,
-        spec: &TransformSpec,
-        frames: FrameStep<'_, T>,
-        reduction: Reduction<'_>,
-        out: &mut [T],
-    ) -> Result<(), EngineError> {
-        frames.check_batch("opencl", spec, reduction, out.len())?;
-        self.guarded_run(spec, frames, reduction, out)
-    }
-
-    fn take_device_times(&mut self) -> Option<super::DeviceTimes> {
-        let p = self.last_profile.take()?;
-        let times = super::DeviceTimes {
-            upload_ns: p.write_ns,
-            kernel_ns: p.kernel_ns,
-            download_ns: p.read_ns,
-        };
-        (times != super::DeviceTimes::default()).then_some(times)
-    }
-
-    fn take_device_trace(&mut self) -> Option<super::DeviceTrace> {
-        chunk_log::take(&mut self.slots, self.dev.info.address())
-    }
-
-    fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
-        Some(Arc::new(pinned::DevicePinned(self.dev.clone())))
     }
 }

@@ -1,0 +1,79 @@
+//! The `Engine` trait on the OpenCL engine: every entry point goes through `guarded_run`.
+
+use super::*;
+
+impl<T: Sample> Engine<T> for OpenClEngine<T> {
+    fn name(&self) -> String {
+        format!("opencl:{}", self.dev.info.name)
+    }
+
+    fn transform(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        crate::fft::check_batch("opencl", spec, input.len(), frames, out.len())?;
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, (None, None), out)
+    }
+
+    fn transform_bands(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: &BandWeights,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let reduction = (Some(bands), None);
+        crate::fft::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, reduction, out)
+    }
+
+    fn transform_segments(
+        &mut self,
+        spec: &TransformSpec,
+        input: &[T],
+        frames: usize,
+        bands: Option<&BandWeights>,
+        runs: &Segments<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let reduction = (bands, Some(runs));
+        crate::fft::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
+        let input = FrameStep::packed_in(spec, input, frames);
+        self.guarded_run(spec, input, reduction, out)
+    }
+
+    fn transform_strided(
+        &mut self,
+        spec: &TransformSpec,
+        frames: FrameStep<'_, T>,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        frames.check_batch("opencl", spec, reduction, out.len())?;
+        self.guarded_run(spec, frames, reduction, out)
+    }
+
+    fn take_device_times(&mut self) -> Option<crate::fft::DeviceTimes> {
+        let p = self.last_profile.take()?;
+        let times = crate::fft::DeviceTimes {
+            upload_ns: p.write_ns,
+            kernel_ns: p.kernel_ns,
+            download_ns: p.read_ns,
+        };
+        (times != crate::fft::DeviceTimes::default()).then_some(times)
+    }
+
+    fn take_device_trace(&mut self) -> Option<crate::fft::DeviceTrace> {
+        chunk_log::take(&mut self.slots, self.dev.info.address())
+    }
+
+    fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
+        Some(Arc::new(pinned::DevicePinned(self.dev.clone())))
+    }
+}

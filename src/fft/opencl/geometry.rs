@@ -1,0 +1,164 @@
+//! Work-group geometry of the OpenCL kernels: the local (one-kernel) path's, the four-step
+//! path's two stages, and the global path's radices.
+
+use super::MAX_TPF;
+
+/// Work-group geometry of the local (one-kernel) path for one frame size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalGeometry {
+    /// Complex points per frame.
+    pub m: usize,
+    /// Work-items per frame.
+    pub tpf: usize,
+    /// Frames per work-group.
+    pub fpb: usize,
+    pub main_radix: usize,
+    pub main_passes: u32,
+    /// 1 when there is no leftover pass.
+    pub last_radix: usize,
+    /// Split exchange: the frame stays in registers and local memory holds M reals, not 2M
+    /// (one frame per group); for frames that fit no other way.
+    pub split: bool,
+}
+
+impl LocalGeometry {
+    /// Local memory the kernel declares for `points` complex points: two arrays of reals, padded
+    /// by one word every 32 (`PADI` in stockham_local.cl).
+    pub fn local_bytes(points: usize, real_bytes: usize) -> usize {
+        2 * real_bytes * (points + (points >> 5) + 1)
+    }
+
+    /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
+    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for.
+    pub fn new(
+        m: usize,
+        real_bytes: usize,
+        local_limit: usize,
+        max_wg: usize,
+        target_wg: usize,
+    ) -> Option<Self> {
+        if m > 1 << 16 {
+            return None;
+        }
+        // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
+        let split_from = crate::knobs::opencl_split_from().unwrap_or(usize::MAX);
+        let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
+        if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
+            return None;
+        }
+        let log2m = m.trailing_zeros();
+        // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
+        // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
+        let max_radix_log2 = match crate::knobs::opencl_radix8() {
+            true => 3,
+            false => 4,
+        };
+        let (main_radix, main_passes, last_radix) = match log2m {
+            0 => (2, 0, 1),
+            1 => (2, 1, 1),
+            2 => (4, 1, 1),
+            3 => (8, 1, 1),
+            _ => (
+                1usize << max_radix_log2,
+                log2m / max_radix_log2,
+                1usize << (log2m % max_radix_log2),
+            ),
+        };
+        // split exchange, opt-in (FFTD_OPENCL_SPLIT_LAST32=1): fold a radix-2 leftover into a
+        // radix-32 last pass (16·16·32 for 8192 points, 256 work-items), one exchange fewer.
+        // Measured slower on an H200 (complex 8192: 0.092 vs 0.042 µs/frame; real 16384: 0.127
+        // vs 0.084; docs/perf.md), so the default keeps radix 16·16·16·2 on 512 work-items.
+        let last32 = split
+            && main_radix == 16
+            && last_radix == 2
+            && main_passes >= 2
+            && crate::knobs::opencl_split_last32();
+        let (main_passes, last_radix) = if last32 {
+            (main_passes - 1, 32)
+        } else {
+            (main_passes, last_radix)
+        };
+        let max_tpf = crate::knobs::opencl_max_tpf().unwrap_or(MAX_TPF);
+        let max_tpf = if split { 512 } else { max_tpf };
+        let tpf = (m / main_radix.max(last_radix)).clamp(1, max_tpf.min(max_wg));
+        let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
+        while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
+            fpb /= 2;
+        }
+        if split {
+            fpb = 1;
+        }
+        Some(LocalGeometry {
+            m,
+            tpf,
+            fpb,
+            main_radix,
+            main_passes,
+            last_radix,
+            split,
+        })
+    }
+
+    /// The geometry of one four-step stage: `fpb` transforms of `m` points per work-group, at
+    /// most 256 work-items.
+    fn stage(m: usize, fpb: usize) -> Self {
+        let mut g = Self::new(m, 1, usize::MAX, 1 << 16, 1).unwrap_or(LocalGeometry {
+            m,
+            tpf: 1,
+            fpb: 1,
+            main_radix: 2,
+            main_passes: 0,
+            last_radix: 1,
+            split: false,
+        });
+        g.fpb = fpb;
+        g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
+        g
+    }
+
+    pub(super) fn defines(&self) -> String {
+        format!(
+            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={}",
+            self.tpf,
+            self.fpb,
+            self.main_radix,
+            self.main_passes,
+            self.last_radix,
+            self.split as u32
+        )
+    }
+}
+
+/// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
+/// per work-group: (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
+pub fn fourstep_geometry(
+    m: usize,
+    real_bytes: usize,
+    local_limit: usize,
+) -> Option<(LocalGeometry, LocalGeometry)> {
+    if !(64..=1 << 18).contains(&m) {
+        return None;
+    }
+    let m1 = 1usize << (m.trailing_zeros() / 2);
+    let m2 = m / m1;
+    let fpb = |len: usize, other: usize| {
+        let mut f = 16usize.min(other);
+        while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
+            f /= 2;
+        }
+        (f >= 4).then_some(f)
+    };
+    let f1 = fpb(m1, m2)?;
+    let f2 = fpb(m2, m1)?;
+    Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
+}
+
+/// The radices of the global path's passes (radix 8: the global passes are memory-bound), in order (radix 8, leftover 2 or 4 last).
+pub(super) fn global_radices(m: usize) -> Vec<usize> {
+    let log2m = m.trailing_zeros();
+    let mut r = vec![8; (log2m / 3) as usize];
+    if log2m % 3 != 0 {
+        r.push(1 << (log2m % 3));
+    }
+    r
+}
