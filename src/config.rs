@@ -77,6 +77,11 @@ deserialize_from_str!(
 );
 deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
 deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
+// issue 27: the daemon's options
+deserialize_from_str!(
+    crate::sink::rotate::RotateSpec,
+    "a duration such as \"1h\" or a size such as \"500MB\""
+);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -355,6 +360,14 @@ pub struct Options {
     /// SECONDS [default: run until Ctrl-C].
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
     pub idle_exit: Option<f64>,
+
+    // issue 27: the daemon (docs/daemon.md)
+    /// Split each output file every DURATION (30s, 10min, 1h, 1d: clock-aligned periods) or at
+    /// SIZE (500MB, 64KiB); --output/--output-dir are then a name pattern: %Y %m %d %H %M %S %j
+    /// %s (UTC time of the file's first row) and {seq} (file number) [default: one file; SIGHUP
+    /// still closes and reopens every output].
+    #[arg(long, value_name = "DURATION|SIZE")]
+    pub rotate: Option<crate::sink::rotate::RotateSpec>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -491,7 +504,8 @@ fn merge(cli: Options, file: Options) -> Options {
         serve_token_file,
         serve_tls_cert,
         serve_tls_key,
-        idle_exit
+        idle_exit,
+        rotate // issue 27
     )
 }
 
@@ -707,6 +721,9 @@ pub struct Settings {
     pub fleet: Option<FleetIo>,
     /// A local run publishing its rows to NATS (`--output nats://...`).
     pub nats_output: Option<NatsOutput>,
+    // issue 27: the daemon
+    /// `--rotate`: when each output file ends (`sink::rotate`).
+    pub rotate: Option<crate::sink::rotate::RotateSpec>,
 }
 
 impl Settings {
@@ -753,6 +770,9 @@ impl Settings {
             return usage("use either --output or --output-dir, not both".into());
         }
         let nats_output = nats_output(&mut o)?;
+        // issue 27: --rotate needs files whose names it can make
+        crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
+            .map_err(FftdError::Usage)?;
         let serve = crate::serve::options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
@@ -950,6 +970,7 @@ impl Settings {
             realtime: o.realtime,
             fleet: None,
             nats_output,
+            rotate: o.rotate, // issue 27
         })
     }
 

@@ -168,6 +168,8 @@ impl Control {
 pub struct Signals {
     pub stop: Arc<AtomicBool>,
     pub interrupted: Arc<AtomicBool>,
+    /// issue 27: set by SIGHUP: every output file is closed and the next rows open new ones.
+    pub reopen: Arc<AtomicBool>,
 }
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
@@ -349,14 +351,17 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         Some(columns) => columns.len() * settings.scale.values_per_bin() + extras,
         None => spec_of(frame_n, s.kind, s.rate).values_out(),
     };
-    let placed = place_outputs(
-        &*encoder,
-        &plan,
-        &streams,
-        &planned_rows,
-        frame_n,
-        values_of,
-    );
+    let placed = match settings.rotate {
+        Some(_) => Default::default(), // issue 27: rotated files take rows in order
+        None => place_outputs(
+            &*encoder,
+            &plan,
+            &streams,
+            &planned_rows,
+            frame_n,
+            values_of,
+        ),
+    };
     let dests = match (nats, settings.format) {
         (Some(connection), _) => {
             let rows = NatsRows::new(connection, settings, &streams, (frame_n, frame_hop));
@@ -367,6 +372,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
     };
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
+    let rotations = outputs::rotations(settings, &dests, &placed, &streams, &writer_of); // issue 27
     let encoders = encode_threads();
     let mut control = Control::new(stop);
     control.tracer = tracer;
@@ -443,7 +449,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         bytes_pool: &bytes_pool,
         placed: &placed,
         live: live_tap,
-        mark_rows: settings.nats_output.is_some(),
+        mark_rows: settings.nats_output.is_some() || settings.rotate.is_some(),
     };
 
     let mut late_builder = None;
@@ -552,8 +558,10 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         }
         drop(to_encoders);
         drop(encoded_tx);
+        let mut outputs = Outputs::new(&*encoder, dests, open_files_budget(), &placed);
+        outputs.rotate(rotations, signals.reopen.clone()); // issue 27
         let stage = sink_stage::SinkStage {
-            outputs: Outputs::new(&*encoder, dests, open_files_budget(), &placed),
+            outputs,
             streams: &streams,
             pool: &bytes_pool,
             live: live_view.as_ref().map(|view| &*view.hub),

@@ -64,7 +64,8 @@ pub(super) fn plan_outputs(settings: &Settings, streams: &[StreamMeta]) -> Resul
     }
     Ok(OutputPlan {
         files: vec![settings.output.clone()],
-        lazy: false,
+        // issue 27: a --rotate pattern is no file to create before the run
+        lazy: settings.rotate.is_some(),
         writer_of: vec![0; streams.len()],
     })
 }
@@ -176,6 +177,22 @@ pub(super) fn open_destinations<T: Sample>(
 /// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
 /// created here; FIFOs are opened later, once.
 pub(super) fn check_destinations(settings: &Settings) -> Result<()> {
+    if settings.rotate.is_some() {
+        // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
+        let pattern = settings.output_dir.as_ref().map(|d| d.join("x"));
+        let path = pattern.as_ref().or(settings.output.as_ref());
+        if let Some(path) = path {
+            let folder = crate::sink::rotate_names::literal_folder(path);
+            if !folder.is_dir() {
+                return Err(FftdError::Usage(format!(
+                    "--rotate {}: no such directory {}",
+                    path.display(),
+                    folder.display()
+                )));
+            }
+            return probe_writable(&folder);
+        }
+    }
     if let Some(dir) = &settings.output_dir {
         if !dir.is_dir() {
             return Err(FftdError::Usage(format!(
@@ -384,4 +401,34 @@ fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBu
             PathBuf::from(format!("{name}.{}", format.extension()))
         })
         .collect()
+}
+
+/// issue 27: the rotation of each output (`--rotate`, SIGHUP: `sink::rotate_outputs`).
+pub(super) fn rotations(
+    settings: &Settings,
+    dests: &[Destination],
+    placed: &PlacedOutputs,
+    streams: &[StreamMeta],
+    writer_of: &[usize],
+) -> Vec<Option<crate::sink::rotate::Rotation>> {
+    use crate::sink::rotate::{now_epoch, RotateOptions, RowClock};
+    let live = match &settings.input {
+        Input::Files(files) => files.iter().any(|f| f == "-" || f.contains("://")),
+        Input::Mic(_) | Input::Nats(_) => true,
+    };
+    let options = RotateOptions {
+        spec: settings.rotate,
+        clock: match live && !settings.realtime {
+            true => RowClock::Wall,
+            false => RowClock::RunStart(now_epoch()),
+        },
+    };
+    let image_of = |i: usize| {
+        let stream = streams.iter().find(|s| writer_of[s.id] == i)?.clone();
+        let settings = settings.clone();
+        Some(crate::sink::rotate_outputs::image_maker(move |path| {
+            ImageFile::new(path, &stream, &settings)
+        }))
+    };
+    crate::sink::rotate_outputs::rotations(dests, placed, &options, &image_of)
 }

@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::time::Instant;
 
+/// How often a sink waiting for rows looks for a SIGHUP (issue 27).
+const REOPEN_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The outputs and what the sink needs to account for frames.
 pub struct SinkStage<'a, T: Sample> {
     pub outputs: Outputs<'a, T>,
@@ -50,7 +53,20 @@ pub fn run_sink<T: Sample>(
     let mut clock = control.clock(Kind::Sink, Phase::Write);
     loop {
         // after the last batch, once more: batches a failed input's numbers held back
-        let arrived = rx.recv().ok();
+        let arrived = match rx.recv_timeout(REOPEN_CHECK) {
+            Ok(encoded) => Some(encoded),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => None,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                // issue 27: a SIGHUP while no rows come closes the files now
+                if healthy {
+                    if let Err(e) = outputs.reopen_if_asked() {
+                        healthy = false;
+                        report_write_error(e, "an output file", control);
+                    }
+                }
+                continue;
+            }
+        };
         clock.lap(Phase::SinkInput);
         let ended = arrived.is_none();
         if let Some(encoded) = arrived {
