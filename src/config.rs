@@ -79,6 +79,10 @@ deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
 deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
 // issue 27: the daemon's options
 deserialize_from_str!(
+    crate::alerts::rule::AlertRule,
+    "a rule such as \"name=hum,band=900-1100,above=-20\""
+);
+deserialize_from_str!(
     crate::sink::rotate::RotateSpec,
     "a duration such as \"1h\" or a size such as \"500MB\""
 );
@@ -368,6 +372,18 @@ pub struct Options {
     /// still closes and reopens every output].
     #[arg(long, value_name = "DURATION|SIZE")]
     pub rotate: Option<crate::sink::rotate::RotateSpec>,
+
+    /// An alert rule (repeatable): name=NAME,band=LO-HI,above=DB|below=DB[,hysteresis=DB]
+    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB); each start
+    /// and end is an event (--events, the live view's /events and /metrics, the log).
+    #[arg(long = "alert", value_name = "RULE")]
+    #[serde(default)]
+    pub alert: Vec<crate::alerts::rule::AlertRule>,
+
+    /// Where alert events go, one JSON object a line: a file (appended to), - for stdout, or
+    /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
+    #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
+    pub events: Option<String>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -455,6 +471,7 @@ fn merge(cli: Options, file: Options) -> Options {
                 dc_remove: cli.dc_remove || file.dc_remove,
                 serve_allow_origin: if cli.serve_allow_origin.is_empty() { file.serve_allow_origin } else { cli.serve_allow_origin },
                 serve_allow_host: if cli.serve_allow_host.is_empty() { file.serve_allow_host } else { cli.serve_allow_host },
+                alert: if cli.alert.is_empty() { file.alert } else { cli.alert }, // issue 27
                 $($field: cli.$field.or(file.$field),)*
             }
         };
@@ -505,7 +522,8 @@ fn merge(cli: Options, file: Options) -> Options {
         serve_tls_cert,
         serve_tls_key,
         idle_exit,
-        rotate // issue 27
+        rotate, // issue 27
+        events
     )
 }
 
@@ -724,6 +742,8 @@ pub struct Settings {
     // issue 27: the daemon
     /// `--rotate`: when each output file ends (`sink::rotate`).
     pub rotate: Option<crate::sink::rotate::RotateSpec>,
+    /// `--alert`, `--events` (`alerts`).
+    pub alerts: crate::alerts::AlertOptions,
 }
 
 impl Settings {
@@ -773,6 +793,24 @@ impl Settings {
         // issue 27: --rotate needs files whose names it can make
         crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
             .map_err(FftdError::Usage)?;
+        let to_stdout = o.output.is_none() && o.output_dir.is_none() && nats_output.is_none();
+        let alert_conflicts = [
+            (o.bands.is_some(), "--bands"),
+            (o.fmin.is_some() || o.fmax.is_some(), "--fmin/--fmax"),
+            (
+                o.calibration.is_some() || o.calibration_file.is_some() || o.weighting.is_some(),
+                "--calibration/--weighting",
+            ),
+            (
+                o.levels || o.peaks.is_some() || o.distortion || o.cross.is_some(),
+                "--levels/--peaks/--distortion/--cross",
+            ),
+            (o.frame == Some(FrameSize::Whole), "--frame whole"),
+        ];
+        let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
+        let alerts =
+            crate::alerts::check_alerts(&o.alert, o.events.as_deref(), to_stdout, conflict)
+                .map_err(FftdError::Usage)?;
         let serve = crate::serve::options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
@@ -971,6 +1009,7 @@ impl Settings {
             fleet: None,
             nats_output,
             rotate: o.rotate, // issue 27
+            alerts,
         })
     }
 

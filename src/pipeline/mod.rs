@@ -441,6 +441,13 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         .into_iter()
         .filter_map(|lane| join_lane(dispatcher, pools, lane))
         .collect();
+    // issue 27: --alert's levels (encode threads) and rules (sink), events opened before the run
+    let band_levels = (!settings.alerts.rules.is_empty()).then(|| {
+        let rules = &settings.alerts.rules;
+        let scale = settings.scale;
+        crate::alerts::level::BandLevels::new(rules, &streams, frame_n, scale, settings.window)
+    });
+    let alerts = wire_alerts(settings, streams.len(), live_view.as_ref())?;
     let encode_stage = encode::EncodeStage {
         encoder: &*encoder,
         streams: &streams,
@@ -450,6 +457,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
         placed: &placed,
         live: live_tap,
         mark_rows: settings.nats_output.is_some() || settings.rotate.is_some(),
+        alerts: band_levels.as_ref(),
     };
 
     let mut late_builder = None;
@@ -567,6 +575,7 @@ fn run_typed<T: Sample>(settings: &Settings, signals: Signals) -> Result<()> {
             live: live_view.as_ref().map(|view| &*view.hub),
             // rows are frames here (with --average, the averaging stage applies the cuts)
             cuts_apply: averaging.is_none(),
+            alerts,
         };
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
         let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency);
@@ -771,6 +780,35 @@ impl WorkerThreads {
             std::panic::resume_unwind(panic);
         }
     }
+}
+
+/// issue 27: the sink's alerts (None without `--alert`): `--events` opened now, the live view's
+/// feed set.
+fn wire_alerts(
+    settings: &Settings,
+    streams: usize,
+    live_view: Option<&live::LiveView>,
+) -> Result<Option<crate::alerts::Alerts>> {
+    let options = &settings.alerts;
+    if options.rules.is_empty() {
+        return Ok(None);
+    }
+    let writer = options
+        .events
+        .as_ref()
+        .map(crate::alerts::events::EventWriter::open)
+        .transpose()
+        .map_err(FftdError::Runtime)?;
+    let feed = live_view.map(|view| {
+        let names = options.rules.iter().map(|r| r.name.clone());
+        let feed = Arc::new(crate::alerts::feed::AlertFeed::new(names));
+        let _ = view.hub.alerts.set(feed.clone());
+        feed
+    });
+    let rules = options.rules.clone();
+    Ok(Some(crate::alerts::Alerts::new(
+        rules, streams, writer, feed,
+    )))
 }
 
 /// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a

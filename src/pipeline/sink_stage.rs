@@ -31,6 +31,8 @@ pub struct SinkStage<'a, T: Sample> {
     pub live: Option<&'a LiveHub>,
     /// Whether frames past a failed input's cut (`Control::cut_stream`) are left out here.
     pub cuts_apply: bool,
+    /// issue 27: `--alert` rules, followed in row order.
+    pub alerts: Option<crate::alerts::Alerts>,
 }
 
 pub fn run_sink<T: Sample>(
@@ -45,6 +47,7 @@ pub fn run_sink<T: Sample>(
         pool,
         live,
         cuts_apply,
+        mut alerts,
     } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
@@ -87,6 +90,9 @@ pub fn run_sink<T: Sample>(
                 );
                 Counters::add_since(&control.counters.sink_ns, busy);
             }
+            if let (Some(alerts), true) = (alerts.as_mut(), healthy) {
+                healthy = follow_alerts(alerts, &batch, control);
+            }
             if let Some((hub, rows)) = live.zip(batch.live.as_ref()) {
                 hub.publish_rows(batch.id, rows);
             }
@@ -107,6 +113,9 @@ pub fn run_sink<T: Sample>(
             Counters::add_since(&control.counters.sink_ns, busy);
             clock.lap_span(Phase::Write, None, None);
         }
+    }
+    if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
+        report_write_error(e, "--events", control);
     }
     if healthy {
         if let Err((i, e)) = outputs.finish() {
@@ -162,6 +171,23 @@ fn write_batch<T: Sample>(
         }
         buckets.flush(&control.counters.latency);
         Counters::add(&control.counters.frames_out, frames.len() as u64);
+    }
+    true
+}
+
+/// issue 27: follows a batch's alert levels in row order; false after an event could not be
+/// written.
+fn follow_alerts(alerts: &mut crate::alerts::Alerts, batch: &Encoded, control: &Control) -> bool {
+    let rules = alerts.rules().len();
+    for (k, &(stream, time_s)) in batch.alert_rows.iter().enumerate() {
+        let levels = batch
+            .alert_levels
+            .get(k * rules..(k + 1) * rules)
+            .unwrap_or_default();
+        if let Err(e) = alerts.observe(stream, time_s, levels) {
+            report_write_error(e, "--events", control);
+            return false;
+        }
     }
     true
 }
