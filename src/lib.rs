@@ -5,6 +5,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod alerts;
 pub mod app;
 pub mod bench;
 pub mod check;

@@ -94,6 +94,9 @@ fn install_signal_handlers(signals: &fftd::types::Signals) -> Result<(), FftdErr
             .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
             .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     }
+    // issue 27: SIGHUP closes and reopens every output file (logrotate)
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, signals.reopen.clone())
+        .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     fftd::sink::stuck_write::watch(interrupted.clone());
     Ok(())
 }

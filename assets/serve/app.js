@@ -17,6 +17,7 @@ const MARGIN = { left: 58, right: 16, top: 12, axis: 26 };   // CSS px around th
 const COLORS = {
   page: '#0a0d12', plot: '#070a0e', grid: '#1b2430', gridStrong: '#2a3644', label: '#8e9bab',
   live: '#4cc2ff', avg: '#ffd166', peak: '#ff6b6b', cursor: 'rgba(255,255,255,0.55)',
+  alert: '#ff2d55', alertEnd: '#d0d0d0',
 };
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
@@ -790,6 +791,7 @@ function frame(now) {
     drawSpectrum();
     drawWaterfall();
     drawXfer();
+    drawAlertMarks();
     drawCursor();
     updateReadout();
     const ms = performance.now() - t0;
@@ -964,8 +966,61 @@ document.addEventListener('keydown', (e) => {
 
 // ---------------------------------------------------------------- test hook (read-only)
 
+// ---------------------------------------------------------------- alert marks (issue 27)
+
+// With --alert rules the server sends each alert's start and end on /events (server-sent
+// events); each is marked on the waterfall at its row: a solid line for a start, a dashed one for
+// an end, with the rule's name. The newest MAX_MARKS are kept.
+const MAX_MARKS = 256;
+const alertEvents = [];   // {event, alert, stream, time_s, db} as received
+const alertDrawn = [];    // the marks as last drawn: {alert, event, time_s, row}, for tests
+
+async function listenForAlerts() {
+  let info;
+  try { info = await (await fetch('/api/streams')).json(); } catch (e) { return; }
+  if (!info.alerts || !info.alerts.length) return;
+  const source = new EventSource('/events');
+  source.addEventListener('alert', (m) => {
+    alertEvents.push(JSON.parse(m.data));
+    if (alertEvents.length > MAX_MARKS) alertEvents.shift();
+    S.dirty = true;
+  });
+}
+
+// The waterfall row (0: the newest) holding time `t`, or -1 when no row shown holds it.
+function rowOfTime(t) {
+  if (!wf.count || t > wf.time[wf.head] + 1e9) return -1;
+  for (let y = 0; y < wf.count; y++) {
+    if (wf.time[(wf.head + y) % wf.cap] <= t) return y;
+  }
+  return -1;
+}
+
+function drawAlertMarks() {
+  alertDrawn.length = 0;
+  if (!alertEvents.length || !S.layout) return;
+  const g = ui.waterfall.getContext('2d'), d = G.dpr, { y0, y1 } = G.wf;
+  g.save();
+  g.lineWidth = Math.max(1, Math.round(2 * d)); g.font = font(11);
+  g.textAlign = 'right'; g.textBaseline = 'bottom';
+  for (const e of alertEvents) {
+    if (e.stream !== S.layout.stream) continue;
+    const row = rowOfTime(e.time_s);
+    if (row < 0 || y0 + row > y1) continue;
+    const y = y0 + row + 0.5, start = e.event === 'start';
+    g.strokeStyle = g.fillStyle = start ? COLORS.alert : COLORS.alertEnd;
+    g.setLineDash(start ? [] : [6 * d, 4 * d]);
+    g.beginPath(); g.moveTo(G.x0, y); g.lineTo(G.x1, y); g.stroke();
+    g.fillText(`${e.alert} ${e.event}`, G.x1 - 4 * d, y - 2 * d);
+    alertDrawn.push({ alert: e.alert, event: e.event, time_s: e.time_s, row, y: Math.floor(y) });
+  }
+  g.restore();
+}
+
 window.fftd = Object.freeze({
   get rows() { return S.rows; },
+  get alertEvents() { return alertEvents.map((e) => ({ ...e })); },
+  get alertMarks() { return alertDrawn.map((m) => ({ ...m })); },
   get shown() { return S.shown; },
   get dropped() { return S.dropped; },
   get stream() { return S.layout ? S.layout.stream : null; },
@@ -1022,3 +1077,4 @@ new ResizeObserver(() => { sizeCanvases(); sendWidthSoon(); })
 window.addEventListener('resize', () => { if ((window.devicePixelRatio || 1) !== G.dpr) { sizeCanvases(); sendWidthSoon(); } });
 connect();
 requestAnimationFrame(frame);
+listenForAlerts();

@@ -146,6 +146,7 @@ impl Settings {
             return usage("use either --output or --output-dir, not both".into());
         }
         let nats_output = nats_output(&mut o)?;
+        let alerts = alert_options(&o, nats_output.is_none())?;
         let serve = super::serve_options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let source = source_spec(&mut o)?;
@@ -187,6 +188,7 @@ impl Settings {
             report,
             serve,
             nats_output,
+            alerts,
         };
         Ok(Settings { run, fleet: None })
     }
@@ -356,6 +358,29 @@ fn frame_and_hop(o: &Options) -> Result<(FrameSize, Option<usize>)> {
     Ok((frame, hop))
 }
 
+/// `--rotate` needs files whose names it can make; `--alert` rules and `--events` (issue 27).
+fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::AlertOptions> {
+    crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
+        .map_err(FftdError::Usage)?;
+    let to_stdout = o.output.is_none() && o.output_dir.is_none() && no_nats_output;
+    let alert_conflicts = [
+        (o.bands.is_some(), "--bands"),
+        (o.fmin.is_some() || o.fmax.is_some(), "--fmin/--fmax"),
+        (
+            o.calibration.is_some() || o.calibration_file.is_some() || o.weighting.is_some(),
+            "--calibration/--weighting",
+        ),
+        (
+            o.levels || o.peaks.is_some() || o.distortion || o.cross.is_some(),
+            "--levels/--peaks/--distortion/--cross",
+        ),
+        (o.frame == Some(FrameSize::Whole), "--frame whole"),
+    ];
+    let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
+    crate::alerts::check_alerts(&o.alert, o.events.as_deref(), to_stdout, conflict)
+        .map_err(FftdError::Usage)
+}
+
 /// Where rows go: `--output`/`--output-dir` (stdout without), `--meta`, the image's options.
 fn output_spec(o: &mut Options, format: OutputFormat) -> Result<OutputSpec> {
     let to_stdout =
@@ -372,6 +397,7 @@ fn output_spec(o: &mut Options, format: OutputFormat) -> Result<OutputSpec> {
         meta: o.meta.take(),
         png,
         config: None,
+        rotate: o.rotate,
     })
 }
 

@@ -65,6 +65,15 @@ deserialize_from_str!(
 );
 deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
 deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
+// issue 27: the daemon's options
+deserialize_from_str!(
+    crate::alerts::rule::AlertRule,
+    "a rule such as \"name=hum,band=900-1100,above=-20\""
+);
+deserialize_from_str!(
+    crate::sink::rotate::RotateSpec,
+    "a duration such as \"1h\" or a size such as \"500MB\""
+);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -343,6 +352,26 @@ pub struct Options {
     /// SECONDS [default: run until Ctrl-C].
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
     pub idle_exit: Option<f64>,
+
+    // issue 27: the daemon (docs/daemon.md)
+    /// Split each output file every DURATION (30s, 10min, 1h, 1d: clock-aligned periods) or at
+    /// SIZE (500MB, 64KiB); --output/--output-dir are then a name pattern: %Y %m %d %H %M %S %j
+    /// %s (UTC time of the file's first row) and {seq} (file number) [default: one file; SIGHUP
+    /// still closes and reopens every output].
+    #[arg(long, value_name = "DURATION|SIZE")]
+    pub rotate: Option<crate::sink::rotate::RotateSpec>,
+
+    /// An alert rule (repeatable): name=NAME,band=LO-HI,above=DB|below=DB[,hysteresis=DB]
+    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB); each start
+    /// and end is an event (--events, the live view's /events and /metrics, the log).
+    #[arg(long = "alert", value_name = "RULE")]
+    #[serde(default)]
+    pub alert: Vec<crate::alerts::rule::AlertRule>,
+
+    /// Where alert events go, one JSON object a line: a file (appended to), - for stdout, or
+    /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
+    #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
+    pub events: Option<String>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -381,6 +410,7 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
                 dc_remove: cli.dc_remove || file.dc_remove,
                 serve_allow_origin: if cli.serve_allow_origin.is_empty() { file.serve_allow_origin } else { cli.serve_allow_origin },
                 serve_allow_host: if cli.serve_allow_host.is_empty() { file.serve_allow_host } else { cli.serve_allow_host },
+                alert: if cli.alert.is_empty() { file.alert } else { cli.alert }, // issue 27
                 $($field: cli.$field.or(file.$field),)*
             }
         };
@@ -430,6 +460,8 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         serve_token_file,
         serve_tls_cert,
         serve_tls_key,
-        idle_exit
+        idle_exit,
+        rotate, // issue 27
+        events
     )
 }

@@ -50,6 +50,10 @@ pub struct Encoded {
     pub marks: Vec<RowMark>,
     /// The rows as NDJSON for `/spectra`, when someone reads it.
     pub live: Option<Arc<LiveRows>>,
+    /// issue 27: with `--alert`, each row's stream and time (in `frames` order) and every rule's
+    /// level (rules × rows), which the sink follows in order.
+    pub alert_rows: Vec<(usize, f64)>,
+    pub alert_levels: Vec<f64>,
 }
 
 /// The encode stage's end of the live view (`--serve`).
@@ -84,6 +88,8 @@ pub struct EncodeStage<'a, T: Sample> {
     /// Whether each row's place is marked (`Encoded::marks`), for outputs that send a message
     /// per row.
     pub mark_rows: bool,
+    /// issue 27: `--alert`'s band levels, measured here.
+    pub alerts: Option<&'a crate::alerts::level::BandLevels>,
 }
 
 pub fn run_encoder<T: Sample>(
@@ -147,6 +153,7 @@ fn encode_batch<T: Sample>(
     let mut bytes = stage.bytes_pool.take();
     let mut parts: Vec<Part> = Vec::new();
     let mut marks = Vec::with_capacity(if stage.mark_rows { frames.len() } else { 0 });
+    let (mut alert_rows, mut alert_levels) = (Vec::new(), Vec::new());
     let mut live_rows = stage
         .live
         .as_ref()
@@ -182,6 +189,10 @@ fn encode_batch<T: Sample>(
             frames: frame.frames,
             values: row_values,
         };
+        if let Some(levels) = stage.alerts {
+            alert_rows.push((frame.stream, row.time_s));
+            levels.measure(frame.stream, row.values, &mut alert_levels);
+        }
         let row_start = bytes.len();
         match stage.placed.get(output) {
             Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(&row, out))?,
@@ -220,6 +231,8 @@ fn encode_batch<T: Sample>(
         bytes,
         marks,
         live: live_rows.map(Arc::new),
+        alert_rows,
+        alert_levels,
     })
 }
 

@@ -362,14 +362,17 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         Some(columns) => columns.len() * settings.analysis.scale.values_per_bin() + extras,
         None => spec_of(frame_n, s.kind, s.rate).values_out(),
     };
-    let placed = place_outputs(
-        &*encoder,
-        &plan,
-        &streams,
-        &planned_rows,
-        frame_n,
-        values_of,
-    );
+    let placed = match settings.output.rotate {
+        Some(_) => Default::default(), // issue 27: rotated files take rows in order
+        None => place_outputs(
+            &*encoder,
+            &plan,
+            &streams,
+            &planned_rows,
+            frame_n,
+            values_of,
+        ),
+    };
     let dests = match (nats, settings.analysis.format) {
         (Some(connection), _) => {
             let rows = NatsRows::new(
@@ -385,6 +388,7 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
     };
     let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
     let writer_of = plan.writer_of;
+    let rotations = outputs::rotations(settings, &dests, &placed, &streams, &writer_of); // issue 27
     let encoders = encode_threads();
     let mut control = Control::new(stop);
     control.tracer = tracer;
@@ -459,6 +463,19 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         .into_iter()
         .filter_map(|lane| join_lane(dispatcher, pools, lane))
         .collect();
+    // issue 27: --alert's levels (encode threads) and rules (sink), events opened before the run
+    let band_levels = (!settings.alerts.rules.is_empty()).then(|| {
+        let rules = &settings.alerts.rules;
+        let scale = settings.analysis.scale;
+        crate::alerts::level::BandLevels::new(
+            rules,
+            &streams,
+            frame_n,
+            scale,
+            settings.analysis.window,
+        )
+    });
+    let alerts = wire_alerts(settings, streams.len(), live_view.as_ref())?;
     let encode_stage = encode::EncodeStage {
         encoder: &*encoder,
         streams: &streams,
@@ -467,7 +484,8 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         bytes_pool: &bytes_pool,
         placed: &placed,
         live: live_tap,
-        mark_rows: settings.nats_output.is_some(),
+        mark_rows: settings.nats_output.is_some() || settings.output.rotate.is_some(),
+        alerts: band_levels.as_ref(),
     };
 
     let mut late_builder = None;
@@ -580,13 +598,16 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         }
         drop(to_encoders);
         drop(encoded_tx);
+        let mut outputs = Outputs::new(&*encoder, dests, open_files_budget(), &placed);
+        outputs.rotate(rotations, signals.reopen.clone()); // issue 27
         let stage = sink_stage::SinkStage {
-            outputs: Outputs::new(&*encoder, dests, open_files_budget(), &placed),
+            outputs,
             streams: &streams,
             pool: &bytes_pool,
             live: live_view.as_ref().map(|view| &*view.hub),
             // rows are frames here (with --average, the averaging stage applies the cuts)
             cuts_apply: averaging.is_none(),
+            alerts,
         };
         let _stop_progress = crate::progress::StopOnDrop(&finished); // on a panic too
         let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, &mut latency);
@@ -821,6 +842,35 @@ impl WorkerThreads {
             std::panic::resume_unwind(panic);
         }
     }
+}
+
+/// issue 27: the sink's alerts (None without `--alert`): `--events` opened now, the live view's
+/// feed set.
+fn wire_alerts(
+    settings: &RunSpec,
+    streams: usize,
+    live_view: Option<&live::LiveView>,
+) -> Result<Option<crate::alerts::Alerts>> {
+    let options = &settings.alerts;
+    if options.rules.is_empty() {
+        return Ok(None);
+    }
+    let writer = options
+        .events
+        .as_ref()
+        .map(crate::alerts::events::EventWriter::open)
+        .transpose()
+        .map_err(FftdError::Runtime)?;
+    let feed = live_view.map(|view| {
+        let names = options.rules.iter().map(|r| r.name.clone());
+        let feed = Arc::new(crate::alerts::feed::AlertFeed::new(names));
+        let _ = view.hub.alerts.set(feed.clone());
+        feed
+    });
+    let rules = options.rules.clone();
+    Ok(Some(crate::alerts::Alerts::new(
+        rules, streams, writer, feed,
+    )))
 }
 
 /// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a

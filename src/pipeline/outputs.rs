@@ -66,7 +66,8 @@ pub(super) fn plan_outputs(settings: &RunSpec, streams: &[StreamMeta]) -> Result
     }
     Ok(OutputPlan {
         files: vec![settings.output.output.clone()],
-        lazy: false,
+        // issue 27: a --rotate pattern is no file to create before the run
+        lazy: settings.output.rotate.is_some(),
         writer_of: vec![0; streams.len()],
     })
 }
@@ -192,6 +193,22 @@ pub(super) fn open_destinations<T: Sample>(
 /// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
 /// created here; FIFOs are opened later, once.
 pub(super) fn check_destinations(settings: &RunSpec) -> Result<()> {
+    if settings.output.rotate.is_some() {
+        // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
+        let pattern = settings.output.output_dir.as_ref().map(|d| d.join("x"));
+        let path = pattern.as_ref().or(settings.output.output.as_ref());
+        if let Some(path) = path {
+            let folder = crate::sink::rotate_names::literal_folder(path);
+            if !folder.is_dir() {
+                return Err(FftdError::Usage(format!(
+                    "--rotate {}: no such directory {}",
+                    path.display(),
+                    folder.display()
+                )));
+            }
+            return probe_writable(&folder);
+        }
+    }
     if let Some(dir) = &settings.output.output_dir {
         if !dir.is_dir() {
             return Err(FftdError::Usage(format!(
@@ -400,4 +417,34 @@ fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBu
             PathBuf::from(format!("{name}.{}", format.extension()))
         })
         .collect()
+}
+
+/// issue 27: the rotation of each output (`--rotate`, SIGHUP: `sink::rotate_outputs`).
+pub(super) fn rotations(
+    settings: &RunSpec,
+    dests: &[Destination],
+    placed: &PlacedOutputs,
+    streams: &[StreamMeta],
+    writer_of: &[usize],
+) -> Vec<Option<crate::sink::rotate::Rotation>> {
+    use crate::sink::rotate::{now_epoch, RotateOptions, RowClock};
+    let live = match &settings.source.input {
+        Input::Files(files) => files.iter().any(|f| f == "-" || f.contains("://")),
+        Input::Mic(_) | Input::Nats(_) => true,
+    };
+    let options = RotateOptions {
+        spec: settings.output.rotate,
+        clock: match live && !settings.source.realtime {
+            true => RowClock::Wall,
+            false => RowClock::RunStart(now_epoch()),
+        },
+    };
+    let image_of = |i: usize| {
+        let stream = streams.iter().find(|s| writer_of[s.id] == i)?.clone();
+        let settings = settings.clone();
+        Some(crate::sink::rotate_outputs::image_maker(move |path| {
+            ImageFile::new(path, &stream, &settings.output.png, &settings.analysis)
+        }))
+    };
+    crate::sink::rotate_outputs::rotations(dests, placed, &options, &image_of)
 }

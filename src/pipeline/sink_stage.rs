@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::time::Instant;
 
+/// How often a sink waiting for rows looks for a SIGHUP (issue 27).
+const REOPEN_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The outputs and what the sink needs to account for frames.
 pub struct SinkStage<'a, T: Sample> {
     pub outputs: Outputs<'a, T>,
@@ -28,6 +31,8 @@ pub struct SinkStage<'a, T: Sample> {
     pub live: Option<&'a LiveHub>,
     /// Whether frames past a failed input's cut (`Control::cut_stream`) are left out here.
     pub cuts_apply: bool,
+    /// issue 27: `--alert` rules, followed in row order.
+    pub alerts: Option<crate::alerts::Alerts>,
 }
 
 pub fn run_sink<T: Sample>(
@@ -42,6 +47,7 @@ pub fn run_sink<T: Sample>(
         pool,
         live,
         cuts_apply,
+        mut alerts,
     } = stage;
     let mut written = vec![StreamWritten::default(); streams.len()];
     let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
@@ -50,7 +56,20 @@ pub fn run_sink<T: Sample>(
     let mut clock = control.clock(Kind::Sink, Phase::Write);
     loop {
         // after the last batch, once more: batches a failed input's numbers held back
-        let arrived = rx.recv().ok();
+        let arrived = match rx.recv_timeout(REOPEN_CHECK) {
+            Ok(encoded) => Some(encoded),
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => None,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                // issue 27: a SIGHUP while no rows come closes the files now
+                if healthy {
+                    if let Err(e) = outputs.reopen_if_asked() {
+                        healthy = false;
+                        report_write_error(e, "an output file", control);
+                    }
+                }
+                continue;
+            }
+        };
         clock.lap(Phase::SinkInput);
         let ended = arrived.is_none();
         if let Some(encoded) = arrived {
@@ -70,6 +89,9 @@ pub fn run_sink<T: Sample>(
                     &mut written,
                 );
                 Counters::add_since(&control.counters.sink_ns, busy);
+            }
+            if let (Some(alerts), true) = (alerts.as_mut(), healthy) {
+                healthy = follow_alerts(alerts, &batch, control);
             }
             if let Some((hub, rows)) = live.zip(batch.live.as_ref()) {
                 hub.publish_rows(batch.id, rows);
@@ -91,6 +113,9 @@ pub fn run_sink<T: Sample>(
             Counters::add_since(&control.counters.sink_ns, busy);
             clock.lap_span(Phase::Write, None, None);
         }
+    }
+    if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
+        report_write_error(e, "--events", control);
     }
     if healthy {
         if let Err((i, e)) = outputs.finish() {
@@ -146,6 +171,23 @@ fn write_batch<T: Sample>(
         }
         buckets.flush(&control.counters.latency);
         Counters::add(&control.counters.frames_out, frames.len() as u64);
+    }
+    true
+}
+
+/// issue 27: follows a batch's alert levels in row order; false after an event could not be
+/// written.
+fn follow_alerts(alerts: &mut crate::alerts::Alerts, batch: &Encoded, control: &Control) -> bool {
+    let rules = alerts.rules().len();
+    for (k, &(stream, time_s)) in batch.alert_rows.iter().enumerate() {
+        let levels = batch
+            .alert_levels
+            .get(k * rules..(k + 1) * rules)
+            .unwrap_or_default();
+        if let Err(e) = alerts.observe(stream, time_s, levels) {
+            report_write_error(e, "--events", control);
+            return false;
+        }
     }
     true
 }

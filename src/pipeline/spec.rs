@@ -33,4 +33,6 @@ pub struct RunSpec {
     pub serve: Option<ServeSettings>,
     /// A local run publishing its rows to NATS (`--output nats://...`).
     pub nats_output: Option<NatsOutput>,
+    /// `--alert`, `--events` (`alerts`).
+    pub alerts: crate::alerts::AlertOptions,
 }

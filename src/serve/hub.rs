@@ -126,6 +126,8 @@ pub struct LiveHub {
     finished: watch::Sender<bool>,
     pub counters: Arc<Counters>,
     pub serve: ServeCounters,
+    /// issue 27: `--alert` events for `/events` and `/metrics` (set when the run has rules).
+    pub alerts: OnceLock<Arc<crate::alerts::feed::AlertFeed>>,
 }
 
 /// The server's own counters, for `/metrics`.
@@ -172,6 +174,7 @@ impl LiveHub {
             finished: watch::channel(false).0,
             counters,
             serve: ServeCounters::default(),
+            alerts: OnceLock::new(),
         }
     }
 

@@ -41,6 +41,9 @@ pub fn render(hub: &LiveHub) -> String {
     stage_seconds(&mut out, c);
     crate::timeline::render_metrics(&c.times, &mut out);
     latency_histogram(&mut out, c);
+    if let Some(alerts) = hub.alerts.get() {
+        alerts.render_metrics(&mut out); // issue 27
+    }
     gauge(
         &mut out,
         "fftd_serve_ws_sessions",

@@ -167,6 +167,7 @@ async fn serve(bound: Bound, addr: SocketAddr, app: App) {
         .route("/api/streams", get(streams))
         .route("/spectra", get(spectra_rows))
         .route("/ws", get(websocket))
+        .route("/events", get(alert_events)) // issue 27
         .fallback(not_found)
         .with_state(app)
         .layer(axum::middleware::from_fn_with_state(guard, guard::check));
@@ -227,7 +228,28 @@ async fn metrics_text(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 
+/// issue 27: `--alert` events as server-sent events (`alerts::feed`).
+async fn alert_events(State(app): State<App>) -> Response {
+    let Some(feed) = app.hub.alerts.get() else {
+        let why = "fftd: this run has no --alert rules, so no /events\n";
+        return (axum::http::StatusCode::NOT_FOUND, why).into_response();
+    };
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        feed.sse_body(),
+    )
+        .into_response()
+}
+
 async fn streams(State(app): State<App>) -> Response {
+    // issue 27: the rules' names when the run has --alert rules (the page then opens /events)
+    if let Some(feed) = app.hub.alerts.get() {
+        let body = serde_json::json!({ "streams": app.hub.streams, "alerts": feed.names() });
+        return axum::Json(body).into_response();
+    }
     axum::Json(serde_json::json!({ "streams": app.hub.streams })).into_response()
 }
 

@@ -51,27 +51,44 @@ pub struct Rows<'a> {
     pub marks: &'a [super::RowMark],
 }
 
-struct Output {
-    dest: Destination,
+pub(super) struct Output {
+    pub(super) dest: Destination,
     /// Whether the preamble has been written.
-    started: bool,
+    pub(super) started: bool,
     /// Row width in bins, fixed by the first rows.
-    bins: Option<usize>,
-    frames: u64,
+    pub(super) bins: Option<usize>,
+    pub(super) frames: u64,
     /// Written to since the last flush.
-    dirty: bool,
+    pub(super) dirty: bool,
+}
+
+impl Output {
+    /// A destination nothing was written to yet.
+    pub(super) fn new(dest: Destination) -> Self {
+        Output {
+            dest,
+            started: false,
+            bins: None,
+            frames: 0,
+            dirty: false,
+        }
+    }
 }
 
 /// errno "too many open files" (Linux).
 const EMFILE: i32 = 24;
 
 pub struct Outputs<'a, T: Sample> {
-    encoder: &'a dyn Encoder<T>,
-    outputs: Vec<Output>,
+    pub(super) encoder: &'a dyn Encoder<T>,
+    pub(super) outputs: Vec<Output>,
     /// Open files, least recently written first.
-    open: VecDeque<usize>,
+    pub(super) open: VecDeque<usize>,
     max_open: usize,
     placed: &'a PlacedOutputs,
+    /// Each output's files (`--rotate`, SIGHUP: `rotate_outputs`); empty: one file each.
+    pub(super) rotations: Vec<Option<super::rotate::Rotation>>,
+    /// Set by SIGHUP: every file is completed and the next rows begin new ones.
+    pub(super) reopen: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl<'a, T: Sample> Outputs<'a, T> {
@@ -82,22 +99,15 @@ impl<'a, T: Sample> Outputs<'a, T> {
         max_open: usize,
         placed: &'a PlacedOutputs,
     ) -> Self {
-        let outputs = dests
-            .into_iter()
-            .map(|dest| Output {
-                dest,
-                started: false,
-                bins: None,
-                frames: 0,
-                dirty: false,
-            })
-            .collect();
+        let outputs = dests.into_iter().map(Output::new).collect();
         Outputs {
             encoder,
             outputs,
             open: VecDeque::new(),
             max_open: max_open.max(1),
             placed,
+            rotations: Vec::new(),
+            reopen: None,
         }
     }
 
@@ -108,7 +118,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
 
     /// Makes output `i` writable: opens its file (closing the least recently used one if too
     /// many are open) and marks it most recently used.
-    fn touch(&mut self, i: usize) -> io::Result<()> {
+    pub(super) fn touch(&mut self, i: usize) -> io::Result<()> {
         if let Some(at) = self.open.iter().position(|&o| o == i) {
             if at + 1 != self.open.len() {
                 self.open.remove(at);
@@ -145,8 +155,18 @@ impl<'a, T: Sample> Outputs<'a, T> {
         Ok(())
     }
 
-    /// Writes rows to output `i`, after its preamble if they are its first.
+    /// Writes rows to output `i`, after its preamble if they are its first; a rotated output's
+    /// rows may begin new files (`rotate_outputs`).
     pub fn write(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
+        self.reopen_if_asked()?;
+        if self.rotations.get(i).is_some_and(Option::is_some) {
+            return self.write_rotated(i, rows);
+        }
+        self.write_rows(i, rows)
+    }
+
+    /// `write` into output `i`'s current file.
+    pub(super) fn write_rows(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
         let out = &mut self.outputs[i];
         if let Destination::Messages(messages) = &mut out.dest {
             // every message is one row that says what it is: no preamble, any width
@@ -212,7 +232,10 @@ impl<'a, T: Sample> Outputs<'a, T> {
         }
     }
 
-    fn finish_one(&mut self, i: usize) -> io::Result<()> {
+    pub(super) fn finish_one(&mut self, i: usize) -> io::Result<()> {
+        if self.finish_unbegun(i)? {
+            return Ok(());
+        }
         if let Destination::Messages(messages) = &mut self.outputs[i].dest {
             return messages.finish(); // every row acknowledged
         }

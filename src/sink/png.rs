@@ -222,6 +222,11 @@ impl ImageFile {
         &self.path
     }
 
+    /// Whether the file was created before the run (`create_with`).
+    pub fn is_created(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Takes the file, created (truncated) now so an unusable path is found before the run.
     pub fn create_with(&mut self, file: File) {
         self.file = Some(file);

@@ -137,7 +137,7 @@ fn push_datetime(out: &mut Vec<u8>, epoch_s: f64) {
 }
 
 /// The proleptic Gregorian date of `days` since 1970-01-01 (H. Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -17,4 +17,6 @@ pub struct OutputSpec {
     pub png: PngOptions,
     /// The config file the options were read from (an input: never overwritten).
     pub config: Option<PathBuf>,
+    /// `--rotate`: when each output file ends (`sink::rotate`).
+    pub rotate: Option<super::rotate::RotateSpec>,
 }

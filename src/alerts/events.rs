@@ -1,0 +1,150 @@
+//! Alert events and `--events PATH|-|nats://HOST:PORT/SUBJECT`: one NDJSON line per event,
+//! `{"event":"start"|"end","alert":NAME,"stream":K,"time_s":T,"db":V}` (`db` null when the level
+//! is not a number). A file is appended to (a daemon's restarts keep earlier events) and flushed
+//! at every event; `-` is stdout; a NATS subject gets each line as a core NATS message.
+
+use super::state::Change;
+use crate::sink::number::{push, Syntax};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// One alert's start or end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub change: Change,
+    pub alert: String,
+    pub stream: usize,
+    pub time_s: f64,
+    pub db: f64,
+}
+
+impl Event {
+    /// The event's JSON object, without a newline.
+    pub fn json(&self) -> String {
+        let mut out = Vec::with_capacity(96);
+        let _ = write!(
+            out,
+            "{{\"event\":\"{}\",\"alert\":\"{}\",\"stream\":{},\"time_s\":",
+            self.change.name(),
+            self.alert, // names are [A-Za-z0-9_.-]: nothing to escape
+            self.stream
+        );
+        push(&mut out, self.time_s, Syntax::Json);
+        out.extend_from_slice(b",\"db\":");
+        push(&mut out, self.db, Syntax::Json);
+        out.push(b'}');
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// Where `--events` go.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventsTarget {
+    Stdout,
+    File(PathBuf),
+    /// `nats://HOST:PORT/SUBJECT`, as given.
+    Nats(String),
+}
+
+/// Parses `--events`.
+pub fn parse_events(text: &str) -> Result<EventsTarget, String> {
+    match text {
+        "" => Err("--events: give a file, - for stdout or nats://HOST:PORT/SUBJECT".into()),
+        "-" => Ok(EventsTarget::Stdout),
+        t if t.starts_with("nats://") => {
+            let url = crate::fleet::url::NatsUrl::parse("--events", t)?;
+            url.subject("--events")?;
+            Ok(EventsTarget::Nats(t.to_string()))
+        }
+        t if t.contains("://") => Err(format!(
+            "--events {t}: a file, - for stdout or nats://HOST:PORT/SUBJECT"
+        )),
+        t => Ok(EventsTarget::File(PathBuf::from(t))),
+    }
+}
+
+/// An open `--events` target.
+pub enum EventWriter {
+    Stdout,
+    File(File),
+    Nats(Box<super::feed::NatsEvents>),
+}
+
+impl EventWriter {
+    /// Opens `target` (a file is created or appended to; a NATS server must answer now).
+    pub fn open(target: &EventsTarget) -> Result<Self, String> {
+        match target {
+            EventsTarget::Stdout => Ok(EventWriter::Stdout),
+            EventsTarget::File(path) => open_append(path)
+                .map(EventWriter::File)
+                .map_err(|e| format!("--events {}: {e}", path.display())),
+            EventsTarget::Nats(url) => {
+                super::feed::NatsEvents::connect(url).map(|n| EventWriter::Nats(Box::new(n)))
+            }
+        }
+    }
+
+    pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        let mut line = event.json();
+        match self {
+            EventWriter::Nats(nats) => nats.publish(line),
+            _ => {
+                line.push('\n');
+                self.write_line(line.as_bytes())
+            }
+        }
+    }
+
+    fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
+        match self {
+            EventWriter::Stdout => {
+                let mut out = io::stdout().lock();
+                out.write_all(line)?;
+                out.flush()
+            }
+            EventWriter::File(f) => f.write_all(line),
+            EventWriter::Nats(_) => Ok(()),
+        }
+    }
+
+    pub fn finish(&mut self) -> io::Result<()> {
+        match self {
+            EventWriter::Nats(nats) => nats.flush(),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_the_issues_object() {
+        let e = Event {
+            change: Change::Start,
+            alert: "hum".into(),
+            stream: 0,
+            time_s: 1.5,
+            db: -3.0103,
+        };
+        assert_eq!(
+            e.json(),
+            r#"{"event":"start","alert":"hum","stream":0,"time_s":1.5,"db":-3.0103}"#
+        );
+        let e = Event {
+            db: f64::NEG_INFINITY,
+            change: Change::End,
+            ..e
+        };
+        assert!(e.json().contains(r#""event":"end""#) && e.json().ends_with(r#""db":null}"#));
+        assert_eq!(parse_events("-"), Ok(EventsTarget::Stdout));
+        assert!(parse_events("http://x").is_err());
+        assert!(parse_events("nats://127.0.0.1:4222/alerts").is_ok());
+    }
+}

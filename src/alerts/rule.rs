@@ -1,0 +1,211 @@
+//! `--alert RULE`: a rule such as `name=hum,band=900-1100,above=-20,hysteresis=3,hold=100ms`.
+//!
+//! - `name=NAME` (required): names the rule in events, metrics and recordings (letters, digits,
+//!   `_`, `-`, `.`).
+//! - `band=LO-HI` (required): the band in Hz, as the output labels bins (absolute with
+//!   `--center-freq`; negative for complex baseband, `band=-5000--1000`).
+//! - `above=DB` or `below=DB` (one of them): the alert starts when the band's power rises above
+//!   (falls below) DB.
+//! - `hysteresis=DB` (default 0): it ends only once the power is DB back past the threshold
+//!   (`above`: at or below threshold − DB; `below`: at or above threshold + DB).
+//! - `hold=DURATION` (default 0: `100ms`, `2s`): a start or an end must hold this long; the event
+//!   is the row at which it has.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// When a rule's alert is on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Threshold {
+    Above(f64),
+    Below(f64),
+}
+
+/// One checked `--alert` rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertRule {
+    pub name: String,
+    /// Band edges in Hz, low ≤ high.
+    pub band: (f64, f64),
+    pub threshold: Threshold,
+    pub hysteresis: f64,
+    /// Seconds.
+    pub hold: f64,
+}
+
+/// A rule that cannot be used, in words that name the part.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("'{rule}': {why}")]
+pub struct RuleError {
+    pub rule: String,
+    pub why: String,
+}
+
+impl AlertRule {
+    /// Whether a level `db` starts the alert (when off).
+    pub fn starts(&self, db: f64) -> bool {
+        match self.threshold {
+            Threshold::Above(t) => db > t,
+            Threshold::Below(t) => db < t,
+        }
+    }
+
+    /// Whether a level `db` ends the alert (when on).
+    pub fn ends(&self, db: f64) -> bool {
+        match self.threshold {
+            Threshold::Above(t) => db <= t - self.hysteresis,
+            Threshold::Below(t) => db >= t + self.hysteresis,
+        }
+    }
+}
+
+/// `LO-HI` in Hz, either possibly negative (`-5000--1000`).
+fn parse_band(text: &str) -> Option<(f64, f64)> {
+    let bytes = text.as_bytes();
+    let at = (1..bytes.len())
+        .find(|&i| bytes[i] == b'-' && (bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.'))?;
+    let lo: f64 = text[..at].trim().parse().ok()?;
+    let hi: f64 = text[at + 1..].trim().parse().ok()?;
+    (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
+}
+
+fn db_value(key: &str, text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("{key}={text}: expected a number of dB")),
+    }
+}
+
+impl FromStr for AlertRule {
+    type Err = RuleError;
+
+    fn from_str(text: &str) -> Result<Self, RuleError> {
+        let fail = |why: String| RuleError {
+            rule: text.to_string(),
+            why,
+        };
+        let (mut name, mut band, mut threshold) = (None, None, None);
+        let (mut hysteresis, mut hold) = (0.0, 0.0);
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = part.split_once('=') else {
+                return Err(fail(format!("{part}: expected KEY=VALUE")));
+            };
+            let value = value.trim();
+            match key.trim() {
+                "name" if valid_name(value) => name = Some(value.to_string()),
+                "name" => {
+                    return Err(fail(format!(
+                        "name={value}: letters, digits, '_', '-' and '.' only"
+                    )))
+                }
+                "band" => {
+                    band = Some(parse_band(value).ok_or_else(|| {
+                        fail(format!("band={value}: expected LO-HI in Hz, LO <= HI"))
+                    })?)
+                }
+                k @ ("above" | "below") if threshold.is_some() => {
+                    return Err(fail(format!("{k}: give one of above= and below=")))
+                }
+                "above" => {
+                    threshold = Some(Threshold::Above(db_value("above", value).map_err(fail)?))
+                }
+                "below" => {
+                    threshold = Some(Threshold::Below(db_value("below", value).map_err(fail)?))
+                }
+                "hysteresis" => match db_value("hysteresis", value).map_err(&fail)? {
+                    h if h >= 0.0 => hysteresis = h,
+                    _ => return Err(fail(format!("hysteresis={value}: must be 0 dB or more"))),
+                },
+                "hold" => {
+                    hold = crate::sink::rotate::parse_seconds(value).ok_or_else(|| {
+                        fail(format!(
+                            "hold={value}: expected a duration such as 100ms or 2s"
+                        ))
+                    })?
+                }
+                other => {
+                    return Err(fail(format!(
+                        "unknown key '{other}' (keys: name, band, above, below, hysteresis, hold)"
+                    )))
+                }
+            }
+        }
+        let name = name.ok_or_else(|| fail("a rule needs name=NAME".into()))?;
+        let band = band.ok_or_else(|| fail("a rule needs band=LO-HI (Hz)".into()))?;
+        let threshold =
+            threshold.ok_or_else(|| fail("a rule needs above=DB or below=DB".into()))?;
+        Ok(AlertRule {
+            name,
+            band,
+            threshold,
+            hysteresis,
+            hold,
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+impl fmt::Display for AlertRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (key, t) = match self.threshold {
+            Threshold::Above(t) => ("above", t),
+            Threshold::Below(t) => ("below", t),
+        };
+        write!(
+            f,
+            "name={},band={}-{},{key}={t},hysteresis={},hold={}s",
+            self.name, self.band.0, self.band.1, self.hysteresis, self.hold
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issues_rule_parses() {
+        let r: AlertRule = "name=hum,band=900-1100,above=-20,hold=100ms"
+            .parse()
+            .unwrap();
+        assert_eq!(r.name, "hum");
+        assert_eq!(r.band, (900.0, 1100.0));
+        assert_eq!(r.threshold, Threshold::Above(-20.0));
+        assert!((r.hold - 0.1).abs() < 1e-12);
+        let r: AlertRule = "name=quiet,band=-5000--1000,below=-60,hysteresis=3"
+            .parse()
+            .unwrap();
+        assert_eq!(r.band, (-5000.0, -1000.0));
+        assert!(r.starts(-61.0) && !r.starts(-60.0));
+        assert!(!r.ends(-58.0) && r.ends(-57.0));
+    }
+
+    #[test]
+    fn bad_rules_say_which_part() {
+        for (rule, needle) in [
+            ("band=1-2,above=0", "name=NAME"),
+            ("name=a,above=0", "band=LO-HI"),
+            ("name=a,band=1-2", "above=DB or below=DB"),
+            ("name=a,band=2-1,above=0", "band=2-1"),
+            (
+                "name=a,band=1-2,above=0,below=1",
+                "one of above= and below=",
+            ),
+            ("name=a,band=1-2,above=x", "above=x"),
+            ("name=a,band=1-2,above=0,hold=3", "hold=3"),
+            ("name=a b,band=1-2,above=0", "name=a b"),
+            ("name=a,band=1-2,above=0,hysteresis=-1", "hysteresis=-1"),
+            ("name=a,band=1-2,above=0,colour=red", "unknown key 'colour'"),
+        ] {
+            let e = rule.parse::<AlertRule>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{rule}: {e}");
+        }
+    }
+}

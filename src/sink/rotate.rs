@@ -1,0 +1,316 @@
+//! `--rotate DURATION|SIZE` and SIGHUP: when an output's file ends and the next begins.
+//!
+//! Every file output written in order (not stdout, a FIFO or a placed file) has a `Rotation`.
+//! `output::Outputs` asks it, row by row, whether the row starts a new file:
+//! - the output's first row, and the first row after a SIGHUP closed every file, do;
+//! - `--rotate DURATION` (`30s`, `10min`, `1h`, `1d`): a row whose time falls in another period
+//!   than the file's first row does. Periods are whole multiples of DURATION since 1970 (UTC), so
+//!   `1h` files hold clock hours. A row's time is the run's start plus the row's time for file
+//!   inputs, the wall clock when it is written for live ones (microphone, stdin, rtl_tcp).
+//! - `--rotate SIZE` (`500MB`, `64KiB`, `1GB`; bytes): a row that would take the file past SIZE
+//!   does, unless it is the file's first (so a file holds at least one row).
+//!
+//! The old file is completed first (npy header with its row count, PNG drawn), the new one gets
+//! its own header: each file is whole and valid, and every row lands in exactly one file. With
+//! `--rotate` the output path is a pattern (`rotate_names`); without it a SIGHUP reopens the same
+//! path (logrotate moved the old file away). A name this run already wrote, still there, gets
+//! `-{seq}` before its extension rather than being overwritten.
+
+use super::destination::Destination;
+use super::rotate_names::{with_seq, NamePattern};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `--rotate`: how long or how large each file may get.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RotateSpec {
+    /// A new file each period of this many seconds (> 0).
+    Every(f64),
+    /// A file grows to at most this many bytes (> 0).
+    Size(u64),
+}
+
+/// A `--rotate` value that is neither a duration nor a size.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("'{0}': expected a duration (30s, 10min, 1h, 1d) or a size (500MB, 64KiB, 1GB) above 0")]
+pub struct RotateError(pub String);
+
+/// Duration units, longest suffix first, in seconds.
+const TIME_UNITS: [(&str, f64); 8] = [
+    ("min", 60.0),
+    ("ms", 1e-3),
+    ("us", 1e-6),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("h", 3600.0),
+    ("d", 86_400.0),
+    ("w", 604_800.0),
+];
+
+/// Size units (SI and binary), longest suffix first, in bytes.
+const SIZE_UNITS: [(&str, u64); 9] = [
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("TiB", 1 << 40),
+    ("kB", 1000),
+    ("KB", 1000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+    ("TB", 1_000_000_000_000),
+];
+
+/// Seconds of a duration such as `100ms`, `2.5s`, `10min`, `1h`, `1d` (a unit is required);
+/// None when `text` is not one or is negative or not finite.
+pub fn parse_seconds(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (number, unit) = TIME_UNITS
+        .iter()
+        .find_map(|(u, s)| text.strip_suffix(u).map(|n| (n, *s)))?;
+    let value: f64 = number.trim().parse().ok()?;
+    (value.is_finite() && value >= 0.0).then_some(value * unit)
+}
+
+/// Parses `--rotate`.
+pub fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
+    let bad = || RotateError(text.to_string());
+    let t = text.trim();
+    if let Some((number, unit)) = SIZE_UNITS
+        .iter()
+        .chain(&[("B", 1)])
+        .find_map(|(u, b)| t.strip_suffix(u).map(|n| (n, *b)))
+    {
+        let value: f64 = number.trim().parse().map_err(|_| bad())?;
+        let bytes = value * unit as f64;
+        return match bytes.is_finite() && bytes >= 1.0 {
+            true => Ok(RotateSpec::Size(bytes as u64)),
+            false => Err(bad()),
+        };
+    }
+    match parse_seconds(t) {
+        Some(s) if s > 0.0 => Ok(RotateSpec::Every(s)),
+        _ => Err(bad()),
+    }
+}
+
+impl std::str::FromStr for RotateSpec {
+    type Err = RotateError;
+    fn from_str(s: &str) -> Result<Self, RotateError> {
+        parse_rotate(s)
+    }
+}
+
+/// Checks `--rotate` against the outputs: it needs files (`--output FILE` or `--output-dir`)
+/// whose name patterns are valid. The message is a usage error's.
+pub fn check_rotate(
+    spec: Option<RotateSpec>,
+    output: Option<&Path>,
+    output_dir: Option<&Path>,
+) -> Result<(), String> {
+    if spec.is_none() {
+        return Ok(());
+    }
+    let path = match (output, output_dir) {
+        (Some(p), _) if p.as_os_str() != "-" && !p.to_string_lossy().contains("://") => p,
+        (_, Some(dir)) => dir,
+        _ => {
+            return Err(
+                "--rotate splits output files: give --output FILE or --output-dir DIR (not stdout or NATS)"
+                    .into(),
+            )
+        }
+    };
+    if super::opening::is_stream_path(path) {
+        return Err(format!(
+            "--rotate {}: a FIFO or device cannot be split into files",
+            path.display()
+        ));
+    }
+    NamePattern::new(path)
+        .map(drop)
+        .map_err(|e| format!("--rotate: {e}"))
+}
+
+/// Where a row's time on the calendar comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowClock {
+    /// The run started at this time (seconds since 1970); a row is that plus its own time.
+    RunStart(f64),
+    /// The wall clock when the row is written (live inputs).
+    Wall,
+}
+
+/// Seconds since 1970 now.
+pub fn now_epoch() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Makes the destination of a new file (a file, or a PNG image of the output's stream).
+pub type MakeDestination = Arc<dyn Fn(&Path) -> Destination + Send + Sync>;
+
+/// The rotation options of a run (plain values, built where the run is wired).
+#[derive(Clone)]
+pub struct RotateOptions {
+    pub spec: Option<RotateSpec>,
+    pub clock: RowClock,
+}
+
+/// One output's files: which one is open, and when the next begins.
+pub struct Rotation {
+    /// `--rotate`'s pattern; None: the path itself, reopened after a SIGHUP.
+    pattern: Option<NamePattern>,
+    path: PathBuf,
+    spec: Option<RotateSpec>,
+    pub clock: RowClock,
+    make: MakeDestination,
+    /// Files begun so far.
+    seq: u64,
+    /// Whether a file is begun and takes rows.
+    open: bool,
+    /// The open file's period (`Every`), its bytes and rows so far.
+    period: i64,
+    pub bytes: u64,
+    pub rows: u64,
+    /// Files this run wrote (never overwritten by a later one).
+    written: HashSet<PathBuf>,
+}
+
+impl Rotation {
+    /// The rotation of the output at `path`. With a `--rotate` spec the path is a pattern.
+    pub fn new(path: &Path, options: &RotateOptions, make: MakeDestination) -> Self {
+        let pattern = options.spec.and_then(|_| NamePattern::new(path).ok()); // checked in config
+        Rotation {
+            pattern,
+            path: path.to_path_buf(),
+            spec: options.spec,
+            clock: options.clock,
+            make,
+            seq: 0,
+            open: false,
+            period: 0,
+            bytes: 0,
+            rows: 0,
+            written: HashSet::new(),
+        }
+    }
+
+    /// An output whose first file was opened before the run (a single `--output` without
+    /// `--rotate`): it counts as begun.
+    pub fn begun(mut self) -> Self {
+        self.open = true;
+        self.seq = 1;
+        self.written.insert(self.path.clone());
+        self
+    }
+
+    /// Whether a row of `len` bytes at `epoch_s` must begin a new file.
+    pub fn starts_file(&self, epoch_s: f64, len: u64) -> bool {
+        if !self.open {
+            return true;
+        }
+        match self.spec {
+            Some(RotateSpec::Every(d)) => period(epoch_s, d) != self.period,
+            Some(RotateSpec::Size(limit)) => self.rows > 0 && self.bytes + len > limit,
+            None => false,
+        }
+    }
+
+    /// Whether rows split at row boundaries (`--rotate`), not only between writes (SIGHUP).
+    pub fn splits_rows(&self) -> bool {
+        self.spec.is_some()
+    }
+
+    /// Begins the next file, whose first row is at `epoch_s` and whose header takes `header`
+    /// bytes: its destination (folders created).
+    pub fn begin(&mut self, epoch_s: f64, header: u64) -> std::io::Result<Destination> {
+        let mut path = match &self.pattern {
+            Some(pattern) => pattern.render(epoch_s, self.seq),
+            None => self.path.clone(),
+        };
+        if self.written.contains(&path) && path.exists() {
+            let again = with_seq(&path).display().to_string();
+            path = PathBuf::from(again.replace("{seq}", &format!("{:06}", self.seq)));
+            tracing::warn!(file = %path.display(), "the output's name was taken by an earlier file of this run");
+        }
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)?;
+        }
+        self.written.insert(path.clone());
+        self.seq += 1;
+        self.open = true;
+        if let Some(RotateSpec::Every(d)) = self.spec {
+            self.period = period(epoch_s, d);
+        }
+        self.bytes = header;
+        self.rows = 0;
+        tracing::debug!(file = %path.display(), "output file begun");
+        Ok((self.make)(&path))
+    }
+
+    /// The open file ended (SIGHUP): the next row begins another.
+    pub fn close(&mut self) {
+        self.open = false;
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Whether no file was begun yet.
+    pub fn never_begun(&self) -> bool {
+        self.seq == 0
+    }
+}
+
+/// The period `epoch_s` falls in, for periods of `d` seconds since 1970.
+fn period(epoch_s: f64, d: f64) -> i64 {
+    (epoch_s / d).floor() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_parse() {
+        assert_eq!(parse_rotate("1h"), Ok(RotateSpec::Every(3600.0)));
+        assert_eq!(parse_rotate("10min"), Ok(RotateSpec::Every(600.0)));
+        assert_eq!(parse_rotate("1.5s"), Ok(RotateSpec::Every(1.5)));
+        assert_eq!(parse_rotate("500MB"), Ok(RotateSpec::Size(500_000_000)));
+        assert_eq!(parse_rotate("64KiB"), Ok(RotateSpec::Size(65_536)));
+        assert_eq!(parse_rotate("4096B"), Ok(RotateSpec::Size(4096)));
+        for bad in ["", "1", "0s", "-1h", "MB", "1 parsec", "nanh", "0B"] {
+            assert!(parse_rotate(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_seconds("100ms"), Some(0.1));
+        assert_eq!(parse_seconds("2"), None);
+    }
+
+    #[test]
+    fn a_file_begins_at_each_period_or_size() {
+        let make: MakeDestination = Arc::new(Destination::file);
+        let options = RotateOptions {
+            spec: Some(RotateSpec::Every(60.0)),
+            clock: RowClock::Wall,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Rotation::new(&dir.path().join("a-%H%M.csv"), &options, make.clone());
+        assert!(r.starts_file(119.0, 1));
+        let d = r.begin(119.0, 0).unwrap();
+        assert!(d.describe().ends_with("a-0001.csv"), "{}", d.describe());
+        assert!(!r.starts_file(119.9, 1));
+        assert!(r.starts_file(120.0, 1));
+        let options = RotateOptions {
+            spec: Some(RotateSpec::Size(100)),
+            clock: RowClock::Wall,
+        };
+        let mut r = Rotation::new(&dir.path().join("b.npy"), &options, make);
+        r.begin(0.0, 128).unwrap();
+        assert!(!r.starts_file(0.0, 500), "a file's first row always fits");
+        r.rows = 1;
+        assert!(r.starts_file(0.0, 1));
+    }
+}

@@ -1,0 +1,433 @@
+//! `--alert` and `--events` (issue 27): the band level of a full-scale sine is −3.01 dB whatever
+//! the window and the scale; events on synthetic tone bursts at known times, within one hop, with
+//! hysteresis and hold; the config-file keys; the live view's `/events` (server-sent events) and
+//! `/metrics` counters; events to a real nats-server; bad rules are one-line usage errors.
+
+mod common;
+mod fleet_common;
+
+use common::{assert_clean_error, fftd, run, write_f32};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RATE: f64 = 8000.0;
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A tone of `hz` at amplitude `amp` from `t0` to `t1` seconds, added into `x`.
+fn burst(x: &mut [f64], hz: f64, amp: f64, t0: f64, t1: f64) {
+    for (i, v) in x.iter_mut().enumerate() {
+        let t = i as f64 / RATE;
+        if t >= t0 && t < t1 {
+            *v += amp * (2.0 * std::f64::consts::PI * hz * t).sin();
+        }
+    }
+}
+
+fn events_of(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// (event, alert, time_s) of each event.
+fn summary(events: &[Value]) -> Vec<(String, String, f64)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["alert"].as_str().unwrap().to_string(),
+                e["time_s"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_full_scale_sine_in_the_band_reads_minus_3_01_db_whatever_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("sine.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.0, 1.0); // on a bin: 10 Hz bins with --frame 800
+    write_f32(&input, &x);
+    let windows = [
+        "rect",
+        "hann",
+        "hamming",
+        "blackman",
+        "blackman-harris",
+        "flattop",
+    ];
+    for window in windows {
+        for scale in ["magnitude", "db", "power", "spectrum", "density"] {
+            let out = run(&[
+                "--file",
+                s(&input),
+                "--rate",
+                "8000",
+                "--frame",
+                "800",
+                "--window",
+                window,
+                "--scale",
+                scale,
+                "--output",
+                "/dev/null",
+                "--events",
+                "-",
+                "--alert",
+                "name=tone,band=900-1100,above=-100",
+            ]);
+            assert!(out.status.success(), "{out:?}");
+            let events = events_of(&String::from_utf8_lossy(&out.stdout));
+            assert_eq!(events.len(), 1, "{window} {scale}: {events:?}");
+            let db = events[0]["db"].as_f64().unwrap();
+            assert!((db - -3.0103).abs() < 0.001, "{window} {scale}: {db} dB");
+        }
+    }
+}
+
+#[test]
+fn events_on_tone_bursts_come_at_known_times_with_hysteresis_and_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bursts.f32");
+    let mut x = vec![0.0; (RATE * 6.0) as usize];
+    burst(&mut x, 1000.0, 1.0, 0.503, 1.5); // -3 dB
+    burst(&mut x, 1000.0, 0.1, 1.5, 2.507); // -23 dB: inside the hysteresis, still on
+    burst(&mut x, 1000.0, 1.0, 3.5, 3.55); // 50 ms: shorter than hold, no event
+    burst(&mut x, 1000.0, 1.0, 4.021, 5.013);
+    write_f32(&input, &x);
+    let events_path = dir.path().join("events.ndjson");
+    let hop = 400.0 / RATE; // 50 ms: hold is two hops
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "400",
+        "--window",
+        "hann",
+        "--output",
+        "/dev/null",
+        "--events",
+        s(&events_path),
+        "--alert",
+        "name=hum,band=900-1100,above=-20,hysteresis=6,hold=100ms",
+        "--alert",
+        "name=quiet,band=900-1100,below=-40,hold=100ms",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let events = events_of(&std::fs::read_to_string(&events_path).unwrap());
+    for e in &events {
+        let keys: Vec<&String> = e.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 5, "{e}");
+        assert!(
+            e["stream"] == 0 && e["db"].is_f64() || e["db"].is_null(),
+            "{e}"
+        );
+    }
+    let hum: Vec<(String, f64)> = summary(&events)
+        .into_iter()
+        .filter(|(_, a, _)| a == "hum")
+        .map(|(k, _, t)| (k, t))
+        .collect();
+    // each event is the row at which the crossing has held 100 ms: crossing + hold, within a hop
+    // (a row's time is its frame's start: the first frame with the tone starts up to a hop before
+    // the tone does, the first without it up to a hop after it ended)
+    let want = [
+        ("start", 0.503),
+        ("end", 2.507),
+        ("start", 4.021),
+        ("end", 5.013),
+    ];
+    assert_eq!(hum.len(), want.len(), "{hum:?}");
+    for ((kind, t), (want_kind, crossing)) in hum.iter().zip(want) {
+        assert_eq!(kind, want_kind);
+        let expected = crossing + 0.1;
+        assert!(
+            (t - expected).abs() <= hop,
+            "{kind} at {t}, expected {expected} ± {hop}"
+        );
+    }
+    let quiet: Vec<(String, f64)> = summary(&events)
+        .into_iter()
+        .filter(|(_, a, _)| a == "quiet")
+        .map(|(k, _, t)| (k, t))
+        .collect();
+    // silent from 0: on at the row 100 ms in; off 100 ms after the first burst begins; ...
+    assert_eq!(quiet[0].0, "start");
+    assert!((quiet[0].1 - 0.1).abs() <= hop, "{quiet:?}");
+    assert_eq!(quiet[1].0, "end");
+    assert!((quiet[1].1 - 0.603).abs() <= hop, "{quiet:?}");
+    // the 50 ms blip ends "quiet" for less than hold: no event between 3.4 and 3.7 s
+    assert!(
+        quiet.iter().all(|(_, t)| !(3.4..3.7).contains(t)),
+        "{quiet:?}"
+    );
+}
+
+#[test]
+fn rules_and_events_come_from_the_config_file_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.5, 0.75);
+    write_f32(&input, &x);
+    let events = dir.path().join("ev.ndjson");
+    std::fs::write(&events, "").unwrap();
+    let config = dir.path().join("daemon.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "rate = 8000\nframe = 400\nalert = [\"name=a,band=900-1100,above=-20\", \"name=b,band=2000-3000,above=-20\"]\nevents = \"{}\"\n",
+            events.display()
+        ),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = run(&[
+            "--config",
+            s(&config),
+            "--file",
+            s(&input),
+            "--output",
+            "/dev/null",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    // appended: two runs, two starts and two ends of rule a, nothing of b
+    let got = summary(&events_of(&std::fs::read_to_string(&events).unwrap()));
+    let kinds: Vec<(&str, &str)> = got
+        .iter()
+        .map(|(k, a, _)| (k.as_str(), a.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("start", "a"), ("end", "a"), ("start", "a"), ("end", "a")]
+    );
+}
+
+/// GET `path` from a live view and read the head and the first `want` bytes of the body.
+fn read_some(addr: &str, path: &str, until: &str, limit: Duration) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < limit && !String::from_utf8_lossy(&text).contains(until) {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+#[test]
+fn the_live_view_serves_events_and_a_counter_per_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    let mut x = vec![0.0; 8000 * 3];
+    burst(&mut x, 1000.0, 1.0, 1.5, 2.0);
+    write_f32(&input, &x);
+    let mut child = fftd()
+        .args([
+            "--file",
+            s(&input),
+            "--rate",
+            "8000",
+            "--frame",
+            "400",
+            "--realtime",
+        ])
+        .args([
+            "--output",
+            "/dev/null",
+            "--serve",
+            "127.0.0.1:0",
+            "--device",
+            "cpu",
+            "--quiet",
+        ])
+        .args([
+            "--alert",
+            "name=hum,band=900-1100,above=-20",
+            "--alert",
+            "name=never,band=3000-3100,above=0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fftd starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("a line").expect("text");
+        if let Some(rest) = line.split("http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    // connected before the burst at 1.5 s: the start arrives as a server-sent event
+    let sse = read_some(
+        &addr,
+        "/events",
+        "\"event\":\"end\"",
+        Duration::from_secs(10),
+    );
+    assert!(
+        sse.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{sse}"
+    );
+    assert!(
+        sse.contains("event: alert\ndata: {\"event\":\"start\",\"alert\":\"hum\",\"stream\":0"),
+        "{sse}"
+    );
+    assert!(
+        sse.contains("data: {\"event\":\"end\",\"alert\":\"hum\""),
+        "{sse}"
+    );
+    let metrics = read_some(&addr, "/metrics", "event=\"end\"} ", Duration::from_secs(5));
+    assert!(
+        metrics.contains("fftd_alert_events_total{alert=\"hum\",event=\"start\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fftd_alert_events_total{alert=\"hum\",event=\"end\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("fftd_alert_events_total{alert=\"never\",event=\"start\"} 0"),
+        "{metrics}"
+    );
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn events_go_to_a_nats_subject() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = fleet_common::NatsServer::start(dir.path());
+    let input = dir.path().join("x.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.25, 0.5);
+    write_f32(&input, &x);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter(); // the client and subscription are dropped inside it
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("site1.alerts"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).unwrap();
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "400",
+        "--output",
+        "/dev/null",
+        "--alert",
+        "name=hum,band=900-1100,above=-20",
+        "--events",
+        &server.url("site1.alerts"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    use futures_util::StreamExt;
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let msg = rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), sub.next()).await })
+            .expect("an event within 5 s")
+            .expect("a message");
+        got.push(serde_json::from_slice::<Value>(&msg.payload).unwrap());
+    }
+    assert_eq!(got[0]["event"], "start");
+    assert_eq!(got[1]["event"], "end");
+    assert_eq!(got[0]["alert"], "hum");
+    assert!(
+        (got[0]["time_s"].as_f64().unwrap() - 0.25).abs() <= 0.05,
+        "{got:?}"
+    );
+}
+
+#[test]
+fn bad_rules_and_combinations_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &vec![0.0; 1024]);
+    let base = ["--file", s(&input), "--output", "/dev/null"];
+    for (extra, needles) in [
+        (
+            vec!["--alert", "band=1-2,above=0"],
+            vec!["--alert", "name=NAME"],
+        ),
+        (
+            vec!["--alert", "name=a,band=1-2,above=0,colour=red"],
+            vec!["colour"],
+        ),
+        (vec!["--events", "-"], vec!["--events", "--alert"]),
+        (
+            vec!["--alert", "name=a,band=0-1,above=0", "--bands", "octave"],
+            vec!["--bands"],
+        ),
+        (
+            vec![
+                "--alert",
+                "name=a,band=0-1,above=0",
+                "--alert",
+                "name=a,band=0-1,below=0",
+            ],
+            vec!["two rules", "'a'"],
+        ),
+        (
+            vec![
+                "--alert",
+                "name=a,band=0-1,above=0",
+                "--events",
+                "http://x/y",
+            ],
+            vec!["--events"],
+        ),
+    ] {
+        let out = run(&[&base[..], &extra[..]].concat());
+        assert_clean_error(&out, 2, &needles);
+    }
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--alert",
+        "name=a,band=0-1,above=0",
+        "--events",
+        "-",
+    ]);
+    assert_clean_error(&out, 2, &["--events -", "stdout"]);
+    let _ = Command::new("true").stdout(Stdio::null()).status();
+    let _ = std::io::stdout().flush();
+}

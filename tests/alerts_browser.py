@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Alert marks on the live page's waterfall (issue 27), in headless chromium through
+chromedriver and selenium; run by tests/alerts_browser.rs.
+
+    alerts_browser.py --fftd PATH --out DIR
+
+Serves a 6 s recording (8 kHz; a 1000 Hz burst from 2.0 s to 3.0 s) with
+`fftd --realtime --serve --alert name=hum,band=900-1100,above=-20`, opens the page and checks:
+no console errors; the page received the start and end events from /events; each is marked on
+the waterfall at the row holding its time (the row's time within one frame of the event's), the
+start in the mark colour (the canvas pixels at the mark's row); a screenshot goes to DIR.
+"""
+
+import argparse
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+import math
+
+os.environ.setdefault("SE_OFFLINE", "true")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+
+CHROMIUM = os.environ.get("FFTD_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("FFTD_CHROMEDRIVER", "/usr/bin/chromedriver")
+RATE, FRAME = 8000, 128
+
+
+def browser(profile):
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--force-device-scale-factor=1", f"--user-data-dir={profile}",
+                 "--window-size=1000,800"]:
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+
+
+def wait_for(driver, js, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = driver.execute_script(f"return {js};")
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fftd", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    tmp = tempfile.mkdtemp()
+    signal_path = os.path.join(tmp, "burst.f32")
+    with open(signal_path, "wb") as f:
+        for i in range(RATE * 6):
+            t = i / RATE
+            v = math.sin(2 * math.pi * 1000 * t) if 2.0 <= t < 3.0 else 0.0
+            f.write(struct.pack("<f", v))
+    fftd = subprocess.Popen(
+        [args.fftd, "--file", signal_path, "--rate", str(RATE), "--frame", str(FRAME),
+         "--realtime", "--serve", "127.0.0.1:0", "--device", "cpu", "--quiet",
+         "--output", "/dev/null", "--alert", "name=hum,band=900-1100,above=-20"],
+        stderr=subprocess.PIPE, text=True)
+    driver = None
+    try:
+        addr = None
+        for line in fftd.stderr:
+            if "http://" in line:
+                addr = line.split("http://")[1].split("/")[0]
+                break
+        assert addr, "no live view address"
+        driver = browser(os.path.join(tmp, "profile"))
+        driver.get(f"http://{addr}/")
+        marks = wait_for(
+            driver,
+            "window.fftd && window.fftd.alertMarks.length >= 2 && window.fftd.alertMarks",
+            30, "a start and an end mark")
+        events = driver.execute_script("return window.fftd.alertEvents;")
+        kinds = [(e["event"], e["alert"]) for e in events]
+        assert kinds == [("start", "hum"), ("end", "hum")], kinds
+        start = next(m for m in marks if m["event"] == "start")
+        end = next(m for m in marks if m["event"] == "end")
+        hop = FRAME / RATE
+        assert abs(start["time_s"] - 2.0) <= hop, start
+        assert abs(end["time_s"] - 3.0) <= hop, end
+        # the start's row is newer-or-equal in time to the event, within a frame; the end's row
+        # above (newer than) the start's
+        assert end["row"] < start["row"], (start, end)
+        pixel = driver.execute_script(
+            "const c = document.getElementById('waterfall');"
+            "return Array.from(c.getContext('2d').getImageData(c.width / 3 | 0, arguments[0], 1, 1).data);",
+            start["y"])
+        assert pixel[:3] == [0xff, 0x2d, 0x55], f"mark colour at row {start['y']}: {pixel}"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors
+        driver.save_screenshot(os.path.join(args.out, "alert_marks.png"))
+        print(f"marks {marks}; start pixel {pixel}")
+    finally:
+        if driver:
+            driver.quit()
+        fftd.terminate()
+        fftd.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+//! `--rotate` and SIGHUP (issue 27): rotated files joined equal one unrotated run, byte for byte
+//! (npy rows through numpy, csv rows as text), for file input and for paced stdin; a SIGHUP after
+//! the output file was moved opens a new one and no row is lost; PNG per file.
+
+mod common;
+
+use common::{assert_clean_error, fftd, noise, python_has, run, run_python, write_f32};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Files under `dir` (recursively) whose names end with `ext`, sorted by path.
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(files(&path, ext));
+        } else if path.to_string_lossy().ends_with(ext) {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every file's rows after its header, joined; asserts each file repeats `header`.
+fn csv_rows(paths: &[PathBuf], header: &str) -> Vec<String> {
+    let mut rows = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(p).expect("read csv");
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some(header),
+            "{} repeats the header",
+            p.display()
+        );
+        rows.extend(lines.map(str::to_string));
+    }
+    rows
+}
+
+/// Checks with numpy that every file in `parts` loads and that they join to `whole` exactly.
+fn assert_npy_join(parts: &[PathBuf], whole: &Path) {
+    let script = "import sys, numpy as np\n\
+        w = np.load(sys.argv[1])\n\
+        parts = [np.load(p) for p in sys.argv[2:]]\n\
+        a = np.concatenate(parts)\n\
+        assert a.shape == w.shape, (a.shape, w.shape)\n\
+        assert a.tobytes() == w.tobytes()\n\
+        print(len(parts), [p.shape[0] for p in parts])";
+    let mut argv = vec![s(whole)];
+    argv.extend(parts.iter().map(|p| s(p)));
+    let said = run_python(script, &argv, "npy join");
+    eprintln!("npy parts: {said}");
+}
+
+#[test]
+fn rotated_files_join_to_the_unrotated_run_for_file_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(200_000, 7));
+    let common = ["--file", s(&input), "--frame", "256", "--rate", "1000"];
+    // npy split by size
+    let whole = dir.path().join("whole.npy");
+    let out = run(&[&common[..], &["--format", "npy", "--output", s(&whole)]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let by_size = dir.path().join("size");
+    std::fs::create_dir(&by_size).unwrap();
+    let pattern = by_size.join("part-{seq}.npy");
+    let args = [
+        "--format",
+        "npy",
+        "--rotate",
+        "64KiB",
+        "--output",
+        s(&pattern),
+    ];
+    let out = run(&[&common[..], &args].concat());
+    assert!(out.status.success(), "{out:?}");
+    let parts = files(&by_size, ".npy");
+    assert!(parts.len() >= 6, "{parts:?}");
+    for p in &parts {
+        let len = std::fs::metadata(p).unwrap().len();
+        assert!(len <= 64 * 1024, "{} is {len} bytes", p.display());
+    }
+    if python_has("numpy") {
+        assert_npy_join(&parts, &whole);
+    }
+    // csv split by period: 200 s of signal at 1 kHz, files of whole minutes, folders by date
+    let whole_csv = dir.path().join("whole.csv");
+    let out = run(&[&common[..], &["--format", "csv", "--output", s(&whole_csv)]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&whole_csv).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    let want: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    let by_time = dir.path().join("time");
+    std::fs::create_dir(&by_time).unwrap();
+    let pattern = by_time.join("%Y%m%d/%H%M%S-{seq}.csv");
+    let args = [
+        "--format",
+        "csv",
+        "--rotate",
+        "1min",
+        "--output",
+        s(&pattern),
+    ];
+    let out = run(&[&common[..], &args].concat());
+    assert!(out.status.success(), "{out:?}");
+    let parts = files(&by_time, ".csv");
+    assert!((4..=5).contains(&parts.len()), "{parts:?}");
+    assert_eq!(csv_rows(&parts, &header), want);
+    // each file but the first begins on a whole minute of the run's clock
+    for p in &parts[1..] {
+        let name = p.file_name().unwrap().to_string_lossy();
+        assert_eq!(&name[4..6], "00", "{name} begins a minute");
+    }
+}
+
+/// Spawns fftd reading stdin with `args`.
+fn spawn_stdin(args: &[&str]) -> Child {
+    fftd()
+        .args(["--file", "-", "--device", "cpu"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fftd")
+}
+
+/// Feeds `bytes` to every child's stdin in `chunks`, sleeping `pause` between them, then closes
+/// stdin and waits for each to succeed. `between` runs after each chunk but the last.
+fn feed(
+    children: Vec<Child>,
+    bytes: &[u8],
+    chunks: usize,
+    pause: Duration,
+    between: &mut dyn FnMut(usize),
+) {
+    let mut children = children;
+    let size = bytes.len().div_ceil(chunks);
+    for (k, chunk) in bytes.chunks(size).enumerate() {
+        for child in &mut children {
+            let stdin = child.stdin.as_mut().expect("stdin");
+            stdin.write_all(chunk).expect("feed");
+            stdin.flush().expect("flush");
+        }
+        if k + 1 < chunks {
+            std::thread::sleep(pause);
+            between(k);
+        }
+    }
+    for mut child in children {
+        drop(child.stdin.take());
+        let out = wait_at_most(child, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn wait_at_most(mut child: Child, limit: Duration) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("fftd did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn rotated_files_join_to_the_unrotated_run_for_paced_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    let samples = noise(64 * 1024, 3);
+    write_f32(&input, &samples);
+    let bytes = std::fs::read(&input).unwrap();
+    let common = ["--input-format", "f32", "--frame", "256", "--rate", "8000"];
+    let whole_npy = dir.path().join("whole.npy");
+    let whole_csv = dir.path().join("whole.csv");
+    for (format, whole) in [("npy", &whole_npy), ("csv", &whole_csv)] {
+        let args = [
+            "--file",
+            s(&input),
+            "--format",
+            format,
+            "--output",
+            s(whole),
+        ];
+        let out = run(&[&common[..], &args].concat());
+        assert!(out.status.success(), "{out:?}");
+    }
+    let npy_pattern = dir.path().join("npy/{seq}.npy");
+    let csv_pattern = dir.path().join("csv/{seq}.csv");
+    std::fs::create_dir(dir.path().join("npy")).unwrap();
+    std::fs::create_dir(dir.path().join("csv")).unwrap();
+    let npy = spawn_stdin(
+        &[
+            &common[..],
+            &[
+                "--format",
+                "npy",
+                "--rotate",
+                "1s",
+                "--output",
+                s(&npy_pattern),
+            ],
+        ]
+        .concat(),
+    );
+    let csv = spawn_stdin(
+        &[
+            &common[..],
+            &[
+                "--format",
+                "csv",
+                "--rotate",
+                "1s",
+                "--output",
+                s(&csv_pattern),
+            ],
+        ]
+        .concat(),
+    );
+    // 8 chunks 400 ms apart: about 3 s of wall clock, so at least three files each
+    feed(
+        vec![npy, csv],
+        &bytes,
+        8,
+        Duration::from_millis(400),
+        &mut |_| {},
+    );
+    let npy_parts = files(&dir.path().join("npy"), ".npy");
+    let csv_parts = files(&dir.path().join("csv"), ".csv");
+    assert!(npy_parts.len() >= 3, "{npy_parts:?}");
+    assert!(csv_parts.len() >= 3, "{csv_parts:?}");
+    let text = std::fs::read_to_string(&whole_csv).unwrap();
+    let header = text.lines().next().unwrap();
+    let want: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    assert_eq!(csv_rows(&csv_parts, header), want);
+    if python_has("numpy") {
+        assert_npy_join(&npy_parts, &whole_npy);
+    }
+}
+
+fn hup(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+}
+
+/// Waits until `ready` holds (at most 10 s).
+fn wait_for(what: &str, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "waited too long for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sighup_after_the_file_was_moved_opens_a_new_one_and_no_row_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(32 * 1024, 5));
+    let bytes = std::fs::read(&input).unwrap();
+    let common = ["--input-format", "f32", "--frame", "256"];
+    for format in ["csv", "npy"] {
+        let whole = dir.path().join(format!("whole.{format}"));
+        let args = [
+            "--file",
+            s(&input),
+            "--format",
+            format,
+            "--output",
+            s(&whole),
+        ];
+        let out = run(&[&common[..], &args].concat());
+        assert!(out.status.success(), "{out:?}");
+        let live = dir.path().join(format!("live.{format}"));
+        let moved = dir.path().join(format!("live.{format}.1"));
+        let child =
+            spawn_stdin(&[&common[..], &["--format", format, "--output", s(&live)]].concat());
+        let pid = child.id();
+        let (live2, moved2) = (live.clone(), moved.clone());
+        feed(
+            vec![child],
+            &bytes,
+            2,
+            Duration::from_millis(300),
+            &mut |_| {
+                // the first half's rows are in the file: logrotate moves it and sends HUP
+                let header = if format == "csv" { 1 } else { 128 };
+                wait_for("the first rows", || {
+                    std::fs::metadata(&live2).is_ok_and(|m| m.len() > header)
+                });
+                std::fs::rename(&live2, &moved2).unwrap();
+                let ok = Command::new("kill")
+                    .args(["-HUP", &pid.to_string()])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+                // the moved file is completed (npy: its header counts its rows) before new rows come
+                std::thread::sleep(Duration::from_millis(600));
+            },
+        );
+        assert!(live.exists(), "a new {format} file was opened after SIGHUP");
+        if format == "csv" {
+            let text = std::fs::read_to_string(&whole).unwrap();
+            let header = text.lines().next().unwrap();
+            let want: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+            let got = csv_rows(&[moved.clone(), live.clone()], header);
+            assert_eq!(got, want);
+        } else if python_has("numpy") {
+            assert_npy_join(&[moved, live], &whole);
+        }
+    }
+    let _ = hup; // (spawned children are signalled by pid above)
+}
+
+#[test]
+fn rotated_png_output_is_an_image_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(100_000, 9));
+    let pattern = dir.path().join("img-{seq}.png");
+    let args = [
+        "--file",
+        s(&input),
+        "--frame",
+        "256",
+        "--rate",
+        "1000",
+        "--format",
+        "png",
+        "--rotate",
+        "30s",
+        "--output",
+        s(&pattern),
+    ];
+    let out = run(&args);
+    assert!(out.status.success(), "{out:?}");
+    let parts = files(dir.path(), ".png");
+    // 100 s of signal in clock-aligned 30 s periods: four or five images
+    assert!((4..=5).contains(&parts.len()), "{parts:?}");
+    for p in &parts {
+        let bytes = std::fs::read(p).unwrap();
+        assert_eq!(
+            &bytes[..8],
+            b"\x89PNG\r\n\x1a\n",
+            "{} is a PNG",
+            p.display()
+        );
+        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        decoder.read_info().expect("a whole PNG");
+    }
+}
+
+#[test]
+fn rotate_needs_a_file_and_a_duration_or_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(1024, 1));
+    let out = run(&["--file", s(&input), "--rotate", "1h"]);
+    assert_clean_error(&out, 2, &["--rotate", "--output"]);
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rotate",
+        "1 parsec",
+        "--output",
+        "x.csv",
+    ]);
+    assert_clean_error(&out, 2, &["--rotate", "duration"]);
+    let bad = dir.path().join("x-%Q.csv");
+    let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&bad)]);
+    assert_clean_error(&out, 2, &["%Q"]);
+}
