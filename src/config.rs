@@ -77,6 +77,11 @@ deserialize_from_str!(
 );
 deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
 deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
+// issue 28: rows batched into NATS messages
+deserialize_from_str!(
+    crate::fleet::batch::RowsPerMessage,
+    "a number of rows from 1 or \"max\""
+);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -355,6 +360,13 @@ pub struct Options {
     /// SECONDS [default: run until Ctrl-C].
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
     pub idle_exit: Option<f64>,
+
+    // issue 28: rows batched into NATS messages
+    /// --output nats://: rows per message, a number or max (as many as fit the server's
+    /// max_payload; a fleet worker: at most a block's); 1 sends one message per row
+    /// (docs/fleet.md) [default: max].
+    #[arg(long, value_name = "N|max")]
+    pub rows_per_message: Option<crate::fleet::batch::RowsPerMessage>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -491,7 +503,8 @@ fn merge(cli: Options, file: Options) -> Options {
         serve_token_file,
         serve_tls_cert,
         serve_tls_key,
-        idle_exit
+        idle_exit,
+        rows_per_message
     )
 }
 
@@ -601,6 +614,7 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         output,
         subject,
         idle_exit,
+        rows_per_message: o.rows_per_message.unwrap_or_default(),
     }))
 }
 
@@ -612,17 +626,22 @@ pub struct NatsOutput {
     pub subject: String,
     /// Credentials and TLS (the command line's `--nats-*` flags, set by `main`).
     pub nats: crate::fleet::connect::NatsArgs,
+    /// issue 28: `--rows-per-message`.
+    pub rows_per_message: crate::fleet::batch::RowsPerMessage,
 }
 
 /// `--output nats://...` of a local run: its subject, and the formats it cannot take refused
 /// (one message per row: no whole-file formats). Rows default to f32.
 fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
     use crate::fleet::url::{is_nats_url, NatsUrl};
-    let Some(text) = o.output.as_ref().and_then(|p| p.to_str()) else {
-        return Ok(None);
-    };
+    let text = o.output.as_ref().and_then(|p| p.to_str()).unwrap_or("");
     if !is_nats_url(text) {
-        return Ok(None);
+        return match o.rows_per_message {
+            Some(_) => Err(FftdError::Usage(
+                "--rows-per-message is for --output nats://HOST:PORT/SUBJECT".into(),
+            )),
+            None => Ok(None),
+        };
     }
     let url = NatsUrl::parse("--output", text).map_err(FftdError::Usage)?;
     let subject = url.subject("--output").map_err(FftdError::Usage)?;
@@ -638,6 +657,7 @@ fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
         url,
         subject,
         nats: Default::default(),
+        rows_per_message: o.rows_per_message.unwrap_or_default(),
     }))
 }
 
@@ -740,6 +760,7 @@ impl Settings {
             o.format = Some(o.format.unwrap_or(OutputFormat::F32));
             o.input_format = None;
             o.idle_exit = None;
+            o.rows_per_message = None;
             return Ok(Settings {
                 input: Input::Nats(io.input.clone()),
                 fleet,

@@ -1,9 +1,10 @@
 //! What a fleet worker does to one block: frames it exactly as a local run would (zero-padding
-//! past its samples), transforms the frames with the worker's engine, and encodes one message per
-//! row in the run's `--format`, with headers saying what the row is and a `Nats-Msg-Id` naming
+//! past its samples), transforms the frames with the worker's engine, and encodes its rows in the
+//! run's `--format`, batched into messages (`batch`) or one message per row, with headers saying what the row is and a `Nats-Msg-Id` naming
 //! it by source, run, stream, frame and analysis (`ids`): a redelivered block's rows are then
 //! recognised as duplicates, while another analysis of the same blocks makes new rows.
 
+use super::batch::{Packing, Row, RowsOf};
 use super::block::{decode_samples, BlockHeader};
 use super::ids::{fingerprint, Origin};
 use super::publish_acked::Outgoing;
@@ -70,6 +71,8 @@ pub struct Work<'a, T: Sample> {
     /// Product rows of a block (`--bands`, `--fmin`/`--fmax`).
     shaped: Vec<T>,
     shifted: Vec<T>,
+    /// How rows become messages (`batch`).
+    packing: Packing,
 }
 
 /// The per-frame products for the blocks of one kind and rate (as a local run plans them per
@@ -87,6 +90,7 @@ impl<'a, T: Sample> Work<'a, T> {
         (n, hop): (usize, usize),
         engine: &'a mut dyn Engine<T>,
         encoder: &'a dyn Encoder<T>,
+        packing: Packing,
     ) -> Self {
         Work {
             settings,
@@ -100,6 +104,7 @@ impl<'a, T: Sample> Work<'a, T> {
             spectra: Vec::new(),
             shaped: Vec::new(),
             shifted: Vec::new(),
+            packing,
         }
     }
 
@@ -234,9 +239,9 @@ impl<'a, T: Sample> Work<'a, T> {
         }
     }
 
-    /// One message per row: the row in the run's format, headers saying what it is.
-    /// `columns`: the products' columns, whose rows are in `shaped`; else the spectra are the
-    /// rows.
+    /// The block's rows in the run's format, in messages as `packing` says (batches of rows, or
+    /// one message per row), with headers saying what they are. `columns`: the products'
+    /// columns, whose rows are in `shaped`; else the spectra are the rows.
     fn encode_rows(
         &mut self,
         header: &BlockHeader,
@@ -256,7 +261,7 @@ impl<'a, T: Sample> Work<'a, T> {
         };
         let width = bins * spec.scale.values_per_bin();
         let rows_of = if shaped { &self.shaped } else { &self.spectra };
-        let scale = self.settings.scale.name();
+        let mut bytes = Vec::with_capacity(header.frames * (width * 4 + 8));
         let mut rows = Vec::with_capacity(header.frames);
         for j in 0..header.frames {
             let frame = header.first_frame + j as u64;
@@ -278,23 +283,25 @@ impl<'a, T: Sample> Work<'a, T> {
                 frames: 1,
                 values,
             };
-            let mut bytes = Vec::with_capacity(width * 4);
+            let from = bytes.len();
             self.encoder.encode(&row, &mut bytes);
-            rows.push(Outgoing {
-                headers: RowHeaders {
-                    origin: shape.origin(subject),
-                    frame,
-                    time_s,
-                    scale,
-                    bins,
-                    n: shape.n,
-                    hop: shape.hop,
-                }
-                .to_headers(&self.analysis),
-                payload: bytes.into(),
+            rows.push(Row {
+                frame,
+                time_s,
+                bytes: from..bytes.len(),
             });
         }
-        rows
+        let of = RowsOf {
+            origin: shape.origin(subject),
+            scale: self.settings.scale.name(),
+            bins,
+            n: shape.n,
+            hop: shape.hop,
+            analysis: &self.analysis,
+        };
+        let mut messages = Vec::new();
+        self.packing.messages(&of, &rows, &bytes, &mut messages);
+        messages
     }
 }
 
