@@ -549,7 +549,6 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     let refused = [
         (o.mic.is_some(), "--mic"),
         (o.output_dir.is_some(), "--output-dir"),
-        (o.average.is_some() || o.average_mode.is_some(), "--average"),
         (
             o.max_frames.is_some() || o.duration.is_some(),
             "--max-frames/--duration",
@@ -599,6 +598,10 @@ fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         return Err(FftdError::Usage(format!(
             "{flag} is not available to fleet workers (docs/fleet.md)"
         )));
+    }
+    // issue 28: averaging in workers, whole groups a block
+    if let Some(mode) = o.average_mode {
+        crate::fleet::average::check_mode(mode).map_err(FftdError::Usage)?;
     }
     let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
     let (stream, consumer) = input

@@ -724,3 +724,70 @@ fn the_documented_python_subscriber_reads_batched_and_one_row_messages() {
     assert!(raw.iter().any(|m| m.headers.contains_key("rows")));
     assert!(raw.iter().any(|m| !m.headers.contains_key("rows")));
 }
+
+#[test]
+fn averaging_in_workers_equals_a_local_runs_welch_rows() {
+    if !have_server() {
+        return;
+    }
+    // 309 whole frames (no padded tail frame); blocks of 16 frames (publish_with), groups of 8:
+    // the last block holds the stream's partial last group (5 frames), emitted as the local run
+    // emits it
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 512 + 128 * 308);
+    let welch = ["--average", "8", "--scale", "db"];
+    assert_worker_equals_local(&wav, &[], &welch, (39, 257));
+    let median = [
+        "--average",
+        "4",
+        "--average-mode",
+        "median",
+        "--scale",
+        "power",
+    ];
+    assert_worker_equals_local(&wav, &[], &median, (78, 257));
+    // 128 ms at 8 kHz is 8 hops of 128: an interval of time, and bands reduced per group
+    let bands = [
+        "--average",
+        "128ms",
+        "--average-mode",
+        "max",
+        "--bands",
+        "mel:40",
+    ];
+    assert_worker_equals_local(&wav, &[], &bands, (39, 40));
+
+    // blocks of 12 frames do not hold whole groups of 8: refused, handed back
+    let server = NatsServer::start(dir.path());
+    setup(&server, "30");
+    let twelve = fftd()
+        .args([
+            "publish",
+            "--to",
+            &server.url("frames.site1"),
+            "--source-id",
+            "rec",
+        ])
+        .arg("--file")
+        .arg(&wav)
+        .args(FRAMING)
+        .args(["--block-frames", "12"])
+        .output()
+        .expect("publisher runs");
+    assert!(twelve.status.success(), "{}", stderr_text(&twelve));
+    let out = worker_with(&server, &["--idle-exit", "3", "--average", "8"])
+        .wait_with_output()
+        .expect("worker ends");
+    assert_clean_error(
+        &out,
+        2,
+        &["inside a group of --average 8", "--block-frames"],
+    );
+    assert_eq!(rows_in_spectra(&server), 0);
+    // modes that carry a stream's state across groups: refused before connecting
+    let out = worker_with(&server, &["--average", "8", "--average-mode", "peak"])
+        .wait_with_output()
+        .expect("worker ends");
+    assert_clean_error(&out, 2, &["--average-mode peak", "run fftd locally"]);
+}

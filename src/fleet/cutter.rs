@@ -27,6 +27,8 @@ pub struct BlockCutter {
     total: u64,
     /// The next frame to put in a block.
     next_frame: u64,
+    /// The block being emitted is the stream's last.
+    last: bool,
 }
 
 impl BlockCutter {
@@ -41,6 +43,7 @@ impl BlockCutter {
             discard: 0,
             total: 0,
             next_frame: 0,
+            last: false,
         }
     }
 
@@ -114,6 +117,7 @@ impl BlockCutter {
         let frames = expected_frames(self.total, s.n as u64, s.hop as u64, tail);
         while self.next_frame < frames {
             let m = ((frames - self.next_frame) as usize).min(self.block_frames);
+            self.last = self.next_frame + m as u64 == frames;
             if !self.emit(m, emit) {
                 return;
             }
@@ -136,6 +140,7 @@ impl BlockCutter {
                 first_frame: first,
                 frames: m,
                 samples: (to - from) / w,
+                last: self.last,
             },
             values: self.buf[from..to].to_vec(),
         };
