@@ -18,7 +18,8 @@
 #   openssl (--test)                     makes the CA and certificates of the TLS fleet tests
 #                                        (tests/fleet_auth.rs; not in a minimal Debian image)
 # and (--test) python3 with numpy, scipy, librosa and soundfile, for the tests that compare against
-# them (soundfile: libsndfile's decode of MP3 and Ogg, tests/audio_inputs.rs)
+# them (soundfile: libsndfile's decode of MP3 and Ogg, tests/audio_inputs.rs; nats-py: the Python
+# subscriber of docs/fleet.md, tests/fleet.rs)
 # (librosa: the mel filter banks of --bands, tests/bands_librosa.rs; pandas: read_csv of nan/inf
 # values, tests/honest_numbers.rs), and selenium 4, which drives
 # chromium through chromedriver (never downloading a browser or a driver itself).
@@ -55,9 +56,9 @@ if ! command -v cargo >/dev/null; then
 fi
 
 if $testing; then
-    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client, pandas, soundfile" 2>/dev/null; then
-        echo "deps: installing numpy, scipy, librosa, prometheus-client, pandas and soundfile for python3" >&2
-        python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas soundfile || {
+    if ! python3 -c "import numpy, scipy.signal, librosa, prometheus_client, pandas, soundfile, nats" 2>/dev/null; then
+        echo "deps: installing numpy, scipy, librosa, prometheus-client, pandas, soundfile and nats-py for python3" >&2
+        python3 -m pip install --quiet numpy scipy librosa prometheus-client pandas soundfile nats-py || {
             echo "deps: could not install them; run: python3 -m pip install numpy scipy librosa prometheus-client pandas soundfile" >&2
             exit 1
         }

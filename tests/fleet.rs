@@ -122,8 +122,12 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     write_wav(&wav, 400_000); // 3122 frames, 196 blocks
     setup(&server, "2");
     let publisher = publish(&server, &wav);
+    // 4 rows a message: a block of 16 frames is 4 messages, so the killed worker may have had
+    // some of a block's messages stored (a partly acknowledged block), which the block's next
+    // worker publishes again without doubles
+    let batched = ["--idle-exit", "5", "--stats", "--rows-per-message", "4"];
     // the first worker alone until it holds blocks it has not acked: then it is killed
-    let mut doomed = worker(&server, "5");
+    let mut doomed = worker_with(&server, &batched);
     wait_for("the first rows", Duration::from_secs(30), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
@@ -145,7 +149,7 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     doomed.kill().expect("SIGKILL");
     let _ = doomed.wait();
     eprintln!("killed a worker holding {held} unacked block(s)");
-    let workers: Vec<Child> = (0..2).map(|_| worker(&server, "5")).collect();
+    let workers: Vec<Child> = (0..2).map(|_| worker_with(&server, &batched)).collect();
     let (blocks, _) = published(&finish(publisher, "publisher"));
     for w in workers {
         eprintln!("{}", finish(w, "worker"));
@@ -157,6 +161,12 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
         "{deliveries} deliveries of {blocks} blocks: the killed worker's {held} were not redelivered"
     );
     assert_equals_local(&server, &wav);
+    let messages = stored_raw_messages(&server);
+    assert!(
+        messages.iter().all(|m| m.number("rows") <= 4),
+        "at most 4 rows a message"
+    );
+    assert!(messages.len() >= 3122 / 4, "{} messages", messages.len());
 }
 
 /// A worker with `analysis` stores exactly the rows of a local `--device cpu` run of `input`
@@ -273,11 +283,12 @@ fn a_worker_holds_blocks_of_thousands_of_rows() {
         .args(["--file", &server.url("FRAMES/workers")])
         .args(["--output", &server.url("spectra.big")])
         .args(framing)
-        .args(["--device", "cpu", "--idle-exit", "3"]);
+        .args(["--device", "cpu", "--idle-exit", "3"])
+        .args(["--rows-per-message", "1"]);
     let worker = output_within(&mut worker, Duration::from_secs(120));
     assert!(worker.status.success(), "{}", stderr_text(&worker));
     let rows = (400_000 - 64usize).div_ceil(16) as u64 + 1;
-    assert_eq!(messages_in(&server, "SPECTRA"), Some(rows));
+    assert_eq!(rows_in_spectra(&server), rows);
 }
 
 #[test]
@@ -645,4 +656,138 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
         "64",
     ]);
     assert_clean_error(&out, 1, &["elsewhere.x"]);
+}
+
+/// The Python subscriber of docs/fleet.md ("A subscriber in Python"), as written there.
+fn python_subscriber() -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/fleet.md"))
+        .expect("docs/fleet.md");
+    let section = doc
+        .split("### A subscriber in Python")
+        .nth(1)
+        .expect("the section");
+    let code = section.split("```python\n").nth(1).expect("a python block");
+    code.split("```").next().expect("closed").to_string()
+}
+
+#[test]
+fn the_documented_python_subscriber_reads_batched_and_one_row_messages() {
+    if !have_server() {
+        return;
+    }
+    assert!(
+        program_runs("python3", &["-c", "import nats"]),
+        "nats-py missing: scripts/deps.sh --test installs it"
+    );
+    let code = python_subscriber();
+    let (_dir, server, wav) = published_recording(40_000, "30");
+    // batched rows (a block's in one message), then a second subject of one-row messages
+    eprintln!("{}", finish(worker(&server, "3"), "worker"));
+    let want: Vec<u8> = local_rows(&wav).concat();
+    for subject in ["spectra.site1", "spectra.single"] {
+        if subject == "spectra.single" {
+            finish(publish(&server, &wav), "publisher");
+            let single = fftd()
+                .args(["--file", &server.url("FRAMES/workers")])
+                .args(["--output", &server.url(subject)])
+                .args(FRAMING)
+                .args([
+                    "--device",
+                    "cpu",
+                    "--idle-exit",
+                    "3",
+                    "--rows-per-message",
+                    "1",
+                ])
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("worker starts");
+            finish(single, "one-row worker");
+        }
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                &code,
+                &format!("nats://127.0.0.1:{}", server.port),
+                subject,
+            ])
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        assert_eq!(out.stdout.len(), want.len(), "{subject}: bytes of the rows");
+        assert!(
+            out.stdout == want,
+            "{subject}: rows differ from the local run"
+        );
+    }
+    let raw = stored_raw_messages(&server);
+    assert!(raw.iter().any(|m| m.headers.contains_key("rows")));
+    assert!(raw.iter().any(|m| !m.headers.contains_key("rows")));
+}
+
+#[test]
+fn averaging_in_workers_equals_a_local_runs_welch_rows() {
+    if !have_server() {
+        return;
+    }
+    // 309 whole frames (no padded tail frame); blocks of 16 frames (publish_with), groups of 8:
+    // the last block holds the stream's partial last group (5 frames), emitted as the local run
+    // emits it
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 512 + 128 * 308);
+    let welch = ["--average", "8", "--scale", "db"];
+    assert_worker_equals_local(&wav, &[], &welch, (39, 257));
+    let median = [
+        "--average",
+        "4",
+        "--average-mode",
+        "median",
+        "--scale",
+        "power",
+    ];
+    assert_worker_equals_local(&wav, &[], &median, (78, 257));
+    // 128 ms at 8 kHz is 8 hops of 128: an interval of time, and bands reduced per group
+    let bands = [
+        "--average",
+        "128ms",
+        "--average-mode",
+        "max",
+        "--bands",
+        "mel:40",
+    ];
+    assert_worker_equals_local(&wav, &[], &bands, (39, 40));
+
+    // blocks of 12 frames do not hold whole groups of 8: refused, handed back
+    let server = NatsServer::start(dir.path());
+    setup(&server, "30");
+    let twelve = fftd()
+        .args([
+            "publish",
+            "--to",
+            &server.url("frames.site1"),
+            "--source-id",
+            "rec",
+        ])
+        .arg("--file")
+        .arg(&wav)
+        .args(FRAMING)
+        .args(["--block-frames", "12"])
+        .output()
+        .expect("publisher runs");
+    assert!(twelve.status.success(), "{}", stderr_text(&twelve));
+    let out = worker_with(&server, &["--idle-exit", "3", "--average", "8"])
+        .wait_with_output()
+        .expect("worker ends");
+    assert_clean_error(
+        &out,
+        2,
+        &["inside a group of --average 8", "--block-frames"],
+    );
+    assert_eq!(rows_in_spectra(&server), 0);
+    // modes that carry a stream's state across groups: refused before connecting
+    let out = worker_with(&server, &["--average", "8", "--average-mode", "peak"])
+        .wait_with_output()
+        .expect("worker ends");
+    assert_clean_error(&out, 2, &["--average-mode peak", "run fftd locally"]);
 }

@@ -70,7 +70,17 @@ fn a_local_run_stores_exactly_its_rows_with_the_workers_headers() {
     finish(to_nats(&server, &wav, &["--meta", meta_arg]), "fftd");
     assert_equals_local_any_source(&server, &wav);
     let stored = stored_messages(&server);
+    // batched: fewer messages than rows, each id once
+    let raw = stored_raw_messages(&server);
+    assert!(raw.len() * 10 < stored.len(), "{} messages", raw.len());
     let mut ids = BTreeSet::new();
+    for m in &raw {
+        assert!(
+            ids.insert(m.header("Nats-Msg-Id").to_string()),
+            "ids unique"
+        );
+        assert!(m.header("Nats-Msg-Id").contains("/r"), "a batch id");
+    }
     for m in &stored {
         let frame = m.number("frame") as usize;
         assert_eq!(m.header("source"), wav.to_str().expect("utf-8"));
@@ -81,10 +91,6 @@ fn a_local_run_stores_exactly_its_rows_with_the_workers_headers() {
         );
         let time_s: f64 = m.header("time_s").parse().expect("time_s");
         assert_eq!(time_s, (frame * 128) as f64 / 8000.0);
-        assert!(
-            ids.insert(m.header("Nats-Msg-Id").to_string()),
-            "ids unique"
-        );
     }
     let runs: BTreeSet<&str> = stored.iter().map(|m| m.header("run")).collect();
     assert_eq!(runs.len(), 1, "one run: {runs:?}");
@@ -99,6 +105,26 @@ fn a_local_run_stores_exactly_its_rows_with_the_workers_headers() {
         per_run.values().all(|&n| n == stored.len() as u64),
         "{per_run:?}"
     );
+
+    // one message per row, as before batches: the row itself, a row's id
+    finish(
+        to_nats(&server, &wav, &["--rows-per-message", "1"]),
+        "fftd, one row per message",
+    );
+    let raw = stored_raw_messages(&server);
+    let singles: Vec<&StoredMessage> = raw
+        .iter()
+        .filter(|m| !m.headers.contains_key("rows"))
+        .collect();
+    assert_eq!(singles.len(), stored.len(), "one message per row");
+    let mut ids = BTreeSet::new();
+    for m in singles {
+        assert_eq!(m.payload.len(), 257 * 4);
+        assert!(
+            ids.insert(m.header("Nats-Msg-Id").to_string()),
+            "ids unique"
+        );
+    }
 }
 
 /// `(stream, frame) -> line` of NDJSON rows.
@@ -292,7 +318,7 @@ fn more_rows_in_flight_than_the_clients_default_ack_window() {
     if !have_server() {
         return;
     }
-    // 31 249 rows of 2 KB: batches of hundreds of rows await their acks together, more than the
+    // 31 249 rows of 2 KB, one message each: batches of hundreds of rows await their acks together, more than the
     // 5 000 async-nats lets be pending by default (a publish then waited for ever)
     let (dir, server) = server_with_streams();
     let input = dir.path().join("x.f32");
@@ -303,6 +329,7 @@ fn more_rows_in_flight_than_the_clients_default_ack_window() {
         .args([
             "--frame", "1024", "--hop", "512", "--device", "cpu", "--stats",
         ])
+        .args(["--rows-per-message", "1"])
         .args(["--output", &server.url("spectra.many")])
         .output()
         .expect("fftd runs");
@@ -310,7 +337,7 @@ fn more_rows_in_flight_than_the_clients_default_ack_window() {
     assert!(out.status.success(), "{err}");
     let rows = (16_000_000 - 1024usize).div_ceil(512) as u64 + 1;
     assert_eq!(frames_out(&err), rows, "{err}");
-    assert_eq!(messages_in(&server, "SPECTRA"), Some(rows));
+    assert_eq!(rows_in_spectra(&server), rows);
 }
 
 #[test]

@@ -200,6 +200,7 @@ impl Settings {
         o.format = Some(o.format.unwrap_or(OutputFormat::F32));
         o.input_format = None;
         o.idle_exit = None;
+        o.rows_per_message = None;
         let mut settings = Self::from_options(Options {
             file: vec!["-".into()],
             ..o

@@ -51,7 +51,6 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     let refused = [
         (o.mic.is_some(), "--mic"),
         (o.output_dir.is_some(), "--output-dir"),
-        (o.average.is_some() || o.average_mode.is_some(), "--average"),
         (
             o.max_frames.is_some() || o.duration.is_some(),
             "--max-frames/--duration",
@@ -102,6 +101,10 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             "{flag} is not available to fleet workers (docs/fleet.md)"
         )));
     }
+    // issue 28: averaging in workers, whole groups a block
+    if let Some(mode) = o.average_mode {
+        crate::fleet::average::check_mode(mode).map_err(FftdError::Usage)?;
+    }
     let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
     let (stream, consumer) = input
         .stream_and_consumer("--file")
@@ -116,6 +119,7 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         output,
         subject,
         idle_exit,
+        rows_per_message: o.rows_per_message.unwrap_or_default(),
     }))
 }
 
@@ -123,11 +127,14 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
 /// (one message per row: no whole-file formats). Rows default to f32.
 pub(super) fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
     use crate::types::nats_url::{is_nats_url, NatsUrl};
-    let Some(text) = o.output.as_ref().and_then(|p| p.to_str()) else {
-        return Ok(None);
-    };
+    let text = o.output.as_ref().and_then(|p| p.to_str()).unwrap_or("");
     if !is_nats_url(text) {
-        return Ok(None);
+        return match o.rows_per_message {
+            Some(_) => Err(FftdError::Usage(
+                "--rows-per-message is for --output nats://HOST:PORT/SUBJECT".into(),
+            )),
+            None => Ok(None),
+        };
     }
     let url = NatsUrl::parse("--output", text).map_err(FftdError::Usage)?;
     let subject = url.subject("--output").map_err(FftdError::Usage)?;
@@ -143,5 +150,6 @@ pub(super) fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
         url,
         subject,
         nats: Default::default(),
+        rows_per_message: o.rows_per_message.unwrap_or_default(),
     }))
 }

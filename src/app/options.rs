@@ -65,6 +65,11 @@ deserialize_from_str!(
 );
 deserialize_from_str!(PngSize, "\"WxH\" in pixels, such as \"1200x600\"");
 deserialize_from_str!(DbRange, "\"MIN:MAX\" in dB, such as \"-120:0\"");
+// issue 28: rows batched into NATS messages
+deserialize_from_str!(
+    crate::fleet::batch::RowsPerMessage,
+    "a number of rows from 1 or \"max\""
+);
 // issue 27: the daemon's options
 deserialize_from_str!(
     crate::alerts::rule::AlertRule,
@@ -372,6 +377,13 @@ pub struct Options {
     /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
     #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
     pub events: Option<String>,
+
+    // issue 28: rows batched into NATS messages
+    /// --output nats://: rows per message, a number or max (as many as fit the server's
+    /// max_payload; a fleet worker: at most a block's); 1 sends one message per row
+    /// (docs/fleet.md) [default: max].
+    #[arg(long, value_name = "N|max")]
+    pub rows_per_message: Option<crate::fleet::batch::RowsPerMessage>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -462,6 +474,7 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         serve_tls_key,
         idle_exit,
         rotate, // issue 27
-        events
+        events,
+        rows_per_message // issue 28
     )
 }

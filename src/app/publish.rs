@@ -8,8 +8,11 @@
 //!
 //! Blocks are published in batches of `BATCH_BLOCKS`; up to `IN_FLIGHT` batches wait for
 //! their acks while the next is cut, so memory is bounded whatever one read yields.
-//! SIGINT/SIGTERM end the inputs early (their tail frames are still cut, as a local run does) and
-//! everything read is published before exit (a second one quits at once).
+//! SIGINT/SIGTERM end the inputs early: live capture has its tail frames cut, as a local run does;
+//! a file publishes its whole blocks read so far and leaves the rest to a publish resumed with
+//! `--run-id` (which cuts the same blocks); everything cut is published before exit (a second
+//! one quits at once). Live input sends the whole frames received so far as a block every
+//! `--max-latency`, so a frame waits at most that (and one read) for its block.
 
 use crate::error::{FftdError, Result};
 use crate::fleet::block::StreamShape;
@@ -103,6 +106,11 @@ pub struct PublishArgs {
     #[arg(long, value_enum)]
     pub tail: Option<Tail>,
 
+    /// Live input (--mic, stdin): milliseconds a whole frame may wait for its block; a block of
+    /// the frames received so far goes out then [default: 100].
+    #[arg(long, value_name = "MS", value_parser = max_latency_ms)]
+    pub max_latency: Option<f64>,
+
     /// Print blocks, frames and samples published to stderr at exit.
     #[arg(long)]
     pub stats: bool,
@@ -110,6 +118,17 @@ pub struct PublishArgs {
     #[command(flatten)]
     pub nats: NatsArgs,
 }
+
+/// `fftd publish --max-latency`: milliseconds, more than 0 and at most 60 000.
+fn max_latency_ms(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 60_000.0 => Ok(v),
+        _ => Err("must be a number of milliseconds, more than 0 and at most 60000".into()),
+    }
+}
+
+/// How long a live frame may wait for its block unless `--max-latency` says.
+const DEFAULT_MAX_LATENCY_MS: f64 = 100.0;
 
 /// What was published, for `--stats`.
 #[derive(Default)]
@@ -170,6 +189,9 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         run: &run,
         max_payload,
         block_frames: args.block_frames,
+        max_latency: std::time::Duration::from_secs_f64(
+            args.max_latency.unwrap_or(DEFAULT_MAX_LATENCY_MS) / 1000.0,
+        ),
     };
     let read = publish_sources(
         plan.sequential,
@@ -252,6 +274,8 @@ struct ShapeOf<'a> {
     run: &'a str,
     max_payload: usize,
     block_frames: Option<u32>,
+    /// Live input: how long a whole frame may wait for its block (`--max-latency`).
+    max_latency: std::time::Duration,
 }
 
 /// Reads one source to its end (or a stop), cutting and sending its streams' blocks.
@@ -302,6 +326,7 @@ fn publish_source(
         .collect();
     let mut block = Vec::new();
     let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); cutters.len()];
+    let mut flushed = std::time::Instant::now();
     while !signals.stop.load(Ordering::Relaxed) {
         block.clear();
         if plan.source.read(&mut block, READ_FRAMES)? == 0 {
@@ -317,15 +342,33 @@ fn publish_source(
         for (cutter, samples) in cutters.iter_mut().zip(&per_stream) {
             cutter.push(samples, &mut |b| sender.add(b));
         }
+        // a live frame waits at most --max-latency (and one read) for its block: files never,
+        // so their blocks (and ids) are the same each time they are published
+        if shape.live && flushed.elapsed() >= shape.max_latency {
+            for cutter in cutters.iter_mut() {
+                cutter.flush_whole(&mut |b| sender.add(b));
+            }
+            if sender.failed.is_none() {
+                sender.flush()?;
+            }
+            flushed = std::time::Instant::now();
+        }
         sender.take_failure()?;
     }
     // a stop ends a live capture (its tail rule applies) but only interrupts a file
     let interrupted = signals.stop.load(Ordering::Relaxed) && !shape.live;
+    let mut unsent = 0;
     for cutter in cutters.iter_mut() {
         match interrupted {
-            true => cutter.cut_short(&mut |b| sender.add(b)),
+            true => unsent += cutter.cut_short(),
             false => cutter.finish(&mut |b| sender.add(b)),
         }
+    }
+    if unsent > 0 {
+        tracing::info!(
+            "{}: {unsent} frame(s) read after the last whole block are left for the resumed publish",
+            info.name
+        );
     }
     sender.take_failure()
 }

@@ -10,7 +10,7 @@
 //! (stream number, as a local run numbers its streams), `fftd-channel` (when one channel of
 //! several), `fftd-rate` (Hz), `fftd-kind` (`real`|`complex`), `fftd-n`, `fftd-hop`,
 //! `fftd-first-frame`, `fftd-frames`, `fftd-offset` (sample index of the first sample = first·hop),
-//! `fftd-samples` (samples in the payload), `fftd-tail`; `Nats-Msg-Id` (`ids::Origin::block_id`)
+//! `fftd-samples` (samples in the payload), `fftd-tail`, `fftd-end: 1` on a stream's last block; `Nats-Msg-Id` (`ids::Origin::block_id`)
 //! so a publisher's retry is deduplicated. Payload: little-endian float32 samples (re, im
 //! interleaved for complex).
 
@@ -57,6 +57,9 @@ pub struct BlockHeader {
     pub frames: usize,
     /// Samples (not values) in the payload.
     pub samples: usize,
+    /// The stream's last block (header `fftd-end: 1`): a worker averaging with `--average` may
+    /// emit a partial last group only here.
+    pub last: bool,
 }
 
 impl BlockHeader {
@@ -100,6 +103,9 @@ impl BlockHeader {
             Tail::Drop => "drop",
         };
         h.insert("fftd-tail", tail);
+        if self.last {
+            h.insert("fftd-end", "1");
+        }
         let id = s.origin(subject).block_id(self.first_frame, self.frames);
         h.insert("Nats-Msg-Id", id.as_str());
         h
@@ -147,6 +153,7 @@ impl BlockHeader {
             first_frame: number("fftd-first-frame", text("fftd-first-frame")?)?,
             frames: number("fftd-frames", text("fftd-frames")?)?,
             samples: number("fftd-samples", text("fftd-samples")?)?,
+            last: h.get("fftd-end").is_some_and(|v| v.as_str() == "1"),
         };
         header.check()?;
         Ok(header)
@@ -246,6 +253,7 @@ mod tests {
             first_frame: 32,
             frames: 16,
             samples: 15 * 128 + 512,
+            last: true,
         }
     }
 

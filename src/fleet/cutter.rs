@@ -27,6 +27,8 @@ pub struct BlockCutter {
     total: u64,
     /// The next frame to put in a block.
     next_frame: u64,
+    /// The block being emitted is the stream's last.
+    last: bool,
 }
 
 impl BlockCutter {
@@ -41,6 +43,7 @@ impl BlockCutter {
             discard: 0,
             total: 0,
             next_frame: 0,
+            last: false,
         }
     }
 
@@ -71,17 +74,42 @@ impl BlockCutter {
         true
     }
 
+    /// Emits every whole frame received and not yet in a block, as one block (fewer frames than
+    /// a full one): a live stream's bound on how long a frame waits for its block. Whether any.
+    pub fn flush_whole(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
+        let (n, hop) = (self.shape.n as u64, self.shape.hop as u64);
+        let whole = match self.total >= n {
+            true => (self.total - n) / hop + 1,
+            false => 0,
+        };
+        if whole <= self.next_frame {
+            return false;
+        }
+        let m = ((whole - self.next_frame) as usize).min(self.block_frames);
+        self.emit(m, emit);
+        true
+    }
+
     /// Ends the stream: the frames left (the tail rule decides how many) in blocks of at most
     /// `block_frames`, samples past the end left for the worker to zero-pad.
     pub fn finish(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
         self.finish_by(self.shape.tail, emit);
     }
 
-    /// Ends the stream early (a stop, not the end of the input): only the whole frames read so
-    /// far, so a publish resumed with the same run id sends the rest of the last block, and no
-    /// padded frame stands in for one whose samples come later.
-    pub fn cut_short(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
-        self.finish_by(crate::frame::Tail::Drop, emit);
+    /// Ends the stream early (a stop, not the end of the input): nothing more is cut. The whole
+    /// blocks read so far are out; the frames after them are left for a publish resumed with the
+    /// same run id, which cuts the same blocks, so a worker never gets a short block and a whole
+    /// one holding the same frames (their batched rows would be other messages, stored twice).
+    /// Returns how many whole frames were read but not sent.
+    pub fn cut_short(&mut self) -> u64 {
+        let s = &self.shape;
+        let frames = expected_frames(
+            self.total,
+            s.n as u64,
+            s.hop as u64,
+            crate::frame::Tail::Drop,
+        );
+        frames.saturating_sub(self.next_frame)
     }
 
     fn finish_by(&mut self, tail: crate::frame::Tail, emit: &mut dyn FnMut(CutBlock) -> bool) {
@@ -89,6 +117,7 @@ impl BlockCutter {
         let frames = expected_frames(self.total, s.n as u64, s.hop as u64, tail);
         while self.next_frame < frames {
             let m = ((frames - self.next_frame) as usize).min(self.block_frames);
+            self.last = self.next_frame + m as u64 == frames;
             if !self.emit(m, emit) {
                 return;
             }
@@ -111,6 +140,7 @@ impl BlockCutter {
                 first_frame: first,
                 frames: m,
                 samples: (to - from) / w,
+                last: self.last,
             },
             values: self.buf[from..to].to_vec(),
         };
@@ -235,6 +265,55 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn flushing_whole_frames_early_keeps_the_frames() {
+        let samples: Vec<f64> = (1..=100).map(|v| v as f64).collect();
+        let shape = StreamShape {
+            source: "s".into(),
+            run: "r".into(),
+            stream: 0,
+            channel: None,
+            rate: 1.0,
+            kind: InputKind::Real,
+            n: 8,
+            hop: 3,
+            tail: Tail::Pad,
+        };
+        let mut cutter = BlockCutter::new(shape, 5);
+        let mut blocks = Vec::new();
+        for c in samples.chunks(7) {
+            cutter.push(c, &mut |b| {
+                blocks.push(b);
+                true
+            });
+            cutter.flush_whole(&mut |b| {
+                blocks.push(b);
+                true
+            });
+        }
+        cutter.finish(&mut |b| {
+            blocks.push(b);
+            true
+        });
+        let mut frames = Vec::new();
+        for b in &blocks {
+            for j in 0..b.header.frames {
+                let mut data: Vec<f64> = b.values.iter().skip(j * 3).take(8).copied().collect();
+                data.resize(8, 0.0);
+                frames.push((b.header.first_frame + j as u64, data));
+            }
+        }
+        let want: Vec<(u64, Vec<f64>)> = local(&samples, 8, 3, Tail::Pad)
+            .into_iter()
+            .map(|(seq, _, data)| (seq, data))
+            .collect();
+        assert_eq!(frames, want);
+        assert!(
+            blocks.iter().any(|b| b.header.frames < 5),
+            "some blocks cut early"
+        );
     }
 
     #[test]

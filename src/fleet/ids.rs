@@ -6,6 +6,7 @@
 //! what it is:
 //! - a block: the work subject, the source id, the publish run, the stream, its first frame and
 //!   how many frames it holds;
+//! - a batch of rows (`batch`): as a row, with its first frame and how many rows it holds;
 //! - a row: the spectra subject, the source id, the publish run, the stream, the frame, and the
 //!   analysis (frame size, hop, window, scale, format, ... as a fingerprint), so the same blocks
 //!   analysed again with other flags are new rows, not duplicates.
@@ -94,6 +95,12 @@ impl Origin<'_> {
     /// stop differs from the whole one a resumed publish sends).
     pub fn block_id(&self, first_frame: u64, frames: usize) -> String {
         format!("{}/b{first_frame}+{frames}", self.prefix())
+    }
+
+    /// The dedup id of a message of `rows` rows from frame `first` under the analysis
+    /// `fingerprint` (`batch`): the same rows split otherwise are other messages.
+    pub fn batch_id(&self, first: u64, rows: usize, fingerprint: &str) -> String {
+        format!("{}/r{first}+{rows}/{fingerprint}", self.prefix())
     }
 
     /// The dedup id of frame `frame`'s row under the analysis `fingerprint`.

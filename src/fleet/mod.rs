@@ -8,6 +8,8 @@
 //! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
 //! client's runtime; `url` parses and redacts addresses.
 
+pub mod average;
+pub mod batch;
 pub mod block;
 pub mod connect;
 pub mod cutter;

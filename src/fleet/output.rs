@@ -1,13 +1,16 @@
 //! A NATS destination: `--output nats://HOST:PORT/SUBJECT` of a local run (files, stdin or
-//! `--mic`) publishes each row as one JetStream message on SUBJECT, exactly as a fleet worker
-//! publishes its rows (docs/fleet.md): the payload is the row in `--format` (f32 by default), the
-//! headers are `fleet::rows::RowHeaders` (source, run, stream, frame, time_s, scale, bins, n,
-//! hop) and `Nats-Msg-Id` names the row by subject, source, run, stream, frame and analysis, so a
-//! publish retried after a lost ack is stored once. Every run is a run of its own (a new run id),
+//! `--mic`) publishes its rows as JetStream messages on SUBJECT, exactly as a fleet worker
+//! publishes its rows (docs/fleet.md): batches of consecutive rows of a stream (`fleet::batch`,
+//! as many as fit the server's max_payload or `--rows-per-message`), or with
+//! `--rows-per-message 1` one message per row whose payload is the row in `--format` (f32 by
+//! default); the headers are `fleet::rows::RowHeaders` (source, run, stream, frame, time_s,
+//! scale, bins, n, hop; a batch adds rows and layout) and `Nats-Msg-Id` names the message by
+//! subject, source, run, stream, frame(s) and analysis, so a publish retried after a lost ack is
+//! stored once. Every run is a run of its own (a new run id),
 //! so the same recording analysed again is new rows, not duplicates.
 //!
 //! Takes: encoded rows with their marks (`output::Rows`, `RowMark`), from the sink stage, in
-//! order. Gives: one message per row. Each call's rows are one publish task on the NATS client's
+//! order. Gives: batch messages (or one message per row). Each call's rows are one publish task on the NATS client's
 //! runtime (`fleet::publish_acked::Publishing`: acks awaited, failures retried for up to two
 //! minutes); at most `IN_FLIGHT` batches or bytes wait for acks at once, so a slow server slows
 //! the run (the sink waits) rather than filling memory. Batches in flight together may be stored
@@ -15,10 +18,11 @@
 //! row is acknowledged.
 
 use crate::error::{FftdError, Result};
+use crate::fleet::batch::{Packing, Row, RowsOf};
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
-use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
-use crate::fleet::rows::{analysis_of, RowHeaders};
+use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Publishing};
+use crate::fleet::rows::analysis_of;
 use crate::sink::analysis::Analysis;
 use crate::sink::output::Rows;
 use crate::types::StreamMeta;
@@ -33,6 +37,8 @@ pub struct NatsOutput {
     pub subject: String,
     /// Credentials and TLS (the command line's `--nats-*` flags, set by `main`).
     pub nats: crate::fleet::connect::NatsArgs,
+    /// `--rows-per-message`.
+    pub rows_per_message: crate::fleet::batch::RowsPerMessage,
 }
 
 /// What may await acks at once: many small batches (live input, a few rows each, over a slow
@@ -50,6 +56,8 @@ pub struct NatsConnection {
     publishing: Publishing,
     /// The address, redacted (no secret), for messages.
     address: String,
+    /// How rows become messages (`--rows-per-message`, the server's max_payload).
+    packing: Packing,
 }
 
 impl NatsConnection {
@@ -57,16 +65,18 @@ impl NatsConnection {
     /// subject.
     pub fn open(output: &NatsOutput) -> Result<NatsConnection> {
         let rt = crate::fleet::connect::runtime()?;
-        let js = rt.block_on(async {
+        let (js, max_payload) = rt.block_on(async {
             let client = output.nats.connect(&output.url, "fftd").await?;
+            let max_payload = client.server_info().max_payload;
             let js = publishing_context(client);
             stream_capturing(&js, &output.subject).await?;
-            Ok::<_, FftdError>(js)
+            Ok::<_, FftdError>((js, max_payload))
         })?;
         Ok(NatsConnection {
             rt,
             publishing: Publishing::new(js, output.subject.clone(), IN_FLIGHT),
             address: output.url.to_string(),
+            packing: Packing::for_server(output.rows_per_message, max_payload),
         })
     }
 }
@@ -119,8 +129,10 @@ impl NatsRows {
         format!("{} (run {})", self.connection.address, self.run)
     }
 
-    /// Starts publishing `rows`, one message each; waits while too much awaits acks. An error
-    /// is a batch that could not be stored.
+    /// Starts publishing `rows`, batched as `--rows-per-message` says (each stream's run of
+    /// consecutive rows in this part split by `fleet::batch`); waits while too much awaits acks.
+    /// An error is a batch that could not be stored. Rows are never held back for a later part,
+    /// so a live row waits for nothing but its part (whose wait `--max-latency` bounds).
     pub fn send(&mut self, rows: &Rows<'_>) -> io::Result<()> {
         if rows.marks.len() as u64 != rows.count {
             return Err(io::Error::other(format!(
@@ -130,28 +142,40 @@ impl NatsRows {
             )));
         }
         let subject = self.connection.publishing.subject();
-        let messages = rows
-            .marks
-            .iter()
-            .map(|mark| Outgoing {
-                headers: RowHeaders {
-                    origin: Origin {
-                        subject,
-                        source: &self.sources[mark.stream],
-                        run: &self.run,
-                        stream: mark.stream,
-                    },
-                    frame: mark.frame,
-                    time_s: mark.time_s,
-                    scale: self.scale,
-                    bins: rows.bins,
-                    n: rows.n,
-                    hop: self.hop,
-                }
-                .to_headers(&self.analysis),
-                payload: bytes::Bytes::copy_from_slice(&rows.bytes[mark.bytes.clone()]),
-            })
-            .collect();
+        let mut messages = Vec::new();
+        let mut start = 0;
+        while start < rows.marks.len() {
+            let stream = rows.marks[start].stream;
+            let end = rows.marks[start..]
+                .iter()
+                .position(|m| m.stream != stream)
+                .map_or(rows.marks.len(), |k| start + k);
+            let batch: Vec<Row> = rows.marks[start..end]
+                .iter()
+                .map(|m| Row {
+                    frame: m.frame,
+                    time_s: m.time_s,
+                    bytes: m.bytes.clone(),
+                })
+                .collect();
+            let of = RowsOf {
+                origin: Origin {
+                    subject,
+                    source: &self.sources[stream],
+                    run: &self.run,
+                    stream,
+                },
+                scale: self.scale,
+                bins: rows.bins,
+                n: rows.n,
+                hop: self.hop,
+                analysis: &self.analysis,
+            };
+            self.connection
+                .packing
+                .messages(&of, &batch, rows.bytes, &mut messages);
+            start = end;
+        }
         let NatsConnection { rt, publishing, .. } = &mut self.connection;
         publishing.send(rt, messages).map_err(as_io)
     }

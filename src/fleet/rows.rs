@@ -1,9 +1,10 @@
 //! What a fleet worker does to one block: frames it exactly as a local run would (zero-padding
-//! past its samples), transforms the frames with the worker's engine, and encodes one message per
-//! row in the run's `--format`, with headers saying what the row is and a `Nats-Msg-Id` naming
+//! past its samples), transforms the frames with the worker's engine, and encodes its rows in the
+//! run's `--format`, batched into messages (`batch`) or one message per row, with headers saying what the row is and a `Nats-Msg-Id` naming
 //! it by source, run, stream, frame and analysis (`ids`): a redelivered block's rows are then
 //! recognised as duplicates, while another analysis of the same blocks makes new rows.
 
+use super::batch::{Packing, Row, RowsOf};
 use super::block::{decode_samples, BlockHeader};
 use super::ids::{fingerprint, Origin};
 use super::publish_acked::Outgoing;
@@ -61,7 +62,17 @@ pub struct Work<'a, T: Sample> {
     /// Product rows of a block (`--bands`, `--fmin`/`--fmax`).
     shaped: Vec<T>,
     shifted: Vec<T>,
+    /// How rows become messages (`batch`).
+    packing: Packing,
 }
+
+/// What `Work::encode_rows` encodes: the products' columns (None: the spectra's bins), each row's
+/// (frame, time_s, frames), and the rows' values when they are not the block's own (`--average`).
+type RowsIn<'r, T> = (
+    Option<Arc<Vec<f64>>>,
+    &'r [(u64, f64, u32)],
+    Option<&'r [T]>,
+);
 
 /// The per-frame products for the blocks of one kind and rate (as a local run plans them per
 /// stream: `products::Shaping`), and the frequency of each column they make.
@@ -78,6 +89,7 @@ impl<'a, T: Sample> Work<'a, T> {
         (n, hop): (usize, usize),
         engine: &'a mut dyn Engine<T>,
         encoder: &'a dyn Encoder<T>,
+        packing: Packing,
     ) -> Self {
         Work {
             analysis_spec,
@@ -91,6 +103,7 @@ impl<'a, T: Sample> Work<'a, T> {
             spectra: Vec::new(),
             shaped: Vec::new(),
             shifted: Vec::new(),
+            packing,
         }
     }
 
@@ -136,9 +149,46 @@ impl<'a, T: Sample> Work<'a, T> {
             .process(&spec, &self.input, header.frames, &mut self.spectra)
             .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
         let columns = self.shape(&header, &spec)?;
-        Ok(Taken::Rows(
-            self.encode_rows(&header, &spec, columns, subject),
-            header.samples as u64,
+        let rows = match self.analysis_spec.products.average {
+            Some(average) => self.average(&header, &spec, (columns, average), subject)?,
+            None => {
+                let frames = (0..header.frames as u64).map(|j| {
+                    let frame = header.first_frame + j;
+                    (frame, (frame * self.hop as u64) as f64 / shape.rate, 1)
+                });
+                let rows = frames.collect::<Vec<_>>();
+                self.encode_rows(&header, &spec, (columns, &rows, None), subject)
+            }
+        };
+        Ok(Taken::Rows(rows, header.samples as u64))
+    }
+
+    /// `--average`: the block's groups reduced (`super::average`), then encoded; a block not cut
+    /// on group boundaries is a usage error (it goes back to the queue).
+    fn average(
+        &mut self,
+        header: &BlockHeader,
+        spec: &TransformSpec,
+        (columns, average): (Option<Arc<Vec<f64>>>, crate::products::average::AverageSpec),
+        subject: &str,
+    ) -> Result<Vec<Outgoing>> {
+        let bins = columns.as_ref().map_or(spec.bins(), |c| c.len());
+        let width = bins * spec.scale.values_per_bin();
+        let power = if columns.is_some() {
+            &self.shaped
+        } else {
+            &self.spectra
+        };
+        let products = &self.analysis_spec.products;
+        let finish = crate::products::finish_for_scale(self.analysis_spec.scale, products);
+        let averaged =
+            super::average::average_block((average, products.mode, finish), header, power, width)
+                .map_err(FftdError::Usage)?;
+        Ok(self.encode_rows(
+            header,
+            spec,
+            (columns, &averaged.rows, Some(&averaged.values)),
+            subject,
         ))
     }
 
@@ -225,14 +275,16 @@ impl<'a, T: Sample> Work<'a, T> {
         }
     }
 
-    /// One message per row: the row in the run's format, headers saying what it is.
-    /// `columns`: the products' columns, whose rows are in `shaped`; else the spectra are the
-    /// rows.
+    /// The block's rows in the run's format, in messages as `packing` says (batches of rows, or
+    /// one message per row), with headers saying what they are. `columns`: the products'
+    /// columns, whose rows are in `shaped`; else the spectra are the rows.
+    /// `rows`: (frame, time_s, frames) of each row; `averaged`: their values when they are not
+    /// the block's frames (`--average`).
     fn encode_rows(
         &mut self,
         header: &BlockHeader,
         spec: &TransformSpec,
-        columns: Option<Arc<Vec<f64>>>,
+        (columns, rows_in, averaged): RowsIn<'_, T>,
         subject: &str,
     ) -> Vec<Outgoing> {
         let shape = &header.shape;
@@ -246,11 +298,14 @@ impl<'a, T: Sample> Work<'a, T> {
             None => spec.bins(),
         };
         let width = bins * spec.scale.values_per_bin();
-        let rows_of = if shaped { &self.shaped } else { &self.spectra };
-        let scale = self.analysis_spec.scale.name();
-        let mut rows = Vec::with_capacity(header.frames);
-        for j in 0..header.frames {
-            let frame = header.first_frame + j as u64;
+        let rows_of = match averaged {
+            Some(values) => values,
+            None if shaped => &self.shaped,
+            None => &self.spectra,
+        };
+        let mut bytes = Vec::with_capacity(rows_in.len() * (width * 4 + 8));
+        let mut rows = Vec::with_capacity(rows_in.len());
+        for (j, &(frame, time_s, frames)) in rows_in.iter().enumerate() {
             let mut values = &rows_of[j * width..(j + 1) * width];
             // products place their columns (shifted included) themselves
             if stream.fftshift && stream.kind == InputKind::Complex && !shaped {
@@ -260,32 +315,33 @@ impl<'a, T: Sample> Work<'a, T> {
                     .rotate_left(bins.div_ceil(2) * spec.scale.values_per_bin());
                 values = &self.shifted;
             }
-            let time_s = (frame * self.hop as u64) as f64 / shape.rate;
             let row = SpectrumRow {
                 stream: &stream,
                 frame,
                 time_s,
                 n: self.n,
-                frames: 1,
+                frames,
                 values,
             };
-            let mut bytes = Vec::with_capacity(width * 4);
+            let from = bytes.len();
             self.encoder.encode(&row, &mut bytes);
-            rows.push(Outgoing {
-                headers: RowHeaders {
-                    origin: shape.origin(subject),
-                    frame,
-                    time_s,
-                    scale,
-                    bins,
-                    n: shape.n,
-                    hop: shape.hop,
-                }
-                .to_headers(&self.analysis),
-                payload: bytes.into(),
+            rows.push(Row {
+                frame,
+                time_s,
+                bytes: from..bytes.len(),
             });
         }
-        rows
+        let of = RowsOf {
+            origin: shape.origin(subject),
+            scale: self.analysis_spec.scale.name(),
+            bins,
+            n: shape.n,
+            hop: shape.hop,
+            analysis: &self.analysis,
+        };
+        let mut messages = Vec::new();
+        self.packing.messages(&of, &rows, &bytes, &mut messages);
+        messages
     }
 }
 

@@ -15,6 +15,7 @@
 //! 0. `--idle-exit SECONDS`: exit once the work queue has been empty that long, with an error
 //! when blocks were left behind (`undelivered`).
 
+use super::batch::{Packing, RowsPerMessage};
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{patiently, stream_capturing, work_consumer};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
@@ -65,6 +66,8 @@ pub struct FleetIo {
     pub subject: String,
     /// `--idle-exit`: exit once no block came for this long.
     pub idle_exit: Option<Duration>,
+    /// `--rows-per-message` (`batch`).
+    pub rows_per_message: RowsPerMessage,
 }
 
 /// What a worker did, for `--stats` and `--meta`.
@@ -136,6 +139,8 @@ struct Connected {
     consumer: PullConsumer,
     /// Blocks the server gave up on, counted by `undelivered::watch`.
     given_up: Arc<AtomicU64>,
+    /// The spectra server's largest message.
+    max_payload: usize,
 }
 
 fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
@@ -149,6 +154,7 @@ fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
         // a worker started while the server restarts waits for it, as one running would
         let (work, consumer) =
             patiently(|| work_consumer(&in_js, &io.stream, &io.consumer)).await?;
+        let max_payload = out_client.server_info().max_payload;
         let rows_to = publishing_context(out_client);
         patiently(|| stream_capturing(&rows_to, &io.subject)).await?;
         let given_up = Arc::new(AtomicU64::new(0));
@@ -164,6 +170,7 @@ fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
             work,
             consumer,
             given_up,
+            max_payload,
         })
     })
 }
@@ -190,7 +197,8 @@ fn run_typed<T: Sample>(
     let encoder = make_encoder::<T>(analysis.format, analysis.scale);
     let rt = super::connect::runtime()?;
     let connected = connect(&rt, io, nats)?;
-    let mut work = Work::new(analysis, (n, hop), engine.as_mut(), &*encoder);
+    let packing = Packing::for_server(io.rows_per_message, connected.max_payload);
+    let mut work = Work::new(analysis, (n, hop), engine.as_mut(), &*encoder, packing);
     let ack_wait = connected.consumer.cached_info().config.ack_wait;
     let mut flight = InFlight {
         rt: &rt,

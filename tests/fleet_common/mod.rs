@@ -237,8 +237,55 @@ impl StoredMessage {
     }
 }
 
-/// Every message SPECTRA holds, in the order stored.
+/// Every row SPECTRA holds, in the order stored: a one-row message as it is, a batch message
+/// (docs/fleet.md, "Payload layout": a `rows` header; per row frame u64, time_s f64, length u32,
+/// little-endian, then the row) as one message per row, with its `frame` and `time_s`.
 pub fn stored_messages(server: &NatsServer) -> Vec<StoredMessage> {
+    let mut rows = Vec::new();
+    for m in stored_raw_messages(server) {
+        let Some(count) = m.headers.get("rows") else {
+            rows.push(m);
+            continue;
+        };
+        assert_eq!(m.header("layout"), "fftd-rows-1");
+        let count: usize = count.parse().expect("rows");
+        let p = &m.payload;
+        let mut at = 0;
+        let mut decoded = 0;
+        while at < p.len() {
+            let word = |k: usize| <[u8; 8]>::try_from(&p[k..k + 8]).expect("8 bytes");
+            let frame = u64::from_le_bytes(word(at));
+            let time_s = f64::from_le_bytes(word(at + 8));
+            let len = u32::from_le_bytes(p[at + 16..at + 20].try_into().expect("4 bytes")) as usize;
+            if decoded == 0 {
+                assert_eq!(
+                    frame.to_string(),
+                    m.header("frame"),
+                    "the first row's frame"
+                );
+            }
+            decoded += 1;
+            let mut headers = m.headers.clone();
+            headers.insert("frame".into(), frame.to_string());
+            headers.insert("time_s".into(), format!("{time_s}"));
+            rows.push(StoredMessage {
+                headers,
+                payload: p[at + 20..at + 20 + len].to_vec(),
+            });
+            at += 20 + len;
+        }
+        assert_eq!(decoded, count, "rows in a batch vs its rows header");
+    }
+    rows
+}
+
+/// Rows SPECTRA holds (batch messages counted by their rows).
+pub fn rows_in_spectra(server: &NatsServer) -> u64 {
+    stored_messages(server).len() as u64
+}
+
+/// Every message SPECTRA holds, in the order stored, as stored.
+pub fn stored_raw_messages(server: &NatsServer) -> Vec<StoredMessage> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let (stream, total) = spectra(server).await;
@@ -322,22 +369,11 @@ pub fn waiting_pulls(server: &NatsServer) -> Option<usize> {
 
 /// Rows stored in SPECTRA per `run` header value.
 pub fn rows_per_run(server: &NatsServer) -> BTreeMap<String, u64> {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    rt.block_on(async {
-        let (stream, total) = spectra(server).await;
-        let mut runs = BTreeMap::new();
-        for seq in 1..=total {
-            let m = stream.get_raw_message(seq).await.expect("row");
-            let run = m
-                .headers
-                .get("run")
-                .expect("run header")
-                .as_str()
-                .to_string();
-            *runs.entry(run).or_insert(0) += 1;
-        }
-        runs
-    })
+    let mut runs = BTreeMap::new();
+    for m in stored_messages(server) {
+        *runs.entry(m.header("run").to_string()).or_insert(0) += 1;
+    }
+    runs
 }
 
 /// Runs `command` to its end, as `Command::output`, but kills it and fails after `limit` (a
