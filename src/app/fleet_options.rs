@@ -48,6 +48,36 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     if o.file.len() > 1 {
         return usage("a fleet worker reads one work stream: one --file nats://HOST:PORT/STREAM/CONSUMER and no other --file");
     }
+    let refused = refused_for_workers(o);
+    if let Some(flag) = refused {
+        return Err(FftdError::Usage(format!(
+            "{flag} is not available to fleet workers (docs/fleet.md)"
+        )));
+    }
+    // issue 28: averaging in workers, whole groups a block
+    if let Some(mode) = o.average_mode {
+        crate::fleet::average::check_mode(mode).map_err(FftdError::Usage)?;
+    }
+    let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
+    let (stream, consumer) = input
+        .stream_and_consumer("--file")
+        .map_err(FftdError::Usage)?;
+    let output =
+        NatsUrl::parse("--output", output.unwrap_or_default()).map_err(FftdError::Usage)?;
+    let subject = output.subject("--output").map_err(FftdError::Usage)?;
+    Ok(Some(FleetIo {
+        input,
+        stream,
+        consumer,
+        output,
+        subject,
+        idle_exit,
+        rows_per_message: o.rows_per_message.unwrap_or_default(),
+    }))
+}
+
+/// The first option given that a fleet worker cannot take, with why (None: all fine).
+fn refused_for_workers(o: &Options) -> Option<&'static str> {
     let refused = [
         (o.mic.is_some(), "--mic"),
         (o.output_dir.is_some(), "--output-dir"),
@@ -96,31 +126,10 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
             "--device gpu:all or a device list (a worker drives one device: start one worker per device)",
         ),
     ];
-    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
-        return Err(FftdError::Usage(format!(
-            "{flag} is not available to fleet workers (docs/fleet.md)"
-        )));
-    }
-    // issue 28: averaging in workers, whole groups a block
-    if let Some(mode) = o.average_mode {
-        crate::fleet::average::check_mode(mode).map_err(FftdError::Usage)?;
-    }
-    let input = NatsUrl::parse("--file", &o.file[0]).map_err(FftdError::Usage)?;
-    let (stream, consumer) = input
-        .stream_and_consumer("--file")
-        .map_err(FftdError::Usage)?;
-    let output =
-        NatsUrl::parse("--output", output.unwrap_or_default()).map_err(FftdError::Usage)?;
-    let subject = output.subject("--output").map_err(FftdError::Usage)?;
-    Ok(Some(FleetIo {
-        input,
-        stream,
-        consumer,
-        output,
-        subject,
-        idle_exit,
-        rows_per_message: o.rows_per_message.unwrap_or_default(),
-    }))
+    refused
+        .iter()
+        .find(|(given, _)| *given)
+        .map(|(_, flag)| *flag)
 }
 
 /// `--output nats://...` of a local run: its subject, and the formats it cannot take refused
