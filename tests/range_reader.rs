@@ -145,6 +145,17 @@ fn range_readers_give_the_sequential_readers_bytes() {
             "5",
         ],
         &["--frame", "30000"],
+        // f64 frames that overlap: raw f32 samples widened in place (issue 23)
+        &[
+            "--frame",
+            "256",
+            "--hop",
+            "100",
+            "--precision",
+            "f64",
+            "--batch",
+            "4",
+        ],
     ];
     let channels: &[&[&str]] = &[&[], &["--channel", "all"], &["--channel", "1"]];
     let mut compared = 0;
