@@ -446,6 +446,38 @@ mod tests {
     }
 
     #[test]
+    fn measurements_name_the_unit_and_a_pair_is_drawn_in_db_from_its_stream() {
+        use crate::products::measure::{cross::CrossSpec, MeasureOptions};
+        let mut calibrated = hub(2);
+        calibrated.label(&MeasureOptions {
+            calibration_db: Some(94.0),
+            levels: true,
+            ..MeasureOptions::default()
+        });
+        assert!(calibrated.streams.iter().all(|s| s.unit == "dB SPL"));
+        assert_eq!(
+            (calibrated.level, calibrated.first_shown()),
+            (Level::Power, 0)
+        );
+        // three channels, --cross 2,1: channel 2's stream carries the pair's rows
+        let mut pair = hub(3);
+        for (meta, info) in pair.metas.iter_mut().zip(&mut pair.streams) {
+            meta.channel = Some(info.id);
+        }
+        pair.label(&MeasureOptions {
+            cross: Some(CrossSpec { a: 2, b: 1 }),
+            ..MeasureOptions::default()
+        });
+        let crosses: Vec<Option<String>> = pair.streams.iter().map(|s| s.cross.clone()).collect();
+        assert_eq!(crosses, [None, None, Some("2,1".to_string())]);
+        assert_eq!((pair.level, pair.first_shown()), (Level::Decibel, 2));
+        assert!(pair
+            .streams
+            .iter()
+            .all(|s| s.unit == "dB" && s.scale == "db"));
+    }
+
+    #[test]
     fn folds_of_one_tick_make_one_display_row_per_stream() {
         let hub = hub(2);
         let sub = hub.subscribe_display(1).unwrap();
