@@ -384,6 +384,19 @@ pub struct Options {
     /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
     #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
     pub events: Option<String>,
+
+    /// Record the raw samples around each alert into DIR: WAV (SigMF for I/Q) named by time,
+    /// rule and stream, from --pre before its start to --post after its end.
+    #[arg(long, value_name = "DIR")]
+    pub record_on_alert: Option<PathBuf>,
+
+    /// --record-on-alert: seconds kept before an alert's start, as 500ms or 2s [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub pre: Option<String>,
+
+    /// --record-on-alert: seconds kept after an alert's end [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub post: Option<String>,
 }
 
 /// Parses an integer flag value of either sign; the range is checked in `Settings::from_options`,
@@ -523,7 +536,10 @@ fn merge(cli: Options, file: Options) -> Options {
         serve_tls_key,
         idle_exit,
         rotate, // issue 27
-        events
+        events,
+        record_on_alert,
+        pre,
+        post
     )
 }
 
@@ -744,6 +760,8 @@ pub struct Settings {
     pub rotate: Option<crate::sink::rotate::RotateSpec>,
     /// `--alert`, `--events` (`alerts`).
     pub alerts: crate::alerts::AlertOptions,
+    /// `--record-on-alert`, `--pre`, `--post` (`record`).
+    pub record: Option<crate::record::RecordOptions>,
 }
 
 impl Settings {
@@ -811,6 +829,13 @@ impl Settings {
         let alerts =
             crate::alerts::check_alerts(&o.alert, o.events.as_deref(), to_stdout, conflict)
                 .map_err(FftdError::Usage)?;
+        let record = crate::record::check_record(
+            o.record_on_alert.as_deref(),
+            o.pre.as_deref(),
+            o.post.as_deref(),
+            !alerts.rules.is_empty(),
+        )
+        .map_err(FftdError::Usage)?;
         let serve = crate::serve::options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let input = match (o.file.is_empty(), o.mic) {
@@ -1010,6 +1035,7 @@ impl Settings {
             nats_output,
             rotate: o.rotate, // issue 27
             alerts,
+            record,
         })
     }
 
