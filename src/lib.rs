@@ -20,6 +20,7 @@ pub mod limits;
 pub mod pipeline;
 pub mod products;
 pub mod progress;
+pub mod record;
 pub mod serve;
 pub mod setup_log;
 pub mod sink;

@@ -27,8 +27,17 @@ pub struct AlertOptions {
     pub events: Option<EventsTarget>,
 }
 
-/// What hears about each event besides the writer and the feed (the triggered recorder).
-pub type Listener = Box<dyn FnMut(&Event) + Send>;
+/// What hears about each event besides the writer and the feed (the triggered recorder), and
+/// about every row's time (so it knows when a post-roll has passed).
+pub trait Listener: Send {
+    fn event(&mut self, event: &Event) -> std::io::Result<()>;
+    fn row(&mut self, _stream: usize, _time_s: f64) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// The sink's side: every rule's state in every stream, and where events go.
 pub struct Alerts {
@@ -37,7 +46,7 @@ pub struct Alerts {
     states: Vec<Vec<AlertState>>,
     writer: Option<EventWriter>,
     feed: Option<Arc<AlertFeed>>,
-    listeners: Vec<Listener>,
+    listeners: Vec<Box<dyn Listener>>,
 }
 
 impl Alerts {
@@ -58,7 +67,7 @@ impl Alerts {
     }
 
     /// Adds a listener that hears every event after the writer and the feed.
-    pub fn listen(&mut self, listener: Listener) {
+    pub fn listen(&mut self, listener: Box<dyn Listener>) {
         self.listeners.push(listener);
     }
 
@@ -69,6 +78,9 @@ impl Alerts {
     /// Follows one row of `stream` at `time_s` with each rule's level (`levels`, in rule order).
     /// An event that cannot be written is an error (the run fails: events are the point).
     pub fn observe(&mut self, stream: usize, time_s: f64, levels: &[f64]) -> std::io::Result<()> {
+        for listener in &mut self.listeners {
+            listener.row(stream, time_s)?;
+        }
         let Some(states) = self.states.get_mut(stream) else {
             return Ok(());
         };
@@ -98,7 +110,7 @@ impl Alerts {
                 feed.publish(&event);
             }
             for listener in &mut self.listeners {
-                listener(&event);
+                listener.event(&event)?;
             }
         }
         Ok(())
@@ -106,6 +118,9 @@ impl Alerts {
 
     /// Events still buffered are written (a NATS target: sent).
     pub fn finish(&mut self) -> std::io::Result<()> {
+        for listener in &mut self.listeners {
+            listener.finish()?;
+        }
         match self.writer.as_mut() {
             Some(w) => w.finish(),
             None => Ok(()),

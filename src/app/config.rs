@@ -147,6 +147,13 @@ impl Settings {
         }
         let nats_output = nats_output(&mut o)?;
         let alerts = alert_options(&o, nats_output.is_none())?;
+        let record = crate::record::check_record(
+            o.record_on_alert.as_deref(),
+            o.pre.as_deref(),
+            o.post.as_deref(),
+            !alerts.rules.is_empty(),
+        )
+        .map_err(FftdError::Usage)?;
         let serve = super::serve_options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
         let source = source_spec(&mut o)?;
@@ -189,6 +196,7 @@ impl Settings {
             serve,
             nats_output,
             alerts,
+            record,
         };
         Ok(Settings { run, fleet: None })
     }

@@ -378,6 +378,19 @@ pub struct Options {
     #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
     pub events: Option<String>,
 
+    /// Record the raw samples around each alert into DIR: WAV (SigMF for I/Q) named by time,
+    /// rule and stream, from --pre before its start to --post after its end.
+    #[arg(long, value_name = "DIR")]
+    pub record_on_alert: Option<PathBuf>,
+
+    /// --record-on-alert: seconds kept before an alert's start, as 500ms or 2s [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub pre: Option<String>,
+
+    /// --record-on-alert: seconds kept after an alert's end [default: 0s].
+    #[arg(long, value_name = "DURATION")]
+    pub post: Option<String>,
+
     // issue 28: rows batched into NATS messages
     /// --output nats://: rows per message, a number or max (as many as fit the server's
     /// max_payload; a fleet worker: at most a block's); 1 sends one message per row
@@ -475,6 +488,9 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         idle_exit,
         rotate, // issue 27
         events,
+        record_on_alert,
+        pre,
+        post,
         rows_per_message // issue 28
     )
 }

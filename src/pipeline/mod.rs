@@ -290,12 +290,18 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
         lanes = lanes.len(),
         "engines ready"
     );
+    // issue 27: recordings tap every input's samples, so inputs are read in order
+    let reading = match settings.record {
+        Some(_) => Reading::Sequential,
+        None => Reading::Fastest,
+    };
     let StreamPlan {
-        sequential,
+        mut sequential,
         ranged,
         mut streams,
         framing,
-    } = plan_streams(settings, &stop, Reading::Fastest)?;
+    } = plan_streams(settings, &stop, reading)?;
+    let recorder = tap_sources(settings, &mut sequential);
     let products = &settings.analysis.products;
     let shaping = Shaping::new(
         &mut streams,
@@ -475,7 +481,7 @@ fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
             settings.analysis.window,
         )
     });
-    let alerts = wire_alerts(settings, streams.len(), live_view.as_ref())?;
+    let alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
     let encode_stage = encode::EncodeStage {
         encoder: &*encoder,
         streams: &streams,
@@ -850,6 +856,7 @@ fn wire_alerts(
     settings: &RunSpec,
     streams: usize,
     live_view: Option<&live::LiveView>,
+    recorder: Option<crate::record::Recorder>,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &settings.alerts;
     if options.rules.is_empty() {
@@ -868,9 +875,30 @@ fn wire_alerts(
         feed
     });
     let rules = options.rules.clone();
-    Ok(Some(crate::alerts::Alerts::new(
-        rules, streams, writer, feed,
-    )))
+    let mut alerts = crate::alerts::Alerts::new(rules, streams, writer, feed);
+    if let Some(recorder) = recorder {
+        alerts.listen(Box::new(recorder));
+    }
+    Ok(Some(alerts))
+}
+
+/// issue 27: with `--record-on-alert`, every input's source copies its samples into a pre-roll
+/// ring (`record::tap`); the recorder that writes from them.
+fn tap_sources(
+    settings: &RunSpec,
+    sequential: &mut [SequentialInput],
+) -> Option<crate::record::Recorder> {
+    let options = settings.record.clone()?;
+    let epoch = crate::sink::rotate::now_epoch();
+    let mut recorder = crate::record::Recorder::new(options, epoch);
+    for input in sequential.iter_mut() {
+        if let SequentialInput::Open(plan) = input {
+            let streams = plan.splitter.streams();
+            let ring = recorder.tap(plan.source.info(), plan.first_stream, streams);
+            crate::record::tap::wrap(&mut plan.source, ring);
+        }
+    }
+    Some(recorder)
 }
 
 /// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a

@@ -35,4 +35,6 @@ pub struct RunSpec {
     pub nats_output: Option<NatsOutput>,
     /// `--alert`, `--events` (`alerts`).
     pub alerts: crate::alerts::AlertOptions,
+    /// `--record-on-alert`, `--pre`, `--post` (`record`).
+    pub record: Option<crate::record::RecordOptions>,
 }

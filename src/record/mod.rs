@@ -1,0 +1,239 @@
+//! Triggered recordings (`--record-on-alert DIR --pre DURATION --post DURATION`, issue 27): the
+//! raw samples around each alert, from `pre` before its start to `post` after its end, as a
+//! 32-bit float WAV (SigMF `cf32_le` for I/Q input) in DIR named by the start's time (UTC), the
+//! rule and the stream: `20261125T170721.500Z_hum_s0.wav`. The samples before the start come from
+//! a bounded ring (`tap`); an alert that starts again inside the post-roll extends the same file.
+//! A recording holds every channel of its stream's input. Inputs are read in order (not by range
+//! readers) while recording.
+
+pub mod tap;
+pub mod writer;
+
+use crate::alerts::events::Event;
+use crate::alerts::state::Change;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tap::{Active, Ring};
+use writer::{SampleWriter, Shape};
+
+/// The recording options of a run (plain values).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordOptions {
+    pub dir: PathBuf,
+    /// Seconds before the start and after the end.
+    pub pre: f64,
+    pub post: f64,
+}
+
+/// Checks `--record-on-alert`, `--pre` and `--post` (usage errors' messages).
+pub fn check_record(
+    dir: Option<&std::path::Path>,
+    pre: Option<&str>,
+    post: Option<&str>,
+    have_rules: bool,
+) -> Result<Option<RecordOptions>, String> {
+    let seconds = |flag: &str, v: Option<&str>| -> Result<f64, String> {
+        match v {
+            None => Ok(0.0),
+            Some(t) => crate::sink::rotate::parse_seconds(t)
+                .filter(|s| *s <= 3600.0)
+                .ok_or_else(|| {
+                    format!("{flag} {t}: expected a duration up to 1h, such as 500ms or 2s")
+                }),
+        }
+    };
+    let Some(dir) = dir else {
+        if pre.is_some() || post.is_some() {
+            return Err("--pre/--post: give --record-on-alert DIR to record".into());
+        }
+        return Ok(None);
+    };
+    if !have_rules {
+        return Err("--record-on-alert: give the rules that trigger it with --alert RULE".into());
+    }
+    if !dir.is_dir() {
+        return Err(format!(
+            "--record-on-alert {}: no such directory",
+            dir.display()
+        ));
+    }
+    Ok(Some(RecordOptions {
+        dir: dir.to_path_buf(),
+        pre: seconds("--pre", pre)?,
+        post: seconds("--post", post)?,
+    }))
+}
+
+/// One tapped source: its ring and the streams it feeds.
+struct Tapped {
+    ring: Arc<Mutex<Ring>>,
+    first_stream: usize,
+    streams: usize,
+    shape: Shape,
+}
+
+/// The sink's side: opens, extends and ends recordings as events come.
+pub struct Recorder {
+    options: RecordOptions,
+    /// Seconds since 1970 of sample 0 (names the files).
+    epoch_s: f64,
+    sources: Vec<Tapped>,
+}
+
+impl Recorder {
+    pub fn new(options: RecordOptions, epoch_s: f64) -> Self {
+        Recorder {
+            options,
+            epoch_s,
+            sources: Vec::new(),
+        }
+    }
+
+    /// Taps a source feeding streams `first_stream..first_stream + streams`: the ring to wrap it
+    /// with (`tap::TapSource`).
+    pub fn tap(
+        &mut self,
+        info: &crate::source::SourceInfo,
+        first_stream: usize,
+        streams: usize,
+    ) -> Arc<Mutex<Ring>> {
+        let complex = info.kind == crate::fft::InputKind::Complex;
+        let width = info.channels * if complex { 2 } else { 1 };
+        let frames = ((self.options.pre + self.options.post + tap::LAG_S) * info.rate).ceil();
+        let ring = Arc::new(Mutex::new(Ring::new(width, frames as usize)));
+        self.sources.push(Tapped {
+            ring: ring.clone(),
+            first_stream,
+            streams,
+            shape: Shape {
+                rate: info.rate,
+                width,
+                complex,
+            },
+        });
+        ring
+    }
+
+    fn source_of(&self, stream: usize) -> Option<&Tapped> {
+        self.sources
+            .iter()
+            .find(|s| (s.first_stream..s.first_stream + s.streams).contains(&stream))
+    }
+
+    fn start(&self, event: &Event, tapped: &Tapped, ring: &mut Ring) -> std::io::Result<()> {
+        let at = (event.time_s * tapped.shape.rate).round().max(0.0) as u64;
+        if let Some(r) = ring
+            .recordings
+            .iter_mut()
+            .find(|r| r.rule == event.alert && r.stream == event.stream)
+        {
+            r.end = None; // again inside the post-roll: the same file goes on
+            return Ok(());
+        }
+        let pre = (self.options.pre * tapped.shape.rate).round() as u64;
+        let mut first = at.saturating_sub(pre);
+        if first < ring.start {
+            tracing::warn!(
+                alert = %event.alert,
+                "--record-on-alert: the pre-roll reaches back past the ring; the recording starts {:.3} s later",
+                (ring.start - first) as f64 / tapped.shape.rate
+            );
+            first = ring.start;
+        }
+        let name = format!(
+            "{}_{}_s{}",
+            file_time(self.epoch_s + first as f64 / tapped.shape.rate),
+            event.alert,
+            event.stream
+        );
+        let description = format!("fftd --alert {} on stream {}", event.alert, event.stream);
+        let writer = SampleWriter::create(&self.options.dir.join(name), tapped.shape, description)?;
+        tracing::info!(file = %writer.path().display(), "recording begun");
+        ring.recordings.push(Active {
+            rule: event.alert.clone(),
+            stream: event.stream,
+            writer,
+            first,
+            next: first,
+            end: None,
+        });
+        ring.feed()
+    }
+
+    /// Completes the recordings of `tapped` whose end is before frame `now` (all with `None`).
+    fn close_ended(ring: &mut Ring, now: Option<u64>) -> std::io::Result<()> {
+        let mut k = 0;
+        while k < ring.recordings.len() {
+            let r = &ring.recordings[k];
+            let done = match (now, r.end) {
+                (None, _) => true,
+                (Some(now), Some(end)) => now > end,
+                (Some(_), None) => false,
+            };
+            if !done {
+                k += 1;
+                continue;
+            }
+            let r = ring.recordings.swap_remove(k);
+            let keep = r.end.map_or(r.writer.frames, |end| end - r.first);
+            let path = r.writer.finish(keep)?;
+            tracing::info!(file = %path.display(), "recording complete");
+        }
+        Ok(())
+    }
+}
+
+impl crate::alerts::Listener for Recorder {
+    fn event(&mut self, event: &Event) -> std::io::Result<()> {
+        let Some(tapped) = self.source_of(event.stream) else {
+            return Ok(());
+        };
+        let Ok(mut ring) = tapped.ring.lock() else {
+            return Ok(());
+        };
+        match event.change {
+            Change::Start => self.start(event, tapped, &mut ring),
+            Change::End => {
+                let at = (event.time_s * tapped.shape.rate).round().max(0.0) as u64;
+                let post = (self.options.post * tapped.shape.rate).round() as u64;
+                for r in ring.recordings.iter_mut() {
+                    if r.rule == event.alert && r.stream == event.stream {
+                        r.end = Some(at + post);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn row(&mut self, stream: usize, time_s: f64) -> std::io::Result<()> {
+        let Some(tapped) = self.source_of(stream) else {
+            return Ok(());
+        };
+        let now = (time_s * tapped.shape.rate).round().max(0.0) as u64;
+        match tapped.ring.lock() {
+            Ok(mut ring) if !ring.recordings.is_empty() => Self::close_ended(&mut ring, Some(now)),
+            _ => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> std::io::Result<()> {
+        for tapped in &self.sources {
+            if let Ok(mut ring) = tapped.ring.lock() {
+                ring.feed()?;
+                Self::close_ended(&mut ring, None)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `20261125T170721.500Z` for `epoch_s` seconds since 1970.
+fn file_time(epoch_s: f64) -> String {
+    let pattern =
+        crate::sink::rotate_names::NamePattern::new(std::path::Path::new("%Y%m%dT%H%M%S"))
+            .map(|p| p.render(epoch_s, 0).display().to_string())
+            .unwrap_or_default();
+    let ms = ((epoch_s - epoch_s.floor()) * 1000.0).floor() as u32;
+    format!("{pattern}.{ms:03}Z")
+}
