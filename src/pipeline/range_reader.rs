@@ -170,10 +170,6 @@ impl RangeJobs {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.streams.is_empty()
-    }
-
     /// Samples of all inputs the jobs will read and analyse (each input once).
     pub fn total_samples(&self) -> u64 {
         let first_parts = self.streams.iter().filter(|s| s.part == 0);
