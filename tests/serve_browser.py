@@ -601,14 +601,15 @@ def check_token_page(driver, fftd, files, out_dir):
 def check_measure_readout(driver, fftd, files, out_dir):
     """With --levels/--peaks the footer shows the shown stream's levels and peaks in the
     calibrated unit (read from /spectra), near what the tone's amplitude gives."""
-    extra = ["--levels", "--peaks", "1", "--calibration", "94", "--average", "250ms"]
+    extra = ["--levels", "--peaks", "1", "--distortion", "--calibration", "94", "--average", "250ms"]
     proc, url = start_fftd(fftd, files[1:2], out_dir, extra=extra, log="fftd-measure.log")
     try:
         driver.get(url + "/")
         shown = "(() => { const m = document.getElementById('measure'); return m && !m.hidden && m.textContent.includes('Leq'); })()"
         wait_for(driver, shown, 20, "the levels readout")
         text = driver.find_element(By.ID, "measure").text
-        check("dB SPL" in text and "peak1" in text, f"the readout names its unit and peak: {text}")
+        check("dB SPL" in text and "peak1" in text and "THD " in text and "SNR " in text,
+              f"the readout names its unit, peak and distortion figures: {text}")
         leq = float(text.split("Leq ")[1].split(" ")[0])
         want = 94 + 20 * math.log10(0.5)
         check(abs(leq - want) < 0.3, f"the readout's Leq {leq} is the tone's level {want:.2f}")

@@ -396,16 +396,17 @@ let measureReader = null, measureFor = null;
 function fmtLevel(v) { return v === null || v === undefined ? '–' : v.toFixed(1); }
 
 function measureText(r) {
-  const parts = [];
+  const parts = [], unit = r.unit || '';
   if (r.leq !== undefined) {
     parts.push(`Leq ${fmtLevel(r.leq)}`, `LFmax ${fmtLevel(r.lfmax)}`, `LFmin ${fmtLevel(r.lfmin)}`,
-      `LSmax ${fmtLevel(r.lsmax)}`, `LSmin ${fmtLevel(r.lsmin)}`);
+      `LSmax ${fmtLevel(r.lsmax)}`, `LSmin ${fmtLevel(r.lsmin)} ${unit}`);
   }
   for (const [i, p] of (r.peaks || []).entries()) {
-    if (p.hz !== null) parts.push(`peak${i + 1} ${fmtHz(p.hz)} ${fmtLevel(p.db)}`);
+    if (p.hz !== null) parts.push(`peak${i + 1} ${fmtHz(p.hz)} ${fmtLevel(p.db)} ${unit}`);
   }
+  // (ratios: dB, not the unit; THD is – when no harmonic lies below Nyquist)
   if (r.thd_db !== undefined) parts.push(`THD ${fmtLevel(r.thd_db)} dB`, `THD+N ${fmtLevel(r.thdn_db)} dB`, `SNR ${fmtLevel(r.snr_db)} dB`);
-  return parts.length ? `${parts.join(' · ')} ${r.unit || ''}` : null;
+  return parts.length ? parts.join(' · ') : null;
 }
 
 async function readMeasurements(stream) {
