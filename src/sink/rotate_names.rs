@@ -3,8 +3,9 @@
 //!
 //! Fields: `%Y` year, `%m` month, `%d` day, `%H` hour, `%M` minute, `%S` second, `%j` day of the
 //! year, `%s` seconds since 1970, `%%` a `%`; `{seq}` the file's number in the run (from 0, six
-//! digits, so names sort in order). A pattern with no field at all gets `-{seq}` before its
-//! extension (`spec.npy` → `spec-000000.npy`, `spec-000001.npy`, …).
+//! digits, so names sort in order). A pattern whose file name has no field gets `-{seq}` before
+//! its extension (`spec.npy` → `spec-000000.npy`, `spec-000001.npy`, …; `%Y/spec.npy` →
+//! `2026/spec-000000.npy`).
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +28,7 @@ pub struct NamePattern {
 }
 
 impl NamePattern {
-    /// Checks `path`'s fields; one with none gets `-{seq}` before its extension.
+    /// Checks `path`'s fields; one whose file name has none gets `-{seq}` before its extension.
     pub fn new(path: &Path) -> Result<Self, PatternError> {
         let shown = path.display().to_string();
         let text = path
@@ -43,7 +44,11 @@ impl NamePattern {
                 }
             }
         }
-        let text = match has_fields(text) {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let text = match has_fields(name) {
             true => text.to_string(),
             false => with_seq(path).display().to_string(),
         };
@@ -156,6 +161,8 @@ mod tests {
         assert_eq!(p.render(0.0, 0), PathBuf::from("out/spec-000000.npy"));
         assert_eq!(p.render(0.0, 12), PathBuf::from("out/spec-000012.npy"));
         assert_eq!(p.literal_folder(), PathBuf::from("out"));
+        let p = NamePattern::new(Path::new("d/%Y/spec.npy")).unwrap();
+        assert_eq!(p.render(0.0, 1), PathBuf::from("d/1970/spec-000001.npy"));
     }
 
     #[test]
