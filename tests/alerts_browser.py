@@ -95,11 +95,12 @@ def main():
         # the start's row is newer-or-equal in time to the event, within a frame; the end's row
         # above (newer than) the start's
         assert end["row"] < start["row"], (start, end)
-        pixel = driver.execute_script(
+        # the mark and its pixel read in one script: no redraw (a newer row moves the mark) between
+        shown, pixel = driver.execute_script(
+            "const m = window.fftd.alertMarks.find((m) => m.event === 'start');"
             "const c = document.getElementById('waterfall');"
-            "return Array.from(c.getContext('2d').getImageData(c.width / 3 | 0, arguments[0], 1, 1).data);",
-            start["y"])
-        assert pixel[:3] == [0xff, 0x2d, 0x55], f"mark colour at row {start['y']}: {pixel}"
+            "return [m, Array.from(c.getContext('2d').getImageData(c.width / 3 | 0, m.y, 1, 1).data)];")
+        assert pixel[:3] == [0xff, 0x2d, 0x55], f"mark colour at row {shown['y']}: {pixel}"
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
         driver.save_screenshot(os.path.join(args.out, "alert_marks.png"))
