@@ -62,8 +62,8 @@ fn run_worker(
     let counts = fftd::fleet::worker::run_worker(settings, io, nats, signals)?;
     if settings.stats {
         eprintln!(
-            "fftd worker: {} blocks, {} samples, {} rows to '{}' ({} already there)",
-            counts.blocks, counts.samples, counts.rows, io.subject, counts.duplicates
+            "fftd worker: {} blocks, {} samples, {} rows in {} messages to '{}' ({} messages already there)",
+            counts.blocks, counts.samples, counts.rows, counts.messages, io.subject, counts.duplicates
         );
     }
     if let Some(path) = &settings.meta {
