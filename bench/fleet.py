@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""Fleet throughput on this machine: one local nats-server (JetStream, file store on loopback),
-`fftd publish` and 3 workers, and one local run publishing its rows itself (`--output nats://`),
+"""Fleet throughput on this machine: nats-server (JetStream, file store on loopback; one server,
+or with --cluster a 3-node cluster with R3 streams), `fftd publish` and 3 workers, and one local
+run publishing its rows itself (`--output nats://`), each with rows batched into messages
+(`--rows-per-message max`, the default) and with one message per row (`--rows-per-message 1`),
 against a local `fftd --file` of the same recording written to a file.
 
-Reports the local run's rows/s and samples/s, the fleet's aggregate (from the publisher's start
-until the spectra stream holds every row, read from the server's monitoring endpoint /jsz), and
-the ratio. Needs nats-server (scripts/deps.sh --test) and a release build.
+Reports rows/s, samples/s and MB/s (of f32 rows: rows x bins x 4 bytes) for each, from the
+publisher's start until the spectra stream holds every message, read from the server's
+monitoring endpoint /jsz, and the ratio of each time to the local run's. Needs nats-server
+(scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
                            [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
+                           [--cluster] [--layouts max,1]
 
 FFTD names the fftd binary (default target/release/fftd).
 """
@@ -38,43 +42,93 @@ def frames_of(samples, n, hop):
     return 1 if samples <= n else -(-(samples - n) // hop) + 1
 
 
+def wait_listening(port):
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"nats-server did not listen on {port}")
+
+
+def expected_messages(args, rows, layout):
+    """Messages the spectra stream holds once every row is stored: one per row, or each block's
+    rows split greedily into messages of at most the payload budget (fftd's rules for a server's
+    default max_payload of 1 MiB, less 4 KiB for headers)."""
+    if layout == "1":
+        return rows
+    budget = (1 << 20) - 4096
+    block = min(128, (budget // 4 - args.frame) // args.hop + 1)  # fftd publish's blocks
+    per_message = max(1, budget // ((args.frame // 2 + 1) * 4 + 20))
+    if layout != "max":
+        per_message = min(per_message, int(layout))
+    full, last = divmod(rows, block)
+    return full * -(-block // per_message) + -(-last // per_message)
+
+
 @contextlib.contextmanager
 def nats_server(args):
-    """A nats-server with JetStream on free loopback ports and the fleet's streams set up; yields
-    (its address, its monitoring port)."""
+    """nats-server(s) with JetStream on free loopback ports and the fleet's streams set up;
+    yields (each node's address, the first node's monitoring port)."""
     tmp = tempfile.mkdtemp(prefix="fftd-fleet-bench-")
-    port, mport = free_port(), free_port()
-    server = subprocess.Popen([args.nats_server, "-js", "-a", "127.0.0.1", "-p", str(port), "-m", str(mport),
-                               "-sd", os.path.join(tmp, "store")], stderr=subprocess.DEVNULL)
+    nodes = 3 if args.cluster else 1
+    ports, mport = [free_port() for _ in range(nodes)], free_port()
+    cports = [free_port() for _ in range(nodes)]
+    routes = ",".join(f"nats://127.0.0.1:{p}" for p in cports)
+    servers = []
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+        for i in range(nodes):
+            cmd = [args.nats_server, "-js", "-a", "127.0.0.1", "-p", str(ports[i]),
+                   "-sd", os.path.join(tmp, f"store{i}")]
+            if i == 0:
+                cmd += ["-m", str(mport)]
+            if args.cluster:
+                cmd += ["-n", f"node{i}", "-cluster", f"nats://127.0.0.1:{cports[i]}", "-cluster_name", "bench",
+                        "-routes", routes]
+            servers.append(subprocess.Popen(cmd, stderr=subprocess.DEVNULL))
+        for p in ports:
+            wait_listening(p)
+        urls = [f"nats://127.0.0.1:{p}" for p in ports]
+        setup = [FFTD, "fleet", "setup", "--server", "nats://" + ",".join(f"127.0.0.1:{p}" for p in ports)]
+        setup += ["--memory"] if args.memory else []
+        setup += ["--replicas", "3"] if args.cluster else []
+        for attempt in range(60):  # a cluster first elects its JetStream meta leader
+            if subprocess.run(setup, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
                 break
-            except OSError:
-                time.sleep(0.05)
-        url = f"nats://127.0.0.1:{port}"
-        setup = [FFTD, "fleet", "setup", "--server", url] + (["--memory"] if args.memory else [])
-        subprocess.run(setup, check=True, stdout=subprocess.DEVNULL)
-        yield url, mport
+            time.sleep(0.5)
+        else:
+            subprocess.run(setup, check=True)
+        yield urls, mport
     finally:
-        server.terminate()
-        server.wait()
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def fleet_run(args, path, rows):
-    with nats_server(args) as (url, mport):
+def address(urls, first):
+    """Every node, `first` first: nats://a:1,b:2 (a worker fails over to the others)."""
+    hosts = [u[len("nats://"):] for u in urls]
+    return "nats://" + ",".join(hosts[first:] + hosts[:first])
+
+
+def fleet_run(args, path, rows, layout):
+    with nats_server(args) as (urls, mport):
         framing = ["--frame", str(args.frame), "--hop", str(args.hop)]
-        workers = [subprocess.Popen([FFTD, "--file", f"{url}/FRAMES/workers", "--output", f"{url}/spectra.bench",
-                                     "--device", args.worker_device, "--format", "f32", *framing])
-                   for _ in range(args.workers)]
+        workers = [subprocess.Popen([FFTD, "--file", f"{address(urls, i % len(urls))}/FRAMES/workers",
+                                     "--output", f"{address(urls, i % len(urls))}/spectra.bench",
+                                     "--device", args.worker_device, "--format", "f32",
+                                     "--rows-per-message", layout, *framing])
+                   for i in range(args.workers)]
         time.sleep(args.warmup)  # connected and fetching (a GPU worker also builds its programs)
         started = time.perf_counter()
-        subprocess.run([FFTD, "publish", "--file", path, "--rate", "48000", "--to", f"{url}/frames.bench", *framing],
-                       check=True)
+        subprocess.run([FFTD, "publish", "--file", path, "--rate", "48000", "--to", f"{address(urls, 0)}/frames.bench",
+                        *framing], check=True)
         published = time.perf_counter() - started
-        while stream_messages(mport, "SPECTRA") < rows:
+        want = expected_messages(args, rows, layout)
+        while stream_messages(mport, "SPECTRA") < want:
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
         for w in workers:
@@ -84,17 +138,17 @@ def fleet_run(args, path, rows):
         return elapsed, published
 
 
-def direct_run(args, path, rows):
+def direct_run(args, path, rows, layout):
     """One local run publishing its rows itself (--output nats://): it exits once every row is
     acknowledged, and the stream is checked to hold them all."""
-    with nats_server(args) as (url, mport):
+    with nats_server(args) as (urls, mport):
         started = time.perf_counter()
         subprocess.run([FFTD, "--file", path, "--rate", "48000", "--frame", str(args.frame), "--hop", str(args.hop),
-                        "--device", "cpu", "--format", "f32", "--output", f"{url}/spectra.bench", "--quiet"],
-                       check=True)
+                        "--device", "cpu", "--format", "f32", "--output", f"{address(urls, 0)}/spectra.bench",
+                        "--rows-per-message", layout, "--quiet"], check=True)
         elapsed = time.perf_counter() - started
         stored = stream_messages(mport, "SPECTRA")
-        if stored != rows:
+        if layout == "1" and stored != rows:
             sys.exit(f"--output nats:// stored {stored} rows, expected {rows}")
         return elapsed
 
@@ -119,6 +173,8 @@ def main():
     p.add_argument("--worker-device", default="cpu", help="each worker's --device (cpu, gpu, opencl:P:D)")
     p.add_argument("--nats-server", default="nats-server", help="the nats-server binary")
     p.add_argument("--memory", action="store_true", help="streams in memory instead of files")
+    p.add_argument("--cluster", action="store_true", help="a 3-node cluster on loopback, R3 streams")
+    p.add_argument("--layouts", default="max,1", help="--rows-per-message values to measure")
     p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
     args = p.parse_args()
     path = os.path.join(tempfile.gettempdir(), f"fftd-fleet-bench-{args.samples}.f32")
@@ -131,19 +187,26 @@ def main():
             rnd = random.Random(1)
             array.array("f", (rnd.uniform(-1, 1) for _ in range(args.samples))).tofile(open(path, "wb"))
     rows = frames_of(args.samples, args.frame, args.hop)
+    bins = args.frame // 2 + 1
+    mb = rows * bins * 4 / 1e6
     local = statistics.median(local_run(args, path) for _ in range(args.runs))
-    fleet = [fleet_run(args, path, rows) for _ in range(args.runs)]
-    direct = statistics.median(direct_run(args, path, rows) for _ in range(args.runs))
-    fleet_s = statistics.median(f[0] for f in fleet)
-    publish_s = statistics.median(f[1] for f in fleet)
-    print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {args.frame // 2 + 1} bins")
-    print(f"local fftd --file:        {local:7.3f} s  {rows / local:10.0f} rows/s  {args.samples / local / 1e6:7.2f} Msamples/s")
     store = "memory" if args.memory else "file"
-    print(f"fleet ({args.workers} workers --device {args.worker_device}, 1 server, {store} store): {fleet_s:7.3f} s  {rows / fleet_s:10.0f} rows/s  "
-          f"{args.samples / fleet_s / 1e6:7.2f} Msamples/s  (publish alone {publish_s:.3f} s)")
-    print(f"local fftd --output nats://: {direct:7.3f} s  {rows / direct:10.0f} rows/s  {args.samples / direct / 1e6:7.2f} Msamples/s")
-    print(f"fleet / local time: {fleet_s / local:.2f}x; --output nats:// / local time: {direct / local:.2f}x "
-          f"(median of {args.runs} runs each)")
+    where = "3-node cluster, R3" if args.cluster else "1 server"
+    print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {bins} bins "
+          f"({mb:.1f} MB of f32 rows); {where}, {store} store; median of {args.runs} runs each")
+
+    def line(name, t, extra=""):
+        print(f"{name:44s} {t:7.3f} s  {rows / t:10.0f} rows/s  {args.samples / t / 1e6:7.2f} Msamples/s  "
+              f"{mb / t:7.1f} MB/s  {t / local:6.2f}x local{extra}")
+
+    line("local fftd --file (to a file)", local)
+    for layout in args.layouts.split(","):
+        fleet = [fleet_run(args, path, rows, layout) for _ in range(args.runs)]
+        fleet_s = statistics.median(f[0] for f in fleet)
+        publish_s = statistics.median(f[1] for f in fleet)
+        line(f"fleet publish + {args.workers} workers, rows/msg {layout}", fleet_s, f"  (publish alone {publish_s:.3f} s)")
+        direct = statistics.median(direct_run(args, path, rows, layout) for _ in range(args.runs))
+        line(f"local --output nats://, rows/msg {layout}", direct)
 
 
 if __name__ == "__main__":

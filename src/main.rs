@@ -73,8 +73,8 @@ fn run_worker(
     )?;
     if settings.report.stats {
         eprintln!(
-            "fftd worker: {} blocks, {} samples, {} rows to '{}' ({} already there)",
-            counts.blocks, counts.samples, counts.rows, io.subject, counts.duplicates
+            "fftd worker: {} blocks, {} samples, {} rows in {} messages to '{}' ({} messages already there)",
+            counts.blocks, counts.samples, counts.rows, counts.messages, io.subject, counts.duplicates
         );
     }
     if let Some(path) = &settings.output.meta {

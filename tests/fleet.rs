@@ -791,3 +791,94 @@ fn averaging_in_workers_equals_a_local_runs_welch_rows() {
         .expect("worker ends");
     assert_clean_error(&out, 2, &["--average-mode peak", "run fftd locally"]);
 }
+
+#[test]
+fn a_cluster_node_killed_under_its_workers_loses_nothing_they_fail_over() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut nodes = start_cluster(dir.path());
+    let all = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect::<Vec<_>>()
+        .join(",");
+    // setup once the cluster has a JetStream meta leader (a few seconds after start)
+    let started = Instant::now();
+    loop {
+        let out = fftd()
+            .args(["fleet", "setup", "--server", &format!("nats://{all}")])
+            .args(["--replicas", "3", "--ack-wait", "3"])
+            .output()
+            .expect("fftd runs");
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "setup: {}",
+            stderr_text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 200_000);
+    let framing_and = |extra: &[&str]| {
+        let mut args: Vec<String> = FRAMING.iter().map(|s| s.to_string()).collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    // workers on node 1: one given node 1 alone (it learns the others from the cluster), one
+    // given every node
+    let doomed = &nodes[1];
+    let spawn_worker = |input: String, output: String| {
+        fftd()
+            .args(["--file", &input, "--output", &output])
+            .args(framing_and(&[
+                "--device",
+                "cpu",
+                "--idle-exit",
+                "8",
+                "--stats",
+            ]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("worker starts")
+    };
+    let workers = vec![
+        spawn_worker(doomed.url("FRAMES/workers"), doomed.url("spectra.site1")),
+        spawn_worker(
+            format!("nats://127.0.0.1:{},{all}/FRAMES/workers", doomed.port),
+            format!("nats://127.0.0.1:{},{all}/spectra.site1", doomed.port),
+        ),
+    ];
+    let publisher = fftd()
+        .args(["publish", "--to", &format!("nats://{all}/frames.site1")])
+        .args(["--source-id", "rec", "--block-frames", "16"])
+        .arg("--file")
+        .arg(&wav)
+        .args(FRAMING)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("publisher starts");
+    finish(publisher, "publisher");
+    wait_for("the first rows", Duration::from_secs(60), || {
+        messages_in(&nodes[0], "SPECTRA").unwrap_or(0) > 0
+    });
+    let before = rows_in_spectra(&nodes[0]);
+    nodes[1].stop_now();
+    let frames = local_rows(&wav).len() as u64;
+    eprintln!("killed node 1 while its workers ran, at {before} of {frames} rows");
+    assert!(before < frames, "the work was done before the node died");
+    for w in workers {
+        let err = finish(w, "worker");
+        eprintln!("{err}");
+        assert!(err.contains("connection lost"), "{err}");
+    }
+    wait_for("an empty work stream", Duration::from_secs(60), || {
+        messages_in(&nodes[0], "FRAMES") == Some(0)
+    });
+    assert_equals_local(&nodes[0], &wav);
+}

@@ -151,9 +151,10 @@ impl NatsArgs {
     /// cannot be reached (no retry of the first connection); reconnects on its own later.
     pub async fn connect(&self, url: &NatsUrl, name: &str) -> Result<Client> {
         let opts = self.options(url, name)?;
-        let server = url.server();
-        let limit = self.timeout() + Duration::from_secs(1);
-        match tokio::time::timeout(limit, opts.connect(server.as_str())).await {
+        let servers = url.servers();
+        // every server given may be tried once within the timeout
+        let limit = self.timeout() * servers.len() as u32 + Duration::from_secs(1);
+        match tokio::time::timeout(limit, opts.connect(servers)).await {
             Ok(Ok(client)) => Ok(client),
             Ok(Err(e)) => Err(FftdError::Runtime(format!(
                 "cannot connect to NATS at {url}: {}",

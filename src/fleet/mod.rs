@@ -36,7 +36,7 @@ pub enum FleetCommand {
 
 #[derive(clap::Args, Debug)]
 pub struct SetupArgs {
-    /// The server: nats://HOST:PORT or tls://HOST:PORT.
+    /// The server: nats://HOST:PORT or tls://HOST:PORT (several nodes: nats://A:4222,B:4222).
     #[arg(long, value_name = "URL")]
     pub server: String,
 
@@ -182,7 +182,8 @@ pub fn write_worker_meta(
         "blocks_given_up": counts.given_up,
         "blocks_unreadable": counts.unreadable,
         "rows": counts.rows,
-        "duplicate_rows": counts.duplicates,
+        "messages": counts.messages,
+        "duplicate_messages": counts.duplicates,
         "samples": counts.samples,
     });
     let text = serde_json::to_string_pretty(&meta)

@@ -22,7 +22,8 @@ use std::sync::Arc;
 /// What becomes of a message from the work stream.
 pub enum Taken {
     /// The block's rows and its sample count.
-    Rows(Vec<Outgoing>, u64),
+    /// The block's messages, its sample count and its row count.
+    Rows(Vec<Outgoing>, u64, u64),
     /// A message that is no fftd block (no `fftd-` headers): terminated, with a warning.
     NotABlock(String),
     /// A block from fftd that cannot be read (bad headers, a damaged payload): it would fail
@@ -149,8 +150,13 @@ impl<'a, T: Sample> Work<'a, T> {
             .process(&spec, &self.input, header.frames, &mut self.spectra)
             .map_err(|e| FftdError::Runtime(format!("FFT engine {}: {e}", self.engine.name())))?;
         let columns = self.shape(&header, &spec)?;
+        let mut count = header.frames as u64;
         let rows = match self.analysis_spec.products.average {
-            Some(average) => self.average(&header, &spec, (columns, average), subject)?,
+            Some(average) => {
+                let (messages, rows) = self.average(&header, &spec, (columns, average), subject)?;
+                count = rows;
+                messages
+            }
             None => {
                 let frames = (0..header.frames as u64).map(|j| {
                     let frame = header.first_frame + j;
@@ -160,7 +166,7 @@ impl<'a, T: Sample> Work<'a, T> {
                 self.encode_rows(&header, &spec, (columns, &rows, None), subject)
             }
         };
-        Ok(Taken::Rows(rows, header.samples as u64))
+        Ok(Taken::Rows(rows, header.samples as u64, count))
     }
 
     /// `--average`: the block's groups reduced (`super::average`), then encoded; a block not cut
@@ -171,7 +177,7 @@ impl<'a, T: Sample> Work<'a, T> {
         spec: &TransformSpec,
         (columns, average): (Option<Arc<Vec<f64>>>, crate::products::average::AverageSpec),
         subject: &str,
-    ) -> Result<Vec<Outgoing>> {
+    ) -> Result<(Vec<Outgoing>, u64)> {
         let bins = columns.as_ref().map_or(spec.bins(), |c| c.len());
         let width = bins * spec.scale.values_per_bin();
         let power = if columns.is_some() {
@@ -184,12 +190,13 @@ impl<'a, T: Sample> Work<'a, T> {
         let averaged =
             super::average::average_block((average, products.mode, finish), header, power, width)
                 .map_err(FftdError::Usage)?;
-        Ok(self.encode_rows(
+        let messages = self.encode_rows(
             header,
             spec,
             (columns, &averaged.rows, Some(&averaged.values)),
             subject,
-        ))
+        );
+        Ok((messages, averaged.rows.len() as u64))
     }
 
     /// The block's product rows in `shaped` (`--bands`, `--fmin`/`--fmax`), and the frequency of

@@ -75,6 +75,9 @@ pub struct FleetIo {
 pub struct WorkerCounts {
     pub blocks: u64,
     pub rows: u64,
+    /// Messages the rows went out in (`batch`).
+    pub messages: u64,
+    /// Messages the server had already (a redelivered block's).
     pub duplicates: u64,
     pub samples: u64,
     /// Blocks the server gave up on while this worker ran (max-deliveries advisories).
@@ -146,7 +149,7 @@ struct Connected {
 fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
     rt.block_on(async {
         let in_client = nats.connect(&io.input, "fftd worker").await?;
-        let out_client = match io.output.server() == io.input.server() {
+        let out_client = match io.output.servers() == io.input.servers() {
             true => in_client.clone(),
             false => nats.connect(&io.output, "fftd worker (spectra)").await?,
         };
@@ -335,7 +338,8 @@ struct InFlight<'a> {
     subject: String,
     /// How often a block still being published is reported in progress.
     progress_every: Duration,
-    tasks: VecDeque<JoinHandle<Result<Acked>>>,
+    /// Each block's publish-then-ack, giving what the server said and the block's rows.
+    tasks: VecDeque<JoinHandle<Result<(Acked, u64)>>>,
     counts: WorkerCounts,
     /// SIGINT/SIGTERM: waiting for a block gives way to it.
     stop: Arc<AtomicBool>,
@@ -350,7 +354,7 @@ impl InFlight<'_> {
         let mut messages = messages.into_iter();
         while let Some(message) = messages.next() {
             let taken = match work.rows_of(&message, &self.subject) {
-                Ok(Taken::Rows(rows, samples)) => {
+                Ok(Taken::Rows(rows, samples, count)) => {
                     self.counts.blocks += 1;
                     self.counts.samples += samples;
                     let task = publish_then_ack(
@@ -360,6 +364,7 @@ impl InFlight<'_> {
                         message,
                         self.progress_every,
                     );
+                    let task = async move { task.await.map(|acked| (acked, count)) };
                     self.tasks.push_back(self.rt.spawn(task));
                     Ok(())
                 }
@@ -464,11 +469,12 @@ impl InFlight<'_> {
 
     fn count(
         &mut self,
-        joined: std::result::Result<Result<Acked>, tokio::task::JoinError>,
+        joined: std::result::Result<Result<(Acked, u64)>, tokio::task::JoinError>,
     ) -> Result<()> {
-        let acked =
+        let (acked, rows) =
             joined.map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
-        self.counts.rows += acked.stored + acked.duplicates;
+        self.counts.rows += rows;
+        self.counts.messages += acked.stored + acked.duplicates;
         self.counts.duplicates += acked.duplicates;
         Ok(())
     }

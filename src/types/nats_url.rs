@@ -1,5 +1,6 @@
-//! NATS addresses as fftd takes them: `nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT]/PATH` or
-//! `tls://...` (TLS required). PATH is a subject (`--output`, `fftd publish --to`) or
+//! NATS addresses as fftd takes them: `nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT][,HOST[:PORT]...]/PATH`
+//! or `tls://...` (TLS required). Several servers (nodes of one cluster) are tried in turn and
+//! the client fails over between them and the nodes the cluster tells it of. PATH is a subject (`--output`, `fftd publish --to`) or
 //! `STREAM/CONSUMER` (`--file`). The userinfo is a secret: `Display` never shows it
 //! (`nats://***@host:4222/...`), so an address can go in any log line or in `--meta`.
 
@@ -23,6 +24,8 @@ pub struct NatsUrl {
     pub tls: bool,
     pub host: String,
     pub port: u16,
+    /// issue 28: the servers after the first (`nats://a:4222,b:4222/...`).
+    pub more: Vec<(String, u16)>,
     pub auth: UrlAuth,
     /// What follows `HOST:PORT/`, undecoded.
     pub path: String,
@@ -66,27 +69,40 @@ impl NatsUrl {
         };
         // no '@' before the first '/' but one after it: a password with an unescaped '/'
         let cut_password = userinfo.is_none() && text.contains('@');
-        let (host, port) = split_host_port(hostport).map_err(|what| match cut_password {
-            // (a password with an unescaped '/' lands here: never repeat what was read as a port)
-            true => format!("{flag} {shown}: bad host or port (write a '/' in a password as %2F)"),
-            false => format!("{flag} {shown}: {what}"),
-        })?;
+        let mut servers = Vec::new();
+        for one in hostport.split(',') {
+            servers.push(split_host_port(one).map_err(|what| match cut_password {
+                // (a password with an unescaped '/' lands here: never repeat what was read as a port)
+                true => {
+                    format!("{flag} {shown}: bad host or port (write a '/' in a password as %2F)")
+                }
+                false => format!("{flag} {shown}: {what}"),
+            })?);
+        }
+        let (host, port) = servers.remove(0);
         Ok(NatsUrl {
             tls,
             host,
             port,
+            more: servers,
             auth,
             path: path.to_string(),
         })
     }
 
-    /// The server address for the client: `nats://HOST:PORT` or `tls://HOST:PORT`, no secret.
+    /// The first server's address for the client: `nats://HOST:PORT` or `tls://HOST:PORT`, no
+    /// secret.
     pub fn server(&self) -> String {
+        self.servers().remove(0)
+    }
+
+    /// Every server's address for the client, the first first.
+    pub fn servers(&self) -> Vec<String> {
         let scheme = if self.tls { "tls" } else { "nats" };
-        match self.host.contains(':') {
-            true => format!("{scheme}://[{}]:{}", self.host, self.port),
-            false => format!("{scheme}://{}:{}", self.host, self.port),
-        }
+        std::iter::once((&self.host, self.port))
+            .chain(self.more.iter().map(|(h, p)| (h, *p)))
+            .map(|(host, port)| format!("{scheme}://{}", host_port(host, port)))
+            .collect()
     }
 
     /// The path as one subject (`a.b.c`): non-empty, no spaces or slashes, no empty token.
@@ -115,6 +131,14 @@ impl NatsUrl {
                 "{flag} {self}: expected nats://HOST:PORT/STREAM/CONSUMER (a JetStream stream and a durable pull consumer)"
             )),
         }
+    }
+}
+
+/// `HOST:PORT`, `[IPv6]:PORT`.
+fn host_port(host: &str, port: u16) -> String {
+    match host.contains(':') {
+        true => format!("[{host}]:{port}"),
+        false => format!("{host}:{port}"),
     }
 }
 
@@ -185,11 +209,11 @@ impl fmt::Display for NatsUrl {
         } else {
             "***@"
         };
-        let host = match self.host.contains(':') {
-            true => format!("[{}]", self.host),
-            false => self.host.clone(),
-        };
-        write!(f, "{scheme}://{secret}{host}:{}/{}", self.port, self.path)
+        let hosts: Vec<String> = std::iter::once((&self.host, self.port))
+            .chain(self.more.iter().map(|(h, p)| (h, *p)))
+            .map(|(host, port)| host_port(host, port))
+            .collect();
+        write!(f, "{scheme}://{secret}{}/{}", hosts.join(","), self.path)
     }
 }
 
@@ -243,6 +267,13 @@ mod tests {
                 "{e}"
             );
         }
+        let several = NatsUrl::parse("--file", "nats://u:pw@a:1,b,[::1]:3/S/C").expect("valid");
+        assert_eq!(
+            several.servers(),
+            ["nats://a:1", "nats://b:4222", "nats://[::1]:3"]
+        );
+        assert_eq!(several.to_string(), "nats://***@a:1,b:4222,[::1]:3/S/C");
+        assert!(NatsUrl::parse("--file", "nats://a:1,/S/C").is_err());
         let u = NatsUrl::parse("--output", "nats://h/").expect("parses");
         assert!(u.subject("--output").is_err());
         let u = NatsUrl::parse("--file", "nats://h/ONLYSTREAM").expect("parses");
