@@ -140,8 +140,11 @@ impl NatsArgs {
             readable("--nats-key", key)?;
             opts = opts.add_client_certificate(cert.clone(), key.clone());
         }
+        // the servers of `nats://a,b/...` are tried in the order given (the client would shuffle
+        // them): the first is the one a user means to use while it is up
         Ok(opts
             .name(name)
+            .retain_servers_order()
             .connection_timeout(self.timeout())
             .request_timeout(Some(Duration::from_secs(10)))
             .event_callback(|event| async move { log_event(event) }))
