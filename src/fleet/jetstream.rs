@@ -185,6 +185,13 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
         ..Default::default()
     };
     report.push(ensure_stream(js, given_up).await?);
+    report.push(set_up_consumer(js, layout).await?);
+    Ok(report)
+}
+
+/// The work stream's durable consumer: created, created again (`recreate_consumer`), or left as
+/// it is; the line that says which.
+async fn set_up_consumer(js: &Context, layout: &FleetLayout) -> Result<String> {
     let stream = js
         .get_stream(&layout.work_stream)
         .await
@@ -228,8 +235,7 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
             )
         }
     };
-    report.push(line);
-    Ok(report)
+    Ok(line)
 }
 
 async fn ensure_stream(js: &Context, config: Config) -> Result<String> {

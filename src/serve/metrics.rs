@@ -11,7 +11,6 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 pub fn render(hub: &LiveHub) -> String {
     let c = &*hub.counters;
-    let s = &hub.serve;
     let mut out = String::new();
     let get = Counters::get;
     counter(
@@ -44,48 +43,7 @@ pub fn render(hub: &LiveHub) -> String {
     if let Some(alerts) = hub.alerts.get() {
         alerts.render_metrics(&mut out); // issue 27
     }
-    gauge(
-        &mut out,
-        "fftd_serve_ws_sessions",
-        "WebSocket sessions open.",
-        s.ws_sessions.load(Ordering::Relaxed) as f64,
-    );
-    gauge(
-        &mut out,
-        "fftd_serve_spectra_readers",
-        "/spectra responses open.",
-        hub.spectra_readers() as f64,
-    );
-    counter(
-        &mut out,
-        "fftd_serve_ws_rows_sent_total",
-        "Display rows sent to WebSocket sessions.",
-        get(&s.ws_rows_sent),
-    );
-    counter(
-        &mut out,
-        "fftd_serve_ws_rows_skipped_total",
-        "Display rows WebSocket sessions missed because they read too slowly.",
-        get(&s.ws_rows_skipped),
-    );
-    counter(
-        &mut out,
-        "fftd_serve_ws_clients_dropped_total",
-        "WebSocket sessions closed because they stopped reading.",
-        get(&s.ws_dropped_clients),
-    );
-    counter(
-        &mut out,
-        "fftd_serve_spectra_rows_sent_total",
-        "Rows sent to /spectra readers.",
-        get(&s.spectra_rows_sent),
-    );
-    counter(
-        &mut out,
-        "fftd_serve_spectra_rows_skipped_total",
-        "Rows /spectra readers missed because they read too slowly.",
-        get(&s.spectra_rows_skipped),
-    );
+    serve_metrics(&mut out, hub);
     gauge(
         &mut out,
         "fftd_input_finished",
@@ -93,6 +51,54 @@ pub fn render(hub: &LiveHub) -> String {
         if *hub.finished().borrow() { 1.0 } else { 0.0 },
     );
     out
+}
+
+/// The live view's own connections and what they were sent.
+fn serve_metrics(out: &mut String, hub: &LiveHub) {
+    let s = &hub.serve;
+    let get = Counters::get;
+    gauge(
+        out,
+        "fftd_serve_ws_sessions",
+        "WebSocket sessions open.",
+        s.ws_sessions.load(Ordering::Relaxed) as f64,
+    );
+    gauge(
+        out,
+        "fftd_serve_spectra_readers",
+        "/spectra responses open.",
+        hub.spectra_readers() as f64,
+    );
+    counter(
+        out,
+        "fftd_serve_ws_rows_sent_total",
+        "Display rows sent to WebSocket sessions.",
+        get(&s.ws_rows_sent),
+    );
+    counter(
+        out,
+        "fftd_serve_ws_rows_skipped_total",
+        "Display rows WebSocket sessions missed because they read too slowly.",
+        get(&s.ws_rows_skipped),
+    );
+    counter(
+        out,
+        "fftd_serve_ws_clients_dropped_total",
+        "WebSocket sessions closed because they stopped reading.",
+        get(&s.ws_dropped_clients),
+    );
+    counter(
+        out,
+        "fftd_serve_spectra_rows_sent_total",
+        "Rows sent to /spectra readers.",
+        get(&s.spectra_rows_sent),
+    );
+    counter(
+        out,
+        "fftd_serve_spectra_rows_skipped_total",
+        "Rows /spectra readers missed because they read too slowly.",
+        get(&s.spectra_rows_skipped),
+    );
 }
 
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {
