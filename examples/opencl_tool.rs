@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 use fftd::bench::{run_bench, BenchArgs};
 use fftd::fft::compare::{compare_engines, default_tolerance};
 use fftd::fft::router::DeviceChoice;
-use fftd::fft::{InputKind, Scale, TransformSpec};
+use fftd::fft::{Scale, TransformSpec};
+use fftd::types::InputKind;
 use fftd::window::WindowKind;
 
 #[derive(Parser)]

@@ -4,7 +4,7 @@
 //! at every event; `-` is stdout; a NATS subject gets each line as a core NATS message.
 
 use super::state::Change;
-use crate::sink::number::{push, Syntax};
+use crate::types::number::{push, Syntax};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ pub fn parse_events(text: &str) -> Result<EventsTarget, String> {
         "" => Err("--events: give a file, - for stdout or nats://HOST:PORT/SUBJECT".into()),
         "-" => Ok(EventsTarget::Stdout),
         t if t.starts_with("nats://") => {
-            let url = crate::fleet::url::NatsUrl::parse("--events", t)?;
+            let url = crate::types::nats_url::NatsUrl::parse("--events", t)?;
             url.subject("--events")?;
             Ok(EventsTarget::Nats(t.to_string()))
         }

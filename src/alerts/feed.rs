@@ -97,7 +97,7 @@ pub struct NatsEvents {
 impl NatsEvents {
     /// Connects now: a server that does not answer stops the run before it starts.
     pub fn connect(url: &str) -> Result<Self, String> {
-        let parsed = crate::fleet::url::NatsUrl::parse("--events", url)?;
+        let parsed = crate::types::nats_url::NatsUrl::parse("--events", url)?;
         let subject = parsed.subject("--events")?;
         let runtime = crate::fleet::connect::runtime().map_err(|e| e.to_string())?;
         let args = crate::fleet::connect::NatsArgs::default();

@@ -11,8 +11,9 @@
 //! in each stream's order.
 
 use super::rule::AlertRule;
-use crate::fft::{InputKind, Sample, Scale};
-use crate::sink::StreamMeta;
+use crate::fft::Scale;
+use crate::types::StreamMeta;
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 
 /// One rule's bins in one stream: (bin index, factor).

@@ -205,8 +205,6 @@ fn positive_number(text: &str) -> Result<f64, String> {
     }
 }
 
-pub use crate::types::whole_in;
-
 #[cfg(test)]
 mod tests {
     use super::*;

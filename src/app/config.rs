@@ -21,14 +21,11 @@ use crate::sink::spec::OutputSpec;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
 use crate::source::spec::{Input, SourceSpec};
+use crate::types::{shown, Precision};
 use crate::window::WindowKind;
 use std::path::Path;
 
 pub use crate::app::config_file::{load_config_file, parse_config};
-
-pub use crate::types::Precision;
-
-pub(crate) use crate::types::shown;
 
 /// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
 /// flag, the value and the range.

@@ -8,7 +8,8 @@
 use super::cpu::CpuEngine;
 use super::opencl::device::DeviceInfo;
 use super::opencl::OpenClEngine;
-use super::{Engine, HostBuf, InputKind, Sample, Scale, TransformSpec};
+use super::{Engine, HostBuf, Scale, TransformSpec};
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

@@ -12,8 +12,9 @@ use super::device_set::{self, LaneDevice};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::router::DeviceChoice;
-use super::{Engine, EngineError, Sample, Scale, TransformSpec};
+use super::{Engine, EngineError, Scale, TransformSpec};
 use crate::error::FftdError;
+use crate::types::Sample;
 
 /// The tolerance fftd promises: 1e-4 (f32) or 1e-10 (f64) of each frame's largest bin.
 pub fn default_tolerance<T: Sample>() -> f64 {

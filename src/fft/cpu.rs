@@ -3,9 +3,9 @@
 //! and reduced to |X|² and then to the requested scale in one pass over the output row (or, with
 //! `--scale complex`, copied out as re, im pairs).
 
-use super::{
-    Engine, EngineError, FrameStep, InputKind, Reduction, Sample, ScalePlan, TransformSpec,
-};
+use super::{Engine, EngineError, FrameStep, Reduction, ScalePlan, TransformSpec};
+
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use num_complex::Complex;
 use realfft::{RealFftPlanner, RealToComplex};

@@ -20,7 +20,7 @@ pub mod scale;
 pub mod spec;
 
 pub use crate::trace::device_trace::{self, DeviceTrace};
-pub use crate::types::{InputKind, Sample};
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 pub use host_memory::{HostBuf, PinnedMemory};
 pub use scale::{Scale, ScalePlan};

@@ -13,9 +13,9 @@ use super::lanes::{Lane, LaneSet};
 use super::log_once::info_once;
 use super::opencl::OpenClEngine;
 use super::{
-    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Sample, Segments,
-    TransformSpec,
+    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Segments, TransformSpec,
 };
+use crate::types::Sample;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

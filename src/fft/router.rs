@@ -28,9 +28,10 @@ use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::route_record::{AutoRoute, JobKey, RouteRecord};
 use super::routed::{Policy, RoutedEngine};
-use super::{Engine, Sample};
+use super::Engine;
 use crate::error::FftdError;
 use crate::setup_log::What;
+use crate::types::Sample;
 use std::sync::{Arc, Mutex};
 
 /// Everything `build_engines_with` needs.

@@ -11,7 +11,9 @@
 //! - `complex`: re and im of X_k, unnormalised (exactly `np.fft.rfft(w*x)` / `np.fft.fft(w*x)`):
 //!   two values per bin, interleaved (`TransformSpec::values_out`).
 
-use super::{InputKind, Sample, TransformSpec};
+use super::TransformSpec;
+
+use crate::types::{InputKind, Sample};
 use serde::Deserialize;
 use std::fmt;
 

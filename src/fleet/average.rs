@@ -11,10 +11,10 @@
 //! by the worker's flags (`check_mode`).
 
 use super::block::BlockHeader;
-use crate::fft::Sample;
 use crate::fft::Segments;
 use crate::products::average::{AverageMode, AverageSpec, Averager, Segment};
 use crate::products::Finish;
+use crate::types::Sample;
 
 /// One averaged row of a block: its row number, time, frame count and where its values are.
 pub struct AveragedRows<T> {

@@ -6,7 +6,7 @@
 //! --output nats://…/SUBJECT`, rows published with acks and dedup ids by `publish_acked`) → a
 //! spectra stream that dashboards and tools subscribe to. `jetstream` looks up and creates
 //! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
-//! client's runtime; `url` parses and redacts addresses.
+//! client's runtime; `types::nats_url` parses and redacts addresses.
 
 pub mod average;
 pub mod batch;
@@ -19,13 +19,12 @@ pub mod output;
 pub mod publish_acked;
 pub mod rows;
 pub mod undelivered;
-pub use crate::types::nats_url as url;
 pub mod worker;
 
 use crate::error::{FftdError, Result};
+use crate::types::nats_url::NatsUrl;
 use connect::NatsArgs;
 use std::time::Duration;
-use url::NatsUrl;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum FleetCommand {

@@ -38,9 +38,9 @@ use crate::limits;
 use crate::products::finish_for_scale;
 use crate::stats::{self, Counters};
 use crate::timeline::{Kind, Phase};
-use crate::types::Sample;
 use crate::types::StreamMeta;
 use crate::types::WithSample;
+use crate::types::{Sample, Signals};
 use dispatch::{Dispatcher, LaneId};
 use plan::{plan_streams, Reading, SequentialInput, SequentialQueue};
 use range_reader::RangeStream;
@@ -159,8 +159,6 @@ impl Control {
         self.error.lock().ok().and_then(|mut e| e.take())
     }
 }
-
-pub use crate::types::Signals;
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.

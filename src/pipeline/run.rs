@@ -9,7 +9,7 @@ use super::run_steps::{
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, join_late_lane, live,
     pool, range_reader, reader, run_report, sink_stage, stalled_error, wire_alerts, worker,
-    Control, Signals, WorkerThreads, PANIC_JOIN_PATIENCE,
+    Control, WorkerThreads, PANIC_JOIN_PATIENCE,
 };
 use crate::error::Result;
 use crate::fft::router;
@@ -20,6 +20,7 @@ use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::{make_encoder, OutputFormat};
 use crate::stats::Latency;
 use crate::types::Sample;
+use crate::types::Signals;
 use range_reader::RangeJobs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -97,7 +97,7 @@ impl Recorder {
         first_stream: usize,
         streams: usize,
     ) -> Arc<Mutex<Ring>> {
-        let complex = info.kind == crate::fft::InputKind::Complex;
+        let complex = info.kind == crate::types::InputKind::Complex;
         let width = info.channels * if complex { 2 } else { 1 };
         let frames = ((self.options.pre + self.options.post + tap::LAG_S) * info.rate).ceil();
         let ring = Arc::new(Mutex::new(Ring::new(width, frames as usize)));

@@ -145,7 +145,7 @@ impl SampleSource for TapSource {
         self.inner.take_decode_ns()
     }
 
-    fn tuning(&self) -> Option<Arc<crate::source::tuning::Tuning>> {
+    fn tuning(&self) -> Option<Arc<crate::types::tuning::Tuning>> {
         self.inner.tuning()
     }
 }

@@ -3,11 +3,13 @@
 //! frame. A retuned SigMF recording (captures at different centres) has a `center_hz` column
 //! after `time_s` (empty for a capture without one) and its bins headed by their offsets from it. Streams sharing one file must have the same
 //! bins (same frame size and kind). With `--scale complex` each bin has two columns, re and im,
-//! headed `re_<Hz>,im_<Hz>`. NaN and infinities are `nan`, `inf`, `-inf` (`sink::number`), as
+//! headed `re_<Hz>,im_<Hz>`. NaN and infinities are `nan`, `inf`, `-inf` (`types::number`), as
 //! `pandas.read_csv` and `numpy.loadtxt` read them.
 
-use super::{Encoder, Sample, SpectrumRow, StreamMeta};
+use super::{Encoder, Sample, SpectrumRow};
+
 use crate::types::number::{push, push_all, Syntax};
+use crate::types::StreamMeta;
 use std::io::Write;
 
 pub struct CsvEncoder {

@@ -7,9 +7,11 @@
 //! - ndjson: after `bins`, the fields `leq` … (numbers), `peaks: [{"hz":…,"db":…}, …]` (strongest
 //!   first), `thd_db` …, with `--levels --bands` `bands` (each band's Leq in dB), and `unit`.
 
-use super::{Encoder, OutputFormat, Sample, SpectrumRow, StreamMeta};
+use super::{Encoder, OutputFormat, Sample, SpectrumRow};
+
 use crate::products::measure::{MeasureLayout, DISTORTION_NAMES, LEVEL_NAMES};
 use crate::types::number::{push, push_all, Syntax};
+use crate::types::StreamMeta;
 use std::sync::Arc;
 
 /// csv or ndjson with the measurements named.

@@ -4,10 +4,10 @@
 //! ending in `.sigmf-meta` gets it wrapped as SigMF (`sigmf_meta`).
 
 use super::analysis::Analysis;
-use super::StreamMeta;
 use crate::error::{FftdError, Result};
 use crate::source::InputFormat;
 use crate::types::InputKind;
+use crate::types::StreamMeta;
 use serde_json::json;
 use std::path::Path;
 

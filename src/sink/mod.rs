@@ -6,7 +6,7 @@
 //! - `text`: one line per frame, values separated by single spaces, shortest round-trip decimals
 //!   (`number`: NaN and infinities as `nan`, `inf`, `-inf`; in ndjson `null`).
 //! - `csv`: header `stream,frame,time_s,<Hz of each bin>`, one row per frame (a retuned SigMF
-//!   recording adds `center_hz` after `time_s`: `source::tuning`).
+//!   recording adds `center_hz` after `time_s`: `types::tuning`).
 //! - `ndjson`: one JSON object per frame: `{"stream","frame","time_s","bins":[...]}`, and
 //!   `"center_hz"` after `time_s` when the input's centre frequency is known.
 //! - `f32`: raw little-endian float32, bins-per-frame values per frame, nothing else.
@@ -34,7 +34,6 @@ pub mod measured;
 pub mod meta;
 pub mod ndjson;
 pub mod npy;
-pub use crate::types::number;
 pub mod opening;
 pub mod output;
 pub mod overwrite_guard;
@@ -54,7 +53,7 @@ pub mod text;
 
 use crate::fft::Scale;
 
-use crate::types::Sample;
+use crate::types::{Sample, StreamMeta};
 use serde::Deserialize;
 
 /// Appends `values` to `out` as little-endian binary: f64 when `wide`, else f32 (f64 results
@@ -138,8 +137,6 @@ pub struct RowMark {
     /// The row's bytes: a range of the part's bytes (`output::Rows::bytes`).
     pub bytes: std::ops::Range<usize>,
 }
-
-pub use crate::types::StreamMeta;
 
 /// One frame's finished spectrum, handed to an encoder.
 pub struct SpectrumRow<'a, T> {

@@ -1,7 +1,7 @@
 //! `--format ndjson`: one JSON object per line and frame:
 //! `{"stream":0,"frame":12,"time_s":0.25,"bins":[...]}`; with `--scale complex` each bin is a
 //! `[re,im]` pair: `"bins":[[re0,im0],[re1,im1],...]`. JSON has no NaN or infinity: such a
-//! value is `null` (`sink::number`). When the input's centre frequency is known (`--center-freq`,
+//! value is `null` (`types::number`). When the input's centre frequency is known (`--center-freq`,
 //! SigMF) each row carries it after `time_s`: `"center_hz":100000000.0` (its own capture's centre
 //! for a retuned recording; `null` for a capture that gives none).
 

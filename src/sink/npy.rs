@@ -4,7 +4,9 @@
 //! count and rewritten with the real count when the output is finished, so the output must be a
 //! file.
 
-use super::{Encoder, Sample, SpectrumRow, StreamMeta};
+use super::{Encoder, Sample, SpectrumRow};
+
+use crate::types::StreamMeta;
 
 /// Header length including magic and padding: a multiple of 64 with room for a 20-digit count.
 const HEADER_LEN: usize = 128;

@@ -14,7 +14,8 @@
 
 use super::destination::Destination;
 use super::placed::PlacedOutputs;
-use super::{Encoder, Sample, StreamMeta};
+use super::{Encoder, Sample};
+use crate::types::StreamMeta;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 

@@ -16,8 +16,9 @@
 use super::analysis::Analysis;
 use super::plot::{self, Labels, Layout, PlotFacts};
 use super::spectrogram::{FrequencyAxis, Spectrogram, SpectrogramImage};
-use super::{Encoder, Sample, SpectrumRow, StreamMeta};
+use super::{Encoder, Sample, SpectrumRow};
 use crate::fft::Scale;
+use crate::types::StreamMeta;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

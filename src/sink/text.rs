@@ -1,6 +1,6 @@
 //! `--format text`: one line per frame, values separated by single spaces, each the shortest
 //! decimal that reads back to the same float (`numpy.loadtxt` reads it); NaN and infinities as
-//! `nan`, `inf`, `-inf` (`sink::number`). With `--scale complex`
+//! `nan`, `inf`, `-inf` (`types::number`). With `--scale complex`
 //! a line holds re, im of each bin in turn: `re0 im0 re1 im1 …`.
 
 use super::{Encoder, Sample, SpectrumRow};

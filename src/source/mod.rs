@@ -37,7 +37,6 @@ pub mod sigmf;
 pub mod sniff;
 pub mod spec;
 pub mod text;
-pub use crate::types::tuning;
 pub mod wav;
 
 use crate::error::{FftdError, Result};
@@ -182,7 +181,7 @@ pub trait SampleSource: Send {
     }
 
     /// The centre frequencies the input was recorded at, when it says (SigMF captures).
-    fn tuning(&self) -> Option<std::sync::Arc<tuning::Tuning>> {
+    fn tuning(&self) -> Option<std::sync::Arc<crate::types::tuning::Tuning>> {
         None
     }
 }

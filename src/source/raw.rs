@@ -6,9 +6,9 @@
 
 use super::input::InputReader;
 use super::iq::SampleType;
-use super::tuning::Tuning;
 use super::{InputFormat, SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
+use crate::types::tuning::Tuning;
 use crate::types::InputKind;
 use crate::types::Precision;
 use std::io::Read;

@@ -42,7 +42,7 @@ pub struct SeekableLayout {
     /// The precision samples are analysed in: values beyond its range are errors.
     pub precision: Precision,
     /// Where the recording was tuned (SigMF captures).
-    pub tuning: Option<std::sync::Arc<super::tuning::Tuning>>,
+    pub tuning: Option<std::sync::Arc<crate::types::tuning::Tuning>>,
 }
 
 impl SeekableLayout {

@@ -16,10 +16,10 @@
 use super::input::InputReader;
 use super::iq::SampleType;
 use super::raw::RawSource;
-use super::tuning::{Capture, Tuning};
 use super::{open_reader, FileOptions, SampleSource};
 use crate::error::{FftdError, Result};
 use crate::limits;
+use crate::types::tuning::{Capture, Tuning};
 use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::Path;

@@ -12,7 +12,7 @@ pub trait Sample:
     fn into_f64(self) -> f64;
     fn into_f32(self) -> f32;
     /// Shortest decimal text that reads back to exactly this value, for finite values only
-    /// (`sink::number` writes every value, finite or not).
+    /// (`types::number` writes every value, finite or not).
     fn format_finite(self, buf: &mut ryu::Buffer) -> &str;
     /// The values as f32, when `Self` is f32 (lets a reader put f32 samples in place).
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;

@@ -16,7 +16,7 @@ pub struct StreamMeta {
     /// Frequency in Hz of each column when products choose the columns (bands, a range).
     pub columns: Option<std::sync::Arc<Vec<f64>>>,
     /// Where the input was tuned (`--center-freq`, SigMF captures): bins are labelled in
-    /// absolute frequency when one centre covers it (`source::tuning` says how outputs show it).
+    /// absolute frequency when one centre covers it (`types::tuning` says how outputs show it).
     pub tuning: Option<std::sync::Arc<crate::types::Tuning>>,
 }
 

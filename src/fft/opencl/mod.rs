@@ -44,9 +44,10 @@ mod slots;
 use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
-    BandWeights, Engine, EngineError, FrameStep, InputKind, PinnedMemory, Reduction, Sample, Scale,
-    ScalePlan, Segments, TransformSpec,
+    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Scale, ScalePlan,
+    Segments, TransformSpec,
 };
+use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
 pub use geometry::{fourstep_geometry, LocalGeometry};

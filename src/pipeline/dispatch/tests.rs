@@ -2,7 +2,8 @@
 use super::*;
 use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
 use crate::fft::lanes::SpeedSide;
-use crate::fft::{EngineError, HostBuf, InputKind, Scale};
+use crate::fft::{EngineError, HostBuf, Scale};
+use crate::types::InputKind;
 use crate::window::WindowKind;
 use crossbeam_channel::RecvTimeoutError;
 use crossbeam_channel::TryRecvError;
