@@ -208,6 +208,16 @@ pub fn publish_raw(server: &NatsServer, subject: &str, headers: &[(&str, &str)],
 async fn spectra(server: &NatsServer) -> (jetstream::stream::Stream, u64) {
     let client = server.client().await.expect("connect");
     let js = jetstream::new(client);
+    // (asked again while a cluster elects a new meta leader after a node died)
+    for _ in 0..30 {
+        if let Ok(mut stream) = js.get_stream("SPECTRA").await {
+            if let Ok(info) = stream.info().await {
+                let total = info.state.messages;
+                return (stream, total);
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     let mut stream = js.get_stream("SPECTRA").await.expect("SPECTRA");
     let total = stream.info().await.expect("info").state.messages;
     (stream, total)
@@ -297,13 +307,26 @@ pub fn stored_raw_messages(server: &NatsServer) -> Vec<StoredMessage> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let (stream, total) = spectra(server).await;
-        let consumer = stream
-            .create_consumer(jetstream::consumer::pull::Config {
-                ack_policy: jetstream::consumer::AckPolicy::None,
-                ..Default::default()
-            })
-            .await
-            .expect("consumer");
+        // after a cluster node dies the JetStream API times out until a new meta leader is
+        // elected (about 5 s on nats-server 2.9, longer on a loaded machine): ask again
+        let mut tries = 0;
+        let consumer = loop {
+            let made = stream
+                .create_consumer(jetstream::consumer::pull::Config {
+                    ack_policy: jetstream::consumer::AckPolicy::None,
+                    ..Default::default()
+                })
+                .await;
+            match made {
+                Ok(consumer) => break consumer,
+                Err(e) if tries < 30 => {
+                    tries += 1;
+                    eprintln!("consumer on SPECTRA: {e}; asking again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => panic!("consumer: {e:?}"),
+            }
+        };
         let mut stored = Vec::new();
         let started = Instant::now();
         while (stored.len() as u64) < total {
