@@ -301,8 +301,10 @@ fn a_server_restart_mid_run_loses_nothing() {
     let wav = dir.path().join("rec.wav");
     write_wav(&wav, 300_000);
     setup(&server, "3");
-    // both workers connected (a first connection refused is an error by design) and pulling
-    let workers: Vec<Child> = (0..2).map(|_| worker(&server, "6")).collect();
+    // both workers connected (a first connection refused is an error by design) and pulling;
+    // their idle exit well past the restart plus the 3 s ack wait of a block whose ack was lost
+    // (6 s was seen too short once, under load)
+    let workers: Vec<Child> = (0..2).map(|_| worker(&server, "12")).collect();
     wait_for("two idle workers", Duration::from_secs(30), || {
         waiting_pulls(&server).unwrap_or(0) >= 2
     });
