@@ -441,9 +441,10 @@ pub(super) fn rotations(
     };
     let image_of = |i: usize| {
         let stream = streams.iter().find(|s| writer_of[s.id] == i)?.clone();
-        let settings = settings.clone();
+        // the image's options and the caption's analysis, not the whole run's spec
+        let (png, analysis) = (settings.output.png, settings.analysis.clone());
         Some(crate::sink::rotate_outputs::image_maker(move |path| {
-            ImageFile::new(path, &stream, &settings.output.png, &settings.analysis)
+            ImageFile::new(path, &stream, &png, &analysis)
         }))
     };
     crate::sink::rotate_outputs::rotations(dests, placed, &options, &image_of)
