@@ -40,6 +40,8 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         auto_route,
         retire_cpu,
     } = built.set;
+    // a device started in the background begins now, while the run plans and opens outputs
+    let (late_lanes, _start_up) = late_lanes.map(super::late_lanes_thread).unzip();
     let ready_workers: usize = lanes.iter().map(|l| l.engines.len()).sum();
     let lane_workers = lanes.iter().map(|l| l.engines.len()).max().unwrap_or(1);
     tracing::debug!(
@@ -168,7 +170,6 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         alerts: band_levels.as_ref(),
     };
 
-    let mut late_builder = None;
     let startup = run_report::Startup {
         started,
         engines: built.times,
@@ -218,11 +219,9 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
             };
             dispatcher.watch_traced(&watched, stop, control.tracer.as_deref())
         });
-        if let Some(build) = late_lanes {
+        if let Some(built) = late_lanes {
             // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
-            // dispatcher; a job that ends first does not wait for them
-            let (built, builder) = super::late_lanes_thread(build);
-            late_builder = Some(builder);
+            // dispatcher; a job that ends first does not wait for them (`StartUpThread`)
             let tx = done_tx.clone();
             let lane_set = &lane_set;
             let ended = dispatch_ended;
@@ -284,9 +283,6 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
     worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane), patience);
 
-    if let Some(builder) = late_builder {
-        let _ = builder.join(); // the output is complete: only the device start-up is left
-    }
     let error = control.take_error().or_else(|| {
         let interrupted = signals.interrupted.load(Ordering::Relaxed);
         let cut = dispatcher.cut();
