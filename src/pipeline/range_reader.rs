@@ -181,6 +181,21 @@ impl RangeJobs {
             .sum()
     }
 
+    /// Values in the largest batch a device's lane gets, in and out (spectra of every frame):
+    /// the size a late lane's pinned buffers are made before it joins (`BufferPool::expect`).
+    pub fn device_batch_values(
+        &self,
+        spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
+    ) -> (usize, usize) {
+        let per_stream = self.streams.iter().map(|stream| {
+            let spec = spec_of(self.framing.n, stream.layout.kind, stream.layout.rate);
+            let count = self.framing.job_frames(&stream.layout, true) as usize;
+            let (_, values_in) = self.framing.batch_layout(&spec, count);
+            (values_in, count * spec.values_out())
+        });
+        per_stream.fold((0, 0), |(i, o), (a, b)| (i.max(a), o.max(b)))
+    }
+
     /// The next job and its batch number, taken together so a stream's batches are numbered in
     /// frame order. None when every frame has been handed out.
     fn next(&self, control: &Control, devices: bool) -> Option<Job> {

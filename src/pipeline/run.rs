@@ -84,6 +84,9 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let (recorder, shaping) = (planned.recorder, planned.shaping);
     let frame_n = framing.n;
     let range_jobs = RangeJobs::new(ranged, framing);
+    let device_batch_values = late_lanes.is_some().then(|| {
+        range_jobs.device_batch_values(&|n, kind, rate| transform_spec(settings, (n, kind, rate)))
+    });
     // a progress total when every sample count is known up front (range-read inputs only)
     let total_samples = (sequential.remaining() == 0).then(|| range_jobs.total_samples());
     let spec_of = |n, kind, rate| transform_spec(settings, (n, kind, rate));
@@ -144,6 +147,11 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     });
     let (control, dispatcher) = (&context.control, &context.dispatcher);
     let (input_pool, output_pool) = (&context.pools.0, &context.pools.1);
+    // a late lane's pinned buffers are made the size of a device's batches (`join_late_lane`)
+    if let Some((values_in, values_out)) = device_batch_values {
+        input_pool.expect(values_in);
+        output_pool.expect(values_out);
+    }
     let pools = (input_pool, output_pool);
     let worker_threads = WorkerThreads::default();
     // the ready lanes join before any producer starts
