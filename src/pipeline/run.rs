@@ -236,7 +236,9 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
             scope.spawn(move || {
                 crossbeam_channel::select! {
                     recv(built) -> late => if let Ok(late) = late {
-                        let joining = LateJoin { context, threads, pools, lane_set, retire_cpu };
+                        let holders = (readers, encoders);
+                        let joining =
+                            LateJoin { context, threads, pools, lane_set, retire_cpu, holders };
                         joining.join(late, &tx);
                     },
                     recv(ended) -> _ => {}
@@ -290,6 +292,10 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     // after a worker's panic a worker may be stuck on a hung device: it is not waited for long
     let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
     worker_threads.join(|lane| given_up.iter().any(|(i, _, _)| *i == lane), patience);
+    if lane_set.has_device() {
+        // the devices' work is done: their driver's exit handlers are not waited for
+        crate::left_behind::skip_driver_exit();
+    }
 
     let error = control.take_error().or_else(|| {
         let interrupted = signals.interrupted.load(Ordering::Relaxed);
@@ -352,6 +358,9 @@ struct LateJoin<'a, T: Sample> {
     pools: (&'a pool::BufferPool<T>, &'a pool::BufferPool<T>),
     lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
     retire_cpu: bool,
+    /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
+    /// queue (`join_late_lane`).
+    holders: (usize, usize),
 }
 
 impl<T: Sample> LateJoin<'_, T> {
@@ -366,7 +375,8 @@ impl<T: Sample> LateJoin<'_, T> {
         let joined = !late.lanes.is_empty();
         for lane in late.lanes {
             // (its pinned pools are made here, before it takes batches)
-            if let Some((queue, engines)) = join_late_lane(dispatcher, self.pools, lane) {
+            let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
+            if let Some((queue, engines)) = joined {
                 self.threads.spawn(queue, engines, done, self.context);
             }
         }
