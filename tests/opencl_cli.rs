@@ -102,7 +102,7 @@ fn gpu_route_equals_cpu_route_with_complex_scale() {
         (&real, vec!["--frame", "1024", "--hop", "512"], 513),
         (&real, vec!["--frame", "16384", "--window", "flattop"], 8193),
         (&iq, vec!["--frame", "512", "--fftshift"], 512),
-        // not a power of two: the OpenCL engine hands these frames to the CPU engine
+        // not a power of two: the OpenCL engine's mixed-radix passes
         (&iq, vec!["--frame", "1000"], 1000),
     ] {
         let p = input.to_str().expect("utf8");
