@@ -1,0 +1,77 @@
+//! Frame sizes that are not powers of two through the whole binary on the OpenCL device (PoCL
+//! in CI): `fftd check` finds no mismatch against the CPU engine at mixed-radix, odd and prime
+//! sizes (f32 and f64, real and complex, several scales); `--device gpu` runs such frames on the
+//! device itself (`--stats` names the device with all the frames) with the CPU engine's values.
+
+mod common;
+
+use common::*;
+
+fn opencl_required() -> bool {
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn check_finds_no_mismatch_at_other_sizes() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(100_000, 31));
+    let iq = dir.path().join("x.cf32");
+    write_f32(&iq, &noise(2 * 30_000, 32));
+    let (real, iq) = (real.to_str().expect("utf8"), iq.to_str().expect("utf8"));
+    for (input, extra) in [
+        (real, vec!["--frame", "1000"]),
+        (real, vec!["--frame", "44100", "--scale", "db"]),
+        (real, vec!["--frame", "105", "--scale", "spectrum", "--window", "blackman"]),
+        (real, vec!["--frame", "1009", "--precision", "f64"]),
+        (real, vec!["--frame", "2400", "--hop", "600", "--scale", "complex"]),
+        (iq, vec!["--frame", "960", "--scale", "power"]),
+        (iq, vec!["--frame", "2018", "--precision", "f64", "--scale", "density"]),
+        (iq, vec!["--frame", "97", "--window", "flattop", "--scale", "complex"]),
+    ] {
+        let out = run(&[&["check", "--file", input][..], &extra[..]].concat());
+        assert!(out.status.success(), "{extra:?}: {}", stderr_text(&out));
+        let text = stdout_text(&out);
+        assert!(text.contains("mismatches: 0 of"), "{extra:?}: {text}");
+        assert!(text.contains("opencl:"), "{extra:?}: {text}");
+    }
+}
+
+#[test]
+fn gpu_device_runs_other_sizes_itself() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(48_000, 33));
+    let p = real.to_str().expect("utf8");
+    for frame in ["2400", "1009", "7"] {
+        let args = |device| vec!["--file", p, "--frame", frame, "--device", device];
+        let cpu = run(&args("cpu"));
+        let gpu = run(&[&args("gpu")[..], &["--stats"]].concat());
+        assert!(gpu.status.success(), "{frame}: {}", stderr_text(&gpu));
+        let stats = stderr_text(&gpu);
+        let device_line = stats
+            .lines()
+            .find(|l| l.starts_with("fftd devices:"))
+            .unwrap_or_else(|| panic!("{frame}: no devices line in {stats}"));
+        assert!(
+            device_line.contains("opencl:") && device_line.contains("(100.0%)"),
+            "{frame}: {device_line}"
+        );
+        let (c, g) = (parse_rows(&stdout_text(&cpu)), parse_rows(&stdout_text(&gpu)));
+        assert_eq!(c.len(), g.len(), "{frame}");
+        for (c, g) in c.iter().zip(&g) {
+            let err = max_relative_error(g, c);
+            assert!(err < 1e-4, "{frame}: error {err:e}");
+        }
+    }
+}
