@@ -91,12 +91,19 @@ fn sweep<T: Sample>() -> f64 {
     };
     let mut worst = 0.0f64;
     for (i, &n) in COMPOSITE.iter().chain(&PRIME).enumerate() {
-        for (j, kind) in [InputKind::Real, InputKind::Complex].into_iter().enumerate() {
+        for (j, kind) in [InputKind::Real, InputKind::Complex]
+            .into_iter()
+            .enumerate()
+        {
             let r = 2 * i + j;
             let window = WindowKind::ALL[r % WindowKind::ALL.len()];
             let scale = Scale::ALL[(r + r / WindowKind::ALL.len()) % Scale::ALL.len()];
             let frames = if n >= 1000 { 2 } else { 3 };
-            worst = worst.max(against_naive(&mut gpu, &spec(n, kind, window, scale), frames));
+            worst = worst.max(against_naive(
+                &mut gpu,
+                &spec(n, kind, window, scale),
+                frames,
+            ));
         }
     }
     eprintln!("{}: largest error vs the f64 DFT {worst:e}", T::NAME);
@@ -236,7 +243,12 @@ fn only_frames_past_2_pow_24_are_unsupported() {
         let s = spec(n, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
         assert!(gpu.supports(&s).is_ok(), "n={n}");
     }
-    let s = spec((1 << 24) + 1, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
+    let s = spec(
+        (1 << 24) + 1,
+        InputKind::Real,
+        WindowKind::Hann,
+        Scale::Magnitude,
+    );
     assert!(matches!(
         gpu.supports(&s),
         Err(fftd::fft::EngineError::Unsupported { .. })

@@ -29,12 +29,33 @@ fn check_finds_no_mismatch_at_other_sizes() {
     for (input, extra) in [
         (real, vec!["--frame", "1000"]),
         (real, vec!["--frame", "44100", "--scale", "db"]),
-        (real, vec!["--frame", "105", "--scale", "spectrum", "--window", "blackman"]),
+        (
+            real,
+            vec![
+                "--frame", "105", "--scale", "spectrum", "--window", "blackman",
+            ],
+        ),
         (real, vec!["--frame", "1009", "--precision", "f64"]),
-        (real, vec!["--frame", "2400", "--hop", "600", "--scale", "complex"]),
+        (
+            real,
+            vec!["--frame", "2400", "--hop", "600", "--scale", "complex"],
+        ),
         (iq, vec!["--frame", "960", "--scale", "power"]),
-        (iq, vec!["--frame", "2018", "--precision", "f64", "--scale", "density"]),
-        (iq, vec!["--frame", "97", "--window", "flattop", "--scale", "complex"]),
+        (
+            iq,
+            vec![
+                "--frame",
+                "2018",
+                "--precision",
+                "f64",
+                "--scale",
+                "density",
+            ],
+        ),
+        (
+            iq,
+            vec!["--frame", "97", "--window", "flattop", "--scale", "complex"],
+        ),
     ] {
         let out = run(&[&["check", "--file", input][..], &extra[..]].concat());
         assert!(out.status.success(), "{extra:?}: {}", stderr_text(&out));
@@ -67,7 +88,10 @@ fn gpu_device_runs_other_sizes_itself() {
             device_line.contains("opencl:") && device_line.contains("(100.0%)"),
             "{frame}: {device_line}"
         );
-        let (c, g) = (parse_rows(&stdout_text(&cpu)), parse_rows(&stdout_text(&gpu)));
+        let (c, g) = (
+            parse_rows(&stdout_text(&cpu)),
+            parse_rows(&stdout_text(&gpu)),
+        );
         assert_eq!(c.len(), g.len(), "{frame}");
         for (c, g) in c.iter().zip(&g) {
             let err = max_relative_error(g, c);

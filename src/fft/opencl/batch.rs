@@ -61,7 +61,13 @@ impl<T: Sample> OpenClEngine<T> {
             let plan = self.build_plan(spec)?;
             self.plans.insert(key, plan);
         }
-        let shape = self.shape(spec, &input, out, band_weights.map(BandWeights::bands), runs)?;
+        let shape = self.shape(
+            spec,
+            &input,
+            out,
+            band_weights.map(BandWeights::bands),
+            runs,
+        )?;
         let data = &input.data[..input.needed(spec)];
         self.reserve(&key, &shape, band_weights.is_some(), runs.is_some())?;
         let args = self.scale_args(spec, &key)?;
@@ -71,8 +77,8 @@ impl<T: Sample> OpenClEngine<T> {
             direct_out: shape.direct_out,
             ..Default::default()
         };
-        let step_u32 =
-            u32::try_from(shape.step).map_err(|_| format!("frame step {} too large", shape.step))?;
+        let step_u32 = u32::try_from(shape.step)
+            .map_err(|_| format!("frame step {} too large", shape.step))?;
         let OpenClEngine {
             queue,
             copy_in,
@@ -147,11 +153,14 @@ impl<T: Sample> OpenClEngine<T> {
         let pinned = &self.dev.pinned;
         let direct_in = pinned.contains(data.as_ptr().cast(), std::mem::size_of_val(data));
         let direct_out = pinned.contains(out.as_ptr().cast(), std::mem::size_of_val(out));
-        let chunk_bytes = self.options.chunk_bytes.unwrap_or(if direct_in && direct_out {
-            CHUNK_BYTES
-        } else {
-            STAGED_CHUNK_BYTES
-        });
+        let chunk_bytes = self
+            .options
+            .chunk_bytes
+            .unwrap_or(if direct_in && direct_out {
+                CHUNK_BYTES
+            } else {
+                STAGED_CHUNK_BYTES
+            });
         let frames = input.count;
         let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
         let spans = segments::chunk_spans(frames, chunk, runs.map(|r| r.lengths));
@@ -183,8 +192,18 @@ impl<T: Sample> OpenClEngine<T> {
         let chunk = shape.chunk;
         let points = self.plans.get(key).ok_or("plan missing")?.work_points;
         if points > 0 {
-            ensure(&mut self.work_a, &dev, CL_MEM_READ_WRITE, 2 * points * chunk)?;
-            ensure(&mut self.work_b, &dev, CL_MEM_READ_WRITE, 2 * points * chunk)?;
+            ensure(
+                &mut self.work_a,
+                &dev,
+                CL_MEM_READ_WRITE,
+                2 * points * chunk,
+            )?;
+            ensure(
+                &mut self.work_b,
+                &dev,
+                CL_MEM_READ_WRITE,
+                2 * points * chunk,
+            )?;
         }
         while self.slots.len() < shape.nslots {
             self.slots.push(Slot::new());

@@ -37,7 +37,8 @@ pub(super) struct Launch<'a, T> {
 impl<'a, T> Launch<'a, T> {
     /// The frame count as the kernels take it.
     pub(super) fn frames_u32(&self) -> Result<u32, String> {
-        u32::try_from(self.frames).map_err(|_| format!("batch of {} frames is too large", self.frames))
+        u32::try_from(self.frames)
+            .map_err(|_| format!("batch of {} frames is too large", self.frames))
     }
 
     /// Both work buffers (the multi-pass paths need them).

@@ -120,7 +120,8 @@ impl<T: Sample> OpenClEngine<T> {
     pub(super) fn mixed_path(&self, m: usize, opts: &str) -> Result<MixedPath<T>, String> {
         let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST, SRC_MIXED];
         let program = self.dev.program("mixed_radix", &src, opts)?;
-        let k = |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
+        let k =
+            |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
         let passes = |n: usize, radices: Vec<usize>| -> Result<Passes<T>, String> {
             let kernels = radices
                 .into_iter()
@@ -236,7 +237,7 @@ impl<T: Sample> Bluestein<T> {
         // bufs[0], l per frame written to bufs[1] (the work buffers hold l per frame), the
         // chirp's m points; items past `frames * l` return early.
         let ev = unsafe {
-            ExecuteKernel::new(&mut self.chirp_in)
+            ExecuteKernel::new(&self.chirp_in)
                 .set_arg(bufs[0])
                 .set_arg(bufs[1])
                 .set_arg(&self.chirp)
@@ -253,7 +254,7 @@ impl<T: Sample> Bluestein<T> {
         // SAFETY: `chirp_mul`: l points per frame in place, the filter's l points; items past
         // `frames * l` return early.
         let ev = unsafe {
-            ExecuteKernel::new(&mut self.chirp_mul)
+            ExecuteKernel::new(&self.chirp_mul)
                 .set_arg(bufs[at])
                 .set_arg(&self.filter)
                 .set_arg(&frames)
@@ -268,7 +269,7 @@ impl<T: Sample> Bluestein<T> {
         // SAFETY: `chirp_out`: l points per frame read, m per frame written to the other work
         // buffer, the chirp's m points; items past `frames * m` return early.
         let ev = unsafe {
-            ExecuteKernel::new(&mut self.chirp_out)
+            ExecuteKernel::new(&self.chirp_out)
                 .set_arg(bufs[at])
                 .set_arg(bufs[1 - at])
                 .set_arg(&self.chirp)
@@ -331,7 +332,14 @@ mod tests {
             for j in 0..q {
                 let k = j % ns;
                 let v: Vec<Complex<f64>> = (0..r)
-                    .map(|i| src[j + i * q] * if ns > 1 { tw[i * k * (q / ns)] } else { 1.0.into() })
+                    .map(|i| {
+                        src[j + i * q]
+                            * if ns > 1 {
+                                tw[i * k * (q / ns)]
+                            } else {
+                                1.0.into()
+                            }
+                    })
                     .collect();
                 let d = (j - k) * r + k;
                 for (i, y) in dft(&v).into_iter().enumerate() {

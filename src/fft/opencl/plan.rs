@@ -154,11 +154,17 @@ impl<T: Sample> OpenClEngine<T> {
         g: LocalGeometry,
         opts: &str,
     ) -> Result<Built<T>, String> {
-        let tabn = if spec.kind == InputKind::Real { 2 * m } else { m };
+        let tabn = if spec.kind == InputKind::Real {
+            2 * m
+        } else {
+            m
+        };
         let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
-        let program = self
-            .dev
-            .program("stockham_local", &[SRC_COMMON, SRC_PASSES, SRC_LOCAL], &opts)?;
+        let program = self.dev.program(
+            "stockham_local",
+            &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
+            &opts,
+        )?;
         let kernel =
             Kernel::create(&program, "fft_local").map_err(|e| format!("kernel fft_local: {e}"))?;
         let path = Path::Local {
@@ -193,9 +199,9 @@ impl<T: Sample> OpenClEngine<T> {
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
         let post = if spec.kind == InputKind::Real {
-            let pg = self
-                .dev
-                .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
+            let pg =
+                self.dev
+                    .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
             Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
         } else {
             None
@@ -216,7 +222,8 @@ impl<T: Sample> OpenClEngine<T> {
         let program =
             self.dev
                 .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
-        let k = |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
+        let k =
+            |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
         let passes = global_radices(m)
             .into_iter()
             .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
