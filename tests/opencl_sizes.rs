@@ -1,6 +1,7 @@
 //! OpenCL engine conformance at frame sizes that are not powers of two, on a real OpenCL device
-//! (PoCL in CI): mixed-radix Stockham passes (factors 2, 3, 5, 7) and Bluestein (a prime factor
-//! above 7), real input of even and odd length and complex input, f32 and f64, every window and
+//! (PoCL in CI): mixed-radix Stockham passes (factors 2, 3, 5, 7) in one local-memory kernel (the
+//! default where a frame fits, which on PoCL is every such size here) and in global memory (forced
+//! with a tiny local-memory limit), and Bluestein (a prime factor above 7), real input of even and odd length and complex input, f32 and f64, every window and
 //! every scale, against the naive f64 DFT (`naive_spectrum`) or, for the largest sizes, the CPU
 //! engine in f64 (rustfft); overlapping frames and fused `--average` runs formed on the device.
 //! Tolerance, as for powers of two (tests/opencl_conformance.rs): 1e-4 (f32) / 1e-10 (f64) of
@@ -42,8 +43,20 @@ fn tol<T: Sample>() -> f64 {
 }
 
 fn engine<T: Sample>() -> Option<OpenClEngine<T>> {
+    engine_with(OpenClOptions::default())
+}
+
+/// Global-memory passes at every size (no frame fits a 64-byte local-memory limit).
+fn global_passes() -> OpenClOptions {
+    OpenClOptions {
+        local_mem_limit: Some(64),
+        ..Default::default()
+    }
+}
+
+fn engine_with<T: Sample>(options: OpenClOptions) -> Option<OpenClEngine<T>> {
     let dev = common::test_device()?;
-    let gpu = OpenClEngine::<T>::new(dev, OpenClOptions::default()).expect("engine");
+    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
     let probe = spec(12, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
     if gpu.supports(&probe).is_err() {
         eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
@@ -85,8 +98,8 @@ fn against_naive<T: Sample>(gpu: &mut OpenClEngine<T>, s: &TransformSpec, frames
 
 /// Every size of COMPOSITE and PRIME, real and complex, windows and scales rotated across sizes
 /// so each appears; returns the largest error seen.
-fn sweep<T: Sample>() -> f64 {
-    let Some(mut gpu) = engine::<T>() else {
+fn sweep<T: Sample>(options: OpenClOptions) -> f64 {
+    let Some(mut gpu) = engine_with::<T>(options) else {
         return 0.0;
     };
     let mut worst = 0.0f64;
@@ -112,12 +125,14 @@ fn sweep<T: Sample>() -> f64 {
 
 #[test]
 fn f32_composite_and_prime_sizes_against_the_f64_dft() {
-    sweep::<f32>();
+    sweep::<f32>(OpenClOptions::default());
+    sweep::<f32>(global_passes());
 }
 
 #[test]
 fn f64_composite_and_prime_sizes_against_the_f64_dft() {
-    sweep::<f64>();
+    sweep::<f64>(OpenClOptions::default());
+    sweep::<f64>(global_passes());
 }
 
 #[test]
@@ -187,8 +202,8 @@ fn large_sizes() {
 
 /// Overlapping frames (hop < frame, formed on the device) and `--average` runs summed on the
 /// device, at a mixed-radix, an odd and a Bluestein size, against the CPU engine.
-fn strided<T: Sample>(sizes: &[usize]) {
-    let Some(mut gpu) = engine::<T>() else {
+fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
+    let Some(mut gpu) = engine_with::<T>(options) else {
         return;
     };
     let mut cpu = CpuEngine::<T>::new();
@@ -230,8 +245,9 @@ fn strided<T: Sample>(sizes: &[usize]) {
 
 #[test]
 fn overlapping_frames_and_device_runs() {
-    strided::<f32>(&[1000, 105, 97]);
-    strided::<f64>(&[1000]);
+    strided::<f32>(OpenClOptions::default(), &[1000, 105, 97]);
+    strided::<f64>(OpenClOptions::default(), &[1000]);
+    strided::<f32>(global_passes(), &[1000, 105]);
 }
 
 #[test]

@@ -115,6 +115,10 @@ pub(super) fn enqueue_kernels<T: Sample>(
             }
             kernels.push(enqueue_post(post, launch, src)?);
         }
+        Path::MixedLocal(local) => {
+            let table = table.ok_or_else(|| "twiddle table missing".to_string())?;
+            kernels.push(super::mixed::enqueue_mixed_local(local, (window, table), launch)?);
+        }
         Path::Mixed(mixed) => mixed.enqueue(window, launch, &mut kernels)?,
     }
     Ok(kernels)

@@ -18,6 +18,10 @@ use opencl3::kernel::ExecuteKernel;
 use rustfft::num_complex::Complex;
 
 const SRC_MIXED: &str = include_str!("../../../kernels/mixed_radix.cl");
+const SRC_MIXED_LOCAL: &str = include_str!("../../../kernels/mixed_local.cl");
+
+/// Most work-items per group of the one-kernel mixed-radix path.
+const LOCAL_WG_MAX: usize = 256;
 
 /// The radices of the passes for `n` (16s, one of 8/4/2, then 3s, 5s, 7s) when its prime
 /// factors are 2, 3, 5 and 7 only; None otherwise (Bluestein).
@@ -107,6 +111,13 @@ enum Core<T: Sample> {
     Bluestein(Bluestein<T>),
 }
 
+/// The one-kernel path (mixed_local.cl) for sizes of factors 2, 3, 5, 7 whose frame fits local
+/// memory twice: one work-group of `wg` work-items per frame.
+pub(super) struct MixedLocal {
+    pub(super) kernel: Kernel,
+    pub(super) wg: usize,
+}
+
 /// The plan of one size that is not a power of two.
 pub(super) struct MixedPath<T: Sample> {
     m: usize,
@@ -154,6 +165,69 @@ impl<T: Sample> OpenClEngine<T> {
             core,
         })
     }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// The one-kernel path for `m` complex points and its twiddle table, when m's factors are
+    /// 2, 3, 5, 7 and two frames of m points fit `local_limit` bytes; else None.
+    pub(super) fn mixed_local(
+        &self,
+        m: usize,
+        opts: &str,
+        local_limit: usize,
+    ) -> Result<Option<(MixedLocal, Buffer<T>)>, String> {
+        let Some(radices) = radices(m) else {
+            return Ok(None);
+        };
+        // two arrays of m complex values (`a`, `b` in the kernel)
+        if 4 * m * std::mem::size_of::<T>() > local_limit {
+            return Ok(None);
+        }
+        let wg = (m / 4)
+            .next_multiple_of(32)
+            .clamp(32, LOCAL_WG_MAX)
+            .min(self.dev.info.max_work_group.max(1));
+        let list: Vec<String> = radices.iter().map(|r| r.to_string()).collect();
+        let opts = format!(
+            "{opts} -D WG={wg} -D NPASSES={} -D RADICES={{{}}}",
+            radices.len(),
+            list.join(",")
+        );
+        let src = [SRC_COMMON, SRC_MIXED, SRC_MIXED_LOCAL];
+        let program = self.dev.program("mixed_local", &src, &opts)?;
+        let kernel = Kernel::create(&program, "fft_mixed_local")
+            .map_err(|e| format!("kernel fft_mixed_local: {e}"))?;
+        Ok(Some((MixedLocal { kernel, wg }, self.upload(&twiddles(m))?)))
+    }
+}
+
+/// Enqueues the one-kernel mixed-radix path: input frames to finished bins, one group per frame.
+pub(super) fn enqueue_mixed_local<T: Sample>(
+    path: &MixedLocal,
+    (window, table): (&Buffer<T>, &Buffer<T>),
+    l: &Launch<'_, T>,
+) -> Result<Event, String> {
+    let frames = l.frames_u32()?;
+    // SAFETY: arguments in the order of mixed_local.cl's `fft_mixed_local`; one group of `wg`
+    // work-items (the kernel's required size) per frame, `frames` groups, each reading its frame
+    // at f × step and writing its bins; the twiddle table holds m points.
+    unsafe {
+        ExecuteKernel::new(&path.kernel)
+            .set_event_wait_list(l.wait)
+            .set_arg(l.inb)
+            .set_arg(window)
+            .set_arg(table)
+            .set_arg(l.outb)
+            .set_arg(&frames)
+            .set_arg(&l.args.mode)
+            .set_arg(&l.args.norm_edge)
+            .set_arg(&l.args.norm_interior)
+            .set_arg(&l.step)
+            .set_global_work_size(l.frames * path.wg)
+            .set_local_work_size(path.wg)
+            .enqueue_nd_range(l.q)
+    }
+    .map_err(|e| cl("fft_mixed_local launch", e))
 }
 
 impl<T: Sample> MixedPath<T> {

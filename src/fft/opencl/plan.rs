@@ -3,7 +3,7 @@
 //! window and twiddle tables on the device.
 
 use super::geometry::global_radices;
-use super::mixed::MixedPath;
+use super::mixed::{MixedLocal, MixedPath};
 use super::*;
 
 pub(super) enum Path<T: Sample> {
@@ -25,7 +25,9 @@ pub(super) enum Path<T: Sample> {
         passes: Vec<(usize, Kernel)>,
         post: Kernel,
     },
-    /// Frame sizes that are not powers of two (`mixed`).
+    /// Frame sizes that are not powers of two, one kernel in local memory (`mixed`).
+    MixedLocal(MixedLocal),
+    /// Frame sizes that are not powers of two, passes in global memory (`mixed`).
     Mixed(MixedPath<T>),
 }
 
@@ -112,7 +114,10 @@ impl<T: Sample> OpenClEngine<T> {
         let window = self.upload(&wv)?;
         let rb = std::mem::size_of::<T>();
         let (path, table, table2) = if !m.is_power_of_two() {
-            (Path::Mixed(self.mixed_path(m, &opts)?), None, None)
+            match self.mixed_local(m, &opts, self.local_limit())? {
+                Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
+                None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
+            }
         } else if let Some(g) = self.local_geometry(m) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, self.local_limit()) {
@@ -121,7 +126,7 @@ impl<T: Sample> OpenClEngine<T> {
             self.global_plan(m, &opts)?
         };
         let work_points = match &path {
-            Path::Local { .. } => 0,
+            Path::Local { .. } | Path::MixedLocal(_) => 0,
             Path::Mixed(mixed) => mixed.work_points(),
             _ => m,
         };
