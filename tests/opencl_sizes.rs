@@ -96,14 +96,17 @@ fn against_naive<T: Sample>(gpu: &mut OpenClEngine<T>, s: &TransformSpec, frames
     e
 }
 
-/// Every size of COMPOSITE and PRIME, real and complex, windows and scales rotated across sizes
-/// so each appears; returns the largest error seen.
-fn sweep<T: Sample>(options: OpenClOptions) -> f64 {
+/// Mixed-radix sizes for the global-memory passes (fewer: each size is one more program build).
+const GLOBAL: [usize; 6] = [6, 15, 105, 210, 1000, 3000];
+
+/// Every size of `sizes`, real and complex, windows and scales rotated across sizes so each
+/// appears; returns the largest error seen.
+fn sweep<T: Sample>(options: OpenClOptions, sizes: &[usize]) -> f64 {
     let Some(mut gpu) = engine_with::<T>(options) else {
         return 0.0;
     };
     let mut worst = 0.0f64;
-    for (i, &n) in COMPOSITE.iter().chain(&PRIME).enumerate() {
+    for (i, &n) in sizes.iter().enumerate() {
         for (j, kind) in [InputKind::Real, InputKind::Complex]
             .into_iter()
             .enumerate()
@@ -125,14 +128,17 @@ fn sweep<T: Sample>(options: OpenClOptions) -> f64 {
 
 #[test]
 fn f32_composite_and_prime_sizes_against_the_f64_dft() {
-    sweep::<f32>(OpenClOptions::default());
-    sweep::<f32>(global_passes());
+    let all: Vec<usize> = COMPOSITE.iter().chain(&PRIME).copied().collect();
+    sweep::<f32>(OpenClOptions::default(), &all);
+    sweep::<f32>(global_passes(), &GLOBAL);
 }
 
 #[test]
 fn f64_composite_and_prime_sizes_against_the_f64_dft() {
-    sweep::<f64>(OpenClOptions::default());
-    sweep::<f64>(global_passes());
+    // a spread of the sizes (each one more program build): odd, even, mixed and Bluestein
+    let some = [3, 7, 12, 30, 105, 960, 3000, 17, 1009, 2018];
+    sweep::<f64>(OpenClOptions::default(), &some);
+    sweep::<f64>(global_passes(), &GLOBAL[3..]);
 }
 
 #[test]
