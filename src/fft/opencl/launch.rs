@@ -117,7 +117,11 @@ pub(super) fn enqueue_kernels<T: Sample>(
         }
         Path::MixedLocal(local) => {
             let table = table.ok_or_else(|| "twiddle table missing".to_string())?;
-            kernels.push(super::mixed::enqueue_mixed_local(local, (window, table), launch)?);
+            kernels.push(super::mixed::enqueue_mixed_local(
+                local,
+                (window, table),
+                launch,
+            )?);
         }
         Path::Mixed(mixed) => mixed.enqueue(window, launch, &mut kernels)?,
     }

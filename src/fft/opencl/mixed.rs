@@ -197,7 +197,10 @@ impl<T: Sample> OpenClEngine<T> {
         let program = self.dev.program("mixed_local", &src, &opts)?;
         let kernel = Kernel::create(&program, "fft_mixed_local")
             .map_err(|e| format!("kernel fft_mixed_local: {e}"))?;
-        Ok(Some((MixedLocal { kernel, wg }, self.upload(&twiddles(m))?)))
+        Ok(Some((
+            MixedLocal { kernel, wg },
+            self.upload(&twiddles(m))?,
+        )))
     }
 }
 

@@ -19,9 +19,11 @@
 //!   then `post` (`r2c_post.cl`) for real input.
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
 //!   buffers -> `post`.
-//! - **mixed** (every size that is not a power of two; `mixed`): `pack` -> radix-16/8/4/2/3/5/7
-//!   Stockham passes in global memory -> `post`; a prime factor above 7 goes through Bluestein's
-//!   chirp-z transform over a power-of-two length. Odd real sizes run as complex frames.
+//! - **mixed** (every size that is not a power of two; `mixed`): radix-16/8/4/2/3/5/7 Stockham
+//!   passes, in one kernel in local memory when the frame fits twice (`mixed_local.cl`), else
+//!   `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime factor above 7 goes
+//!   through Bluestein's chirp-z transform over a power-of-two length. Odd real sizes run as
+//!   complex frames.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
 //! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
