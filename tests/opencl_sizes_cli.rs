@@ -1,7 +1,8 @@
 //! Frame sizes that are not powers of two through the whole binary on the OpenCL device (PoCL
 //! in CI): `fftd check` finds no mismatch against the CPU engine at mixed-radix, odd and prime
 //! sizes (f32 and f64, real and complex, several scales); `--device gpu` runs such frames on the
-//! device itself (`--stats` names the device with all the frames) with the CPU engine's values.
+//! device itself (`--stats` names the device with all the frames) with the CPU engine's values;
+//! `fftd bench --sizes` times such sizes on the device.
 
 mod common;
 
@@ -97,5 +98,42 @@ fn gpu_device_runs_other_sizes_itself() {
             let err = max_relative_error(g, c);
             assert!(err < 1e-4, "{frame}: error {err:e}");
         }
+    }
+}
+
+#[test]
+fn bench_times_other_sizes_on_the_device() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("b.csv");
+    let out = run(&[
+        "bench",
+        "--device",
+        "gpu",
+        "--sizes",
+        "1000,1009,105",
+        "--batch",
+        "8",
+        "--reps",
+        "1",
+        "--csv",
+        csv.to_str().expect("utf8"),
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    for n in ["1000", "1009", "105"] {
+        let row = text
+            .lines()
+            .find(|l| l.split(',').next() == Some(n))
+            .unwrap_or_else(|| panic!("no row for {n}: {text}"));
+        // n, frames, precision, kind, cpu µs, opencl µs, ...: the device timed every size
+        let opencl_us: f64 = row
+            .split(',')
+            .nth(5)
+            .and_then(|v| v.parse().ok())
+            .expect("µs");
+        assert!(opencl_us > 0.0, "{row}");
     }
 }
