@@ -2,7 +2,7 @@
 //! in CI): `fftd check` finds no mismatch against the CPU engine at mixed-radix, odd and prime
 //! sizes (f32 and f64, real and complex, several scales); `--device gpu` runs such frames on the
 //! device itself (`--stats` names the device with all the frames) with the CPU engine's values;
-//! `fftd bench --sizes` times such sizes on the device.
+//! mel bands and `--average` at such sizes equal the CPU engine's; `fftd bench --sizes` times them.
 
 mod common;
 
@@ -135,5 +135,49 @@ fn bench_times_other_sizes_on_the_device() {
             .and_then(|v| v.parse().ok())
             .expect("µs");
         assert!(opencl_us > 0.0, "{row}");
+    }
+}
+
+#[test]
+fn bands_and_average_at_other_sizes_equal_the_cpu() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(60_000, 34));
+    let p = real.to_str().expect("utf8");
+    // 4410 = 2·3²·5·7² (mixed radix), 2018 = 2·1009 (Bluestein): mel bands summed and runs of
+    // four frames averaged on the device, overlapping frames formed there
+    for (frame, hop) in [("4410", "2205"), ("2018", "1009")] {
+        let args = |device| {
+            vec![
+                "--file",
+                p,
+                "--frame",
+                frame,
+                "--hop",
+                hop,
+                "--rate",
+                "44100",
+                "--bands",
+                "mel:40",
+                "--average",
+                "4",
+                "--device",
+                device,
+            ]
+        };
+        let (cpu, gpu) = (run(&args("cpu")), run(&args("gpu")));
+        assert!(gpu.status.success(), "{frame}: {}", stderr_text(&gpu));
+        let (c, g) = (
+            parse_rows(&stdout_text(&cpu)),
+            parse_rows(&stdout_text(&gpu)),
+        );
+        assert!(!c.is_empty() && c.len() == g.len(), "{frame}");
+        for (c, g) in c.iter().zip(&g) {
+            let err = max_relative_error(g, c);
+            assert!(err < 1e-4, "{frame}: error {err:e}");
+        }
     }
 }
