@@ -59,7 +59,8 @@ def expected_messages(args, rows, layout):
     if layout == "1":
         return rows
     budget = (1 << 20) - 4096
-    block = min(128, (budget // 4 - args.frame) // args.hop + 1)  # fftd publish's blocks
+    fit = (min(budget, 1 << 20) // 4 - args.frame) // args.hop + 1  # fftd publish's blocks:
+    block = 1 << (min(fit, 65536, (1 << 26) // args.frame).bit_length() - 1)  # a power of two
     per_message = max(1, budget // ((args.frame // 2 + 1) * 4 + 20))
     if layout != "max":
         per_message = min(per_message, int(layout))
