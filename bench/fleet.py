@@ -7,7 +7,9 @@ against a local `fftd --file` of the same recording written to a file.
 
 Reports rows/s, samples/s and MB/s (of f32 rows: rows x bins x 4 bytes) for each, from the
 publisher's start until the spectra stream holds every message, read from the server's
-monitoring endpoint /jsz, and the ratio of each time to the local run's. Needs nats-server
+monitoring endpoint /jsz, and the ratio of each time to the local run's; for the fleet also how
+long `fftd publish` took, the CPU time it used and the CPU time the server(s) used meanwhile
+(where the samples' way into the broker spends its time). Needs nats-server
 (scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
@@ -36,6 +38,13 @@ def stream_messages(mport, name):
             if stream["name"] == name:
                 return stream["state"]["messages"]
     return 0
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a running process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def frames_of(samples, n, hop):
@@ -100,7 +109,7 @@ def nats_server(args):
             time.sleep(0.5)
         else:
             subprocess.run(setup, check=True)
-        yield urls, mport
+        yield urls, mport, servers
     finally:
         for server in servers:
             server.terminate()
@@ -116,7 +125,7 @@ def address(urls, first):
 
 
 def fleet_run(args, path, rows, layout):
-    with nats_server(args) as (urls, mport):
+    with nats_server(args) as (urls, mport, servers):
         framing = ["--frame", str(args.frame), "--hop", str(args.hop)]
         workers = [subprocess.Popen([FFTD, "--file", f"{address(urls, i % len(urls))}/FRAMES/workers",
                                      "--output", f"{address(urls, i % len(urls))}/spectra.bench",
@@ -125,26 +134,33 @@ def fleet_run(args, path, rows, layout):
                    for i in range(args.workers)]
         time.sleep(args.warmup)  # connected and fetching (a GPU worker also builds its programs)
         started = time.perf_counter()
-        subprocess.run([FFTD, "publish", "--file", path, "--rate", "48000", "--to", f"{address(urls, 0)}/frames.bench",
-                        *framing], check=True)
+        server_cpu = sum(cpu_seconds(s.pid) for s in servers)
+        publisher = subprocess.Popen([FFTD, "publish", "--file", path, "--rate", "48000",
+                                      "--to", f"{address(urls, 0)}/frames.bench", *framing])
+        _, status, usage = os.wait4(publisher.pid, 0)
+        publisher.returncode = os.waitstatus_to_exitcode(status)
+        if publisher.returncode != 0:
+            sys.exit(f"fftd publish failed ({publisher.returncode})")
         published = time.perf_counter() - started
+        publish_cpu = usage.ru_utime + usage.ru_stime
         want = expected_messages(args, rows, layout)
         while (stored := stream_messages(mport, "SPECTRA")) < want:
             if time.perf_counter() - started > 300:
                 sys.exit(f"the fleet stored {stored} of {want} messages in 300 s")
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
+        server_cpu = sum(cpu_seconds(s.pid) for s in servers) - server_cpu
         for w in workers:
             w.send_signal(signal.SIGINT)
         for w in workers:
             w.wait(timeout=30)
-        return elapsed, published
+        return elapsed, published, publish_cpu, server_cpu
 
 
 def direct_run(args, path, rows, layout):
     """One local run publishing its rows itself (--output nats://): it exits once every row is
     acknowledged, and the stream is checked to hold them all."""
-    with nats_server(args) as (urls, mport):
+    with nats_server(args) as (urls, mport, _):
         started = time.perf_counter()
         subprocess.run([FFTD, "--file", path, "--rate", "48000", "--frame", str(args.frame), "--hop", str(args.hop),
                         "--device", "cpu", "--format", "f32", "--output", f"{address(urls, 0)}/spectra.bench",
@@ -212,7 +228,10 @@ def main():
         fleet = [fleet_run(args, path, rows, layout) for _ in range(args.runs)]
         fleet_s = statistics.median(f[0] for f in fleet)
         publish_s = statistics.median(f[1] for f in fleet)
-        line(f"fleet publish + {args.workers} workers, rows/msg {layout}", fleet_s, f"  (publish alone {publish_s:.3f} s)")
+        publish_cpu = statistics.median(f[2] for f in fleet)
+        server_cpu = statistics.median(f[3] for f in fleet)
+        line(f"fleet publish + {args.workers} workers, rows/msg {layout}", fleet_s,
+             f"  (publish alone {publish_s:.3f} s, its CPU {publish_cpu:.2f} s; nats-server CPU {server_cpu:.2f} s)")
         direct = statistics.median(direct_run(args, path, rows, layout) for _ in range(args.runs))
         line(f"local --output nats://, rows/msg {layout}", direct)
 
