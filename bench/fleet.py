@@ -14,7 +14,7 @@ long `fftd publish` took, the CPU time it used and the CPU time the server(s) us
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
                            [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
-                           [--cluster] [--layouts max,1]
+                           [--cluster] [--layouts max,1] [--publishers 1]
 
 FFTD names the fftd binary (default target/release/fftd).
 """
@@ -118,6 +118,21 @@ def nats_server(args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def split_input(args, path):
+    """The input, or with --publishers K > 1 its K consecutive parts (files made once)."""
+    k = args.publishers
+    if k <= 1:
+        return [path]
+    size = args.samples // k
+    parts = [f"{path[:-len('.f32')]}-part{i}of{k}.f32" for i in range(k)]
+    for i, part in enumerate(parts):
+        if not os.path.exists(part):
+            with open(path, "rb") as src, open(part, "wb") as dst:
+                src.seek(i * size * 4)
+                dst.write(src.read((size if i < k - 1 else args.samples - i * size) * 4))
+    return parts
+
+
 def address(urls, first):
     """Every node, `first` first: nats://a:1,b:2 (a worker fails over to the others)."""
     hosts = [u[len("nats://"):] for u in urls]
@@ -135,17 +150,27 @@ def fleet_run(args, path, rows, layout):
         time.sleep(args.warmup)  # connected and fetching (a GPU worker also builds its programs)
         started = time.perf_counter()
         server_cpu = sum(cpu_seconds(s.pid) for s in servers)
-        publisher = subprocess.Popen([FFTD, "publish", "--file", path, "--rate", "48000",
-                                      "--to", f"{address(urls, 0)}/frames.bench", *framing])
-        _, status, usage = os.wait4(publisher.pid, 0)
-        publisher.returncode = os.waitstatus_to_exitcode(status)
-        if publisher.returncode != 0:
-            sys.exit(f"fftd publish failed ({publisher.returncode})")
+        # one publisher, or --publishers K each with a part of the input (a connection each)
+        parts = split_input(args, path)
+        publishers = [subprocess.Popen([FFTD, "publish", "--file", part, "--rate", "48000",
+                                        "--to", f"{address(urls, 0)}/frames.bench", *framing])
+                      for part in parts]
+        publish_cpu = 0.0
+        for publisher in publishers:
+            _, status, usage = os.wait4(publisher.pid, 0)
+            publisher.returncode = os.waitstatus_to_exitcode(status)
+            if publisher.returncode != 0:
+                for w in workers:
+                    w.kill()
+                sys.exit(f"fftd publish failed ({publisher.returncode})")
+            publish_cpu += usage.ru_utime + usage.ru_stime
         published = time.perf_counter() - started
-        publish_cpu = usage.ru_utime + usage.ru_stime
-        want = expected_messages(args, rows, layout)
+        want = sum(expected_messages(args, frames_of(os.path.getsize(part) // 4, args.frame, args.hop), layout)
+                   for part in parts)
         while (stored := stream_messages(mport, "SPECTRA")) < want:
             if time.perf_counter() - started > 300:
+                for w in workers:
+                    w.kill()
                 sys.exit(f"the fleet stored {stored} of {want} messages in 300 s")
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
@@ -200,6 +225,8 @@ def main():
     p.add_argument("--cluster", action="store_true", help="a 3-node cluster on loopback, R3 streams")
     p.add_argument("--layouts", default="max,1", help="--rows-per-message values to measure")
     p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
+    p.add_argument("--publishers", type=int, default=1,
+                   help="fftd publish processes at once, each with 1/K of the input (K connections into the work stream)")
     args = p.parse_args()
     path = os.path.join(tempfile.gettempdir(), f"fftd-fleet-bench-{args.samples}.f32")
     if not os.path.exists(path):
@@ -230,7 +257,8 @@ def main():
         publish_s = statistics.median(f[1] for f in fleet)
         publish_cpu = statistics.median(f[2] for f in fleet)
         server_cpu = statistics.median(f[3] for f in fleet)
-        line(f"fleet publish + {args.workers} workers, rows/msg {layout}", fleet_s,
+        who = "publish" if args.publishers <= 1 else f"{args.publishers} publishers"
+        line(f"fleet {who} + {args.workers} workers, rows/msg {layout}", fleet_s,
              f"  (publish alone {publish_s:.3f} s, its CPU {publish_cpu:.2f} s; nats-server CPU {server_cpu:.2f} s)")
         direct = statistics.median(direct_run(args, path, rows, layout) for _ in range(args.runs))
         line(f"local --output nats://, rows/msg {layout}", direct)

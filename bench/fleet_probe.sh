@@ -14,7 +14,9 @@
 #
 # It prints each configuration's lines (rows/s, samples/s, MB/s, ratio to the local run, and
 # `fftd publish` alone) and, when $OUT is set, keeps them in $OUT/fleet_probe.txt. About 5
-# minutes on 16 cores. Without the carried nats-server it uses one on PATH, if any.
+# minutes on 16 cores. The last two lines tell where the samples' way in is bound: a memory store
+# (the file store's share), and 4 publishers on 4 connections into the same work stream (the
+# server's per-connection ingest). Without the carried nats-server it uses one on PATH, if any.
 # SAMPLES=N and RUNS=N override the input size (64 M f32 samples) and runs per line (3).
 set -euo pipefail
 here=target/fleet-probe
@@ -51,3 +53,4 @@ probe --samples "$samples" --runs "$runs" --cluster
 probe --samples "$samples" --runs "$runs" --frame 4096 --hop 2048 --layouts max
 probe --samples "$samples" --runs "$runs" --workers 6 --layouts max
 probe --samples "$samples" --runs "$runs" --memory --layouts max
+probe --samples "$samples" --runs "$runs" --publishers 4 --layouts max
