@@ -341,6 +341,7 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         realtime: o.realtime,
         max_frames: max_frames.map(|m| m as u64),
         duration: o.duration,
+        retry: o.retry,
     })
 }
 
@@ -383,8 +384,14 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
-    crate::alerts::check_alerts(&o.alert, o.events.as_deref(), to_stdout, conflict)
-        .map_err(FftdError::Usage)
+    crate::alerts::check_alerts(
+        &o.alert,
+        o.events.as_deref(),
+        to_stdout,
+        conflict,
+        o.retry.is_some(),
+    )
+    .map_err(FftdError::Usage)
 }
 
 /// Where rows go: `--output`/`--output-dir` (stdout without), `--meta`, the image's options.

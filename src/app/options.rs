@@ -79,6 +79,10 @@ deserialize_from_str!(
     crate::sink::rotate::RotateSpec,
     "a duration such as \"1h\" or a size such as \"500MB\""
 );
+deserialize_from_str!(
+    crate::source::retry_policy::RetryPolicy,
+    "\"forever\", a number of attempts or a duration such as \"1h\""
+);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -391,6 +395,14 @@ pub struct Options {
     #[arg(long, value_name = "DURATION")]
     pub post: Option<String>,
 
+    /// Reopen a live input that fails (the microphone, an rtl_tcp:// server, a named FIFO whose
+    /// writer went away) instead of ending the run: forever, N attempts in a row, or for at most
+    /// a DURATION per outage (90s, 1h); waits 0.5 s doubling to 30 s between attempts. Each gap
+    /// is a log line, a "gap" event (--events) and a /metrics counter [default: a failure ends
+    /// the input].
+    #[arg(long, value_name = "forever|N|DURATION")]
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
+
     // issue 28: rows batched into NATS messages
     /// --output nats://: rows per message, a number or max (as many as fit the server's
     /// max_payload; a fleet worker: at most a block's); 1 sends one message per row
@@ -491,6 +503,7 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         record_on_alert,
         pre,
         post,
+        retry,
         rows_per_message // issue 28
     )
 }
