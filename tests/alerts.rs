@@ -86,7 +86,9 @@ fn a_full_scale_sine_in_the_band_reads_minus_3_01_db_whatever_the_window() {
             ]);
             assert!(out.status.success(), "{out:?}");
             let events = events_of(&String::from_utf8_lossy(&out.stdout));
-            assert_eq!(events.len(), 1, "{window} {scale}: {events:?}");
+            // the start, and the end the run's end makes
+            assert_eq!(events.len(), 2, "{window} {scale}: {events:?}");
+            assert_eq!(events[1]["run_end"], true, "{window} {scale}: {events:?}");
             let db = events[0]["db"].as_f64().unwrap();
             assert!((db - -3.0103).abs() < 0.001, "{window} {scale}: {db} dB");
         }
@@ -127,7 +129,8 @@ fn events_on_tone_bursts_come_at_known_times_with_hysteresis_and_hold() {
     let events = events_of(&std::fs::read_to_string(&events_path).unwrap());
     for e in &events {
         let keys: Vec<&String> = e.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 5, "{e}");
+        // the five keys; "run_end" too on an end the run's end made
+        assert_eq!(keys.len(), 5 + usize::from(e["run_end"] == true), "{e}");
         assert!(
             e["stream"] == 0 && e["db"].is_f64() || e["db"].is_null(),
             "{e}"
@@ -322,6 +325,53 @@ fn the_live_view_serves_events_and_a_counter_per_rule() {
         .unwrap()
         .success());
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn an_alert_still_on_at_the_end_of_the_run_ends_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    // 1 s; the tone starts at 0.5 s and is still on at the end
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.5, 1.0);
+    write_f32(&input, &x);
+    let events = dir.path().join("ev.ndjson");
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "400",
+        "--output",
+        "/dev/null",
+        "--alert",
+        "name=hum,band=900-1100,above=-20",
+        "--alert",
+        "name=never,band=2000-3000,above=-20",
+        "--events",
+        s(&events),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let got = events_of(&std::fs::read_to_string(&events).unwrap());
+    assert_eq!(
+        summary(&got),
+        [
+            ("start".to_string(), "hum".to_string(), 0.5),
+            // the last row (frame 19 of 400 samples) is where the run ends
+            ("end".to_string(), "hum".to_string(), 0.95),
+        ]
+    );
+    assert_eq!(got[1]["run_end"], true, "{:?}", got[1]);
+    assert!(
+        (got[1]["db"].as_f64().unwrap() + 3.0103).abs() < 0.01,
+        "{:?}",
+        got[1]
+    );
+    assert!(
+        got[0].get("run_end").is_none(),
+        "only the run's end says so"
+    );
 }
 
 #[test]
