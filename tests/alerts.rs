@@ -1,7 +1,8 @@
 //! `--alert` and `--events` (issue 27): the band level of a full-scale sine is −3.01 dB whatever
 //! the window and the scale; events on synthetic tone bursts at known times, within one hop, with
 //! hysteresis and hold; the config-file keys; the live view's `/events` (server-sent events) and
-//! `/metrics` counters; events to a real nats-server; bad rules are one-line usage errors.
+//! `/metrics` counters; events to a real nats-server (also one that wants a user and password,
+//! given with the fleet's `--nats-user`/`--nats-password`); an alert on at the run's end; bad rules are one-line usage errors.
 
 mod common;
 mod fleet_common;
@@ -425,6 +426,71 @@ fn events_go_to_a_nats_subject() {
         (got[0]["time_s"].as_f64().unwrap() - 0.25).abs() <= 0.05,
         "{got:?}"
     );
+}
+
+#[test]
+fn events_to_a_nats_server_that_wants_credentials_use_the_fleets_flags() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    const USER: &str = "alerts-user";
+    const PASSWORD: &str = "pw-Alerts-9131";
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<std::ffi::OsString> = ["--user", USER, "--pass", PASSWORD]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let auth = fleet_common::ClientAuth::UserPassword(USER.into(), PASSWORD.into());
+    let server = fleet_common::NatsServer::start_with(dir.path(), &args, auth);
+    let input = dir.path().join("x.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.25, 0.5);
+    write_f32(&input, &x);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let options = async_nats::ConnectOptions::with_user_and_password(USER.into(), PASSWORD.into());
+    let client = rt
+        .block_on(options.connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("site2.alerts"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).unwrap();
+    let events = |password: &str| {
+        fftd()
+            .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+            .args(["--output", "/dev/null", "--device", "cpu"])
+            .args(["--alert", "name=hum,band=900-1100,above=-20"])
+            .args(["--events", &server.url("site2.alerts")])
+            .args(["--nats-user", USER, "--nats-password", password])
+            .args(["--connect-timeout", "2"])
+            .env_remove("NATS_USER")
+            .env_remove("NATS_PASSWORD")
+            .env_remove("NATS_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .expect("fftd runs")
+    };
+    let out = events(PASSWORD);
+    assert!(out.status.success(), "{out:?}");
+    use futures_util::StreamExt;
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let msg = rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), sub.next()).await })
+            .expect("an event within 5 s")
+            .expect("a message");
+        got.push(serde_json::from_slice::<Value>(&msg.payload).unwrap());
+    }
+    assert_eq!(
+        (&got[0]["event"], &got[1]["event"]),
+        (&"start".into(), &"end".into())
+    );
+    // a wrong password: one line, exit 1, before the run, never showing the secret
+    let wrong = "pw-Wrong-0000";
+    let out = events(wrong);
+    assert_clean_error(&out, 1, &["--events"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(wrong));
 }
 
 #[test]

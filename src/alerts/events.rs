@@ -78,15 +78,14 @@ pub enum EventWriter {
 
 impl EventWriter {
     /// Opens `target` (a file is created or appended to; a NATS server must answer now).
-    pub fn open(target: &EventsTarget) -> Result<Self, String> {
+    pub fn open(target: &EventsTarget, nats: &super::EventsNats) -> Result<Self, String> {
         match target {
             EventsTarget::Stdout => Ok(EventWriter::Stdout),
             EventsTarget::File(path) => open_append(path)
                 .map(EventWriter::File)
                 .map_err(|e| format!("--events {}: {e}", path.display())),
-            EventsTarget::Nats(url) => {
-                super::feed::NatsEvents::connect(url).map(|n| EventWriter::Nats(Box::new(n)))
-            }
+            EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0)
+                .map(|n| EventWriter::Nats(Box::new(n))),
         }
     }
 

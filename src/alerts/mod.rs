@@ -25,6 +25,19 @@ use std::sync::Arc;
 pub struct AlertOptions {
     pub rules: Vec<AlertRule>,
     pub events: Option<EventsTarget>,
+    /// `--events nats://…`: the fleet's credentials and TLS flags (`--nats-creds`, …).
+    pub nats: EventsNats,
+}
+
+/// The NATS connection flags `--events nats://…` connects with (never shown in `Debug`: they
+/// hold secrets).
+#[derive(Clone, Default)]
+pub struct EventsNats(pub crate::fleet::connect::NatsArgs);
+
+impl std::fmt::Debug for EventsNats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventsNats(..)")
+    }
 }
 
 /// What hears about each event besides the writer and the feed (the triggered recorder), and
@@ -222,5 +235,6 @@ pub fn check_alerts(
     Ok(AlertOptions {
         rules: rules.to_vec(),
         events,
+        nats: EventsNats::default(),
     })
 }

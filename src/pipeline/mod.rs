@@ -391,7 +391,7 @@ pub(super) fn wire_alerts(
     let writer = options
         .events
         .as_ref()
-        .map(crate::alerts::events::EventWriter::open)
+        .map(|target| crate::alerts::events::EventWriter::open(target, &options.nats))
         .transpose()
         .map_err(FftdError::Runtime)?;
     let feed = live_view.map(|view| {
