@@ -493,6 +493,119 @@ fn events_to_a_nats_server_that_wants_credentials_use_the_fleets_flags() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(wrong));
 }
 
+/// The first event's db of a run over `x` at 8 kHz, frames of 400 (20 Hz bins), with `extra`.
+fn first_event(dir: &Path, x: &[f64], extra: &[&str]) -> Value {
+    let input = dir.join("m.f32");
+    write_f32(&input, x);
+    let out = run(&[
+        &["--file", s(&input), "--rate", "8000", "--frame", "400"][..],
+        &["--output", "/dev/null", "--events", "-", "--format", "csv"],
+        extra,
+    ]
+    .concat());
+    // csv to /dev/null, events on stdout
+    assert!(out.status.success(), "{out:?}");
+    let events = events_of(&String::from_utf8_lossy(&out.stdout));
+    events.into_iter().next().expect("an event")
+}
+
+#[test]
+fn band_levels_are_weighted_and_calibrated_with_the_measurement_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    // a full-scale sine at 1 kHz and one at 100 Hz, on bins: with --calibration 94 --weighting a
+    // the band reads 94 dB plus the A weighting of its bins, as --bands sums them: Hann puts a
+    // quarter of the power in each neighbour bin (80 and 120 Hz here), and the sum is divided by
+    // the window's noise bandwidth (1.5 bins). At 1 kHz A is flat (0.00 dB): 94.00 dB.
+    let a = |f: f64| -> f64 {
+        // IEC 61672-1 annex E's A weighting as a power gain (A(1 kHz) = 0 dB)
+        let (f1, f2, f3, f4) = (20.598997f64, 107.65265f64, 737.86223f64, 12194.217f64);
+        let f2_ = f * f;
+        let r = f4 * f4 * f2_ * f2_
+            / ((f2_ + f1 * f1) * ((f2_ + f2 * f2) * (f2_ + f3 * f3)).sqrt() * (f2_ + f4 * f4));
+        10f64.powf((20.0 * r.log10() + 2.0) / 10.0)
+    };
+    let at_100 = 94.0 + 10.0 * ((a(100.0) + 0.25 * a(80.0) + 0.25 * a(120.0)) / 1.5).log10();
+    assert!((at_100 - 75.03).abs() < 0.02, "{at_100}");
+    for (hz, band, want) in [(1000.0, "900-1100", 94.0), (100.0, "60-140", at_100)] {
+        let mut x = vec![0.0; 8000];
+        burst(&mut x, hz, 1.0, 0.0, 1.0);
+        let rule = format!("name=t,band={band},above=0");
+        for scale in ["db", "power", "magnitude"] {
+            let e = first_event(
+                dir.path(),
+                &x,
+                &[
+                    "--alert",
+                    &rule,
+                    "--calibration",
+                    "94",
+                    "--weighting",
+                    "a",
+                    "--scale",
+                    scale,
+                ],
+            );
+            let db = e["db"].as_f64().unwrap();
+            assert!(
+                (db - want).abs() < 0.02,
+                "{hz} Hz, {scale}: {db} dB, want {want}"
+            );
+        }
+    }
+    // without --calibration the unit is dBFS (AES17): a full-scale sine reads 0 dB, weighted
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 0.5, 0.0, 1.0);
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=t,band=900-1100,above=-100",
+            "--weighting",
+            "c",
+        ],
+    );
+    let db = e["db"].as_f64().unwrap();
+    assert!((db - (-6.0206 - 0.0)).abs() < 0.02, "{db}");
+}
+
+#[test]
+fn peak_and_level_rules_read_the_rows_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.5, 1.0);
+    burst(&mut x, 2500.0, 0.01, 0.0, 1.0); // a weak tone outside the peak rule's range
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=p,peak=900-1100,above=80",
+            "--peaks",
+            "3",
+            "--calibration",
+            "94",
+        ],
+    );
+    assert_eq!((&e["event"], &e["alert"]), (&"start".into(), &"p".into()));
+    assert!((e["time_s"].as_f64().unwrap() - 0.5).abs() <= 0.05, "{e}");
+    assert!((e["db"].as_f64().unwrap() - 94.0).abs() < 0.1, "{e}");
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=l,level=leq,above=80",
+            "--levels",
+            "--calibration",
+            "94",
+        ],
+    );
+    assert_eq!(e["alert"], "l");
+    assert!((e["time_s"].as_f64().unwrap() - 0.5).abs() <= 0.05, "{e}");
+    assert!((e["db"].as_f64().unwrap() - 94.0).abs() < 0.1, "{e}");
+}
+
 #[test]
 fn bad_rules_and_combinations_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -512,6 +625,14 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         (
             vec!["--alert", "name=a,band=0-1,above=0", "--bands", "octave"],
             vec!["--bands"],
+        ),
+        (
+            vec!["--alert", "name=a,level=leq,above=0"],
+            vec!["level=", "--levels"],
+        ),
+        (
+            vec!["--alert", "name=a,peak=1-2,above=0", "--levels"],
+            vec!["peak=", "--peaks"],
         ),
         (
             vec![

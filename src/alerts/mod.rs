@@ -195,7 +195,8 @@ impl Alerts {
 
 /// Checks `--alert` and `--events` into the run's options. `spectra_to_stdout`: the spectra go
 /// to stdout (so events cannot); `conflict`: a flag whose rows are not plain bins, which the
-/// band level cannot read yet; `retry`: `--retry` is given, whose gaps are events too. The
+/// band level cannot read yet; `retry`: `--retry` is given, whose gaps are events too;
+/// `measured`: `--levels` and `--peaks` are given (what `level=` and `peak=` rules read). The
 /// message is a usage error's.
 pub fn check_alerts(
     rules: &[AlertRule],
@@ -203,6 +204,7 @@ pub fn check_alerts(
     spectra_to_stdout: bool,
     conflict: Option<&str>,
     retry: bool,
+    measured: (bool, bool),
 ) -> Result<AlertOptions, String> {
     let events = events.map(events::parse_events).transpose()?;
     if rules.is_empty() && !(retry && events.is_some()) {
@@ -218,6 +220,23 @@ pub fn check_alerts(
         return Err(format!(
             "--alert reads each row's bins; {flag} changes the rows (give alerts on plain spectra)"
         ));
+    }
+    for rule in rules {
+        match rule.reads {
+            rule::Reads::Level(_) if !measured.0 => {
+                return Err(format!(
+                    "--alert {}: level= reads the row's --levels readings: give --levels",
+                    rule.name
+                ))
+            }
+            rule::Reads::Peak(..) if !measured.1 => {
+                return Err(format!(
+                    "--alert {}: peak= reads the row's --peaks: give --peaks N",
+                    rule.name
+                ))
+            }
+            _ => {}
+        }
     }
     if let Some(twice) = rules
         .iter()

@@ -373,14 +373,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     let alert_conflicts = [
         (o.bands.is_some(), "--bands"),
         (o.fmin.is_some() || o.fmax.is_some(), "--fmin/--fmax"),
-        (
-            o.calibration.is_some() || o.calibration_file.is_some() || o.weighting.is_some(),
-            "--calibration/--weighting",
-        ),
-        (
-            o.levels || o.peaks.is_some() || o.distortion || o.cross.is_some(),
-            "--levels/--peaks/--distortion/--cross",
-        ),
+        (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
@@ -390,6 +383,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
         to_stdout,
         conflict,
         o.retry.is_some(),
+        (o.levels, o.peaks.is_some_and(|p| p > 0)),
     )
     .map_err(FftdError::Usage)
 }
