@@ -371,14 +371,17 @@ pub struct Options {
     pub rotate: Option<crate::sink::rotate::RotateSpec>,
 
     /// An alert rule (repeatable): name=NAME,band=LO-HI,above=DB|below=DB[,hysteresis=DB]
-    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB); each start
-    /// and end is an event (--events, the live view's /events and /metrics, the log).
+    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB; with
+    /// --calibration/--weighting calibrated and weighted, in the run's unit); peak=LO-HI (with
+    /// --peaks) or level=leq|lfmax|lfmin|lsmax|lsmin (with --levels) instead of band=; each
+    /// start and end is an event (--events, the live view's /events and /metrics, the log).
     #[arg(long = "alert", value_name = "RULE")]
     #[serde(default)]
     pub alert: Vec<crate::alerts::rule::AlertRule>,
 
-    /// Where alert events go, one JSON object a line: a file (appended to), - for stdout, or
-    /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
+    /// Where alert events (and --retry's gap events) go, one JSON object a line: a file
+    /// (appended to), - for stdout, or nats://HOST:PORT/SUBJECT (with the --nats-* flags)
+    /// [default: the log and the live view only].
     #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
     pub events: Option<String>,
 
