@@ -243,6 +243,27 @@ fn a_shell_pipe_is_not_reopened_and_retry_needs_a_live_input_for_events() {
     assert_clean_error(&bad, 2, &["--events", "--alert", "--retry"]);
     let bad = run(&["--file", "x.f32", "--retry", "soon"]);
     assert_clean_error(&bad, 2, &["--retry", "soon", "forever"]);
+    // the config key: a number of attempts, or a string
+    let config = dir.join("retry.toml");
+    std::fs::write(&config, "retry = \"soon\"\n").expect("config");
+    let bad = run(&["--config", config.to_str().unwrap(), "--file", "x.f32"]);
+    assert_clean_error(&bad, 2, &["retry", "forever"]);
+    std::fs::write(&config, "retry = 10\n").expect("config");
+    let mut child = fftd()
+        .args(["--config", config.to_str().unwrap()])
+        .args(["--file", "-", "--input-format", "f32", "--rate", "1024"])
+        .args(["--frame", "1024", "--format", "csv", "--device", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fftd");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(&signal()).expect("feed");
+    drop(stdin);
+    let out = child.wait_with_output().expect("fftd ends");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(stderr_text(&out).contains("--retry: - is not a named FIFO"));
 }
 
 /// A loopback rtl_tcp server: header, the client's commands, then cu8 I/Q paced at `RATE`.
@@ -439,24 +460,26 @@ fn retry_counters_are_on_metrics() {
         .local_addr()
         .expect("addr")
         .port();
-    let child = fftd()
-        .arg("--file")
-        .arg(&fifo)
-        .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
-        .args([
-            "--device",
-            "cpu",
-            "--retry",
-            "forever",
-            "--output",
-            "/dev/null",
-        ])
-        .args(["--serve", &format!("127.0.0.1:{port}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fftd");
+    let mut child = Reaped(Some(
+        fftd()
+            .arg("--file")
+            .arg(&fifo)
+            .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
+            .args([
+                "--device",
+                "cpu",
+                "--retry",
+                "forever",
+                "--output",
+                "/dev/null",
+            ])
+            .args(["--serve", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start fftd"),
+    ));
     write_fifo(&fifo, &signal());
     std::thread::sleep(Duration::from_millis(700));
     write_fifo(&fifo, &signal());
@@ -475,9 +498,22 @@ fn retry_counters_are_on_metrics() {
         .and_then(|n| n.trim().parse().ok())
         .expect("fftd_input_retries_total");
     assert!(retries >= 1, "{metrics}");
+    let child = child.0.take().expect("child");
     interrupt(&child);
     let (code, stderr) = wait(child);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// A child killed if the test fails before it is waited for (no fftd left behind).
+struct Reaped(Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// SIGINT to `child` (as Ctrl-C).
