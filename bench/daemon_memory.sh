@@ -3,11 +3,12 @@
 # at its sample rate by a generator: a 1 kHz tone on for 2 s every 10 s over low noise) through
 # rotation every minute, two alerts firing (events to a file), triggered recordings and the live
 # view; the resident set size (VmRSS) is sampled every 10 s. Reports the RSS after the warm-up
-# (the first minute), at the end and at its highest, and the growth from warm-up to the end.
+# (the first WARMUP s), at the last sample before the input ends, its range in between, and the
+# growth from warm-up to the end.
 # Not part of the test suite (it takes DURATION seconds).
 #
 #   bench/daemon_memory.sh                 # 30 minutes (the issue's run)
-#   DURATION=150 bench/daemon_memory.sh    # a short look
+#   DURATION=300 bench/daemon_memory.sh    # a short look
 #
 # Env: DURATION (s, default 1800), RATE (Hz, default 48000), FFTD (binary, default
 # target/release/fftd), OUT (folder, default a new temporary one; kept).
@@ -17,7 +18,7 @@ DURATION=${DURATION:-1800}
 RATE=${RATE:-48000}
 FFTD=${FFTD:-target/release/fftd}
 OUT=${OUT:-$(mktemp -d /tmp/fftd-daemon-memory.XXXXXX)}
-WARMUP=60
+WARMUP=${WARMUP:-120}   # s: the pre-roll rings and the live view's history fill first
 mkdir -p "$OUT/spectra" "$OUT/rec"
 [ -x "$FFTD" ] || { echo "daemon_memory: $FFTD not built (cargo build --release)" >&2; exit 1; }
 
@@ -73,16 +74,18 @@ python3 - "$OUT" "$WARMUP" "$DURATION" <<'PY'
 import csv, os, sys
 out, warmup, duration = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 rows = [(int(r["seconds"]), int(r["rss_kib"])) for r in csv.DictReader(open(f"{out}/rss.csv"))]
-after = [r for r in rows if r[0] >= warmup]
+after = [r for r in rows if warmup <= r[0] < duration]   # the end's teardown is not the run
 if len(after) < 2:
     sys.exit("daemon_memory: too few samples after the warm-up (DURATION too short?)")
 (t0, r0), (t1, r1) = after[0], after[-1]
 peak = max(r for _, r in rows)
+low, high = min(r for _, r in after), max(r for _, r in after)
 files = len(os.listdir(f"{out}/spectra"))
 recs = len([f for f in os.listdir(f"{out}/rec") if f.endswith(".wav")])
 events = sum(1 for _ in open(f"{out}/events.ndjson"))
 print(f"daemon_memory: {duration:.0f} s paced run, {files} rotated files, {events} events, {recs} recordings")
 print(f"daemon_memory: RSS {r0} KiB at {t0} s, {r1} KiB at {t1} s, peak {peak} KiB; "
-      f"growth after warm-up {r1 - r0:+d} KiB ({(r1 - r0) / max(t1 - t0, 1) * 3600:+.0f} KiB/h)")
+      f"growth after warm-up {r1 - r0:+d} KiB ({(r1 - r0) / max(t1 - t0, 1) * 3600:+.0f} KiB/h); "
+      f"range after warm-up {low}-{high} KiB")
 print(f"daemon_memory: samples in {out}/rss.csv")
 PY
