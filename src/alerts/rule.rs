@@ -222,6 +222,8 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(r.reads, Reads::Band(-5000.0, -1000.0));
+        assert!(r.starts(-61.0) && !r.starts(-60.0));
+        assert!(!r.ends(-58.0) && r.ends(-57.0));
         let r: AlertRule = "name=w,peak=900-1100,above=-20".parse().unwrap();
         assert_eq!(r.reads, Reads::Peak(900.0, 1100.0));
         let r: AlertRule = "name=loud,level=lfmax,above=85".parse().unwrap();
@@ -230,8 +232,6 @@ mod tests {
             r.to_string(),
             "name=loud,level=lfmax,above=85,hysteresis=0,hold=0s"
         );
-        assert!(r.starts(-61.0) && !r.starts(-60.0));
-        assert!(!r.ends(-58.0) && r.ends(-57.0));
     }
 
     #[test]
