@@ -199,6 +199,10 @@ impl RetrySource {
             attempts += 1;
             self.log.attempt();
             match self.attempt(out, max) {
+                // the policy's time ran out as samples came: the reopened input is halted
+                Ok(_) if self.watch.halt.load(Ordering::Relaxed) && !self.watch.stopping() => {
+                    last = "the --retry time ran out as it came back".into();
+                }
                 Ok(n) => {
                     self.watch.set_deadline(None);
                     self.note_gap(began, attempts, &failure, true);
