@@ -121,6 +121,9 @@ pub struct Framer<T> {
     /// No sample has come since a gap (`restart_at`): a tail frame now would hold only padding,
     /// standing in for samples that were lost, so there is none.
     after_gap: bool,
+    /// Where framing last (re)started (`restart_at`) and the frames emitted by then: the tail
+    /// rule counts from there.
+    origin: (u64, u64),
 }
 
 impl<T: Sample> Framer<T> {
@@ -154,6 +157,7 @@ impl<T: Sample> Framer<T> {
             seq: 0,
             total: 0,
             after_gap: false,
+            origin: (0, 0),
         })
     }
 
@@ -276,10 +280,11 @@ impl<T: Sample> Framer<T> {
                 emit(frame);
             }
             FrameSize::Fixed(n) => {
-                let total = self.total;
+                // samples since framing (re)started: a gap's frames restart the count
+                let total = self.total - self.origin.0;
                 let pending_tail = if total <= n as u64 {
                     // one frame in all: emit it now unless the input was exactly one frame
-                    self.seq == 0 && total > 0
+                    self.seq == self.origin.1 && total > 0
                 } else {
                     self.tail == Tail::Pad && (total - n as u64) % self.hop as u64 != 0
                 };
@@ -303,6 +308,7 @@ impl<T: Sample> Framer<T> {
         self.next_start = start;
         self.total = start;
         self.after_gap = true;
+        self.origin = (start, self.seq);
     }
 }
 

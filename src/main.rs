@@ -49,6 +49,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = cli.nats.clone();
             }
+            settings.run.alerts.nats = fftd::alerts::EventsNats(cli.nats.clone()); // --events nats://
             let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
             match &settings.fleet {

@@ -1,7 +1,8 @@
 //! `--alert` and `--events` (issue 27): the band level of a full-scale sine is −3.01 dB whatever
 //! the window and the scale; events on synthetic tone bursts at known times, within one hop, with
 //! hysteresis and hold; the config-file keys; the live view's `/events` (server-sent events) and
-//! `/metrics` counters; events to a real nats-server; bad rules are one-line usage errors.
+//! `/metrics` counters; events to a real nats-server (also one that wants a user and password,
+//! given with the fleet's `--nats-user`/`--nats-password`); an alert on at the run's end; bad rules are one-line usage errors.
 
 mod common;
 mod fleet_common;
@@ -86,7 +87,9 @@ fn a_full_scale_sine_in_the_band_reads_minus_3_01_db_whatever_the_window() {
             ]);
             assert!(out.status.success(), "{out:?}");
             let events = events_of(&String::from_utf8_lossy(&out.stdout));
-            assert_eq!(events.len(), 1, "{window} {scale}: {events:?}");
+            // the start, and the end the run's end makes
+            assert_eq!(events.len(), 2, "{window} {scale}: {events:?}");
+            assert_eq!(events[1]["run_end"], true, "{window} {scale}: {events:?}");
             let db = events[0]["db"].as_f64().unwrap();
             assert!((db - -3.0103).abs() < 0.001, "{window} {scale}: {db} dB");
         }
@@ -127,7 +130,8 @@ fn events_on_tone_bursts_come_at_known_times_with_hysteresis_and_hold() {
     let events = events_of(&std::fs::read_to_string(&events_path).unwrap());
     for e in &events {
         let keys: Vec<&String> = e.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 5, "{e}");
+        // the issue's five keys; "run_end" too on an end the run's end made
+        assert_eq!(keys.len(), 5 + usize::from(e["run_end"] == true), "{e}");
         assert!(
             e["stream"] == 0 && e["db"].is_f64() || e["db"].is_null(),
             "{e}"
@@ -325,6 +329,53 @@ fn the_live_view_serves_events_and_a_counter_per_rule() {
 }
 
 #[test]
+fn an_alert_still_on_at_the_end_of_the_run_ends_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    // 1 s; the tone starts at 0.5 s and is still on at the end
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.5, 1.0);
+    write_f32(&input, &x);
+    let events = dir.path().join("ev.ndjson");
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "400",
+        "--output",
+        "/dev/null",
+        "--alert",
+        "name=hum,band=900-1100,above=-20",
+        "--alert",
+        "name=never,band=2000-3000,above=-20",
+        "--events",
+        s(&events),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let got = events_of(&std::fs::read_to_string(&events).unwrap());
+    assert_eq!(
+        summary(&got),
+        [
+            ("start".to_string(), "hum".to_string(), 0.5),
+            // the last row (frame 19 of 400 samples) is where the run ends
+            ("end".to_string(), "hum".to_string(), 0.95),
+        ]
+    );
+    assert_eq!(got[1]["run_end"], true, "{:?}", got[1]);
+    assert!(
+        (got[1]["db"].as_f64().unwrap() + 3.0103).abs() < 0.01,
+        "{:?}",
+        got[1]
+    );
+    assert!(
+        got[0].get("run_end").is_none(),
+        "only the run's end says so"
+    );
+}
+
+#[test]
 fn events_go_to_a_nats_subject() {
     if !fleet_common::have_server() {
         return;
@@ -378,6 +429,184 @@ fn events_go_to_a_nats_subject() {
 }
 
 #[test]
+fn events_to_a_nats_server_that_wants_credentials_use_the_fleets_flags() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    const USER: &str = "alerts-user";
+    const PASSWORD: &str = "pw-Alerts-9131";
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<std::ffi::OsString> = ["--user", USER, "--pass", PASSWORD]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let auth = fleet_common::ClientAuth::UserPassword(USER.into(), PASSWORD.into());
+    let server = fleet_common::NatsServer::start_with(dir.path(), &args, auth);
+    let input = dir.path().join("x.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.25, 0.5);
+    write_f32(&input, &x);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let options = async_nats::ConnectOptions::with_user_and_password(USER.into(), PASSWORD.into());
+    let client = rt
+        .block_on(options.connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt
+        .block_on(client.subscribe("site2.alerts"))
+        .expect("subscribe");
+    rt.block_on(client.flush()).unwrap();
+    let events = |password: &str| {
+        fftd()
+            .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+            .args(["--output", "/dev/null", "--device", "cpu"])
+            .args(["--alert", "name=hum,band=900-1100,above=-20"])
+            .args(["--events", &server.url("site2.alerts")])
+            .args(["--nats-user", USER, "--nats-password", password])
+            .args(["--connect-timeout", "2"])
+            .env_remove("NATS_USER")
+            .env_remove("NATS_PASSWORD")
+            .env_remove("NATS_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .expect("fftd runs")
+    };
+    let out = events(PASSWORD);
+    assert!(out.status.success(), "{out:?}");
+    use futures_util::StreamExt;
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        let msg = rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(5), sub.next()).await })
+            .expect("an event within 5 s")
+            .expect("a message");
+        got.push(serde_json::from_slice::<Value>(&msg.payload).unwrap());
+    }
+    assert_eq!(
+        (&got[0]["event"], &got[1]["event"]),
+        (&"start".into(), &"end".into())
+    );
+    // a wrong password: one line, exit 1, before the run, never showing the secret
+    let wrong = "pw-Wrong-0000";
+    let out = events(wrong);
+    assert_clean_error(&out, 1, &["--events"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(wrong));
+}
+
+/// The first event's db of a run over `x` at 8 kHz, frames of 400 (20 Hz bins), with `extra`.
+fn first_event(dir: &Path, x: &[f64], extra: &[&str]) -> Value {
+    let input = dir.join("m.f32");
+    write_f32(&input, x);
+    let out = run(&[
+        &["--file", s(&input), "--rate", "8000", "--frame", "400"][..],
+        &["--output", "/dev/null", "--events", "-", "--format", "csv"],
+        extra,
+    ]
+    .concat());
+    // csv to /dev/null, events on stdout
+    assert!(out.status.success(), "{out:?}");
+    let events = events_of(&String::from_utf8_lossy(&out.stdout));
+    events.into_iter().next().expect("an event")
+}
+
+#[test]
+fn band_levels_are_weighted_and_calibrated_with_the_measurement_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    // a full-scale sine at 1 kHz and one at 100 Hz, on bins: with --calibration 94 --weighting a
+    // the band reads 94 dB plus the A weighting of its bins, as --bands sums them: Hann puts a
+    // quarter of the power in each neighbour bin (80 and 120 Hz here), and the sum is divided by
+    // the window's noise bandwidth (1.5 bins). At 1 kHz A is flat (0.00 dB): 94.00 dB.
+    let a = |f: f64| -> f64 {
+        // IEC 61672-1 annex E's A weighting as a power gain (A(1 kHz) = 0 dB)
+        let (f1, f2, f3, f4) = (20.598997f64, 107.65265f64, 737.86223f64, 12194.217f64);
+        let f2_ = f * f;
+        let r = f4 * f4 * f2_ * f2_
+            / ((f2_ + f1 * f1) * ((f2_ + f2 * f2) * (f2_ + f3 * f3)).sqrt() * (f2_ + f4 * f4));
+        10f64.powf((20.0 * r.log10() + 2.0) / 10.0)
+    };
+    let at_100 = 94.0 + 10.0 * ((a(100.0) + 0.25 * a(80.0) + 0.25 * a(120.0)) / 1.5).log10();
+    assert!((at_100 - 75.03).abs() < 0.02, "{at_100}");
+    for (hz, band, want) in [(1000.0, "900-1100", 94.0), (100.0, "60-140", at_100)] {
+        let mut x = vec![0.0; 8000];
+        burst(&mut x, hz, 1.0, 0.0, 1.0);
+        let rule = format!("name=t,band={band},above=0");
+        for scale in ["db", "power", "magnitude"] {
+            let e = first_event(
+                dir.path(),
+                &x,
+                &[
+                    "--alert",
+                    &rule,
+                    "--calibration",
+                    "94",
+                    "--weighting",
+                    "a",
+                    "--scale",
+                    scale,
+                ],
+            );
+            let db = e["db"].as_f64().unwrap();
+            assert!(
+                (db - want).abs() < 0.02,
+                "{hz} Hz, {scale}: {db} dB, want {want}"
+            );
+        }
+    }
+    // without --calibration the unit is dBFS (AES17): a full-scale sine reads 0 dB, weighted
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 0.5, 0.0, 1.0);
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=t,band=900-1100,above=-100",
+            "--weighting",
+            "c",
+        ],
+    );
+    let db = e["db"].as_f64().unwrap();
+    assert!((db - (-6.0206 - 0.0)).abs() < 0.02, "{db}");
+}
+
+#[test]
+fn peak_and_level_rules_read_the_rows_measurements() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.5, 1.0);
+    burst(&mut x, 2500.0, 0.01, 0.0, 1.0); // a weak tone outside the peak rule's range
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=p,peak=900-1100,above=80",
+            "--peaks",
+            "3",
+            "--calibration",
+            "94",
+        ],
+    );
+    assert_eq!((&e["event"], &e["alert"]), (&"start".into(), &"p".into()));
+    assert!((e["time_s"].as_f64().unwrap() - 0.5).abs() <= 0.05, "{e}");
+    assert!((e["db"].as_f64().unwrap() - 94.0).abs() < 0.1, "{e}");
+    let e = first_event(
+        dir.path(),
+        &x,
+        &[
+            "--alert",
+            "name=l,level=leq,above=80",
+            "--levels",
+            "--calibration",
+            "94",
+        ],
+    );
+    assert_eq!(e["alert"], "l");
+    assert!((e["time_s"].as_f64().unwrap() - 0.5).abs() <= 0.05, "{e}");
+    assert!((e["db"].as_f64().unwrap() - 94.0).abs() < 0.1, "{e}");
+}
+
+#[test]
 fn bad_rules_and_combinations_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("x.f32");
@@ -396,6 +625,14 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         (
             vec!["--alert", "name=a,band=0-1,above=0", "--bands", "octave"],
             vec!["--bands"],
+        ),
+        (
+            vec!["--alert", "name=a,level=leq,above=0"],
+            vec!["level=", "--levels"],
+        ),
+        (
+            vec!["--alert", "name=a,peak=1-2,above=0", "--levels"],
+            vec!["peak=", "--peaks"],
         ),
         (
             vec![

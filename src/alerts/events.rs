@@ -1,6 +1,6 @@
 //! Alert events and `--events PATH|-|nats://HOST:PORT/SUBJECT`: one NDJSON line per event,
 //! `{"event":"start"|"end","alert":NAME,"stream":K,"time_s":T,"db":V}` (`db` null when the level
-//! is not a number). A file is appended to (a daemon's restarts keep earlier events) and flushed
+//! is not a number; an `end` made by the run ending adds `"run_end":true`). A file is appended to (a daemon's restarts keep earlier events) and flushed
 //! at every event; `-` is stdout; a NATS subject gets each line as a core NATS message.
 
 use super::state::Change;
@@ -17,6 +17,8 @@ pub struct Event {
     pub stream: usize,
     pub time_s: f64,
     pub db: f64,
+    /// An `end` made by the run ending while the alert was on (`"run_end":true`).
+    pub run_end: bool,
 }
 
 impl Event {
@@ -33,6 +35,9 @@ impl Event {
         push(&mut out, self.time_s, Syntax::Json);
         out.extend_from_slice(b",\"db\":");
         push(&mut out, self.db, Syntax::Json);
+        if self.run_end {
+            out.extend_from_slice(b",\"run_end\":true");
+        }
         out.push(b'}');
         String::from_utf8_lossy(&out).into_owned()
     }
@@ -73,20 +78,23 @@ pub enum EventWriter {
 
 impl EventWriter {
     /// Opens `target` (a file is created or appended to; a NATS server must answer now).
-    pub fn open(target: &EventsTarget) -> Result<Self, String> {
+    pub fn open(target: &EventsTarget, nats: &super::EventsNats) -> Result<Self, String> {
         match target {
             EventsTarget::Stdout => Ok(EventWriter::Stdout),
             EventsTarget::File(path) => open_append(path)
                 .map(EventWriter::File)
                 .map_err(|e| format!("--events {}: {e}", path.display())),
-            EventsTarget::Nats(url) => {
-                super::feed::NatsEvents::connect(url).map(|n| EventWriter::Nats(Box::new(n)))
-            }
+            EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0)
+                .map(|n| EventWriter::Nats(Box::new(n))),
         }
     }
 
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
-        let mut line = event.json();
+        self.write_json(event.json())
+    }
+
+    /// Writes one event object (an alert's, or an input's `gap`: `source::outages`).
+    pub fn write_json(&mut self, mut line: String) -> io::Result<()> {
         match self {
             EventWriter::Nats(nats) => nats.publish(line),
             _ => {
@@ -132,6 +140,7 @@ mod tests {
             stream: 0,
             time_s: 1.5,
             db: -3.0103,
+            run_end: false,
         };
         assert_eq!(
             e.json(),
@@ -143,6 +152,8 @@ mod tests {
             ..e
         };
         assert!(e.json().contains(r#""event":"end""#) && e.json().ends_with(r#""db":null}"#));
+        let e = Event { run_end: true, ..e };
+        assert!(e.json().ends_with(r#""db":null,"run_end":true}"#));
         assert_eq!(parse_events("-"), Ok(EventsTarget::Stdout));
         assert!(parse_events("http://x").is_err());
         assert!(parse_events("nats://127.0.0.1:4222/alerts").is_ok());

@@ -95,12 +95,13 @@ pub struct NatsEvents {
 }
 
 impl NatsEvents {
-    /// Connects now: a server that does not answer stops the run before it starts.
-    pub fn connect(url: &str) -> Result<Self, String> {
+    /// Connects now with the fleet's connection flags (credentials, token, user and password,
+    /// TLS: `args`, or the address and `$NATS_*`): a server that does not answer or refuses
+    /// them stops the run before it starts.
+    pub fn connect(url: &str, args: &crate::fleet::connect::NatsArgs) -> Result<Self, String> {
         let parsed = crate::types::nats_url::NatsUrl::parse("--events", url)?;
         let subject = parsed.subject("--events")?;
         let runtime = crate::fleet::connect::runtime().map_err(|e| e.to_string())?;
-        let args = crate::fleet::connect::NatsArgs::default();
         let client = runtime
             .block_on(args.connect(&parsed, "fftd-events"))
             .map_err(|e| format!("--events: {e}"))?;

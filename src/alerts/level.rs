@@ -1,72 +1,129 @@
-//! The level an alert rule reads: the band's power in dB, 10·log10 of the sum over the band's
-//! bins of their `density`-scale values times the bin width (fs/n). A full-scale sine (of
-//! amplitude 1) in the band reads 10·log10(1/2) = −3.01 dB whatever the window: by Parseval the
-//! one-sided density sums to the mean square.
+//! The level an alert rule reads in each row (`rule::Reads`).
 //!
-//! Rows come in the output's scale; each bin's density is got back from it: |X|² from
-//! magnitude, dB, power or complex values, then c·|X|²/(fs·Σw²) (c = 2 for the one-sided bins of
-//! real input, 1 for DC, Nyquist and complex input); `spectrum` times (Σw)²/(fs·Σw²). So the
-//! band power is Σ f_k·g(v_k) with a factor f_k per bin, worked out once per stream.
+//! `band=`: the band's power in dB, 10·log10 of the sum over the band's bins of their
+//! `density`-scale values times the bin width (fs/n). A full-scale sine (of amplitude 1) in the
+//! band reads 10·log10(1/2) = −3.01 dB whatever the window: by Parseval the one-sided density
+//! sums to the mean square. Rows come in the output's scale; each bin's density is got back from
+//! it: |X|² from magnitude, dB, power or complex values, then c·|X|²/(fs·Σw²) (c = 2 for the
+//! one-sided bins of real input, 1 for DC, Nyquist and complex input); `spectrum` times
+//! (Σw)²/(fs·Σw²). So the band power is Σ f_k·g(v_k) with a factor f_k per bin, worked out once
+//! per stream.
+//!
+//! With measurement flags (`--calibration`, `--weighting`, `--levels`, `--peaks`,
+//! `--distortion`) the bins are already calibrated, weighted power (docs/measure.md): the band's
+//! level is then Σ bins / the window's equivalent noise bandwidth in bins, as `--bands` sums
+//! them, in the run's unit (a full-scale sine reads C dB with `--calibration C`, 0 dBFS
+//! without). `peak=` reads the strongest of the row's peaks in its range, `level=` one of the
+//! row's `--levels` readings: the values after the bins.
+//!
 //! This is stateless and runs in the encode threads, in any order; `state` follows the levels
 //! in each stream's order.
 
-use super::rule::AlertRule;
+use super::rule::{AlertRule, Reads};
 use crate::fft::Scale;
+use crate::products::measure::MeasureOptions;
 use crate::types::StreamMeta;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 
-/// One rule's bins in one stream: (bin index, factor).
-type Band = Vec<(usize, f64)>;
+/// What one rule reads in one stream's rows.
+enum Probe {
+    /// Bins: (index, factor).
+    Bins(Vec<(usize, f64)>),
+    /// The peaks (hz, db pairs) from this index, this many, and the range.
+    Peaks {
+        at: usize,
+        count: usize,
+        lo: f64,
+        hi: f64,
+    },
+    /// One value at this index (a `--levels` reading).
+    Value(usize),
+}
 
-/// Every rule's band in every stream, for rows of `n`-sample frames.
+/// Every rule's probe in every stream, for rows of `n`-sample frames.
 pub struct BandLevels {
     scale: Scale,
     /// Per stream, per rule.
-    bands: Vec<Vec<Band>>,
+    bands: Vec<Vec<Probe>>,
     rules: usize,
 }
 
+/// The bin factor f_k of `--alert band=` (module comment).
+struct Factors {
+    n: usize,
+    sum: f64,
+    sum_sq: f64,
+    /// Measurement rows: the window's equivalent noise bandwidth in bins.
+    enbw: Option<f64>,
+    scale: Scale,
+}
+
+impl Factors {
+    fn of(&self, stream: &StreamMeta, k: usize) -> f64 {
+        let n = self.n;
+        if let Some(enbw) = self.enbw {
+            return 1.0 / enbw;
+        }
+        let c = match stream.kind {
+            InputKind::Complex => 1.0,
+            InputKind::Real if k == 0 || (n % 2 == 0 && k == n / 2) => 1.0,
+            InputKind::Real => 2.0,
+        };
+        match self.scale {
+            Scale::Density => stream.rate / n as f64,
+            Scale::Spectrum => self.sum * self.sum / (n as f64 * self.sum_sq),
+            _ => c / (n as f64 * self.sum_sq),
+        }
+    }
+}
+
 impl BandLevels {
-    /// Precomputes each rule's bins and factors for every stream.
+    /// Precomputes each rule's probe for every stream.
     pub fn new(
         rules: &[AlertRule],
         streams: &[StreamMeta],
         n: usize,
-        scale: Scale,
-        window: WindowKind,
+        look: (Scale, WindowKind),
+        measure: &MeasureOptions,
     ) -> Self {
+        let (scale, window) = look;
         let w = window.coefficients(n);
-        let sum: f64 = w.iter().sum();
-        let sum_sq: f64 = w.iter().map(|v| v * v).sum();
+        let factors = Factors {
+            n,
+            sum: w.iter().sum(),
+            sum_sq: w.iter().map(|v| v * v).sum(),
+            enbw: measure
+                .calibrates()
+                .then(|| crate::products::measure::enbw_bins(window, n)),
+            scale,
+        };
         let bands = streams
             .iter()
             .map(|stream| {
                 let freqs = stream.frequencies(n);
-                let fs = stream.rate;
-                let factor = |k: usize| -> f64 {
-                    let c = match stream.kind {
-                        InputKind::Complex => 1.0,
-                        InputKind::Real if k == 0 || (n % 2 == 0 && k == n / 2) => 1.0,
-                        InputKind::Real => 2.0,
-                    };
-                    match scale {
-                        Scale::Density => fs / n as f64,
-                        Scale::Spectrum => sum * sum / (n as f64 * sum_sq),
-                        _ => c / (n as f64 * sum_sq),
-                    }
-                };
+                // the values after the bins: levels (5), then peaks (hz, db pairs)
+                let levels_at = freqs.len();
+                let peaks_at = levels_at + 5 * usize::from(measure.levels);
                 rules
                     .iter()
-                    .map(|rule| {
-                        let (lo, hi) = rule.band;
-                        freqs
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, f)| **f >= lo && **f <= hi)
-                            // real rows are never shifted: column i is bin i (complex: c = 1)
-                            .map(|(i, _)| (i, factor(i)))
-                            .collect()
+                    .map(|rule| match rule.reads {
+                        Reads::Band(lo, hi) => Probe::Bins(
+                            freqs
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, f)| **f >= lo && **f <= hi)
+                                // real rows are never shifted: column i is bin i (complex: c = 1)
+                                .map(|(i, _)| (i, factors.of(stream, i)))
+                                .collect(),
+                        ),
+                        Reads::Peak(lo, hi) => Probe::Peaks {
+                            at: peaks_at,
+                            count: measure.peaks,
+                            lo,
+                            hi,
+                        },
+                        Reads::Level(k) => Probe::Value(levels_at + k),
                     })
                     .collect()
             })
@@ -88,12 +145,23 @@ impl BandLevels {
             out.extend(std::iter::repeat_n(f64::NAN, self.rules));
             return;
         };
-        for band in bands {
-            let power: f64 = band
-                .iter()
-                .map(|&(i, f)| f * self.bin_power(values, i))
-                .sum();
-            out.push(10.0 * power.log10());
+        let v = |j: usize| values.get(j).map_or(f64::NAN, |x| x.into_f64());
+        for probe in bands {
+            out.push(match probe {
+                Probe::Bins(band) => {
+                    let power: f64 = band
+                        .iter()
+                        .map(|&(i, f)| f * self.bin_power(values, i))
+                        .sum();
+                    10.0 * power.log10()
+                }
+                Probe::Peaks { at, count, lo, hi } => (0..*count)
+                    .filter(|k| (*lo..=*hi).contains(&v(at + 2 * k)))
+                    .map(|k| v(at + 2 * k + 1))
+                    .filter(|db| !db.is_nan())
+                    .fold(f64::NEG_INFINITY, f64::max),
+                Probe::Value(at) => v(*at),
+            });
         }
     }
 

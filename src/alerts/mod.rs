@@ -25,6 +25,19 @@ use std::sync::Arc;
 pub struct AlertOptions {
     pub rules: Vec<AlertRule>,
     pub events: Option<EventsTarget>,
+    /// `--events nats://…`: the fleet's credentials and TLS flags (`--nats-creds`, …).
+    pub nats: EventsNats,
+}
+
+/// The NATS connection flags `--events nats://…` connects with (never shown in `Debug`: they
+/// hold secrets).
+#[derive(Clone, Default)]
+pub struct EventsNats(pub crate::fleet::connect::NatsArgs);
+
+impl std::fmt::Debug for EventsNats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventsNats(..)")
+    }
 }
 
 /// What hears about each event besides the writer and the feed (the triggered recorder), and
@@ -47,6 +60,8 @@ pub struct Alerts {
     writer: Option<EventWriter>,
     feed: Option<Arc<AlertFeed>>,
     listeners: Vec<Box<dyn Listener>>,
+    /// Per stream: its last row's time and levels (the run's end ends alerts still on there).
+    last: Vec<Option<(f64, Vec<f64>)>>,
 }
 
 impl Alerts {
@@ -63,6 +78,7 @@ impl Alerts {
             writer,
             feed,
             listeners: Vec::new(),
+            last: vec![None; streams],
         }
     }
 
@@ -78,46 +94,95 @@ impl Alerts {
     /// Follows one row of `stream` at `time_s` with each rule's level (`levels`, in rule order).
     /// An event that cannot be written is an error (the run fails: events are the point).
     pub fn observe(&mut self, stream: usize, time_s: f64, levels: &[f64]) -> std::io::Result<()> {
+        self.tick()?;
         for listener in &mut self.listeners {
             listener.row(stream, time_s)?;
         }
         let Some(states) = self.states.get_mut(stream) else {
             return Ok(());
         };
+        let mut changes = Vec::new();
         for ((rule, state), &db) in self.rules.iter().zip(states.iter_mut()).zip(levels) {
-            let Some(change) = state.step(rule, time_s, db) else {
-                continue;
-            };
-            let event = Event {
-                change,
-                alert: rule.name.clone(),
-                stream,
-                time_s,
-                db,
-            };
-            tracing::info!(
-                alert = %event.alert,
-                stream,
-                time_s,
-                db,
-                "alert {}",
-                change.name()
-            );
-            if let Some(writer) = self.writer.as_mut() {
-                writer.write(&event)?;
+            if let Some(change) = state.step(rule, time_s, db) {
+                changes.push(Event {
+                    change,
+                    alert: rule.name.clone(),
+                    stream,
+                    time_s,
+                    db,
+                    run_end: false,
+                });
             }
-            if let Some(feed) = &self.feed {
-                feed.publish(&event);
+        }
+        if let Some(last) = self.last.get_mut(stream) {
+            match last {
+                Some((t, l)) => {
+                    *t = time_s;
+                    l.clear();
+                    l.extend_from_slice(levels);
+                }
+                None => *last = Some((time_s, levels.to_vec())),
             }
-            for listener in &mut self.listeners {
-                listener.event(&event)?;
-            }
+        }
+        changes.iter().try_for_each(|event| self.emit(event))
+    }
+
+    /// One event to the log, `--events`, the live view and the listeners.
+    fn emit(&mut self, event: &Event) -> std::io::Result<()> {
+        tracing::info!(
+            alert = %event.alert,
+            stream = event.stream,
+            time_s = event.time_s,
+            db = event.db,
+            "alert {}{}",
+            event.change.name(),
+            if event.run_end { " (the run ends)" } else { "" }
+        );
+        if let Some(writer) = self.writer.as_mut() {
+            writer.write(event)?;
+        }
+        if let Some(feed) = &self.feed {
+            feed.publish(event);
+        }
+        for listener in &mut self.listeners {
+            listener.event(event)?;
         }
         Ok(())
     }
 
-    /// Events still buffered are written (a NATS target: sent).
+    /// Writes the `gap` events of `--retry` inputs that came since the last call
+    /// (`source::outages`); called for every batch of rows, with or without rules.
+    pub fn tick(&mut self) -> std::io::Result<()> {
+        let events = crate::source::outages::outages().take_events();
+        match self.writer.as_mut() {
+            Some(writer) => events.into_iter().try_for_each(|e| writer.write_json(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// The run ends: an alert still on ends at its stream's last row (`"run_end":true`), then
+    /// events still buffered are written (a NATS target: sent).
     pub fn finish(&mut self) -> std::io::Result<()> {
+        self.tick()?;
+        let mut ends = Vec::new();
+        for (stream, states) in self.states.iter_mut().enumerate() {
+            let Some((time_s, levels)) = self.last.get(stream).and_then(Option::as_ref) else {
+                continue;
+            };
+            for (k, (rule, state)) in self.rules.iter().zip(states.iter_mut()).enumerate() {
+                if std::mem::take(&mut state.on) {
+                    ends.push(Event {
+                        change: state::Change::End,
+                        alert: rule.name.clone(),
+                        stream,
+                        time_s: *time_s,
+                        db: levels.get(k).copied().unwrap_or(f64::NAN),
+                        run_end: true,
+                    });
+                }
+            }
+        }
+        ends.iter().try_for_each(|event| self.emit(event))?;
         for listener in &mut self.listeners {
             listener.finish()?;
         }
@@ -130,17 +195,24 @@ impl Alerts {
 
 /// Checks `--alert` and `--events` into the run's options. `spectra_to_stdout`: the spectra go
 /// to stdout (so events cannot); `conflict`: a flag whose rows are not plain bins, which the
-/// band level cannot read yet. The message is a usage error's.
+/// band level cannot read yet; `retry`: `--retry` is given, whose gaps are events too;
+/// `measured`: `--levels` and `--peaks` are given (what `level=` and `peak=` rules read). The
+/// message is a usage error's.
 pub fn check_alerts(
     rules: &[AlertRule],
     events: Option<&str>,
     spectra_to_stdout: bool,
     conflict: Option<&str>,
+    retry: bool,
+    measured: (bool, bool),
 ) -> Result<AlertOptions, String> {
     let events = events.map(events::parse_events).transpose()?;
-    if rules.is_empty() {
+    if rules.is_empty() && !(retry && events.is_some()) {
         if events.is_some() {
-            return Err("--events: give the rules whose events it takes with --alert RULE".into());
+            return Err(
+                "--events: give the rules whose events it takes with --alert RULE (or --retry, whose gaps it takes)"
+                    .into(),
+            );
         }
         return Ok(AlertOptions::default());
     }
@@ -148,6 +220,23 @@ pub fn check_alerts(
         return Err(format!(
             "--alert reads each row's bins; {flag} changes the rows (give alerts on plain spectra)"
         ));
+    }
+    for rule in rules {
+        match rule.reads {
+            rule::Reads::Level(_) if !measured.0 => {
+                return Err(format!(
+                    "--alert {}: level= reads the row's --levels readings: give --levels",
+                    rule.name
+                ))
+            }
+            rule::Reads::Peak(..) if !measured.1 => {
+                return Err(format!(
+                    "--alert {}: peak= reads the row's --peaks: give --peaks N",
+                    rule.name
+                ))
+            }
+            _ => {}
+        }
     }
     if let Some(twice) = rules
         .iter()
@@ -165,5 +254,6 @@ pub fn check_alerts(
     Ok(AlertOptions {
         rules: rules.to_vec(),
         events,
+        nats: EventsNats::default(),
     })
 }

@@ -2,8 +2,12 @@
 //!
 //! - `name=NAME` (required): names the rule in events, metrics and recordings (letters, digits,
 //!   `_`, `-`, `.`).
-//! - `band=LO-HI` (required): the band in Hz, as the output labels bins (absolute with
-//!   `--center-freq`; negative for complex baseband, `band=-5000--1000`).
+//! - what it reads, one of:
+//!   - `band=LO-HI`: the band's power in dB, the band in Hz as the output labels bins (absolute
+//!     with `--center-freq`; negative for complex baseband, `band=-5000--1000`);
+//!   - `peak=LO-HI`: the level of the strongest of the row's `--peaks` between LO and HI Hz
+//!     (−∞ when none lies there);
+//!   - `level=leq|lfmax|lfmin|lsmax|lsmin`: the row's `--levels` reading.
 //! - `above=DB` or `below=DB` (one of them): the alert starts when the band's power rises above
 //!   (falls below) DB.
 //! - `hysteresis=DB` (default 0): it ends only once the power is DB back past the threshold
@@ -21,12 +25,25 @@ pub enum Threshold {
     Below(f64),
 }
 
+/// What a rule reads in each row.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reads {
+    /// The band's power (edges in Hz, low ≤ high).
+    Band(f64, f64),
+    /// The strongest `--peaks` peak between the edges.
+    Peak(f64, f64),
+    /// The `--levels` reading of this index in `LEVEL_NAMES` (`leq` …).
+    Level(usize),
+}
+
+/// The `--levels` readings a `level=` rule can name, in row order.
+pub use crate::products::measure::LEVEL_NAMES;
+
 /// One checked `--alert` rule.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlertRule {
     pub name: String,
-    /// Band edges in Hz, low ≤ high.
-    pub band: (f64, f64),
+    pub reads: Reads,
     pub threshold: Threshold,
     pub hysteresis: f64,
     /// Seconds.
@@ -98,10 +115,26 @@ impl FromStr for AlertRule {
                         "name={value}: letters, digits, '_', '-' and '.' only"
                     )))
                 }
-                "band" => {
-                    band = Some(parse_band(value).ok_or_else(|| {
-                        fail(format!("band={value}: expected LO-HI in Hz, LO <= HI"))
-                    })?)
+                k @ ("band" | "peak" | "level") if band.is_some() => {
+                    return Err(fail(format!("{k}: give one of band=, peak= and level=")))
+                }
+                k @ ("band" | "peak") => {
+                    let (lo, hi) = parse_band(value).ok_or_else(|| {
+                        fail(format!("{k}={value}: expected LO-HI in Hz, LO <= HI"))
+                    })?;
+                    band = Some(match k {
+                        "band" => Reads::Band(lo, hi),
+                        _ => Reads::Peak(lo, hi),
+                    })
+                }
+                "level" => {
+                    let at = LEVEL_NAMES.iter().position(|n| *n == value).ok_or_else(|| {
+                        fail(format!(
+                            "level={value}: one of {} (of --levels)",
+                            LEVEL_NAMES.join(", ")
+                        ))
+                    })?;
+                    band = Some(Reads::Level(at))
                 }
                 k @ ("above" | "below") if threshold.is_some() => {
                     return Err(fail(format!("{k}: give one of above= and below=")))
@@ -125,18 +158,19 @@ impl FromStr for AlertRule {
                 }
                 other => {
                     return Err(fail(format!(
-                        "unknown key '{other}' (keys: name, band, above, below, hysteresis, hold)"
+                        "unknown key '{other}' (keys: name, band, peak, level, above, below, hysteresis, hold)"
                     )))
                 }
             }
         }
         let name = name.ok_or_else(|| fail("a rule needs name=NAME".into()))?;
-        let band = band.ok_or_else(|| fail("a rule needs band=LO-HI (Hz)".into()))?;
+        let reads = band
+            .ok_or_else(|| fail("a rule needs band=LO-HI (Hz), peak=LO-HI or level=NAME".into()))?;
         let threshold =
             threshold.ok_or_else(|| fail("a rule needs above=DB or below=DB".into()))?;
         Ok(AlertRule {
             name,
-            band,
+            reads,
             threshold,
             hysteresis,
             hold,
@@ -158,10 +192,15 @@ impl fmt::Display for AlertRule {
             Threshold::Above(t) => ("above", t),
             Threshold::Below(t) => ("below", t),
         };
+        let reads = match self.reads {
+            Reads::Band(lo, hi) => format!("band={lo}-{hi}"),
+            Reads::Peak(lo, hi) => format!("peak={lo}-{hi}"),
+            Reads::Level(at) => format!("level={}", LEVEL_NAMES[at]),
+        };
         write!(
             f,
-            "name={},band={}-{},{key}={t},hysteresis={},hold={}s",
-            self.name, self.band.0, self.band.1, self.hysteresis, self.hold
+            "name={},{reads},{key}={t},hysteresis={},hold={}s",
+            self.name, self.hysteresis, self.hold
         )
     }
 }
@@ -176,15 +215,23 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(r.name, "hum");
-        assert_eq!(r.band, (900.0, 1100.0));
+        assert_eq!(r.reads, Reads::Band(900.0, 1100.0));
         assert_eq!(r.threshold, Threshold::Above(-20.0));
         assert!((r.hold - 0.1).abs() < 1e-12);
         let r: AlertRule = "name=quiet,band=-5000--1000,below=-60,hysteresis=3"
             .parse()
             .unwrap();
-        assert_eq!(r.band, (-5000.0, -1000.0));
+        assert_eq!(r.reads, Reads::Band(-5000.0, -1000.0));
         assert!(r.starts(-61.0) && !r.starts(-60.0));
         assert!(!r.ends(-58.0) && r.ends(-57.0));
+        let r: AlertRule = "name=w,peak=900-1100,above=-20".parse().unwrap();
+        assert_eq!(r.reads, Reads::Peak(900.0, 1100.0));
+        let r: AlertRule = "name=loud,level=lfmax,above=85".parse().unwrap();
+        assert_eq!(r.reads, Reads::Level(1));
+        assert_eq!(
+            r.to_string(),
+            "name=loud,level=lfmax,above=85,hysteresis=0,hold=0s"
+        );
     }
 
     #[test]
@@ -192,6 +239,12 @@ mod tests {
         for (rule, needle) in [
             ("band=1-2,above=0", "name=NAME"),
             ("name=a,above=0", "band=LO-HI"),
+            (
+                "name=a,band=1-2,level=leq,above=0",
+                "one of band=, peak= and level=",
+            ),
+            ("name=a,level=loud,above=0", "level=loud"),
+            ("name=a,peak=2-1,above=0", "peak=2-1"),
             ("name=a,band=1-2", "above=DB or below=DB"),
             ("name=a,band=2-1,above=0", "band=2-1"),
             (

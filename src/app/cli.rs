@@ -28,8 +28,8 @@ pub struct Cli {
     #[command(flatten)]
     pub options: Options,
 
-    /// NATS credentials and TLS for fleet workers (`--file nats://...`) and for a run publishing
-    /// its rows (`--output nats://...`).
+    /// NATS credentials and TLS for fleet workers (`--file nats://...`), for a run publishing
+    /// its rows (`--output nats://...`) and for its events (`--events nats://...`).
     #[command(flatten)]
     pub nats: crate::fleet::connect::NatsArgs,
 }

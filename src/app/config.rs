@@ -341,6 +341,7 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         realtime: o.realtime,
         max_frames: max_frames.map(|m| m as u64),
         duration: o.duration,
+        retry: o.retry,
     })
 }
 
@@ -372,19 +373,19 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     let alert_conflicts = [
         (o.bands.is_some(), "--bands"),
         (o.fmin.is_some() || o.fmax.is_some(), "--fmin/--fmax"),
-        (
-            o.calibration.is_some() || o.calibration_file.is_some() || o.weighting.is_some(),
-            "--calibration/--weighting",
-        ),
-        (
-            o.levels || o.peaks.is_some() || o.distortion || o.cross.is_some(),
-            "--levels/--peaks/--distortion/--cross",
-        ),
+        (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
-    crate::alerts::check_alerts(&o.alert, o.events.as_deref(), to_stdout, conflict)
-        .map_err(FftdError::Usage)
+    crate::alerts::check_alerts(
+        &o.alert,
+        o.events.as_deref(),
+        to_stdout,
+        conflict,
+        o.retry.is_some(),
+        (o.levels, o.peaks.is_some_and(|p| p > 0)),
+    )
+    .map_err(FftdError::Usage)
 }
 
 /// Where rows go: `--output`/`--output-dir` (stdout without), `--meta`, the image's options.

@@ -79,6 +79,10 @@ deserialize_from_str!(
     crate::sink::rotate::RotateSpec,
     "a duration such as \"1h\" or a size such as \"500MB\""
 );
+deserialize_from_str!(
+    crate::source::retry_policy::RetryPolicy,
+    "\"forever\", a number of attempts or a duration such as \"1h\""
+);
 
 /// Every option of the analysis, as flags and as config-file keys (kebab-case).
 /// Unset fields fall back to the config file, then to the default named in each help text.
@@ -367,14 +371,17 @@ pub struct Options {
     pub rotate: Option<crate::sink::rotate::RotateSpec>,
 
     /// An alert rule (repeatable): name=NAME,band=LO-HI,above=DB|below=DB[,hysteresis=DB]
-    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB); each start
-    /// and end is an event (--events, the live view's /events and /metrics, the log).
+    /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB; with
+    /// --calibration/--weighting calibrated and weighted, in the run's unit); peak=LO-HI (with
+    /// --peaks) or level=leq|lfmax|lfmin|lsmax|lsmin (with --levels) instead of band=; each
+    /// start and end is an event (--events, the live view's /events and /metrics, the log).
     #[arg(long = "alert", value_name = "RULE")]
     #[serde(default)]
     pub alert: Vec<crate::alerts::rule::AlertRule>,
 
-    /// Where alert events go, one JSON object a line: a file (appended to), - for stdout, or
-    /// nats://HOST:PORT/SUBJECT [default: the log and the live view only].
+    /// Where alert events (and --retry's gap events) go, one JSON object a line: a file
+    /// (appended to), - for stdout, or nats://HOST:PORT/SUBJECT (with the --nats-* flags)
+    /// [default: the log and the live view only].
     #[arg(long, value_name = "PATH|-|nats://HOST:PORT/SUBJECT")]
     pub events: Option<String>,
 
@@ -390,6 +397,14 @@ pub struct Options {
     /// --record-on-alert: seconds kept after an alert's end [default: 0s].
     #[arg(long, value_name = "DURATION")]
     pub post: Option<String>,
+
+    /// Reopen a live input that fails (the microphone, an rtl_tcp:// server, a named FIFO whose
+    /// writer went away) instead of ending the run: forever, N attempts in a row, or for at most
+    /// a DURATION per outage (90s, 1h); waits 0.5 s doubling to 30 s between attempts. Each gap
+    /// is a log line, a "gap" event (--events) and a /metrics counter [default: a failure ends
+    /// the input].
+    #[arg(long, value_name = "forever|N|DURATION")]
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
 
     // issue 28: rows batched into NATS messages
     /// --output nats://: rows per message, a number or max (as many as fit the server's
@@ -491,6 +506,7 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         record_on_alert,
         pre,
         post,
+        retry,
         rows_per_message // issue 28
     )
 }

@@ -392,13 +392,13 @@ pub(super) fn wire_alerts(
     recorder: Option<crate::record::Recorder>,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &settings.alerts;
-    if options.rules.is_empty() {
-        return Ok(None);
+    if options.rules.is_empty() && options.events.is_none() {
+        return Ok(None); // (--events without rules: --retry's gap events)
     }
     let writer = options
         .events
         .as_ref()
-        .map(crate::alerts::events::EventWriter::open)
+        .map(|target| crate::alerts::events::EventWriter::open(target, &options.nats))
         .transpose()
         .map_err(FftdError::Runtime)?;
     let feed = live_view.map(|view| {

@@ -19,6 +19,7 @@ use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
 use crate::pipeline::spec::RunSpec;
 use crate::source::channels::ChannelSplitter;
+use crate::source::retry;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
 use crate::source::spec::Input;
@@ -99,6 +100,8 @@ pub fn plan_streams(
         Input::Mic(device) => {
             let source = crate::source::mic::open(device, &settings.source, stop.clone())?;
             let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
+            let reopen = retry::reopen_mic(device, &settings.source);
+            let source = retry_wrap(settings, source, &splitter, first_stream, stop, reopen);
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -133,6 +136,8 @@ pub fn plan_streams(
             let source = Box::new(rtl_tcp::open(path, rtl_tuning(settings), stop.clone())?);
             // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
             let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
+            let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
+            let source = retry_wrap(settings, source, &splitter, first_stream, stop, reopen);
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -144,6 +149,14 @@ pub fn plan_streams(
             let source = open_with_reader(path, reader, &opts)?;
             let (splitter, first_stream) =
                 plan.add_streams(settings, source.info(), source.tuning())?;
+            let fifo = settings.source.retry.and_then(|_| retry::reopenable(path));
+            let source = match fifo {
+                Some(fifo) => {
+                    let reopen = retry::reopen_stream(path, fifo, &opts);
+                    retry_wrap(settings, source, &splitter, first_stream, stop, reopen)
+                }
+                None => source,
+            };
             plan.sequential.push(SequentialInput::Open(SourcePlan {
                 source,
                 splitter,
@@ -181,6 +194,19 @@ pub fn plan_streams(
         });
     }
     Ok(plan)
+}
+
+/// issue 27: `source` reopened when it fails, under `--retry` (`source::retry`).
+fn retry_wrap(
+    settings: &RunSpec,
+    source: Box<dyn SampleSource>,
+    splitter: &ChannelSplitter,
+    first_stream: usize,
+    stop: &Arc<AtomicBool>,
+    reopen: retry::Reopen,
+) -> Box<dyn SampleSource> {
+    let streams = first_stream..first_stream + splitter.streams();
+    retry::wrap(source, settings.source.retry, streams, stop, reopen)
 }
 
 /// What an rtl_tcp:// input is asked for: `--rate` (rtl_tcp's 2.048 MS/s by default),

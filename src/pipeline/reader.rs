@@ -147,6 +147,10 @@ pub fn read_source<T: Sample>(
                 s.framer.restart_at(resume);
             }
         }
+        let outage = plan.source.take_outage(); // --retry: rows run on past the outage
+        for s in streams.iter_mut().filter(|_| outage > 0) {
+            s.framer.restart_at(s.framer.samples() + outage);
+        }
         Counters::add(&control.counters.samples_in, got as u64);
         if let Some(pace) = pace.as_mut() {
             pace.wait(got as u64, control);

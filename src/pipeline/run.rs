@@ -163,7 +163,8 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let band_levels = (!settings.alerts.rules.is_empty()).then(|| {
         let rules = &settings.alerts.rules;
         let look = (settings.analysis.scale, settings.analysis.window);
-        crate::alerts::level::BandLevels::new(rules, streams, frame_n, look.0, look.1)
+        let measure = &settings.analysis.products.measure;
+        crate::alerts::level::BandLevels::new(rules, streams, frame_n, look, measure)
     });
     let alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
     let encode_stage = encode::EncodeStage {

@@ -179,6 +179,10 @@ fn write_batch<T: Sample>(
 /// written.
 fn follow_alerts(alerts: &mut crate::alerts::Alerts, batch: &Encoded, control: &Control) -> bool {
     let rules = alerts.rules().len();
+    if let Err(e) = alerts.tick() {
+        report_write_error(e, "--events", control); // --retry's gap events
+        return false;
+    }
     for (k, &(stream, time_s)) in batch.alert_rows.iter().enumerate() {
         let levels = batch
             .alert_levels

@@ -106,11 +106,17 @@ impl Ring {
 pub struct TapSource {
     inner: Box<dyn SampleSource>,
     ring: Arc<Mutex<Ring>>,
+    /// An outage the ring has skipped and the reader has not been told of yet.
+    outage: u64,
 }
 
 impl TapSource {
     pub fn new(inner: Box<dyn SampleSource>, ring: Arc<Mutex<Ring>>) -> Self {
-        TapSource { inner, ring }
+        TapSource {
+            inner,
+            ring,
+            outage: 0,
+        }
     }
 }
 
@@ -122,7 +128,13 @@ impl SampleSource for TapSource {
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
         let before = out.len();
         let got = self.inner.read(out, max_frames)?;
+        // an outage (--retry) lies before the samples just read: the ring's place skips it first
+        let outage = self.inner.take_outage();
+        self.outage += outage;
         if let Ok(mut ring) = self.ring.lock() {
+            if outage > 0 {
+                ring.skip(outage);
+            }
             if let Err(e) = ring.push(&out[before..]) {
                 tracing::warn!("--record-on-alert: cannot write a recording: {e}");
                 ring.recordings.clear();
@@ -139,6 +151,10 @@ impl SampleSource for TapSource {
             }
         }
         gap
+    }
+
+    fn take_outage(&mut self) -> u64 {
+        std::mem::take(&mut self.outage)
     }
 
     fn take_decode_ns(&mut self) -> u64 {

@@ -43,6 +43,7 @@ pub fn render(hub: &LiveHub) -> String {
     if let Some(alerts) = hub.alerts.get() {
         alerts.render_metrics(&mut out); // issue 27
     }
+    crate::source::outages::outages().render_metrics(&mut out); // issue 27: --retry
     serve_metrics(&mut out, hub);
     gauge(
         &mut out,

@@ -16,6 +16,7 @@
 //! - `sniff`: the format of an input with no `--input-format` and no known extension, from its
 //!   first bytes (audio containers and WAV; anything else is text).
 //! - `mic`: live capture through cpal.
+//! - `retry`: `--retry`, a live input reopened when it fails (`retry_policy`, `outages`).
 //!
 //! A path of `-` reads standard input.
 //!
@@ -30,7 +31,10 @@ pub mod input;
 pub mod iq;
 pub mod mic;
 pub mod mic_device;
+pub mod outages;
 pub mod raw;
+pub mod retry;
+pub mod retry_policy;
 pub mod rtl_tcp;
 pub mod seekable;
 pub mod sigmf;
@@ -171,6 +175,13 @@ pub trait SampleSource: Send {
     /// Sample frames lost inside the source since the last call (live capture overruns).
     /// The reader restarts framing after a gap so no frame straddles it.
     fn take_gap(&mut self) -> u64 {
+        0
+    }
+
+    /// Sample frames of stream time an outage took since the last call (`--retry`: the input
+    /// failed and was reopened, `retry`). Not lost frames: the reader restarts framing after it
+    /// and row times run on by it.
+    fn take_outage(&mut self) -> u64 {
         0
     }
 

@@ -42,4 +42,6 @@ pub struct SourceSpec {
     pub max_frames: Option<u64>,
     /// `--duration`: seconds read per stream at most.
     pub duration: Option<f64>,
+    /// `--retry`: a live input that fails is reopened (issue 27, `retry`).
+    pub retry: Option<super::retry_policy::RetryPolicy>,
 }
