@@ -26,13 +26,19 @@ impl EngineSpec {
     /// Frames per batch for frames of `n` samples: `--batch`, else about
     /// `limits::CPU_BATCH_SAMPLES` (or `DEVICE_BATCH_SAMPLES` for device batches) samples.
     pub fn batch_frames(&self, n: usize) -> usize {
-        let (samples, most) = match self.device_batches {
-            true => (limits::DEVICE_BATCH_SAMPLES, 16384),
-            false => (limits::CPU_BATCH_SAMPLES, 1024),
-        };
-        match self.batch {
-            0 => (samples / n.max(1)).clamp(1, most),
-            b => b,
-        }
+        frames_per_batch(self.batch, self.device_batches, n)
+    }
+}
+
+/// `EngineSpec::batch_frames` from its two parts: `batch` (0 = auto) and whether default batches
+/// are sized for devices.
+pub fn frames_per_batch(batch: usize, device_batches: bool, n: usize) -> usize {
+    let (samples, most) = match device_batches {
+        true => (limits::DEVICE_BATCH_SAMPLES, 16384),
+        false => (limits::CPU_BATCH_SAMPLES, 1024),
+    };
+    match batch {
+        0 => (samples / n.max(1)).clamp(1, most),
+        b => b,
     }
 }
