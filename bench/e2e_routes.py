@@ -33,6 +33,7 @@ ap.add_argument("--dir", default="/dev/shm")
 ap.add_argument("--cores", default="2,4,8,all")
 ap.add_argument("--jobs", default=",".join(JOBS))
 ap.add_argument("--routes", default="cpu,gpu,auto")
+ap.add_argument("--no-torch", action="store_true", help="skip the torch column")
 ap.add_argument("--auto-learn", type=int, default=2,
                 help="untimed auto runs per core count first (its records are per job and cores)")
 a = ap.parse_args()
@@ -133,6 +134,8 @@ cores_list = a.cores.split(",")
 print(f"{samples} f32 samples ({samples * 4 / 2**30:.2f} GiB) in {a.dir}, rate 16 kHz, f32 out to "
       f"/dev/null, {ncpu} cores, median of {a.runs} after a warm-up; wall s with start-up", flush=True)
 try:
+    if a.no_torch:
+        raise RuntimeError("--no-torch")
     torch_fns = torch_jobs()
 except Exception as e:  # noqa: BLE001 - report and go on
     torch_fns = {}

@@ -16,6 +16,7 @@ pub mod fft;
 pub mod fleet;
 pub mod frame;
 pub mod knobs;
+pub mod left_behind;
 pub mod limits;
 pub mod pipeline;
 pub mod products;

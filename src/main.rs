@@ -12,13 +12,15 @@ fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     init_tracing();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match run(cli) {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&e.to_string()));
-            ExitCode::from(e.exit_code() as u8)
+            e.exit_code() as u8
         }
-    }
+    };
+    // a device start-up the run left behind is not waited for (issue 23)
+    fftd::left_behind::exit(code)
 }
 
 fn run(cli: Cli) -> Result<(), FftdError> {

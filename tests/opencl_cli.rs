@@ -299,3 +299,79 @@ fn without_opencl_auto_is_fast_and_gpu_is_a_clear_error() {
         stdout_text(&devices)
     );
 }
+
+/// `--device gpu` with a device an earlier run recorded as a GPU (`device-kinds.json`, here
+/// seeded for PoCL): the CPU engines start at once, with batches of their own size, and the
+/// device's lane joins when it is ready. A short job ends without waiting for the start-up; a
+/// long one is shared with the device. Either way every row is there and equals the CPU
+/// route's (exactly where the CPU engines computed it all).
+#[test]
+fn a_device_started_in_the_background_never_holds_the_run() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    let run_in = |args: &[&str]| {
+        let out = fftd()
+            .args(args)
+            .env("FFTD_CACHE_DIR", &cache)
+            .env("RUST_LOG", "fftd=debug")
+            .output()
+            .expect("run fftd");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        out
+    };
+    // a short job: the CPU engines finish it, whether or not the device came up meanwhile
+    let short = dir.path().join("short.f32");
+    write_f32(&short, &noise(8192, 31));
+    let p = short.to_str().expect("utf8");
+    let common = ["--file", p, "--input-format", "f32", "--frame", "1024"];
+    let cpu = run(&[&common[..], &["--device", "cpu"]].concat());
+    let gpu = run_in(&[&common[..], &["--device", "gpu", "--stats"]].concat());
+    let log = stderr_text(&gpu);
+    if log.contains("fftd devices: cpu: 1 batches, 8 frames (100.0%)") {
+        assert_eq!(stdout_text(&gpu), stdout_text(&cpu));
+    }
+    assert_eq!(rows(&gpu).len(), 8, "{log}");
+    // a long job: the device joins and takes batches (tried with more overlap, so more work,
+    // until it does: how soon it comes up depends on the machine's load)
+    let long = dir.path().join("long.f32");
+    write_f32(&long, &noise(1 << 22, 32));
+    let p = long.to_str().expect("utf8");
+    let joined = ["256", "64", "16"].iter().any(|hop| {
+        let args = [
+            "--file",
+            p,
+            "--input-format",
+            "f32",
+            "--frame",
+            "1024",
+            "--hop",
+            hop,
+        ];
+        let (g, c) = (dir.path().join("gpu.f32"), dir.path().join("cpu.f32"));
+        let (go, co) = (g.to_str().expect("utf8"), c.to_str().expect("utf8"));
+        let to = |o| ["--format", "f32", "--output", o];
+        let gpu = run_in(&[&args[..], &["--device", "gpu", "--stats"], &to(go)].concat());
+        run(&[&args[..], &["--device", "cpu"], &to(co)].concat());
+        let (g, c) = (read_f32(&g), read_f32(&c));
+        assert_eq!(g.len(), c.len(), "hop {hop}");
+        let err = max_relative_error(&g, &c);
+        assert!(err < 1e-4, "hop {hop}: error {err:e}");
+        let log = stderr_text(&gpu);
+        let devices = log.lines().find(|l| l.starts_with("fftd devices:"));
+        devices.expect("--stats").contains("opencl:")
+    });
+    assert!(joined, "the device never joined, even with hop 16");
+}
+
+fn read_f32(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("output");
+    bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect()
+}

@@ -87,6 +87,8 @@ pub struct LaneSet {
     /// Whether a failed lane's batches may go to the other lanes (the pipeline's dispatcher does
     /// that); otherwise each lane falls back on its own CPU engine.
     handoff: bool,
+    /// Whether a device's lane (not the CPU engines') has joined.
+    device_joined: AtomicBool,
 }
 
 impl LaneSet {
@@ -96,6 +98,7 @@ impl LaneSet {
         Arc::new(LaneSet {
             lanes: Mutex::new(Vec::new()),
             handoff,
+            device_joined: AtomicBool::new(false),
         })
     }
 
@@ -104,6 +107,14 @@ impl LaneSet {
         if let Ok(mut lanes) = self.lanes.lock() {
             lanes.push(lane.clone());
         }
+        if !lane.is_cpu {
+            self.device_joined.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a device's lane has joined (batches sized for devices from then on).
+    pub fn has_device(&self) -> bool {
+        self.device_joined.load(Ordering::Relaxed)
     }
 
     /// Every lane that joined, in order.

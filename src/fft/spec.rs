@@ -26,13 +26,24 @@ impl EngineSpec {
     /// Frames per batch for frames of `n` samples: `--batch`, else about
     /// `limits::CPU_BATCH_SAMPLES` (or `DEVICE_BATCH_SAMPLES` for device batches) samples.
     pub fn batch_frames(&self, n: usize) -> usize {
-        frames_per_batch(self.batch, self.device_batches, n)
+        self.frames_per_batch(n, self.device_batches)
+    }
+
+    /// Frames per batch while only the CPU engines take batches (a device started in the
+    /// background has not joined yet): `--batch`, else the CPU engines' size. Their smaller
+    /// buffers stay in cache and are reused instead of faulting in device-sized ones (issue 23).
+    pub fn cpu_batch_frames(&self, n: usize) -> usize {
+        self.frames_per_batch(n, false)
+    }
+
+    fn frames_per_batch(&self, n: usize, device_batches: bool) -> usize {
+        batch_frames_for(self.batch, device_batches, n)
     }
 }
 
-/// `EngineSpec::batch_frames` from its two parts: `batch` (0 = auto) and whether default batches
-/// are sized for devices.
-pub fn frames_per_batch(batch: usize, device_batches: bool, n: usize) -> usize {
+/// Frames per batch for frames of `n` samples from `--batch` (`batch`, 0 = auto) and whether
+/// default batches are sized for devices (`EngineSpec::batch_frames`, `pipeline::spec::BatchSpec`).
+pub fn batch_frames_for(batch: usize, device_batches: bool, n: usize) -> usize {
     let (samples, most) = match device_batches {
         true => (limits::DEVICE_BATCH_SAMPLES, 16384),
         false => (limits::CPU_BATCH_SAMPLES, 1024),

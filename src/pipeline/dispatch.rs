@@ -333,6 +333,12 @@ impl<T> Dispatcher<T> {
         (dispatcher, closed)
     }
 
+    /// Whether a device's lane has joined: batches are sized for devices from then on, for the
+    /// CPU engines before.
+    pub fn has_device(&self) -> bool {
+        self.lane_set.has_device()
+    }
+
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // a panic elsewhere while holding the lock leaves counts that are still consistent
         self.state.lock().unwrap_or_else(|e| e.into_inner())

@@ -475,13 +475,26 @@ pub(super) fn late_lanes_thread<T: Sample>(
     build: router::DeferredLanes<T>,
 ) -> (
     crossbeam_channel::Receiver<router::LateLanes<T>>,
-    std::thread::JoinHandle<()>,
+    StartUpThread,
 ) {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let builder = std::thread::spawn(move || {
         let _ = tx.send(build());
     });
-    (rx, builder)
+    (rx, StartUpThread(Some(builder)))
+}
+
+/// The thread building the late lanes. The run never waits for it: when the run ends (its
+/// output complete, or an error) while the start-up is still under way, the thread is left to
+/// the process's exit (`left_behind`).
+pub(super) struct StartUpThread(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for StartUpThread {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            crate::left_behind::leave(thread);
+        }
+    }
 }
 
 /// Frames written for one stream, and the frame size it used.

@@ -312,6 +312,7 @@ fn framing(settings: &RunSpec) -> Framing {
         max_frames: settings.source.max_frames.unwrap_or(u64::MAX),
         duration: settings.source.duration,
         batch: settings.engine.batch_frames(n),
+        cpu_batch: settings.engine.cpu_batch_frames(n),
         dc_remove: settings.analysis.dc_remove,
     }
 }

@@ -85,8 +85,8 @@ impl<T: Copy + Default> BufferPool<T> {
         }
     }
 
-    /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken so
-    /// far (none before the first take), made on a few threads; stops early when `stop` says
+    /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
+    /// expected so far (`expect`; none before either), made on a few threads; stops early when `stop` says
     /// so. For a lane that joins a running pipeline: its readers and workers then find
     /// buffers ready instead of waiting for a pinned allocation each (issue 23).
     pub fn premade(
@@ -121,6 +121,12 @@ impl<T: Copy + Default> BufferPool<T> {
                 .flat_map(|t| t.join().unwrap_or_default())
                 .collect()
         })
+    }
+
+    /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
+    /// engines' before it joins): a late lane's buffers are made at least this size.
+    pub fn expect(&self, len: usize) {
+        self.largest.fetch_max(len, Ordering::Relaxed);
     }
 
     /// An empty buffer with room for at least `len` values, in lane `lane`'s memory.

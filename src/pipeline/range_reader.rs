@@ -94,8 +94,10 @@ pub struct Framing {
     pub max_frames: u64,
     /// `--duration` in seconds.
     pub duration: Option<f64>,
-    /// Frames per batch.
+    /// Frames per batch once a device's lane has joined (`Dispatcher::has_device`).
     pub batch: usize,
+    /// Frames per batch while the CPU engines alone take batches.
+    pub cpu_batch: usize,
     /// `--dc-remove`: each frame's mean taken out (`source::dc`).
     pub dc_remove: bool,
 }
@@ -109,9 +111,10 @@ impl Framing {
         self.duration.map(|d| (d * rate).ceil() as u64)
     }
 
-    /// Frames in one job of `layout`: a batch, or fewer so the job reads at most `JOB_VALUES`
-    /// values; at least one.
-    fn job_frames(&self, layout: &SeekableLayout) -> u64 {
+    /// Frames in one job of `layout`: a batch (sized for devices once one has joined), or fewer
+    /// so the job reads at most `JOB_VALUES` values; at least one.
+    fn job_frames(&self, layout: &SeekableLayout, devices: bool) -> u64 {
+        let batch = if devices { self.batch } else { self.cpu_batch };
         let per_sample = (layout.channels * layout.kind.width()) as u64;
         let (n, hop) = (self.n as u64, self.hop as u64);
         let samples = (JOB_VALUES / per_sample).saturating_sub(n);
@@ -120,7 +123,7 @@ impl Framing {
         } else {
             samples / n + 1
         };
-        fitting.clamp(1, self.batch as u64)
+        fitting.clamp(1, batch as u64)
     }
 
     /// How a batch of `count` frames lies in its buffer: (values between frame starts, values in
@@ -183,9 +186,24 @@ impl RangeJobs {
             .sum()
     }
 
+    /// Values in the largest batch a device's lane gets, in and out (spectra of every frame):
+    /// the size a late lane's pinned buffers are made before it joins (`BufferPool::expect`).
+    pub fn device_batch_values(
+        &self,
+        spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
+    ) -> (usize, usize) {
+        let per_stream = self.streams.iter().map(|stream| {
+            let spec = spec_of(self.framing.n, stream.layout.kind, stream.layout.rate);
+            let count = self.framing.job_frames(&stream.layout, true) as usize;
+            let (_, values_in) = self.framing.batch_layout(&spec, count);
+            (values_in, count * spec.values_out())
+        });
+        per_stream.fold((0, 0), |(i, o), (a, b)| (i.max(a), o.max(b)))
+    }
+
     /// The next job and its batch number, taken together so a stream's batches are numbered in
     /// frame order. None when every frame has been handed out.
-    fn next(&self, control: &Control) -> Option<Job> {
+    fn next(&self, control: &Control, devices: bool) -> Option<Job> {
         let mut cursor = self.cursor.lock().ok()?;
         let (index, next) = &mut *cursor;
         while *index < self.streams.len() && *next >= self.streams[*index].frames {
@@ -193,7 +211,8 @@ impl RangeJobs {
             *next = 0;
         }
         let stream = self.streams.get(*index)?;
-        let count = (stream.frames - *next).min(self.framing.job_frames(&stream.layout)) as usize;
+        let most = self.framing.job_frames(&stream.layout, devices);
+        let count = (stream.frames - *next).min(most) as usize;
         let job = Job {
             stream: *index,
             first: *next,
@@ -226,7 +245,7 @@ pub fn run_range_reader<T: Sample>(
     // the time after the last job: the thread waits for the stages after it to end
     let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
     while !control.stopping() {
-        let Some(job) = jobs.next(control) else {
+        let Some(job) = jobs.next(control, dispatcher.has_device()) else {
             break;
         };
         let stream = &jobs.streams[job.stream];

@@ -19,7 +19,8 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let built = Built::<T>::build(settings, early.live)?;
     let cpu_only = built.cpu_only_spec(settings);
     let settings = cpu_only.as_ref().unwrap_or(settings);
-    let engines = EngineLanes::new(built.set, started);
+    // a device started in the background begins now, while the run plans and opens outputs
+    let (engines, _start_up) = EngineLanes::new(built.set, started);
     let auto_route = engines.auto_route;
     let mut planned = Planned::plan(settings, &signals.stop)?;
     let taps = (planned.recorder.take(), planned.shaping.take());
@@ -34,7 +35,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     startup.record(control);
     let mut latency = Latency::default();
     let ran = stages.run_threads(handoff, &signals, &mut latency);
-    let (written, sink_ended, late_builder) = (ran.written, ran.sink_ended, ran.late_builder);
+    let (written, sink_ended) = (ran.written, ran.sink_ended);
 
     // the teardown
     let dispatcher = &stages.workers.context.dispatcher;
@@ -46,9 +47,6 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let left = |lane| given_up.iter().any(|(i, _, _)| *i == lane);
     stages.workers.threads.join(left, patience);
 
-    if let Some(builder) = late_builder {
-        let _ = builder.join(); // the output is complete: only the device start-up is left
-    }
     let error = control.take_error().or_else(|| {
         let interrupted = signals.interrupted.load(Ordering::Relaxed);
         let cut = dispatcher.cut();

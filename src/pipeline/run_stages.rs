@@ -11,8 +11,8 @@ use super::live::LiveView;
 use super::run_steps::{transform_spec, Early, Planned, RowsPlanned, Sinks};
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, join_late_lane, live,
-    pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StreamWritten,
-    WorkerThreads,
+    pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StartUpThread,
+    StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -23,6 +23,7 @@ use crate::frame::{Frame, FrameSize};
 use crate::limits;
 use crate::pipeline::spec::{BatchSpec, ReadSpec, RunSpec};
 use crate::products::measure::MeasureLayout;
+use crate::products::{Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::output::{open_files_budget, Outputs};
 use crate::sink::{make_encoder, Encoder, OutputFormat};
@@ -40,13 +41,19 @@ use std::time::Instant;
 pub(super) struct EngineLanes<T: Sample> {
     lane_set: Arc<LaneSet>,
     ready: Vec<router::LaneEngines<T>>,
-    later: Option<router::DeferredLanes<T>>,
+    /// The lanes a device start-up in the background will bring (`late_lanes_thread`).
+    later: Option<LateLanes<T>>,
     pub(super) auto_route: Option<AutoRoute>,
     retire_cpu: bool,
 }
 
 impl<T: Sample> EngineLanes<T> {
-    pub(super) fn new(set: router::EngineSet<T>, started: Instant) -> Self {
+    /// The engine set taken apart; a device start-up in the background begins here (its
+    /// thread is left to the process's exit when the run ends first: `StartUpThread`).
+    pub(super) fn new(
+        set: router::EngineSet<T>,
+        started: Instant,
+    ) -> (Self, Option<StartUpThread>) {
         let router::EngineSet {
             lane_set,
             ready,
@@ -54,19 +61,21 @@ impl<T: Sample> EngineLanes<T> {
             auto_route,
             retire_cpu,
         } = set;
+        let (later, start_up) = later.map(super::late_lanes_thread).unzip();
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
             workers = ready.iter().map(|l| l.engines.len()).sum::<usize>(),
             lanes = ready.len(),
             "engines ready"
         );
-        EngineLanes {
+        let engines = EngineLanes {
             lane_set,
             ready,
             later,
             auto_route,
             retire_cpu,
-        }
+        };
+        (engines, start_up)
     }
 }
 
@@ -87,14 +96,13 @@ pub(super) struct Workers<T: Sample> {
 }
 
 impl<T: Sample> Workers<T> {
-    /// The dispatcher and the pools; the ready lanes join before any producer starts.
+    /// The dispatcher and the pools (expecting buffers of `device_batch_values`, input and
+    /// output, when devices join late); the ready lanes join before any producer starts.
     fn new(
         engines: EngineLanes<T>,
         control: Control,
-        products: (
-            Option<crate::products::Shaping>,
-            Option<crate::products::Segmenting>,
-        ),
+        products: (Option<Shaping>, Option<Segmenting>),
+        device_batch_values: Option<(usize, usize)>,
     ) -> (Self, Handoff<T>) {
         let ready: usize = engines.ready.iter().map(|l| l.engines.len()).sum();
         let lane_workers = (engines.ready.iter()).map(|l| l.engines.len()).max();
@@ -110,6 +118,10 @@ impl<T: Sample> Workers<T> {
             products,
         });
         let pools = (&context.pools.0, &context.pools.1);
+        if let Some((values_in, values_out)) = device_batch_values {
+            pools.0.expect(values_in);
+            pools.1.expect(values_out);
+        }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
             .filter_map(|lane| join_lane(&context.dispatcher, pools, lane))
             .collect();
@@ -167,11 +179,14 @@ pub(super) struct Stages<'a, T: Sample> {
 /// A lane joined to the dispatcher: its queue and its engines.
 type JoinedLane<T> = (worker::LaneQueue<T>, router::Engines<T>);
 
+/// Where the lanes a device start-up in the background brings arrive.
+type LateLanes<T> = Receiver<router::LateLanes<T>>;
+
 /// What the threads take over: the ready lanes and those to come, the sink's destinations
 /// and its alerts.
 pub(super) struct Handoff<T: Sample> {
     ready_lanes: Vec<JoinedLane<T>>,
-    late_lanes: Option<router::DeferredLanes<T>>,
+    late_lanes: Option<LateLanes<T>>,
     dests: Vec<Destination>,
     rotations: Vec<Option<crate::sink::rotate::Rotation>>,
     alerts: Option<crate::alerts::Alerts>,
@@ -189,12 +204,10 @@ impl<T: Sample> Default for Handoff<T> {
     }
 }
 
-/// What the threads leave: each stream's rows written, when the sink ended, and the thread
-/// still building late lanes.
+/// What the threads leave: each stream's rows written, and when the sink ended.
 pub(super) struct Ran {
     pub(super) written: Vec<StreamWritten>,
     pub(super) sink_ended: Instant,
-    pub(super) late_builder: Option<std::thread::JoinHandle<()>>,
 }
 
 impl<'a, T: Sample> Stages<'a, T> {
@@ -202,10 +215,7 @@ impl<'a, T: Sample> Stages<'a, T> {
     pub(super) fn assemble(
         settings: &'a RunSpec,
         planned: &'a Planned,
-        (recorder, shaping): (
-            Option<crate::record::Recorder>,
-            Option<crate::products::Shaping>,
-        ),
+        (recorder, shaping): (Option<crate::record::Recorder>, Option<Shaping>),
         engines: EngineLanes<T>,
         early: Early,
         (stop, started): (&std::sync::Arc<AtomicBool>, Instant),
@@ -233,7 +243,13 @@ impl<'a, T: Sample> Stages<'a, T> {
             .as_ref()
             .map(|_| live_rows(settings, layout.as_ref()));
         let encoders = encode_threads();
-        let (workers, mut handoff) = Workers::new(engines, control, (shaping, segmenting));
+        // a late lane's pinned buffers are made the size of a device's batches (`join_late_lane`)
+        let device_batch_values = engines.later.is_some().then(|| {
+            let spec_of = |n, kind, rate| transform_spec(settings, (n, kind, rate));
+            planned.range_jobs.device_batch_values(&spec_of)
+        });
+        let products = (shaping, segmenting);
+        let (workers, mut handoff) = Workers::new(engines, control, products, device_batch_values);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
         let band_levels = band_levels(settings, streams, planned.frame().0);
         handoff.alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
@@ -282,12 +298,11 @@ impl<'a, T: Sample> Stages<'a, T> {
             rotations,
             alerts,
         } = handoff;
-        let mut late_builder = None;
         let (written, sink_ended) = std::thread::scope(|scope| {
             self.spawn_readers(scope, frame_tx);
             self.spawn_producers(scope, frame_rx);
             let lanes = (ready_lanes, late_lanes);
-            late_builder = self.spawn_workers(scope, lanes, done_tx, &signals.interrupted);
+            self.spawn_workers(scope, lanes, done_tx, &signals.interrupted);
             // the stage after the workers stops waiting for a given-up lane (`dispatch`)
             let from_workers = worker::FinishedBatches {
                 rx: done_rx,
@@ -319,7 +334,6 @@ impl<'a, T: Sample> Stages<'a, T> {
         Ran {
             written,
             sink_ended,
-            late_builder,
         }
     }
 
@@ -373,15 +387,14 @@ impl<'a, T: Sample> Stages<'a, T> {
         });
     }
 
-    /// The FFT workers of the ready lanes, the stall watcher, and the lanes built meanwhile;
-    /// the thread building those, to be joined at the end.
+    /// The FFT workers of the ready lanes, the stall watcher, and the lanes built meanwhile.
     fn spawn_workers<'s>(
         &'s self,
         scope: &'s Scope<'s, '_>,
-        (ready_lanes, late_lanes): (Vec<JoinedLane<T>>, Option<router::DeferredLanes<T>>),
+        (ready_lanes, late_lanes): (Vec<JoinedLane<T>>, Option<LateLanes<T>>),
         done_tx: Sender<worker::Done<T>>,
         interrupted: &'s AtomicBool,
-    ) -> Option<std::thread::JoinHandle<()>> {
+    ) {
         let (context, threads) = (&self.workers.context, &self.workers.threads);
         let (control, dispatcher) = (&context.control, &context.dispatcher);
         for (queue, engines) in ready_lanes {
@@ -396,9 +409,10 @@ impl<'a, T: Sample> Stages<'a, T> {
             dispatcher.watch_traced(&watched, stop, control.tracer.as_deref())
         });
         // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
-        // dispatcher; a job that ends first does not wait for them
-        let build = late_lanes?;
-        let (built, builder) = super::late_lanes_thread(build);
+        // dispatcher; a job that ends first does not wait for them (`StartUpThread`)
+        let Some(built) = late_lanes else {
+            return;
+        };
         let ended = self.workers.dispatch_ended.clone();
         let joining = LateJoin {
             context,
@@ -415,7 +429,6 @@ impl<'a, T: Sample> Stages<'a, T> {
                 recv(ended) -> _ => {}
             }
         });
-        Some(builder)
     }
 
     /// `--average`: one ordered stage between the workers and the encoders; what the encoders

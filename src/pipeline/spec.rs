@@ -68,7 +68,7 @@ impl BatchSpec {
 
     /// Frames per batch for frames of `n` samples (as `EngineSpec::batch_frames`).
     pub fn frames(&self, n: usize) -> usize {
-        crate::fft::spec::frames_per_batch(self.batch, self.device_batches, n)
+        crate::fft::spec::batch_frames_for(self.batch, self.device_batches, n)
     }
 }
 
