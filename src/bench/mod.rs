@@ -194,21 +194,11 @@ fn bench_size<T: Sample>(
         frames,
         ..Default::default()
     };
-    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
     let mut cpu_out = Vec::new();
     if !args.no_cpu {
-        let mut cpu = CpuEngine::<T>::new();
         cpu_out = vec![T::default(); out_len];
-        transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out).map_err(rt)?;
-        let t: Vec<f64> = (0..reps)
-            .map(|_| {
-                let s = Instant::now();
-                transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out)
-                    .map(|_| s.elapsed().as_secs_f64())
-            })
-            .collect::<Result<_, _>>()
-            .map_err(rt)?;
-        row.cpu_us = Some(median(t) * 1e6 / frames as f64);
+        let t = time_cpu(&spec, (input, frames, reduce), &mut cpu_out, reps)?;
+        row.cpu_us = Some(t * 1e6 / frames as f64);
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
@@ -252,6 +242,27 @@ fn bench_size<T: Sample>(
         }
     }
     Ok(row)
+}
+
+/// Median time of `reps` transforms on the CPU engine (after one warm-up).
+fn time_cpu<T: Sample>(
+    spec: &TransformSpec,
+    (input, frames, reduce): (&[T], usize, Reduction<'_>),
+    out: &mut [T],
+    reps: usize,
+) -> Result<f64, FftdError> {
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    let mut cpu = CpuEngine::<T>::new();
+    transform_reduced(&mut cpu, spec, input, frames, reduce, out).map_err(rt)?;
+    let t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            transform_reduced(&mut cpu, spec, input, frames, reduce, out)
+                .map(|_| s.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_, _>>()
+        .map_err(rt)?;
+    Ok(median(t))
 }
 
 /// Median wall time of `reps` host-to-host transforms (after one warm-up) and, when profiling
