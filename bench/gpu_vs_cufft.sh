@@ -2,20 +2,35 @@
 # fftd's OpenCL kernels vs cuFFT (through torch) on the spectra fftd produces, f32, batches of
 # 2^26 samples, kernel time by event profiling on both sides. Prints per size: fftd time, cuFFT
 # time, useful GB/s of each (input + output bytes / time) and the ratio (cuFFT time / fftd time).
-# Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536)
+# Sizes: the powers of two SIZES (A..B or a comma list) and, in the same run, the sizes that are
+# not powers of two OTHER_SIZES (mixed-radix 2/3/5/7 passes, Bluestein for 65521 and 2018; set
+# OTHER_SIZES= to skip them). cuFFT gets the same sizes and batches (frames = SAMPLES / n).
+# Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536;
+#        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018)
 set -euo pipefail
 out=${1:-bench-out}
 fftd=${FFTD:-fftd}
 sizes=${SIZES:-256..65536}
+other=${OTHER_SIZES-960,1000,1920,2400,3000,44100,48000,65521,2018}
 samples=${SAMPLES:-67108864}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 # one chunk per batch, so the kernel time is one launch over the whole 2^26-sample batch, as cuFFT's
 export FFTD_OPENCL_CHUNK_BYTES=${FFTD_OPENCL_CHUNK_BYTES:-4294967296}
-"$fftd" bench --device gpu --sizes "$sizes" --batch-samples "$samples" --no-cpu --reps 10 \
+# A..B (powers of two, 2^k allowed) or a comma list -> a comma list, then the other sizes
+list=$(python3 -c "
+import sys
+s = sys.argv[1]
+if '..' in s:
+    a, b = [int(eval(x.replace('^', '**'))) for x in s.split('..')]
+    print(','.join(str(1 << k) for k in range(a.bit_length() - 1, b.bit_length())))
+else:
+    print(','.join(str(int(eval(x.replace('^', '**')))) for x in s.split(',')))
+" "$sizes")
+if [ -n "$other" ]; then list="$list,$other"; fi
+"$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
     --kind real --csv "$out/fftd_real.csv" > "$out/fftd_real.txt"
-"$fftd" bench --device gpu --sizes "$sizes" --batch-samples "$samples" --no-cpu --reps 10 \
+"$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
     --kind complex --csv "$out/fftd_complex.csv" > "$out/fftd_complex.txt"
-list=$(python3 -c "import sys; a,b=[int(eval(x.replace('^','**'))) for x in sys.argv[1].split('..')]; print(','.join(str(1<<k) for k in range(a.bit_length()-1, b.bit_length())))" "$sizes")
 python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$out/cufft.csv"
 python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$out/cufft.csv" | tee "$out/gpu_vs_cufft.txt"

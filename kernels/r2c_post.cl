@@ -4,9 +4,13 @@
 // COMPLEX_OUT (common.cl: store_bin).
 // Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked.
 //
-// Defines: M, REAL_INPUT, COMPLEX_OUT, USE_DOUBLE (see common.cl).
+// Defines: M, REAL_INPUT, COMPLEX_OUT, USE_DOUBLE (see common.cl); REAL_FULL (stockham_global.cl:
+// odd real n transformed as n complex points: bins 0..M/2 of Z are X, only DC is an edge bin).
+// M need not be a power of two (mixed_radix.cl).
 
-#if REAL_INPUT
+#if REAL_FULL
+#define POST_BINS (M / 2 + 1)
+#elif REAL_INPUT
 #define POST_BINS (M + 1)
 #else
 #define POST_BINS M
@@ -20,9 +24,12 @@ __kernel void post(__global const real2 *restrict z, __global real_t *restrict o
     }
     const size_t fo = (g / POST_BINS) * (size_t)M;
     const uint k = g % POST_BINS;
-#if REAL_INPUT
+#if REAL_FULL
+    real2 x = z[fo + k];
+    int edge = (k == 0);
+#elif REAL_INPUT
     real_t a = -(real_t)k / (real_t)M; // exp(-2 pi i k / 2M) = exp(i pi a)
-    real2 x = r2c_bin(z[fo + (k & (M - 1))], z[fo + ((M - k) & (M - 1))],
+    real2 x = r2c_bin(z[fo + (k % M)], z[fo + ((M - k) % M)],
                       (real2)(cospi(a), sinpi(a)));
     int edge = (k == 0) || (k == M);
 #else

@@ -7,7 +7,13 @@
 // radix-R butterfly (pass), with a bounds check so the global size may be rounded up.
 // Twiddles are computed with sinpi/cospi from exact integer indices.
 //
-// Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl).
+// Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl); REAL_FULL=1 (mixed_radix.cl, odd real n):
+// real input transformed as a complex frame of M = n points with zero imaginary parts, pack reads
+// one real per point.
+
+#ifndef REAL_FULL
+#define REAL_FULL 0
+#endif
 
 __kernel void pack(__global const real_t *restrict in, __global const real_t *restrict win,
                    __global real2 *restrict z, uint frames, uint step) {
@@ -16,12 +22,16 @@ __kernel void pack(__global const real_t *restrict in, __global const real_t *re
         return;
     }
     const uint j = g % M;
+#if REAL_FULL
+    z[g] = (real2)(in[(g / M) * step + j] * win[j], R(0.0));
+#else
     // frame g / M starts at in[frame * step] (step = 2M: frames back to back)
     real2 x = vload2(0, in + (g / M) * step + 2 * j);
 #if REAL_INPUT
     z[g] = x * vload2(j, win);
 #else
     z[g] = x * win[j];
+#endif
 #endif
 }
 

@@ -1,16 +1,26 @@
-//! Threads a run leaves behind when its work is done: a device start-up (context, programs,
-//! pinned pools on a thread of its own, issue 23) that had not finished when the output was
-//! complete. The run does not wait for it; `exit` ends the process without running the
-//! OpenCL driver's exit handlers while such a thread may still be inside the driver.
+//! What a run leaves behind when its work is done, and the process's exit without waiting for
+//! it: a device start-up (context, programs, pinned pools on a thread of its own, issue 23)
+//! that had not finished when the output was complete, and the OpenCL driver's exit handlers
+//! (NVIDIA's take about 0.2 s to tear down a context the kernel driver frees anyway). `exit`
+//! ends the process without them: never inside the driver under a running thread, and no
+//! wait for a teardown nothing depends on.
 //!
-//! Takes: the start-up thread's handle (`leave`). Gives: the process's exit (`exit`).
+//! Takes: the start-up thread's handle (`leave`), a device's use (`skip_driver_exit`). Gives:
+//! the process's exit (`exit`).
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 static LEFT: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+static SKIP_DRIVER_EXIT: AtomicBool = AtomicBool::new(false);
+
+/// A device was used and its work is done: the exit skips the driver's exit handlers.
+pub fn skip_driver_exit() {
+    SKIP_DRIVER_EXIT.store(true, Ordering::Relaxed);
+}
 
 /// Joins `thread` if it has already ended; otherwise leaves it to `exit`.
 pub fn leave(thread: JoinHandle<()>) {
@@ -34,13 +44,13 @@ pub fn any_running() -> bool {
         .unwrap_or(false)
 }
 
-/// Ends the process with `code`. While a left-behind start-up still runs, stdout is flushed
-/// and the process ends at once (`_exit`): the driver's exit handlers (which tear down its
-/// state under a thread that may be creating a context) and the wait for the start-up are
-/// skipped; every output file was closed by the run. Otherwise the exit code is returned
-/// for a normal exit.
+/// Ends the process with `code`. While a left-behind start-up still runs, or after a device
+/// was used, stdout is flushed and the process ends at once (`_exit`): the driver's exit
+/// handlers (which tear down its state, possibly under a thread that is creating a context)
+/// and the wait for the start-up are skipped; every output file was closed by the run.
+/// Otherwise the exit code is returned for a normal exit.
 pub fn exit(code: u8) -> ExitCode {
-    if !any_running() {
+    if !SKIP_DRIVER_EXIT.load(Ordering::Relaxed) && !any_running() {
         return ExitCode::from(code);
     }
     let _ = std::io::stdout().lock().flush();

@@ -2,7 +2,7 @@
 //! (2^17..2^20 for a few cases), batch lengths 1, 7 and 64, f32 and f64, real and complex input,
 //! every window and every scale (`complex` included), against the CPU engine; a few sizes against
 //! `naive_spectrum`; both the one-kernel (local memory) path and the multi-pass path; the phase
-//! of `--scale complex` on a known cosine on every path.
+//! of `--scale complex` on a known cosine on every path. Other sizes: tests/opencl_sizes.rs.
 //! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes,
 //! complex re and im against the frame's largest |X|.
 
@@ -341,20 +341,6 @@ fn complex_scale_keeps_the_phase_on_every_path() {
             }
         }
     }
-}
-
-#[test]
-fn unsupported_sizes_are_reported_not_failed() {
-    let Some(dev) = common::test_device() else {
-        return;
-    };
-    let mut gpu = OpenClEngine::<f32>::new(dev, OpenClOptions::default()).expect("engine");
-    let s = spec(1000, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
-    let err = gpu.process(&s, &vec![0.0; 1000], 1, &mut Vec::new());
-    assert!(matches!(
-        err,
-        Err(fftd::fft::EngineError::Unsupported { .. })
-    ));
 }
 
 /// An engine with 4 KiB host-device chunks, so small batches still run through every pipeline

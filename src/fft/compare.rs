@@ -202,4 +202,39 @@ mod tests {
         let (bad, ..) = compare_rows(&conjugate, &want, &spec(Scale::Complex), 1e-2);
         assert_eq!(bad, 1);
     }
+
+    /// An OpenCL engine that takes no frames (what `OpenClEngine` answers past 2^24 points).
+    struct Refuses;
+
+    impl Engine<f32> for Refuses {
+        fn name(&self) -> String {
+            "refuses".into()
+        }
+
+        fn transform(
+            &mut self,
+            _: &TransformSpec,
+            _: &[f32],
+            _: usize,
+            _: &mut [f32],
+        ) -> Result<(), EngineError> {
+            Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: "frame size 33554432 (2..2^24 only)".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_size_the_device_refuses_is_nothing_to_compare() {
+        let s = spec(Scale::Magnitude);
+        let err = compare_batch(&mut Refuses, &mut CpuEngine::new(), &s, &[0.0; 4], 1, 1e-4);
+        let Err(FftdError::Runtime(text)) = err else {
+            panic!("{err:?}");
+        };
+        assert!(
+            text.contains("nothing to compare: frame size 33554432"),
+            "{text}"
+        );
+    }
 }

@@ -262,24 +262,28 @@ pub(super) fn join_lane<T: Sample>(
     pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
-    join_lane_with(dispatcher, pools, lane, false)
+    join_lane_with(dispatcher, pools, lane, None)
 }
 
-/// `join_lane` for a lane built while the run goes on: its pinned pools are filled first, with
-/// buffers the size the run's batches have had, so no reader or worker waits for an allocation.
+/// `join_lane` for a lane built while the run goes on: its pinned pools are filled first (on
+/// the joining thread, while the lanes already there go on), with buffers the size of a
+/// device's batches: `holders` (batches being read, spectra being encoded) plus the lane's
+/// queue and workers for each pool, so no reader or worker waits for a pinned allocation
+/// (about 1 GB/s: half a second of stalls per run when made on demand, issue 23).
 pub(super) fn join_late_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
+    holders: (usize, usize),
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
-    join_lane_with(dispatcher, pools, lane, true)
+    join_lane_with(dispatcher, pools, lane, Some(holders))
 }
 
 fn join_lane_with<T: Sample>(
     dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
-    premade: bool,
+    premade: Option<(usize, usize)>,
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
@@ -288,11 +292,14 @@ fn join_lane_with<T: Sample>(
         true => lane.engines.iter().find_map(|e| e.pinned_memory()),
     };
     let queue = lane.engines.len();
-    let spares = |pool: &pool::BufferPool<T>| match (&pinned, premade) {
-        (Some(memory), true) => pool.premade(memory, 2 * queue + 2, &|| dispatcher.closed()),
+    let spares = |pool: &pool::BufferPool<T>, holders: Option<usize>| match (&pinned, holders) {
+        (Some(memory), Some(holders)) => {
+            pool.premade(memory, 2 * queue + holders, &|| dispatcher.closed())
+        }
         _ => Vec::new(),
     };
-    let (premade_in, premade_out) = (spares(input_pool), spares(output_pool));
+    let premade_in = spares(input_pool, premade.map(|p| p.0));
+    let premade_out = spares(output_pool, premade.map(|p| p.1));
     let homes = |id| {
         input_pool.add_lane_with(id, pinned.clone(), premade_in);
         output_pool.add_lane_with(id, pinned.clone(), premade_out);

@@ -46,6 +46,10 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
     let left = |lane| given_up.iter().any(|(i, _, _)| *i == lane);
     stages.workers.threads.join(left, patience);
+    if stages.workers.lane_set.has_device() {
+        // the devices' work is done: their driver's exit handlers are not waited for
+        crate::left_behind::skip_driver_exit();
+    }
 
     let error = control.take_error().or_else(|| {
         let interrupted = signals.interrupted.load(Ordering::Relaxed);

@@ -420,6 +420,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             pools: self.workers.pools(),
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
+            holders: (self.readers.0 + self.readers.1, self.encoders),
         };
         scope.spawn(move || {
             crossbeam_channel::select! {
@@ -549,6 +550,9 @@ struct LateJoin<'a, T: Sample> {
     pools: (&'a pool::BufferPool<T>, &'a pool::BufferPool<T>),
     lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
     retire_cpu: bool,
+    /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
+    /// queue (`join_late_lane`).
+    holders: (usize, usize),
 }
 
 impl<T: Sample> LateJoin<'_, T> {
@@ -563,7 +567,8 @@ impl<T: Sample> LateJoin<'_, T> {
         let joined = !late.lanes.is_empty();
         for lane in late.lanes {
             // (its pinned pools are made here, before it takes batches)
-            if let Some((queue, engines)) = join_late_lane(dispatcher, self.pools, lane) {
+            let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
+            if let Some((queue, engines)) = joined {
                 self.threads.spawn(queue, engines, done, self.context);
             }
         }

@@ -1,6 +1,6 @@
-//! Launching a chunk's transform: the kernels of the plan's path (local, four-step or global
-//! passes, then `post` for real input) enqueued on the compute queue in order, with the output
-//! scale's arguments.
+//! Launching a chunk's transform: the kernels of the plan's path (local, four-step, global or
+//! mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
+//! the output scale's arguments.
 
 use super::{Path, Plan, GLOBAL_WG};
 use crate::types::Sample;
@@ -8,6 +8,7 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::{ExecuteKernel, Kernel};
 use opencl3::memory::Buffer;
+use opencl3::types::cl_event;
 
 /// Output-scale kernel arguments.
 #[derive(Clone, Copy)]
@@ -17,61 +18,58 @@ pub(super) struct ScaleArgs<T> {
     pub(super) norm_interior: T,
 }
 
-/// Enqueues the transform of `frames` frames (`n_bins` output bins in all) from `inb` to `outb`
-/// on `q`, the first kernel waiting for `wait`; frame f starts at value f × `step` of `inb` (the
-/// frames overlap when `step` is less than a frame's values). Returns the kernels' events.
-#[allow(clippy::too_many_arguments)]
+/// One chunk's launch: `frames` frames (`n_bins` output bins in all) from `inb` to `outb` on
+/// `q`, the first kernel waiting for `wait`; frame f starts at value f × `step` of `inb` (the
+/// frames overlap when `step` is less than a frame's values). `work`: the two work buffers of the
+/// multi-pass paths.
+pub(super) struct Launch<'a, T> {
+    pub(super) q: &'a CommandQueue,
+    pub(super) inb: &'a Buffer<T>,
+    pub(super) outb: &'a Buffer<T>,
+    pub(super) work: (Option<&'a Buffer<T>>, Option<&'a Buffer<T>>),
+    pub(super) frames: usize,
+    pub(super) n_bins: usize,
+    pub(super) args: ScaleArgs<T>,
+    pub(super) step: u32,
+    pub(super) wait: &'a [cl_event],
+}
+
+impl<'a, T> Launch<'a, T> {
+    /// The frame count as the kernels take it.
+    pub(super) fn frames_u32(&self) -> Result<u32, String> {
+        u32::try_from(self.frames)
+            .map_err(|_| format!("batch of {} frames is too large", self.frames))
+    }
+
+    /// Both work buffers (the multi-pass paths need them).
+    pub(super) fn work(&self) -> Result<[&'a Buffer<T>; 2], String> {
+        match self.work {
+            (Some(a), Some(b)) => Ok([a, b]),
+            _ => Err("work buffers missing".into()),
+        }
+    }
+}
+
+/// `x` rounded up to whole work-groups of the global-memory kernels.
+pub(super) fn round_wg(x: usize) -> usize {
+    x.div_ceil(GLOBAL_WG) * GLOBAL_WG
+}
+
+pub(super) fn cl(what: &str, e: opencl3::error_codes::ClError) -> String {
+    format!("{what}: {e}")
+}
+
+/// Enqueues the transform of one chunk (`launch`) with `plan`'s kernels; returns their events.
 pub(super) fn enqueue_kernels<T: Sample>(
     plan: &mut Plan<T>,
-    q: &CommandQueue,
-    inb: &Buffer<T>,
-    outb: &Buffer<T>,
-    work: (Option<&Buffer<T>>, Option<&Buffer<T>>),
-    frames: usize,
-    m: usize,
-    n_bins: usize,
-    (args, step): (ScaleArgs<T>, u32),
-    wait: &[opencl3::types::cl_event],
+    launch: &Launch<'_, T>,
 ) -> Result<Vec<Event>, String> {
-    let frames_u32 =
-        u32::try_from(frames).map_err(|_| format!("batch of {frames} frames is too large"))?;
-    let ScaleArgs {
-        mode,
-        norm_edge,
-        norm_interior,
-    } = args;
-    let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
     let mut kernels: Vec<Event> = Vec::new();
+    let (window, table, table2) = (&plan.window, plan.table.as_ref(), plan.table2.as_ref());
     match &mut plan.path {
         Path::Local { kernel, geometry } => {
-            let g = *geometry;
-            let groups = frames.div_ceil(g.fpb);
-            let wg = g.tpf * g.fpb;
-            let table = plan
-                .table
-                .as_ref()
-                .ok_or_else(|| "twiddle table missing".to_string())?;
-            // SAFETY: the arguments are, in order, the buffers and scalars of the kernel's
-            // signature in stockham_local.cl (sizes checked by the OpenCL runtime); `groups`
-            // work-groups of `fpb` frames each, and a frame index past `frames` returns early.
-            let ev = unsafe {
-                ExecuteKernel::new(kernel)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(table)
-                    .set_arg(outb)
-                    .set_arg(&frames_u32)
-                    .set_arg(&mode)
-                    .set_arg(&norm_edge)
-                    .set_arg(&norm_interior)
-                    .set_arg(&step)
-                    .set_global_work_size(groups * wg)
-                    .set_local_work_size(wg)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fft_local launch", e))?;
-            kernels.push(ev);
+            let table = table.ok_or_else(|| "twiddle table missing".to_string())?;
+            kernels.push(enqueue_local(kernel, geometry, (window, table), launch)?);
         }
         Path::FourStep {
             columns,
@@ -80,80 +78,23 @@ pub(super) fn enqueue_kernels<T: Sample>(
             g1,
             g2,
         } => {
-            let (a, b) = match work {
-                (Some(a), Some(b)) => (a, b),
-                _ => return Err("work buffers missing".into()),
-            };
-            let (t1, t2) = match (plan.table.as_ref(), plan.table2.as_ref()) {
+            let (t1, t2) = match (table, table2) {
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err("twiddle tables missing".into()),
             };
-            let (m1, m2) = (g1.m, g2.m);
-            let wg1 = g1.tpf * g1.fpb;
-            // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch
-            // covers `frames` frames of `m1 * m2` values, the size the buffers were made for.
-            let ev = unsafe {
-                ExecuteKernel::new(columns)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(t1)
-                    .set_arg(a)
-                    .set_arg(&frames_u32)
-                    .set_arg(&step)
-                    .set_global_work_size(frames * (m2 / g1.fpb) * wg1)
-                    .set_local_work_size(wg1)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fourstep_columns launch", e))?;
-            kernels.push(ev);
-            let wg2 = g2.tpf * g2.fpb;
-            // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
-            // `frames * m1 / fpb` groups, one per `fpb` rows of a frame, all inside the buffers.
-            let ev = unsafe {
-                ExecuteKernel::new(rows)
-                    .set_arg(a)
-                    .set_arg(t2)
-                    .set_arg(b)
-                    .set_arg(outb)
-                    .set_arg(&frames_u32)
-                    .set_arg(&mode)
-                    .set_arg(&norm_edge)
-                    .set_arg(&norm_interior)
-                    .set_global_work_size(frames * (m1 / g2.fpb) * wg2)
-                    .set_local_work_size(wg2)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("fourstep_rows launch", e))?;
-            kernels.push(ev);
+            let [_, b] = launch.work()?;
+            kernels.push(enqueue_columns(columns, g1, g2.m, (window, t1), launch)?);
+            kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch)?);
             if let Some(post) = post {
-                kernels.push(enqueue_post(post, q, b, outb, frames_u32, n_bins, args)?);
+                kernels.push(enqueue_post(post, launch, b)?);
             }
         }
         Path::Global { pack, passes, post } => {
-            let (a, b) = match work {
-                (Some(a), Some(b)) => (a, b),
-                _ => return Err("work buffers missing".into()),
-            };
-            let round = |x: usize| x.div_ceil(GLOBAL_WG) * GLOBAL_WG;
-            // SAFETY: arguments in the order of the pack kernel in stockham_global.cl; items past
-            // `frames * m` (the rounding up to GLOBAL_WG) return without touching memory.
-            let ev = unsafe {
-                ExecuteKernel::new(pack)
-                    .set_event_wait_list(wait)
-                    .set_arg(inb)
-                    .set_arg(&plan.window)
-                    .set_arg(a)
-                    .set_arg(&frames_u32)
-                    .set_arg(&step)
-                    .set_global_work_size(round(frames * m))
-                    .set_local_work_size(GLOBAL_WG)
-                    .enqueue_nd_range(q)
-            }
-            .map_err(|e| cl("pack launch", e))?;
-            kernels.push(ev);
+            let [a, b] = launch.work()?;
+            kernels.push(enqueue_pack(pack, window, launch, plan.m)?);
             let (mut src, mut dst) = (a, b);
             let mut ns: u32 = 1;
+            let frames_u32 = launch.frames_u32()?;
             for (r, k) in passes.iter_mut() {
                 // SAFETY: one radix-r pass of stockham_global.cl: source, destination (both
                 // `frames * m` values), frame count and stride; extra items return early.
@@ -163,46 +104,170 @@ pub(super) fn enqueue_kernels<T: Sample>(
                         .set_arg(dst)
                         .set_arg(&frames_u32)
                         .set_arg(&ns)
-                        .set_global_work_size(round(frames * m / *r))
+                        .set_global_work_size(round_wg(launch.frames * plan.m / *r))
                         .set_local_work_size(GLOBAL_WG)
-                        .enqueue_nd_range(q)
+                        .enqueue_nd_range(launch.q)
                 }
                 .map_err(|e| cl("pass launch", e))?;
                 kernels.push(ev);
                 ns *= *r as u32;
                 std::mem::swap(&mut src, &mut dst);
             }
-            kernels.push(enqueue_post(post, q, src, outb, frames_u32, n_bins, args)?);
+            kernels.push(enqueue_post(post, launch, src)?);
         }
+        Path::MixedLocal(local) => {
+            let table = table.ok_or_else(|| "twiddle table missing".to_string())?;
+            kernels.push(super::mixed::enqueue_mixed_local(
+                local,
+                (window, table),
+                launch,
+            )?);
+        }
+        Path::Mixed(mixed) => mixed.enqueue(window, launch, &mut kernels)?,
     }
     Ok(kernels)
 }
 
-/// Enqueues `post` (r2c_post.cl): the `n_bins` finished bins of `frames` frames (one value each,
-/// or re, im with COMPLEX_OUT), from the complex spectra in `z` into `out`, one work-item per bin.
+/// The one-kernel local-memory path (stockham_local.cl).
+fn enqueue_local<T: Sample>(
+    kernel: &mut Kernel,
+    g: &super::LocalGeometry,
+    (window, table): (&Buffer<T>, &Buffer<T>),
+    l: &Launch<'_, T>,
+) -> Result<Event, String> {
+    let groups = l.frames.div_ceil(g.fpb);
+    let wg = g.tpf * g.fpb;
+    let frames_u32 = l.frames_u32()?;
+    // SAFETY: the arguments are, in order, the buffers and scalars of the kernel's signature in
+    // stockham_local.cl (sizes checked by the OpenCL runtime); `groups` work-groups of `fpb`
+    // frames each, and a frame index past `frames` returns early.
+    unsafe {
+        ExecuteKernel::new(kernel)
+            .set_event_wait_list(l.wait)
+            .set_arg(l.inb)
+            .set_arg(window)
+            .set_arg(table)
+            .set_arg(l.outb)
+            .set_arg(&frames_u32)
+            .set_arg(&l.args.mode)
+            .set_arg(&l.args.norm_edge)
+            .set_arg(&l.args.norm_interior)
+            .set_arg(&l.step)
+            .set_global_work_size(groups * wg)
+            .set_local_work_size(wg)
+            .enqueue_nd_range(l.q)
+    }
+    .map_err(|e| cl("fft_local launch", e))
+}
+
+/// Four-step stage 1 (fourstep.cl `fourstep_columns`): input -> work buffer a.
+fn enqueue_columns<T: Sample>(
+    columns: &mut Kernel,
+    g1: &super::LocalGeometry,
+    m2: usize,
+    (window, t1): (&Buffer<T>, &Buffer<T>),
+    l: &Launch<'_, T>,
+) -> Result<Event, String> {
+    let [a, _] = l.work()?;
+    let wg1 = g1.tpf * g1.fpb;
+    let frames_u32 = l.frames_u32()?;
+    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch covers
+    // `frames` frames of `m1 * m2` values, the size the buffers were made for.
+    unsafe {
+        ExecuteKernel::new(columns)
+            .set_event_wait_list(l.wait)
+            .set_arg(l.inb)
+            .set_arg(window)
+            .set_arg(t1)
+            .set_arg(a)
+            .set_arg(&frames_u32)
+            .set_arg(&l.step)
+            .set_global_work_size(l.frames * (m2 / g1.fpb) * wg1)
+            .set_local_work_size(wg1)
+            .enqueue_nd_range(l.q)
+    }
+    .map_err(|e| cl("fourstep_columns launch", e))
+}
+
+/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> b (real input) or output.
+fn enqueue_rows<T: Sample>(
+    rows: &mut Kernel,
+    g2: &super::LocalGeometry,
+    m1: usize,
+    t2: &Buffer<T>,
+    l: &Launch<'_, T>,
+) -> Result<Event, String> {
+    let [a, b] = l.work()?;
+    let wg2 = g2.tpf * g2.fpb;
+    let frames_u32 = l.frames_u32()?;
+    // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
+    // `frames * m1 / fpb` groups, one per `fpb` rows of a frame, all inside the buffers.
+    unsafe {
+        ExecuteKernel::new(rows)
+            .set_arg(a)
+            .set_arg(t2)
+            .set_arg(b)
+            .set_arg(l.outb)
+            .set_arg(&frames_u32)
+            .set_arg(&l.args.mode)
+            .set_arg(&l.args.norm_edge)
+            .set_arg(&l.args.norm_interior)
+            .set_global_work_size(l.frames * (m1 / g2.fpb) * wg2)
+            .set_local_work_size(wg2)
+            .enqueue_nd_range(l.q)
+    }
+    .map_err(|e| cl("fourstep_rows launch", e))
+}
+
+/// `pack` (stockham_global.cl): the input frames, windowed, as `m` complex points per frame in
+/// work buffer a; waits for the launch's wait list.
+pub(super) fn enqueue_pack<T: Sample>(
+    pack: &mut Kernel,
+    window: &Buffer<T>,
+    l: &Launch<'_, T>,
+    m: usize,
+) -> Result<Event, String> {
+    let [a, _] = l.work()?;
+    let frames_u32 = l.frames_u32()?;
+    // SAFETY: arguments in the order of the pack kernel in stockham_global.cl; items past
+    // `frames * m` (the rounding up to GLOBAL_WG) return without touching memory.
+    unsafe {
+        ExecuteKernel::new(pack)
+            .set_event_wait_list(l.wait)
+            .set_arg(l.inb)
+            .set_arg(window)
+            .set_arg(a)
+            .set_arg(&frames_u32)
+            .set_arg(&l.step)
+            .set_global_work_size(round_wg(l.frames * m))
+            .set_local_work_size(GLOBAL_WG)
+            .enqueue_nd_range(l.q)
+    }
+    .map_err(|e| cl("pack launch", e))
+}
+
+/// Enqueues `post` (r2c_post.cl): the launch's `n_bins` finished bins (one value each, or re, im
+/// with COMPLEX_OUT), from the complex spectra in `z` into the output, one work-item per bin.
 pub(super) fn enqueue_post<T: Sample>(
     post: &mut Kernel,
-    q: &CommandQueue,
+    l: &Launch<'_, T>,
     z: &Buffer<T>,
-    out: &Buffer<T>,
-    frames: u32,
-    n_bins: usize,
-    args: ScaleArgs<T>,
 ) -> Result<Event, String> {
+    let frames = l.frames_u32()?;
     // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_bins` bins (values,
     // or pairs of values with COMPLEX_OUT) and items past `n_bins` (rounding up to GLOBAL_WG)
     // return early.
     unsafe {
         ExecuteKernel::new(post)
             .set_arg(z)
-            .set_arg(out)
+            .set_arg(l.outb)
             .set_arg(&frames)
-            .set_arg(&args.mode)
-            .set_arg(&args.norm_edge)
-            .set_arg(&args.norm_interior)
-            .set_global_work_size(n_bins.div_ceil(GLOBAL_WG) * GLOBAL_WG)
+            .set_arg(&l.args.mode)
+            .set_arg(&l.args.norm_edge)
+            .set_arg(&l.args.norm_interior)
+            .set_global_work_size(round_wg(l.n_bins))
             .set_local_work_size(GLOBAL_WG)
-            .enqueue_nd_range(q)
+            .enqueue_nd_range(l.q)
     }
     .map_err(|e| format!("post launch: {e}"))
 }

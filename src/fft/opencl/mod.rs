@@ -19,23 +19,31 @@
 //!   then `post` (`r2c_post.cl`) for real input.
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
 //!   buffers -> `post`.
+//! - **mixed** (every size that is not a power of two; `mixed`): radix-16/8/4/2/3/5/7 Stockham
+//!   passes, in one kernel in local memory when the frame fits twice (`mixed_local.cl`), else
+//!   `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime factor above 7 goes
+//!   through Bluestein's chirp-z transform over a power-of-two length. Odd real sizes run as
+//!   complex frames.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
 //! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
 //! contexts, program cache), `pinned` (page-locked host memory), `slots` (the chunks in flight),
-//! `launch` (enqueuing a chunk's kernels), `bands`, `segments`; this file plans and runs batches.
+//! `plan` (paths and tables per size), `batch` (a batch's chunks through the slots), `launch`
+//! (enqueuing a chunk's kernels), `mixed`, `bands`, `segments`; this file holds the engine.
 //!
-//! Sizes: powers of two 2..2^24. Other sizes and f64 on devices without `cl_khr_fp64` answer
+//! Sizes: every n in 2..2^24. Larger frames and f64 on devices without `cl_khr_fp64` answer
 //! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
 //! failure answers `EngineError::Device`.
 
 mod bands;
+mod batch;
 mod chunk_log;
 mod copies;
 pub mod device;
 mod engine;
 mod geometry;
 mod launch;
+mod mixed;
 pub mod pinned;
 mod plan;
 mod segments;
@@ -226,10 +234,10 @@ impl<T: Sample> OpenClEngine<T> {
     /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
     pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
         let n = spec.n;
-        if n < 2 || !n.is_power_of_two() || n > 1 << MAX_LOG2_N {
+        if !(2..=1 << MAX_LOG2_N).contains(&n) {
             return Err(EngineError::Unsupported {
                 engine: "opencl",
-                what: format!("frame size {n} (powers of two 2..2^{MAX_LOG2_N} only)"),
+                what: format!("frame size {n} (2..2^{MAX_LOG2_N} only)"),
             });
         }
         if T::NAME == "f64" && !self.dev.info.fp64 {
@@ -260,225 +268,6 @@ impl<T: Sample> OpenClEngine<T> {
         }
         .map_err(|e| format!("cannot write a constant buffer: {e}"))?;
         Ok(b)
-    }
-
-    fn run(
-        &mut self,
-        spec: &TransformSpec,
-        input: FrameStep<'_, T>,
-        (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
-        out: &mut [T],
-    ) -> Result<(), String> {
-        // the runs on the device: kept while batches bring the same runs (the common case)
-        if let Some(r) = runs.filter(|r| self.runs.as_ref().is_none_or(|d| !d.holds(r))) {
-            self.runs = Some(segments::DeviceSegments::new(&self.dev, &self.queue, r)?);
-        }
-        let stale = |b: &bands::DeviceBands<T>, w: &BandWeights| {
-            b.id != w.id || b.finish != w.finish as i32
-        };
-        if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| stale(b, w))) {
-            self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);
-        }
-        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
-        if !self.plans.contains_key(&key) {
-            let plan = self.build_plan(spec)?;
-            self.plans.insert(key, plan);
-        }
-        let real = spec.kind == InputKind::Real;
-        let m = if real { spec.n / 2 } else { spec.n };
-        let per_in = spec.values_per_frame();
-        // bins per frame (post kernel work-items) and output values per frame (buffer sizes)
-        let bins = spec.bins();
-        let per_out = spec.values_out();
-        // values per frame copied back: the bands when they are summed here
-        let per_final = band_weights.map_or(per_out, BandWeights::bands);
-        let dev = self.dev.clone();
-        // frames `step` values apart: overlapping frames cross once, the kernels form them
-        let (frames, step) = (input.count, input.step);
-        let input = &input.data[..input.needed(spec)];
-        let step_u32 = u32::try_from(step).map_err(|_| format!("frame step {step} too large"))?;
-        let direct_in = dev
-            .pinned
-            .contains(input.as_ptr().cast(), std::mem::size_of_val(input));
-        let direct_out = dev
-            .pinned
-            .contains(out.as_ptr().cast(), std::mem::size_of_val(out));
-        let chunk_bytes = self
-            .options
-            .chunk_bytes
-            .unwrap_or(if direct_in && direct_out {
-                CHUNK_BYTES
-            } else {
-                STAGED_CHUNK_BYTES
-            });
-        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
-        // chunks cut between runs when runs are reduced here (a long run is a chunk of its own)
-        let spans = segments::chunk_spans(frames, chunk, runs.map(|r| r.lengths));
-        let chunk = spans.iter().map(|s| s.fc).max().unwrap_or(chunk);
-        let chunks = spans.len();
-        let nslots = chunks.min(SLOTS);
-        let timed = self.options.profile;
-        let OpenClEngine {
-            queue,
-            copy_in,
-            copy_out,
-            plans,
-            slots,
-            work_a,
-            work_b,
-            bands,
-            runs: device_runs,
-            ..
-        } = self;
-        let mut bands = bands.as_mut().filter(|_| band_weights.is_some());
-        let mut reduce = device_runs.as_mut().filter(|_| runs.is_some());
-        let plan = plans
-            .get_mut(&key)
-            .ok_or_else(|| "plan missing".to_string())?;
-        if !matches!(plan.path, Path::Local { .. }) {
-            ensure(work_a, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
-            ensure(work_b, &dev, CL_MEM_READ_WRITE, 2 * m * chunk)?;
-        }
-        while slots.len() < nslots {
-            slots.push(Slot::new());
-        }
-        let staged = |direct: bool, len: usize| if direct { 0 } else { len };
-        for slot in slots.iter_mut().take(nslots) {
-            slot.reserve(
-                &dev,
-                chunk * per_in,
-                chunk * per_out,
-                staged(direct_in, chunk * per_in),
-                staged(direct_out, chunk * per_final),
-            )?;
-            if bands.is_some() {
-                ensure(
-                    &mut slot.dev_bands,
-                    &dev,
-                    CL_MEM_READ_WRITE,
-                    chunk * per_final,
-                )?;
-            }
-            if reduce.is_some() {
-                ensure(
-                    &mut slot.dev_runs,
-                    &dev,
-                    CL_MEM_READ_WRITE,
-                    chunk * per_final,
-                )?;
-            }
-        }
-        let scale = ScalePlan::with_window_sums(spec, plan.window_sums.0, plan.window_sums.1);
-        let mode: i32 = match scale.mode {
-            super::scale::ScaleMode::Magnitude => 0,
-            super::scale::ScaleMode::Power => 1,
-            super::scale::ScaleMode::Db => 2,
-            // COMPLEX_OUT kernels write X and ignore the mode
-            super::scale::ScaleMode::Complex => 3,
-        };
-        let args = ScaleArgs {
-            mode,
-            norm_edge: T::of_f64(scale.norm),
-            norm_interior: T::of_f64(scale.norm * scale.interior_factor),
-        };
-        let work = (work_a.buf.as_ref(), work_b.buf.as_ref());
-        let mut profile = BatchProfile {
-            direct_in,
-            direct_out,
-            ..Default::default()
-        };
-        let cl = |what: &str, e: opencl3::error_codes::ClError| format!("{what}: {e}");
-        // Pipeline over `chunks` chunks in `nslots` rotating slots: while chunk c is being
-        // written, earlier chunks are being transformed and read back on three queues (copy in,
-        // compute, copy out) chained by events. Staged input is copied into the slot's pinned
-        // buffer first, staged output out of it once its read has finished.
-        for c in 0..chunks + nslots {
-            let s = c % nslots;
-            slots[s].drain(out, timed.then_some(&mut profile))?;
-            let Some(&span) = spans.get(c) else {
-                continue; // past the last chunk: only draining
-            };
-            let slot = &mut slots[s];
-            let (f0, fc) = (span.f0, span.fc);
-            let (Some(dev_in), Some(dev_out)) =
-                (slot.dev_in.buf.as_mut(), slot.dev_out.buf.as_ref())
-            else {
-                return Err("device buffers missing".into());
-            };
-            let src = &input[f0 * step..(f0 + fc - 1) * step + per_in];
-            let src = match slot.pin_in.as_mut() {
-                Some(pin) if !direct_in => {
-                    let staging = &mut pin.as_mut_slice()[..src.len()];
-                    par_copy(staging, src);
-                    &*staging
-                }
-                _ => src,
-            };
-            // SAFETY: `src` (the caller's input or this slot's pinned staging block) stays alive
-            // and unwritten until this write's event completes: the slot's `drain` waits for it
-            // before the slot is reused or the function returns, on error and unwinding too
-            // (`abandon`). `dev_in` holds a whole chunk, at least `src.len()` values.
-            let write =
-                unsafe { copy_in.enqueue_write_buffer(dev_in, CL_NON_BLOCKING, 0, src, &[]) }
-                    .map_err(|e| cl("write", e))?;
-            let kernels = enqueue_kernels(
-                plan,
-                queue,
-                dev_in,
-                dev_out,
-                work,
-                fc,
-                m,
-                fc * bins,
-                (args, step_u32),
-                &[write.get()],
-            )?;
-            let mut kernels = kernels;
-            let dev_final = match bands.as_deref_mut() {
-                Some(b) => {
-                    let dev_bands = slot.dev_bands.buf.as_ref().ok_or("band buffer missing")?;
-                    kernels.push(b.enqueue(queue, dev_out, dev_bands, fc)?);
-                    dev_bands
-                }
-                None => dev_out,
-            };
-            let dev_final = match reduce.as_mut() {
-                Some(r) => {
-                    let dev_runs = slot.dev_runs.buf.as_ref().ok_or("run buffer missing")?;
-                    kernels.push(r.enqueue(queue, dev_final, dev_runs, span, per_final)?);
-                    dev_runs
-                }
-                None => dev_final,
-            };
-            let last = kernels
-                .last()
-                .map(|e| e.get())
-                .ok_or_else(|| "no kernel launched".to_string())?;
-            let dst = match slot.pin_out.as_mut() {
-                Some(pin) if !direct_out => &mut pin.as_mut_slice()[..span.rc * per_final],
-                _ => &mut out[span.r0 * per_final..(span.r0 + span.rc) * per_final],
-            };
-            // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
-            // freed before this read's event completes: `drain` waits for it, as for the write.
-            // The read waits for `last`, the final kernel writing `dev_final`.
-            let read = unsafe {
-                copy_out.enqueue_read_buffer(dev_final, CL_NON_BLOCKING, 0, dst, &[last])
-            }
-            .map_err(|e| cl("read", e))?;
-            for q in [&*copy_in, &*queue, &*copy_out] {
-                q.flush().map_err(|e| cl("flush", e))?;
-            }
-            slot.pending = Some(Pending {
-                out_at: span.r0 * per_final,
-                len: span.rc * per_final,
-                staged_out: !direct_out,
-                write,
-                kernels,
-                read,
-            });
-        }
-        self.last_profile = Some(profile);
-        Ok(())
     }
 }
 

@@ -1,10 +1,12 @@
 //! An OpenCL engine's plans: per frame size, input kind, window and output, the path (local,
-//! four-step or global), its kernels, the window and twiddle tables on the device.
+//! four-step, global, or mixed-radix for sizes that are not powers of two), its kernels, the
+//! window and twiddle tables on the device.
 
 use super::geometry::global_radices;
+use super::mixed::{MixedLocal, MixedPath};
 use super::*;
 
-pub(super) enum Path {
+pub(super) enum Path<T: Sample> {
     Local {
         kernel: Kernel,
         geometry: LocalGeometry,
@@ -23,6 +25,10 @@ pub(super) enum Path {
         passes: Vec<(usize, Kernel)>,
         post: Kernel,
     },
+    /// Frame sizes that are not powers of two, one kernel in local memory (`mixed`).
+    MixedLocal(MixedLocal),
+    /// Frame sizes that are not powers of two, passes in global memory (`mixed`).
+    Mixed(MixedPath<T>),
 }
 
 /// Plans are kept per (n, kind, window, complex output).
@@ -30,7 +36,12 @@ pub(super) type PlanKey = (usize, InputKind, WindowKind, bool);
 
 /// Everything one `PlanKey` needs on the device.
 pub(super) struct Plan<T: Sample> {
-    pub(super) path: Path,
+    pub(super) path: Path<T>,
+    /// Complex points the FFT of one frame has: n/2 for real input of even n (the half-length
+    /// packing), else n.
+    pub(super) m: usize,
+    /// Complex points per frame each work buffer of the multi-pass paths holds (0: none needed).
+    pub(super) work_points: usize,
     pub(super) window: Buffer<T>,
     /// Twiddle table for the local path, or for four-step stage 1.
     pub(super) table: Option<Buffer<T>>,
@@ -40,7 +51,7 @@ pub(super) struct Plan<T: Sample> {
 }
 
 /// `tw[t] = exp(-2 pi i t / n)`, t < n, as interleaved (re, im), computed in f64.
-fn twiddles<T: Sample>(n: usize) -> Vec<T> {
+pub(super) fn twiddles<T: Sample>(n: usize) -> Vec<T> {
     (0..n)
         .flat_map(|t| {
             let a = -2.0 * std::f64::consts::PI * t as f64 / n as f64;
@@ -48,6 +59,18 @@ fn twiddles<T: Sample>(n: usize) -> Vec<T> {
         })
         .collect()
 }
+
+/// Complex points of one frame's FFT: real input of even n is packed into n/2 complex points;
+/// odd n (real) and complex input take n.
+pub(super) fn fft_points(spec: &TransformSpec) -> usize {
+    match spec.kind {
+        InputKind::Real if spec.n % 2 == 0 => spec.n / 2,
+        _ => spec.n,
+    }
+}
+
+/// A path with its tables: (path, table, table2).
+type Built<T> = (Path<T>, Option<Buffer<T>>, Option<Buffer<T>>);
 
 impl<T: Sample> OpenClEngine<T> {
     fn local_limit(&self) -> usize {
@@ -58,15 +81,17 @@ impl<T: Sample> OpenClEngine<T> {
         }
     }
 
-    pub(super) fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
+    /// The `-D` options every program of this plan shares.
+    fn plan_defines(&self, spec: &TransformSpec, m: usize) -> String {
         let real = spec.kind == InputKind::Real;
-        let m = if real { spec.n / 2 } else { spec.n };
-        let rb = std::mem::size_of::<T>();
         let complex_out = spec.scale == Scale::Complex;
         let mut opts = format!(
             "-D M={m} -D REAL_INPUT={} -D COMPLEX_OUT={}",
             real as u32, complex_out as u32
         );
+        if real && spec.n % 2 == 1 {
+            opts.push_str(" -D REAL_FULL=1");
+        }
         if T::NAME == "f64" {
             opts.push_str(" -D USE_DOUBLE");
         }
@@ -74,6 +99,12 @@ impl<T: Sample> OpenClEngine<T> {
             opts.push(' ');
             opts.push_str(&self.options.extra_defines);
         }
+        opts
+    }
+
+    pub(super) fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
+        let m = fft_points(spec);
+        let opts = self.plan_defines(spec, m);
         let coefficients = spec.window.coefficients(spec.n);
         let window_sums = (
             coefficients.iter().sum(),
@@ -81,108 +112,132 @@ impl<T: Sample> OpenClEngine<T> {
         );
         let wv: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
         let window = self.upload(&wv)?;
-        let geometry = LocalGeometry::new(
-            m,
-            rb,
-            self.local_limit(),
-            self.dev.info.max_work_group.min(1024),
-            self.options.target_wg.unwrap_or(TARGET_WG),
-        );
-        let (path, table, table2) = match geometry {
-            Some(g) => {
-                let tabn = if real { 2 * m } else { m };
-                let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
-                let program = self.dev.program(
-                    "stockham_local",
-                    &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
-                    &opts,
-                )?;
-                let kernel = Kernel::create(&program, "fft_local")
-                    .map_err(|e| format!("kernel fft_local: {e}"))?;
-                (
-                    Path::Local {
-                        kernel,
-                        geometry: g,
-                    },
-                    Some(self.upload(&twiddles(tabn))?),
-                    None,
-                )
+        let rb = std::mem::size_of::<T>();
+        let (path, table, table2) = if !m.is_power_of_two() {
+            match self.mixed_local(m, &opts, self.local_limit())? {
+                Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
+                None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
             }
-            None if fourstep_geometry(m, rb, self.local_limit()).is_some() => {
-                let (g1, g2) = fourstep_geometry(m, rb, self.local_limit())
-                    .ok_or_else(|| "four-step geometry".to_string())?;
-                let (m1, m2) = (g1.m, g2.m);
-                let stage = |n: u32, g: &LocalGeometry| {
-                    format!(
-                        "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
-                        g.m,
-                        g.defines()
-                    )
-                    .replacen(
-                        &format!("-D M={m} "),
-                        &format!("-D M={} ", g.m),
-                        1,
-                    )
-                };
-                let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
-                let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
-                let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
-                let columns = Kernel::create(&p1, "fourstep_columns")
-                    .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
-                let rows = Kernel::create(&p2, "fourstep_rows")
-                    .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
-                let post = if real {
-                    let pg = self.dev.program(
-                        "stockham_global",
-                        &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
-                        &opts,
-                    )?;
-                    Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
-                } else {
-                    None
-                };
-                (
-                    Path::FourStep {
-                        columns,
-                        rows,
-                        post,
-                        g1,
-                        g2,
-                    },
-                    Some(self.upload(&twiddles(m1))?),
-                    Some(self.upload(&twiddles(m2))?),
-                )
-            }
-            None => {
-                let program = self.dev.program(
-                    "stockham_global",
-                    &[SRC_COMMON, SRC_GLOBAL, SRC_POST],
-                    &opts,
-                )?;
-                let k = |name: &str| {
-                    Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
-                };
-                let passes = global_radices(m)
-                    .into_iter()
-                    .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                (
-                    Path::Global {
-                        pack: k("pack")?,
-                        passes,
-                        post: k("post")?,
-                    },
-                    None,
-                    None,
-                )
-            }
+        } else if let Some(g) = self.local_geometry(m) {
+            self.local_plan(spec, m, g, &opts)?
+        } else if let Some((g1, g2)) = fourstep_geometry(m, rb, self.local_limit()) {
+            self.fourstep_plan(spec, m, (g1, g2), &opts)?
+        } else {
+            self.global_plan(m, &opts)?
+        };
+        let work_points = match &path {
+            Path::Local { .. } | Path::MixedLocal(_) => 0,
+            Path::Mixed(mixed) => mixed.work_points(),
+            _ => m,
         };
         Ok(Plan {
             path,
+            m,
+            work_points,
             window,
             table,
             table2,
             window_sums,
         })
+    }
+
+    fn local_geometry(&self, m: usize) -> Option<LocalGeometry> {
+        LocalGeometry::new(
+            m,
+            std::mem::size_of::<T>(),
+            self.local_limit(),
+            self.dev.info.max_work_group.min(1024),
+            self.options.target_wg.unwrap_or(TARGET_WG),
+        )
+    }
+
+    /// The one-kernel path: stockham_local.cl with a twiddle table of n (real) or m points.
+    fn local_plan(
+        &self,
+        spec: &TransformSpec,
+        m: usize,
+        g: LocalGeometry,
+        opts: &str,
+    ) -> Result<Built<T>, String> {
+        let tabn = if spec.kind == InputKind::Real {
+            2 * m
+        } else {
+            m
+        };
+        let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
+        let program = self.dev.program(
+            "stockham_local",
+            &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
+            &opts,
+        )?;
+        let kernel =
+            Kernel::create(&program, "fft_local").map_err(|e| format!("kernel fft_local: {e}"))?;
+        let path = Path::Local {
+            kernel,
+            geometry: g,
+        };
+        Ok((path, Some(self.upload(&twiddles(tabn))?), None))
+    }
+
+    /// The two-kernel four-step path (fourstep.cl), then `post` for real input.
+    fn fourstep_plan(
+        &self,
+        spec: &TransformSpec,
+        m: usize,
+        (g1, g2): (LocalGeometry, LocalGeometry),
+        opts: &str,
+    ) -> Result<Built<T>, String> {
+        let (m1, m2) = (g1.m, g2.m);
+        let stage = |n: u32, g: &LocalGeometry| {
+            format!(
+                "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
+                g.m,
+                g.defines()
+            )
+            .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
+        };
+        let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
+        let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
+        let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
+        let columns = Kernel::create(&p1, "fourstep_columns")
+            .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
+        let rows = Kernel::create(&p2, "fourstep_rows")
+            .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+        let post = if spec.kind == InputKind::Real {
+            let pg =
+                self.dev
+                    .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
+            Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
+        } else {
+            None
+        };
+        let path = Path::FourStep {
+            columns,
+            rows,
+            post,
+            g1,
+            g2,
+        };
+        let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
+        Ok((path, Some(t1), Some(t2)))
+    }
+
+    /// The multi-pass path in global memory: pack, radix-8/4/2 passes, post.
+    fn global_plan(&self, m: usize, opts: &str) -> Result<Built<T>, String> {
+        let program =
+            self.dev
+                .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
+        let k =
+            |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
+        let passes = global_radices(m)
+            .into_iter()
+            .map(|r| Ok((r, k(&format!("pass_r{r}"))?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        let path = Path::Global {
+            pack: k("pack")?,
+            passes,
+            post: k("post")?,
+        };
+        Ok((path, None, None))
     }
 }

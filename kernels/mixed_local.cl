@@ -1,0 +1,113 @@
+// mixed_local.cl: sizes that are not powers of two but whose prime factors are 2, 3, 5 and 7 and
+// whose frame fits local memory twice: the whole transform of a frame in one work-group, one
+// global read and one global write per frame, like stockham_local.cl for powers of two:
+// load (window applied, half-length packing for even real n) -> mixed-radix Stockham passes
+// between two local arrays -> r2c post-processing (even real n) -> |X|^2 -> output scale (or X
+// with COMPLEX_OUT; common.cl: store_bin).
+// The passes are mixed_radix.cl's butterflies (MDFT_R) with its indexing: butterfly j < M/R reads
+// j + r M/R, twiddles by tw[r k M/(ns R)] (k = j mod ns; tw[t] = exp(-2 pi i t/M), computed on the
+// host in double) and writes (j - k) R + k + r ns.
+//
+// Work-group shape: WG work-items, one frame per group (group id = frame); each work-item takes
+// butterflies j = t, t + WG, ... of every pass, and bins k = t, t + WG, ... at the end.
+// Defines: M, WG, NPASSES, RADICES ({r0, r1, ...}: the radices in pass order), REAL_INPUT,
+// REAL_FULL (odd real n as M = n complex points), COMPLEX_OUT, USE_DOUBLE (see common.cl).
+
+#ifndef REAL_FULL
+#define REAL_FULL 0
+#endif
+
+#if REAL_FULL
+#define LBINS (M / 2 + 1)
+#elif REAL_INPUT
+#define LBINS (M + 1)
+#else
+#define LBINS M
+#endif
+
+#define DEFINE_LPASS(RR)                                                                           \
+    inline void lpass_r##RR(__local const real2 *src, __local real2 *dst,                         \
+                            __global const real2 *restrict tw, uint ns, uint t) {                  \
+        const uint q = M / RR;                                                                     \
+        for (uint j = t; j < q; j += WG) {                                                         \
+            real2 v[RR];                                                                           \
+            for (uint r = 0; r < RR; r++) {                                                        \
+                v[r] = src[j + r * q];                                                             \
+            }                                                                                      \
+            const uint k = j % ns;                                                                 \
+            if (ns > 1) {                                                                          \
+                const uint stride = q / ns;                                                        \
+                for (uint r = 1; r < RR; r++) {                                                    \
+                    v[r] = cmul(v[r], tw[r * k * stride]);                                         \
+                }                                                                                  \
+            }                                                                                      \
+            MDFT_##RR(v);                                                                          \
+            const uint d = (j - k) * RR + k;                                                       \
+            for (uint r = 0; r < RR; r++) {                                                        \
+                dst[d + r * ns] = v[r];                                                            \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+DEFINE_LPASS(2)
+DEFINE_LPASS(3)
+DEFINE_LPASS(4)
+DEFINE_LPASS(5)
+DEFINE_LPASS(7)
+DEFINE_LPASS(8)
+DEFINE_LPASS(16)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
+fft_mixed_local(__global const real_t *restrict in, __global const real_t *restrict win,
+                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
+                int scale_mode, real_t norm_edge, real_t norm_interior, uint step) {
+    __local real2 a[M], b[M];
+    const uint f = get_group_id(0);
+    const uint t = get_local_id(0);
+    if (f >= frames) {
+        return; // the whole group: no barrier is reached
+    }
+    // frame f starts at in[f * step]
+    __global const real_t *x = in + (size_t)f * step;
+    for (uint j = t; j < M; j += WG) {
+#if REAL_FULL
+        a[j] = (real2)(x[j] * win[j], R(0.0));
+#elif REAL_INPUT
+        a[j] = vload2(j, x) * vload2(j, win);
+#else
+        a[j] = vload2(j, x) * win[j];
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint radices[NPASSES] = RADICES;
+    __local real2 *src = a;
+    __local real2 *dst = b;
+    uint ns = 1;
+    for (uint p = 0; p < NPASSES; p++) {
+        switch (radices[p]) {
+        case 2: lpass_r2(src, dst, tw, ns, t); break;
+        case 3: lpass_r3(src, dst, tw, ns, t); break;
+        case 4: lpass_r4(src, dst, tw, ns, t); break;
+        case 5: lpass_r5(src, dst, tw, ns, t); break;
+        case 7: lpass_r7(src, dst, tw, ns, t); break;
+        case 8: lpass_r8(src, dst, tw, ns, t); break;
+        default: lpass_r16(src, dst, tw, ns, t); break;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        ns *= radices[p];
+        __local real2 *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    for (uint k = t; k < LBINS; k += WG) {
+#if REAL_FULL || !REAL_INPUT
+        real2 z = src[k];
+        int edge = (k == 0);
+#else
+        real_t ang = -(real_t)k / (real_t)M; // exp(-2 pi i k / 2M) = exp(i pi ang)
+        real2 z = r2c_bin(src[k % M], src[(M - k) % M], (real2)(cospi(ang), sinpi(ang)));
+        int edge = (k == 0) || (k == M);
+#endif
+        store_bin(out, (size_t)f * LBINS + k, z, edge, scale_mode, norm_edge, norm_interior);
+    }
+}
