@@ -7,12 +7,14 @@ against a local `fftd --file` of the same recording written to a file.
 
 Reports rows/s, samples/s and MB/s (of f32 rows: rows x bins x 4 bytes) for each, from the
 publisher's start until the spectra stream holds every message, read from the server's
-monitoring endpoint /jsz, and the ratio of each time to the local run's. Needs nats-server
+monitoring endpoint /jsz, and the ratio of each time to the local run's; for the fleet also how
+long `fftd publish` took, the CPU time it used and the CPU time the server(s) used meanwhile
+(where the samples' way into the broker spends its time). Needs nats-server
 (scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
                            [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
-                           [--cluster] [--layouts max,1]
+                           [--cluster] [--layouts max,1] [--publishers 1]
 
 FFTD names the fftd binary (default target/release/fftd).
 """
@@ -38,6 +40,13 @@ def stream_messages(mport, name):
     return 0
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a running process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def frames_of(samples, n, hop):
     return 1 if samples <= n else -(-(samples - n) // hop) + 1
 
@@ -59,7 +68,8 @@ def expected_messages(args, rows, layout):
     if layout == "1":
         return rows
     budget = (1 << 20) - 4096
-    block = min(128, (budget // 4 - args.frame) // args.hop + 1)  # fftd publish's blocks
+    fit = (min(budget, 1 << 20) // 4 - args.frame) // args.hop + 1  # fftd publish's blocks:
+    block = 1 << (min(fit, 65536, (1 << 26) // args.frame).bit_length() - 1)  # a power of two
     per_message = max(1, budget // ((args.frame // 2 + 1) * 4 + 20))
     if layout != "max":
         per_message = min(per_message, int(layout))
@@ -99,13 +109,28 @@ def nats_server(args):
             time.sleep(0.5)
         else:
             subprocess.run(setup, check=True)
-        yield urls, mport
+        yield urls, mport, servers
     finally:
         for server in servers:
             server.terminate()
         for server in servers:
             server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def split_input(args, path):
+    """The input, or with --publishers K > 1 its K consecutive parts (files made once)."""
+    k = args.publishers
+    if k <= 1:
+        return [path]
+    size = args.samples // k
+    parts = [f"{path[:-len('.f32')]}-part{i}of{k}.f32" for i in range(k)]
+    for i, part in enumerate(parts):
+        if not os.path.exists(part):
+            with open(path, "rb") as src, open(part, "wb") as dst:
+                src.seek(i * size * 4)
+                dst.write(src.read((size if i < k - 1 else args.samples - i * size) * 4))
+    return parts
 
 
 def address(urls, first):
@@ -115,7 +140,7 @@ def address(urls, first):
 
 
 def fleet_run(args, path, rows, layout):
-    with nats_server(args) as (urls, mport):
+    with nats_server(args) as (urls, mport, servers):
         framing = ["--frame", str(args.frame), "--hop", str(args.hop)]
         workers = [subprocess.Popen([FFTD, "--file", f"{address(urls, i % len(urls))}/FRAMES/workers",
                                      "--output", f"{address(urls, i % len(urls))}/spectra.bench",
@@ -124,30 +149,54 @@ def fleet_run(args, path, rows, layout):
                    for i in range(args.workers)]
         time.sleep(args.warmup)  # connected and fetching (a GPU worker also builds its programs)
         started = time.perf_counter()
-        subprocess.run([FFTD, "publish", "--file", path, "--rate", "48000", "--to", f"{address(urls, 0)}/frames.bench",
-                        *framing], check=True)
+        server_cpu = sum(cpu_seconds(s.pid) for s in servers)
+        # one publisher, or --publishers K each with a part of the input (a connection each)
+        parts = split_input(args, path)
+        publishers = [subprocess.Popen([FFTD, "publish", "--file", part, "--rate", "48000",
+                                        "--to", f"{address(urls, 0)}/frames.bench", *framing])
+                      for part in parts]
+        publish_cpu = 0.0
+        for publisher in publishers:
+            _, status, usage = os.wait4(publisher.pid, 0)
+            publisher.returncode = os.waitstatus_to_exitcode(status)
+            if publisher.returncode != 0:
+                for w in workers:
+                    w.kill()
+                sys.exit(f"fftd publish failed ({publisher.returncode})")
+            publish_cpu += usage.ru_utime + usage.ru_stime
         published = time.perf_counter() - started
-        want = expected_messages(args, rows, layout)
-        while stream_messages(mport, "SPECTRA") < want:
+        want = sum(expected_messages(args, frames_of(os.path.getsize(part) // 4, args.frame, args.hop), layout)
+                   for part in parts)
+        while (stored := stream_messages(mport, "SPECTRA")) < want:
+            if time.perf_counter() - started > 300:
+                for w in workers:
+                    w.kill()
+                sys.exit(f"the fleet stored {stored} of {want} messages in 300 s")
             time.sleep(0.005)
         elapsed = time.perf_counter() - started
+        server_cpu = sum(cpu_seconds(s.pid) for s in servers) - server_cpu
         for w in workers:
             w.send_signal(signal.SIGINT)
         for w in workers:
             w.wait(timeout=30)
-        return elapsed, published
+        return elapsed, published, publish_cpu, server_cpu
 
 
 def direct_run(args, path, rows, layout):
     """One local run publishing its rows itself (--output nats://): it exits once every row is
     acknowledged, and the stream is checked to hold them all."""
-    with nats_server(args) as (urls, mport):
+    with nats_server(args) as (urls, mport, _):
         started = time.perf_counter()
         subprocess.run([FFTD, "--file", path, "--rate", "48000", "--frame", str(args.frame), "--hop", str(args.hop),
                         "--device", "cpu", "--format", "f32", "--output", f"{address(urls, 0)}/spectra.bench",
                         "--rows-per-message", layout, "--quiet"], check=True)
         elapsed = time.perf_counter() - started
-        stored = stream_messages(mport, "SPECTRA")
+        # the first node's monitoring port: in a cluster it may be a follower still catching up
+        # with what the leader acknowledged (not timed)
+        stored, deadline = stream_messages(mport, "SPECTRA"), time.monotonic() + 10
+        while layout == "1" and stored < rows and time.monotonic() < deadline:
+            time.sleep(0.05)
+            stored = stream_messages(mport, "SPECTRA")
         if layout == "1" and stored != rows:
             sys.exit(f"--output nats:// stored {stored} rows, expected {rows}")
         return elapsed
@@ -176,6 +225,8 @@ def main():
     p.add_argument("--cluster", action="store_true", help="a 3-node cluster on loopback, R3 streams")
     p.add_argument("--layouts", default="max,1", help="--rows-per-message values to measure")
     p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
+    p.add_argument("--publishers", type=int, default=1,
+                   help="fftd publish processes at once, each with 1/K of the input (K connections into the work stream)")
     args = p.parse_args()
     path = os.path.join(tempfile.gettempdir(), f"fftd-fleet-bench-{args.samples}.f32")
     if not os.path.exists(path):
@@ -204,7 +255,11 @@ def main():
         fleet = [fleet_run(args, path, rows, layout) for _ in range(args.runs)]
         fleet_s = statistics.median(f[0] for f in fleet)
         publish_s = statistics.median(f[1] for f in fleet)
-        line(f"fleet publish + {args.workers} workers, rows/msg {layout}", fleet_s, f"  (publish alone {publish_s:.3f} s)")
+        publish_cpu = statistics.median(f[2] for f in fleet)
+        server_cpu = statistics.median(f[3] for f in fleet)
+        who = "publish" if args.publishers <= 1 else f"{args.publishers} publishers"
+        line(f"fleet {who} + {args.workers} workers, rows/msg {layout}", fleet_s,
+             f"  (publish alone {publish_s:.3f} s, its CPU {publish_cpu:.2f} s; nats-server CPU {server_cpu:.2f} s)")
         direct = statistics.median(direct_run(args, path, rows, layout) for _ in range(args.runs))
         line(f"local --output nats://, rows/msg {layout}", direct)
 

@@ -169,6 +169,30 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     assert!(messages.len() >= 3122 / 4, "{} messages", messages.len());
 }
 
+#[test]
+fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
+    if !have_server() {
+        return;
+    }
+    // an ack wait of 120 s: a block fetched ahead and not handed back would wait that long
+    let (_dir, server, wav) = published_recording(1_600_000, "120"); // 781 blocks of 16 frames
+    let first = worker_with(&server, &["--stats"]);
+    wait_for("the first rows", Duration::from_secs(30), || {
+        messages_in(&server, "SPECTRA").unwrap_or(0) > 0
+    });
+    signal(&first, libc::SIGINT);
+    eprintln!("{}", finish(first, "stopped worker"));
+    let left = messages_in(&server, "FRAMES").unwrap_or(0);
+    let (held, _) = work_consumer_state(&server).expect("consumer state");
+    eprintln!("{left} block(s) left for the second worker, {held} of them fetched ahead (NAKed)");
+    // the blocks in hand were published and acked, those fetched ahead handed back (NAK): the
+    // second worker gets every one long before the ack wait (it fails when its queue has been
+    // empty 3 s while blocks were still held)
+    finish(worker_with(&server, &["--idle-exit", "3"]), "second worker");
+    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_equals_local(&server, &wav);
+}
+
 /// A worker with `analysis` stores exactly the rows of a local `--device cpu` run of `input`
 /// (`input_flags`: how both read it; `frames` rows of `values` f32 each).
 fn assert_worker_equals_local(

@@ -6,8 +6,10 @@
 //! `--mic` publisher, sends new blocks; `--run-id` repeats an interrupted run's id instead, and
 //! its blocks already stored are dropped as duplicates.
 //!
-//! Blocks are published in batches of `BATCH_BLOCKS`; up to `IN_FLIGHT` batches wait for
-//! their acks while the next is cut, so memory is bounded whatever one read yields.
+//! Blocks of up to 1 MiB (`cutter::default_block_frames`) are published in small batches of
+//! `BATCH_BLOCKS`; a window of up to `IN_FLIGHT` batches waits for acks while the next blocks
+//! are cut and sent, so the server's byte rate paces the publish and memory is bounded whatever
+//! one read yields.
 //! SIGINT/SIGTERM end the inputs early: live capture has its tail frames cut, as a local run does;
 //! a file publishes its whole blocks read so far and leaves the rest to a publish resumed with
 //! `--run-id` (which cuts the same blocks); everything cut is published before exit (a second
@@ -17,7 +19,7 @@
 use crate::error::{FftdError, Result};
 use crate::fleet::block::StreamShape;
 use crate::fleet::connect::NatsArgs;
-use crate::fleet::cutter::{frames_per_block, BlockCutter, CutBlock};
+use crate::fleet::cutter::{default_block_frames, frames_per_block, BlockCutter, CutBlock};
 use crate::fleet::ids::{check_id, check_run_id, new_run_id};
 use crate::fleet::jetstream::stream_capturing;
 use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
@@ -31,17 +33,18 @@ use crate::types::Signals;
 use std::sync::atomic::Ordering;
 use tokio::runtime::Runtime;
 
-/// Blocks per published batch.
-const BATCH_BLOCKS: usize = 16;
-/// Batches waiting for acks at once (4 of up to 16 blocks of at most the server's max_payload).
+/// Blocks per published batch: small, so acks are collected as they come and the window below
+/// slides a few blocks at a time.
+const BATCH_BLOCKS: usize = 2;
+/// The window of publishes awaiting their acks: up to 32 batches and 32 MiB (about 32 default
+/// blocks of up to 1 MiB each). The next blocks are sent while earlier ones are stored, so the
+/// server's byte rate, not a round trip per block, paces the publish.
 const IN_FLIGHT: InFlightLimit = InFlightLimit {
-    batches: 4,
-    bytes: 64 << 20,
+    batches: 32,
+    bytes: 32 << 20,
 };
 /// Sample frames read per block of input.
 const READ_FRAMES: usize = 1 << 14;
-/// Frames per block unless `--block-frames` says otherwise.
-pub const DEFAULT_BLOCK_FRAMES: usize = 128;
 
 #[derive(clap::Args, Debug)]
 pub struct PublishArgs {
@@ -74,7 +77,8 @@ pub struct PublishArgs {
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
 
-    /// Frames per block [default: 128, fewer when the server's max_payload needs it].
+    /// Frames per block [default: the most frames, a power of two, whose block fits in 1 MiB and
+    /// the server's max_payload].
     #[arg(long, value_name = "N", value_parser = crate::types::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
 
@@ -142,17 +146,7 @@ struct Published {
 pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Result<()> {
     let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
     let subject = url.subject("--to").map_err(FftdError::Usage)?;
-    let run = match &args.run_id {
-        Some(_) if args.mic.is_some() || args.file.iter().any(|f| f == "-") => {
-            return Err(FftdError::Usage(
-                "--run-id resumes a publish of the same files: live capture and stdin start a new run each time".into(),
-            ))
-        }
-        Some(id) => check_run_id(id)
-            .map(|_| id.clone())
-            .map_err(FftdError::Usage)?,
-        None => new_run_id(),
-    };
+    let run = run_id_of(args)?;
     for id in &args.source_id {
         check_id("--source-id", id).map_err(FftdError::Usage)?; // before any input is opened
     }
@@ -166,10 +160,10 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         )));
     }
     check_default_ids(&plan.sequential, &args.source_id)?;
-    let resumable = args.mic.is_none() && !args.file.iter().any(|f| f == "-");
     let rt = crate::fleet::connect::runtime()?;
     let (js, max_payload) = rt.block_on(async {
         let client = args.nats.connect(&url, "fftd publish").await?;
+        // the server's INFO: no message may be larger
         let max_payload = client.server_info().max_payload;
         let js = publishing_context(client);
         stream_capturing(&js, &subject).await?;
@@ -200,13 +194,39 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         &mut sender,
         signals,
     );
+    finish_publish(args, &run, read, &mut sender, signals)
+}
+
+/// `--run-id` checked (files only), or a new run id.
+fn run_id_of(args: &PublishArgs) -> Result<String> {
+    match &args.run_id {
+        Some(_) if args.mic.is_some() || args.file.iter().any(|f| f == "-") => Err(FftdError::Usage(
+            "--run-id resumes a publish of the same files: live capture and stdin start a new run each time".into(),
+        )),
+        Some(id) => check_run_id(id)
+            .map(|_| id.clone())
+            .map_err(FftdError::Usage),
+        None => Ok(new_run_id()),
+    }
+}
+
+/// Publishes what was cut (also after a stop or a read error) and waits for every ack; the
+/// error of a file publish says how to resume it; `--stats`.
+fn finish_publish(
+    args: &PublishArgs,
+    run: &str,
+    read: Result<()>,
+    sender: &mut BatchSender<'_>,
+    signals: &Signals,
+) -> Result<()> {
+    let resumable = args.mic.is_none() && !args.file.iter().any(|f| f == "-");
     let unsent = !(sender.batch.is_empty() && sender.publishing.is_idle());
     if signals.stop.load(Ordering::Relaxed) && unsent {
         tracing::info!("stopping: publishing what was read first (Ctrl-C again quits at once)");
     }
     let sent = read
         .and_then(|_| sender.flush())
-        .and_then(|_| sender.publishing.settle_all(&rt));
+        .and_then(|_| sender.publishing.settle_all(sender.rt));
     if signals.stop.load(Ordering::Relaxed) && resumable {
         tracing::info!(
             "interrupted: publish the same files again with --run-id {run} to send the rest"
@@ -286,44 +306,7 @@ fn publish_source(
     signals: &Signals,
 ) -> Result<()> {
     let info = plan.source.info().clone();
-    let FrameSize::Fixed(n) = shape.settings.analysis.frame else {
-        return Err(FftdError::Usage(
-            "fftd publish needs a fixed --frame N".into(),
-        ));
-    };
-    let hop = shape.settings.analysis.hop_for(n);
-    let width = info.kind.width();
-    // room for the headers: the payload limit less 4 KiB
-    let budget = shape.max_payload.saturating_sub(4096).max(4096);
-    let wanted = shape
-        .block_frames
-        .map_or(DEFAULT_BLOCK_FRAMES, |b| b as usize);
-    let block_frames = frames_per_block(n, hop, width, budget, wanted).ok_or_else(|| {
-        FftdError::Usage(format!(
-            "--frame {n}: one frame ({} bytes) does not fit in the server's max_payload ({} bytes)",
-            n * width * 4,
-            shape.max_payload
-        ))
-    })?;
-    let source_id = shape.source_id.clone().unwrap_or_else(|| info.name.clone());
-    let mut cutters: Vec<BlockCutter> = (0..plan.splitter.streams())
-        .map(|k| {
-            let stream = StreamShape {
-                source: source_id.clone(),
-                run: shape.run.to_string(),
-                stream: plan.first_stream + k,
-                channel: (info.channels > 1)
-                    .then(|| plan.splitter.channel_of(k))
-                    .flatten(),
-                rate: info.rate,
-                kind: info.kind,
-                n,
-                hop,
-                tail: shape.settings.analysis.tail,
-            };
-            BlockCutter::new(stream, block_frames)
-        })
-        .collect();
+    let mut cutters = cutters_for(&plan, shape)?;
     let mut block = Vec::new();
     let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); cutters.len()];
     let mut flushed = std::time::Instant::now();
@@ -373,6 +356,51 @@ fn publish_source(
     sender.take_failure()
 }
 
+/// One block cutter per stream of the source, blocks sized by `--block-frames` or
+/// `cutter::default_block_frames`, within the server's max_payload.
+fn cutters_for(plan: &SourcePlan, shape: &ShapeOf<'_>) -> Result<Vec<BlockCutter>> {
+    let info = plan.source.info();
+    let FrameSize::Fixed(n) = shape.settings.analysis.frame else {
+        return Err(FftdError::Usage(
+            "fftd publish needs a fixed --frame N".into(),
+        ));
+    };
+    let hop = shape.settings.analysis.hop_for(n);
+    let width = info.kind.width();
+    // room for the headers: the payload limit less 4 KiB
+    let budget = shape.max_payload.saturating_sub(4096).max(4096);
+    let block_frames = match shape.block_frames {
+        Some(wanted) => frames_per_block(n, hop, width, budget, wanted as usize),
+        None => default_block_frames(n, hop, width, budget),
+    }
+    .ok_or_else(|| {
+        FftdError::Usage(format!(
+            "--frame {n}: one frame ({} bytes) does not fit in the server's max_payload ({} bytes)",
+            n * width * 4,
+            shape.max_payload
+        ))
+    })?;
+    let source_id = shape.source_id.clone().unwrap_or_else(|| info.name.clone());
+    Ok((0..plan.splitter.streams())
+        .map(|k| {
+            let stream = StreamShape {
+                source: source_id.clone(),
+                run: shape.run.to_string(),
+                stream: plan.first_stream + k,
+                channel: (info.channels > 1)
+                    .then(|| plan.splitter.channel_of(k))
+                    .flatten(),
+                rate: info.rate,
+                kind: info.kind,
+                n,
+                hop,
+                tail: shape.settings.analysis.tail,
+            };
+            BlockCutter::new(stream, block_frames)
+        })
+        .collect())
+}
+
 /// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
 struct BatchSender<'a> {
     rt: &'a Runtime,
@@ -389,14 +417,12 @@ impl BatchSender<'_> {
         if self.failed.is_some() {
             return false;
         }
-        let mut payload = Vec::new();
-        crate::fleet::block::encode_samples(&block.values, &mut payload);
         self.published.blocks += 1;
         self.published.frames += block.header.frames as u64;
         self.published.samples += block.header.samples as u64;
         self.batch.push(Outgoing {
             headers: block.header.to_headers(self.publishing.subject()),
-            payload: payload.into(),
+            payload: block.payload.into(),
         });
         if self.batch.len() >= BATCH_BLOCKS {
             if let Err(e) = self.flush() {

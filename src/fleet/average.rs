@@ -12,7 +12,7 @@
 
 use super::block::BlockHeader;
 use crate::fft::Segments;
-use crate::products::average::{AverageMode, AverageSpec, Averager, Segment};
+use crate::products::average::{AverageMode, AverageSpec, Averager, Grouping, Segment};
 use crate::products::Finish;
 use crate::types::Sample;
 
@@ -43,7 +43,56 @@ pub fn average_block<T: Sample>(
 ) -> Result<AveragedRows<T>, String> {
     let shape = &header.shape;
     let grouping = spec.grouping(shape.rate, shape.hop)?;
+    check_on_groups(&spec, &grouping, header)?;
     let hop = shape.hop as u64;
+    let first = header.first_frame;
+    let mut averager = Averager::<T>::new(grouping, mode, width);
+    let mut out = AveragedRows {
+        rows: Vec::new(),
+        values: Vec::new(),
+    };
+    let mut emit = |row: crate::products::average::AveragedRow<T>| {
+        let frames = u32::try_from(row.frames).unwrap_or(u32::MAX);
+        out.rows.push((
+            grouping.group_of(row.first_frame, row.first_start_sample),
+            row.time_s,
+            frames,
+        ));
+        out.values.extend(
+            row.values
+                .iter()
+                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
+        );
+    };
+    match mode.segment_op() {
+        None => {
+            for (j, row) in power.chunks_exact(width).take(header.frames).enumerate() {
+                let frame = first + j as u64;
+                averager.push(frame, frame * hop, row, &mut emit);
+            }
+        }
+        Some(op) => {
+            let block = GroupsOf {
+                grouping: &grouping,
+                header,
+                power,
+                width,
+            };
+            block.push_segments(op, &mut averager, &mut emit);
+        }
+    }
+    averager.finish(&mut emit);
+    Ok(out)
+}
+
+/// A block that starts inside a group, or ends inside one and is not its stream's last, cannot
+/// give a local run's rows: the error says which `--block-frames` to publish with.
+fn check_on_groups(
+    spec: &AverageSpec,
+    grouping: &Grouping,
+    header: &BlockHeader,
+) -> Result<(), String> {
+    let hop = header.shape.hop as u64;
     let group = |frame: u64| grouping.group_of(frame, frame * hop);
     let (first, end) = (
         header.first_frame,
@@ -64,57 +113,52 @@ pub fn average_block<T: Sample>(
     if !header.last && group(end - 1) == group(end) {
         return refuse("ends inside");
     }
-    let mut averager = Averager::<T>::new(grouping, mode, width);
-    let mut out = AveragedRows {
-        rows: Vec::new(),
-        values: Vec::new(),
-    };
-    let mut emit = |row: crate::products::average::AveragedRow<T>| {
-        let frames = u32::try_from(row.frames).unwrap_or(u32::MAX);
-        out.rows.push((
-            grouping.group_of(row.first_frame, row.first_start_sample),
-            row.time_s,
-            frames,
-        ));
-        out.values.extend(
-            row.values
-                .iter()
-                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
-        );
-    };
-    let Some(op) = mode.segment_op() else {
-        for (j, row) in power.chunks_exact(width).take(header.frames).enumerate() {
-            let frame = first + j as u64;
-            averager.push(frame, frame * hop, row, &mut emit);
+    Ok(())
+}
+
+/// A block's power rows and the groups they fall in.
+struct GroupsOf<'a, T> {
+    grouping: &'a Grouping,
+    header: &'a BlockHeader,
+    power: &'a [T],
+    width: usize,
+}
+
+impl<T: Sample> GroupsOf<'_, T> {
+    /// As a local run reduces a group's frames: the run of them in one segment (summed, or held,
+    /// in f64 and stored in the run's precision), then the segment into the averager.
+    fn push_segments(
+        &self,
+        op: crate::fft::SegmentOp,
+        averager: &mut Averager<T>,
+        emit: &mut dyn FnMut(crate::products::average::AveragedRow<T>),
+    ) {
+        let (hop, width) = (self.header.shape.hop as u64, self.width);
+        let group = |frame: u64| self.grouping.group_of(frame, frame * hop);
+        let first = self.header.first_frame;
+        let end = first + self.header.frames as u64;
+        let mut reduced = vec![T::zero(); width];
+        let mut at = first;
+        while at < end {
+            let mut to = at + 1;
+            while to < end && group(to) == group(at) {
+                to += 1;
+            }
+            let rows = &self.power[(at - first) as usize * width..(to - first) as usize * width];
+            let lengths = [(to - at) as u32];
+            Segments {
+                lengths: &lengths,
+                op,
+            }
+            .reduce(rows, width, &mut reduced);
+            let segment = Segment {
+                first_frame: at,
+                first_start: at * hop,
+                last_start: (to - 1) * hop,
+                frames: (to - at) as usize,
+            };
+            averager.push_segment(segment, &reduced, emit);
+            at = to;
         }
-        averager.finish(&mut emit);
-        return Ok(out);
-    };
-    // as a local run reduces a group's frames: the run of them in one segment (summed, or held,
-    // in f64 and stored in the run's precision), then the segment into the averager
-    let mut reduced = vec![T::zero(); width];
-    let mut at = first;
-    while at < end {
-        let mut to = at + 1;
-        while to < end && group(to) == group(at) {
-            to += 1;
-        }
-        let rows = &power[(at - first) as usize * width..(to - first) as usize * width];
-        let lengths = [(to - at) as u32];
-        Segments {
-            lengths: &lengths,
-            op,
-        }
-        .reduce(rows, width, &mut reduced);
-        let segment = Segment {
-            first_frame: at,
-            first_start: at * hop,
-            last_start: (to - 1) * hop,
-            frames: (to - at) as usize,
-        };
-        averager.push_segment(segment, &reduced, &mut emit);
-        at = to;
     }
-    averager.finish(&mut emit);
-    Ok(out)
 }

@@ -4,13 +4,14 @@
 //! (the frame count is decided by `frame::expected_frames` once the stream has ended).
 //! Memory: at most one block's samples plus one push.
 
-use super::block::{BlockHeader, StreamShape};
+use super::block::{BlockHeader, StreamShape, MAX_BLOCK_FRAMES};
 use crate::frame::expected_frames;
 
-/// A block ready to publish: its header and its samples (f64 values, `kind.width()` each).
+/// A block ready to publish: its header and its payload, the samples as little-endian float32
+/// (`kind.width()` values each), encoded straight from the cutter's buffer.
 pub struct CutBlock {
     pub header: BlockHeader,
-    pub values: Vec<f64>,
+    pub payload: Vec<u8>,
 }
 
 pub struct BlockCutter {
@@ -134,6 +135,8 @@ impl BlockCutter {
         let held = self.buf.len() / w;
         let from = ((start - self.base) as usize).min(held) * w;
         let to = ((end - self.base) as usize).min(held) * w;
+        let mut payload = Vec::new();
+        super::block::encode_samples(&self.buf[from..to], &mut payload);
         let block = CutBlock {
             header: BlockHeader {
                 shape: self.shape.clone(),
@@ -142,7 +145,7 @@ impl BlockCutter {
                 samples: (to - from) / w,
                 last: self.last,
             },
-            values: self.buf[from..to].to_vec(),
+            payload,
         };
         self.next_frame += m as u64;
         let next_start = self.next_frame * self.shape.hop as u64;
@@ -153,6 +156,23 @@ impl BlockCutter {
         self.discard = next_start - drop_to;
         emit(block)
     }
+}
+
+/// Bytes a block holds at most unless `--block-frames` asks for more: large messages carry the
+/// samples at the broker's byte rate (few per-message costs), small enough that a recording of
+/// a few seconds still makes blocks for several workers.
+pub const BLOCK_BYTES: usize = 1 << 20;
+
+/// Frames per block when `--block-frames` is not given: the largest power of two whose block
+/// fits `max_bytes` and `BLOCK_BYTES` (a power of two keeps blocks on the groups of `--average`
+/// counts that are powers of two), within the frames a worker frames at once. None when one
+/// frame alone does not fit `max_bytes`.
+pub fn default_block_frames(n: usize, hop: usize, width: usize, max_bytes: usize) -> Option<usize> {
+    frames_per_block(n, hop, width, max_bytes, 1)?;
+    let most = frames_per_block(n, hop, width, max_bytes.min(BLOCK_BYTES), MAX_BLOCK_FRAMES)
+        .unwrap_or(1)
+        .min((crate::limits::MAX_BATCH_SAMPLES / n.max(1)).max(1));
+    Some(1 << most.ilog2())
 }
 
 /// Frames per block so that a block's payload stays within `max_bytes`: as many as fit, at most
@@ -198,6 +218,16 @@ mod tests {
         out
     }
 
+    /// A block's samples, as the worker decodes them (the tests' samples are whole numbers: f32
+    /// holds them exactly).
+    fn values_of(b: &CutBlock) -> Vec<f64> {
+        crate::fleet::block::decode_samples(&b.header, &b.payload)
+            .expect("payload as the header says")
+            .into_iter()
+            .map(f64::from)
+            .collect()
+    }
+
     /// Frames a worker cuts from blocks (the worker's rule: zero-pad past the block's samples).
     fn via_blocks(
         samples: &[f64],
@@ -233,10 +263,11 @@ mod tests {
         let mut out = Vec::new();
         for b in blocks {
             let h = &b.header;
-            assert_eq!(b.values.len(), h.samples);
+            let values = values_of(&b);
+            assert_eq!(values.len(), h.samples);
             for j in 0..h.frames {
                 let at = j * hop;
-                let mut data: Vec<f64> = b.values.iter().skip(at).take(n).copied().collect();
+                let mut data: Vec<f64> = values.iter().skip(at).take(n).copied().collect();
                 data.resize(n, 0.0);
                 let seq = h.first_frame + j as u64;
                 out.push((seq, seq * hop as u64, data));
@@ -300,7 +331,7 @@ mod tests {
         let mut frames = Vec::new();
         for b in &blocks {
             for j in 0..b.header.frames {
-                let mut data: Vec<f64> = b.values.iter().skip(j * 3).take(8).copied().collect();
+                let mut data: Vec<f64> = values_of(b).into_iter().skip(j * 3).take(8).collect();
                 data.resize(8, 0.0);
                 frames.push((b.header.first_frame + j as u64, data));
             }
@@ -322,5 +353,13 @@ mod tests {
         assert_eq!(frames_per_block(4096, 1024, 1, 1 << 20, 1000), Some(253));
         assert_eq!(frames_per_block(4096, 1024, 1, 1 << 20, 128), Some(128));
         assert_eq!(frames_per_block(1 << 20, 1024, 1, 1 << 20, 128), None);
+        // the default: a power of two within 1 MiB (and max_payload less header room)
+        let budget = (1 << 20) - 4096;
+        assert_eq!(default_block_frames(1024, 512, 1, budget), Some(256));
+        assert_eq!(default_block_frames(4096, 2048, 1, budget), Some(64));
+        assert_eq!(default_block_frames(64, 64, 2, budget), Some(1024));
+        assert_eq!(default_block_frames(4096, 1024, 1, 64 << 20), Some(128));
+        assert_eq!(default_block_frames(1 << 18, 1 << 18, 1, budget), None);
+        assert_eq!(default_block_frames(1 << 17, 1 << 17, 1, budget), Some(1));
     }
 }

@@ -9,8 +9,9 @@
 //! handed to a second worker.
 //!
 //! Threads: this thread frames, transforms and encodes; the NATS client runs on its own runtime
-//! (`connect::runtime`), where each block's publish-then-ack is a task. At most
-//! `BLOCKS_IN_FLIGHT` blocks wait for acks at once. SIGINT/SIGTERM: no more fetching; the blocks
+//! (`connect::runtime`), where each block's publish-then-ack is a task and the next fetch is
+//! made while the blocks in hand are transformed. At most `BLOCKS_IN_FLIGHT` blocks wait for
+//! acks at once. SIGINT/SIGTERM: no more fetching; the blocks
 //! in hand get `STOP_GRACE` to be published and acked, the rest are left to be redelivered; exit
 //! 0. `--idle-exit SECONDS`: exit once the work queue has been empty that long, with an error
 //! when blocks were left behind (`undelivered`).
@@ -41,10 +42,12 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
-/// Blocks whose rows may wait for acks at once.
-const BLOCKS_IN_FLIGHT: usize = 4;
-/// Blocks asked for per fetch.
-const FETCH_BLOCKS: usize = 2;
+/// Blocks whose rows may wait for acks at once (each block's publish and ack is a task of its
+/// own: acks are collected as they come).
+const BLOCKS_IN_FLIGHT: usize = 16;
+/// Blocks asked for per fetch (one more fetch of as many is on its way while they are
+/// transformed: `Prefetch`).
+const FETCH_BLOCKS: usize = 4;
 /// How long one fetch waits for blocks (also how soon a stop or `--idle-exit` is seen).
 const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// How long fetching may keep failing (server down) before the worker gives up.
@@ -249,9 +252,30 @@ fn run_typed<T: Sample>(
     Ok(flight.counts)
 }
 
-/// Fetches and processes blocks until a stop, `--idle-exit` or an error.
+/// Fetches and processes blocks until a stop, `--idle-exit` or an error. The next fetch is on
+/// its way while the blocks in hand are transformed (`Prefetch`), so a round trip to the server
+/// does not pace the worker.
 fn fetch_loop<T: Sample>(
     consumer: &PullConsumer,
+    io: &FleetIo,
+    work: &mut Work<'_, T>,
+    flight: &mut InFlight<'_>,
+    signals: &Signals,
+) -> Result<Ended> {
+    let mut prefetch = Prefetch {
+        consumer: consumer.clone(),
+        next: None,
+    };
+    let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
+    // blocks fetched and not taken go back to the queue at once (not after the ack wait)
+    for message in prefetch.take_ready(flight.rt) {
+        flight.nak(message);
+    }
+    ended
+}
+
+fn fetch_blocks<T: Sample>(
+    prefetch: &mut Prefetch,
     io: &FleetIo,
     work: &mut Work<'_, T>,
     flight: &mut InFlight<'_>,
@@ -260,12 +284,13 @@ fn fetch_loop<T: Sample>(
     let mut idle_since = Instant::now();
     let mut failing_since: Option<Instant> = None;
     loop {
-        // room for every block fetched: none waits unprocessed (without progress acks)
-        flight.settle(BLOCKS_IN_FLIGHT - FETCH_BLOCKS)?;
+        // room for the blocks in hand and those on their way: none waits long unprocessed
+        // (without progress acks)
+        flight.settle(BLOCKS_IN_FLIGHT - 2 * FETCH_BLOCKS)?;
         if signals.stop.load(Ordering::Relaxed) {
             return Ok(Ended::Stopped);
         }
-        let messages = match flight.rt.block_on(fetch(consumer)) {
+        let messages = match prefetch.next_batch(flight.rt) {
             Ok(messages) => {
                 failing_since = None;
                 messages
@@ -296,7 +321,46 @@ fn fetch_loop<T: Sample>(
             continue;
         }
         idle_since = Instant::now();
+        // a full batch: more are likely waiting, so ask for them while these are transformed
+        if messages.len() == FETCH_BLOCKS && !signals.stop.load(Ordering::Relaxed) {
+            prefetch.start(flight.rt);
+        }
         flight.process(work, messages)?;
+    }
+}
+
+/// The fetch on its way while the blocks in hand are processed.
+struct Prefetch {
+    consumer: PullConsumer,
+    next: Option<JoinHandle<std::result::Result<Vec<Message>, String>>>,
+}
+
+impl Prefetch {
+    fn start(&mut self, rt: &Runtime) {
+        let consumer = self.consumer.clone();
+        self.next = Some(rt.spawn(async move { fetch(&consumer).await }));
+    }
+
+    /// The prefetched blocks, or a fetch made now.
+    fn next_batch(&mut self, rt: &Runtime) -> std::result::Result<Vec<Message>, String> {
+        match self.next.take() {
+            Some(task) => rt
+                .block_on(task)
+                .map_err(|e| format!("fetching task failed: {e}"))?,
+            None => rt.block_on(fetch(&self.consumer)),
+        }
+    }
+
+    /// What a fetch still on its way brings (waited for: at most the fetch's own deadline).
+    fn take_ready(&mut self, rt: &Runtime) -> Vec<Message> {
+        match self.next.take() {
+            Some(task) => rt
+                .block_on(task)
+                .ok()
+                .and_then(|r| r.ok())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
     }
 }
 
