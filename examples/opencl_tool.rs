@@ -3,7 +3,8 @@
 //! Logs go to stderr (RUST_LOG=fftd=debug for routing decisions).
 
 use clap::{Parser, Subcommand};
-use fftd::bench::{run_bench, BenchArgs};
+use fftd::app::bench_args::BenchArgs;
+use fftd::bench::run_bench;
 use fftd::fft::compare::{compare_engines, default_tolerance};
 use fftd::fft::router::DeviceChoice;
 use fftd::fft::{Scale, TransformSpec};
@@ -43,7 +44,7 @@ fn main() {
             print!("{}", fftd::fft::opencl::device::describe_devices());
             Ok(())
         }
-        Cmd::Bench(a) => run_bench(&a),
+        Cmd::Bench(a) => run_bench(&a.spec()),
         Cmd::Check {
             n,
             frames,

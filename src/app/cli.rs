@@ -41,7 +41,7 @@ pub enum Command {
     /// Run the same frames on the CPU and on OpenCL and compare (exit 1 on any mismatch).
     Check(Box<CheckArgs>),
     /// Time the CPU and OpenCL engines per frame size; find the break-even; calibrate `auto`.
-    Bench(Box<crate::bench::BenchArgs>),
+    Bench(Box<crate::app::bench_args::BenchArgs>),
     /// Send recordings or live capture to a fleet's work stream as frame-aligned sample blocks
     /// (NATS JetStream; docs/fleet.md).
     Publish(Box<crate::app::publish::PublishArgs>),

@@ -1,8 +1,10 @@
 //! The top layer: the only part of fftd that sees the command line (`cli`) and the config file
 //! (`config_file`). `config` merges and validates them into `Settings`, the run's spec for each
 //! stage (`pipeline::spec::RunSpec`) and a fleet worker's addresses; every module below takes
-//! its own spec and never the options.
+//! its own spec and never the options. `bench_args` holds `fftd bench`'s flags, handed to `bench`
+//! as a plain `BenchSpec`.
 
+pub mod bench_args;
 pub mod cli;
 pub mod config;
 pub mod config_file;

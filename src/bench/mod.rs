@@ -20,16 +20,13 @@ use crate::error::FftdError;
 use crate::fft::calibrate;
 use crate::fft::compare::compare_rows;
 use crate::fft::cpu::CpuEngine;
-use crate::fft::device_set::{self, LaneDevice, LaneSpec};
-use crate::fft::opencl::device::SharedDevice;
+use crate::fft::device_set::{self, LaneSpec};
 use crate::fft::opencl::{OpenClEngine, OpenClOptions};
 use crate::fft::router::DeviceChoice;
 use crate::fft::{
     transform_reduced, BandWeights, Engine, HostBuf, Reduction, Scale, SegmentOp, Segments,
     TransformSpec,
 };
-use crate::limits::MAX_BATCH_SAMPLES;
-use crate::types::whole_in;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use all_devices::AllDevicesRow;
@@ -39,73 +36,46 @@ use report::{
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
-pub use sweep::parse_sizes;
-use sweep::{check_args, check_engines, positive_hz, MAX_REPS};
+use sweep::{check_args, check_engines};
+pub use sweep::{parse_sizes, MAX_REPS};
 
 /// Input kind for the benchmark.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BenchKind {
     Real,
     Complex,
 }
 
-fn parse_device(s: &str) -> Result<DeviceChoice, String> {
-    s.parse()
-}
-
-/// `fftd bench` options.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
-    /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
-    /// (`1024,4096`), each at most 2^26 (2^24 on OpenCL); all checked before any is timed.
-    #[arg(long, value_name = "A..B|LIST", default_value = "2..2^21")]
+/// What `fftd bench` measures (built by `app::bench_args` from the command line; the flags'
+/// `--help` text there says what each is).
+#[derive(Debug, Clone)]
+pub struct BenchSpec {
+    /// `--sizes`: `A..B` or a list (`parse_sizes`).
     pub sizes: String,
-    /// Frames per batch (default: --batch-samples / n, at least 1).
-    #[arg(long, value_name = "B", value_parser = whole_in::<usize>(1, MAX_BATCH_SAMPLES as u64))]
+    /// `--batch`: frames per batch.
     pub batch: Option<usize>,
-    /// Samples per batch when --batch is not given (the pipeline's default batch is 2^18).
-    #[arg(long, value_name = "N", default_value_t = 1 << 18,
-        value_parser = whole_in::<usize>(1, MAX_BATCH_SAMPLES as u64))]
+    /// `--batch-samples`: samples per batch when `batch` is not given.
     pub batch_samples: usize,
-    /// Also write the rows as CSV to this file.
-    #[arg(long)]
+    /// `--csv`: the rows as CSV to this file too.
     pub csv: Option<PathBuf>,
-    /// Measure and cache a new calibration for `--device auto` (then exit).
-    #[arg(long)]
+    /// `--calibrate`: a new calibration for `--device auto` instead of the table.
     pub calibrate: bool,
-    /// OpenCL device: gpu (best device), auto, opencl:P:D, cpu (CPU engine only), or several
-    /// (gpu:all, a list such as opencl:1:0,opencl:1:1): the table is the first device's, then
-    /// all devices at once (aggregate host-to-host rate, ratio to one device, shares).
-    #[arg(long, default_value = "gpu", value_parser = parse_device)]
     pub device: DeviceChoice,
-    #[arg(long, value_enum, default_value = "f32")]
     pub precision: crate::types::Precision,
-    #[arg(long, value_enum, default_value = "real")]
     pub kind: BenchKind,
-    #[arg(long, value_enum, default_value = "hann")]
     pub window: WindowKind,
-    #[arg(long, value_enum, default_value = "magnitude")]
     pub scale: Scale,
-    /// Timed runs per size, 1 to 100000 (the median is reported).
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = whole_in::<usize>(1, MAX_REPS))]
+    /// `--reps`: timed runs per size (the median is reported).
     pub reps: usize,
-    /// Band powers (as the pipeline's --bands: mel:N, octave, third-octave) summed by each engine
-    /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
-    #[arg(long, value_name = "SPEC")]
+    /// `--bands`: band powers summed by each engine.
     pub bands: Option<crate::products::bands::BandSpec>,
-    /// Each run of N frames reduced to its sum by the engine (as the pipeline's `--average N`
-    /// of means; on the device for OpenCL); times and errors are of the reduced rows.
-    #[arg(long, value_name = "N", value_parser = whole_in::<u32>(1, MAX_BATCH_SAMPLES as u64))]
+    /// `--average`: each run of N frames reduced to its sum by the engine.
     pub average: Option<u32>,
-    /// Sample rate the bands are laid out for, in Hz.
-    #[arg(long, value_name = "HZ", default_value_t = 48_000.0, value_parser = positive_hz)]
+    /// `--rate`: the sample rate bands are laid out for, in Hz.
     pub rate: f64,
-    /// Skip the CPU engine (for very large batches).
-    #[arg(long)]
+    /// `--no-cpu`: the CPU engine skipped.
     pub no_cpu: bool,
-    /// With several devices (`--device gpu:all` or a list): milliseconds each device runs alone,
-    /// and all run together, per size.
-    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = whole_in::<u64>(1, 600_000))]
+    /// `--run-ms`: with several devices, how long each runs alone and all together.
     pub run_ms: u64,
 }
 
@@ -146,7 +116,7 @@ struct SizeInputs<T> {
 }
 
 impl<T: Sample> SizeInputs<T> {
-    fn new(args: &BenchArgs, n: usize) -> Result<Self, FftdError> {
+    fn new(args: &BenchSpec, n: usize) -> Result<Self, FftdError> {
         let kind = match args.kind {
             BenchKind::Real => InputKind::Real,
             BenchKind::Complex => InputKind::Complex,
@@ -204,7 +174,7 @@ impl<T: Sample> SizeInputs<T> {
 }
 
 fn bench_size<T: Sample>(
-    args: &BenchArgs,
+    args: &BenchSpec,
     gpu: Option<&mut OpenClEngine<T>>,
     sized: &SizeInputs<T>,
 ) -> Result<BenchRow, FftdError> {
@@ -224,21 +194,11 @@ fn bench_size<T: Sample>(
         frames,
         ..Default::default()
     };
-    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
     let mut cpu_out = Vec::new();
     if !args.no_cpu {
-        let mut cpu = CpuEngine::<T>::new();
         cpu_out = vec![T::default(); out_len];
-        transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out).map_err(rt)?;
-        let t: Vec<f64> = (0..reps)
-            .map(|_| {
-                let s = Instant::now();
-                transform_reduced(&mut cpu, &spec, input, frames, reduce, &mut cpu_out)
-                    .map(|_| s.elapsed().as_secs_f64())
-            })
-            .collect::<Result<_, _>>()
-            .map_err(rt)?;
-        row.cpu_us = Some(median(t) * 1e6 / frames as f64);
+        let t = time_cpu(&spec, (input, frames, reduce), &mut cpu_out, reps)?;
+        row.cpu_us = Some(t * 1e6 / frames as f64);
     }
     if let Some(gpu) = gpu {
         let in_bytes = (frames * spec.values_per_frame() * std::mem::size_of::<T>()) as f64;
@@ -284,6 +244,27 @@ fn bench_size<T: Sample>(
     Ok(row)
 }
 
+/// Median time of `reps` transforms on the CPU engine (after one warm-up).
+fn time_cpu<T: Sample>(
+    spec: &TransformSpec,
+    (input, frames, reduce): (&[T], usize, Reduction<'_>),
+    out: &mut [T],
+    reps: usize,
+) -> Result<f64, FftdError> {
+    let rt = |e: crate::fft::EngineError| FftdError::Runtime(e.to_string());
+    let mut cpu = CpuEngine::<T>::new();
+    transform_reduced(&mut cpu, spec, input, frames, reduce, out).map_err(rt)?;
+    let t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let s = Instant::now();
+            transform_reduced(&mut cpu, spec, input, frames, reduce, out)
+                .map(|_| s.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_, _>>()
+        .map_err(rt)?;
+    Ok(median(t))
+}
+
 /// Median wall time of `reps` host-to-host transforms (after one warm-up) and, when profiling
 /// gives it, the median kernel time.
 fn time_gpu<T: Sample>(
@@ -327,41 +308,23 @@ fn runs_of(frames: usize, run: usize) -> Vec<u32> {
         .collect()
 }
 
-/// The OpenCL device instances `choice` names (`auto`/`gpu`: the best device; none for `cpu`).
-fn device_specs(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
-    match choice {
-        DeviceChoice::Cpu => Ok(Vec::new()),
-        DeviceChoice::Auto => device_set::opencl_devices(&DeviceChoice::Gpu),
-        other => device_set::opencl_devices(other),
-    }
-}
-
-/// An engine on `spec`'s device instance; kernel times come from event profiling
-/// (FFTD_OPENCL_PROFILE=0: off, to measure host-to-host times as the pipeline runs them).
-fn open_engine<T: Sample>(spec: &LaneSpec) -> Result<OpenClEngine<T>, FftdError> {
-    let LaneDevice::OpenCl(entry) = spec.device else {
-        return Err(FftdError::Runtime(format!(
-            "{}: not an OpenCL device",
-            spec.label()
-        )));
-    };
+/// An engine on each OpenCL device instance `choice` names (`auto`/`gpu`: the best device; none
+/// for `cpu`); kernel times come from event profiling (FFTD_OPENCL_PROFILE=0: off, to measure
+/// host-to-host times as the pipeline runs them).
+fn open_engines<T: Sample>(
+    choice: &DeviceChoice,
+) -> Result<(Vec<LaneSpec>, Vec<OpenClEngine<T>>), FftdError> {
     let mut options = OpenClOptions::from_env();
     options.profile = crate::knobs::opencl_profile().unwrap_or(true);
-    let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
-    let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
-    OpenClEngine::<T>::on_device(dev, options).map_err(at)
+    device_set::open_opencl::<T>(choice, &options)
 }
 
-fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
+fn run_typed<T: Sample>(args: &BenchSpec) -> Result<(), FftdError> {
     let sizes = match args.calibrate {
         true => Vec::new(),
         false => check_args(args)?,
     };
-    let specs = device_specs(&args.device)?;
-    let mut engines = specs
-        .iter()
-        .map(open_engine::<T>)
-        .collect::<Result<Vec<_>, _>>()?;
+    let (specs, mut engines) = open_engines::<T>(&args.device)?;
     if args.calibrate {
         return calibrate_devices(&mut engines, &specs);
     }
@@ -415,7 +378,7 @@ fn run_typed<T: Sample>(args: &BenchArgs) -> Result<(), FftdError> {
 fn bench_together<T: Sample>(
     engines: &mut [OpenClEngine<T>],
     sized: &SizeInputs<T>,
-    args: &BenchArgs,
+    args: &BenchSpec,
 ) -> Result<AllDevicesRow, FftdError> {
     let runs = sized.segments();
     let plan = all_devices::BatchPlan {
@@ -484,12 +447,12 @@ fn calibrate_devices<T: Sample>(
 }
 
 /// Runs `fftd bench` with `args`.
-pub fn run_bench(args: &BenchArgs) -> Result<(), FftdError> {
+pub fn run_bench(args: &BenchSpec) -> Result<(), FftdError> {
     args.precision.dispatch(Bench(args))
 }
 
 /// A benchmark in the sample type of its precision.
-struct Bench<'a>(&'a BenchArgs);
+struct Bench<'a>(&'a BenchSpec);
 
 impl crate::types::WithSample for Bench<'_> {
     type Output = Result<(), FftdError>;

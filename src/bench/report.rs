@@ -2,7 +2,7 @@
 //! the break-even sentence.
 
 use super::all_devices::AllDevicesRow;
-use super::{BenchArgs, BenchRow, SizeInputs};
+use super::{BenchRow, BenchSpec, SizeInputs};
 use crate::error::FftdError;
 use crate::fft::device_set::LaneSpec;
 use crate::fft::opencl::OpenClEngine;
@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 /// The lines above the table, and the pinned host-to-device copy rate in GB/s (the same run's
 /// reference for host-to-host figures) when measured.
 pub(super) fn heading<T: Sample>(
-    args: &BenchArgs,
+    args: &BenchSpec,
     specs: &[LaneSpec],
     engines: &[OpenClEngine<T>],
 ) -> (String, Option<f64>) {
@@ -139,7 +139,7 @@ pub(super) fn csv_line<T: Sample>(
     csv: &mut String,
     (row, sized): (&BenchRow, &SizeInputs<T>),
     all: Option<&AllDevicesRow>,
-    (pcie, args): (Option<f64>, &BenchArgs),
+    (pcie, args): (Option<f64>, &BenchSpec),
     specs: &[LaneSpec],
 ) {
     let (speed, pct) = ratios(row, pcie);
@@ -200,7 +200,7 @@ pub(super) fn emit(text: &str) -> Result<bool, FftdError> {
 
 /// "break-even: ..." — the smallest size from which OpenCL (host to host) beats the CPU engine
 /// at every larger size measured, for this batch length.
-pub(super) fn break_even_line(rows: &[BenchRow], args: &BenchArgs) -> String {
+pub(super) fn break_even_line(rows: &[BenchRow], args: &BenchSpec) -> String {
     let batch = match args.batch {
         Some(b) => format!("{b} frames per batch"),
         None => format!("{} samples per batch", args.batch_samples),

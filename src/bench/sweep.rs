@@ -2,7 +2,7 @@
 //! (and every size and the precision against each OpenCL engine) before anything is timed, so
 //! that a sweep that would fail at its 25th size is refused at once, naming the limit.
 
-use super::{BenchArgs, BenchKind};
+use super::{BenchKind, BenchSpec};
 use crate::error::FftdError;
 use crate::fft::opencl::OpenClEngine;
 use crate::fft::TransformSpec;
@@ -10,15 +10,7 @@ use crate::limits::MAX_BATCH_SAMPLES;
 use crate::types::{InputKind, Sample};
 
 /// Timed runs per size at most (`--reps`).
-pub(super) const MAX_REPS: u64 = 100_000;
-
-/// `--rate`: a positive number of Hz.
-pub(super) fn positive_hz(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err("must be a positive number of Hz".into()),
-    }
-}
+pub const MAX_REPS: u64 = 100_000;
 
 /// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes, each at most
 /// `MAX_BATCH_SAMPLES` (a batch holds at least one frame).
@@ -72,7 +64,7 @@ fn too_large(s: &str, size: &str) -> FftdError {
 
 /// `--batch` frames of every size within `MAX_BATCH_SAMPLES` samples (a complex sample is one; with
 /// `--batch-samples` the batch is within it already).
-fn check_batches(args: &BenchArgs, sizes: &[usize]) -> Result<(), FftdError> {
+fn check_batches(args: &BenchSpec, sizes: &[usize]) -> Result<(), FftdError> {
     let Some(batch) = args.batch else {
         return Ok(());
     };
@@ -87,7 +79,7 @@ fn check_batches(args: &BenchArgs, sizes: &[usize]) -> Result<(), FftdError> {
 
 /// Every size and the precision taken by every OpenCL engine, before anything is timed.
 pub(super) fn check_engines<T: Sample>(
-    args: &BenchArgs,
+    args: &BenchSpec,
     engines: &[OpenClEngine<T>],
     sizes: &[usize],
 ) -> Result<(), FftdError> {
@@ -120,7 +112,7 @@ pub(super) fn check_engines<T: Sample>(
 
 /// Everything about the sweep that can be checked before a device opens: the sizes, their
 /// batches, bands for each size.
-pub(super) fn check_args(args: &BenchArgs) -> Result<Vec<usize>, FftdError> {
+pub(super) fn check_args(args: &BenchSpec) -> Result<Vec<usize>, FftdError> {
     let sizes = parse_sizes(&args.sizes)?;
     check_batches(args, &sizes)?;
     if let Some(bands) = &args.bands {

@@ -8,8 +8,7 @@
 //! For `--scale complex` each re and im is compared against the frame's largest |X|.
 
 use super::cpu::CpuEngine;
-use super::device_set::{self, LaneDevice};
-use super::opencl::device::SharedDevice;
+use super::device_set;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::router::DeviceChoice;
 use super::{Engine, EngineError, Scale, TransformSpec};
@@ -103,26 +102,11 @@ pub fn open_opencl_engine<T: Sample>(choice: &DeviceChoice) -> Result<OpenClEngi
 pub fn open_opencl_engines<T: Sample>(
     choice: &DeviceChoice,
 ) -> Result<Vec<OpenClEngine<T>>, FftdError> {
-    let choice = match choice {
-        DeviceChoice::Auto => &DeviceChoice::Gpu,
-        other => other,
-    };
-    let specs = device_set::opencl_devices(choice)?;
-    if specs.is_empty() {
-        return Err(no_opencl_choice());
+    let (_, engines) = device_set::open_opencl::<T>(choice, &OpenClOptions::from_env())?;
+    match engines.is_empty() {
+        true => Err(no_opencl_choice()),
+        false => Ok(engines),
     }
-    specs
-        .iter()
-        .map(|spec| {
-            let LaneDevice::OpenCl(entry) = spec.device else {
-                return Err(no_opencl_choice());
-            };
-            let dev = SharedDevice::open_instance(entry, spec.instance)
-                .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))?;
-            OpenClEngine::<T>::on_device(dev, OpenClOptions::from_env())
-                .map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())))
-        })
-        .collect()
 }
 
 fn no_opencl_choice() -> FftdError {

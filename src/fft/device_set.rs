@@ -13,8 +13,10 @@
 //!   there is no OpenCL (the router then uses the CPU engine).
 
 use super::device_choice::DeviceChoice;
-use super::opencl::device::{self, DeviceEntry};
+use super::opencl::device::{self, DeviceEntry, SharedDevice};
+use super::opencl::{OpenClEngine, OpenClOptions};
 use crate::error::FftdError;
+use crate::types::Sample;
 
 /// One device a run computes on.
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +84,30 @@ pub fn opencl_devices(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError>
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(_)))
         .collect())
+}
+
+/// One OpenCL engine with `options` on each OpenCL device instance `choice` names (`auto` as
+/// `gpu`: the best device; `cpu`: none), with the instances: the engines `fftd check` compares
+/// and `fftd bench` times. An instance that cannot open is a runtime error naming its label.
+pub fn open_opencl<T: Sample>(
+    choice: &DeviceChoice,
+    options: &OpenClOptions,
+) -> Result<(Vec<LaneSpec>, Vec<OpenClEngine<T>>), FftdError> {
+    let choice = match choice {
+        DeviceChoice::Auto => &DeviceChoice::Gpu,
+        other => other,
+    };
+    let specs = opencl_devices(choice)?;
+    let open = |spec: &LaneSpec| {
+        let at = |e: String| FftdError::Runtime(format!("{}: {e}", spec.label()));
+        let LaneDevice::OpenCl(entry) = spec.device else {
+            return Err(at("not an OpenCL device".into()));
+        };
+        let dev = SharedDevice::open_instance(entry, spec.instance).map_err(at)?;
+        OpenClEngine::<T>::on_device(dev, options.clone()).map_err(at)
+    };
+    let engines = specs.iter().map(open).collect::<Result<Vec<_>, _>>()?;
+    Ok((specs, engines))
 }
 
 fn best(what: &str) -> Result<&'static DeviceEntry, FftdError> {

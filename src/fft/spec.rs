@@ -37,13 +37,19 @@ impl EngineSpec {
     }
 
     fn frames_per_batch(&self, n: usize, device_batches: bool) -> usize {
-        let (samples, most) = match device_batches {
-            true => (limits::DEVICE_BATCH_SAMPLES, 16384),
-            false => (limits::CPU_BATCH_SAMPLES, 1024),
-        };
-        match self.batch {
-            0 => (samples / n.max(1)).clamp(1, most),
-            b => b,
-        }
+        batch_frames_for(self.batch, device_batches, n)
+    }
+}
+
+/// Frames per batch for frames of `n` samples from `--batch` (`batch`, 0 = auto) and whether
+/// default batches are sized for devices (`EngineSpec::batch_frames`, `pipeline::spec::BatchSpec`).
+pub fn batch_frames_for(batch: usize, device_batches: bool, n: usize) -> usize {
+    let (samples, most) = match device_batches {
+        true => (limits::DEVICE_BATCH_SAMPLES, 16384),
+        false => (limits::CPU_BATCH_SAMPLES, 1024),
+    };
+    match batch {
+        0 => (samples / n.max(1)).clamp(1, most),
+        b => b,
     }
 }

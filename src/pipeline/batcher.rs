@@ -11,12 +11,13 @@ use super::pool::BufferPool;
 use super::Control;
 use crate::fft::{HostBuf, TransformSpec};
 use crate::frame::Frame;
-use crate::pipeline::spec::RunSpec;
+use crate::pipeline::spec::BatchSpec;
 use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::types::{InputKind, Sample};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Where one frame of a batch came from.
 #[derive(Clone, Copy, Debug)]
@@ -53,109 +54,164 @@ struct Pending<T> {
     lane: LaneId,
 }
 
+/// The batcher's thread: gathers `rx`'s frames into batches until the readers end (then sends
+/// what is left, oldest first) or the dispatcher closes.
 pub fn run_batcher<T: Sample>(
     rx: Receiver<Frame<T>>,
     dispatcher: &Dispatcher<T>,
-    settings: &RunSpec,
+    spec: BatchSpec,
     spec_of: &dyn Fn(usize, InputKind, f64) -> TransformSpec,
     pool: &BufferPool<T>,
     control: &Control,
 ) {
-    let waited_ns = &control.counters.batcher_wait_ns;
-    let max_wait = Duration::from_secs_f64(settings.engine.max_latency_ms / 1000.0);
-    let mut pending: HashMap<BatchKey, Pending<T>> = HashMap::new();
-    let mut clock = control.clock(Kind::Dispatch, Phase::DispatchInput);
-    let send = |p: Pending<T>, clock: &mut ThreadClock<'_>| {
-        let batch = Batch {
-            id: control.take_batch_id(),
-            ..p.batch
-        };
-        let (id, stream) = (batch.id, batch.frames.first().map(|f| f.stream));
-        clock.lap_span(Phase::Pack, Some(id), stream);
-        let sent = dispatcher.send(batch, p.lane, waited_ns);
-        clock.lap_span(Phase::DispatchWorker, Some(id), stream);
-        sent
+    let mut batcher = Batcher {
+        maker: BatchMaker {
+            dispatcher,
+            spec,
+            spec_of,
+            pool,
+        },
+        control,
+        pending: HashMap::new(),
+        clock: control.clock(Kind::Dispatch, Phase::DispatchInput),
     };
     loop {
-        let deadline = pending.values().map(|p| p.oldest + max_wait).min();
+        let deadline = batcher.deadline();
         let received = match deadline {
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(d) => rx.recv_deadline(d),
         };
-        clock.lap(Phase::DispatchInput);
-        match received {
-            Ok(mut frame) => {
-                if settings.analysis.dc_remove {
-                    let width = frame.kind.width();
-                    crate::source::dc::remove_frame_means(&mut frame.data, frame.n * width, width);
-                }
-                let rate = frame.rate;
-                let key = (frame.n, frame.kind, rate.to_bits());
-                let entry = pending.entry(key).or_insert_with(|| {
-                    let spec = spec_of(frame.n, frame.kind, rate);
-                    let capacity = settings.engine.batch_frames(frame.n);
-                    let lane = dispatcher.choose(&spec, capacity);
-                    Pending {
-                        batch: Batch {
-                            id: 0,
-                            spec,
-                            frames: Vec::with_capacity(capacity),
-                            data: pool.take(lane, capacity * spec.values_per_frame()),
-                            step: spec.values_per_frame(),
-                        },
-                        oldest: Instant::now(),
-                        capacity,
-                        lane,
-                    }
-                });
-                if entry.batch.frames.is_empty() {
-                    entry.oldest = Instant::now();
-                }
-                entry.batch.frames.push(FrameMeta {
-                    stream: frame.stream,
-                    seq: frame.seq,
-                    start: frame.start,
-                    time_s: None,
-                    frames: 1,
-                    completed: frame.completed,
-                });
-                entry.batch.data.extend_from_slice(&frame.data);
-                clock.lap(Phase::Pack);
-                // a full batch goes now; so does live input when nothing else is waiting
-                let idle_live = frame.live && rx.is_empty();
-                if entry.batch.frames.len() >= entry.capacity || idle_live {
-                    if let Some(p) = pending.remove(&key) {
-                        if !send(p, &mut clock) {
-                            return;
-                        }
-                    }
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                let now = Instant::now();
-                let due: Vec<BatchKey> = pending
-                    .iter()
-                    .filter(|(_, p)| p.oldest + max_wait <= now)
-                    .map(|(k, _)| *k)
-                    .collect();
-                for key in due {
-                    if let Some(p) = pending.remove(&key) {
-                        if !send(p, &mut clock) {
-                            return;
-                        }
-                    }
-                }
-            }
+        batcher.clock.lap(Phase::DispatchInput);
+        let open = match received {
+            Ok(frame) => batcher.take(frame, &rx),
+            Err(RecvTimeoutError::Timeout) => batcher.send_due(),
             Err(RecvTimeoutError::Disconnected) => {
-                let mut rest: Vec<Pending<T>> = pending.drain().map(|(_, p)| p).collect();
-                rest.sort_by_key(|p| p.oldest);
-                for p in rest {
-                    if !send(p, &mut clock) {
-                        return;
-                    }
-                }
+                batcher.send_rest();
                 return;
             }
+        };
+        if !open {
+            return;
+        }
+    }
+}
+
+/// The batches being filled, one per (size, kind, rate), and where they go.
+struct Batcher<'a, 'c, T: Sample> {
+    maker: BatchMaker<'a, T>,
+    control: &'c Control,
+    pending: HashMap<BatchKey, Pending<T>>,
+    clock: ThreadClock<'c>,
+}
+
+impl<T: Sample> Batcher<'_, '_, T> {
+    /// When the oldest waiting frame's batch is due.
+    fn deadline(&self) -> Option<Instant> {
+        let max_wait = self.maker.spec.max_wait;
+        self.pending.values().map(|p| p.oldest + max_wait).min()
+    }
+
+    /// Adds a frame to its batch; a full batch goes now, and so does live input when nothing
+    /// is queued behind it in `rx`. False once the dispatcher has closed.
+    fn take(&mut self, mut frame: Frame<T>, rx: &Receiver<Frame<T>>) -> bool {
+        if self.maker.spec.dc_remove {
+            let width = frame.kind.width();
+            crate::source::dc::remove_frame_means(&mut frame.data, frame.n * width, width);
+        }
+        let key = (frame.n, frame.kind, frame.rate.to_bits());
+        let entry = match self.pending.entry(key) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(slot) => slot.insert(self.maker.start(&frame)),
+        };
+        if entry.batch.frames.is_empty() {
+            entry.oldest = Instant::now();
+        }
+        entry.batch.frames.push(FrameMeta {
+            stream: frame.stream,
+            seq: frame.seq,
+            start: frame.start,
+            time_s: None,
+            frames: 1,
+            completed: frame.completed,
+        });
+        entry.batch.data.extend_from_slice(&frame.data);
+        let full = entry.batch.frames.len() >= entry.capacity;
+        self.clock.lap(Phase::Pack);
+        match full || (frame.live && rx.is_empty()) {
+            true => self.send_key(key),
+            false => true,
+        }
+    }
+
+    /// Sends every batch whose oldest frame has waited `--max-latency`.
+    fn send_due(&mut self) -> bool {
+        let now = Instant::now();
+        let max_wait = self.maker.spec.max_wait;
+        let due: Vec<BatchKey> = (self.pending.iter())
+            .filter(|(_, p)| p.oldest + max_wait <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        due.into_iter().all(|key| self.send_key(key))
+    }
+
+    /// After the last frame: every batch still filling, oldest first.
+    fn send_rest(&mut self) {
+        let mut rest: Vec<Pending<T>> = self.pending.drain().map(|(_, p)| p).collect();
+        rest.sort_by_key(|p| p.oldest);
+        for p in rest {
+            if !self.send(p) {
+                return;
+            }
+        }
+    }
+
+    fn send_key(&mut self, key: BatchKey) -> bool {
+        match self.pending.remove(&key) {
+            Some(p) => self.send(p),
+            None => true,
+        }
+    }
+
+    /// Numbers a batch and hands it to its lane; false once the dispatcher has closed.
+    fn send(&mut self, p: Pending<T>) -> bool {
+        let batch = Batch {
+            id: self.control.take_batch_id(),
+            ..p.batch
+        };
+        let (id, stream) = (batch.id, batch.frames.first().map(|f| f.stream));
+        self.clock.lap_span(Phase::Pack, Some(id), stream);
+        let waited_ns = &self.control.counters.batcher_wait_ns;
+        let sent = self.maker.dispatcher.send(batch, p.lane, waited_ns);
+        self.clock.lap_span(Phase::DispatchWorker, Some(id), stream);
+        sent
+    }
+}
+
+/// Starts batches: in the memory of the lane the dispatcher means each for, sized by the spec.
+struct BatchMaker<'a, T: Sample> {
+    dispatcher: &'a Dispatcher<T>,
+    spec: BatchSpec,
+    spec_of: &'a dyn Fn(usize, InputKind, f64) -> TransformSpec,
+    pool: &'a BufferPool<T>,
+}
+
+impl<T: Sample> BatchMaker<'_, T> {
+    /// A new batch for frames like `frame`, in the memory of the lane the dispatcher means it for.
+    fn start(&self, frame: &Frame<T>) -> Pending<T> {
+        let spec = (self.spec_of)(frame.n, frame.kind, frame.rate);
+        let capacity = self.spec.frames(frame.n);
+        let lane = self.dispatcher.choose(&spec, capacity);
+        Pending {
+            batch: Batch {
+                id: 0,
+                spec,
+                frames: Vec::with_capacity(capacity),
+                data: self.pool.take(lane, capacity * spec.values_per_frame()),
+                step: spec.values_per_frame(),
+            },
+            oldest: Instant::now(),
+            capacity,
+            lane,
         }
     }
 }

@@ -132,7 +132,7 @@ fn encode_batch<T: Sample>(
     let Done {
         id,
         spec,
-        mut frames,
+        frames,
         values,
         columns,
         .. // segments end in the averaging stage
@@ -140,38 +140,9 @@ fn encode_batch<T: Sample>(
     let bins = columns.unwrap_or(spec.bins());
     let per_bin = spec.scale.values_per_bin();
     let width = bins * per_bin;
-    // frames by output, each output's in batch order (a stable sort; one output: nothing to do)
-    let mut order: Vec<usize> = (0..frames.len()).collect();
-    let output_of = |f: &FrameMeta| stage.output_of[f.stream];
-    if frames
-        .windows(2)
-        .any(|w| output_of(&w[0]) != output_of(&w[1]))
-    {
-        order.sort_by_key(|&i| output_of(&frames[i]));
-        frames = order.iter().map(|&i| frames[i]).collect();
-    }
-    let mut bytes = stage.bytes_pool.take();
-    let mut parts: Vec<Part> = Vec::new();
-    let mut marks = Vec::with_capacity(if stage.mark_rows { frames.len() } else { 0 });
-    let (mut alert_rows, mut alert_levels) = (Vec::new(), Vec::new());
-    let mut live_rows = stage
-        .live
-        .as_ref()
-        .filter(|tap| tap.hub.rows_wanted())
-        .map(|_| LiveRows {
-            rows: Vec::with_capacity(frames.len()),
-            bytes: Vec::new(),
-        });
+    let (order, frames) = by_output(frames, stage.output_of);
+    let mut rows = RowsEncoded::new(stage, frames.len());
     for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
-        let output = output_of(frame);
-        match parts.last_mut() {
-            Some(p) if p.output == output => {}
-            _ => parts.push(Part {
-                output,
-                frames: k..k,
-                bytes: bytes.len()..bytes.len(),
-            }),
-        }
         let stream = &stage.streams[frame.stream];
         let mut row_values = &values[i * width..(i + 1) * width];
         if stream.fftshift && stream.kind == InputKind::Complex && columns.is_none() {
@@ -189,51 +160,121 @@ fn encode_batch<T: Sample>(
             frames: frame.frames,
             values: row_values,
         };
-        if let Some(levels) = stage.alerts {
-            alert_rows.push((frame.stream, row.time_s));
-            levels.measure(frame.stream, row.values, &mut alert_levels);
-        }
-        let row_start = bytes.len();
-        match stage.placed.get(output) {
-            Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(&row, out))?,
-            None => stage.encoder.encode(&row, &mut bytes),
-        }
-        if stage.mark_rows {
-            let part_start = parts.last().map_or(0, |p| p.bytes.start);
-            marks.push(RowMark {
-                stream: frame.stream,
-                frame: row.frame,
-                time_s: row.time_s,
-                bytes: row_start - part_start..bytes.len() - part_start,
-            });
-        }
-        if let Some(tap) = &stage.live {
-            tap.fold(&row, &mut scratch.folds);
-            if let Some(live) = live_rows.as_mut() {
-                tap.encode(&row, live);
-            }
-        }
-        if let Some(p) = parts.last_mut() {
-            p.frames.end = k + 1;
-            p.bytes.end = bytes.len();
-        }
+        rows.add(k, frame, &row, scratch)?;
     }
     stage.values_pool.give(values);
     if let Some(tap) = &stage.live {
         tap.hub.merge_folds(&mut scratch.folds);
     }
-    Ok(Encoded {
-        id,
-        n: spec.n,
-        bins,
-        frames,
-        parts,
-        bytes,
-        marks,
-        live: live_rows.map(Arc::new),
-        alert_rows,
-        alert_levels,
-    })
+    Ok(rows.finish(id, (spec.n, bins), frames))
+}
+
+/// A batch's frames grouped by output, each output's in batch order (a stable sort; one output:
+/// nothing to do), and for each the index of its values in the batch.
+fn by_output(mut frames: Vec<FrameMeta>, output_of: &[usize]) -> (Vec<usize>, Vec<FrameMeta>) {
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    let output = |f: &FrameMeta| output_of[f.stream];
+    if frames.windows(2).any(|w| output(&w[0]) != output(&w[1])) {
+        order.sort_by_key(|&i| output(&frames[i]));
+        frames = order.iter().map(|&i| frames[i]).collect();
+    }
+    (order, frames)
+}
+
+/// One batch's rows as they are encoded: the bytes and each output's part of them, the row
+/// marks, the alert levels and the live view's rows.
+struct RowsEncoded<'s, 'a, T: Sample> {
+    stage: &'s EncodeStage<'a, T>,
+    bytes: Vec<u8>,
+    parts: Vec<Part>,
+    marks: Vec<RowMark>,
+    alert_rows: Vec<(usize, f64)>,
+    alert_levels: Vec<f64>,
+    live_rows: Option<LiveRows>,
+}
+
+impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
+    fn new(stage: &'s EncodeStage<'a, T>, frames: usize) -> Self {
+        let live_rows = (stage.live.as_ref())
+            .filter(|tap| tap.hub.rows_wanted())
+            .map(|_| LiveRows {
+                rows: Vec::with_capacity(frames),
+                bytes: Vec::new(),
+            });
+        RowsEncoded {
+            stage,
+            bytes: stage.bytes_pool.take(),
+            parts: Vec::new(),
+            marks: Vec::with_capacity(if stage.mark_rows { frames } else { 0 }),
+            alert_rows: Vec::new(),
+            alert_levels: Vec::new(),
+            live_rows,
+        }
+    }
+
+    /// Encodes row `k` of the batch (frame `frame`) into its output's part (or its placed file).
+    fn add(
+        &mut self,
+        k: usize,
+        frame: &FrameMeta,
+        row: &SpectrumRow<'_, T>,
+        scratch: &mut LiveScratch,
+    ) -> Result<(), String> {
+        let stage = self.stage;
+        let output = stage.output_of[frame.stream];
+        match self.parts.last_mut() {
+            Some(p) if p.output == output => {}
+            _ => self.parts.push(Part {
+                output,
+                frames: k..k,
+                bytes: self.bytes.len()..self.bytes.len(),
+            }),
+        }
+        if let Some(levels) = stage.alerts {
+            self.alert_rows.push((frame.stream, row.time_s));
+            levels.measure(frame.stream, row.values, &mut self.alert_levels);
+        }
+        let row_start = self.bytes.len();
+        match stage.placed.get(output) {
+            Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(row, out))?,
+            None => stage.encoder.encode(row, &mut self.bytes),
+        }
+        if stage.mark_rows {
+            let part_start = self.parts.last().map_or(0, |p| p.bytes.start);
+            self.marks.push(RowMark {
+                stream: frame.stream,
+                frame: row.frame,
+                time_s: row.time_s,
+                bytes: row_start - part_start..self.bytes.len() - part_start,
+            });
+        }
+        if let Some(tap) = &stage.live {
+            tap.fold(row, &mut scratch.folds);
+            if let Some(live) = self.live_rows.as_mut() {
+                tap.encode(row, live);
+            }
+        }
+        if let Some(p) = self.parts.last_mut() {
+            p.frames.end = k + 1;
+            p.bytes.end = self.bytes.len();
+        }
+        Ok(())
+    }
+
+    fn finish(self, id: u64, (n, bins): (usize, usize), frames: Vec<FrameMeta>) -> Encoded {
+        Encoded {
+            id,
+            n,
+            bins,
+            frames,
+            parts: self.parts,
+            bytes: self.bytes,
+            marks: self.marks,
+            live: self.live_rows.map(Arc::new),
+            alert_rows: self.alert_rows,
+            alert_levels: self.alert_levels,
+        }
+    }
 }
 
 impl<T: Sample> LiveTap<'_, T> {

@@ -22,6 +22,7 @@ mod range_reader;
 mod reader;
 mod run;
 mod run_report;
+mod run_stages;
 mod run_steps;
 mod sink_stage;
 pub mod spec;
@@ -191,9 +192,10 @@ pub fn for_each_frame<T: Sample>(
 ) -> Result<()> {
     let plan = plan_streams(settings, &stop, Reading::Sequential)?;
     let control = Control::new(stop);
+    let reading = spec::ReadSpec::of(settings);
     let (tx, rx) = crossbeam_channel::bounded(64);
     std::thread::scope(|scope| {
-        let control = &control;
+        let (control, reading) = (&control, &reading);
         for input in plan.sequential {
             let SequentialInput::Open(plan) = input else {
                 continue; // Reading::Sequential opens every input
@@ -201,7 +203,7 @@ pub fn for_each_frame<T: Sample>(
             let tx = tx.clone();
             scope.spawn(move || {
                 let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
-                let read = reader::read_source::<T>(plan, settings, tx, control, &mut clock);
+                let read = reader::read_source::<T>(plan, reading, tx, control, &mut clock);
                 if let Err(e) = read {
                     control.fail(e);
                 }

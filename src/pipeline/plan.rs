@@ -19,6 +19,7 @@ use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
 use crate::pipeline::spec::RunSpec;
 use crate::source::channels::ChannelSplitter;
+use crate::source::input::InputReader;
 use crate::source::retry;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
@@ -99,29 +100,28 @@ pub fn plan_streams(
         }
         Input::Mic(device) => {
             let source = crate::source::mic::open(device, &settings.source, stop.clone())?;
-            let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
             let reopen = retry::reopen_mic(device, &settings.source);
-            let source = retry_wrap(settings, source, &splitter, first_stream, stop, reopen);
-            plan.sequential.push(SequentialInput::Open(SourcePlan {
-                source,
-                splitter,
-                first_stream,
-            }));
+            plan.add_open(settings, source, None, Some((reopen, stop)))?;
             return Ok(plan);
         }
     };
     if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
         return Err(FftdError::Usage("stdin (-) can be given only once".into()));
     }
-    let opts = file_options(settings, stop);
     // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
     // overlapping frames, which the range readers hold once in a batch (each frame must lose
     // its own mean: the batcher's back-to-back frames)
     let overlapping_dc = settings.analysis.dc_remove && plan.framing.hop < plan.framing.n;
-    let ranges_allowed = reading == Reading::Fastest
-        && range_reading_enabled()
-        && !settings.source.realtime
-        && !overlapping_dc;
+    let files = FilePlanner {
+        settings,
+        stop,
+        reading,
+        opts: file_options(settings, stop),
+        ranges_allowed: reading == Reading::Fastest
+            && range_reading_enabled()
+            && !settings.source.realtime
+            && !overlapping_dc,
+    };
     // every stream's pump starts (and opens it) before any header is read
     let mut streams_open = Vec::new();
     for path in paths {
@@ -132,81 +132,78 @@ pub fn plan_streams(
         );
     }
     for (path, stream) in paths.iter().zip(streams_open) {
-        if rtl_tcp::is_rtl_tcp(path) {
-            let source = Box::new(rtl_tcp::open(path, rtl_tuning(settings), stop.clone())?);
-            // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
-            let (splitter, first_stream) = plan.add_streams(settings, source.info(), None)?;
-            let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
-            let source = retry_wrap(settings, source, &splitter, first_stream, stop, reopen);
-            plan.sequential.push(SequentialInput::Open(SourcePlan {
-                source,
-                splitter,
-                first_stream,
-            }));
-            continue;
-        }
-        if let Some(reader) = stream {
-            let source = open_with_reader(path, reader, &opts)?;
-            let (splitter, first_stream) =
-                plan.add_streams(settings, source.info(), source.tuning())?;
-            let fifo = settings.source.retry.and_then(|_| retry::reopenable(path));
-            let source = match fifo {
-                Some(fifo) => {
-                    let reopen = retry::reopen_stream(path, fifo, &opts);
-                    retry_wrap(settings, source, &splitter, first_stream, stop, reopen)
-                }
-                None => source,
-            };
-            plan.sequential.push(SequentialInput::Open(SourcePlan {
-                source,
-                splitter,
-                first_stream,
-            }));
-            continue;
-        }
-        if ranges_allowed {
-            let layout = seekable_layout(path, settings, &opts)?;
-            // `--channel all` of a many-channel file: each stream's jobs would decode every
-            // channel; the sequential reader decodes each block once for all of them
-            let each_channel_apart = |l: &SeekableLayout| {
-                l.channels > 1
-                    && settings.source.channel == crate::source::channels::ChannelSelect::All
-            };
-            let fits = |l: &SeekableLayout| plan.framing.fits(l);
-            if let Some(layout) = layout.filter(|l| fits(l) && !each_channel_apart(l)) {
-                plan.add_ranged(settings, Arc::new(layout))?;
-                continue;
-            }
-        }
-        let source = open_file(path, &opts)?;
-        let (splitter, first_stream) =
-            plan.add_streams(settings, source.info(), source.tuning())?;
-        plan.sequential.push(match reading == Reading::Sequential {
-            true => SequentialInput::Open(SourcePlan {
-                source,
-                splitter,
-                first_stream,
-            }),
-            false => SequentialInput::Deferred {
-                path: path.clone(),
-                first_stream,
-            },
-        });
+        files.add(&mut plan, path, stream)?;
     }
     Ok(plan)
 }
 
-/// issue 27: `source` reopened when it fails, under `--retry` (`source::retry`).
-fn retry_wrap(
-    settings: &RunSpec,
-    source: Box<dyn SampleSource>,
-    splitter: &ChannelSplitter,
-    first_stream: usize,
-    stop: &Arc<AtomicBool>,
-    reopen: retry::Reopen,
-) -> Box<dyn SampleSource> {
-    let streams = first_stream..first_stream + splitter.streams();
-    retry::wrap(source, settings.source.retry, streams, stop, reopen)
+/// How the named inputs (files, streams, rtl_tcp:// receivers) are planned.
+struct FilePlanner<'a> {
+    settings: &'a RunSpec,
+    stop: &'a Arc<AtomicBool>,
+    reading: Reading,
+    opts: FileOptions,
+    /// Seekable files may go to the range readers.
+    ranges_allowed: bool,
+}
+
+impl FilePlanner<'_> {
+    /// Plans `path`; `stream`: its reader when it is a stream, opened already.
+    fn add(&self, plan: &mut StreamPlan, path: &str, stream: Option<InputReader>) -> Result<()> {
+        let settings = self.settings;
+        if rtl_tcp::is_rtl_tcp(path) {
+            let source = Box::new(rtl_tcp::open(
+                path,
+                rtl_tuning(settings),
+                self.stop.clone(),
+            )?);
+            // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
+            let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
+            return plan.add_open(settings, source, None, Some((reopen, self.stop)));
+        }
+        if let Some(reader) = stream {
+            let source = open_with_reader(path, reader, &self.opts)?;
+            let tuning = source.tuning();
+            let fifo = settings.source.retry.and_then(|_| retry::reopenable(path));
+            let reopen = fifo.map(|fifo| (retry::reopen_stream(path, fifo, &self.opts), self.stop));
+            return plan.add_open(settings, source, tuning, reopen);
+        }
+        if self.ranges_allowed && self.add_ranged(plan, path)? {
+            return Ok(());
+        }
+        let source = open_file(path, &self.opts)?;
+        let (splitter, first_stream) =
+            plan.add_streams(settings, source.info(), source.tuning())?;
+        plan.sequential
+            .push(match self.reading == Reading::Sequential {
+                true => SequentialInput::Open(SourcePlan {
+                    source,
+                    splitter,
+                    first_stream,
+                }),
+                false => SequentialInput::Deferred {
+                    path: path.to_string(),
+                    first_stream,
+                },
+            });
+        Ok(())
+    }
+
+    /// Gives `path` to the range readers when they can take it; whether they did.
+    fn add_ranged(&self, plan: &mut StreamPlan, path: &str) -> Result<bool> {
+        let settings = self.settings;
+        let layout = seekable_layout(path, settings, &self.opts)?;
+        // `--channel all` of a many-channel file: each stream's jobs would decode every
+        // channel; the sequential reader decodes each block once for all of them
+        let each_channel_apart = |l: &SeekableLayout| {
+            l.channels > 1 && settings.source.channel == crate::source::channels::ChannelSelect::All
+        };
+        let fits = |l: &SeekableLayout| plan.framing.fits(l);
+        match layout.filter(|l| fits(l) && !each_channel_apart(l)) {
+            Some(layout) => plan.add_ranged(settings, Arc::new(layout)).map(|()| true),
+            None => Ok(false),
+        }
+    }
 }
 
 /// What an rtl_tcp:// input is asked for: `--rate` (rtl_tcp's 2.048 MS/s by default),
@@ -239,6 +236,31 @@ fn seekable_layout(
 }
 
 impl StreamPlan {
+    /// Adds a source kept open from now on (a stream, the microphone, a receiver).
+    fn add_open(
+        &mut self,
+        settings: &RunSpec,
+        source: Box<dyn SampleSource>,
+        tuning: Option<Arc<Tuning>>,
+        retried: Option<(retry::Reopen, &Arc<AtomicBool>)>,
+    ) -> Result<()> {
+        let (splitter, first_stream) = self.add_streams(settings, source.info(), tuning)?;
+        // issue 27: reopened when it fails, under `--retry` (`source::retry`)
+        let source = match retried {
+            Some((reopen, stop)) => {
+                let streams = first_stream..first_stream + splitter.streams();
+                retry::wrap(source, settings.source.retry, streams, stop, reopen)
+            }
+            None => source,
+        };
+        self.sequential.push(SequentialInput::Open(SourcePlan {
+            source,
+            splitter,
+            first_stream,
+        }));
+        Ok(())
+    }
+
     /// Numbers the streams of a source described by `info`; returns its splitter and first id.
     fn add_streams(
         &mut self,

@@ -173,6 +173,11 @@ impl RangeJobs {
         }
     }
 
+    /// The streams the jobs cover.
+    pub fn streams(&self) -> &[RangeStream] {
+        &self.streams
+    }
+
     /// Samples of all inputs the jobs will read and analyse (each input once).
     pub fn total_samples(&self) -> u64 {
         let first_parts = self.streams.iter().filter(|s| s.part == 0);

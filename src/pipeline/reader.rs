@@ -9,7 +9,7 @@ use super::plan::{SequentialQueue, SourcePlan};
 use super::Control;
 use crate::error::{FftdError, Result};
 use crate::frame::{Frame, Framer};
-use crate::pipeline::spec::RunSpec;
+use crate::pipeline::spec::ReadSpec;
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::types::Sample;
@@ -34,7 +34,7 @@ struct StreamState<T> {
 /// found and is the run's error at the end; the other inputs go on.
 pub fn read_sequential<T: Sample>(
     queue: &SequentialQueue,
-    settings: &RunSpec,
+    spec: &ReadSpec,
     tx: Sender<Frame<T>>,
     control: &Control,
 ) {
@@ -48,8 +48,7 @@ pub fn read_sequential<T: Sample>(
             return;
         };
         let clock = &mut clock;
-        let read =
-            next.and_then(|plan| read_source::<T>(plan, settings, tx.clone(), control, clock));
+        let read = next.and_then(|plan| read_source::<T>(plan, spec, tx.clone(), control, clock));
         match read {
             Ok(()) => {}
             // a bad input ends its own streams only: the others are analysed in full, and the
@@ -65,100 +64,159 @@ pub fn read_sequential<T: Sample>(
 
 /// Reads one source to its end (or a limit, or a stop), sending its streams' frames on.
 pub fn read_source<T: Sample>(
-    mut plan: SourcePlan,
-    settings: &RunSpec,
+    plan: SourcePlan,
+    spec: &ReadSpec,
     tx: Sender<Frame<T>>,
     control: &Control,
     clock: &mut ThreadClock<'_>,
 ) -> Result<()> {
-    let info = plan.source.info().clone();
-    let width = info.kind.width();
-    let hop = settings.analysis.fixed().map_or(1, |(_, hop)| hop);
-    let mut streams = Vec::new();
-    for k in 0..plan.splitter.streams() {
-        streams.push(StreamState {
-            framer: Framer::<T>::new(
-                plan.first_stream + k,
-                settings.analysis.frame,
-                hop,
-                settings.analysis.tail,
-                info.kind,
-                info.rate,
-            )?,
-            sample_limit: settings
-                .source
-                .duration
-                .map(|d| (d * info.rate).ceil() as u64),
-            done: false,
-        });
-    }
-    let max_frames = settings.source.max_frames.unwrap_or(u64::MAX);
-    let mut sender = FrameSender {
-        tx,
-        live: info.live,
-        prompt: settings.source.realtime,
-        control,
-        last_warning: None,
-        dropped_since_warning: 0,
-        closed: false,
-        clock,
-        analysed: Analysed {
-            stream: plan.first_stream,
-            to: 0,
-        },
-    };
-    // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
-    // whatever channel count a header claims)
-    let mut block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
-    let mut pace = settings.source.realtime.then(|| Pace::new(info.rate));
-    if pace.is_some() {
-        block_frames = block_frames.min(((info.rate / PACED_BLOCKS_PER_S) as usize).max(1));
-    }
-    let mut block = Vec::with_capacity(block_frames * info.channels * width);
-    let mut per_stream: Vec<Vec<f64>> = vec![Vec::new(); streams.len()];
-
-    while !control.stopping() && !sender.closed && streams.iter().any(|s| !s.done) {
-        block.clear();
-        let got = plan.source.read(&mut block, block_frames);
-        let clock = &mut *sender.clock;
-        let (from, to) = clock.lap(Phase::Read);
-        clock.move_ns(Phase::Read, Phase::Decode, plan.source.take_decode_ns());
-        clock.span("read", from, to, None, Some(plan.first_stream));
-        let got = got?;
-        if got == 0 {
+    let mut reading = SourceReader::new(plan, spec, tx, control, clock)?;
+    while reading.wanted() {
+        if !reading.read_block()? {
             break;
         }
-        let gap = plan.source.take_gap();
-        if gap > 0 {
-            // Count only the part of the gap inside --duration.
-            let counted = streams
-                .iter()
-                .map(|s| match s.sample_limit {
-                    Some(limit) => gap.min(limit.saturating_sub(s.framer.samples())),
-                    None => gap,
-                })
-                .max()
-                .unwrap_or(gap);
-            if counted > 0 {
-                sender.lost_in_source(counted.div_ceil(hop as u64) * streams.len() as u64);
-            }
-            for s in streams.iter_mut() {
-                let resume = s.framer.samples() + gap;
-                s.framer.restart_at(resume);
-            }
+    }
+    reading.finish()
+}
+
+/// One source being read: its streams' framers, the block buffers and the sender.
+struct SourceReader<'a, 'c, 'k, T> {
+    plan: SourcePlan,
+    spec: &'a ReadSpec,
+    streams: Vec<StreamState<T>>,
+    sender: FrameSender<'a, 'c, 'k, T>,
+    /// Values per sample (2 for complex input).
+    width: usize,
+    /// Sample frames per read.
+    block_frames: usize,
+    block: Vec<f64>,
+    per_stream: Vec<Vec<f64>>,
+    pace: Option<Pace>,
+}
+
+impl<'a, 'c, 'k, T: Sample> SourceReader<'a, 'c, 'k, T> {
+    fn new(
+        plan: SourcePlan,
+        spec: &'a ReadSpec,
+        tx: Sender<Frame<T>>,
+        control: &'a Control,
+        clock: &'c mut ThreadClock<'k>,
+    ) -> Result<Self> {
+        let info = plan.source.info().clone();
+        let width = info.kind.width();
+        let mut streams = Vec::new();
+        for k in 0..plan.splitter.streams() {
+            let stream = plan.first_stream + k;
+            let (kind, rate) = (info.kind, info.rate);
+            streams.push(StreamState {
+                framer: Framer::<T>::new(stream, spec.frame, spec.hop, spec.tail, kind, rate)?,
+                sample_limit: spec.duration.map(|d| (d * info.rate).ceil() as u64),
+                done: false,
+            });
         }
-        let outage = plan.source.take_outage(); // --retry: rows run on past the outage
-        for s in streams.iter_mut().filter(|_| outage > 0) {
+        let sender = FrameSender {
+            tx,
+            live: info.live,
+            prompt: spec.realtime,
+            control,
+            last_warning: None,
+            dropped_since_warning: 0,
+            closed: false,
+            clock,
+            analysed: Analysed {
+                stream: plan.first_stream,
+                to: 0,
+            },
+        };
+        // sample frames per read: BLOCK, fewer for inputs of many channels (memory stays bounded
+        // whatever channel count a header claims)
+        let mut block_frames = (BLOCK * 8 / (info.channels * width).max(1)).clamp(1, BLOCK);
+        let pace = spec.realtime.then(|| Pace::new(info.rate));
+        if pace.is_some() {
+            block_frames = block_frames.min(((info.rate / PACED_BLOCKS_PER_S) as usize).max(1));
+        }
+        Ok(SourceReader {
+            block: Vec::with_capacity(block_frames * info.channels * width),
+            per_stream: vec![Vec::new(); streams.len()],
+            plan,
+            spec,
+            streams,
+            sender,
+            width,
+            block_frames,
+            pace,
+        })
+    }
+
+    /// Whether to read on: no stop, the frames still taken, a stream not done.
+    fn wanted(&self) -> bool {
+        let control = self.sender.control;
+        !control.stopping() && !self.sender.closed && self.streams.iter().any(|s| !s.done)
+    }
+
+    /// Reads one block and frames it; false at the end of the input.
+    fn read_block(&mut self) -> Result<bool> {
+        self.block.clear();
+        let got = self.plan.source.read(&mut self.block, self.block_frames);
+        let clock = &mut *self.sender.clock;
+        let (from, to) = clock.lap(Phase::Read);
+        clock.move_ns(
+            Phase::Read,
+            Phase::Decode,
+            self.plan.source.take_decode_ns(),
+        );
+        clock.span("read", from, to, None, Some(self.plan.first_stream));
+        let got = got?;
+        if got == 0 {
+            return Ok(false);
+        }
+        let gap = self.plan.source.take_gap();
+        if gap > 0 {
+            self.skip_gap(gap);
+        }
+        let outage = self.plan.source.take_outage(); // --retry: rows run on past the outage
+        for s in self.streams.iter_mut().filter(|_| outage > 0) {
             s.framer.restart_at(s.framer.samples() + outage);
         }
+        let control = self.sender.control;
         Counters::add(&control.counters.samples_in, got as u64);
-        if let Some(pace) = pace.as_mut() {
+        if let Some(pace) = self.pace.as_mut() {
             pace.wait(got as u64, control);
-            sender.clock.lap(Phase::Read); // a paced input is a slow one
+            self.sender.clock.lap(Phase::Read); // a paced input is a slow one
         }
-        let framing = sender.clock.last();
-        plan.splitter.split(&mut block, &mut per_stream);
-        for (state, samples) in streams.iter_mut().zip(&mut per_stream) {
+        self.frame_block()?;
+        Ok(true)
+    }
+
+    /// Samples the source lost: the frames they would have started count as dropped (only the
+    /// part inside --duration), and framing restarts after them.
+    fn skip_gap(&mut self, gap: u64) {
+        let counted = (self.streams.iter())
+            .map(|s| match s.sample_limit {
+                Some(limit) => gap.min(limit.saturating_sub(s.framer.samples())),
+                None => gap,
+            })
+            .max()
+            .unwrap_or(gap);
+        if counted > 0 {
+            let frames = counted.div_ceil(self.spec.hop as u64) * self.streams.len() as u64;
+            self.sender.lost_in_source(frames);
+        }
+        for s in self.streams.iter_mut() {
+            let resume = s.framer.samples() + gap;
+            s.framer.restart_at(resume);
+        }
+    }
+
+    /// Splits the block into streams and frames each (up to its limits).
+    fn frame_block(&mut self) -> Result<()> {
+        let (width, max_frames) = (self.width, self.spec.max_frames);
+        let framing = self.sender.clock.last();
+        self.plan
+            .splitter
+            .split(&mut self.block, &mut self.per_stream);
+        let sender = &mut self.sender;
+        for (state, samples) in self.streams.iter_mut().zip(&mut self.per_stream) {
             if state.done {
                 continue;
             }
@@ -176,20 +234,25 @@ pub fn read_source<T: Sample>(
             }
         }
         let (_, to) = sender.clock.lap(Phase::Frame);
-        sender
-            .clock
-            .span("frame", framing, to, None, Some(plan.first_stream));
+        let first = Some(self.plan.first_stream);
+        sender.clock.span("frame", framing, to, None, first);
+        Ok(())
     }
-    // End of input, a limit, or a stop request: finish every stream (the padded tail frame).
-    for state in streams.iter_mut() {
-        if state.framer.frames() < max_frames && !sender.closed {
-            state
-                .framer
-                .finish(&mut |frame| sender.send(frame, max_frames))?;
+
+    /// End of input, a limit, or a stop request: finishes every stream (the padded tail frame).
+    fn finish(mut self) -> Result<()> {
+        let max_frames = self.spec.max_frames;
+        let sender = &mut self.sender;
+        for state in self.streams.iter_mut() {
+            if state.framer.frames() < max_frames && !sender.closed {
+                state
+                    .framer
+                    .finish(&mut |frame| sender.send(frame, max_frames))?;
+            }
         }
+        sender.clock.lap(Phase::Frame);
+        Ok(())
     }
-    sender.clock.lap(Phase::Frame);
-    Ok(())
 }
 
 /// Sends frames downstream, blocking for files and dropping for live input.

@@ -7,7 +7,7 @@ use super::outputs::{
     image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
 };
 use super::plan::{plan_streams, Reading, SequentialQueue, StreamPlan};
-use super::range_reader::{Framing, RangeStream};
+use super::range_reader::RangeJobs;
 use super::{job_key, outputs, planned_rows, run_report, tap_sources};
 use crate::error::{FftdError, Result};
 use crate::fft::router;
@@ -102,9 +102,10 @@ impl<T: Sample> Built<T> {
 pub(super) struct Planned {
     pub streams: Vec<StreamMeta>,
     pub sequential: SequentialQueue,
-    pub ranged: Vec<RangeStream>,
-    /// The framing the range streams were planned with (every fixed-frame stream's).
-    pub framing: Framing,
+    /// The range-read streams' jobs.
+    pub range_jobs: RangeJobs,
+    /// Frame size and hop the range streams were planned with (every fixed-frame stream's).
+    frame: (usize, usize),
     pub recorder: Option<crate::record::Recorder>,
     pub shaping: Option<Shaping>,
 }
@@ -130,8 +131,8 @@ impl Planned {
         Ok(Planned {
             streams,
             sequential: SequentialQueue::new(sequential, settings, stop),
-            ranged,
-            framing,
+            frame: (framing.n, framing.hop),
+            range_jobs: RangeJobs::new(ranged, framing),
             recorder,
             shaping,
         })
@@ -139,7 +140,7 @@ impl Planned {
 
     /// Frame size and hop of the range-read streams (every stream's with fixed frames).
     pub fn frame(&self) -> (usize, usize) {
-        (self.framing.n, self.framing.hop)
+        self.frame
     }
 
     /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.
@@ -147,7 +148,7 @@ impl Planned {
         let products = &settings.analysis.products;
         match crate::knobs::engine_averaging() {
             false => Ok(None), // every frame to the averaging stage (for comparisons)
-            true => Segmenting::new(products, &self.streams, self.framing.hop, live)
+            true => Segmenting::new(products, &self.streams, self.frame.1, live)
                 .map_err(FftdError::Usage),
         }
     }
@@ -156,7 +157,7 @@ impl Planned {
     /// are known only as they come).
     pub fn rows(&self, averaging: bool) -> Vec<Option<u64>> {
         match averaging {
-            false => planned_rows(&self.ranged, &self.streams, &self.sequential),
+            false => planned_rows(self.range_jobs.streams(), &self.streams, &self.sequential),
             true => vec![None; self.streams.len()],
         }
     }
@@ -168,7 +169,7 @@ impl Planned {
             true => self.sequential.readers_wanted(limits::MAX_PACED_READERS),
             false => self.sequential.readers_wanted(limits::cores()),
         };
-        let ranged = match self.ranged.is_empty() {
+        let ranged = match self.range_jobs.streams().is_empty() {
             true => 0,
             false => limits::cores(),
         };

@@ -10,7 +10,7 @@ use crate::error::FftdError;
 use crate::serve::hub::LiveHub;
 use crate::sink::output::{Outputs, Rows};
 use crate::stats::{Counters, Latency, LocalLatency};
-use crate::timeline::{Kind, Phase};
+use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::types::Sample;
 use crate::types::StreamMeta;
 use crossbeam_channel::Receiver;
@@ -41,101 +41,139 @@ pub fn run_sink<T: Sample>(
     control: &Control,
     latency: &mut Latency,
 ) -> Vec<StreamWritten> {
-    let SinkStage {
-        mut outputs,
-        streams,
-        pool,
-        live,
-        cuts_apply,
-        mut alerts,
-    } = stage;
-    let mut written = vec![StreamWritten::default(); streams.len()];
-    let mut reorder: BTreeMap<u64, Encoded> = BTreeMap::new();
-    let mut next = 0u64;
-    let mut healthy = true;
-    let mut clock = control.clock(Kind::Sink, Phase::Write);
+    let mut sink = Sink {
+        written: vec![StreamWritten::default(); stage.streams.len()],
+        stage,
+        control,
+        latency,
+        reorder: BTreeMap::new(),
+        next: 0,
+        healthy: true,
+        clock: control.clock(Kind::Sink, Phase::Write),
+    };
     loop {
         // after the last batch, once more: batches a failed input's numbers held back
         let arrived = match rx.recv_timeout(REOPEN_CHECK) {
             Ok(encoded) => Some(encoded),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => None,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                // issue 27: a SIGHUP while no rows come closes the files now
-                if healthy {
-                    if let Err(e) = outputs.reopen_if_asked() {
-                        healthy = false;
-                        report_write_error(e, "an output file", control);
-                    }
-                }
+                sink.reopen_if_asked();
                 continue;
             }
         };
-        clock.lap(Phase::SinkInput);
+        sink.clock.lap(Phase::SinkInput);
         let ended = arrived.is_none();
-        if let Some(encoded) = arrived {
-            reorder.insert(encoded.id, encoded);
-            Counters::raise(&control.counters.reorder_peak, reorder.len() as u64);
-        }
-        while let Some(batch) = control.next_in_order(&mut next, &mut reorder) {
-            if healthy {
-                let busy = Instant::now();
-                healthy = write_batch(
-                    &batch,
-                    cuts_apply,
-                    &mut outputs,
-                    streams,
-                    control,
-                    latency,
-                    &mut written,
-                );
-                Counters::add_since(&control.counters.sink_ns, busy);
-            }
-            if let (Some(alerts), true) = (alerts.as_mut(), healthy) {
-                healthy = follow_alerts(alerts, &batch, control);
-            }
-            if let Some((hub, rows)) = live.zip(batch.live.as_ref()) {
-                hub.publish_rows(batch.id, rows);
-            }
-            let stream = batch.frames.first().map(|f| f.stream);
-            clock.lap_span(Phase::Write, Some(batch.id), stream);
-            pool.give(batch.bytes);
-        }
+        sink.write_in_order(arrived);
         if ended {
             break;
         }
         // Nothing else waiting: push output out now (keeps live output timely).
-        if healthy && rx.is_empty() {
-            let busy = Instant::now();
-            if let Err((i, e)) = outputs.flush() {
-                healthy = false;
+        if sink.healthy && rx.is_empty() {
+            sink.flush();
+        }
+    }
+    sink.finish()
+}
+
+/// The sink's state: the stage, the batches waiting for their turn and what has been written.
+struct Sink<'a, 'l, T: Sample> {
+    stage: SinkStage<'a, T>,
+    control: &'a Control,
+    latency: &'l mut Latency,
+    written: Vec<StreamWritten>,
+    reorder: BTreeMap<u64, Encoded>,
+    /// The number of the batch written next.
+    next: u64,
+    /// No write has failed.
+    healthy: bool,
+    clock: ThreadClock<'a>,
+}
+
+impl<T: Sample> Sink<'_, '_, T> {
+    /// issue 27: a SIGHUP while no rows come closes the files now.
+    fn reopen_if_asked(&mut self) {
+        if self.healthy {
+            if let Err(e) = self.stage.outputs.reopen_if_asked() {
+                self.healthy = false;
+                report_write_error(e, "an output file", self.control);
+            }
+        }
+    }
+
+    /// Takes a batch that `arrived` and writes every batch whose turn has come.
+    fn write_in_order(&mut self, arrived: Option<Encoded>) {
+        let control = self.control;
+        if let Some(encoded) = arrived {
+            self.reorder.insert(encoded.id, encoded);
+            Counters::raise(&control.counters.reorder_peak, self.reorder.len() as u64);
+        }
+        while let Some(batch) = control.next_in_order(&mut self.next, &mut self.reorder) {
+            let stage = &mut self.stage;
+            if self.healthy {
+                let busy = Instant::now();
+                let to = (&mut stage.outputs, stage.streams);
+                let accounts = (&mut *self.latency, &mut self.written[..]);
+                self.healthy = write_batch(&batch, stage.cuts_apply, to, control, accounts);
+                Counters::add_since(&control.counters.sink_ns, busy);
+            }
+            if let (Some(alerts), true) = (stage.alerts.as_mut(), self.healthy) {
+                self.healthy = follow_alerts(alerts, &batch, control);
+            }
+            if let Some((hub, rows)) = stage.live.zip(batch.live.as_ref()) {
+                hub.publish_rows(batch.id, rows);
+            }
+            let stream = batch.frames.first().map(|f| f.stream);
+            self.clock.lap_span(Phase::Write, Some(batch.id), stream);
+            stage.pool.give(batch.bytes);
+        }
+    }
+
+    fn flush(&mut self) {
+        let busy = Instant::now();
+        let outputs = &mut self.stage.outputs;
+        if let Err((i, e)) = outputs.flush() {
+            self.healthy = false;
+            report_write_error(e, &outputs.describe(i), self.control);
+        }
+        Counters::add_since(&self.control.counters.sink_ns, busy);
+        self.clock.lap_span(Phase::Write, None, None);
+    }
+
+    /// After the last batch: the events file and the outputs finished (their trailers).
+    fn finish(self) -> Vec<StreamWritten> {
+        let Sink {
+            stage,
+            control,
+            healthy,
+            written,
+            ..
+        } = self;
+        let SinkStage {
+            mut outputs,
+            mut alerts,
+            ..
+        } = stage;
+        if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
+            report_write_error(e, "--events", control);
+        }
+        if healthy {
+            if let Err((i, e)) = outputs.finish() {
                 report_write_error(e, &outputs.describe(i), control);
             }
-            Counters::add_since(&control.counters.sink_ns, busy);
-            clock.lap_span(Phase::Write, None, None);
+        } else {
+            outputs.finish_placed();
         }
+        written
     }
-    if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
-        report_write_error(e, "--events", control);
-    }
-    if healthy {
-        if let Err((i, e)) = outputs.finish() {
-            report_write_error(e, &outputs.describe(i), control);
-        }
-    } else {
-        outputs.finish_placed();
-    }
-    written
 }
 
 /// Writes one batch's parts in order and accounts for their frames; false after a write error.
 fn write_batch<T: Sample>(
     batch: &Encoded,
     cuts_apply: bool,
-    outputs: &mut Outputs<'_, T>,
-    streams: &[StreamMeta],
+    (outputs, streams): (&mut Outputs<'_, T>, &[StreamMeta]),
     control: &Control,
-    latency: &mut Latency,
-    written: &mut [StreamWritten],
+    (latency, written): (&mut Latency, &mut [StreamWritten]),
 ) -> bool {
     for part in &batch.parts {
         let frames = &batch.frames[part.frames.clone()];

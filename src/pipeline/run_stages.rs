@@ -1,0 +1,582 @@
+//! A run's stages, assembled (`Stages::assemble`: products, outputs, live view, the FFT side,
+//! alerts) and run on their threads (`Stages::run_threads`): sequential readers and the progress
+//! line, the dispatcher's producers (range readers, batcher), the FFT workers with the stall
+//! watcher and the lanes that join late, averaging, encoders, and the sink on the calling thread.
+//! Each stage gets its own spec or view of the run (`ReadSpec`, `BatchSpec`, `EncodeStage`,
+//! `SinkStage`).
+
+use super::averaging::AveragingStage;
+use super::dispatch::{Dispatcher, StopFlags};
+use super::live::LiveView;
+use super::run_steps::{transform_spec, Early, Planned, RowsPlanned, Sinks};
+use super::{
+    average_stage, averaging, batcher, encode, encode_threads, join_lane, join_late_lane, live,
+    pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StartUpThread,
+    StreamWritten, WorkerThreads,
+};
+use crate::alerts::level::BandLevels;
+use crate::error::Result;
+use crate::fft::lanes::LaneSet;
+use crate::fft::route_record::AutoRoute;
+use crate::fft::{router, TransformSpec};
+use crate::frame::{Frame, FrameSize};
+use crate::limits;
+use crate::pipeline::spec::{BatchSpec, ReadSpec, RunSpec};
+use crate::products::measure::MeasureLayout;
+use crate::products::{Segmenting, Shaping};
+use crate::sink::destination::Destination;
+use crate::sink::output::{open_files_budget, Outputs};
+use crate::sink::{make_encoder, Encoder, OutputFormat};
+use crate::stats::Latency;
+use crate::types::Signals;
+use crate::types::{InputKind, Sample, StreamMeta};
+use crossbeam_channel::{Receiver, Sender};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::Scope;
+use std::time::Instant;
+
+/// The engines as the run takes them: the lanes ready now, those built meanwhile, and how
+/// many workers the ready ones have.
+pub(super) struct EngineLanes<T: Sample> {
+    lane_set: Arc<LaneSet>,
+    ready: Vec<router::LaneEngines<T>>,
+    /// The lanes a device start-up in the background will bring (`late_lanes_thread`).
+    later: Option<LateLanes<T>>,
+    pub(super) auto_route: Option<AutoRoute>,
+    retire_cpu: bool,
+}
+
+impl<T: Sample> EngineLanes<T> {
+    /// The engine set taken apart; a device start-up in the background begins here (its
+    /// thread is left to the process's exit when the run ends first: `StartUpThread`).
+    pub(super) fn new(
+        set: router::EngineSet<T>,
+        started: Instant,
+    ) -> (Self, Option<StartUpThread>) {
+        let router::EngineSet {
+            lane_set,
+            ready,
+            later,
+            auto_route,
+            retire_cpu,
+        } = set;
+        let (later, start_up) = later.map(super::late_lanes_thread).unzip();
+        tracing::debug!(
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            workers = ready.iter().map(|l| l.engines.len()).sum::<usize>(),
+            lanes = ready.len(),
+            "engines ready"
+        );
+        let engines = EngineLanes {
+            lane_set,
+            ready,
+            later,
+            auto_route,
+            retire_cpu,
+        };
+        (engines, start_up)
+    }
+}
+
+/// The FFT side of a run: the state the workers share with the other stages (their threads are
+/// not scoped: `dispatch`), their threads, and the lanes.
+pub(super) struct Workers<T: Sample> {
+    pub(super) context: Arc<worker::WorkerContext<T>>,
+    pub(super) threads: WorkerThreads,
+    pub(super) lane_set: Arc<LaneSet>,
+    /// Once a device lane joins late, the CPU lane hands on what it holds.
+    retire_cpu: bool,
+    /// Closed when dispatching has ended.
+    dispatch_ended: Receiver<()>,
+    /// Workers of the lanes ready at the start.
+    ready: usize,
+    /// Spare batch buffers per lane: enough for every batch that can be in flight in one lane.
+    in_flight: usize,
+}
+
+impl<T: Sample> Workers<T> {
+    /// The dispatcher and the pools (expecting buffers of `device_batch_values`, input and
+    /// output, when devices join late); the ready lanes join before any producer starts.
+    fn new(
+        engines: EngineLanes<T>,
+        control: Control,
+        products: (Option<Shaping>, Option<Segmenting>),
+        device_batch_values: Option<(usize, usize)>,
+    ) -> (Self, Handoff<T>) {
+        let ready: usize = engines.ready.iter().map(|l| l.engines.len()).sum();
+        let lane_workers = (engines.ready.iter()).map(|l| l.engines.len()).max();
+        let in_flight = limits::batch_buffers_in_flight(lane_workers.unwrap_or(1));
+        let (dispatcher, dispatch_ended) = Dispatcher::new(engines.lane_set.clone());
+        let context = Arc::new(worker::WorkerContext {
+            control,
+            dispatcher,
+            pools: (
+                pool::BufferPool::<T>::new(in_flight),
+                pool::BufferPool::<T>::new(in_flight),
+            ),
+            products,
+        });
+        let pools = (&context.pools.0, &context.pools.1);
+        if let Some((values_in, values_out)) = device_batch_values {
+            pools.0.expect(values_in);
+            pools.1.expect(values_out);
+        }
+        let ready_lanes: Vec<_> = (engines.ready.into_iter())
+            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane))
+            .collect();
+        let handoff = Handoff {
+            ready_lanes,
+            late_lanes: engines.later,
+            ..Handoff::default()
+        };
+        let workers = Workers {
+            context,
+            threads: WorkerThreads::default(),
+            lane_set: engines.lane_set,
+            retire_cpu: engines.retire_cpu,
+            dispatch_ended,
+            ready,
+            in_flight,
+        };
+        (workers, handoff)
+    }
+
+    /// (input buffers, output buffers).
+    pub(super) fn pools(&self) -> (&pool::BufferPool<T>, &pool::BufferPool<T>) {
+        (&self.context.pools.0, &self.context.pools.1)
+    }
+}
+
+/// Everything the stages' threads share, assembled before any of them starts.
+pub(super) struct Stages<'a, T: Sample> {
+    settings: &'a RunSpec,
+    planned: &'a Planned,
+    /// Reader threads: (sequential readers, range readers).
+    pub(super) readers: (usize, usize),
+    reading: ReadSpec,
+    batching: BatchSpec,
+    /// A progress total when every sample count is known up front (range-read inputs only).
+    total_samples: Option<u64>,
+    show_progress: bool,
+    /// Stops the progress line.
+    finished: AtomicBool,
+    /// `--average`: one ordered stage between the workers and the encoders.
+    averaging: Option<AveragingStage<'a>>,
+    layout: Option<Arc<MeasureLayout>>,
+    /// `--alert`'s levels, measured by the encode threads.
+    band_levels: Option<BandLevels>,
+    pub(super) workers: Workers<T>,
+    pub(super) encoders: usize,
+    bytes_pool: pool::BytePool,
+    pub(super) sinks: Sinks<T>,
+    pub(super) meta_file: Option<std::fs::File>,
+    pub(super) live_view: Option<LiveView>,
+    /// `/spectra`'s NDJSON rows, with a live view.
+    live_rows: Option<Box<dyn Encoder<T>>>,
+}
+
+/// A lane joined to the dispatcher: its queue and its engines.
+type JoinedLane<T> = (worker::LaneQueue<T>, router::Engines<T>);
+
+/// Where the lanes a device start-up in the background brings arrive.
+type LateLanes<T> = Receiver<router::LateLanes<T>>;
+
+/// What the threads take over: the ready lanes and those to come, the sink's destinations
+/// and its alerts.
+pub(super) struct Handoff<T: Sample> {
+    ready_lanes: Vec<JoinedLane<T>>,
+    late_lanes: Option<LateLanes<T>>,
+    dests: Vec<Destination>,
+    rotations: Vec<Option<crate::sink::rotate::Rotation>>,
+    alerts: Option<crate::alerts::Alerts>,
+}
+
+impl<T: Sample> Default for Handoff<T> {
+    fn default() -> Self {
+        Handoff {
+            ready_lanes: Vec::new(),
+            late_lanes: None,
+            dests: Vec::new(),
+            rotations: Vec::new(),
+            alerts: None,
+        }
+    }
+}
+
+/// What the threads leave: each stream's rows written, and when the sink ended.
+pub(super) struct Ran {
+    pub(super) written: Vec<StreamWritten>,
+    pub(super) sink_ended: Instant,
+}
+
+impl<'a, T: Sample> Stages<'a, T> {
+    /// The products, the outputs, the live view, the FFT side and the alerts, in this order.
+    pub(super) fn assemble(
+        settings: &'a RunSpec,
+        planned: &'a Planned,
+        (recorder, shaping): (Option<crate::record::Recorder>, Option<Shaping>),
+        engines: EngineLanes<T>,
+        early: Early,
+        (stop, started): (&std::sync::Arc<AtomicBool>, Instant),
+    ) -> Result<(Self, Handoff<T>)> {
+        let streams = &planned.streams[..];
+        let averaging = average_stage(settings, streams, planned.frame())?;
+        let layout = (averaging.as_ref())
+            .and_then(|a| a.measuring.as_ref())
+            .map(|m| m.layout.clone());
+        let segmenting = planned.segmenting(settings, early.live)?;
+        let planned_rows = planned.rows(averaging.is_some());
+        let rows = RowsPlanned {
+            streams,
+            frame: planned.frame(),
+            planned: &planned_rows,
+            layout: layout.as_ref(),
+        };
+        let mut sinks = Sinks::<T>::open(settings, rows, early.nats, stop, started)?;
+        let mut control = Control::new(stop.clone());
+        control.tracer = sinks.tracer.take();
+        let live_view = (early.listener)
+            .map(|listener| start_live_view(settings, listener, streams, &averaging, &control))
+            .transpose()?;
+        let live_rows = live_view
+            .as_ref()
+            .map(|_| live_rows(settings, layout.as_ref()));
+        let encoders = encode_threads();
+        // a late lane's pinned buffers are made the size of a device's batches (`join_late_lane`)
+        let device_batch_values = engines.later.is_some().then(|| {
+            let spec_of = |n, kind, rate| transform_spec(settings, (n, kind, rate));
+            planned.range_jobs.device_batch_values(&spec_of)
+        });
+        let products = (shaping, segmenting);
+        let (workers, mut handoff) = Workers::new(engines, control, products, device_batch_values);
+        let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
+        let band_levels = band_levels(settings, streams, planned.frame().0);
+        handoff.alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
+        handoff.dests = std::mem::take(&mut sinks.dests);
+        handoff.rotations = std::mem::take(&mut sinks.rotations);
+        let sequential_done = planned.sequential.remaining() == 0;
+        let stages = Stages {
+            settings,
+            planned,
+            readers: planned.readers(settings.source.realtime),
+            reading: ReadSpec::of(settings),
+            batching: BatchSpec::of(settings),
+            total_samples: sequential_done.then(|| planned.range_jobs.total_samples()),
+            show_progress: crate::progress::wanted(settings.report.quiet, early.live),
+            finished: AtomicBool::new(false),
+            averaging,
+            layout,
+            band_levels,
+            workers,
+            encoders,
+            bytes_pool,
+            meta_file: sinks.meta_file.take(),
+            sinks,
+            live_view,
+            live_rows,
+        };
+        Ok((stages, handoff))
+    }
+
+    /// Every stage on its threads until the sink has written the last row.
+    pub(super) fn run_threads(
+        &self,
+        handoff: Handoff<T>,
+        signals: &Signals,
+        latency: &mut Latency,
+    ) -> Ran {
+        let frame_capacity = frame_queue_capacity::<T>(self.settings);
+        let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
+        let (done_tx, done_rx) = crossbeam_channel::bounded(2 * self.workers.ready.max(1));
+        let (encoded_tx, encoded_rx) = crossbeam_channel::bounded(2 * self.encoders);
+        let encode_stage = self.encode_stage();
+        let Handoff {
+            ready_lanes,
+            late_lanes,
+            dests,
+            rotations,
+            alerts,
+        } = handoff;
+        let (written, sink_ended) = std::thread::scope(|scope| {
+            self.spawn_readers(scope, frame_tx);
+            self.spawn_producers(scope, frame_rx);
+            let lanes = (ready_lanes, late_lanes);
+            self.spawn_workers(scope, lanes, done_tx, &signals.interrupted);
+            // the stage after the workers stops waiting for a given-up lane (`dispatch`)
+            let from_workers = worker::FinishedBatches {
+                rx: done_rx,
+                abandoned: self.workers.context.dispatcher.abandoned(),
+            };
+            let to_encoders = self.spawn_averaging(scope, from_workers);
+            self.spawn_encoders(scope, to_encoders, encoded_tx, &encode_stage);
+            let mut outputs = Outputs::new(
+                &*self.sinks.encoder,
+                dests,
+                open_files_budget(),
+                &self.sinks.placed,
+            );
+            outputs.rotate(rotations, signals.reopen.clone());
+            let stage = sink_stage::SinkStage {
+                outputs,
+                streams: &self.planned.streams,
+                pool: &self.bytes_pool,
+                live: self.live_view.as_ref().map(|view| &*view.hub),
+                // rows are frames here (with --average, the averaging stage applies the cuts)
+                cuts_apply: self.averaging.is_none(),
+                alerts,
+            };
+            let _stop_progress = crate::progress::StopOnDrop(&self.finished); // on a panic too
+            let control = &self.workers.context.control;
+            let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, latency);
+            (written, Instant::now())
+        });
+        Ran {
+            written,
+            sink_ended,
+        }
+    }
+
+    /// The sequential readers (a pool), and the progress line.
+    fn spawn_readers<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_tx: Sender<Frame<T>>) {
+        let control = &self.workers.context.control;
+        let (sequential, reading) = (&self.planned.sequential, &self.reading);
+        for _ in 0..self.readers.0 {
+            let tx = frame_tx.clone();
+            scope.spawn(move || reader::read_sequential::<T>(sequential, reading, tx, control));
+        }
+        drop(frame_tx);
+        if self.show_progress {
+            let (samples, finished) = (&control.counters.samples_in, &self.finished);
+            let track = control.tracer.as_deref();
+            let total = self.total_samples;
+            scope.spawn(move || crate::progress::show(samples, total, finished, track));
+        }
+    }
+
+    /// The dispatcher's producers: the range readers and the batcher.
+    fn spawn_producers<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_rx: Receiver<Frame<T>>) {
+        let context = &*self.workers.context;
+        let (control, dispatcher, input_pool) =
+            (&context.control, &context.dispatcher, &context.pools.0);
+        let settings = self.settings;
+        let spec_of = move |n: usize, kind: InputKind, rate: f64| -> TransformSpec {
+            transform_spec(settings, (n, kind, rate))
+        };
+        let range_jobs = &self.planned.range_jobs;
+        // every producer's guard before any producer starts: the queues close when all have
+        // ended and every batch is finished (`dispatch`)
+        let range_readers = self.readers.1;
+        let mut producers: Vec<_> = (0..=range_readers).map(|_| dispatcher.producer()).collect();
+        for producer in producers.drain(1..) {
+            scope.spawn(move || {
+                let _producer = producer;
+                let read = range_reader::run_range_reader::<T>;
+                if let Err(e) = read(range_jobs, dispatcher, control, input_pool, &spec_of) {
+                    control.fail(e);
+                }
+            });
+        }
+        let batcher_guard = producers.pop();
+        let batching = self.batching;
+        scope.spawn(move || {
+            let _producer = batcher_guard;
+            batcher::run_batcher::<T>(
+                frame_rx, dispatcher, batching, &spec_of, input_pool, control,
+            )
+        });
+    }
+
+    /// The FFT workers of the ready lanes, the stall watcher, and the lanes built meanwhile.
+    fn spawn_workers<'s>(
+        &'s self,
+        scope: &'s Scope<'s, '_>,
+        (ready_lanes, late_lanes): (Vec<JoinedLane<T>>, Option<LateLanes<T>>),
+        done_tx: Sender<worker::Done<T>>,
+        interrupted: &'s AtomicBool,
+    ) {
+        let (context, threads) = (&self.workers.context, &self.workers.threads);
+        let (control, dispatcher) = (&context.control, &context.dispatcher);
+        for (queue, engines) in ready_lanes {
+            threads.spawn(queue, engines, &done_tx, context);
+        }
+        let watched = self.workers.dispatch_ended.clone();
+        scope.spawn(move || {
+            let stop = StopFlags {
+                stop: &control.stop,
+                interrupted,
+            };
+            dispatcher.watch_traced(&watched, stop, control.tracer.as_deref())
+        });
+        // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
+        // dispatcher; a job that ends first does not wait for them (`StartUpThread`)
+        let Some(built) = late_lanes else {
+            return;
+        };
+        let ended = self.workers.dispatch_ended.clone();
+        let joining = LateJoin {
+            context,
+            threads,
+            pools: self.workers.pools(),
+            lane_set: &self.workers.lane_set,
+            retire_cpu: self.workers.retire_cpu,
+            holders: (self.readers.0 + self.readers.1, self.encoders),
+        };
+        scope.spawn(move || {
+            crossbeam_channel::select! {
+                recv(built) -> late => if let Ok(late) = late {
+                    joining.join(late, &done_tx);
+                },
+                recv(ended) -> _ => {}
+            }
+        });
+    }
+
+    /// `--average`: one ordered stage between the workers and the encoders; what the encoders
+    /// take.
+    fn spawn_averaging<'s>(
+        &'s self,
+        scope: &'s Scope<'s, '_>,
+        from_workers: worker::FinishedBatches<T>,
+    ) -> worker::FinishedBatches<T> {
+        let Some(stage) = &self.averaging else {
+            return from_workers;
+        };
+        let (control, pools) = (&self.workers.context.control, self.workers.pools());
+        let (tx, rx) = crossbeam_channel::bounded(2 * self.encoders);
+        scope.spawn(move || {
+            averaging::run_averaging::<T>(from_workers, tx, stage, control, pools.1)
+        });
+        worker::FinishedBatches {
+            rx,
+            abandoned: crossbeam_channel::never(),
+        }
+    }
+
+    fn spawn_encoders<'s>(
+        &'s self,
+        scope: &'s Scope<'s, '_>,
+        to_encoders: worker::FinishedBatches<T>,
+        encoded_tx: Sender<encode::Encoded>,
+        stage: &'s encode::EncodeStage<'s, T>,
+    ) {
+        let control = &self.workers.context.control;
+        for _ in 0..self.encoders {
+            let (rx, tx) = (to_encoders.clone(), encoded_tx.clone());
+            scope.spawn(move || encode::run_encoder::<T>(rx, tx, stage, control));
+        }
+    }
+
+    /// What the encode threads share.
+    fn encode_stage(&self) -> encode::EncodeStage<'_, T> {
+        let layout = self.layout.as_ref();
+        let live = (self.live_view.as_ref())
+            .zip(self.live_rows.as_deref())
+            .map(|(view, rows)| encode::LiveTap {
+                hub: &view.hub,
+                rows,
+                extras: layout.map_or(0, |l| l.extras()),
+                cross_bins: layout.and_then(|l| l.cross_bins),
+            });
+        let settings = self.settings;
+        encode::EncodeStage {
+            encoder: &*self.sinks.encoder,
+            streams: &self.planned.streams,
+            output_of: &self.sinks.writer_of,
+            values_pool: self.workers.pools().1,
+            bytes_pool: &self.bytes_pool,
+            placed: &self.sinks.placed,
+            live,
+            mark_rows: settings.nats_output.is_some() || settings.output.rotate.is_some(),
+            alerts: self.band_levels.as_ref(),
+        }
+    }
+}
+
+/// The live view (`--serve`), counting the batches the encoders get: the averaging stage's, or
+/// the batches'.
+fn start_live_view(
+    settings: &RunSpec,
+    listener: crate::serve::Bound,
+    streams: &[StreamMeta],
+    averaging: &Option<AveragingStage<'_>>,
+    control: &Control,
+) -> Result<LiveView> {
+    let numbering = averaging.as_ref().map_or_else(
+        || control.next_batch.clone(),
+        |stage| stage.numbering.clone(),
+    );
+    let counters = control.counters.clone();
+    let scale = settings.analysis.scale;
+    let measure = &settings.analysis.products.measure;
+    let look = (scale, measure);
+    live::LiveView::start(listener, streams, look, counters, numbering)
+}
+
+/// `/spectra`'s rows: NDJSON, with the measurements after each row's columns.
+fn live_rows<T: Sample>(
+    settings: &RunSpec,
+    layout: Option<&Arc<MeasureLayout>>,
+) -> Box<dyn Encoder<T>> {
+    let rows = make_encoder::<T>(OutputFormat::Ndjson, settings.analysis.scale);
+    crate::sink::measured::wrap(rows, OutputFormat::Ndjson, layout)
+}
+
+/// `--alert`'s band levels (encode threads), None without rules.
+fn band_levels(settings: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Option<BandLevels> {
+    let rules = &settings.alerts.rules;
+    let look = (settings.analysis.scale, settings.analysis.window);
+    let measure = &settings.analysis.products.measure;
+    (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, measure))
+}
+
+/// Frames waiting for the batcher at most: two batches' worth, within a byte budget.
+fn frame_queue_capacity<T: Sample>(settings: &RunSpec) -> usize {
+    match settings.analysis.frame {
+        FrameSize::Fixed(n) => {
+            let by_bytes = limits::FRAME_QUEUE_BYTES / (n * std::mem::size_of::<T>()).max(1);
+            (2 * BatchSpec::of(settings).frames(n))
+                .clamp(8, 4096)
+                .min(by_bytes.max(2))
+        }
+        FrameSize::Whole => 2,
+    }
+}
+
+/// Lanes built while the run went on (`auto`'s GPUs, a device started in the background)
+/// joining the dispatcher.
+struct LateJoin<'a, T: Sample> {
+    context: &'a Arc<worker::WorkerContext<T>>,
+    threads: &'a WorkerThreads,
+    pools: (&'a pool::BufferPool<T>, &'a pool::BufferPool<T>),
+    lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
+    retire_cpu: bool,
+    /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
+    /// queue (`join_late_lane`).
+    holders: (usize, usize),
+}
+
+impl<T: Sample> LateJoin<'_, T> {
+    fn join(&self, late: router::LateLanes<T>, done: &crossbeam_channel::Sender<worker::Done<T>>) {
+        let (control, dispatcher) = (&self.context.control, &self.context.dispatcher);
+        if let Some(e) = late.error {
+            control.fail(e); // the device the run named is unusable
+        }
+        if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
+            dispatcher.set_cpu_speed(speed);
+        }
+        let joined = !late.lanes.is_empty();
+        for lane in late.lanes {
+            // (its pinned pools are made here, before it takes batches)
+            let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
+            if let Some((queue, engines)) = joined {
+                self.threads.spawn(queue, engines, done, self.context);
+            }
+        }
+        // the devices alone from now on: the CPU lane hands on what it holds
+        if joined && self.retire_cpu {
+            let lanes = self.lane_set.lanes();
+            lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
+        }
+    }
+}
