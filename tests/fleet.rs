@@ -849,7 +849,9 @@ fn a_cluster_node_killed_under_its_workers_loses_nothing_they_fail_over() {
         std::thread::sleep(Duration::from_millis(500));
     }
     let wav = dir.path().join("rec.wav");
-    write_wav(&wav, 200_000);
+    // enough blocks that the workers (4 fetched, 4 more on the way, 16 awaiting acks) are still
+    // at work when the first rows show up and node 1 dies
+    write_wav(&wav, 800_000);
     let framing_and = |extra: &[&str]| {
         let mut args: Vec<String> = FRAMING.iter().map(|s| s.to_string()).collect();
         args.extend(extra.iter().map(|s| s.to_string()));
