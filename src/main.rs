@@ -43,17 +43,18 @@ fn run(cli: Cli) -> Result<(), FftdError> {
                 &signals,
             )
         }
-        Some(Command::Fleet(command)) => fftd::fleet::run_fleet(&command),
+        Some(Command::Fleet(command)) => fftd::app::fleet_args::run_fleet(command),
         None => {
             let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
+            let nats = cli.nats.spec();
             if let Some(output) = settings.nats_output.as_mut() {
-                output.nats = cli.nats.clone();
+                output.nats = nats.clone();
             }
-            settings.run.alerts.nats = fftd::alerts::EventsNats(cli.nats.clone()); // --events nats://
+            settings.run.alerts.nats = fftd::alerts::EventsNats(nats.clone()); // --events nats://
             let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;
             match &settings.fleet {
-                Some(io) => run_worker(&settings, io, &cli.nats, &signals),
+                Some(io) => run_worker(&settings, io, &nats, &signals),
                 None => fftd::pipeline::run(&settings, signals),
             }
         }

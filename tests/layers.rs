@@ -164,9 +164,8 @@ fn the_checker_sees_a_cycle_when_there_is_one() {
 
 /// Files outside `app` (and `main.rs`) that still use clap, and what each uses. A value type
 /// may derive `clap::ValueEnum` (its variants' names are its command-line spellings, as they are
-/// its config-file spellings); no module below `app` defines arguments or commands, but for the
-/// fleet's (owned by the issue-28 work; to move to `app` as `fftd bench`'s moved to
-/// `app::bench_args`).
+/// its config-file spellings); no module below `app` defines arguments or commands (`fftd
+/// bench`'s are in `app::bench_args`, the fleet's in `app::fleet_args`).
 const CLAP_OUTSIDE_APP: &[(&str, &[&str])] = &[
     ("fft/scale.rs", &["clap::ValueEnum"]),
     ("frame.rs", &["clap::ValueEnum"]),
@@ -175,12 +174,6 @@ const CLAP_OUTSIDE_APP: &[(&str, &[&str])] = &[
     ("source/mod.rs", &["clap::ValueEnum"]),
     ("types/precision.rs", &["clap::ValueEnum"]),
     ("window.rs", &["clap::ValueEnum"]),
-    // the fleet's flags (`NatsArgs`, `fftd fleet setup`): to move to app
-    ("fleet/connect.rs", &["clap::Args", "#[arg"]),
-    (
-        "fleet/mod.rs",
-        &["clap::Subcommand", "clap::Args", "#[arg", "#[command"],
-    ),
 ];
 
 /// What a file's code uses of clap: `clap::NAME` paths and `#[arg`, `#[command`, `#[value`,

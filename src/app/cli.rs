@@ -31,7 +31,7 @@ pub struct Cli {
     /// NATS credentials and TLS for fleet workers (`--file nats://...`), for a run publishing
     /// its rows (`--output nats://...`) and for its events (`--events nats://...`).
     #[command(flatten)]
-    pub nats: crate::fleet::connect::NatsArgs,
+    pub nats: crate::app::fleet_args::NatsFlags,
 }
 
 #[derive(Subcommand, Debug)]
@@ -47,7 +47,7 @@ pub enum Command {
     Publish(Box<crate::app::publish::PublishArgs>),
     /// Fleet administration: `fftd fleet setup` creates the streams and the workers' consumer.
     #[command(subcommand)]
-    Fleet(crate::fleet::FleetCommand),
+    Fleet(crate::app::fleet_args::FleetCommand),
 }
 
 /// Value names of the flags that take a number (or a value that starts with one: `WxH`,

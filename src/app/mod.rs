@@ -2,12 +2,14 @@
 //! (`config_file`). `config` merges and validates them into `Settings`, the run's spec for each
 //! stage (`pipeline::spec::RunSpec`) and a fleet worker's addresses; every module below takes
 //! its own spec and never the options. `bench_args` holds `fftd bench`'s flags, handed to `bench`
-//! as a plain `BenchSpec`.
+//! as a plain `BenchSpec`; `fleet_args` the `--nats-*` flags and `fftd fleet`'s, handed to
+//! `fleet` as its plain `NatsArgs` and `SetupArgs`.
 
 pub mod bench_args;
 pub mod cli;
 pub mod config;
 pub mod config_file;
+pub mod fleet_args;
 pub mod fleet_options;
 pub mod options;
 pub mod publish;

@@ -16,9 +16,9 @@
 //! one quits at once). Live input sends the whole frames received so far as a block every
 //! `--max-latency`, so a frame waits at most that (and one read) for its block.
 
+use crate::app::fleet_args::NatsFlags;
 use crate::error::{FftdError, Result};
 use crate::fleet::block::StreamShape;
-use crate::fleet::connect::NatsArgs;
 use crate::fleet::cutter::{default_block_frames, frames_per_block, BlockCutter, CutBlock};
 use crate::fleet::ids::{check_id, check_run_id, new_run_id};
 use crate::fleet::jetstream::stream_capturing;
@@ -120,7 +120,7 @@ pub struct PublishArgs {
     pub stats: bool,
 
     #[command(flatten)]
-    pub nats: NatsArgs,
+    pub nats: NatsFlags,
 }
 
 /// `fftd publish --max-latency`: milliseconds, more than 0 and at most 60 000.
@@ -162,7 +162,7 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     check_default_ids(&plan.sequential, &args.source_id)?;
     let rt = crate::fleet::connect::runtime()?;
     let (js, max_payload) = rt.block_on(async {
-        let client = args.nats.connect(&url, "fftd publish").await?;
+        let client = args.nats.spec().connect(&url, "fftd publish").await?;
         // the server's INFO: no message may be larger
         let max_payload = client.server_info().max_payload;
         let js = publishing_context(client);

@@ -18,51 +18,28 @@ use std::time::Duration;
 /// How long a first connection may take before fftd gives up [default].
 pub const CONNECT_TIMEOUT_S: f64 = 5.0;
 
-/// Connection flags shared by workers, `fftd publish` and `fftd fleet setup`.
-#[derive(clap::Args, Clone, Default)]
+/// How workers, `fftd publish` and `fftd fleet setup` connect: the `--nats-*` flags
+/// (`app::fleet_args::NatsFlags`) as plain values.
+#[derive(Clone, Default)]
 pub struct NatsArgs {
-    /// NATS credentials file (.creds: JWT and nkey seed).
-    #[arg(long, value_name = "FILE")]
+    /// `--nats-creds`: a credentials file (.creds: JWT and nkey seed).
     pub nats_creds: Option<PathBuf>,
-
-    /// NATS token [default: $NATS_TOKEN, or TOKEN@ in the address].
-    #[arg(long, value_name = "TOKEN")]
+    /// `--nats-token` [default: `$NATS_TOKEN`, or TOKEN@ in the address].
     pub nats_token: Option<String>,
-
-    /// NATS user name [default: $NATS_USER, or USER:PASS@ in the address].
-    #[arg(long, value_name = "USER")]
+    /// `--nats-user` [default: `$NATS_USER`, or USER:PASS@ in the address].
     pub nats_user: Option<String>,
-
-    /// NATS password for --nats-user [default: $NATS_PASSWORD].
-    #[arg(long, value_name = "PASSWORD")]
+    /// `--nats-password` for the user [default: `$NATS_PASSWORD`].
     pub nats_password: Option<String>,
-
-    /// Require TLS (as a tls:// address does).
-    #[arg(long)]
+    /// `--nats-tls`: require TLS (as a tls:// address does).
     pub nats_tls: bool,
-
-    /// A root certificate (PEM) to trust for the server's TLS certificate.
-    #[arg(long, value_name = "PEM")]
+    /// `--nats-ca`: a root certificate (PEM) to trust.
     pub nats_ca: Option<PathBuf>,
-
-    /// Client certificate (PEM) for TLS client authentication; needs --nats-key.
-    #[arg(long, value_name = "PEM", requires = "nats_key")]
+    /// `--nats-cert`: a client certificate (PEM), with `nats_key`.
     pub nats_cert: Option<PathBuf>,
-
-    /// Private key (PEM) of --nats-cert.
-    #[arg(long, value_name = "PEM", requires = "nats_cert")]
+    /// `--nats-key`: the private key (PEM) of `nats_cert`.
     pub nats_key: Option<PathBuf>,
-
-    /// Seconds the first connection may take [default: 5].
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    /// `--connect-timeout`: seconds the first connection may take [default: 5].
     pub connect_timeout: Option<f64>,
-}
-
-fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err("must be a number of seconds, more than 0 and at most 3600".into()),
-    }
 }
 
 /// The runtime the NATS client runs on: two threads of its own.

@@ -26,78 +26,34 @@ use crate::types::nats_url::NatsUrl;
 use connect::NatsArgs;
 use std::time::Duration;
 
-#[derive(clap::Subcommand, Debug)]
-pub enum FleetCommand {
-    /// Create the work stream, its durable pull consumer and the spectra stream (each left as
-    /// it is when it exists).
-    Setup(Box<SetupArgs>),
-}
-
-#[derive(clap::Args, Debug)]
+/// `fftd fleet setup`'s flags (`app::fleet_args::SetupFlags`) as plain values.
+#[derive(Debug)]
 pub struct SetupArgs {
-    /// The server: nats://HOST:PORT or tls://HOST:PORT (several nodes: nats://A:4222,B:4222).
-    #[arg(long, value_name = "URL")]
+    /// `--server`: nats://HOST:PORT or tls://HOST:PORT (several nodes: nats://A:4222,B:4222).
     pub server: String,
-
-    /// Name of the work stream (work-queue retention) the blocks go to.
-    #[arg(long, value_name = "NAME", default_value = "FRAMES")]
+    /// `--work-stream`: the work stream (work-queue retention) the blocks go to.
     pub work_stream: String,
-
-    /// Subjects the work stream captures (repeatable).
-    #[arg(
-        long = "work-subject",
-        value_name = "SUBJECT",
-        default_value = "frames.>"
-    )]
+    /// `--work-subject`s: what the work stream captures.
     pub work_subjects: Vec<String>,
-
-    /// Name of the durable pull consumer the workers share.
-    #[arg(long, value_name = "NAME", default_value = "workers")]
+    /// `--consumer`: the durable pull consumer the workers share.
     pub consumer: String,
-
-    /// Seconds a worker has to ack a block before it is given to another.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    /// `--ack-wait`: seconds a worker has to ack a block.
     pub ack_wait: f64,
-
-    /// Deliveries of one block at most (a block that fails this many workers is given up and
-    /// reported; keep max deliver × (ack wait + 150 s) within the duplicate window).
-    #[arg(long, value_name = "N", default_value_t = 5,
-        value_parser = crate::types::whole_in::<i64>(1, 1_000_000))]
+    /// `--max-deliver`: deliveries of one block at most.
     pub max_deliver: i64,
-
-    /// Name of the stream that stores the spectra rows.
-    #[arg(long, value_name = "NAME", default_value = "SPECTRA")]
+    /// `--spectra-stream`: the stream that stores the spectra rows.
     pub spectra_stream: String,
-
-    /// Subjects the spectra stream captures (repeatable).
-    #[arg(
-        long = "spectra-subject",
-        value_name = "SUBJECT",
-        default_value = "spectra.>"
-    )]
+    /// `--spectra-subject`s: what the spectra stream captures.
     pub spectra_subjects: Vec<String>,
-
-    /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
-    /// max deliver × (ack wait + 150 s of a worker's retries) so a redelivered block's rows are
-    /// still recognised.
-    #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
+    /// `--duplicate-window`: seconds within which a message id seen again is dropped.
     pub duplicate_window: f64,
-
-    /// Keep the streams in memory instead of files (lost when the server restarts).
-    #[arg(long)]
+    /// `--memory`: keep the streams in memory instead of files.
     pub memory: bool,
-
-    /// Delete the consumer and create it again: it then delivers every block still on the work
-    /// stream, those a worker reported as left behind included (already stored rows are
-    /// deduplicated). Best run while no worker runs.
-    #[arg(long)]
+    /// `--recreate-consumer`: delete the consumer and create it again.
     pub recreate_consumer: bool,
-
-    /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::types::whole_in::<usize>(1, 5))]
+    /// `--replicas` of each stream.
     pub replicas: usize,
-
-    #[command(flatten)]
+    /// The `--nats-*` connection flags.
     pub nats: NatsArgs,
 }
 
@@ -110,14 +66,8 @@ fn seconds(flag: &str, v: f64) -> Result<Duration> {
     }
 }
 
-/// `fftd fleet ...`.
-pub fn run_fleet(command: &FleetCommand) -> Result<()> {
-    match command {
-        FleetCommand::Setup(args) => run_setup(args),
-    }
-}
-
-fn run_setup(args: &SetupArgs) -> Result<()> {
+/// `fftd fleet setup`: the streams and the consumer created (or left as they are).
+pub fn run_setup(args: &SetupArgs) -> Result<()> {
     let url = NatsUrl::parse("--server", &args.server).map_err(FftdError::Usage)?;
     if args.max_deliver < 1 || args.replicas < 1 {
         return Err(FftdError::Usage(

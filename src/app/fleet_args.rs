@@ -1,0 +1,188 @@
+//! The fleet's command line: the `--nats-*` connection flags (shared by a run, `fftd publish` and
+//! `fftd fleet setup`) and `fftd fleet`'s subcommands, handed to `fleet` as its plain
+//! `connect::NatsArgs` and `SetupArgs`. `$NATS_TOKEN`, `$NATS_USER` and `$NATS_PASSWORD` are read
+//! where the client connects (`fleet::connect`), so every `NatsArgs` falls back to them.
+
+use crate::error::Result;
+use crate::fleet::connect::NatsArgs;
+use crate::fleet::SetupArgs;
+use std::path::PathBuf;
+
+/// Connection flags shared by workers, `fftd publish` and `fftd fleet setup`.
+#[derive(clap::Args, Clone, Default)]
+pub struct NatsFlags {
+    /// NATS credentials file (.creds: JWT and nkey seed).
+    #[arg(long, value_name = "FILE")]
+    pub nats_creds: Option<PathBuf>,
+
+    /// NATS token [default: $NATS_TOKEN, or TOKEN@ in the address].
+    #[arg(long, value_name = "TOKEN")]
+    pub nats_token: Option<String>,
+
+    /// NATS user name [default: $NATS_USER, or USER:PASS@ in the address].
+    #[arg(long, value_name = "USER")]
+    pub nats_user: Option<String>,
+
+    /// NATS password for --nats-user [default: $NATS_PASSWORD].
+    #[arg(long, value_name = "PASSWORD")]
+    pub nats_password: Option<String>,
+
+    /// Require TLS (as a tls:// address does).
+    #[arg(long)]
+    pub nats_tls: bool,
+
+    /// A root certificate (PEM) to trust for the server's TLS certificate.
+    #[arg(long, value_name = "PEM")]
+    pub nats_ca: Option<PathBuf>,
+
+    /// Client certificate (PEM) for TLS client authentication; needs --nats-key.
+    #[arg(long, value_name = "PEM", requires = "nats_key")]
+    pub nats_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --nats-cert.
+    #[arg(long, value_name = "PEM", requires = "nats_cert")]
+    pub nats_key: Option<PathBuf>,
+
+    /// Seconds the first connection may take [default: 5].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub connect_timeout: Option<f64>,
+}
+
+fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err("must be a number of seconds, more than 0 and at most 3600".into()),
+    }
+}
+
+impl NatsFlags {
+    /// The flags as the fleet takes them.
+    pub fn spec(&self) -> NatsArgs {
+        NatsArgs::from(self)
+    }
+}
+
+impl From<&NatsFlags> for NatsArgs {
+    fn from(flags: &NatsFlags) -> Self {
+        NatsArgs {
+            nats_creds: flags.nats_creds.clone(),
+            nats_token: flags.nats_token.clone(),
+            nats_user: flags.nats_user.clone(),
+            nats_password: flags.nats_password.clone(),
+            nats_tls: flags.nats_tls,
+            nats_ca: flags.nats_ca.clone(),
+            nats_cert: flags.nats_cert.clone(),
+            nats_key: flags.nats_key.clone(),
+            connect_timeout: flags.connect_timeout,
+        }
+    }
+}
+
+/// Secrets shown as `***`, as `NatsArgs` shows them.
+impl std::fmt::Debug for NatsFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.spec(), f)
+    }
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum FleetCommand {
+    /// Create the work stream, its durable pull consumer and the spectra stream (each left as
+    /// it is when it exists).
+    Setup(Box<SetupFlags>),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SetupFlags {
+    /// The server: nats://HOST:PORT or tls://HOST:PORT (several nodes: nats://A:4222,B:4222).
+    #[arg(long, value_name = "URL")]
+    pub server: String,
+
+    /// Name of the work stream (work-queue retention) the blocks go to.
+    #[arg(long, value_name = "NAME", default_value = "FRAMES")]
+    pub work_stream: String,
+
+    /// Subjects the work stream captures (repeatable).
+    #[arg(
+        long = "work-subject",
+        value_name = "SUBJECT",
+        default_value = "frames.>"
+    )]
+    pub work_subjects: Vec<String>,
+
+    /// Name of the durable pull consumer the workers share.
+    #[arg(long, value_name = "NAME", default_value = "workers")]
+    pub consumer: String,
+
+    /// Seconds a worker has to ack a block before it is given to another.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub ack_wait: f64,
+
+    /// Deliveries of one block at most (a block that fails this many workers is given up and
+    /// reported; keep max deliver × (ack wait + 150 s) within the duplicate window).
+    #[arg(long, value_name = "N", default_value_t = 5,
+        value_parser = crate::types::whole_in::<i64>(1, 1_000_000))]
+    pub max_deliver: i64,
+
+    /// Name of the stream that stores the spectra rows.
+    #[arg(long, value_name = "NAME", default_value = "SPECTRA")]
+    pub spectra_stream: String,
+
+    /// Subjects the spectra stream captures (repeatable).
+    #[arg(
+        long = "spectra-subject",
+        value_name = "SUBJECT",
+        default_value = "spectra.>"
+    )]
+    pub spectra_subjects: Vec<String>,
+
+    /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
+    /// max deliver × (ack wait + 150 s of a worker's retries) so a redelivered block's rows are
+    /// still recognised.
+    #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
+    pub duplicate_window: f64,
+
+    /// Keep the streams in memory instead of files (lost when the server restarts).
+    #[arg(long)]
+    pub memory: bool,
+
+    /// Delete the consumer and create it again: it then delivers every block still on the work
+    /// stream, those a worker reported as left behind included (already stored rows are
+    /// deduplicated). Best run while no worker runs.
+    #[arg(long)]
+    pub recreate_consumer: bool,
+
+    /// Replicas of each stream (a cluster of 3 or 5 servers: 3).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::types::whole_in::<usize>(1, 5))]
+    pub replicas: usize,
+
+    #[command(flatten)]
+    pub nats: NatsFlags,
+}
+
+impl From<SetupFlags> for SetupArgs {
+    fn from(flags: SetupFlags) -> Self {
+        SetupArgs {
+            nats: flags.nats.spec(),
+            server: flags.server,
+            work_stream: flags.work_stream,
+            work_subjects: flags.work_subjects,
+            consumer: flags.consumer,
+            ack_wait: flags.ack_wait,
+            max_deliver: flags.max_deliver,
+            spectra_stream: flags.spectra_stream,
+            spectra_subjects: flags.spectra_subjects,
+            duplicate_window: flags.duplicate_window,
+            memory: flags.memory,
+            recreate_consumer: flags.recreate_consumer,
+            replicas: flags.replicas,
+        }
+    }
+}
+
+/// `fftd fleet ...`.
+pub fn run_fleet(command: FleetCommand) -> Result<()> {
+    match command {
+        FleetCommand::Setup(flags) => crate::fleet::run_setup(&SetupArgs::from(*flags)),
+    }
+}
