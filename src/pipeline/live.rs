@@ -25,9 +25,15 @@ impl LiveView {
         (scale, measure): (Scale, &crate::products::measure::MeasureOptions),
         counters: Arc<Counters>,
         numbering: Arc<AtomicU64>,
+        alerts: Option<Vec<String>>,
     ) -> Result<Self> {
         let mut hub = LiveHub::new(streams, scale, counters);
         hub.label(measure);
+        // the alert rules' feed (`/events`) is there before the server answers its first page
+        if let Some(names) = alerts {
+            let feed = Arc::new(crate::alerts::feed::AlertFeed::new(names));
+            let _ = hub.alerts.set(feed);
+        }
         let hub = Arc::new(hub);
         hub.set_numbering(numbering);
         let server = Server::start(listener, hub.clone())?;

@@ -403,12 +403,8 @@ pub(super) fn wire_alerts(
         .map(|target| crate::alerts::events::EventWriter::open(target, &options.nats))
         .transpose()
         .map_err(FftdError::Runtime)?;
-    let feed = live_view.map(|view| {
-        let names = options.rules.iter().map(|r| r.name.clone());
-        let feed = Arc::new(crate::alerts::feed::AlertFeed::new(names));
-        let _ = view.hub.alerts.set(feed.clone());
-        feed
-    });
+    // (the live view made the feed before it started serving: `LiveView::start`)
+    let feed = live_view.and_then(|view| view.hub.alerts.get().cloned());
     let rules = options.rules.clone();
     let mut alerts = crate::alerts::Alerts::new(rules, streams, writer, feed);
     if let Some(recorder) = recorder {

@@ -510,7 +510,11 @@ fn start_live_view(
     let scale = settings.analysis.scale;
     let measure = &settings.analysis.products.measure;
     let look = (scale, measure);
-    live::LiveView::start(listener, streams, look, counters, numbering)
+    // issue 27: `/events` when the run has alert rules or an event stream (`wire_alerts`)
+    let options = &settings.alerts;
+    let alerts = (!options.rules.is_empty() || options.events.is_some())
+        .then(|| options.rules.iter().map(|r| r.name.clone()).collect());
+    live::LiveView::start(listener, streams, look, counters, numbering, alerts)
 }
 
 /// `/spectra`'s rows: NDJSON, with the measurements after each row's columns.
