@@ -20,7 +20,8 @@ fn samples(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-/// Value names of flags that take a number (as `fftd::cli::NUMERIC_VALUE_NAMES`).
+/// Value names of flags that take a number: `fftd::app::cli::NUMERIC_VALUE_NAMES` but `DB|auto`
+/// (`--gain -1` without an rtl_tcp:// input is refused for the missing input, not the value).
 const NUMERIC: &[&str] = &[
     "N",
     "H",

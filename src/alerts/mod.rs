@@ -29,6 +29,14 @@ pub struct AlertOptions {
     pub nats: EventsNats,
 }
 
+impl AlertOptions {
+    /// Whether the run writes events: alert rules, or an `--events` target alone (`--retry`'s
+    /// gap events).
+    pub fn wanted(&self) -> bool {
+        !self.rules.is_empty() || self.events.is_some()
+    }
+}
+
 /// The NATS connection flags `--events nats://…` connects with (never shown in `Debug`: they
 /// hold secrets).
 #[derive(Clone, Default)]

@@ -26,18 +26,14 @@ impl EngineSpec {
     /// Frames per batch for frames of `n` samples: `--batch`, else about
     /// `limits::CPU_BATCH_SAMPLES` (or `DEVICE_BATCH_SAMPLES` for device batches) samples.
     pub fn batch_frames(&self, n: usize) -> usize {
-        self.frames_per_batch(n, self.device_batches)
+        batch_frames_for(self.batch, self.device_batches, n)
     }
 
     /// Frames per batch while only the CPU engines take batches (a device started in the
     /// background has not joined yet): `--batch`, else the CPU engines' size. Their smaller
     /// buffers stay in cache and are reused instead of faulting in device-sized ones (issue 23).
     pub fn cpu_batch_frames(&self, n: usize) -> usize {
-        self.frames_per_batch(n, false)
-    }
-
-    fn frames_per_batch(&self, n: usize, device_batches: bool) -> usize {
-        batch_frames_for(self.batch, device_batches, n)
+        batch_frames_for(self.batch, false, n)
     }
 }
 

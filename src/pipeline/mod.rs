@@ -394,8 +394,8 @@ pub(super) fn wire_alerts(
     recorder: Option<crate::record::Recorder>,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &settings.alerts;
-    if options.rules.is_empty() && options.events.is_none() {
-        return Ok(None); // (--events without rules: --retry's gap events)
+    if !options.wanted() {
+        return Ok(None);
     }
     let writer = options
         .events

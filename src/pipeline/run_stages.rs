@@ -512,8 +512,7 @@ fn start_live_view(
     let look = (scale, measure);
     // issue 27: `/events` when the run has alert rules or an event stream (`wire_alerts`)
     let options = &settings.alerts;
-    let alerts = (!options.rules.is_empty() || options.events.is_some())
-        .then(|| options.rules.iter().map(|r| r.name.clone()).collect());
+    let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
     live::LiveView::start(listener, streams, look, counters, numbering, alerts)
 }
 
