@@ -2,7 +2,7 @@
 # each run under `taskset` with optional FFTD_* knobs, `--stats` kept whole in $OUT/NAME.k.txt
 # and one summary line per run (real seconds, fftd's wall, the bound it names).
 #   bash bench/route_matrix.sh CASES_FILE
-# CASES_FILE lines: NAME|CORES|ENV (space-separated K=V, or -)|fftd flags
+# CASES_FILE lines: NAME|CORES (a taskset list, or all)|ENV (space-separated K=V, or -)|fftd flags
 source bench/gpu_env.sh
 cases=${1:?a cases file}; runs=${RUNS:-2}; out=${OUT:-/tmp/route-matrix}; mkdir -p "$out"
 data=/dev/shm/route-matrix.f32
@@ -17,6 +17,7 @@ $F "${base[@]}" --device gpu --frame 4096 >/dev/null 2>&1 # the device's kind se
 while IFS='|' read -r name cores env flags; do
   [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
   [ "$env" = "-" ] && env=""
+  [ "$cores" = all ] && cores="0-$(($(nproc) - 1))"
   for k in $(seq 1 "$runs"); do
     log="$out/$name.$k.txt"
     # shellcheck disable=SC2086
