@@ -21,6 +21,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_CACHE_DIR", meaning: "folder of the calibration and auto-route records [default: the user's cache folder/fftd]" },
     Knob { name: "FFTD_ENCODERS", meaning: "encode threads [default: one per CPU core]" },
     Knob { name: "FFTD_ENGINE_AVERAGING", meaning: "0: every frame goes to the averaging stage instead of being reduced in the engine (for comparisons)" },
+    Knob { name: "FFTD_EXIT_TEARDOWN", meaning: "1: release device engines and pinned memory before the exit instead of leaving them to it (for comparisons)" },
     Knob { name: "FFTD_FAULT_AFTER_BATCHES", meaning: "fault injection for tests: K, K:hang=S, K:panic or DEVICE@K... makes an OpenCL engine fail, hang or panic after K batches" },
     Knob { name: "FFTD_MIC_FORMAT", meaning: "the capture sample format to ask the sound device for (i16, f32, ...) [default: the device's]" },
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
@@ -119,6 +120,9 @@ pub fn opencl_split_last32() -> bool {
 }
 pub fn opencl_target_wg() -> Option<usize> {
     number("FFTD_OPENCL_TARGET_WG")
+}
+pub fn exit_teardown() -> bool {
+    text("FFTD_EXIT_TEARDOWN").is_some_and(|v| v.trim() == "1")
 }
 pub fn pinned_batches() -> bool {
     !turned_off("FFTD_PINNED_BATCHES")

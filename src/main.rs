@@ -7,6 +7,7 @@ use fftd::error::FftdError;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    fftd::left_behind::started();
     let cli = match fftd::app::cli::parse() {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),

@@ -262,20 +262,43 @@ pub(super) fn join_lane<T: Sample>(
     pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
 ) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
-    join_lane_with(dispatcher, pools, lane, None)
+    let (queue, engines, _) = join_lane_with(dispatcher, pools, lane, None)?;
+    Some((queue, engines))
 }
 
-/// `join_lane` for a lane built while the run goes on: its pinned pools are filled first (on
-/// the joining thread, while the lanes already there go on), with buffers the size of a
-/// device's batches: `holders` (batches being read, spectra being encoded) plus the lane's
-/// queue and workers for each pool, so no reader or worker waits for a pinned allocation
-/// (about 1 GB/s: half a second of stalls per run when made on demand, issue 23).
+/// What a late lane's pinned pools still need once it has joined (`PoolFill::fill`).
+pub(super) struct PoolFill {
+    lane: LaneId,
+    /// More buffers to make: (input pool, output pool).
+    more: (usize, usize),
+}
+
+impl PoolFill {
+    /// Makes the rest of the lane's pinned buffers while it works (its misses meanwhile get
+    /// heap buffers, staged by the engine).
+    pub(super) fn fill<T: Sample>(
+        self,
+        dispatcher: &Dispatcher<T>,
+        (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
+    ) {
+        let stop = || dispatcher.closed();
+        input_pool.fill(self.lane, self.more.0, &stop);
+        output_pool.fill(self.lane, self.more.1, &stop);
+    }
+}
+
+/// `join_lane` for a lane built while the run goes on: its pinned pools get buffers the size
+/// of a device's batches, enough for its queue and workers before it joins, and the rest
+/// (`holders`: batches being read, spectra being encoded) made after it joined, by
+/// `PoolFill::fill`. So no reader or worker waits for a pinned allocation (about 1 GB/s: half
+/// a second of stalls per run when made on demand), and the lane does not wait for them all
+/// either (issue 23).
 pub(super) fn join_late_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
     holders: (usize, usize),
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
+) -> Option<(worker::LaneQueue<T>, router::Engines<T>, Option<PoolFill>)> {
     join_lane_with(dispatcher, pools, lane, Some(holders))
 }
 
@@ -283,8 +306,8 @@ fn join_lane_with<T: Sample>(
     dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
-    premade: Option<(usize, usize)>,
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
+    holders: Option<(usize, usize)>,
+) -> Option<(worker::LaneQueue<T>, router::Engines<T>, Option<PoolFill>)> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
     let pinned = match crate::knobs::pinned_batches() {
@@ -292,25 +315,33 @@ fn join_lane_with<T: Sample>(
         true => lane.engines.iter().find_map(|e| e.pinned_memory()),
     };
     let queue = lane.engines.len();
-    let spares = |pool: &pool::BufferPool<T>, holders: Option<usize>| match (&pinned, holders) {
-        (Some(memory), Some(holders)) => {
-            pool.premade(memory, 2 * queue + holders, &|| dispatcher.closed())
-        }
+    let filling = pinned.is_some() && holders.is_some();
+    let now = |pool: &pool::BufferPool<T>| match (&pinned, filling) {
+        (Some(memory), true) => pool.premade(memory, 2 * queue, &|| dispatcher.closed()),
         _ => Vec::new(),
     };
-    let premade_in = spares(input_pool, premade.map(|p| p.0));
-    let premade_out = spares(output_pool, premade.map(|p| p.1));
+    let (premade_in, premade_out) = (now(input_pool), now(output_pool));
+    let made = (premade_in.len(), premade_out.len());
     let homes = |id| {
-        input_pool.add_lane_with(id, pinned.clone(), premade_in);
-        output_pool.add_lane_with(id, pinned.clone(), premade_out);
+        input_pool.add_lane_with(id, pinned.clone(), premade_in, filling);
+        output_pool.add_lane_with(id, pinned.clone(), premade_out, filling);
     };
     let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
+    let fill = holders
+        .filter(|_| filling)
+        .map(|(readers, encoders)| PoolFill {
+            lane: id,
+            more: (
+                (2 * queue + readers).saturating_sub(made.0),
+                (2 * queue + encoders).saturating_sub(made.1),
+            ),
+        });
     let queue = worker::LaneQueue {
         id,
         lane: lane.lane,
         rx,
     };
-    Some((queue, lane.engines))
+    Some((queue, lane.engines, fill))
 }
 
 /// After a worker's panic, how long the other workers are waited for at the end (one may be

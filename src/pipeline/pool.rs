@@ -10,7 +10,7 @@
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
 /// Threads that make a late lane's pinned buffers (`BufferPool::premade`).
@@ -33,6 +33,10 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
+    /// While its blocks are still being made (a lane that joined a running pipeline,
+    /// `fill`): a buffer it has no spare for is heap memory, not a pinned block made on the
+    /// spot (the engine stages those copies; nothing waits for a pinned allocation).
+    filling: AtomicBool,
 }
 
 pub struct BufferPool<T> {
@@ -59,15 +63,17 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
     #[cfg(test)]
     pub fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
-        self.add_lane_with(lane, pinned, Vec::new());
+        self.add_lane_with(lane, pinned, Vec::new(), false);
     }
 
-    /// `add_lane` with spare buffers made beforehand (`premade`).
+    /// `add_lane` with spare buffers made beforehand (`premade`); `filling`: more are being
+    /// made (`fill`), and until then the lane's misses get heap buffers.
     pub fn add_lane_with(
         &self,
         lane: usize,
         pinned: Option<PinnedMemory<T>>,
         spares: Vec<HostBuf<T>>,
+        filling: bool,
     ) {
         if let Ok(mut homes) = self.homes.write() {
             if homes.len() <= lane {
@@ -76,6 +82,7 @@ impl<T: Copy + Default> BufferPool<T> {
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
+                filling: AtomicBool::new(filling),
             });
             if let Some(home) = &homes[lane] {
                 for buf in spares {
@@ -123,6 +130,30 @@ impl<T: Copy + Default> BufferPool<T> {
         })
     }
 
+    /// Makes up to `count` more pinned buffers for lane `lane` (`premade`) while the lane
+    /// already works, hands them to its spares, and ends its `filling`.
+    pub fn fill(&self, lane: usize, count: usize, stop: &(dyn Fn() -> bool + Sync))
+    where
+        T: Send,
+    {
+        let memory = match self.homes.read() {
+            Ok(homes) => homes
+                .get(lane)
+                .and_then(|h| Some(h.as_ref()?.memory.clone())),
+            Err(_) => None,
+        };
+        if let Some(memory) = memory {
+            for buf in self.premade(&memory, count, stop) {
+                self.give(buf);
+            }
+        }
+        if let Ok(homes) = self.homes.read() {
+            if let Some(Some(home)) = homes.get(lane) {
+                home.filling.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
     /// engines' before it joins): a late lane's buffers are made at least this size.
     pub fn expect(&self, len: usize) {
@@ -138,16 +169,17 @@ impl<T: Copy + Default> BufferPool<T> {
             Some(home) => match home.spares.rx.try_recv() {
                 // a pinned block cannot grow: a too-small one is released and replaced
                 Ok(b) if b.capacity() >= len => b,
+                _ if home.filling.load(Ordering::Relaxed) => self.heap_buffer(len),
                 _ => HostBuf::with_capacity(len, Some(&home.memory)),
             },
-            None => self
-                .heap
-                .rx
-                .try_recv()
-                .unwrap_or_else(|_| HostBuf::heap(len)),
+            None => self.heap_buffer(len),
         };
         buf.clear();
         buf
+    }
+
+    fn heap_buffer(&self, len: usize) -> HostBuf<T> {
+        (self.heap.rx.try_recv()).unwrap_or_else(|_| HostBuf::heap(len))
     }
 
     /// Drops every spare buffer (at the run's end: releasing pinned memory takes time).
@@ -158,6 +190,19 @@ impl<T: Copy + Default> BufferPool<T> {
             }
         }
         while self.heap.rx.try_recv().is_ok() {}
+    }
+
+    /// Every spare buffer, taken out of the pool (to be left to the process's exit instead of
+    /// released one by one: `left_behind::keep`).
+    pub fn take_spares(&self) -> Vec<HostBuf<T>> {
+        let mut taken = Vec::new();
+        if let Ok(homes) = self.homes.read() {
+            for home in homes.iter().flatten() {
+                taken.extend(home.spares.rx.try_iter());
+            }
+        }
+        taken.extend(self.heap.rx.try_iter());
+        taken
     }
 
     /// Returns a buffer for reuse: a pinned one to the spares of the device that pinned it, a

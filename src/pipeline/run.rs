@@ -15,6 +15,9 @@ use std::time::Instant;
 
 pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
     let started = Instant::now();
+    if let Some(age) = crate::left_behind::age_s() {
+        tracing::debug!(age_s = format!("{age:.3}"), "the run starts");
+    }
     let early = Early::open(settings)?;
     let built = Built::<T>::build(settings, early.live)?;
     let cpu_only = built.cpu_only_spec(settings);
@@ -65,8 +68,17 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     // pinned spares released now, inside the teardown that --stats and --trace account for
     // (and `auto`'s clock: left to the process's exit, the driver's unpinning still holds the
     // exit, unseen; issue 23)
-    input_pool.release_spares();
-    output_pool.release_spares();
+    // (or, after a device's use, left to the process's exit with the engines: `left_behind`)
+    match stages.workers.lane_set.has_device() && crate::left_behind::keeps_device_objects() {
+        true => {
+            let spares = (input_pool.take_spares(), output_pool.take_spares());
+            crate::left_behind::keep(Box::new(spares));
+        }
+        false => {
+            input_pool.release_spares();
+            output_pool.release_spares();
+        }
+    }
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
         started,

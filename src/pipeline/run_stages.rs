@@ -569,17 +569,23 @@ impl<T: Sample> LateJoin<'_, T> {
             dispatcher.set_cpu_speed(speed);
         }
         let joined = !late.lanes.is_empty();
+        let mut fills = Vec::new();
         for lane in late.lanes {
-            // (its pinned pools are made here, before it takes batches)
+            // (enough pinned buffers for its queue are made here, before it takes batches)
             let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
-            if let Some((queue, engines)) = joined {
+            if let Some((queue, engines, fill)) = joined {
                 self.threads.spawn(queue, engines, done, self.context);
+                fills.extend(fill);
             }
         }
         // the devices alone from now on: the CPU lane hands on what it holds
         if joined && self.retire_cpu {
             let lanes = self.lane_set.lanes();
             lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
+        }
+        // the rest of their pinned buffers, while they work
+        for fill in fills {
+            fill.fill(dispatcher, self.pools);
         }
     }
 }

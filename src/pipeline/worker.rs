@@ -206,6 +206,11 @@ pub fn run_worker<T: Sample>(
         }
         ctx.dispatcher.finished(queue.id, id);
     }
+    // the lane is done: a device's engine (its context, queues and device memory) is left to
+    // the process's exit, which frees it at once (`left_behind::keep`)
+    if engine.pinned_memory().is_some() {
+        crate::left_behind::keep(Box::new(engine));
+    }
 }
 
 /// Whether `lane` takes no new batches though it has not failed.
