@@ -28,7 +28,7 @@ while IFS='|' read -r name cores env flags; do
     wall=$(grep -oE "wall [0-9.]+ ?s" "$log" | head -1)
     bound=$(grep -oE "bound[^,;]*" "$log" | head -1)
     echo "$tag$name run $k: real $real | $wall | $bound"
-    { echo "=== $tag$name run $k (env: $env)"; cat "$log"; } >>"$out/all.txt"; rm -f "$log"
+    { echo "=== $tag$name run $k (env: $env)"; grep -v "pinned host block" "$log"; } >>"$out/all.txt"; rm -f "$log"
   done
 done <"$cases"
 [ "${KEEP:-0}" = 1 ] || rm -f "$data"
