@@ -6,8 +6,9 @@
 //! wait for a teardown nothing depends on.
 //!
 //! The device's own objects (engines with their contexts and device memory, pinned host pools)
-//! are left to that exit too (`keep`): releasing them one by one took 0.1–0.2 s after the report
-//! on NVIDIA's driver, while the exit frees them at once.
+//! are left to that exit too (`keep`), and the kernel driver's teardown of them, which still
+//! held the exit 0.15–0.2 s on NVIDIA's, to a child that outlives the process by a moment
+//! (`leave_release_to_a_child`).
 //!
 //! Takes: the start-up thread's handle (`leave`), a device's use (`skip_driver_exit`), device
 //! objects no longer used (`keep`). Gives: the process's exit (`exit`).
@@ -97,8 +98,71 @@ pub fn exit(code: u8) -> ExitCode {
     }
     let _ = std::io::stdout().lock().flush();
     let _ = std::io::stderr().lock().flush();
+    let device_files = device_files();
+    if !device_files.is_empty() && keeps_device_objects() {
+        leave_release_to_a_child(&device_files);
+    }
     // SAFETY: `_exit` ends the process without running atexit handlers or destructors; every
     // output of the run was written and closed (files on their drop, stdout flushed just now),
     // so nothing is lost, and no other thread's state is touched.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// Open files of a GPU's kernel driver (`/dev/nvidia*`, `/dev/kfd`, `/dev/dri/*`): their last
+/// close tears the device's contexts and memory down, which took 0.15–0.2 s at every exit
+/// after a context was made on NVIDIA's driver (issue 23).
+fn device_files() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    let driver = |target: &std::path::Path| {
+        let t = target.to_string_lossy();
+        t.starts_with("/dev/nvidia") || t.starts_with("/dev/kfd") || t.starts_with("/dev/dri/")
+    };
+    dir.flatten()
+        .filter(|e| std::fs::read_link(e.path()).is_ok_and(|t| driver(&t)))
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Forks a child that holds the driver's files (`device_files`) until this process has
+/// ended, then ends itself: the driver's teardown runs at the child's last close, after
+/// this process has exited and whoever waits for it (a shell, a pipeline) has gone on. The
+/// child closes every other file first (stdout and stderr, so a reader sees their end now;
+/// sockets; inputs), and never touches the device.
+fn leave_release_to_a_child(device_files: &[i32]) {
+    // every open file, listed before the fork (the child must not allocate)
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            (dir.flatten())
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .filter(|fd| !device_files.contains(fd))
+                .collect()
+        })
+        .unwrap_or_default();
+    // SAFETY: `getpid` and `fork` have no preconditions. In the child (a copy of this
+    // multithreaded process with one thread) only async-signal-safe calls follow: `close`,
+    // `getppid`, `nanosleep` and `_exit`, on values computed before the fork; no lock, no
+    // allocation, no device call.
+    unsafe {
+        let parent = libc::getpid();
+        if libc::fork() != 0 {
+            return; // this process (or no child could be made): it exits now
+        }
+        for &fd in &open {
+            libc::close(fd);
+        }
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // wait (at most 10 s) for the parent to be gone: its files are closed by then
+        for _ in 0..10_000 {
+            if libc::getppid() != parent {
+                break;
+            }
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+        libc::_exit(0)
+    }
 }
