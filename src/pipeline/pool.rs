@@ -13,8 +13,10 @@ use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
-/// Threads that make a late lane's pinned buffers (`BufferPool::premade`).
+/// Threads that make a late lane's first pinned buffers (`BufferPool::premade`), and the rest
+/// while it works (`BufferPool::fill`: fewer, as the other lanes need the cores meanwhile).
 const PREMAKE_THREADS: usize = 4;
+const FILL_THREADS: usize = 2;
 
 /// Spare buffers of one kind of memory.
 struct Spares<T> {
@@ -105,12 +107,25 @@ impl<T: Copy + Default> BufferPool<T> {
     where
         T: Send,
     {
+        self.made_on(PREMAKE_THREADS, memory, count, stop)
+    }
+
+    fn made_on(
+        &self,
+        threads: usize,
+        memory: &PinnedMemory<T>,
+        count: usize,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Vec<HostBuf<T>>
+    where
+        T: Send,
+    {
         let len = self.largest.load(Ordering::Relaxed);
         if len == 0 {
             return Vec::new();
         }
         let count = count.min(self.capacity);
-        let threads = PREMAKE_THREADS.min(count);
+        let threads = threads.min(count);
         std::thread::scope(|scope| {
             let making: Vec<_> = (0..threads)
                 .map(|t| {
@@ -143,7 +158,7 @@ impl<T: Copy + Default> BufferPool<T> {
             Err(_) => None,
         };
         if let Some(memory) = memory {
-            for buf in self.premade(&memory, count, stop) {
+            for buf in self.made_on(FILL_THREADS, &memory, count, stop) {
                 self.give(buf);
             }
         }

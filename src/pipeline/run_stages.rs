@@ -31,10 +31,10 @@ use crate::stats::Latency;
 use crate::types::Signals;
 use crate::types::{InputKind, Sample, StreamMeta};
 use crossbeam_channel::{Receiver, Sender};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::Scope;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The engines as the run takes them: the lanes ready now, those built meanwhile, and how
 /// many workers the ready ones have.
@@ -421,6 +421,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
             holders: (self.readers.0 + self.readers.1, self.encoders),
+            progress: (self.total_samples, Instant::now()),
         };
         scope.spawn(move || {
             crossbeam_channel::select! {
@@ -557,13 +558,27 @@ struct LateJoin<'a, T: Sample> {
     /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
     /// queue (`join_late_lane`).
     holders: (usize, usize),
+    /// The samples the run will analyse, when known up front, and when the stages started.
+    progress: (Option<u64>, Instant),
 }
+
+/// A device that comes up when the lanes already working would finish in less than this is
+/// not joined: its first batch, a device's size, would hold the order window longer than the
+/// rest of the job takes (issue 23: frame 4096 on 8 cores).
+const LATE_JOIN_MIN_LEFT: Duration = Duration::from_millis(150);
 
 impl<T: Sample> LateJoin<'_, T> {
     fn join(&self, late: router::LateLanes<T>, done: &crossbeam_channel::Sender<worker::Done<T>>) {
         let (control, dispatcher) = (&self.context.control, &self.context.dispatcher);
         if let Some(e) = late.error {
             control.fail(e); // the device the run named is unusable
+        }
+        if let Some(left) = self.nearly_done() {
+            let left_ms = left.as_secs_f64() * 1e3;
+            tracing::debug!(left_ms, "a device came up with little work left: not joined");
+            // (its engines are left to the exit, not released while the run ends)
+            crate::left_behind::keep(Box::new(late.lanes));
+            return;
         }
         if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
             dispatcher.set_cpu_speed(speed);
@@ -587,5 +602,21 @@ impl<T: Sample> LateJoin<'_, T> {
         for fill in fills {
             fill.fill(dispatcher, self.pools);
         }
+    }
+
+    /// The time the working lanes still need at the rate they went so far, when it is under
+    /// `LATE_JOIN_MIN_LEFT` (None: more, or unknown).
+    fn nearly_done(&self) -> Option<Duration> {
+        let (total, since) = self.progress;
+        let done = self.context.control.counters.samples_analysed.load(Ordering::Relaxed);
+        let (total, done) = (total? as f64, done as f64);
+        if done <= 0.0 {
+            return None;
+        }
+        if total <= done {
+            return Some(Duration::ZERO);
+        }
+        let left = since.elapsed().mul_f64((total - done) / done);
+        (left < LATE_JOIN_MIN_LEFT).then_some(left)
     }
 }
