@@ -317,6 +317,11 @@ impl SharedDevice {
     }
 
     fn create(entry: &DeviceEntry) -> OpenResult {
+        // one context made at a time: two made at once on NVIDIA's driver took 0.36–0.37 s each
+        // against 0.135 s for one alone (`gpu:all` on two H200s, docs/perf.md, issue 30), so in
+        // turn the first device is ready sooner and both no later
+        static MAKING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = MAKING.lock().unwrap_or_else(|e| e.into_inner());
         let context = Context::from_device(&entry.device).map_err(|e| {
             format!(
                 "cannot create an OpenCL context on {}: {e}",
