@@ -12,6 +12,7 @@
 // butterflies j = t, t + WG, ... of every pass, and bins k = t, t + WG, ... at the end.
 // Defines: M, WG, NPASSES, RADICES ({r0, r1, ...}: the radices in pass order), REAL_INPUT,
 // REAL_FULL (odd real n as M = n complex points), COMPLEX_OUT, USE_DOUBLE (see common.cl).
+// The passes: mixed_lpass.cl (LP_LEN = M, one transform).
 
 #ifndef REAL_FULL
 #define REAL_FULL 0
@@ -24,38 +25,6 @@
 #else
 #define LBINS M
 #endif
-
-#define DEFINE_LPASS(RR)                                                                           \
-    inline void lpass_r##RR(__local const real2 *src, __local real2 *dst,                         \
-                            __global const real2 *restrict tw, uint ns, uint t) {                  \
-        const uint q = M / RR;                                                                     \
-        for (uint j = t; j < q; j += WG) {                                                         \
-            real2 v[RR];                                                                           \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                v[r] = src[j + r * q];                                                             \
-            }                                                                                      \
-            const uint k = j % ns;                                                                 \
-            if (ns > 1) {                                                                          \
-                const uint stride = q / ns;                                                        \
-                for (uint r = 1; r < RR; r++) {                                                    \
-                    v[r] = cmul(v[r], tw[r * k * stride]);                                         \
-                }                                                                                  \
-            }                                                                                      \
-            MDFT_##RR(v);                                                                          \
-            const uint d = (j - k) * RR + k;                                                       \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                dst[d + r * ns] = v[r];                                                            \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-DEFINE_LPASS(2)
-DEFINE_LPASS(3)
-DEFINE_LPASS(4)
-DEFINE_LPASS(5)
-DEFINE_LPASS(7)
-DEFINE_LPASS(8)
-DEFINE_LPASS(16)
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 fft_mixed_local(__global const real_t *restrict in, __global const real_t *restrict win,
@@ -78,27 +47,7 @@ fft_mixed_local(__global const real_t *restrict in, __global const real_t *restr
         a[j] = vload2(j, x) * win[j];
 #endif
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint radices[NPASSES] = RADICES;
-    __local real2 *src = a;
-    __local real2 *dst = b;
-    uint ns = 1;
-    for (uint p = 0; p < NPASSES; p++) {
-        switch (radices[p]) {
-        case 2: lpass_r2(src, dst, tw, ns, t); break;
-        case 3: lpass_r3(src, dst, tw, ns, t); break;
-        case 4: lpass_r4(src, dst, tw, ns, t); break;
-        case 5: lpass_r5(src, dst, tw, ns, t); break;
-        case 7: lpass_r7(src, dst, tw, ns, t); break;
-        case 8: lpass_r8(src, dst, tw, ns, t); break;
-        default: lpass_r16(src, dst, tw, ns, t); break;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        ns *= radices[p];
-        __local real2 *swap = src;
-        src = dst;
-        dst = swap;
-    }
+    __local real2 *src = lpasses(a, b, tw, t);
     for (uint k = t; k < LBINS; k += WG) {
 #if REAL_FULL || !REAL_INPUT
         real2 z = src[k];

@@ -117,6 +117,11 @@ pub fn opencl_split_from() -> Option<usize> {
 pub fn opencl_split_last32() -> bool {
     text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")
 }
+/// `FFTD_OPENCL_TWO_LEVEL=0`: no two-level path (twolevel.rs); the sizes it takes go back to
+/// the global-memory passes (A/B measurements).
+pub fn opencl_two_level() -> bool {
+    !turned_off("FFTD_OPENCL_TWO_LEVEL")
+}
 pub fn opencl_target_wg() -> Option<usize> {
     number("FFTD_OPENCL_TARGET_WG")
 }

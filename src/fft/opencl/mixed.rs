@@ -12,6 +12,7 @@
 
 use super::launch::{cl, enqueue_pack, enqueue_post, round_wg, Launch};
 use super::plan::twiddles;
+use super::twolevel::SRC_LPASS;
 use super::*;
 use opencl3::event::Event;
 use opencl3::kernel::ExecuteKernel;
@@ -81,7 +82,7 @@ pub(super) fn filter_spectrum(c: &[Complex<f64>], l: usize) -> Vec<Complex<f64>>
     b.iter().map(|z| z / l as f64).collect()
 }
 
-fn interleave<T: Sample>(v: &[Complex<f64>]) -> Vec<T> {
+pub(super) fn interleave<T: Sample>(v: &[Complex<f64>]) -> Vec<T> {
     v.iter()
         .flat_map(|z| [T::of_f64(z.re), T::of_f64(z.im)])
         .collect()
@@ -193,7 +194,7 @@ impl<T: Sample> OpenClEngine<T> {
             radices.len(),
             list.join(",")
         );
-        let src = [SRC_COMMON, SRC_MIXED, SRC_MIXED_LOCAL];
+        let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_MIXED_LOCAL];
         let program = self.dev.program("mixed_local", &src, &opts)?;
         let kernel = Kernel::create(&program, "fft_mixed_local")
             .map_err(|e| format!("kernel fft_mixed_local: {e}"))?;

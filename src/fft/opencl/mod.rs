@@ -48,6 +48,7 @@ pub mod pinned;
 mod plan;
 mod segments;
 mod slots;
+mod twolevel;
 
 use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
@@ -59,6 +60,7 @@ use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
 pub use geometry::{fourstep_geometry, LocalGeometry};
+pub use twolevel::{twolevel_geometry, Stage as TwoLevelStage};
 use launch::{enqueue_kernels, ScaleArgs};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::kernel::Kernel;
