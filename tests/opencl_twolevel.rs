@@ -1,7 +1,7 @@
 //! The OpenCL engine's two-level path (kernels/twolevel.cl: column then row FFTs, each in local
 //! memory) and the four-step path's fused real post-processing, on a real OpenCL device (PoCL in
 //! CI). PoCL reports 1 MiB of local memory, so small local-memory limits send sizes that fit one
-//! kernel there through these paths: 4 KiB for a spread of composite, odd and Bluestein sizes
+//! kernel there through these paths: 4 KiB (f32; 8 KiB f64) for composite, odd and Bluestein sizes
 //! against the naive f64 DFT; 48 KiB (an H100's default) for the large sizes the GPU runs
 //! this way (44100, 48000, 65521, 2^20) against the CPU engine in f64. Real and complex input,
 //! f32 and f64, windows and scales rotated; tolerance 1e-4 (f32) / 1e-10 (f64) of each frame's
@@ -60,6 +60,19 @@ fn check<T: Sample>(
     frames: usize,
     want: impl Fn(&[f64]) -> Vec<f64>,
 ) -> f64 {
+    let path = gpu.path_name(s).expect("plan");
+    assert!(
+        [
+            "two-level",
+            "two-level-bluestein",
+            "four-step",
+            "local-bluestein"
+        ]
+        .contains(&path),
+        "n={} {:?}: path {path}",
+        s.n,
+        s.kind
+    );
     let input: Vec<T> = common::signal(frames * s.values_per_frame(), s.n as u64 + 3);
     let want = want(&f64s(input.clone()));
     let mut got = Vec::new();
@@ -99,11 +112,12 @@ fn cpu(s: &TransformSpec, frames: usize) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
 }
 
 /// Sizes through the two-level path under a 4 KiB limit: even real with even and odd N1 (960,
-/// 1000, 2250, 3000), odd real (945, 3375: complex frames), Bluestein (11, 97, 1009, 2018).
+/// 1000, 2250, 3000), odd real (945, 3375: complex frames), Bluestein (1009, 2018; 11 and 97
+/// fit one kernel: Bluestein in local memory).
 const SMALL: [usize; 10] = [960, 1000, 2250, 3000, 945, 3375, 11, 97, 1009, 2018];
 
-fn sweep<T: Sample>(sizes: &[usize]) {
-    let Some(mut gpu) = engine::<T>(4 << 10) else {
+fn sweep<T: Sample>(limit: usize, sizes: &[usize]) {
+    let Some(mut gpu) = engine::<T>(limit) else {
         return;
     };
     let mut worst = 0.0f64;
@@ -124,12 +138,13 @@ fn sweep<T: Sample>(sizes: &[usize]) {
 
 #[test]
 fn f32_two_level_sizes_against_the_f64_dft() {
-    sweep::<f32>(&SMALL);
+    sweep::<f32>(4 << 10, &SMALL);
 }
 
 #[test]
 fn f64_two_level_sizes_against_the_f64_dft() {
-    sweep::<f64>(&[960, 2250, 945, 97, 2018]);
+    // 8 KiB: f64 transforms twice the bytes
+    sweep::<f64>(8 << 10, &[960, 2250, 945, 97, 2018]);
 }
 
 #[test]
@@ -162,7 +177,12 @@ fn large_sizes_at_an_h100_limit() {
         (48000, InputKind::Complex, WindowKind::Hann, Scale::Complex),
         (65521, InputKind::Real, WindowKind::Hann, Scale::Magnitude),
         (2018 * 16, InputKind::Real, WindowKind::Hann, Scale::Db),
-        (1 << 20, InputKind::Complex, WindowKind::Hann, Scale::Magnitude),
+        (
+            1 << 20,
+            InputKind::Complex,
+            WindowKind::Hann,
+            Scale::Magnitude,
+        ),
     ];
     for (n, kind, window, scale) in cases {
         let s = spec(n, kind, window, scale);
@@ -183,5 +203,51 @@ fn geometry_splits_near_the_square_root_under_the_limit() {
     assert_eq!((a.len, b.len), (256, 512));
     assert!(a.fpb >= 2 && b.fpb >= 2);
     assert!(twolevel_geometry(1009, 4, h100, 1024).is_none(), "a prime");
-    assert!(twolevel_geometry(1 << 23, 4, h100, 1024).is_none(), "too long");
+    assert!(
+        twolevel_geometry(1 << 23, 4, h100, 1024).is_none(),
+        "too long"
+    );
+}
+
+/// The four-step path (powers of two) with real input's post-processing fused into the rows
+/// kernel, at an H100's limit, against the CPU engine in f64.
+#[test]
+fn fourstep_real_fused_post_at_an_h100_limit() {
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (i, log2) in [15, 16, 17].into_iter().enumerate() {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let scale = Scale::ALL[i % Scale::ALL.len()];
+            let s = spec(1 << log2, kind, WindowKind::Hann, scale);
+            assert_eq!(g32.path_name(&s).expect("plan"), "four-step", "{s:?}");
+            check(&mut g32, &s, 3, cpu(&s, 3));
+            check(&mut g64, &s, 1, cpu(&s, 1));
+        }
+    }
+}
+
+/// The largest frame, 2^24 samples, against the CPU engine in f64: one real frame on the
+/// two-level path (PoCL's 1 MiB of local memory: 2048 x 4096 points) and one complex frame on
+/// the global passes (an H100's 48 KiB); about 3 s each on PoCL.
+#[test]
+fn the_largest_frame_2_pow_24() {
+    for (limit, kind) in [(1 << 20, InputKind::Real), (48 << 10, InputKind::Complex)] {
+        let Some(mut gpu) = engine::<f32>(limit) else {
+            return;
+        };
+        {
+            let s = spec(1 << 24, kind, WindowKind::Hann, Scale::Magnitude);
+            let t = std::time::Instant::now();
+            let input: Vec<f32> = common::signal(s.values_per_frame(), 24);
+            let want = cpu(&s, 1)(&f64s(input.clone()));
+            let mut got = Vec::new();
+            gpu.process(&s, &input, 1, &mut got).expect("opencl 2^24");
+            let e = common::spec_rel_error(&f64s(got), &want, &s);
+            let path = gpu.path_name(&s).expect("plan");
+            eprintln!("2^24 {kind:?} {path}: {e:e} in {:?}", t.elapsed());
+            assert!(e <= 1e-4, "2^24 {kind:?} {path}: {e:e}");
+        }
+    }
 }

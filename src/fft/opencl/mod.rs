@@ -60,7 +60,6 @@ use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
 pub use geometry::{fourstep_geometry, LocalGeometry};
-pub use twolevel::{twolevel_geometry, Stage as TwoLevelStage};
 use launch::{enqueue_kernels, ScaleArgs};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::kernel::Kernel;
@@ -73,6 +72,7 @@ use slots::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use twolevel::{twolevel_geometry, Stage as TwoLevelStage};
 
 pub(crate) const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
 const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");

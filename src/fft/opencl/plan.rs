@@ -26,7 +26,7 @@ pub(super) enum Path<T: Sample> {
         post: Kernel,
     },
     /// Frame sizes that are not powers of two, one kernel in local memory (`mixed`).
-    MixedLocal(MixedLocal),
+    MixedLocal(MixedLocal<T>),
     /// Frame sizes that are not powers of two, passes in global memory (`mixed`).
     Mixed(MixedPath<T>),
     /// Column then row FFTs in local memory (`twolevel`): sizes that are not powers of two and
@@ -241,5 +241,36 @@ impl<T: Sample> OpenClEngine<T> {
             post: k("post")?,
         };
         Ok((path, None, None))
+    }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
+    /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
+    /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
+    /// diagnostics.
+    pub fn path_name(&mut self, spec: &TransformSpec) -> Result<&'static str, EngineError> {
+        self.supports(spec)?;
+        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
+        if !self.plans.contains_key(&key) {
+            let plan = self.build_plan(spec).map_err(dev_err)?;
+            self.plans.insert(key, plan);
+        }
+        let plan = self
+            .plans
+            .get(&key)
+            .ok_or_else(|| dev_err("plan missing"))?;
+        Ok(match &plan.path {
+            Path::Local { geometry, .. } if geometry.split => "split",
+            Path::Local { .. } => "local",
+            Path::FourStep { .. } => "four-step",
+            Path::Global { .. } => "global",
+            Path::MixedLocal(l) if l.bluestein.is_some() => "local-bluestein",
+            Path::MixedLocal(_) => "mixed-local",
+            Path::Mixed(m) if m.is_bluestein() => "bluestein",
+            Path::Mixed(_) => "mixed",
+            Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
+            Path::TwoLevel(_) => "two-level",
+        })
     }
 }
