@@ -87,6 +87,11 @@ pub fn mic_format() -> Option<String> {
     text("FFTD_MIC_FORMAT")
 }
 pub const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
+/// `FFTD_OPENCL_CHUNKED=0`: no split exchange in rounds (complex frames that need it take the
+/// four-step path; A/B measurements).
+pub fn opencl_chunked() -> bool {
+    !turned_off("FFTD_OPENCL_CHUNKED")
+}
 pub fn opencl_chunk_bytes() -> Option<usize> {
     number("FFTD_OPENCL_CHUNK_BYTES")
 }

@@ -66,7 +66,8 @@ fn check<T: Sample>(
             "two-level",
             "two-level-bluestein",
             "four-step",
-            "local-bluestein"
+            "local-bluestein",
+            "split"
         ]
         .contains(&path),
         "n={} {:?}: path {path}",
@@ -248,6 +249,35 @@ fn the_largest_frame_2_pow_24() {
             let path = gpu.path_name(&s).expect("plan");
             eprintln!("2^24 {kind:?} {path}: {e:e} in {:?}", t.elapsed());
             assert!(e <= 1e-4, "2^24 {kind:?} {path}: {e:e}");
+        }
+    }
+}
+
+/// Complex frames whose split exchange goes in rounds (local memory holds a half or a quarter of
+/// one component): 1024 (halves in f32, quarters in f64) and 2048 (quarters, f32) points under
+/// 4 KiB, 16384 under an H100's 48 KiB (f32: halves; f64: quarters), against the CPU engine in
+/// f64.
+#[test]
+fn split_exchange_in_rounds_for_complex_frames() {
+    for (i, (limit, n, f64_too)) in [
+        (4 << 10, 1024, true),
+        (4 << 10, 2048, false),
+        (48 << 10, 16384, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+            return;
+        };
+        let window = WindowKind::ALL[i % WindowKind::ALL.len()];
+        let scale = Scale::ALL[i % Scale::ALL.len()];
+        let s = spec(n, InputKind::Complex, window, scale);
+        assert_eq!(g32.path_name(&s).expect("plan"), "split", "f32 {s:?}");
+        check(&mut g32, &s, 3, cpu(&s, 3));
+        if f64_too {
+            assert_eq!(g64.path_name(&s).expect("plan"), "split", "f64 {s:?}");
+            check(&mut g64, &s, 2, cpu(&s, 2));
         }
     }
 }

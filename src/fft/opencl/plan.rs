@@ -126,7 +126,7 @@ impl<T: Sample> OpenClEngine<T> {
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
             }
-        } else if let Some(g) = self.local_geometry(m) {
+        } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
             self.fourstep_plan(m, (g1, g2), &opts)?
@@ -152,14 +152,12 @@ impl<T: Sample> OpenClEngine<T> {
         })
     }
 
-    fn local_geometry(&self, m: usize) -> Option<LocalGeometry> {
-        LocalGeometry::new(
-            m,
-            std::mem::size_of::<T>(),
-            self.local_limit(),
+    fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
+        let wg = (
             self.dev.info.max_work_group.min(1024),
             self.options.target_wg.unwrap_or(TARGET_WG),
-        )
+        );
+        LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
 
     /// The one-kernel path: stockham_local.cl with a twiddle table of n (real) or m points.
