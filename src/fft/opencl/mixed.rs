@@ -124,6 +124,9 @@ pub(super) struct MixedLocal<T: Sample> {
     pub(super) bluestein: Option<(Buffer<T>, Buffer<T>)>,
 }
 
+/// The one-kernel path and its twiddle table.
+type LocalPlan<T> = (MixedLocal<T>, Buffer<T>);
+
 /// The plan of one size that is not a power of two.
 pub(super) struct MixedPath<T: Sample> {
     m: usize,
@@ -182,7 +185,7 @@ impl<T: Sample> OpenClEngine<T> {
         m: usize,
         opts: &str,
         local_limit: usize,
-    ) -> Result<Option<(MixedLocal<T>, Buffer<T>)>, String> {
+    ) -> Result<Option<LocalPlan<T>>, String> {
         let plain = radices(m).is_some();
         // Bluestein in one kernel: tuning knob FFTD_OPENCL_TWO_LEVEL=0 turns it off with the
         // two-level path (A/B against the global passes)

@@ -144,29 +144,8 @@ impl<T: Sample> OpenClEngine<T> {
             return Ok(None);
         };
         let geo = format!("{opts} -D N={n} -D N1={} -D N2={}", s1.len, s2.len);
-        let build = |stage: u32, s: &Stage, e: Ends, name: &str| -> Result<Kernel, String> {
-            let list: Vec<String> = radices(s.len)
-                .ok_or("two-level length")?
-                .iter()
-                .map(|r| r.to_string())
-                .collect();
-            let o = format!(
-                "{geo} -D STAGE={stage} -D FPB={} -D WG={} -D NPASSES={} -D RADICES={{{}}} \
-                 -D LP_LEN={} -D LP_COUNT={} -D LP_STRIDE={} -D LOAD={} -D CHIRP_IN={} -D STORE={}",
-                s.fpb,
-                s.wg,
-                list.len(),
-                list.join(","),
-                s.len,
-                s.fpb,
-                Stage::stride(s.len),
-                e.load_input as u32,
-                e.chirp_in as u32,
-                e.store
-            );
-            let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_TWOLEVEL];
-            let program = self.dev.program("twolevel", &src, &o)?;
-            Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
+        let build = |stage: u32, s: &Stage, e: Ends, name: &str| {
+            self.twolevel_kernel(&geo, (stage, s), e, name)
         };
         let first = Ends {
             load_input: true,
@@ -215,6 +194,41 @@ impl<T: Sample> OpenClEngine<T> {
             twn: self.upload(&twiddles(n))?,
             bluestein,
         }))
+    }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// One stage's kernel (`name`, STAGE `stage` of shape `s`) with the loads and stores `e`;
+    /// `geo`: the plan's defines and N, N1, N2.
+    fn twolevel_kernel(
+        &self,
+        geo: &str,
+        (stage, s): (u32, &Stage),
+        e: Ends,
+        name: &str,
+    ) -> Result<Kernel, String> {
+        let list: Vec<String> = radices(s.len)
+            .ok_or("two-level length")?
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        let o = format!(
+            "{geo} -D STAGE={stage} -D FPB={} -D WG={} -D NPASSES={} -D RADICES={{{}}} \
+             -D LP_LEN={} -D LP_COUNT={} -D LP_STRIDE={} -D LOAD={} -D CHIRP_IN={} -D STORE={}",
+            s.fpb,
+            s.wg,
+            list.len(),
+            list.join(","),
+            s.len,
+            s.fpb,
+            Stage::stride(s.len),
+            e.load_input as u32,
+            e.chirp_in as u32,
+            e.store
+        );
+        let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_TWOLEVEL];
+        let program = self.dev.program("twolevel", &src, &o)?;
+        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
     }
 }
 
