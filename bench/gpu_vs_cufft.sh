@@ -7,6 +7,10 @@
 # OTHER_SIZES= to skip them). cuFFT gets the same sizes and batches (frames = SAMPLES / n).
 # Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536;
 #        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018)
+# AB=1: also time fftd with FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the global-memory
+# passes instead of the two-level and local Bluestein paths; four-step instead of the chunked
+# split exchange for complex 16384) into OUTDIR/old, joined against the same cuFFT run.
+# CUFFT_CSV=path: reuse an earlier cufft.csv (same sizes and SAMPLES) instead of running torch.
 set -euo pipefail
 out=${1:-bench-out}
 fftd=${FFTD:-fftd}
@@ -28,9 +32,25 @@ else:
     print(','.join(str(int(eval(x.replace('^', '**')))) for x in s.split(',')))
 " "$sizes")
 if [ -n "$other" ]; then list="$list,$other"; fi
-"$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
-    --kind real --csv "$out/fftd_real.csv" > "$out/fftd_real.txt"
-"$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
-    --kind complex --csv "$out/fftd_complex.csv" > "$out/fftd_complex.txt"
-python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$out/cufft.csv"
-python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$out/cufft.csv" | tee "$out/gpu_vs_cufft.txt"
+# fftd_runs DIR: fftd's real and complex timings into DIR
+fftd_runs() {
+    mkdir -p "$1"
+    for kind in real complex; do
+        "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
+            --kind "$kind" --csv "$1/fftd_$kind.csv" > "$1/fftd_$kind.txt"
+    done
+}
+fftd_runs "$out"
+if [ "${AB:-0}" = 1 ]; then
+    FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 fftd_runs "$out/old"
+fi
+cufft=${CUFFT_CSV:-$out/cufft.csv}
+if [ -z "${CUFFT_CSV:-}" ]; then
+    python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$cufft"
+fi
+python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$cufft" | tee "$out/gpu_vs_cufft.txt"
+if [ "${AB:-0}" = 1 ]; then
+    echo
+    echo "== FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the earlier paths) =="
+    python3 "$here/join_cufft.py" "$out/old/fftd_real.csv" "$out/old/fftd_complex.csv" "$cufft" | tee "$out/old/gpu_vs_cufft.txt"
+fi

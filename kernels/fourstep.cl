@@ -5,8 +5,12 @@
 //       twiddle W_MT^(n2 k1); written transposed, tmp[k1*M2 + n2].
 //   rows (STAGE 2): for each k1, Z[k1 + M1 k2] = sum_n2 tmp[k1*M2 + n2] W_M2^(n2 k2); complex
 //       input: |Z|^2 and the output scale (or Z itself, COMPLEX_OUT) go straight to `out`
-//       (common.cl: store_bin); real input: Z is written to `z`
-//       for r2c_post.cl's `post` (which needs Z_k and Z_{MT-k}).
+//       (common.cl: store_bin); real input: the half-length packing is undone in the same
+//       kernel (r2c post fused, no third kernel): X_k needs Z_k and Z_{MT-k}, and
+//       MT - (k1 + M1 k2) = (M1 - k1) + M1 (M2 - 1 - k2) for k1 > 0 (M1 (M2 - k2) mod MT for
+//       k1 = 0), so a group holds rows in pairs (k1, M1 - k1): pair p = 1..M1/2-1 is rows
+//       (p, M1 - p), pair 0 is rows (0, M1/2), each of which is its own partner. The group's
+//       FPB slots: slot i < FPB/2 holds the first row of pair p0 + i, slot FPB/2 + i the second.
 // Each stage runs FPB independent FFTs of M points per work-group with stockham_passes.cl.
 // Work-group shape: TPF*FPB work-items. STAGE 1 puts FPB adjacent columns in a group with the
 // column index fastest across work-items, so global reads and writes are runs of FPB pairs.
@@ -77,20 +81,36 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
 #endif
 
 #if STAGE == 2
+// real input: the row held in slot s (< FPB) of the group whose first pair is p0
+inline uint pair_row(uint p0, uint s) {
+    uint p = p0 + s % (FPB / 2);
+    if (s < FPB / 2) {
+        return p;
+    }
+    return p == 0 ? M1 / 2 : M1 - p;
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
-                   __global real2 *restrict z, __global real_t *restrict out, uint frames,
+                   __global real_t *restrict out, uint frames,
                    int scale_mode, real_t norm_edge, real_t norm_interior) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
+    const uint fl = lid / TPF, t = lid % TPF;
+    const uint base = fl * M;
+#if REAL_INPUT
+    const uint groups_per_frame = M1 / FPB; // (M1/2 pairs) / (FPB/2 pairs per group)
+    const uint frame = get_group_id(0) / groups_per_frame;
+    const uint p0 = (get_group_id(0) % groups_per_frame) * (FPB / 2);
+    const size_t row = (size_t)frame * MT + (size_t)pair_row(p0, fl) * M2;
+#else
     const uint groups_per_frame = M1 / FPB;
     const uint frame = get_group_id(0) / groups_per_frame;
     const uint k1_0 = (get_group_id(0) % groups_per_frame) * FPB;
-    const uint fl = lid / TPF, t = lid % TPF;
-    const uint base = fl * M;
+    const size_t row = (size_t)frame * MT + (size_t)(k1_0 + fl) * M2;
+#endif
     const size_t fo = (size_t)frame * MT;
-    const size_t row = fo + (size_t)(k1_0 + fl) * M2;
     real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
     for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
         uint j = t + b * TPF;
@@ -117,17 +137,36 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     }
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
+#if REAL_INPUT
+    // slot fastest: runs of FPB/2 consecutive (first rows) or descending (second rows) bins
+    const size_t ob = (size_t)frame * (MT + 1);
+    for (uint i = lid; i < FPB * M; i += WG) {
+        uint s = i % FPB, k2 = i / FPB;
+        uint k1 = pair_row(p0, s);
+        // the partner row's slot: the other half of the pair, or this slot for rows 0, M1/2
+        uint sp = (k1 == 0 || 2 * k1 == M1) ? s : (s + FPB / 2) % FPB;
+        uint kp = k1 == 0 ? (M2 - k2) % M2 : M2 - 1 - k2;
+        uint a = PADI(s * M + k2), c = PADI(sp * M + kp);
+        real2 zk = (real2)(sre[a], sim[a]), zc = (real2)(sre[c], sim[c]);
+        uint k = k1 + M1 * k2;
+        real_t e = -(real_t)k / (real_t)MT; // W_2MT^k = exp(i pi e)
+        store_bin(out, ob + k, r2c_bin(zk, zc, (real2)(cospi(e), sinpi(e))), k == 0, scale_mode,
+                  norm_edge, norm_interior);
+        if (k == 0) {
+            // the Nyquist bin X_MT from Z_0 alone (W_2MT^MT = -1)
+            store_bin(out, ob + MT, r2c_bin(zk, zk, (real2)(R(-1.0), R(0.0))), 1, scale_mode,
+                      norm_edge, norm_interior);
+        }
+    }
+#else
     // row fastest: runs of FPB consecutive bins k = k1 + M1*k2
     for (uint i = lid; i < FPB * M; i += WG) {
         uint r = i % FPB, k2 = i / FPB;
         uint a = PADI(r * M + k2);
         uint k = k1_0 + r + M1 * k2;
-#if REAL_INPUT
-        z[fo + k] = (real2)(sre[a], sim[a]);
-#else
         store_bin(out, fo + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
                   norm_interior);
-#endif
     }
+#endif
 }
 #endif

@@ -12,9 +12,21 @@
 // butterflies j = t, t + WG, ... of every pass, and bins k = t, t + WG, ... at the end.
 // Defines: M, WG, NPASSES, RADICES ({r0, r1, ...}: the radices in pass order), REAL_INPUT,
 // REAL_FULL (odd real n as M = n complex points), COMPLEX_OUT, USE_DOUBLE (see common.cl).
+// The passes: mixed_lpass.cl (LP_LEN = M, one transform).
+//
+// BLUESTEIN=1 (a prime factor above 7, LP_LEN = L: Bluestein's power-of-two length, whose two
+// arrays fit local memory): the chirp-z transform in the same one kernel, as mixed_radix.cl's
+// global version does it in eight or more: load a_j = x_j w_j c_j (j < M; zero up to L), L-point
+// FFT, d = conj(A * Bh) in place, L-point FFT (E), then X_k = c_k conj(E_k) on the store (c: the
+// chirp, Bh: the filter's spectrum / L; both computed on the host in double, `chirp`, `filter`);
+// `tw` is the L-point table. Unused otherwise.
 
 #ifndef REAL_FULL
 #define REAL_FULL 0
+#endif
+
+#ifndef BLUESTEIN
+#define BLUESTEIN 0
 #endif
 
 #if REAL_FULL
@@ -25,43 +37,12 @@
 #define LBINS M
 #endif
 
-#define DEFINE_LPASS(RR)                                                                           \
-    inline void lpass_r##RR(__local const real2 *src, __local real2 *dst,                         \
-                            __global const real2 *restrict tw, uint ns, uint t) {                  \
-        const uint q = M / RR;                                                                     \
-        for (uint j = t; j < q; j += WG) {                                                         \
-            real2 v[RR];                                                                           \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                v[r] = src[j + r * q];                                                             \
-            }                                                                                      \
-            const uint k = j % ns;                                                                 \
-            if (ns > 1) {                                                                          \
-                const uint stride = q / ns;                                                        \
-                for (uint r = 1; r < RR; r++) {                                                    \
-                    v[r] = cmul(v[r], tw[r * k * stride]);                                         \
-                }                                                                                  \
-            }                                                                                      \
-            MDFT_##RR(v);                                                                          \
-            const uint d = (j - k) * RR + k;                                                       \
-            for (uint r = 0; r < RR; r++) {                                                        \
-                dst[d + r * ns] = v[r];                                                            \
-            }                                                                                      \
-        }                                                                                          \
-    }
-
-DEFINE_LPASS(2)
-DEFINE_LPASS(3)
-DEFINE_LPASS(4)
-DEFINE_LPASS(5)
-DEFINE_LPASS(7)
-DEFINE_LPASS(8)
-DEFINE_LPASS(16)
-
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 fft_mixed_local(__global const real_t *restrict in, __global const real_t *restrict win,
                 __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
-                int scale_mode, real_t norm_edge, real_t norm_interior, uint step) {
-    __local real2 a[M], b[M];
+                int scale_mode, real_t norm_edge, real_t norm_interior, uint step,
+                __global const real2 *restrict chirp, __global const real2 *restrict filter) {
+    __local real2 a[LP_LEN], b[LP_LEN];
     const uint f = get_group_id(0);
     const uint t = get_local_id(0);
     if (f >= frames) {
@@ -77,35 +58,33 @@ fft_mixed_local(__global const real_t *restrict in, __global const real_t *restr
 #else
         a[j] = vload2(j, x) * win[j];
 #endif
+#if BLUESTEIN
+        a[j] = cmul(a[j], chirp[j]);
+#endif
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint radices[NPASSES] = RADICES;
-    __local real2 *src = a;
-    __local real2 *dst = b;
-    uint ns = 1;
-    for (uint p = 0; p < NPASSES; p++) {
-        switch (radices[p]) {
-        case 2: lpass_r2(src, dst, tw, ns, t); break;
-        case 3: lpass_r3(src, dst, tw, ns, t); break;
-        case 4: lpass_r4(src, dst, tw, ns, t); break;
-        case 5: lpass_r5(src, dst, tw, ns, t); break;
-        case 7: lpass_r7(src, dst, tw, ns, t); break;
-        case 8: lpass_r8(src, dst, tw, ns, t); break;
-        default: lpass_r16(src, dst, tw, ns, t); break;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        ns *= radices[p];
-        __local real2 *swap = src;
-        src = dst;
-        dst = swap;
+#if BLUESTEIN
+    for (uint j = M + t; j < LP_LEN; j += WG) {
+        a[j] = (real2)(R(0.0), R(0.0));
     }
+    __local real2 *e = lpasses(a, b, tw, t);
+    for (uint j = t; j < LP_LEN; j += WG) {
+        real2 d = cmul(e[j], filter[j]);
+        e[j] = (real2)(d.x, -d.y);
+    }
+    __local real2 *src = lpasses(e, e == a ? b : a, tw, t);
+    // Z_k = c_k conj(E_k), k < M
+#define ZK(k) cmul(chirp[k], (real2)(src[k].x, -src[k].y))
+#else
+    __local real2 *src = lpasses(a, b, tw, t);
+#define ZK(k) src[k]
+#endif
     for (uint k = t; k < LBINS; k += WG) {
 #if REAL_FULL || !REAL_INPUT
-        real2 z = src[k];
+        real2 z = ZK(k);
         int edge = (k == 0);
 #else
         real_t ang = -(real_t)k / (real_t)M; // exp(-2 pi i k / 2M) = exp(i pi ang)
-        real2 z = r2c_bin(src[k % M], src[(M - k) % M], (real2)(cospi(ang), sinpi(ang)));
+        real2 z = r2c_bin(ZK(k % M), ZK((M - k) % M), (real2)(cospi(ang), sinpi(ang)));
         int edge = (k == 0) || (k == M);
 #endif
         store_bin(out, (size_t)f * LBINS + k, z, edge, scale_mode, norm_edge, norm_interior);

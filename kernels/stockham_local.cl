@@ -24,7 +24,8 @@
 // multiplication (-D TW_TABLE_ALL reads every power from the table instead).
 //
 // SPLIT=1 (one frame per group, FPB=1): for frames whose 2M reals do not fit in local memory but
-// M reals do. The spectrum stays in registers; every exchange, and the store phase, goes through
+// M reals do (complex input: or M/CHUNKS reals, each exchange in CHUNKS rounds per component;
+// stockham_passes.cl). The spectrum stays in registers; every exchange, and the store phase, goes through
 // one local array twice (real parts, then imaginary parts). For real input the store phase
 // accumulates X_k = a Z_k + b conj(Z_{M-k}) (a = (1 - iW^k)/2, b = (1 + iW^k)/2) over the two
 // halves; NB = ceil(BINS/WG) bins per work-item.
@@ -48,6 +49,9 @@
 #define DIRECT 1
 #else
 #define DIRECT 0
+#endif
+#if SPLIT && CHUNKS > 1 && !DIRECT
+#error "the split exchange in rounds needs the direct store (complex input)"
 #endif
 #define STORE_DIRECT(RR, vv, fr)                                                                   \
     if ((fr) < frames) {                                                                           \
@@ -80,21 +84,35 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 #define NB ((BINS + WG - 1) / WG)
 // exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
 // of radix RB, one component at a time through `buf`
+#if CHUNKS == 1
 #define EXCHANGE(RA, va, RB, vb, ns)                                                               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    CALL(put_r, RA)(va, buf, 0, t, ns, 0);                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    CALL(get_r, RB)(vb, buf, 0, t, 0);                                                             \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    CALL(put_r, RA)(va, buf, 0, t, ns, 1);                                                         \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
-    CALL(get_r, RB)(vb, buf, 0, t, 1);
+    for (int comp = 0; comp < 2; comp++) {                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        CALL(put_r, RA)(va, buf, 0, t, ns, comp, 0);                                               \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        CALL(get_r, RB)(vb, buf, 0, t, comp, 0);                                                   \
+    }
+#else
+// in rounds: every round puts from `va` as it was, so the inputs gather in `g` (one component)
+// and go into `vb` (possibly `va` itself) after the last round
+#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
+    for (int comp = 0; comp < 2; comp++) {                                                         \
+        real_t g[M / TPF];                                                                         \
+        for (uint c = 0; c < CHUNKS; c++) {                                                        \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+            CALL(put_r, RA)(va, buf, 0, t, ns, comp, c);                                           \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+            CALL(getc_r, RB)(g, buf, t, c);                                                        \
+        }                                                                                          \
+        CALL(setc_r, RB)(vb, g, comp);                                                             \
+    }
+#endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
                __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
                int scale_mode, real_t norm_edge, real_t norm_interior, uint step) {
-    __local real_t buf[PADI(M) + 1];
+    __local real_t buf[PADI(CH) + 1];
     const uint t = get_local_id(0);
     const uint frame = get_group_id(0);
     real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
@@ -129,7 +147,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
     real2 acc[NB];
     for (int comp = 0; comp < 2; comp++) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp);
+        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp, 0); // CHUNKS == 1 here (DIRECT)
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint i = 0; i < NB; i++) {
             uint k = t + i * WG;

@@ -7,11 +7,17 @@
 // (j - j%ns)*R + j%ns + r*ns (self-sorting: natural order after the last pass).
 // Split exchange (used by stockham_local.cl with SPLIT=1 when 2M reals do not fit in local
 // memory but M do): the data stay in registers and each exchange goes through one M-real local
-// buffer twice, real parts then imaginary parts (dft_rR, put_rR, get_rR).
+// buffer twice, real parts then imaginary parts (dft_rR, put_rR, get_rR); with CHUNKS > 1
+// (complex input, when M reals do not fit either but M/CHUNKS do) each component goes through
+// a buffer of CH = M/CHUNKS reals in CHUNKS rounds, chunk c holding indices c*CH..(c+1)*CH-1.
 // Defines: M, TPF, TABN (resolution of the twiddle table tw[t] = exp(-2 pi i t/TABN), a multiple
 // of M), TW_TABLE_ALL and TW_SINCOS (optional twiddle sources, see below).
 
 #define PADI(i) ((i) + ((i) >> 5))
+#ifndef CHUNKS
+#define CHUNKS 1
+#endif
+#define CH (M / CHUNKS)
 
 // Twiddle, transform and write to local memory one pass's butterflies held in v[b][r]
 // (radix RR, sub-transform length ns), for the frame at local offset `base`.
@@ -58,29 +64,60 @@
             dft_r(v[b], RR);                                                                       \
         }                                                                                          \
     }                                                                                              \
-    /* write one component (0: re, 1: im) of a pass's outputs (produced with ns) */               \
+    /* write one component (0: re, 1: im) of a pass's outputs (produced with ns) whose index   \
+       falls in chunk c (CHUNKS chunks of CH = M/CHUNKS points; one chunk: every output) */       \
     inline void put_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *buf, uint base, uint t,    \
-                          uint ns, int comp) {                                                     \
+                          uint ns, int comp, uint c) {                                             \
         for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
             uint j = t + b * TPF;                                                                  \
             uint k = j & (ns - 1);                                                                 \
             uint d = base + (j - k) * RR + k;                                                      \
             for (uint r = 0; r < RR; r++) {                                                        \
-                buf[PADI(d + r * ns)] = comp ? v[b][r].y : v[b][r].x;                              \
+                uint i = d + r * ns;                                                               \
+                if (CHUNKS == 1 || i / CH == c) {                                                  \
+                    buf[PADI(i - c * CH)] = comp ? v[b][r].y : v[b][r].x;                          \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
-    /* read one component of a pass's inputs */                                                   \
-    inline void get_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *buf, uint base, uint t,    \
-                          int comp) {                                                              \
+    /* one component of a pass's inputs whose index falls in chunk c into g[b*RR + r] (the     \
+       split exchange in rounds: the register arrays must not change before every round's put) */ \
+    inline void getc_r##RR(real_t g[M / TPF], __local real_t *buf, uint t, uint c) {               \
         for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
             uint j = t + b * TPF;                                                                  \
             for (uint r = 0; r < RR; r++) {                                                        \
-                real_t x = buf[PADI(base + j + r * (M / RR))];                                     \
+                uint i = j + r * (M / RR);                                                         \
+                if (i / CH == c) {                                                                 \
+                    g[b * RR + r] = buf[PADI(i - c * CH)];                                         \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    inline void setc_r##RR(real2 v[M / (RR * TPF)][RR], real_t g[M / TPF], int comp) {             \
+        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
+            for (uint r = 0; r < RR; r++) {                                                        \
                 if (comp) {                                                                        \
-                    v[b][r].y = x;                                                                 \
+                    v[b][r].y = g[b * RR + r];                                                     \
                 } else {                                                                           \
-                    v[b][r].x = x;                                                                 \
+                    v[b][r].x = g[b * RR + r];                                                     \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* read one component of a pass's inputs whose index falls in chunk c */                      \
+    inline void get_r##RR(real2 v[M / (RR * TPF)][RR], __local real_t *buf, uint base, uint t,    \
+                          int comp, uint c) {                                                      \
+        for (uint b = 0; b < M / (RR * TPF); b++) {                                                \
+            uint j = t + b * TPF;                                                                  \
+            for (uint r = 0; r < RR; r++) {                                                        \
+                uint i = base + j + r * (M / RR);                                                  \
+                if (CHUNKS == 1 || i / CH == c) {                                                  \
+                    real_t x = buf[PADI(i - c * CH)];                                              \
+                    if (comp) {                                                                    \
+                        v[b][r].y = x;                                                             \
+                    } else {                                                                       \
+                        v[b][r].x = x;                                                             \
+                    }                                                                              \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \

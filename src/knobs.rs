@@ -25,6 +25,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_FAULT_AFTER_BATCHES", meaning: "fault injection for tests: K, K:hang=S, K:panic or DEVICE@K... makes an OpenCL engine fail, hang or panic after K batches" },
     Knob { name: "FFTD_MIC_FORMAT", meaning: "the capture sample format to ask the sound device for (i16, f32, ...) [default: the device's]" },
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
+    Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds (complex frames of up to 16384 points that fit local memory only a half or a quarter at a time, e.g. 16384 in f32 with 48 KiB, take the four-step path instead; A/B)" },
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
@@ -33,6 +34,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
     Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
     Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
+    Knob { name: "FFTD_OPENCL_TWO_LEVEL", meaning: "0: no two-level path (column then row FFTs in local memory) nor one-kernel Bluestein, for large sizes that are not powers of two, Bluestein and powers of two past the four-step path; those go back to the global-memory passes (A/B)" },
     Knob { name: "FFTD_PINNED_BATCHES", meaning: "0: batches in ordinary memory instead of the device's pinned memory (the engine stages every copy)" },
     Knob { name: "FFTD_PLACED_OUTPUT", meaning: "0: write outputs through the encoders' byte stream instead of placing rows in a mapped file" },
     Knob { name: "FFTD_RANGE_READ", meaning: "0: read seekable files with one reader each instead of range readers" },
@@ -88,6 +90,11 @@ pub fn mic_format() -> Option<String> {
     text("FFTD_MIC_FORMAT")
 }
 pub const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
+/// `FFTD_OPENCL_CHUNKED=0`: no split exchange in rounds (complex frames that need it take the
+/// four-step path; A/B measurements).
+pub fn opencl_chunked() -> bool {
+    !turned_off("FFTD_OPENCL_CHUNKED")
+}
 pub fn opencl_chunk_bytes() -> Option<usize> {
     number("FFTD_OPENCL_CHUNK_BYTES")
 }
@@ -117,6 +124,11 @@ pub fn opencl_split_from() -> Option<usize> {
 }
 pub fn opencl_split_last32() -> bool {
     text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")
+}
+/// `FFTD_OPENCL_TWO_LEVEL=0`: no two-level path (twolevel.rs); the sizes it takes go back to
+/// the global-memory passes (A/B measurements).
+pub fn opencl_two_level() -> bool {
+    !turned_off("FFTD_OPENCL_TWO_LEVEL")
 }
 pub fn opencl_target_wg() -> Option<usize> {
     number("FFTD_OPENCL_TARGET_WG")

@@ -19,6 +19,9 @@ pub struct LocalGeometry {
     /// Split exchange: the frame stays in registers and local memory holds M reals, not 2M
     /// (one frame per group); for frames that fit no other way.
     pub split: bool,
+    /// Split exchange in rounds: local memory holds M/chunks reals (complex input only: its
+    /// bins go straight from registers to the output); 1 otherwise.
+    pub chunks: usize,
 }
 
 impl LocalGeometry {
@@ -29,13 +32,14 @@ impl LocalGeometry {
     }
 
     /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
-    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for.
+    /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for;
+    /// `complex`: complex input (whose split exchange may go in rounds, `chunks`).
     pub fn new(
         m: usize,
         real_bytes: usize,
         local_limit: usize,
-        max_wg: usize,
-        target_wg: usize,
+        (max_wg, target_wg): (usize, usize),
+        complex: bool,
     ) -> Option<Self> {
         if m > 1 << 16 {
             return None;
@@ -43,9 +47,11 @@ impl LocalGeometry {
         // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
         let split_from = crate::knobs::opencl_split_from().unwrap_or(usize::MAX);
         let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
-        if split && (Self::local_bytes(m, real_bytes) / 2 > local_limit || m > 1 << 14) {
-            return None;
-        }
+        let chunks = if split {
+            Self::split_chunks(m, real_bytes, local_limit, complex)?
+        } else {
+            1
+        };
         let log2m = m.trailing_zeros();
         // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
         // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
@@ -96,13 +102,37 @@ impl LocalGeometry {
             main_passes,
             last_radix,
             split,
+            chunks,
         })
+    }
+
+    /// Rounds per component of the split exchange: 1 when M reals fit `local_limit`; for
+    /// complex input 2 or 4 when M/2 or M/4 do (one frame in registers, up to 16384 points: a
+    /// 16384-point complex frame in one kernel with 48 KiB; tuning knob FFTD_OPENCL_CHUNKED=0
+    /// turns the rounds off); None when the frame does not fit this way.
+    fn split_chunks(
+        m: usize,
+        real_bytes: usize,
+        local_limit: usize,
+        complex: bool,
+    ) -> Option<usize> {
+        if m > 1 << 14 {
+            return None;
+        }
+        let fits = |c: usize| Self::local_bytes(m / c, real_bytes) / 2 <= local_limit;
+        if fits(1) {
+            return Some(1);
+        }
+        if !complex || !crate::knobs::opencl_chunked() || m < 64 {
+            return None;
+        }
+        [2, 4].into_iter().find(|&c| fits(c))
     }
 
     /// The geometry of one four-step stage: `fpb` transforms of `m` points per work-group, at
     /// most 256 work-items.
     fn stage(m: usize, fpb: usize) -> Self {
-        let mut g = Self::new(m, 1, usize::MAX, 1 << 16, 1).unwrap_or(LocalGeometry {
+        let mut g = Self::new(m, 1, usize::MAX, (1 << 16, 1), false).unwrap_or(LocalGeometry {
             m,
             tpf: 1,
             fpb: 1,
@@ -110,6 +140,7 @@ impl LocalGeometry {
             main_passes: 0,
             last_radix: 1,
             split: false,
+            chunks: 1,
         });
         g.fpb = fpb;
         g.tpf = (m / g.main_radix).clamp(1, (256 / fpb).max(1));
@@ -118,13 +149,15 @@ impl LocalGeometry {
 
     pub(super) fn defines(&self) -> String {
         format!(
-            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={}",
+            "-D TPF={} -D FPB={} -D MAIN_RADIX={} -D MAIN_PASSES={} -D LAST_RADIX={} -D SPLIT={} \
+             -D CHUNKS={}",
             self.tpf,
             self.fpb,
             self.main_radix,
             self.main_passes,
             self.last_radix,
-            self.split as u32
+            self.split as u32,
+            self.chunks
         )
     }
 }

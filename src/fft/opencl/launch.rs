@@ -1,5 +1,5 @@
-//! Launching a chunk's transform: the kernels of the plan's path (local, four-step, global or
-//! mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
+//! Launching a chunk's transform: the kernels of the plan's path (local, four-step, two-level,
+//! global or mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
 //! the output scale's arguments.
 
 use super::{Path, Plan, GLOBAL_WG};
@@ -74,7 +74,6 @@ pub(super) fn enqueue_kernels<T: Sample>(
         Path::FourStep {
             columns,
             rows,
-            post,
             g1,
             g2,
         } => {
@@ -82,12 +81,8 @@ pub(super) fn enqueue_kernels<T: Sample>(
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err("twiddle tables missing".into()),
             };
-            let [_, b] = launch.work()?;
             kernels.push(enqueue_columns(columns, g1, g2.m, (window, t1), launch)?);
             kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch)?);
-            if let Some(post) = post {
-                kernels.push(enqueue_post(post, launch, b)?);
-            }
         }
         Path::Global { pack, passes, post } => {
             let [a, b] = launch.work()?;
@@ -124,6 +119,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
             )?);
         }
         Path::Mixed(mixed) => mixed.enqueue(window, launch, &mut kernels)?,
+        Path::TwoLevel(two) => two.enqueue(window, launch, &mut kernels)?,
     }
     Ok(kernels)
 }
@@ -189,7 +185,7 @@ fn enqueue_columns<T: Sample>(
     .map_err(|e| cl("fourstep_columns launch", e))
 }
 
-/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> b (real input) or output.
+/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> output.
 fn enqueue_rows<T: Sample>(
     rows: &mut Kernel,
     g2: &super::LocalGeometry,
@@ -197,16 +193,16 @@ fn enqueue_rows<T: Sample>(
     t2: &Buffer<T>,
     l: &Launch<'_, T>,
 ) -> Result<Event, String> {
-    let [a, b] = l.work()?;
+    let [a, _] = l.work()?;
     let wg2 = g2.tpf * g2.fpb;
     let frames_u32 = l.frames_u32()?;
     // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
-    // `frames * m1 / fpb` groups, one per `fpb` rows of a frame, all inside the buffers.
+    // `frames * m1 / fpb` groups, one per `fpb` rows of a frame (real input: fpb/2 row pairs of
+    // the m1/2 pairs), all inside the buffers.
     unsafe {
         ExecuteKernel::new(rows)
             .set_arg(a)
             .set_arg(t2)
-            .set_arg(b)
             .set_arg(l.outb)
             .set_arg(&frames_u32)
             .set_arg(&l.args.mode)

@@ -1,4 +1,6 @@
-//! The OpenCL engine's path for frame sizes that are not powers of two (`kernels/mixed_radix.cl`):
+//! The OpenCL engine's paths for frame sizes that are not powers of two: one kernel in local
+//! memory where the frame (or Bluestein's length) fits twice (`kernels/mixed_local.cl`; larger
+//! frames: `twolevel`), else (`kernels/mixed_radix.cl`):
 //! `pack` -> mixed-radix Stockham passes (radix 16, 8, 4, 2, 3, 5, 7) between the two work
 //! buffers -> `post`, all in global memory. Sizes with a prime factor above 7 go through
 //! Bluestein's chirp-z transform over a power-of-two length L >= 2M - 1 (two L-point FFTs made of
@@ -12,6 +14,7 @@
 
 use super::launch::{cl, enqueue_pack, enqueue_post, round_wg, Launch};
 use super::plan::twiddles;
+use super::twolevel::SRC_LPASS;
 use super::*;
 use opencl3::event::Event;
 use opencl3::kernel::ExecuteKernel;
@@ -81,7 +84,7 @@ pub(super) fn filter_spectrum(c: &[Complex<f64>], l: usize) -> Vec<Complex<f64>>
     b.iter().map(|z| z / l as f64).collect()
 }
 
-fn interleave<T: Sample>(v: &[Complex<f64>]) -> Vec<T> {
+pub(super) fn interleave<T: Sample>(v: &[Complex<f64>]) -> Vec<T> {
     v.iter()
         .flat_map(|z| [T::of_f64(z.re), T::of_f64(z.im)])
         .collect()
@@ -112,11 +115,17 @@ enum Core<T: Sample> {
 }
 
 /// The one-kernel path (mixed_local.cl) for sizes of factors 2, 3, 5, 7 whose frame fits local
-/// memory twice: one work-group of `wg` work-items per frame.
-pub(super) struct MixedLocal {
+/// memory twice, and for Bluestein where two arrays of its length L do: one work-group of `wg`
+/// work-items per frame.
+pub(super) struct MixedLocal<T: Sample> {
     pub(super) kernel: Kernel,
     pub(super) wg: usize,
+    /// Bluestein's chirp and filter spectrum (None: plain mixed radix).
+    pub(super) bluestein: Option<(Buffer<T>, Buffer<T>)>,
 }
+
+/// The one-kernel path and its twiddle table.
+type LocalPlan<T> = (MixedLocal<T>, Buffer<T>);
 
 /// The plan of one size that is not a power of two.
 pub(super) struct MixedPath<T: Sample> {
@@ -169,51 +178,75 @@ impl<T: Sample> OpenClEngine<T> {
 
 impl<T: Sample> OpenClEngine<T> {
     /// The one-kernel path for `m` complex points and its twiddle table, when m's factors are
-    /// 2, 3, 5, 7 and two frames of m points fit `local_limit` bytes; else None.
+    /// 2, 3, 5, 7 and two frames of m points fit `local_limit` bytes, or m has a larger prime
+    /// factor and two arrays of Bluestein's length do; else None.
     pub(super) fn mixed_local(
         &self,
         m: usize,
         opts: &str,
         local_limit: usize,
-    ) -> Result<Option<(MixedLocal, Buffer<T>)>, String> {
-        let Some(radices) = radices(m) else {
-            return Ok(None);
-        };
-        // two arrays of m complex values (`a`, `b` in the kernel)
-        if 4 * m * std::mem::size_of::<T>() > local_limit {
+    ) -> Result<Option<LocalPlan<T>>, String> {
+        let plain = radices(m).is_some();
+        // Bluestein in one kernel: tuning knob FFTD_OPENCL_TWO_LEVEL=0 turns it off with the
+        // two-level path (A/B against the global passes)
+        if !plain && !crate::knobs::opencl_two_level() {
             return Ok(None);
         }
-        let wg = (m / 4)
+        let len = if plain { m } else { bluestein_len(m) };
+        let radices = radices(len).ok_or("Bluestein length")?;
+        // two arrays of len complex values (`a`, `b` in the kernel)
+        if 4 * len * std::mem::size_of::<T>() > local_limit {
+            return Ok(None);
+        }
+        let wg = (len / 4)
             .next_multiple_of(32)
             .clamp(32, LOCAL_WG_MAX)
             .min(self.dev.info.max_work_group.max(1));
         let list: Vec<String> = radices.iter().map(|r| r.to_string()).collect();
         let opts = format!(
-            "{opts} -D WG={wg} -D NPASSES={} -D RADICES={{{}}}",
+            "{opts} -D WG={wg} -D NPASSES={} -D RADICES={{{}}} -D LP_LEN={len} -D BLUESTEIN={}",
             radices.len(),
-            list.join(",")
+            list.join(","),
+            !plain as u32
         );
-        let src = [SRC_COMMON, SRC_MIXED, SRC_MIXED_LOCAL];
+        let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_MIXED_LOCAL];
         let program = self.dev.program("mixed_local", &src, &opts)?;
         let kernel = Kernel::create(&program, "fft_mixed_local")
             .map_err(|e| format!("kernel fft_mixed_local: {e}"))?;
-        Ok(Some((
-            MixedLocal { kernel, wg },
-            self.upload(&twiddles(m))?,
-        )))
+        let bluestein = if plain {
+            None
+        } else {
+            let c = chirp(m);
+            Some((
+                self.upload(&interleave::<T>(&c))?,
+                self.upload(&interleave::<T>(&filter_spectrum(&c, len)))?,
+            ))
+        };
+        let local = MixedLocal {
+            kernel,
+            wg,
+            bluestein,
+        };
+        Ok(Some((local, self.upload(&twiddles(len))?)))
     }
 }
 
 /// Enqueues the one-kernel mixed-radix path: input frames to finished bins, one group per frame.
 pub(super) fn enqueue_mixed_local<T: Sample>(
-    path: &MixedLocal,
+    path: &MixedLocal<T>,
     (window, table): (&Buffer<T>, &Buffer<T>),
     l: &Launch<'_, T>,
 ) -> Result<Event, String> {
     let frames = l.frames_u32()?;
+    // without Bluestein the chirp and filter arguments are never read: the table stands in
+    let (chirp, filter) = match &path.bluestein {
+        Some((c, f)) => (c, f),
+        None => (table, table),
+    };
     // SAFETY: arguments in the order of mixed_local.cl's `fft_mixed_local`; one group of `wg`
     // work-items (the kernel's required size) per frame, `frames` groups, each reading its frame
-    // at f × step and writing its bins; the twiddle table holds m points.
+    // at f × step and writing its bins; the twiddle table holds LP_LEN points, the chirp m and
+    // the filter LP_LEN (Bluestein only).
     unsafe {
         ExecuteKernel::new(&path.kernel)
             .set_event_wait_list(l.wait)
@@ -226,6 +259,8 @@ pub(super) fn enqueue_mixed_local<T: Sample>(
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
             .set_arg(&l.step)
+            .set_arg(chirp)
+            .set_arg(filter)
             .set_global_work_size(l.frames * path.wg)
             .set_local_work_size(path.wg)
             .enqueue_nd_range(l.q)
@@ -234,6 +269,11 @@ pub(super) fn enqueue_mixed_local<T: Sample>(
 }
 
 impl<T: Sample> MixedPath<T> {
+    /// Whether this plan goes through Bluestein's chirp-z transform.
+    pub(super) fn is_bluestein(&self) -> bool {
+        matches!(self.core, Core::Bluestein(_))
+    }
+
     /// Complex points per frame each work buffer must hold.
     pub(super) fn work_points(&self) -> usize {
         match &self.core {

@@ -48,6 +48,7 @@ pub mod pinned;
 mod plan;
 mod segments;
 mod slots;
+mod twolevel;
 
 use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
@@ -71,6 +72,7 @@ use slots::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use twolevel::{twolevel_geometry, Stage as TwoLevelStage};
 
 pub(crate) const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
 const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");

@@ -1,9 +1,10 @@
 //! An OpenCL engine's plans: per frame size, input kind, window and output, the path (local,
-//! four-step, global, or mixed-radix for sizes that are not powers of two), its kernels, the
-//! window and twiddle tables on the device.
+//! four-step, two-level, global, or mixed-radix for sizes that are not powers of two), its
+//! kernels, the window and twiddle tables on the device.
 
 use super::geometry::global_radices;
 use super::mixed::{MixedLocal, MixedPath};
+use super::twolevel::TwoLevel;
 use super::*;
 
 pub(super) enum Path<T: Sample> {
@@ -13,9 +14,8 @@ pub(super) enum Path<T: Sample> {
     },
     FourStep {
         columns: Kernel,
+        /// Row FFTs and the finished bins (real input: the r2c post-processing fused).
         rows: Kernel,
-        /// r2c post-processing (real input only).
-        post: Option<Kernel>,
         g1: LocalGeometry,
         g2: LocalGeometry,
     },
@@ -26,9 +26,12 @@ pub(super) enum Path<T: Sample> {
         post: Kernel,
     },
     /// Frame sizes that are not powers of two, one kernel in local memory (`mixed`).
-    MixedLocal(MixedLocal),
+    MixedLocal(MixedLocal<T>),
     /// Frame sizes that are not powers of two, passes in global memory (`mixed`).
     Mixed(MixedPath<T>),
+    /// Column then row FFTs in local memory (`twolevel`): sizes that are not powers of two and
+    /// do not fit one kernel, Bluestein, and powers of two past the four-step path.
+    TwoLevel(TwoLevel<T>),
 }
 
 /// Plans are kept per (n, kind, window, complex output).
@@ -113,21 +116,29 @@ impl<T: Sample> OpenClEngine<T> {
         let wv: Vec<T> = coefficients.into_iter().map(T::of_f64).collect();
         let window = self.upload(&wv)?;
         let rb = std::mem::size_of::<T>();
+        let packed = spec.kind == InputKind::Real && spec.n % 2 == 0;
+        let limit = self.local_limit();
         let (path, table, table2) = if !m.is_power_of_two() {
-            match self.mixed_local(m, &opts, self.local_limit())? {
+            match self.mixed_local(m, &opts, limit)? {
                 Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
-                None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
+                None => match self.twolevel(m, packed, &opts, limit)? {
+                    Some(two) => (Path::TwoLevel(two), None, None),
+                    None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
+                },
             }
-        } else if let Some(g) = self.local_geometry(m) {
+        } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
-        } else if let Some((g1, g2)) = fourstep_geometry(m, rb, self.local_limit()) {
-            self.fourstep_plan(spec, m, (g1, g2), &opts)?
+        } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
+            self.fourstep_plan(m, (g1, g2), &opts)?
+        } else if let Some(two) = self.twolevel(m, packed, &opts, limit)? {
+            (Path::TwoLevel(two), None, None)
         } else {
             self.global_plan(m, &opts)?
         };
         let work_points = match &path {
             Path::Local { .. } | Path::MixedLocal(_) => 0,
             Path::Mixed(mixed) => mixed.work_points(),
+            Path::TwoLevel(two) => two.work_points(),
             _ => m,
         };
         Ok(Plan {
@@ -141,14 +152,12 @@ impl<T: Sample> OpenClEngine<T> {
         })
     }
 
-    fn local_geometry(&self, m: usize) -> Option<LocalGeometry> {
-        LocalGeometry::new(
-            m,
-            std::mem::size_of::<T>(),
-            self.local_limit(),
+    fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
+        let wg = (
             self.dev.info.max_work_group.min(1024),
             self.options.target_wg.unwrap_or(TARGET_WG),
-        )
+        );
+        LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
 
     /// The one-kernel path: stockham_local.cl with a twiddle table of n (real) or m points.
@@ -179,10 +188,10 @@ impl<T: Sample> OpenClEngine<T> {
         Ok((path, Some(self.upload(&twiddles(tabn))?), None))
     }
 
-    /// The two-kernel four-step path (fourstep.cl), then `post` for real input.
+    /// The two-kernel four-step path (fourstep.cl); real input's post-processing is fused into
+    /// the rows kernel.
     fn fourstep_plan(
         &self,
-        spec: &TransformSpec,
         m: usize,
         (g1, g2): (LocalGeometry, LocalGeometry),
         opts: &str,
@@ -203,18 +212,9 @@ impl<T: Sample> OpenClEngine<T> {
             .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
-        let post = if spec.kind == InputKind::Real {
-            let pg =
-                self.dev
-                    .program("stockham_global", &[SRC_COMMON, SRC_GLOBAL, SRC_POST], opts)?;
-            Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
-        } else {
-            None
-        };
         let path = Path::FourStep {
             columns,
             rows,
-            post,
             g1,
             g2,
         };
@@ -239,5 +239,36 @@ impl<T: Sample> OpenClEngine<T> {
             post: k("post")?,
         };
         Ok((path, None, None))
+    }
+}
+
+impl<T: Sample> OpenClEngine<T> {
+    /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
+    /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
+    /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
+    /// diagnostics.
+    pub fn path_name(&mut self, spec: &TransformSpec) -> Result<&'static str, EngineError> {
+        self.supports(spec)?;
+        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
+        if !self.plans.contains_key(&key) {
+            let plan = self.build_plan(spec).map_err(dev_err)?;
+            self.plans.insert(key, plan);
+        }
+        let plan = self
+            .plans
+            .get(&key)
+            .ok_or_else(|| dev_err("plan missing"))?;
+        Ok(match &plan.path {
+            Path::Local { geometry, .. } if geometry.split => "split",
+            Path::Local { .. } => "local",
+            Path::FourStep { .. } => "four-step",
+            Path::Global { .. } => "global",
+            Path::MixedLocal(l) if l.bluestein.is_some() => "local-bluestein",
+            Path::MixedLocal(_) => "mixed-local",
+            Path::Mixed(m) if m.is_bluestein() => "bluestein",
+            Path::Mixed(_) => "mixed",
+            Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
+            Path::TwoLevel(_) => "two-level",
+        })
     }
 }

@@ -1,0 +1,283 @@
+//! The OpenCL engine's two-level path (kernels/twolevel.cl: column then row FFTs, each in local
+//! memory) and the four-step path's fused real post-processing, on a real OpenCL device (PoCL in
+//! CI). PoCL reports 1 MiB of local memory, so small local-memory limits send sizes that fit one
+//! kernel there through these paths: 4 KiB (f32; 8 KiB f64) for composite, odd and Bluestein sizes
+//! against the naive f64 DFT; 48 KiB (an H100's default) for the large sizes the GPU runs
+//! this way (44100, 48000, 65521, 2^20) against the CPU engine in f64. Real and complex input,
+//! f32 and f64, windows and scales rotated; tolerance 1e-4 (f32) / 1e-10 (f64) of each frame's
+//! largest bin, as tests/opencl_sizes.rs.
+
+mod opencl_common;
+use opencl_common as common;
+
+use fftd::fft::cpu::CpuEngine;
+use fftd::fft::opencl::{twolevel_geometry, OpenClEngine, OpenClOptions};
+use fftd::fft::{naive_spectrum, Engine, Scale, TransformSpec};
+use fftd::types::{InputKind, Sample};
+use fftd::window::WindowKind;
+
+fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
+    TransformSpec {
+        n,
+        kind,
+        window,
+        scale,
+        rate: 48_000.0,
+    }
+}
+
+fn tol<T: Sample>() -> f64 {
+    if T::NAME == "f64" {
+        1e-10
+    } else {
+        1e-4
+    }
+}
+
+fn engine<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
+    let dev = common::test_device()?;
+    let options = OpenClOptions {
+        local_mem_limit: Some(limit),
+        ..Default::default()
+    };
+    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
+    let probe = spec(12, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
+    if gpu.supports(&probe).is_err() {
+        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+        return None;
+    }
+    Some(gpu)
+}
+
+fn f64s<T: Sample>(v: Vec<T>) -> Vec<f64> {
+    v.into_iter().map(Sample::into_f64).collect()
+}
+
+/// `frames` frames of `s` against `want(input as f64)`; returns the error.
+fn check<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    s: &TransformSpec,
+    frames: usize,
+    want: impl Fn(&[f64]) -> Vec<f64>,
+) -> f64 {
+    let path = gpu.path_name(s).expect("plan");
+    assert!(
+        [
+            "two-level",
+            "two-level-bluestein",
+            "four-step",
+            "local-bluestein",
+            "split"
+        ]
+        .contains(&path),
+        "n={} {:?}: path {path}",
+        s.n,
+        s.kind
+    );
+    let input: Vec<T> = common::signal(frames * s.values_per_frame(), s.n as u64 + 3);
+    let want = want(&f64s(input.clone()));
+    let mut got = Vec::new();
+    gpu.process(s, &input, frames, &mut got)
+        .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
+    assert_eq!(got.len(), frames * s.values_out(), "{s:?}");
+    let e = common::spec_rel_error(&f64s(got), &want, s);
+    assert!(
+        e <= tol::<T>(),
+        "{} n={} {:?} {} {}: max error {e:e} > {:e}",
+        T::NAME,
+        s.n,
+        s.kind,
+        s.window,
+        s.scale,
+        tol::<T>()
+    );
+    e
+}
+
+fn naive(s: &TransformSpec) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
+    move |x: &[f64]| {
+        x.chunks(s.values_per_frame())
+            .flat_map(|f| naive_spectrum(s, f))
+            .collect()
+    }
+}
+
+fn cpu(s: &TransformSpec, frames: usize) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
+    move |x: &[f64]| {
+        let mut w = Vec::new();
+        CpuEngine::<f64>::new()
+            .process(s, x, frames, &mut w)
+            .expect("cpu");
+        w
+    }
+}
+
+/// Sizes through the two-level path under a 4 KiB limit: even real with even and odd N1 (960,
+/// 1000, 2250, 3000), odd real (945, 3375: complex frames), Bluestein (1009, 2018; 11 and 97
+/// fit one kernel: Bluestein in local memory).
+const SMALL: [usize; 10] = [960, 1000, 2250, 3000, 945, 3375, 11, 97, 1009, 2018];
+
+fn sweep<T: Sample>(limit: usize, sizes: &[usize]) {
+    let Some(mut gpu) = engine::<T>(limit) else {
+        return;
+    };
+    let mut worst = 0.0f64;
+    for (i, &n) in sizes.iter().enumerate() {
+        for (j, kind) in [InputKind::Real, InputKind::Complex]
+            .into_iter()
+            .enumerate()
+        {
+            let r = 2 * i + j;
+            let window = WindowKind::ALL[r % WindowKind::ALL.len()];
+            let scale = Scale::ALL[(r + r / WindowKind::ALL.len()) % Scale::ALL.len()];
+            let s = spec(n, kind, window, scale);
+            worst = worst.max(check(&mut gpu, &s, 3, naive(&s)));
+        }
+    }
+    eprintln!("{}: largest error vs the f64 DFT {worst:e}", T::NAME);
+}
+
+#[test]
+fn f32_two_level_sizes_against_the_f64_dft() {
+    sweep::<f32>(4 << 10, &SMALL);
+}
+
+#[test]
+fn f64_two_level_sizes_against_the_f64_dft() {
+    // 8 KiB: f64 transforms twice the bytes
+    sweep::<f64>(8 << 10, &[960, 2250, 945, 97, 2018]);
+}
+
+#[test]
+fn every_scale_on_the_two_level_path() {
+    let Some(mut gpu) = engine::<f32>(4 << 10) else {
+        return;
+    };
+    for n in [1000, 945, 97, 2018] {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            for scale in Scale::ALL {
+                let s = spec(n, kind, WindowKind::Hann, scale);
+                check(&mut gpu, &s, 2, naive(&s));
+            }
+        }
+    }
+}
+
+/// The sizes an H100 (48 KiB of local memory) runs on the two-level path, against the CPU
+/// engine in f64.
+#[test]
+fn large_sizes_at_an_h100_limit() {
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    let cases = [
+        (44100, InputKind::Real, WindowKind::Hann, Scale::Magnitude),
+        (44100, InputKind::Complex, WindowKind::Blackman, Scale::Db),
+        (48000, InputKind::Real, WindowKind::Hamming, Scale::Power),
+        (48000, InputKind::Complex, WindowKind::Hann, Scale::Complex),
+        (65521, InputKind::Real, WindowKind::Hann, Scale::Magnitude),
+        (2018 * 16, InputKind::Real, WindowKind::Hann, Scale::Db),
+        (
+            1 << 20,
+            InputKind::Complex,
+            WindowKind::Hann,
+            Scale::Magnitude,
+        ),
+    ];
+    for (n, kind, window, scale) in cases {
+        let s = spec(n, kind, window, scale);
+        check(&mut g32, &s, 2, cpu(&s, 2));
+        if n < 1 << 20 {
+            check(&mut g64, &s, 1, cpu(&s, 1));
+        }
+    }
+}
+
+#[test]
+fn geometry_splits_near_the_square_root_under_the_limit() {
+    let h100 = 48 << 10;
+    let (a, b) = twolevel_geometry(22050, 4, h100, 1024).expect("44100 real");
+    assert_eq!(a.len * b.len, 22050);
+    assert!(a.len <= b.len && a.len >= 100, "{a:?} {b:?}");
+    let (a, b) = twolevel_geometry(1 << 17, 4, h100, 1024).expect("Bluestein 65521");
+    assert_eq!((a.len, b.len), (256, 512));
+    assert!(a.fpb >= 2 && b.fpb >= 2);
+    assert!(twolevel_geometry(1009, 4, h100, 1024).is_none(), "a prime");
+    assert!(
+        twolevel_geometry(1 << 23, 4, h100, 1024).is_none(),
+        "too long"
+    );
+}
+
+/// The four-step path (powers of two) with real input's post-processing fused into the rows
+/// kernel, at an H100's limit, against the CPU engine in f64.
+#[test]
+fn fourstep_real_fused_post_at_an_h100_limit() {
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (i, log2) in [15, 16, 17].into_iter().enumerate() {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let scale = Scale::ALL[i % Scale::ALL.len()];
+            let s = spec(1 << log2, kind, WindowKind::Hann, scale);
+            assert_eq!(g32.path_name(&s).expect("plan"), "four-step", "{s:?}");
+            check(&mut g32, &s, 3, cpu(&s, 3));
+            check(&mut g64, &s, 1, cpu(&s, 1));
+        }
+    }
+}
+
+/// The largest frame, 2^24 samples, against the CPU engine in f64: one real frame on the
+/// two-level path (PoCL's 1 MiB of local memory: 2048 x 4096 points) and one complex frame on
+/// the global passes (an H100's 48 KiB); about 3 s each on PoCL.
+#[test]
+fn the_largest_frame_2_pow_24() {
+    for (limit, kind) in [(1 << 20, InputKind::Real), (48 << 10, InputKind::Complex)] {
+        let Some(mut gpu) = engine::<f32>(limit) else {
+            return;
+        };
+        {
+            let s = spec(1 << 24, kind, WindowKind::Hann, Scale::Magnitude);
+            let t = std::time::Instant::now();
+            let input: Vec<f32> = common::signal(s.values_per_frame(), 24);
+            let want = cpu(&s, 1)(&f64s(input.clone()));
+            let mut got = Vec::new();
+            gpu.process(&s, &input, 1, &mut got).expect("opencl 2^24");
+            let e = common::spec_rel_error(&f64s(got), &want, &s);
+            let path = gpu.path_name(&s).expect("plan");
+            eprintln!("2^24 {kind:?} {path}: {e:e} in {:?}", t.elapsed());
+            assert!(e <= 1e-4, "2^24 {kind:?} {path}: {e:e}");
+        }
+    }
+}
+
+/// Complex frames whose split exchange goes in rounds (local memory holds a half or a quarter of
+/// one component): 1024 (halves in f32, quarters in f64) and 2048 (quarters, f32) points under
+/// 4 KiB, 16384 under an H100's 48 KiB (f32: halves; f64: quarters), against the CPU engine in
+/// f64.
+#[test]
+fn split_exchange_in_rounds_for_complex_frames() {
+    for (i, (limit, n, f64_too)) in [
+        (4 << 10, 1024, true),
+        (4 << 10, 2048, false),
+        (48 << 10, 16384, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+            return;
+        };
+        let window = WindowKind::ALL[i % WindowKind::ALL.len()];
+        let scale = Scale::ALL[i % Scale::ALL.len()];
+        let s = spec(n, InputKind::Complex, window, scale);
+        assert_eq!(g32.path_name(&s).expect("plan"), "split", "f32 {s:?}");
+        check(&mut g32, &s, 3, cpu(&s, 3));
+        if f64_too {
+            assert_eq!(g64.path_name(&s).expect("plan"), "split", "f64 {s:?}");
+            check(&mut g64, &s, 2, cpu(&s, 2));
+        }
+    }
+}
