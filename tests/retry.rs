@@ -504,6 +504,130 @@ fn retry_counters_are_on_metrics() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+#[test]
+fn gaps_go_to_the_live_views_event_feed() {
+    // --retry and --serve without --alert or --events: the gap is a server-sent event on /events
+    let dir = tmp("feed");
+    let fifo = dir.join("in.f32");
+    mkfifo(&fifo);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut child = Reaped(Some(
+        fftd()
+            .arg("--file")
+            .arg(&fifo)
+            .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
+            .args(["--device", "cpu", "--retry", "forever"])
+            .args(["--output", "/dev/null"])
+            .args(["--serve", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start fftd"),
+    ));
+    // the first writer holds the FIFO open while /events is connected
+    let first = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(fifo)
+                .expect("open the FIFO for writing")
+        })
+    };
+    let mut feed = (0..100)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut feed = Feed::open(port, "/events")?;
+            feed.read_until(
+                |t| t.contains(": fftd alert events"),
+                Duration::from_secs(5),
+            )
+            .then_some(feed)
+        })
+        .expect("/events answers");
+    assert!(feed.text.contains("text/event-stream"), "{}", feed.text);
+    let streams = http_get(port, "/api/streams").expect("/api/streams");
+    assert!(
+        streams.contains("\"alerts\":[]"),
+        "the page opens /events: {streams}"
+    );
+    first
+        .join()
+        .expect("first writer")
+        .write_all(&signal())
+        .expect("write the FIFO");
+    std::thread::sleep(Duration::from_millis(700));
+    write_fifo(&fifo, &signal());
+    let gap = |t: &str| {
+        t.split_once("event: gap\ndata: ")
+            .is_some_and(|(_, data)| data.contains("\n\n"))
+    };
+    assert!(
+        feed.read_until(gap, Duration::from_secs(20)),
+        "a gap event on /events: {}",
+        feed.text
+    );
+    let data = feed.text.split("event: gap\ndata: ").nth(1).expect("data");
+    let e: serde_json::Value =
+        serde_json::from_str(data.lines().next().expect("a line")).expect("the event is JSON");
+    assert_eq!(e["event"], "gap");
+    assert_eq!(e["stream"], 0);
+    assert_eq!(e["resumed"], true);
+    assert_eq!(e["time_s"], 12.0, "the gap begins after 12 s of signal");
+    assert!(e["gap_s"].as_f64().expect("gap_s") >= 0.6, "{e}");
+    assert_eq!(e["input"], fifo.display().to_string());
+    let child = child.0.take().expect("child");
+    interrupt(&child);
+    let (code, stderr) = wait(child);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// An open HTTP response read bit by bit (a server-sent-events stream).
+struct Feed {
+    stream: TcpStream,
+    text: String,
+}
+
+impl Feed {
+    fn open(port: u16, path: &str) -> Option<Feed> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        Some(Feed {
+            stream,
+            text: String::new(),
+        })
+    }
+
+    /// Reads until `done` says the text read so far is enough, or `limit` passed.
+    fn read_until(&mut self, done: impl Fn(&str) -> bool, limit: Duration) -> bool {
+        let start = Instant::now();
+        let mut buf = [0u8; 4096];
+        while !done(&self.text) {
+            if start.elapsed() > limit {
+                return false;
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => self.text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(_) => {}
+            }
+        }
+        true
+    }
+}
+
 /// A child killed if the test fails before it is waited for (no fftd left behind).
 struct Reaped(Option<Child>);
 

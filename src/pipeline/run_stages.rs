@@ -510,7 +510,8 @@ fn start_live_view(
     let scale = settings.analysis.scale;
     let measure = &settings.analysis.products.measure;
     let look = (scale, measure);
-    // issue 27: `/events` when the run has alert rules or an event stream (`wire_alerts`)
+    // issue 27: `/events` when the run has alert rules, an event stream or --retry's gaps
+    // (`wire_alerts`)
     let options = &settings.alerts;
     let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
     live::LiveView::start(listener, streams, look, counters, numbering, alerts)
