@@ -209,8 +209,7 @@ impl Alerts {
 }
 
 /// Checks `--alert` and `--events` into the run's options. `spectra_to_stdout`: the spectra go
-/// to stdout (so events cannot); `conflict`: a flag whose rows are not plain bins, which the
-/// band level cannot read yet; `retry`: `--retry` is given, whose gaps are events too;
+/// to stdout (so events cannot); `conflict`: a flag whose rows the rules cannot read; `retry`: `--retry` is given, whose gaps are events too;
 /// `measured`: `--levels` and `--peaks` are given (what `level=` and `peak=` rules read). The
 /// message is a usage error's.
 pub fn check_alerts(
@@ -237,7 +236,7 @@ pub fn check_alerts(
     }
     if let Some(flag) = conflict {
         return Err(format!(
-            "--alert reads each row's bins; {flag} changes the rows (give alerts on plain spectra)"
+            "--alert cannot read rows made with {flag} (give the alerts in a run without it)"
         ));
     }
     for rule in rules {

@@ -530,8 +530,9 @@ fn live_rows<T: Sample>(
 fn band_levels(settings: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Option<BandLevels> {
     let rules = &settings.alerts.rules;
     let look = (settings.analysis.scale, settings.analysis.window);
-    let measure = &settings.analysis.products.measure;
-    (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, measure))
+    let products = &settings.analysis.products;
+    let rows = (&products.measure, products.bands.is_some());
+    (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, rows))
 }
 
 /// Frames waiting for the batcher at most: two batches' worth, within a byte budget.
