@@ -19,7 +19,7 @@
 //! With `--fmin`/`--fmax` the row's columns are the bins in the range: a `band=` rule sums those
 //! of its bins (its band must lie in the range: `check_band_columns`). With `--bands` the columns
 //! are band powers, so each `band=` rule's band is summed from the full spectrum as one more band
-//! of the band matrix (`band_bins`, where the bands are summed: on the host or a device), after
+//! of the band matrix (`products::band_power::band_bins`, where the bands are summed: on the host or a device), after
 //! the row's columns; it is read here and taken off the row before it is written (`hidden`).
 //!
 //! This is stateless and runs in the encode threads, in any order; `state` follows the levels
@@ -27,9 +27,10 @@
 
 use super::rule::{AlertRule, Reads};
 use crate::fft::Scale;
+use crate::products::band_power::BinFactors;
 use crate::products::measure::MeasureOptions;
+use crate::types::Sample;
 use crate::types::StreamMeta;
-use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 
 /// What one rule reads in one stream's rows.
@@ -57,37 +58,6 @@ pub struct BandLevels {
     hidden: usize,
 }
 
-/// `--bands` rows: a `band=` rule's band `(lo, hi)` as weights on `meta`'s full spectrum of
-/// `n`-sample frames in the engine's power-domain `scale` (power, spectrum or density), which
-/// the band matrix sums into the band's power as the module comment defines it: the first bin
-/// and a factor per bin from it (none when no bin lies in the band).
-pub fn band_bins(
-    meta: &StreamMeta,
-    n: usize,
-    (lo, hi): (f64, f64),
-    (scale, window): (Scale, WindowKind),
-) -> (usize, Vec<f64>) {
-    let w = window.coefficients(n);
-    let factors = Factors {
-        n,
-        sum: w.iter().sum(),
-        sum_sq: w.iter().map(|v| v * v).sum(),
-        enbw: None,
-        scale,
-    };
-    let inside: Vec<usize> = (meta.frequencies(n).iter().enumerate())
-        .filter(|(_, f)| **f >= lo && **f <= hi)
-        .map(|(k, _)| k)
-        .collect();
-    match (inside.first(), inside.last()) {
-        // real spectra (the only ones --bands takes) rise with the bin: the band is one run
-        (Some(&first), Some(&last)) => {
-            (first, (first..=last).map(|k| factors.of(meta, k)).collect())
-        }
-        _ => (0, Vec::new()),
-    }
-}
-
 /// `--fmin`/`--fmax`: a `band=` rule reads the row's bins, so its band must lie in the range.
 pub fn check_band_columns(
     rules: &[AlertRule],
@@ -111,38 +81,9 @@ pub fn check_band_columns(
     Ok(())
 }
 
-/// The bin factor f_k of `--alert band=` (module comment).
-struct Factors {
-    n: usize,
-    sum: f64,
-    sum_sq: f64,
-    /// Measurement rows: the window's equivalent noise bandwidth in bins.
-    enbw: Option<f64>,
-    scale: Scale,
-}
-
-impl Factors {
-    fn of(&self, stream: &StreamMeta, k: usize) -> f64 {
-        let n = self.n;
-        if let Some(enbw) = self.enbw {
-            return 1.0 / enbw;
-        }
-        let c = match stream.kind {
-            InputKind::Complex => 1.0,
-            InputKind::Real if k == 0 || (n % 2 == 0 && k == n / 2) => 1.0,
-            InputKind::Real => 2.0,
-        };
-        match self.scale {
-            Scale::Density => stream.rate / n as f64,
-            Scale::Spectrum => self.sum * self.sum / (n as f64 * self.sum_sq),
-            _ => c / (n as f64 * self.sum_sq),
-        }
-    }
-}
-
 impl BandLevels {
     /// Precomputes each rule's probe for every stream. `bands`: the rows are `--bands` powers,
-    /// followed by each `band=` rule's band (`band_bins`).
+    /// followed by each `band=` rule's band (`products::band_power::band_bins`).
     pub fn new(
         rules: &[AlertRule],
         streams: &[StreamMeta],
@@ -152,7 +93,7 @@ impl BandLevels {
     ) -> Self {
         let (scale, window) = look;
         let w = window.coefficients(n);
-        let factors = Factors {
+        let factors = BinFactors {
             n,
             sum: w.iter().sum(),
             sum_sq: w.iter().map(|v| v * v).sum(),

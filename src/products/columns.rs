@@ -60,7 +60,7 @@ impl ColumnPlan {
         Ok(plan)
     }
 
-    /// issue 27: with `--bands`, each `--alert band=` rule's band (`alerts::level::band_bins`)
+    /// issue 27: with `--bands`, each `--alert band=` rule's band (`band_power::band_bins`)
     /// as one more band after the columns (and the level total), summed where the bands are.
     pub fn add_alert_bands(
         &mut self,
@@ -73,7 +73,7 @@ impl ColumnPlan {
             return;
         };
         for &band in alert_bands {
-            let (first, factors) = crate::alerts::level::band_bins(meta, n, band, engine);
+            let (first, factors) = super::band_power::band_bins(meta, n, band, engine);
             weights.first.push(first as u32);
             weights.len.push(factors.len() as u32);
             weights.offset.push(weights.weights.len() as u32);

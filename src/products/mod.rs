@@ -13,6 +13,7 @@
 //! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
 
 pub mod average;
+pub mod band_power;
 pub mod bands;
 pub mod columns;
 pub mod measure;
