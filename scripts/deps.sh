@@ -17,6 +17,9 @@
 #                                        (tests/fleet.rs start their own on loopback)
 #   openssl (--test)                     makes the CA and certificates of the TLS fleet tests
 #                                        (tests/fleet_auth.rs; not in a minimal Debian image)
+#   pulseaudio libasound2-plugins        a PulseAudio server the test starts and kills, and ALSA's
+#     (--test)                           `pulse` plugin: a microphone that fails mid-capture and
+#                                        comes back (tests/retry.rs)
 # and (--test) python3 with numpy, scipy, librosa and soundfile, for the tests that compare against
 # them (soundfile: libsndfile's decode of MP3 and Ogg, tests/audio_inputs.rs; nats-py: the Python
 # subscriber of docs/fleet.md, tests/fleet.rs)
@@ -29,7 +32,8 @@ set -euo pipefail
 testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
-$testing && packages+=(sox libsox-fmt-mp3 ffmpeg chromium chromium-driver nats-server openssl)
+$testing && packages+=(sox libsox-fmt-mp3 ffmpeg chromium chromium-driver nats-server openssl
+    pulseaudio libasound2-plugins)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -606,6 +606,117 @@ fn peak_and_level_rules_read_the_rows_measurements() {
     assert!((e["db"].as_f64().unwrap() - 94.0).abs() < 0.1, "{e}");
 }
 
+/// The events of a run on `input` with `args` (the rules and the row flags); its output (csv).
+fn events_and_rows(dir: &Path, input: &Path, args: &[&str]) -> (Vec<Value>, String) {
+    let events_path = dir.join("events.ndjson");
+    let rows_path = dir.join("rows.csv");
+    let _ = std::fs::remove_file(&events_path);
+    let mut all = vec!["--file", s(input), "--rate", "8000", "--frame", "400"];
+    all.extend(["--format", "csv", "--output", s(&rows_path)]);
+    all.extend(["--events", s(&events_path)]);
+    all.extend(args);
+    let out = run(&all);
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    let events = events_of(&std::fs::read_to_string(&events_path).unwrap());
+    (events, std::fs::read_to_string(&rows_path).unwrap())
+}
+
+#[test]
+fn alerts_read_the_full_spectrum_under_bands_and_fmin_fmax() {
+    // the band's level is the full spectrum's whatever the columns are: --bands rows (the rule's
+    // band summed with the bands, then taken off the row) and --fmin/--fmax rows (the bins in the
+    // range) give the events of plain rows, at the same rows, with the same levels
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bursts.f32");
+    let mut x = vec![0.0; (RATE * 4.0) as usize];
+    burst(&mut x, 1000.0, 1.0, 0.503, 1.5); // -3 dB
+    burst(&mut x, 1000.0, 0.1, 1.5, 2.507); // -23 dB: inside the hysteresis, still on
+    burst(&mut x, 3000.0, 0.5, 2.8, 3.6); // outside the band
+    write_f32(&input, &x);
+    let rules = [
+        "--alert",
+        "name=hum,band=900-1100,above=-20,hysteresis=6,hold=100ms",
+        "--alert",
+        "name=quiet,band=900-1100,below=-40",
+    ];
+    let hop = 400.0 / RATE;
+    for scale in ["db", "power", "magnitude", "density"] {
+        for average in [None, Some("2")] {
+            let mut base = vec!["--window", "hann", "--scale", scale];
+            if let Some(n) = average {
+                base.extend(["--average", n]);
+            }
+            let with = |extra: &[&str]| {
+                let args = [&base[..], &rules[..], extra].concat();
+                events_and_rows(dir.path(), &input, &args)
+            };
+            let (plain, _) = with(&[]);
+            let case = format!("--scale {scale} --average {average:?}");
+            let hum: Vec<_> = summary(&plain)
+                .into_iter()
+                .filter(|e| e.1 == "hum")
+                .collect();
+            assert_eq!(hum.len(), 2, "{case}: {plain:?}");
+            assert!((hum[0].2 - 0.603).abs() <= 2.0 * hop, "{case}: {hum:?}");
+            assert!((hum[1].2 - 2.607).abs() <= 2.0 * hop, "{case}: {hum:?}");
+            for extra in [
+                &["--bands", "octave"][..],
+                &["--bands", "mel:20"][..],
+                &["--fmin", "500", "--fmax", "1500"][..],
+                &["--fmin", "900"][..],
+            ] {
+                let (events, rows) = with(extra);
+                assert_eq!(summary(&events), summary(&plain), "{case} {extra:?}");
+                for (e, p) in events.iter().zip(&plain) {
+                    let (a, b) = (e["db"].as_f64(), p["db"].as_f64());
+                    // silence reads the dB floors: per bin in plain db rows, per band here
+                    let silent = |v: Option<f64>| v.is_none_or(|v| v < -200.0);
+                    let close = match (a, b) {
+                        _ if silent(a) && silent(b) => true,
+                        (Some(a), Some(b)) => (a - b).abs() < 1e-3,
+                        _ => false,
+                    };
+                    assert!(close, "{case} {extra:?}: {e} vs {p}");
+                }
+                // the rows are those of the same run without alerts: the rule's band is not in them
+                let args = [&base[..], extra].concat();
+                let bare = dir.path().join("bare.csv");
+                let mut all = vec!["--file", s(&input), "--rate", "8000", "--frame", "400"];
+                all.extend(["--format", "csv", "--output", s(&bare)]);
+                all.extend(&args);
+                assert!(run(&all).status.success());
+                assert!(
+                    rows == std::fs::read_to_string(&bare).unwrap(),
+                    "{case} {extra:?}: rows differ with the alert"
+                );
+            }
+        }
+    }
+    // a full-scale sine in the band still reads -3.01 dB with --bands, whatever the window
+    let sine = dir.path().join("sine.f32");
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.0, 1.0);
+    write_f32(&sine, &x);
+    for window in ["rect", "hann", "flattop"] {
+        let (events, _) = events_and_rows(
+            dir.path(),
+            &sine,
+            &[
+                "--window",
+                window,
+                "--bands",
+                "third-octave",
+                "--scale",
+                "db",
+                "--alert",
+                "name=tone,band=900-1100,above=-100",
+            ],
+        );
+        let db = events[0]["db"].as_f64().unwrap();
+        assert!((db - -3.0103).abs() < 0.001, "{window}: {db} dB");
+    }
+}
+
 #[test]
 fn bad_rules_and_combinations_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -623,8 +734,18 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         ),
         (vec!["--events", "-"], vec!["--events", "--alert"]),
         (
-            vec!["--alert", "name=a,band=0-1,above=0", "--bands", "octave"],
-            vec!["--bands"],
+            vec![
+                "--alert",
+                "name=a,band=0-1,above=0",
+                "--bands",
+                "octave",
+                "--levels",
+            ],
+            vec!["--bands", "measurement"],
+        ),
+        (
+            vec!["--alert", "name=a,band=900-1100,above=0", "--fmin", "1000"],
+            vec!["--alert a", "band=900-1100", "--fmin/--fmax"],
         ),
         (
             vec!["--alert", "name=a,level=leq,above=0"],

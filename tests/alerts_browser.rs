@@ -1,8 +1,10 @@
-//! Alert marks on the live page's waterfall (issue 27): runs tests/alerts_browser.py (headless
-//! chromium through chromedriver and selenium) against the built binary. The script checks that
-//! the page receives the start and end of an alert from `/events` and marks each on the waterfall
-//! at the row of its time, in the mark colour, with no console errors. Skipped (with a message)
-//! without chromium, chromedriver or selenium, except under CI, where it fails.
+//! Alert and gap marks on the live page's waterfall (issue 27): runs tests/alerts_browser.py
+//! (headless chromium through chromedriver and selenium) against the built binary. The script
+//! checks that the page receives the start and end of an alert from `/events` and marks each on
+//! the waterfall at the row of its time, in the mark colour, with no console errors; and that a
+//! `--retry` FIFO input whose writer goes and comes back sends a `gap` event that the page marks
+//! at the last row before the outage, in the gap colour. Skipped (with a message) without
+//! chromium, chromedriver or selenium, except under CI, where it fails.
 
 mod common;
 

@@ -2,8 +2,9 @@
 //!
 //! Real inputs only: a named FIFO whose writer goes and a new one comes (given as the input,
 //! and as stdin redirected from it), an rtl_tcp loopback server (the real protocol) that closes
-//! and comes back on the same port, and the microphone through ALSA's `file` plugin (which
-//! cannot be made to fail mid-stream: see `the_microphone_runs_the_same_under_retry`). Each
+//! and comes back on the same port, the microphone through ALSA's `pulse` plugin from a
+//! PulseAudio server the test kills and starts again, and through ALSA's `file` plugin (which
+//! cannot fail mid-stream: `the_microphone_runs_the_same_under_retry`). Each
 //! checks that rows from before and after the outage are written, frame numbers continue, row
 //! times jump by the outage, and one `gap` event is written.
 
@@ -450,6 +451,168 @@ fn the_microphone_runs_the_same_under_retry() {
     assert_eq!(run(true), run(false));
 }
 
+/// A PulseAudio server of the test's own (no default script: a null sink, and the native
+/// protocol on `socket` for anyone), with its own HOME and runtime folder under `dir`.
+fn pulseaudio(dir: &Path, socket: &Path) -> Reaped {
+    let _ = std::fs::remove_file(socket); // a killed server leaves its socket behind
+    let (home, runtime) = (dir.join("pa-home"), dir.join("pa-run"));
+    for d in [&home, &runtime] {
+        std::fs::create_dir_all(d).expect("pulseaudio's folders");
+    }
+    let child = Command::new("pulseaudio")
+        .args([
+            "-n",
+            "--daemonize=no",
+            "--exit-idle-time=-1",
+            "--use-pid-file=no",
+        ])
+        .args(["--disable-shm=yes", "-L", "module-null-sink", "-L"])
+        .arg(format!(
+            "module-native-protocol-unix auth-anonymous=1 socket={}",
+            socket.display()
+        ))
+        .env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env_remove("PULSE_SERVER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pulseaudio");
+    let server = Reaped(Some(child));
+    let started = Instant::now();
+    while !socket.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "pulseaudio did not open {}",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+/// Whether the PulseAudio server and ALSA's `pulse` plugin are here (CI: they must be).
+fn pulse_present() -> bool {
+    let plugin = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| {
+        Path::new(d)
+            .join("alsa-lib/libasound_module_pcm_pulse.so")
+            .exists()
+    });
+    if !plugin {
+        let required = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !required,
+            "ALSA's pulse plugin is missing (CI requires it: run scripts/deps.sh --test)"
+        );
+        eprintln!("skipping: ALSA's pulse plugin is missing (scripts/deps.sh --test installs libasound2-plugins)");
+        return false;
+    }
+    program_runs("pulseaudio", &["--version"])
+}
+
+#[test]
+fn the_microphone_fails_and_comes_back_through_pulseaudio() {
+    // The microphone is ALSA's `pulse` plugin reading a PulseAudio server's null sink monitor;
+    // the server is killed mid-capture (the plugin's poll fails with EIO: a cpal stream error)
+    // and started again 1 s later on the same socket: the capture is reopened and goes on.
+    if !pulse_present() {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("fftd-pulse")
+        .tempdir_in("/tmp") // a unix socket's path has at most 107 bytes
+        .expect("tmp dir");
+    let dir = dir.path();
+    let socket = dir.join("pulse.sock");
+    let mut server = pulseaudio(dir, &socket);
+    let conf = dir.join("asound.conf");
+    let server_line = format!("    server \"unix:{}\"\n", socket.display());
+    std::fs::write(
+        &conf,
+        format!(
+            "pcm.!default {{\n    type pulse\n{server_line}    device \"null.monitor\"\n}}\nctl.!default {{\n    type pulse\n{server_line}}}\n"
+        ),
+    )
+    .expect("ALSA config");
+    // the client never starts a server of its own
+    let client_conf = dir.join("client.conf");
+    std::fs::write(&client_conf, "autospawn = no\n").expect("client.conf");
+    let (out, ev) = (dir.join("out.csv"), dir.join("events.ndjson"));
+    let child = fftd()
+        .args([
+            "--mic",
+            "--rate",
+            "48000",
+            "--frame",
+            "1024",
+            "--max-frames",
+            "200",
+        ])
+        .args(["--format", "csv", "--device", "cpu", "--retry", "forever"])
+        .arg("--events")
+        .arg(&ev)
+        .arg("--output")
+        .arg(&out)
+        .env("ALSA_CONFIG_PATH", &conf)
+        .env("PULSE_CLIENTCONFIG", &client_conf)
+        .env("HOME", dir)
+        .env("RUST_LOG", "fftd=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fftd");
+    let mut fftd_child = Reaped(Some(child));
+    // some rows before the outage (the header and 20 rows)
+    let started = Instant::now();
+    while std::fs::read_to_string(&out).map_or(0, |t| t.lines().count()) < 21 {
+        assert!(started.elapsed() < TIMEOUT, "no rows from the microphone");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(mut s) = server.0.take() {
+        let _ = s.kill(); // SIGKILL: the server is gone
+        let _ = s.wait();
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let _server = pulseaudio(dir, &socket);
+    let (code, stderr) = wait(fftd_child.0.take().expect("fftd"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("capture failed")
+            && stderr.contains("reopening it (--retry forever)")
+            && stderr.contains("resumed after"),
+        "the log says so: {stderr}"
+    );
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 200, "{stderr}");
+    let before = rows
+        .windows(2)
+        .position(|w| w[1].1 - w[0].1 > 0.5)
+        .map(|i| i + 1);
+    let before = before.expect("the row times jump at the outage");
+    assert!((20..200).contains(&before), "rows before the gap: {before}");
+    assert_one_jump(&rows, 1024.0 / 48_000.0, before, 0.9);
+    let events = events(&ev);
+    assert_eq!(events.len(), 1, "one gap event: {events:?}");
+    let e = &events[0];
+    assert_eq!(e["event"], "gap");
+    assert_eq!(e["input"], "mic:default");
+    assert_eq!(e["resumed"], true);
+    let gap = e["gap_s"].as_f64().expect("gap_s");
+    assert!(gap >= 0.9, "{e}");
+    assert!(
+        (rows[before].1 - rows[before - 1].1 - 1024.0 / 48_000.0 - gap).abs() < 0.05,
+        "the rows after it are the gap later: {e}"
+    );
+}
+
 #[test]
 fn retry_counters_are_on_metrics() {
     let dir = tmp("metrics");
@@ -502,6 +665,130 @@ fn retry_counters_are_on_metrics() {
     interrupt(&child);
     let (code, stderr) = wait(child);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn gaps_go_to_the_live_views_event_feed() {
+    // --retry and --serve without --alert or --events: the gap is a server-sent event on /events
+    let dir = tmp("feed");
+    let fifo = dir.join("in.f32");
+    mkfifo(&fifo);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut child = Reaped(Some(
+        fftd()
+            .arg("--file")
+            .arg(&fifo)
+            .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
+            .args(["--device", "cpu", "--retry", "forever"])
+            .args(["--output", "/dev/null"])
+            .args(["--serve", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start fftd"),
+    ));
+    // the first writer holds the FIFO open while /events is connected
+    let first = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(fifo)
+                .expect("open the FIFO for writing")
+        })
+    };
+    let mut feed = (0..100)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut feed = Feed::open(port, "/events")?;
+            feed.read_until(
+                |t| t.contains(": fftd alert events"),
+                Duration::from_secs(5),
+            )
+            .then_some(feed)
+        })
+        .expect("/events answers");
+    assert!(feed.text.contains("text/event-stream"), "{}", feed.text);
+    let streams = http_get(port, "/api/streams").expect("/api/streams");
+    assert!(
+        streams.contains("\"alerts\":[]"),
+        "the page opens /events: {streams}"
+    );
+    first
+        .join()
+        .expect("first writer")
+        .write_all(&signal())
+        .expect("write the FIFO");
+    std::thread::sleep(Duration::from_millis(700));
+    write_fifo(&fifo, &signal());
+    let gap = |t: &str| {
+        t.split_once("event: gap\ndata: ")
+            .is_some_and(|(_, data)| data.contains("\n\n"))
+    };
+    assert!(
+        feed.read_until(gap, Duration::from_secs(20)),
+        "a gap event on /events: {}",
+        feed.text
+    );
+    let data = feed.text.split("event: gap\ndata: ").nth(1).expect("data");
+    let e: serde_json::Value =
+        serde_json::from_str(data.lines().next().expect("a line")).expect("the event is JSON");
+    assert_eq!(e["event"], "gap");
+    assert_eq!(e["stream"], 0);
+    assert_eq!(e["resumed"], true);
+    assert_eq!(e["time_s"], 12.0, "the gap begins after 12 s of signal");
+    assert!(e["gap_s"].as_f64().expect("gap_s") >= 0.6, "{e}");
+    assert_eq!(e["input"], fifo.display().to_string());
+    let child = child.0.take().expect("child");
+    interrupt(&child);
+    let (code, stderr) = wait(child);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// An open HTTP response read bit by bit (a server-sent-events stream).
+struct Feed {
+    stream: TcpStream,
+    text: String,
+}
+
+impl Feed {
+    fn open(port: u16, path: &str) -> Option<Feed> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        Some(Feed {
+            stream,
+            text: String::new(),
+        })
+    }
+
+    /// Reads until `done` says the text read so far is enough, or `limit` passed.
+    fn read_until(&mut self, done: impl Fn(&str) -> bool, limit: Duration) -> bool {
+        let start = Instant::now();
+        let mut buf = [0u8; 4096];
+        while !done(&self.text) {
+            if start.elapsed() > limit {
+                return false;
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => self.text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                Err(_) => {}
+            }
+        }
+        true
+    }
 }
 
 /// A child killed if the test fails before it is waited for (no fftd left behind).

@@ -17,7 +17,7 @@ const MARGIN = { left: 58, right: 16, top: 12, axis: 26 };   // CSS px around th
 const COLORS = {
   page: '#0a0d12', plot: '#070a0e', grid: '#1b2430', gridStrong: '#2a3644', label: '#8e9bab',
   live: '#4cc2ff', avg: '#ffd166', peak: '#ff6b6b', cursor: 'rgba(255,255,255,0.55)',
-  alert: '#ff2d55', alertEnd: '#d0d0d0',
+  alert: '#ff2d55', alertEnd: '#d0d0d0', gap: '#ffb000',
 };
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
@@ -969,23 +969,34 @@ document.addEventListener('keydown', (e) => {
 
 // ---------------------------------------------------------------- alert marks (issue 27)
 
-// With --alert rules the server sends each alert's start and end on /events (server-sent
-// events); each is marked on the waterfall at its row: a solid line for a start, a dashed one for
-// an end, with the rule's name. The newest MAX_MARKS are kept.
+// With --alert rules (or --retry inputs) the server sends each alert's start and end, and each
+// outage of an input (`gap`), on /events (server-sent events); each is marked on the waterfall at
+// its row: a solid line for a start, a dashed one for an end, with the rule's name; a dotted
+// amber line for a gap, with its length. The newest MAX_MARKS are kept.
 const MAX_MARKS = 256;
-const alertEvents = [];   // {event, alert, stream, time_s, db} as received
+const alertEvents = [];   // {event, alert, stream, time_s, db} (gap: {event, input, gap_s, …})
 const alertDrawn = [];    // the marks as last drawn: {alert, event, time_s, row}, for tests
+const MARK_COLOURS = { start: 'alert', end: 'alertEnd', gap: 'gap' };
+let eventsOpen = false;   // /events connected (for tests)
 
 async function listenForAlerts() {
   let info;
   try { info = await (await fetch('/api/streams')).json(); } catch (e) { return; }
-  if (!info.alerts || !info.alerts.length) return;
+  if (!Array.isArray(info.alerts)) return;   // present (maybe empty) when the run has events
   const source = new EventSource('/events');
-  source.addEventListener('alert', (m) => {
+  source.onopen = () => { eventsOpen = true; };
+  const take = (m) => {
     alertEvents.push(JSON.parse(m.data));
     if (alertEvents.length > MAX_MARKS) alertEvents.shift();
     S.dirty = true;
-  });
+  };
+  source.addEventListener('alert', take);
+  source.addEventListener('gap', take);
+}
+
+function markLabel(e) {
+  return e.event === 'gap' ? `gap ${(+e.gap_s).toFixed(1)} s${e.resumed ? '' : ' (not resumed)'}`
+    : `${e.alert} ${e.event}`;
 }
 
 // The waterfall row (0: the newest) holding time `t`, or -1 when no row shown holds it.
@@ -1008,11 +1019,13 @@ function drawAlertMarks() {
     if (e.stream !== S.layout.stream) continue;
     const row = rowOfTime(e.time_s);
     if (row < 0 || y0 + row > y1) continue;
-    const y = y0 + row + 0.5, start = e.event === 'start';
-    g.strokeStyle = g.fillStyle = start ? COLORS.alert : COLORS.alertEnd;
-    g.setLineDash(start ? [] : [6 * d, 4 * d]);
+    const y = y0 + row + 0.5;
+    g.strokeStyle = g.fillStyle = COLORS[MARK_COLOURS[e.event] || 'alertEnd'];
+    g.setLineDash(e.event === 'start' ? [] : e.event === 'gap' ? [2 * d, 2 * d] : [6 * d, 4 * d]);
     g.beginPath(); g.moveTo(G.x0, y); g.lineTo(G.x1, y); g.stroke();
-    g.fillText(`${e.alert} ${e.event}`, G.x1 - 4 * d, y - 2 * d);
+    const above = row > 14 * d;   // a mark at the top has its label under it
+    g.textBaseline = above ? 'bottom' : 'top';
+    g.fillText(markLabel(e), G.x1 - 4 * d, above ? y - 2 * d : y + 2 * d);
     alertDrawn.push({ alert: e.alert, event: e.event, time_s: e.time_s, row, y: Math.floor(y) });
   }
   g.restore();
@@ -1022,6 +1035,7 @@ window.fftd = Object.freeze({
   get rows() { return S.rows; },
   get alertEvents() { return alertEvents.map((e) => ({ ...e })); },
   get alertMarks() { return alertDrawn.map((m) => ({ ...m })); },
+  get eventsOpen() { return eventsOpen; },
   get shown() { return S.shown; },
   get dropped() { return S.dropped; },
   get stream() { return S.layout ? S.layout.stream : null; },

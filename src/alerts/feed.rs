@@ -1,5 +1,6 @@
 //! Where events go beyond `--events` files: the live view's feed (server-sent events at
-//! `/events`, which the page marks on the waterfall, and the `/metrics` counters
+//! `/events`: `event: alert` for the rules' starts and ends, `event: gap` for a `--retry`
+//! input's outages, each of which the page marks on the waterfall; and the `/metrics` counters
 //! `fftd_alert_events_total{alert,event}`), and a NATS subject (`--events nats://…`).
 
 use super::events::Event;
@@ -11,6 +12,7 @@ const FEED_EVENTS: usize = 256;
 
 /// The live view's end of the alerts.
 pub struct AlertFeed {
+    /// Each event's whole server-sent-events message (`event: …`, `data: …`, a blank line).
     tx: tokio::sync::broadcast::Sender<Arc<str>>,
     /// Per rule (in rule order): its name and its starts and ends so far.
     counts: Mutex<Vec<(String, [u64; 2])>>,
@@ -39,7 +41,18 @@ impl AlertFeed {
                 c[usize::from(event.change == Change::End)] += 1;
             }
         }
-        let _ = self.tx.send(Arc::from(event.json())); // no reader: nothing to do
+        self.send("alert", &event.json());
+    }
+
+    /// Sends a `--retry` input's `gap` event object (`source::outages::Gap::json`) to every
+    /// `/events` reader (counted on `/metrics` by `source::outages`).
+    pub fn publish_gap(&self, json: &str) {
+        self.send("gap", json);
+    }
+
+    fn send(&self, kind: &str, json: &str) {
+        let message = format!("event: {kind}\ndata: {json}\n\n");
+        let _ = self.tx.send(Arc::from(message)); // no reader: nothing to do
     }
 
     /// The `/metrics` lines: a counter per rule and event kind.
@@ -48,6 +61,9 @@ impl AlertFeed {
         let Ok(counts) = self.counts.lock() else {
             return;
         };
+        if counts.is_empty() {
+            return; // --retry's gaps only: no rules to count
+        }
         out.push_str(
             "# HELP fftd_alert_events_total Alert events per rule (--alert): starts and ends.\n",
         );
@@ -64,9 +80,10 @@ impl AlertFeed {
         }
     }
 
-    /// The body of one `/events` response: `text/event-stream`, an `event: alert` message per
-    /// event from now on (`data:` its JSON), a comment line first so the reader knows it is
-    /// connected, and a `: missed N` comment where a slow reader missed events.
+    /// The body of one `/events` response: `text/event-stream`, an `event: alert` (or
+    /// `event: gap`) message per event from now on (`data:` its JSON), a comment line first so
+    /// the reader knows it is connected, and a `: missed N` comment where a slow reader missed
+    /// events.
     pub fn sse_body(&self) -> axum::body::Body {
         use axum::body::Bytes;
         use tokio::sync::broadcast::error::RecvError;
@@ -76,7 +93,7 @@ impl AlertFeed {
         });
         let events = futures_util::stream::unfold(rx, |mut rx| async move {
             let text = match rx.recv().await {
-                Ok(json) => format!("event: alert\ndata: {json}\n\n"),
+                Ok(message) => message.to_string(),
                 Err(RecvError::Lagged(n)) => format!(": missed {n}\n\n"),
                 Err(RecvError::Closed) => return None,
             };

@@ -16,14 +16,21 @@
 //! without). `peak=` reads the strongest of the row's peaks in its range, `level=` one of the
 //! row's `--levels` readings: the values after the bins.
 //!
+//! With `--fmin`/`--fmax` the row's columns are the bins in the range: a `band=` rule sums those
+//! of its bins (its band must lie in the range: `check_band_columns`). With `--bands` the columns
+//! are band powers, so each `band=` rule's band is summed from the full spectrum as one more band
+//! of the band matrix (`products::band_power::band_bins`, where the bands are summed: on the host or a device), after
+//! the row's columns; it is read here and taken off the row before it is written (`hidden`).
+//!
 //! This is stateless and runs in the encode threads, in any order; `state` follows the levels
 //! in each stream's order.
 
 use super::rule::{AlertRule, Reads};
 use crate::fft::Scale;
+use crate::products::band_power::BinFactors;
 use crate::products::measure::MeasureOptions;
+use crate::types::Sample;
 use crate::types::StreamMeta;
-use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 
 /// What one rule reads in one stream's rows.
@@ -47,49 +54,46 @@ pub struct BandLevels {
     /// Per stream, per rule.
     bands: Vec<Vec<Probe>>,
     rules: usize,
+    /// Values at the end of each row that are the rules' bands (`--bands`), not the output's.
+    hidden: usize,
 }
 
-/// The bin factor f_k of `--alert band=` (module comment).
-struct Factors {
-    n: usize,
-    sum: f64,
-    sum_sq: f64,
-    /// Measurement rows: the window's equivalent noise bandwidth in bins.
-    enbw: Option<f64>,
-    scale: Scale,
-}
-
-impl Factors {
-    fn of(&self, stream: &StreamMeta, k: usize) -> f64 {
-        let n = self.n;
-        if let Some(enbw) = self.enbw {
-            return 1.0 / enbw;
-        }
-        let c = match stream.kind {
-            InputKind::Complex => 1.0,
-            InputKind::Real if k == 0 || (n % 2 == 0 && k == n / 2) => 1.0,
-            InputKind::Real => 2.0,
-        };
-        match self.scale {
-            Scale::Density => stream.rate / n as f64,
-            Scale::Spectrum => self.sum * self.sum / (n as f64 * self.sum_sq),
-            _ => c / (n as f64 * self.sum_sq),
+/// `--fmin`/`--fmax`: a `band=` rule reads the row's bins, so its band must lie in the range.
+pub fn check_band_columns(
+    rules: &[AlertRule],
+    fmin: Option<f64>,
+    fmax: Option<f64>,
+) -> Result<(), String> {
+    let (from, to) = (
+        fmin.unwrap_or(f64::NEG_INFINITY),
+        fmax.unwrap_or(f64::INFINITY),
+    );
+    for rule in rules {
+        if let Reads::Band(lo, hi) = rule.reads {
+            if lo < from || hi > to {
+                return Err(format!(
+                    "--alert {}: band={lo}-{hi} reaches outside --fmin/--fmax ({from} to {to} Hz), whose bins are all the rows carry: narrow the band or widen the range",
+                    rule.name
+                ));
+            }
         }
     }
+    Ok(())
 }
 
 impl BandLevels {
-    /// Precomputes each rule's probe for every stream.
+    /// Precomputes each rule's probe for every stream. `bands`: the rows are `--bands` powers,
+    /// followed by each `band=` rule's band (`products::band_power::band_bins`).
     pub fn new(
         rules: &[AlertRule],
         streams: &[StreamMeta],
         n: usize,
         look: (Scale, WindowKind),
-        measure: &MeasureOptions,
+        (measure, bands): (&MeasureOptions, bool),
     ) -> Self {
         let (scale, window) = look;
         let w = window.coefficients(n);
-        let factors = Factors {
+        let factors = BinFactors {
             n,
             sum: w.iter().sum(),
             sum_sq: w.iter().map(|v| v * v).sum(),
@@ -98,23 +102,38 @@ impl BandLevels {
                 .then(|| crate::products::measure::enbw_bins(window, n)),
             scale,
         };
-        let bands = streams
+        let band_rules = rules
+            .iter()
+            .filter(|r| matches!(r.reads, Reads::Band(..)))
+            .count();
+        let hidden = if bands { band_rules } else { 0 };
+        let probes = streams
             .iter()
             .map(|stream| {
-                let freqs = stream.frequencies(n);
-                // the values after the bins: levels (5), then peaks (hz, db pairs)
+                let bins = stream.frequencies(n);
+                // the row's columns: the bins, or those in --fmin/--fmax, or --bands' centres
+                let freqs = stream.columns.as_deref().unwrap_or(&bins);
+                // the values after the columns: levels (5), then peaks (hz, db pairs)
                 let levels_at = freqs.len();
                 let peaks_at = levels_at + 5 * usize::from(measure.levels);
+                let mut band_at = freqs.len()..;
                 rules
                     .iter()
                     .map(|rule| match rule.reads {
+                        // --bands: the band's power follows the columns, finished as they are
+                        Reads::Band(..) if bands => {
+                            Probe::Bins(vec![(band_at.next().unwrap_or(0), 1.0)])
+                        }
                         Reads::Band(lo, hi) => Probe::Bins(
                             freqs
                                 .iter()
                                 .enumerate()
                                 .filter(|(_, f)| **f >= lo && **f <= hi)
-                                // real rows are never shifted: column i is bin i (complex: c = 1)
-                                .map(|(i, _)| (i, factors.of(stream, i)))
+                                // column i's bin (real rows are never shifted; complex: c = 1)
+                                .map(|(i, f)| {
+                                    let k = bins.iter().position(|b| b == f).unwrap_or(i);
+                                    (i, factors.of(stream, k))
+                                })
                                 .collect(),
                         ),
                         Reads::Peak(lo, hi) => Probe::Peaks {
@@ -130,13 +149,20 @@ impl BandLevels {
             .collect();
         BandLevels {
             scale,
-            bands,
+            bands: probes,
             rules: rules.len(),
+            hidden,
         }
     }
 
     pub fn rules(&self) -> usize {
         self.rules
+    }
+
+    /// Values at the end of each row that are the rules' own (`--bands`): taken off before the
+    /// row is written.
+    pub fn hidden(&self) -> usize {
+        self.hidden
     }
 
     /// Appends the level in dB of every rule for a row of `stream` (values in output order).

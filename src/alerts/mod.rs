@@ -27,13 +27,15 @@ pub struct AlertOptions {
     pub events: Option<EventsTarget>,
     /// `--events nats://…`: the fleet's credentials and TLS flags (`--nats-creds`, …).
     pub nats: EventsNats,
+    /// `--retry` is given: its inputs' `gap` events go to `--events` and the live view's feed.
+    pub gaps: bool,
 }
 
 impl AlertOptions {
-    /// Whether the run writes events: alert rules, or an `--events` target alone (`--retry`'s
-    /// gap events).
+    /// Whether the run has events: alert rules, or `--retry`'s gap events (to an `--events`
+    /// target, the live view's `/events`, or nowhere but the log).
     pub fn wanted(&self) -> bool {
-        !self.rules.is_empty() || self.events.is_some()
+        !self.rules.is_empty() || self.events.is_some() || self.gaps
     }
 }
 
@@ -159,13 +161,18 @@ impl Alerts {
     }
 
     /// Writes the `gap` events of `--retry` inputs that came since the last call
-    /// (`source::outages`); called for every batch of rows, with or without rules.
+    /// (`source::outages`) to `--events` and the live view; called for every batch of rows, with
+    /// or without rules.
     pub fn tick(&mut self) -> std::io::Result<()> {
-        let events = crate::source::outages::outages().take_events();
-        match self.writer.as_mut() {
-            Some(writer) => events.into_iter().try_for_each(|e| writer.write_json(e)),
-            None => Ok(()),
+        for json in crate::source::outages::outages().take_events() {
+            if let Some(feed) = &self.feed {
+                feed.publish_gap(&json);
+            }
+            if let Some(writer) = self.writer.as_mut() {
+                writer.write_json(json)?;
+            }
         }
+        Ok(())
     }
 
     /// The run ends: an alert still on ends at its stream's last row (`"run_end":true`), then
@@ -202,8 +209,7 @@ impl Alerts {
 }
 
 /// Checks `--alert` and `--events` into the run's options. `spectra_to_stdout`: the spectra go
-/// to stdout (so events cannot); `conflict`: a flag whose rows are not plain bins, which the
-/// band level cannot read yet; `retry`: `--retry` is given, whose gaps are events too;
+/// to stdout (so events cannot); `conflict`: a flag whose rows the rules cannot read; `retry`: `--retry` is given, whose gaps are events too;
 /// `measured`: `--levels` and `--peaks` are given (what `level=` and `peak=` rules read). The
 /// message is a usage error's.
 pub fn check_alerts(
@@ -222,11 +228,15 @@ pub fn check_alerts(
                     .into(),
             );
         }
-        return Ok(AlertOptions::default());
+        // --retry alone: its gaps still go to the live view's /events
+        return Ok(AlertOptions {
+            gaps: retry,
+            ..AlertOptions::default()
+        });
     }
     if let Some(flag) = conflict {
         return Err(format!(
-            "--alert reads each row's bins; {flag} changes the rows (give alerts on plain spectra)"
+            "--alert cannot read rows made with {flag} (give the alerts in a run without it)"
         ));
     }
     for rule in rules {
@@ -263,5 +273,6 @@ pub fn check_alerts(
         rules: rules.to_vec(),
         events,
         nats: EventsNats::default(),
+        gaps: retry,
     })
 }

@@ -370,14 +370,22 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
         .map_err(FftdError::Usage)?;
     let to_stdout = o.output.is_none() && o.output_dir.is_none() && no_nats_output;
+    let measured = o.levels
+        || o.peaks.is_some()
+        || o.distortion
+        || o.weighting.is_some()
+        || o.calibration.is_some()
+        || o.calibration_file.is_some();
     let alert_conflicts = [
-        (o.bands.is_some(), "--bands"),
-        (o.fmin.is_some() || o.fmax.is_some(), "--fmin/--fmax"),
+        (
+            o.bands.is_some() && measured,
+            "--bands with measurement flags",
+        ),
         (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
-    crate::alerts::check_alerts(
+    let options = crate::alerts::check_alerts(
         &o.alert,
         o.events.as_deref(),
         to_stdout,
@@ -385,7 +393,9 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
         o.retry.is_some(),
         (o.levels, o.peaks.is_some_and(|p| p > 0)),
     )
-    .map_err(FftdError::Usage)
+    .map_err(FftdError::Usage)?;
+    crate::alerts::level::check_band_columns(&o.alert, o.fmin, o.fmax).map_err(FftdError::Usage)?;
+    Ok(options)
 }
 
 /// Where rows go: `--output`/`--output-dir` (stdout without), `--meta`, the image's options.
@@ -426,6 +436,16 @@ fn products_and_scale(
         fmax: o.fmax,
         bands: o.bands.clone(),
         measure,
+        // issue 27: with --bands, the alert rules' bands are summed with them
+        alert_bands: match o.bands {
+            Some(_) => (o.alert.iter())
+                .filter_map(|r| match r.reads {
+                    crate::alerts::rule::Reads::Band(lo, hi) => Some((lo, hi)),
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        },
     };
     products.check().map_err(FftdError::Usage)?;
     let bands = products.bands.is_some();

@@ -373,8 +373,9 @@ pub struct Options {
     /// An alert rule (repeatable): name=NAME,band=LO-HI,above=DB|below=DB[,hysteresis=DB]
     /// [,hold=DURATION]: the band's power in dB (a full-scale sine reads -3.01 dB; with
     /// --calibration/--weighting calibrated and weighted, in the run's unit); peak=LO-HI (with
-    /// --peaks) or level=leq|lfmax|lfmin|lsmax|lsmin (with --levels) instead of band=; each
-    /// start and end is an event (--events, the live view's /events and /metrics, the log).
+    /// --peaks) or level=leq|lfmax|lfmin|lsmax|lsmin (with --levels) instead of band=; with
+    /// --bands or --fmin/--fmax the band is still the full spectrum's bins (inside --fmin/--fmax);
+    /// each start and end is an event (--events, the live view's /events and /metrics, the log).
     #[arg(long = "alert", value_name = "RULE")]
     #[serde(default)]
     pub alert: Vec<crate::alerts::rule::AlertRule>,

@@ -140,11 +140,14 @@ fn encode_batch<T: Sample>(
     let bins = columns.unwrap_or(spec.bins());
     let per_bin = spec.scale.values_per_bin();
     let width = bins * per_bin;
+    // issue 27: `--alert` rules' own values at the rows' end (with --bands), not written
+    let hidden = stage.alerts.map_or(0, |l| l.hidden()).min(width);
     let (order, frames) = by_output(frames, stage.output_of);
     let mut rows = RowsEncoded::new(stage, frames.len());
     for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
         let stream = &stage.streams[frame.stream];
-        let mut row_values = &values[i * width..(i + 1) * width];
+        let full = &values[i * width..(i + 1) * width];
+        let mut row_values = &full[..width - hidden];
         if stream.fftshift && stream.kind == InputKind::Complex && columns.is_none() {
             shifted.clear();
             shifted.extend_from_slice(row_values);
@@ -160,7 +163,7 @@ fn encode_batch<T: Sample>(
             frames: frame.frames,
             values: row_values,
         };
-        rows.add(k, frame, &row, scratch)?;
+        rows.add(k, frame, (&row, full), scratch)?;
     }
     stage.values_pool.give(values);
     if let Some(tap) = &stage.live {
@@ -212,12 +215,13 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
         }
     }
 
-    /// Encodes row `k` of the batch (frame `frame`) into its output's part (or its placed file).
+    /// Encodes row `k` of the batch (frame `frame`) into its output's part (or its placed file);
+    /// `full`: the row with the alert rules' own values (`BandLevels::hidden`).
     fn add(
         &mut self,
         k: usize,
         frame: &FrameMeta,
-        row: &SpectrumRow<'_, T>,
+        (row, full): (&SpectrumRow<'_, T>, &[T]),
         scratch: &mut LiveScratch,
     ) -> Result<(), String> {
         let stage = self.stage;
@@ -232,7 +236,12 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
         }
         if let Some(levels) = stage.alerts {
             self.alert_rows.push((frame.stream, row.time_s));
-            levels.measure(frame.stream, row.values, &mut self.alert_levels);
+            let values = if levels.hidden() > 0 {
+                full
+            } else {
+                row.values
+            };
+            levels.measure(frame.stream, values, &mut self.alert_levels);
         }
         let row_start = self.bytes.len();
         match stage.placed.get(output) {

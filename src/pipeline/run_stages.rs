@@ -511,7 +511,8 @@ fn start_live_view(
     let scale = settings.analysis.scale;
     let measure = &settings.analysis.products.measure;
     let look = (scale, measure);
-    // issue 27: `/events` when the run has alert rules or an event stream (`wire_alerts`)
+    // issue 27: `/events` when the run has alert rules, an event stream or --retry's gaps
+    // (`wire_alerts`)
     let options = &settings.alerts;
     let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
     live::LiveView::start(listener, streams, look, counters, numbering, alerts)
@@ -530,8 +531,9 @@ fn live_rows<T: Sample>(
 fn band_levels(settings: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Option<BandLevels> {
     let rules = &settings.alerts.rules;
     let look = (settings.analysis.scale, settings.analysis.window);
-    let measure = &settings.analysis.products.measure;
-    (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, measure))
+    let products = &settings.analysis.products;
+    let rows = (&products.measure, products.bands.is_some());
+    (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, rows))
 }
 
 /// Frames waiting for the batcher at most: two batches' worth, within a byte budget.

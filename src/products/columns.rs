@@ -30,7 +30,7 @@ pub struct ColumnPlan {
     bands: Option<BandWeights>,
     /// Values per bin: 2 for `--scale complex` (re, im), else 1.
     per_bin: usize,
-    /// Values after the columns (the level total).
+    /// Values after the columns (the level total; the alert rules' bands).
     extra: usize,
 }
 
@@ -58,6 +58,28 @@ impl ColumnPlan {
             }
         }
         Ok(plan)
+    }
+
+    /// issue 27: with `--bands`, each `--alert band=` rule's band (`band_power::band_bins`)
+    /// as one more band after the columns (and the level total), summed where the bands are.
+    pub fn add_alert_bands(
+        &mut self,
+        meta: &StreamMeta,
+        n: usize,
+        alert_bands: &[(f64, f64)],
+        engine: (crate::fft::Scale, crate::window::WindowKind),
+    ) {
+        let Some(weights) = self.bands.as_mut() else {
+            return;
+        };
+        for &band in alert_bands {
+            let (first, factors) = super::band_power::band_bins(meta, n, band, engine);
+            weights.first.push(first as u32);
+            weights.len.push(factors.len() as u32);
+            weights.offset.push(weights.weights.len() as u32);
+            weights.weights.extend_from_slice(&factors);
+            self.extra += 1;
+        }
     }
 
     /// Takes measurement gains in: folded into the band weights, or the picked bins made one-bin
@@ -253,7 +275,7 @@ impl ColumnPlan {
         self.columns() * self.per_bin + self.extra
     }
 
-    /// Values after the columns (the level total with `--levels`).
+    /// Values after the columns (the level total with `--levels`; `--alert` rules' bands).
     pub fn extra(&self) -> usize {
         self.extra
     }

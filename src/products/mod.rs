@@ -13,6 +13,7 @@
 //! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
 
 pub mod average;
+pub mod band_power;
 pub mod bands;
 pub mod columns;
 pub mod measure;
@@ -31,6 +32,10 @@ pub struct ProductOptions {
     pub bands: Option<BandSpec>,
     /// Calibration, weighting and the measurements (`measure`).
     pub measure: measure::MeasureOptions,
+    /// issue 27: with `--bands`, the `--alert band=` rules' bands (Hz), summed from the full
+    /// spectrum after the bands (`ColumnPlan::add_alert_bands`) and taken off before rows are
+    /// written.
+    pub alert_bands: Vec<(f64, f64)>,
 }
 
 impl ProductOptions {
@@ -163,6 +168,8 @@ impl Shaping {
                 None => {
                     let per_bin = options.engine_scale(scale).values_per_bin();
                     let mut plan = columns::ColumnPlan::new(meta, (n, window), options, per_bin)?;
+                    let engine = (options.engine_scale(scale), window);
+                    plan.add_alert_bands(meta, n, &options.alert_bands, engine);
                     // band rows are finished where they are summed (`BandWeights::finish`)
                     plan.set_band_finish(finish);
                     plans.push((key, plan.clone()));

@@ -228,10 +228,10 @@ async fn metrics_text(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response()
 }
 
-/// issue 27: `--alert` events as server-sent events (`alerts::feed`).
+/// issue 27: `--alert` events and `--retry`'s gap events as server-sent events (`alerts::feed`).
 async fn alert_events(State(app): State<App>) -> Response {
     let Some(feed) = app.hub.alerts.get() else {
-        let why = "fftd: this run has no --alert rules, so no /events\n";
+        let why = "fftd: this run has no --alert rules or --retry inputs, so no /events\n";
         return (axum::http::StatusCode::NOT_FOUND, why).into_response();
     };
     (
@@ -245,7 +245,8 @@ async fn alert_events(State(app): State<App>) -> Response {
 }
 
 async fn streams(State(app): State<App>) -> Response {
-    // issue 27: the rules' names when the run has --alert rules (the page then opens /events)
+    // issue 27: the rules' names when the run has events (--alert rules, or --retry's gaps with
+    // no rules: an empty list); the page then opens /events
     if let Some(feed) = app.hub.alerts.get() {
         let body = serde_json::json!({ "streams": app.hub.streams, "alerts": feed.names() });
         return axum::Json(body).into_response();
