@@ -4,13 +4,15 @@
 //! edge capture → `fftd publish` (`publish`: frame-aligned sample `block`s cut by `cutter`) →
 //! a work-queue stream → N workers (`worker`: `fftd --file nats://…/STREAM/CONSUMER
 //! --output nats://…/SUBJECT`, rows published with acks and dedup ids by `publish_acked`) → a
-//! spectra stream that dashboards and tools subscribe to. `jetstream` looks up and creates
+//! spectra stream that dashboards and tools subscribe to. The work stream may be split over
+//! several streams (`shards`) for the server's sake. `jetstream` looks up and creates
 //! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
 //! client's runtime; `types::nats_url` parses and redacts addresses.
 
 pub mod average;
 pub mod batch;
 pub mod block;
+pub mod block_sender;
 pub mod connect;
 pub mod cutter;
 pub mod ids;
@@ -18,6 +20,7 @@ pub mod jetstream;
 pub mod output;
 pub mod publish_acked;
 pub mod rows;
+pub mod shards;
 pub mod undelivered;
 pub mod worker;
 
@@ -53,6 +56,8 @@ pub struct SetupArgs {
     pub recreate_consumer: bool,
     /// `--replicas` of each stream.
     pub replicas: usize,
+    /// `--shards`: streams the work is spread over (`shards`).
+    pub shards: usize,
     /// The `--nats-*` connection flags.
     pub nats: NatsArgs,
 }
@@ -85,6 +90,7 @@ pub fn run_setup(args: &SetupArgs) -> Result<()> {
         duplicate_window: seconds("--duplicate-window", args.duplicate_window)?,
         memory: args.memory,
         replicas: args.replicas,
+        shards: args.shards,
         recreate_consumer: args.recreate_consumer,
     };
     // each delivery may hold a block for its ack wait plus a worker's retries (progress acks
