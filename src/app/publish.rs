@@ -19,10 +19,11 @@
 use crate::app::fleet_args::NatsFlags;
 use crate::error::{FftdError, Result};
 use crate::fleet::block::StreamShape;
+use crate::fleet::block_sender::BlockSender;
 use crate::fleet::cutter::{default_block_frames, frames_per_block, BlockCutter};
 use crate::fleet::ids::{check_id, check_run_id, new_run_id};
-use crate::fleet::block_sender::BlockSender;
 use crate::fleet::jetstream::patiently;
+use crate::fleet::outage::Outages;
 use crate::fleet::publish_acked::publishing_context;
 use crate::fleet::shards::publish_subjects;
 use crate::frame::{FrameSize, Tail};
@@ -106,6 +107,12 @@ pub struct PublishArgs {
     #[arg(long, value_name = "MS", value_parser = max_latency_ms)]
     pub max_latency: Option<f64>,
 
+    /// When the NATS server goes away: retry publishing forever, N attempts in a row, or for at
+    /// most a DURATION per outage (90s, 1h), waiting 0.5 s doubling to 30 s between attempts;
+    /// each outage is a log line and counted in --stats [default: retry for 120 s].
+    #[arg(long, value_name = "forever|N|DURATION")]
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
+
     /// Print blocks, frames and samples published to stderr at exit.
     #[arg(long)]
     pub stats: bool,
@@ -152,7 +159,8 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         let shards = patiently(|| publish_subjects(&js, &subject)).await?;
         Ok::<_, FftdError>((js, max_payload, shards))
     })?;
-    let mut sender = BlockSender::new(&rt, js, subject, shards);
+    let outages = Outages::new(args.retry, url.to_string());
+    let mut sender = BlockSender::new(&rt, js, (subject, shards), outages.clone());
     let mut shape = ShapeOf {
         settings,
         source_id: None,
@@ -171,7 +179,15 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         &mut sender,
         signals,
     );
-    finish_publish(args, &run, read, &mut sender, signals)
+    finish_publish(args, &run, read, &mut sender, signals)?;
+    if args.stats && outages.gaps() > 0 {
+        eprintln!(
+            "fftd publish: the NATS server was away {} time(s), {} attempt(s) made meanwhile",
+            outages.gaps(),
+            outages.retries()
+        );
+    }
+    Ok(())
 }
 
 /// `--run-id` checked (files only), or a new run id.

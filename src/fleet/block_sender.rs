@@ -4,10 +4,12 @@
 //! within a window of its own, so every shard's store works at once and memory stays bounded.
 
 use super::cutter::CutBlock;
+use super::outage::Outages;
 use super::publish_acked::{Acked, InFlightLimit, Outgoing, Publishing};
 use super::shards::shard_of;
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::Context;
+use std::sync::Arc;
 use tokio::runtime::Runtime;
 
 /// Blocks per published batch: small, so acks are collected as they come and a shard's window
@@ -48,11 +50,17 @@ pub struct BlockSender<'a> {
 
 impl<'a> BlockSender<'a> {
     /// Blocks for `subject` sent to `shard_subjects` (`shards::publish_subjects`, shard 0 first).
-    pub fn new(rt: &'a Runtime, js: Context, subject: String, shard_subjects: Vec<String>) -> Self {
+    /// Failures are retried as `outages` says.
+    pub fn new(
+        rt: &'a Runtime,
+        js: Context,
+        (subject, shard_subjects): (String, Vec<String>),
+        outages: Arc<Outages>,
+    ) -> Self {
         let shards = shard_subjects
             .into_iter()
             .map(|s| Shard {
-                publishing: Publishing::new(js.clone(), s, IN_FLIGHT),
+                publishing: Publishing::new(js.clone(), s, IN_FLIGHT, outages.clone()),
                 batch: Vec::new(),
             })
             .collect();

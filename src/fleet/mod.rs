@@ -17,6 +17,7 @@ pub mod connect;
 pub mod cutter;
 pub mod ids;
 pub mod jetstream;
+pub mod outage;
 pub mod output;
 pub mod publish_acked;
 pub mod rows;
@@ -95,7 +96,7 @@ pub fn run_setup(args: &SetupArgs) -> Result<()> {
     };
     // each delivery may hold a block for its ack wait plus a worker's retries (progress acks
     // keep it meanwhile), and its rows may be published again up to the last delivery
-    let retries = publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR;
+    let retries = outage::DEFAULT_RETRY_FOR + worker::ACK_RETRY_FOR;
     let covered = layout.max_deliver as f64 * (layout.ack_wait + retries).as_secs_f64();
     if layout.duplicate_window.as_secs_f64() < covered {
         tracing::warn!(
@@ -140,6 +141,8 @@ pub fn write_worker_meta(
         "messages": counts.messages,
         "duplicate_messages": counts.duplicates,
         "samples": counts.samples,
+        "nats_outages": counts.outages,
+        "nats_retries": counts.retries,
     });
     let text = serde_json::to_string_pretty(&meta)
         .map_err(|e| FftdError::Runtime(format!("--meta: {e}")))?;

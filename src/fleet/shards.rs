@@ -14,8 +14,8 @@
 //! goes to the same shard (a resumed publish cuts the same blocks), so the shard's duplicate
 //! window drops what was stored already. Block ids keep the subject the publisher was given.
 
-use super::jetstream::{stream_capturing, LookupError};
 use super::connect::one_line;
+use super::jetstream::{stream_capturing, LookupError};
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::stream::Stream;

@@ -20,9 +20,10 @@
 use super::batch::{Packing, RowsPerMessage};
 use super::connect::{one_line, NatsArgs};
 use super::jetstream::{patiently, stream_capturing};
-use super::shards::work_shards;
+use super::outage::{Attempts, Outages};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
+use super::shards::work_shards;
 use super::undelivered;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
@@ -52,8 +53,6 @@ const BLOCKS_IN_FLIGHT: usize = 16;
 const FETCH_BLOCKS: usize = 4;
 /// How long one fetch waits for blocks (also how soon a stop or `--idle-exit` is seen).
 const FETCH_WAIT: Duration = Duration::from_millis(500);
-/// How long fetching may keep failing (server down) before the worker gives up.
-const FETCH_FAILING_FOR: Duration = Duration::from_secs(120);
 /// How long a block's ack is retried once its rows are stored.
 pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
@@ -73,6 +72,8 @@ pub struct FleetIo {
     pub idle_exit: Option<Duration>,
     /// `--rows-per-message` (`batch`).
     pub rows_per_message: RowsPerMessage,
+    /// `--retry`: how long fetches and publishes are retried while a server is away (`outage`).
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
 }
 
 /// What a worker did, for `--stats` and `--meta`.
@@ -89,6 +90,10 @@ pub struct WorkerCounts {
     pub given_up: u64,
     /// Blocks from fftd this worker could not read and removed (`Taken::Unreadable`).
     pub unreadable: u64,
+    /// Outages of the NATS server(s) this worker rode out (`outage`).
+    pub outages: u64,
+    /// Attempts made during those outages.
+    pub retries: u64,
 }
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
@@ -220,6 +225,7 @@ fn run_typed<T: Sample>(
         counts: WorkerCounts::default(),
         stop: signals.stop.clone(),
         first_unreadable: None,
+        outages: Outages::new(io.retry, io.input.to_string()),
     };
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
@@ -233,6 +239,8 @@ fn run_typed<T: Sample>(
     };
     let ended = ended.and_then(|e| settled.map(|_| e))?;
     flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
+    flight.counts.outages = flight.outages.gaps();
+    flight.counts.retries = flight.outages.retries();
     if let Some(first) = &flight.first_unreadable {
         return Err(FftdError::Runtime(format!(
             "{} block(s) on '{}' could not be read and were removed from the queue, the first: {first}; their frames are missing (publish the recording again)",
@@ -241,8 +249,11 @@ fn run_typed<T: Sample>(
     }
     if let Ended::Idle = ended {
         for (work, _) in &connected.shards {
-            let left =
-                rt.block_on(undelivered::left_behind(&connected.work_js, work, &io.consumer));
+            let left = rt.block_on(undelivered::left_behind(
+                &connected.work_js,
+                work,
+                &io.consumer,
+            ));
             match left {
                 Ok(None) => {}
                 Ok(Some(message)) => return Err(FftdError::Runtime(message)),
@@ -284,7 +295,7 @@ fn fetch_blocks<T: Sample>(
     signals: &Signals,
 ) -> Result<Ended> {
     let mut idle_since = Instant::now();
-    let mut failing_since: Option<Instant> = None;
+    let mut attempts: Option<Attempts> = None;
     loop {
         // room for the blocks in hand and those on their way: none waits long unprocessed
         // (without progress acks)
@@ -295,22 +306,28 @@ fn fetch_blocks<T: Sample>(
         prefetch.start_all(flight.rt);
         let messages = match prefetch.next_batch(flight.rt) {
             Ok(messages) => {
-                failing_since = None;
+                if attempts.take().is_some() {
+                    flight.outages.succeeded();
+                }
                 messages
             }
             Err(e) => {
                 idle_since = Instant::now(); // a server away is not an empty queue
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                if since.elapsed() > FETCH_FAILING_FOR {
+                                             // the other shards' fetches fail alike: one attempt, their blocks kept
+                let stray = prefetch.take_ready(flight.rt);
+                flight.process(work, stray)?;
+                let tries = attempts.get_or_insert_with(Attempts::default);
+                let Some(wait) = flight.outages.failed(tries, &e, 0.0) else {
                     return Err(FftdError::Runtime(format!(
-                        "cannot fetch blocks from '{}/{}' for {} s: {e}",
+                        "cannot fetch blocks from '{}/{}', retried for {}: {e}",
                         io.stream,
                         io.consumer,
-                        FETCH_FAILING_FOR.as_secs()
+                        flight.outages.policy_name()
                     )));
+                };
+                if !sleep_unless_stopped(wait, &signals.stop) {
+                    return Ok(Ended::Stopped);
                 }
-                tracing::debug!("fetch failed ({e}); retrying");
-                std::thread::sleep(Duration::from_millis(250));
                 continue;
             }
         };
@@ -330,6 +347,18 @@ fn fetch_blocks<T: Sample>(
         }
         flight.process(work, messages)?;
     }
+}
+
+/// Sleeps `wait`, or less when the run is stopped meanwhile; whether it slept it all.
+fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + wait;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(STOP_POLL.min(until.saturating_duration_since(Instant::now())));
+    }
+    !stop.load(Ordering::Relaxed)
 }
 
 /// A fetch on its way: the blocks it brings, or why it failed.
@@ -376,8 +405,9 @@ impl Prefetch {
                 (k, rt.block_on(task))
             }
             None => {
-                let waiting: Vec<usize> =
-                    (0..shards).filter(|&k| self.fetching[k].is_some()).collect();
+                let waiting: Vec<usize> = (0..shards)
+                    .filter(|&k| self.fetching[k].is_some())
+                    .collect();
                 if waiting.is_empty() {
                     return Err("no fetch on its way".into());
                 }
@@ -449,6 +479,8 @@ struct InFlight<'a> {
     stop: Arc<AtomicBool>,
     /// What the first unreadable block was (`Taken::Unreadable`).
     first_unreadable: Option<String>,
+    /// How failing fetches and publishes are retried, said and counted (`--retry`).
+    outages: Arc<Outages>,
 }
 
 impl InFlight<'_> {
@@ -462,11 +494,11 @@ impl InFlight<'_> {
                     self.counts.blocks += 1;
                     self.counts.samples += samples;
                     let task = publish_then_ack(
-                        self.js.clone(),
-                        self.subject.clone(),
+                        (self.js.clone(), self.subject.clone()),
                         rows,
                         message,
                         self.progress_every,
+                        self.outages.clone(),
                     );
                     let task = async move { task.await.map(|acked| (acked, count)) };
                     self.tasks.push_back(self.rt.spawn(task));
@@ -588,13 +620,13 @@ impl InFlight<'_> {
 /// (the server confirms the ack). A failed ack is only logged: the block comes back after the
 /// ack wait and its rows are deduplicated.
 async fn publish_then_ack(
-    js: Context,
-    subject: String,
+    (js, subject): (Context, String),
     rows: Vec<Outgoing>,
     block: Message,
     progress_every: Duration,
+    outages: Arc<Outages>,
 ) -> Result<Acked> {
-    let publishing = publish_all(&js, &subject, rows);
+    let publishing = publish_all(&js, &subject, rows, &outages);
     tokio::pin!(publishing);
     let mut progress =
         tokio::time::interval_at(tokio::time::Instant::now() + progress_every, progress_every);
