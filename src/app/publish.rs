@@ -151,15 +151,18 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     }
     check_default_ids(&plan.sequential, &args.source_id)?;
     let rt = crate::fleet::connect::runtime()?;
+    let outages = Outages::new(args.retry, url.to_string());
     let (js, max_payload, shards) = rt.block_on(async {
-        let client = args.nats.spec().connect(&url, "fftd publish").await?;
+        let watched = Some(outages.clone());
+        let client = (args.nats.spec())
+            .connect_watched(&url, "fftd publish", watched)
+            .await?;
         // the server's INFO: no message may be larger
         let max_payload = client.server_info().max_payload;
         let js = publishing_context(client);
         let shards = patiently(|| publish_subjects(&js, &subject)).await?;
         Ok::<_, FftdError>((js, max_payload, shards))
     })?;
-    let outages = Outages::new(args.retry, url.to_string());
     let mut sender = BlockSender::new(&rt, js, (subject, shards), outages.clone());
     let mut shape = ShapeOf {
         settings,

@@ -159,6 +159,26 @@ impl Outages {
         wait
     }
 
+    /// The client lost its connection: an outage opens (unless one is under way), though no
+    /// publish or fetch has failed yet (the client holds them while it reconnects).
+    pub fn lost(&self) {
+        if let Ok(mut open) = self.open.lock() {
+            if open.is_none() {
+                tracing::warn!(
+                    "NATS server {} gone; reconnecting ({})",
+                    self.server,
+                    self.policy_name()
+                );
+                *open = Some(Open {
+                    began: Instant::now(),
+                    attempts: 0,
+                    error: "connection lost".into(),
+                    time_s: f64::INFINITY,
+                });
+            }
+        }
+    }
+
     /// A success: the outage under way, if any, is over (said, counted, and a gap event).
     pub fn succeeded(&self) {
         self.close(true);
@@ -187,7 +207,11 @@ impl Outages {
             outages().gap(&Gap {
                 input: self.server.clone(),
                 streams: self.streams.get().cloned().unwrap_or(0..1),
-                time_s: open.time_s,
+                time_s: if open.time_s.is_finite() {
+                    open.time_s
+                } else {
+                    0.0
+                },
                 gap_s,
                 attempts: open.attempts,
                 error: open.error,

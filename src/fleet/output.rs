@@ -72,7 +72,10 @@ impl NatsConnection {
         let rt = crate::fleet::connect::runtime()?;
         let outages = Outages::recorded(output.retry, output.url.to_string());
         let (js, max_payload) = rt.block_on(async {
-            let client = output.nats.connect(&output.url, "fftd").await?;
+            let watched = Some(outages.clone());
+            let client = (output.nats)
+                .connect_watched(&output.url, "fftd", watched)
+                .await?;
             let max_payload = client.server_info().max_payload;
             let js = publishing_context(client);
             stream_capturing(&js, &output.subject).await?;

@@ -156,12 +156,18 @@ struct Connected {
     max_payload: usize,
 }
 
-fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
+fn connect(
+    rt: &Runtime,
+    io: &FleetIo,
+    nats: &NatsArgs,
+    outages: &Arc<Outages>,
+) -> Result<Connected> {
     rt.block_on(async {
-        let in_client = nats.connect(&io.input, "fftd worker").await?;
+        let watched = Some(outages.clone());
+        let in_client = (nats.connect_watched(&io.input, "fftd worker", watched.clone())).await?;
         let out_client = match io.output.servers() == io.input.servers() {
             true => in_client.clone(),
-            false => nats.connect(&io.output, "fftd worker (spectra)").await?,
+            false => (nats.connect_watched(&io.output, "fftd worker (spectra)", watched)).await?,
         };
         let in_js = async_nats::jetstream::new(in_client.clone());
         // a worker started while the server restarts waits for it, as one running would
@@ -209,7 +215,8 @@ fn run_typed<T: Sample>(
     let mut engine = engine_for::<T>(device)?;
     let encoder = make_encoder::<T>(analysis.format, analysis.scale);
     let rt = super::connect::runtime()?;
-    let connected = connect(&rt, io, nats)?;
+    let outages = Outages::new(io.retry, io.input.to_string());
+    let connected = connect(&rt, io, nats, &outages)?;
     let packing = Packing::for_server(io.rows_per_message, connected.max_payload);
     let mut work = Work::new(analysis, (n, hop), engine.as_mut(), &*encoder, packing);
     let ack_wait = (connected.shards.iter())
@@ -225,7 +232,7 @@ fn run_typed<T: Sample>(
         counts: WorkerCounts::default(),
         stop: signals.stop.clone(),
         first_unreadable: None,
-        outages: Outages::new(io.retry, io.input.to_string()),
+        outages,
     };
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
