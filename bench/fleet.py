@@ -9,12 +9,13 @@ Reports rows/s, samples/s and MB/s (of f32 rows: rows x bins x 4 bytes) for each
 publisher's start until the spectra stream holds every message, read from the server's
 monitoring endpoint /jsz, and the ratio of each time to the local run's; for the fleet also how
 long `fftd publish` took, the CPU time it used and the CPU time the server(s) used meanwhile
-(where the samples' way into the broker spends its time). Needs nats-server
+(where the samples' way into the broker spends its time). --shards N sets up the work stream
+over N streams (fftd fleet setup --shards; 1 is the single stream of fftd before shards). Needs nats-server
 (scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
                            [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
-                           [--cluster] [--layouts max,1] [--publishers 1]
+                           [--cluster] [--layouts max,1] [--publishers 1] [--shards N]
 
 FFTD names the fftd binary (default target/release/fftd).
 """
@@ -103,6 +104,7 @@ def nats_server(args):
         setup = [FFTD, "fleet", "setup", "--server", "nats://" + ",".join(f"127.0.0.1:{p}" for p in ports)]
         setup += ["--memory"] if args.memory else []
         setup += ["--replicas", "3"] if args.cluster else []
+        setup += ["--shards", str(args.shards)] if args.shards else []
         for attempt in range(60):  # a cluster first elects its JetStream meta leader
             if subprocess.run(setup, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
                 break
@@ -225,6 +227,8 @@ def main():
     p.add_argument("--cluster", action="store_true", help="a 3-node cluster on loopback, R3 streams")
     p.add_argument("--layouts", default="max,1", help="--rows-per-message values to measure")
     p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
+    p.add_argument("--shards", type=int, default=None,
+                   help="fleet setup --shards N: streams the work is spread over [default: fftd's]")
     p.add_argument("--publishers", type=int, default=1,
                    help="fftd publish processes at once, each with 1/K of the input (K connections into the work stream)")
     args = p.parse_args()
@@ -243,6 +247,7 @@ def main():
     local = statistics.median(local_run(args, path) for _ in range(args.runs))
     store = "memory" if args.memory else "file"
     where = "3-node cluster, R3" if args.cluster else "1 server"
+    where += f", {args.shards if args.shards else 'default'} work shard(s)"
     print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {bins} bins "
           f"({mb:.1f} MB of f32 rows); {where}, {store} store; median of {args.runs} runs each")
 

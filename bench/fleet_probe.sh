@@ -13,10 +13,11 @@
 #   bash bench/fleet_probe.sh
 #
 # It prints each configuration's lines (rows/s, samples/s, MB/s, ratio to the local run, and
-# `fftd publish` alone) and, when $OUT is set, keeps them in $OUT/fleet_probe.txt. About 5
-# minutes on 16 cores. The last two lines tell where the samples' way in is bound: a memory store
-# (the file store's share), and 4 publishers on 4 connections into the same work stream (the
-# server's per-connection ingest). Without the carried nats-server it uses one on PATH, if any.
+# `fftd publish` alone) and, when $OUT is set, keeps them in $OUT/fleet_probe.txt. About 6
+# minutes on 16 cores with RUNS=2. The first lines compare the work stream as one stream
+# (--shards 1, fftd before shards) with 4 and 8 shards (issue 28: one stream's file store bound
+# the fleet at ~350 MB/s); then 4 publishers, a memory store, one row a message, a 3-node
+# cluster and larger frames. Without the carried nats-server it uses one on PATH, if any.
 # SAMPLES=N and RUNS=N override the input size (64 M f32 samples) and runs per line (3).
 set -euo pipefail
 here=target/fleet-probe
@@ -48,9 +49,14 @@ probe() {
     python3 bench/fleet.py --nats-server "$nats" "$@" 2>&1 | tee -a "$out"
 }
 echo "host: $(nproc) cores, $(date -u "+%Y-%m-%d %H:%M UTC"), $($nats --version), $($FFTD --version)" | tee -a "$out"
-probe --samples "$samples" --runs "$runs"
-probe --samples "$samples" --runs "$runs" --cluster
+# issue 28's work shards: one stream (as before shards), then fleet setup's default (4) and 8,
+# each line its own servers; the same with 6 workers (more consumers of the shards)
+probe --samples "$samples" --runs "$runs" --layouts max --shards 1
+probe --samples "$samples" --runs "$runs" --layouts max
+probe --samples "$samples" --runs "$runs" --layouts max --shards 8
+probe --samples "$samples" --runs "$runs" --layouts max --workers 6 --shards 8
+probe --samples "$samples" --runs "$runs" --layouts max --publishers 4
+probe --samples "$samples" --runs "$runs" --layouts max --memory
+probe --samples "$samples" --runs "$runs" --layouts 1
+probe --samples "$samples" --runs "$runs" --cluster --layouts max
 probe --samples "$samples" --runs "$runs" --frame 4096 --hop 2048 --layouts max
-probe --samples "$samples" --runs "$runs" --workers 6 --layouts max
-probe --samples "$samples" --runs "$runs" --memory --layouts max
-probe --samples "$samples" --runs "$runs" --publishers 4 --layouts max

@@ -154,12 +154,17 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     for w in workers {
         eprintln!("{}", finish(w, "worker"));
     }
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_eq!(work_messages(&server), Some(0), "every block acked");
     let (_, deliveries) = work_consumer_state(&server).expect("consumer state");
     assert!(
         deliveries >= blocks + held as u64,
         "{deliveries} deliveries of {blocks} blocks: the killed worker's {held} were not redelivered"
     );
+    // the blocks went over the work stream's 4 shards (fleet setup's default), each its own
+    // stream, and the workers took them from every one
+    let shards = deliveries_per_shard(&server);
+    assert_eq!(shards.len(), 4, "{shards:?}");
+    assert!(shards.iter().all(|&d| d >= blocks / 4), "{shards:?}");
     assert_equals_local(&server, &wav);
     let messages = stored_raw_messages(&server);
     assert!(
@@ -182,14 +187,14 @@ fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
     });
     signal(&first, libc::SIGINT);
     eprintln!("{}", finish(first, "stopped worker"));
-    let left = messages_in(&server, "FRAMES").unwrap_or(0);
+    let left = work_messages(&server).unwrap_or(0);
     let (held, _) = work_consumer_state(&server).expect("consumer state");
     eprintln!("{left} block(s) left for the second worker, {held} of them fetched ahead (NAKed)");
     // the blocks in hand were published and acked, those fetched ahead handed back (NAK): the
     // second worker gets every one long before the ack wait (it fails when its queue has been
     // empty 3 s while blocks were still held)
     finish(worker_with(&server, &["--idle-exit", "3"]), "second worker");
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_eq!(work_messages(&server), Some(0), "every block acked");
     assert_equals_local(&server, &wav);
 }
 
@@ -270,7 +275,7 @@ fn workers_make_bands_and_ranges_exactly_as_a_local_run() {
         .expect("worker ends");
     assert_clean_error(&out, 2, &["block rec/0", "no frequency bin"]);
     assert_eq!(messages_in(&server, "SPECTRA"), Some(0));
-    let blocks = messages_in(&server, "FRAMES").expect("FRAMES");
+    let blocks = work_messages(&server).expect("FRAMES");
     assert!(blocks > 0, "the blocks stay on the work stream");
 }
 
@@ -343,7 +348,7 @@ fn a_server_restart_mid_run_loses_nothing() {
     for w in workers {
         eprintln!("{}", finish(w, "worker"));
     }
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_eq!(work_messages(&server), Some(0), "every block acked");
     assert_equals_local(&server, &wav);
 }
 
@@ -377,7 +382,7 @@ fn ctrl_c_during_a_server_outage_is_prompt_and_loses_nothing() {
     eprintln!("Ctrl-C in an outage took {took:?}: {err}");
     server.launch();
     eprintln!("{}", finish(worker(&server, "4"), "worker"));
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_eq!(work_messages(&server), Some(0), "every block acked");
     assert_equals_local(&server, &wav);
 }
 
@@ -407,7 +412,7 @@ fn each_publish_is_a_run_of_its_own_and_a_run_id_resumes_one() {
     // a new publish of the same recording is a new run: nothing is dropped
     let new = finish(publish(&server, &wav), "publisher");
     assert_eq!(published(&new), (blocks, 0), "{new}");
-    assert_eq!(messages_in(&server, "FRAMES"), Some(2 * blocks));
+    assert_eq!(work_messages(&server), Some(2 * blocks));
     eprintln!("{}", finish(worker(&server, "3"), "worker"));
     let runs = rows_per_run(&server);
     let frames = local_rows(&wav).len() as u64;
@@ -425,7 +430,8 @@ fn blocks_the_server_gives_up_on_are_reported_and_a_new_consumer_delivers_them()
     let server = NatsServer::start(dir.path());
     let wav = dir.path().join("rec.wav");
     write_wav(&wav, 40_000);
-    let out = setup_with(&server, &["--max-deliver", "1"]);
+    // a fleet of one work stream, as fftd set them up before shards: read as before
+    let out = setup_with(&server, &["--max-deliver", "1", "--shards", "1"]);
     assert!(out.status.success(), "setup: {}", stderr_text(&out));
     finish(publish(&server, &wav), "publisher");
     // a worker cut for other frames hands back the blocks it took; at one delivery each, the
@@ -460,14 +466,17 @@ fn blocks_the_server_gives_up_on_are_reported_and_a_new_consumer_delivers_them()
         "{stored} rows: nothing missing?"
     );
     // a new consumer delivers them; the rows stored already are deduplicated
-    let out = setup_with(&server, &["--recreate-consumer", "--max-deliver", "5"]);
+    let out = setup_with(
+        &server,
+        &["--recreate-consumer", "--max-deliver", "5", "--shards", "1"],
+    );
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("created again"),
         "{}",
         stderr_text(&out)
     );
     eprintln!("{}", finish(worker(&server, "2"), "worker"));
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "every block acked");
+    assert_eq!(work_messages(&server), Some(0), "every block acked");
     assert_equals_local(&server, &wav);
 }
 
@@ -483,7 +492,7 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     setup(&server, "30");
     let first = publish_with(&server, &wav, &["--run-id", "r1"]);
     wait_for("the first blocks", Duration::from_secs(30), || {
-        messages_in(&server, "FRAMES").unwrap_or(0) > 0
+        work_messages(&server).unwrap_or(0) > 0
     });
     signal(&first, libc::SIGINT);
     let stopped = finish(first, "interrupted publisher");
@@ -539,7 +548,7 @@ fn an_unreadable_block_is_removed_and_the_worker_fails_naming_it() {
         assert!(last.contains(needle), "lacks '{needle}': {err}");
     }
     assert!(err.contains("no fftd block"), "{err}");
-    assert_eq!(messages_in(&server, "FRAMES"), Some(0), "both removed");
+    assert_eq!(work_messages(&server), Some(0), "both removed");
     assert_equals_local(&server, &wav);
 }
 
@@ -906,7 +915,7 @@ fn a_cluster_node_killed_under_its_workers_loses_nothing_they_fail_over() {
         assert!(err.contains("connection lost"), "{err}");
     }
     wait_for("an empty work stream", Duration::from_secs(60), || {
-        messages_in(&nodes[0], "FRAMES") == Some(0)
+        work_messages(&nodes[0]) == Some(0)
     });
     assert_equals_local(&nodes[0], &wav);
 }

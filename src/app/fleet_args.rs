@@ -156,6 +156,13 @@ pub struct SetupFlags {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::types::whole_in::<usize>(1, 5))]
     pub replicas: usize,
 
+    /// Streams the work is spread over: the work stream and N-1 shards of it (NAME-shard1, …,
+    /// capturing fftd.shard1.SUBJECT, …), each with its own store and consumer, so the samples
+    /// go in at several streams' byte rate; publishers and workers find them by themselves.
+    #[arg(long, value_name = "N", default_value_t = crate::fleet::shards::DEFAULT_SHARDS,
+        value_parser = crate::types::whole_in::<usize>(1, crate::fleet::shards::MAX_SHARDS as u64))]
+    pub shards: usize,
+
     #[command(flatten)]
     pub nats: NatsFlags,
 }
@@ -176,6 +183,7 @@ impl From<SetupFlags> for SetupArgs {
             memory: flags.memory,
             recreate_consumer: flags.recreate_consumer,
             replicas: flags.replicas,
+            shards: flags.shards,
         }
     }
 }

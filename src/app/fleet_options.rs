@@ -73,6 +73,7 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
         subject,
         idle_exit,
         rows_per_message: o.rows_per_message.unwrap_or_default(),
+        retry: o.retry,
     }))
 }
 
@@ -160,5 +161,6 @@ pub(super) fn nats_output(o: &mut Options) -> Result<Option<NatsOutput>> {
         subject,
         nats: Default::default(),
         rows_per_message: o.rows_per_message.unwrap_or_default(),
+        retry: o.retry,
     }))
 }

@@ -6,10 +6,10 @@
 //! `--mic` publisher, sends new blocks; `--run-id` repeats an interrupted run's id instead, and
 //! its blocks already stored are dropped as duplicates.
 //!
-//! Blocks of up to 1 MiB (`cutter::default_block_frames`) are published in small batches of
-//! `BATCH_BLOCKS`; a window of up to `IN_FLIGHT` batches waits for acks while the next blocks
-//! are cut and sent, so the server's byte rate paces the publish and memory is bounded whatever
-//! one read yields.
+//! Blocks of up to 1 MiB (`cutter::default_block_frames`) are spread over the work stream's
+//! shards and published in small batches (`fleet::block_sender`); a window per shard waits for
+//! acks while the next blocks are cut and sent, so the servers' byte rate paces the publish and
+//! memory is bounded whatever one read yields.
 //! SIGINT/SIGTERM end the inputs early: live capture has its tail frames cut, as a local run does;
 //! a file publishes its whole blocks read so far and leaves the rest to a publish resumed with
 //! `--run-id` (which cuts the same blocks); everything cut is published before exit (a second
@@ -19,10 +19,13 @@
 use crate::app::fleet_args::NatsFlags;
 use crate::error::{FftdError, Result};
 use crate::fleet::block::StreamShape;
-use crate::fleet::cutter::{default_block_frames, frames_per_block, BlockCutter, CutBlock};
+use crate::fleet::block_sender::BlockSender;
+use crate::fleet::cutter::{default_block_frames, frames_per_block, BlockCutter};
 use crate::fleet::ids::{check_id, check_run_id, new_run_id};
-use crate::fleet::jetstream::stream_capturing;
-use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Outgoing, Publishing};
+use crate::fleet::jetstream::patiently;
+use crate::fleet::outage::Outages;
+use crate::fleet::publish_acked::publishing_context;
+use crate::fleet::shards::publish_subjects;
 use crate::frame::{FrameSize, Tail};
 use crate::pipeline::plan::{plan_streams, Reading, SequentialInput, SourcePlan};
 use crate::pipeline::spec::RunSpec;
@@ -31,18 +34,7 @@ use crate::source::InputFormat;
 use crate::types::nats_url::NatsUrl;
 use crate::types::Signals;
 use std::sync::atomic::Ordering;
-use tokio::runtime::Runtime;
 
-/// Blocks per published batch: small, so acks are collected as they come and the window below
-/// slides a few blocks at a time.
-const BATCH_BLOCKS: usize = 2;
-/// The window of publishes awaiting their acks: up to 32 batches and 32 MiB (about 32 default
-/// blocks of up to 1 MiB each). The next blocks are sent while earlier ones are stored, so the
-/// server's byte rate, not a round trip per block, paces the publish.
-const IN_FLIGHT: InFlightLimit = InFlightLimit {
-    batches: 32,
-    bytes: 32 << 20,
-};
 /// Sample frames read per block of input.
 const READ_FRAMES: usize = 1 << 14;
 
@@ -115,6 +107,12 @@ pub struct PublishArgs {
     #[arg(long, value_name = "MS", value_parser = max_latency_ms)]
     pub max_latency: Option<f64>,
 
+    /// When the NATS server goes away: retry publishing forever, N attempts in a row, or for at
+    /// most a DURATION per outage (90s, 1h), waiting 0.5 s doubling to 30 s between attempts;
+    /// each outage is a log line and counted in --stats [default: retry for 120 s].
+    #[arg(long, value_name = "forever|N|DURATION")]
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
+
     /// Print blocks, frames and samples published to stderr at exit.
     #[arg(long)]
     pub stats: bool,
@@ -133,14 +131,6 @@ fn max_latency_ms(text: &str) -> std::result::Result<f64, String> {
 
 /// How long a live frame may wait for its block unless `--max-latency` says.
 const DEFAULT_MAX_LATENCY_MS: f64 = 100.0;
-
-/// What was published, for `--stats`.
-#[derive(Default)]
-struct Published {
-    blocks: u64,
-    frames: u64,
-    samples: u64,
-}
 
 /// Publishes the inputs of `spec` (its source and framing: `app::config::publish_spec`).
 pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Result<()> {
@@ -161,21 +151,19 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     }
     check_default_ids(&plan.sequential, &args.source_id)?;
     let rt = crate::fleet::connect::runtime()?;
-    let (js, max_payload) = rt.block_on(async {
-        let client = args.nats.spec().connect(&url, "fftd publish").await?;
+    let outages = Outages::new(args.retry, url.to_string());
+    let (js, max_payload, shards) = rt.block_on(async {
+        let watched = Some(outages.clone());
+        let client = (args.nats.spec())
+            .connect_watched(&url, "fftd publish", watched)
+            .await?;
         // the server's INFO: no message may be larger
         let max_payload = client.server_info().max_payload;
         let js = publishing_context(client);
-        stream_capturing(&js, &subject).await?;
-        Ok::<_, FftdError>((js, max_payload))
+        let shards = patiently(|| publish_subjects(&js, &subject)).await?;
+        Ok::<_, FftdError>((js, max_payload, shards))
     })?;
-    let mut sender = BatchSender {
-        rt: &rt,
-        publishing: Publishing::new(js, subject, IN_FLIGHT),
-        batch: Vec::new(),
-        published: Published::default(),
-        failed: None,
-    };
+    let mut sender = BlockSender::new(&rt, js, (subject, shards), outages.clone());
     let mut shape = ShapeOf {
         settings,
         source_id: None,
@@ -194,7 +182,15 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         &mut sender,
         signals,
     );
-    finish_publish(args, &run, read, &mut sender, signals)
+    finish_publish(args, &run, read, &mut sender, signals)?;
+    if args.stats && outages.gaps() > 0 {
+        eprintln!(
+            "fftd publish: the NATS server was away {} time(s), {} attempt(s) made meanwhile",
+            outages.gaps(),
+            outages.retries()
+        );
+    }
+    Ok(())
 }
 
 /// `--run-id` checked (files only), or a new run id.
@@ -216,17 +212,15 @@ fn finish_publish(
     args: &PublishArgs,
     run: &str,
     read: Result<()>,
-    sender: &mut BatchSender<'_>,
+    sender: &mut BlockSender<'_>,
     signals: &Signals,
 ) -> Result<()> {
     let resumable = args.mic.is_none() && !args.file.iter().any(|f| f == "-");
-    let unsent = !(sender.batch.is_empty() && sender.publishing.is_idle());
+    let unsent = !sender.is_idle();
     if signals.stop.load(Ordering::Relaxed) && unsent {
         tracing::info!("stopping: publishing what was read first (Ctrl-C again quits at once)");
     }
-    let sent = read
-        .and_then(|_| sender.flush())
-        .and_then(|_| sender.publishing.settle_all(sender.rt));
+    let sent = read.and_then(|_| sender.settle_all());
     if signals.stop.load(Ordering::Relaxed) && resumable {
         tracing::info!(
             "interrupted: publish the same files again with --run-id {run} to send the rest"
@@ -241,12 +235,13 @@ fn finish_publish(
     if args.stats {
         let p = &sender.published;
         eprintln!(
-            "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' ({} already there)",
+            "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' over {} shard(s) ({} already there)",
             p.blocks,
             p.frames,
             p.samples,
-            sender.publishing.subject(),
-            sender.publishing.acked.duplicates
+            sender.subject(),
+            sender.shard_count(),
+            sender.acked().duplicates
         );
     }
     Ok(())
@@ -271,7 +266,7 @@ fn publish_sources(
     inputs: Vec<SequentialInput>,
     (files, source_ids): (&[String], &[String]),
     shape: &mut ShapeOf<'_>,
-    sender: &mut BatchSender<'_>,
+    sender: &mut BlockSender<'_>,
     signals: &Signals,
 ) -> Result<()> {
     for (k, input) in inputs.into_iter().enumerate() {
@@ -302,7 +297,7 @@ struct ShapeOf<'a> {
 fn publish_source(
     mut plan: SourcePlan,
     shape: &ShapeOf<'_>,
-    sender: &mut BatchSender<'_>,
+    sender: &mut BlockSender<'_>,
     signals: &Signals,
 ) -> Result<()> {
     let info = plan.source.info().clone();
@@ -331,7 +326,7 @@ fn publish_source(
             for cutter in cutters.iter_mut() {
                 cutter.flush_whole(&mut |b| sender.add(b));
             }
-            if sender.failed.is_none() {
+            if !sender.failed() {
                 sender.flush()?;
             }
             flushed = std::time::Instant::now();
@@ -399,51 +394,4 @@ fn cutters_for(plan: &SourcePlan, shape: &ShapeOf<'_>) -> Result<Vec<BlockCutter
             BlockCutter::new(stream, block_frames)
         })
         .collect())
-}
-
-/// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
-struct BatchSender<'a> {
-    rt: &'a Runtime,
-    publishing: Publishing,
-    batch: Vec<Outgoing>,
-    published: Published,
-    /// A batch that could not be published: the cutters stop, the publish fails.
-    failed: Option<FftdError>,
-}
-
-impl BatchSender<'_> {
-    /// Takes a block; sends the batch once it is full. False (stop cutting) once a batch failed.
-    fn add(&mut self, block: CutBlock) -> bool {
-        if self.failed.is_some() {
-            return false;
-        }
-        self.published.blocks += 1;
-        self.published.frames += block.header.frames as u64;
-        self.published.samples += block.header.samples as u64;
-        self.batch.push(Outgoing {
-            headers: block.header.to_headers(self.publishing.subject()),
-            payload: block.payload.into(),
-        });
-        if self.batch.len() >= BATCH_BLOCKS {
-            if let Err(e) = self.flush() {
-                self.failed = Some(e);
-                return false;
-            }
-        }
-        true
-    }
-
-    /// The error that stopped `add`, if any.
-    fn take_failure(&mut self) -> Result<()> {
-        match self.failed.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// Sends the collected blocks as one batch; waits while too many batches are in flight.
-    fn flush(&mut self) -> Result<()> {
-        let batch = std::mem::take(&mut self.batch);
-        self.publishing.send(self.rt, batch)
-    }
 }

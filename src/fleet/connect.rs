@@ -9,10 +9,12 @@
 //! with `--nats-key` a client certificate. No secret is ever logged: addresses are shown
 //! redacted (`url::NatsUrl`'s Display) and errors name files, not their contents.
 
+use super::outage::Outages;
 use crate::error::{FftdError, Result};
 use crate::types::nats_url::{NatsUrl, UrlAuth};
 use async_nats::{Client, ConnectOptions, Event};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a first connection may take before fftd gives up [default].
@@ -79,8 +81,14 @@ impl NatsArgs {
         Duration::from_secs_f64(self.connect_timeout.unwrap_or(CONNECT_TIMEOUT_S))
     }
 
-    /// Client options for `url`: credentials, TLS, timeouts, and connection events in the log.
-    fn options(&self, url: &NatsUrl, name: &str) -> Result<ConnectOptions> {
+    /// Client options for `url`: credentials, TLS, timeouts, and connection events in the log
+    /// (and in `outages`: a connection lost opens an outage, one made again ends it).
+    fn options(
+        &self,
+        url: &NatsUrl,
+        name: &str,
+        outages: Option<Arc<Outages>>,
+    ) -> Result<ConnectOptions> {
         let mut opts = match &self.nats_creds {
             Some(path) => credentials(path)?,
             None => ConnectOptions::new(),
@@ -124,13 +132,33 @@ impl NatsArgs {
             .retain_servers_order()
             .connection_timeout(self.timeout())
             .request_timeout(Some(Duration::from_secs(10)))
-            .event_callback(|event| async move { log_event(event) }))
+            .event_callback(move |event| {
+                let outages = outages.clone();
+                async move {
+                    match (&event, &outages) {
+                        (Event::Disconnected, Some(o)) => o.lost(),
+                        (Event::Connected, Some(o)) => o.succeeded(),
+                        _ => {}
+                    }
+                    log_event(event)
+                }
+            }))
     }
 
     /// Connects to `url`'s server within the connect timeout: exit 1 with one line when it
     /// cannot be reached (no retry of the first connection); reconnects on its own later.
     pub async fn connect(&self, url: &NatsUrl, name: &str) -> Result<Client> {
-        let opts = self.options(url, name)?;
+        self.connect_watched(url, name, None).await
+    }
+
+    /// As `connect`, with the connection's losses and returns in `outages` (`--retry`).
+    pub async fn connect_watched(
+        &self,
+        url: &NatsUrl,
+        name: &str,
+        outages: Option<Arc<Outages>>,
+    ) -> Result<Client> {
+        let opts = self.options(url, name, outages)?;
         let servers = url.servers();
         // every server given may be tried once within the timeout
         let limit = self.timeout() * servers.len() as u32 + Duration::from_secs(1);

@@ -12,6 +12,9 @@ use crate::frame::expected_frames;
 pub struct CutBlock {
     pub header: BlockHeader,
     pub payload: Vec<u8>,
+    /// The block's place among its stream's blocks (0, 1, …): the same for the same cut, so a
+    /// resumed publish sends each block to the shard it went to before (`shards::shard_of`).
+    pub index: u64,
 }
 
 pub struct BlockCutter {
@@ -30,6 +33,8 @@ pub struct BlockCutter {
     next_frame: u64,
     /// The block being emitted is the stream's last.
     last: bool,
+    /// Blocks emitted so far.
+    emitted: u64,
 }
 
 impl BlockCutter {
@@ -45,6 +50,7 @@ impl BlockCutter {
             total: 0,
             next_frame: 0,
             last: false,
+            emitted: 0,
         }
     }
 
@@ -146,7 +152,9 @@ impl BlockCutter {
                 last: self.last,
             },
             payload,
+            index: self.emitted,
         };
+        self.emitted += 1;
         self.next_frame += m as u64;
         let next_start = self.next_frame * self.shape.hop as u64;
         let held_end = self.base + (self.buf.len() / w) as u64;

@@ -5,9 +5,11 @@
 //!   durable pull consumer, shared by every worker (`ack_wait`, `max_deliver`);
 //! - the spectra stream that captures the workers' output subjects, with a duplicate window
 //!   (rows carry `Nats-Msg-Id`; a redelivered block's rows are dropped there);
-//! - a stream keeping the server's advisories for blocks the consumer gave up on (`undelivered`).
+//! - a stream keeping the server's advisories for blocks the consumer gave up on (`undelivered`);
+//! - with `--shards N`, each of these but the spectra stream once per shard of the work (`shards`).
 
 use super::connect::one_line;
+use super::shards::{shard_stream, shard_subject};
 use super::undelivered::{advisory_stream, advisory_subject};
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
@@ -142,29 +144,25 @@ pub struct FleetLayout {
     pub duplicate_window: Duration,
     pub memory: bool,
     pub replicas: usize,
+    /// Streams the work is spread over (`shards`), 1 or more.
+    pub shards: usize,
     /// Delete the consumer first when it exists: a new one delivers every block still on the
     /// work stream, those it had given up on included.
     pub recreate_consumer: bool,
 }
 
-/// Creates the work stream, its consumer and the spectra stream, or leaves each as it is when it
-/// exists already; returns one line per object saying which.
+/// Creates the work stream's shards (`shards`: each a stream, its consumer and the stream of
+/// its given-up advisories) and the spectra stream, or leaves each as it is when it exists
+/// already; returns one line per object saying which.
 pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
     let storage = match layout.memory {
         true => StorageType::Memory,
         false => StorageType::File,
     };
     let mut report = Vec::new();
-    let work = Config {
-        name: layout.work_stream.clone(),
-        subjects: layout.work_subjects.clone(),
-        retention: RetentionPolicy::WorkQueue,
-        storage,
-        num_replicas: layout.replicas,
-        duplicate_window: layout.duplicate_window,
-        ..Default::default()
-    };
-    report.push(ensure_stream(js, work).await?);
+    for k in 0..layout.shards.max(1) {
+        report.extend(set_up_shard(js, layout, k, storage).await?);
+    }
     let spectra = Config {
         name: layout.spectra_stream.clone(),
         subjects: layout.spectra_subjects.clone(),
@@ -174,28 +172,52 @@ pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
         ..Default::default()
     };
     report.push(ensure_stream(js, spectra).await?);
-    // the server's word on blocks the consumer gives up on, kept for workers started later
+    Ok(report)
+}
+
+/// Shard `k` of the work stream (`shards`): the stream, the stream keeping the server's
+/// advisories about blocks its consumer gives up on (for workers started later), the consumer.
+async fn set_up_shard(
+    js: &Context,
+    layout: &FleetLayout,
+    k: usize,
+    storage: StorageType,
+) -> Result<Vec<String>> {
+    let name = shard_stream(&layout.work_stream, k);
+    let work = Config {
+        name: name.clone(),
+        subjects: (layout.work_subjects.iter())
+            .map(|s| shard_subject(k, s))
+            .collect(),
+        retention: RetentionPolicy::WorkQueue,
+        storage,
+        num_replicas: layout.replicas,
+        duplicate_window: layout.duplicate_window,
+        ..Default::default()
+    };
     let given_up = Config {
-        name: advisory_stream(&layout.work_stream),
-        subjects: vec![advisory_subject(&layout.work_stream, "*")],
+        name: advisory_stream(&name),
+        subjects: vec![advisory_subject(&name, "*")],
         storage,
         num_replicas: layout.replicas,
         max_age: Duration::from_secs(30 * 86_400),
         max_messages: 1_000_000,
         ..Default::default()
     };
-    report.push(ensure_stream(js, given_up).await?);
-    report.push(set_up_consumer(js, layout).await?);
-    Ok(report)
+    Ok(vec![
+        ensure_stream(js, work).await?,
+        ensure_stream(js, given_up).await?,
+        set_up_consumer(js, layout, &name).await?,
+    ])
 }
 
-/// The work stream's durable consumer: created, created again (`recreate_consumer`), or left as
-/// it is; the line that says which.
-async fn set_up_consumer(js: &Context, layout: &FleetLayout) -> Result<String> {
+/// The durable consumer of the work stream (shard) `work_stream`: created, created again
+/// (`recreate_consumer`), or left as it is; the line that says which.
+async fn set_up_consumer(js: &Context, layout: &FleetLayout, work_stream: &str) -> Result<String> {
     let stream = js
-        .get_stream(&layout.work_stream)
+        .get_stream(work_stream)
         .await
-        .map_err(|e| runtime("look up", &layout.work_stream, &e))?;
+        .map_err(|e| runtime("look up", work_stream, &e))?;
     let consumer = pull::Config {
         durable_name: Some(layout.consumer.clone()),
         ack_policy: AckPolicy::Explicit,
@@ -211,8 +233,8 @@ async fn set_up_consumer(js: &Context, layout: &FleetLayout) -> Result<String> {
     };
     let line = match (exists, layout.recreate_consumer) {
         (true, false) => format!(
-            "consumer '{}' on '{}': exists, left as it is",
-            layout.consumer, layout.work_stream
+            "consumer '{}' on '{work_stream}': exists, left as it is",
+            layout.consumer
         ),
         (exists, _) => {
             if exists {
@@ -226,9 +248,8 @@ async fn set_up_consumer(js: &Context, layout: &FleetLayout) -> Result<String> {
                 .await
                 .map_err(|e| runtime("create consumer", &layout.consumer, &e))?;
             format!(
-                "consumer '{}' on '{}': {} (ack wait {} s, at most {} deliveries)",
+                "consumer '{}' on '{work_stream}': {} (ack wait {} s, at most {} deliveries)",
                 layout.consumer,
-                layout.work_stream,
                 if exists { "created again" } else { "created" },
                 layout.ack_wait.as_secs_f64(),
                 layout.max_deliver

@@ -4,20 +4,24 @@
 //! edge capture → `fftd publish` (`publish`: frame-aligned sample `block`s cut by `cutter`) →
 //! a work-queue stream → N workers (`worker`: `fftd --file nats://…/STREAM/CONSUMER
 //! --output nats://…/SUBJECT`, rows published with acks and dedup ids by `publish_acked`) → a
-//! spectra stream that dashboards and tools subscribe to. `jetstream` looks up and creates
+//! spectra stream that dashboards and tools subscribe to. The work stream may be split over
+//! several streams (`shards`) for the server's sake. `jetstream` looks up and creates
 //! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
 //! client's runtime; `types::nats_url` parses and redacts addresses.
 
 pub mod average;
 pub mod batch;
 pub mod block;
+pub mod block_sender;
 pub mod connect;
 pub mod cutter;
 pub mod ids;
 pub mod jetstream;
+pub mod outage;
 pub mod output;
 pub mod publish_acked;
 pub mod rows;
+pub mod shards;
 pub mod undelivered;
 pub mod worker;
 
@@ -53,6 +57,8 @@ pub struct SetupArgs {
     pub recreate_consumer: bool,
     /// `--replicas` of each stream.
     pub replicas: usize,
+    /// `--shards`: streams the work is spread over (`shards`).
+    pub shards: usize,
     /// The `--nats-*` connection flags.
     pub nats: NatsArgs,
 }
@@ -85,11 +91,12 @@ pub fn run_setup(args: &SetupArgs) -> Result<()> {
         duplicate_window: seconds("--duplicate-window", args.duplicate_window)?,
         memory: args.memory,
         replicas: args.replicas,
+        shards: args.shards,
         recreate_consumer: args.recreate_consumer,
     };
     // each delivery may hold a block for its ack wait plus a worker's retries (progress acks
     // keep it meanwhile), and its rows may be published again up to the last delivery
-    let retries = publish_acked::RETRY_FOR + worker::ACK_RETRY_FOR;
+    let retries = outage::DEFAULT_RETRY_FOR + worker::ACK_RETRY_FOR;
     let covered = layout.max_deliver as f64 * (layout.ack_wait + retries).as_secs_f64();
     if layout.duplicate_window.as_secs_f64() < covered {
         tracing::warn!(
@@ -134,6 +141,8 @@ pub fn write_worker_meta(
         "messages": counts.messages,
         "duplicate_messages": counts.duplicates,
         "samples": counts.samples,
+        "nats_outages": counts.outages,
+        "nats_retries": counts.retries,
     });
     let text = serde_json::to_string_pretty(&meta)
         .map_err(|e| FftdError::Runtime(format!("--meta: {e}")))?;

@@ -21,6 +21,7 @@ use crate::error::{FftdError, Result};
 use crate::fleet::batch::{Packing, Row, RowsOf};
 use crate::fleet::ids::{new_run_id, Origin};
 use crate::fleet::jetstream::stream_capturing;
+use crate::fleet::outage::Outages;
 use crate::fleet::publish_acked::{publishing_context, InFlightLimit, Publishing};
 use crate::fleet::rows::analysis_of;
 use crate::sink::analysis::Analysis;
@@ -39,6 +40,8 @@ pub struct NatsOutput {
     pub nats: crate::fleet::connect::NatsArgs,
     /// `--rows-per-message`.
     pub rows_per_message: crate::fleet::batch::RowsPerMessage,
+    /// `--retry`: how long publishes are retried while the server is away (`outage`).
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
 }
 
 /// What may await acks at once: many small batches (live input, a few rows each, over a slow
@@ -58,6 +61,8 @@ pub struct NatsConnection {
     address: String,
     /// How rows become messages (`--rows-per-message`, the server's max_payload).
     packing: Packing,
+    /// The server's outages (`--retry`), in the run's record.
+    outages: std::sync::Arc<Outages>,
 }
 
 impl NatsConnection {
@@ -65,8 +70,12 @@ impl NatsConnection {
     /// subject.
     pub fn open(output: &NatsOutput) -> Result<NatsConnection> {
         let rt = crate::fleet::connect::runtime()?;
+        let outages = Outages::recorded(output.retry, output.url.to_string());
         let (js, max_payload) = rt.block_on(async {
-            let client = output.nats.connect(&output.url, "fftd").await?;
+            let watched = Some(outages.clone());
+            let client = (output.nats)
+                .connect_watched(&output.url, "fftd", watched)
+                .await?;
             let max_payload = client.server_info().max_payload;
             let js = publishing_context(client);
             stream_capturing(&js, &output.subject).await?;
@@ -74,7 +83,8 @@ impl NatsConnection {
         })?;
         Ok(NatsConnection {
             rt,
-            publishing: Publishing::new(js, output.subject.clone(), IN_FLIGHT),
+            publishing: Publishing::new(js, output.subject.clone(), IN_FLIGHT, outages.clone()),
+            outages,
             address: output.url.to_string(),
             packing: Packing::for_server(output.rows_per_message, max_payload),
         })
@@ -114,6 +124,7 @@ impl NatsRows {
         streams: &[StreamMeta],
         (n, hop): (usize, usize),
     ) -> NatsRows {
+        connection.outages.set_streams(0..streams.len());
         NatsRows {
             connection,
             run: new_run_id(),

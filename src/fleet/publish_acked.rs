@@ -1,7 +1,7 @@
 //! Publishing with JetStream acks, retried: every message carries a `Nats-Msg-Id`, so sending it
 //! again after a lost ack (a server restart, a reconnect) is deduplicated by the server. A batch
 //! is sent whole, then its acks are awaited together; messages whose send or ack failed are sent
-//! again with a growing pause until `RETRY_FOR` has passed without success.
+//! again with a growing pause for as long as `--retry` says (`outage`; 120 s without it).
 //!
 //! `Publishing` keeps several batches on their way at once for a plain thread (`fftd publish`,
 //! a local run's `--output nats://`): each batch is a task on the client's runtime, and the
@@ -9,17 +9,15 @@
 //! sender rather than filling memory.
 
 use super::connect::one_line;
+use super::outage::{connected, Attempts, Outages};
 use crate::error::{FftdError, Result};
 use async_nats::jetstream::Context;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
-
-/// How long a message is retried before the publisher gives up (a server restart takes seconds).
-pub const RETRY_FOR: Duration = Duration::from_secs(120);
 
 /// One message to publish.
 #[derive(Clone)]
@@ -36,35 +34,54 @@ pub struct Acked {
     pub duplicates: u64,
 }
 
-/// Publishes `batch` on `subject` and returns once the server has acknowledged every message.
-pub async fn publish_all(js: &Context, subject: &str, batch: Vec<Outgoing>) -> Result<Acked> {
-    let started = Instant::now();
+/// Publishes `batch` on `subject` and returns once the server has acknowledged every message;
+/// failures are retried as `outages` says (`--retry`, `outage`), and an error is the policy
+/// giving up.
+pub async fn publish_all(
+    js: &Context,
+    subject: &str,
+    batch: Vec<Outgoing>,
+    outages: &Outages,
+) -> Result<Acked> {
+    let time_s = first_time_s(&batch);
+    let client = js.client();
     let mut pending = batch;
     let mut acked = Acked::default();
-    let mut pause = Duration::from_millis(100);
-    let mut warned = false;
+    let mut attempts = Attempts::default();
+    let mut failing = false;
     loop {
-        let (done, failed, last_error) = publish_once(js, subject, pending).await;
+        // while the client is away an attempt would only wait for its timeout
+        let (done, failed, last_error) = match failing && !connected(&client) {
+            true => (Acked::default(), pending, "not connected".to_string()),
+            false => publish_once(js, subject, pending).await,
+        };
         acked.stored += done.stored;
         acked.duplicates += done.duplicates;
         if failed.is_empty() {
+            if failing {
+                outages.succeeded();
+            }
             return Ok(acked);
         }
-        if started.elapsed() > RETRY_FOR {
+        failing = true;
+        let Some(wait) = outages.failed(&mut attempts, &last_error, time_s) else {
             return Err(FftdError::Runtime(format!(
-                "publishing to '{subject}': {} message(s) unacknowledged after {} s: {last_error}",
+                "publishing to '{subject}': {} message(s) unacknowledged, retried for {}: {last_error}",
                 failed.len(),
-                RETRY_FOR.as_secs()
+                outages.policy_name()
             )));
-        }
-        if !warned {
-            tracing::warn!("publishing to '{subject}': {last_error}; retrying");
-            warned = true;
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
+        };
+        tokio::time::sleep(wait).await;
         pending = failed;
     }
+}
+
+/// The `time_s` header of a batch's first message (rows carry it; blocks do not: 0).
+fn first_time_s(batch: &[Outgoing]) -> f64 {
+    (batch.first())
+        .and_then(|m| m.headers.get("time_s"))
+        .and_then(|v| v.as_str().parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// One attempt: sends every message, then awaits every ack. Returns the acked counts, the
@@ -140,6 +157,8 @@ pub struct InFlightLimit {
 pub struct Publishing {
     js: Context,
     subject: String,
+    /// How failures are retried, said and counted (`outage`).
+    outages: Arc<Outages>,
     limit: InFlightLimit,
     /// Each batch's task and payload bytes.
     tasks: VecDeque<(JoinHandle<Result<Acked>>, usize)>,
@@ -148,10 +167,11 @@ pub struct Publishing {
 }
 
 impl Publishing {
-    pub fn new(js: Context, subject: String, limit: InFlightLimit) -> Self {
+    pub fn new(js: Context, subject: String, limit: InFlightLimit, outages: Arc<Outages>) -> Self {
         Publishing {
             js,
             subject,
+            outages,
             limit,
             tasks: VecDeque::new(),
             bytes: 0,
@@ -177,7 +197,8 @@ impl Publishing {
         }
         let bytes = batch.iter().map(|m| m.payload.len()).sum::<usize>();
         let (js, subject) = (self.js.clone(), self.subject.clone());
-        let task = rt.spawn(async move { publish_all(&js, &subject, batch).await });
+        let outages = self.outages.clone();
+        let task = rt.spawn(async move { publish_all(&js, &subject, batch, &outages).await });
         self.tasks.push_back((task, bytes));
         self.bytes += bytes;
         while self.tasks.len() > self.limit.batches

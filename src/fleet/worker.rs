@@ -1,5 +1,6 @@
 //! A fleet worker (`fftd --file nats://HOST:PORT/STREAM/CONSUMER --output nats://HOST:PORT/SUBJECT`):
-//! takes sample blocks from the work stream's durable pull consumer, turns each into rows
+//! takes sample blocks from the work stream's durable pull consumer (every shard's: `shards`),
+//! turns each into rows
 //! (`rows`), publishes them with acks and dedup ids, and acks the block only once every row of
 //! it has been acknowledged by JetStream. A worker killed mid-block never acks it: the server
 //! redelivers it (after the consumer's ack wait) to another worker, whose rows that had already
@@ -18,9 +19,11 @@
 
 use super::batch::{Packing, RowsPerMessage};
 use super::connect::{one_line, NatsArgs};
-use super::jetstream::{patiently, stream_capturing, work_consumer};
+use super::jetstream::{patiently, stream_capturing};
+use super::outage::{Attempts, Outages};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
+use super::shards::work_shards;
 use super::undelivered;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
@@ -45,13 +48,11 @@ use tokio::task::JoinHandle;
 /// Blocks whose rows may wait for acks at once (each block's publish and ack is a task of its
 /// own: acks are collected as they come).
 const BLOCKS_IN_FLIGHT: usize = 16;
-/// Blocks asked for per fetch (one more fetch of as many is on its way while they are
+/// Blocks asked for per fetch (each shard's next fetch of as many is on its way while they are
 /// transformed: `Prefetch`).
 const FETCH_BLOCKS: usize = 4;
 /// How long one fetch waits for blocks (also how soon a stop or `--idle-exit` is seen).
 const FETCH_WAIT: Duration = Duration::from_millis(500);
-/// How long fetching may keep failing (server down) before the worker gives up.
-const FETCH_FAILING_FOR: Duration = Duration::from_secs(120);
 /// How long a block's ack is retried once its rows are stored.
 pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
@@ -71,6 +72,8 @@ pub struct FleetIo {
     pub idle_exit: Option<Duration>,
     /// `--rows-per-message` (`batch`).
     pub rows_per_message: RowsPerMessage,
+    /// `--retry`: how long fetches and publishes are retried while a server is away (`outage`).
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
 }
 
 /// What a worker did, for `--stats` and `--meta`.
@@ -87,6 +90,10 @@ pub struct WorkerCounts {
     pub given_up: u64,
     /// Blocks from fftd this worker could not read and removed (`Taken::Unreadable`).
     pub unreadable: u64,
+    /// Outages of the NATS server(s) this worker rode out (`outage`).
+    pub outages: u64,
+    /// Attempts made during those outages.
+    pub retries: u64,
 }
 
 /// Runs a worker until stopped, idle for `--idle-exit`, or failed.
@@ -141,40 +148,46 @@ fn engine_for<T: Sample>(device: &DeviceChoice) -> Result<Box<dyn Engine<T>>> {
 struct Connected {
     rows_to: Context,
     work_js: Context,
-    work: Stream,
-    consumer: PullConsumer,
+    /// Every shard of the work stream (`shards`) with its consumer, shard 0 first.
+    shards: Vec<(Stream, PullConsumer)>,
     /// Blocks the server gave up on, counted by `undelivered::watch`.
     given_up: Arc<AtomicU64>,
     /// The spectra server's largest message.
     max_payload: usize,
 }
 
-fn connect(rt: &Runtime, io: &FleetIo, nats: &NatsArgs) -> Result<Connected> {
+fn connect(
+    rt: &Runtime,
+    io: &FleetIo,
+    nats: &NatsArgs,
+    outages: &Arc<Outages>,
+) -> Result<Connected> {
     rt.block_on(async {
-        let in_client = nats.connect(&io.input, "fftd worker").await?;
+        let watched = Some(outages.clone());
+        let in_client = (nats.connect_watched(&io.input, "fftd worker", watched.clone())).await?;
         let out_client = match io.output.servers() == io.input.servers() {
             true => in_client.clone(),
-            false => nats.connect(&io.output, "fftd worker (spectra)").await?,
+            false => (nats.connect_watched(&io.output, "fftd worker (spectra)", watched)).await?,
         };
         let in_js = async_nats::jetstream::new(in_client.clone());
         // a worker started while the server restarts waits for it, as one running would
-        let (work, consumer) =
-            patiently(|| work_consumer(&in_js, &io.stream, &io.consumer)).await?;
+        let shards = patiently(|| work_shards(&in_js, &io.stream, &io.consumer)).await?;
         let max_payload = out_client.server_info().max_payload;
         let rows_to = publishing_context(out_client);
         patiently(|| stream_capturing(&rows_to, &io.subject)).await?;
         let given_up = Arc::new(AtomicU64::new(0));
-        tokio::spawn(undelivered::watch(
-            in_client,
-            work.clone(),
-            io.consumer.clone(),
-            given_up.clone(),
-        ));
+        for (work, _) in &shards {
+            tokio::spawn(undelivered::watch(
+                in_client.clone(),
+                work.clone(),
+                io.consumer.clone(),
+                given_up.clone(),
+            ));
+        }
         Ok(Connected {
             rows_to,
             work_js: in_js,
-            work,
-            consumer,
+            shards,
             given_up,
             max_payload,
         })
@@ -202,10 +215,14 @@ fn run_typed<T: Sample>(
     let mut engine = engine_for::<T>(device)?;
     let encoder = make_encoder::<T>(analysis.format, analysis.scale);
     let rt = super::connect::runtime()?;
-    let connected = connect(&rt, io, nats)?;
+    let outages = Outages::new(io.retry, io.input.to_string());
+    let connected = connect(&rt, io, nats, &outages)?;
     let packing = Packing::for_server(io.rows_per_message, connected.max_payload);
     let mut work = Work::new(analysis, (n, hop), engine.as_mut(), &*encoder, packing);
-    let ack_wait = connected.consumer.cached_info().config.ack_wait;
+    let ack_wait = (connected.shards.iter())
+        .map(|(_, c)| c.cached_info().config.ack_wait)
+        .min()
+        .unwrap_or(Duration::from_secs(30));
     let mut flight = InFlight {
         rt: &rt,
         js: connected.rows_to.clone(),
@@ -215,8 +232,10 @@ fn run_typed<T: Sample>(
         counts: WorkerCounts::default(),
         stop: signals.stop.clone(),
         first_unreadable: None,
+        outages,
     };
-    let ended = fetch_loop(&connected.consumer, io, &mut work, &mut flight, signals);
+    let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
+    let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
     // finish what is in hand (also after an error: those blocks are complete)
     let settled = match ended {
         Ok(Ended::Stopped) => {
@@ -227,6 +246,8 @@ fn run_typed<T: Sample>(
     };
     let ended = ended.and_then(|e| settled.map(|_| e))?;
     flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
+    flight.counts.outages = flight.outages.gaps();
+    flight.counts.retries = flight.outages.retries();
     if let Some(first) = &flight.first_unreadable {
         return Err(FftdError::Runtime(format!(
             "{} block(s) on '{}' could not be read and were removed from the queue, the first: {first}; their frames are missing (publish the recording again)",
@@ -234,38 +255,37 @@ fn run_typed<T: Sample>(
         )));
     }
     if let Ended::Idle = ended {
-        let left = rt.block_on(undelivered::left_behind(
-            &connected.work_js,
-            &connected.work,
-            &io.consumer,
-        ));
-        match left {
-            Ok(None) => {}
-            Ok(Some(message)) => return Err(FftdError::Runtime(message)),
-            Err(e) => {
-                return Err(FftdError::Runtime(format!(
-                    "cannot check for blocks left behind: {e}"
-                )))
+        for (work, _) in &connected.shards {
+            let left = rt.block_on(undelivered::left_behind(
+                &connected.work_js,
+                work,
+                &io.consumer,
+            ));
+            match left {
+                Ok(None) => {}
+                Ok(Some(message)) => return Err(FftdError::Runtime(message)),
+                Err(e) => {
+                    return Err(FftdError::Runtime(format!(
+                        "cannot check for blocks left behind: {e}"
+                    )))
+                }
             }
         }
     }
     Ok(flight.counts)
 }
 
-/// Fetches and processes blocks until a stop, `--idle-exit` or an error. The next fetch is on
-/// its way while the blocks in hand are transformed (`Prefetch`), so a round trip to the server
-/// does not pace the worker.
+/// Fetches and processes blocks until a stop, `--idle-exit` or an error. Every shard's next
+/// fetch is on its way while the blocks in hand are transformed (`Prefetch`), so a round trip
+/// to the server does not pace the worker.
 fn fetch_loop<T: Sample>(
-    consumer: &PullConsumer,
+    consumers: Vec<PullConsumer>,
     io: &FleetIo,
     work: &mut Work<'_, T>,
     flight: &mut InFlight<'_>,
     signals: &Signals,
 ) -> Result<Ended> {
-    let mut prefetch = Prefetch {
-        consumer: consumer.clone(),
-        next: None,
-    };
+    let mut prefetch = Prefetch::new(consumers);
     let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
     // blocks fetched and not taken go back to the queue at once (not after the ack wait)
     for message in prefetch.take_ready(flight.rt) {
@@ -282,7 +302,7 @@ fn fetch_blocks<T: Sample>(
     signals: &Signals,
 ) -> Result<Ended> {
     let mut idle_since = Instant::now();
-    let mut failing_since: Option<Instant> = None;
+    let mut attempts: Option<Attempts> = None;
     loop {
         // room for the blocks in hand and those on their way: none waits long unprocessed
         // (without progress acks)
@@ -290,24 +310,31 @@ fn fetch_blocks<T: Sample>(
         if signals.stop.load(Ordering::Relaxed) {
             return Ok(Ended::Stopped);
         }
+        prefetch.start_all(flight.rt);
         let messages = match prefetch.next_batch(flight.rt) {
             Ok(messages) => {
-                failing_since = None;
+                if attempts.take().is_some() {
+                    flight.outages.succeeded();
+                }
                 messages
             }
             Err(e) => {
                 idle_since = Instant::now(); // a server away is not an empty queue
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                if since.elapsed() > FETCH_FAILING_FOR {
+                                             // the other shards' fetches fail alike: one attempt, their blocks kept
+                let stray = prefetch.take_ready(flight.rt);
+                flight.process(work, stray)?;
+                let tries = attempts.get_or_insert_with(Attempts::default);
+                let Some(wait) = flight.outages.failed(tries, &e, 0.0) else {
                     return Err(FftdError::Runtime(format!(
-                        "cannot fetch blocks from '{}/{}' for {} s: {e}",
+                        "cannot fetch blocks from '{}/{}', retried for {}: {e}",
                         io.stream,
                         io.consumer,
-                        FETCH_FAILING_FOR.as_secs()
+                        flight.outages.policy_name()
                     )));
+                };
+                if !sleep_unless_stopped(wait, &signals.stop) {
+                    return Ok(Ended::Stopped);
                 }
-                tracing::debug!("fetch failed ({e}); retrying");
-                std::thread::sleep(Duration::from_millis(250));
                 continue;
             }
         };
@@ -321,46 +348,96 @@ fn fetch_blocks<T: Sample>(
             continue;
         }
         idle_since = Instant::now();
-        // a full batch: more are likely waiting, so ask for them while these are transformed
-        if messages.len() == FETCH_BLOCKS && !signals.stop.load(Ordering::Relaxed) {
-            prefetch.start(flight.rt);
+        // the shard's next fetch is on its way while these are transformed
+        if !signals.stop.load(Ordering::Relaxed) {
+            prefetch.start_all(flight.rt);
         }
         flight.process(work, messages)?;
     }
 }
 
-/// The fetch on its way while the blocks in hand are processed.
+/// Sleeps `wait`, or less when the run is stopped meanwhile; whether it slept it all.
+fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + wait;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(STOP_POLL.min(until.saturating_duration_since(Instant::now())));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
+/// A fetch on its way: the blocks it brings, or why it failed.
+type Fetching = JoinHandle<std::result::Result<Vec<Message>, String>>;
+
+/// Each shard's fetch on its way while the blocks in hand are processed (`shards`): a shard
+/// whose blocks are taken is asked again at once, so every shard's blocks keep coming.
 struct Prefetch {
-    consumer: PullConsumer,
-    next: Option<JoinHandle<std::result::Result<Vec<Message>, String>>>,
+    consumers: Vec<PullConsumer>,
+    fetching: Vec<Option<Fetching>>,
+    /// The shard looked at first for blocks already there (in turn, so none waits behind another).
+    next: usize,
 }
 
 impl Prefetch {
-    fn start(&mut self, rt: &Runtime) {
-        let consumer = self.consumer.clone();
-        self.next = Some(rt.spawn(async move { fetch(&consumer).await }));
+    fn new(consumers: Vec<PullConsumer>) -> Self {
+        let fetching = consumers.iter().map(|_| None).collect();
+        Prefetch {
+            consumers,
+            fetching,
+            next: 0,
+        }
     }
 
-    /// The prefetched blocks, or a fetch made now.
+    /// A fetch started on every shard that has none on its way.
+    fn start_all(&mut self, rt: &Runtime) {
+        for (consumer, fetching) in self.consumers.iter().zip(&mut self.fetching) {
+            if fetching.is_none() {
+                let consumer = consumer.clone();
+                *fetching = Some(rt.spawn(async move { fetch(&consumer).await }));
+            }
+        }
+    }
+
+    /// The blocks of a shard whose fetch is done (waited for when none is yet).
     fn next_batch(&mut self, rt: &Runtime) -> std::result::Result<Vec<Message>, String> {
-        match self.next.take() {
-            Some(task) => rt
-                .block_on(task)
-                .map_err(|e| format!("fetching task failed: {e}"))?,
-            None => rt.block_on(fetch(&self.consumer)),
-        }
+        let shards = self.fetching.len();
+        let done = (0..shards)
+            .map(|step| (self.next + step) % shards)
+            .find(|&k| self.fetching[k].as_ref().is_some_and(|t| t.is_finished()));
+        let (k, joined) = match done {
+            Some(k) => {
+                let task = self.fetching[k].take().ok_or("no fetch on its way")?;
+                (k, rt.block_on(task))
+            }
+            None => {
+                let waiting: Vec<usize> = (0..shards)
+                    .filter(|&k| self.fetching[k].is_some())
+                    .collect();
+                if waiting.is_empty() {
+                    return Err("no fetch on its way".into());
+                }
+                let tasks = self.fetching.iter_mut().filter_map(|t| t.as_mut());
+                let (joined, at, _) = rt.block_on(futures_util::future::select_all(tasks));
+                let k = waiting[at];
+                self.fetching[k] = None;
+                (k, joined)
+            }
+        };
+        self.next = (k + 1) % shards;
+        joined.map_err(|e| format!("fetching task failed: {e}"))?
     }
 
-    /// What a fetch still on its way brings (waited for: at most the fetch's own deadline).
+    /// What the fetches still on their way bring (waited for: at most a fetch's own deadline).
     fn take_ready(&mut self, rt: &Runtime) -> Vec<Message> {
-        match self.next.take() {
-            Some(task) => rt
-                .block_on(task)
-                .ok()
-                .and_then(|r| r.ok())
-                .unwrap_or_default(),
-            None => Vec::new(),
+        let mut messages = Vec::new();
+        for task in self.fetching.iter_mut().filter_map(Option::take) {
+            if let Ok(Ok(fetched)) = rt.block_on(task) {
+                messages.extend(fetched);
+            }
         }
+        messages
     }
 }
 
@@ -409,6 +486,8 @@ struct InFlight<'a> {
     stop: Arc<AtomicBool>,
     /// What the first unreadable block was (`Taken::Unreadable`).
     first_unreadable: Option<String>,
+    /// How failing fetches and publishes are retried, said and counted (`--retry`).
+    outages: Arc<Outages>,
 }
 
 impl InFlight<'_> {
@@ -422,11 +501,11 @@ impl InFlight<'_> {
                     self.counts.blocks += 1;
                     self.counts.samples += samples;
                     let task = publish_then_ack(
-                        self.js.clone(),
-                        self.subject.clone(),
+                        (self.js.clone(), self.subject.clone()),
                         rows,
                         message,
                         self.progress_every,
+                        self.outages.clone(),
                     );
                     let task = async move { task.await.map(|acked| (acked, count)) };
                     self.tasks.push_back(self.rt.spawn(task));
@@ -548,13 +627,13 @@ impl InFlight<'_> {
 /// (the server confirms the ack). A failed ack is only logged: the block comes back after the
 /// ack wait and its rows are deduplicated.
 async fn publish_then_ack(
-    js: Context,
-    subject: String,
+    (js, subject): (Context, String),
     rows: Vec<Outgoing>,
     block: Message,
     progress_every: Duration,
+    outages: Arc<Outages>,
 ) -> Result<Acked> {
-    let publishing = publish_all(&js, &subject, rows);
+    let publishing = publish_all(&js, &subject, rows, &outages);
     tokio::pin!(publishing);
     let mut progress =
         tokio::time::interval_at(tokio::time::Instant::now() + progress_every, progress_every);

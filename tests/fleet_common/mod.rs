@@ -375,27 +375,67 @@ pub fn messages_in(server: &NatsServer, stream: &str) -> Option<u64> {
     })
 }
 
-/// The work consumer's info now; None when the server cannot be asked (a restart).
-fn work_consumer_info(server: &NatsServer) -> Option<jetstream::consumer::Info> {
+/// The work stream's shards: FRAMES, FRAMES-shard1, … (`fftd fleet setup --shards`).
+fn shard_name(k: usize) -> String {
+    match k {
+        0 => "FRAMES".to_string(),
+        k => format!("FRAMES-shard{k}"),
+    }
+}
+
+/// Every shard's work consumer info now, shard 0 first; None when the server cannot be asked
+/// (a restart).
+fn work_consumer_infos(server: &NatsServer) -> Option<Vec<jetstream::consumer::Info>> {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let client = server.client().await.ok()?;
         let js = jetstream::new(client);
-        let stream = js.get_stream("FRAMES").await.ok()?;
-        stream.consumer_info("workers").await.ok()
+        let mut infos = Vec::new();
+        for k in 0.. {
+            let Ok(stream) = js.get_stream(shard_name(k)).await else {
+                break;
+            };
+            infos.push(stream.consumer_info("workers").await.ok()?);
+        }
+        (!infos.is_empty()).then_some(infos)
     })
 }
 
-/// The work consumer now: (blocks delivered and not acked, deliveries in all, redeliveries
-/// included); None when the server cannot be asked.
-pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
-    work_consumer_info(server).map(|info| (info.num_ack_pending, info.delivered.consumer_sequence))
+/// Blocks on the work stream now, over every shard; None when the server cannot be asked.
+pub fn work_messages(server: &NatsServer) -> Option<u64> {
+    let mut total = messages_in(server, "FRAMES")?;
+    for k in 1.. {
+        match messages_in(server, &shard_name(k)) {
+            Some(n) => total += n,
+            None => break,
+        }
+    }
+    Some(total)
 }
 
-/// Pull requests waiting on the work consumer now (one per idle worker); None when the server
-/// cannot be asked.
+/// Blocks each shard's consumer has delivered so far, redeliveries included, shard 0 first.
+pub fn deliveries_per_shard(server: &NatsServer) -> Vec<u64> {
+    work_consumer_infos(server)
+        .unwrap_or_default()
+        .iter()
+        .map(|info| info.delivered.consumer_sequence)
+        .collect()
+}
+
+/// The work consumers now, over every shard: (blocks delivered and not acked, deliveries in
+/// all, redeliveries included); None when the server cannot be asked.
+pub fn work_consumer_state(server: &NatsServer) -> Option<(usize, u64)> {
+    work_consumer_infos(server).map(|infos| {
+        let pending = infos.iter().map(|i| i.num_ack_pending).sum();
+        let delivered = infos.iter().map(|i| i.delivered.consumer_sequence).sum();
+        (pending, delivered)
+    })
+}
+
+/// Pull requests waiting on the work consumer of shard 0 now (one per idle worker); None when
+/// the server cannot be asked.
 pub fn waiting_pulls(server: &NatsServer) -> Option<usize> {
-    work_consumer_info(server).map(|info| info.num_waiting)
+    work_consumer_infos(server).map(|infos| infos[0].num_waiting)
 }
 
 /// Rows stored in SPECTRA per `run` header value.
