@@ -15,6 +15,7 @@ pub mod block;
 pub mod block_sender;
 pub mod connect;
 pub mod cutter;
+pub mod fetch;
 pub mod ids;
 pub mod jetstream;
 pub mod outage;

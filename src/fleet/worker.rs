@@ -18,7 +18,8 @@
 //! when blocks were left behind (`undelivered`).
 
 use super::batch::{Packing, RowsPerMessage};
-use super::connect::{one_line, NatsArgs};
+use super::connect::NatsArgs;
+use super::fetch::{Prefetch, FETCH_BLOCKS};
 use super::jetstream::{patiently, stream_capturing};
 use super::outage::{Attempts, Outages};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
@@ -37,7 +38,6 @@ use crate::types::WithSample;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{AckKind, Context, Message};
-use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -48,11 +48,6 @@ use tokio::task::JoinHandle;
 /// Blocks whose rows may wait for acks at once (each block's publish and ack is a task of its
 /// own: acks are collected as they come).
 const BLOCKS_IN_FLIGHT: usize = 16;
-/// Blocks asked for per fetch (each shard's next fetch of as many is on its way while they are
-/// transformed: `Prefetch`).
-const FETCH_BLOCKS: usize = 4;
-/// How long one fetch waits for blocks (also how soon a stop or `--idle-exit` is seen).
-const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// How long a block's ack is retried once its rows are stored.
 pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
@@ -366,110 +361,6 @@ fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) -> bool {
         std::thread::sleep(STOP_POLL.min(until.saturating_duration_since(Instant::now())));
     }
     !stop.load(Ordering::Relaxed)
-}
-
-/// A fetch on its way: the blocks it brings, or why it failed.
-type Fetching = JoinHandle<std::result::Result<Vec<Message>, String>>;
-
-/// Each shard's fetch on its way while the blocks in hand are processed (`shards`): a shard
-/// whose blocks are taken is asked again at once, so every shard's blocks keep coming.
-struct Prefetch {
-    consumers: Vec<PullConsumer>,
-    fetching: Vec<Option<Fetching>>,
-    /// The shard looked at first for blocks already there (in turn, so none waits behind another).
-    next: usize,
-}
-
-impl Prefetch {
-    fn new(consumers: Vec<PullConsumer>) -> Self {
-        let fetching = consumers.iter().map(|_| None).collect();
-        Prefetch {
-            consumers,
-            fetching,
-            next: 0,
-        }
-    }
-
-    /// A fetch started on every shard that has none on its way.
-    fn start_all(&mut self, rt: &Runtime) {
-        for (consumer, fetching) in self.consumers.iter().zip(&mut self.fetching) {
-            if fetching.is_none() {
-                let consumer = consumer.clone();
-                *fetching = Some(rt.spawn(async move { fetch(&consumer).await }));
-            }
-        }
-    }
-
-    /// The blocks of a shard whose fetch is done (waited for when none is yet).
-    fn next_batch(&mut self, rt: &Runtime) -> std::result::Result<Vec<Message>, String> {
-        let shards = self.fetching.len();
-        let done = (0..shards)
-            .map(|step| (self.next + step) % shards)
-            .find(|&k| self.fetching[k].as_ref().is_some_and(|t| t.is_finished()));
-        let (k, joined) = match done {
-            Some(k) => {
-                let task = self.fetching[k].take().ok_or("no fetch on its way")?;
-                (k, rt.block_on(task))
-            }
-            None => {
-                let waiting: Vec<usize> = (0..shards)
-                    .filter(|&k| self.fetching[k].is_some())
-                    .collect();
-                if waiting.is_empty() {
-                    return Err("no fetch on its way".into());
-                }
-                let tasks = self.fetching.iter_mut().filter_map(|t| t.as_mut());
-                let (joined, at, _) = rt.block_on(futures_util::future::select_all(tasks));
-                let k = waiting[at];
-                self.fetching[k] = None;
-                (k, joined)
-            }
-        };
-        self.next = (k + 1) % shards;
-        joined.map_err(|e| format!("fetching task failed: {e}"))?
-    }
-
-    /// What the fetches still on their way bring (waited for: at most a fetch's own deadline).
-    fn take_ready(&mut self, rt: &Runtime) -> Vec<Message> {
-        let mut messages = Vec::new();
-        for task in self.fetching.iter_mut().filter_map(Option::take) {
-            if let Ok(Ok(fetched)) = rt.block_on(task) {
-                messages.extend(fetched);
-            }
-        }
-        messages
-    }
-}
-
-/// Up to `FETCH_BLOCKS` blocks, waiting at most `FETCH_WAIT` (and never much longer: a fetch
-/// while the connection is down would wait for the reconnect). Blocks that came before an error
-/// or the deadline are returned; an error before any block is returned.
-async fn fetch(consumer: &PullConsumer) -> std::result::Result<Vec<Message>, String> {
-    let deadline = tokio::time::Instant::now() + FETCH_WAIT * 3;
-    let asked = consumer
-        .fetch()
-        .max_messages(FETCH_BLOCKS)
-        .expires(FETCH_WAIT)
-        .messages();
-    let mut batch = match tokio::time::timeout_at(deadline, asked).await {
-        Ok(asked) => asked.map_err(|e| one_line(&e.to_string()))?,
-        Err(_) => return Err("no answer to the fetch".into()),
-    };
-    let mut messages = Vec::new();
-    loop {
-        match tokio::time::timeout_at(deadline, batch.next()).await {
-            Ok(Some(Ok(m))) => messages.push(m),
-            Ok(None) => break,
-            Ok(Some(Err(e))) if messages.is_empty() => return Err(one_line(&e.to_string())),
-            Ok(Some(Err(e))) => {
-                tracing::debug!("fetch ended early ({e})");
-                break;
-            }
-            Err(_) if messages.is_empty() => return Err("no answer to the fetch".into()),
-            Err(_) => break,
-        }
-    }
-    Ok(messages)
 }
 
 /// Blocks being published and acked on the runtime, oldest first.
