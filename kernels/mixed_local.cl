@@ -12,7 +12,7 @@
 // butterflies j = t, t + WG, ... of every pass, and bins k = t, t + WG, ... at the end.
 // Defines: M, WG, NPASSES, RADICES ({r0, r1, ...}: the radices in pass order), REAL_INPUT,
 // REAL_FULL (odd real n as M = n complex points), COMPLEX_OUT, USE_DOUBLE (see common.cl).
-// The passes: mixed_lpass.cl (LP_LEN = M, one transform).
+// The passes: mixed_lpass.cl (LP_LEN = M, one transform; LP_PAD where the padded arrays fit).
 //
 // BLUESTEIN=1 (a prime factor above 7, LP_LEN = L: Bluestein's power-of-two length, whose two
 // arrays fit local memory): the chirp-z transform in the same one kernel, as mixed_radix.cl's
@@ -42,7 +42,7 @@ fft_mixed_local(__global const real_t *restrict in, __global const real_t *restr
                 __global const real2 *restrict tw, __global real_t *restrict out, uint frames,
                 int scale_mode, real_t norm_edge, real_t norm_interior, uint step,
                 __global const real2 *restrict chirp, __global const real2 *restrict filter) {
-    __local real2 a[LP_LEN], b[LP_LEN];
+    __local real2 a[LPAD(LP_LEN) + 1], b[LPAD(LP_LEN) + 1];
     const uint f = get_group_id(0);
     const uint t = get_local_id(0);
     if (f >= frames) {
@@ -52,31 +52,31 @@ fft_mixed_local(__global const real_t *restrict in, __global const real_t *restr
     __global const real_t *x = in + (size_t)f * step;
     for (uint j = t; j < M; j += WG) {
 #if REAL_FULL
-        a[j] = (real2)(x[j] * win[j], R(0.0));
+        a[LPAD(j)] = (real2)(x[j] * win[j], R(0.0));
 #elif REAL_INPUT
-        a[j] = vload2(j, x) * vload2(j, win);
+        a[LPAD(j)] = vload2(j, x) * vload2(j, win);
 #else
-        a[j] = vload2(j, x) * win[j];
+        a[LPAD(j)] = vload2(j, x) * win[j];
 #endif
 #if BLUESTEIN
-        a[j] = cmul(a[j], chirp[j]);
+        a[LPAD(j)] = cmul(a[LPAD(j)], chirp[j]);
 #endif
     }
 #if BLUESTEIN
     for (uint j = M + t; j < LP_LEN; j += WG) {
-        a[j] = (real2)(R(0.0), R(0.0));
+        a[LPAD(j)] = (real2)(R(0.0), R(0.0));
     }
     __local real2 *e = lpasses(a, b, tw, t);
     for (uint j = t; j < LP_LEN; j += WG) {
-        real2 d = cmul(e[j], filter[j]);
-        e[j] = (real2)(d.x, -d.y);
+        real2 d = cmul(e[LPAD(j)], filter[j]);
+        e[LPAD(j)] = (real2)(d.x, -d.y);
     }
     __local real2 *src = lpasses(e, e == a ? b : a, tw, t);
     // Z_k = c_k conj(E_k), k < M
-#define ZK(k) cmul(chirp[k], (real2)(src[k].x, -src[k].y))
+#define ZK(k) cmul(chirp[k], (real2)(src[LPAD(k)].x, -src[LPAD(k)].y))
 #else
     __local real2 *src = lpasses(a, b, tw, t);
-#define ZK(k) src[k]
+#define ZK(k) src[LPAD(k)]
 #endif
     for (uint k = t; k < LBINS; k += WG) {
 #if REAL_FULL || !REAL_INPUT

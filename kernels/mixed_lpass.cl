@@ -6,7 +6,11 @@
 // double) and writes (j - k) RR + k + r ns (mixed_radix.cl's indexing, MDFT_RR butterflies).
 // The WG work-items take the LP_COUNT * LP_LEN/RR butterflies in turn, consecutive work-items on
 // consecutive butterflies of one transform.
-// Defines: WG; LP_LEN (default M), LP_COUNT (default 1), LP_STRIDE (default LP_LEN).
+// Defines: WG; LP_LEN (default M), LP_COUNT (default 1), LP_STRIDE (default LP_LEN); LP_PAD
+// (twolevel.cl): every local index i is stored at LPAD(i) = i + i/16, so the stride-R stores of a
+// pass (the first radix-16 pass: 16 points = 32 words apart, every work-item on one bank) and the
+// strided reads and writes of the transposes spread over the banks; the arrays hold
+// LPAD(size) + 1 values. -D NO_LP_PAD (FFTD_OPENCL_DEFINES) turns the padding off, for A/B.
 
 #ifndef LP_LEN
 #define LP_LEN M
@@ -16,6 +20,11 @@
 #endif
 #ifndef LP_STRIDE
 #define LP_STRIDE LP_LEN
+#endif
+#if defined(LP_PAD) && !defined(NO_LP_PAD)
+#define LPAD(i) ((i) + ((i) >> 4))
+#else
+#define LPAD(i) (i)
 #endif
 
 #define DEFINE_LPASS(RR)                                                                           \
@@ -27,7 +36,7 @@
             const uint o = f * LP_STRIDE;                                                          \
             real2 v[RR];                                                                           \
             for (uint r = 0; r < RR; r++) {                                                        \
-                v[r] = src[o + j + r * q];                                                         \
+                v[r] = src[LPAD(o + j + r * q)];                                                   \
             }                                                                                      \
             const uint k = j % ns;                                                                 \
             if (ns > 1) {                                                                          \
@@ -39,7 +48,7 @@
             MDFT_##RR(v);                                                                          \
             const uint d = o + (j - k) * RR + k;                                                   \
             for (uint r = 0; r < RR; r++) {                                                        \
-                dst[d + r * ns] = v[r];                                                            \
+                dst[LPAD(d + r * ns)] = v[r];                                                      \
             }                                                                                      \
         }                                                                                          \
     }

@@ -28,9 +28,10 @@
 // Twiddles: tw[t] = exp(-2 pi i t / LP_LEN) for the passes, twn[t] = exp(-2 pi i t / N) for
 // stage 1's twiddle (n2 k1 < N), all computed on the host in double.
 // Local memory: two arrays (ping-pong) of FPB transforms at stride LP_STRIDE (LP_LEN rounded up
-// to odd, so the strided accesses of the transposes spread over the banks).
+// to odd, so the strided accesses of the transposes spread over the banks), every index padded
+// (LP_PAD: mixed_lpass.cl's LPAD).
 // Defines: STAGE, N, N1, N2, FPB, WG, NPASSES, RADICES, LP_LEN (N1 or N2), LP_COUNT (= FPB),
-// LP_STRIDE, LOAD, CHIRP_IN, STORE; M, REAL_INPUT, REAL_FULL, COMPLEX_OUT, USE_DOUBLE (plan).
+// LP_STRIDE, LP_PAD, LOAD, CHIRP_IN, STORE; M, REAL_INPUT, REAL_FULL, COMPLEX_OUT, USE_DOUBLE (plan).
 
 #ifndef REAL_FULL
 #define REAL_FULL 0
@@ -74,7 +75,7 @@ tl_columns(__global const real_t *restrict in, __global const real_t *restrict w
            __global const real2 *restrict chirp, __global const real2 *restrict tw,
            __global const real2 *restrict twn, __global real2 *restrict tmp, uint frames,
            uint step) {
-    __local real2 a[FPB * LP_STRIDE], b[FPB * LP_STRIDE];
+    __local real2 a[LPAD(FPB * LP_STRIDE) + 1], b[LPAD(FPB * LP_STRIDE) + 1];
     const uint t = get_local_id(0);
     const uint gpf = (N2 + FPB - 1) / FPB;
     const uint frame = get_group_id(0) / gpf;
@@ -84,7 +85,7 @@ tl_columns(__global const real_t *restrict in, __global const real_t *restrict w
     }
     for (uint i = t; i < FPB * N1; i += WG) {
         uint c = i % FPB, n1 = i / FPB, n2 = n2_0 + c;
-        a[c * LP_STRIDE + n1] = n2 < N2 ? tl_load(in, win, chirp, frame, step, N2 * n1 + n2)
+        a[LPAD(c * LP_STRIDE + n1)] = n2 < N2 ? tl_load(in, win, chirp, frame, step, N2 * n1 + n2)
                                         : (real2)(R(0.0), R(0.0));
     }
     __local const real2 *y = lpasses(a, b, tw, t);
@@ -92,7 +93,7 @@ tl_columns(__global const real_t *restrict in, __global const real_t *restrict w
     for (uint i = t; i < FPB * N1; i += WG) {
         uint c = i % FPB, k1 = i / FPB, n2 = n2_0 + c;
         if (n2 < N2) {
-            tmp[fo + (size_t)k1 * N2 + n2] = cmul(y[c * LP_STRIDE + k1], twn[n2 * k1]);
+            tmp[fo + (size_t)k1 * N2 + n2] = cmul(y[LPAD(c * LP_STRIDE + k1)], twn[n2 * k1]);
         }
     }
 }
@@ -128,7 +129,7 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
         __global const real2 *restrict aux, __global real2 *restrict dst,
         __global real_t *restrict out, uint frames, int scale_mode, real_t norm_edge,
         real_t norm_interior) {
-    __local real2 a[FPB * LP_STRIDE], b[FPB * LP_STRIDE];
+    __local real2 a[LPAD(FPB * LP_STRIDE) + 1], b[LPAD(FPB * LP_STRIDE) + 1];
     const uint t = get_local_id(0);
     const uint frame = get_group_id(0) / GPF;
     const uint g0 = (get_group_id(0) % GPF) * (STORE == 1 ? HALF : FPB);
@@ -143,13 +144,13 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
 #else
         uint row = g0 + s;
 #endif
-        a[s * LP_STRIDE + n2] = row < N1 ? tmp[fo + (size_t)row * N2 + n2]
+        a[LPAD(s * LP_STRIDE + n2)] = row < N1 ? tmp[fo + (size_t)row * N2 + n2]
                                          : (real2)(R(0.0), R(0.0));
     }
     __local const real2 *y = lpasses(a, b, tw, t);
     for (uint i = t; i < FPB * N2; i += WG) {
         uint s = i % FPB, k2 = i / FPB;
-        real2 z = y[s * LP_STRIDE + k2];
+        real2 z = y[LPAD(s * LP_STRIDE + k2)];
 #if STORE == 1
         uint k1 = slot_row(g0, s);
         if (k1 >= N1) {
@@ -158,7 +159,7 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
         // the partner row's slot: the other half of the pair, or this slot (rows 0 and N1/2)
         uint sp = (k1 == 0 || 2 * k1 == N1) ? s : (s + HALF) % FPB;
         uint kp = k1 == 0 ? (N2 - k2) % N2 : N2 - 1 - k2;
-        real2 zc = y[sp * LP_STRIDE + kp];
+        real2 zc = y[LPAD(sp * LP_STRIDE + kp)];
         uint k = k1 + N1 * k2;
         const size_t ob = (size_t)frame * (M + 1);
         real_t e = -(real_t)k / (real_t)M; // W_2M^k = exp(i pi e)

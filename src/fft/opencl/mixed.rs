@@ -194,20 +194,24 @@ impl<T: Sample> OpenClEngine<T> {
         }
         let len = if plain { m } else { bluestein_len(m) };
         let radices = radices(len).ok_or("Bluestein length")?;
-        // two arrays of len complex values (`a`, `b` in the kernel)
-        if 4 * len * std::mem::size_of::<T>() > local_limit {
+        // two arrays of len complex values (`a`, `b` in the kernel), padded (one every 16,
+        // mixed_lpass.cl's LP_PAD: the stride-R stores spread over the banks) where that fits
+        let rb = std::mem::size_of::<T>();
+        if 4 * len * rb > local_limit {
             return Ok(None);
         }
+        let pad = 4 * (len + (len >> 4) + 1) * rb <= local_limit;
         let wg = (len / 4)
             .next_multiple_of(32)
             .clamp(32, LOCAL_WG_MAX)
             .min(self.dev.info.max_work_group.max(1));
         let list: Vec<String> = radices.iter().map(|r| r.to_string()).collect();
         let opts = format!(
-            "{opts} -D WG={wg} -D NPASSES={} -D RADICES={{{}}} -D LP_LEN={len} -D BLUESTEIN={}",
+            "{opts} -D WG={wg} -D NPASSES={} -D RADICES={{{}}} -D LP_LEN={len} -D BLUESTEIN={}{}",
             radices.len(),
             list.join(","),
-            !plain as u32
+            !plain as u32,
+            if pad { " -D LP_PAD" } else { "" }
         );
         let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_MIXED_LOCAL];
         let program = self.dev.program("mixed_local", &src, &opts)?;

@@ -14,22 +14,27 @@
 //!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
 //!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
 //!   writes only the n/2+1 (real) or n (complex) scaled bins. Frames that fit local memory once
-//!   but not twice use the split exchange (real and imaginary parts in turn).
-//! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs,
-//!   then `post` (`r2c_post.cl`) for real input.
+//!   but not twice use the split exchange (real and imaginary parts in turn; complex frames up
+//!   to 16384 points also in rounds of a half or a quarter of a component).
+//! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs
+//!   with the bins on store (real input: rows in pairs, the r2c post-processing fused).
+//! - **two-level** (`twolevel`): the same two kernels with mixed-radix passes in local memory,
+//!   for powers of two past the four-step path, large other sizes and Bluestein.
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
 //!   buffers -> `post`.
 //! - **mixed** (every size that is not a power of two; `mixed`): radix-16/8/4/2/3/5/7 Stockham
 //!   passes, in one kernel in local memory when the frame fits twice (`mixed_local.cl`), else
-//!   `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime factor above 7 goes
-//!   through Bluestein's chirp-z transform over a power-of-two length. Odd real sizes run as
+//!   two-level, else `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime
+//!   factor above 7 goes through Bluestein's chirp-z transform over a power-of-two length (one
+//!   local-memory kernel, two-level, or global passes, by length). Odd real sizes run as
 //!   complex frames.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
 //! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
 //! contexts, program cache), `pinned` (page-locked host memory), `slots` (the chunks in flight),
 //! `plan` (paths and tables per size), `batch` (a batch's chunks through the slots), `launch`
-//! (enqueuing a chunk's kernels), `mixed`, `bands`, `segments`; this file holds the engine.
+//! (enqueuing a chunk's kernels), `mixed`, `twolevel`, `bands`, `segments`; this file holds the
+//! engine.
 //!
 //! Sizes: every n in 2..2^24. Larger frames and f64 on devices without `cl_khr_fp64` answer
 //! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device

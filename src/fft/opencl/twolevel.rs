@@ -41,9 +41,11 @@ impl Stage {
         len | 1
     }
 
-    /// Local memory of `fpb` transforms of `len` points: two arrays of complex values.
+    /// Local memory of `fpb` transforms of `len` points: two arrays of complex values, each
+    /// index padded by one every 16 (twolevel.cl, LP_PAD).
     pub fn local_bytes(len: usize, fpb: usize, real_bytes: usize) -> usize {
-        2 * fpb * Self::stride(len) * 2 * real_bytes
+        let points = fpb * Self::stride(len);
+        2 * (points + (points >> 4) + 1) * 2 * real_bytes
     }
 
     fn new(len: usize, real_bytes: usize, local_limit: usize, max_wg: usize) -> Option<Self> {
@@ -214,7 +216,7 @@ impl<T: Sample> OpenClEngine<T> {
             .collect();
         let o = format!(
             "{geo} -D STAGE={stage} -D FPB={} -D WG={} -D NPASSES={} -D RADICES={{{}}} \
-             -D LP_LEN={} -D LP_COUNT={} -D LP_STRIDE={} -D LOAD={} -D CHIRP_IN={} -D STORE={}",
+             -D LP_LEN={} -D LP_COUNT={} -D LP_STRIDE={} -D LP_PAD -D LOAD={} -D CHIRP_IN={} -D STORE={}",
             s.fpb,
             s.wg,
             list.len(),
