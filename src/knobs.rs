@@ -25,7 +25,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_FAULT_AFTER_BATCHES", meaning: "fault injection for tests: K, K:hang=S, K:panic or DEVICE@K... makes an OpenCL engine fail, hang or panic after K batches" },
     Knob { name: "FFTD_MIC_FORMAT", meaning: "the capture sample format to ask the sound device for (i16, f32, ...) [default: the device's]" },
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
-    Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds (complex frames of up to 16384 points that fit local memory only a half or a quarter at a time, e.g. 16384 in f32 with 48 KiB, take the four-step path instead; A/B)" },
+    Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds for complex frames that fit local memory only a half or a quarter at a time (they take the four-step path); 1: also at 16384 points, which by default take four-step (A/B)" },
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
@@ -90,10 +90,16 @@ pub fn mic_format() -> Option<String> {
     text("FFTD_MIC_FORMAT")
 }
 pub const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
-/// `FFTD_OPENCL_CHUNKED=0`: no split exchange in rounds (complex frames that need it take the
-/// four-step path; A/B measurements).
-pub fn opencl_chunked() -> bool {
-    !turned_off("FFTD_OPENCL_CHUNKED")
+/// `FFTD_OPENCL_CHUNKED`: the split exchange in rounds for complex frames of `points` (those that
+/// need it take the four-step path otherwise). Unset: below 16384 points (the one kernel at
+/// 16384 needs about 100 registers a work-item: 0.18x cuFFT on an H200 against 0.68x for
+/// four-step, docs/perf.md); 0: never; 1: up to 16384 points (A/B measurements).
+pub fn opencl_chunked(points: usize) -> bool {
+    match text("FFTD_OPENCL_CHUNKED").as_deref().map(str::trim) {
+        Some("0") => false,
+        Some("1") => true,
+        _ => points < 1 << 14,
+    }
 }
 pub fn opencl_chunk_bytes() -> Option<usize> {
     number("FFTD_OPENCL_CHUNK_BYTES")

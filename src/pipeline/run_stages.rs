@@ -577,7 +577,10 @@ impl<T: Sample> LateJoin<'_, T> {
         }
         if let Some(left) = self.nearly_done() {
             let left_ms = left.as_secs_f64() * 1e3;
-            tracing::debug!(left_ms, "a device came up with little work left: not joined");
+            tracing::debug!(
+                left_ms,
+                "a device came up with little work left: not joined"
+            );
             // (its engines are left to the exit, not released while the run ends)
             crate::left_behind::keep(Box::new(late.lanes));
             return;
@@ -610,7 +613,12 @@ impl<T: Sample> LateJoin<'_, T> {
     /// `LATE_JOIN_MIN_LEFT` (None: more, or unknown).
     fn nearly_done(&self) -> Option<Duration> {
         let (total, since) = self.progress;
-        let done = self.context.control.counters.samples_analysed.load(Ordering::Relaxed);
+        let done = self
+            .context
+            .control
+            .counters
+            .samples_analysed
+            .load(Ordering::Relaxed);
         let (total, done) = (total? as f64, done as f64);
         if done <= 0.0 {
             return None;

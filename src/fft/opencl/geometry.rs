@@ -108,8 +108,9 @@ impl LocalGeometry {
 
     /// Rounds per component of the split exchange: 1 when M reals fit `local_limit`; for
     /// complex input 2 or 4 when M/2 or M/4 do (one frame in registers, up to 16384 points: a
-    /// 16384-point complex frame in one kernel with 48 KiB; tuning knob FFTD_OPENCL_CHUNKED=0
-    /// turns the rounds off); None when the frame does not fit this way.
+    /// 16384-point complex frame in one kernel with 48 KiB, only with FFTD_OPENCL_CHUNKED=1: it
+    /// was 3.8x slower than four-step on an H200; =0 turns the rounds off); None when the frame
+    /// does not fit this way.
     fn split_chunks(
         m: usize,
         real_bytes: usize,
@@ -123,7 +124,7 @@ impl LocalGeometry {
         if fits(1) {
             return Some(1);
         }
-        if !complex || !crate::knobs::opencl_chunked() || m < 64 {
+        if !complex || !crate::knobs::opencl_chunked(m) || m < 64 {
             return None;
         }
         [2, 4].into_iter().find(|&c| fits(c))
