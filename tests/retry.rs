@@ -613,9 +613,10 @@ fn the_microphone_fails_and_comes_back_through_pulseaudio() {
     );
 }
 
-#[test]
-fn retry_counters_are_on_metrics() {
-    let dir = tmp("metrics");
+/// fftd reading a new FIFO (`--retry forever`, rows to /dev/null) with a live view on a free
+/// port: the FIFO, the port and the running process.
+fn served_fifo_run(name: &str) -> (PathBuf, u16, Reaped) {
+    let dir = tmp(name);
     let fifo = dir.join("in.f32");
     mkfifo(&fifo);
     let port = TcpListener::bind("127.0.0.1:0")
@@ -623,26 +624,24 @@ fn retry_counters_are_on_metrics() {
         .local_addr()
         .expect("addr")
         .port();
-    let mut child = Reaped(Some(
-        fftd()
-            .arg("--file")
-            .arg(&fifo)
-            .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
-            .args([
-                "--device",
-                "cpu",
-                "--retry",
-                "forever",
-                "--output",
-                "/dev/null",
-            ])
-            .args(["--serve", &format!("127.0.0.1:{port}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start fftd"),
-    ));
+    let child = fftd()
+        .arg("--file")
+        .arg(&fifo)
+        .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
+        .args(["--device", "cpu", "--retry", "forever"])
+        .args(["--output", "/dev/null"])
+        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fftd");
+    (fifo, port, Reaped(Some(child)))
+}
+
+#[test]
+fn retry_counters_are_on_metrics() {
+    let (fifo, port, mut child) = served_fifo_run("metrics");
     write_fifo(&fifo, &signal());
     std::thread::sleep(Duration::from_millis(700));
     write_fifo(&fifo, &signal());
@@ -670,28 +669,7 @@ fn retry_counters_are_on_metrics() {
 #[test]
 fn gaps_go_to_the_live_views_event_feed() {
     // --retry and --serve without --alert or --events: the gap is a server-sent event on /events
-    let dir = tmp("feed");
-    let fifo = dir.join("in.f32");
-    mkfifo(&fifo);
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let mut child = Reaped(Some(
-        fftd()
-            .arg("--file")
-            .arg(&fifo)
-            .args(["--input-format", "f32", "--rate", "1024", "--frame", "1024"])
-            .args(["--device", "cpu", "--retry", "forever"])
-            .args(["--output", "/dev/null"])
-            .args(["--serve", &format!("127.0.0.1:{port}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start fftd"),
-    ));
+    let (fifo, port, mut child) = served_fifo_run("feed");
     // the first writer holds the FIFO open while /events is connected
     let first = {
         let fifo = fifo.clone();
