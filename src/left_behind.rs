@@ -98,9 +98,9 @@ pub fn exit(code: u8) -> ExitCode {
     }
     let _ = std::io::stdout().lock().flush();
     let _ = std::io::stderr().lock().flush();
-    let device_files = device_files();
+    let (device_files, other_files) = open_files();
     if !device_files.is_empty() && keeps_device_objects() {
-        leave_release_to_a_child(&device_files);
+        leave_release_to_a_child(&other_files);
     }
     // SAFETY: `_exit` ends the process without running atexit handlers or destructors; every
     // output of the run was written and closed (files on their drop, stdout flushed just now),
@@ -108,38 +108,34 @@ pub fn exit(code: u8) -> ExitCode {
     unsafe { libc::_exit(i32::from(code)) }
 }
 
-/// Open files of a GPU's kernel driver (`/dev/nvidia*`, `/dev/kfd`, `/dev/dri/*`): their last
-/// close tears the device's contexts and memory down, which took 0.15–0.2 s at every exit
-/// after a context was made on NVIDIA's driver (issue 23).
-fn device_files() -> Vec<i32> {
+/// This process's open files, in two lists: those of a GPU's kernel driver (`/dev/nvidia*`,
+/// `/dev/kfd`, `/dev/dri/*`), whose last close tears the device's contexts and memory down
+/// (0.15–0.2 s at every exit after a context was made on NVIDIA's driver, issue 23), and the
+/// others.
+fn open_files() -> (Vec<i32>, Vec<i32>) {
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let driver = |target: &std::path::Path| {
         let t = target.to_string_lossy();
         t.starts_with("/dev/nvidia") || t.starts_with("/dev/kfd") || t.starts_with("/dev/dri/")
     };
-    dir.flatten()
-        .filter(|e| std::fs::read_link(e.path()).is_ok_and(|t| driver(&t)))
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
+    let files = dir.flatten().filter_map(|e| {
+        let fd: i32 = e.file_name().to_str()?.parse().ok()?;
+        Some((fd, std::fs::read_link(e.path()).is_ok_and(|t| driver(&t))))
+    });
+    let (device, other): (Vec<_>, Vec<_>) = files.partition(|&(_, device)| device);
+    let fds = |files: Vec<(i32, bool)>| files.into_iter().map(|(fd, _)| fd).collect();
+    (fds(device), fds(other))
 }
 
-/// Forks a child that holds the driver's files (`device_files`) until this process has
-/// ended, then ends itself: the driver's teardown runs at the child's last close, after
-/// this process has exited and whoever waits for it (a shell, a pipeline) has gone on. The
-/// child closes every other file first (stdout and stderr, so a reader sees their end now;
-/// sockets; inputs), and never touches the device.
-fn leave_release_to_a_child(device_files: &[i32]) {
-    // every open file, listed before the fork (the child must not allocate)
-    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map(|dir| {
-            (dir.flatten())
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .filter(|fd| !device_files.contains(fd))
-                .collect()
-        })
-        .unwrap_or_default();
+/// Forks a child that holds the driver's files until this process has ended, then ends
+/// itself: the driver's teardown runs at the child's last close, after this process has
+/// exited and whoever waits for it (a shell, a pipeline) has gone on. The child first closes
+/// `other_files` (every file but the driver's, listed before the fork as the child must not
+/// allocate: stdout and stderr, so a reader sees their end now; sockets; inputs), and never
+/// touches the device.
+fn leave_release_to_a_child(other_files: &[i32]) {
     // SAFETY: `getpid` and `fork` have no preconditions. In the child (a copy of this
     // multithreaded process with one thread) only async-signal-safe calls follow: `close`,
     // `getppid`, `nanosleep` and `_exit`, on values computed before the fork; no lock, no
@@ -149,7 +145,7 @@ fn leave_release_to_a_child(device_files: &[i32]) {
         if libc::fork() != 0 {
             return; // this process (or no child could be made): it exits now
         }
-        for &fd in &open {
+        for &fd in other_files {
             libc::close(fd);
         }
         let pause = libc::timespec {

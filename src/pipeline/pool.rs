@@ -199,12 +199,7 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Drops every spare buffer (at the run's end: releasing pinned memory takes time).
     pub fn release_spares(&self) {
-        if let Ok(homes) = self.homes.read() {
-            for home in homes.iter().flatten() {
-                while home.spares.rx.try_recv().is_ok() {}
-            }
-        }
-        while self.heap.rx.try_recv().is_ok() {}
+        drop(self.take_spares());
     }
 
     /// Every spare buffer, taken out of the pool (to be left to the process's exit instead of
