@@ -15,23 +15,7 @@ use fftd::fft::{naive_spectrum, Engine, HostBuf, Scale, TransformSpec};
 use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 
-fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
-    TransformSpec {
-        n,
-        kind,
-        window,
-        scale,
-        rate: 48_000.0,
-    }
-}
-
-fn tol<T: Sample>() -> f64 {
-    if T::NAME == "f64" {
-        1e-10
-    } else {
-        1e-4
-    }
-}
+use common::{spec, tol};
 
 /// Runs `frames` frames through both engines and checks the tolerance; returns the error.
 fn check<T: Sample>(

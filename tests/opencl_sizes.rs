@@ -24,23 +24,7 @@ const COMPOSITE: [usize; 16] = [
 /// Sizes with a prime factor above 7 (Bluestein).
 const PRIME: [usize; 5] = [11, 17, 97, 1009, 2018];
 
-fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
-    TransformSpec {
-        n,
-        kind,
-        window,
-        scale,
-        rate: 48_000.0,
-    }
-}
-
-fn tol<T: Sample>() -> f64 {
-    if T::NAME == "f64" {
-        1e-10
-    } else {
-        1e-4
-    }
-}
+use common::{spec, tol};
 
 fn engine<T: Sample>() -> Option<OpenClEngine<T>> {
     engine_with(OpenClOptions::default())

@@ -5,7 +5,8 @@
 
 use fftd::fft::opencl::device::{self, DeviceEntry};
 use fftd::fft::{Scale, TransformSpec};
-use fftd::types::Sample;
+use fftd::types::{InputKind, Sample};
+use fftd::window::WindowKind;
 use std::sync::Once;
 
 static ENV: Once = Once::new();
@@ -96,4 +97,25 @@ pub fn max_rel_error(got: &[f64], want: &[f64], bins: usize, db: bool) -> f64 {
         }
     }
     worst
+}
+
+/// A transform spec of `n` points at 48 kHz.
+pub fn spec(n: usize, kind: InputKind, window: WindowKind, scale: Scale) -> TransformSpec {
+    TransformSpec {
+        n,
+        kind,
+        window,
+        scale,
+        rate: 48_000.0,
+    }
+}
+
+/// The error the OpenCL engine may have against the reference, relative to a frame's largest
+/// bin: 1e-10 in f64, 1e-4 in f32.
+pub fn tol<T: Sample>() -> f64 {
+    if T::NAME == "f64" {
+        1e-10
+    } else {
+        1e-4
+    }
 }
