@@ -20,7 +20,7 @@ use async_nats::jetstream::stream::{RawMessageError, RawMessageErrorKind, Stream
 use async_nats::jetstream::Context;
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The part of `io.nats.jetstream.advisory.v1.max_deliver` fftd reads.
@@ -30,13 +30,34 @@ struct MaxDeliveries {
     deliveries: u64,
 }
 
+/// What a worker's watchers share with it: how many blocks the server gave up on, and whether
+/// to say so live. A worker that ends on an error (a block it refuses) hushes them before it
+/// hands its blocks back: it says that error alone, in one line, and the blocks the server then
+/// gives up on are reported by the next worker from the advisory stream (`left_behind`).
+#[derive(Default)]
+pub struct GivenUp {
+    count: AtomicU64,
+    hushed: AtomicBool,
+}
+
+impl GivenUp {
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// No more warnings from the watchers (blocks are still counted).
+    pub fn hush(&self) {
+        self.hushed.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Warns for every block of `work`/`consumer` the server gives up on, counting them in `given_up`;
 /// runs until the client closes.
 pub async fn watch(
     client: async_nats::Client,
     work: Stream,
     consumer: String,
-    given_up: Arc<AtomicU64>,
+    given_up: Arc<GivenUp>,
 ) {
     let subject = advisory_subject(&work.cached_info().config.name, &consumer);
     let mut advisories = match client.subscribe(subject).await {
@@ -50,7 +71,10 @@ pub async fn watch(
         let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
             continue;
         };
-        given_up.fetch_add(1, Ordering::Relaxed);
+        given_up.count.fetch_add(1, Ordering::Relaxed);
+        if given_up.hushed.load(Ordering::Relaxed) {
+            continue;
+        }
         tracing::warn!(
             "{} was delivered {} times without an ack: consumer '{consumer}' will not deliver it again, its rows are missing (docs/fleet.md: blocks left behind)",
             describe(&work, advisory.stream_seq).await,

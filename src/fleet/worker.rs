@@ -25,7 +25,7 @@ use super::outage::{Attempts, Outages};
 use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
 use super::rows::{Taken, Work};
 use super::shards::work_shards;
-use super::undelivered;
+use super::undelivered::{self, GivenUp};
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::{router, Engine};
@@ -39,7 +39,7 @@ use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
 use async_nats::jetstream::{AckKind, Context, Message};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
@@ -146,7 +146,7 @@ struct Connected {
     /// Every shard of the work stream (`shards`) with its consumer, shard 0 first.
     shards: Vec<(Stream, PullConsumer)>,
     /// Blocks the server gave up on, counted by `undelivered::watch`.
-    given_up: Arc<AtomicU64>,
+    given_up: Arc<GivenUp>,
     /// The spectra server's largest message.
     max_payload: usize,
 }
@@ -170,7 +170,7 @@ fn connect(
         let max_payload = out_client.server_info().max_payload;
         let rows_to = publishing_context(out_client);
         patiently(|| stream_capturing(&rows_to, &io.subject)).await?;
-        let given_up = Arc::new(AtomicU64::new(0));
+        let given_up = Arc::new(GivenUp::default());
         for (work, _) in &shards {
             tokio::spawn(undelivered::watch(
                 in_client.clone(),
@@ -228,6 +228,7 @@ fn run_typed<T: Sample>(
         stop: signals.stop.clone(),
         first_unreadable: None,
         outages,
+        given_up: connected.given_up.clone(),
     };
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
@@ -240,7 +241,7 @@ fn run_typed<T: Sample>(
         _ => flight.settle(0),
     };
     let ended = ended.and_then(|e| settled.map(|_| e))?;
-    flight.counts.given_up = connected.given_up.load(Ordering::Relaxed);
+    flight.counts.given_up = connected.given_up.count();
     flight.counts.outages = flight.outages.gaps();
     flight.counts.retries = flight.outages.retries();
     if let Some(first) = &flight.first_unreadable {
@@ -282,6 +283,9 @@ fn fetch_loop<T: Sample>(
 ) -> Result<Ended> {
     let mut prefetch = Prefetch::new(consumers);
     let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
+    if ended.is_err() {
+        flight.given_up.hush();
+    }
     // blocks fetched and not taken go back to the queue at once (not after the ack wait)
     for message in prefetch.take_ready(flight.rt) {
         flight.nak(message);
@@ -379,6 +383,8 @@ struct InFlight<'a> {
     first_unreadable: Option<String>,
     /// How failing fetches and publishes are retried, said and counted (`--retry`).
     outages: Arc<Outages>,
+    /// Hushed before the blocks are handed back on an error (`GivenUp`).
+    given_up: Arc<GivenUp>,
 }
 
 impl InFlight<'_> {
@@ -418,6 +424,7 @@ impl InFlight<'_> {
                     Ok(())
                 }
                 Err(e) => {
+                    self.given_up.hush();
                     self.nak(message);
                     Err(e)
                 }
