@@ -2,15 +2,21 @@
 //! engines alone, the GPU alone once it is up (the CPU engines bridge its start-up), or both
 //! (`router::build_engine_set`). Each run records its end-to-end rate (input samples per second
 //! of wall time, start-up included) in the cache folder, under its job's shape (`JobKey`:
-//! frame, hop, precision, products, input size class, and the cores this process may use).
+//! frame, hop, precision, products, input size class, and the cores this process may use). A run
+//! of the GPU alone also records what the CPU engines delivered while they bridged the device's
+//! start-up (`cpu_bridge`: the whole run when no device joined), a figure for the CPU alone
+//! that costs no run of its own.
 //!
-//! How it decides (`RouteRecord::choose`): each way is tried once; then only ways whose best
-//! figure is within `CLOSE` (10 %) of the best way's get more trials, up to `TRIALS` figures
-//! each, so no trial after the first round costs more than 10 % of the job; a way is judged by
-//! the best of its last `TRIALS` figures (a noisy run is a slow one); every `RETRY_EVERY`th run
-//! takes a close runner-up again. When both lanes are the best way, they share batches in
-//! proportion to the rates each way delivered alone (`RouteRecord::shares`). So `auto` follows
-//! what this machine's whole pipeline delivers, not only what its kernels do.
+//! How it decides (`RouteRecord::choose`): a new job runs the GPU alone, which measures both
+//! routes at once. Then only ways within `CLOSE` (10 %) of the best way's figure are tried, up
+//! to `TRIALS` figures each, so no trial costs more than 10 % of the job: the CPU alone, judged
+//! by its bridge figure until it has run, and both lanes only where the two ways alone are
+//! within 10 % of each other (where one is far ahead, the other's cores and host time serve it
+//! better: on the H200 host the GPU alone beat both lanes on every job it won by more). A way
+//! is judged by the best of its last `TRIALS` figures (a noisy run is a slow one); every
+//! `RETRY_EVERY`th run takes a close runner-up again. When both lanes are the best way, they
+//! share batches in proportion to the rates each way delivered alone (`RouteRecord::shares`).
+//! So `auto` follows what this machine's whole pipeline delivers, not only what its kernels do.
 
 use super::calibrate::cache_dir;
 use serde::{Deserialize, Serialize};
@@ -65,6 +71,9 @@ pub struct RouteRecord {
     gpu_only: Vec<f64>,
     #[serde(default)]
     with_gpu: Vec<f64>,
+    /// The CPU engines' rate while they bridged the GPU's start-up in runs of the GPU alone.
+    #[serde(default)]
+    cpu_bridge: Vec<f64>,
     /// Runs recorded; every `RETRY_EVERY`th run takes the runner-up again when it is within
     /// `CLOSE` of the best (a trial that costs at most that much).
     #[serde(default)]
@@ -82,8 +91,6 @@ const CLOSE: f64 = 1.10;
 
 /// How often `auto` tries a close runner-up once every close way has its trials.
 const RETRY_EVERY: u64 = 16;
-
-const WAYS: [AutoRoute; 3] = [AutoRoute::CpuOnly, AutoRoute::GpuOnly, AutoRoute::WithGpu];
 
 impl RouteRecord {
     fn path() -> Option<PathBuf> {
@@ -115,18 +122,35 @@ impl RouteRecord {
         self.figures(way).iter().copied().reduce(f64::max)
     }
 
-    /// The way to run the next job: one without a figure first (CPU alone, then the GPU alone,
-    /// then both); then a way within `CLOSE` of the best that has fewer than `TRIALS` figures
-    /// (the fewest first); then the way with the best figure, and every `RETRY_EVERY`th run the
-    /// runner-up when it is within `CLOSE`.
+    /// The CPU engines' figure for ranking: their best whole run, or else their best bridge.
+    fn cpu_estimate(&self) -> Option<f64> {
+        let bridge = self.cpu_bridge.iter().copied().reduce(f64::max);
+        self.best(AutoRoute::CpuOnly).or(bridge)
+    }
+
+    /// Each way in play with the figure it is ranked by: the CPU alone by its estimate; both
+    /// lanes by their best, or, untried, by the slower way alone when the two ways alone are
+    /// within `CLOSE` of each other (so they get a trial), else not at all.
+    fn in_play(&self, gpu: f64) -> Vec<(AutoRoute, f64)> {
+        let cpu = self.cpu_estimate().unwrap_or(0.0);
+        let even = cpu * CLOSE >= gpu && gpu * CLOSE >= cpu;
+        let both = self
+            .best(AutoRoute::WithGpu)
+            .or_else(|| even.then(|| cpu.min(gpu)));
+        let mut ways = vec![(AutoRoute::CpuOnly, cpu), (AutoRoute::GpuOnly, gpu)];
+        ways.extend(both.map(|rate| (AutoRoute::WithGpu, rate)));
+        ways
+    }
+
+    /// The way to run the next job: the GPU alone first (it measures the CPU engines too);
+    /// then a way within `CLOSE` of the best that has fewer than `TRIALS` figures (the fewest
+    /// first); then the way with the best figure, and every `RETRY_EVERY`th run the runner-up
+    /// when it is within `CLOSE`.
     pub fn choose(&self) -> AutoRoute {
-        if let Some(way) = WAYS.iter().find(|w| self.best(**w).is_none()) {
-            return *way;
-        }
-        let mut ranked: Vec<(AutoRoute, f64)> = WAYS
-            .iter()
-            .map(|&w| (w, self.best(w).unwrap_or(0.0)))
-            .collect();
+        let Some(gpu) = self.best(AutoRoute::GpuOnly) else {
+            return AutoRoute::GpuOnly;
+        };
+        let mut ranked = self.in_play(gpu);
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
         let top = ranked[0].1;
         let close: Vec<AutoRoute> = ranked
@@ -154,15 +178,16 @@ impl RouteRecord {
         ))
     }
 
-    /// Adds a run's rate (the way's oldest of `TRIALS` figures goes) and saves the record. Saving is best effort: a read-only cache only means no
-    /// memory.
-    pub fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64) {
-        if !(samples_per_s.is_finite() && samples_per_s > 0.0) {
+    /// Adds a run's rate (the way's oldest of `TRIALS` figures goes), and for a run of the GPU
+    /// alone the CPU engines' bridge rate, and saves the record. Saving is best effort: a
+    /// read-only cache only means no memory.
+    pub fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
+        if !usable(samples_per_s) {
             return;
         }
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
-        record.add(route, samples_per_s);
+        record.note(route, samples_per_s, bridge);
         let Some(path) = Self::path() else { return };
         let (Some(dir), Ok(text)) = (path.parent(), serde_json::to_string(&book)) else {
             return;
@@ -176,17 +201,35 @@ impl RouteRecord {
         }
     }
 
+    /// A run's figures: its rate, and its bridge rate when it ran the GPU alone.
+    fn note(&mut self, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
+        self.add(route, samples_per_s);
+        let bridge = bridge.filter(|&b| usable(b) && route == AutoRoute::GpuOnly);
+        if let Some(bridge) = bridge {
+            keep_last(&mut self.cpu_bridge, bridge);
+        }
+    }
+
     fn add(&mut self, route: AutoRoute, samples_per_s: f64) {
         let figures = match route {
             AutoRoute::CpuOnly => &mut self.cpu_only,
             AutoRoute::GpuOnly => &mut self.gpu_only,
             AutoRoute::WithGpu => &mut self.with_gpu,
         };
-        figures.push(samples_per_s);
-        if figures.len() > TRIALS {
-            figures.remove(0);
-        }
+        keep_last(figures, samples_per_s);
         self.runs += 1;
+    }
+}
+
+fn usable(rate: f64) -> bool {
+    rate.is_finite() && rate > 0.0
+}
+
+/// Adds a figure, keeping the last `TRIALS`.
+fn keep_last(figures: &mut Vec<f64>, figure: f64) {
+    figures.push(figure);
+    if figures.len() > TRIALS {
+        figures.remove(0);
     }
 }
 
@@ -208,31 +251,57 @@ mod tests {
             cpu_only: figures[0].to_vec(),
             gpu_only: figures[1].to_vec(),
             with_gpu: figures[2].to_vec(),
+            cpu_bridge: Vec::new(),
             runs: 0,
         }
     }
 
     #[test]
-    fn tries_each_route_then_takes_the_faster() {
+    fn a_new_job_runs_the_gpu_alone_and_a_far_slower_cpu_is_never_tried() {
         let mut r = RouteRecord::default();
-        assert_eq!(r.choose(), AutoRoute::CpuOnly);
-        r.add(AutoRoute::CpuOnly, 10.0);
         assert_eq!(r.choose(), AutoRoute::GpuOnly);
         r.add(AutoRoute::GpuOnly, 30.0);
-        assert_eq!(r.choose(), AutoRoute::WithGpu);
-        r.add(AutoRoute::WithGpu, 5.0);
-        // the GPU alone is far ahead of both others: no more trials of them, only of itself
-        assert_eq!(r.choose(), AutoRoute::GpuOnly);
-        r.add(AutoRoute::GpuOnly, 29.0);
-        r.add(AutoRoute::GpuOnly, 31.0);
+        keep_last(&mut r.cpu_bridge, 10.0);
         for _ in 0..2 * RETRY_EVERY {
             assert_eq!(
                 r.choose(),
                 AutoRoute::GpuOnly,
                 "no trial costing more than 10 %"
             );
-            r.runs += 1;
+            r.add(AutoRoute::GpuOnly, 30.0);
         }
+        assert!(r.cpu_only.is_empty() && r.with_gpu.is_empty());
+    }
+
+    #[test]
+    fn a_cpu_bridge_close_to_the_gpu_gets_real_trials_and_both_lanes_too() {
+        let mut r = record([&[], &[30.0], &[]]);
+        r.cpu_bridge = vec![28.0];
+        assert_eq!(r.choose(), AutoRoute::CpuOnly, "its estimate is close");
+        // the CPU alone is faster than its bridge said (no device start-up beside it)
+        r.add(AutoRoute::CpuOnly, 40.0);
+        assert_eq!(
+            r.choose(),
+            AutoRoute::CpuOnly,
+            "30 is not within 10 % of 40: the GPU and both lanes are out"
+        );
+        // about even: both lanes get a trial
+        let mut r = record([&[31.0], &[30.0, 30.0, 30.0], &[]]);
+        r.cpu_only.extend([31.0, 31.0]);
+        assert_eq!(r.choose(), AutoRoute::WithGpu);
+        r.add(AutoRoute::WithGpu, 20.0);
+        assert_eq!(r.choose(), AutoRoute::CpuOnly, "both lanes lost: out");
+    }
+
+    #[test]
+    fn a_bridge_is_kept_only_from_runs_of_the_gpu_alone() {
+        let mut r = RouteRecord::default();
+        r.note(AutoRoute::CpuOnly, 5.0, Some(4.0));
+        r.note(AutoRoute::GpuOnly, 9.0, Some(3.0));
+        r.note(AutoRoute::GpuOnly, 8.0, Some(f64::NAN));
+        r.note(AutoRoute::WithGpu, 7.0, Some(2.0));
+        assert_eq!((r.cpu_only, r.gpu_only), (vec![5.0], vec![9.0, 8.0]));
+        assert_eq!(r.cpu_bridge, vec![3.0]);
     }
 
     #[test]

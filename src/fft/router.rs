@@ -158,7 +158,10 @@ pub fn build_engine_set<T: Sample>(
         });
     }
     // (`auto` on file input always comes with its job's shape)
-    let route = job.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose());
+    let route = match auto_may_find_gpus() {
+        true => job.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose()),
+        false => AutoRoute::CpuOnly,
+    };
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
@@ -224,8 +227,7 @@ fn gpu_kinds() -> std::collections::BTreeMap<String, bool> {
         .unwrap_or_default()
 }
 
-/// Records whether `choice` (just opened) names GPU-type devices alone. Best effort: a cache
-/// that cannot be written only means the device keeps being opened first.
+/// Records whether `choice` (just opened) names GPU-type devices alone.
 fn remember_gpu_kind(choice: &DeviceChoice) {
     let Ok(specs) = device_set::resolve(choice) else {
         return;
@@ -233,8 +235,35 @@ fn remember_gpu_kind(choice: &DeviceChoice) {
     let all_gpus = specs
         .iter()
         .all(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu));
+    remember_kind(choice.to_string(), all_gpus, false);
+}
+
+/// Under `AUTO_GPUS`, whether `auto` found GPU-type devices when it last looked.
+const AUTO_GPUS: &str = "auto (any GPU)";
+
+/// How long `auto` believes it found no GPU: past that it looks again (a driver installed).
+const NO_GPU_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Whether `auto` may bring up OpenCL for a file job: not when it found no GPU-type device
+/// the last time it looked, within `NO_GPU_FOR` (the OpenCL platform's start-up costs a core
+/// some tenths of a second, on a machine with only PoCL too).
+fn auto_may_find_gpus() -> bool {
+    if gpu_kinds().get(AUTO_GPUS) != Some(&false) {
+        return true;
+    }
+    let modified = gpu_kinds_path()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .and_then(|m| m.modified().ok());
+    let age = modified.and_then(|m| m.elapsed().ok());
+    age.is_none_or(|age| age > NO_GPU_FOR)
+}
+
+/// Records a device kind (`gpu_kinds`); saved when it changed, or always with `dated` (the
+/// file's time says when it was last found). Best effort: a cache that cannot be written only
+/// means the device keeps being opened first, or `auto` keeps looking for GPUs.
+fn remember_kind(key: String, all_gpus: bool, dated: bool) {
     let mut kinds = gpu_kinds();
-    if kinds.insert(choice.to_string(), all_gpus) == Some(all_gpus) {
+    if kinds.insert(key, all_gpus) == Some(all_gpus) && !dated {
         return;
     }
     let (Some(path), Ok(text)) = (gpu_kinds_path(), serde_json::to_string(&kinds)) else {
@@ -543,6 +572,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
+    remember_kind(AUTO_GPUS.into(), !specs.is_empty(), specs.is_empty());
     let (mut lanes, cal, uncalibrated) = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
         // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU

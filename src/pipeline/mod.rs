@@ -63,6 +63,9 @@ pub struct Control {
     skipped: Mutex<std::collections::BTreeSet<u64>>,
     /// `--trace`: the run's timeline (None: tracing off, nothing recorded).
     pub tracer: Option<Arc<crate::trace::Tracer>>,
+    /// When late lanes (a GPU) joined, and the frames the CPU lane had finished by then: the
+    /// CPU engines' bridge, which `auto` learns from (`run_steps::teach_auto`).
+    pub bridged: Mutex<Option<(u64, std::time::Instant)>>,
 }
 
 impl Control {
@@ -75,6 +78,7 @@ impl Control {
             cuts: Mutex::default(),
             skipped: Mutex::default(),
             tracer: None,
+            bridged: Mutex::default(),
         }
     }
 

@@ -98,7 +98,8 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         }
         return Err(e);
     }
-    teach_auto(settings, (auto_route, built.job), control, started);
+    let lanes = &*stages.workers.lane_set;
+    teach_auto(settings, (auto_route, built.job), (control, lanes), started);
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
     }

@@ -589,6 +589,9 @@ impl<T: Sample> LateJoin<'_, T> {
             dispatcher.set_cpu_speed(speed);
         }
         let joined = !late.lanes.is_empty();
+        if joined {
+            self.note_bridge();
+        }
         let mut fills = Vec::new();
         for lane in late.lanes {
             // (enough pinned buffers for its queue are made here, before it takes batches)
@@ -607,6 +610,17 @@ impl<T: Sample> LateJoin<'_, T> {
         for fill in fills {
             fill.fill(dispatcher, self.pools);
         }
+    }
+
+    /// What the CPU lane did before the devices joined (`Control::bridged`).
+    fn note_bridge(&self) {
+        let lanes = self.lane_set.lanes();
+        let cpu_frames = lanes.iter().filter(|l| l.is_cpu);
+        let frames = cpu_frames
+            .map(|l| l.counters.frames.load(Ordering::Relaxed))
+            .sum();
+        let bridged = &self.context.control.bridged;
+        *bridged.lock().unwrap_or_else(|e| e.into_inner()) = Some((frames, Instant::now()));
     }
 
     /// The time the working lanes still need at the rate they went so far, when it is under

@@ -314,14 +314,16 @@ pub(super) fn write_run_meta(
 }
 
 /// What `auto` learns from a finished job: only whole file jobs teach it (not stdin's producer
-/// rate, nor a run cut short, nor one paced by a NATS server).
+/// rate, nor a run cut short, nor one paced by a NATS server). Its rate, and the CPU engines'
+/// rate while they bridged a device's start-up: the frames they finished by the time it joined
+/// (or the whole run when none did), at the run's samples per frame.
 pub(super) fn teach_auto(
     settings: &RunSpec,
     built: (
         Option<crate::fft::route_record::AutoRoute>,
         Option<crate::fft::route_record::JobKey>,
     ),
-    control: &super::Control,
+    (control, lane_set): (&super::Control, &crate::fft::lanes::LaneSet),
     started: Instant,
 ) {
     let files = matches!(&settings.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
@@ -330,9 +332,22 @@ pub(super) fn teach_auto(
     let finished_job = route
         .zip(job)
         .filter(|_| whole_file_job && !control.stopping());
-    if let Some((route, job)) = finished_job {
-        let samples = crate::stats::Counters::get(&control.counters.samples_analysed) as f64;
-        let rate = samples / started.elapsed().as_secs_f64();
-        crate::fft::route_record::RouteRecord::record(&job, route, rate);
-    }
+    let Some((route, job)) = finished_job else {
+        return;
+    };
+    let samples = crate::stats::Counters::get(&control.counters.samples_analysed) as f64;
+    let seconds = started.elapsed().as_secs_f64();
+    let frames: u64 = (lane_set.lanes().iter())
+        .map(|l| l.counters.frames.load(std::sync::atomic::Ordering::Relaxed))
+        .sum();
+    let bridged = *control.bridged.lock().unwrap_or_else(|e| e.into_inner());
+    let bridge = match bridged {
+        Some((cpu_frames, at)) if frames > 0 => {
+            let bridge_samples = cpu_frames as f64 * samples / frames as f64;
+            Some(bridge_samples / at.duration_since(started).as_secs_f64())
+        }
+        Some(_) => None,
+        None => Some(samples / seconds),
+    };
+    crate::fft::route_record::RouteRecord::record(&job, route, samples / seconds, bridge);
 }
