@@ -14,6 +14,7 @@ mod averaging;
 mod batcher;
 mod dispatch;
 mod encode;
+mod late_join;
 mod live;
 mod outputs;
 pub(crate) mod plan;
@@ -270,48 +271,16 @@ pub(super) fn join_lane<T: Sample>(
     Some((queue, engines))
 }
 
-/// What a late lane's pinned pools still need once it has joined (`PoolFill::fill`).
-pub(super) struct PoolFill {
-    lane: LaneId,
-    /// More buffers to make: (input pool, output pool).
-    more: (usize, usize),
-}
-
-impl PoolFill {
-    /// Makes the rest of the lane's pinned buffers while it works (its misses meanwhile get
-    /// heap buffers, staged by the engine).
-    pub(super) fn fill<T: Sample>(
-        self,
-        dispatcher: &Dispatcher<T>,
-        (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
-    ) {
-        let stop = || dispatcher.closed();
-        input_pool.fill(self.lane, self.more.0, &stop);
-        output_pool.fill(self.lane, self.more.1, &stop);
-    }
-}
-
-/// `join_lane` for a lane built while the run goes on: its pinned pools get buffers the size
-/// of a device's batches, enough for its queue and workers before it joins, and the rest
-/// (`holders`: batches being read, spectra being encoded) made after it joined, by
-/// `PoolFill::fill`. So no reader or worker waits for a pinned allocation (about 1 GB/s: half
-/// a second of stalls per run when made on demand), and the lane does not wait for them all
-/// either (issue 23).
-pub(super) fn join_late_lane<T: Sample>(
-    dispatcher: &Dispatcher<T>,
-    pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
-    lane: router::LaneEngines<T>,
-    holders: (usize, usize),
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>, Option<PoolFill>)> {
-    join_lane_with(dispatcher, pools, lane, Some(holders))
-}
-
 fn join_lane_with<T: Sample>(
     dispatcher: &Dispatcher<T>,
     (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
     lane: router::LaneEngines<T>,
     holders: Option<(usize, usize)>,
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>, Option<PoolFill>)> {
+) -> Option<(
+    worker::LaneQueue<T>,
+    router::Engines<T>,
+    Option<late_join::PoolFill>,
+)> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
     let pinned = match crate::knobs::pinned_batches() {
@@ -333,7 +302,7 @@ fn join_lane_with<T: Sample>(
     let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
     let fill = holders
         .filter(|_| filling)
-        .map(|(readers, encoders)| PoolFill {
+        .map(|(readers, encoders)| late_join::PoolFill {
             lane: id,
             more: (
                 (2 * queue + readers).saturating_sub(made.0),

@@ -65,20 +65,10 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
     let meta_written = write_run_meta(settings, meta_file, by_stream, to, error.as_ref());
-    // pinned spares released now, inside the teardown that --stats and --trace account for
-    // (and `auto`'s clock: left to the process's exit, the driver's unpinning still holds the
-    // exit, unseen; issue 23)
-    // (or, after a device's use, left to the process's exit with the engines: `left_behind`)
-    match stages.workers.lane_set.has_device() && crate::left_behind::keeps_device_objects() {
-        true => {
-            let spares = (input_pool.take_spares(), output_pool.take_spares());
-            crate::left_behind::keep(Box::new(spares));
-        }
-        false => {
-            input_pool.release_spares();
-            output_pool.release_spares();
-        }
-    }
+    settle_spares(
+        stages.workers.lane_set.has_device(),
+        (input_pool, output_pool),
+    );
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
         started,
@@ -104,4 +94,24 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         view.finish(true, &signals.interrupted);
     }
     Ok(())
+}
+
+/// The pools' pinned spares: released now, inside the teardown that --stats and --trace account
+/// for (and `auto`'s clock: left to the process's exit, the driver's unpinning would still hold
+/// the exit, unseen; issue 23); or, after a device's use, left to the process's exit with the
+/// engines (`left_behind`).
+fn settle_spares<T: Sample>(
+    had_device: bool,
+    (input_pool, output_pool): (&super::pool::BufferPool<T>, &super::pool::BufferPool<T>),
+) {
+    match had_device && crate::left_behind::keeps_device_objects() {
+        true => {
+            let spares = (input_pool.take_spares(), output_pool.take_spares());
+            crate::left_behind::keep(Box::new(spares));
+        }
+        false => {
+            input_pool.release_spares();
+            output_pool.release_spares();
+        }
+    }
 }

@@ -10,8 +10,8 @@ use super::dispatch::{Dispatcher, StopFlags};
 use super::live::LiveView;
 use super::run_steps::{transform_spec, Early, Planned, RowsPlanned, Sinks};
 use super::{
-    average_stage, averaging, batcher, encode, encode_threads, join_lane, join_late_lane, live,
-    pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StartUpThread,
+    average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
+    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StartUpThread,
     StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
@@ -31,10 +31,10 @@ use crate::stats::Latency;
 use crate::types::Signals;
 use crate::types::{InputKind, Sample, StreamMeta};
 use crossbeam_channel::{Receiver, Sender};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::Scope;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The engines as the run takes them: the lanes ready now, those built meanwhile, and how
 /// many workers the ready ones have.
@@ -546,101 +546,5 @@ fn frame_queue_capacity<T: Sample>(settings: &RunSpec) -> usize {
                 .min(by_bytes.max(2))
         }
         FrameSize::Whole => 2,
-    }
-}
-
-/// Lanes built while the run went on (`auto`'s GPUs, a device started in the background)
-/// joining the dispatcher.
-struct LateJoin<'a, T: Sample> {
-    context: &'a Arc<worker::WorkerContext<T>>,
-    threads: &'a WorkerThreads,
-    pools: (&'a pool::BufferPool<T>, &'a pool::BufferPool<T>),
-    lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
-    retire_cpu: bool,
-    /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
-    /// queue (`join_late_lane`).
-    holders: (usize, usize),
-    /// The samples the run will analyse, when known up front, and when the stages started.
-    progress: (Option<u64>, Instant),
-}
-
-/// A device that comes up when the lanes already working would finish in less than this is
-/// not joined: its first batch, a device's size, would hold the order window longer than the
-/// rest of the job takes (issue 23: frame 4096 on 8 cores).
-const LATE_JOIN_MIN_LEFT: Duration = Duration::from_millis(150);
-
-impl<T: Sample> LateJoin<'_, T> {
-    fn join(&self, late: router::LateLanes<T>, done: &crossbeam_channel::Sender<worker::Done<T>>) {
-        let (control, dispatcher) = (&self.context.control, &self.context.dispatcher);
-        if let Some(e) = late.error {
-            control.fail(e); // the device the run named is unusable
-        }
-        if let Some(left) = self.nearly_done() {
-            let left_ms = left.as_secs_f64() * 1e3;
-            tracing::debug!(
-                left_ms,
-                "a device came up with little work left: not joined"
-            );
-            // (its engines are left to the exit, not released while the run ends)
-            crate::left_behind::keep(Box::new(late.lanes));
-            return;
-        }
-        if let (Some(speed), false) = (late.cpu_speed, late.lanes.is_empty()) {
-            dispatcher.set_cpu_speed(speed);
-        }
-        let joined = !late.lanes.is_empty();
-        if joined {
-            self.note_bridge();
-        }
-        let mut fills = Vec::new();
-        for lane in late.lanes {
-            // (enough pinned buffers for its queue are made here, before it takes batches)
-            let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
-            if let Some((queue, engines, fill)) = joined {
-                self.threads.spawn(queue, engines, done, self.context);
-                fills.extend(fill);
-            }
-        }
-        // the devices alone from now on: the CPU lane hands on what it holds
-        if joined && self.retire_cpu {
-            let lanes = self.lane_set.lanes();
-            lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
-        }
-        // the rest of their pinned buffers, while they work
-        for fill in fills {
-            fill.fill(dispatcher, self.pools);
-        }
-    }
-
-    /// What the CPU lane did before the devices joined (`Control::bridged`).
-    fn note_bridge(&self) {
-        let lanes = self.lane_set.lanes();
-        let cpu_frames = lanes.iter().filter(|l| l.is_cpu);
-        let frames = cpu_frames
-            .map(|l| l.counters.frames.load(Ordering::Relaxed))
-            .sum();
-        let bridged = &self.context.control.bridged;
-        *bridged.lock().unwrap_or_else(|e| e.into_inner()) = Some((frames, Instant::now()));
-    }
-
-    /// The time the working lanes still need at the rate they went so far, when it is under
-    /// `LATE_JOIN_MIN_LEFT` (None: more, or unknown).
-    fn nearly_done(&self) -> Option<Duration> {
-        let (total, since) = self.progress;
-        let done = self
-            .context
-            .control
-            .counters
-            .samples_analysed
-            .load(Ordering::Relaxed);
-        let (total, done) = (total? as f64, done as f64);
-        if done <= 0.0 {
-            return None;
-        }
-        if total <= done {
-            return Some(Duration::ZERO);
-        }
-        let left = since.elapsed().mul_f64((total - done) / done);
-        (left < LATE_JOIN_MIN_LEFT).then_some(left)
     }
 }
