@@ -377,3 +377,50 @@ fn read_f32(path: &Path) -> Vec<f64> {
         .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
         .collect()
 }
+
+/// `auto` on a file job of a new shape runs the GPU alone, its CPU engines bridging the
+/// start-up, and records both figures: the run's and the CPU engines' bridge (the whole run
+/// when no GPU joined, as on PoCL, a CPU device that `auto` never joins). A machine where it
+/// found no GPU-type device then starts no OpenCL for file jobs: the next run is the CPU alone.
+#[test]
+fn auto_learns_the_cpu_from_its_bridge_and_skips_opencl_without_a_gpu() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(1 << 18, 41));
+    let p = input.to_str().expect("utf8");
+    let auto_run = || {
+        let args = ["--file", p, "--input-format", "f32", "--frame", "1024"];
+        let out = fftd()
+            .args(args)
+            .args(["--hop", "256", "--output", "/dev/null"])
+            .env("FFTD_CACHE_DIR", &cache)
+            .output()
+            .expect("run fftd");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+    };
+    let record = || -> serde_json::Value {
+        let text = std::fs::read_to_string(cache.join("auto-end-to-end-v3.json")).expect("record");
+        let book: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let jobs = book["jobs"].as_object().expect("jobs").clone();
+        assert_eq!(jobs.len(), 1, "{book}");
+        jobs.into_iter().next().expect("a job").1
+    };
+    let figures = |job: &serde_json::Value, way: &str| job[way].as_array().map_or(0, Vec::len);
+    auto_run();
+    let first = record();
+    assert_eq!(figures(&first, "gpu_only"), 1, "{first}");
+    assert_eq!(figures(&first, "cpu_bridge"), 1, "{first}");
+    assert_eq!(figures(&first, "cpu_only"), 0, "{first}");
+    let kinds = std::fs::read_to_string(cache.join("device-kinds.json")).expect("kinds");
+    if !kinds.contains(r#""auto (any GPU)":false"#) {
+        return; // a GPU-type device is here: what follows is for machines without one
+    }
+    auto_run();
+    let second = record();
+    assert_eq!(figures(&second, "cpu_only"), 1, "{second}");
+    assert_eq!(figures(&second, "gpu_only"), 1, "{second}");
+}
