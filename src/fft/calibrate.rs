@@ -62,6 +62,17 @@ pub fn cache_dir() -> Option<PathBuf> {
     crate::knobs::cache_dir().or_else(|| dirs::cache_dir().map(|d| d.join("fftd")))
 }
 
+/// Writes a cache file whole or not at all (a temporary file renamed over it), making its
+/// folder; the error names the file.
+pub fn save_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// One measured grid point: seconds per batch of `frames` frames of size `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CalPoint {
@@ -137,13 +148,8 @@ impl Calibration {
             .key
             .path()
             .ok_or_else(|| "no cache directory (set FFTD_CACHE_DIR)".to_string())?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
+        save_atomically(&path, &text)?;
         Ok(path)
     }
 }

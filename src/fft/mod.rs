@@ -7,6 +7,7 @@ pub mod calibrate;
 pub mod compare;
 pub mod cpu;
 pub mod device_choice;
+pub mod device_kinds;
 pub mod device_set;
 pub mod fault;
 pub mod host_memory;

@@ -188,16 +188,12 @@ impl RouteRecord {
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
         record.note(route, samples_per_s, bridge);
-        let Some(path) = Self::path() else { return };
-        let (Some(dir), Ok(text)) = (path.parent(), serde_json::to_string(&book)) else {
+        let (Some(path), Ok(text)) = (Self::path(), serde_json::to_string(&book)) else {
             return;
         };
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        let saved = std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&tmp, text))
-            .and_then(|_| std::fs::rename(&tmp, &path));
-        if let Err(e) = saved {
-            tracing::debug!("cannot save {}: {e}", path.display());
+        // best effort: a read-only cache only means no memory
+        if let Err(e) = super::calibrate::save_atomically(&path, &text) {
+            tracing::debug!("cannot save {e}");
         }
     }
 

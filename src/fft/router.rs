@@ -21,6 +21,7 @@
 use super::calibrate::{self, Calibration};
 use super::cpu::CpuEngine;
 pub use super::device_choice::DeviceChoice;
+use super::device_kinds;
 use super::device_set::{self, LaneDevice, LaneSpec};
 use super::fault::FaultPlan;
 use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
@@ -147,7 +148,7 @@ pub fn build_engine_set<T: Sample>(
         }
         let ready = build_lanes(&opts, &lane_set)?;
         if choice.names_a_device() && !live {
-            remember_gpu_kind(choice);
+            device_kinds::remember(choice);
         }
         return Ok(EngineSet {
             ready,
@@ -158,7 +159,7 @@ pub fn build_engine_set<T: Sample>(
         });
     }
     // (`auto` on file input always comes with its job's shape)
-    let route = match auto_may_find_gpus() {
+    let route = match device_kinds::auto_may_find_gpus() {
         true => job.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose()),
         false => AutoRoute::CpuOnly,
     };
@@ -205,79 +206,14 @@ pub fn build_engine_set<T: Sample>(
 /// Whether a device named outright starts in the background (issue 23: start-up off the
 /// critical path): for any non-live input, unless fault injection is on (`FFTD_FAULT_AFTER_BATCHES`
 /// counts a device's batches from the first, which the CPU lane would otherwise take).
-/// Only a choice an earlier run found to be GPU-type devices alone (`remember_gpu_kind`): an
+/// Only a choice an earlier run found to be GPU-type devices alone (`device_kinds`): an
 /// OpenCL device on the CPU (PoCL) shares the cores the CPU engines would bridge with, and it
 /// is opened first, as before.
 fn starts_in_background(choice: &DeviceChoice, live: bool) -> bool {
     !live
         && choice.names_a_device()
         && FaultPlan::from_env() == FaultPlan::default()
-        && gpu_kinds().get(&choice.to_string()) == Some(&true)
-}
-
-fn gpu_kinds_path() -> Option<std::path::PathBuf> {
-    calibrate::cache_dir().map(|d| d.join("device-kinds.json"))
-}
-
-/// Per `--device` choice: whether it named GPU-type devices alone when it was last opened.
-fn gpu_kinds() -> std::collections::BTreeMap<String, bool> {
-    gpu_kinds_path()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
-}
-
-/// Records whether `choice` (just opened) names GPU-type devices alone.
-fn remember_gpu_kind(choice: &DeviceChoice) {
-    let Ok(specs) = device_set::resolve(choice) else {
-        return;
-    };
-    let all_gpus = specs
-        .iter()
-        .all(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu));
-    remember_kind(choice.to_string(), all_gpus, false);
-}
-
-/// Under `AUTO_GPUS`, whether `auto` found GPU-type devices when it last looked.
-const AUTO_GPUS: &str = "auto (any GPU)";
-
-/// How long `auto` believes it found no GPU: past that it looks again (a driver installed).
-const NO_GPU_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
-
-/// Whether `auto` may bring up OpenCL for a file job: not when it found no GPU-type device
-/// the last time it looked, within `NO_GPU_FOR` (the OpenCL platform's start-up costs a core
-/// some tenths of a second, on a machine with only PoCL too).
-fn auto_may_find_gpus() -> bool {
-    if gpu_kinds().get(AUTO_GPUS) != Some(&false) {
-        return true;
-    }
-    let modified = gpu_kinds_path()
-        .and_then(|p| std::fs::metadata(p).ok())
-        .and_then(|m| m.modified().ok());
-    let age = modified.and_then(|m| m.elapsed().ok());
-    age.is_none_or(|age| age > NO_GPU_FOR)
-}
-
-/// Records a device kind (`gpu_kinds`); saved when it changed, or always with `dated` (the
-/// file's time says when it was last found). Best effort: a cache that cannot be written only
-/// means the device keeps being opened first, or `auto` keeps looking for GPUs.
-fn remember_kind(key: String, all_gpus: bool, dated: bool) {
-    let mut kinds = gpu_kinds();
-    if kinds.insert(key, all_gpus) == Some(all_gpus) && !dated {
-        return;
-    }
-    let (Some(path), Ok(text)) = (gpu_kinds_path(), serde_json::to_string(&kinds)) else {
-        return;
-    };
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let saved = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|_| std::fs::write(&tmp, text))
-        .and_then(|_| std::fs::rename(&tmp, &path));
-    if let Err(e) = saved {
-        tracing::debug!("cannot save {}: {e}", path.display());
-    }
+        && device_kinds::names_gpus_alone(choice)
 }
 
 /// The CPU engines at once, the named devices' lanes (context, programs, engines) built on a
@@ -572,7 +508,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
         .collect();
-    remember_kind(AUTO_GPUS.into(), !specs.is_empty(), specs.is_empty());
+    device_kinds::remember_auto(!specs.is_empty());
     let (mut lanes, cal, uncalibrated) = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
         // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU
