@@ -789,3 +789,144 @@ fn bad_rules_and_combinations_are_one_line_errors() {
     let _ = Command::new("true").stdout(Stdio::null()).status();
     let _ = std::io::stdout().flush();
 }
+
+/// fftd paced (`--realtime`) over 7 s of input with tone bursts at 0.5, 5.0 and 6.0 s, its
+/// events to `url`, with `retry` (`--retry POLICY`), stderr piped.
+fn paced_events_run(dir: &Path, url: &str, retry: &str) -> std::process::Child {
+    let input = dir.join("paced.f32");
+    let mut x = vec![0.0; 7 * RATE as usize];
+    for t0 in [0.5, 5.0, 6.0] {
+        burst(&mut x, 1000.0, 1.0, t0, t0 + 0.5);
+    }
+    write_f32(&input, &x);
+    fftd()
+        .args([
+            "--file",
+            s(&input),
+            "--rate",
+            "8000",
+            "--frame",
+            "400",
+            "--realtime",
+        ])
+        .args([
+            "--output",
+            "/dev/null",
+            "--alert",
+            "name=hum,band=900-1100,above=-20",
+        ])
+        .args(["--events", url, "--retry", retry])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fftd starts")
+}
+
+/// The next message on `sub` within `limit`, as JSON (None: none came).
+fn next_event(
+    rt: &tokio::runtime::Runtime,
+    sub: &mut async_nats::Subscriber,
+    limit: Duration,
+) -> Option<Value> {
+    use futures_util::StreamExt;
+    let msg = rt
+        .block_on(async { tokio::time::timeout(limit, sub.next()).await })
+        .ok()??;
+    Some(serde_json::from_slice(&msg.payload).expect("an event object"))
+}
+
+#[test]
+fn events_to_nats_ride_out_a_server_restart_under_retry() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = fleet_common::NatsServer::start(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
+    rt.block_on(client.flush()).unwrap();
+    let running = paced_events_run(dir.path(), &server.url("site1.alerts"), "30s");
+    let first = next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
+    let at = first["time_s"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        first["event"] == "start" && (at - 0.5).abs() <= 0.1,
+        "{first}"
+    );
+    // the server goes (its end event is held by fftd's client) and comes back 1.5 s later
+    server.stop_now();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.launch();
+    let mut got = Vec::new();
+    while let Some(event) = next_event(&rt, &mut sub, Duration::from_secs(10)) {
+        let last = event["event"] == "end" && event["time_s"].as_f64() >= Some(6.4);
+        got.push(event);
+        if last {
+            break;
+        }
+    }
+    let out = running.wait_with_output().expect("fftd ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("gone; reconnecting (--retry 30s)") && err.contains("answers again"),
+        "{err}"
+    );
+    // the bursts after the restart reach the subscriber (its own client reconnected too)
+    let alerts: Vec<(String, f64)> = (got.iter())
+        .filter(|e| e["alert"] == "hum")
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["time_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    for (kind, t) in [("start", 5.0), ("end", 5.5), ("start", 6.0), ("end", 6.5)] {
+        assert!(
+            alerts
+                .iter()
+                .any(|(k, at)| k == kind && (at - t).abs() <= 0.1),
+            "no {kind} near {t} s in {got:?}"
+        );
+    }
+}
+
+#[test]
+fn events_to_a_nats_server_that_stays_away_end_the_run_as_the_policy_says() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = fleet_common::NatsServer::start(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
+    rt.block_on(client.flush()).unwrap();
+    let url = server.url("site1.alerts");
+    let running = paced_events_run(dir.path(), &url, "2");
+    next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
+    server.stop_now();
+    let started = Instant::now();
+    let out = running.wait_with_output().expect("fftd ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "it gave up before the input's end: {err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "--events: the NATS server {url} did not come back (--retry 2)"
+        )),
+        "{err}"
+    );
+}

@@ -385,7 +385,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
-    let options = crate::alerts::check_alerts(
+    let mut options = crate::alerts::check_alerts(
         &o.alert,
         o.events.as_deref(),
         to_stdout,
@@ -395,6 +395,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     )
     .map_err(FftdError::Usage)?;
     crate::alerts::level::check_band_columns(&o.alert, o.fmin, o.fmax).map_err(FftdError::Usage)?;
+    options.retry = o.retry; // --events nats://: how long a server gone is waited for
     Ok(options)
 }
 
