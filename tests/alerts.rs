@@ -622,6 +622,64 @@ fn events_and_rows(dir: &Path, input: &Path, args: &[&str]) -> (Vec<Value>, Stri
 }
 
 #[test]
+fn bands_with_the_measurement_flags_give_the_events_of_the_measured_bins() {
+    // under --bands with --weighting/--calibration/--levels a rule's band is summed from the
+    // full spectrum with the bins' gains (weighted, calibrated power), as one more band: the
+    // events and levels are those of the same measured run without --bands, and the rows those
+    // of the --bands run without the alerts
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bursts.f32");
+    let mut x = vec![0.0; (RATE * 4.0) as usize];
+    burst(&mut x, 1000.0, 1.0, 0.503, 1.5); // 94 dB with --calibration 94
+    burst(&mut x, 300.0, 0.3, 2.0, 3.0); // A-weighting takes ~7 dB off at 300 Hz
+    write_f32(&input, &x);
+    // (dB SPL with --calibration 94, dBFS without: a full-scale sine reads 94 or 0)
+    let flag_sets: [(&[&str], f64); 3] = [
+        (&["--weighting", "a", "--calibration", "94"], 60.0),
+        (&["--weighting", "c", "--levels"], -34.0),
+        (&["--calibration", "94", "--levels"], 60.0),
+    ];
+    for (flags, above) in flag_sets {
+        let hum = format!("name=hum,band=900-1100,above={above},hold=100ms");
+        let low = format!("name=low,band=200-400,above={above},hysteresis=3");
+        let rules = ["--alert", &hum, "--alert", &low];
+        for scale in ["db", "power", "magnitude"] {
+            let base = [&["--window", "hann", "--scale", scale][..], flags].concat();
+            let with = |extra: &[&str]| {
+                let args = [&base[..], &rules[..], extra].concat();
+                events_and_rows(dir.path(), &input, &args)
+            };
+            let (plain, _) = with(&[]);
+            let case = format!("{flags:?} --scale {scale}");
+            assert_eq!(plain.len(), 4, "{case}: {plain:?}");
+            for bands in ["octave", "third-octave"] {
+                let (events, rows) = with(&["--bands", bands]);
+                assert_eq!(summary(&events), summary(&plain), "{case} --bands {bands}");
+                for (e, p) in events.iter().zip(&plain) {
+                    let (a, b) = (e["db"].as_f64(), p["db"].as_f64());
+                    let silent = |v: Option<f64>| v.is_none_or(|v| v < -200.0);
+                    let close = match (a, b) {
+                        _ if silent(a) && silent(b) => true,
+                        (Some(a), Some(b)) => (a - b).abs() < 1e-3,
+                        _ => false,
+                    };
+                    assert!(close, "{case} --bands {bands}: {e} vs {p}");
+                }
+                let bare = dir.path().join("bare.csv");
+                let mut all = vec!["--file", s(&input), "--rate", "8000", "--frame", "400"];
+                all.extend(["--format", "csv", "--output", s(&bare), "--bands", bands]);
+                all.extend(&base);
+                assert!(run(&all).status.success());
+                assert!(
+                    rows == std::fs::read_to_string(&bare).unwrap(),
+                    "{case} --bands {bands}: rows differ with the alerts"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn alerts_read_the_full_spectrum_under_bands_and_fmin_fmax() {
     // the band's level is the full spectrum's whatever the columns are: --bands rows (the rule's
     // band summed with the bands, then taken off the row) and --fmin/--fmax rows (the bins in the

@@ -370,17 +370,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
         .map_err(FftdError::Usage)?;
     let to_stdout = o.output.is_none() && o.output_dir.is_none() && no_nats_output;
-    let measured = o.levels
-        || o.peaks.is_some()
-        || o.distortion
-        || o.weighting.is_some()
-        || o.calibration.is_some()
-        || o.calibration_file.is_some();
     let alert_conflicts = [
-        (
-            o.bands.is_some() && measured,
-            "--bands with measurement flags",
-        ),
         (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
