@@ -58,6 +58,7 @@ gen | FFTD_HEAP_COUNT=1 "$FFTD" --file - --input-format f32 --rate "$RATE" --fra
     --events "$OUT/events.ndjson" --record-on-alert "$OUT/rec" --pre 1s --post 1s \
     --serve "127.0.0.1:$port" --quiet 2>"$OUT/fftd.log" &
 pid=$!   # the pipeline's last process: fftd
+started=$(date +%s)
 sleep 1
 kill -0 "$pid" 2>/dev/null || { echo "daemon_memory: fftd did not start:" >&2; cat "$OUT/fftd.log" >&2; exit 1; }
 
@@ -81,12 +82,13 @@ sample() {
         grep '^fftd_heap_live_bytes_by_size' <<<"$metrics" >"$OUT/heap-sizes-$1.txt" || true
     fi
 }
+# (on the wall clock since fftd started, so the last samples are still the run's, not its end)
 LAST=$(( (DURATION - 1) / 10 * 10 ))
 t=0
 while kill -0 "$pid" 2>/dev/null && [ "$t" -le "$DURATION" ]; do
     sample "$t"
-    sleep 10
     t=$((t + 10))
+    while [ "$(( $(date +%s) - started ))" -lt "$t" ]; do sleep 0.2; done
 done
 # the live view keeps serving after the input ends: stop it as Ctrl-C would
 kill -INT "$pid" 2>/dev/null || true
