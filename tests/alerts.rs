@@ -792,14 +792,8 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         ),
         (vec!["--events", "-"], vec!["--events", "--alert"]),
         (
-            vec![
-                "--alert",
-                "name=a,band=0-1,above=0",
-                "--bands",
-                "octave",
-                "--levels",
-            ],
-            vec!["--bands", "measurement"],
+            vec!["--alert", "name=a,band=0-1,above=0", "--cross", "0,1"],
+            vec!["--alert", "--cross"],
         ),
         (
             vec!["--alert", "name=a,band=900-1100,above=0", "--fmin", "1000"],
