@@ -23,6 +23,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_ENGINE_AVERAGING", meaning: "0: every frame goes to the averaging stage instead of being reduced in the engine (for comparisons)" },
     Knob { name: "FFTD_EXIT_TEARDOWN", meaning: "1: release device engines and pinned memory before the exit instead of leaving them to it (for comparisons)" },
     Knob { name: "FFTD_FAULT_AFTER_BATCHES", meaning: "fault injection for tests: K, K:hang=S, K:panic or DEVICE@K... makes an OpenCL engine fail, hang or panic after K batches" },
+    Knob { name: "FFTD_HEAP_COUNT", meaning: "1: count the heap's live bytes and allocations (by size) for /metrics' fftd_heap_live_* gauges (memory benchmarks; costs two atomic adds per allocation)" },
     Knob { name: "FFTD_MIC_FORMAT", meaning: "the capture sample format to ask the sound device for (i16, f32, ...) [default: the device's]" },
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds for complex frames that fit local memory only a half or a quarter at a time (they take the four-step path); 1: also at 16384 points, which by default take four-step (A/B)" },
@@ -141,6 +142,18 @@ pub fn opencl_target_wg() -> Option<usize> {
 }
 pub fn exit_teardown() -> bool {
     text("FFTD_EXIT_TEARDOWN").is_some_and(|v| v.trim() == "1")
+}
+/// `FFTD_HEAP_COUNT=1`. Read by the global allocator on its first call, so it must not allocate:
+/// `getenv` straight, not `std::env`.
+pub fn heap_count() -> bool {
+    const NAME: &std::ffi::CStr = c"FFTD_HEAP_COUNT";
+    debug_assert!(KNOBS.iter().any(|k| k.name.as_bytes() == NAME.to_bytes()));
+    // SAFETY: NAME is a NUL-terminated string; getenv returns null or a pointer to a
+    // NUL-terminated string in the environment, read at once (nothing here calls setenv).
+    unsafe {
+        let value = libc::getenv(NAME.as_ptr());
+        !value.is_null() && std::ffi::CStr::from_ptr(value).to_bytes() == b"1"
+    }
 }
 pub fn pinned_batches() -> bool {
     !turned_off("FFTD_PINNED_BATCHES")

@@ -15,6 +15,7 @@ pub mod error;
 pub mod fft;
 pub mod fleet;
 pub mod frame;
+pub mod heap;
 pub mod knobs;
 pub mod left_behind;
 pub mod limits;

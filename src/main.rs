@@ -56,7 +56,12 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             install_signal_handlers(&signals)?;
             match &settings.fleet {
                 Some(io) => run_worker(&settings, io, &nats, &signals),
-                None => fftd::pipeline::run(&settings, signals),
+                None => {
+                    if settings.source.input.is_streamed() {
+                        fftd::heap::no_huge_pages(); // memory flat over months (issue 27)
+                    }
+                    fftd::pipeline::run(&settings, signals)
+                }
             }
         }
     }
@@ -184,5 +189,6 @@ fn one_line(e: &clap::Error) -> String {
 
 /// mimalloc: batch-sized buffers and frames move between threads; glibc's malloc answered that with
 /// mmap/munmap and heap trimming (14k page faults for a 128 MB run), mimalloc recycles them.
+/// (Wrapped to count the live heap under FFTD_HEAP_COUNT=1: fftd::heap.)
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: fftd::heap::CountingMiMalloc = fftd::heap::CountingMiMalloc;

@@ -622,6 +622,64 @@ fn events_and_rows(dir: &Path, input: &Path, args: &[&str]) -> (Vec<Value>, Stri
 }
 
 #[test]
+fn bands_with_the_measurement_flags_give_the_events_of_the_measured_bins() {
+    // under --bands with --weighting/--calibration/--levels a rule's band is summed from the
+    // full spectrum with the bins' gains (weighted, calibrated power), as one more band: the
+    // events and levels are those of the same measured run without --bands, and the rows those
+    // of the --bands run without the alerts
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bursts.f32");
+    let mut x = vec![0.0; (RATE * 4.0) as usize];
+    burst(&mut x, 1000.0, 1.0, 0.503, 1.5); // 94 dB with --calibration 94
+    burst(&mut x, 300.0, 0.3, 2.0, 3.0); // A-weighting takes ~7 dB off at 300 Hz
+    write_f32(&input, &x);
+    // (dB SPL with --calibration 94, dBFS without: a full-scale sine reads 94 or 0)
+    let flag_sets: [(&[&str], f64); 3] = [
+        (&["--weighting", "a", "--calibration", "94"], 60.0),
+        (&["--weighting", "c", "--levels"], -34.0),
+        (&["--calibration", "94", "--levels"], 60.0),
+    ];
+    for (flags, above) in flag_sets {
+        let hum = format!("name=hum,band=900-1100,above={above},hold=100ms");
+        let low = format!("name=low,band=200-400,above={above},hysteresis=3");
+        let rules = ["--alert", &hum, "--alert", &low];
+        for scale in ["db", "power", "magnitude"] {
+            let base = [&["--window", "hann", "--scale", scale][..], flags].concat();
+            let with = |extra: &[&str]| {
+                let args = [&base[..], &rules[..], extra].concat();
+                events_and_rows(dir.path(), &input, &args)
+            };
+            let (plain, _) = with(&[]);
+            let case = format!("{flags:?} --scale {scale}");
+            assert_eq!(plain.len(), 4, "{case}: {plain:?}");
+            for bands in ["octave", "third-octave"] {
+                let (events, rows) = with(&["--bands", bands]);
+                assert_eq!(summary(&events), summary(&plain), "{case} --bands {bands}");
+                for (e, p) in events.iter().zip(&plain) {
+                    let (a, b) = (e["db"].as_f64(), p["db"].as_f64());
+                    let silent = |v: Option<f64>| v.is_none_or(|v| v < -200.0);
+                    let close = match (a, b) {
+                        _ if silent(a) && silent(b) => true,
+                        (Some(a), Some(b)) => (a - b).abs() < 1e-3,
+                        _ => false,
+                    };
+                    assert!(close, "{case} --bands {bands}: {e} vs {p}");
+                }
+                let bare = dir.path().join("bare.csv");
+                let mut all = vec!["--file", s(&input), "--rate", "8000", "--frame", "400"];
+                all.extend(["--format", "csv", "--output", s(&bare), "--bands", bands]);
+                all.extend(&base);
+                assert!(run(&all).status.success());
+                assert!(
+                    rows == std::fs::read_to_string(&bare).unwrap(),
+                    "{case} --bands {bands}: rows differ with the alerts"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn alerts_read_the_full_spectrum_under_bands_and_fmin_fmax() {
     // the band's level is the full spectrum's whatever the columns are: --bands rows (the rule's
     // band summed with the bands, then taken off the row) and --fmin/--fmax rows (the bins in the
@@ -734,14 +792,8 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         ),
         (vec!["--events", "-"], vec!["--events", "--alert"]),
         (
-            vec![
-                "--alert",
-                "name=a,band=0-1,above=0",
-                "--bands",
-                "octave",
-                "--levels",
-            ],
-            vec!["--bands", "measurement"],
+            vec!["--alert", "name=a,band=0-1,above=0", "--cross", "0,1"],
+            vec!["--alert", "--cross"],
         ),
         (
             vec!["--alert", "name=a,band=900-1100,above=0", "--fmin", "1000"],
@@ -788,4 +840,145 @@ fn bad_rules_and_combinations_are_one_line_errors() {
     assert_clean_error(&out, 2, &["--events -", "stdout"]);
     let _ = Command::new("true").stdout(Stdio::null()).status();
     let _ = std::io::stdout().flush();
+}
+
+/// fftd paced (`--realtime`) over 7 s of input with tone bursts at 0.5, 5.0 and 6.0 s, its
+/// events to `url`, with `retry` (`--retry POLICY`), stderr piped.
+fn paced_events_run(dir: &Path, url: &str, retry: &str) -> std::process::Child {
+    let input = dir.join("paced.f32");
+    let mut x = vec![0.0; 7 * RATE as usize];
+    for t0 in [0.5, 5.0, 6.0] {
+        burst(&mut x, 1000.0, 1.0, t0, t0 + 0.5);
+    }
+    write_f32(&input, &x);
+    fftd()
+        .args([
+            "--file",
+            s(&input),
+            "--rate",
+            "8000",
+            "--frame",
+            "400",
+            "--realtime",
+        ])
+        .args([
+            "--output",
+            "/dev/null",
+            "--alert",
+            "name=hum,band=900-1100,above=-20",
+        ])
+        .args(["--events", url, "--retry", retry])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fftd starts")
+}
+
+/// The next message on `sub` within `limit`, as JSON (None: none came).
+fn next_event(
+    rt: &tokio::runtime::Runtime,
+    sub: &mut async_nats::Subscriber,
+    limit: Duration,
+) -> Option<Value> {
+    use futures_util::StreamExt;
+    let msg = rt
+        .block_on(async { tokio::time::timeout(limit, sub.next()).await })
+        .ok()??;
+    Some(serde_json::from_slice(&msg.payload).expect("an event object"))
+}
+
+#[test]
+fn events_to_nats_ride_out_a_server_restart_under_retry() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = fleet_common::NatsServer::start(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
+    rt.block_on(client.flush()).unwrap();
+    let running = paced_events_run(dir.path(), &server.url("site1.alerts"), "30s");
+    let first = next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
+    let at = first["time_s"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        first["event"] == "start" && (at - 0.5).abs() <= 0.1,
+        "{first}"
+    );
+    // the server goes (its end event is held by fftd's client) and comes back 1.5 s later
+    server.stop_now();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.launch();
+    let mut got = Vec::new();
+    while let Some(event) = next_event(&rt, &mut sub, Duration::from_secs(10)) {
+        let last = event["event"] == "end" && event["time_s"].as_f64() >= Some(6.4);
+        got.push(event);
+        if last {
+            break;
+        }
+    }
+    let out = running.wait_with_output().expect("fftd ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{err}");
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("gone; reconnecting (--retry 30s)") && err.contains("answers again"),
+        "{err}"
+    );
+    // the bursts after the restart reach the subscriber (its own client reconnected too)
+    let alerts: Vec<(String, f64)> = (got.iter())
+        .filter(|e| e["alert"] == "hum")
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap().to_string(),
+                e["time_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    for (kind, t) in [("start", 5.0), ("end", 5.5), ("start", 6.0), ("end", 6.5)] {
+        assert!(
+            alerts
+                .iter()
+                .any(|(k, at)| k == kind && (at - t).abs() <= 0.1),
+            "no {kind} near {t} s in {got:?}"
+        );
+    }
+}
+
+#[test]
+fn events_to_a_nats_server_that_stays_away_end_the_run_as_the_policy_says() {
+    if !fleet_common::have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = fleet_common::NatsServer::start(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = rt.enter();
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
+    rt.block_on(client.flush()).unwrap();
+    let url = server.url("site1.alerts");
+    let running = paced_events_run(dir.path(), &url, "2");
+    next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
+    server.stop_now();
+    let started = Instant::now();
+    let out = running.wait_with_output().expect("fftd ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "it gave up before the input's end: {err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "--events: the NATS server {url} did not come back (--retry 2)"
+        )),
+        "{err}"
+    );
 }

@@ -1,6 +1,8 @@
 //! The service side of issue 27: packaging/fftd.service passes `systemd-analyze verify` and has
 //! the restart policy, the reload and the hardening the issue lists; config/daemon.toml is a
-//! valid configuration; logs carry no colour codes when stderr is not a terminal (journald).
+//! valid configuration; logs carry no colour codes when stderr is not a terminal (journald); a
+//! live run turns transparent huge pages off and shows its live heap on /metrics
+//! (`FFTD_HEAP_COUNT=1`), a file run keeps them.
 
 mod common;
 
@@ -85,4 +87,130 @@ fn logs_have_no_colour_codes_off_a_terminal() {
     assert!(log.contains("alert start"), "{log}");
     assert!(!log.contains('\u{1b}'), "no escape codes: {log:?}");
     let _ = run;
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// `/metrics` once the run has analysed some frames.
+fn metrics_after_frames(port: u16) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let text = http_get(port, "/metrics").unwrap_or_default();
+        let frames = gauge(&text, "fftd_frames_out_total").unwrap_or(0.0);
+        if frames > 0.0 {
+            return text;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no frames on /metrics: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The `THP_enabled` line of a process's status (None: the kernel does not show it).
+fn thp_enabled(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("THP_enabled:"))?;
+    Some(line["THP_enabled:".len()..].trim().to_string())
+}
+
+/// Stops a run that serves the live view as Ctrl-C would.
+fn interrupt(mut child: std::process::Child) {
+    // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().expect("fftd ends");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn a_live_run_turns_huge_pages_off_and_its_heap_is_counted_on_metrics() {
+    use std::io::Write;
+    use std::process::Stdio;
+    // a live input (stdin from a pipe, as a daemon's): no transparent huge pages, and with
+    // FFTD_HEAP_COUNT=1 the live heap is on /metrics beside the allocator's committed memory
+    let port = free_port();
+    let mut live = common::fftd()
+        .args(["--file", "-", "--input-format", "f32", "--rate", "8000"])
+        .args(["--frame", "256", "--output", "/dev/null"])
+        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .env("FFTD_HEAP_COUNT", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fftd starts");
+    let mut stdin = live.stdin.take().expect("stdin");
+    stdin
+        .write_all(&common::f32_bytes(&common::noise(8000, 1)))
+        .unwrap();
+    stdin.flush().unwrap();
+    let metrics = metrics_after_frames(port);
+    if let Some(thp) = thp_enabled(live.id()) {
+        assert_eq!(thp, "0", "a live run turns huge pages off");
+    }
+    let live_bytes = gauge(&metrics, "fftd_heap_live_bytes").expect("live bytes counted");
+    let allocations = gauge(&metrics, "fftd_heap_live_allocations").expect("allocations");
+    let committed = gauge(&metrics, "fftd_heap_committed_bytes").expect("committed");
+    assert!(live_bytes > 100_000.0 && allocations > 10.0, "{metrics}");
+    assert!(committed >= live_bytes, "{metrics}");
+    assert!(
+        metrics.contains("fftd_heap_live_bytes_by_size{size_le=\""),
+        "{metrics}"
+    );
+    drop(stdin); // the input ends; the live view goes on serving
+    interrupt(live);
+
+    // a file input keeps them (its speed counts), and counts nothing without the knob
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &common::noise(8000, 2));
+    let port = free_port();
+    let file = common::fftd()
+        .args(["--file", input.to_str().unwrap(), "--rate", "8000"])
+        .args(["--frame", "256", "--output", "/dev/null"])
+        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .env_remove("FFTD_HEAP_COUNT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fftd starts");
+    let metrics = metrics_after_frames(port);
+    if let Some(thp) = thp_enabled(file.id()) {
+        assert_eq!(thp, "1", "a file run keeps huge pages");
+    }
+    assert!(
+        gauge(&metrics, "fftd_heap_live_bytes").is_none(),
+        "{metrics}"
+    );
+    assert!(
+        gauge(&metrics, "fftd_heap_committed_bytes").is_some(),
+        "{metrics}"
+    );
+    interrupt(file);
 }

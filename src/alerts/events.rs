@@ -78,13 +78,17 @@ pub enum EventWriter {
 
 impl EventWriter {
     /// Opens `target` (a file is created or appended to; a NATS server must answer now).
-    pub fn open(target: &EventsTarget, nats: &super::EventsNats) -> Result<Self, String> {
+    pub fn open(
+        target: &EventsTarget,
+        nats: &super::EventsNats,
+        retry: Option<crate::source::retry_policy::RetryPolicy>,
+    ) -> Result<Self, String> {
         match target {
             EventsTarget::Stdout => Ok(EventWriter::Stdout),
             EventsTarget::File(path) => open_append(path)
                 .map(EventWriter::File)
                 .map_err(|e| format!("--events {}: {e}", path.display())),
-            EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0)
+            EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0, retry)
                 .map(|n| EventWriter::Nats(Box::new(n))),
         }
     }

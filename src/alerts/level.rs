@@ -20,7 +20,9 @@
 //! of its bins (its band must lie in the range: `check_band_columns`). With `--bands` the columns
 //! are band powers, so each `band=` rule's band is summed from the full spectrum as one more band
 //! of the band matrix (`products::band_power::band_bins`, where the bands are summed: on the host or a device), after
-//! the row's columns; it is read here and taken off the row before it is written (`hidden`).
+//! the row's columns (and its measurements: with measurement flags the band's weights are the
+//! bins' gains over the ENBW, as the bands'); it is read here and taken off the row before it
+//! is written (`hidden`).
 //!
 //! This is stateless and runs in the encode threads, in any order; `state` follows the levels
 //! in each stream's order.
@@ -116,7 +118,11 @@ impl BandLevels {
                 // the values after the columns: levels (5), then peaks (hz, db pairs)
                 let levels_at = freqs.len();
                 let peaks_at = levels_at + 5 * usize::from(measure.levels);
-                let mut band_at = freqs.len()..;
+                // --bands: the rules' bands follow the measurements
+                let measured = 5 * usize::from(measure.levels)
+                    + 2 * measure.peaks
+                    + 5 * usize::from(measure.distortion);
+                let mut band_at = freqs.len() + measured..;
                 rules
                     .iter()
                     .map(|rule| match rule.reads {

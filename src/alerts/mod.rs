@@ -29,6 +29,8 @@ pub struct AlertOptions {
     pub nats: EventsNats,
     /// `--retry` is given: its inputs' `gap` events go to `--events` and the live view's feed.
     pub gaps: bool,
+    /// `--retry`: also how long an `--events nats://` server that went away is waited for.
+    pub retry: Option<crate::source::retry_policy::RetryPolicy>,
 }
 
 impl AlertOptions {
@@ -82,6 +84,9 @@ impl Alerts {
         writer: Option<EventWriter>,
         feed: Option<Arc<AlertFeed>>,
     ) -> Self {
+        if let Some(EventWriter::Nats(nats)) = &writer {
+            nats.set_streams(0..streams);
+        }
         Alerts {
             states: vec![vec![AlertState::default(); rules.len()]; streams],
             rules,
@@ -164,6 +169,9 @@ impl Alerts {
     /// (`source::outages`) to `--events` and the live view; called for every batch of rows, with
     /// or without rules.
     pub fn tick(&mut self) -> std::io::Result<()> {
+        if let Some(EventWriter::Nats(nats)) = self.writer.as_mut() {
+            nats.watch()?; // a server gone: the --retry policy counts on
+        }
         for json in crate::source::outages::outages().take_events() {
             if let Some(feed) = &self.feed {
                 feed.publish_gap(&json);
@@ -274,5 +282,6 @@ pub fn check_alerts(
         events,
         nats: EventsNats::default(),
         gaps: retry,
+        retry: None, // the policy itself: set by the caller
     })
 }

@@ -370,22 +370,12 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
         .map_err(FftdError::Usage)?;
     let to_stdout = o.output.is_none() && o.output_dir.is_none() && no_nats_output;
-    let measured = o.levels
-        || o.peaks.is_some()
-        || o.distortion
-        || o.weighting.is_some()
-        || o.calibration.is_some()
-        || o.calibration_file.is_some();
     let alert_conflicts = [
-        (
-            o.bands.is_some() && measured,
-            "--bands with measurement flags",
-        ),
         (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),
     ];
     let conflict = alert_conflicts.iter().find(|c| c.0).map(|c| c.1);
-    let options = crate::alerts::check_alerts(
+    let mut options = crate::alerts::check_alerts(
         &o.alert,
         o.events.as_deref(),
         to_stdout,
@@ -395,6 +385,7 @@ fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::Ale
     )
     .map_err(FftdError::Usage)?;
     crate::alerts::level::check_band_columns(&o.alert, o.fmin, o.fmax).map_err(FftdError::Usage)?;
+    options.retry = o.retry; // --events nats://: how long a server gone is waited for
     Ok(options)
 }
 

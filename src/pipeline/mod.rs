@@ -404,7 +404,9 @@ pub(super) fn wire_alerts(
     let writer = options
         .events
         .as_ref()
-        .map(|target| crate::alerts::events::EventWriter::open(target, &options.nats))
+        .map(|target| {
+            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry)
+        })
         .transpose()
         .map_err(FftdError::Runtime)?;
     // (the live view made the feed before it started serving: `LiveView::start`)

@@ -62,18 +62,28 @@ impl ColumnPlan {
 
     /// issue 27: with `--bands`, each `--alert band=` rule's band (`band_power::band_bins`)
     /// as one more band after the columns (and the level total), summed where the bands are.
+    /// With measurements (`gains`) a band's weights are its bins' gains over the ENBW, as the
+    /// bands' own: its calibrated, weighted power.
     pub fn add_alert_bands(
         &mut self,
         meta: &StreamMeta,
         n: usize,
         alert_bands: &[(f64, f64)],
-        engine: (crate::fft::Scale, crate::window::WindowKind),
+        (engine, gains): (
+            (crate::fft::Scale, crate::window::WindowKind),
+            Option<&super::measure::BinGains>,
+        ),
     ) {
         let Some(weights) = self.bands.as_mut() else {
             return;
         };
         for &band in alert_bands {
-            let (first, factors) = super::band_power::band_bins(meta, n, band, engine);
+            let (first, mut factors) = super::band_power::band_bins(meta, n, band, engine);
+            if let Some(gains) = gains {
+                for (k, f) in factors.iter_mut().enumerate() {
+                    *f = gains.column.get(first + k).copied().unwrap_or(0.0) / gains.enbw;
+                }
+            }
             weights.first.push(first as u32);
             weights.len.push(factors.len() as u32);
             weights.offset.push(weights.weights.len() as u32);

@@ -169,7 +169,10 @@ impl Shaping {
                     let per_bin = options.engine_scale(scale).values_per_bin();
                     let mut plan = columns::ColumnPlan::new(meta, (n, window), options, per_bin)?;
                     let engine = (options.engine_scale(scale), window);
-                    plan.add_alert_bands(meta, n, &options.alert_bands, engine);
+                    let gains = (options.measure.calibrates() && !options.alert_bands.is_empty())
+                        .then(|| options.measure.bin_gains(&meta.frequencies(n), n, window));
+                    let bands = (engine, gains.as_ref());
+                    plan.add_alert_bands(meta, n, &options.alert_bands, bands);
                     // band rows are finished where they are summed (`BandWeights::finish`)
                     plan.set_band_finish(finish);
                     plans.push((key, plan.clone()));

@@ -44,6 +44,7 @@ pub fn render(hub: &LiveHub) -> String {
         alerts.render_metrics(&mut out); // issue 27
     }
     crate::source::outages::outages().render_metrics(&mut out); // issue 27: --retry
+    crate::heap::render_metrics(&mut out); // issue 27: memory over long runs
     serve_metrics(&mut out, hub);
     gauge(
         &mut out,

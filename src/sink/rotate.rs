@@ -18,9 +18,55 @@
 
 use super::destination::Destination;
 use super::rotate_names::{with_seq, NamePattern};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Names of this run's files remembered (so a later file does not overwrite one): the last
+/// this many, as 8-byte hashes, so a run of months stays within ~1.5 MB (at one file a minute,
+/// the last 45 days' names).
+pub const NAMES_KEPT: usize = 65_536;
+
+/// The names of the last `NAMES_KEPT` files a run wrote (hashed; a collision only makes a name
+/// get `-{seq}` where the file is there).
+#[derive(Default)]
+pub struct WrittenNames {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+}
+
+impl WrittenNames {
+    fn key(path: &Path) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        path.hash(&mut h);
+        h.finish()
+    }
+
+    pub fn insert(&mut self, path: &Path) {
+        let key = Self::key(path);
+        if self.set.insert(key) {
+            self.order.push_back(key);
+            if self.order.len() > NAMES_KEPT {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    pub fn contains(&self, path: &Path) -> bool {
+        self.set.contains(&Self::key(path))
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
 
 /// `--rotate`: how long or how large each file may get.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -174,8 +220,8 @@ pub struct Rotation {
     period: i64,
     pub bytes: u64,
     pub rows: u64,
-    /// Files this run wrote (never overwritten by a later one).
-    written: HashSet<PathBuf>,
+    /// Files this run wrote (never overwritten by a later one): the last `NAMES_KEPT`.
+    written: WrittenNames,
 }
 
 impl Rotation {
@@ -193,7 +239,7 @@ impl Rotation {
             period: 0,
             bytes: 0,
             rows: 0,
-            written: HashSet::new(),
+            written: WrittenNames::default(),
         }
     }
 
@@ -202,7 +248,7 @@ impl Rotation {
     pub fn begun(mut self) -> Self {
         self.open = true;
         self.seq = 1;
-        self.written.insert(self.path.clone());
+        self.written.insert(&self.path);
         self
     }
 
@@ -238,7 +284,7 @@ impl Rotation {
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder)?;
         }
-        self.written.insert(path.clone());
+        self.written.insert(&path);
         self.seq += 1;
         self.open = true;
         if let Some(RotateSpec::Every(d)) = self.spec {
@@ -273,6 +319,20 @@ fn period(epoch_s: f64, d: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_names_remembered_are_bounded() {
+        let mut names = WrittenNames::default();
+        let name = |k: usize| PathBuf::from(format!("/data/spec-{k:06}.npy"));
+        for k in 0..NAMES_KEPT + 10 {
+            names.insert(&name(k));
+            names.insert(&name(k)); // twice: kept once
+        }
+        assert_eq!(names.len(), NAMES_KEPT);
+        assert_eq!(names.set.len(), NAMES_KEPT);
+        assert!(!names.contains(&name(9)), "the oldest go first");
+        assert!(names.contains(&name(10)) && names.contains(&name(NAMES_KEPT + 9)));
+    }
 
     #[test]
     fn durations_and_sizes_parse() {

@@ -23,6 +23,17 @@ impl Input {
     }
 }
 
+impl Input {
+    /// Whether the input is read as it comes for as long as it lasts (a daemon's): the
+    /// microphone, an rtl_tcp receiver, stdin, a fleet worker's stream.
+    pub fn is_streamed(&self) -> bool {
+        match self {
+            Input::Files(files) => files.iter().any(|f| f == "-" || f.contains("://")),
+            Input::Mic(_) | Input::Nats(_) => true,
+        }
+    }
+}
+
 /// The inputs and how to read them.
 #[derive(Clone, Debug)]
 pub struct SourceSpec {

@@ -341,7 +341,8 @@ impl Measuring {
     }
 
     /// Appends a finished row to `out`: the columns of `values` (power) in the requested scale,
-    /// then the measurements (the level meter's reading of the row's frames).
+    /// then the measurements (the level meter's reading of the row's frames), then what `values`
+    /// holds after its columns and level total (the alert rules' bands), in the requested scale.
     pub fn finish_row<T: Sample>(
         &self,
         stream: usize,
@@ -371,6 +372,14 @@ impl Measuring {
             extras.extend([d.thd_db, d.thdn_db, d.sinad_db, d.snr_db, d.tone_hz]);
         }
         out.extend(extras.into_iter().map(T::of_f64));
+        // issue 27: `--alert band=` rules' own bands (with --bands) follow, in the same scale
+        // (`alerts::level`, taken off before the row is written)
+        let tail = (columns + self.layout.extra_in()).min(values.len());
+        out.extend(
+            values[tail..]
+                .iter()
+                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
+        );
     }
 }
 
