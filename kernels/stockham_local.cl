@@ -84,7 +84,9 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 #define NB ((BINS + WG - 1) / WG)
 // exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
 // of radix RB, one component at a time through `buf`
-#if CHUNKS == 1
+#if CHUNKS == 1 && defined(SPLIT_EXCHANGE_LOOP)
+// the components in a loop (as b70b12a had it; -D SPLIT_EXCHANGE_LOOP, for A/B measurements: on
+// H200 runs of two sessions complex 8192 took 0.34 ms before that commit and 0.48 ms after)
 #define EXCHANGE(RA, va, RB, vb, ns)                                                               \
     for (int comp = 0; comp < 2; comp++) {                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
@@ -92,6 +94,18 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
         CALL(get_r, RB)(vb, buf, 0, t, comp, 0);                                                   \
     }
+#elif CHUNKS == 1
+// real parts, then imaginary parts, each with a literal component so that the compiler keeps
+// every register array access static
+#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 0, 0);                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 0, 0);                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 1, 0);                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 1, 0);
 #else
 // in rounds: every round puts from `va` as it was, so the inputs gather in `g` (one component)
 // and go into `vb` (possibly `va` itself) after the last round
@@ -107,6 +121,46 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
         CALL(setc_r, RB)(vb, g, comp);                                                             \
     }
 #endif
+
+// the split path's store phase: bin k's share of component `comp` (0 real parts, 1 imaginary
+// parts) into acc[i]
+#if REAL_INPUT
+#define ACC_BIN(comp)                                                                              \
+    real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];                         \
+    real2 w = tw[k * (TABN / (2 * M))];                                                            \
+    real2 iw = (real2)(-w.y, w.x);                                                                 \
+    real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);                                             \
+    real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);                                            \
+    if ((comp) == 0) {                                                                             \
+        acc[i] = a * zk + bb * zc;                                                                 \
+    } else {                                                                                       \
+        /* + i a zk.y - i b zc.y */                                                                \
+        real2 d = a * zk - bb * zc;                                                                \
+        acc[i] += (real2)(-d.y, d.x);                                                              \
+    }
+#else
+#define ACC_BIN(comp)                                                                              \
+    if ((comp) == 0) {                                                                             \
+        acc[i].x = buf[PADI(k)];                                                                   \
+    } else {                                                                                       \
+        acc[i].y = buf[PADI(k)];                                                                   \
+    }
+#endif
+// one component of the store phase
+#define STORE_COMP(comp)                                                                           \
+    {                                                                                              \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        /* CHUNKS == 1 here (the rounds need DIRECT) */                                            \
+        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp, 0);                                     \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (uint i = 0; i < NB; i++) {                                                            \
+            uint k = t + i * WG;                                                                   \
+            if (k >= BINS) {                                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            ACC_BIN(comp)                                                                          \
+        }                                                                                          \
+    }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
@@ -143,39 +197,16 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #if DIRECT
     STORE_DIRECT(FINAL_R, FINAL_V, frame)
 #else
-    // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG
+    // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG (a literal
+    // component each time unless SPLIT_EXCHANGE_LOOP, as in EXCHANGE)
     real2 acc[NB];
-    for (int comp = 0; comp < 2; comp++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp, 0); // CHUNKS == 1 here (DIRECT)
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = 0; i < NB; i++) {
-            uint k = t + i * WG;
-            if (k >= BINS) {
-                break;
-            }
-#if REAL_INPUT
-            real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];
-            real2 w = tw[k * (TABN / (2 * M))];
-            real2 iw = (real2)(-w.y, w.x);
-            real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);
-            real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);
-            if (comp == 0) {
-                acc[i] = a * zk + bb * zc;
-            } else {
-                // + i a zk.y - i b zc.y
-                real2 d = a * zk - bb * zc;
-                acc[i] += (real2)(-d.y, d.x);
-            }
+#ifdef SPLIT_EXCHANGE_LOOP
+    for (int comp = 0; comp < 2; comp++)
+        STORE_COMP(comp)
 #else
-            if (comp == 0) {
-                acc[i].x = buf[PADI(k)];
-            } else {
-                acc[i].y = buf[PADI(k)];
-            }
+    STORE_COMP(0)
+    STORE_COMP(1)
 #endif
-        }
-    }
     if (frame < frames) {
         for (uint i = 0; i < NB; i++) {
             uint k = t + i * WG;

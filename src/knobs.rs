@@ -31,6 +31,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
     Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
     Knob { name: "FFTD_OPENCL_RADIX", meaning: "8: radix-8 passes instead of radix-16" },
+    Knob { name: "FFTD_OPENCL_REAL_PAIRS", meaning: "0: odd real frames through two-level Bluestein one to a transform instead of two (the real and imaginary parts of one complex frame) (A/B)" },
     Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
     Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
     Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
@@ -124,6 +125,11 @@ pub fn opencl_profile() -> Option<bool> {
 }
 pub fn opencl_radix8() -> bool {
     text("FFTD_OPENCL_RADIX").is_some_and(|v| v.trim() == "8")
+}
+/// `FFTD_OPENCL_REAL_PAIRS=0`: odd real frames on the two-level Bluestein path one to a
+/// transform (twolevel.rs `pairs`), for A/B measurements.
+pub fn opencl_real_pairs() -> bool {
+    !turned_off("FFTD_OPENCL_REAL_PAIRS")
 }
 pub fn opencl_split_from() -> Option<usize> {
     number("FFTD_OPENCL_SPLIT_FROM")

@@ -49,6 +49,7 @@ fn check<T: Sample>(
         [
             "two-level",
             "two-level-bluestein",
+            "two-level-bluestein-pairs",
             "four-step",
             "local-bluestein",
             "split"
@@ -266,5 +267,48 @@ fn split_exchange_in_rounds_for_complex_frames() {
             assert_eq!(path == "split", rounds, "f64 {s:?}: {path}");
             check(&mut g64, &s, 2, cpu(&s, 2));
         }
+    }
+}
+
+/// Odd real frames two to a transform on the two-level Bluestein path (the real and imaginary
+/// parts of one complex frame, split after the transform): 1009 and 2001 under 4 KiB (8 KiB f64)
+/// against the naive f64 DFT with 1, 2, 3 and 5 frames (the last pair's second frame missing
+/// when odd), every scale and window; 65521 at an H100's 48 KiB against the CPU engine in f64.
+/// FFTD_OPENCL_REAL_PAIRS=0 takes one frame per transform, right either way.
+#[test]
+fn odd_real_frames_in_pairs_on_the_bluestein_path() {
+    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").map_or(true, |v| v != "0");
+    let want = if pairs {
+        "two-level-bluestein-pairs"
+    } else {
+        "two-level-bluestein"
+    };
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(4 << 10), engine::<f64>(8 << 10)) else {
+        return;
+    };
+    for (i, n) in [1009, 2001].into_iter().enumerate() {
+        for (j, frames) in [1, 2, 3, 5].into_iter().enumerate() {
+            let r = 4 * i + j;
+            let window = WindowKind::ALL[r % WindowKind::ALL.len()];
+            for scale in Scale::ALL {
+                let s = spec(n, InputKind::Real, window, scale);
+                assert_eq!(g32.path_name(&s).expect("plan"), want, "f32 {s:?}");
+                check(&mut g32, &s, frames, naive(&s));
+                if scale == Scale::ALL[r % Scale::ALL.len()] {
+                    assert_eq!(g64.path_name(&s).expect("plan"), want, "f64 {s:?}");
+                    check(&mut g64, &s, frames, naive(&s));
+                }
+            }
+        }
+    }
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (frames, scale) in [(3, Scale::Magnitude), (2, Scale::Complex)] {
+        let s = spec(65521, InputKind::Real, WindowKind::Hann, scale);
+        assert_eq!(g32.path_name(&s).expect("plan"), want, "{s:?}");
+        check(&mut g32, &s, frames, cpu(&s, frames));
+        check(&mut g64, &s, 1, cpu(&s, 1));
     }
 }

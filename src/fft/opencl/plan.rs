@@ -117,11 +117,12 @@ impl<T: Sample> OpenClEngine<T> {
         let window = self.upload(&wv)?;
         let rb = std::mem::size_of::<T>();
         let packed = spec.kind == InputKind::Real && spec.n % 2 == 0;
+        let real = (packed, spec.kind == InputKind::Real && spec.n % 2 == 1);
         let limit = self.local_limit();
         let (path, table, table2) = if !m.is_power_of_two() {
             match self.mixed_local(m, &opts, limit)? {
                 Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
-                None => match self.twolevel(m, packed, &opts, limit)? {
+                None => match self.twolevel(m, real, &opts, limit)? {
                     Some(two) => (Path::TwoLevel(two), None, None),
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
@@ -130,7 +131,7 @@ impl<T: Sample> OpenClEngine<T> {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
             self.fourstep_plan(m, (g1, g2), &opts)?
-        } else if let Some(two) = self.twolevel(m, packed, &opts, limit)? {
+        } else if let Some(two) = self.twolevel(m, real, &opts, limit)? {
             (Path::TwoLevel(two), None, None)
         } else {
             self.global_plan(m, &opts)?
@@ -245,6 +246,7 @@ impl<T: Sample> OpenClEngine<T> {
 impl<T: Sample> OpenClEngine<T> {
     /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
     /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
+    /// "two-level-bluestein-pairs" (odd real frames two to a transform),
     /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
     /// diagnostics.
     pub fn path_name(&mut self, spec: &TransformSpec) -> Result<&'static str, EngineError> {
@@ -267,6 +269,7 @@ impl<T: Sample> OpenClEngine<T> {
             Path::MixedLocal(_) => "mixed-local",
             Path::Mixed(m) if m.is_bluestein() => "bluestein",
             Path::Mixed(_) => "mixed",
+            Path::TwoLevel(t) if t.is_paired_frames() => "two-level-bluestein-pairs",
             Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
             Path::TwoLevel(_) => "two-level",
         })

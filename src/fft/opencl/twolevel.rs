@@ -9,7 +9,10 @@
 //! post-processing fused, rows in pairs). Bluestein (m points over L): columns with the chirp on
 //! load (input → a), rows times the filter's spectrum (a → b), columns (b → a), rows times the
 //! chirp (a → bins; even real n: → b, then `post`) — four kernels, with the chirp, the filter and
-//! the twiddles computed once per plan on the host in f64.
+//! the twiddles computed once per plan on the host in f64. Odd real n through Bluestein: two
+//! frames per transform (`pairs`, the real and imaginary parts of one complex frame), the last
+//! rows kernel → b, then `pair_post` splits the two spectra (FFTD_OPENCL_REAL_PAIRS=0: one
+//! frame per transform, as before).
 
 use super::launch::{cl, enqueue_post, Launch};
 use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
@@ -98,8 +101,10 @@ struct Chirped<T: Sample> {
     filter: Buffer<T>,
     columns2: Kernel,
     rows2: Kernel,
-    /// r2c post-processing (even real n).
+    /// r2c post-processing (even real n), or `pair_post` (odd real n in pairs).
     post: Option<Kernel>,
+    /// Odd real n: two frames per transform.
+    pairs: bool,
 }
 
 /// A two-level plan for m complex points per frame (Bluestein: over `n` = L points).
@@ -127,11 +132,12 @@ struct Ends {
 
 impl<T: Sample> OpenClEngine<T> {
     /// The two-level path for `m` points, when `m` (or Bluestein's length for it) splits into two
-    /// local-memory transforms under `local_limit`; `real_packed`: even real n (m = n/2).
+    /// local-memory transforms under `local_limit`; `real_packed`: even real n (m = n/2);
+    /// `real_full`: odd real n (m = n, one real per point).
     pub(super) fn twolevel(
         &self,
         m: usize,
-        real_packed: bool,
+        (real_packed, real_full): (bool, bool),
         opts: &str,
         local_limit: usize,
     ) -> Result<Option<TwoLevel<T>>, String> {
@@ -145,7 +151,13 @@ impl<T: Sample> OpenClEngine<T> {
         let Some((s1, s2)) = twolevel_geometry(n, rb, local_limit, max_wg) else {
             return Ok(None);
         };
-        let geo = format!("{opts} -D N={n} -D N1={} -D N2={}", s1.len, s2.len);
+        // odd real n through Bluestein: two frames per transform (tuning knob
+        // FFTD_OPENCL_REAL_PAIRS=0: one)
+        let pairs = !plain && real_full && crate::knobs::opencl_real_pairs();
+        let geo = format!(
+            "{opts} -D N={n} -D N1={} -D N2={} -D PAIRS={}",
+            s1.len, s2.len, pairs as u32
+        );
         let build = |stage: u32, s: &Stage, e: Ends, name: &str| {
             self.twolevel_kernel(&geo, (stage, s), e, name)
         };
@@ -169,7 +181,17 @@ impl<T: Sample> OpenClEngine<T> {
                 store: 3,
             };
             let c = chirp(m);
-            let post = if real_packed {
+            let post = if pairs {
+                let pg = self.dev.program(
+                    "twolevel",
+                    &[SRC_COMMON, SRC_TWOLEVEL],
+                    &format!("{geo} -D STAGE=3"),
+                )?;
+                Some(
+                    Kernel::create(&pg, "pair_post")
+                        .map_err(|e| format!("kernel pair_post: {e}"))?,
+                )
+            } else if real_packed {
                 let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
                 let pg = self.dev.program("stockham_global", &src, opts)?;
                 Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
@@ -182,6 +204,7 @@ impl<T: Sample> OpenClEngine<T> {
                 columns2: build(1, &s1, second, "tl_columns")?,
                 rows2: build(2, &s2, second, "tl_rows")?,
                 post,
+                pairs,
             })
         };
         Ok(Some(TwoLevel {
@@ -240,6 +263,11 @@ impl<T: Sample> TwoLevel<T> {
         self.bluestein.is_some()
     }
 
+    /// Whether two odd real frames go through one transform (`pairs`).
+    pub(super) fn is_paired_frames(&self) -> bool {
+        self.bluestein.as_ref().is_some_and(|b| b.pairs)
+    }
+
     /// Complex points per frame each work buffer must hold.
     pub(super) fn work_points(&self) -> usize {
         self.n
@@ -269,9 +297,11 @@ impl<T: Sample> TwoLevel<T> {
         events: &mut Vec<Event>,
     ) -> Result<(), String> {
         let [a, b] = l.work()?;
+        // groups per transform
         let (g1, g2) = (self.column_groups(), self.row_groups(self.paired));
         let input = (l.inb, l.step, l.wait);
         let Some(bs) = &mut self.bluestein else {
+            let (g1, g2) = (g1 * l.frames, g2 * l.frames);
             let tables = (&self.tw1, &self.twn, window, window);
             events.push(columns(
                 &mut self.columns,
@@ -285,6 +315,13 @@ impl<T: Sample> TwoLevel<T> {
             events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
             return Ok(());
         };
+        // transforms of this launch: one per frame, or per pair of frames
+        let count = if bs.pairs {
+            l.frames.div_ceil(2)
+        } else {
+            l.frames
+        };
+        let (g1, g2) = (g1 * count, g2 * count);
         let step2 = u32::try_from(2 * self.n).map_err(|_| "transform too long")?;
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         events.push(columns(
@@ -316,7 +353,7 @@ impl<T: Sample> TwoLevel<T> {
     }
 }
 
-/// The work-group shape and the groups per frame of one stage's launch.
+/// The work-group shape and the groups of one stage's launch (all its transforms).
 type Shape = (Stage, usize);
 
 /// Stage 1 (`tl_columns`): `frames` frames from `input` (buffer, step between frames, wait
@@ -334,7 +371,7 @@ fn columns<T: Sample>(
     // read at f × step, inside the buffer), the window, the chirp (read only with CHIRP_IN,
     // m points), the stage's twiddles, the N-point twiddles and `tmp` (N points per frame: the
     // work buffers hold `work_points`); `groups` groups of `wg` work-items (the kernel's required
-    // size) per frame, a frame index past `frames` returns early.
+    // size), a transform index past the launch's transforms returns early.
     unsafe {
         ExecuteKernel::new(k)
             .set_event_wait_list(wait)
@@ -346,7 +383,7 @@ fn columns<T: Sample>(
             .set_arg(tmp)
             .set_arg(&frames)
             .set_arg(&step)
-            .set_global_work_size(l.frames * groups * s.wg)
+            .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
     }
@@ -366,7 +403,7 @@ fn rows<T: Sample>(
     // SAFETY: arguments in the order of twolevel.cl's `tl_rows`: `tmp` (N points per frame),
     // the stage's twiddles, `aux` (N or m points; read only by the Bluestein stores), `dst` (a
     // work buffer, N points per frame), the output and the scale; `groups` groups of `wg`
-    // work-items per frame, a frame index past `frames` returns early.
+    // work-items, a transform index past the launch's transforms returns early.
     unsafe {
         ExecuteKernel::new(k)
             .set_arg(tmp)
@@ -378,7 +415,7 @@ fn rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_global_work_size(l.frames * groups * s.wg)
+            .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
     }
