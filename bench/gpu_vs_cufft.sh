@@ -7,9 +7,12 @@
 # OTHER_SIZES= to skip them). cuFFT gets the same sizes and batches (frames = SAMPLES / n).
 # Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536;
 #        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018)
-# AB=1: also time fftd with FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the global-memory
-# passes instead of the two-level and local Bluestein paths; four-step instead of the chunked
-# split exchange for complex 16384) into OUTDIR/old, joined against the same cuFFT run.
+# AB=1: also time fftd once per variant of VARIANTS into OUTDIR/LABEL, joined against the same
+# cuFFT run, then one table of every variant's time and ratio per size. VARIANTS: variants
+# separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no spaces; -DNAME for a define). Default:
+# old = this branch's new paths off (FFTD_OPENCL_REAL_PAIRS=0, FFTD_OPENCL_FOURSTEP_RECUR=0 and
+# the split exchange's component loop, -DSPLIT_EXCHANGE_LOOP); fpb32 / fpb64 = four-step stages
+# with up to 32 / 64 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB).
 # CUFFT_CSV=path: reuse an earlier cufft.csv (same sizes and SAMPLES) instead of running torch.
 set -euo pipefail
 out=${1:-bench-out}
@@ -41,16 +44,34 @@ fftd_runs() {
     done
 }
 fftd_runs "$out"
+variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;fpb64:FFTD_OPENCL_FOURSTEP_FPB=64}
+labels=()
 if [ "${AB:-0}" = 1 ]; then
-    FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 fftd_runs "$out/old"
+    IFS=';' read -ra vlist <<< "$variants"
+    for v in "${vlist[@]}"; do
+        [ -n "$v" ] || continue
+        label=${v%%:*}
+        IFS=',' read -ra assigns <<< "${v#*:}"
+        (
+            for a in "${assigns[@]}"; do export "${a?}"; done
+            fftd_runs "$out/$label"
+        )
+        labels+=("$label")
+    done
 fi
 cufft=${CUFFT_CSV:-$out/cufft.csv}
 if [ -z "${CUFFT_CSV:-}" ]; then
     python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$cufft"
 fi
 python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$cufft" | tee "$out/gpu_vs_cufft.txt"
-if [ "${AB:-0}" = 1 ]; then
+if [ "${#labels[@]}" -gt 0 ]; then
+    args=("new=$out")
+    for label in "${labels[@]}"; do
+        echo
+        echo "== $label: $(tr ';' '\n' <<< "$variants" | grep "^$label:" | cut -d: -f2-) =="
+        python3 "$here/join_cufft.py" "$out/$label/fftd_real.csv" "$out/$label/fftd_complex.csv" "$cufft" | tee "$out/$label/gpu_vs_cufft.txt"
+        args+=("$label=$out/$label")
+    done
     echo
-    echo "== FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the earlier paths) =="
-    python3 "$here/join_cufft.py" "$out/old/fftd_real.csv" "$out/old/fftd_complex.csv" "$cufft" | tee "$out/old/gpu_vs_cufft.txt"
+    python3 "$here/join_cufft.py" --variants "$cufft" "${args[@]}" | tee "$out/variants.txt"
 fi

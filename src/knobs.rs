@@ -27,6 +27,8 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds for complex frames that fit local memory only a half or a quarter at a time (they take the four-step path); 1: also at 16384 points, which by default take four-step (A/B)" },
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_FPB", meaning: "most transforms per work-group of a four-step stage (a power of two, 4..64) [default: 16]" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_RECUR", meaning: "0: the four-step kernels compute every store twiddle with cospi/sinpi instead of one per work-item and a complex multiplication per point (A/B)" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
     Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
@@ -107,6 +109,16 @@ pub fn opencl_chunk_bytes() -> Option<usize> {
 }
 pub fn opencl_defines() -> String {
     text("FFTD_OPENCL_DEFINES").unwrap_or_default()
+}
+/// `FFTD_OPENCL_FOURSTEP_FPB`: most transforms per four-step work-group (a power of two 4..64).
+pub fn opencl_fourstep_fpb() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_FOURSTEP_FPB")
+        .filter(|v| v.is_power_of_two() && (4..=64).contains(v))
+}
+/// `FFTD_OPENCL_FOURSTEP_RECUR=0`: cospi/sinpi for every four-step store twiddle (fourstep.cl
+/// FS_TW_RECUR off), for A/B measurements.
+pub fn opencl_fourstep_recur() -> bool {
+    !turned_off("FFTD_OPENCL_FOURSTEP_RECUR")
 }
 pub fn opencl_local_limit() -> Option<usize> {
     number("FFTD_OPENCL_LOCAL_LIMIT")

@@ -312,3 +312,44 @@ fn odd_real_frames_in_pairs_on_the_bluestein_path() {
         check(&mut g64, &s, 1, cpu(&s, 1));
     }
 }
+
+/// This test binary again, as a child process with `env`, running the test `name` alone.
+fn rerun_with(name: &str, env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--exact", name, "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the test binary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{name} with {env:?}: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
+/// per group and with cospi/sinpi for every store twiddle, odd real Bluestein frames one to a
+/// transform.
+#[test]
+fn ab_knobs_stay_right() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let fourstep = "fourstep_real_fused_post_at_an_h100_limit";
+    rerun_with(
+        fourstep,
+        &[
+            ("FFTD_OPENCL_FOURSTEP_FPB", "32"),
+            ("FFTD_OPENCL_FOURSTEP_RECUR", "0"),
+        ],
+    );
+    rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
+    rerun_with(
+        "odd_real_frames_in_pairs_on_the_bluestein_path",
+        &[("FFTD_OPENCL_REAL_PAIRS", "0")],
+    );
+}

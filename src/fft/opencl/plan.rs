@@ -206,6 +206,14 @@ impl<T: Sample> OpenClEngine<T> {
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
         };
+        // twiddles on store by recurrence (tuning knob FFTD_OPENCL_FOURSTEP_RECUR=0: cospi and
+        // sinpi for every point)
+        let recur = if crate::knobs::opencl_fourstep_recur() {
+            " -D FS_TW_RECUR"
+        } else {
+            ""
+        };
+        let stage = |n: u32, g: &LocalGeometry| stage(n, g) + recur;
         let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
         let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
         let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
