@@ -257,25 +257,40 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         for (uint p = 1; p < MAIN_PASSES; p++) {
             barrier(CLK_LOCAL_MEM_FENCE);
             CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
-            barrier(CLK_LOCAL_MEM_FENCE);
 #if DIRECT && LAST_RADIX == 1
+            // the last pass writes no local memory, so no barrier after its loads (p is the same
+            // for the whole group; -D KEEP_LAST_BARRIER keeps it, for A/B measurements)
+#ifdef KEEP_LAST_BARRIER
+            barrier(CLK_LOCAL_MEM_FENCE);
+#endif
             if (p == MAIN_PASSES - 1) {
                 CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
                 STORE_DIRECT(MAIN_RADIX, v, f0 + fl)
-            } else
+            } else {
+#ifndef KEEP_LAST_BARRIER
+                barrier(CLK_LOCAL_MEM_FENCE);
 #endif
+                CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+            }
+#else
+            barrier(CLK_LOCAL_MEM_FENCE);
             CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+#endif
             ns *= MAIN_RADIX;
         }
 #if LAST_RADIX > 1
         real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
         barrier(CLK_LOCAL_MEM_FENCE);
         CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
-        barrier(CLK_LOCAL_MEM_FENCE);
 #if DIRECT
+        // no local memory written after these loads: no barrier (KEEP_LAST_BARRIER: as before)
+#ifdef KEEP_LAST_BARRIER
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
         STORE_DIRECT(LAST_RADIX, u, f0 + fl)
 #else
+        barrier(CLK_LOCAL_MEM_FENCE);
         CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
 #endif
 #endif

@@ -28,7 +28,9 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds for complex frames that fit local memory only a half or a quarter at a time (they take the four-step path); 1: also at 16384 points, which by default take four-step (A/B)" },
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
     Knob { name: "FFTD_OPENCL_FOURSTEP_FPB", meaning: "most transforms per work-group of a four-step stage (a power of two, 4..64) [default: 16]" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_FROM", meaning: "complex points per frame (n, or n/2 for even real n) from which powers of two take the four-step path even where one kernel fits [default: only where it does not]" },
     Knob { name: "FFTD_OPENCL_FOURSTEP_RECUR", meaning: "0: the four-step kernels compute every store twiddle with cospi/sinpi instead of one per work-item and a complex multiplication per point (A/B)" },
+    Knob { name: "FFTD_OPENCL_L2_BLOCK", meaning: "bytes of work buffer per block of frames on the four-step and two-level paths: their kernels run block by block so the intermediates can stay in the L2 cache [default: off, one launch over all frames]" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
     Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
@@ -115,10 +117,21 @@ pub fn opencl_fourstep_fpb() -> Option<usize> {
     number::<usize>("FFTD_OPENCL_FOURSTEP_FPB")
         .filter(|v| v.is_power_of_two() && (4..=64).contains(v))
 }
+/// `FFTD_OPENCL_FOURSTEP_FROM=M`: powers of two of M complex points and more take the four-step
+/// path even where one kernel fits (plan.rs), for A/B measurements.
+pub fn opencl_fourstep_from() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_FOURSTEP_FROM").filter(|&m| m > 0)
+}
 /// `FFTD_OPENCL_FOURSTEP_RECUR=0`: cospi/sinpi for every four-step store twiddle (fourstep.cl
 /// FS_TW_RECUR off), for A/B measurements.
 pub fn opencl_fourstep_recur() -> bool {
     !turned_off("FFTD_OPENCL_FOURSTEP_RECUR")
+}
+/// `FFTD_OPENCL_L2_BLOCK=BYTES`: the four-step and two-level paths in blocks of frames whose
+/// work buffer takes about BYTES (plan.rs and twolevel.rs `block`); unset or 0: one launch over
+/// all frames.
+pub fn opencl_l2_block() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_L2_BLOCK").filter(|&b| b > 0)
 }
 pub fn opencl_local_limit() -> Option<usize> {
     number("FFTD_OPENCL_LOCAL_LIMIT")

@@ -332,8 +332,9 @@ fn rerun_with(name: &str, env: &[(&str, &str)]) {
 }
 
 /// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
-/// per group and with cospi/sinpi for every store twiddle, odd real Bluestein frames one to a
-/// transform.
+/// per group, with cospi/sinpi for every store twiddle and in blocks of frames
+/// (FFTD_OPENCL_L2_BLOCK), odd real Bluestein frames one to a transform, the two-level paths in
+/// blocks, four-step where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM).
 #[test]
 fn ab_knobs_stay_right() {
     if common::test_device().is_none() {
@@ -348,8 +349,66 @@ fn ab_knobs_stay_right() {
         ],
     );
     rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
+    // blocks of one frame, and of two (real 2^15: 128 KiB of work buffer a frame) with a
+    // shorter last block
+    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
+    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "300000")]);
+    let pairs = "odd_real_frames_in_pairs_on_the_bluestein_path";
+    rerun_with(pairs, &[("FFTD_OPENCL_REAL_PAIRS", "0")]);
+    // the two-level paths in blocks of one transform (Bluestein pairs: 5 frames, 3 blocks, the
+    // last with one frame), plain, odd, packed real and Bluestein sizes
+    rerun_with(pairs, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
     rerun_with(
-        "odd_real_frames_in_pairs_on_the_bluestein_path",
-        &[("FFTD_OPENCL_REAL_PAIRS", "0")],
+        "f32_two_level_sizes_against_the_f64_dft",
+        &[("FFTD_OPENCL_L2_BLOCK", "1")],
     );
+    // four-step where one kernel fits, in blocks of two frames at 4096 complex points
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[
+            ("FFTD_OPENCL_FOURSTEP_FROM", "2048"),
+            ("FFTD_OPENCL_L2_BLOCK", "65536"),
+        ],
+    );
+}
+
+/// Powers of two that fit one kernel at an H100's 48 KiB (4096, 8192 and 16384 points, real
+/// and complex), against the CPU engine in f64, on the path the knobs choose: four-step from
+/// FFTD_OPENCL_FOURSTEP_FROM points up (rerun by `ab_knobs_stay_right`), else the one-kernel
+/// path (local, or the split exchange).
+#[test]
+fn one_kernel_sizes_or_four_step_by_knob() {
+    let from = std::env::var("FFTD_OPENCL_FOURSTEP_FROM")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (i, log2) in [12, 13, 14].into_iter().enumerate() {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let s = spec(1 << log2, kind, WindowKind::Blackman, Scale::ALL[i]);
+            let m = if kind == InputKind::Real {
+                s.n / 2
+            } else {
+                s.n
+            };
+            let path = g32.path_name(&s).expect("plan");
+            let four = from.is_some_and(|f| m >= f) || (kind == InputKind::Complex && log2 == 14);
+            assert_eq!(path == "four-step", four, "{s:?}: {path}");
+            let frames = 3;
+            let input: Vec<f32> = common::signal(frames * s.values_per_frame(), 7);
+            let want = cpu(&s, frames)(&f64s(input.clone()));
+            let mut got = Vec::new();
+            g32.process(&s, &input, frames, &mut got).expect("opencl");
+            let e = common::spec_rel_error(&f64s(got), &want, &s);
+            assert!(e <= tol::<f32>(), "f32 {s:?} on {path}: {e:e}");
+            let input: Vec<f64> = common::signal(s.values_per_frame(), 8);
+            let want = cpu(&s, 1)(&input);
+            let mut got = Vec::new();
+            g64.process(&s, &input, 1, &mut got).expect("opencl");
+            let e = common::spec_rel_error(&got, &want, &s);
+            assert!(e <= tol::<f64>(), "f64 {s:?}: {e:e}");
+        }
+    }
 }

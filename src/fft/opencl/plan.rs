@@ -18,6 +18,8 @@ pub(super) enum Path<T: Sample> {
         rows: Kernel,
         g1: LocalGeometry,
         g2: LocalGeometry,
+        /// Frames per block (both kernels run block by block; 0: the whole launch at once).
+        block: usize,
     },
     Global {
         pack: Kernel,
@@ -70,6 +72,13 @@ pub(super) fn fft_points(spec: &TransformSpec) -> usize {
         InputKind::Real if spec.n % 2 == 0 => spec.n / 2,
         _ => spec.n,
     }
+}
+
+/// Whether `m` points take the four-step path even where they fit one kernel (tuning knob
+/// FFTD_OPENCL_FOURSTEP_FROM=M: from M points up; with FFTD_OPENCL_L2_BLOCK its intermediate
+/// may stay in L2, for A/B measurements against the one-kernel path).
+fn fourstep_first(m: usize) -> bool {
+    crate::knobs::opencl_fourstep_from().is_some_and(|from| m >= from)
 }
 
 /// A path with its tables: (path, table, table2).
@@ -127,6 +136,11 @@ impl<T: Sample> OpenClEngine<T> {
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
             }
+        } else if let Some(gs) = fourstep_first(m)
+            .then(|| fourstep_geometry(m, rb, limit))
+            .flatten()
+        {
+            self.fourstep_plan(m, gs, &opts)?
         } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
@@ -221,11 +235,16 @@ impl<T: Sample> OpenClEngine<T> {
             .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+        // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of frames whose work buffer takes about
+        // BYTES, so it can stay in the L2 cache between the two kernels (default: off)
+        let block = crate::knobs::opencl_l2_block()
+            .map_or(0, |b| (b / (2 * m * std::mem::size_of::<T>())).max(1));
         let path = Path::FourStep {
             columns,
             rows,
             g1,
             g2,
+            block,
         };
         let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))

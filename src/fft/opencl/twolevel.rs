@@ -14,7 +14,7 @@
 //! rows kernel → b, then `pair_post` splits the two spectra (FFTD_OPENCL_REAL_PAIRS=0: one
 //! frame per transform, as before).
 
-use super::launch::{cl, enqueue_post, Launch};
+use super::launch::{cl, enqueue_post_block, Block, Launch};
 use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
 use super::*;
@@ -120,6 +120,8 @@ pub(super) struct TwoLevel<T: Sample> {
     tw2: Buffer<T>,
     twn: Buffer<T>,
     bluestein: Option<Chirped<T>>,
+    /// Transforms per block (FFTD_OPENCL_L2_BLOCK; 0: a launch's transforms at once).
+    block: usize,
 }
 
 /// Stage-1 loads and stage-2 stores of one program (twolevel.cl's LOAD, CHIRP_IN, STORE).
@@ -218,6 +220,10 @@ impl<T: Sample> OpenClEngine<T> {
             tw2: self.upload(&twiddles(s2.len))?,
             twn: self.upload(&twiddles(n))?,
             bluestein,
+            // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of transforms whose work buffers
+            // take about BYTES each
+            block: crate::knobs::opencl_l2_block()
+                .map_or(0, |b| (b / (2 * n * std::mem::size_of::<T>())).max(1)),
         }))
     }
 }
@@ -289,78 +295,117 @@ impl<T: Sample> TwoLevel<T> {
         }
     }
 
-    /// Enqueues one chunk: input frames to finished bins.
+    /// Enqueues one chunk: input frames to finished bins, in blocks of `block` transforms
+    /// (FFTD_OPENCL_L2_BLOCK; 0: all at once).
     pub(super) fn enqueue(
         &mut self,
         window: &Buffer<T>,
         l: &Launch<'_, T>,
         events: &mut Vec<Event>,
     ) -> Result<(), String> {
+        // transforms of this launch: one per frame, or per pair of frames
+        let count = if self.is_paired_frames() {
+            l.frames.div_ceil(2)
+        } else {
+            l.frames
+        };
+        let block = if self.block == 0 { count } else { self.block };
+        let mut first = 0;
+        while first < count {
+            let n = block.min(count - first);
+            self.enqueue_block(window, l, (first, n), events)?;
+            first += n;
+        }
+        Ok(())
+    }
+
+    /// The transforms `first..first + n` of a launch (`block`), through every kernel.
+    fn enqueue_block(
+        &mut self,
+        window: &Buffer<T>,
+        l: &Launch<'_, T>,
+        block: Block,
+        events: &mut Vec<Event>,
+    ) -> Result<(), String> {
         let [a, b] = l.work()?;
-        // groups per transform
-        let (g1, g2) = (self.column_groups(), self.row_groups(self.paired));
-        let input = (l.inb, l.step, l.wait);
+        let (first, n) = block;
+        let first_u32 = u32::try_from(first).map_err(|_| "batch too large")?;
+        let wait = if first == 0 { l.wait } else { &[] };
+        // groups of this block
+        let (g1, g2) = (self.column_groups() * n, self.row_groups(self.paired) * n);
+        let input = (l.inb, l.step, wait);
         let Some(bs) = &mut self.bluestein else {
-            let (g1, g2) = (g1 * l.frames, g2 * l.frames);
             let tables = (&self.tw1, &self.twn, window, window);
             events.push(columns(
                 &mut self.columns,
-                (self.s1, g1),
+                (self.s1, g1, first_u32),
                 tables,
                 input,
                 a,
                 l,
             )?);
             let tables = (&self.tw2, &self.tw2, a);
-            events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
+            events.push(rows(
+                &mut self.rows,
+                (self.s2, g2, first_u32),
+                tables,
+                b,
+                l,
+            )?);
             return Ok(());
         };
-        // transforms of this launch: one per frame, or per pair of frames
-        let count = if bs.pairs {
-            l.frames.div_ceil(2)
-        } else {
-            l.frames
-        };
-        let (g1, g2) = (g1 * count, g2 * count);
         let step2 = u32::try_from(2 * self.n).map_err(|_| "transform too long")?;
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         events.push(columns(
             &mut self.columns,
-            (self.s1, g1),
+            (self.s1, g1, first_u32),
             tables,
             input,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.filter, a);
-        events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
+        events.push(rows(
+            &mut self.rows,
+            (self.s2, g2, first_u32),
+            tables,
+            b,
+            l,
+        )?);
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         let from_b = (b, step2, &[][..]);
         events.push(columns(
             &mut bs.columns2,
-            (self.s1, g1),
+            (self.s1, g1, first_u32),
             tables,
             from_b,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.chirp, a);
-        events.push(rows(&mut bs.rows2, (self.s2, g2), tables, b, l)?);
+        events.push(rows(&mut bs.rows2, (self.s2, g2, first_u32), tables, b, l)?);
         if let Some(post) = &mut bs.post {
-            events.push(enqueue_post(post, l, b)?);
+            // the block's frames: its transforms, or their pairs' frames (the last may be short)
+            let frames = if bs.pairs {
+                (2 * first, (2 * (first + n)).min(l.frames) - 2 * first)
+            } else {
+                block
+            };
+            events.push(enqueue_post_block(post, l, b, frames)?);
         }
         Ok(())
     }
 }
 
-/// The work-group shape and the groups of one stage's launch (all its transforms).
-type Shape = (Stage, usize);
+/// The work-group shape, the groups of one stage's launch (all its block's transforms) and the
+/// block's first transform.
+type Shape = (Stage, usize, u32);
 
 /// Stage 1 (`tl_columns`): `frames` frames from `input` (buffer, step between frames, wait
 /// list) into `tmp`; tables: the stage's twiddles, the N-point twiddles, the window, the chirp.
 fn columns<T: Sample>(
     k: &mut Kernel,
-    (s, groups): Shape,
+    (s, groups, first): Shape,
     (tw, twn, window, chirp): (&Buffer<T>, &Buffer<T>, &Buffer<T>, &Buffer<T>),
     (inb, step, wait): (&Buffer<T>, u32, &[opencl3::types::cl_event]),
     tmp: &Buffer<T>,
@@ -383,6 +428,7 @@ fn columns<T: Sample>(
             .set_arg(tmp)
             .set_arg(&frames)
             .set_arg(&step)
+            .set_arg(&first)
             .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
@@ -394,7 +440,7 @@ fn columns<T: Sample>(
 /// step) or the launch's output bins; tables: the stage's twiddles, `aux` (filter or chirp).
 fn rows<T: Sample>(
     k: &mut Kernel,
-    (s, groups): Shape,
+    (s, groups, first): Shape,
     (tw, aux, tmp): (&Buffer<T>, &Buffer<T>, &Buffer<T>),
     dst: &Buffer<T>,
     l: &Launch<'_, T>,
@@ -415,6 +461,7 @@ fn rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
+            .set_arg(&first)
             .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
