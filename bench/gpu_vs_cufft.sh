@@ -18,6 +18,10 @@
 # can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m / fs4k_l2_24m = the same
 # with four-step also from 4096 complex points per frame (complex 4096, 8192; real 8192, 16384),
 # where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM=4096).
+# CHECK=1: before timing, `fftd check` (the device against the CPU engine, exit 1 on a mismatch)
+# at every size, real and complex input, with the run's settings (each variant's too), on 2^22
+# samples of noise; results in OUTDIR[/LABEL]/check.txt, one line per size and kind, and the
+# script stops at the first mismatch.
 # CUFFT_CSV=path: reuse an earlier cufft.csv (same sizes and SAMPLES) instead of running torch.
 set -euo pipefail
 out=${1:-bench-out}
@@ -40,9 +44,36 @@ else:
     print(','.join(str(int(eval(x.replace('^', '**')))) for x in s.split(',')))
 " "$sizes")
 if [ -n "$other" ]; then list="$list,$other"; fi
-# fftd_runs DIR: fftd's real and complex timings into DIR
+if [ "${CHECK:-0}" = 1 ]; then
+    python3 -c "
+import numpy as np
+r = np.random.default_rng(29)
+r.standard_normal(1 << 22, dtype=np.float32).tofile('$out/check.f32')
+r.standard_normal(1 << 23, dtype=np.float32).tofile('$out/check.cf32')
+"
+fi
+# fftd_checks DIR: `fftd check` at every size of $list, real and complex, into DIR/check.txt
+fftd_checks() {
+    : > "$1/check.txt"
+    IFS=',' read -ra ns <<< "$list"
+    for n in "${ns[@]}"; do
+        for f in "$out/check.f32" "$out/check.cf32"; do
+            # the whole file in one batch, so a batch has several of FFTD_OPENCL_L2_BLOCK's blocks
+            if ! "$fftd" check --device gpu --file "$f" --frame "$n" --batch $(((1 << 22) / n)) \
+                > "$1/check_one.txt" 2>&1; then
+                cat "$1/check_one.txt" >&2
+                echo "fftd check failed: n=$n $f (settings of $1)" >&2
+                exit 1
+            fi
+            echo "$n ${f##*.} $(grep -o 'mismatches: [0-9]* of [0-9]*' "$1/check_one.txt"), $(grep -o 'max rel error .*' "$1/check_one.txt")" >> "$1/check.txt"
+        done
+    done
+    rm -f "$1/check_one.txt"
+}
+# fftd_runs DIR: fftd's real and complex timings into DIR (CHECK=1: fftd_checks first)
 fftd_runs() {
     mkdir -p "$1"
+    if [ "${CHECK:-0}" = 1 ]; then fftd_checks "$1"; fi
     for kind in real complex; do
         "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
             --kind "$kind" --csv "$1/fftd_$kind.csv" > "$1/fftd_$kind.txt"
@@ -64,6 +95,7 @@ if [ "${AB:-0}" = 1 ]; then
         labels+=("$label")
     done
 fi
+rm -f "$out/check.f32" "$out/check.cf32"
 cufft=${CUFFT_CSV:-$out/cufft.csv}
 if [ -z "${CUFFT_CSV:-}" ]; then
     python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$cufft"
