@@ -15,9 +15,9 @@
 # one-kernel path, -DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER); fpb32 = four-step stages with up
 # to 32 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB); l2_8m / l2_24m = the four-step and
 # two-level paths in blocks of frames whose work buffer takes 8 / 24 MiB, so the intermediate
-# can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m / fs4k_l2_24m = the same
-# with four-step also from 4096 complex points per frame (complex 4096, 8192; real 8192, 16384),
-# where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM=4096).
+# can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m = l2_8m with four-step
+# also from 4096 complex points per frame (complex 4096, 8192; real 8192, 16384), where one
+# kernel fits (FFTD_OPENCL_FOURSTEP_FROM=4096).
 # CHECK=1: before timing, `fftd check` (the device against the CPU engine, exit 1 on a mismatch)
 # at every size, real and complex input, with the run's settings (each variant's too), on 2^22
 # samples of noise; results in OUTDIR[/LABEL]/check.txt, one line per size and kind, and the
@@ -80,7 +80,7 @@ fftd_runs() {
     done
 }
 fftd_runs "$out"
-variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608;fs4k_l2_24m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=25165824}
+variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
 labels=()
 if [ "${AB:-0}" = 1 ]; then
     IFS=';' read -ra vlist <<< "$variants"

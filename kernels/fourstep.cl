@@ -132,7 +132,6 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     const uint k1_0 = (get_group_id(0) % groups_per_frame) * FPB;
     const size_t row = (size_t)frame * MT + (size_t)(k1_0 + fl) * M2;
 #endif
-    const size_t fo = (size_t)frame * MT;
     real2 v[M / (MAIN_RADIX * TPF)][MAIN_RADIX];
     for (uint b = 0; b < M / (MAIN_RADIX * TPF); b++) {
         uint j = t + b * TPF;

@@ -1,6 +1,7 @@
 //! Launching a chunk's transform: the kernels of the plan's path (local, four-step, two-level,
 //! global or mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
-//! the output scale's arguments.
+//! the output scale's arguments; four-step and two-level block by block of frames when
+//! FFTD_OPENCL_L2_BLOCK asks (each block's intermediate can stay in the L2 cache).
 
 use super::{Path, Plan, GLOBAL_WG};
 use crate::types::Sample;
