@@ -6,13 +6,13 @@
 # not powers of two OTHER_SIZES (mixed-radix 2/3/5/7 passes, Bluestein for 65521 and 2018; set
 # OTHER_SIZES= to skip them). cuFFT gets the same sizes and batches (frames = SAMPLES / n).
 # Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536;
-#        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018)
+#        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018; REPS=10 fftd runs per size)
 # AB=1: also time fftd once per variant of VARIANTS into OUTDIR/LABEL, joined against the same
 # cuFFT run, then one table of every variant's time and ratio per size. VARIANTS: variants
 # separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no ',' or ';' in a value). Default:
-# old = this branch's new paths off (FFTD_OPENCL_REAL_PAIRS=0, FFTD_OPENCL_FOURSTEP_RECUR=0 and
-# the split exchange's component loop and the barrier after the last local loads of the
-# one-kernel path, -DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER); fpb32 = four-step stages with up
+# old = this branch's new paths off (FFTD_OPENCL_REAL_PAIRS=0, FFTD_OPENCL_FOURSTEP_RECUR=0,
+# FFTD_OPENCL_SPLIT_PAIRED=0, and the split exchange's component loop and the barrier after the
+# last local loads of the one-kernel path, -DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER); fpb32 = four-step stages with up
 # to 32 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB); l2_8m / l2_24m = the four-step and
 # two-level paths in blocks of frames whose work buffer takes 8 / 24 MiB, so the intermediate
 # can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m = l2_8m with four-step
@@ -75,12 +75,12 @@ fftd_runs() {
     mkdir -p "$1"
     if [ "${CHECK:-0}" = 1 ]; then fftd_checks "$1"; fi
     for kind in real complex; do
-        "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
+        "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps "${REPS:-10}" \
             --kind "$kind" --csv "$1/fftd_$kind.csv" > "$1/fftd_$kind.txt"
     done
 }
 fftd_runs "$out"
-variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
+variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_SPLIT_PAIRED=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
 labels=()
 if [ "${AB:-0}" = 1 ]; then
     IFS=';' read -ra vlist <<< "$variants"

@@ -37,6 +37,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_RADIX", meaning: "8: radix-8 passes instead of radix-16" },
     Knob { name: "FFTD_OPENCL_REAL_PAIRS", meaning: "0: odd real frames through two-level Bluestein one to a transform instead of two (the real and imaginary parts of one complex frame) (A/B)" },
     Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
+    Knob { name: "FFTD_OPENCL_SPLIT_PAIRED", meaning: "0: real frames on the split-exchange path (real 16384 f32) finish through a store phase in local memory instead of from the last pass's registers (A/B)" },
     Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
     Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_TWO_LEVEL", meaning: "0: no two-level path (column then row FFTs in local memory) nor one-kernel Bluestein, for large sizes that are not powers of two, Bluestein and powers of two past the four-step path; those go back to the global-memory passes (A/B)" },
@@ -158,6 +159,11 @@ pub fn opencl_real_pairs() -> bool {
 }
 pub fn opencl_split_from() -> Option<usize> {
     number("FFTD_OPENCL_SPLIT_FROM")
+}
+/// `FFTD_OPENCL_SPLIT_PAIRED=0`: real frames on the split path take the store phase through
+/// local memory (stockham_local.cl PAIRED_STORE off), for A/B measurements.
+pub fn opencl_split_paired() -> bool {
+    !turned_off("FFTD_OPENCL_SPLIT_PAIRED")
 }
 pub fn opencl_split_last32() -> bool {
     text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")

@@ -334,7 +334,8 @@ fn rerun_with(name: &str, env: &[(&str, &str)]) {
 /// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
 /// per group, with cospi/sinpi for every store twiddle and in blocks of frames
 /// (FFTD_OPENCL_L2_BLOCK), odd real Bluestein frames one to a transform, the two-level paths in
-/// blocks, four-step where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM).
+/// blocks, four-step where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames
+/// through the local store phase (FFTD_OPENCL_SPLIT_PAIRED=0).
 #[test]
 fn ab_knobs_stay_right() {
     if common::test_device().is_none() {
@@ -361,6 +362,12 @@ fn ab_knobs_stay_right() {
     rerun_with(
         "f32_two_level_sizes_against_the_f64_dft",
         &[("FFTD_OPENCL_L2_BLOCK", "1")],
+    );
+    // real 16384 on the split path with the store phase through local memory (not from the
+    // last pass's registers)
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[("FFTD_OPENCL_SPLIT_PAIRED", "0")],
     );
     // four-step where one kernel fits, in blocks of two frames at 4096 complex points
     rerun_with(

@@ -188,7 +188,15 @@ impl<T: Sample> OpenClEngine<T> {
         } else {
             m
         };
-        let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
+        // real input on the split path: bins from the last pass's registers where it can
+        // (stockham_local.cl PAIRED_STORE; tuning knob FFTD_OPENCL_SPLIT_PAIRED=0: the store
+        // phase through local memory)
+        let paired = if crate::knobs::opencl_split_paired() {
+            " -D PAIRED_STORE"
+        } else {
+            ""
+        };
+        let opts = format!("{opts} -D TABN={tabn} {}{paired}", g.defines());
         let program = self.dev.program(
             "stockham_local",
             &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
