@@ -6,10 +6,22 @@
 # not powers of two OTHER_SIZES (mixed-radix 2/3/5/7 passes, Bluestein for 65521 and 2018; set
 # OTHER_SIZES= to skip them). cuFFT gets the same sizes and batches (frames = SAMPLES / n).
 # Usage: bench/gpu_vs_cufft.sh [OUTDIR]   (FFTD=path/to/fftd, default `fftd`; SIZES=256..65536;
-#        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018)
-# AB=1: also time fftd with FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the global-memory
-# passes instead of the two-level and local Bluestein paths; four-step instead of the chunked
-# split exchange for complex 16384) into OUTDIR/old, joined against the same cuFFT run.
+#        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018; REPS=10 fftd runs per size)
+# AB=1: also time fftd once per variant of VARIANTS into OUTDIR/LABEL, joined against the same
+# cuFFT run, then one table of every variant's time and ratio per size. VARIANTS: variants
+# separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no ',' or ';' in a value). Default:
+# old = this branch's new paths off (FFTD_OPENCL_REAL_PAIRS=0, FFTD_OPENCL_FOURSTEP_RECUR=0,
+# FFTD_OPENCL_SPLIT_PAIRED=0, and the split exchange's component loop and the barrier after the
+# last local loads of the one-kernel path, -DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER); fpb32 = four-step stages with up
+# to 32 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB); l2_8m / l2_24m = the four-step and
+# two-level paths in blocks of frames whose work buffer takes 8 / 24 MiB, so the intermediate
+# can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m = l2_8m with four-step
+# also from 4096 complex points per frame (complex 4096, 8192; real 8192, 16384), where one
+# kernel fits (FFTD_OPENCL_FOURSTEP_FROM=4096).
+# CHECK=1: before timing, `fftd check` (the device against the CPU engine, exit 1 on a mismatch)
+# at every size, real and complex input, with the run's settings (each variant's too), on 2^22
+# samples of noise; results in OUTDIR[/LABEL]/check.txt, one line per size and kind, and the
+# script stops at the first mismatch.
 # CUFFT_CSV=path: reuse an earlier cufft.csv (same sizes and SAMPLES) instead of running torch.
 set -euo pipefail
 out=${1:-bench-out}
@@ -32,25 +44,71 @@ else:
     print(','.join(str(int(eval(x.replace('^', '**')))) for x in s.split(',')))
 " "$sizes")
 if [ -n "$other" ]; then list="$list,$other"; fi
-# fftd_runs DIR: fftd's real and complex timings into DIR
+if [ "${CHECK:-0}" = 1 ]; then
+    python3 -c "
+import numpy as np
+r = np.random.default_rng(29)
+r.standard_normal(1 << 22, dtype=np.float32).tofile('$out/check.f32')
+r.standard_normal(1 << 23, dtype=np.float32).tofile('$out/check.cf32')
+"
+fi
+# fftd_checks DIR: `fftd check` at every size of $list, real and complex, into DIR/check.txt
+fftd_checks() {
+    : > "$1/check.txt"
+    IFS=',' read -ra ns <<< "$list"
+    for n in "${ns[@]}"; do
+        for f in "$out/check.f32" "$out/check.cf32"; do
+            # the whole file in one batch, so a batch has several of FFTD_OPENCL_L2_BLOCK's blocks
+            if ! "$fftd" check --device gpu --file "$f" --frame "$n" --batch $(((1 << 22) / n)) \
+                > "$1/check_one.txt" 2>&1; then
+                cat "$1/check_one.txt" >&2
+                echo "fftd check failed: n=$n $f (settings of $1)" >&2
+                exit 1
+            fi
+            echo "$n ${f##*.} $(grep -o 'mismatches: [0-9]* of [0-9]*' "$1/check_one.txt"), $(grep -o 'max rel error .*' "$1/check_one.txt")" >> "$1/check.txt"
+        done
+    done
+    rm -f "$1/check_one.txt"
+}
+# fftd_runs DIR: fftd's real and complex timings into DIR (CHECK=1: fftd_checks first)
 fftd_runs() {
     mkdir -p "$1"
+    if [ "${CHECK:-0}" = 1 ]; then fftd_checks "$1"; fi
     for kind in real complex; do
-        "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps 10 \
+        "$fftd" bench --device gpu --sizes "$list" --batch-samples "$samples" --no-cpu --reps "${REPS:-10}" \
             --kind "$kind" --csv "$1/fftd_$kind.csv" > "$1/fftd_$kind.txt"
     done
 }
 fftd_runs "$out"
+variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_SPLIT_PAIRED=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
+labels=()
 if [ "${AB:-0}" = 1 ]; then
-    FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 fftd_runs "$out/old"
+    IFS=';' read -ra vlist <<< "$variants"
+    for v in "${vlist[@]}"; do
+        [ -n "$v" ] || continue
+        label=${v%%:*}
+        IFS=',' read -ra assigns <<< "${v#*:}"
+        (
+            for a in "${assigns[@]}"; do export "${a?}"; done
+            fftd_runs "$out/$label"
+        )
+        labels+=("$label")
+    done
 fi
+rm -f "$out/check.f32" "$out/check.cf32"
 cufft=${CUFFT_CSV:-$out/cufft.csv}
 if [ -z "${CUFFT_CSV:-}" ]; then
     python3 "$here/cufft_ref.py" --sizes "$list" --samples "$samples" --csv "$cufft"
 fi
 python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$cufft" | tee "$out/gpu_vs_cufft.txt"
-if [ "${AB:-0}" = 1 ]; then
+if [ "${#labels[@]}" -gt 0 ]; then
+    args=("new=$out")
+    for label in "${labels[@]}"; do
+        echo
+        echo "== $label: $(tr ';' '\n' <<< "$variants" | grep "^$label:" | cut -d: -f2-) =="
+        python3 "$here/join_cufft.py" "$out/$label/fftd_real.csv" "$out/$label/fftd_complex.csv" "$cufft" | tee "$out/$label/gpu_vs_cufft.txt"
+        args+=("$label=$out/$label")
+    done
     echo
-    echo "== FFTD_OPENCL_TWO_LEVEL=0 FFTD_OPENCL_CHUNKED=0 (the earlier paths) =="
-    python3 "$here/join_cufft.py" "$out/old/fftd_real.csv" "$out/old/fftd_complex.csv" "$cufft" | tee "$out/old/gpu_vs_cufft.txt"
+    python3 "$here/join_cufft.py" --variants "$cufft" "${args[@]}" | tee "$out/variants.txt"
 fi

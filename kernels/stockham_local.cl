@@ -84,7 +84,9 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 #define NB ((BINS + WG - 1) / WG)
 // exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
 // of radix RB, one component at a time through `buf`
-#if CHUNKS == 1
+#if CHUNKS == 1 && defined(SPLIT_EXCHANGE_LOOP)
+// the components in a loop (as b70b12a had it; -D SPLIT_EXCHANGE_LOOP, for A/B measurements: on
+// H200 runs of two sessions complex 8192 took 0.34 ms before that commit and 0.48 ms after)
 #define EXCHANGE(RA, va, RB, vb, ns)                                                               \
     for (int comp = 0; comp < 2; comp++) {                                                         \
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
@@ -92,6 +94,18 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
         CALL(get_r, RB)(vb, buf, 0, t, comp, 0);                                                   \
     }
+#elif CHUNKS == 1
+// real parts, then imaginary parts, each with a literal component so that the compiler keeps
+// every register array access static
+#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 0, 0);                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 0, 0);                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(put_r, RA)(va, buf, 0, t, ns, 1, 0);                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                  \
+    CALL(get_r, RB)(vb, buf, 0, t, 1, 0);
 #else
 // in rounds: every round puts from `va` as it was, so the inputs gather in `g` (one component)
 // and go into `vb` (possibly `va` itself) after the last round
@@ -107,6 +121,118 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
         CALL(setc_r, RB)(vb, g, comp);                                                             \
     }
 #endif
+
+// PAIRED_STORE (FFTD_OPENCL_SPLIT_PAIRED, on by default): real input on the split path whose last
+// pass is radix 2 (ns = M/2) with an even number of butterflies per work-item (real 16384 f32):
+// work-item t takes the butterfly pairs q = t + c*TPF, c < NPAIRS: A = q and B = M/2 - q (q = 0:
+// A = 0, B = M/4). Their outputs k = A, A + M/2, B, B + M/2 hold each other's partners M - k
+// (M - A = B + M/2, M - (A + M/2) = B; q = 0: 0 and M/2 their own, M/4 and 3M/4 each other's),
+// so every bin's r2c post-processing reads only this work-item's registers: no store phase
+// through local memory (two local round trips and four barriers fewer).
+#if SPLIT && REAL_INPUT && LAST_RADIX == 2 && defined(PAIRED_STORE) && (M / (2 * TPF)) % 2 == 0
+#define PAIRED 1
+#define NPAIRS (M / (4 * TPF))
+inline uint paired_b(uint q) { return q == 0 ? M / 4 : M / 2 - q; }
+
+// one component of the last pass's inputs: u[2c] butterfly A, u[2c + 1] butterfly B of pair c
+inline void paired_get(real2 u[2 * NPAIRS][2], __local real_t *buf, uint t, int comp) {
+    for (uint c = 0; c < NPAIRS; c++) {
+        uint q = t + c * TPF, b = paired_b(q);
+        for (uint r = 0; r < 2; r++) {
+            real_t xa = buf[PADI(q + r * (M / 2))], xb = buf[PADI(b + r * (M / 2))];
+            if (comp) {
+                u[2 * c][r].y = xa;
+                u[2 * c + 1][r].y = xb;
+            } else {
+                u[2 * c][r].x = xa;
+                u[2 * c + 1][r].x = xb;
+            }
+        }
+    }
+}
+
+// the radix-2 last pass (ns = M/2: butterfly j's twiddle is W_M^j = tw[2j], TABN = 2M)
+inline void paired_dft(real2 u[2 * NPAIRS][2], __global const real2 *tw, uint t) {
+    for (uint c = 0; c < NPAIRS; c++) {
+        uint q = t + c * TPF;
+        u[2 * c][1] = cmul(u[2 * c][1], tw[2 * q]);
+        dft2(&u[2 * c][0], &u[2 * c][1]);
+        u[2 * c + 1][1] = cmul(u[2 * c + 1][1], tw[2 * paired_b(q)]);
+        dft2(&u[2 * c + 1][0], &u[2 * c + 1][1]);
+    }
+}
+
+// bin k (< M) of the frame at out[o] from Z_k and Z_{M-k}
+inline void paired_bin(__global real_t *out, size_t o, uint k, real2 zk, real2 zc,
+                       __global const real2 *tw, int scale_mode, real_t norm_edge,
+                       real_t norm_interior) {
+    store_bin(out, o + k, r2c_bin(zk, zc, tw[k]), k == 0, scale_mode, norm_edge, norm_interior);
+}
+
+// every bin of the work-item's pairs (and the Nyquist bin, from Z_0, by work-item 0)
+inline void paired_store(real2 u[2 * NPAIRS][2], __global const real2 *tw, uint t,
+                         __global real_t *out, size_t o, int scale_mode, real_t norm_edge,
+                         real_t norm_interior) {
+    for (uint c = 0; c < NPAIRS; c++) {
+        uint q = t + c * TPF, b = paired_b(q);
+        real2 a0 = u[2 * c][0], a1 = u[2 * c][1], b0 = u[2 * c + 1][0], b1 = u[2 * c + 1][1];
+        // partners: generic pairs cross over; pair 0's A outputs are their own partners and
+        // its B outputs (M/4, 3M/4) each other's
+        paired_bin(out, o, q, a0, q ? b1 : a0, tw, scale_mode, norm_edge, norm_interior);
+        paired_bin(out, o, q + M / 2, a1, q ? b0 : a1, tw, scale_mode, norm_edge, norm_interior);
+        paired_bin(out, o, b, b0, q ? a1 : b1, tw, scale_mode, norm_edge,
+                   norm_interior);
+        paired_bin(out, o, b + M / 2, b1, q ? a0 : b0, tw, scale_mode, norm_edge, norm_interior);
+        if (q == 0) {
+            // the Nyquist bin X_M from Z_0 alone (W_2M^M = -1)
+            store_bin(out, o + M, r2c_bin(a0, a0, (real2)(R(-1.0), R(0.0))), 1, scale_mode,
+                      norm_edge, norm_interior);
+        }
+    }
+}
+#else
+#define PAIRED 0
+#endif
+
+// the split path's store phase: bin k's share of component `comp` (0 real parts, 1 imaginary
+// parts) into acc[i]
+#if REAL_INPUT
+#define ACC_BIN(comp)                                                                              \
+    real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];                         \
+    real2 w = tw[k * (TABN / (2 * M))];                                                            \
+    real2 iw = (real2)(-w.y, w.x);                                                                 \
+    real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);                                             \
+    real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);                                            \
+    if ((comp) == 0) {                                                                             \
+        acc[i] = a * zk + bb * zc;                                                                 \
+    } else {                                                                                       \
+        /* + i a zk.y - i b zc.y */                                                                \
+        real2 d = a * zk - bb * zc;                                                                \
+        acc[i] += (real2)(-d.y, d.x);                                                              \
+    }
+#else
+#define ACC_BIN(comp)                                                                              \
+    if ((comp) == 0) {                                                                             \
+        acc[i].x = buf[PADI(k)];                                                                   \
+    } else {                                                                                       \
+        acc[i].y = buf[PADI(k)];                                                                   \
+    }
+#endif
+// one component of the store phase
+#define STORE_COMP(comp)                                                                           \
+    {                                                                                              \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        /* CHUNKS == 1 here (the rounds need DIRECT) */                                            \
+        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp, 0);                                     \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+        for (uint i = 0; i < NB; i++) {                                                            \
+            uint k = t + i * WG;                                                                   \
+            if (k >= BINS) {                                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            ACC_BIN(comp)                                                                          \
+        }                                                                                          \
+    }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fft_local(__global const real_t *restrict in, __global const real_t *restrict win,
@@ -129,6 +255,22 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         ns *= MAIN_RADIX;
         CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
     }
+#if PAIRED
+    // the last exchange, real parts then imaginary parts, into the pairs' butterflies
+    real2 u[2 * NPAIRS][2];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    CALL(put_r, MAIN_RADIX)(v, buf, 0, t, ns, 0, 0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    paired_get(u, buf, t, 0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    CALL(put_r, MAIN_RADIX)(v, buf, 0, t, ns, 1, 0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    paired_get(u, buf, t, 1);
+    paired_dft(u, tw, t);
+    if (frame < frames) {
+        paired_store(u, tw, t, out, (size_t)frame * BINS, scale_mode, norm_edge, norm_interior);
+    }
+#else
 #if LAST_RADIX > 1
     real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
     EXCHANGE(MAIN_RADIX, v, LAST_RADIX, u, ns);
@@ -143,39 +285,16 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
 #if DIRECT
     STORE_DIRECT(FINAL_R, FINAL_V, frame)
 #else
-    // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG
+    // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG (a literal
+    // component each time unless SPLIT_EXCHANGE_LOOP, as in EXCHANGE)
     real2 acc[NB];
-    for (int comp = 0; comp < 2; comp++) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        CALL(put_r, FINAL_R)(FINAL_V, buf, 0, t, ns, comp, 0); // CHUNKS == 1 here (DIRECT)
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint i = 0; i < NB; i++) {
-            uint k = t + i * WG;
-            if (k >= BINS) {
-                break;
-            }
-#if REAL_INPUT
-            real_t zk = buf[PADI(k & (M - 1))], zc = buf[PADI((M - k) & (M - 1))];
-            real2 w = tw[k * (TABN / (2 * M))];
-            real2 iw = (real2)(-w.y, w.x);
-            real2 a = ((real2)(R(1.0), R(0.0)) - iw) * R(0.5);
-            real2 bb = ((real2)(R(1.0), R(0.0)) + iw) * R(0.5);
-            if (comp == 0) {
-                acc[i] = a * zk + bb * zc;
-            } else {
-                // + i a zk.y - i b zc.y
-                real2 d = a * zk - bb * zc;
-                acc[i] += (real2)(-d.y, d.x);
-            }
+#ifdef SPLIT_EXCHANGE_LOOP
+    for (int comp = 0; comp < 2; comp++)
+        STORE_COMP(comp)
 #else
-            if (comp == 0) {
-                acc[i].x = buf[PADI(k)];
-            } else {
-                acc[i].y = buf[PADI(k)];
-            }
+    STORE_COMP(0)
+    STORE_COMP(1)
 #endif
-        }
-    }
     if (frame < frames) {
         for (uint i = 0; i < NB; i++) {
             uint k = t + i * WG;
@@ -191,6 +310,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
                       norm_interior);
         }
     }
+#endif
 #endif
 }
 #else
@@ -226,25 +346,40 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         for (uint p = 1; p < MAIN_PASSES; p++) {
             barrier(CLK_LOCAL_MEM_FENCE);
             CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
-            barrier(CLK_LOCAL_MEM_FENCE);
 #if DIRECT && LAST_RADIX == 1
+            // the last pass writes no local memory, so no barrier after its loads (p is the same
+            // for the whole group; -D KEEP_LAST_BARRIER keeps it, for A/B measurements)
+#ifdef KEEP_LAST_BARRIER
+            barrier(CLK_LOCAL_MEM_FENCE);
+#endif
             if (p == MAIN_PASSES - 1) {
                 CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
                 STORE_DIRECT(MAIN_RADIX, v, f0 + fl)
-            } else
+            } else {
+#ifndef KEEP_LAST_BARRIER
+                barrier(CLK_LOCAL_MEM_FENCE);
 #endif
+                CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+            }
+#else
+            barrier(CLK_LOCAL_MEM_FENCE);
             CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
+#endif
             ns *= MAIN_RADIX;
         }
 #if LAST_RADIX > 1
         real2 u[M / (LAST_RADIX * TPF)][LAST_RADIX];
         barrier(CLK_LOCAL_MEM_FENCE);
         CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
-        barrier(CLK_LOCAL_MEM_FENCE);
 #if DIRECT
+        // no local memory written after these loads: no barrier (KEEP_LAST_BARRIER: as before)
+#ifdef KEEP_LAST_BARRIER
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
         STORE_DIRECT(LAST_RADIX, u, f0 + fl)
 #else
+        barrier(CLK_LOCAL_MEM_FENCE);
         CALL(compute_r, LAST_RADIX)(u, sre, sim, tw, base, t, ns);
 #endif
 #endif

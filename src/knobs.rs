@@ -28,11 +28,17 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_CHUNK_BYTES", meaning: "bytes per upload/kernel/download chunk of an OpenCL batch [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_CHUNKED", meaning: "0: no split exchange in rounds for complex frames that fit local memory only a half or a quarter at a time (they take the four-step path); 1: also at 16384 points, which by default take four-step (A/B)" },
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_FPB", meaning: "most transforms per work-group of a four-step stage (a power of two, 4..64) [default: 16]" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_FROM", meaning: "complex points per frame (n, or n/2 for even real n) from which powers of two take the four-step path even where one kernel fits [default: only where it does not]" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_RECUR", meaning: "0: the four-step kernels compute every store twiddle with cospi/sinpi instead of one per work-item and a complex multiplication per point (A/B)" },
+    Knob { name: "FFTD_OPENCL_L2_BLOCK", meaning: "bytes of work buffer per block of frames on the four-step and two-level paths: their kernels run block by block so the intermediates can stay in the L2 cache [default: off, one launch over all frames]" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
     Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
     Knob { name: "FFTD_OPENCL_RADIX", meaning: "8: radix-8 passes instead of radix-16" },
+    Knob { name: "FFTD_OPENCL_REAL_PAIRS", meaning: "0: odd real frames through two-level Bluestein one to a transform instead of two (the real and imaginary parts of one complex frame) (A/B)" },
     Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
+    Knob { name: "FFTD_OPENCL_SPLIT_PAIRED", meaning: "0: real frames on the split-exchange path (real 16384 f32) finish through a store phase in local memory instead of from the last pass's registers (A/B)" },
     Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
     Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_TWO_LEVEL", meaning: "0: no two-level path (column then row FFTs in local memory) nor one-kernel Bluestein, for large sizes that are not powers of two, Bluestein and powers of two past the four-step path; those go back to the global-memory passes (A/B)" },
@@ -108,6 +114,27 @@ pub fn opencl_chunk_bytes() -> Option<usize> {
 pub fn opencl_defines() -> String {
     text("FFTD_OPENCL_DEFINES").unwrap_or_default()
 }
+/// `FFTD_OPENCL_FOURSTEP_FPB`: most transforms per four-step work-group (a power of two 4..64).
+pub fn opencl_fourstep_fpb() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_FOURSTEP_FPB")
+        .filter(|v| v.is_power_of_two() && (4..=64).contains(v))
+}
+/// `FFTD_OPENCL_FOURSTEP_FROM=M`: powers of two of M complex points and more take the four-step
+/// path even where one kernel fits (plan.rs), for A/B measurements.
+pub fn opencl_fourstep_from() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_FOURSTEP_FROM").filter(|&m| m > 0)
+}
+/// `FFTD_OPENCL_FOURSTEP_RECUR=0`: cospi/sinpi for every four-step store twiddle (fourstep.cl
+/// FS_TW_RECUR off), for A/B measurements.
+pub fn opencl_fourstep_recur() -> bool {
+    !turned_off("FFTD_OPENCL_FOURSTEP_RECUR")
+}
+/// `FFTD_OPENCL_L2_BLOCK=BYTES`: the four-step and two-level paths in blocks of frames whose
+/// work buffer takes about BYTES (plan.rs and twolevel.rs `block`); unset or 0: one launch over
+/// all frames.
+pub fn opencl_l2_block() -> Option<usize> {
+    number::<usize>("FFTD_OPENCL_L2_BLOCK").filter(|&b| b > 0)
+}
 pub fn opencl_local_limit() -> Option<usize> {
     number("FFTD_OPENCL_LOCAL_LIMIT")
 }
@@ -126,8 +153,18 @@ pub fn opencl_profile() -> Option<bool> {
 pub fn opencl_radix8() -> bool {
     text("FFTD_OPENCL_RADIX").is_some_and(|v| v.trim() == "8")
 }
+/// `FFTD_OPENCL_REAL_PAIRS=0`: odd real frames on the two-level Bluestein path one to a
+/// transform (twolevel.rs `pairs`), for A/B measurements.
+pub fn opencl_real_pairs() -> bool {
+    !turned_off("FFTD_OPENCL_REAL_PAIRS")
+}
 pub fn opencl_split_from() -> Option<usize> {
     number("FFTD_OPENCL_SPLIT_FROM")
+}
+/// `FFTD_OPENCL_SPLIT_PAIRED=0`: real frames on the split path take the store phase through
+/// local memory (stockham_local.cl PAIRED_STORE off), for A/B measurements.
+pub fn opencl_split_paired() -> bool {
+    !turned_off("FFTD_OPENCL_SPLIT_PAIRED")
 }
 pub fn opencl_split_last32() -> bool {
     text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")

@@ -49,6 +49,7 @@ fn check<T: Sample>(
         [
             "two-level",
             "two-level-bluestein",
+            "two-level-bluestein-pairs",
             "four-step",
             "local-bluestein",
             "split"
@@ -265,6 +266,156 @@ fn split_exchange_in_rounds_for_complex_frames() {
             let path = g64.path_name(&s).expect("plan");
             assert_eq!(path == "split", rounds, "f64 {s:?}: {path}");
             check(&mut g64, &s, 2, cpu(&s, 2));
+        }
+    }
+}
+
+/// Odd real frames two to a transform on the two-level Bluestein path (the real and imaginary
+/// parts of one complex frame, split after the transform): 1009 and 2001 under 4 KiB (8 KiB f64)
+/// against the naive f64 DFT with 1, 2, 3 and 5 frames (the last pair's second frame missing
+/// when odd), every scale and window; 65521 at an H100's 48 KiB against the CPU engine in f64.
+/// FFTD_OPENCL_REAL_PAIRS=0 takes one frame per transform, right either way.
+#[test]
+fn odd_real_frames_in_pairs_on_the_bluestein_path() {
+    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").map_or(true, |v| v != "0");
+    let want = if pairs {
+        "two-level-bluestein-pairs"
+    } else {
+        "two-level-bluestein"
+    };
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(4 << 10), engine::<f64>(8 << 10)) else {
+        return;
+    };
+    for (i, n) in [1009, 2001].into_iter().enumerate() {
+        for (j, frames) in [1, 2, 3, 5].into_iter().enumerate() {
+            let r = 4 * i + j;
+            let window = WindowKind::ALL[r % WindowKind::ALL.len()];
+            for scale in Scale::ALL {
+                let s = spec(n, InputKind::Real, window, scale);
+                assert_eq!(g32.path_name(&s).expect("plan"), want, "f32 {s:?}");
+                check(&mut g32, &s, frames, naive(&s));
+                if scale == Scale::ALL[r % Scale::ALL.len()] {
+                    assert_eq!(g64.path_name(&s).expect("plan"), want, "f64 {s:?}");
+                    check(&mut g64, &s, frames, naive(&s));
+                }
+            }
+        }
+    }
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (frames, scale) in [(3, Scale::Magnitude), (2, Scale::Complex)] {
+        let s = spec(65521, InputKind::Real, WindowKind::Hann, scale);
+        assert_eq!(g32.path_name(&s).expect("plan"), want, "{s:?}");
+        check(&mut g32, &s, frames, cpu(&s, frames));
+        check(&mut g64, &s, 1, cpu(&s, 1));
+    }
+}
+
+/// This test binary again, as a child process with `env`, running the test `name` alone.
+fn rerun_with(name: &str, env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["--exact", name, "--test-threads=1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the test binary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{name} with {env:?}: {}\n{text}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
+/// per group, with cospi/sinpi for every store twiddle and in blocks of frames
+/// (FFTD_OPENCL_L2_BLOCK), odd real Bluestein frames one to a transform, the two-level paths in
+/// blocks, four-step where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames
+/// through the local store phase (FFTD_OPENCL_SPLIT_PAIRED=0).
+#[test]
+fn ab_knobs_stay_right() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let fourstep = "fourstep_real_fused_post_at_an_h100_limit";
+    rerun_with(
+        fourstep,
+        &[
+            ("FFTD_OPENCL_FOURSTEP_FPB", "32"),
+            ("FFTD_OPENCL_FOURSTEP_RECUR", "0"),
+        ],
+    );
+    rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
+    // blocks of one frame, and of two (real 2^15: 128 KiB of work buffer a frame) with a
+    // shorter last block
+    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
+    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "300000")]);
+    let pairs = "odd_real_frames_in_pairs_on_the_bluestein_path";
+    rerun_with(pairs, &[("FFTD_OPENCL_REAL_PAIRS", "0")]);
+    // the two-level paths in blocks of one transform (Bluestein pairs: 5 frames, 3 blocks, the
+    // last with one frame), plain, odd, packed real and Bluestein sizes
+    rerun_with(pairs, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
+    rerun_with(
+        "f32_two_level_sizes_against_the_f64_dft",
+        &[("FFTD_OPENCL_L2_BLOCK", "1")],
+    );
+    // real 16384 on the split path with the store phase through local memory (not from the
+    // last pass's registers)
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[("FFTD_OPENCL_SPLIT_PAIRED", "0")],
+    );
+    // four-step where one kernel fits, in blocks of two frames at 4096 complex points
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[
+            ("FFTD_OPENCL_FOURSTEP_FROM", "2048"),
+            ("FFTD_OPENCL_L2_BLOCK", "65536"),
+        ],
+    );
+}
+
+/// Powers of two that fit one kernel at an H100's 48 KiB (4096, 8192 and 16384 points, real
+/// and complex), against the CPU engine in f64, on the path the knobs choose: four-step from
+/// FFTD_OPENCL_FOURSTEP_FROM points up (rerun by `ab_knobs_stay_right`), else the one-kernel
+/// path (local, or the split exchange).
+#[test]
+fn one_kernel_sizes_or_four_step_by_knob() {
+    let from = std::env::var("FFTD_OPENCL_FOURSTEP_FROM")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
+    let limit = 48 << 10;
+    let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
+        return;
+    };
+    for (i, log2) in [12, 13, 14].into_iter().enumerate() {
+        for kind in [InputKind::Real, InputKind::Complex] {
+            let s = spec(1 << log2, kind, WindowKind::Blackman, Scale::ALL[i]);
+            let m = if kind == InputKind::Real {
+                s.n / 2
+            } else {
+                s.n
+            };
+            let path = g32.path_name(&s).expect("plan");
+            let four = from.is_some_and(|f| m >= f) || (kind == InputKind::Complex && log2 == 14);
+            assert_eq!(path == "four-step", four, "{s:?}: {path}");
+            let frames = 3;
+            let input: Vec<f32> = common::signal(frames * s.values_per_frame(), 7);
+            let want = cpu(&s, frames)(&f64s(input.clone()));
+            let mut got = Vec::new();
+            g32.process(&s, &input, frames, &mut got).expect("opencl");
+            let e = common::spec_rel_error(&f64s(got), &want, &s);
+            assert!(e <= tol::<f32>(), "f32 {s:?} on {path}: {e:e}");
+            let input: Vec<f64> = common::signal(s.values_per_frame(), 8);
+            let want = cpu(&s, 1)(&input);
+            let mut got = Vec::new();
+            g64.process(&s, &input, 1, &mut got).expect("opencl");
+            let e = common::spec_rel_error(&got, &want, &s);
+            assert!(e <= tol::<f64>(), "f64 {s:?}: {e:e}");
         }
     }
 }

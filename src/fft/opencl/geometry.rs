@@ -164,7 +164,7 @@ impl LocalGeometry {
 }
 
 /// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
-/// per work-group: (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
+/// per work-group (at most 16, or FFTD_OPENCL_FOURSTEP_FPB): (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
 pub fn fourstep_geometry(
     m: usize,
     real_bytes: usize,
@@ -175,8 +175,10 @@ pub fn fourstep_geometry(
     }
     let m1 = 1usize << (m.trailing_zeros() / 2);
     let m2 = m / m1;
+    // tuning knob: FFTD_OPENCL_FOURSTEP_FPB=N transforms per group at most (default 16)
+    let most = crate::knobs::opencl_fourstep_fpb().unwrap_or(16);
     let fpb = |len: usize, other: usize| {
-        let mut f = 16usize.min(other);
+        let mut f = most.min(other);
         while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
             f /= 2;
         }

@@ -1,6 +1,7 @@
 //! Launching a chunk's transform: the kernels of the plan's path (local, four-step, two-level,
 //! global or mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
-//! the output scale's arguments.
+//! the output scale's arguments; four-step and two-level block by block of frames when
+//! FFTD_OPENCL_L2_BLOCK asks (each block's intermediate can stay in the L2 cache).
 
 use super::{Path, Plan, GLOBAL_WG};
 use crate::types::Sample;
@@ -76,13 +77,28 @@ pub(super) fn enqueue_kernels<T: Sample>(
             rows,
             g1,
             g2,
+            block,
         } => {
             let (t1, t2) = match (table, table2) {
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err("twiddle tables missing".into()),
             };
-            kernels.push(enqueue_columns(columns, g1, g2.m, (window, t1), launch)?);
-            kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch)?);
+            // blocks of `block` frames (0: all), each through both kernels in turn
+            let block = if *block == 0 { launch.frames } else { *block };
+            let mut first = 0;
+            while first < launch.frames {
+                let frames = (first, block.min(launch.frames - first));
+                kernels.push(enqueue_columns(
+                    columns,
+                    g1,
+                    g2.m,
+                    (window, t1),
+                    launch,
+                    frames,
+                )?);
+                kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch, frames)?);
+                first += frames.1;
+            }
         }
         Path::Global { pack, passes, post } => {
             let [a, b] = launch.work()?;
@@ -156,49 +172,66 @@ fn enqueue_local<T: Sample>(
     .map_err(|e| cl("fft_local launch", e))
 }
 
-/// Four-step stage 1 (fourstep.cl `fourstep_columns`): input -> work buffer a.
+/// A block of a launch's frames (or transforms): (first, count).
+pub(super) type Block = (usize, usize);
+
+/// The block's first frame and frame count as the kernels take them.
+pub(super) fn block_u32((first, frames): Block) -> Result<(u32, u32), String> {
+    let c = |v: usize| u32::try_from(v).map_err(|_| format!("batch of {v} frames is too large"));
+    Ok((c(first)?, c(frames)?))
+}
+
+/// Four-step stage 1 (fourstep.cl `fourstep_columns`): the input frames of `block` -> work
+/// buffer a (from its start). The first block waits for the launch's wait list.
 fn enqueue_columns<T: Sample>(
     columns: &mut Kernel,
     g1: &super::LocalGeometry,
     m2: usize,
     (window, t1): (&Buffer<T>, &Buffer<T>),
     l: &Launch<'_, T>,
+    block: Block,
 ) -> Result<Event, String> {
     let [a, _] = l.work()?;
     let wg1 = g1.tpf * g1.fpb;
-    let frames_u32 = l.frames_u32()?;
+    let (first, frames_u32) = block_u32(block)?;
+    let wait = if block.0 == 0 { l.wait } else { &[] };
     // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch covers
-    // `frames` frames of `m1 * m2` values, the size the buffers were made for.
+    // frames first..first+frames of the batch (inside the input) and writes `frames` frames of
+    // `m1 * m2` values at the start of work buffer a (made for all the batch's frames).
     unsafe {
         ExecuteKernel::new(columns)
-            .set_event_wait_list(l.wait)
+            .set_event_wait_list(wait)
             .set_arg(l.inb)
             .set_arg(window)
             .set_arg(t1)
             .set_arg(a)
             .set_arg(&frames_u32)
             .set_arg(&l.step)
-            .set_global_work_size(l.frames * (m2 / g1.fpb) * wg1)
+            .set_arg(&first)
+            .set_global_work_size(block.1 * (m2 / g1.fpb) * wg1)
             .set_local_work_size(wg1)
             .enqueue_nd_range(l.q)
     }
     .map_err(|e| cl("fourstep_columns launch", e))
 }
 
-/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> output.
+/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> the output bins of
+/// `block`'s frames.
 fn enqueue_rows<T: Sample>(
     rows: &mut Kernel,
     g2: &super::LocalGeometry,
     m1: usize,
     t2: &Buffer<T>,
     l: &Launch<'_, T>,
+    block: Block,
 ) -> Result<Event, String> {
     let [a, _] = l.work()?;
     let wg2 = g2.tpf * g2.fpb;
-    let frames_u32 = l.frames_u32()?;
+    let (first, frames_u32) = block_u32(block)?;
     // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
-    // `frames * m1 / fpb` groups, one per `fpb` rows of a frame (real input: fpb/2 row pairs of
-    // the m1/2 pairs), all inside the buffers.
+    // `frames * m1 / fpb` groups for the block's frames, one per `fpb` rows of a frame (real
+    // input: fpb/2 row pairs of the m1/2 pairs), reading the start of work buffer a and writing
+    // the bins of frames first..first+frames, all inside the buffers.
     unsafe {
         ExecuteKernel::new(rows)
             .set_arg(a)
@@ -208,7 +241,8 @@ fn enqueue_rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_global_work_size(l.frames * (m1 / g2.fpb) * wg2)
+            .set_arg(&first)
+            .set_global_work_size(block.1 * (m1 / g2.fpb) * wg2)
             .set_local_work_size(wg2)
             .enqueue_nd_range(l.q)
     }
@@ -249,10 +283,22 @@ pub(super) fn enqueue_post<T: Sample>(
     l: &Launch<'_, T>,
     z: &Buffer<T>,
 ) -> Result<Event, String> {
-    let frames = l.frames_u32()?;
-    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds `n_bins` bins (values,
-    // or pairs of values with COMPLEX_OUT) and items past `n_bins` (rounding up to GLOBAL_WG)
-    // return early.
+    enqueue_post_block(post, l, z, (0, l.frames))
+}
+
+/// `post` (r2c_post.cl, or twolevel.cl's `pair_post`) over the frames of `block`: their spectra
+/// from the start of `z`, their bins (n_bins / frames each) in their place in the output.
+pub(super) fn enqueue_post_block<T: Sample>(
+    post: &mut Kernel,
+    l: &Launch<'_, T>,
+    z: &Buffer<T>,
+    block: Block,
+) -> Result<Event, String> {
+    let (first, frames) = block_u32(block)?;
+    let bins = (l.n_bins / l.frames.max(1)) * block.1;
+    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds the launch's `n_bins`
+    // bins (values, or pairs of values with COMPLEX_OUT), this block's from frame `first` on,
+    // and items past the block's bins (rounding up to GLOBAL_WG) return early.
     unsafe {
         ExecuteKernel::new(post)
             .set_arg(z)
@@ -261,7 +307,8 @@ pub(super) fn enqueue_post<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_global_work_size(round_wg(l.n_bins))
+            .set_arg(&first)
+            .set_global_work_size(round_wg(bins))
             .set_local_work_size(GLOBAL_WG)
             .enqueue_nd_range(l.q)
     }

@@ -18,6 +18,8 @@ pub(super) enum Path<T: Sample> {
         rows: Kernel,
         g1: LocalGeometry,
         g2: LocalGeometry,
+        /// Frames per block (both kernels run block by block; 0: the whole launch at once).
+        block: usize,
     },
     Global {
         pack: Kernel,
@@ -72,6 +74,13 @@ pub(super) fn fft_points(spec: &TransformSpec) -> usize {
     }
 }
 
+/// Whether `m` points take the four-step path even where they fit one kernel (tuning knob
+/// FFTD_OPENCL_FOURSTEP_FROM=M: from M points up; with FFTD_OPENCL_L2_BLOCK its intermediate
+/// may stay in L2, for A/B measurements against the one-kernel path).
+fn fourstep_first(m: usize) -> bool {
+    crate::knobs::opencl_fourstep_from().is_some_and(|from| m >= from)
+}
+
 /// A path with its tables: (path, table, table2).
 type Built<T> = (Path<T>, Option<Buffer<T>>, Option<Buffer<T>>);
 
@@ -117,20 +126,26 @@ impl<T: Sample> OpenClEngine<T> {
         let window = self.upload(&wv)?;
         let rb = std::mem::size_of::<T>();
         let packed = spec.kind == InputKind::Real && spec.n % 2 == 0;
+        let real = (packed, spec.kind == InputKind::Real && spec.n % 2 == 1);
         let limit = self.local_limit();
         let (path, table, table2) = if !m.is_power_of_two() {
             match self.mixed_local(m, &opts, limit)? {
                 Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
-                None => match self.twolevel(m, packed, &opts, limit)? {
+                None => match self.twolevel(m, real, &opts, limit)? {
                     Some(two) => (Path::TwoLevel(two), None, None),
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
             }
+        } else if let Some(gs) = fourstep_first(m)
+            .then(|| fourstep_geometry(m, rb, limit))
+            .flatten()
+        {
+            self.fourstep_plan(m, gs, &opts)?
         } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
             self.fourstep_plan(m, (g1, g2), &opts)?
-        } else if let Some(two) = self.twolevel(m, packed, &opts, limit)? {
+        } else if let Some(two) = self.twolevel(m, real, &opts, limit)? {
             (Path::TwoLevel(two), None, None)
         } else {
             self.global_plan(m, &opts)?
@@ -173,7 +188,15 @@ impl<T: Sample> OpenClEngine<T> {
         } else {
             m
         };
-        let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
+        // real input on the split path: bins from the last pass's registers where it can
+        // (stockham_local.cl PAIRED_STORE; tuning knob FFTD_OPENCL_SPLIT_PAIRED=0: the store
+        // phase through local memory)
+        let paired = if crate::knobs::opencl_split_paired() {
+            " -D PAIRED_STORE"
+        } else {
+            ""
+        };
+        let opts = format!("{opts} -D TABN={tabn} {}{paired}", g.defines());
         let program = self.dev.program(
             "stockham_local",
             &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
@@ -205,6 +228,14 @@ impl<T: Sample> OpenClEngine<T> {
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
         };
+        // twiddles on store by recurrence (tuning knob FFTD_OPENCL_FOURSTEP_RECUR=0: cospi and
+        // sinpi for every point)
+        let recur = if crate::knobs::opencl_fourstep_recur() {
+            " -D FS_TW_RECUR"
+        } else {
+            ""
+        };
+        let stage = |n: u32, g: &LocalGeometry| stage(n, g) + recur;
         let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
         let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
         let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
@@ -212,11 +243,16 @@ impl<T: Sample> OpenClEngine<T> {
             .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+        // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of frames whose work buffer takes about
+        // BYTES, so it can stay in the L2 cache between the two kernels (default: off)
+        let block = crate::knobs::opencl_l2_block()
+            .map_or(0, |b| (b / (2 * m * std::mem::size_of::<T>())).max(1));
         let path = Path::FourStep {
             columns,
             rows,
             g1,
             g2,
+            block,
         };
         let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))
@@ -245,6 +281,7 @@ impl<T: Sample> OpenClEngine<T> {
 impl<T: Sample> OpenClEngine<T> {
     /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
     /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
+    /// "two-level-bluestein-pairs" (odd real frames two to a transform),
     /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
     /// diagnostics.
     pub fn path_name(&mut self, spec: &TransformSpec) -> Result<&'static str, EngineError> {
@@ -267,6 +304,7 @@ impl<T: Sample> OpenClEngine<T> {
             Path::MixedLocal(_) => "mixed-local",
             Path::Mixed(m) if m.is_bluestein() => "bluestein",
             Path::Mixed(_) => "mixed",
+            Path::TwoLevel(t) if t.is_paired_frames() => "two-level-bluestein-pairs",
             Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
             Path::TwoLevel(_) => "two-level",
         })

@@ -9,9 +9,12 @@
 //! post-processing fused, rows in pairs). Bluestein (m points over L): columns with the chirp on
 //! load (input → a), rows times the filter's spectrum (a → b), columns (b → a), rows times the
 //! chirp (a → bins; even real n: → b, then `post`) — four kernels, with the chirp, the filter and
-//! the twiddles computed once per plan on the host in f64.
+//! the twiddles computed once per plan on the host in f64. Odd real n through Bluestein: two
+//! frames per transform (`pairs`, the real and imaginary parts of one complex frame), the last
+//! rows kernel → b, then `pair_post` splits the two spectra (FFTD_OPENCL_REAL_PAIRS=0: one
+//! frame per transform, as before).
 
-use super::launch::{cl, enqueue_post, Launch};
+use super::launch::{cl, enqueue_post_block, Block, Launch};
 use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
 use super::*;
@@ -98,8 +101,10 @@ struct Chirped<T: Sample> {
     filter: Buffer<T>,
     columns2: Kernel,
     rows2: Kernel,
-    /// r2c post-processing (even real n).
+    /// r2c post-processing (even real n), or `pair_post` (odd real n in pairs).
     post: Option<Kernel>,
+    /// Odd real n: two frames per transform.
+    pairs: bool,
 }
 
 /// A two-level plan for m complex points per frame (Bluestein: over `n` = L points).
@@ -115,6 +120,8 @@ pub(super) struct TwoLevel<T: Sample> {
     tw2: Buffer<T>,
     twn: Buffer<T>,
     bluestein: Option<Chirped<T>>,
+    /// Transforms per block (FFTD_OPENCL_L2_BLOCK; 0: a launch's transforms at once).
+    block: usize,
 }
 
 /// Stage-1 loads and stage-2 stores of one program (twolevel.cl's LOAD, CHIRP_IN, STORE).
@@ -127,11 +134,12 @@ struct Ends {
 
 impl<T: Sample> OpenClEngine<T> {
     /// The two-level path for `m` points, when `m` (or Bluestein's length for it) splits into two
-    /// local-memory transforms under `local_limit`; `real_packed`: even real n (m = n/2).
+    /// local-memory transforms under `local_limit`; `real_packed`: even real n (m = n/2);
+    /// `real_full`: odd real n (m = n, one real per point).
     pub(super) fn twolevel(
         &self,
         m: usize,
-        real_packed: bool,
+        (real_packed, real_full): (bool, bool),
         opts: &str,
         local_limit: usize,
     ) -> Result<Option<TwoLevel<T>>, String> {
@@ -145,7 +153,13 @@ impl<T: Sample> OpenClEngine<T> {
         let Some((s1, s2)) = twolevel_geometry(n, rb, local_limit, max_wg) else {
             return Ok(None);
         };
-        let geo = format!("{opts} -D N={n} -D N1={} -D N2={}", s1.len, s2.len);
+        // odd real n through Bluestein: two frames per transform (tuning knob
+        // FFTD_OPENCL_REAL_PAIRS=0: one)
+        let pairs = !plain && real_full && crate::knobs::opencl_real_pairs();
+        let geo = format!(
+            "{opts} -D N={n} -D N1={} -D N2={} -D PAIRS={}",
+            s1.len, s2.len, pairs as u32
+        );
         let build = |stage: u32, s: &Stage, e: Ends, name: &str| {
             self.twolevel_kernel(&geo, (stage, s), e, name)
         };
@@ -169,7 +183,17 @@ impl<T: Sample> OpenClEngine<T> {
                 store: 3,
             };
             let c = chirp(m);
-            let post = if real_packed {
+            let post = if pairs {
+                let pg = self.dev.program(
+                    "twolevel",
+                    &[SRC_COMMON, SRC_TWOLEVEL],
+                    &format!("{geo} -D STAGE=3"),
+                )?;
+                Some(
+                    Kernel::create(&pg, "pair_post")
+                        .map_err(|e| format!("kernel pair_post: {e}"))?,
+                )
+            } else if real_packed {
                 let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
                 let pg = self.dev.program("stockham_global", &src, opts)?;
                 Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
@@ -182,6 +206,7 @@ impl<T: Sample> OpenClEngine<T> {
                 columns2: build(1, &s1, second, "tl_columns")?,
                 rows2: build(2, &s2, second, "tl_rows")?,
                 post,
+                pairs,
             })
         };
         Ok(Some(TwoLevel {
@@ -195,6 +220,10 @@ impl<T: Sample> OpenClEngine<T> {
             tw2: self.upload(&twiddles(s2.len))?,
             twn: self.upload(&twiddles(n))?,
             bluestein,
+            // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of transforms whose work buffers
+            // take about BYTES each
+            block: crate::knobs::opencl_l2_block()
+                .map_or(0, |b| (b / (2 * n * std::mem::size_of::<T>())).max(1)),
         }))
     }
 }
@@ -240,6 +269,11 @@ impl<T: Sample> TwoLevel<T> {
         self.bluestein.is_some()
     }
 
+    /// Whether two odd real frames go through one transform (`pairs`).
+    pub(super) fn is_paired_frames(&self) -> bool {
+        self.bluestein.as_ref().is_some_and(|b| b.pairs)
+    }
+
     /// Complex points per frame each work buffer must hold.
     pub(super) fn work_points(&self) -> usize {
         self.n
@@ -261,69 +295,117 @@ impl<T: Sample> TwoLevel<T> {
         }
     }
 
-    /// Enqueues one chunk: input frames to finished bins.
+    /// Enqueues one chunk: input frames to finished bins, in blocks of `block` transforms
+    /// (FFTD_OPENCL_L2_BLOCK; 0: all at once).
     pub(super) fn enqueue(
         &mut self,
         window: &Buffer<T>,
         l: &Launch<'_, T>,
         events: &mut Vec<Event>,
     ) -> Result<(), String> {
+        // transforms of this launch: one per frame, or per pair of frames
+        let count = if self.is_paired_frames() {
+            l.frames.div_ceil(2)
+        } else {
+            l.frames
+        };
+        let block = if self.block == 0 { count } else { self.block };
+        let mut first = 0;
+        while first < count {
+            let n = block.min(count - first);
+            self.enqueue_block(window, l, (first, n), events)?;
+            first += n;
+        }
+        Ok(())
+    }
+
+    /// The transforms `first..first + n` of a launch (`block`), through every kernel.
+    fn enqueue_block(
+        &mut self,
+        window: &Buffer<T>,
+        l: &Launch<'_, T>,
+        block: Block,
+        events: &mut Vec<Event>,
+    ) -> Result<(), String> {
         let [a, b] = l.work()?;
-        let (g1, g2) = (self.column_groups(), self.row_groups(self.paired));
-        let input = (l.inb, l.step, l.wait);
+        let (first, n) = block;
+        let first_u32 = u32::try_from(first).map_err(|_| "batch too large")?;
+        let wait = if first == 0 { l.wait } else { &[] };
+        // groups of this block
+        let (g1, g2) = (self.column_groups() * n, self.row_groups(self.paired) * n);
+        let input = (l.inb, l.step, wait);
         let Some(bs) = &mut self.bluestein else {
             let tables = (&self.tw1, &self.twn, window, window);
             events.push(columns(
                 &mut self.columns,
-                (self.s1, g1),
+                (self.s1, g1, first_u32),
                 tables,
                 input,
                 a,
                 l,
             )?);
             let tables = (&self.tw2, &self.tw2, a);
-            events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
+            events.push(rows(
+                &mut self.rows,
+                (self.s2, g2, first_u32),
+                tables,
+                b,
+                l,
+            )?);
             return Ok(());
         };
         let step2 = u32::try_from(2 * self.n).map_err(|_| "transform too long")?;
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         events.push(columns(
             &mut self.columns,
-            (self.s1, g1),
+            (self.s1, g1, first_u32),
             tables,
             input,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.filter, a);
-        events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
+        events.push(rows(
+            &mut self.rows,
+            (self.s2, g2, first_u32),
+            tables,
+            b,
+            l,
+        )?);
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         let from_b = (b, step2, &[][..]);
         events.push(columns(
             &mut bs.columns2,
-            (self.s1, g1),
+            (self.s1, g1, first_u32),
             tables,
             from_b,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.chirp, a);
-        events.push(rows(&mut bs.rows2, (self.s2, g2), tables, b, l)?);
+        events.push(rows(&mut bs.rows2, (self.s2, g2, first_u32), tables, b, l)?);
         if let Some(post) = &mut bs.post {
-            events.push(enqueue_post(post, l, b)?);
+            // the block's frames: its transforms, or their pairs' frames (the last may be short)
+            let frames = if bs.pairs {
+                (2 * first, (2 * (first + n)).min(l.frames) - 2 * first)
+            } else {
+                block
+            };
+            events.push(enqueue_post_block(post, l, b, frames)?);
         }
         Ok(())
     }
 }
 
-/// The work-group shape and the groups per frame of one stage's launch.
-type Shape = (Stage, usize);
+/// The work-group shape, the groups of one stage's launch (all its block's transforms) and the
+/// block's first transform.
+type Shape = (Stage, usize, u32);
 
 /// Stage 1 (`tl_columns`): `frames` frames from `input` (buffer, step between frames, wait
 /// list) into `tmp`; tables: the stage's twiddles, the N-point twiddles, the window, the chirp.
 fn columns<T: Sample>(
     k: &mut Kernel,
-    (s, groups): Shape,
+    (s, groups, first): Shape,
     (tw, twn, window, chirp): (&Buffer<T>, &Buffer<T>, &Buffer<T>, &Buffer<T>),
     (inb, step, wait): (&Buffer<T>, u32, &[opencl3::types::cl_event]),
     tmp: &Buffer<T>,
@@ -334,7 +416,7 @@ fn columns<T: Sample>(
     // read at f × step, inside the buffer), the window, the chirp (read only with CHIRP_IN,
     // m points), the stage's twiddles, the N-point twiddles and `tmp` (N points per frame: the
     // work buffers hold `work_points`); `groups` groups of `wg` work-items (the kernel's required
-    // size) per frame, a frame index past `frames` returns early.
+    // size), a transform index past the launch's transforms returns early.
     unsafe {
         ExecuteKernel::new(k)
             .set_event_wait_list(wait)
@@ -346,7 +428,8 @@ fn columns<T: Sample>(
             .set_arg(tmp)
             .set_arg(&frames)
             .set_arg(&step)
-            .set_global_work_size(l.frames * groups * s.wg)
+            .set_arg(&first)
+            .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
     }
@@ -357,7 +440,7 @@ fn columns<T: Sample>(
 /// step) or the launch's output bins; tables: the stage's twiddles, `aux` (filter or chirp).
 fn rows<T: Sample>(
     k: &mut Kernel,
-    (s, groups): Shape,
+    (s, groups, first): Shape,
     (tw, aux, tmp): (&Buffer<T>, &Buffer<T>, &Buffer<T>),
     dst: &Buffer<T>,
     l: &Launch<'_, T>,
@@ -366,7 +449,7 @@ fn rows<T: Sample>(
     // SAFETY: arguments in the order of twolevel.cl's `tl_rows`: `tmp` (N points per frame),
     // the stage's twiddles, `aux` (N or m points; read only by the Bluestein stores), `dst` (a
     // work buffer, N points per frame), the output and the scale; `groups` groups of `wg`
-    // work-items per frame, a frame index past `frames` returns early.
+    // work-items, a transform index past the launch's transforms returns early.
     unsafe {
         ExecuteKernel::new(k)
             .set_arg(tmp)
@@ -378,7 +461,8 @@ fn rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_global_work_size(l.frames * groups * s.wg)
+            .set_arg(&first)
+            .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
     }
