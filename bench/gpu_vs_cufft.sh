@@ -10,9 +10,10 @@
 # AB=1: also time fftd once per variant of VARIANTS into OUTDIR/LABEL, joined against the same
 # cuFFT run, then one table of every variant's time and ratio per size. VARIANTS: variants
 # separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no ',' or ';' in a value). Default:
-# old = this branch's new paths off (FFTD_OPENCL_REAL_PAIRS=0, FFTD_OPENCL_FOURSTEP_RECUR=0,
-# FFTD_OPENCL_SPLIT_PAIRED=0, and the split exchange's component loop and the barrier after the
-# last local loads of the one-kernel path, -DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER); fpb32 = four-step stages with up
+# new = the opt-in paths on (FFTD_OPENCL_REAL_PAIRS=1, FFTD_OPENCL_FOURSTEP_RECUR=1,
+# FFTD_OPENCL_SPLIT_PAIRED=1, and no barrier after the last local loads of the one-kernel path,
+# -DSKIP_LAST_BARRIER); loop = the split exchange's component loop of session 12
+# (-DSPLIT_EXCHANGE_LOOP); fpb32 = four-step stages with up
 # to 32 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB); l2_8m / l2_24m = the four-step and
 # two-level paths in blocks of frames whose work buffer takes 8 / 24 MiB, so the intermediate
 # can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m = l2_8m with four-step
@@ -80,7 +81,7 @@ fftd_runs() {
     done
 }
 fftd_runs "$out"
-variants=${VARIANTS-old:FFTD_OPENCL_REAL_PAIRS=0,FFTD_OPENCL_FOURSTEP_RECUR=0,FFTD_OPENCL_SPLIT_PAIRED=0,FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP -DKEEP_LAST_BARRIER;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
+variants=${VARIANTS-new:FFTD_OPENCL_REAL_PAIRS=1,FFTD_OPENCL_FOURSTEP_RECUR=1,FFTD_OPENCL_SPLIT_PAIRED=1,FFTD_OPENCL_DEFINES=-DSKIP_LAST_BARRIER;loop:FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
 labels=()
 if [ "${AB:-0}" = 1 ]; then
     IFS=';' read -ra vlist <<< "$variants"

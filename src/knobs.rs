@@ -30,15 +30,15 @@ pub const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_OPENCL_DEFINES", meaning: "extra -D options for the OpenCL program build" },
     Knob { name: "FFTD_OPENCL_FOURSTEP_FPB", meaning: "most transforms per work-group of a four-step stage (a power of two, 4..64) [default: 16]" },
     Knob { name: "FFTD_OPENCL_FOURSTEP_FROM", meaning: "complex points per frame (n, or n/2 for even real n) from which powers of two take the four-step path even where one kernel fits [default: only where it does not]" },
-    Knob { name: "FFTD_OPENCL_FOURSTEP_RECUR", meaning: "0: the four-step kernels compute every store twiddle with cospi/sinpi instead of one per work-item and a complex multiplication per point (A/B)" },
+    Knob { name: "FFTD_OPENCL_FOURSTEP_RECUR", meaning: "1: the four-step kernels compute one store twiddle per work-item with cospi/sinpi and the rest by a complex multiplication per point, instead of cospi/sinpi for every one (opt-in: checked on PoCL only, not yet timed or checked on a GPU)" },
     Knob { name: "FFTD_OPENCL_L2_BLOCK", meaning: "bytes of work buffer per block of frames on the four-step and two-level paths: their kernels run block by block so the intermediates can stay in the L2 cache [default: off, one launch over all frames]" },
     Knob { name: "FFTD_OPENCL_LOCAL_LIMIT", meaning: "local memory bytes the kernels may use [default: the device's]" },
     Knob { name: "FFTD_OPENCL_MAX_TPF", meaning: "most threads per frame in the local-memory kernel (a power of two) [default: 256]" },
     Knob { name: "FFTD_OPENCL_PROFILE", meaning: "1: profile every OpenCL command (kernel times); 0: never [default: on in fftd bench, off in runs unless --stats/--trace]" },
     Knob { name: "FFTD_OPENCL_RADIX", meaning: "8: radix-8 passes instead of radix-16" },
-    Knob { name: "FFTD_OPENCL_REAL_PAIRS", meaning: "0: odd real frames through two-level Bluestein one to a transform instead of two (the real and imaginary parts of one complex frame) (A/B)" },
+    Knob { name: "FFTD_OPENCL_REAL_PAIRS", meaning: "1: odd real frames through two-level Bluestein two to a transform (the real and imaginary parts of one complex frame) instead of one (opt-in: checked on PoCL only, not yet timed or checked on a GPU)" },
     Knob { name: "FFTD_OPENCL_SPLIT_FROM", meaning: "frame size from which the local kernel uses the split exchange [default: only when local memory is short]" },
-    Knob { name: "FFTD_OPENCL_SPLIT_PAIRED", meaning: "0: real frames on the split-exchange path (real 16384 f32) finish through a store phase in local memory instead of from the last pass's registers (A/B)" },
+    Knob { name: "FFTD_OPENCL_SPLIT_PAIRED", meaning: "1: real frames on the split-exchange path (real 16384 f32) finish from the last pass's registers instead of through a store phase in local memory (opt-in: checked on PoCL only, not yet timed or checked on a GPU)" },
     Knob { name: "FFTD_OPENCL_SPLIT_LAST32", meaning: "1: fold a radix-2 leftover into a split radix-32 last pass (opt-in, tested for correctness only)" },
     Knob { name: "FFTD_OPENCL_TARGET_WG", meaning: "work-group size the local kernel aims for [default: chosen per device]" },
     Knob { name: "FFTD_OPENCL_TWO_LEVEL", meaning: "0: no two-level path (column then row FFTs in local memory) nor one-kernel Bluestein, for large sizes that are not powers of two, Bluestein and powers of two past the four-step path; those go back to the global-memory passes (A/B)" },
@@ -69,6 +69,10 @@ fn number<N: std::str::FromStr>(name: &str) -> Option<N> {
 /// Whether the knob says "0" (a switch that is on unless turned off).
 fn turned_off(name: &str) -> bool {
     text(name).is_some_and(|v| v.trim() == "0")
+}
+
+fn turned_on(name: &str) -> bool {
+    text(name).is_some_and(|v| v.trim() == "1")
 }
 
 /// A positive, finite number of seconds (anything else: None).
@@ -124,10 +128,10 @@ pub fn opencl_fourstep_fpb() -> Option<usize> {
 pub fn opencl_fourstep_from() -> Option<usize> {
     number::<usize>("FFTD_OPENCL_FOURSTEP_FROM").filter(|&m| m > 0)
 }
-/// `FFTD_OPENCL_FOURSTEP_RECUR=0`: cospi/sinpi for every four-step store twiddle (fourstep.cl
-/// FS_TW_RECUR off), for A/B measurements.
+/// `FFTD_OPENCL_FOURSTEP_RECUR=1`: four-step store twiddles by recurrence (fourstep.cl
+/// FS_TW_RECUR), opt-in until timed and checked on a GPU.
 pub fn opencl_fourstep_recur() -> bool {
-    !turned_off("FFTD_OPENCL_FOURSTEP_RECUR")
+    turned_on("FFTD_OPENCL_FOURSTEP_RECUR")
 }
 /// `FFTD_OPENCL_L2_BLOCK=BYTES`: the four-step and two-level paths in blocks of frames whose
 /// work buffer takes about BYTES (plan.rs and twolevel.rs `block`); unset or 0: one launch over
@@ -153,18 +157,18 @@ pub fn opencl_profile() -> Option<bool> {
 pub fn opencl_radix8() -> bool {
     text("FFTD_OPENCL_RADIX").is_some_and(|v| v.trim() == "8")
 }
-/// `FFTD_OPENCL_REAL_PAIRS=0`: odd real frames on the two-level Bluestein path one to a
-/// transform (twolevel.rs `pairs`), for A/B measurements.
+/// `FFTD_OPENCL_REAL_PAIRS=1`: odd real frames on the two-level Bluestein path two to a
+/// transform (twolevel.rs `pairs`), opt-in until timed and checked on a GPU.
 pub fn opencl_real_pairs() -> bool {
-    !turned_off("FFTD_OPENCL_REAL_PAIRS")
+    turned_on("FFTD_OPENCL_REAL_PAIRS")
 }
 pub fn opencl_split_from() -> Option<usize> {
     number("FFTD_OPENCL_SPLIT_FROM")
 }
-/// `FFTD_OPENCL_SPLIT_PAIRED=0`: real frames on the split path take the store phase through
-/// local memory (stockham_local.cl PAIRED_STORE off), for A/B measurements.
+/// `FFTD_OPENCL_SPLIT_PAIRED=1`: real frames on the split path store from registers
+/// (stockham_local.cl PAIRED_STORE), opt-in until timed and checked on a GPU.
 pub fn opencl_split_paired() -> bool {
-    !turned_off("FFTD_OPENCL_SPLIT_PAIRED")
+    turned_on("FFTD_OPENCL_SPLIT_PAIRED")
 }
 pub fn opencl_split_last32() -> bool {
     text("FFTD_OPENCL_SPLIT_LAST32").is_some_and(|v| v.trim() == "1")

@@ -274,10 +274,11 @@ fn split_exchange_in_rounds_for_complex_frames() {
 /// parts of one complex frame, split after the transform): 1009 and 2001 under 4 KiB (8 KiB f64)
 /// against the naive f64 DFT with 1, 2, 3 and 5 frames (the last pair's second frame missing
 /// when odd), every scale and window; 65521 at an H100's 48 KiB against the CPU engine in f64.
-/// FFTD_OPENCL_REAL_PAIRS=0 takes one frame per transform, right either way.
+/// Pairs are opt-in (FFTD_OPENCL_REAL_PAIRS=1, run by `ab_knobs_stay_right`); by default one
+/// frame per transform, right either way.
 #[test]
 fn odd_real_frames_in_pairs_on_the_bluestein_path() {
-    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").map_or(true, |v| v != "0");
+    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").is_ok_and(|v| v == "1");
     let want = if pairs {
         "two-level-bluestein-pairs"
     } else {
@@ -332,10 +333,11 @@ fn rerun_with(name: &str, env: &[(&str, &str)]) {
 }
 
 /// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
-/// per group, with cospi/sinpi for every store twiddle and in blocks of frames
-/// (FFTD_OPENCL_L2_BLOCK), odd real Bluestein frames one to a transform, the two-level paths in
-/// blocks, four-step where one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames
-/// through the local store phase (FFTD_OPENCL_SPLIT_PAIRED=0).
+/// per group, with store twiddles by recurrence and in blocks of frames (FFTD_OPENCL_L2_BLOCK),
+/// odd real Bluestein frames two to a transform, the two-level paths in blocks, four-step where
+/// one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames stored from the last pass's
+/// registers (FFTD_OPENCL_SPLIT_PAIRED=1). (The opt-in ones are off by default until timed and
+/// checked on a GPU: PoCL runs a group's work-items one after another between barriers.)
 #[test]
 fn ab_knobs_stay_right() {
     if common::test_device().is_none() {
@@ -346,7 +348,7 @@ fn ab_knobs_stay_right() {
         fourstep,
         &[
             ("FFTD_OPENCL_FOURSTEP_FPB", "32"),
-            ("FFTD_OPENCL_FOURSTEP_RECUR", "0"),
+            ("FFTD_OPENCL_FOURSTEP_RECUR", "1"),
         ],
     );
     rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
@@ -355,19 +357,26 @@ fn ab_knobs_stay_right() {
     rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
     rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "300000")]);
     let pairs = "odd_real_frames_in_pairs_on_the_bluestein_path";
-    rerun_with(pairs, &[("FFTD_OPENCL_REAL_PAIRS", "0")]);
+    rerun_with(pairs, &[("FFTD_OPENCL_REAL_PAIRS", "1")]);
     // the two-level paths in blocks of one transform (Bluestein pairs: 5 frames, 3 blocks, the
     // last with one frame), plain, odd, packed real and Bluestein sizes
+    rerun_with(
+        pairs,
+        &[
+            ("FFTD_OPENCL_REAL_PAIRS", "1"),
+            ("FFTD_OPENCL_L2_BLOCK", "1"),
+        ],
+    );
     rerun_with(pairs, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
     rerun_with(
         "f32_two_level_sizes_against_the_f64_dft",
         &[("FFTD_OPENCL_L2_BLOCK", "1")],
     );
-    // real 16384 on the split path with the store phase through local memory (not from the
-    // last pass's registers)
+    // real 16384 on the split path stored from the last pass's registers (not through the
+    // store phase in local memory)
     rerun_with(
         "one_kernel_sizes_or_four_step_by_knob",
-        &[("FFTD_OPENCL_SPLIT_PAIRED", "0")],
+        &[("FFTD_OPENCL_SPLIT_PAIRED", "1")],
     );
     // four-step where one kernel fits, in blocks of two frames at 4096 complex points
     rerun_with(
