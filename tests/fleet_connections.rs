@@ -4,7 +4,8 @@
 //! nats-server: a publish opens one connection per shard by default (seen in the server's
 //! /connz) and `--connections N` opens N; the blocks reach every shard and a worker's rows are
 //! the local run's, each once; a publish resumed with its run id on another number of connections
-//! sends nothing twice; a bad count is a usage error.
+//! sends nothing twice; a server restarted under them is one outage, said once, and loses
+//! nothing; a bad count is a usage error.
 
 mod common;
 mod fleet_common;
@@ -219,4 +220,55 @@ fn a_connection_count_out_of_range_is_a_usage_error() {
             .expect("fftd runs");
         assert_clean_error(&out, 2, &["--connections"]);
     }
+}
+
+#[test]
+fn a_server_restart_under_a_publishers_connections_is_one_outage_and_loses_nothing() {
+    if !have_server() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut server = NatsServer::start(dir.path());
+    let wav = dir.path().join("rec.wav");
+    write_wav(&wav, 60_000);
+    setup(&server);
+    let mut publisher = publish(&server, Path::new("-"), &["--retry", "forever"]);
+    let mut stdin = publisher.stdin.take().expect("stdin");
+    let bytes = std::fs::read(&wav).expect("wav");
+    let feed = |stdin: &mut ChildStdin, bytes: &[u8]| {
+        for piece in bytes.chunks(16_384) {
+            stdin.write_all(piece).expect("write to stdin");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let third = bytes.len() / 3;
+    feed(&mut stdin, &bytes[..third]);
+    wait_for("the first blocks", Duration::from_secs(30), || {
+        work_messages(&server).unwrap_or(0) > 0
+    });
+    // every connection is lost at once, while blocks are cut
+    server.stop();
+    feed(&mut stdin, &bytes[third..2 * third]);
+    std::thread::sleep(Duration::from_secs(2));
+    server.launch();
+    std::thread::sleep(Duration::from_secs(3));
+    feed(&mut stdin, &bytes[2 * third..]);
+    drop(stdin);
+    let said = finish(publisher, "publisher");
+    eprintln!("{said}");
+    assert!(said.contains("on 4 connection(s)"), "{said}");
+    assert_eq!(
+        said.matches("NATS connection lost").count(),
+        1,
+        "said once, not once per connection: {said}"
+    );
+    assert!(said.contains("answers again after"), "{said}");
+    let (blocks, _) = published(&said);
+    assert_eq!(
+        work_messages(&server),
+        Some(blocks),
+        "each block stored once"
+    );
+    eprintln!("{}", finish(worker(&server), "worker"));
+    assert_equals_local(&server, &wav);
 }

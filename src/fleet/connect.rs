@@ -145,7 +145,7 @@ impl NatsArgs {
                 async move {
                     match (&event, &outages) {
                         (Event::Disconnected, Some(o)) => o.lost(),
-                        (Event::Connected, Some(o)) => o.succeeded(),
+                        (Event::Connected, Some(o)) => o.reconnected(),
                         _ => {}
                     }
                     log_event(event, loud)
