@@ -10,12 +10,14 @@ publisher's start until the spectra stream holds every message, read from the se
 monitoring endpoint /jsz, and the ratio of each time to the local run's; for the fleet also how
 long `fftd publish` took, the CPU time it used and the CPU time the server(s) used meanwhile
 (where the samples' way into the broker spends its time). --shards N sets up the work stream
-over N streams (fftd fleet setup --shards; 1 is the single stream of fftd before shards). Needs nats-server
+over N streams (fftd fleet setup --shards; 1 is the single stream of fftd before shards);
+--connections N is `fftd publish --connections N` (1: every shard on one connection, as fftd
+publish before issue 28's third pass; default one per shard). Needs nats-server
 (scripts/deps.sh --test) and a release build.
 
     python3 bench/fleet.py [--samples 8000000] [--frame 1024] [--hop 512] [--workers 3] [--runs 3]
                            [--worker-device cpu] [--nats-server nats-server] [--memory] [--warmup 0.5]
-                           [--cluster] [--layouts max,1] [--publishers 1] [--shards N]
+                           [--cluster] [--layouts max,1] [--publishers 1] [--shards N] [--connections N]
 
 FFTD names the fftd binary (default target/release/fftd).
 """
@@ -154,8 +156,9 @@ def fleet_run(args, path, rows, layout):
         server_cpu = sum(cpu_seconds(s.pid) for s in servers)
         # one publisher, or --publishers K each with a part of the input (a connection each)
         parts = split_input(args, path)
+        connections = ["--connections", str(args.connections)] if args.connections else []
         publishers = [subprocess.Popen([FFTD, "publish", "--file", part, "--rate", "48000",
-                                        "--to", f"{address(urls, 0)}/frames.bench", *framing])
+                                        "--to", f"{address(urls, 0)}/frames.bench", *framing, *connections])
                       for part in parts]
         publish_cpu = 0.0
         for publisher in publishers:
@@ -229,6 +232,8 @@ def main():
     p.add_argument("--warmup", type=float, default=0.5, help="seconds the workers get to start")
     p.add_argument("--shards", type=int, default=None,
                    help="fleet setup --shards N: streams the work is spread over [default: fftd's]")
+    p.add_argument("--connections", type=int, default=None,
+                   help="fftd publish --connections N (1: every shard on one connection) [default: fftd's, one per shard]")
     p.add_argument("--publishers", type=int, default=1,
                    help="fftd publish processes at once, each with 1/K of the input (K connections into the work stream)")
     args = p.parse_args()
@@ -248,6 +253,7 @@ def main():
     store = "memory" if args.memory else "file"
     where = "3-node cluster, R3" if args.cluster else "1 server"
     where += f", {args.shards if args.shards else 'default'} work shard(s)"
+    where += f", {args.connections if args.connections else 'default'} publish connection(s)"
     print(f"input: {args.samples} f32 samples, frame {args.frame} hop {args.hop}: {rows} rows of {bins} bins "
           f"({mb:.1f} MB of f32 rows); {where}, {store} store; median of {args.runs} runs each")
 

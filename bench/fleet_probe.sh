@@ -19,8 +19,16 @@
 # the fleet at ~350 MB/s); then 4 publishers, a memory store, one row a message, a 3-node
 # cluster and larger frames. Without the carried nats-server it uses one on PATH, if any.
 # SAMPLES=N and RUNS=N override the input size (64 M f32 samples) and runs per line (3).
+#
+#   bash bench/fleet_probe.sh --publisher
+#
+# runs only the lines of issue 28's third pass (the publisher's connections, a minute or two):
+# 4 shards on one publishing connection (as before) and on one per shard (the default), 8
+# shards, 8 shards with 6 workers, and 8 shards in memory (the file store's share).
 set -euo pipefail
 here=target/fleet-probe
+mode=all
+[[ ${1:-} == --publisher ]] && mode=publisher
 if [[ ${1:-} == --prepare ]]; then
     mkdir -p "$here"
     strip -o "$here/fftd" target/release/fftd
@@ -42,6 +50,7 @@ export LD_LIBRARY_PATH=$PWD/$here${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export FFTD=$here/fftd
 samples=${SAMPLES:-64000000}
 runs=${RUNS:-3}
+[[ $mode == publisher ]] && runs=${RUNS:-2}
 out=${OUT:-/tmp}/fleet_probe.txt
 : >"$out"
 probe() {
@@ -49,6 +58,15 @@ probe() {
     python3 bench/fleet.py --nats-server "$nats" "$@" 2>&1 | tee -a "$out"
 }
 echo "host: $(nproc) cores, $(date -u "+%Y-%m-%d %H:%M UTC"), $($nats --version), $($FFTD --version)" | tee -a "$out"
+if [[ $mode == publisher ]]; then
+    # before (every shard on one connection, as fftd publish was) and after (one per shard)
+    probe --samples "$samples" --runs "$runs" --layouts max --shards 4 --connections 1
+    probe --samples "$samples" --runs "$runs" --layouts max --shards 4
+    probe --samples "$samples" --runs "$runs" --layouts max --shards 8
+    probe --samples "$samples" --runs "$runs" --layouts max --shards 8 --workers 6
+    probe --samples "$samples" --runs "$runs" --layouts max --shards 8 --memory
+    exit 0
+fi
 # issue 28's work shards: one stream (as before shards), then fleet setup's default (4) and 8,
 # each line its own servers; the same with 6 workers (more consumers of the shards)
 probe --samples "$samples" --runs "$runs" --layouts max --shards 1

@@ -488,9 +488,11 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     let dir = tempfile::tempdir().expect("tempdir");
     let server = NatsServer::start(dir.path());
     let wav = dir.path().join("rec.wav");
-    write_wav(&wav, 3_000_000); // 23 435 frames, 1465 blocks
+    write_wav(&wav, 6_000_000); // 46 872 frames, 2930 blocks
     setup(&server, "30");
-    let first = publish_with(&server, &wav, &["--run-id", "r1"]);
+    // on one connection, so that Ctrl-C comes before the publish is over (on one connection
+    // per shard, the default, it may be over first); resumed on the default
+    let first = publish_with(&server, &wav, &["--run-id", "r1", "--connections", "1"]);
     wait_for("the first blocks", Duration::from_secs(30), || {
         work_messages(&server).unwrap_or(0) > 0
     });

@@ -37,6 +37,8 @@ use std::sync::atomic::Ordering;
 
 /// Sample frames read per block of input.
 const READ_FRAMES: usize = 1 << 14;
+/// Threads of the NATS client's runtime at most (fewer on fewer cores).
+const MOST_THREADS: usize = 8;
 
 #[derive(clap::Args, Debug)]
 pub struct PublishArgs {
@@ -73,6 +75,12 @@ pub struct PublishArgs {
     /// the server's max_payload].
     #[arg(long, value_name = "N", value_parser = crate::types::whole_in::<u32>(1, 65536))]
     pub block_frames: Option<u32>,
+
+    /// NATS connections the blocks go out on, the work stream's shards spread over them
+    /// (nats-server stores what one connection sends one message at a time) [default: one per
+    /// shard].
+    #[arg(long, value_name = "N", value_parser = crate::types::whole_in::<u32>(1, 64))]
+    pub connections: Option<u32>,
 
     /// Input file format [default: by extension].
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -150,20 +158,27 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
         )));
     }
     check_default_ids(&plan.sequential, &args.source_id)?;
-    let rt = crate::fleet::connect::runtime()?;
+    // a thread per connection to write its socket, as many as the cores
+    let rt = crate::fleet::connect::runtime_with(MOST_THREADS)?;
     let outages = Outages::new(args.retry, url.to_string());
-    let (js, max_payload, shards) = rt.block_on(async {
+    let (connections, max_payload, shards) = rt.block_on(async {
+        let nats = args.nats.spec();
         let watched = Some(outages.clone());
-        let client = (args.nats.spec())
-            .connect_watched(&url, "fftd publish", watched)
-            .await?;
+        let client = nats.connect_watched(&url, "fftd publish", watched).await?;
         // the server's INFO: no message may be larger
         let max_payload = client.server_info().max_payload;
         let js = publishing_context(client);
         let shards = patiently(|| publish_subjects(&js, &subject)).await?;
-        Ok::<_, FftdError>((js, max_payload, shards))
+        let wanted = args.connections.map_or(shards.len(), |c| c as usize);
+        let mut connections = vec![js];
+        for k in 1..wanted.min(shards.len()) {
+            let name = format!("fftd publish ({})", k + 1);
+            let more = nats.connect_another(&url, &name, outages.clone()).await?;
+            connections.push(publishing_context(more));
+        }
+        Ok::<_, FftdError>((connections, max_payload, shards))
     })?;
-    let mut sender = BlockSender::new(&rt, js, (subject, shards), outages.clone());
+    let mut sender = BlockSender::new(&rt, &connections, (subject, shards), outages.clone());
     let mut shape = ShapeOf {
         settings,
         source_id: None,
@@ -235,12 +250,13 @@ fn finish_publish(
     if args.stats {
         let p = &sender.published;
         eprintln!(
-            "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' over {} shard(s) ({} already there)",
+            "fftd publish: run {run}: {} blocks, {} frames, {} samples to '{}' over {} shard(s) on {} connection(s) ({} already there)",
             p.blocks,
             p.frames,
             p.samples,
             sender.subject(),
             sender.shard_count(),
+            sender.connection_count(),
             sender.acked().duplicates
         );
     }

@@ -2,6 +2,11 @@
 //! shard of the work stream (`shards`: block i of a stream goes to shard (i + stream) mod N),
 //! each shard's batches published with acks on the client's runtime (`publish_acked::Publishing`)
 //! within a window of its own, so every shard's store works at once and memory stays bounded.
+//!
+//! Each shard publishes on a connection of its own when it has one (`fftd publish
+//! --connections`, default one per shard; shard k uses connection k mod C): nats-server stores
+//! what a client publishes in that client's read loop, one message after another, so on one
+//! connection the shards' stores take turns on one server core however many shards there are.
 
 use super::cutter::CutBlock;
 use super::outage::Outages;
@@ -43,23 +48,27 @@ pub struct BlockSender<'a> {
     /// The subject the publisher was given: block ids name it, whatever shard they go to.
     subject: String,
     shards: Vec<Shard>,
+    /// Connections the shards publish on.
+    connections: usize,
     pub published: Published,
     /// A batch that could not be published: the cutters stop, the publish fails.
     failed: Option<FftdError>,
 }
 
 impl<'a> BlockSender<'a> {
-    /// Blocks for `subject` sent to `shard_subjects` (`shards::publish_subjects`, shard 0 first).
-    /// Failures are retried as `outages` says.
+    /// Blocks for `subject` sent to `shard_subjects` (`shards::publish_subjects`, shard 0 first),
+    /// shard k on connection `connections[k mod C]` (at least one). Failures are retried as
+    /// `outages` says.
     pub fn new(
         rt: &'a Runtime,
-        js: Context,
+        connections: &[Context],
         (subject, shard_subjects): (String, Vec<String>),
         outages: Arc<Outages>,
     ) -> Self {
-        let shards = shard_subjects
+        let shards: Vec<Shard> = shard_subjects
             .into_iter()
-            .map(|s| Shard {
+            .zip(connections.iter().cycle())
+            .map(|(s, js)| Shard {
                 publishing: Publishing::new(js.clone(), s, IN_FLIGHT, outages.clone()),
                 batch: Vec::new(),
             })
@@ -67,6 +76,7 @@ impl<'a> BlockSender<'a> {
         BlockSender {
             rt,
             subject,
+            connections: connections.len().min(shards.len()),
             shards,
             published: Published::default(),
             failed: None,
@@ -76,6 +86,11 @@ impl<'a> BlockSender<'a> {
     /// The subject the publisher was given.
     pub fn subject(&self) -> &str {
         &self.subject
+    }
+
+    /// How many connections the shards publish on.
+    pub fn connection_count(&self) -> usize {
+        self.connections
     }
 
     /// How many shards the blocks are spread over.
@@ -96,7 +111,7 @@ impl<'a> BlockSender<'a> {
         let shard = &mut self.shards[k];
         shard.batch.push(Outgoing {
             headers: block.header.to_headers(&self.subject),
-            payload: block.payload.into(),
+            payload: block.payload,
         });
         if shard.batch.len() >= BATCH_BLOCKS {
             let batch = std::mem::take(&mut shard.batch);

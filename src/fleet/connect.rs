@@ -46,8 +46,15 @@ pub struct NatsArgs {
 
 /// The runtime the NATS client runs on: two threads of its own.
 pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    runtime_with(2)
+}
+
+/// A runtime of `threads` threads (at least 2, at most the cores), for clients of several
+/// connections (`fftd publish`: one per work shard), each writing its socket on its own.
+pub fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads.min(cores).max(2))
         .thread_name("fftd-nats")
         .enable_all()
         .build()
@@ -88,6 +95,7 @@ impl NatsArgs {
         url: &NatsUrl,
         name: &str,
         outages: Option<Arc<Outages>>,
+        loud: bool,
     ) -> Result<ConnectOptions> {
         let mut opts = match &self.nats_creds {
             Some(path) => credentials(path)?,
@@ -137,10 +145,10 @@ impl NatsArgs {
                 async move {
                     match (&event, &outages) {
                         (Event::Disconnected, Some(o)) => o.lost(),
-                        (Event::Connected, Some(o)) => o.succeeded(),
+                        (Event::Connected, Some(o)) => o.reconnected(),
                         _ => {}
                     }
-                    log_event(event)
+                    log_event(event, loud)
                 }
             }))
     }
@@ -158,7 +166,28 @@ impl NatsArgs {
         name: &str,
         outages: Option<Arc<Outages>>,
     ) -> Result<Client> {
-        let opts = self.options(url, name, outages)?;
+        self.connect_as(url, name, outages, true).await
+    }
+
+    /// As `connect_watched`, for a process's further connections to the same server (`fftd
+    /// publish`'s, one per work shard): a connection lost is said once, by the first one.
+    pub async fn connect_another(
+        &self,
+        url: &NatsUrl,
+        name: &str,
+        outages: Arc<Outages>,
+    ) -> Result<Client> {
+        self.connect_as(url, name, Some(outages), false).await
+    }
+
+    async fn connect_as(
+        &self,
+        url: &NatsUrl,
+        name: &str,
+        outages: Option<Arc<Outages>>,
+        loud: bool,
+    ) -> Result<Client> {
+        let opts = self.options(url, name, outages, loud)?;
         let servers = url.servers();
         // every server given may be tried once within the timeout
         let limit = self.timeout() * servers.len() as u32 + Duration::from_secs(1);
@@ -197,10 +226,12 @@ fn readable(flag: &str, path: &std::path::Path) -> Result<()> {
         .map_err(|e| FftdError::Usage(format!("{flag} {}: {e}", path.display())))
 }
 
-/// Disconnections and reconnections, once each, in the log.
-fn log_event(event: Event) {
+/// A connection's event in the log; `loud`: a lost connection is a warning (else said by the
+/// process's first connection already).
+fn log_event(event: Event, loud: bool) {
     match event {
-        Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
+        Event::Disconnected if loud => tracing::warn!("NATS connection lost; reconnecting"),
+        Event::Disconnected => tracing::debug!("NATS connection lost; reconnecting"),
         Event::Connected => tracing::debug!("NATS connection established"),
         Event::ServerError(e) => tracing::warn!("NATS server error: {e}"),
         // repeated on every reconnect attempt: the loss itself was said once above

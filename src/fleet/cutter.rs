@@ -5,13 +5,16 @@
 //! Memory: at most one block's samples plus one push.
 
 use super::block::{BlockHeader, StreamShape, MAX_BLOCK_FRAMES};
+use super::payloads::PayloadPool;
 use crate::frame::expected_frames;
+use bytes::Bytes;
 
 /// A block ready to publish: its header and its payload, the samples as little-endian float32
-/// (`kind.width()` values each), encoded straight from the cutter's buffer.
+/// (`kind.width()` values each), encoded straight from the cutter's buffer into a buffer used
+/// again once the payload is dropped (`payloads`).
 pub struct CutBlock {
     pub header: BlockHeader,
-    pub payload: Vec<u8>,
+    pub payload: Bytes,
     /// The block's place among its stream's blocks (0, 1, …): the same for the same cut, so a
     /// resumed publish sends each block to the shard it went to before (`shards::shard_of`).
     pub index: u64,
@@ -35,6 +38,8 @@ pub struct BlockCutter {
     last: bool,
     /// Blocks emitted so far.
     emitted: u64,
+    /// Payload buffers the client has dropped, for the next blocks.
+    pool: PayloadPool,
 }
 
 impl BlockCutter {
@@ -51,6 +56,7 @@ impl BlockCutter {
             next_frame: 0,
             last: false,
             emitted: 0,
+            pool: PayloadPool::default(),
         }
     }
 
@@ -141,8 +147,9 @@ impl BlockCutter {
         let held = self.buf.len() / w;
         let from = ((start - self.base) as usize).min(held) * w;
         let to = ((end - self.base) as usize).min(held) * w;
-        let mut payload = Vec::new();
+        let mut payload = self.pool.take();
         super::block::encode_samples(&self.buf[from..to], &mut payload);
+        let payload = self.pool.payload(payload);
         let block = CutBlock {
             header: BlockHeader {
                 shape: self.shape.clone(),

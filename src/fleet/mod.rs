@@ -20,6 +20,7 @@ pub mod ids;
 pub mod jetstream;
 pub mod outage;
 pub mod output;
+pub mod payloads;
 pub mod publish_acked;
 pub mod rows;
 pub mod shards;

@@ -16,7 +16,7 @@
 
 use crate::source::outages::{outages, Gap};
 use crate::source::retry_policy::RetryPolicy;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,8 @@ pub struct Outages {
     open: Mutex<Option<Open>>,
     gaps: AtomicU64,
     retries: AtomicU64,
+    /// Connections lost and not made again yet.
+    down: AtomicUsize,
 }
 
 /// What one task's retrying looks like: when its failures began and how many attempts it made.
@@ -64,6 +66,7 @@ impl Outages {
             open: Mutex::new(None),
             gaps: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            down: AtomicUsize::new(0),
         })
     }
 
@@ -78,6 +81,7 @@ impl Outages {
             open: Mutex::new(None),
             gaps: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            down: AtomicUsize::new(0),
         })
     }
 
@@ -162,6 +166,7 @@ impl Outages {
     /// The client lost its connection: an outage opens (unless one is under way), though no
     /// publish or fetch has failed yet (the client holds them while it reconnects).
     pub fn lost(&self) {
+        self.down.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut open) = self.open.lock() {
             if open.is_none() {
                 tracing::warn!(
@@ -179,9 +184,26 @@ impl Outages {
         }
     }
 
-    /// A success: the outage under way, if any, is over (said, counted, and a gap event).
+    /// A connection (re)made: the outage is over once every connection lost is back (`fftd
+    /// publish` has one per work shard, lost together when the server goes).
+    pub fn reconnected(&self) {
+        let was = (self.down)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                Some(d.saturating_sub(1))
+            })
+            .unwrap_or(0);
+        if was <= 1 {
+            self.close(true);
+        }
+    }
+
+    /// A success: the outage under way, if any, is over (said, counted, and a gap event) —
+    /// once every connection lost is back too (a publish on one of several connections
+    /// succeeds while the others still reconnect: one outage, not one per connection).
     pub fn succeeded(&self) {
-        self.close(true);
+        if self.down.load(Ordering::Relaxed) == 0 {
+            self.close(true);
+        }
     }
 
     fn close(&self, resumed: bool) {
@@ -241,6 +263,20 @@ mod tests {
         assert_eq!((o.gaps(), o.retries()), (1, 4));
         o.succeeded();
         assert_eq!(o.gaps(), 1, "closed once");
+    }
+
+    #[test]
+    fn several_connections_lost_together_are_one_outage_over_when_all_are_back() {
+        let o = Outages::new(None, "nats://x:1".into());
+        (0..3).for_each(|_| o.lost());
+        o.reconnected();
+        o.reconnected();
+        o.succeeded(); // a publish on a connection that is back
+        assert_eq!(o.gaps(), 0, "one connection still away");
+        o.reconnected();
+        assert_eq!(o.gaps(), 1, "over, once");
+        o.reconnected(); // a first connection's event: nothing was lost
+        assert_eq!(o.gaps(), 1);
     }
 
     #[test]
