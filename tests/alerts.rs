@@ -388,13 +388,7 @@ fn events_go_to_a_nats_subject() {
     write_f32(&input, &x);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let _in_runtime = rt.enter(); // the client and subscription are dropped inside it
-    let client = rt
-        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
-        .expect("connect");
-    let mut sub = rt
-        .block_on(client.subscribe("site1.alerts"))
-        .expect("subscribe");
-    rt.block_on(client.flush()).unwrap();
+    let (_client, mut sub) = subscribed(&rt, &server, "site1.alerts");
     let out = run(&[
         "--file",
         s(&input),
@@ -873,6 +867,22 @@ fn paced_events_run(dir: &Path, url: &str, retry: &str) -> std::process::Child {
         .expect("fftd starts")
 }
 
+/// A client of `server` subscribed to `subject`, the subscription in place at the server.
+fn subscribed(
+    rt: &tokio::runtime::Runtime,
+    server: &fleet_common::NatsServer,
+    subject: &str,
+) -> (async_nats::Client, async_nats::Subscriber) {
+    let client = rt
+        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
+        .expect("connect");
+    let sub = rt
+        .block_on(client.subscribe(subject.to_string()))
+        .expect("subscribe");
+    rt.block_on(client.flush()).expect("flush");
+    (client, sub)
+}
+
 /// The next message on `sub` within `limit`, as JSON (None: none came).
 fn next_event(
     rt: &tokio::runtime::Runtime,
@@ -895,11 +905,7 @@ fn events_to_nats_ride_out_a_server_restart_under_retry() {
     let mut server = fleet_common::NatsServer::start(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let _in_runtime = rt.enter();
-    let client = rt
-        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
-        .expect("connect");
-    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
-    rt.block_on(client.flush()).unwrap();
+    let (_client, mut sub) = subscribed(&rt, &server, "site1.alerts");
     let running = paced_events_run(dir.path(), &server.url("site1.alerts"), "30s");
     let first = next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
     let at = first["time_s"].as_f64().unwrap_or(f64::NAN);
@@ -956,11 +962,7 @@ fn events_to_a_nats_server_that_stays_away_end_the_run_as_the_policy_says() {
     let mut server = fleet_common::NatsServer::start(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let _in_runtime = rt.enter();
-    let client = rt
-        .block_on(async_nats::connect(format!("127.0.0.1:{}", server.port)))
-        .expect("connect");
-    let mut sub = rt.block_on(client.subscribe("site1.alerts")).unwrap();
-    rt.block_on(client.flush()).unwrap();
+    let (_client, mut sub) = subscribed(&rt, &server, "site1.alerts");
     let url = server.url("site1.alerts");
     let running = paced_events_run(dir.path(), &url, "2");
     next_event(&rt, &mut sub, Duration::from_secs(20)).expect("the first start");
