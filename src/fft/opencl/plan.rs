@@ -188,9 +188,9 @@ impl<T: Sample> OpenClEngine<T> {
         } else {
             m
         };
-        // real input on the split path: bins from the last pass's registers where it can
-        // (stockham_local.cl PAIRED_STORE; tuning knob FFTD_OPENCL_SPLIT_PAIRED=0: the store
-        // phase through local memory)
+        // real input on the split path: bins from the last pass's registers with
+        // FFTD_OPENCL_SPLIT_PAIRED=1 (stockham_local.cl PAIRED_STORE; opt-in until timed and
+        // checked on a GPU), else the store phase through local memory
         let paired = if crate::knobs::opencl_split_paired() {
             " -D PAIRED_STORE"
         } else {
@@ -228,8 +228,8 @@ impl<T: Sample> OpenClEngine<T> {
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
         };
-        // twiddles on store by recurrence (tuning knob FFTD_OPENCL_FOURSTEP_RECUR=0: cospi and
-        // sinpi for every point)
+        // twiddles on store by recurrence with FFTD_OPENCL_FOURSTEP_RECUR=1 (opt-in until timed
+        // and checked on a GPU), else cospi and sinpi for every point
         let recur = if crate::knobs::opencl_fourstep_recur() {
             " -D FS_TW_RECUR"
         } else {

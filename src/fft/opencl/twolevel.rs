@@ -10,9 +10,9 @@
 //! load (input → a), rows times the filter's spectrum (a → b), columns (b → a), rows times the
 //! chirp (a → bins; even real n: → b, then `post`) — four kernels, with the chirp, the filter and
 //! the twiddles computed once per plan on the host in f64. Odd real n through Bluestein: two
-//! frames per transform (`pairs`, the real and imaginary parts of one complex frame), the last
-//! rows kernel → b, then `pair_post` splits the two spectra (FFTD_OPENCL_REAL_PAIRS=0: one
-//! frame per transform, as before).
+//! frames per transform with FFTD_OPENCL_REAL_PAIRS=1 (`pairs`, the real and imaginary parts
+//! of one complex frame), the last rows kernel → b, then `pair_post` splits the two spectra;
+//! by default one frame per transform (pairs are opt-in until timed and checked on a GPU).
 
 use super::launch::{cl, enqueue_post_block, Block, Launch};
 use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
@@ -153,8 +153,8 @@ impl<T: Sample> OpenClEngine<T> {
         let Some((s1, s2)) = twolevel_geometry(n, rb, local_limit, max_wg) else {
             return Ok(None);
         };
-        // odd real n through Bluestein: two frames per transform (tuning knob
-        // FFTD_OPENCL_REAL_PAIRS=0: one)
+        // odd real n through Bluestein: two frames per transform with FFTD_OPENCL_REAL_PAIRS=1
+        // (opt-in until timed and checked on a GPU)
         let pairs = !plain && real_full && crate::knobs::opencl_real_pairs();
         let geo = format!(
             "{opts} -D N={n} -D N1={} -D N2={} -D PAIRS={}",
@@ -183,23 +183,7 @@ impl<T: Sample> OpenClEngine<T> {
                 store: 3,
             };
             let c = chirp(m);
-            let post = if pairs {
-                let pg = self.dev.program(
-                    "twolevel",
-                    &[SRC_COMMON, SRC_TWOLEVEL],
-                    &format!("{geo} -D STAGE=3"),
-                )?;
-                Some(
-                    Kernel::create(&pg, "pair_post")
-                        .map_err(|e| format!("kernel pair_post: {e}"))?,
-                )
-            } else if real_packed {
-                let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
-                let pg = self.dev.program("stockham_global", &src, opts)?;
-                Some(Kernel::create(&pg, "post").map_err(|e| format!("kernel post: {e}"))?)
-            } else {
-                None
-            };
+            let post = self.bluestein_post(pairs, real_packed, (&geo, opts))?;
             Some(Chirped {
                 chirp: self.upload(&interleave::<T>(&c))?,
                 filter: self.upload(&interleave::<T>(&filter_spectrum(&c, n)))?,
@@ -229,6 +213,31 @@ impl<T: Sample> OpenClEngine<T> {
 }
 
 impl<T: Sample> OpenClEngine<T> {
+    /// What follows Bluestein's transforms: `pair_post` splitting two real frames' spectra
+    /// (`pairs`), the r2c post-processing (even real n), or nothing (complex n).
+    fn bluestein_post(
+        &self,
+        pairs: bool,
+        real_packed: bool,
+        (geo, opts): (&str, &str),
+    ) -> Result<Option<Kernel>, String> {
+        if pairs {
+            let options = format!("{geo} -D STAGE=3");
+            let pg = self
+                .dev
+                .program("twolevel", &[SRC_COMMON, SRC_TWOLEVEL], &options)?;
+            let kernel = Kernel::create(&pg, "pair_post");
+            return Ok(Some(kernel.map_err(|e| format!("kernel pair_post: {e}"))?));
+        }
+        if real_packed {
+            let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
+            let pg = self.dev.program("stockham_global", &src, opts)?;
+            let kernel = Kernel::create(&pg, "post");
+            return Ok(Some(kernel.map_err(|e| format!("kernel post: {e}"))?));
+        }
+        Ok(None)
+    }
+
     /// One stage's kernel (`name`, STAGE `stage` of shape `s`) with the loads and stores `e`;
     /// `geo`: the plan's defines and N, N1, N2.
     fn twolevel_kernel(
