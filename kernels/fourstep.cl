@@ -18,7 +18,7 @@
 // FPB values.
 // Twiddles on store (stage 1's W_MT^(n2 k1); real input's W_2MT^k in stage 2): a work-item's
 // store loop keeps one column (stage 1: n2) or row (stage 2: k1) and steps k1 (stage 1) or k2
-// (stage 2) by TPF, so with FS_TW_RECUR (FFTD_OPENCL_FOURSTEP_RECUR, on by default) it computes
+// (stage 2) by TPF, so with FS_TW_RECUR (FFTD_OPENCL_FOURSTEP_RECUR=1, opt-in) it computes
 // its first twiddle with cospi/sinpi and the others by one complex multiplication each
 // (w *= W^step; at most M/TPF steps); without, cospi/sinpi for every point.
 // Blocks (FFTD_OPENCL_L2_BLOCK): a launch may cover frames first..first+frames-1 of the batch

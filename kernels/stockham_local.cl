@@ -122,7 +122,7 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
     }
 #endif
 
-// PAIRED_STORE (FFTD_OPENCL_SPLIT_PAIRED, on by default): real input on the split path whose last
+// PAIRED_STORE (FFTD_OPENCL_SPLIT_PAIRED=1, opt-in): real input on the split path whose last
 // pass is radix 2 (ns = M/2) with an even number of butterflies per work-item (real 16384 f32):
 // work-item t takes the butterfly pairs q = t + c*TPF, c < NPAIRS: A = q and B = M/2 - q (q = 0:
 // A = 0, B = M/4). Their outputs k = A, A + M/2, B, B + M/2 hold each other's partners M - k

@@ -22,6 +22,8 @@ fn engine<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
     let dev = common::test_device()?;
     let options = OpenClOptions {
         local_mem_limit: Some(limit),
+        // (`ab_knobs_stay_right` builds the kernels with extra defines this way)
+        extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
         ..Default::default()
     };
     let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
@@ -278,7 +280,7 @@ fn split_exchange_in_rounds_for_complex_frames() {
 /// frame per transform, right either way.
 #[test]
 fn odd_real_frames_in_pairs_on_the_bluestein_path() {
-    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").is_ok_and(|v| v == "1");
+    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").is_ok_and(|v| v.trim() == "1");
     let want = if pairs {
         "two-level-bluestein-pairs"
     } else {
@@ -336,7 +338,8 @@ fn rerun_with(name: &str, env: &[(&str, &str)]) {
 /// per group, with store twiddles by recurrence and in blocks of frames (FFTD_OPENCL_L2_BLOCK),
 /// odd real Bluestein frames two to a transform, the two-level paths in blocks, four-step where
 /// one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames stored from the last pass's
-/// registers (FFTD_OPENCL_SPLIT_PAIRED=1). (The opt-in ones are off by default until timed and
+/// registers (FFTD_OPENCL_SPLIT_PAIRED=1), the one-kernel path without its last barrier
+/// (-D SKIP_LAST_BARRIER) and with the split exchange's loop (-D SPLIT_EXCHANGE_LOOP). (The opt-in ones are off by default until timed and
 /// checked on a GPU: PoCL runs a group's work-items one after another between barriers.)
 #[test]
 fn ab_knobs_stay_right() {
@@ -352,6 +355,14 @@ fn ab_knobs_stay_right() {
         ],
     );
     rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
+    rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_RECUR", "1")]);
+    rerun_with(
+        fourstep,
+        &[
+            ("FFTD_OPENCL_FOURSTEP_RECUR", "1"),
+            ("FFTD_OPENCL_L2_BLOCK", "300000"),
+        ],
+    );
     // blocks of one frame, and of two (real 2^15: 128 KiB of work buffer a frame) with a
     // shorter last block
     rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
@@ -377,6 +388,16 @@ fn ab_knobs_stay_right() {
     rerun_with(
         "one_kernel_sizes_or_four_step_by_knob",
         &[("FFTD_OPENCL_SPLIT_PAIRED", "1")],
+    );
+    // the one-kernel path without the barrier after its last local loads, and the split
+    // exchange's components in a loop (session 12's form)
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[("FFTD_OPENCL_DEFINES", "-DSKIP_LAST_BARRIER")],
+    );
+    rerun_with(
+        "one_kernel_sizes_or_four_step_by_knob",
+        &[("FFTD_OPENCL_DEFINES", "-DSPLIT_EXCHANGE_LOOP")],
     );
     // four-step where one kernel fits, in blocks of two frames at 4096 complex points
     rerun_with(

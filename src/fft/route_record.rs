@@ -3,20 +3,23 @@
 //! (`router::build_engine_set`). Each run records its end-to-end rate (input samples per second
 //! of wall time, start-up included) in the cache folder, under its job's shape (`JobKey`:
 //! frame, hop, precision, products, input size class, and the cores this process may use). A run
-//! of the GPU alone also records what the CPU engines delivered while they bridged the device's
-//! start-up (`cpu_bridge`: the whole run when no device joined), a figure for the CPU alone
-//! that costs no run of its own.
+//! of the GPU alone also records the CPU engines' figure from their bridge over the device's
+//! start-up (`cpu_bridge`: the run's set-up plus every sample at the rate the CPU lane went until
+//! the device joined; the whole run when none joined), a figure for the CPU alone that costs no
+//! run of its own. Only whole file jobs are recorded (`pipeline::run_steps::teaches_auto`); other
+//! runs, and any run with no cache folder, take the CPU alone.
 //!
 //! How it decides (`RouteRecord::choose`): a new job runs the GPU alone, which measures both
-//! routes at once. Then only ways within `CLOSE` (10 %) of the best way's figure are tried, up
-//! to `TRIALS` figures each, so no trial costs more than 10 % of the job: the CPU alone, judged
-//! by its bridge figure until it has run, and both lanes only where the two ways alone are
-//! within 10 % of each other (where one is far ahead, the other's cores and host time serve it
-//! better: on the H200 host the GPU alone beat both lanes on every job it won by more). A way
-//! is judged by the best of its last `TRIALS` figures (a noisy run is a slow one); every
-//! `RETRY_EVERY`th run takes a close runner-up again. When both lanes are the best way, they
-//! share batches in proportion to the rates each way delivered alone (`RouteRecord::shares`).
-//! So `auto` follows what this machine's whole pipeline delivers, not only what its kernels do.
+//! routes at once. Then only ways predicted within `CLOSE` (10 %) of the best way's figure are
+//! tried, up to `TRIALS` figures each: the CPU alone within `BRIDGE_CLOSE` (25 %) while it is
+//! judged by its bridge only (the bridge shares its cores with the device's start-up, so it
+//! reads low), and both lanes only where the two ways alone are within 10 % of each other
+//! (where one is far ahead, the other's cores and host time serve it better: on the H200 host
+//! the GPU alone beat both lanes on every job it won by more). A way is judged by the best of
+//! its last `TRIALS` figures (a noisy run is a slow one); every `RETRY_EVERY`th run takes a
+//! close runner-up again. When both lanes are the best way, they share batches in proportion to
+//! the rates each way delivered alone (`RouteRecord::shares`). So `auto` follows what this
+//! machine's whole pipeline delivers, not only what its kernels do.
 
 use super::calibrate::cache_dir;
 use serde::{Deserialize, Serialize};
@@ -89,6 +92,10 @@ const TRIALS: usize = 3;
 /// tried again (until the best way's own figures fall that far).
 const CLOSE: f64 = 1.10;
 
+/// The CPU alone judged only by its bridge is tried when within this factor of the best: the
+/// bridge shares its cores with the device's start-up, so it reads low.
+const BRIDGE_CLOSE: f64 = 1.25;
+
 /// How often `auto` tries a close runner-up once every close way has its trials.
 const RETRY_EVERY: u64 = 16;
 
@@ -102,6 +109,11 @@ impl RouteRecord {
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default()
+    }
+
+    /// Whether records can be kept at all (a cache folder is known).
+    pub fn kept() -> bool {
+        Self::path().is_some()
     }
 
     /// The record of `job` on disk; empty when there is none (or it cannot be read).
@@ -142,6 +154,15 @@ impl RouteRecord {
         ways
     }
 
+    /// How close to the best a way must be to get a trial: `BRIDGE_CLOSE` for the CPU alone
+    /// judged only by its bridge, else `CLOSE`.
+    fn closeness(&self, way: AutoRoute) -> f64 {
+        match way == AutoRoute::CpuOnly && self.cpu_only.is_empty() {
+            true => BRIDGE_CLOSE,
+            false => CLOSE,
+        }
+    }
+
     /// The way to run the next job: the GPU alone first (it measures the CPU engines too);
     /// then a way within `CLOSE` of the best that has fewer than `TRIALS` figures (the fewest
     /// first); then the way with the best figure, and every `RETRY_EVERY`th run the runner-up
@@ -155,7 +176,7 @@ impl RouteRecord {
         let top = ranked[0].1;
         let close: Vec<AutoRoute> = ranked
             .iter()
-            .filter(|(_, rate)| rate * CLOSE >= top)
+            .filter(|(way, rate)| rate * self.closeness(*way) >= top)
             .map(|(w, _)| *w)
             .collect();
         let untried = close
@@ -272,8 +293,18 @@ mod tests {
     #[test]
     fn a_cpu_bridge_close_to_the_gpu_gets_real_trials_and_both_lanes_too() {
         let mut r = record([&[], &[30.0], &[]]);
-        r.cpu_bridge = vec![28.0];
-        assert_eq!(r.choose(), AutoRoute::CpuOnly, "its estimate is close");
+        r.cpu_bridge = vec![20.0];
+        assert_eq!(
+            r.choose(),
+            AutoRoute::GpuOnly,
+            "a bridge 33 % behind: no trial"
+        );
+        r.cpu_bridge = vec![25.0];
+        assert_eq!(
+            r.choose(),
+            AutoRoute::CpuOnly,
+            "a bridge within 25 % gets one"
+        );
         // the CPU alone is faster than its bridge said (no device start-up beside it)
         r.add(AutoRoute::CpuOnly, 40.0);
         assert_eq!(

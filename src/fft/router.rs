@@ -159,10 +159,9 @@ pub fn build_engine_set<T: Sample>(
         });
     }
     // (`auto` on file input always comes with its job's shape)
-    let route = match device_kinds::auto_may_find_gpus() {
-        true => job.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose()),
-        false => AutoRoute::CpuOnly,
-    };
+    // (a job that cannot teach `auto`, or with nowhere to keep records, runs the CPU engines)
+    let learning = job.filter(|_| RouteRecord::kept() && device_kinds::auto_may_find_gpus());
+    let route = learning.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose());
     let ready = vec![cpu_lane(workers)];
     if route == AutoRoute::CpuOnly {
         return Ok(EngineSet {
@@ -503,12 +502,15 @@ fn auto_lanes<'s, T: Sample>(
 /// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
 /// only, with a cached calibration.
 fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> LateLanes<T> {
-    let specs: Vec<LaneSpec> = device_set::resolve(&DeviceChoice::Auto)
-        .unwrap_or_default()
-        .into_iter()
+    // (what was found is remembered only when the devices could be listed)
+    let listed = device_set::resolve(&DeviceChoice::Auto);
+    let specs: Vec<LaneSpec> = (listed.iter().flatten())
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
+        .cloned()
         .collect();
-    device_kinds::remember_auto(!specs.is_empty());
+    if listed.is_ok() {
+        device_kinds::remember_auto(!specs.is_empty());
+    }
     let (mut lanes, cal, uncalibrated) = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
         // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU

@@ -20,8 +20,9 @@ use async_nats::jetstream::stream::{RawMessageError, RawMessageErrorKind, Stream
 use async_nats::jetstream::Context;
 use futures_util::StreamExt;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The part of `io.nats.jetstream.advisory.v1.max_deliver` fftd reads.
 #[derive(serde::Deserialize)]
@@ -30,14 +31,16 @@ struct MaxDeliveries {
     deliveries: u64,
 }
 
-/// What a worker's watchers share with it: how many blocks the server gave up on, and whether
-/// to say so live. A worker that ends on an error (a block it refuses) hushes them before it
-/// hands its blocks back: it says that error alone, in one line, and the blocks the server then
-/// gives up on are reported by the next worker from the advisory stream (`left_behind`).
+/// What a worker's watchers share with it: how many blocks the server gave up on, and the
+/// blocks the worker handed back as it ended on an error (a block it refuses). Those are not
+/// warned of live: the worker says its error alone, in one line, and a worker run later with
+/// `--idle-exit` reports them from the advisory stream (`left_behind`). Blocks given up on that
+/// other workers held are still warned of.
 #[derive(Default)]
 pub struct GivenUp {
     count: AtomicU64,
-    hushed: AtomicBool,
+    /// (work stream, stream sequence) of each block handed back on an error.
+    refused: Mutex<HashSet<(String, u64)>>,
 }
 
 impl GivenUp {
@@ -45,9 +48,20 @@ impl GivenUp {
         self.count.load(Ordering::Relaxed)
     }
 
-    /// No more warnings from the watchers (blocks are still counted).
-    pub fn hush(&self) {
-        self.hushed.store(true, Ordering::Relaxed);
+    /// Notes a block handed back as the worker ends on an error.
+    pub fn refusing(&self, message: &async_nats::jetstream::Message) {
+        if let Ok(info) = message.info() {
+            let block = (info.stream.to_string(), info.stream_sequence);
+            self.refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(block);
+        }
+    }
+
+    fn was_refused(&self, stream: &str, seq: u64) -> bool {
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        refused.contains(&(stream.to_string(), seq))
     }
 }
 
@@ -72,7 +86,8 @@ pub async fn watch(
             continue;
         };
         given_up.count.fetch_add(1, Ordering::Relaxed);
-        if given_up.hushed.load(Ordering::Relaxed) {
+        let stream = &work.cached_info().config.name;
+        if given_up.was_refused(stream, advisory.stream_seq) {
             continue;
         }
         tracing::warn!(

@@ -283,12 +283,12 @@ fn fetch_loop<T: Sample>(
 ) -> Result<Ended> {
     let mut prefetch = Prefetch::new(consumers);
     let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
-    if ended.is_err() {
-        flight.given_up.hush();
-    }
     // blocks fetched and not taken go back to the queue at once (not after the ack wait)
     for message in prefetch.take_ready(flight.rt) {
-        flight.nak(message);
+        match ended.is_err() {
+            true => flight.refuse(message),
+            false => flight.nak(message),
+        }
     }
     ended
 }
@@ -383,7 +383,7 @@ struct InFlight<'a> {
     first_unreadable: Option<String>,
     /// How failing fetches and publishes are retried, said and counted (`--retry`).
     outages: Arc<Outages>,
-    /// Hushed before the blocks are handed back on an error (`GivenUp`).
+    /// Told of the blocks handed back on an error (`GivenUp`).
     given_up: Arc<GivenUp>,
 }
 
@@ -424,13 +424,12 @@ impl InFlight<'_> {
                     Ok(())
                 }
                 Err(e) => {
-                    self.given_up.hush();
-                    self.nak(message);
+                    self.refuse(message);
                     Err(e)
                 }
             };
             if let Err(e) = taken {
-                messages.for_each(|m| self.nak(m));
+                messages.for_each(|m| self.refuse(m));
                 return Err(e);
             }
         }
@@ -440,6 +439,12 @@ impl InFlight<'_> {
     /// Takes a message off the queue for good (it would fail every worker alike).
     fn terminate(&self, message: Message) {
         self.settle_message(message, AckKind::Term);
+    }
+
+    /// Hands a block back as the worker ends on an error (`undelivered::GivenUp`).
+    fn refuse(&self, message: Message) {
+        self.given_up.refusing(&message);
+        self.nak(message);
     }
 
     /// Hands a block back to the server for another worker, at once.

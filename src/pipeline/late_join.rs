@@ -123,8 +123,13 @@ impl<T: Sample> LateJoin<'_, T> {
         let frames = cpu_frames
             .map(|l| l.counters.frames.load(Ordering::Relaxed))
             .sum();
+        let bridge = super::Bridge {
+            cpu_frames: frames,
+            stages_started: self.progress.1,
+            joined: Instant::now(),
+        };
         let bridged = &self.context.control.bridged;
-        *bridged.lock().unwrap_or_else(|e| e.into_inner()) = Some((frames, Instant::now()));
+        *bridged.lock().unwrap_or_else(|e| e.into_inner()) = Some(bridge);
     }
 
     /// The time the working lanes still need at the rate they went so far, when it is under

@@ -64,9 +64,18 @@ pub struct Control {
     skipped: Mutex<std::collections::BTreeSet<u64>>,
     /// `--trace`: the run's timeline (None: tracing off, nothing recorded).
     pub tracer: Option<Arc<crate::trace::Tracer>>,
-    /// When late lanes (a GPU) joined, and the frames the CPU lane had finished by then: the
-    /// CPU engines' bridge, which `auto` learns from (`run_steps::teach_auto`).
-    pub bridged: Mutex<Option<(u64, std::time::Instant)>>,
+    /// What the CPU engines did before late lanes (a GPU) joined, which `auto` learns from
+    /// (`run_steps::teach_auto`).
+    pub bridged: Mutex<Option<Bridge>>,
+}
+
+/// The CPU engines' bridge over a device's start-up: the frames the CPU lane had finished when
+/// the device's lanes joined, and when the stages had started and the lanes joined.
+#[derive(Clone, Copy, Debug)]
+pub struct Bridge {
+    pub cpu_frames: u64,
+    pub stages_started: std::time::Instant,
+    pub joined: std::time::Instant,
 }
 
 impl Control {

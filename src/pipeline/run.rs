@@ -89,7 +89,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         return Err(e);
     }
     let lanes = &*stages.workers.lane_set;
-    teach_auto(settings, (auto_route, built.job), (control, lanes), started);
+    teach_auto((auto_route, built.job), (control, lanes), started);
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
     }

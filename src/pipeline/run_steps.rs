@@ -76,7 +76,7 @@ impl<T: Sample> Built<T> {
         let engine = &settings.engine;
         let workers = (engine.workers, engine.device_workers);
         let auto = engine.device == crate::fft::device_choice::DeviceChoice::Auto;
-        let job = (auto && !live).then(|| job_key::<T>(settings));
+        let job = (auto && !live && teaches_auto(settings)).then(|| job_key::<T>(settings));
         let set = router::build_engine_set::<T>(&engine.device, workers, live, job.as_ref())?;
         Ok(Built {
             set,
@@ -313,12 +313,17 @@ pub(super) fn write_run_meta(
     )
 }
 
-/// What `auto` learns from a finished job: only whole file jobs teach it (not stdin's producer
-/// rate, nor a run cut short, nor one paced by a NATS server). Its rate, and the CPU engines'
-/// rate while they bridged a device's start-up: the frames they finished by the time it joined
-/// (or the whole run when none did), at the run's samples per frame.
+/// Whether a run can teach `auto` (and so takes its way from `auto`'s records): whole file jobs
+/// only, not stdin's producer rate nor a run paced by a NATS server. The others run the CPU
+/// engines alone, as a job with no record would have before any was kept.
+pub(super) fn teaches_auto(settings: &RunSpec) -> bool {
+    let files = matches!(&settings.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
+    files && settings.nats_output.is_none()
+}
+
+/// What `auto` learns from a finished job (not from one cut short): its rate, and the CPU
+/// engines' rate predicted from their bridge over a device's start-up (`cpu_alone_rate`).
 pub(super) fn teach_auto(
-    settings: &RunSpec,
     built: (
         Option<crate::fft::route_record::AutoRoute>,
         Option<crate::fft::route_record::JobKey>,
@@ -326,13 +331,8 @@ pub(super) fn teach_auto(
     (control, lane_set): (&super::Control, &crate::fft::lanes::LaneSet),
     started: Instant,
 ) {
-    let files = matches!(&settings.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
-    let whole_file_job = files && settings.nats_output.is_none();
     let (route, job) = built;
-    let finished_job = route
-        .zip(job)
-        .filter(|_| whole_file_job && !control.stopping());
-    let Some((route, job)) = finished_job else {
+    let Some((route, job)) = route.zip(job).filter(|_| !control.stopping()) else {
         return;
     };
     let samples = crate::stats::Counters::get(&control.counters.samples_analysed) as f64;
@@ -342,12 +342,29 @@ pub(super) fn teach_auto(
         .sum();
     let bridged = *control.bridged.lock().unwrap_or_else(|e| e.into_inner());
     let bridge = match bridged {
-        Some((cpu_frames, at)) if frames > 0 => {
-            let bridge_samples = cpu_frames as f64 * samples / frames as f64;
-            Some(bridge_samples / at.duration_since(started).as_secs_f64())
-        }
-        Some(_) => None,
-        None => Some(samples / seconds),
+        Some(bridge) => cpu_alone_rate(bridge, (samples, frames), started),
+        None => Some(samples / seconds), // no device joined: the CPU engines did it all
     };
     crate::fft::route_record::RouteRecord::record(&job, route, samples / seconds, bridge);
+}
+
+/// The end-to-end rate the CPU engines alone would have had, from their bridge: the run's
+/// set-up (until the stages started) plus every sample at the rate the CPU lane went while it
+/// worked alone (its frames at the join, at the run's samples per frame). None when it
+/// finished no frame.
+fn cpu_alone_rate(
+    bridge: super::Bridge,
+    (samples, frames): (f64, u64),
+    started: Instant,
+) -> Option<f64> {
+    if bridge.cpu_frames == 0 || frames == 0 {
+        return None;
+    }
+    let set_up = bridge.stages_started.saturating_duration_since(started);
+    let alone = bridge
+        .joined
+        .saturating_duration_since(bridge.stages_started);
+    let bridge_samples = bridge.cpu_frames as f64 * samples / frames as f64;
+    let rate_alone = bridge_samples / alone.as_secs_f64();
+    Some(samples / (set_up.as_secs_f64() + samples / rate_alone))
 }
