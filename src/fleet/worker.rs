@@ -229,6 +229,7 @@ fn run_typed<T: Sample>(
         first_unreadable: None,
         outages,
         given_up: connected.given_up.clone(),
+        unconfirmed: Default::default(),
     };
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
@@ -385,7 +386,12 @@ struct InFlight<'a> {
     outages: Arc<Outages>,
     /// Told of the blocks handed back on an error (`GivenUp`).
     given_up: Arc<GivenUp>,
+    /// A settlement went unconfirmed for `SETTLE_WAIT`: the rest are not waited for.
+    unconfirmed: std::cell::Cell<bool>,
 }
+
+/// How long a block's ack, NAK or termination waits for the server's confirmation.
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
 impl InFlight<'_> {
     /// Turns fetched blocks into rows and starts publishing them. On an error, the blocks not
@@ -452,13 +458,28 @@ impl InFlight<'_> {
         self.settle_message(message, AckKind::Nak(None));
     }
 
-    /// Tells the server what became of a message and waits for its confirmation: a worker that
-    /// exits right after (a refused block ends it) would otherwise lose what it said, and the
-    /// block would wait out the ack wait. One that is not confirmed only waits so.
+    /// Tells the server what became of a message and waits for its confirmation (at most
+    /// `SETTLE_WAIT`): a worker that exits right after (a refused block ends it) would otherwise
+    /// lose what it said, and the block would wait out the ack wait. One that is not confirmed
+    /// only waits so. Once one was not confirmed in time (the server is gone: a Ctrl-C during
+    /// an outage), the rest are sent without waiting, so the worker's stop stays prompt.
     fn settle_message(&self, message: Message, kind: AckKind) {
-        if let Err(e) = self.rt.block_on(message.double_ack_with(kind)) {
-            tracing::debug!("a message's {kind:?} was not confirmed ({e}); the server delivers it again after the ack wait");
+        if self.unconfirmed.get() {
+            let _ = self.rt.block_on(message.ack_with(kind));
+            return;
         }
+        let confirmed = self.rt.block_on(async {
+            tokio::time::timeout(SETTLE_WAIT, message.double_ack_with(kind)).await
+        });
+        let why = match confirmed {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => {
+                self.unconfirmed.set(true);
+                format!("no answer in {SETTLE_WAIT:?}")
+            }
+        };
+        tracing::debug!("a message's {kind:?} was not confirmed ({why}); the server delivers it again after the ack wait");
     }
 
     /// Waits for the oldest blocks until at most `keep` are left, or a stop (then
