@@ -62,6 +62,25 @@ pub fn cache_dir() -> Option<PathBuf> {
     crate::knobs::cache_dir().or_else(|| dirs::cache_dir().map(|d| d.join("fftd")))
 }
 
+/// A cache file's JSON value, or the default when there is none, no cache folder, or it cannot
+/// be read.
+pub fn load_cached<T: serde::de::DeserializeOwned + Default>(path: Option<PathBuf>) -> T {
+    path.and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Writes `value` to a cache file as JSON (`save_atomically`). Best effort: a cache that cannot
+/// be written (none, read-only) only means no memory; the failure is logged at debug level.
+pub fn save_cached<T: Serialize>(path: Option<PathBuf>, value: &T) {
+    let (Some(path), Ok(text)) = (path, serde_json::to_string(value)) else {
+        return;
+    };
+    if let Err(e) = save_atomically(&path, &text) {
+        tracing::debug!("cannot save {e}");
+    }
+}
+
 /// Writes a cache file whole or not at all (a temporary file renamed over it), making its
 /// folder; the error names the file.
 pub fn save_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {

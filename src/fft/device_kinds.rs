@@ -24,10 +24,7 @@ fn auto_path() -> Option<PathBuf> {
 }
 
 fn kinds() -> BTreeMap<String, bool> {
-    path()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
+    calibrate::load_cached(path())
 }
 
 /// Whether `choice` named GPU-type devices alone when it was last opened.
@@ -55,10 +52,7 @@ pub fn remember(choice: &DeviceChoice) {
 type Findings = BTreeMap<String, (bool, u64)>;
 
 fn findings() -> Findings {
-    auto_path()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
+    calibrate::load_cached(auto_path())
 }
 
 /// What decides which OpenCL devices this process sees: the host, and the variables that
@@ -88,12 +82,7 @@ fn now_s() -> u64 {
 pub fn remember_auto(found: bool) {
     let mut all = findings();
     all.insert(environment(), (found, now_s()));
-    let (Some(path), Ok(text)) = (auto_path(), serde_json::to_string(&all)) else {
-        return;
-    };
-    if let Err(e) = calibrate::save_atomically(&path, &text) {
-        tracing::debug!("cannot save {e}");
-    }
+    calibrate::save_cached(auto_path(), &all);
 }
 
 /// Whether `auto` may bring up OpenCL for a file job: not when, in this environment, it found
@@ -119,13 +108,7 @@ pub fn auto_may_find_gpus() -> bool {
 /// device keeps being opened first.
 fn save(key: String, all_gpus: bool) {
     let mut kinds = kinds();
-    if kinds.insert(key, all_gpus) == Some(all_gpus) {
-        return;
-    }
-    let (Some(path), Ok(text)) = (path(), serde_json::to_string(&kinds)) else {
-        return;
-    };
-    if let Err(e) = calibrate::save_atomically(&path, &text) {
-        tracing::debug!("cannot save {e}");
+    if kinds.insert(key, all_gpus) != Some(all_gpus) {
+        calibrate::save_cached(path(), &kinds);
     }
 }

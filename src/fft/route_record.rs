@@ -105,10 +105,7 @@ impl RouteRecord {
     }
 
     fn book() -> RouteBook {
-        Self::path()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default()
+        super::calibrate::load_cached(Self::path())
     }
 
     /// Whether records can be kept at all (a cache folder is known).
@@ -209,13 +206,7 @@ impl RouteRecord {
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
         record.note(route, samples_per_s, bridge);
-        let (Some(path), Ok(text)) = (Self::path(), serde_json::to_string(&book)) else {
-            return;
-        };
-        // best effort: a read-only cache only means no memory
-        if let Err(e) = super::calibrate::save_atomically(&path, &text) {
-            tracing::debug!("cannot save {e}");
-        }
+        super::calibrate::save_cached(Self::path(), &book);
     }
 
     /// A run's figures: its rate, and its bridge rate when it ran the GPU alone.
