@@ -350,8 +350,10 @@ fn bench_runs_every_device_at_once_and_reports_shares() {
     );
 }
 
-/// The stall time the hang tests give fftd (`FFTD_STALL_SECONDS`; 10 s by default).
-const STALL_SECONDS: &str = "1";
+/// The stall time the hang tests give fftd (`FFTD_STALL_SECONDS`; 10 s by default). A healthy
+/// batch here takes milliseconds, tens on a fully busy 2-core machine: 2 s is far from both
+/// that and the hangs the tests inject (forever, or 4 s), so no healthy lane is ever reported.
+const STALL_SECONDS: &str = "2";
 
 /// A running fftd and its stderr, line by line.
 struct Running {
@@ -520,18 +522,22 @@ fn a_hung_device_holds_the_others_to_a_window_warns_and_sigint_still_ends_the_ru
         warning.contains("WARN") && warning.contains(&format!("{first} ")),
         "{warning}"
     );
-    // (a) the other device has stopped a window ahead: memory stays flat while it waits
+    // (a) the other device stops a window ahead: memory has a ceiling while it waits. Not a
+    // growth rate over wall-clock time (how far the other device got in a second depends on
+    // how busy the machine is): whatever it does after the hang is seen, the peak may rise by
+    // no more than the batches the window lets it finish and the sink hold for order (checked
+    // against the window the run reports, below), however long the hang lasts.
     let stalled_kb = run.status_kb("VmHWM:");
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_secs(2));
     let later_kb = run.status_kb("VmHWM:");
-    assert!(
-        later_kb < stalled_kb + 16 * 1024,
-        "memory grows while a device hangs: VmHWM {stalled_kb} kB, 1 s later {later_kb} kB"
-    );
     // (c) SIGINT: the hung device is given up and the run ends cleanly at once
     let (status, took, err) = run.interrupt(Duration::from_secs(15));
     assert_eq!(status.code(), Some(0), "{err}");
-    assert!(took < Duration::from_secs(5), "took {took:?}: {err}");
+    // a lane that finishes nothing gets 1 s after the signal (INTERRUPT_GRACE), then PROMPT
+    assert!(
+        took < Duration::from_secs(1) + PROMPT,
+        "took {took:?}: {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
     assert!(
         err.lines()
@@ -542,6 +548,13 @@ fn a_hung_device_holds_the_others_to_a_window_warns_and_sigint_still_ends_the_ru
     let window = stat_after(&err, "(window ");
     let held = stat_after(&err, "held for order at most ");
     assert!(held <= 2 * window, "{err}");
+    let ceiling_kb = 2 * window * BATCH_BYTES_AT_MOST / 1024 + ALLOCATOR_SLACK_KB;
+    eprintln!("VmHWM {stalled_kb} kB at the warning, {later_kb} kB 2 s later; window {window}, ceiling +{ceiling_kb} kB");
+    assert!(
+        later_kb <= stalled_kb + ceiling_kb,
+        "memory past the window while a device hangs: VmHWM {stalled_kb} kB at the warning, \
+         {later_kb} kB later, more than the window of {window} batches allows ({ceiling_kb} kB)"
+    );
     let frames_in = stat_after(&err, "frames in ");
     let frames_out = stat_after(&err, "frames out ");
     // reading stops a window past the hung batch (whichever batch number the device hung on:
@@ -565,7 +578,7 @@ fn a_device_that_hangs_for_a_while_then_goes_on_leaves_the_output_intact() {
     let args = multi_file_args(&files);
     let (one, _) = run_job(&args, &dev, &[]);
     let first = format!("{dev}#1");
-    let hang = format!("{first}@2:hang=2");
+    let hang = format!("{first}@2:hang=4");
     let (paused, err) = run_job(
         &args,
         &format!("{dev},{dev}"),
@@ -598,6 +611,15 @@ fn a_device_that_hangs_for_a_while_then_goes_on_leaves_the_output_intact() {
     );
     assert_eq!(a.frames + b.frames, 4 * FILE_FRAMES as u64, "{err}");
 }
+
+/// The most memory one batch of the hang tests can hold while it is in flight or held for
+/// order: 256 frames of 256 samples as f32 (the batch) and as f64 (the reader's decode), its
+/// 256 rows of 129 f32 bins, and the engine's pinned input and output blocks for it.
+const BATCH_BYTES_AT_MOST: u64 = 256 * 256 * (4 + 8) + 2 * 256 * ROW_BYTES as u64 + 256 * 256 * 4;
+
+/// What the allocator and the OpenCL runtime may add on top of the batches (arenas, PoCL's
+/// per-queue buffers) once a run is under way.
+const ALLOCATOR_SLACK_KB: u64 = 32 * 1024;
 
 /// The hang tests' input: 1 GiB of zeros (sparse), 4096 batches of 256 frames, far more than
 /// the window; its path.

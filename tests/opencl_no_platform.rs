@@ -28,8 +28,10 @@ fn auto_falls_back_to_cpu_fast_with_identical_output() {
     let started = std::time::Instant::now();
     let mut engines = build_engines::<f32>(&DeviceChoice::Auto, 2).expect("auto without OpenCL");
     let elapsed = started.elapsed();
+    // Without a platform the lookup fails in well under a millisecond; a binding that retries
+    // (ocl sleeps 5 x 2 s) would take 10 s. 3 s tells the two apart on a fully busy machine.
     assert!(
-        elapsed.as_secs_f64() < 0.5,
+        elapsed.as_secs_f64() < 3.0,
         "start-up without OpenCL took {elapsed:?}"
     );
     assert_eq!(engines.len(), 2);

@@ -95,24 +95,22 @@ fn auto_calibrates_once_and_matches_cpu() {
     if common::test_device().is_none() {
         return;
     }
-    let started = std::time::Instant::now();
     let mut engines =
         build_engines_with::<f32>(&RouterOptions::new(DeviceChoice::Auto, 1)).expect("auto");
-    let first = started.elapsed();
     let dir = fftd::fft::calibrate::cache_dir().expect("cache dir");
-    let cached = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .any(|e| e.file_name().to_string_lossy().starts_with("calibration-"))
-        })
-        .unwrap_or(false);
-    assert!(cached, "no calibration cached in {}", dir.display());
-    assert!(first.as_secs_f64() < 20.0, "calibration took {first:?}");
-    let started = std::time::Instant::now();
+    let cached = calibration_files(&dir);
+    assert!(
+        !cached.is_empty(),
+        "no calibration cached in {}",
+        dir.display()
+    );
+    // A second start takes the cached calibration: no calibration file is written again (not a
+    // timing: how long calibrating takes depends on how busy the machine is).
     let _again =
         build_engines_with::<f32>(&RouterOptions::new(DeviceChoice::Auto, 1)).expect("auto");
-    assert!(
-        started.elapsed().as_secs_f64() < 2.0,
+    assert_eq!(
+        calibration_files(&dir),
+        cached,
         "cached calibration not used"
     );
     let mut cpu = CpuEngine::<f32>::new();
@@ -160,4 +158,19 @@ fn devices_are_described() {
     assert!(text.contains(&dev.info.name), "{text}");
     assert!(text.contains("opencl:0:0"), "{text}");
     assert!(text.contains("fp64"), "{text}");
+}
+
+/// The calibration files in `dir` with their modification times (a file written again, by a
+/// rename over it, has a new one).
+fn calibration_files(dir: &std::path::Path) -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("calibration-"))
+                .filter_map(|e| Some((e.file_name(), e.metadata().ok()?.modified().ok()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
 }

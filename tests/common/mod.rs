@@ -193,3 +193,35 @@ pub fn program_runs(program: &str, args: &[&str]) -> bool {
     }
     ok
 }
+
+/// How long a run may take to end after a signal (or to give up, stop, time out) in a test
+/// whose subject is that it ends promptly. The design answers in well under a second (a
+/// signal is seen at the next poll, ≤ 100 ms, then the pipeline drains); the bugs these tests
+/// guard against wait for something that never comes (a reader, a writer, a server) or for a
+/// timeout of 10 s and more. 5 s tells the two apart with the suite on 2 cores beside two
+/// busy loops, where fftd may get a third of a core and its teardown runs that much slower.
+pub const PROMPT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits (at most 60 s) until process `pid` has installed its handlers for SIGINT and SIGTERM
+/// (`SigCgt` in /proc/PID/status), so a signal the test sends next is fftd's to handle: a
+/// fixed sleep is not enough on a busy machine, where the default action would kill it first.
+pub fn wait_until_signals_caught(pid: u32) {
+    const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
+    let started = std::time::Instant::now();
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & WANTED == WANTED {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "process {pid} never caught SIGINT and SIGTERM: {status}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
