@@ -483,7 +483,7 @@ fn pulseaudio(dir: &Path, socket: &Path) -> Reaped {
     let started = Instant::now();
     while !socket.exists() {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(60),
             "pulseaudio did not open {}",
             socket.display()
         );
