@@ -14,6 +14,7 @@ use common::*;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,6 +117,20 @@ fn write_fifo(fifo: &Path, bytes: &[u8]) {
         .open(fifo)
         .expect("open the FIFO for writing");
     w.write_all(bytes).expect("write the FIFO");
+    // closed only once fftd has taken every byte (FIONREAD: what the pipe still holds), so the
+    // end of file, and the gap fftd measures from it, begin at the close: the pause after it
+    // is the gap however slowly a busy machine lets fftd read
+    let started = Instant::now();
+    loop {
+        let mut held: libc::c_int = 0;
+        // SAFETY: FIONREAD on our own open FIFO descriptor, into a c_int we own.
+        let ok = unsafe { libc::ioctl(w.as_raw_fd(), libc::FIONREAD, &mut held) } == 0;
+        if !ok || held == 0 {
+            break;
+        }
+        assert!(started.elapsed() < TIMEOUT, "fftd did not read the FIFO");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// The FIFO fed by two writers one after the other, 1 s apart; fftd's rows and events.
