@@ -117,6 +117,11 @@ fn write_fifo(fifo: &Path, bytes: &[u8]) {
         .open(fifo)
         .expect("open the FIFO for writing");
     w.write_all(bytes).expect("write the FIFO");
+    close_drained(w);
+}
+
+/// Closes a FIFO's writing end once fftd has taken every byte; see `write_fifo`.
+fn close_drained(w: File) {
     // closed only once fftd has taken every byte (FIONREAD: what the pipe still holds), so the
     // end of file, and the gap fftd measures from it, begin at the close: the pause after it
     // is the gap however slowly a busy machine lets fftd read
@@ -712,11 +717,9 @@ fn gaps_go_to_the_live_views_event_feed() {
         streams.contains("\"alerts\":[]"),
         "the page opens /events: {streams}"
     );
-    first
-        .join()
-        .expect("first writer")
-        .write_all(&signal())
-        .expect("write the FIFO");
+    let mut first = first.join().expect("first writer");
+    first.write_all(&signal()).expect("write the FIFO");
+    close_drained(first);
     std::thread::sleep(Duration::from_millis(700));
     write_fifo(&fifo, &signal());
     let gap = |t: &str| {
