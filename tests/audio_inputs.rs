@@ -426,6 +426,15 @@ fn broken_audio_is_one_line_naming_the_file() {
     );
 }
 
+/// The bytes process `pid` has read so far (`rchar` in /proc/PID/io; 0 when unreadable).
+fn read_chars(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    (io.lines())
+        .find_map(|l| l.strip_prefix("rchar:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// A FLAC stream cut off by Ctrl-C (its writer still open) ends the run cleanly: exit 0, the
 /// spectra so far, no "ends early" error.
 #[test]
@@ -451,8 +460,18 @@ fn sigint_on_a_flac_pipe_ends_cleanly() {
     let mut stdin = child.stdin.take().expect("stdin");
     stdin.write_all(&bytes[..bytes.len() / 2]).expect("write");
     stdin.flush().expect("flush");
-    // the decoder holds its last packet until the next one's bytes (or the end) come: wait a
-    // while rather than for a row
+    // the decoder holds its last packet until the next one's bytes (or the end) come, and rows
+    // on a pipe are buffered: wait until fftd has read the half (/proc/PID/io), not for a row,
+    // then a while for it to decode (no longer counting fftd's start on a busy machine)
+    let half = (bytes.len() / 2) as u64;
+    let started = std::time::Instant::now();
+    while read_chars(child.id()) < half {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "fftd did not read the input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill(2) with the pid of our own child and SIGINT; no memory is involved.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };

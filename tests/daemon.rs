@@ -120,7 +120,7 @@ fn metrics_after_frames(port: u16) -> String {
             return text;
         }
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
+            started.elapsed() < std::time::Duration::from_secs(60),
             "no frames on /metrics: {text}"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));

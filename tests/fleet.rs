@@ -128,7 +128,7 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
     let batched = ["--idle-exit", "5", "--stats", "--rows-per-message", "4"];
     // the first worker alone until it holds blocks it has not acked: then it is killed
     let mut doomed = worker_with(&server, &batched);
-    wait_for("the first rows", Duration::from_secs(30), || {
+    wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     let started = Instant::now();
@@ -141,7 +141,7 @@ fn three_workers_one_killed_equal_a_local_run_exactly_once() {
         }
         signal(&doomed, libc::SIGCONT);
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(60),
             "never held a block"
         );
         std::thread::sleep(Duration::from_millis(5));
@@ -182,7 +182,7 @@ fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
     // an ack wait of 120 s: a block fetched ahead and not handed back would wait that long
     let (_dir, server, wav) = published_recording(1_600_000, "120"); // 781 blocks of 16 frames
     let first = worker_with(&server, &["--stats"]);
-    wait_for("the first rows", Duration::from_secs(30), || {
+    wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     signal(&first, libc::SIGINT);
@@ -334,11 +334,11 @@ fn a_server_restart_mid_run_loses_nothing() {
     // their idle exit well past the restart plus the 3 s ack wait of a block whose ack was lost
     // (6 s was seen too short once, under load)
     let workers: Vec<Child> = (0..2).map(|_| worker(&server, "12")).collect();
-    wait_for("two idle workers", Duration::from_secs(30), || {
+    wait_for("two idle workers", Duration::from_secs(60), || {
         waiting_pulls(&server).unwrap_or(0) >= 2
     });
     let publisher = publish(&server, &wav);
-    wait_for("the first rows", Duration::from_secs(30), || {
+    wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     server.stop();
@@ -359,18 +359,27 @@ fn ctrl_c_during_a_server_outage_is_prompt_and_loses_nothing() {
     }
     let (_dir, mut server, wav) = published_recording(300_000, "3");
     let busy = worker_with(&server, &[]);
-    wait_for("the first rows", Duration::from_secs(30), || {
+    wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     server.stop();
+    // (the worker may or may not have seen the server go yet: either way the Ctrl-C comes
+    // while it is away, and the verdict below holds for both)
     std::thread::sleep(Duration::from_millis(500));
     signal(&busy, libc::SIGINT);
     let stopping = Instant::now();
     let out = busy.wait_with_output().expect("wait");
     let took = stopping.elapsed();
     let err = stderr_text(&out);
+    // By design (73ef25c) the stop is fixed timers, not work: the stop seen within a fetch
+    // wait or retry poll (0.5 s), the first NAK of a prefetched block unconfirmed after 2 s
+    // (SETTLE_WAIT) and the rest not waited for, then the blocks in hand given STOP_GRACE (5 s):
+    // about 7.5 s, which a busy machine stretches only by its CPU work. The bugs it guards
+    // against take 30 s and more: 51 s seen in CI when each NAK waited out the client's request
+    // timeout, and 16 prefetched blocks x 2 s were every unconfirmed NAK still waited for. 20 s
+    // lies between, with 12 s for a loaded machine.
     assert!(
-        took < Duration::from_secs(12),
+        took < Duration::from_secs(20),
         "Ctrl-C took {took:?}: {err}"
     );
     assert!(!err.contains("panicked"), "{err}");
@@ -493,7 +502,7 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     // on one connection, so that Ctrl-C comes before the publish is over (on one connection
     // per shard, the default, it may be over first); resumed on the default
     let first = publish_with(&server, &wav, &["--run-id", "r1", "--connections", "1"]);
-    wait_for("the first blocks", Duration::from_secs(30), || {
+    wait_for("the first blocks", Duration::from_secs(60), || {
         work_messages(&server).unwrap_or(0) > 0
     });
     signal(&first, libc::SIGINT);
@@ -647,9 +656,14 @@ fn bad_addresses_and_missing_objects_are_one_line_errors() {
         "1",
     ]);
     assert_clean_error(&out, 1, &["cannot connect"]);
+    // By design the 1 s given is the wait (and fftd's own guard around the connect adds at most
+    // 1 s): under 2 s of timers, which load does not stretch, plus the process's start and
+    // exit. The flag ignored would wait the 5 s default, unbounded for ever: 4.5 s tells both
+    // apart and leaves a busy machine 2.5 s for the start and exit.
     assert!(
-        started.elapsed() < Duration::from_secs(6),
-        "connect not bounded"
+        started.elapsed() < Duration::from_millis(4500),
+        "connect not bounded by --connect-timeout: {:?}",
+        started.elapsed()
     );
     drop(silent);
 
@@ -853,7 +867,7 @@ fn a_cluster_node_killed_under_its_workers_loses_nothing_they_fail_over() {
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(40),
+            started.elapsed() < Duration::from_secs(60),
             "setup: {}",
             stderr_text(&out)
         );
@@ -903,11 +917,20 @@ fn a_cluster_node_killed_under_its_workers_loses_nothing_they_fail_over() {
         .spawn()
         .expect("publisher starts");
     finish(publisher, "publisher");
+    // the workers are stopped (SIGSTOP) while the rows are counted and node 1 dies, so the
+    // work cannot be over meanwhile however slowly this test runs on a busy machine
+    let pause = |sig: i32| workers.iter().for_each(|w| signal(w, sig));
     wait_for("the first rows", Duration::from_secs(60), || {
-        messages_in(&nodes[0], "SPECTRA").unwrap_or(0) > 0
+        pause(libc::SIGSTOP);
+        let some = messages_in(&nodes[0], "SPECTRA").unwrap_or(0) > 0;
+        if !some {
+            pause(libc::SIGCONT);
+        }
+        some
     });
     let before = rows_in_spectra(&nodes[0]);
     nodes[1].stop_now();
+    pause(libc::SIGCONT);
     let frames = local_rows(&wav).len() as u64;
     eprintln!("killed node 1 while its workers ran, at {before} of {frames} rows");
     assert!(before < frames, "the work was done before the node died");

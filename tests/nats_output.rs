@@ -287,7 +287,7 @@ fn a_server_restart_mid_run_loses_no_row() {
     let wav = dir.path().join("rec.wav");
     write_wav(&wav, 40_000); // 5 s at 8 kHz, played at its own pace
     let running = to_nats(&server, &wav, &["--realtime"]);
-    wait_for("the first rows", Duration::from_secs(30), || {
+    wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
     });
     server.stop();
@@ -347,9 +347,12 @@ fn ctrl_c_publishes_every_row_framed_before_it() {
     }
     let (dir, server) = server_with_streams();
     let wav = dir.path().join("rec.wav");
-    write_wav(&wav, 80_000); // 10 s at 8 kHz, played at its own pace
+    // 40 s at 8 kHz, played at its own pace: Ctrl-C comes after 50 rows (0.8 s) and must come
+    // before the end, so the length leaves a busy machine 39 s to send it (a run stopped early
+    // costs no more for being longer)
+    write_wav(&wav, 320_000);
     let running = to_nats(&server, &wav, &["--realtime", "--stats"]);
-    wait_for("50 rows", Duration::from_secs(30), || {
+    wait_for("50 rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) >= 50
     });
     // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.

@@ -14,6 +14,7 @@ use common::*;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,6 +117,25 @@ fn write_fifo(fifo: &Path, bytes: &[u8]) {
         .open(fifo)
         .expect("open the FIFO for writing");
     w.write_all(bytes).expect("write the FIFO");
+    close_drained(w);
+}
+
+/// Closes a FIFO's writing end once fftd has taken every byte; see `write_fifo`.
+fn close_drained(w: File) {
+    // closed only once fftd has taken every byte (FIONREAD: what the pipe still holds), so the
+    // end of file, and the gap fftd measures from it, begin at the close: the pause after it
+    // is the gap however slowly a busy machine lets fftd read
+    let started = Instant::now();
+    loop {
+        let mut held: libc::c_int = 0;
+        // SAFETY: FIONREAD on our own open FIFO descriptor, into a c_int we own.
+        let ok = unsafe { libc::ioctl(w.as_raw_fd(), libc::FIONREAD, &mut held) } == 0;
+        if !ok || held == 0 {
+            break;
+        }
+        assert!(started.elapsed() < TIMEOUT, "fftd did not read the FIFO");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// The FIFO fed by two writers one after the other, 1 s apart; fftd's rows and events.
@@ -483,7 +503,7 @@ fn pulseaudio(dir: &Path, socket: &Path) -> Reaped {
     let started = Instant::now();
     while !socket.exists() {
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            started.elapsed() < Duration::from_secs(60),
             "pulseaudio did not open {}",
             socket.display()
         );
@@ -697,11 +717,9 @@ fn gaps_go_to_the_live_views_event_feed() {
         streams.contains("\"alerts\":[]"),
         "the page opens /events: {streams}"
     );
-    first
-        .join()
-        .expect("first writer")
-        .write_all(&signal())
-        .expect("write the FIFO");
+    let mut first = first.join().expect("first writer");
+    first.write_all(&signal()).expect("write the FIFO");
+    close_drained(first);
     std::thread::sleep(Duration::from_millis(700));
     write_fifo(&fifo, &signal());
     let gap = |t: &str| {

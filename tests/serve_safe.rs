@@ -110,7 +110,7 @@ impl Reply {
 fn exchange(addr: &str, request: &str) -> Reply {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
+        .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     stream.write_all(request.as_bytes()).expect("request");
     let mut raw = Vec::new();
@@ -303,9 +303,10 @@ fn slowloris_and_idle_connections_are_closed_and_never_lock_viewers_out() {
     let started = Instant::now();
     let mut alone = slow(&addr, "GET / HTTP/1.1\r\n");
     for _ in 0..3 {
-        // (headers that keep coming do not extend the deadline)
+        // (headers that keep coming do not extend the deadline; on a busy machine these
+        // pauses may outlast it, and a write to the closed connection then fails: no matter)
         std::thread::sleep(Duration::from_millis(250));
-        alone.write_all(b"X-Slow: 1\r\n").unwrap();
+        let _ = alone.write_all(b"X-Slow: 1\r\n");
     }
     assert!(closed_by_server(&mut alone));
     let waited = started.elapsed();
@@ -350,7 +351,7 @@ fn the_connection_cap_holds_and_says_so_when_every_connection_is_busy() {
     assert_eq!(r.status, 503, "{}", r.head);
     assert!(r.body.contains("--serve-max-connections 2"), "{}", r.body);
     drop(sessions);
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let r = get(&addr, &addr, "/healthz", &[]);
         if r.status == 200 {
@@ -554,11 +555,13 @@ fn tls_serves_https_with_openssl_certificates_and_refuses_plain_http() {
 
 #[test]
 fn ctrl_c_does_not_wait_for_a_half_sent_request() {
-    let served = Served::start(&[], &[]);
+    // The bug waited out the header timeout of the half-sent requests: made 60 s here, so the
+    // bug takes a minute (the 30 s tone, played out, half a minute) while the design stops
+    // within a fraction of a second. 15 s tells them apart, with room for a busy machine.
+    let served = Served::start(&[], &[("FFTD_SERVE_HEADER_TIMEOUT", "60")]);
     let addr = served.addr.clone();
     let _half = slow(&addr, &format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n"));
     let _idle = slow(&addr, "");
-    // (the run itself stops within a fraction of this; the server used to wait 2 s more)
     let took = served.interrupt();
-    assert!(took < Duration::from_millis(1500), "Ctrl-C took {took:?}");
+    assert!(took < Duration::from_secs(15), "Ctrl-C took {took:?}");
 }

@@ -86,7 +86,7 @@ impl NatsServer {
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
-                started.elapsed() < Duration::from_secs(10),
+                started.elapsed() < Duration::from_secs(60),
                 "nats-server did not listen; its log:\n{}",
                 std::fs::read_to_string(&self.log).unwrap_or_default()
             );
@@ -209,7 +209,7 @@ async fn spectra(server: &NatsServer) -> (jetstream::stream::Stream, u64) {
     let client = server.client().await.expect("connect");
     let js = jetstream::new(client);
     // (asked again while a cluster elects a new meta leader after a node died)
-    for _ in 0..30 {
+    for _ in 0..60 {
         if let Ok(mut stream) = js.get_stream("SPECTRA").await {
             if let Ok(info) = stream.info().await {
                 let total = info.state.messages;
@@ -319,7 +319,7 @@ pub fn stored_raw_messages(server: &NatsServer) -> Vec<StoredMessage> {
                 .await;
             match made {
                 Ok(consumer) => break consumer,
-                Err(e) if tries < 30 => {
+                Err(e) if tries < 60 => {
                     tries += 1;
                     eprintln!("consumer on SPECTRA: {e}; asking again");
                     tokio::time::sleep(Duration::from_secs(1)).await;
