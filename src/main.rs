@@ -93,16 +93,22 @@ fn run_worker(
     Ok(())
 }
 
-/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once, and a
-/// write stuck on a reader that reads nothing ends the run after a second (`stuck_write`).
+/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once (130),
+/// and so does a write stuck on a reader that reads nothing, a second after the first
+/// (`stuck_write`): neither run finished.
 fn install_signal_handlers(signals: &fftd::types::Signals) -> Result<(), FftdError> {
+    use fftd::types::INTERRUPTED_EXIT;
     use signal_hook::consts::{SIGINT, SIGTERM};
     let interrupted = &signals.interrupted;
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupted.clone())
-            .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
-            .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
-            .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            INTERRUPTED_EXIT,
+            interrupted.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
+        .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
+        .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     }
     // issue 27: SIGHUP closes and reopens every output file (logrotate)
     signal_hook::flag::register(signal_hook::consts::SIGHUP, signals.reopen.clone())

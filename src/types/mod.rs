@@ -15,7 +15,7 @@ pub mod tuning;
 pub use flag_value::whole_in;
 pub use precision::{Precision, WithSample};
 pub use sample::{InputKind, Sample};
-pub use signals::Signals;
+pub use signals::{Signals, INTERRUPTED_EXIT};
 pub use stream::StreamMeta;
 pub use text::shown;
 pub use tuning::Tuning;
