@@ -20,6 +20,9 @@
 #   pulseaudio libasound2-plugins        a PulseAudio server the test starts and kills, and ALSA's
 #     (--test)                           `pulse` plugin: a microphone that fails mid-capture and
 #                                        comes back (tests/retry.rs)
+#   systemd (--test)                     systemd-analyze: packaging/fftd.service verifies and scores
+#                                        below 2.0 in `security` (tests/daemon.rs; CI=true fails
+#                                        without it)
 # and (--test) python3 with numpy, scipy, librosa and soundfile, for the tests that compare against
 # them (soundfile: libsndfile's decode of MP3 and Ogg, tests/audio_inputs.rs; nats-py: the Python
 # subscriber of docs/fleet.md, tests/fleet.rs)
@@ -33,7 +36,7 @@ testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
 $testing && packages+=(sox libsox-fmt-mp3 ffmpeg chromium chromium-driver nats-server openssl
-    pulseaudio libasound2-plugins)
+    pulseaudio libasound2-plugins systemd)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -58,10 +58,14 @@ const LONGEST_WORD: usize = 200;
 /// Messages longer than this keep their start and end (`shorten_echoes`).
 const LONGEST_MESSAGE: usize = 2000;
 
-/// `message` with the values it echoes cut to a readable length: a word over 200 characters
-/// keeps its first 80 (and closing punctuation) followed by "…", and a message still over 2000
-/// keeps its first 1200 and last 400 characters. A 100 MB config value is never printed whole.
+/// `message` with the values it echoes made safe and cut to a readable length: control
+/// characters written out (`types::escaped`: `\0`, `\x1b`, …, so the message stays one line
+/// whatever a quoted value held), a word over 200 characters keeps its first 80 (and closing
+/// punctuation) followed by "…", and a message still over 2000 keeps its first 1200 and last
+/// 400 characters. A 100 MB config value is never printed whole.
 pub fn shorten_echoes(message: &str) -> String {
+    let message = crate::types::escaped(message);
+    let message = message.as_ref();
     let mut out = String::with_capacity(message.len().min(LONGEST_MESSAGE + 8));
     let mut rest = message;
     while !rest.is_empty() {
@@ -117,5 +121,16 @@ mod tests {
         let spaced = format!("bad '{}' end", "a ".repeat(100_000));
         let cut = shorten_echoes(&spaced);
         assert!(cut.len() < 1700 * 4 && cut.starts_with("bad 'a a") && cut.ends_with("' end"));
+    }
+
+    #[test]
+    fn control_characters_in_echoes_are_written_out() {
+        let message = "in.txt: line 2: cannot read '0.25\0\x1b[2J' as a number\n";
+        assert_eq!(
+            shorten_echoes(message),
+            "in.txt: line 2: cannot read '0.25\\0\\x1b[2J' as a number\\n"
+        );
+        let long = format!("--average {}\u{9b}: bad", "x".repeat(300));
+        assert!(!shorten_echoes(&long).chars().any(char::is_control));
     }
 }

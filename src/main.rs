@@ -4,6 +4,7 @@
 use fftd::app::cli::{Cli, Command};
 use fftd::app::config::Settings;
 use fftd::error::FftdError;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -84,7 +85,7 @@ fn run_worker(
     if settings.report.stats {
         eprintln!(
             "fftd worker: {} blocks, {} samples, {} rows in {} messages to '{}' ({} messages already there)",
-            counts.blocks, counts.samples, counts.rows, counts.messages, io.subject, counts.duplicates
+            counts.blocks, counts.samples, counts.rows, counts.messages, fftd::types::escaped(&io.subject), counts.duplicates
         );
     }
     if let Some(path) = &settings.output.meta {
@@ -93,16 +94,22 @@ fn run_worker(
     Ok(())
 }
 
-/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once, and a
-/// write stuck on a reader that reads nothing ends the run after a second (`stuck_write`).
+/// SIGINT/SIGTERM ask the pipeline to stop reading and drain; a second one exits at once (130),
+/// and so does a write stuck on a reader that reads nothing, a second after the first
+/// (`stuck_write`): neither run finished.
 fn install_signal_handlers(signals: &fftd::types::Signals) -> Result<(), FftdError> {
+    use fftd::types::INTERRUPTED_EXIT;
     use signal_hook::consts::{SIGINT, SIGTERM};
     let interrupted = &signals.interrupted;
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, interrupted.clone())
-            .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
-            .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
-            .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
+        signal_hook::flag::register_conditional_shutdown(
+            signal,
+            INTERRUPTED_EXIT,
+            interrupted.clone(),
+        )
+        .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
+        .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
+        .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;
     }
     // issue 27: SIGHUP closes and reopens every output file (logrotate)
     signal_hook::flag::register(signal_hook::consts::SIGHUP, signals.reopen.clone())
@@ -117,11 +124,35 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("fftd=info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| EscapedStderr)
         .with_target(false)
         .without_time()
         .with_ansi(false)
         .try_init();
+}
+
+/// stderr for log lines, which quote input (a file's name, a device's, a value): their control
+/// characters are written out (`fftd::types::escaped`), so each stays one line. The formatter
+/// hands over each line whole, with its newline, in one write.
+struct EscapedStderr;
+
+impl Write for EscapedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (line, end) = match text.strip_suffix('\n') {
+            Some(line) => (line, "\n"),
+            None => (&text[..], ""),
+        };
+        let line = fftd::types::escaped(line);
+        std::io::stderr()
+            .lock()
+            .write_all(format!("{line}{end}").as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Help and version go to stdout (exit 0); usage errors become one line on stderr (exit 2).

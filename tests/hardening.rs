@@ -1,7 +1,8 @@
 //! Hostile and careless use of the `fftd` binary: an output that is an input is refused before
 //! anything is opened for writing (the input's bytes stay as they were), absurd and negative sizes
-//! are usage errors naming the flag and its range, a text file with a byte-order mark reads, and
-//! the examples that `--help` and the README's first command show run as printed.
+//! are usage errors naming the flag and its range, a text file with a byte-order mark reads,
+//! control bytes of input are escaped in errors (one line, `\0`, `\x1b`), and the examples that
+//! `--help` and the README's first command show run as printed.
 
 mod common;
 
@@ -200,6 +201,39 @@ fn a_text_file_with_a_byte_order_mark_reads_like_one_without() {
     assert!(b.status.success(), "{}", stderr_text(&b));
     assert_eq!(a.stdout, b.stdout);
     assert!(!a.stdout.is_empty());
+}
+
+/// Asserts `out` is a one-line error (exit `code`) holding `needles` and no control byte but
+/// its closing newline.
+fn escaped_error(out: &std::process::Output, code: i32, needles: &[&str]) {
+    assert_clean_error(out, code, needles);
+    let err = stderr_text(out);
+    let raw = err.trim_end_matches('\n').chars().find(|c| c.is_control());
+    assert!(raw.is_none(), "raw control {raw:?} in: {err:?}");
+}
+
+#[test]
+fn control_bytes_of_input_are_escaped_in_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // a text line holding a NUL and an ESC (a terminal's clear-screen): issue 39
+    let text = dir.path().join("in.txt");
+    std::fs::write(&text, "0.5\n0.25\0x\x1b[2Jy\n0.75\n").expect("write");
+    let out = run(&["--file", s(&text), "--frame", "2"]);
+    escaped_error(&out, 1, &["line 2", "'0.25\\0x\\x1b[2Jy'"]);
+    // a config file's value and a flag's value (usage errors), a SigMF datatype
+    let config = dir.path().join("c.toml");
+    // (raw in the file: TOML refuses it, and the error quotes the line's value)
+    std::fs::write(&config, "window = \"hann\x1b[2J\tx\"\n").expect("write");
+    let out = run(&["--file", s(&text), "--config", s(&config)]);
+    escaped_error(&out, 2, &["c.toml:1", "window = \\x1b"]);
+    let out = run(&["--file", s(&text), "--frame", "64\x1b[2J\t"]);
+    escaped_error(&out, 2, &["--frame", "64\\x1b[2J\\t"]);
+    let meta = dir.path().join("r.sigmf-meta");
+    let doc = r#"{"global": {"core:datatype": "cf32\u001b\u0085"}, "captures": []}"#;
+    std::fs::write(&meta, doc).expect("write");
+    std::fs::write(dir.path().join("r.sigmf-data"), [0u8; 64]).expect("write");
+    let out = run(&["--file", s(&meta)]);
+    escaped_error(&out, 1, &["core:datatype", "cf32\\x1b\\x85"]);
 }
 
 /// Every `fftd ...` example line of `--help` runs from the repository root as printed.

@@ -328,7 +328,32 @@ fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
 }
 
 #[test]
-fn one_signal_ends_a_run_whose_stdout_is_not_read() {
+fn a_second_signal_while_stdout_is_not_read_exits_130() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f32_path = dir.path().join("in.f32");
+    write_f32(&f32_path, &noise(1 << 16, 4));
+    // stdout is a pipe this test never reads; the second Ctrl-C comes before the stuck write's
+    // second is up, so it is the signal that ends the run, not the stuck-write watch
+    let child = fftd()
+        .args(["--file", s(&f32_path), "--frame", "64", "--hop", "1"])
+        .args(["--device", "cpu", "--format", "f32"])
+        .env("FFTD_STUCK_WRITE_SECONDS", "30")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until_signals_caught(child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    send(&child, "INT");
+    std::thread::sleep(Duration::from_millis(200));
+    send(&child, "INT");
+    let out = wait_at_most(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_text(&out));
+}
+
+#[test]
+fn one_signal_ends_a_run_whose_stdout_is_not_read_with_exit_130() {
     let dir = tempfile::tempdir().expect("tempdir");
     let f32_path = dir.path().join("in.f32");
     write_f32(&f32_path, &noise(1 << 16, 4));
@@ -346,7 +371,8 @@ fn one_signal_ends_a_run_whose_stdout_is_not_read() {
     send(&child, "INT");
     let sent = Instant::now();
     let out = wait_at_most(child, Duration::from_secs(30));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    // rows were left unwritten: the run did not finish, so not success (issue 39)
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_text(&out));
     // a write nobody takes is given up a second after the signal (stuck_write), then PROMPT
     assert!(
         sent.elapsed() < Duration::from_secs(1) + PROMPT,

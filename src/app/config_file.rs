@@ -5,6 +5,7 @@
 
 use crate::app::options::Options;
 use crate::error::{shorten_echoes, FftdError, Result};
+use crate::types::escaped;
 use std::path::Path;
 
 /// Characters of a value echoed in an error; longer ones end in "…".
@@ -100,11 +101,11 @@ fn floor_boundary(text: &str, at: usize) -> usize {
     at
 }
 
-/// `text` cut to `ECHO_CHARS` characters.
+/// `text` cut to `ECHO_CHARS` characters, its control characters written out (`\x1b`).
 fn echo(text: &str) -> String {
     match text.char_indices().nth(ECHO_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
+        Some((at, _)) => format!("{}…", escaped(&text[..at])),
+        None => escaped(text).into_owned(),
     }
 }
 

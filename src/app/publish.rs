@@ -254,7 +254,7 @@ fn finish_publish(
             p.blocks,
             p.frames,
             p.samples,
-            sender.subject(),
+            crate::types::escaped(sender.subject()),
             sender.shard_count(),
             sender.connection_count(),
             sender.acked().duplicates

@@ -15,6 +15,7 @@
 //! interrupted publish, whose blocks already stored are then dropped as duplicates. Free-text
 //! parts (subject, source) are escaped (`%`, `/`, `:`), so no two different messages share an id.
 
+use crate::types;
 use std::hash::{BuildHasher, Hasher};
 
 /// Longest source or run id accepted.
@@ -31,8 +32,9 @@ pub fn check_id(what: &str, id: &str) -> Result<(), String> {
     }
     if let Some(c) = id.chars().find(|c| c.is_control()) {
         return Err(format!(
-            "{what} '{}': holds the control character {c:?}, which a NATS header cannot carry",
-            id.escape_debug()
+            "{what} '{}': holds the control character {}, which a NATS header cannot carry",
+            types::escaped(id),
+            types::escaped(c.encode_utf8(&mut [0; 4]))
         ));
     }
     Ok(())

@@ -1,10 +1,12 @@
 //! The one stop a run cannot drain itself out of: a write to stdout, a FIFO or a device whose
 //! reader has stopped reading (`fftd … | sleep 1000`, a FIFO nobody empties). Every write of
 //! spectra marks when it started (`writing`); after SIGINT/SIGTERM, `watch` ends the process
-//! (exit 0, as an interrupted run) once a write has been stuck for `STUCK_AFTER` while a
-//! stopped run would otherwise wait on it forever. Files that could be completed were, as far
-//! as the stuck write let the run go; the message names the wait.
+//! once a write has been stuck for `STUCK_AFTER` while a stopped run would otherwise wait on it
+//! forever. Files that could be completed were, as far as the stuck write let the run go; the
+//! message names the wait. The rows queued for the reader are lost, so the run did not finish:
+//! it exits 130 (`INTERRUPTED_EXIT`), as a second Ctrl-C does, never 0.
 
+use crate::types::INTERRUPTED_EXIT;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -44,7 +46,7 @@ fn stuck_for() -> Option<Duration> {
 }
 
 /// Starts the watch: once `interrupted` is set, a write stuck for `STUCK_AFTER` ends the
-/// process with exit 0 and one line on stderr.
+/// process with exit 130 and one line on stderr.
 pub fn watch(interrupted: Arc<AtomicBool>) {
     epoch();
     let limit = stuck_after();
@@ -60,7 +62,9 @@ pub fn watch(interrupted: Arc<AtomicBool>) {
                     "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten",
                     limit.as_secs_f64()
                 );
-                std::process::exit(0);
+                // as a second signal ends it (`register_conditional_shutdown`): at once,
+                // without flushing a stdout nobody reads or waiting for the stuck thread
+                signal_hook::low_level::exit(INTERRUPTED_EXIT);
             }
         });
     if let Err(e) = spawned {

@@ -19,6 +19,7 @@ use super::raw::RawSource;
 use super::{open_reader, FileOptions, SampleSource};
 use crate::error::{FftdError, Result};
 use crate::limits;
+use crate::types::escaped;
 use crate::types::tuning::{Capture, Tuning};
 use serde_json::{Map, Value};
 use std::io::Read;
@@ -88,7 +89,8 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
             bad(
                 meta_path,
                 format!(
-                    "core:datatype \"{s}\" is not a SigMF datatype: expected r or c, then f32, f64, i8, i16, i32, u8, u16 or u32, then _le or _be unless 8-bit (e.g. cf32_le, ci16_le, cu8)"
+                    "core:datatype \"{}\" is not a SigMF datatype: expected r or c, then f32, f64, i8, i16, i32, u8, u16 or u32, then _le or _be unless 8-bit (e.g. cf32_le, ci16_le, cu8)",
+                    escaped(s)
                 ),
             )
         })?,

@@ -7,8 +7,8 @@
 use super::input::InputReader;
 use super::{overflows, SampleSource, SourceInfo, BEYOND_F32};
 use crate::error::{FftdError, Result};
-use crate::types::InputKind;
 use crate::types::Precision;
+use crate::types::{escaped, InputKind};
 use std::io::BufRead;
 
 pub struct TextSource {
@@ -122,13 +122,15 @@ impl TextSource {
     }
 }
 
-/// Long offending text is cut so the error stays one readable line.
+/// Offending text as an error quotes it: cut when long and its control characters written out
+/// (`\0`, `\x1b`), so the error stays one readable line.
 fn shorten(text: &str) -> String {
     const MAX: usize = 60;
     if text.chars().count() <= MAX {
-        text.to_string()
+        escaped(text).into_owned()
     } else {
-        format!("{}…", text.chars().take(MAX).collect::<String>())
+        let head: String = text.chars().take(MAX).collect();
+        format!("{}…", escaped(&head))
     }
 }
 

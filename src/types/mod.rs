@@ -1,6 +1,6 @@
 //! Shared types every stage speaks: the sample types and input kind, a stream's description, the
 //! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
-//! shown. A leaf: it imports nothing of fftd, so any module may import it.
+//! shown (and user text quoted). A leaf: it imports nothing of fftd, so any module may import it.
 
 mod flag_value;
 pub mod nats_url;
@@ -15,7 +15,7 @@ pub mod tuning;
 pub use flag_value::whole_in;
 pub use precision::{Precision, WithSample};
 pub use sample::{InputKind, Sample};
-pub use signals::Signals;
+pub use signals::{Signals, INTERRUPTED_EXIT};
 pub use stream::StreamMeta;
-pub use text::shown;
+pub use text::{escaped, shown};
 pub use tuning::Tuning;

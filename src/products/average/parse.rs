@@ -2,6 +2,7 @@
 //! naming the value).
 
 use super::{AverageMode, AverageSpec, DURATION_UNITS, MAX_FRACTION_DIGITS, NANOS_PER_SECOND};
+use crate::types::escaped;
 use std::fmt;
 use std::str::FromStr;
 
@@ -11,7 +12,7 @@ use std::str::FromStr;
 
 /// A user's value as it goes into a one-line message (control characters escaped).
 fn shown(value: &str) -> String {
-    value.escape_debug().to_string()
+    escaped(value).into_owned()
 }
 
 fn average_usage(value: &str) -> String {

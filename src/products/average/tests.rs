@@ -140,7 +140,7 @@ fn rejects_bad_average_values_in_one_line_naming_flag_and_value() {
     ] {
         let err = bad.parse::<AverageSpec>().expect_err(bad);
         assert!(
-            err.starts_with(&format!("--average {}:", bad.escape_debug())),
+            err.starts_with(&format!("--average {}:", crate::types::escaped(bad))),
             "{bad:?}: {err}"
         );
         assert!(!err.contains('\n'), "{bad:?}: {err}");

@@ -2,6 +2,7 @@
 //! (one-line errors naming the value).
 
 use super::{BandSpec, MelBands, MelNorm, MelScale, OctaveBands, OctaveFraction};
+use crate::types::escaped;
 use std::fmt;
 use std::str::FromStr;
 
@@ -152,19 +153,10 @@ pub(super) fn check_fmin_below_fmax(
     }
 }
 
-/// The message with control characters and line breaks escaped, so it stays on one line whatever
-/// the user typed.
+/// The message with control characters (line breaks among them) escaped, so it stays on one
+/// line whatever the user typed.
 pub(super) fn one_line(message: &str) -> String {
-    message
-        .chars()
-        .map(|c| {
-            if c.is_control() || (c.is_whitespace() && c != ' ') {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    escaped(message).into_owned()
 }
 
 impl fmt::Display for BandSpec {
