@@ -6,8 +6,9 @@ chromedriver and selenium); run by tests/serve_browser.rs.
     serve_browser.py --fftd PATH --demo docs/img/serve.png     the README screenshot
     serve_browser.py --url http://HOST:PORT --out DIR  the checks against a server already running
 
-The test writes two 8 kHz WAV files (stream 0: a 1000 Hz tone and, once a second, a 3000 Hz
-burst inside one frame, so in one display row; stream 1: 2500 Hz), serves them with
+The test feeds two 8 kHz signals (stream 0: a 1000 Hz tone and, once a second, a 3000 Hz burst
+inside one frame, so in one display row; stream 1: 2500 Hz) through FIFOs, over and over until
+its checks are done (so no check races the input's end on a busy machine), to
 `fftd --realtime --serve`, opens the page and checks: no console errors; rows arrive; the
 brightest column of the waterfall's pixels (colours mapped back through the page's colour map) is
 at the tone, in Hz through the page's own axis mapping (window.fftd); the cursor readout over the
@@ -17,7 +18,7 @@ changing one leaves the other's pixels as they were); at 5 waterfall rows/s the 
 rows as many as the rows' time says, far fewer than the rows received, and at 1 row/s a row holds
 a second of rows with the burst in its max (pixels too), its time axis labels at the rows' times;
 the stream picker switches to stream 1 (brightest column then at 2500 Hz); speed and ranges are
-kept over a reload; the status says "finished" when the input has ended; the speed menu's "every
+kept over a reload; the status says "finished" once the inputs are ended; the speed menu's "every
 row" says the rate that really arrives. All of it under the server's Content-Security-Policy (a
 violation is a console error). Last, a page of another origin (Python's http.server on a second
 port) cannot open the WebSocket, and the live view's own page can; with --serve-token the page is
@@ -54,6 +55,7 @@ os.environ.setdefault("SE_OFFLINE", "true")  # selenium must never try to downlo
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
@@ -64,7 +66,8 @@ FRAME, HOP = 128, 128  # 62.5 frames/s per stream, about the page's 60 rows/s; f
 BIN_HZ = RATE / FRAME
 TONES = [1000.0, 2500.0]
 BURST_HZ = 3000.0  # stream 0: a burst of 64 samples in the middle of one frame, once a second
-SECONDS = 20  # of each tone file: the checks take about 15 s of it
+SECONDS = 20  # of each tone signal, fed to fftd over and over until the checks are done
+WAIT = 60  # s: the limit of every wait for the page or fftd; it only bounds a failure
 
 
 # ---------------------------------------------------------------- signals and the server
@@ -107,12 +110,13 @@ def _noise(seed):
         yield (s >> 11) / 2**52 - 1.0
 
 
-def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP, extra=(), log="fftd.log"):
+def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP, extra=(), log="fftd.log", source=()):
     """Starts `fftd --realtime --serve 127.0.0.1:0 EXTRA`; returns (process, the base url it
     printed)."""
     cmd = [fftd]
     for f in files:
         cmd += ["--file", str(f)]
+    cmd += list(source)
     cmd += ["--frame", str(frame), "--hop", str(hop), "--device", "cpu", "--realtime"]
     cmd += ["--serve", "127.0.0.1:0", "--format", "ndjson", "--output", os.devnull, *extra]
     print("server:", " ".join(cmd), flush=True)
@@ -131,16 +135,74 @@ def start_fftd(fftd, files, out_dir, frame=FRAME, hop=HOP, extra=(), log="fftd.l
 
     threading.Thread(target=copy_stderr, daemon=True).start()
     try:
-        url = found.get(timeout=20)
+        url = found.get(timeout=WAIT)
     except queue.Empty:
         url = None
     if url is None:
         stop(proc)
         raise SystemExit(f"fftd did not say where it serves; its stderr is in {out_dir}/fftd.log")
     if not extra:
-        with urllib.request.urlopen(url + "/healthz", timeout=5) as r:
+        with urllib.request.urlopen(url + "/healthz", timeout=WAIT) as r:
             assert r.read().strip() == b"ok", "/healthz"
     return proc, url
+
+
+RAW = ["--input-format", "f32", "--rate", str(RATE)]  # how fftd reads the feeders' FIFOs
+
+
+class Feeder:
+    """Raw f32 samples into a FIFO for fftd to read: `samples` (interleaved channels) over and
+    over until end() (repeat), or once and then the FIFO held open until end(). With --realtime
+    fftd reads at the signal's rate, so the input lasts as long as the checks take, however busy
+    the machine, and ends only when the test says (a file's end came after a fixed wall time)."""
+
+    def __init__(self, path, samples, repeat=True):
+        os.mkfifo(path)
+        self.path, self.repeat = path, repeat
+        self.data = struct.pack(f"<{len(samples)}f", *samples)
+        self.done = threading.Event()
+        threading.Thread(target=self._write, daemon=True).start()
+
+    def _write(self):
+        chunk = 4096
+        try:
+            with open(self.path, "wb") as w:   # waits for fftd's open
+                while True:
+                    for i in range(0, len(self.data), chunk):
+                        if self.done.is_set():
+                            return
+                        w.write(self.data[i:i + chunk])
+                        w.flush()
+                    if not self.repeat:
+                        self.done.wait()
+                        return
+        except OSError:   # fftd went (stopped by the test)
+            pass
+
+    def end(self):
+        """The input ends: the writer closes the FIFO after its current chunk."""
+        self.done.set()
+
+
+def feed(out_dir, name, signals):
+    """A FIFO per signal in out_dir, each fed over and over; returns (paths, feeders)."""
+    feeders = []
+    for k, samples in enumerate(signals):
+        path = os.path.join(out_dir, f"{name}{k}.f32")
+        if os.path.exists(path):
+            os.unlink(path)
+        feeders.append(Feeder(path, samples))
+    return [f.path for f in feeders], feeders
+
+
+def leave(driver):
+    """Leaves the page before its server stops: a page left open tries to reconnect, and the
+    refused connection is a console error that the next page's check would see (the slower the
+    machine, the likelier the retry comes before the next page is opened)."""
+    try:
+        driver.get("about:blank")
+    except WebDriverException:
+        pass
 
 
 def stop(proc):
@@ -167,7 +229,9 @@ def browser(width, height, profile):
     ]:
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    driver = webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_script_timeout(WAIT + 30)   # async scripts (animation frames, OPEN_WS_JS's answer)
+    return driver
 
 
 def wait_for(driver, js, timeout, what):
@@ -295,7 +359,7 @@ def hover(driver, canvas_id, hz, y_frac):
     y = p["top"] + y_frac * (p["bottom"] - p["top"])
     size = el.size
     ActionChains(driver).move_to_element_with_offset(el, round(x - size["width"] / 2), round(y - size["height"] / 2)).perform()
-    time.sleep(0.3)  # a few animation frames
+    settle(driver)  # the move marks the page dirty: the next frame's draw updates the readout
 
 
 def console_errors(driver, seen):
@@ -306,9 +370,10 @@ def console_errors(driver, seen):
 
 def perf_window(driver, seconds):
     """Page counters over `seconds`: animation frames, draws, rows and their handling times."""
-    a = driver.execute_script("return [fftd.perf, performance.now(), fftd.rows];")
-    time.sleep(seconds)
-    b = driver.execute_script("return [fftd.perf, performance.now(), fftd.rows];")
+    js = "return [fftd.perf, performance.now(), fftd.rows, fftd.dropped, fftd.wfRow(0).time];"
+    a = driver.execute_script(js)
+    time.sleep(seconds)   # a measurement over wall time: the rates are reported, not judged
+    b = driver.execute_script(js)
     dt = (b[1] - a[1]) / 1000
     pa, pb = a[0], b[0]
     rows = pb["rowsHandled"] - pa["rowsHandled"]
@@ -324,6 +389,11 @@ def perf_window(driver, seconds):
         "max_ms_row_so_far": round(pb["maxRowMs"], 2),
         "max_ms_draw_so_far": round(pb["maxDrawMs"], 2),
         "frame_gaps_over_50ms": pb["longGaps"] - pa["longGaps"],
+        "rows_received": b[2] - a[2],
+        "rows_handled": rows,
+        "rows_dropped": b[3] - a[3],
+        "draws": draws,
+        "signal_s": round(b[4] - a[4], 3),
     }
 
 
@@ -340,7 +410,7 @@ def check_ranges(driver):
     """Each view has its own dB range: with the view paused, a new spectrum range redraws the
     spectrum and leaves every waterfall pixel as it was; a new waterfall range recolours the
     waterfall (the tone's pixel too) and leaves the spectrum as it was."""
-    wait_for(driver, "fftd.ranges.spectrum.fitted && fftd.ranges.waterfall.fitted", 5, "both ranges fitted")
+    wait_for(driver, "fftd.ranges.spectrum.fitted && fftd.ranges.waterfall.fitted", WAIT, "both ranges fitted")
     r0 = driver.execute_script("return fftd.ranges;")
     pressed = [driver.find_element(By.ID, b).get_attribute("aria-pressed") for b in ("specauto", "wfauto")]
     check(r0["spectrum"]["auto"] and r0["waterfall"]["auto"] and pressed == ["true", "true"],
@@ -384,9 +454,11 @@ def check_speed(driver):
     the slowed waterfall too."""
     speed = Select(driver.find_element(By.ID, "wfspeed"))
     speed.select_by_value("5")
-    time.sleep(0.1)
+    wait_for(driver, "fftd.speed === 5", WAIT, "the speed 5 rows/s")
+    settle(driver)
     a = driver.execute_script(ROWS_JS)
-    time.sleep(1.5)
+    # 1.5 s of the rows' own time (a sleep of 1.5 s gave fewer on a busy machine, maybe none)
+    wait_for(driver, f"fftd.wfRow(0).time >= {a[2] + 1.5}", WAIT, "1.5 s of rows at 5 rows/s")
     b = driver.execute_script(ROWS_JS)
     rows, shown, wall = b[0] - a[0], b[1] - a[1], (b[3] - a[3]) / 1000
     bins = math.floor(b[2] * 5) - math.floor(a[2] * 5)
@@ -396,11 +468,12 @@ def check_speed(driver):
 
     speed.select_by_value("1")
     r0 = driver.execute_script("return fftd.wfRows;")
-    wait_for(driver, f"fftd.wfRows >= {r0 + 3}", 5, "three waterfall rows at 1 row/s")
+    wait_for(driver, f"fftd.wfRows >= {r0 + 3}", WAIT, "three waterfall rows at 1 row/s")
     driver.find_element(By.ID, "pause").click()
     settle(driver)
     frozen_js = "return [fftd.wfRows, fftd.wfRow(0).frames, fftd.wfRow(0).time];"
     frozen = driver.execute_script(frozen_js)
+    received = driver.execute_script("return fftd.rows;")
     newest, full = driver.execute_script("return [fftd.wfRow(0), fftd.wfRow(1)];")
     hz = driver.execute_script("return fftd.columnsHz;")
     col = min(range(len(hz)), key=lambda i: abs(hz[i] - BURST_HZ))
@@ -427,8 +500,12 @@ def check_speed(driver):
     check(t is not None and db is not None
           and any(abs(t - r["time"]) <= 6e-4 and abs(db - r["max"][col]) <= 0.051 for r in rows),
           f"waterfall readout over a slowed row: '{text}'")
+    # paused through more than a second of rows received (the newest slowed row would have grown
+    # and a new one started): counted in rows, not waited in wall time
+    wait_for(driver, f"fftd.rows >= {received + 70}", WAIT, "70 rows received while paused")
     later = driver.execute_script(frozen_js)
-    check(later == frozen, f"paused, the slowed waterfall stays as it was: {later[0]} rows, the newest of {later[1]} frames")
+    check(later == frozen, f"paused through 70 rows received, the slowed waterfall stays as it was: {later[0]} rows, "
+          f"the newest of {later[1]} frames")
     ActionChains(driver).move_to_element(driver.find_element(By.ID, "status")).perform()
     driver.find_element(By.ID, "pause").click()
     speed.select_by_value("0")
@@ -441,7 +518,7 @@ def check_kept(driver):
     driver.find_element(By.ID, "specauto").click()
     before = driver.execute_script("return fftd.ranges;")
     driver.refresh()
-    wait_for(driver, "window.fftd && fftd.stream !== null && fftd.shown > 30", 15, "rows after the reload")
+    wait_for(driver, "window.fftd && fftd.stream !== null && fftd.shown > 30", WAIT, "rows after the reload")
     after = driver.execute_script("return [fftd.speed, fftd.ranges];")
     shown = [driver.find_element(By.ID, i).get_attribute("value") for i in ("wfspeed", "wfmin", "wfmax")]
     wr = before["waterfall"]
@@ -451,21 +528,20 @@ def check_kept(driver):
           f"kept over a reload: speed {after[0]} rows/s, spectrum Auto, waterfall {shown[1]}..{shown[2]} dB")
 
 
-def run_test(driver, url, out_dir, until_end):
+def run_test(driver, url, out_dir, feeders):
     t0 = time.time()
     logs = []
     tol = 2.5 * BIN_HZ
     driver.get(url + "/")
-    wait_for(driver, "window.fftd && fftd.stream === 0 && fftd.shown > 30", 20, "rows of stream 0")
+    wait_for(driver, "window.fftd && fftd.stream === 0 && fftd.shown > 30", WAIT, "rows of stream 0")
     print(f"first rows after {time.time() - t0:.1f} s", flush=True)
     status = driver.find_element(By.ID, "status").text
     check(status == "live", f"status '{status}'")
 
     r1 = driver.execute_script("return fftd.rows;")
-    time.sleep(1.0)
-    r2 = driver.execute_script("return fftd.rows;")
-    # (62 rows/s are sent; the bars are low so a loaded 2-core CI machine does not fail them)
-    check(r2 - r1 >= 5, f"rows keep arriving: {r2 - r1} in 1 s")
+    # (a count of rows in 1 s of wall time depended on the machine's load: the rows are waited for)
+    r2 = wait_for(driver, f"fftd.rows >= {r1 + 5} && fftd.rows", WAIT, "5 more rows")
+    check(r2 - r1 >= 5, f"rows keep arriving: {r1} -> {r2}")
     streams = Select(driver.find_element(By.ID, "stream"))
     check(len(streams.options) >= 2 and streams.first_selected_option.get_attribute("value") == "0",
           f"the stream picker lists the streams, 0 selected: {[o.text for o in streams.options]}")
@@ -486,26 +562,36 @@ def run_test(driver, url, out_dir, until_end):
 
     driver.find_element(By.ID, "pause").click()
     s1, r1 = driver.execute_script("return [fftd.shown, fftd.rows];")
-    time.sleep(0.6)
+    # paused through 30 rows received (half a second of them), counted, not waited in wall time
+    wait_for(driver, f"fftd.rows >= {r1 + 30}", WAIT, "30 rows received while paused")
     s2, r2 = driver.execute_script("return [fftd.shown, fftd.rows];")
     status = driver.find_element(By.ID, "status").text
     check(s1 == s2 and r2 > r1 and "paused" in status,
           f"pause: view frozen ({s1} -> {s2} rows shown) while rows still arrive ({r1} -> {r2}); status '{status}'")
     driver.find_element(By.ID, "pause").click()
-    wait_for(driver, f"fftd.shown > {s2}", 5, "rows shown again after resume")
+    wait_for(driver, f"fftd.shown > {s2}", WAIT, "rows shown again after resume")
 
     check_ranges(driver)
     check_speed(driver)
     print(f"speed checks done at t = {driver.execute_script('return fftd.wfRow(0).time;'):.1f} s of the "
-          f"{SECONDS} s input", flush=True)
+          f"input (its {SECONDS} s signal over and over)", flush=True)
 
     perf = perf_window(driver, 3.0)
     print("smoothness:", json.dumps(perf), flush=True)
-    # every row received is handled; the rates themselves are reported, with low bars (a loaded CI
-    # machine runs headless chromium's software rasteriser next to fftd)
-    check(perf["rows_handled_per_s"] >= 0.9 * perf["rows_received_per_s"] and perf["rows_received_per_s"] >= 20,
-          "the page handles every row it receives")
-    check(perf["draws_per_s"] >= 5, f"drawn at {perf['draws_per_s']} frames/s")
+    # The rates over wall time are reported, not judged: how many rows a second arrive and how
+    # often the page draws depend on how busy the machine is (fftd's display ticker folds more
+    # frames into a row when late). Judged: rows came and each one received was handled or
+    # counted as dropped (the same handler does both), the rows' own time went on, and the page
+    # drew meanwhile.
+    check(perf["rows_received"] > 0 and perf["rows_handled"] + perf["rows_dropped"] == perf["rows_received"]
+          and perf["signal_s"] > 0,
+          f"the page handles every row it receives: {perf['rows_received']} received, {perf['rows_handled']} "
+          f"handled, {perf['rows_dropped']} dropped, over {perf['signal_s']} s of the rows' time")
+    check(perf["draws"] > 0, f"drawn while rows arrive: {perf['draws']} draws ({perf['draws_per_s']} frames/s)")
+    # the label and the footer are set in the same animation frame, from the rows of its last
+    # second: read in one script, once that second had rows
+    wait_for(driver, "/^every row \\([0-9.]+\\/s now\\)$/.test(document.getElementById('wfspeed').options[0].textContent)",
+             WAIT, "the speed menu saying the rate")
     label, rate = driver.execute_script(
         "return [document.getElementById('wfspeed').options[0].textContent,"
         " document.getElementById('rate').textContent];")
@@ -521,16 +607,18 @@ def run_test(driver, url, out_dir, until_end):
 
     ActionChains(driver).move_to_element(driver.find_element(By.ID, "status")).perform()
     streams.select_by_value("1")
-    wait_for(driver, "fftd.stream === 1 && fftd.shown > 30", 15, "rows of stream 1")
-    time.sleep(0.3)
+    wait_for(driver, "fftd.stream === 1 && fftd.shown > 30", WAIT, "rows of stream 1")
+    settle(driver)   # the rows shown are drawn
     b = brightest(driver)
     check(abs(b["hz"] - TONES[1]) <= tol and b["level"] > 150,
           f"after switching to stream 1: brightest column at {b['hz']:.1f} Hz (level {b['level']:.0f}/255), tone {TONES[1]} Hz")
     check("stream=1" in driver.current_url, f"the address keeps the stream: {driver.current_url}")
     check_kept(driver)
 
-    if until_end:
-        wait_for(driver, "fftd.ended", SECONDS + 10, "the end of the input")
+    if feeders:
+        for f in feeders:
+            f.end()   # the inputs end now
+        wait_for(driver, "fftd.ended", WAIT, "the end of the input")
         status = driver.find_element(By.ID, "status").text
         check("finished" in status, f"the input ended: status '{status}'")
 
@@ -547,7 +635,7 @@ const done = arguments[arguments.length - 1];
 const ws = new WebSocket(arguments[0]);
 ws.onopen = () => { ws.close(); done('open'); };
 ws.onerror = () => done('refused');
-setTimeout(() => done('no answer'), 10000);
+setTimeout(() => done('no answer'), 60000);   // bounds a failure only
 """
 
 
@@ -578,35 +666,40 @@ def check_cross_origin(driver, url):
         shutil.rmtree(page_dir, ignore_errors=True)
 
 
-def check_token_page(driver, fftd, files, out_dir):
+def check_token_page(driver, fftd, signals, out_dir):
     """With --serve-token the page answers 401 until opened once with ?token=, which leaves a
     cookie and a clean address; then the page, its script and its WebSocket work."""
     token = "t0ken-for-the-browser-test"
-    proc, url = start_fftd(fftd, files, out_dir, extra=["--serve-token", token], log="fftd-token.log")
+    files, feeders = feed(out_dir, "token", signals)
+    proc, url = start_fftd(fftd, files, out_dir, extra=["--serve-token", token], log="fftd-token.log", source=RAW)
     try:
         driver.get(url + "/")
         text = driver.find_element(By.TAG_NAME, "body").text
         check("needs its token" in text, f"without the token: '{text[:60]}...'")
         driver.get(f"{url}/?stream=1&token={token}")
         check(driver.current_url == url + "/?stream=1", f"the token leaves the address: {driver.current_url}")
-        wait_for(driver, "window.fftd && fftd.stream === 1 && fftd.shown > 10", 20, "rows with the token's cookie")
+        wait_for(driver, "window.fftd && fftd.stream === 1 && fftd.shown > 10", WAIT, "rows with the token's cookie")
         cookies = driver.get_cookies()
         check(any(c.get("httpOnly") and c.get("sameSite") == "Strict" for c in cookies),
               f"the cookie is HttpOnly and SameSite=Strict: {cookies}")
     finally:
+        leave(driver)
         stop(proc)
+        for f in feeders:
+            f.end()
         driver.get_log("browser")  # (the 401s are expected)
 
 
-def check_measure_readout(driver, fftd, files, out_dir):
+def check_measure_readout(driver, fftd, signals, out_dir):
     """With --levels/--peaks the footer shows the shown stream's levels and peaks in the
     calibrated unit (read from /spectra), near what the tone's amplitude gives."""
     extra = ["--levels", "--peaks", "1", "--distortion", "--calibration", "94", "--average", "250ms"]
-    proc, url = start_fftd(fftd, files[1:2], out_dir, extra=extra, log="fftd-measure.log")
+    files, feeders = feed(out_dir, "measure", signals[1:2])
+    proc, url = start_fftd(fftd, files, out_dir, extra=extra, log="fftd-measure.log", source=RAW)
     try:
         driver.get(url + "/")
         shown = "(() => { const m = document.getElementById('measure'); return m && !m.hidden && m.textContent.includes('Leq'); })()"
-        wait_for(driver, shown, 20, "the levels readout")
+        wait_for(driver, shown, WAIT, "the levels readout")
         text = driver.find_element(By.ID, "measure").text
         check("dB SPL" in text and "peak1" in text and "THD " in text and "SNR " in text,
               f"the readout names its unit, peak and distortion figures: {text}")
@@ -616,27 +709,20 @@ def check_measure_readout(driver, fftd, files, out_dir):
         # the unit on the plot's level axis and in the cursor readout
         unit, label = driver.execute_script("return [fftd.unit, fftd.levelLabel];")
         check(unit == "dB SPL" and label == "level (dB SPL)", f"the level axis says the unit: {label!r}")
-        wait_for(driver, "fftd.shown > 5", 10, "display rows")
+        wait_for(driver, "fftd.shown > 5", WAIT, "display rows")
         hover(driver, "spectrum", TONES[1], 0.4)
         text, f, db, _ = readout(driver)
         check(text.count("dB SPL") == 3 and f is not None and abs(f - TONES[1]) < 40,
               f"the cursor readout gives the levels in dB SPL: {text!r}")
         check(db is not None and abs(db - want) < 2.0, f"the readout's level {db} is near the tone's {want:.2f}")
     finally:
+        leave(driver)
         stop(proc)
+        for f in feeders:
+            f.end()
 
 
 CROSS_B = [0.45, 0.35, -0.15, 0.05]  # channel 1 = this FIR filter of channel 0
-
-
-def write_wav_2ch(path, left, right, rate):
-    """16-bit stereo PCM."""
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(2)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        pcm = [max(-32767, min(32767, round(v * 32767))) for pair in zip(left, right) for v in pair]
-        w.writeframes(struct.pack(f"<{len(pcm)}h", *pcm))
 
 
 def cross_response(hz):
@@ -669,17 +755,23 @@ def check_cross_view(driver, fftd, out_dir):
     /spectra rows: H1 is the FIR filter's response (freqz) where coherence is above 0.99, the
     traces are drawn where the values say (pixels of the transfer panel), the spectrum shows |H1|
     in dB on an axis saying so, and the cursor readout over the panel reads the bin."""
-    wav = os.path.join(out_dir, "pair.wav")
+    # 14 s of the pair, fed over and over (channel 1 the filter of channel 0 taken circularly, so
+    # the repeats join seamlessly) until the checks are done: the page may come late
     rnd = _noise(5)
     x = [0.4 * next(rnd) for _ in range(14 * RATE)]
-    y = [sum(b * x[i - k] for k, b in enumerate(CROSS_B) if i >= k) for i in range(len(x))]
-    write_wav_2ch(wav, x, y, RATE)
+    y = [sum(b * x[i - k] for k, b in enumerate(CROSS_B)) for i in range(len(x))]   # x[-k]: the end
+    pair = [v for xy in zip(x, y) for v in xy]
+    fifo = os.path.join(out_dir, "pair.f32")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    feeder = Feeder(fifo, pair)
     extra = ["--cross", "0,1", "--average", "500ms"]
-    proc, url = start_fftd(fftd, [wav], out_dir, frame=512, hop=256, extra=extra, log="fftd-cross.log")
+    proc, url = start_fftd(fftd, [fifo], out_dir, frame=512, hop=256, extra=extra, log="fftd-cross.log",
+                           source=RAW + ["--channels", "2"])
     seen = []
     try:
         driver.get(url + "/")
-        wait_for(driver, "fftd.transfer && fftd.transfer.rows >= 2 && fftd.layout", 20, "the pair's estimates")
+        wait_for(driver, "fftd.transfer && fftd.transfer.rows >= 2 && fftd.layout", WAIT, "the pair's estimates")
         settle(driver)
         t = driver.execute_script("return fftd.transfer;")
         good = [k for k, c in enumerate(t["coherence"]) if c is not None and c > 0.99]
@@ -714,22 +806,36 @@ def check_cross_view(driver, fftd, out_dir):
         errors = console_errors(driver, seen)
         check(not errors, f"no console errors on the transfer-function page: {errors}")
     finally:
+        leave(driver)
         stop(proc)
-    # without --average the pair's one row comes at the end of the input: a page open then plots it
-    short = os.path.join(out_dir, "pair-short.wav")
-    write_wav_2ch(short, x[: 3 * RATE], y[: 3 * RATE], RATE)
-    proc, url = start_fftd(fftd, [short], out_dir, frame=512, hop=256, extra=["--cross", "0,1"], log="fftd-cross-whole.log")
+        feeder.end()
+    # without --average the pair's one row comes at the end of the input: a page open then plots
+    # it. 3 s of the pair go into a FIFO held open until the page shows the panel, so the input
+    # has not ended when "no estimate yet" is checked (a 3 s file could end before a page on a
+    # busy machine opened)
+    short = os.path.join(out_dir, "pair-short.f32")
+    if os.path.exists(short):
+        os.unlink(short)
+    n = 3 * RATE
+    y_short = [sum(b * x[i - k] for k, b in enumerate(CROSS_B) if i >= k) for i in range(n)]
+    feeder = Feeder(short, [v for xy in zip(x[:n], y_short) for v in xy], repeat=False)
+    proc, url = start_fftd(fftd, [short], out_dir, frame=512, hop=256, extra=["--cross", "0,1"],
+                           log="fftd-cross-whole.log", source=RAW + ["--channels", "2"])
     try:
         driver.get(url + "/")
-        wait_for(driver, "fftd.transfer", 10, "the transfer panel")
-        check(driver.execute_script("return fftd.transfer.rows;") == 0, "no estimate before the input ends")
-        wait_for(driver, "fftd.transfer.rows === 1 && fftd.ended", 15, "the whole input's estimate")
+        wait_for(driver, "fftd.transfer", WAIT, "the transfer panel")
+        check(driver.execute_script("return [fftd.transfer.rows, fftd.ended];") == [0, False],
+              "no estimate before the input ends")
+        feeder.end()   # the input ends
+        wait_for(driver, "fftd.transfer.rows === 1 && fftd.ended", WAIT, "the whole input's estimate")
         t = driver.execute_script("return fftd.transfer;")
         k = min(range(len(t["hz"])), key=lambda j: abs(t["hz"][j] - 1000.0))
         got, want = t["h1_db"][k], cross_response(t["hz"][k])[0]
         check(abs(got - want) < 0.3, f"the whole input's |H1| at 1 kHz: {got:.3f} dB, the filter's {want:.3f}")
     finally:
+        leave(driver)
         stop(proc)
+        feeder.end()
 
 
 # ---------------------------------------------------------------- the README screenshot
@@ -758,7 +864,7 @@ def demo_signal(seconds, rate):
 
 def run_demo(driver, url, png):
     driver.get(url + "/")
-    wait_for(driver, "window.fftd && fftd.shown > 30", 20, "rows")
+    wait_for(driver, "window.fftd && fftd.shown > 30", WAIT, "rows")
     # inferno, and a floor just over the noise, so the noise is a dark texture (and the PNG small)
     driver.execute_script("""
         const set = (id, v) => { const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event('change')); };
@@ -805,19 +911,22 @@ def main():
             driver = browser(1280, 720, profile)
             run_demo(driver, url, a.demo)
         else:
-            files = []
+            signals = []
             for k, f in enumerate(TONES):
-                files.append(os.path.join(out_dir, f"tone{int(f)}.wav"))
                 samples = tone(f, SECONDS, RATE, seed=k + 1)
-                write_wav(files[-1], add_bursts(samples, BURST_HZ, RATE) if k == 0 else samples, RATE)
+                signals.append(add_bursts(samples, BURST_HZ, RATE) if k == 0 else samples)
+            feeders = []
             if a.fftd:
-                proc, url = start_fftd(a.fftd, files, out_dir)
+                # (SECONDS is whole seconds and whole frames: the repeats keep the tones' phase and
+                # a burst at every k + 0.5 s, in one frame)
+                files, feeders = feed(out_dir, "tone", signals)
+                proc, url = start_fftd(a.fftd, files, out_dir, source=RAW)
             driver = browser(1280, 800, profile)
-            run_test(driver, url, out_dir, until_end=proc is not None)
+            run_test(driver, url, out_dir, feeders)
             check_cross_origin(driver, url)
             if a.fftd:
-                check_token_page(driver, a.fftd, files, out_dir)
-                check_measure_readout(driver, a.fftd, files, out_dir)
+                check_token_page(driver, a.fftd, signals, out_dir)
+                check_measure_readout(driver, a.fftd, signals, out_dir)
                 check_cross_view(driver, a.fftd, out_dir)
     finally:
         if driver:
