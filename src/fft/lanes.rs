@@ -89,6 +89,9 @@ pub struct LaneSet {
     handoff: bool,
     /// Whether a device's lane (not the CPU engines') has joined.
     device_joined: AtomicBool,
+    /// Whether the CPU lanes retire once a device's lane returns its first batch
+    /// (`retire_cpu_after_first_device_batch`).
+    cpu_retires_pending: AtomicBool,
 }
 
 impl LaneSet {
@@ -99,6 +102,7 @@ impl LaneSet {
             lanes: Mutex::new(Vec::new()),
             handoff,
             device_joined: AtomicBool::new(false),
+            cpu_retires_pending: AtomicBool::new(false),
         })
     }
 
@@ -109,6 +113,23 @@ impl LaneSet {
         }
         if !lane.is_cpu {
             self.device_joined.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The CPU lanes only bridged a device's start-up: they go on taking batches until a
+    /// device's lane has returned its first one (`first_device_batch_returned`), so nothing
+    /// waits while the device moves its first batch, then retire.
+    pub fn retire_cpu_after_first_device_batch(&self) {
+        self.cpu_retires_pending.store(true, Ordering::SeqCst);
+    }
+
+    /// A device's lane returned its first batch: the CPU lanes retire if they were to.
+    pub fn first_device_batch_returned(&self) {
+        if self.cpu_retires_pending.swap(false, Ordering::SeqCst) {
+            self.lanes()
+                .iter()
+                .filter(|l| l.is_cpu)
+                .for_each(|l| l.retire());
         }
     }
 
@@ -244,5 +265,20 @@ mod tests {
         solo.join(&a);
         solo.join(&Lane::new("cpu".into(), "CPU engine".into(), true, 2));
         assert!(!solo.takes_over(&a), "no hand-offs without a dispatcher");
+    }
+
+    #[test]
+    fn the_cpu_lane_bridging_a_device_retires_only_when_the_device_has_returned_a_batch() {
+        let lane_set = LaneSet::new(true);
+        let cpu = Lane::new("cpu".into(), "CPU engine".into(), true, 2);
+        let gpu = Lane::new("opencl:1:0".into(), "GPU".into(), false, 2);
+        lane_set.join(&cpu);
+        lane_set.first_device_batch_returned(); // nothing pending: nothing retires
+        assert!(cpu.takes_batches());
+        lane_set.join(&gpu);
+        lane_set.retire_cpu_after_first_device_batch();
+        assert!(cpu.takes_batches(), "the CPU lane goes on while the device starts");
+        lane_set.first_device_batch_returned();
+        assert!(!cpu.takes_batches() && gpu.takes_batches());
     }
 }

@@ -339,6 +339,11 @@ impl<T> Dispatcher<T> {
         self.lane_set.has_device()
     }
 
+    /// The lanes this dispatcher sends to.
+    pub fn lane_set(&self) -> &LaneSet {
+        &self.lane_set
+    }
+
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // a panic elsewhere while holding the lock leaves counts that are still consistent
         self.state.lock().unwrap_or_else(|e| e.into_inner())

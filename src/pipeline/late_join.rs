@@ -1,8 +1,9 @@
 //! Lanes that join a run late: a device's lanes built while the CPU engines already work
 //! (`auto`'s GPUs, a device named outright and started in the background). `LateJoin` decides
 //! whether a device that came up joins at all (not with little work left), joins its lanes to
-//! the dispatcher with the first of their pinned buffers (`join_late_lane`), retires the CPU
-//! lane when it only bridged the start-up, notes the CPU engines' bridge for `auto`, and makes
+//! the dispatcher with the first of their pinned buffers and their programs built (a warm-up
+//! batch of one frame), retires the CPU lane when it only bridged the start-up (once a device's
+//! first batch is back, so no batch waits meanwhile), notes the CPU engines' bridge for `auto`, and makes
 //! the rest of the pinned buffers while the lanes work (`PoolFill`).
 
 use super::dispatch::{Dispatcher, LaneId};
@@ -62,6 +63,8 @@ pub(super) struct LateJoin<'a, T: Sample> {
     pub(super) holders: (usize, usize),
     /// The samples the run will analyse, when known up front, and when the stages started.
     pub(super) progress: (Option<u64>, Instant),
+    /// The first stream's transform, each late engine's warm-up (`worker::warm_up`).
+    pub(super) warm: Option<crate::fft::TransformSpec>,
 }
 
 /// A device that comes up when the lanes already working would finish in less than this is
@@ -96,19 +99,23 @@ impl<T: Sample> LateJoin<'_, T> {
         if joined {
             self.note_bridge();
         }
+        // the CPU lane goes on until a device's first batch is back (issue 41: no hole)
+        if joined && self.retire_cpu {
+            self.lane_set.retire_cpu_after_first_device_batch();
+        }
         let mut fills = Vec::new();
-        for lane in late.lanes {
+        for mut lane in late.lanes {
+            // its programs and first buffers before it takes batches
+            if let Some(spec) = &self.warm {
+                let engines = lane.engines.iter_mut();
+                engines.for_each(|e| worker::warm_up(e.as_mut(), spec, self.context));
+            }
             // (enough pinned buffers for its queue are made here, before it takes batches)
             let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
             if let Some((queue, engines, fill)) = joined {
                 self.threads.spawn(queue, engines, done, self.context);
                 fills.extend(fill);
             }
-        }
-        // the devices alone from now on: the CPU lane hands on what it holds
-        if joined && self.retire_cpu {
-            let lanes = self.lane_set.lanes();
-            lanes.iter().filter(|l| l.is_cpu).for_each(|l| l.retire());
         }
         // the rest of their pinned buffers, while they work
         for fill in fills {

@@ -187,7 +187,11 @@ pub fn run_worker<T: Sample>(
             Handled::HandedOff => continue, // the lane that took it finishes it
             Handled::Done(done, frames) => {
                 let counters = &queue.lane.counters;
-                counters.batches.fetch_add(1, Ordering::Relaxed);
+                if counters.batches.fetch_add(1, Ordering::Relaxed) == 0 && !queue.lane.is_cpu {
+                    // a device's first batch is back: a CPU lane that bridged its start-up
+                    // may stop now, not when the device joined (issue 41's hole)
+                    ctx.dispatcher.lane_set().first_device_batch_returned();
+                }
                 counters.frames.fetch_add(frames as u64, Ordering::Relaxed);
                 // the device is done: a slow stage after the workers is not a stall
                 ctx.dispatcher.computed(queue.id, id);
@@ -210,6 +214,29 @@ pub fn run_worker<T: Sample>(
     // the process's exit, which frees it at once (`left_behind::keep`)
     if engine.pinned_memory().is_some() {
         crate::left_behind::keep(Box::new(engine));
+    }
+}
+
+/// Runs `engine` once on one frame of zeros with the run's first `spec` (and the band sums its
+/// products reduce on the engine), before its lane asks for work: a device builds its programs
+/// and first buffers here, not on the run's first batch while the CPU lane has stopped (issue
+/// 41). What it computes is dropped; an error is left to the first real batch to report.
+pub(super) fn warm_up<T: Sample>(
+    engine: &mut dyn Engine<T>,
+    spec: &TransformSpec,
+    ctx: &WorkerContext<T>,
+) {
+    let bands = ctx
+        .products()
+        .0
+        .and_then(|s| s.plan(spec))
+        .and_then(|p| p.band_weights());
+    let zeros = vec![T::zero(); spec.values_per_frame()];
+    let per_frame = bands.map_or(spec.values_out(), |b| b.bands());
+    let mut out = vec![T::zero(); per_frame];
+    let frames = FrameStep::packed_in(spec, &zeros, 1);
+    if let Err(e) = engine.transform_strided(spec, frames, (bands, None), &mut out) {
+        tracing::debug!(engine = engine.name(), "warm-up: {e}");
     }
 }
 
