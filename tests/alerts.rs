@@ -4,8 +4,8 @@
 //! `/metrics` counters; events to a real nats-server (also one that wants a user and password,
 //! given with the fleet's `--nats-user`/`--nats-password`); an alert on at the run's end; bad rules are one-line usage errors.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::{assert_clean_error, fftd, run, write_f32};
 use serde_json::Value;

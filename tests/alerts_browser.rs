@@ -6,7 +6,7 @@
 //! at the last row before the outage, in the gap colour. Skipped (with a message) without
 //! chromium, chromedriver or selenium, except under CI, where it fails.
 
-mod common;
+use crate::common;
 
 use common::{python, python_has};
 use std::path::Path;

@@ -12,7 +12,7 @@
 //! Needs sox and ffmpeg (and python3 with numpy and soundfile for the libsndfile comparison);
 //! scripts/deps.sh --test installs them. Without them the tests skip, except in CI.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::Write;

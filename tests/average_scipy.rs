@@ -10,7 +10,7 @@
 //! Needs python3 (`FFTD_PYTHON` to choose another) with numpy and scipy; skipped without them
 //! unless CI=true or FFTD_REQUIRE_NUMPY is set, which make it fail instead.
 
-mod common;
+use crate::common;
 
 use common::noise;
 use fftd::products::average::{AverageMode, AverageSpec, AveragedRow, Averager};

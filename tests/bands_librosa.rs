@@ -13,7 +13,7 @@
 use fftd::products::bands::{BandMatrix, BandSpec};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{python, python_has};
 
 /// Runs `script` with `argument` as sys.argv[1] and parses what it prints as JSON.

@@ -2,7 +2,7 @@
 //! every output format read back, stdin, several streams, WAV channels, limits, signals, closed
 //! pipes and every bad input the README promises a clear error for.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fftd::fft::{naive_spectrum, Scale, TransformSpec};

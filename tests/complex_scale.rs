@@ -3,7 +3,7 @@
 //! format carries the same re, im values in its documented layout; `--fftshift` moves whole bins
 //! and keeps the phase of a known tone; `--meta` says two values per bin.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! where coherence is above 0.99, H1 is a known filter's response (`scipy.signal.freqz`); csv
 //! carries the same numbers under `csd_re_<Hz>` … headers.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -5,7 +5,7 @@
 //! live run turns transparent huge pages off and shows its live heap on /metrics
 //! (`FFTD_HEAP_COUNT=1`), a file run keeps them.
 
-mod common;
+use crate::common;
 
 use common::{run, write_f32};
 use std::path::Path;

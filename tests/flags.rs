@@ -4,7 +4,7 @@
 //! subcommand takes only the flags it uses; `fftd bench` checks its whole sweep before timing
 //! anything and prints each row once.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -7,8 +7,8 @@
 //! recreated consumer; bad addresses, an unreachable server, a missing stream or consumer, flags
 //! a worker cannot honour and ids a header cannot carry are one-line errors, quickly.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;

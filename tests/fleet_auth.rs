@@ -9,8 +9,8 @@
 //! neither seed nor JWT; another user's seed is refused (one line, exit 1); a file that is no
 //! .creds file is a usage error.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;

@@ -7,8 +7,8 @@
 //! sends nothing twice; a server restarted under them is one outage, said once, and loses
 //! nothing; a bad count is a usage error.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;

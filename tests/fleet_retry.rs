@@ -5,8 +5,8 @@
 //! `--output nats://` does too, and its outage is a `gap` event on `--events`; `--retry 2` gives
 //! up after two attempts with one line naming the policy.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;

@@ -4,7 +4,7 @@
 //! control bytes of input are escaped in errors (one line, `\0`, `\x1b`), and the examples that
 //! `--help` and the README's first command show run as printed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! reader, at the places the npy output holds them; input that the working precision cannot hold
 //! is an error naming where it is; `--stats` counts what was analysed.
 
-mod common;
+use crate::common;
 
 use common::{
     assert_clean_error, python_has, run, run_python, stderr_text, write_f32, write_text_samples,

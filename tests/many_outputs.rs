@@ -2,7 +2,7 @@
 //! into 600 files with `ulimit -n 64`. Files are opened when their rows arrive, at most a fixed
 //! number at once, closed and reopened for appending; every file must come out complete.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

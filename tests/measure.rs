@@ -6,7 +6,7 @@
 //! usage errors. (A and C against the standard's table: unit tests in
 //! `products::measure::weighting`.)
 
-mod common;
+use crate::common;
 
 use common::*;
 use fftd::products::measure::weighting::Weighting;

@@ -4,7 +4,7 @@
 //! the file, so every run stops by `--max-frames`, `--duration` or a signal, and every child
 //! process has a timeout.
 
-mod common;
+use crate::common;
 
 use common::alsa_file_device;
 use std::io::Read;

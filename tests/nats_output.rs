@@ -6,8 +6,8 @@
 //! restarted mid-run loses no row; every run is a run of its own; what cannot work is a one-line
 //! error before anything is read.
 
-mod common;
-mod fleet_common;
+use crate::common;
+use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;

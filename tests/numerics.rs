@@ -2,7 +2,7 @@
 //! (`complex` included: re, im of each bin), precision and input kind, over sizes 2..2^14
 //! including non-powers of two; the phase of `--scale complex` on known sinusoids.
 
-mod common;
+use crate::common;
 
 use common::{max_relative_error, noise};
 use fftd::fft::cpu::CpuEngine;

@@ -4,7 +4,7 @@
 //! passes and fails as it should, `fftd devices` lists the device, and with no OpenCL at all `auto`
 //! starts fast with identical output while `--device gpu` is one clear error.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! Tolerance: 1e-4 (f32) / 1e-10 (f64) of each frame's largest bin, dB compared as magnitudes,
 //! complex re and im against the frame's largest |X|.
 
-mod opencl_common;
+use crate::opencl_common;
 use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;

@@ -10,8 +10,8 @@
 //! output (a stdout nobody reads for a while) is no stall: no warning, and SIGINT meanwhile gives
 //! no device up. A worker that panics while a device hangs still ends the run.
 
-mod common;
-mod opencl_common;
+use crate::common;
+use crate::opencl_common;
 
 use common::*;
 use std::io::{BufRead, BufReader};

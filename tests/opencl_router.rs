@@ -2,7 +2,7 @@
 //! results at every frame size (powers of two or not), an injected fault mid-stream loses,
 //! duplicates and reorders nothing, the calibration is cached, and `compare_engines` agrees.
 
-mod opencl_common;
+use crate::opencl_common;
 use opencl_common as common;
 
 use fftd::fft::compare::{compare_engines, default_tolerance};

@@ -8,7 +8,7 @@
 //! each frame's largest bin, dB compared as magnitudes, complex re and im against the frame's
 //! largest |X|.
 
-mod opencl_common;
+use crate::opencl_common;
 use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;

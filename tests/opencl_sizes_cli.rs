@@ -4,7 +4,7 @@
 //! device itself (`--stats` names the device with all the frames) with the CPU engine's values;
 //! mel bands and `--average` at such sizes equal the CPU engine's; `fftd bench --sizes` times them.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -7,7 +7,7 @@
 //! f32 and f64, windows and scales rotated; tolerance 1e-4 (f32) / 1e-10 (f64) of each frame's
 //! largest bin, as tests/opencl_sizes.rs.
 
-mod opencl_common;
+use crate::opencl_common;
 use opencl_common as common;
 
 use fftd::fft::cpu::CpuEngine;

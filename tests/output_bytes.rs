@@ -9,7 +9,7 @@
 //!   formatter written here (ryu, format!) fed the exact values of the same run's npy output, and
 //!   the npy header against one built here. Independent of the golden files' machine.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

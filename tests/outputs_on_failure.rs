@@ -3,7 +3,7 @@
 //! destination is checked before any input is read; names for inputs of the same stem; frame
 //! sizes past the limit refused up front.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

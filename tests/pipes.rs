@@ -4,7 +4,7 @@
 //! Every input format through a FIFO, many times in a row and with several framings, must give
 //! exactly the rows of the same bytes read from a regular file: partial analysis is never silent.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{Read, Write};

@@ -4,7 +4,7 @@
 //! way), with `--max-frames` and `--duration` cutting the planned rows, and f64 precision. A
 //! device file (`/dev/null`) is never mapped.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

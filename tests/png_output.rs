@@ -4,7 +4,7 @@
 //! [t0 + x·(t1−t0)/w, …), pixel row j from the bottom [f0 + j·(f1−f0)/h, …)). Viridis' green
 //! channel rises monotonically with the level, so it serves as the level of a pixel.
 
-mod common;
+use crate::common;
 
 use common::{assert_clean_error, fftd, run, stderr_text};
 use std::collections::HashMap;

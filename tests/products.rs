@@ -7,7 +7,7 @@
 //! the engines equal those of every frame through the averaging stage; bad values
 //! are one-line usage errors.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The progress display: shown on a terminal (a pseudo-terminal from util-linux `script`) for a
 //! file job, absent when stderr is piped and with `--quiet`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! has frequencies (csv header, ndjson, --meta, the PNG axis, the live view); `--format rtl-power`
 //! rows parse back to what fftd computes; `--dc-remove` equals welch's detrend='constant'.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{BufRead, BufReader, Write};

@@ -5,7 +5,7 @@
 //! and f32 and f64 precision. Each stream goes to its own file (`--output-dir`), so the comparison
 //! is per stream and exact.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};

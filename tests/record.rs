@@ -2,7 +2,7 @@
 //! `pre` before the alert's start to `post` after its end, sample for sample; an alert that starts
 //! again inside the post-roll extends the same file; I/Q input is recorded as SigMF.
 
-mod common;
+use crate::common;
 
 use common::{assert_clean_error, run, write_f32};
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! checks that rows from before and after the outage are written, frame numbers continue, row
 //! times jump by the outage, and one `gap` event is written.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::fs::File;

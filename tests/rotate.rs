@@ -2,7 +2,7 @@
 //! (npy rows through numpy, csv rows as text), for file input and for paced stdin; a SIGHUP after
 //! the output file was moved opens a new one and no row is lost; PNG per file.
 
-mod common;
+use crate::common;
 
 use common::{assert_clean_error, fftd, noise, python_has, run, run_python, write_f32};
 use std::io::Write;

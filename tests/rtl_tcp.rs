@@ -4,7 +4,7 @@
 //! `--center-freq`, `--gain`), the bin the tone lands in, SIGINT ending the run cleanly, and the
 //! one-line errors of a lost connection, a refused one and a server that is not rtl_tcp.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,7 +4,7 @@
 //! byte-identical to a run without `--serve` while the twenty keep receiving rows whose peak sits
 //! at the tone, and bad addresses are one-line errors.
 
-mod common;
+use crate::common;
 
 use common::{
     alsa_file_device, assert_clean_error, f32_bytes, fftd, python_has, run, run_python, write_f32,

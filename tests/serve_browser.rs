@@ -16,7 +16,7 @@
 //! Without chromium, chromedriver or selenium the test is skipped with a message, except under
 //! `CI=true` (or `FFTD_REQUIRE_BROWSER` set), where it fails: `scripts/deps.sh --test` installs them.
 
-mod common;
+use crate::common;
 
 use common::{python, python_has};
 use std::io::Write;

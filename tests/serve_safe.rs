@@ -7,7 +7,7 @@
 //! certificate made by openssl, and Ctrl-C not waiting for a half-sent request. The browser's
 //! side of the Origin check is in tests/serve_browser.py.
 
-mod common;
+use crate::common;
 
 use common::{assert_clean_error, fftd, program_runs, python_has, run, run_python, write_f32};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};

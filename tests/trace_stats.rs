@@ -5,7 +5,7 @@
 //! stage for every batch, each thread's spans nested, and an unwritable `--trace` path fails
 //! before the run.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::Write;
