@@ -18,8 +18,6 @@ pub(super) enum Path<T: Sample> {
         rows: Kernel,
         g1: LocalGeometry,
         g2: LocalGeometry,
-        /// Frames per block (both kernels run block by block; 0: the whole launch at once).
-        block: usize,
     },
     Global {
         pack: Kernel,
@@ -74,13 +72,6 @@ pub(super) fn fft_points(spec: &TransformSpec) -> usize {
     }
 }
 
-/// Whether `m` points take the four-step path even where they fit one kernel (tuning knob
-/// FFTD_OPENCL_FOURSTEP_FROM=M: from M points up; with FFTD_OPENCL_L2_BLOCK its intermediate
-/// may stay in L2, for A/B measurements against the one-kernel path).
-fn fourstep_first(m: usize) -> bool {
-    crate::knobs::opencl_fourstep_from().is_some_and(|from| m >= from)
-}
-
 /// A path with its tables: (path, table, table2).
 type Built<T> = (Path<T>, Option<Buffer<T>>, Option<Buffer<T>>);
 
@@ -107,10 +98,6 @@ impl<T: Sample> OpenClEngine<T> {
         if T::NAME == "f64" {
             opts.push_str(" -D USE_DOUBLE");
         }
-        if !self.options.extra_defines.is_empty() {
-            opts.push(' ');
-            opts.push_str(&self.options.extra_defines);
-        }
         opts
     }
 
@@ -136,11 +123,6 @@ impl<T: Sample> OpenClEngine<T> {
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
             }
-        } else if let Some(gs) = fourstep_first(m)
-            .then(|| fourstep_geometry(m, rb, limit))
-            .flatten()
-        {
-            self.fourstep_plan(m, gs, &opts)?
         } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
@@ -170,7 +152,7 @@ impl<T: Sample> OpenClEngine<T> {
     fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
         let wg = (
             self.dev.info.max_work_group.min(1024),
-            self.options.target_wg.unwrap_or(TARGET_WG),
+            TARGET_WG,
         );
         LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
@@ -188,15 +170,7 @@ impl<T: Sample> OpenClEngine<T> {
         } else {
             m
         };
-        // real input on the split path: bins from the last pass's registers with
-        // FFTD_OPENCL_SPLIT_PAIRED=1 (stockham_local.cl PAIRED_STORE; opt-in until timed and
-        // checked on a GPU), else the store phase through local memory
-        let paired = if crate::knobs::opencl_split_paired() {
-            " -D PAIRED_STORE"
-        } else {
-            ""
-        };
-        let opts = format!("{opts} -D TABN={tabn} {}{paired}", g.defines());
+        let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
         let program = self.dev.program(
             "stockham_local",
             &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
@@ -228,14 +202,6 @@ impl<T: Sample> OpenClEngine<T> {
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
         };
-        // twiddles on store by recurrence with FFTD_OPENCL_FOURSTEP_RECUR=1 (opt-in until timed
-        // and checked on a GPU), else cospi and sinpi for every point
-        let recur = if crate::knobs::opencl_fourstep_recur() {
-            " -D FS_TW_RECUR"
-        } else {
-            ""
-        };
-        let stage = |n: u32, g: &LocalGeometry| stage(n, g) + recur;
         let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
         let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
         let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
@@ -243,16 +209,11 @@ impl<T: Sample> OpenClEngine<T> {
             .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
-        // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of frames whose work buffer takes about
-        // BYTES, so it can stay in the L2 cache between the two kernels (default: off)
-        let block = crate::knobs::opencl_l2_block()
-            .map_or(0, |b| (b / (2 * m * std::mem::size_of::<T>())).max(1));
         let path = Path::FourStep {
             columns,
             rows,
             g1,
             g2,
-            block,
         };
         let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))
