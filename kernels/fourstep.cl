@@ -18,11 +18,13 @@
 // FPB values.
 // Twiddles on store (stage 1's W_MT^(n2 k1); real input's W_2MT^k in stage 2): a work-item's
 // store loop keeps one column (stage 1: n2) or row (stage 2: k1) and steps k1 (stage 1) or k2
-// (stage 2) by TPF, so it computes its first twiddle with cospi/sinpi and the others by one
-// complex multiplication each (w *= W^step; at most M/TPF steps). On an H100 this beat cospi/sinpi
-// for every point (real 65536: 0.444 -> 0.388 ms per 2^26 samples; issue 40, docs/perf.md).
+// (stage 2) by TPF, so with FS_TW_RECUR it computes its first twiddle with cospi/sinpi and the
+// others by one complex multiplication each (w *= W^step; at most M/TPF steps); without,
+// cospi/sinpi for every point. The plan chooses by size (plan.rs `fourstep_twiddle_recurrence`,
+// measured on an H100).
 // Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
-// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE.
+// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE; FS_TW_RECUR
+// (optional, above).
 
 #define WG (TPF * FPB)
 
@@ -73,6 +75,7 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
     }
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef FS_TW_RECUR
     // WG is a multiple of FPB: this work-item's column c stays, k1 steps by WG / FPB = TPF
     const uint c = lid % FPB, n2 = n2_0 + c;
     real_t e0 = R(-2.0) * (real_t)(n2 * (lid / FPB)) / (real_t)MT;
@@ -84,6 +87,17 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
         tmp[fo + (size_t)k1 * M2 + n2] = cmul((real2)(sre[a], sim[a]), w);
         w = cmul(w, ws);
     }
+#else
+    for (uint i = lid; i < FPB * M; i += WG) {
+        uint c = i % FPB, k1 = i / FPB;
+        uint a = PADI(c * M + k1);
+        uint n2 = n2_0 + c;
+        // W_MT^(n2 k1) = exp(i pi e), e = -2 n2 k1 / MT (exact integer product, < MT)
+        real_t e = R(-2.0) * (real_t)(n2 * k1) / (real_t)MT;
+        real2 w = (real2)(cospi(e), sinpi(e));
+        tmp[fo + (size_t)k1 * M2 + n2] = cmul((real2)(sre[a], sim[a]), w);
+    }
+#endif
 }
 #endif
 
@@ -146,6 +160,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
 #if REAL_INPUT
     // slot fastest: runs of FPB/2 consecutive (first rows) or descending (second rows) bins
     const size_t ob = (size_t)frame * (MT + 1);
+#ifdef FS_TW_RECUR
     // WG is a multiple of FPB: this work-item's slot s (row k1) stays, k2 steps by TPF, so k by
     // M1 TPF
     real2 w, ws;
@@ -155,6 +170,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
         w = (real2)(cospi(e0), sinpi(e0));
         ws = (real2)(cospi(es), sinpi(es));
     }
+#endif
     for (uint i = lid; i < FPB * M; i += WG) {
         uint s = i % FPB, k2 = i / FPB;
         uint k1 = pair_row(p0, s);
@@ -164,8 +180,14 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
         uint a = PADI(s * M + k2), c = PADI(sp * M + kp);
         real2 zk = (real2)(sre[a], sim[a]), zc = (real2)(sre[c], sim[c]);
         uint k = k1 + M1 * k2;
+#ifdef FS_TW_RECUR
         store_bin(out, ob + k, r2c_bin(zk, zc, w), k == 0, scale_mode, norm_edge, norm_interior);
         w = cmul(w, ws);
+#else
+        real_t e = -(real_t)k / (real_t)MT; // W_2MT^k = exp(i pi e)
+        store_bin(out, ob + k, r2c_bin(zk, zc, (real2)(cospi(e), sinpi(e))), k == 0, scale_mode,
+                  norm_edge, norm_interior);
+#endif
         if (k == 0) {
             // the Nyquist bin X_MT from Z_0 alone (W_2MT^MT = -1)
             store_bin(out, ob + MT, r2c_bin(zk, zk, (real2)(R(-1.0), R(0.0))), 1, scale_mode,

@@ -72,6 +72,22 @@ pub(super) fn fft_points(spec: &TransformSpec) -> usize {
     }
 }
 
+/// Whether the four-step kernels of a frame of `n` samples of `kind` compute their store
+/// twiddles by recurrence (fourstep.cl FS_TW_RECUR: cospi/sinpi once per work-item, then one
+/// complex multiplication a point) rather than cospi/sinpi for every point. Measured alone on an
+/// NVIDIA H100 (2026-11-27, main at c70ca51, bench/gpu_vs_cufft.sh AB=1 REPS=3, kernel ms per
+/// 2^26-sample batch, without -> with): real 32768 0.432 -> 0.455, real 65536 0.440 -> 0.421
+/// (0.383 with the other adopted changes), complex 16384 0.690 -> 0.666, complex 32768
+/// 0.668 -> 0.643, complex 65536 0.736 -> 0.774; real 16384 0.340 -> 0.339 and every other size
+/// within 1 %. So: complex frames up to 32768 points, real frames from 65536 samples; sizes not
+/// measured follow the nearest measured size of their kind.
+pub(super) fn fourstep_twiddle_recurrence(n: usize, kind: InputKind) -> bool {
+    match kind {
+        InputKind::Complex => n <= 1 << 15,
+        InputKind::Real => n >= 1 << 16,
+    }
+}
+
 /// A path with its tables: (path, table, table2).
 type Built<T> = (Path<T>, Option<Buffer<T>>, Option<Buffer<T>>);
 
@@ -126,7 +142,8 @@ impl<T: Sample> OpenClEngine<T> {
         } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
-            self.fourstep_plan(m, (g1, g2), &opts)?
+            let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
+            self.fourstep_plan(m, (g1, g2), &opts, recur)?
         } else if let Some(two) = self.twolevel(m, real, &opts, limit)? {
             (Path::TwoLevel(two), None, None)
         } else {
@@ -150,10 +167,7 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
-        let wg = (
-            self.dev.info.max_work_group.min(1024),
-            TARGET_WG,
-        );
+        let wg = (self.dev.info.max_work_group.min(1024), TARGET_WG);
         LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
 
@@ -186,12 +200,13 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     /// The two-kernel four-step path (fourstep.cl); real input's post-processing is fused into
-    /// the rows kernel.
+    /// the rows kernel; `recur`: store twiddles by recurrence (`fourstep_twiddle_recurrence`).
     fn fourstep_plan(
         &self,
         m: usize,
         (g1, g2): (LocalGeometry, LocalGeometry),
         opts: &str,
+        recur: bool,
     ) -> Result<Built<T>, String> {
         let (m1, m2) = (g1.m, g2.m);
         let stage = |n: u32, g: &LocalGeometry| {
@@ -201,6 +216,7 @@ impl<T: Sample> OpenClEngine<T> {
                 g.defines()
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
+                + if recur { " -D FS_TW_RECUR" } else { "" }
         };
         let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
         let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
@@ -269,5 +285,20 @@ impl<T: Sample> OpenClEngine<T> {
             Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
             Path::TwoLevel(_) => "two-level",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fourstep_twiddles_by_recurrence_where_they_measured_faster() {
+        let on = |n, kind| fourstep_twiddle_recurrence(n, kind);
+        for log2 in 6..=24 {
+            let n = 1usize << log2;
+            assert_eq!(on(n, InputKind::Complex), log2 <= 15, "complex {n}");
+            assert_eq!(on(n, InputKind::Real), log2 >= 16, "real {n}");
+        }
     }
 }

@@ -312,19 +312,40 @@ impl<T: Sample> TwoLevel<T> {
         let input = (l.inb, l.step, l.wait);
         let Some(bs) = &mut self.bluestein else {
             let tables = (&self.tw1, &self.twn, window, window);
-            events.push(columns(&mut self.columns, (self.s1, g1), tables, input, a, l)?);
+            events.push(columns(
+                &mut self.columns,
+                (self.s1, g1),
+                tables,
+                input,
+                a,
+                l,
+            )?);
             let tables = (&self.tw2, &self.tw2, a);
             events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
             return Ok(());
         };
         let step2 = u32::try_from(2 * self.n).map_err(|_| "transform too long")?;
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
-        events.push(columns(&mut self.columns, (self.s1, g1), tables, input, a, l)?);
+        events.push(columns(
+            &mut self.columns,
+            (self.s1, g1),
+            tables,
+            input,
+            a,
+            l,
+        )?);
         let tables = (&self.tw2, &bs.filter, a);
         events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         let from_b = (b, step2, &[][..]);
-        events.push(columns(&mut bs.columns2, (self.s1, g1), tables, from_b, a, l)?);
+        events.push(columns(
+            &mut bs.columns2,
+            (self.s1, g1),
+            tables,
+            from_b,
+            a,
+            l,
+        )?);
         let tables = (&self.tw2, &bs.chirp, a);
         events.push(rows(&mut bs.rows2, (self.s2, g2), tables, b, l)?);
         if let Some(post) = &mut bs.post {
