@@ -14,10 +14,12 @@
 //!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
 //!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
 //!   writes only the n/2+1 (real) or n (complex) scaled bins. Frames that fit local memory once
-//!   but not twice use the split exchange (real and imaginary parts in turn; complex frames up
-//!   to 16384 points also in rounds of a half or a quarter of a component).
+//!   but not twice use the split exchange (real and imaginary parts in turn; complex frames
+//!   below 16384 points also in rounds of a half or a quarter of a component; real frames whose
+//!   last pass is radix 2 store their bins from that pass's registers).
 //! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs
-//!   with the bins on store (real input: rows in pairs, the r2c post-processing fused).
+//!   with the bins on store (real input: rows in pairs, the r2c post-processing fused); the store
+//!   twiddles by recurrence where that measured faster (`plan::fourstep_twiddle_recurrence`).
 //! - **two-level** (`twolevel`): the same two kernels with mixed-radix passes in local memory,
 //!   for powers of two past the four-step path, large other sizes and Bluestein.
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
@@ -27,7 +29,7 @@
 //!   two-level, else `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime
 //!   factor above 7 goes through Bluestein's chirp-z transform over a power-of-two length (one
 //!   local-memory kernel, two-level, or global passes, by length). Odd real sizes run as
-//!   complex frames.
+//!   complex frames; on the two-level Bluestein path two of them share one complex transform.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
 //! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
