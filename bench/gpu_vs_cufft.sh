@@ -9,16 +9,11 @@
 #        OTHER_SIZES=960,1000,1920,2400,3000,44100,48000,65521,2018; REPS=10 fftd runs per size)
 # AB=1: also time fftd once per variant of VARIANTS into OUTDIR/LABEL, joined against the same
 # cuFFT run, then one table of every variant's time and ratio per size. VARIANTS: variants
-# separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no ',' or ';' in a value). Default:
-# new = the opt-in paths on (FFTD_OPENCL_REAL_PAIRS=1, FFTD_OPENCL_FOURSTEP_RECUR=1,
-# FFTD_OPENCL_SPLIT_PAIRED=1, and no barrier after the last local loads of the one-kernel path,
-# -DSKIP_LAST_BARRIER); loop = the split exchange's component loop of session 12
-# (-DSPLIT_EXCHANGE_LOOP); fpb32 = four-step stages with up
-# to 32 transforms per work-group (FFTD_OPENCL_FOURSTEP_FPB); l2_8m / l2_24m = the four-step and
-# two-level paths in blocks of frames whose work buffer takes 8 / 24 MiB, so the intermediate
-# can stay in L2 between the kernels (FFTD_OPENCL_L2_BLOCK); fs4k_l2_8m = l2_8m with four-step
-# also from 4096 complex points per frame (complex 4096, 8192; real 8192, 16384), where one
-# kernel fits (FFTD_OPENCL_FOURSTEP_FROM=4096).
+# separated by ';', each LABEL:ENV=VALUE[,ENV=VALUE...] (no ',' or ';' in a value). Kernel
+# variants are no knobs since issue 40 (the plan decides; experiments live on a branch), so a
+# variant is another build: FFTD=path/to/that/fftd, e.g.
+# VARIANTS="c70ca51:FFTD=$HOME/fftd-c70ca51/target/release/fftd" (the other build's own knobs,
+# such as that commit's FFTD_OPENCL_*, may follow). Default: none.
 # CHECK=1: before timing, `fftd check` (the device against the CPU engine, exit 1 on a mismatch)
 # at every size, real and complex input, with the run's settings (each variant's too), on 2^22
 # samples of noise; results in OUTDIR[/LABEL]/check.txt, one line per size and kind, and the
@@ -59,7 +54,7 @@ fftd_checks() {
     IFS=',' read -ra ns <<< "$list"
     for n in "${ns[@]}"; do
         for f in "$out/check.f32" "$out/check.cf32"; do
-            # the whole file in one batch, so a batch has several of FFTD_OPENCL_L2_BLOCK's blocks
+            # the whole file in one batch (one launch: FFTD_OPENCL_CHUNK_BYTES above)
             if ! "$fftd" check --device gpu --file "$f" --frame "$n" --batch $(((1 << 22) / n)) \
                 > "$1/check_one.txt" 2>&1; then
                 cat "$1/check_one.txt" >&2
@@ -81,7 +76,7 @@ fftd_runs() {
     done
 }
 fftd_runs "$out"
-variants=${VARIANTS-new:FFTD_OPENCL_REAL_PAIRS=1,FFTD_OPENCL_FOURSTEP_RECUR=1,FFTD_OPENCL_SPLIT_PAIRED=1,FFTD_OPENCL_DEFINES=-DSKIP_LAST_BARRIER;loop:FFTD_OPENCL_DEFINES=-DSPLIT_EXCHANGE_LOOP;fpb32:FFTD_OPENCL_FOURSTEP_FPB=32;l2_8m:FFTD_OPENCL_L2_BLOCK=8388608;l2_24m:FFTD_OPENCL_L2_BLOCK=25165824;fs4k_l2_8m:FFTD_OPENCL_FOURSTEP_FROM=4096,FFTD_OPENCL_L2_BLOCK=8388608}
+variants=${VARIANTS-}
 labels=()
 if [ "${AB:-0}" = 1 ]; then
     IFS=';' read -ra vlist <<< "$variants"
@@ -91,6 +86,7 @@ if [ "${AB:-0}" = 1 ]; then
         IFS=',' read -ra assigns <<< "${v#*:}"
         (
             for a in "${assigns[@]}"; do export "${a?}"; done
+            fftd=${FFTD:-$fftd}
             fftd_runs "$out/$label"
         )
         labels+=("$label")
@@ -103,7 +99,7 @@ if [ -z "${CUFFT_CSV:-}" ]; then
 fi
 python3 "$here/join_cufft.py" "$out/fftd_real.csv" "$out/fftd_complex.csv" "$cufft" | tee "$out/gpu_vs_cufft.txt"
 if [ "${#labels[@]}" -gt 0 ]; then
-    args=("new=$out")
+    args=("this=$out")
     for label in "${labels[@]}"; do
         echo
         echo "== $label: $(tr ';' '\n' <<< "$variants" | grep "^$label:" | cut -d: -f2-) =="

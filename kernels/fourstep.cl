@@ -18,14 +18,13 @@
 // FPB values.
 // Twiddles on store (stage 1's W_MT^(n2 k1); real input's W_2MT^k in stage 2): a work-item's
 // store loop keeps one column (stage 1: n2) or row (stage 2: k1) and steps k1 (stage 1) or k2
-// (stage 2) by TPF, so with FS_TW_RECUR (FFTD_OPENCL_FOURSTEP_RECUR=1, opt-in) it computes
-// its first twiddle with cospi/sinpi and the others by one complex multiplication each
-// (w *= W^step; at most M/TPF steps); without, cospi/sinpi for every point.
-// Blocks (FFTD_OPENCL_L2_BLOCK): a launch may cover frames first..first+frames-1 of the batch
-// (`first`), its work buffer `tmp` indexed from 0, so launches over small blocks of frames reuse
-// one tmp region that can stay in the device's L2 cache between the two kernels.
+// (stage 2) by TPF, so with FS_TW_RECUR it computes its first twiddle with cospi/sinpi and the
+// others by one complex multiplication each (w *= W^step; at most M/TPF steps); without,
+// cospi/sinpi for every point. The plan chooses by size (plan.rs `fourstep_twiddle_recurrence`,
+// measured on an H100).
 // Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
-// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE.
+// MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE; FS_TW_RECUR
+// (optional, above).
 
 #define WG (TPF * FPB)
 
@@ -33,7 +32,7 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_columns(__global const real_t *restrict in, __global const real_t *restrict win,
                       __global const real2 *restrict tw, __global real2 *restrict tmp,
-                      uint frames, uint step, uint first) {
+                      uint frames, uint step) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -49,7 +48,7 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
         uint j = t + b * TPF;
         for (uint r = 0; r < MAIN_RADIX; r++) {
             uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
-            real2 x = vload2(0, in + (size_t)(first + frame) * step + 2 * p);
+            real2 x = vload2(0, in + (size_t)frame * step + 2 * p);
 #if REAL_INPUT
             v[b][r] = x * vload2(p, win);
 #else
@@ -115,7 +114,7 @@ inline uint pair_row(uint p0, uint s) {
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
                    __global real_t *restrict out, uint frames,
-                   int scale_mode, real_t norm_edge, real_t norm_interior, uint first) {
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -160,7 +159,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     barrier(CLK_LOCAL_MEM_FENCE);
 #if REAL_INPUT
     // slot fastest: runs of FPB/2 consecutive (first rows) or descending (second rows) bins
-    const size_t ob = (size_t)(first + frame) * (MT + 1);
+    const size_t ob = (size_t)frame * (MT + 1);
 #ifdef FS_TW_RECUR
     // WG is a multiple of FPB: this work-item's slot s (row k1) stays, k2 steps by TPF, so k by
     // M1 TPF
@@ -201,7 +200,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
         uint r = i % FPB, k2 = i / FPB;
         uint a = PADI(r * M + k2);
         uint k = k1_0 + r + M1 * k2;
-        store_bin(out, (size_t)(first + frame) * MT + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
+        store_bin(out, (size_t)frame * MT + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
                   norm_interior);
     }
 #endif

@@ -10,7 +10,7 @@
 // (twolevel.cl): every local index i is stored at LPAD(i) = i + i/16, so the stride-R stores of a
 // pass (the first radix-16 pass: 16 points = 32 words apart, every work-item on one bank) and the
 // strided reads and writes of the transposes spread over the banks; the arrays hold
-// LPAD(size) + 1 values. -D NO_LP_PAD (FFTD_OPENCL_DEFINES) turns the padding off, for A/B.
+// LPAD(size) + 1 values.
 
 #ifndef LP_LEN
 #define LP_LEN M
@@ -21,7 +21,7 @@
 #ifndef LP_STRIDE
 #define LP_STRIDE LP_LEN
 #endif
-#if defined(LP_PAD) && !defined(NO_LP_PAD)
+#ifdef LP_PAD
 #define LPAD(i) ((i) + ((i) >> 4))
 #else
 #define LPAD(i) (i)

@@ -2,9 +2,7 @@
 // and writes BINS finished bins per frame: for real input the half-length packing is undone
 // (X_k from Z_k and Z_{M-k}, k = 0..M), then |X|^2 and the output scale, or X's re and im with
 // COMPLEX_OUT (common.cl: store_bin).
-// Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked. `frames` frames
-// from `first` on (a block of the launch's frames: z holds them from its start, out from frame 0
-// of the launch).
+// Work-group shape: 1-D, any size; one work-item per output bin, bounds-checked.
 //
 // Defines: M, REAL_INPUT, COMPLEX_OUT, USE_DOUBLE (see common.cl); REAL_FULL (stockham_global.cl:
 // odd real n transformed as n complex points: bins 0..M/2 of Z are X, only DC is an edge bin).
@@ -19,7 +17,7 @@
 #endif
 
 __kernel void post(__global const real2 *restrict z, __global real_t *restrict out, uint frames,
-                   int scale_mode, real_t norm_edge, real_t norm_interior, uint first) {
+                   int scale_mode, real_t norm_edge, real_t norm_interior) {
     const size_t g = get_global_id(0);
     if (g >= (size_t)frames * POST_BINS) {
         return;
@@ -38,5 +36,5 @@ __kernel void post(__global const real2 *restrict z, __global real_t *restrict o
     real2 x = z[fo + k];
     int edge = (k == 0);
 #endif
-    store_bin(out, (size_t)first * POST_BINS + g, x, edge, scale_mode, norm_edge, norm_interior);
+    store_bin(out, g, x, edge, scale_mode, norm_edge, norm_interior);
 }

@@ -21,7 +21,7 @@
 // Z_{M-k}); complex input skips it and writes |X| (or X) from registers (DIRECT, below).
 // (passes: stockham_passes.cl)
 // Twiddles: w = tw[step] read once per butterfly and raised to the powers 2..R-1 by complex
-// multiplication (-D TW_TABLE_ALL reads every power from the table instead).
+// multiplication.
 //
 // SPLIT=1 (one frame per group, FPB=1): for frames whose 2M reals do not fit in local memory but
 // M reals do (complex input: or M/CHUNKS reals, each exchange in CHUNKS rounds per component;
@@ -44,8 +44,7 @@
 // Complex input: after the last pass (sub-transform length ns = M/R) work-item t holds bins
 // k = t + b*TPF + r*ns in natural order, consecutive across work-items for each (b, r), so |X|^2
 // (or X) goes straight from registers to global memory, with no store phase through local memory.
-// -D NO_DIRECT_STORE restores the store phase (for measurements).
-#if !REAL_INPUT && !defined(NO_DIRECT_STORE) && MAIN_PASSES > 0
+#if !REAL_INPUT && MAIN_PASSES > 0
 #define DIRECT 1
 #else
 #define DIRECT 0
@@ -84,17 +83,7 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
 #define NB ((BINS + WG - 1) / WG)
 // exchange: store the outputs of pass radix RA (produced with ns) and load the inputs of a pass
 // of radix RB, one component at a time through `buf`
-#if CHUNKS == 1 && defined(SPLIT_EXCHANGE_LOOP)
-// the components in a loop (as b70b12a had it; -D SPLIT_EXCHANGE_LOOP, for A/B measurements: on
-// H200 runs of two sessions complex 8192 took 0.34 ms before that commit and 0.48 ms after)
-#define EXCHANGE(RA, va, RB, vb, ns)                                                               \
-    for (int comp = 0; comp < 2; comp++) {                                                         \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        CALL(put_r, RA)(va, buf, 0, t, ns, comp, 0);                                               \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        CALL(get_r, RB)(vb, buf, 0, t, comp, 0);                                                   \
-    }
-#elif CHUNKS == 1
+#if CHUNKS == 1
 // real parts, then imaginary parts, each with a literal component so that the compiler keeps
 // every register array access static
 #define EXCHANGE(RA, va, RB, vb, ns)                                                               \
@@ -122,14 +111,14 @@ inline real2 load_pair(__global const real_t *in, __global const real_t *win, ui
     }
 #endif
 
-// PAIRED_STORE (FFTD_OPENCL_SPLIT_PAIRED=1, opt-in): real input on the split path whose last
-// pass is radix 2 (ns = M/2) with an even number of butterflies per work-item (real 16384 f32):
+// PAIRED: real input on the split path whose last pass is radix 2 (ns = M/2) with an even
+// number of butterflies per work-item (real 16384 f32):
 // work-item t takes the butterfly pairs q = t + c*TPF, c < NPAIRS: A = q and B = M/2 - q (q = 0:
 // A = 0, B = M/4). Their outputs k = A, A + M/2, B, B + M/2 hold each other's partners M - k
 // (M - A = B + M/2, M - (A + M/2) = B; q = 0: 0 and M/2 their own, M/4 and 3M/4 each other's),
 // so every bin's r2c post-processing reads only this work-item's registers: no store phase
 // through local memory (two local round trips and four barriers fewer).
-#if SPLIT && REAL_INPUT && LAST_RADIX == 2 && defined(PAIRED_STORE) && (M / (2 * TPF)) % 2 == 0
+#if SPLIT && REAL_INPUT && LAST_RADIX == 2 && (M / (2 * TPF)) % 2 == 0
 #define PAIRED 1
 #define NPAIRS (M / (4 * TPF))
 inline uint paired_b(uint q) { return q == 0 ? M / 4 : M / 2 - q; }
@@ -286,15 +275,10 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
     STORE_DIRECT(FINAL_R, FINAL_V, frame)
 #else
     // store phase, real parts then imaginary parts, into acc[i] = X of bin t + i*WG (a literal
-    // component each time unless SPLIT_EXCHANGE_LOOP, as in EXCHANGE)
+    // component each time, as in EXCHANGE)
     real2 acc[NB];
-#ifdef SPLIT_EXCHANGE_LOOP
-    for (int comp = 0; comp < 2; comp++)
-        STORE_COMP(comp)
-#else
     STORE_COMP(0)
     STORE_COMP(1)
-#endif
     if (frame < frames) {
         for (uint i = 0; i < NB; i++) {
             uint k = t + i * WG;
@@ -347,19 +331,13 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
             barrier(CLK_LOCAL_MEM_FENCE);
             CALL(load_r, MAIN_RADIX)(v, sre, sim, base, t);
 #if DIRECT && LAST_RADIX == 1
-            // the last pass writes no local memory, so -D SKIP_LAST_BARRIER drops the barrier
-            // after its loads (p is the same for the whole group; opt-in until timed and checked
-            // on a GPU)
-#ifndef SKIP_LAST_BARRIER
-            barrier(CLK_LOCAL_MEM_FENCE);
-#endif
+            // the last pass writes no local memory, so no barrier after its loads (p is the
+            // same for the whole group)
             if (p == MAIN_PASSES - 1) {
                 CALL(dft_r, MAIN_RADIX)(v, tw, t, ns);
                 STORE_DIRECT(MAIN_RADIX, v, f0 + fl)
             } else {
-#ifdef SKIP_LAST_BARRIER
                 barrier(CLK_LOCAL_MEM_FENCE);
-#endif
                 CALL(compute_r, MAIN_RADIX)(v, sre, sim, tw, base, t, ns);
             }
 #else
@@ -373,10 +351,7 @@ void fft_local(__global const real_t *restrict in, __global const real_t *restri
         barrier(CLK_LOCAL_MEM_FENCE);
         CALL(load_r, LAST_RADIX)(u, sre, sim, base, t);
 #if DIRECT
-        // no local memory written after these loads: SKIP_LAST_BARRIER drops the barrier
-#ifndef SKIP_LAST_BARRIER
-        barrier(CLK_LOCAL_MEM_FENCE);
-#endif
+        // no local memory written after these loads: no barrier
         CALL(dft_r, LAST_RADIX)(u, tw, t, ns);
         STORE_DIRECT(LAST_RADIX, u, f0 + fl)
 #else

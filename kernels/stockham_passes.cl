@@ -11,7 +11,7 @@
 // (complex input, when M reals do not fit either but M/CHUNKS do) each component goes through
 // a buffer of CH = M/CHUNKS reals in CHUNKS rounds, chunk c holding indices c*CH..(c+1)*CH-1.
 // Defines: M, TPF, TABN (resolution of the twiddle table tw[t] = exp(-2 pi i t/TABN), a multiple
-// of M), TW_TABLE_ALL and TW_SINCOS (optional twiddle sources, see below).
+// of M).
 
 #define PADI(i) ((i) + ((i) >> 5))
 #ifndef CHUNKS
@@ -123,39 +123,16 @@
         }                                                                                          \
     }
 
-// The first twiddle of a butterfly: from the table (default), or computed with native_cos /
-// native_sin (-D TW_SINCOS; sincos in f64), measured against each other in docs/perf.md.
-#ifdef TW_SINCOS
-inline real2 tw_sincos(uint i) {
-    real_t a = R(-6.28318530717958647692) * (real_t)i / (real_t)TABN;
-#ifdef USE_DOUBLE
-    real_t c;
-    real_t s = sincos(a, &c);
-    return (real2)(c, s);
-#else
-    return (real2)(native_cos(a), native_sin(a));
-#endif
-}
-#define TW_FIRST(step) tw_sincos(step)
-#else
-#define TW_FIRST(step) tw[step]
-#endif
-
-#ifdef TW_TABLE_ALL
-#define TWIDDLE(vv, RR, step)                                                                      \
-    for (uint r = 1; r < RR; r++) {                                                                \
-        vv[r] = cmul(vv[r], tw[r * step]);                                                         \
-    }
-#else
+// The first twiddle of a butterfly from the table (computing it with native_cos/native_sin was
+// no faster, docs/perf.md), its powers by complex multiplication.
 #define TWIDDLE(vv, RR, step)                                                                      \
     {                                                                                              \
-        real2 w1 = TW_FIRST(step), w = w1;                                                         \
+        real2 w1 = tw[step], w = w1;                                                         \
         for (uint r = 1; r < RR; r++) {                                                            \
             vv[r] = cmul(vv[r], w);                                                                \
             w = cmul(w, w1);                                                                       \
         }                                                                                          \
     }
-#endif
 
 #define CALL(F, RR) CALL_(F, RR)
 #define CALL_(F, RR) F##RR

@@ -25,16 +25,12 @@
 //   2: Bluestein's middle step: dst[k] = conj(Z_k aux[k]) (aux: the filter's spectrum / N);
 //   3: Bluestein's last step: X_k = aux[k] conj(Z_k) for k < M (aux: the chirp), as bins (0) or,
 //      for even real n, into dst (M points per frame) for r2c_post.cl's `post`.
-// PAIRS=1 (odd real n through Bluestein, FFTD_OPENCL_REAL_PAIRS): two real frames go through one
+// PAIRS=1 (odd real n through Bluestein, always): two real frames go through one
 //   complex transform, z_p = (w_p x_p of frame 2f, w_p x_p of frame 2f + 1), so half as many
 //   transforms run; `frames` stays the count of real frames and transform f is frame pair f (the
 //   second frame of the last pair may be missing: zeros). The last step stores Z (M points per
 //   pair) into dst for `pair_post`, which splits it: X1_k = (Z_k + conj Z_{M-k})/2, X2_k =
 //   (Z_k - conj Z_{M-k})/(2i).
-// Blocks (FFTD_OPENCL_L2_BLOCK): a launch covers transforms first..first + (groups' worth) - 1 of
-// the `frames` frames; the work buffers (tmp, dst) hold the block's transforms from their start,
-// so blocks reuse one region that can stay in the L2 cache; the input and `out` are indexed by
-// the transform's place in the whole launch.
 // Twiddles: tw[t] = exp(-2 pi i t / LP_LEN) for the passes, twn[t] = exp(-2 pi i t / N) for
 // stage 1's twiddle (n2 k1 < N), all computed on the host in double.
 // Local memory: two arrays (ping-pong) of FPB transforms at stride LP_STRIDE (LP_LEN rounded up
@@ -102,20 +98,18 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 tl_columns(__global const real_t *restrict in, __global const real_t *restrict win,
            __global const real2 *restrict chirp, __global const real2 *restrict tw,
            __global const real2 *restrict twn, __global real2 *restrict tmp, uint frames,
-           uint step, uint first) {
+           uint step) {
     __local real2 a[LPAD(FPB * LP_STRIDE) + 1], b[LPAD(FPB * LP_STRIDE) + 1];
     const uint t = get_local_id(0);
     const uint gpf = (N2 + FPB - 1) / FPB;
     const uint frame = get_group_id(0) / gpf;
     const uint n2_0 = (get_group_id(0) % gpf) * FPB;
-    if (first + frame >= TRANSFORMS(frames)) {
+    if (frame >= TRANSFORMS(frames)) {
         return; // the whole group: no barrier is reached
     }
-    // the input frames by their place in the launch, a work buffer by the block's
-    const uint src = LOAD ? first + frame : frame;
     for (uint i = t; i < FPB * N1; i += WG) {
         uint c = i % FPB, n1 = i / FPB, n2 = n2_0 + c;
-        a[LPAD(c * LP_STRIDE + n1)] = n2 < N2 ? tl_load(in, win, chirp, frames, src, step, N2 * n1 + n2)
+        a[LPAD(c * LP_STRIDE + n1)] = n2 < N2 ? tl_load(in, win, chirp, frames, frame, step, N2 * n1 + n2)
                                         : (real2)(R(0.0), R(0.0));
     }
     __local const real2 *y = lpasses(a, b, tw, t);
@@ -158,12 +152,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
         __global const real2 *restrict aux, __global real2 *restrict dst,
         __global real_t *restrict out, uint frames, int scale_mode, real_t norm_edge,
-        real_t norm_interior, uint first) {
+        real_t norm_interior) {
     __local real2 a[LPAD(FPB * LP_STRIDE) + 1], b[LPAD(FPB * LP_STRIDE) + 1];
     const uint t = get_local_id(0);
     const uint frame = get_group_id(0) / GPF;
     const uint g0 = (get_group_id(0) % GPF) * (STORE == 1 ? HALF : FPB);
-    if (first + frame >= TRANSFORMS(frames)) {
+    if (frame >= TRANSFORMS(frames)) {
         return; // the whole group: no barrier is reached
     }
     const size_t fo = (size_t)frame * N;
@@ -191,7 +185,7 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
         uint kp = k1 == 0 ? (N2 - k2) % N2 : N2 - 1 - k2;
         real2 zc = y[LPAD(sp * LP_STRIDE + kp)];
         uint k = k1 + N1 * k2;
-        const size_t ob = (size_t)(first + frame) * (M + 1);
+        const size_t ob = (size_t)frame * (M + 1);
         real_t e = -(real_t)k / (real_t)M; // W_2M^k = exp(i pi e)
         store_bin(out, ob + k, r2c_bin(z, zc, (real2)(cospi(e), sinpi(e))), k == 0, scale_mode,
                   norm_edge, norm_interior);
@@ -221,7 +215,7 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
 #endif
 #endif
         if (k < TL_BINS) {
-            store_bin(out, (size_t)(first + frame) * TL_BINS + k, z, k == 0, scale_mode, norm_edge,
+            store_bin(out, (size_t)frame * TL_BINS + k, z, k == 0, scale_mode, norm_edge,
                       norm_interior);
         }
 #endif
@@ -232,12 +226,10 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
 
 #if STAGE == 3
 // PAIRS: bins 0..M/2 of frames 2f and 2f + 1 from the pair's spectrum Z (M points per pair in
-// z); one work-item per output bin, bounds-checked. Only DC is an edge bin (M is odd). `frames`
-// frames from `first` (even) on, z holding their pairs from its start.
+// z); one work-item per output bin, bounds-checked. Only DC is an edge bin (M is odd).
 #define PP_BINS (M / 2 + 1)
 __kernel void pair_post(__global const real2 *restrict z, __global real_t *restrict out,
-                        uint frames, int scale_mode, real_t norm_edge, real_t norm_interior,
-                        uint first) {
+                        uint frames, int scale_mode, real_t norm_edge, real_t norm_interior) {
     const size_t g = get_global_id(0);
     if (g >= (size_t)frames * PP_BINS) {
         return;
@@ -250,6 +242,6 @@ __kernel void pair_post(__global const real2 *restrict z, __global real_t *restr
     // even frame: (Z_k + conj Z_{M-k}) / 2; odd frame: (Z_k - conj Z_{M-k}) / (2i)
     real2 d = zk - zc;
     real2 x = f % 2 == 0 ? (zk + zc) * R(0.5) : (real2)(d.y, -d.x) * R(0.5);
-    store_bin(out, (size_t)first * PP_BINS + g, x, k == 0, scale_mode, norm_edge, norm_interior);
+    store_bin(out, g, x, k == 0, scale_mode, norm_edge, norm_interior);
 }
 #endif

@@ -38,20 +38,10 @@ static SKIP_DRIVER_EXIT: AtomicBool = AtomicBool::new(false);
 /// Device objects the exit frees (`keep`).
 static KEPT: Mutex<Vec<Box<dyn Send>>> = Mutex::new(Vec::new());
 
-/// Whether device objects are left to the process's exit: not when asked to tear down
-/// (FFTD_EXIT_TEARDOWN=1, for comparisons).
-pub fn keeps_device_objects() -> bool {
-    !crate::knobs::exit_teardown()
-}
-
 /// Leaves `objects` (a device engine, pinned pools) to the process's exit, which frees them
 /// with the process: only once no command of theirs is in flight, and only where the process
-/// ends through `exit` after a device's use (`skip_driver_exit`). Without
-/// `keeps_device_objects` they are dropped here.
+/// ends through `exit` after a device's use (`skip_driver_exit`).
 pub fn keep(objects: Box<dyn Send>) {
-    if !keeps_device_objects() {
-        return;
-    }
     if let Ok(mut kept) = KEPT.lock() {
         kept.push(objects);
     }
@@ -99,7 +89,7 @@ pub fn exit(code: u8) -> ExitCode {
     let _ = std::io::stdout().lock().flush();
     let _ = std::io::stderr().lock().flush();
     let (device_files, other_files) = open_files();
-    if !device_files.is_empty() && keeps_device_objects() {
+    if !device_files.is_empty() {
         leave_release_to_a_child(&other_files);
     }
     // SAFETY: `_exit` ends the process without running atexit handlers or destructors; every

@@ -1,6 +1,6 @@
 //! The `FFTD_*` environment knobs: read in one module (`src/knobs.rs`), listed in docs/knobs.md,
 //! and no other name in the code or the docs (a knob no code reads, or one the docs do not list,
-//! fails here).
+//! fails here); at most 16 of them.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -46,8 +46,32 @@ fn root() -> &'static Path {
 fn table() -> BTreeSet<String> {
     let code = read(&root().join("src/knobs.rs"));
     let start = code.find("pub const KNOBS").expect("KNOBS table");
-    let end = start + code[start..].find("];").expect("end of KNOBS");
+    let end = start + code[start..].find("\n];").expect("end of KNOBS");
     knob_names(&code[start..end])
+}
+
+/// Knobs are user settings and diagnostics, not A/B switches (issue 40): at most this many.
+const MOST: usize = 16;
+
+#[test]
+fn at_most_16_knobs() {
+    let knobs = table();
+    assert!(
+        knobs.len() <= MOST,
+        "{} knobs, at most {MOST}: a new one replaces one, or is a plan decision: {knobs:?}",
+        knobs.len()
+    );
+    // the shipped binary names no other (src and kernels, as `grep -rhoE "FFTD_[A-Z0-9_]+" src
+    // kernels | sort -u` counts them)
+    let mut sources = Vec::new();
+    files(&root().join("src"), "rs", &mut sources);
+    files(&root().join("kernels"), "cl", &mut sources);
+    let named: BTreeSet<String> = sources.iter().flat_map(|p| knob_names(&read(p))).collect();
+    assert!(
+        named.len() <= MOST,
+        "{} FFTD_ names in src and kernels: {named:?}",
+        named.len()
+    );
 }
 
 #[test]

@@ -103,20 +103,6 @@ fn f32_all_sizes_multipass_path() {
 }
 
 #[test]
-fn twiddle_sources_table_all_and_sincos() {
-    // the opt-in twiddle sources measured in docs/perf.md: every power from the table, and the
-    // first twiddle computed with native_cos/native_sin (sincos in f64)
-    for defines in ["-D TW_TABLE_ALL", "-D TW_SINCOS"] {
-        let options = OpenClOptions {
-            extra_defines: defines.into(),
-            ..Default::default()
-        };
-        sweep::<f32>(options.clone(), 14);
-        sweep::<f64>(options, 12);
-    }
-}
-
-#[test]
 fn split_exchange_path() {
     // 20 KiB: frames of 4096 (f32) / 2048 (f64) complex points no longer fit twice, but once
     let options = OpenClOptions {
@@ -128,9 +114,8 @@ fn split_exchange_path() {
 }
 
 /// The split exchange at 8192 pairs: complex 8192 and real 16384 points
-/// (8192 pairs) on a limit where they fit local memory once but not twice; every scale, and the
-/// radix-2 leftover (the default) and the radix-32 last pass (FFTD_OPENCL_SPLIT_LAST32=1 in the
-/// environment, opt-in) take the same test.
+/// (8192 pairs) on a limit where they fit local memory once but not twice; every scale (real
+/// 16384 f32 finishes from the last pass's registers, stockham_local.cl PAIRED).
 fn split_8192<T: Sample>(limit: usize) {
     let options = OpenClOptions {
         local_mem_limit: Some(limit),

@@ -22,8 +22,6 @@ fn engine<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
     let dev = common::test_device()?;
     let options = OpenClOptions {
         local_mem_limit: Some(limit),
-        // (`ab_knobs_stay_right` builds the kernels with extra defines this way)
-        extra_defines: std::env::var("FFTD_OPENCL_DEFINES").unwrap_or_default(),
         ..Default::default()
     };
     let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
@@ -243,7 +241,7 @@ fn the_largest_frame_2_pow_24() {
 /// Complex frames whose split exchange goes in rounds (local memory holds a half or a quarter of
 /// one component): 1024 (halves in f32, quarters in f64) and 2048 (quarters, f32) points under
 /// 4 KiB, against the CPU engine in f64; 16384 under an H100's 48 KiB takes the four-step path
-/// unless FFTD_OPENCL_CHUNKED=1 (the one kernel was 3.8x slower on an H200), right either way.
+/// instead (the one kernel was 3.8x slower on an H200).
 #[test]
 fn split_exchange_in_rounds_for_complex_frames() {
     for (i, (limit, n, f64_too)) in [
@@ -260,7 +258,7 @@ fn split_exchange_in_rounds_for_complex_frames() {
         let window = WindowKind::ALL[i % WindowKind::ALL.len()];
         let scale = Scale::ALL[i % Scale::ALL.len()];
         let s = spec(n, InputKind::Complex, window, scale);
-        let rounds = n < 1 << 14 || std::env::var("FFTD_OPENCL_CHUNKED").is_ok_and(|v| v == "1");
+        let rounds = n < 1 << 14;
         let path = g32.path_name(&s).expect("plan");
         assert_eq!(path == "split", rounds, "f32 {s:?}: {path}");
         check(&mut g32, &s, 3, cpu(&s, 3));
@@ -276,16 +274,9 @@ fn split_exchange_in_rounds_for_complex_frames() {
 /// parts of one complex frame, split after the transform): 1009 and 2001 under 4 KiB (8 KiB f64)
 /// against the naive f64 DFT with 1, 2, 3 and 5 frames (the last pair's second frame missing
 /// when odd), every scale and window; 65521 at an H100's 48 KiB against the CPU engine in f64.
-/// Pairs are opt-in (FFTD_OPENCL_REAL_PAIRS=1, run by `ab_knobs_stay_right`); by default one
-/// frame per transform, right either way.
 #[test]
 fn odd_real_frames_in_pairs_on_the_bluestein_path() {
-    let pairs = std::env::var("FFTD_OPENCL_REAL_PAIRS").is_ok_and(|v| v.trim() == "1");
-    let want = if pairs {
-        "two-level-bluestein-pairs"
-    } else {
-        "two-level-bluestein"
-    };
+    let want = "two-level-bluestein-pairs";
     let (Some(mut g32), Some(mut g64)) = (engine::<f32>(4 << 10), engine::<f64>(8 << 10)) else {
         return;
     };
@@ -316,108 +307,12 @@ fn odd_real_frames_in_pairs_on_the_bluestein_path() {
     }
 }
 
-/// This test binary again, as a child process with `env`, running the test `name` alone.
-fn rerun_with(name: &str, env: &[(&str, &str)]) {
-    let exe = std::env::current_exe().expect("test binary");
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["--exact", name, "--test-threads=1"]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run the test binary");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{name} with {env:?}: {}\n{text}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The A/B knobs of the paths above give the same values: four-step with 32 and 64 transforms
-/// per group, with store twiddles by recurrence and in blocks of frames (FFTD_OPENCL_L2_BLOCK),
-/// odd real Bluestein frames two to a transform, the two-level paths in blocks, four-step where
-/// one kernel fits (FFTD_OPENCL_FOURSTEP_FROM), real split frames stored from the last pass's
-/// registers (FFTD_OPENCL_SPLIT_PAIRED=1), the one-kernel path without its last barrier
-/// (-D SKIP_LAST_BARRIER) and with the split exchange's loop (-D SPLIT_EXCHANGE_LOOP). (The opt-in ones are off by default until timed and
-/// checked on a GPU: PoCL runs a group's work-items one after another between barriers.)
-#[test]
-fn ab_knobs_stay_right() {
-    if common::test_device().is_none() {
-        return;
-    }
-    let fourstep = "fourstep_real_fused_post_at_an_h100_limit";
-    rerun_with(
-        fourstep,
-        &[
-            ("FFTD_OPENCL_FOURSTEP_FPB", "32"),
-            ("FFTD_OPENCL_FOURSTEP_RECUR", "1"),
-        ],
-    );
-    rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_FPB", "64")]);
-    rerun_with(fourstep, &[("FFTD_OPENCL_FOURSTEP_RECUR", "1")]);
-    rerun_with(
-        fourstep,
-        &[
-            ("FFTD_OPENCL_FOURSTEP_RECUR", "1"),
-            ("FFTD_OPENCL_L2_BLOCK", "300000"),
-        ],
-    );
-    // blocks of one frame, and of two (real 2^15: 128 KiB of work buffer a frame) with a
-    // shorter last block
-    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
-    rerun_with(fourstep, &[("FFTD_OPENCL_L2_BLOCK", "300000")]);
-    let pairs = "odd_real_frames_in_pairs_on_the_bluestein_path";
-    rerun_with(pairs, &[("FFTD_OPENCL_REAL_PAIRS", "1")]);
-    // the two-level paths in blocks of one transform (Bluestein pairs: 5 frames, 3 blocks, the
-    // last with one frame), plain, odd, packed real and Bluestein sizes
-    rerun_with(
-        pairs,
-        &[
-            ("FFTD_OPENCL_REAL_PAIRS", "1"),
-            ("FFTD_OPENCL_L2_BLOCK", "1"),
-        ],
-    );
-    rerun_with(pairs, &[("FFTD_OPENCL_L2_BLOCK", "1")]);
-    rerun_with(
-        "f32_two_level_sizes_against_the_f64_dft",
-        &[("FFTD_OPENCL_L2_BLOCK", "1")],
-    );
-    // real 16384 on the split path stored from the last pass's registers (not through the
-    // store phase in local memory)
-    rerun_with(
-        "one_kernel_sizes_or_four_step_by_knob",
-        &[("FFTD_OPENCL_SPLIT_PAIRED", "1")],
-    );
-    // the one-kernel path without the barrier after its last local loads, and the split
-    // exchange's components in a loop (session 12's form)
-    rerun_with(
-        "one_kernel_sizes_or_four_step_by_knob",
-        &[("FFTD_OPENCL_DEFINES", "-DSKIP_LAST_BARRIER")],
-    );
-    rerun_with(
-        "one_kernel_sizes_or_four_step_by_knob",
-        &[("FFTD_OPENCL_DEFINES", "-DSPLIT_EXCHANGE_LOOP")],
-    );
-    // four-step where one kernel fits, in blocks of two frames at 4096 complex points
-    rerun_with(
-        "one_kernel_sizes_or_four_step_by_knob",
-        &[
-            ("FFTD_OPENCL_FOURSTEP_FROM", "2048"),
-            ("FFTD_OPENCL_L2_BLOCK", "65536"),
-        ],
-    );
-}
-
 /// Powers of two that fit one kernel at an H100's 48 KiB (4096, 8192 and 16384 points, real
-/// and complex), against the CPU engine in f64, on the path the knobs choose: four-step from
-/// FFTD_OPENCL_FOURSTEP_FROM points up (rerun by `ab_knobs_stay_right`), else the one-kernel
-/// path (local, or the split exchange).
+/// and complex), against the CPU engine in f64, on the plan's path: the one-kernel path (local,
+/// or the split exchange; real 16384 f32 finishing from the last pass's registers), except
+/// complex 16384, which takes four-step.
 #[test]
-fn one_kernel_sizes_or_four_step_by_knob() {
-    let from = std::env::var("FFTD_OPENCL_FOURSTEP_FROM")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok());
+fn one_kernel_sizes_and_complex_16384_four_step() {
     let limit = 48 << 10;
     let (Some(mut g32), Some(mut g64)) = (engine::<f32>(limit), engine::<f64>(limit)) else {
         return;
@@ -425,13 +320,8 @@ fn one_kernel_sizes_or_four_step_by_knob() {
     for (i, log2) in [12, 13, 14].into_iter().enumerate() {
         for kind in [InputKind::Real, InputKind::Complex] {
             let s = spec(1 << log2, kind, WindowKind::Blackman, Scale::ALL[i]);
-            let m = if kind == InputKind::Real {
-                s.n / 2
-            } else {
-                s.n
-            };
             let path = g32.path_name(&s).expect("plan");
-            let four = from.is_some_and(|f| m >= f) || (kind == InputKind::Complex && log2 == 14);
+            let four = kind == InputKind::Complex && log2 == 14;
             assert_eq!(path == "four-step", four, "{s:?}: {path}");
             let frames = 3;
             let input: Vec<f32> = common::signal(frames * s.values_per_frame(), 7);

@@ -291,11 +291,7 @@ fn join_lane_with<T: Sample>(
     Option<late_join::PoolFill>,
 )> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
-    // (tuning knob FFTD_PINNED_BATCHES=0: ordinary memory, the engine stages every copy)
-    let pinned = match crate::knobs::pinned_batches() {
-        false => None,
-        true => lane.engines.iter().find_map(|e| e.pinned_memory()),
-    };
+    let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
     let filling = pinned.is_some() && holders.is_some();
     let now = |pool: &pool::BufferPool<T>| match (&pinned, filling) {

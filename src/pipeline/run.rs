@@ -104,7 +104,7 @@ fn settle_spares<T: Sample>(
     had_device: bool,
     (input_pool, output_pool): (&super::pool::BufferPool<T>, &super::pool::BufferPool<T>),
 ) {
-    match had_device && crate::left_behind::keeps_device_objects() {
+    match had_device {
         true => {
             let spares = (input_pool.take_spares(), output_pool.take_spares());
             crate::left_behind::keep(Box::new(spares));

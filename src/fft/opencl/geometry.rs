@@ -3,6 +3,9 @@
 
 use super::MAX_TPF;
 
+/// Most transforms per work-group of a four-step stage.
+const FOURSTEP_FPB: usize = 16;
+
 /// Work-group geometry of the local (one-kernel) path for one frame size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalGeometry {
@@ -44,48 +47,25 @@ impl LocalGeometry {
         if m > 1 << 16 {
             return None;
         }
-        // tuning knob: FFTD_OPENCL_SPLIT_FROM=M uses the split exchange from M points up
-        let split_from = crate::knobs::opencl_split_from().unwrap_or(usize::MAX);
-        let split = Self::local_bytes(m, real_bytes) > local_limit || (m >= split_from && m >= 8);
+        let split = Self::local_bytes(m, real_bytes) > local_limit;
         let chunks = if split {
             Self::split_chunks(m, real_bytes, local_limit, complex)?
         } else {
             1
         };
+        // radix-16 passes (radix 2/4/8 for the leftover pass): faster than radix 8 on an H200 at
+        // every size 256..16384 (docs/perf.md). The split exchange keeps a radix-2 leftover
+        // (16·16·16·2 on 512 work-items for 8192 points): folding it into a radix-32 last pass
+        // was slower (docs/perf.md).
         let log2m = m.trailing_zeros();
-        // radix-16 passes (radix 2/4/8 for the leftover pass); measured faster than radix 8 on
-        // an H200 at every size 256..16384 (docs/perf.md). Tuning knob: FFTD_OPENCL_RADIX=8.
-        let max_radix_log2 = match crate::knobs::opencl_radix8() {
-            true => 3,
-            false => 4,
-        };
         let (main_radix, main_passes, last_radix) = match log2m {
             0 => (2, 0, 1),
             1 => (2, 1, 1),
             2 => (4, 1, 1),
             3 => (8, 1, 1),
-            _ => (
-                1usize << max_radix_log2,
-                log2m / max_radix_log2,
-                1usize << (log2m % max_radix_log2),
-            ),
+            _ => (16, log2m / 4, 1usize << (log2m % 4)),
         };
-        // split exchange, opt-in (FFTD_OPENCL_SPLIT_LAST32=1): fold a radix-2 leftover into a
-        // radix-32 last pass (16·16·32 for 8192 points, 256 work-items), one exchange fewer.
-        // Measured slower on an H200 (complex 8192: 0.092 vs 0.042 µs/frame; real 16384: 0.127
-        // vs 0.084; docs/perf.md), so the default keeps radix 16·16·16·2 on 512 work-items.
-        let last32 = split
-            && main_radix == 16
-            && last_radix == 2
-            && main_passes >= 2
-            && crate::knobs::opencl_split_last32();
-        let (main_passes, last_radix) = if last32 {
-            (main_passes - 1, 32)
-        } else {
-            (main_passes, last_radix)
-        };
-        let max_tpf = crate::knobs::opencl_max_tpf().unwrap_or(MAX_TPF);
-        let max_tpf = if split { 512 } else { max_tpf };
+        let max_tpf = if split { 512 } else { MAX_TPF };
         let tpf = (m / main_radix.max(last_radix)).clamp(1, max_tpf.min(max_wg));
         let mut fpb = (target_wg / tpf).max(1).min(max_wg / tpf).max(1);
         while fpb > 1 && Self::local_bytes(fpb * m, real_bytes) > local_limit {
@@ -107,10 +87,10 @@ impl LocalGeometry {
     }
 
     /// Rounds per component of the split exchange: 1 when M reals fit `local_limit`; for
-    /// complex input 2 or 4 when M/2 or M/4 do (one frame in registers, up to 16384 points: a
-    /// 16384-point complex frame in one kernel with 48 KiB, only with FFTD_OPENCL_CHUNKED=1: it
-    /// was 3.8x slower than four-step on an H200; =0 turns the rounds off); None when the frame
-    /// does not fit this way.
+    /// complex input below 16384 points 2 or 4 when M/2 or M/4 do (one frame in registers);
+    /// None when the frame does not fit this way. A 16384-point complex frame in one kernel
+    /// with 48 KiB was 3.8x slower than four-step on an H200 (docs/perf.md), so it takes
+    /// four-step.
     fn split_chunks(
         m: usize,
         real_bytes: usize,
@@ -124,7 +104,7 @@ impl LocalGeometry {
         if fits(1) {
             return Some(1);
         }
-        if !complex || !crate::knobs::opencl_chunked(m) || m < 64 {
+        if !complex || !(64..1 << 14).contains(&m) {
             return None;
         }
         [2, 4].into_iter().find(|&c| fits(c))
@@ -164,7 +144,8 @@ impl LocalGeometry {
 }
 
 /// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
-/// per work-group (at most 16, or FFTD_OPENCL_FOURSTEP_FPB): (stage 1 geometry over M1 columns, stage 2 geometry over M2-point rows).
+/// per work-group (at most 16; 32 was no faster on an H100, issue 40): (stage 1 geometry over M1
+/// columns, stage 2 geometry over M2-point rows).
 pub fn fourstep_geometry(
     m: usize,
     real_bytes: usize,
@@ -175,10 +156,8 @@ pub fn fourstep_geometry(
     }
     let m1 = 1usize << (m.trailing_zeros() / 2);
     let m2 = m / m1;
-    // tuning knob: FFTD_OPENCL_FOURSTEP_FPB=N transforms per group at most (default 16)
-    let most = crate::knobs::opencl_fourstep_fpb().unwrap_or(16);
     let fpb = |len: usize, other: usize| {
-        let mut f = most.min(other);
+        let mut f = FOURSTEP_FPB.min(other);
         while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
             f /= 2;
         }

@@ -1,7 +1,6 @@
 //! Launching a chunk's transform: the kernels of the plan's path (local, four-step, two-level,
 //! global or mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
-//! the output scale's arguments; four-step and two-level block by block of frames when
-//! FFTD_OPENCL_L2_BLOCK asks (each block's intermediate can stay in the L2 cache).
+//! the output scale's arguments.
 
 use super::{Path, Plan, GLOBAL_WG};
 use crate::types::Sample;
@@ -77,28 +76,13 @@ pub(super) fn enqueue_kernels<T: Sample>(
             rows,
             g1,
             g2,
-            block,
         } => {
             let (t1, t2) = match (table, table2) {
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err("twiddle tables missing".into()),
             };
-            // blocks of `block` frames (0: all), each through both kernels in turn
-            let block = if *block == 0 { launch.frames } else { *block };
-            let mut first = 0;
-            while first < launch.frames {
-                let frames = (first, block.min(launch.frames - first));
-                kernels.push(enqueue_columns(
-                    columns,
-                    g1,
-                    g2.m,
-                    (window, t1),
-                    launch,
-                    frames,
-                )?);
-                kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch, frames)?);
-                first += frames.1;
-            }
+            kernels.push(enqueue_columns(columns, g1, g2.m, (window, t1), launch)?);
+            kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch)?);
         }
         Path::Global { pack, passes, post } => {
             let [a, b] = launch.work()?;
@@ -172,66 +156,52 @@ fn enqueue_local<T: Sample>(
     .map_err(|e| cl("fft_local launch", e))
 }
 
-/// A block of a launch's frames (or transforms): (first, count).
-pub(super) type Block = (usize, usize);
-
-/// The block's first frame and frame count as the kernels take them.
-pub(super) fn block_u32((first, frames): Block) -> Result<(u32, u32), String> {
-    let c = |v: usize| u32::try_from(v).map_err(|_| format!("batch of {v} frames is too large"));
-    Ok((c(first)?, c(frames)?))
-}
-
-/// Four-step stage 1 (fourstep.cl `fourstep_columns`): the input frames of `block` -> work
-/// buffer a (from its start). The first block waits for the launch's wait list.
+/// Four-step stage 1 (fourstep.cl `fourstep_columns`): the launch's input frames -> work
+/// buffer a; waits for the launch's wait list.
 fn enqueue_columns<T: Sample>(
     columns: &mut Kernel,
     g1: &super::LocalGeometry,
     m2: usize,
     (window, t1): (&Buffer<T>, &Buffer<T>),
     l: &Launch<'_, T>,
-    block: Block,
 ) -> Result<Event, String> {
     let [a, _] = l.work()?;
     let wg1 = g1.tpf * g1.fpb;
-    let (first, frames_u32) = block_u32(block)?;
-    let wait = if block.0 == 0 { l.wait } else { &[] };
-    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch covers
-    // frames first..first+frames of the batch (inside the input) and writes `frames` frames of
-    // `m1 * m2` values at the start of work buffer a (made for all the batch's frames).
+    let frames_u32 = l.frames_u32()?;
+    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch reads its
+    // frames (inside the input) and writes `frames` frames of `m1 * m2` values into work buffer
+    // a (made for all the batch's frames).
     unsafe {
         ExecuteKernel::new(columns)
-            .set_event_wait_list(wait)
+            .set_event_wait_list(l.wait)
             .set_arg(l.inb)
             .set_arg(window)
             .set_arg(t1)
             .set_arg(a)
             .set_arg(&frames_u32)
             .set_arg(&l.step)
-            .set_arg(&first)
-            .set_global_work_size(block.1 * (m2 / g1.fpb) * wg1)
+            .set_global_work_size(l.frames * (m2 / g1.fpb) * wg1)
             .set_local_work_size(wg1)
             .enqueue_nd_range(l.q)
     }
     .map_err(|e| cl("fourstep_columns launch", e))
 }
 
-/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> the output bins of
-/// `block`'s frames.
+/// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> the launch's output bins.
 fn enqueue_rows<T: Sample>(
     rows: &mut Kernel,
     g2: &super::LocalGeometry,
     m1: usize,
     t2: &Buffer<T>,
     l: &Launch<'_, T>,
-    block: Block,
 ) -> Result<Event, String> {
     let [a, _] = l.work()?;
     let wg2 = g2.tpf * g2.fpb;
-    let (first, frames_u32) = block_u32(block)?;
+    let frames_u32 = l.frames_u32()?;
     // SAFETY: arguments in the order of `fourstep_rows` in fourstep.cl; exactly
-    // `frames * m1 / fpb` groups for the block's frames, one per `fpb` rows of a frame (real
-    // input: fpb/2 row pairs of the m1/2 pairs), reading the start of work buffer a and writing
-    // the bins of frames first..first+frames, all inside the buffers.
+    // `frames * m1 / fpb` groups, one per `fpb` rows of a frame (real input: fpb/2 row pairs of
+    // the m1/2 pairs), reading work buffer a and writing the launch's bins, all inside the
+    // buffers.
     unsafe {
         ExecuteKernel::new(rows)
             .set_arg(a)
@@ -241,8 +211,7 @@ fn enqueue_rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_arg(&first)
-            .set_global_work_size(block.1 * (m1 / g2.fpb) * wg2)
+            .set_global_work_size(l.frames * (m1 / g2.fpb) * wg2)
             .set_local_work_size(wg2)
             .enqueue_nd_range(l.q)
     }
@@ -276,29 +245,18 @@ pub(super) fn enqueue_pack<T: Sample>(
     .map_err(|e| cl("pack launch", e))
 }
 
-/// Enqueues `post` (r2c_post.cl): the launch's `n_bins` finished bins (one value each, or re, im
-/// with COMPLEX_OUT), from the complex spectra in `z` into the output, one work-item per bin.
+/// Enqueues `post` (r2c_post.cl, or twolevel.cl's `pair_post`): the launch's `n_bins` finished
+/// bins (one value each, or re, im with COMPLEX_OUT), from the complex spectra in `z` into the
+/// output, one work-item per bin.
 pub(super) fn enqueue_post<T: Sample>(
     post: &mut Kernel,
     l: &Launch<'_, T>,
     z: &Buffer<T>,
 ) -> Result<Event, String> {
-    enqueue_post_block(post, l, z, (0, l.frames))
-}
-
-/// `post` (r2c_post.cl, or twolevel.cl's `pair_post`) over the frames of `block`: their spectra
-/// from the start of `z`, their bins (n_bins / frames each) in their place in the output.
-pub(super) fn enqueue_post_block<T: Sample>(
-    post: &mut Kernel,
-    l: &Launch<'_, T>,
-    z: &Buffer<T>,
-    block: Block,
-) -> Result<Event, String> {
-    let (first, frames) = block_u32(block)?;
-    let bins = (l.n_bins / l.frames.max(1)) * block.1;
-    // SAFETY: arguments in the order of r2c_post.cl's kernel; `out` holds the launch's `n_bins`
-    // bins (values, or pairs of values with COMPLEX_OUT), this block's from frame `first` on,
-    // and items past the block's bins (rounding up to GLOBAL_WG) return early.
+    let frames = l.frames_u32()?;
+    // SAFETY: arguments in the order of r2c_post.cl's kernel (twolevel.cl's `pair_post` takes
+    // the same); `out` holds the launch's `n_bins` bins (values, or pairs of values with
+    // COMPLEX_OUT), and items past them (rounding up to GLOBAL_WG) return early.
     unsafe {
         ExecuteKernel::new(post)
             .set_arg(z)
@@ -307,8 +265,7 @@ pub(super) fn enqueue_post_block<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_arg(&first)
-            .set_global_work_size(round_wg(bins))
+            .set_global_work_size(round_wg(l.n_bins))
             .set_local_work_size(GLOBAL_WG)
             .enqueue_nd_range(l.q)
     }

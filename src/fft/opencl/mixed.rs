@@ -187,11 +187,6 @@ impl<T: Sample> OpenClEngine<T> {
         local_limit: usize,
     ) -> Result<Option<LocalPlan<T>>, String> {
         let plain = radices(m).is_some();
-        // Bluestein in one kernel: tuning knob FFTD_OPENCL_TWO_LEVEL=0 turns it off with the
-        // two-level path (A/B against the global passes)
-        if !plain && !crate::knobs::opencl_two_level() {
-            return Ok(None);
-        }
         let len = if plain { m } else { bluestein_len(m) };
         let radices = radices(len).ok_or("Bluestein length")?;
         // two arrays of len complex values (`a`, `b` in the kernel), padded (one every 16,

@@ -14,10 +14,12 @@
 //!   applied while loading), runs a self-sorting radix-16 Stockham FFT (radix-2/4/8 for the
 //!   leftover pass) in registers + local memory, undoes the half-length packing for real input, and
 //!   writes only the n/2+1 (real) or n (complex) scaled bins. Frames that fit local memory once
-//!   but not twice use the split exchange (real and imaginary parts in turn; complex frames up
-//!   to 16384 points also in rounds of a half or a quarter of a component).
+//!   but not twice use the split exchange (real and imaginary parts in turn; complex frames
+//!   below 16384 points also in rounds of a half or a quarter of a component; real frames whose
+//!   last pass is radix 2 store their bins from that pass's registers).
 //! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs
-//!   with the bins on store (real input: rows in pairs, the r2c post-processing fused).
+//!   with the bins on store (real input: rows in pairs, the r2c post-processing fused); the store
+//!   twiddles by recurrence where that measured faster (`plan::fourstep_twiddle_recurrence`).
 //! - **two-level** (`twolevel`): the same two kernels with mixed-radix passes in local memory,
 //!   for powers of two past the four-step path, large other sizes and Bluestein.
 //! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
@@ -27,7 +29,7 @@
 //!   two-level, else `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime
 //!   factor above 7 goes through Bluestein's chirp-z transform over a power-of-two length (one
 //!   local-memory kernel, two-level, or global passes, by length). Odd real sizes run as
-//!   complex frames.
+//!   complex frames; on the two-level Bluestein path two of them share one complex transform.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
 //! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
@@ -89,7 +91,7 @@ const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
 /// Largest supported frame size, log2.
 pub const MAX_LOG2_N: u32 = 24;
 
-/// Work-items per frame in the local kernel, at most (tuning knob: `FFTD_OPENCL_MAX_TPF`).
+/// Work-items per frame in the local kernel, at most (512 made no difference, docs/perf.md).
 const MAX_TPF: usize = 256;
 /// Work-items per work-group the local kernel aims for with several small frames per group.
 const TARGET_WG: usize = 64;
@@ -102,17 +104,13 @@ pub struct OpenClOptions {
     /// Test-only fault injection: fail with a device error (or hang) once this many batches
     /// have been transformed. `FFTD_FAULT_AFTER_BATCHES=K[:hang[=S]]` (`fault`).
     pub fault: Option<Fault>,
-    /// Largest local-memory footprint in bytes of the one-kernel path (default: the device's
-    /// local memory). Lowering it forces the multi-pass path; `FFTD_OPENCL_LOCAL_LIMIT=BYTES`.
+    /// Largest local-memory footprint in bytes of the kernels (default: the device's local
+    /// memory). Lowering it forces the split, four-step, two-level and multi-pass paths on a
+    /// device whose local memory would fit one kernel (the tests take every path on PoCL so).
     pub local_mem_limit: Option<usize>,
-    /// Tuning knob: work-items per work-group the local kernel aims for by putting several small
-    /// frames in one group (default 64). `FFTD_OPENCL_TARGET_WG=N`.
-    pub target_wg: Option<usize>,
-    /// Tuning knob: extra build options for every kernel (e.g. `-D TW_TABLE_ALL`).
-    /// `FFTD_OPENCL_DEFINES="..."`.
-    pub extra_defines: String,
     /// Input bytes per host-device pipeline chunk (default: 8 MiB for pinned batches, 32 MiB
-    /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N`.
+    /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N` (bench/gpu_vs_cufft.sh:
+    /// one chunk per batch, so one launch as cuFFT's).
     pub chunk_bytes: Option<usize>,
     /// Time every command with event profiling (`last_profile` times; `fftd bench` turns it on).
     /// Off in the pipeline: a profiling queue costs the driver work on every command.
@@ -121,16 +119,14 @@ pub struct OpenClOptions {
 }
 
 impl OpenClOptions {
-    /// Options from `FFTD_FAULT_AFTER_BATCHES` and `FFTD_OPENCL_LOCAL_LIMIT` (unset or
-    /// unparsable: default).
+    /// Options from `FFTD_FAULT_AFTER_BATCHES`, `FFTD_OPENCL_CHUNK_BYTES` and
+    /// `FFTD_OPENCL_PROFILE` (unset or unparsable: default).
     pub fn from_env() -> Self {
         use crate::knobs;
         let for_stats = PROFILE_FOR_STATS.load(std::sync::atomic::Ordering::Relaxed);
         OpenClOptions {
             fault: FaultPlan::from_env().every(),
-            local_mem_limit: knobs::opencl_local_limit(),
-            target_wg: knobs::opencl_target_wg(),
-            extra_defines: knobs::opencl_defines(),
+            local_mem_limit: None,
             chunk_bytes: knobs::opencl_chunk_bytes(),
             profile: knobs::opencl_profile().unwrap_or(for_stats),
         }

@@ -18,8 +18,6 @@ pub(super) enum Path<T: Sample> {
         rows: Kernel,
         g1: LocalGeometry,
         g2: LocalGeometry,
-        /// Frames per block (both kernels run block by block; 0: the whole launch at once).
-        block: usize,
     },
     Global {
         pack: Kernel,
@@ -74,11 +72,20 @@ pub(super) fn fft_points(spec: &TransformSpec) -> usize {
     }
 }
 
-/// Whether `m` points take the four-step path even where they fit one kernel (tuning knob
-/// FFTD_OPENCL_FOURSTEP_FROM=M: from M points up; with FFTD_OPENCL_L2_BLOCK its intermediate
-/// may stay in L2, for A/B measurements against the one-kernel path).
-fn fourstep_first(m: usize) -> bool {
-    crate::knobs::opencl_fourstep_from().is_some_and(|from| m >= from)
+/// Whether the four-step kernels of a frame of `n` samples of `kind` compute their store
+/// twiddles by recurrence (fourstep.cl FS_TW_RECUR: cospi/sinpi once per work-item, then one
+/// complex multiplication a point) rather than cospi/sinpi for every point. Measured alone on an
+/// NVIDIA H100 (2026-11-27, main at c70ca51, bench/gpu_vs_cufft.sh AB=1 REPS=3, kernel ms per
+/// 2^26-sample batch, without -> with): real 32768 0.432 -> 0.455, real 65536 0.440 -> 0.421
+/// (0.383 with the other adopted changes), complex 16384 0.690 -> 0.666, complex 32768
+/// 0.668 -> 0.643, complex 65536 0.736 -> 0.774; real 16384 0.340 -> 0.339 and every other size
+/// within 1 %. So: complex frames up to 32768 points, real frames from 65536 samples; sizes not
+/// measured follow the nearest measured size of their kind.
+pub(super) fn fourstep_twiddle_recurrence(n: usize, kind: InputKind) -> bool {
+    match kind {
+        InputKind::Complex => n <= 1 << 15,
+        InputKind::Real => n >= 1 << 16,
+    }
 }
 
 /// A path with its tables: (path, table, table2).
@@ -107,10 +114,6 @@ impl<T: Sample> OpenClEngine<T> {
         if T::NAME == "f64" {
             opts.push_str(" -D USE_DOUBLE");
         }
-        if !self.options.extra_defines.is_empty() {
-            opts.push(' ');
-            opts.push_str(&self.options.extra_defines);
-        }
         opts
     }
 
@@ -136,15 +139,11 @@ impl<T: Sample> OpenClEngine<T> {
                     None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
                 },
             }
-        } else if let Some(gs) = fourstep_first(m)
-            .then(|| fourstep_geometry(m, rb, limit))
-            .flatten()
-        {
-            self.fourstep_plan(m, gs, &opts)?
         } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
             self.local_plan(spec, m, g, &opts)?
         } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
-            self.fourstep_plan(m, (g1, g2), &opts)?
+            let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
+            self.fourstep_plan(m, (g1, g2), &opts, recur)?
         } else if let Some(two) = self.twolevel(m, real, &opts, limit)? {
             (Path::TwoLevel(two), None, None)
         } else {
@@ -168,10 +167,7 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
-        let wg = (
-            self.dev.info.max_work_group.min(1024),
-            self.options.target_wg.unwrap_or(TARGET_WG),
-        );
+        let wg = (self.dev.info.max_work_group.min(1024), TARGET_WG);
         LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
 
@@ -188,15 +184,7 @@ impl<T: Sample> OpenClEngine<T> {
         } else {
             m
         };
-        // real input on the split path: bins from the last pass's registers with
-        // FFTD_OPENCL_SPLIT_PAIRED=1 (stockham_local.cl PAIRED_STORE; opt-in until timed and
-        // checked on a GPU), else the store phase through local memory
-        let paired = if crate::knobs::opencl_split_paired() {
-            " -D PAIRED_STORE"
-        } else {
-            ""
-        };
-        let opts = format!("{opts} -D TABN={tabn} {}{paired}", g.defines());
+        let opts = format!("{opts} -D TABN={tabn} {}", g.defines());
         let program = self.dev.program(
             "stockham_local",
             &[SRC_COMMON, SRC_PASSES, SRC_LOCAL],
@@ -212,12 +200,13 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     /// The two-kernel four-step path (fourstep.cl); real input's post-processing is fused into
-    /// the rows kernel.
+    /// the rows kernel; `recur`: store twiddles by recurrence (`fourstep_twiddle_recurrence`).
     fn fourstep_plan(
         &self,
         m: usize,
         (g1, g2): (LocalGeometry, LocalGeometry),
         opts: &str,
+        recur: bool,
     ) -> Result<Built<T>, String> {
         let (m1, m2) = (g1.m, g2.m);
         let stage = |n: u32, g: &LocalGeometry| {
@@ -227,15 +216,8 @@ impl<T: Sample> OpenClEngine<T> {
                 g.defines()
             )
             .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
+                + if recur { " -D FS_TW_RECUR" } else { "" }
         };
-        // twiddles on store by recurrence with FFTD_OPENCL_FOURSTEP_RECUR=1 (opt-in until timed
-        // and checked on a GPU), else cospi and sinpi for every point
-        let recur = if crate::knobs::opencl_fourstep_recur() {
-            " -D FS_TW_RECUR"
-        } else {
-            ""
-        };
-        let stage = |n: u32, g: &LocalGeometry| stage(n, g) + recur;
         let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
         let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
         let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
@@ -243,16 +225,11 @@ impl<T: Sample> OpenClEngine<T> {
             .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
         let rows = Kernel::create(&p2, "fourstep_rows")
             .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
-        // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of frames whose work buffer takes about
-        // BYTES, so it can stay in the L2 cache between the two kernels (default: off)
-        let block = crate::knobs::opencl_l2_block()
-            .map_or(0, |b| (b / (2 * m * std::mem::size_of::<T>())).max(1));
         let path = Path::FourStep {
             columns,
             rows,
             g1,
             g2,
-            block,
         };
         let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))
@@ -308,5 +285,20 @@ impl<T: Sample> OpenClEngine<T> {
             Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
             Path::TwoLevel(_) => "two-level",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fourstep_twiddles_by_recurrence_where_they_measured_faster() {
+        let on = |n, kind| fourstep_twiddle_recurrence(n, kind);
+        for log2 in 6..=24 {
+            let n = 1usize << log2;
+            assert_eq!(on(n, InputKind::Complex), log2 <= 15, "complex {n}");
+            assert_eq!(on(n, InputKind::Real), log2 >= 16, "real {n}");
+        }
     }
 }

@@ -10,11 +10,11 @@
 //! load (input → a), rows times the filter's spectrum (a → b), columns (b → a), rows times the
 //! chirp (a → bins; even real n: → b, then `post`) — four kernels, with the chirp, the filter and
 //! the twiddles computed once per plan on the host in f64. Odd real n through Bluestein: two
-//! frames per transform with FFTD_OPENCL_REAL_PAIRS=1 (`pairs`, the real and imaginary parts
-//! of one complex frame), the last rows kernel → b, then `pair_post` splits the two spectra;
-//! by default one frame per transform (pairs are opt-in until timed and checked on a GPU).
+//! frames per transform (`pairs`, the real and imaginary parts of one complex frame), the last
+//! rows kernel → b, then `pair_post` splits the two spectra (on an H100 real 65521 took 2.95 ms
+//! per 2^26 samples against 5.12 one frame per transform; issue 40).
 
-use super::launch::{cl, enqueue_post_block, Block, Launch};
+use super::launch::{cl, enqueue_post, Launch};
 use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
 use super::*;
@@ -120,8 +120,6 @@ pub(super) struct TwoLevel<T: Sample> {
     tw2: Buffer<T>,
     twn: Buffer<T>,
     bluestein: Option<Chirped<T>>,
-    /// Transforms per block (FFTD_OPENCL_L2_BLOCK; 0: a launch's transforms at once).
-    block: usize,
 }
 
 /// Stage-1 loads and stage-2 stores of one program (twolevel.cl's LOAD, CHIRP_IN, STORE).
@@ -143,9 +141,6 @@ impl<T: Sample> OpenClEngine<T> {
         opts: &str,
         local_limit: usize,
     ) -> Result<Option<TwoLevel<T>>, String> {
-        if !crate::knobs::opencl_two_level() {
-            return Ok(None);
-        }
         let rb = std::mem::size_of::<T>();
         let max_wg = self.dev.info.max_work_group;
         let plain = radices(m).is_some();
@@ -153,9 +148,8 @@ impl<T: Sample> OpenClEngine<T> {
         let Some((s1, s2)) = twolevel_geometry(n, rb, local_limit, max_wg) else {
             return Ok(None);
         };
-        // odd real n through Bluestein: two frames per transform with FFTD_OPENCL_REAL_PAIRS=1
-        // (opt-in until timed and checked on a GPU)
-        let pairs = !plain && real_full && crate::knobs::opencl_real_pairs();
+        // odd real n through Bluestein: two frames per transform
+        let pairs = !plain && real_full;
         let geo = format!(
             "{opts} -D N={n} -D N1={} -D N2={} -D PAIRS={}",
             s1.len, s2.len, pairs as u32
@@ -204,10 +198,6 @@ impl<T: Sample> OpenClEngine<T> {
             tw2: self.upload(&twiddles(s2.len))?,
             twn: self.upload(&twiddles(n))?,
             bluestein,
-            // tuning knob FFTD_OPENCL_L2_BLOCK=BYTES: blocks of transforms whose work buffers
-            // take about BYTES each
-            block: crate::knobs::opencl_l2_block()
-                .map_or(0, |b| (b / (2 * n * std::mem::size_of::<T>())).max(1)),
         }))
     }
 }
@@ -304,117 +294,75 @@ impl<T: Sample> TwoLevel<T> {
         }
     }
 
-    /// Enqueues one chunk: input frames to finished bins, in blocks of `block` transforms
-    /// (FFTD_OPENCL_L2_BLOCK; 0: all at once).
+    /// Enqueues one chunk: input frames to finished bins, through every kernel.
     pub(super) fn enqueue(
         &mut self,
         window: &Buffer<T>,
         l: &Launch<'_, T>,
         events: &mut Vec<Event>,
     ) -> Result<(), String> {
+        let [a, b] = l.work()?;
         // transforms of this launch: one per frame, or per pair of frames
-        let count = if self.is_paired_frames() {
+        let n = if self.is_paired_frames() {
             l.frames.div_ceil(2)
         } else {
             l.frames
         };
-        let block = if self.block == 0 { count } else { self.block };
-        let mut first = 0;
-        while first < count {
-            let n = block.min(count - first);
-            self.enqueue_block(window, l, (first, n), events)?;
-            first += n;
-        }
-        Ok(())
-    }
-
-    /// The transforms `first..first + n` of a launch (`block`), through every kernel.
-    fn enqueue_block(
-        &mut self,
-        window: &Buffer<T>,
-        l: &Launch<'_, T>,
-        block: Block,
-        events: &mut Vec<Event>,
-    ) -> Result<(), String> {
-        let [a, b] = l.work()?;
-        let (first, n) = block;
-        let first_u32 = u32::try_from(first).map_err(|_| "batch too large")?;
-        let wait = if first == 0 { l.wait } else { &[] };
-        // groups of this block
         let (g1, g2) = (self.column_groups() * n, self.row_groups(self.paired) * n);
-        let input = (l.inb, l.step, wait);
+        let input = (l.inb, l.step, l.wait);
         let Some(bs) = &mut self.bluestein else {
             let tables = (&self.tw1, &self.twn, window, window);
             events.push(columns(
                 &mut self.columns,
-                (self.s1, g1, first_u32),
+                (self.s1, g1),
                 tables,
                 input,
                 a,
                 l,
             )?);
             let tables = (&self.tw2, &self.tw2, a);
-            events.push(rows(
-                &mut self.rows,
-                (self.s2, g2, first_u32),
-                tables,
-                b,
-                l,
-            )?);
+            events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
             return Ok(());
         };
         let step2 = u32::try_from(2 * self.n).map_err(|_| "transform too long")?;
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         events.push(columns(
             &mut self.columns,
-            (self.s1, g1, first_u32),
+            (self.s1, g1),
             tables,
             input,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.filter, a);
-        events.push(rows(
-            &mut self.rows,
-            (self.s2, g2, first_u32),
-            tables,
-            b,
-            l,
-        )?);
+        events.push(rows(&mut self.rows, (self.s2, g2), tables, b, l)?);
         let tables = (&self.tw1, &self.twn, window, &bs.chirp);
         let from_b = (b, step2, &[][..]);
         events.push(columns(
             &mut bs.columns2,
-            (self.s1, g1, first_u32),
+            (self.s1, g1),
             tables,
             from_b,
             a,
             l,
         )?);
         let tables = (&self.tw2, &bs.chirp, a);
-        events.push(rows(&mut bs.rows2, (self.s2, g2, first_u32), tables, b, l)?);
+        events.push(rows(&mut bs.rows2, (self.s2, g2), tables, b, l)?);
         if let Some(post) = &mut bs.post {
-            // the block's frames: its transforms, or their pairs' frames (the last may be short)
-            let frames = if bs.pairs {
-                (2 * first, (2 * (first + n)).min(l.frames) - 2 * first)
-            } else {
-                block
-            };
-            events.push(enqueue_post_block(post, l, b, frames)?);
+            events.push(enqueue_post(post, l, b)?);
         }
         Ok(())
     }
 }
 
-/// The work-group shape, the groups of one stage's launch (all its block's transforms) and the
-/// block's first transform.
-type Shape = (Stage, usize, u32);
+/// The work-group shape and the groups of one stage's launch (all its transforms).
+type Shape = (Stage, usize);
 
 /// Stage 1 (`tl_columns`): `frames` frames from `input` (buffer, step between frames, wait
 /// list) into `tmp`; tables: the stage's twiddles, the N-point twiddles, the window, the chirp.
 fn columns<T: Sample>(
     k: &mut Kernel,
-    (s, groups, first): Shape,
+    (s, groups): Shape,
     (tw, twn, window, chirp): (&Buffer<T>, &Buffer<T>, &Buffer<T>, &Buffer<T>),
     (inb, step, wait): (&Buffer<T>, u32, &[opencl3::types::cl_event]),
     tmp: &Buffer<T>,
@@ -437,7 +385,6 @@ fn columns<T: Sample>(
             .set_arg(tmp)
             .set_arg(&frames)
             .set_arg(&step)
-            .set_arg(&first)
             .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
@@ -449,7 +396,7 @@ fn columns<T: Sample>(
 /// step) or the launch's output bins; tables: the stage's twiddles, `aux` (filter or chirp).
 fn rows<T: Sample>(
     k: &mut Kernel,
-    (s, groups, first): Shape,
+    (s, groups): Shape,
     (tw, aux, tmp): (&Buffer<T>, &Buffer<T>, &Buffer<T>),
     dst: &Buffer<T>,
     l: &Launch<'_, T>,
@@ -470,7 +417,6 @@ fn rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
-            .set_arg(&first)
             .set_global_work_size(groups * s.wg)
             .set_local_work_size(s.wg)
             .enqueue_nd_range(l.q)
