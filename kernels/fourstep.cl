@@ -26,13 +26,17 @@
 // MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE; FS_TW_RECUR
 // (optional, above).
 
+// `first` (both kernels): the batch's first frame, always 0. It stays a run-time argument
+// because NVIDIA's compiler made complex 65536 15 % slower without it (H100, 2026-11-27:
+// 0.843 vs 0.740 ms per 2^26-sample batch, bench/gpu_vs_cufft.sh; issue 40).
+
 #define WG (TPF * FPB)
 
 #if STAGE == 1
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_columns(__global const real_t *restrict in, __global const real_t *restrict win,
                       __global const real2 *restrict tw, __global real2 *restrict tmp,
-                      uint frames, uint step) {
+                      uint frames, uint step, uint first) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -48,7 +52,7 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
         uint j = t + b * TPF;
         for (uint r = 0; r < MAIN_RADIX; r++) {
             uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
-            real2 x = vload2(0, in + (size_t)frame * step + 2 * p);
+            real2 x = vload2(0, in + (size_t)(first + frame) * step + 2 * p);
 #if REAL_INPUT
             v[b][r] = x * vload2(p, win);
 #else
@@ -114,7 +118,7 @@ inline uint pair_row(uint p0, uint s) {
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
                    __global real_t *restrict out, uint frames,
-                   int scale_mode, real_t norm_edge, real_t norm_interior) {
+                   int scale_mode, real_t norm_edge, real_t norm_interior, uint first) {
     __local real_t sre[PADI(FPB * M) + 1];
     __local real_t sim[PADI(FPB * M) + 1];
     const uint lid = get_local_id(0);
@@ -159,7 +163,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     barrier(CLK_LOCAL_MEM_FENCE);
 #if REAL_INPUT
     // slot fastest: runs of FPB/2 consecutive (first rows) or descending (second rows) bins
-    const size_t ob = (size_t)frame * (MT + 1);
+    const size_t ob = (size_t)(first + frame) * (MT + 1);
 #ifdef FS_TW_RECUR
     // WG is a multiple of FPB: this work-item's slot s (row k1) stays, k2 steps by TPF, so k by
     // M1 TPF
@@ -200,7 +204,7 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
         uint r = i % FPB, k2 = i / FPB;
         uint a = PADI(r * M + k2);
         uint k = k1_0 + r + M1 * k2;
-        store_bin(out, (size_t)frame * MT + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
+        store_bin(out, (size_t)(first + frame) * MT + k, (real2)(sre[a], sim[a]), k == 0, scale_mode, norm_edge,
                   norm_interior);
     }
 #endif

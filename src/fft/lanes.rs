@@ -277,7 +277,10 @@ mod tests {
         assert!(cpu.takes_batches());
         lane_set.join(&gpu);
         lane_set.retire_cpu_after_first_device_batch();
-        assert!(cpu.takes_batches(), "the CPU lane goes on while the device starts");
+        assert!(
+            cpu.takes_batches(),
+            "the CPU lane goes on while the device starts"
+        );
         lane_set.first_device_batch_returned();
         assert!(!cpu.takes_batches() && gpu.takes_batches());
     }

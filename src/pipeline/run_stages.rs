@@ -422,9 +422,10 @@ impl<'a, T: Sample> Stages<'a, T> {
             retire_cpu: self.workers.retire_cpu,
             holders: (self.readers.0 + self.readers.1, self.encoders),
             progress: (self.total_samples, Instant::now()),
-            warm: self.planned.range_jobs.first_spec(&|n, kind, rate| {
-                transform_spec(self.settings, (n, kind, rate))
-            }),
+            warm: self
+                .planned
+                .range_jobs
+                .first_spec(&|n, kind, rate| transform_spec(self.settings, (n, kind, rate))),
         };
         scope.spawn(move || {
             crossbeam_channel::select! {

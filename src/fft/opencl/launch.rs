@@ -180,6 +180,7 @@ fn enqueue_columns<T: Sample>(
             .set_arg(a)
             .set_arg(&frames_u32)
             .set_arg(&l.step)
+            .set_arg(&0u32) // first (fourstep.cl says why it stays)
             .set_global_work_size(l.frames * (m2 / g1.fpb) * wg1)
             .set_local_work_size(wg1)
             .enqueue_nd_range(l.q)
@@ -211,6 +212,7 @@ fn enqueue_rows<T: Sample>(
             .set_arg(&l.args.mode)
             .set_arg(&l.args.norm_edge)
             .set_arg(&l.args.norm_interior)
+            .set_arg(&0u32) // first
             .set_global_work_size(l.frames * (m1 / g2.fpb) * wg2)
             .set_local_work_size(wg2)
             .enqueue_nd_range(l.q)
