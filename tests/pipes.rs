@@ -327,17 +327,26 @@ fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
     assert!(took < PROMPT, "{took:?}");
 }
 
-#[test]
-fn a_second_signal_while_stdout_is_not_read_exits_130() {
+/// fftd on 2^16 samples at hop 1 with `extra` flags and `env`, its stdout a pipe the test never
+/// reads (fftd fills it and blocks writing), once its signal handlers are in and it has had
+/// time to fill the pipe; the input's folder and the child.
+fn stdout_never_read(extra: &[&str], env: &[(&str, &str)]) -> (tempfile::TempDir, Child) {
     let dir = tempfile::tempdir().expect("tempdir");
     let f32_path = dir.path().join("in.f32");
     write_f32(&f32_path, &noise(1 << 16, 4));
-    // stdout is a pipe this test never reads; the second Ctrl-C comes before the stuck write's
-    // second is up, so it is the signal that ends the run, not the stuck-write watch
     let child = fftd()
-        .args(["--file", s(&f32_path), "--frame", "64", "--hop", "1"])
-        .args(["--device", "cpu", "--format", "f32"])
-        .env("FFTD_STUCK_WRITE_SECONDS", "30")
+        .args([
+            "--file",
+            s(&f32_path),
+            "--frame",
+            "64",
+            "--hop",
+            "1",
+            "--device",
+            "cpu",
+        ])
+        .args(extra)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -345,6 +354,15 @@ fn a_second_signal_while_stdout_is_not_read_exits_130() {
         .expect("spawn");
     wait_until_signals_caught(child.id());
     std::thread::sleep(Duration::from_millis(500));
+    (dir, child)
+}
+
+#[test]
+fn a_second_signal_while_stdout_is_not_read_exits_130() {
+    // the second Ctrl-C comes before the stuck write's second is up, so it is the signal that
+    // ends the run, not the stuck-write watch
+    let (_dir, child) =
+        stdout_never_read(&["--format", "f32"], &[("FFTD_STUCK_WRITE_SECONDS", "30")]);
     send(&child, "INT");
     std::thread::sleep(Duration::from_millis(200));
     send(&child, "INT");
@@ -354,20 +372,7 @@ fn a_second_signal_while_stdout_is_not_read_exits_130() {
 
 #[test]
 fn one_signal_ends_a_run_whose_stdout_is_not_read_with_exit_130() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let f32_path = dir.path().join("in.f32");
-    write_f32(&f32_path, &noise(1 << 16, 4));
-    // stdout is a pipe this test never reads: fftd fills it and blocks writing
-    let child = fftd()
-        .args(["--file", s(&f32_path), "--frame", "64", "--hop", "1"])
-        .args(["--device", "cpu"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    wait_until_signals_caught(child.id());
-    std::thread::sleep(Duration::from_millis(500));
+    let (_dir, child) = stdout_never_read(&[], &[]);
     send(&child, "INT");
     let sent = Instant::now();
     let out = wait_at_most(child, Duration::from_secs(30));
