@@ -155,6 +155,8 @@ struct State<T> {
     oldest: u64,
     /// Numbers above `oldest` already finished.
     finished_above: BTreeSet<u64>,
+    /// The widest window a batch was placed under (`Dispatcher::widest_window`).
+    widest_window: u64,
     closed: bool,
     /// Dropped at close: its receivers see the end of dispatching.
     closing: Option<Sender<()>>,
@@ -249,9 +251,12 @@ impl<T> State<T> {
         WINDOW_FACTOR * in_flight.max(1)
     }
 
-    /// Whether batch `id` is within the window (the oldest unfinished batch always is).
-    fn within_window(&self, id: u64) -> bool {
-        id < self.oldest.saturating_add(self.window())
+    /// Whether batch `id` is within the window (the oldest unfinished batch always is); records
+    /// the widest window seen.
+    fn within_window(&mut self, id: u64) -> bool {
+        let window = self.window();
+        self.widest_window = self.widest_window.max(window);
+        id < self.oldest.saturating_add(window)
     }
 
     /// Batch `id` is done with (finished, or dropped at the end of dispatching).
@@ -317,6 +322,7 @@ impl<T> Dispatcher<T> {
             unfinished: 0,
             oldest: 0,
             finished_above: BTreeSet::new(),
+            widest_window: 0,
             closed: false,
             closing: Some(closing),
             given_up: None,
@@ -536,9 +542,10 @@ impl<T> Dispatcher<T> {
         self.lock().given_up.as_ref().map(|g| g.cut)
     }
 
-    /// The window as it stands (`State::window`).
-    pub fn window(&self) -> u64 {
-        self.lock().window()
+    /// The widest window any batch was sent under (`State::window`; it narrows at the end, as
+    /// lanes and producers leave): what bounds the batches held for order over the run.
+    pub fn widest_window(&self) -> u64 {
+        self.lock().widest_window
     }
 }
 

@@ -75,7 +75,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         sink_ended,
         readers: stages.readers.0 + stages.readers.1,
         encoders: stages.encoders,
-        window: dispatcher.window(),
+        window: dispatcher.widest_window(),
     };
     let traced = ended.report(settings, control, &latency, &stages.workers.lane_set);
     meta_written?;

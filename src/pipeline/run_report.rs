@@ -81,7 +81,7 @@ impl Startup {
 pub(super) struct Ended {
     pub started: Instant,
     pub sink_ended: Instant,
-    /// Reader threads planned, encoders started, and the dispatcher's window.
+    /// Reader threads planned, encoders started, and the widest window the dispatcher sent under.
     pub readers: usize,
     pub encoders: usize,
     pub window: u64,

@@ -168,7 +168,7 @@ fn a_batch_a_window_ahead_of_a_stuck_one_waits_for_it() {
     let producer = d.producer();
     let (ia, _rx_a, b) = one_stuck_lane(&d);
     // 2 lanes holding 2 each, 1 producer: 4 x 5
-    let window = d.window();
+    let window = d.lock().window();
     assert_eq!(window, 20);
     let waited = AtomicU64::new(0);
     // a's queue is full (it holds batch 0 and has one more queued): the rest go to b
@@ -201,7 +201,7 @@ fn batch_numbers_settle_in_any_order_and_a_skipped_one_holds_nobody_back() {
     let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
     let _producer = d.producer();
     assert!(d.add_lane(lane("a"), LaneSpeed::Even, 1, |_| {}).is_some());
-    let window = d.window();
+    let window = d.lock().window();
     assert!(!d.lock().within_window(window));
     // batch 0 is never sent (its producer failed): it is skipped
     d.skip(0);
@@ -266,7 +266,7 @@ fn a_computed_batch_waiting_for_the_output_is_no_stall_but_stays_in_the_window()
     d.received(ia, got.id);
     // computed, then blocked on a slow stage after the workers
     d.computed(ia, got.id);
-    let window = d.window();
+    let window = d.lock().window();
     let mut state = d.lock();
     let (now, long_ago) = (Instant::now(), Instant::now() - Duration::from_secs(60));
     state.warn_stalls(now + Duration::from_secs(60), Duration::from_millis(1));
