@@ -291,6 +291,12 @@ fn without_opencl_auto_is_fast_and_gpu_is_a_clear_error() {
         .output()
         .expect("fftd");
     assert_clean_error(&gpu, 1, &["OpenCL"]);
+    let named = fftd()
+        .args(["--file", p, "--device", "opencl:0:0"])
+        .env("OCL_ICD_VENDORS", &empty)
+        .output()
+        .expect("fftd");
+    assert_clean_error(&named, 1, &["OpenCL"]);
     let devices = fftd()
         .args(["devices"])
         .env("OCL_ICD_VENDORS", &empty)
