@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Holes in a run's transform work, from `fftd --trace FILE`: the union of every batch's
-transform spans (`fft` on a CPU lane, `kernels` on a device), from the first one's start to the
-last one's end; prints the longest stretch with no transform in flight, when it began, and when
-the device ran its first kernels. Issue 41's hand-over hole is such a stretch.
+"""Holes in a run's transform work, from `fftd --trace FILE`: the union of the spans in which a
+batch is transformed (`fft` of a batch on a CPU lane; `kernels` on a device: a device lane's own
+`fft` span also holds its program build and waits, so it is left out), from the first one's
+start to the last one's end; prints the longest stretch with no transform in flight, when it
+began, and when the device ran its first kernels. Issue 41's hand-over hole is such a stretch.
 
 Usage: bench/trace_gaps.py TRACE.json [LABEL]"""
 import json
@@ -15,12 +16,19 @@ def main() -> None:
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     events = data["traceEvents"] if isinstance(data, dict) else data
+    timed = [e for e in events if e.get("ph") == "X"]
+    kernels = [e for e in timed if e.get("name") == "kernels"]
+    on_device = {(e["args"].get("batch"), e["args"].get("stream")) for e in kernels}
     spans = sorted(
         (e["ts"], e["ts"] + e["dur"])
-        for e in events
-        if e.get("ph") == "X" and e.get("name") in ("fft", "kernels")
+        for e in timed
+        if e["name"] == "kernels"
+        or (
+            e["name"] == "fft"
+            and (e["args"].get("batch"), e["args"].get("stream")) not in on_device
+        )
     )
-    kernels = [e["ts"] for e in events if e.get("ph") == "X" and e.get("name") == "kernels"]
+    kernels = [e["ts"] for e in kernels]
     if not spans:
         print(f"{label}: no transform spans")
         return
@@ -29,7 +37,12 @@ def main() -> None:
         if start > end and start - end > gap:
             gap, gap_at = start - end, end
         end = max(end, stop)
-    first_kernels = f"{min(kernels) / 1e3:.0f} ms" if kernels else "never"
+    first_kernels = "never"
+    if kernels:
+        first = min(kernels)
+        before = max((stop for start, stop in spans if start < first), default=first)
+        hole = max(0.0, first - before)
+        first_kernels = f"{first / 1e3:.0f} ms, {hole / 1e3:.1f} ms after the last transform before them"
     at = f" from {gap_at / 1e3:.0f} ms" if gap_at is not None else ""
     print(
         f"{label}: longest stretch with no transform in flight {gap / 1e3:.1f} ms{at}; "
