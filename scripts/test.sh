@@ -27,7 +27,10 @@ log=target/test-log.txt
 # build_tests LIST: builds every test binary (as `cargo test --release` would) and writes one line
 # per binary to LIST: its source, then its path
 build_tests() {
-    cargo test --release --no-run --quiet --message-format=json-render-diagnostics |
+    # fftd without line tables in the test build (the same code as the release build, which keeps
+    # them for profiling; the dependencies are those of the release build)
+    cargo test --release --no-run --quiet --message-format=json-render-diagnostics \
+        --config 'profile.release.package.fftd.debug=0' |
         python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -39,25 +42,49 @@ for line in sys.stdin:
 ' > "$1"
 }
 
-# run_group LIST GROUP LOG: runs the test binaries of GROUP (opencl: tests/opencl_engine.rs;
-# rest: every other) one after another into LOG, each headed as cargo heads it, and prints each
-# one's result line; exits non-zero when one failed. `suite` runs three tests at a time: most of
-# its time is waiting on processes, not CPU.
-run_group() {
-    local list=$1 group=$2 out=$3 status=0 src exe name mine
+# run_binary EXE NAME LOG [ARGS...]: one test binary (or a part of one, by test filters in ARGS)
+# into LOG, headed as cargo heads it; prints its result line and exits with the binary's status.
+run_binary() {
+    local exe=$1 name=$2 out=$3 status=0
+    shift 3
+    echo "     Running $name ($exe)" > "$out"
+    "$exe" "$@" >> "$out" 2>&1 || status=$?
+    echo "$name: $(grep '^test result' "$out" | tail -n 1)"
+    return $status
+}
+
+# opencl_parts LIST: the OpenCL engine's tests in three processes at once, one log each
+# (target/test-log-opencl-*.txt). PoCL compiles one kernel at a time in a process (a lock around
+# LLVM), and compiling kernels is most of these tests' time: one process used one core.
+opencl_parts() {
+    local exe part name status=0
+    local -a filters pids
+    exe=$(awk '$1 ~ /\/tests\/opencl_engine\.rs$/ { print $2 }' "$1")
+    for part in opencl_conformance opencl_twolevel "opencl_sizes opencl_multi opencl_router"; do
+        filters=()
+        for name in $part; do filters+=("$name::"); done
+        name="tests/opencl_engine.rs:${part// /,}"
+        run_binary "$exe" "$name" "target/test-log-opencl-${part%% *}.txt" "${filters[@]}" &
+        pids+=($!)
+    done
+    for part in "${pids[@]}"; do wait "$part" || status=1; done
+    return $status
+}
+
+# the_rest LIST: every other test binary, `suite` first (the longest), one after another, into
+# target/test-log-rest-*.txt. `suite` runs four tests at a time: most of its time is waiting on
+# processes (servers, browsers, paced input), not CPU.
+the_rest() {
+    local src exe name status=0 i=0
     local -a threads
-    : > "$out"
     while read -r src exe; do
         name=${src#"$PWD"/}
-        mine=rest
-        [[ $name == tests/opencl_engine.rs ]] && mine=opencl
-        [[ $mine == "$group" ]] || continue
+        [[ $name == tests/opencl_engine.rs ]] && continue
         threads=()
-        [[ $name == tests/suite.rs ]] && threads=(--test-threads 3)
-        echo "     Running $name ($exe)" >> "$out"
-        "$exe" "${threads[@]}" >> "$out" 2>&1 || status=1
-        echo "$name: $(grep '^test result' "$out" | tail -n 1)"
-    done < "$list"
+        [[ $name == tests/suite.rs ]] && threads=(--test-threads 4)
+        i=$((i + 1))
+        run_binary "$exe" "$name" "target/test-log-rest-$i.txt" "${threads[@]}" || status=1
+    done < <(grep '/tests/suite\.rs ' "$1"; grep -v '/tests/suite\.rs ' "$1")
     return $status
 }
 
@@ -75,18 +102,19 @@ stage clippy cargo clippy --release --all-targets --quiet -- -D warnings
 built=target/test-binaries.txt
 stage build build_tests "$built"
 
-# Two groups at once: the OpenCL engine's tests are CPU work (PoCL compiling kernels), the rest
-# mostly wait on processes (servers, browsers, paced input), so side by side they take little
-# more than the longer one. Each group's log is written whole; the summary reads both.
+# The OpenCL engine's tests (CPU work: PoCL compiling kernels) beside the rest (mostly waiting on
+# processes: servers, browsers, paced input), so together they take little more than the longer
+# one. Each binary's log is written whole; the summary reads them all.
 start=$SECONDS
+rm -f target/test-log-opencl-*.txt target/test-log-rest-*.txt
 set +e
-run_group "$built" opencl target/test-log-opencl.txt &
+opencl_parts "$built" &
 opencl=$!
-run_group "$built" rest target/test-log-rest.txt
+the_rest "$built"
 rest_status=$?
 wait "$opencl"
 opencl_status=$?
 set -e
-cat target/test-log-rest.txt target/test-log-opencl.txt > "$log"
+cat target/test-log-rest-*.txt target/test-log-opencl-*.txt > "$log"
 echo "stage tests $((SECONDS - start)) s" >> "$times"
 exec python3 scripts/test_summary.py "$log" "$((rest_status | opencl_status))" "$times"

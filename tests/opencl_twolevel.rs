@@ -138,7 +138,9 @@ fn every_scale_on_the_two_level_path() {
     let Some(mut gpu) = engine::<f32>(4 << 10) else {
         return;
     };
-    for n in [1000, 945, 97, 2018] {
+    // even two-level, odd (complex frames) and Bluestein; 97 (Bluestein in one kernel) has
+    // every scale in opencl_sizes
+    for n in [1000, 945, 2018] {
         for kind in [InputKind::Real, InputKind::Complex] {
             for scale in Scale::ALL {
                 let s = spec(n, kind, WindowKind::Hann, scale);
@@ -170,10 +172,12 @@ fn large_sizes_at_an_h100_limit() {
             Scale::Magnitude,
         ),
     ];
-    for (n, kind, window, scale) in cases {
+    for (i, (n, kind, window, scale)) in cases.into_iter().enumerate() {
         let s = spec(n, kind, window, scale);
         check(&mut g32, &s, 2, cpu(&s, 2));
-        if n < 1 << 20 {
+        // f64 at every other case (each one more program build on PoCL): the same kernels
+        // with USE_DOUBLE, under the same limit
+        if n < 1 << 20 && i % 2 == 0 {
             check(&mut g64, &s, 1, cpu(&s, 1));
         }
     }

@@ -177,24 +177,20 @@ impl<T: Sample> OpenClEngine<T> {
 }
 
 impl<T: Sample> OpenClEngine<T> {
-    /// The one-kernel path for `m` complex points and its twiddle table, when m's factors are
-    /// 2, 3, 5, 7 and two frames of m points fit `local_limit` bytes, or m has a larger prime
-    /// factor and two arrays of Bluestein's length do; else None.
+    /// The one-kernel path for `m` complex points over `len` (m, or Bluestein's length when m
+    /// has a prime factor above 7) and its twiddle table (`choice::PathChoice::MixedLocal`).
     pub(super) fn mixed_local(
         &self,
         m: usize,
+        len: usize,
         opts: &str,
         local_limit: usize,
-    ) -> Result<Option<LocalPlan<T>>, String> {
-        let plain = radices(m).is_some();
-        let len = if plain { m } else { bluestein_len(m) };
+    ) -> Result<LocalPlan<T>, String> {
+        let plain = len == m;
         let radices = radices(len).ok_or("Bluestein length")?;
         // two arrays of len complex values (`a`, `b` in the kernel), padded (one every 16,
         // mixed_lpass.cl's LP_PAD: the stride-R stores spread over the banks) where that fits
         let rb = std::mem::size_of::<T>();
-        if 4 * len * rb > local_limit {
-            return Ok(None);
-        }
         let pad = 4 * (len + (len >> 4) + 1) * rb <= local_limit;
         let wg = (len / 4)
             .next_multiple_of(32)
@@ -226,7 +222,7 @@ impl<T: Sample> OpenClEngine<T> {
             wg,
             bluestein,
         };
-        Ok(Some((local, self.upload(&twiddles(len))?)))
+        Ok((local, self.upload(&twiddles(len))?))
     }
 }
 

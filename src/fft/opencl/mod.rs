@@ -44,6 +44,7 @@
 
 mod bands;
 mod batch;
+mod choice;
 mod chunk_log;
 mod copies;
 pub mod device;

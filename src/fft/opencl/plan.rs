@@ -2,6 +2,7 @@
 //! four-step, two-level, global, or mixed-radix for sizes that are not powers of two), its
 //! kernels, the window and twiddle tables on the device.
 
+use super::choice::{choose, DeviceLimits, PathChoice};
 use super::geometry::global_radices;
 use super::mixed::{MixedLocal, MixedPath};
 use super::twolevel::TwoLevel;
@@ -130,24 +131,27 @@ impl<T: Sample> OpenClEngine<T> {
         let rb = std::mem::size_of::<T>();
         let packed = spec.kind == InputKind::Real && spec.n % 2 == 0;
         let real = (packed, spec.kind == InputKind::Real && spec.n % 2 == 1);
-        let limit = self.local_limit();
-        let (path, table, table2) = if !m.is_power_of_two() {
-            match self.mixed_local(m, &opts, limit)? {
-                Some((local, table)) => (Path::MixedLocal(local), Some(table), None),
-                None => match self.twolevel(m, real, &opts, limit)? {
-                    Some(two) => (Path::TwoLevel(two), None, None),
-                    None => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
-                },
+        let limits = DeviceLimits {
+            local_bytes: self.local_limit(),
+            max_work_group: self.dev.info.max_work_group,
+        };
+        let complex = spec.kind == InputKind::Complex;
+        let (path, table, table2) = match choose(limits, m, complex, rb) {
+            PathChoice::Local(g) => self.local_plan(spec, m, g, &opts)?,
+            PathChoice::FourStep(g1, g2) => {
+                let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
+                self.fourstep_plan(m, (g1, g2), &opts, recur)?
             }
-        } else if let Some(g) = self.local_geometry(m, spec.kind == InputKind::Complex) {
-            self.local_plan(spec, m, g, &opts)?
-        } else if let Some((g1, g2)) = fourstep_geometry(m, rb, limit) {
-            let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
-            self.fourstep_plan(m, (g1, g2), &opts, recur)?
-        } else if let Some(two) = self.twolevel(m, real, &opts, limit)? {
-            (Path::TwoLevel(two), None, None)
-        } else {
-            self.global_plan(m, &opts)?
+            PathChoice::Global => self.global_plan(m, &opts)?,
+            PathChoice::MixedLocal { len } => {
+                let (local, table) = self.mixed_local(m, len, &opts, limits.local_bytes)?;
+                (Path::MixedLocal(local), Some(table), None)
+            }
+            PathChoice::TwoLevel { len, stages } => {
+                let two = self.twolevel(m, (len, stages), real, &opts)?;
+                (Path::TwoLevel(two), None, None)
+            }
+            PathChoice::Mixed => (Path::Mixed(self.mixed_path(m, &opts)?), None, None),
         };
         let work_points = match &path {
             Path::Local { .. } | Path::MixedLocal(_) => 0,
@@ -164,11 +168,6 @@ impl<T: Sample> OpenClEngine<T> {
             table2,
             window_sums,
         })
-    }
-
-    fn local_geometry(&self, m: usize, complex: bool) -> Option<LocalGeometry> {
-        let wg = (self.dev.info.max_work_group.min(1024), TARGET_WG);
-        LocalGeometry::new(m, std::mem::size_of::<T>(), self.local_limit(), wg, complex)
     }
 
     /// The one-kernel path: stockham_local.cl with a twiddle table of n (real) or m points.

@@ -15,7 +15,7 @@
 //! per 2^26 samples against 5.12 one frame per transform; issue 40).
 
 use super::launch::{cl, enqueue_post, Launch};
-use super::mixed::{bluestein_len, chirp, filter_spectrum, interleave, radices};
+use super::mixed::{chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
 use super::*;
 use opencl3::event::Event;
@@ -131,23 +131,17 @@ struct Ends {
 }
 
 impl<T: Sample> OpenClEngine<T> {
-    /// The two-level path for `m` points, when `m` (or Bluestein's length for it) splits into two
-    /// local-memory transforms under `local_limit`; `real_packed`: even real n (m = n/2);
-    /// `real_full`: odd real n (m = n, one real per point).
+    /// The two-level path for `m` points over `n` (m, or Bluestein's length) in the stages
+    /// `choice::choose` gave; `real_packed`: even real n (m = n/2); `real_full`: odd real n (m =
+    /// n, one real per point).
     pub(super) fn twolevel(
         &self,
         m: usize,
+        (n, (s1, s2)): (usize, (Stage, Stage)),
         (real_packed, real_full): (bool, bool),
         opts: &str,
-        local_limit: usize,
-    ) -> Result<Option<TwoLevel<T>>, String> {
-        let rb = std::mem::size_of::<T>();
-        let max_wg = self.dev.info.max_work_group;
-        let plain = radices(m).is_some();
-        let n = if plain { m } else { bluestein_len(m) };
-        let Some((s1, s2)) = twolevel_geometry(n, rb, local_limit, max_wg) else {
-            return Ok(None);
-        };
+    ) -> Result<TwoLevel<T>, String> {
+        let plain = n == m;
         // odd real n through Bluestein: two frames per transform
         let pairs = !plain && real_full;
         let geo = format!(
@@ -187,7 +181,7 @@ impl<T: Sample> OpenClEngine<T> {
                 pairs,
             })
         };
-        Ok(Some(TwoLevel {
+        Ok(TwoLevel {
             n,
             paired: plain && real_packed,
             s1,
@@ -198,7 +192,7 @@ impl<T: Sample> OpenClEngine<T> {
             tw2: self.upload(&twiddles(s2.len))?,
             twn: self.upload(&twiddles(n))?,
             bluestein,
-        }))
+        })
     }
 }
 
