@@ -82,13 +82,15 @@ pub(crate) fn choose(
 }
 
 /// Whether the one-kernel mixed-radix path's two arrays of `len` complex values fit `limit`.
-pub(crate) fn mixed_local_fits(len: usize, real_bytes: usize, limit: usize) -> bool {
+fn mixed_local_fits(len: usize, real_bytes: usize, limit: usize) -> bool {
     4 * len * real_bytes <= limit
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::plan::fft_points;
     use super::*;
+    use crate::types::InputKind;
 
     /// PoCL on a CPU (1 MiB of local memory), an NVIDIA H100 (48 KiB), both less the 256 bytes
     /// the engine leaves, and the tests' limits that force the four-step, two-level and global
@@ -108,13 +110,14 @@ mod tests {
         }
     }
 
-    /// Complex points of a frame of n samples (`plan::fft_points`).
+    /// Complex points of a frame of n samples.
     fn points(n: usize, complex: bool) -> usize {
-        if !complex && n % 2 == 0 {
-            n / 2
+        let kind = if complex {
+            InputKind::Complex
         } else {
-            n
-        }
+            InputKind::Real
+        };
+        fft_points(n, kind)
     }
 
     /// What every choice must hold: the shapes cover the frame, fit the device, and the path

@@ -66,10 +66,10 @@ pub(super) fn twiddles<T: Sample>(n: usize) -> Vec<T> {
 
 /// Complex points of one frame's FFT: real input of even n is packed into n/2 complex points;
 /// odd n (real) and complex input take n.
-pub(super) fn fft_points(spec: &TransformSpec) -> usize {
-    match spec.kind {
-        InputKind::Real if spec.n % 2 == 0 => spec.n / 2,
-        _ => spec.n,
+pub(super) fn fft_points(n: usize, kind: InputKind) -> usize {
+    match kind {
+        InputKind::Real if n % 2 == 0 => n / 2,
+        _ => n,
     }
 }
 
@@ -119,7 +119,7 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     pub(super) fn build_plan(&self, spec: &TransformSpec) -> Result<Plan<T>, String> {
-        let m = fft_points(spec);
+        let m = fft_points(spec.n, spec.kind);
         let opts = self.plan_defines(spec, m);
         let coefficients = spec.window.coefficients(spec.n);
         let window_sums = (
