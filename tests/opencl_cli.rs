@@ -241,7 +241,7 @@ fn check_passes_on_agreement_and_rejects_bad_use() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout_text(&out));
     assert!(stdout_text(&out).contains("mismatches: "));
     assert!(stderr_text(&out).contains("check failed"));
-    // every size runs on the OpenCL engine (sizes past 2^24 that it refuses are said plainly:
+    // every size runs on the OpenCL engine (a size it refused would be said plainly:
     // src/fft/compare.rs `a_size_the_device_refuses_is_nothing_to_compare`)
     let out = run(&["check", "--file", p, "--frame", "1000"]);
     assert!(out.status.success(), "{}", stderr_text(&out));

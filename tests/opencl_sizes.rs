@@ -240,16 +240,16 @@ fn overlapping_frames_and_device_runs() {
 }
 
 #[test]
-fn only_frames_past_2_pow_24_are_unsupported() {
+fn only_frames_past_2_pow_26_are_unsupported() {
     let Some(gpu) = engine::<f32>() else {
         return;
     };
-    for n in [1000, 44100, 65521, (1 << 24) - 1] {
+    for n in [1000, 44100, 65521, (1 << 24) + 1, 1 << 26] {
         let s = spec(n, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
         assert!(gpu.supports(&s).is_ok(), "n={n}");
     }
     let s = spec(
-        (1 << 24) + 1,
+        (1 << 26) + 1,
         InputKind::Real,
         WindowKind::Hann,
         Scale::Magnitude,

@@ -32,7 +32,7 @@ fn positive_hz(text: &str) -> Result<f64, String> {
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Frame sizes: powers of two from A to B (`2..2^21`, `256..65536`) or a comma list
-    /// (`1024,4096`), each at most 2^26 (2^24 on OpenCL); all checked before any is timed.
+    /// (`1024,4096`), each at most 2^26; all checked before any is timed.
     #[arg(long, value_name = "A..B|LIST", default_value = "2..2^21")]
     pub sizes: String,
     /// Frames per batch (default: --batch-samples / n, at least 1).

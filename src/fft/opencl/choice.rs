@@ -226,8 +226,8 @@ mod tests {
         assert!(
             matches!(path(1 << 20, true, 4), PathChoice::TwoLevel { len, .. } if len == 1 << 20)
         );
-        // frames past four-step's and two-level's reach take the global passes (the engine
-        // itself still refuses frames past 2^24, `MAX_LOG2_N`)
+        // frames past four-step's and two-level's reach take the global passes, up to the
+        // CPU's largest frame (2^26, `limits::MAX_FRAME_SAMPLES`)
         for log2 in 25..=26 {
             assert_eq!(path(1 << log2, true, 4), PathChoice::Global, "2^{log2}");
         }

@@ -38,9 +38,9 @@
 //! (enqueuing a chunk's kernels), `mixed`, `twolevel`, `bands`, `segments`; this file holds the
 //! engine.
 //!
-//! Sizes: every n in 2..2^24. Larger frames and f64 on devices without `cl_khr_fp64` answer
-//! `EngineError::Unsupported` (the router sends those batches to the CPU engine); every device
-//! failure answers `EngineError::Device`.
+//! Sizes: every n the CPU engine takes, 2..2^26 (`limits::MAX_FRAME_SAMPLES`). F64 on devices
+//! without `cl_khr_fp64` answers `EngineError::Unsupported` (the router sends those batches to
+//! the CPU engine); every device failure answers `EngineError::Device`.
 
 mod bands;
 mod batch;
@@ -88,9 +88,6 @@ const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
 const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
 const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
 const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
-
-/// Largest supported frame size, log2.
-pub const MAX_LOG2_N: u32 = 24;
 
 /// Work-items per frame in the local kernel, at most (512 made no difference, docs/perf.md).
 const MAX_TPF: usize = 256;
@@ -238,10 +235,13 @@ impl<T: Sample> OpenClEngine<T> {
     /// Whether this engine transforms frames of `spec` (else `process` answers `Unsupported`).
     pub fn supports(&self, spec: &TransformSpec) -> Result<(), EngineError> {
         let n = spec.n;
-        if !(2..=1 << MAX_LOG2_N).contains(&n) {
+        if !(2..=crate::limits::MAX_FRAME_SAMPLES).contains(&n) {
             return Err(EngineError::Unsupported {
                 engine: "opencl",
-                what: format!("frame size {n} (2..2^{MAX_LOG2_N} only)"),
+                what: format!(
+                    "frame size {n} (2..{} only)",
+                    crate::limits::MAX_FRAME_SAMPLES
+                ),
             });
         }
         if T::NAME == "f64" && !self.dev.info.fp64 {
