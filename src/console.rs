@@ -4,7 +4,7 @@
 use crate::error::{FftdError, Result};
 use std::io::Write;
 
-pub fn print_report(text: &str) -> Result<()> {
+pub(crate) fn print_report(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),

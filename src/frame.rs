@@ -102,7 +102,7 @@ fn check_frame_memory<T>(n: usize, width: usize) -> Result<()> {
 }
 
 /// Cuts one stream into frames.
-pub struct Framer<T> {
+pub(crate) struct Framer<T> {
     stream: usize,
     size: FrameSize,
     hop: usize,
@@ -127,7 +127,7 @@ pub struct Framer<T> {
 }
 
 impl<T: Sample> Framer<T> {
-    pub fn new(
+    pub(crate) fn new(
         stream: usize,
         size: FrameSize,
         hop: usize,
@@ -162,12 +162,12 @@ impl<T: Sample> Framer<T> {
     }
 
     /// Frames emitted so far.
-    pub fn frames(&self) -> u64 {
+    pub(crate) fn frames(&self) -> u64 {
         self.seq
     }
 
     /// Samples pushed so far.
-    pub fn samples(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         self.total
     }
 
@@ -200,7 +200,11 @@ impl<T: Sample> Framer<T> {
 
     /// Adds samples (`width` values each) and emits every frame they complete.
     /// `emit` returns false to stop early (the rest of `values` is then ignored).
-    pub fn push(&mut self, values: &[f64], emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<bool> {
+    pub(crate) fn push(
+        &mut self,
+        values: &[f64],
+        emit: &mut dyn FnMut(Frame<T>) -> bool,
+    ) -> Result<bool> {
         let w = self.width;
         let mut values = values;
         self.total += (values.len() / w) as u64;
@@ -264,7 +268,7 @@ impl<T: Sample> Framer<T> {
     }
 
     /// Ends the stream: emits the padded tail frame (or the whole-input frame) when there is one.
-    pub fn finish(&mut self, emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<()> {
+    pub(crate) fn finish(&mut self, emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<()> {
         match self.size {
             FrameSize::Whole => {
                 let len = self.buf.len() / self.width;
@@ -302,7 +306,7 @@ impl<T: Sample> Framer<T> {
     }
 
     /// Drops partial data after a gap in the input (live overrun) and restarts framing at `start`.
-    pub fn restart_at(&mut self, start: u64) {
+    pub(crate) fn restart_at(&mut self, start: u64) {
         self.buf.clear();
         self.skip = 0;
         self.next_start = start;

@@ -143,7 +143,7 @@ pub fn live() -> Option<(i64, i64)> {
 }
 
 /// The `/metrics` lines: mimalloc's committed memory always, the live heap when counting.
-pub fn render_metrics(out: &mut String) {
+pub(crate) fn render_metrics(out: &mut String) {
     use std::fmt::Write;
     let (now, peak) = committed();
     let mut gauge = |name: &str, help: &str, value: i64| {

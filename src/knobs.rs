@@ -13,13 +13,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One knob: its name and what it does (docs/knobs.md shows these).
-pub struct Knob {
+pub(crate) struct Knob {
     pub name: &'static str,
+    /// What it is for, beside the name (docs/knobs.md says the same at length).
+    #[allow(dead_code)]
     pub meaning: &'static str,
 }
 
 /// Every knob fftd reads.
-pub const KNOBS: &[Knob] = &[
+pub(crate) const KNOBS: &[Knob] = &[
     Knob { name: "FFTD_CACHE_DIR", meaning: "user setting: folder of the calibration and auto-route records [default: the user's cache folder/fftd]" },
     Knob { name: "FFTD_ENCODERS", meaning: "user setting: encode threads, for a machine shared with other work [default: one per CPU core]; tests/output_bytes.rs checks that the bytes do not depend on it" },
     Knob { name: "FFTD_ENGINE_AVERAGING", meaning: "diagnostic: 0 sends every frame to the averaging stage instead of reducing --average in the engine, to check one against the other (tests/products.rs)" },
@@ -63,31 +65,31 @@ fn seconds(name: &str) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("FFTD_CACHE_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
 }
-pub fn encoders() -> Option<usize> {
+pub(crate) fn encoders() -> Option<usize> {
     number("FFTD_ENCODERS")
 }
-pub fn engine_averaging() -> bool {
+pub(crate) fn engine_averaging() -> bool {
     !turned_off("FFTD_ENGINE_AVERAGING")
 }
-pub fn fault_after_batches() -> Option<String> {
+pub(crate) fn fault_after_batches() -> Option<String> {
     text("FFTD_FAULT_AFTER_BATCHES")
 }
 /// `FFTD_MIC_FORMAT` as given (the capture code says when it is not a format).
-pub fn mic_format() -> Option<String> {
+pub(crate) fn mic_format() -> Option<String> {
     text("FFTD_MIC_FORMAT")
 }
-pub const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
-pub fn opencl_chunk_bytes() -> Option<usize> {
+pub(crate) const MIC_FORMAT: &str = "FFTD_MIC_FORMAT";
+pub(crate) fn opencl_chunk_bytes() -> Option<usize> {
     number("FFTD_OPENCL_CHUNK_BYTES")
 }
 /// `FFTD_OPENCL_PROFILE`: Some(true) for 1, Some(false) for 0, None (the caller's default)
 /// otherwise.
-pub fn opencl_profile() -> Option<bool> {
+pub(crate) fn opencl_profile() -> Option<bool> {
     match number::<u64>("FFTD_OPENCL_PROFILE") {
         Some(1) => Some(true),
         Some(0) => Some(false),
@@ -96,7 +98,7 @@ pub fn opencl_profile() -> Option<bool> {
 }
 /// `FFTD_HEAP_COUNT=1`. Read by the global allocator on its first call, so it must not allocate:
 /// `getenv` straight, not `std::env`.
-pub fn heap_count() -> bool {
+pub(crate) fn heap_count() -> bool {
     const NAME: &std::ffi::CStr = c"FFTD_HEAP_COUNT";
     debug_assert!(KNOBS.iter().any(|k| k.name.as_bytes() == NAME.to_bytes()));
     // SAFETY: NAME is a NUL-terminated string; getenv returns null or a pointer to a
@@ -106,26 +108,26 @@ pub fn heap_count() -> bool {
         !value.is_null() && std::ffi::CStr::from_ptr(value).to_bytes() == b"1"
     }
 }
-pub fn placed_output() -> bool {
+pub(crate) fn placed_output() -> bool {
     !turned_off("FFTD_PLACED_OUTPUT")
 }
-pub fn range_read() -> bool {
+pub(crate) fn range_read() -> bool {
     !turned_off("FFTD_RANGE_READ")
 }
-pub fn serve_header_timeout() -> Option<Duration> {
+pub(crate) fn serve_header_timeout() -> Option<Duration> {
     seconds("FFTD_SERVE_HEADER_TIMEOUT")
 }
-pub fn serve_idle_timeout() -> Option<Duration> {
+pub(crate) fn serve_idle_timeout() -> Option<Duration> {
     seconds("FFTD_SERVE_IDLE_TIMEOUT")
 }
-pub const SERVE_TOKEN: &str = "FFTD_SERVE_TOKEN";
+pub(crate) const SERVE_TOKEN: &str = "FFTD_SERVE_TOKEN";
 /// `FFTD_SERVE_TOKEN` when set and not empty (checked where the token is read).
-pub fn serve_token() -> Option<String> {
+pub(crate) fn serve_token() -> Option<String> {
     std::env::var(SERVE_TOKEN).ok().filter(|t| !t.is_empty())
 }
-pub fn stall_seconds() -> Option<Duration> {
+pub(crate) fn stall_seconds() -> Option<Duration> {
     number::<f64>("FFTD_STALL_SECONDS").and_then(|s| Duration::try_from_secs_f64(s).ok())
 }
-pub fn stuck_write_seconds() -> Option<Duration> {
+pub(crate) fn stuck_write_seconds() -> Option<Duration> {
     seconds("FFTD_STUCK_WRITE_SECONDS")
 }

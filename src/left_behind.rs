@@ -29,7 +29,7 @@ pub fn started() {
 }
 
 /// Seconds since `started`, if it was marked.
-pub fn age_s() -> Option<f64> {
+pub(crate) fn age_s() -> Option<f64> {
     STARTED.get().map(|t| t.elapsed().as_secs_f64())
 }
 
@@ -48,7 +48,7 @@ pub fn keep(objects: Box<dyn Send>) {
 }
 
 /// A device was used and its work is done: the exit skips the driver's exit handlers.
-pub fn skip_driver_exit() {
+pub(crate) fn skip_driver_exit() {
     SKIP_DRIVER_EXIT.store(true, Ordering::Relaxed);
 }
 
@@ -65,7 +65,7 @@ pub fn leave(thread: JoinHandle<()>) {
 }
 
 /// Whether a thread left behind is still running.
-pub fn any_running() -> bool {
+pub(crate) fn any_running() -> bool {
     LEFT.lock()
         .map(|mut left| {
             left.retain(|t| !t.is_finished());

@@ -4,59 +4,59 @@
 
 /// Samples in one batch buffer at most (2^26: 256 MiB of f32, the largest batch `fftd bench` uses;
 /// the OpenCL engine reaches its copy-rate plateau long before).
-pub const MAX_BATCH_SAMPLES: usize = 1 << 26;
+pub(crate) const MAX_BATCH_SAMPLES: usize = 1 << 26;
 
 /// Samples in one frame at most: a frame must fit one batch buffer (2^26 samples: 256 MiB of
 /// f32 per frame, an hour and more of audio; `--frame whole` takes a whole input).
-pub const MAX_FRAME_SAMPLES: usize = MAX_BATCH_SAMPLES;
+pub(crate) const MAX_FRAME_SAMPLES: usize = MAX_BATCH_SAMPLES;
 
 /// Bytes of frames queued between the readers and the batcher at most (at least two frames):
 /// frames of hundreds of MiB must not queue by the thousand.
-pub const FRAME_QUEUE_BYTES: usize = 256 << 20;
+pub(crate) const FRAME_QUEUE_BYTES: usize = 256 << 20;
 
 /// FFT workers (engines) per OpenCL device unless `--workers` says otherwise: each engine
 /// pipelines its batch's chunks over three queues, so two keep a GPU busy across batch
 /// boundaries, and more only contend for the driver (docs/perf.md, 2026-11-25).
-pub const DEVICE_WORKERS: usize = 2;
+pub(crate) const DEVICE_WORKERS: usize = 2;
 
 /// Samples in a default batch (`--batch 0`) for the CPU engines, and for OpenCL devices, whose
 /// fixed cost per batch (enqueues, waits) wants larger ones.
-pub const CPU_BATCH_SAMPLES: usize = 1 << 18;
-pub const DEVICE_BATCH_SAMPLES: usize = 1 << 22;
+pub(crate) const CPU_BATCH_SAMPLES: usize = 1 << 18;
+pub(crate) const DEVICE_BATCH_SAMPLES: usize = 1 << 22;
 
 /// FFT workers per CPU core at most: each worker is a thread with its own engine.
-pub const WORKERS_PER_CORE: usize = 4;
+pub(crate) const WORKERS_PER_CORE: usize = 4;
 
 /// Longest `--max-latency` in ms: a frame held a minute for its batch to fill is no longer live.
-pub const MAX_LATENCY_MS: f64 = 60_000.0;
+pub(crate) const MAX_LATENCY_MS: f64 = 60_000.0;
 
 /// Inputs played at once with `--realtime` (one reader thread each, asleep most of the time); the
 /// rest wait for their turn.
-pub const MAX_PACED_READERS: usize = 256;
+pub(crate) const MAX_PACED_READERS: usize = 256;
 
 /// Channels in one input at most (WAV's 16-bit channel count).
-pub const MAX_CHANNELS: usize = u16::MAX as usize;
+pub(crate) const MAX_CHANNELS: usize = u16::MAX as usize;
 
 /// CPU cores this process may use (1 when unknown).
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The largest `--workers` accepted here.
-pub fn max_workers() -> usize {
+pub(crate) fn max_workers() -> usize {
     WORKERS_PER_CORE * cores()
 }
 
 /// Batch buffers that can be in flight at once in one pool for `workers` engines: queued and in
 /// the workers, waiting in the sink, and one being filled by each range reader (one per core).
-pub fn batch_buffers_in_flight(workers: usize) -> usize {
+pub(crate) fn batch_buffers_in_flight(workers: usize) -> usize {
     4 * workers.max(1) + 4 + cores()
 }
 
 /// The largest `--batch` for frames of `n` samples of `sample_bytes` bytes with `workers`
 /// engines: at most `MAX_BATCH_SAMPLES` per batch, and every buffer that can be in flight (both
 /// pools) within half of this machine's memory. At least 1.
-pub fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize {
+pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize {
     let by_samples = MAX_BATCH_SAMPLES / n.max(1);
     let by_memory = physical_memory_bytes().map_or(usize::MAX, |total| {
         let per_frame = (n.max(1) * sample_bytes.max(1)) as u64;
@@ -67,7 +67,7 @@ pub fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize 
 }
 
 /// MemTotal from /proc/meminfo, when there is one.
-pub fn physical_memory_bytes() -> Option<u64> {
+pub(crate) fn physical_memory_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -10,12 +10,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Whether a progress display belongs on this run's stderr.
-pub fn wanted(quiet: bool, live: bool) -> bool {
+pub(crate) fn wanted(quiet: bool, live: bool) -> bool {
     !quiet && !live && std::io::stderr().is_terminal()
 }
 
 /// Sets its flag when dropped: ends `show` when the sink returns, or unwinds.
-pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+pub(crate) struct StopOnDrop<'a>(pub &'a AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
@@ -25,7 +25,7 @@ impl Drop for StopOnDrop<'_> {
 
 /// Shows `samples` (counted by the readers) against `total` until `finished` is set, then clears
 /// the line. Runs on a thread of its own.
-pub fn show(
+pub(crate) fn show(
     samples: &AtomicU64,
     total: Option<u64>,
     finished: &AtomicBool,

@@ -12,11 +12,11 @@ use std::thread::ThreadId;
 use std::time::Instant;
 
 /// Entries kept with their instants at most.
-pub const MAX_ENTRIES: usize = 100_000;
+pub(crate) const MAX_ENTRIES: usize = 100_000;
 
 /// What an entry timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum What {
+pub(crate) enum What {
     Platform,
     Context,
     Engines,
@@ -38,7 +38,7 @@ impl What {
     ];
 
     /// The name in `--stats` and of the trace span.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             What::Platform => "platform",
             What::Context => "context",
@@ -62,7 +62,7 @@ impl What {
 
 /// One timed call.
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub what: What,
     /// The device ("opencl:0:1"), empty for the platform.
     pub device: String,
@@ -89,16 +89,16 @@ struct Log {
 }
 
 /// Times device set-up from now on.
-pub fn enable() {
+pub(crate) fn enable() {
     ON.store(true, Ordering::Relaxed);
 }
 
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ON.load(Ordering::Relaxed)
 }
 
 /// Runs `f`, timing it as `what` on `device` when enabled (`count` engines or blocks, `bytes`).
-pub fn timed<R>(
+pub(crate) fn timed<R>(
     what: What,
     device: impl FnOnce() -> String,
     (count, bytes): (u64, u64),
@@ -138,7 +138,7 @@ pub fn timed<R>(
 }
 
 /// The entries kept so far (for the trace).
-pub fn entries() -> Vec<Entry> {
+pub(crate) fn entries() -> Vec<Entry> {
     LOG.lock()
         .unwrap_or_else(|e| e.into_inner())
         .entries
@@ -192,7 +192,7 @@ impl Sums {
 /// The `--stats` lines on device set-up: what fell in the start-up (before `startup_end`), in
 /// the pipeline, and in the teardown (after `sink_end`), each entry's seconds and share of the
 /// wall clock; no line for a part without entries (the CPU engines have none).
-pub fn report(startup_end: Instant, sink_end: Instant, wall_ns: u64) -> Vec<String> {
+pub(crate) fn report(startup_end: Instant, sink_end: Instant, wall_ns: u64) -> Vec<String> {
     let log = LOG.lock().unwrap_or_else(|e| e.into_inner());
     let mut parts: [Sums; 3] = Default::default();
     for e in &log.entries {

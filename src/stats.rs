@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Frames cut by the framers.
     pub frames_in: AtomicU64,
     /// Frames written by the sinks.
@@ -43,7 +43,7 @@ pub struct Counters {
 }
 
 /// Upper bounds in seconds of the latency buckets (Prometheus `le`), the last one +Inf.
-pub const LATENCY_BOUNDS_S: [f64; 16] = [
+pub(crate) const LATENCY_BOUNDS_S: [f64; 16] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0,
 ];
@@ -51,7 +51,7 @@ pub const LATENCY_BOUNDS_S: [f64; 16] = [
 /// A latency histogram anyone can read while the sink writes it: counts per bucket (not
 /// cumulative), the sum and the count. The sink adds a batch's frames at once (`LocalLatency`).
 #[derive(Default)]
-pub struct LatencyBuckets {
+pub(crate) struct LatencyBuckets {
     /// One per bound, and one past the last.
     pub counts: [AtomicU64; LATENCY_BOUNDS_S.len() + 1],
     pub sum_ns: AtomicU64,
@@ -60,14 +60,14 @@ pub struct LatencyBuckets {
 
 /// A batch's latencies, bucketed without atomics, then added to `LatencyBuckets` in one go.
 #[derive(Default)]
-pub struct LocalLatency {
+pub(crate) struct LocalLatency {
     counts: [u64; LATENCY_BOUNDS_S.len() + 1],
     sum_ns: u64,
     count: u64,
 }
 
 impl LocalLatency {
-    pub fn record(&mut self, latency: Duration) {
+    pub(crate) fn record(&mut self, latency: Duration) {
         let s = latency.as_secs_f64();
         let bucket = LATENCY_BOUNDS_S
             .iter()
@@ -79,7 +79,7 @@ impl LocalLatency {
     }
 
     /// Adds what was recorded to `to` and starts again.
-    pub fn flush(&mut self, to: &LatencyBuckets) {
+    pub(crate) fn flush(&mut self, to: &LatencyBuckets) {
         if self.count == 0 {
             return;
         }
@@ -95,24 +95,24 @@ impl LocalLatency {
 }
 
 impl Counters {
-    pub fn add(counter: &AtomicU64, n: u64) {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
     /// Adds the time since `since` to a nanosecond counter.
-    pub fn add_since(counter: &AtomicU64, since: Instant) {
+    pub(crate) fn add_since(counter: &AtomicU64, since: Instant) {
         Self::add(counter, since.elapsed().as_nanos() as u64);
     }
-    pub fn get(counter: &AtomicU64) -> u64 {
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
     /// Raises a high-water mark to `n`.
-    pub fn raise(counter: &AtomicU64, n: u64) {
+    pub(crate) fn raise(counter: &AtomicU64, n: u64) {
         counter.fetch_max(n, Ordering::Relaxed);
     }
 }
 
 /// Frame-complete → spectrum-written latency, in microseconds (1 µs .. 1 h, 3 significant digits).
-pub struct Latency {
+pub(crate) struct Latency {
     histogram: Option<Histogram<u64>>,
 }
 
@@ -125,14 +125,14 @@ impl Default for Latency {
 }
 
 impl Latency {
-    pub fn record(&mut self, latency: Duration) {
+    pub(crate) fn record(&mut self, latency: Duration) {
         if let Some(h) = self.histogram.as_mut() {
             h.saturating_record((latency.as_micros() as u64).max(1));
         }
     }
 
     /// (p50, p99, max) in milliseconds.
-    pub fn summary_ms(&self) -> Option<(f64, f64, f64)> {
+    pub(crate) fn summary_ms(&self) -> Option<(f64, f64, f64)> {
         let h = self.histogram.as_ref().filter(|h| !h.is_empty())?;
         let ms = |us: u64| us as f64 / 1000.0;
         Some((
@@ -144,7 +144,7 @@ impl Latency {
 }
 
 /// The `--stats` line.
-pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> String {
+pub(crate) fn report(counters: &Counters, latency: &Latency, started: Instant) -> String {
     let secs = started.elapsed().as_secs_f64().max(1e-9);
     let analysed = Counters::get(&counters.samples_analysed);
     let mut line = format!(
@@ -167,7 +167,7 @@ pub fn report(counters: &Counters, latency: &Latency, started: Instant) -> Strin
 }
 
 /// Threads of each stage, and the dispatcher's window, for `stages_report`.
-pub struct StageThreads {
+pub(crate) struct StageThreads {
     pub readers: usize,
     pub workers: usize,
     pub encoders: usize,
@@ -179,7 +179,11 @@ pub struct StageThreads {
 /// engines' and the encoders' as a share of their thread count × wall time, an average per
 /// thread). The sink's share is writing only; formatting is the encoders'. Last, the most batches
 /// held to be put back in order, against the window that bounds them.
-pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Instant) -> String {
+pub(crate) fn stages_report(
+    counters: &Counters,
+    threads: &StageThreads,
+    started: Instant,
+) -> String {
     let StageThreads {
         readers,
         workers,
@@ -205,7 +209,7 @@ pub fn stages_report(counters: &Counters, threads: &StageThreads, started: Insta
 
 /// One device's share of a run (a lane of the FFT stage), for `devices_report`.
 #[derive(Clone, Debug, Default)]
-pub struct DeviceShare {
+pub(crate) struct DeviceShare {
     /// "cpu", or "opencl:P:D (name)".
     pub title: String,
     pub is_cpu: bool,
@@ -224,7 +228,7 @@ pub struct DeviceShare {
 
 /// The `--stats` line on devices: each one's batches, frames (and share of all frames), busy
 /// time (and share of its workers × wall time), and what became of its work if it failed.
-pub fn devices_report(shares: &[DeviceShare], started: Instant) -> String {
+pub(crate) fn devices_report(shares: &[DeviceShare], started: Instant) -> String {
     let wall = started.elapsed().as_nanos().max(1) as f64;
     let total: u64 = shares.iter().map(|s| s.frames).sum();
     let parts: Vec<String> = shares

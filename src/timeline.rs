@@ -11,7 +11,7 @@ use std::time::Instant;
 
 /// The kinds of pipeline threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Reader,
     Dispatch,
     Worker,
@@ -20,7 +20,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub(crate) const ALL: [Kind; 5] = [
         Kind::Reader,
         Kind::Dispatch,
         Kind::Worker,
@@ -29,7 +29,7 @@ impl Kind {
     ];
 
     /// The kind's name in `--stats` and in `/metrics`.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Kind::Reader => "readers",
             Kind::Dispatch => "dispatch",
@@ -47,7 +47,7 @@ impl Kind {
 /// What a thread is doing: each phase belongs to one kind; a busy phase names the stage it
 /// counts for in `fftd bound`, a wait names none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Readers: reading bytes (and opening inputs, and waiting for a slow input).
     Read,
     /// Readers: turning bytes into samples (binary inputs; text parsing counts as read).
@@ -79,7 +79,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 18] = [
+    pub(crate) const ALL: [Phase; 18] = [
         Phase::Read,
         Phase::Decode,
         Phase::Frame,
@@ -100,7 +100,7 @@ impl Phase {
         Phase::SinkInput,
     ];
 
-    pub fn kind(self) -> Kind {
+    pub(crate) fn kind(self) -> Kind {
         use Phase::*;
         match self {
             Read | Decode | Frame | ReaderWait => Kind::Reader,
@@ -112,7 +112,7 @@ impl Phase {
     }
 
     /// The stage a busy phase counts for (`fftd bound`); None for a wait.
-    pub fn stage(self) -> Option<&'static str> {
+    pub(crate) fn stage(self) -> Option<&'static str> {
         use Phase::*;
         match self {
             Read => Some("read"),
@@ -130,7 +130,7 @@ impl Phase {
     }
 
     /// The phase's name in `--stats`.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         use Phase::*;
         match self {
             Read => "read",
@@ -155,7 +155,7 @@ impl Phase {
     }
 
     /// The phase's name in a trace span.
-    pub fn span_name(self) -> &'static str {
+    pub(crate) fn span_name(self) -> &'static str {
         use Phase::*;
         match self {
             Read => "read",
@@ -177,14 +177,14 @@ impl Phase {
     }
 
     /// Device time from OpenCL event profiling (listed only when there is some).
-    pub fn is_device(self) -> bool {
+    pub(crate) fn is_device(self) -> bool {
         matches!(self, Phase::Upload | Phase::Device | Phase::Download)
     }
 }
 
 /// Nanoseconds per phase and threads per kind, shared by every stage (`stats::Counters`).
 #[derive(Default)]
-pub struct StageTimes {
+pub(crate) struct StageTimes {
     phase_ns: [AtomicU64; Phase::ALL.len()],
     threads: [AtomicU64; Kind::ALL.len()],
     /// From the run's start to its first thread (engines, planning, outputs).
@@ -196,16 +196,16 @@ pub struct StageTimes {
 }
 
 impl StageTimes {
-    pub fn phase_ns(&self, phase: Phase) -> u64 {
+    pub(crate) fn phase_ns(&self, phase: Phase) -> u64 {
         self.phase_ns[phase.index()].load(Ordering::Relaxed)
     }
 
-    pub fn threads(&self, kind: Kind) -> u64 {
+    pub(crate) fn threads(&self, kind: Kind) -> u64 {
         self.threads[kind.index()].load(Ordering::Relaxed)
     }
 
     /// The summed lives of a kind's threads so far.
-    pub fn life_ns(&self, kind: Kind) -> u64 {
+    pub(crate) fn life_ns(&self, kind: Kind) -> u64 {
         Phase::ALL
             .iter()
             .filter(|p| p.kind() == kind)
@@ -219,7 +219,7 @@ impl StageTimes {
 }
 
 /// One thread's clock: every lap charges the time since the last one to a phase.
-pub struct ThreadClock<'a> {
+pub(crate) struct ThreadClock<'a> {
     times: &'a StageTimes,
     tracer: Option<&'a Tracer>,
     tid: u32,
@@ -235,7 +235,7 @@ pub struct ThreadClock<'a> {
 impl<'a> ThreadClock<'a> {
     /// Starts the clock of a new thread of `kind`; `end_phase` takes the time from the last lap
     /// to the thread's end (its wait for input, as a rule).
-    pub fn start(
+    pub(crate) fn start(
         times: &'a StageTimes,
         tracer: Option<&'a Tracer>,
         kind: Kind,
@@ -260,7 +260,7 @@ impl<'a> ThreadClock<'a> {
     }
 
     /// Charges the time since the last lap to `phase`; returns that lap's start and end.
-    pub fn lap(&mut self, phase: Phase) -> (Instant, Instant) {
+    pub(crate) fn lap(&mut self, phase: Phase) -> (Instant, Instant) {
         let now = Instant::now();
         let from = std::mem::replace(&mut self.last, now);
         self.times
@@ -269,7 +269,7 @@ impl<'a> ThreadClock<'a> {
     }
 
     /// Moves `ns` already charged to `from` over to `to` (a source's decoding inside its read).
-    pub fn move_ns(&mut self, from: Phase, to: Phase, ns: u64) {
+    pub(crate) fn move_ns(&mut self, from: Phase, to: Phase, ns: u64) {
         if ns > 0 {
             self.times.phase_ns[from.index()].fetch_sub(ns, Ordering::Relaxed);
             self.times.add(to, ns);
@@ -277,13 +277,13 @@ impl<'a> ThreadClock<'a> {
     }
 
     /// Like `lap`, and with `--trace` a span of the lap named after the phase.
-    pub fn lap_span(&mut self, phase: Phase, batch: Option<u64>, stream: Option<usize>) {
+    pub(crate) fn lap_span(&mut self, phase: Phase, batch: Option<u64>, stream: Option<usize>) {
         let (from, to) = self.lap(phase);
         self.span(phase.span_name(), from, to, batch, stream);
     }
 
     /// With `--trace`, a span of this thread from `from` to `to`.
-    pub fn span(
+    pub(crate) fn span(
         &mut self,
         name: &'static str,
         from: Instant,
@@ -310,16 +310,12 @@ impl<'a> ThreadClock<'a> {
         }
     }
 
-    pub fn tracing(&self) -> bool {
-        self.tracer.is_some()
-    }
-
     /// The run's tracer, with `--trace`.
-    pub fn tracer(&self) -> Option<&'a Tracer> {
+    pub(crate) fn tracer(&self) -> Option<&'a Tracer> {
         self.tracer
     }
 
-    pub fn last(&self) -> Instant {
+    pub(crate) fn last(&self) -> Instant {
         self.last
     }
 }
@@ -338,7 +334,7 @@ impl Drop for ThreadClock<'_> {
 /// pipeline and teardown; each thread kind's time by phase (shares of its threads' summed
 /// lives, adding up to 100 %); last, the bound: the stage busiest as a share of the wall clock
 /// (a stage's busy time per thread of its kind), start-up and teardown included.
-pub fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
+pub(crate) fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
     let wall = wall_ns.max(1) as f64;
     let secs = |ns: u64| ns as f64 * 1e-9;
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -402,7 +398,7 @@ pub fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
 /// `/metrics`' lines on thread time (Prometheus text format): per thread kind and phase the
 /// seconds so far (`stage` names the stage a busy phase counts for in `fftd bound`; waits have
 /// none), threads started per kind, and the run's start-up seconds.
-pub fn render_metrics(times: &StageTimes, out: &mut String) {
+pub(crate) fn render_metrics(times: &StageTimes, out: &mut String) {
     use std::fmt::Write;
     let name = "fftd_thread_seconds_total";
     let _ = writeln!(out, "# HELP {name} Pipeline threads' time by phase, summed over each kind's threads (busy phases name their stage).");

@@ -42,7 +42,7 @@ impl WindowKind {
     }
 
     /// Half the main lobe's width in bins (the cosine terms: 1 for rect, 2 for Hann, ...).
-    pub fn main_lobe_bins(self) -> usize {
+    pub(crate) fn main_lobe_bins(self) -> usize {
         self.cosine_terms().len()
     }
 

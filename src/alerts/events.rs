@@ -53,7 +53,7 @@ pub enum EventsTarget {
 }
 
 /// Parses `--events`.
-pub fn parse_events(text: &str) -> Result<EventsTarget, String> {
+pub(crate) fn parse_events(text: &str) -> Result<EventsTarget, String> {
     match text {
         "" => Err("--events: give a file, - for stdout or nats://HOST:PORT/SUBJECT".into()),
         "-" => Ok(EventsTarget::Stdout),
@@ -98,7 +98,7 @@ impl EventWriter {
     }
 
     /// Writes one event object (an alert's, or an input's `gap`: `source::outages`).
-    pub fn write_json(&mut self, mut line: String) -> io::Result<()> {
+    pub(crate) fn write_json(&mut self, mut line: String) -> io::Result<()> {
         match self {
             EventWriter::Nats(nats) => nats.publish(line),
             _ => {

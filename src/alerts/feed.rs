@@ -46,7 +46,7 @@ impl AlertFeed {
 
     /// Sends a `--retry` input's `gap` event object (`source::outages::Gap::json`) to every
     /// `/events` reader (counted on `/metrics` by `source::outages`).
-    pub fn publish_gap(&self, json: &str) {
+    pub(crate) fn publish_gap(&self, json: &str) {
         self.send("gap", json);
     }
 
@@ -56,7 +56,7 @@ impl AlertFeed {
     }
 
     /// The `/metrics` lines: a counter per rule and event kind.
-    pub fn render_metrics(&self, out: &mut String) {
+    pub(crate) fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
         let Ok(counts) = self.counts.lock() else {
             return;
@@ -84,7 +84,7 @@ impl AlertFeed {
     /// `event: gap`) message per event from now on (`data:` its JSON), a comment line first so
     /// the reader knows it is connected, and a `: missed N` comment where a slow reader missed
     /// events.
-    pub fn sse_body(&self) -> axum::body::Body {
+    pub(crate) fn sse_body(&self) -> axum::body::Body {
         use axum::body::Bytes;
         use tokio::sync::broadcast::error::RecvError;
         let rx = self.tx.subscribe();
@@ -159,7 +159,7 @@ impl NatsEvents {
     }
 
     /// The run's streams (a `gap` event is one per stream).
-    pub fn set_streams(&self, streams: std::ops::Range<usize>) {
+    pub(crate) fn set_streams(&self, streams: std::ops::Range<usize>) {
         self.outages.set_streams(streams);
     }
 

@@ -51,7 +51,7 @@ enum Probe {
 }
 
 /// Every rule's probe in every stream, for rows of `n`-sample frames.
-pub struct BandLevels {
+pub(crate) struct BandLevels {
     scale: Scale,
     /// Per stream, per rule.
     bands: Vec<Vec<Probe>>,
@@ -61,7 +61,7 @@ pub struct BandLevels {
 }
 
 /// `--fmin`/`--fmax`: a `band=` rule reads the row's bins, so its band must lie in the range.
-pub fn check_band_columns(
+pub(crate) fn check_band_columns(
     rules: &[AlertRule],
     fmin: Option<f64>,
     fmax: Option<f64>,
@@ -86,7 +86,7 @@ pub fn check_band_columns(
 impl BandLevels {
     /// Precomputes each rule's probe for every stream. `bands`: the rows are `--bands` powers,
     /// followed by each `band=` rule's band (`products::band_power::band_bins`).
-    pub fn new(
+    pub(crate) fn new(
         rules: &[AlertRule],
         streams: &[StreamMeta],
         n: usize,
@@ -161,18 +161,14 @@ impl BandLevels {
         }
     }
 
-    pub fn rules(&self) -> usize {
-        self.rules
-    }
-
     /// Values at the end of each row that are the rules' own (`--bands`): taken off before the
     /// row is written.
-    pub fn hidden(&self) -> usize {
+    pub(crate) fn hidden(&self) -> usize {
         self.hidden
     }
 
     /// Appends the level in dB of every rule for a row of `stream` (values in output order).
-    pub fn measure<T: Sample>(&self, stream: usize, values: &[T], out: &mut Vec<f64>) {
+    pub(crate) fn measure<T: Sample>(&self, stream: usize, values: &[T], out: &mut Vec<f64>) {
         let Some(bands) = self.bands.get(stream) else {
             out.extend(std::iter::repeat_n(f64::NAN, self.rules));
             return;

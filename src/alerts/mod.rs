@@ -8,11 +8,11 @@
 //! Levels are measured in the encode threads (any order, `BandLevels::measure`); the sink, which
 //! has the rows in order, follows them (`Alerts::observe`).
 
-pub mod events;
-pub mod feed;
-pub mod level;
-pub mod rule;
-pub mod state;
+pub(crate) mod events;
+pub(crate) mod feed;
+pub(crate) mod level;
+pub(crate) mod rule;
+pub(crate) mod state;
 
 use events::{Event, EventWriter, EventsTarget};
 use feed::AlertFeed;
@@ -108,7 +108,12 @@ impl Alerts {
 
     /// Follows one row of `stream` at `time_s` with each rule's level (`levels`, in rule order).
     /// An event that cannot be written is an error (the run fails: events are the point).
-    pub fn observe(&mut self, stream: usize, time_s: f64, levels: &[f64]) -> std::io::Result<()> {
+    pub(crate) fn observe(
+        &mut self,
+        stream: usize,
+        time_s: f64,
+        levels: &[f64],
+    ) -> std::io::Result<()> {
         self.tick()?;
         for listener in &mut self.listeners {
             listener.row(stream, time_s)?;
@@ -220,7 +225,7 @@ impl Alerts {
 /// to stdout (so events cannot); `conflict`: a flag whose rows the rules cannot read; `retry`: `--retry` is given, whose gaps are events too;
 /// `measured`: `--levels` and `--peaks` are given (what `level=` and `peak=` rules read). The
 /// message is a usage error's.
-pub fn check_alerts(
+pub(crate) fn check_alerts(
     rules: &[AlertRule],
     events: Option<&str>,
     spectra_to_stdout: bool,

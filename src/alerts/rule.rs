@@ -37,7 +37,7 @@ pub enum Reads {
 }
 
 /// The `--levels` readings a `level=` rule can name, in row order.
-pub use crate::products::measure::LEVEL_NAMES;
+pub(crate) use crate::products::measure::LEVEL_NAMES;
 
 /// One checked `--alert` rule.
 #[derive(Clone, Debug, PartialEq)]

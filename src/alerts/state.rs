@@ -23,7 +23,7 @@ impl Change {
 
 /// One rule in one stream.
 #[derive(Clone, Debug, Default)]
-pub struct AlertState {
+pub(crate) struct AlertState {
     pub on: bool,
     /// When the condition that would change `on` began holding.
     since: Option<f64>,
@@ -34,7 +34,7 @@ const HOLD_SLACK_S: f64 = 1e-9;
 
 impl AlertState {
     /// Follows one row at `time_s` with level `db`; the change it makes, if any.
-    pub fn step(&mut self, rule: &AlertRule, time_s: f64, db: f64) -> Option<Change> {
+    pub(crate) fn step(&mut self, rule: &AlertRule, time_s: f64, db: f64) -> Option<Change> {
         let condition = match self.on {
             false => rule.starts(db),
             true => rule.ends(db),

@@ -76,7 +76,7 @@ pub fn parse() -> Result<Cli, clap::Error> {
 }
 
 /// `parse` on `args` (the first is the program name).
-pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+pub(crate) fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -132,7 +132,7 @@ pub struct CheckOwnArgs {
 macro_rules! check_flags {
     ($($field:ident),*) => {
         /// The run flags (`Options` fields) that `fftd check` takes.
-        pub const CHECK_FLAGS: &[&str] = &["file", $(stringify!($field)),*];
+        pub(crate) const CHECK_FLAGS: &[&str] = &["file", $(stringify!($field)),*];
 
         /// Only the fields of `o` that `check` uses (a config file's others are ignored).
         pub fn check_keys(o: Options) -> Options {

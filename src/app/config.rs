@@ -25,7 +25,8 @@ use crate::types::{shown, Precision};
 use crate::window::WindowKind;
 use std::path::Path;
 
-pub use crate::app::config_file::{load_config_file, parse_config};
+pub(crate) use crate::app::config_file::load_config_file;
+pub use crate::app::config_file::parse_config;
 
 /// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
 /// flag, the value and the range.

@@ -13,7 +13,7 @@ const ECHO_CHARS: usize = 60;
 
 /// Reads a config file; unreadable, not UTF-8, unknown keys and wrong types are usage errors
 /// naming the file (and line and key).
-pub fn load_config_file(path: &Path) -> Result<Options> {
+pub(crate) fn load_config_file(path: &Path) -> Result<Options> {
     let shown = path.display();
     let bytes =
         std::fs::read(path).map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;

@@ -5,12 +5,12 @@
 //! as a plain `BenchSpec`; `fleet_args` the `--nats-*` flags and `fftd fleet`'s, handed to
 //! `fleet` as its plain `NatsArgs` and `SetupArgs`.
 
-pub mod bench_args;
+pub(crate) mod bench_args;
 pub mod cli;
 pub mod config;
-pub mod config_file;
+pub(crate) mod config_file;
 pub mod fleet_args;
-pub mod fleet_options;
-pub mod options;
+pub(crate) mod fleet_options;
+pub(crate) mod options;
 pub mod publish;
-pub mod serve_options;
+pub(crate) mod serve_options;

@@ -8,7 +8,7 @@ use crate::serve::options::{ServeSettings, Token, DEFAULT_MAX_CONNECTIONS, MAX_C
 
 /// `--serve` and the `--serve-*` options; `None` without `--serve` (then any `--serve-*` is a
 /// usage error).
-pub fn resolve(o: &Options) -> Result<Option<ServeSettings>> {
+pub(crate) fn resolve(o: &Options) -> Result<Option<ServeSettings>> {
     let usage = |m: String| Err(FftdError::Usage(m));
     // a value out of range is named as such, with --serve or without
     let max_connections = match o.serve_max_connections {

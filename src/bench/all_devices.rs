@@ -13,7 +13,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// The batch every device transforms: its input, frame count, reductions and output length.
-pub struct BatchPlan<'a, T> {
+pub(super) struct BatchPlan<'a, T> {
     pub spec: TransformSpec,
     pub input: &'a [T],
     pub frames: usize,
@@ -23,7 +23,7 @@ pub struct BatchPlan<'a, T> {
 
 /// One frame size on every device.
 #[derive(Clone, Debug, Default)]
-pub struct AllDevicesRow {
+pub(super) struct AllDevicesRow {
     pub n: usize,
     pub frames: usize,
     /// Frames per second of each device alone.
@@ -34,22 +34,22 @@ pub struct AllDevicesRow {
 
 impl AllDevicesRow {
     /// Frames per second of all devices together.
-    pub fn total(&self) -> f64 {
+    pub(super) fn total(&self) -> f64 {
         self.together.iter().sum()
     }
 
     /// Frames per second of the fastest device alone.
-    pub fn best_alone(&self) -> f64 {
+    pub(super) fn best_alone(&self) -> f64 {
         self.alone.iter().copied().fold(0.0, f64::max)
     }
 
     /// All devices together over the fastest alone.
-    pub fn speedup(&self) -> f64 {
+    pub(super) fn speedup(&self) -> f64 {
         self.total() / self.best_alone().max(f64::MIN_POSITIVE)
     }
 
     /// Each device's share of the frames done together, in percent.
-    pub fn shares(&self) -> Vec<f64> {
+    pub(super) fn shares(&self) -> Vec<f64> {
         let total = self.total().max(f64::MIN_POSITIVE);
         self.together.iter().map(|r| 100.0 * r / total).collect()
     }
@@ -85,7 +85,7 @@ impl<T: Sample> Loaded<'_, T> {
 }
 
 /// Every engine alone, then all together, for `window` each; one warm-up batch first.
-pub fn bench_all<T: Sample>(
+pub(super) fn bench_all<T: Sample>(
     engines: &mut [OpenClEngine<T>],
     plan: &BatchPlan<'_, T>,
     window: Duration,

@@ -36,8 +36,8 @@ use report::{
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
+pub(crate) use sweep::MAX_REPS;
 use sweep::{check_args, check_engines};
-pub use sweep::{parse_sizes, MAX_REPS};
 
 /// Input kind for the benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +81,7 @@ pub struct BenchSpec {
 
 /// One benchmark row.
 #[derive(Clone, Debug, Default)]
-pub struct BenchRow {
+pub(crate) struct BenchRow {
     pub n: usize,
     pub frames: usize,
     pub cpu_us: Option<f64>,

@@ -10,11 +10,11 @@ use crate::limits::MAX_BATCH_SAMPLES;
 use crate::types::{InputKind, Sample};
 
 /// Timed runs per size at most (`--reps`).
-pub const MAX_REPS: u64 = 100_000;
+pub(crate) const MAX_REPS: u64 = 100_000;
 
 /// Parses `A..B` (powers of two, `2^k` allowed) or a comma list into frame sizes, each at most
 /// `MAX_BATCH_SAMPLES` (a batch holds at least one frame).
-pub fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
+pub(crate) fn parse_sizes(s: &str) -> Result<Vec<usize>, FftdError> {
     let one = |t: &str| -> Result<usize, FftdError> {
         let t = t.trim();
         let v = match t.split_once('^') {

@@ -64,7 +64,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// A cache file's JSON value, or the default when there is none, no cache folder, or it cannot
 /// be read.
-pub fn load_cached<T: serde::de::DeserializeOwned + Default>(path: Option<PathBuf>) -> T {
+pub(crate) fn load_cached<T: serde::de::DeserializeOwned + Default>(path: Option<PathBuf>) -> T {
     path.and_then(|p| std::fs::read_to_string(p).ok())
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default()
@@ -72,7 +72,7 @@ pub fn load_cached<T: serde::de::DeserializeOwned + Default>(path: Option<PathBu
 
 /// Writes `value` to a cache file as JSON (`save_atomically`). Best effort: a cache that cannot
 /// be written (none, read-only) only means no memory; the failure is logged at debug level.
-pub fn save_cached<T: Serialize>(path: Option<PathBuf>, value: &T) {
+pub(crate) fn save_cached<T: Serialize>(path: Option<PathBuf>, value: &T) {
     let (Some(path), Ok(text)) = (path, serde_json::to_string(value)) else {
         return;
     };
@@ -83,7 +83,7 @@ pub fn save_cached<T: Serialize>(path: Option<PathBuf>, value: &T) {
 
 /// Writes a cache file whole or not at all (a temporary file renamed over it), making its
 /// folder; the error names the file.
-pub fn save_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
+pub(crate) fn save_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -128,7 +128,7 @@ fn linear(points: &[&CalPoint], pick: fn(&CalPoint) -> f64, frames: usize) -> f6
 impl Calibration {
     /// Predicted (cpu, opencl) seconds for a batch of `frames` frames of size `n`, from the
     /// measured size nearest to n on a log scale.
-    pub fn predict(&self, n: usize, frames: usize) -> (f64, f64) {
+    pub(crate) fn predict(&self, n: usize, frames: usize) -> (f64, f64) {
         let l = (n.max(1) as f64).log2();
         let Some(nearest) = self.points.iter().map(|p| p.n).min_by(|a, b| {
             let da = ((*a as f64).log2() - l).abs();
@@ -147,12 +147,6 @@ impl Calibration {
         )
     }
 
-    /// True when the OpenCL engine is predicted faster.
-    pub fn prefer_gpu(&self, n: usize, frames: usize) -> bool {
-        let (c, g) = self.predict(n, frames);
-        g < c
-    }
-
     /// The cached calibration for `key`, if there is one for exactly that key.
     pub fn load(key: &CalibrationKey) -> Option<Calibration> {
         let text = std::fs::read_to_string(key.path()?).ok()?;
@@ -162,7 +156,7 @@ impl Calibration {
 
     /// Writes the calibration to its cache file (best effort: a read-only cache dir only costs
     /// a new calibration next time).
-    pub fn save(&self) -> Result<PathBuf, String> {
+    pub(crate) fn save(&self) -> Result<PathBuf, String> {
         let path = self
             .key
             .path()
@@ -261,7 +255,7 @@ pub fn measure<T: Sample>(gpu: &mut OpenClEngine<T>) -> Result<Calibration, Stri
 
 /// The calibration for `gpu`'s device: from the cache, or measured now (and cached) when
 /// `allow_measure` is true. `refresh` measures even when a cached one exists.
-pub fn obtain<T: Sample>(
+pub(crate) fn obtain<T: Sample>(
     gpu: &mut OpenClEngine<T>,
     allow_measure: bool,
     refresh: bool,

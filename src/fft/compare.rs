@@ -50,7 +50,7 @@ impl CompareReport {
 /// Errors of `got` against the reference `want` (frames of `spec.values_out()` values):
 /// (mismatches, max_abs, max_rel), relative to each frame's largest bin (`row_peak`); dB rows
 /// compared as magnitudes.
-pub fn compare_rows(
+pub(crate) fn compare_rows(
     got: &[f64],
     want: &[f64],
     spec: &TransformSpec,
@@ -77,7 +77,7 @@ pub fn compare_rows(
 
 /// The largest bin magnitude of one output row: |X| of each (re, im) pair for `complex`, else
 /// the largest |value| (dB values as magnitudes).
-pub fn row_peak(row: &[f64], scale: Scale) -> f64 {
+pub(crate) fn row_peak(row: &[f64], scale: Scale) -> f64 {
     match scale {
         Scale::Complex => row
             .chunks_exact(2)
@@ -90,7 +90,9 @@ pub fn row_peak(row: &[f64], scale: Scale) -> f64 {
 
 /// The OpenCL engine `choice` selects: `gpu`/`auto` the best device, `opencl:P:D` that one, the
 /// first OpenCL device of `gpu:all` or a list; `cpu` is a usage error (nothing to compare).
-pub fn open_opencl_engine<T: Sample>(choice: &DeviceChoice) -> Result<OpenClEngine<T>, FftdError> {
+pub(crate) fn open_opencl_engine<T: Sample>(
+    choice: &DeviceChoice,
+) -> Result<OpenClEngine<T>, FftdError> {
     open_opencl_engines(choice)?
         .into_iter()
         .next()
@@ -99,7 +101,7 @@ pub fn open_opencl_engine<T: Sample>(choice: &DeviceChoice) -> Result<OpenClEngi
 
 /// One OpenCL engine per OpenCL device instance `choice` names (`gpu`/`auto`: the best device);
 /// a choice without one is a usage error.
-pub fn open_opencl_engines<T: Sample>(
+pub(crate) fn open_opencl_engines<T: Sample>(
     choice: &DeviceChoice,
 ) -> Result<Vec<OpenClEngine<T>>, FftdError> {
     let (_, engines) = device_set::open_opencl::<T>(choice, &OpenClOptions::from_env())?;
@@ -137,7 +139,7 @@ pub fn compare_engines<T: Sample>(
 }
 
 /// Runs one batch on `gpu` and on `cpu` (the reference) and compares their outputs.
-pub fn compare_batch<T: Sample>(
+pub(crate) fn compare_batch<T: Sample>(
     gpu: &mut dyn Engine<T>,
     cpu: &mut dyn Engine<T>,
     spec: &TransformSpec,

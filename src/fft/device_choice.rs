@@ -24,7 +24,7 @@ pub enum DeviceChoice {
 impl DeviceChoice {
     /// Whether the choice names an OpenCL device outright (`gpu`, `opencl:P:D`, `gpu:all`, or a
     /// list with one), rather than `cpu` or `auto`.
-    pub fn names_a_device(&self) -> bool {
+    pub(crate) fn names_a_device(&self) -> bool {
         match self {
             DeviceChoice::Auto | DeviceChoice::Cpu => false,
             DeviceChoice::Gpu | DeviceChoice::OpenCl { .. } | DeviceChoice::AllGpus => true,
@@ -51,7 +51,8 @@ impl fmt::Display for DeviceChoice {
 
 impl DeviceChoice {
     /// Whether the choice can name more than one device (`gpu:all`, a list).
-    pub fn is_multi(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_multi(&self) -> bool {
         matches!(self, DeviceChoice::AllGpus | DeviceChoice::List(_))
     }
 }

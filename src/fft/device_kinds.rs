@@ -28,13 +28,13 @@ fn kinds() -> BTreeMap<String, bool> {
 }
 
 /// Whether `choice` named GPU-type devices alone when it was last opened.
-pub fn names_gpus_alone(choice: &DeviceChoice) -> bool {
+pub(crate) fn names_gpus_alone(choice: &DeviceChoice) -> bool {
     kinds().get(&choice.to_string()) == Some(&true)
 }
 
 /// Records whether `choice` (just opened) names GPU-type devices alone; a GPU found so also
 /// tells `auto` there is one.
-pub fn remember(choice: &DeviceChoice) {
+pub(crate) fn remember(choice: &DeviceChoice) {
     let Ok(specs) = device_set::resolve(choice) else {
         return;
     };
@@ -79,7 +79,7 @@ fn now_s() -> u64 {
 
 /// Records whether `auto` found a GPU-type device here (in this environment), and when. Best
 /// effort: a cache that cannot be written only means `auto` keeps looking.
-pub fn remember_auto(found: bool) {
+pub(crate) fn remember_auto(found: bool) {
     let mut all = findings();
     all.insert(environment(), (found, now_s()));
     calibrate::save_cached(auto_path(), &all);
@@ -89,7 +89,7 @@ pub fn remember_auto(found: bool) {
 /// no GPU-type device within `NO_GPU_FOR` (the OpenCL platform's start-up costs a core some
 /// tenths of a second, on a machine with only PoCL too). Deleting `auto-gpus.json` in the cache
 /// folder makes it look again, as does a `--device gpu` run that records a GPU (`remember`).
-pub fn auto_may_find_gpus() -> bool {
+pub(crate) fn auto_may_find_gpus() -> bool {
     let Some(&(false, at)) = findings().get(&environment()) else {
         return true;
     };

@@ -20,14 +20,14 @@ use crate::types::Sample;
 
 /// One device a run computes on.
 #[derive(Clone, Copy, Debug)]
-pub enum LaneDevice {
+pub(crate) enum LaneDevice {
     Cpu,
     OpenCl(&'static DeviceEntry),
 }
 
 /// One device instance of a choice.
 #[derive(Clone, Debug)]
-pub struct LaneSpec {
+pub(crate) struct LaneSpec {
     pub device: LaneDevice,
     /// 1-based: the how-many-th time the choice names this device.
     pub instance: usize,
@@ -37,7 +37,7 @@ pub struct LaneSpec {
 
 impl LaneSpec {
     /// `cpu` or `opencl:P:D`.
-    pub fn address(&self) -> String {
+    pub(crate) fn address(&self) -> String {
         match self.device {
             LaneDevice::Cpu => "cpu".into(),
             LaneDevice::OpenCl(entry) => entry.info.address(),
@@ -45,7 +45,7 @@ impl LaneSpec {
     }
 
     /// The address, with `#I` when the device is listed more than once.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.listed {
             0 | 1 => self.address(),
             _ => format!("{}#{}", self.address(), self.instance),
@@ -53,7 +53,7 @@ impl LaneSpec {
     }
 
     /// The device's name ("CPU engine" for the CPU).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self.device {
             LaneDevice::Cpu => "CPU engine".into(),
             LaneDevice::OpenCl(entry) => entry.info.name.clone(),
@@ -62,7 +62,7 @@ impl LaneSpec {
 }
 
 /// The device instances `choice` means on this machine.
-pub fn resolve(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
+pub(crate) fn resolve(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
     let devices = match choice {
         DeviceChoice::Auto => auto_candidates(),
         DeviceChoice::Cpu => vec![LaneDevice::Cpu],
@@ -79,7 +79,7 @@ pub fn resolve(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
 }
 
 /// The OpenCL devices only, of `resolve` (for tools that compare or time OpenCL devices).
-pub fn opencl_devices(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
+pub(crate) fn opencl_devices(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
     Ok(resolve(choice)?
         .into_iter()
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(_)))
@@ -89,7 +89,7 @@ pub fn opencl_devices(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError>
 /// One OpenCL engine with `options` on each OpenCL device instance `choice` names (`auto` as
 /// `gpu`: the best device; `cpu`: none), with the instances: the engines `fftd check` compares
 /// and `fftd bench` times. An instance that cannot open is a runtime error naming its label.
-pub fn open_opencl<T: Sample>(
+pub(crate) fn open_opencl<T: Sample>(
     choice: &DeviceChoice,
     options: &OpenClOptions,
 ) -> Result<(Vec<LaneSpec>, Vec<OpenClEngine<T>>), FftdError> {

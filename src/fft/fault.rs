@@ -44,7 +44,7 @@ impl Fault {
     /// Called by an engine before a batch, with the number of batches it has transformed: Ok to
     /// go on (after sleeping out a timed hang), Err with the reason to fail the batch. A hang
     /// for ever never returns.
-    pub fn before_batch(&self, done: u64) -> Result<(), String> {
+    pub(crate) fn before_batch(&self, done: u64) -> Result<(), String> {
         let k = self.after_batches;
         match self.effect {
             FaultEffect::Error if done >= k => Err(format!(
@@ -91,7 +91,7 @@ fn hang_for_ever() -> ! {
 
 /// The parsed switch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FaultPlan {
+pub(crate) struct FaultPlan {
     every: Option<Fault>,
     /// (address `opencl:P:D`, instance or None for all, fault).
     targeted: Vec<(String, Option<usize>, Fault)>,
@@ -99,14 +99,14 @@ pub struct FaultPlan {
 
 impl FaultPlan {
     /// From `FFTD_FAULT_AFTER_BATCHES` (empty when unset or unparsable).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         crate::knobs::fault_after_batches()
             .and_then(|v| Self::parse(&v))
             .unwrap_or_default()
     }
 
     /// `K[:hang[=S]|:panic]` or `DEVICE@K[:hang[=S]|:panic][,...]`; None when the text is neither.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let text = text.trim();
         if let Some(fault) = Fault::parse(text) {
             return Some(FaultPlan {
@@ -131,13 +131,13 @@ impl FaultPlan {
     }
 
     /// The fault of every engine (`K` alone), if any.
-    pub fn every(&self) -> Option<Fault> {
+    pub(crate) fn every(&self) -> Option<Fault> {
         self.every
     }
 
     /// The fault of the engines of device `address`'s instance `instance` (1-based), if any
     /// rule names them.
-    pub fn for_device(&self, address: &str, instance: usize) -> Option<Fault> {
+    pub(crate) fn for_device(&self, address: &str, instance: usize) -> Option<Fault> {
         let targeted = self
             .targeted
             .iter()

@@ -47,7 +47,7 @@ impl<T> PinnedBlock<T> {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [T] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         // SAFETY: `new`'s contract; `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
@@ -64,7 +64,7 @@ pub trait PinnedAlloc<T>: Send + Sync {
 }
 
 /// A shared handle to an allocator of pinned memory.
-pub type PinnedMemory<T> = Arc<dyn PinnedAlloc<T>>;
+pub(crate) type PinnedMemory<T> = Arc<dyn PinnedAlloc<T>>;
 
 /// A growable buffer of values in heap or pinned memory; dereferences to its `len()` values.
 pub struct HostBuf<T> {
@@ -117,7 +117,7 @@ impl<T: Copy + Default> HostBuf<T> {
     }
 
     /// The pinned block under the buffer, if it is pinned.
-    pub fn pinned_block(&self) -> Option<&PinnedBlock<T>> {
+    pub(crate) fn pinned_block(&self) -> Option<&PinnedBlock<T>> {
         match &self.mem {
             Mem::Pinned(b) => Some(b),
             Mem::Heap(_) => None,
@@ -125,7 +125,7 @@ impl<T: Copy + Default> HostBuf<T> {
     }
 
     /// Values the buffer holds without growing (pinned memory cannot grow in place).
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         match &self.mem {
             Mem::Heap(v) => v.capacity(),
             Mem::Pinned(b) => b.len(),
@@ -215,7 +215,7 @@ pub(crate) mod boxed {
     }
 
     /// A block of `len` zeros in a box of its own, freed with the block.
-    pub fn block(len: usize) -> PinnedBlock<f32> {
+    pub(crate) fn block(len: usize) -> PinnedBlock<f32> {
         let raw = Box::into_raw(vec![0.0f32; len].into_boxed_slice());
         // SAFETY: the box's values live until `Owned` drops them.
         unsafe { PinnedBlock::new(raw as *mut f32, len, Box::new(Owned(raw))) }

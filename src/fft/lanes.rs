@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 /// What one lane has done (all counts since the start of the run).
 #[derive(Debug, Default)]
-pub struct LaneCounters {
+pub(crate) struct LaneCounters {
     /// Batches its workers finished.
     pub batches: AtomicU64,
     /// Frames in those batches.
@@ -28,7 +28,7 @@ pub struct LaneCounters {
 
 /// One device instance of the run.
 #[derive(Debug)]
-pub struct Lane {
+pub(crate) struct Lane {
     /// `cpu`, `opencl:P:D` or `opencl:P:D#I` (see `device_set`).
     pub label: String,
     /// "CPU engine" or the OpenCL device's name.
@@ -44,7 +44,7 @@ pub struct Lane {
 }
 
 impl Lane {
-    pub fn new(label: String, name: String, is_cpu: bool, workers: usize) -> Arc<Self> {
+    pub(crate) fn new(label: String, name: String, is_cpu: bool, workers: usize) -> Arc<Self> {
         Arc::new(Lane {
             label,
             name,
@@ -56,22 +56,22 @@ impl Lane {
         })
     }
 
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.failed.load(Ordering::Relaxed)
     }
 
     /// Whether new batches may be sent here: neither failed nor retired.
-    pub fn takes_batches(&self) -> bool {
+    pub(crate) fn takes_batches(&self) -> bool {
         !self.failed() && !self.retired.load(Ordering::Relaxed)
     }
 
     /// No new batches for this lane from now on (see `retired`).
-    pub fn retire(&self) {
+    pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::Relaxed);
     }
 
     /// "label (name)".
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         if self.is_cpu {
             self.label.clone()
         } else {
@@ -82,7 +82,7 @@ impl Lane {
 
 /// The lanes that take batches in one run.
 #[derive(Debug, Default)]
-pub struct LaneSet {
+pub(crate) struct LaneSet {
     lanes: Mutex<Vec<Arc<Lane>>>,
     /// Whether a failed lane's batches may go to the other lanes (the pipeline's dispatcher does
     /// that); otherwise each lane falls back on its own CPU engine.
@@ -97,7 +97,7 @@ pub struct LaneSet {
 impl LaneSet {
     /// `handoff`: the caller hands a failed lane's batches to the others
     /// (`EngineError::HandOff`).
-    pub fn new(handoff: bool) -> Arc<Self> {
+    pub(crate) fn new(handoff: bool) -> Arc<Self> {
         Arc::new(LaneSet {
             lanes: Mutex::new(Vec::new()),
             handoff,
@@ -107,7 +107,7 @@ impl LaneSet {
     }
 
     /// Adds a lane that takes batches from now on.
-    pub fn join(&self, lane: &Arc<Lane>) {
+    pub(crate) fn join(&self, lane: &Arc<Lane>) {
         if let Ok(mut lanes) = self.lanes.lock() {
             lanes.push(lane.clone());
         }
@@ -119,12 +119,12 @@ impl LaneSet {
     /// The CPU lanes only bridged a device's start-up: they go on taking batches until a
     /// device's lane has returned its first one (`first_device_batch_returned`), so nothing
     /// waits while the device moves its first batch, then retire.
-    pub fn retire_cpu_after_first_device_batch(&self) {
+    pub(crate) fn retire_cpu_after_first_device_batch(&self) {
         self.cpu_retires_pending.store(true, Ordering::SeqCst);
     }
 
     /// A device's lane returned its first batch: the CPU lanes retire if they were to.
-    pub fn first_device_batch_returned(&self) {
+    pub(crate) fn first_device_batch_returned(&self) {
         if self.cpu_retires_pending.swap(false, Ordering::SeqCst) {
             self.lanes()
                 .iter()
@@ -134,12 +134,12 @@ impl LaneSet {
     }
 
     /// Whether a device's lane has joined (batches sized for devices from then on).
-    pub fn has_device(&self) -> bool {
+    pub(crate) fn has_device(&self) -> bool {
         self.device_joined.load(Ordering::Relaxed)
     }
 
     /// Every lane that joined, in order.
-    pub fn lanes(&self) -> Vec<Arc<Lane>> {
+    pub(crate) fn lanes(&self) -> Vec<Arc<Lane>> {
         self.lanes.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
@@ -156,13 +156,13 @@ impl LaneSet {
     }
 
     /// Whether another lane can take `from`'s batches.
-    pub fn takes_over(&self, from: &Lane) -> bool {
+    pub(crate) fn takes_over(&self, from: &Lane) -> bool {
         !self.takers(from).is_empty()
     }
 
     /// Marks `lane` failed; the first time, one warning names it, the error and where its
     /// batches go now.
-    pub fn fail(&self, lane: &Lane, error: &EngineError) {
+    pub(crate) fn fail(&self, lane: &Lane, error: &EngineError) {
         if lane.failed.swap(true, Ordering::Relaxed) {
             return;
         }
@@ -178,7 +178,7 @@ impl LaneSet {
 
 /// How long a lane is expected to take for a batch, to spread batches in proportion to speed.
 #[derive(Clone, Debug)]
-pub enum LaneSpeed {
+pub(crate) enum LaneSpeed {
     /// Nothing measured: the same time per unit of work (n log2 n per frame) on every lane,
     /// so equal shares (the dispatcher's backlog still favours whichever lane finishes first).
     Even,
@@ -191,7 +191,7 @@ pub enum LaneSpeed {
 
 /// Which side of a calibration a lane runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SpeedSide {
+pub(crate) enum SpeedSide {
     /// An OpenCL lane, host to host; `routed`: `auto`'s lanes also send a batch to their CPU
     /// engine when that is predicted faster.
     OpenCl { routed: bool },
@@ -201,7 +201,7 @@ pub enum SpeedSide {
 
 impl LaneSpeed {
     /// Predicted seconds for the lane to get through a batch of `frames` frames of size `n`.
-    pub fn seconds(&self, n: usize, frames: usize) -> f64 {
+    pub(crate) fn seconds(&self, n: usize, frames: usize) -> f64 {
         match self {
             LaneSpeed::Even => {
                 let n = n.max(2) as f64;
@@ -220,14 +220,8 @@ impl LaneSpeed {
         }
     }
 
-    /// Whether this is a measured speed (the dispatcher compares lanes only when all are, and
-    /// of one kind: calibrations or rates).
-    pub fn is_measured(&self) -> bool {
-        matches!(self, LaneSpeed::Measured(..) | LaneSpeed::Rate(_))
-    }
-
     /// Whether `self` and `other` can be compared (both measured the same way).
-    pub fn comparable(&self, other: &LaneSpeed) -> bool {
+    pub(crate) fn comparable(&self, other: &LaneSpeed) -> bool {
         matches!(
             (self, other),
             (LaneSpeed::Measured(..), LaneSpeed::Measured(..))

@@ -6,25 +6,27 @@
 pub mod calibrate;
 pub mod compare;
 pub mod cpu;
-pub mod device_choice;
-pub mod device_kinds;
-pub mod device_set;
+pub(crate) mod device_choice;
+pub(crate) mod device_kinds;
+pub(crate) mod device_set;
 pub mod fault;
-pub mod host_memory;
-pub mod lanes;
-pub mod log_once;
+pub(crate) mod host_memory;
+pub(crate) mod lanes;
+pub(crate) mod log_once;
 pub mod opencl;
-pub mod route_record;
-pub mod routed;
+pub(crate) mod route_record;
+pub(crate) mod routed;
 pub mod router;
-pub mod scale;
-pub mod spec;
+pub(crate) mod scale;
+pub(crate) mod spec;
 
-pub use crate::trace::device_trace::{self, DeviceTrace};
+pub(crate) use crate::trace::device_trace::DeviceTrace;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
-pub use host_memory::{HostBuf, PinnedMemory};
-pub use scale::{Scale, ScalePlan};
+pub use host_memory::HostBuf;
+pub(crate) use host_memory::PinnedMemory;
+pub use scale::Scale;
+pub(crate) use scale::ScalePlan;
 
 /// Everything the frames of one batch share: size, kind, window and output scale.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,7 +60,7 @@ impl TransformSpec {
     }
 
     /// How |X| becomes the output value for this spec (normalisation, one-sided doubling, dB).
-    pub fn scale_plan(&self) -> ScalePlan {
+    pub(crate) fn scale_plan(&self) -> ScalePlan {
         ScalePlan::new(self)
     }
 }
@@ -192,7 +194,7 @@ pub struct FrameStep<'a, T> {
 
 impl<'a, T: Sample> FrameStep<'a, T> {
     /// Frames back to back in `data`.
-    pub fn packed_in(spec: &TransformSpec, data: &'a [T], count: usize) -> Self {
+    pub(crate) fn packed_in(spec: &TransformSpec, data: &'a [T], count: usize) -> Self {
         FrameStep {
             data,
             count,
@@ -229,7 +231,7 @@ impl<'a, T: Sample> FrameStep<'a, T> {
     }
 
     /// `check`, and the reduction and output as `check_reduced` checks them for packed frames.
-    pub fn check_batch(
+    pub(crate) fn check_batch(
         &self,
         engine: &'static str,
         spec: &TransformSpec,
@@ -260,7 +262,7 @@ impl<'a, T: Sample> FrameStep<'a, T> {
 /// `reduction` applied on the host to the spectra `transform` writes (for engines that reduce
 /// nothing themselves): `out` takes band rows, runs of rows (in f64), both or the spectra as
 /// they are. The caller has checked the lengths.
-pub fn reduce_on_host<T: Sample>(
+pub(crate) fn reduce_on_host<T: Sample>(
     spec: &TransformSpec,
     frames: usize,
     (bands, runs): Reduction<'_>,
@@ -308,7 +310,7 @@ pub enum SegmentOp {
 }
 
 /// The larger of two values, NaN if either is (numpy's `maximum`).
-pub fn max_or_nan(held: f64, new: f64) -> f64 {
+pub(crate) fn max_or_nan(held: f64, new: f64) -> f64 {
     if new > held || new.is_nan() {
         new
     } else {
@@ -317,7 +319,7 @@ pub fn max_or_nan(held: f64, new: f64) -> f64 {
 }
 
 /// The smaller of two values, NaN if either is (numpy's `minimum`).
-pub fn min_or_nan(held: f64, new: f64) -> f64 {
+pub(crate) fn min_or_nan(held: f64, new: f64) -> f64 {
     if new < held || new.is_nan() {
         new
     } else {
@@ -397,7 +399,7 @@ pub enum RowFinish {
 
 impl RowFinish {
     /// The smallest power `Decibels` takes the log of.
-    pub const DB_FLOOR_POWER: f64 = scale::DB_FLOOR_MAGNITUDE * scale::DB_FLOOR_MAGNITUDE;
+    pub(crate) const DB_FLOOR_POWER: f64 = scale::DB_FLOOR_MAGNITUDE * scale::DB_FLOOR_MAGNITUDE;
 
     /// Applies the scale to `power`.
     pub fn apply(self, power: f64) -> f64 {
@@ -428,7 +430,7 @@ impl BandWeights {
     }
 
     /// `apply` for spectra back to back in `spectra`, rows back to back in `out`.
-    pub fn apply_rows<T: Sample>(&self, spectra: &[T], out: &mut [T]) {
+    pub(crate) fn apply_rows<T: Sample>(&self, spectra: &[T], out: &mut [T]) {
         let rows = out.chunks_exact_mut(self.bands().max(1));
         for (spectrum, row) in spectra.chunks_exact(self.bins.max(1)).zip(rows) {
             self.apply(spectrum, row);
@@ -456,11 +458,11 @@ fn dot<T: Sample>(weights: &[f64], values: &[T]) -> f64 {
 }
 
 /// What an engine reduces a batch to: band rows, runs of rows, both or neither.
-pub type Reduction<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
+pub(crate) type Reduction<'a> = (Option<&'a BandWeights>, Option<&'a Segments<'a>>);
 
 /// One batch through `engine`: spectra, band rows, or rows reduced by runs (the one place that
 /// picks among `transform`, `transform_bands` and `transform_segments`).
-pub fn transform_reduced<T: Sample, E: Engine<T> + ?Sized>(
+pub(crate) fn transform_reduced<T: Sample, E: Engine<T> + ?Sized>(
     engine: &mut E,
     spec: &TransformSpec,
     input: &[T],
@@ -476,7 +478,7 @@ pub fn transform_reduced<T: Sample, E: Engine<T> + ?Sized>(
 }
 
 /// Checks the buffer lengths `Engine::transform` is given.
-pub fn check_batch(
+pub(crate) fn check_batch(
     engine: &'static str,
     spec: &TransformSpec,
     input_len: usize,
@@ -489,7 +491,7 @@ pub fn check_batch(
 /// Checks the buffers of a batch reduced as `reduction` says: the input holds the frames, the
 /// band matrix fits the spectra, the runs cover the frames (none empty), and the output holds
 /// one row per frame (or run) of its width.
-pub fn check_reduced(
+pub(crate) fn check_reduced(
     engine: &'static str,
     spec: &TransformSpec,
     (input_len, frames): (usize, usize),

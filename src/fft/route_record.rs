@@ -29,13 +29,13 @@ use std::path::PathBuf;
 /// What tells jobs apart for `auto`: the same job on fewer cores, with overlap, in f64 or with
 /// products can be won by the other route.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobKey(String);
+pub(crate) struct JobKey(String);
 
 impl JobKey {
     /// `frame` and `hop` in samples (0: a whole input per frame), `products` a short label of
     /// the products, `input_bytes` the input's size (in classes of factors of 4), `cores` those
     /// this process may use (affinity and cgroup quota: `limits::cores`).
-    pub fn new(
+    pub(crate) fn new(
         (frame, hop): (usize, usize),
         precision: &str,
         products: &str,
@@ -57,7 +57,7 @@ struct RouteBook {
 
 /// The two ways `auto` can run a file job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AutoRoute {
+pub(crate) enum AutoRoute {
     CpuOnly,
     /// The CPU engines until a GPU's lane joins, then the GPU's alone (the CPU lane retires).
     GpuOnly,
@@ -67,7 +67,7 @@ pub enum AutoRoute {
 
 /// Measured end-to-end rates, samples per second: each way's last `TRIALS` figures.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct RouteRecord {
+pub(crate) struct RouteRecord {
     #[serde(default)]
     cpu_only: Vec<f64>,
     #[serde(default)]
@@ -109,12 +109,12 @@ impl RouteRecord {
     }
 
     /// Whether records can be kept at all (a cache folder is known).
-    pub fn kept() -> bool {
+    pub(crate) fn kept() -> bool {
         Self::path().is_some()
     }
 
     /// The record of `job` on disk; empty when there is none (or it cannot be read).
-    pub fn load(job: &JobKey) -> Self {
+    pub(crate) fn load(job: &JobKey) -> Self {
         Self::book().jobs.get(&job.0).cloned().unwrap_or_default()
     }
 
@@ -164,7 +164,7 @@ impl RouteRecord {
     /// then a way within `CLOSE` of the best that has fewer than `TRIALS` figures (the fewest
     /// first); then the way with the best figure, and every `RETRY_EVERY`th run the runner-up
     /// when it is within `CLOSE`.
-    pub fn choose(&self) -> AutoRoute {
+    pub(crate) fn choose(&self) -> AutoRoute {
         let Some(gpu) = self.best(AutoRoute::GpuOnly) else {
             return AutoRoute::GpuOnly;
         };
@@ -189,7 +189,7 @@ impl RouteRecord {
 
     /// Both lanes' rates when each way alone has a figure: (CPU engines alone, GPU alone), for a
     /// split of the batches in proportion (`lanes::LaneSpeed::Rate`).
-    pub fn shares(&self) -> Option<(f64, f64)> {
+    pub(crate) fn shares(&self) -> Option<(f64, f64)> {
         Some((
             self.best(AutoRoute::CpuOnly)?,
             self.best(AutoRoute::GpuOnly)?,
@@ -199,7 +199,7 @@ impl RouteRecord {
     /// Adds a run's rate (the way's oldest of `TRIALS` figures goes), and for a run of the GPU
     /// alone the CPU engines' bridge rate, and saves the record. Saving is best effort: a
     /// read-only cache only means no memory.
-    pub fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
+    pub(crate) fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
         if !usable(samples_per_s) {
             return;
         }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 /// How a routed engine picks between its OpenCL and CPU engines.
 #[derive(Clone)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// Every supported batch on OpenCL (`gpu`, `gpu:all`, `opencl:P:D`, lists).
     Always,
     /// The engine the calibration predicts faster (`auto`).
@@ -30,7 +30,7 @@ pub enum Policy {
 }
 
 /// An OpenCL engine with the CPU engine as fallback, for one worker of one lane.
-pub struct RoutedEngine<T: Sample> {
+pub(crate) struct RoutedEngine<T: Sample> {
     cpu: CpuEngine<T>,
     gpu: Option<OpenClEngine<T>>,
     policy: Policy,
@@ -42,7 +42,7 @@ pub struct RoutedEngine<T: Sample> {
 }
 
 impl<T: Sample> RoutedEngine<T> {
-    pub fn new(
+    pub(crate) fn new(
         gpu: OpenClEngine<T>,
         policy: Policy,
         lane: Arc<Lane>,

@@ -54,7 +54,7 @@ pub struct RouterOptions {
 
 impl RouterOptions {
     /// OpenCL engines (FFT workers) per device instance.
-    pub fn engines_per_device(&self) -> usize {
+    pub(crate) fn engines_per_device(&self) -> usize {
         let default = crate::limits::DEVICE_WORKERS;
         self.device_workers.unwrap_or(default).max(1)
     }
@@ -73,10 +73,10 @@ impl RouterOptions {
 }
 
 /// One engine per FFT worker.
-pub type Engines<T> = Vec<Box<dyn Engine<T>>>;
+pub(crate) type Engines<T> = Vec<Box<dyn Engine<T>>>;
 
 /// One lane's engines, ready to run.
-pub struct LaneEngines<T: Sample> {
+pub(crate) struct LaneEngines<T: Sample> {
     pub lane: Arc<Lane>,
     pub engines: Engines<T>,
     pub speed: LaneSpeed,
@@ -84,7 +84,7 @@ pub struct LaneEngines<T: Sample> {
 
 /// Lanes built on a thread of their own (`auto`'s GPUs on file input), and the speed their
 /// calibration gives the CPU lane already running.
-pub struct LateLanes<T: Sample> {
+pub(crate) struct LateLanes<T: Sample> {
     pub lanes: Vec<LaneEngines<T>>,
     pub cpu_speed: Option<LaneSpeed>,
     /// Why the device a run named (`--device gpu`, started in the background) is unusable: the
@@ -93,10 +93,10 @@ pub struct LateLanes<T: Sample> {
 }
 
 /// Builds `LateLanes` (device start-up, calibration) when called.
-pub type DeferredLanes<T> = Box<dyn FnOnce() -> LateLanes<T> + Send>;
+pub(crate) type DeferredLanes<T> = Box<dyn FnOnce() -> LateLanes<T> + Send>;
 
 /// The pipeline's engines: the lanes ready now, and lanes still to be built.
-pub struct EngineSet<T: Sample> {
+pub(crate) struct EngineSet<T: Sample> {
     /// Where the lanes report failures; a lane joins it when it starts taking batches.
     pub lane_set: Arc<LaneSet>,
     pub ready: Vec<LaneEngines<T>>,
@@ -109,7 +109,7 @@ pub struct EngineSet<T: Sample> {
 }
 
 /// One engine per FFT worker per lane, in one list, with default `RouterOptions`.
-pub fn build_engines<T: Sample>(
+pub(crate) fn build_engines<T: Sample>(
     choice: &DeviceChoice,
     workers: usize,
 ) -> Result<Engines<T>, FftdError> {
@@ -133,7 +133,7 @@ pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>,
 /// follows the end-to-end rates of earlier runs (`route_record`). Only GPU-type devices join:
 /// an OpenCL device on the CPU would share the CPU engines' cores. Live input keeps the start-up
 /// before capture.
-pub fn build_engine_set<T: Sample>(
+pub(crate) fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
     (workers, device_workers): (usize, Option<usize>),
     live: bool,

@@ -18,12 +18,12 @@ use serde::Deserialize;
 use std::fmt;
 
 /// Floor applied to |X| before taking dB: 1e-12, i.e. -240 dB.
-pub const DB_FLOOR_MAGNITUDE: f64 = 1e-12;
+pub(crate) const DB_FLOOR_MAGNITUDE: f64 = 1e-12;
 
 /// `v` raised to `floor` when below it. NaN stays NaN: `max` would give the floor, writing a bin
 /// that is not a number as -240 dB.
 #[inline]
-pub fn floored<T: PartialOrd>(v: T, floor: T) -> T {
+pub(crate) fn floored<T: PartialOrd>(v: T, floor: T) -> T {
     if v < floor {
         floor
     } else {
@@ -87,7 +87,7 @@ impl fmt::Display for Scale {
 /// What the final pass does to X, reduced to a few numbers an engine (or a kernel) can use:
 /// `out = mode(|X|) * norm * (edge ? 1 : interior_factor)`, or (mode `Complex`) X's re and im.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ScalePlan {
+pub(crate) struct ScalePlan {
     pub mode: ScaleMode,
     /// Multiplier applied after squaring (power modes) — 1 for magnitude, dB and complex.
     pub norm: f64,
@@ -98,7 +98,7 @@ pub struct ScalePlan {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScaleMode {
+pub(crate) enum ScaleMode {
     Magnitude,
     Power,
     Db,
@@ -107,7 +107,7 @@ pub enum ScaleMode {
 }
 
 impl ScalePlan {
-    pub fn new(spec: &TransformSpec) -> Self {
+    pub(crate) fn new(spec: &TransformSpec) -> Self {
         let w = spec.window.coefficients(spec.n);
         let sum: f64 = w.iter().sum();
         let sum_sq: f64 = w.iter().map(|v| v * v).sum();
@@ -115,7 +115,7 @@ impl ScalePlan {
     }
 
     /// As `new`, from the window's Σw and Σw² when the caller already has them.
-    pub fn with_window_sums(spec: &TransformSpec, sum: f64, sum_sq: f64) -> Self {
+    pub(crate) fn with_window_sums(spec: &TransformSpec, sum: f64, sum_sq: f64) -> Self {
         let one_sided = spec.kind == InputKind::Real;
         let nyquist_bin = (one_sided && spec.n % 2 == 0).then_some(spec.n / 2);
         let (mode, norm, interior_factor) = match spec.scale {
@@ -144,7 +144,7 @@ impl ScalePlan {
 
     /// The multiplier for bin `k` (after squaring in power modes).
     #[inline]
-    pub fn factor(&self, k: usize) -> f64 {
+    pub(crate) fn factor(&self, k: usize) -> f64 {
         if k == 0 || Some(k) == self.nyquist_bin {
             self.norm
         } else {
@@ -154,7 +154,7 @@ impl ScalePlan {
 
     /// The output value of bin `k` from its magnitude, in f64 (for `Complex`, which has two
     /// values per bin, the magnitude).
-    pub fn apply_f64(&self, k: usize, magnitude: f64) -> f64 {
+    pub(crate) fn apply_f64(&self, k: usize, magnitude: f64) -> f64 {
         match self.mode {
             ScaleMode::Magnitude | ScaleMode::Complex => magnitude,
             ScaleMode::Db => 20.0 * floored(magnitude, DB_FLOOR_MAGNITUDE).log10(),
@@ -168,7 +168,11 @@ impl ScalePlan {
     /// roots / logs vectorise (measured: one fused pass ran at 0.64x of raw realfft for n = 256,
     /// its square roots scalar).
     #[inline]
-    pub fn finish_spectrum<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
+    pub(crate) fn finish_spectrum<T: Sample>(
+        &self,
+        spectrum: &[num_complex::Complex<T>],
+        row: &mut [T],
+    ) {
         if self.mode == ScaleMode::Complex {
             for (dst, z) in row.chunks_exact_mut(2).zip(spectrum) {
                 dst[0] = z.re;
@@ -186,7 +190,7 @@ impl ScalePlan {
     /// Working from |X|² avoids a square root for the power scales. Not for `Complex`, whose
     /// values are not a function of |X|² (`finish_spectrum` writes them): the row is left as is.
     #[inline]
-    pub fn finish_row<T: Sample>(&self, power: &mut [T]) {
+    pub(crate) fn finish_row<T: Sample>(&self, power: &mut [T]) {
         match self.mode {
             ScaleMode::Complex => {}
             ScaleMode::Magnitude => power.iter_mut().for_each(|v| *v = v.sqrt()),

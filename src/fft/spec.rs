@@ -25,21 +25,21 @@ pub struct EngineSpec {
 impl EngineSpec {
     /// Frames per batch for frames of `n` samples: `--batch`, else about
     /// `limits::CPU_BATCH_SAMPLES` (or `DEVICE_BATCH_SAMPLES` for device batches) samples.
-    pub fn batch_frames(&self, n: usize) -> usize {
+    pub(crate) fn batch_frames(&self, n: usize) -> usize {
         batch_frames_for(self.batch, self.device_batches, n)
     }
 
     /// Frames per batch while only the CPU engines take batches (a device started in the
     /// background has not joined yet): `--batch`, else the CPU engines' size. Their smaller
     /// buffers stay in cache and are reused instead of faulting in device-sized ones (issue 23).
-    pub fn cpu_batch_frames(&self, n: usize) -> usize {
+    pub(crate) fn cpu_batch_frames(&self, n: usize) -> usize {
         batch_frames_for(self.batch, false, n)
     }
 }
 
 /// Frames per batch for frames of `n` samples from `--batch` (`batch`, 0 = auto) and whether
 /// default batches are sized for devices (`EngineSpec::batch_frames`, `pipeline::spec::BatchSpec`).
-pub fn batch_frames_for(batch: usize, device_batches: bool, n: usize) -> usize {
+pub(crate) fn batch_frames_for(batch: usize, device_batches: bool, n: usize) -> usize {
     let (samples, most) = match device_batches {
         true => (limits::DEVICE_BATCH_SAMPLES, 16384),
         false => (limits::CPU_BATCH_SAMPLES, 1024),

@@ -17,7 +17,7 @@ use crate::products::Finish;
 use crate::types::Sample;
 
 /// One averaged row of a block: its row number, time, frame count and where its values are.
-pub struct AveragedRows<T> {
+pub(crate) struct AveragedRows<T> {
     /// (row number, time_s, frames) of each row.
     pub rows: Vec<(u64, f64, u32)>,
     /// The rows' values, back to back, scaled.
@@ -25,7 +25,7 @@ pub struct AveragedRows<T> {
 }
 
 /// The modes a worker can reduce block by block; the error names the mode.
-pub fn check_mode(mode: AverageMode) -> Result<(), String> {
+pub(crate) fn check_mode(mode: AverageMode) -> Result<(), String> {
     match mode {
         AverageMode::Peak | AverageMode::Exp { .. } => Err(
             "--average-mode peak and exp carry each stream's state from group to group: fleet workers reduce whole groups one block at a time (mean, median, max, min); run fftd locally for them".into(),
@@ -35,7 +35,7 @@ pub fn check_mode(mode: AverageMode) -> Result<(), String> {
 }
 
 /// Reduces `frames` power rows of `width` values (the block's frames in order) into its groups.
-pub fn average_block<T: Sample>(
+pub(crate) fn average_block<T: Sample>(
     (spec, mode, finish): (AverageSpec, AverageMode, Finish),
     header: &BlockHeader,
     power: &[T],

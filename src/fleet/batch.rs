@@ -21,13 +21,13 @@ use super::rows::RowHeaders;
 use std::ops::Range;
 
 /// The `layout` header of a batch message.
-pub const LAYOUT: &str = "fftd-rows-1";
+pub(crate) const LAYOUT: &str = "fftd-rows-1";
 /// Bytes before each row in a batch payload: frame u64, time_s f64, length u32.
-pub const ROW_PREFIX: usize = 20;
+pub(crate) const ROW_PREFIX: usize = 20;
 /// Room left for headers below the server's max_payload.
-pub const HEADER_ROOM: usize = 4096;
+pub(crate) const HEADER_ROOM: usize = 4096;
 /// Largest batch payload, whatever the server allows.
-pub const MAX_BATCH_BYTES: usize = 8 << 20;
+pub(crate) const MAX_BATCH_BYTES: usize = 8 << 20;
 
 /// How many rows go in one message: `--rows-per-message N|max`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -41,7 +41,7 @@ pub enum RowsPerMessage {
 
 impl RowsPerMessage {
     /// The largest count `N` accepts.
-    pub const LIMIT: usize = 1 << 20;
+    pub(crate) const LIMIT: usize = 1 << 20;
 
     fn limit(self) -> usize {
         match self {
@@ -59,7 +59,7 @@ impl RowsPerMessage {
 }
 
 /// `--rows-per-message`: a whole number from 1 to 2^20, or `max`.
-pub fn parse_rows_per_message(text: &str) -> Result<RowsPerMessage, String> {
+pub(crate) fn parse_rows_per_message(text: &str) -> Result<RowsPerMessage, String> {
     let t = text.trim();
     if t.eq_ignore_ascii_case("max") {
         return Ok(RowsPerMessage::Max);
@@ -82,14 +82,14 @@ impl std::str::FromStr for RowsPerMessage {
 
 /// One encoded row: its frame, time and where its bytes are.
 #[derive(Clone, Debug)]
-pub struct Row {
+pub(crate) struct Row {
     pub frame: u64,
     pub time_s: f64,
     pub bytes: Range<usize>,
 }
 
 /// What all the rows of one stream's messages share.
-pub struct RowsOf<'a> {
+pub(crate) struct RowsOf<'a> {
     pub origin: Origin<'a>,
     pub scale: &'a str,
     pub bins: usize,
@@ -101,14 +101,14 @@ pub struct RowsOf<'a> {
 
 /// How a stream's rows become messages: rows per message and the payload budget (bytes).
 #[derive(Clone, Copy, Debug)]
-pub struct Packing {
+pub(crate) struct Packing {
     pub per_message: RowsPerMessage,
     pub budget: usize,
 }
 
 impl Packing {
     /// The budget under a server's `max_payload`.
-    pub fn for_server(per_message: RowsPerMessage, max_payload: usize) -> Packing {
+    pub(crate) fn for_server(per_message: RowsPerMessage, max_payload: usize) -> Packing {
         Packing {
             per_message,
             budget: max_payload
@@ -118,7 +118,13 @@ impl Packing {
     }
 
     /// The messages of `rows` (one stream's, in frame order) whose bytes are in `bytes`.
-    pub fn messages(&self, of: &RowsOf<'_>, rows: &[Row], bytes: &[u8], out: &mut Vec<Outgoing>) {
+    pub(crate) fn messages(
+        &self,
+        of: &RowsOf<'_>,
+        rows: &[Row],
+        bytes: &[u8],
+        out: &mut Vec<Outgoing>,
+    ) {
         if self.per_message == RowsPerMessage::Up(1) {
             out.extend(rows.iter().map(|row| Outgoing {
                 headers: of.headers(row, None),
@@ -193,10 +199,12 @@ impl RowsOf<'_> {
 }
 
 /// One row of a batch payload: frame, time_s, the row's bytes.
-pub type DecodedRow<'a> = (u64, f64, &'a [u8]);
+#[cfg(test)]
+pub(crate) type DecodedRow<'a> = (u64, f64, &'a [u8]);
 
-/// The rows of a batch payload; the error says where it is broken.
-pub fn decode(payload: &[u8]) -> Result<Vec<DecodedRow<'_>>, String> {
+/// The rows of a batch payload; the error says where it is broken (the tests' reader).
+#[cfg(test)]
+pub(crate) fn decode(payload: &[u8]) -> Result<Vec<DecodedRow<'_>>, String> {
     let mut rows = Vec::new();
     let mut at = 0;
     while at < payload.len() {

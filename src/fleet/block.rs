@@ -20,11 +20,11 @@ use crate::types::InputKind;
 use async_nats::HeaderMap;
 
 /// Frames in one block at most (`fftd publish --block-frames` stays below).
-pub const MAX_BLOCK_FRAMES: usize = 65536;
+pub(crate) const MAX_BLOCK_FRAMES: usize = 65536;
 
 /// What every block of one stream shares: where it comes from and how it is framed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct StreamShape {
+pub(crate) struct StreamShape {
     pub source: String,
     /// The publish run (`ids`): a source published again is a new run.
     pub run: String,
@@ -39,7 +39,7 @@ pub struct StreamShape {
 
 impl StreamShape {
     /// Where this stream's messages on `subject` belong, for their dedup ids.
-    pub fn origin<'a>(&'a self, subject: &'a str) -> Origin<'a> {
+    pub(crate) fn origin<'a>(&'a self, subject: &'a str) -> Origin<'a> {
         Origin {
             subject,
             source: &self.source,
@@ -51,7 +51,7 @@ impl StreamShape {
 
 /// One block: its stream and which of its frames it holds.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BlockHeader {
+pub(crate) struct BlockHeader {
     pub shape: StreamShape,
     pub first_frame: u64,
     pub frames: usize,
@@ -64,12 +64,12 @@ pub struct BlockHeader {
 
 impl BlockHeader {
     /// Sample index of the block's first sample.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.first_frame * self.shape.hop as u64
     }
 
     /// A name for messages: `block source/stream (frames a..b)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "block {}/{} (frames {}..{})",
             self.shape.source,
@@ -80,7 +80,7 @@ impl BlockHeader {
     }
 
     /// The headers of the block published on `subject`.
-    pub fn to_headers(&self, subject: &str) -> HeaderMap {
+    pub(crate) fn to_headers(&self, subject: &str) -> HeaderMap {
         let s = &self.shape;
         let mut h = HeaderMap::new();
         h.insert("fftd-source", s.source.as_str());
@@ -112,7 +112,7 @@ impl BlockHeader {
     }
 
     /// Reads the headers back; the error names the first missing or bad one.
-    pub fn from_headers(h: Option<&HeaderMap>) -> Result<BlockHeader, String> {
+    pub(crate) fn from_headers(h: Option<&HeaderMap>) -> Result<BlockHeader, String> {
         let h = h.ok_or("no fftd headers (not a block from fftd publish)")?;
         let text = |name: &str| {
             h.get(name).map(|v| v.as_str().to_string()).ok_or(format!(
@@ -200,7 +200,7 @@ impl BlockHeader {
     }
 }
 
-pub fn kind_name(kind: InputKind) -> &'static str {
+pub(crate) fn kind_name(kind: InputKind) -> &'static str {
     match kind {
         InputKind::Real => "real",
         InputKind::Complex => "complex",
@@ -208,7 +208,7 @@ pub fn kind_name(kind: InputKind) -> &'static str {
 }
 
 /// Appends samples (f64 values) as little-endian float32.
-pub fn encode_samples(values: &[f64], out: &mut Vec<u8>) {
+pub(crate) fn encode_samples(values: &[f64], out: &mut Vec<u8>) {
     // sized first, then written in place: a loop the compiler vectorises
     let at = out.len();
     out.resize(at + values.len() * 4, 0);
@@ -218,7 +218,7 @@ pub fn encode_samples(values: &[f64], out: &mut Vec<u8>) {
 }
 
 /// The payload's values; the error says when its length disagrees with the header.
-pub fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec<f32>, String> {
+pub(crate) fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec<f32>, String> {
     let values = header.samples * header.shape.kind.width();
     if payload.len() != values * 4 {
         return Err(format!(

@@ -30,7 +30,7 @@ const IN_FLIGHT: InFlightLimit = InFlightLimit {
 
 /// What was published, for `--stats`.
 #[derive(Default)]
-pub struct Published {
+pub(crate) struct Published {
     pub blocks: u64,
     pub frames: u64,
     pub samples: u64,
@@ -43,7 +43,7 @@ struct Shard {
 }
 
 /// Collects blocks into batches and publishes them on the runtime, a few batches at a time.
-pub struct BlockSender<'a> {
+pub(crate) struct BlockSender<'a> {
     rt: &'a Runtime,
     /// The subject the publisher was given: block ids name it, whatever shard they go to.
     subject: String,
@@ -59,7 +59,7 @@ impl<'a> BlockSender<'a> {
     /// Blocks for `subject` sent to `shard_subjects` (`shards::publish_subjects`, shard 0 first),
     /// shard k on connection `connections[k mod C]` (at least one). Failures are retried as
     /// `outages` says.
-    pub fn new(
+    pub(crate) fn new(
         rt: &'a Runtime,
         connections: &[Context],
         (subject, shard_subjects): (String, Vec<String>),
@@ -84,23 +84,23 @@ impl<'a> BlockSender<'a> {
     }
 
     /// The subject the publisher was given.
-    pub fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         &self.subject
     }
 
     /// How many connections the shards publish on.
-    pub fn connection_count(&self) -> usize {
+    pub(crate) fn connection_count(&self) -> usize {
         self.connections
     }
 
     /// How many shards the blocks are spread over.
-    pub fn shard_count(&self) -> usize {
+    pub(crate) fn shard_count(&self) -> usize {
         self.shards.len()
     }
 
     /// Takes a block; sends its shard's batch once it is full. False (stop cutting) once a
     /// batch failed.
-    pub fn add(&mut self, block: CutBlock) -> bool {
+    pub(crate) fn add(&mut self, block: CutBlock) -> bool {
         if self.failed.is_some() {
             return false;
         }
@@ -124,12 +124,12 @@ impl<'a> BlockSender<'a> {
     }
 
     /// Whether a batch failed (`add` stops).
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.failed.is_some()
     }
 
     /// The error that stopped `add`, if any.
-    pub fn take_failure(&mut self) -> Result<()> {
+    pub(crate) fn take_failure(&mut self) -> Result<()> {
         match self.failed.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -137,12 +137,12 @@ impl<'a> BlockSender<'a> {
     }
 
     /// Whether nothing is collected or awaiting acks.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         (self.shards.iter()).all(|s| s.batch.is_empty() && s.publishing.is_idle())
     }
 
     /// Sends every shard's collected blocks; waits while too many batches are in flight.
-    pub fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         for shard in &mut self.shards {
             let batch = std::mem::take(&mut shard.batch);
             shard.publishing.send(self.rt, batch)?;
@@ -151,7 +151,7 @@ impl<'a> BlockSender<'a> {
     }
 
     /// Sends what is collected and waits until every block sent is acknowledged.
-    pub fn settle_all(&mut self) -> Result<()> {
+    pub(crate) fn settle_all(&mut self) -> Result<()> {
         self.flush()?;
         for shard in &mut self.shards {
             shard.publishing.settle_all(self.rt)?;
@@ -160,7 +160,7 @@ impl<'a> BlockSender<'a> {
     }
 
     /// What the server said of the blocks acknowledged so far, over every shard.
-    pub fn acked(&self) -> Acked {
+    pub(crate) fn acked(&self) -> Acked {
         let mut all = Acked::default();
         for shard in &self.shards {
             all.stored += shard.publishing.acked.stored;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a first connection may take before fftd gives up [default].
-pub const CONNECT_TIMEOUT_S: f64 = 5.0;
+pub(crate) const CONNECT_TIMEOUT_S: f64 = 5.0;
 
 /// How workers, `fftd publish` and `fftd fleet setup` connect: the `--nats-*` flags
 /// (`app::fleet_args::NatsFlags`) as plain values.
@@ -51,7 +51,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// A runtime of `threads` threads (at least 2, at most the cores), for clients of several
 /// connections (`fftd publish`: one per work shard), each writing its socket on its own.
-pub fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime_with(threads: usize) -> Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.min(cores).max(2))
@@ -160,7 +160,7 @@ impl NatsArgs {
     }
 
     /// As `connect`, with the connection's losses and returns in `outages` (`--retry`).
-    pub async fn connect_watched(
+    pub(crate) async fn connect_watched(
         &self,
         url: &NatsUrl,
         name: &str,
@@ -171,7 +171,7 @@ impl NatsArgs {
 
     /// As `connect_watched`, for a process's further connections to the same server (`fftd
     /// publish`'s, one per work shard): a connection lost is said once, by the first one.
-    pub async fn connect_another(
+    pub(crate) async fn connect_another(
         &self,
         url: &NatsUrl,
         name: &str,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 /// A block ready to publish: its header and its payload, the samples as little-endian float32
 /// (`kind.width()` values each), encoded straight from the cutter's buffer into a buffer used
 /// again once the payload is dropped (`payloads`).
-pub struct CutBlock {
+pub(crate) struct CutBlock {
     pub header: BlockHeader,
     pub payload: Bytes,
     /// The block's place among its stream's blocks (0, 1, …): the same for the same cut, so a
@@ -20,7 +20,7 @@ pub struct CutBlock {
     pub index: u64,
 }
 
-pub struct BlockCutter {
+pub(crate) struct BlockCutter {
     shape: StreamShape,
     /// Frames per block (the last blocks may hold fewer).
     block_frames: usize,
@@ -43,7 +43,7 @@ pub struct BlockCutter {
 }
 
 impl BlockCutter {
-    pub fn new(shape: StreamShape, block_frames: usize) -> Self {
+    pub(crate) fn new(shape: StreamShape, block_frames: usize) -> Self {
         let width = shape.kind.width();
         BlockCutter {
             shape,
@@ -68,7 +68,11 @@ impl BlockCutter {
     }
 
     /// Adds samples (`width` values each); emits every whole block they complete.
-    pub fn push(&mut self, mut values: &[f64], emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
+    pub(crate) fn push(
+        &mut self,
+        mut values: &[f64],
+        emit: &mut dyn FnMut(CutBlock) -> bool,
+    ) -> bool {
         let w = self.width;
         self.total += (values.len() / w) as u64;
         if self.discard > 0 {
@@ -89,7 +93,7 @@ impl BlockCutter {
 
     /// Emits every whole frame received and not yet in a block, as one block (fewer frames than
     /// a full one): a live stream's bound on how long a frame waits for its block. Whether any.
-    pub fn flush_whole(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
+    pub(crate) fn flush_whole(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) -> bool {
         let (n, hop) = (self.shape.n as u64, self.shape.hop as u64);
         let whole = match self.total >= n {
             true => (self.total - n) / hop + 1,
@@ -105,7 +109,7 @@ impl BlockCutter {
 
     /// Ends the stream: the frames left (the tail rule decides how many) in blocks of at most
     /// `block_frames`, samples past the end left for the worker to zero-pad.
-    pub fn finish(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
+    pub(crate) fn finish(&mut self, emit: &mut dyn FnMut(CutBlock) -> bool) {
         self.finish_by(self.shape.tail, emit);
     }
 
@@ -114,7 +118,7 @@ impl BlockCutter {
     /// same run id, which cuts the same blocks, so a worker never gets a short block and a whole
     /// one holding the same frames (their batched rows would be other messages, stored twice).
     /// Returns how many whole frames were read but not sent.
-    pub fn cut_short(&mut self) -> u64 {
+    pub(crate) fn cut_short(&mut self) -> u64 {
         let s = &self.shape;
         let frames = expected_frames(
             self.total,
@@ -176,13 +180,18 @@ impl BlockCutter {
 /// Bytes a block holds at most unless `--block-frames` asks for more: large messages carry the
 /// samples at the broker's byte rate (few per-message costs), small enough that a recording of
 /// a few seconds still makes blocks for several workers.
-pub const BLOCK_BYTES: usize = 1 << 20;
+pub(crate) const BLOCK_BYTES: usize = 1 << 20;
 
 /// Frames per block when `--block-frames` is not given: the largest power of two whose block
 /// fits `max_bytes` and `BLOCK_BYTES` (a power of two keeps blocks on the groups of `--average`
 /// counts that are powers of two), within the frames a worker frames at once. None when one
 /// frame alone does not fit `max_bytes`.
-pub fn default_block_frames(n: usize, hop: usize, width: usize, max_bytes: usize) -> Option<usize> {
+pub(crate) fn default_block_frames(
+    n: usize,
+    hop: usize,
+    width: usize,
+    max_bytes: usize,
+) -> Option<usize> {
     frames_per_block(n, hop, width, max_bytes, 1)?;
     let most = frames_per_block(n, hop, width, max_bytes.min(BLOCK_BYTES), MAX_BLOCK_FRAMES)
         .unwrap_or(1)
@@ -192,7 +201,7 @@ pub fn default_block_frames(n: usize, hop: usize, width: usize, max_bytes: usize
 
 /// Frames per block so that a block's payload stays within `max_bytes`: as many as fit, at most
 /// `wanted` (≥ 1). None when one frame alone does not fit.
-pub fn frames_per_block(
+pub(crate) fn frames_per_block(
     n: usize,
     hop: usize,
     width: usize,

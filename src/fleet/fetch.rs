@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 /// Blocks asked for per fetch (each shard's next fetch of as many is on its way while they are
 /// transformed: `Prefetch`).
-pub const FETCH_BLOCKS: usize = 4;
+pub(crate) const FETCH_BLOCKS: usize = 4;
 /// How long one fetch waits for blocks (also how soon a stop or `--idle-exit` is seen).
 const FETCH_WAIT: Duration = Duration::from_millis(500);
 
@@ -21,7 +21,7 @@ type Fetching = JoinHandle<std::result::Result<Vec<Message>, String>>;
 
 /// Each shard's fetch on its way while the blocks in hand are processed (`shards`): a shard
 /// whose blocks are taken is asked again at once, so every shard's blocks keep coming.
-pub struct Prefetch {
+pub(crate) struct Prefetch {
     consumers: Vec<PullConsumer>,
     fetching: Vec<Option<Fetching>>,
     /// The shard looked at first for blocks already there (in turn, so none waits behind another).
@@ -29,7 +29,7 @@ pub struct Prefetch {
 }
 
 impl Prefetch {
-    pub fn new(consumers: Vec<PullConsumer>) -> Self {
+    pub(crate) fn new(consumers: Vec<PullConsumer>) -> Self {
         let fetching = consumers.iter().map(|_| None).collect();
         Prefetch {
             consumers,
@@ -39,7 +39,7 @@ impl Prefetch {
     }
 
     /// A fetch started on every shard that has none on its way.
-    pub fn start_all(&mut self, rt: &Runtime) {
+    pub(crate) fn start_all(&mut self, rt: &Runtime) {
         for (consumer, fetching) in self.consumers.iter().zip(&mut self.fetching) {
             if fetching.is_none() {
                 let consumer = consumer.clone();
@@ -49,7 +49,7 @@ impl Prefetch {
     }
 
     /// The blocks of a shard whose fetch is done (waited for when none is yet).
-    pub fn next_batch(&mut self, rt: &Runtime) -> std::result::Result<Vec<Message>, String> {
+    pub(crate) fn next_batch(&mut self, rt: &Runtime) -> std::result::Result<Vec<Message>, String> {
         let shards = self.fetching.len();
         let done = (0..shards)
             .map(|step| (self.next + step) % shards)
@@ -78,7 +78,7 @@ impl Prefetch {
     }
 
     /// What the fetches still on their way bring (waited for: at most a fetch's own deadline).
-    pub fn take_ready(&mut self, rt: &Runtime) -> Vec<Message> {
+    pub(crate) fn take_ready(&mut self, rt: &Runtime) -> Vec<Message> {
         let mut messages = Vec::new();
         for task in self.fetching.iter_mut().filter_map(Option::take) {
             if let Ok(Ok(fetched)) = rt.block_on(task) {

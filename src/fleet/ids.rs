@@ -23,7 +23,7 @@ const MAX_ID_BYTES: usize = 256;
 
 /// A source or run id fit for a header: not empty, not too long, no control characters
 /// (a header cannot hold a line break). `what` names the flag or input in the error.
-pub fn check_id(what: &str, id: &str) -> Result<(), String> {
+pub(crate) fn check_id(what: &str, id: &str) -> Result<(), String> {
     if id.is_empty() {
         return Err(format!("{what}: empty"));
     }
@@ -41,7 +41,7 @@ pub fn check_id(what: &str, id: &str) -> Result<(), String> {
 }
 
 /// A run id given with `--run-id`: as `check_id`, and no `/` (ids are split at `/`).
-pub fn check_run_id(id: &str) -> Result<(), String> {
+pub(crate) fn check_run_id(id: &str) -> Result<(), String> {
     check_id("--run-id", id)?;
     match id.contains(['/', ' ']) {
         true => Err(format!("--run-id '{id}': no '/' or spaces")),
@@ -50,7 +50,7 @@ pub fn check_run_id(id: &str) -> Result<(), String> {
 }
 
 /// A new run id: 16 hex digits from the process's random hash keys, the time and the pid.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -75,7 +75,7 @@ fn escaped(text: &str) -> String {
 }
 
 /// Where a message belongs: subject, source, run and stream.
-pub struct Origin<'a> {
+pub(crate) struct Origin<'a> {
     pub subject: &'a str,
     pub source: &'a str,
     pub run: &'a str,
@@ -95,25 +95,25 @@ impl Origin<'_> {
 
     /// The dedup id of the block of `frames` frames from `first_frame` (a block cut short by a
     /// stop differs from the whole one a resumed publish sends).
-    pub fn block_id(&self, first_frame: u64, frames: usize) -> String {
+    pub(crate) fn block_id(&self, first_frame: u64, frames: usize) -> String {
         format!("{}/b{first_frame}+{frames}", self.prefix())
     }
 
     /// The dedup id of a message of `rows` rows from frame `first` under the analysis
     /// `fingerprint` (`batch`): the same rows split otherwise are other messages.
-    pub fn batch_id(&self, first: u64, rows: usize, fingerprint: &str) -> String {
+    pub(crate) fn batch_id(&self, first: u64, rows: usize, fingerprint: &str) -> String {
         format!("{}/r{first}+{rows}/{fingerprint}", self.prefix())
     }
 
     /// The dedup id of frame `frame`'s row under the analysis `fingerprint`.
-    pub fn row_id(&self, frame: u64, fingerprint: &str) -> String {
+    pub(crate) fn row_id(&self, frame: u64, fingerprint: &str) -> String {
         format!("{}/{frame}/{fingerprint}", self.prefix())
     }
 }
 
 /// 16 hex digits that differ between analyses: FNV-1a (64 bit) of `description`, the same on
 /// every host and in every fftd version (unlike std's hashers).
-pub fn fingerprint(description: &str) -> String {
+pub(crate) fn fingerprint(description: &str) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in description.bytes() {
         hash ^= u64::from(byte);

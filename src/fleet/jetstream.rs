@@ -23,7 +23,7 @@ use std::time::Duration;
 /// Why a lookup failed: the object is not on the server (final: `fftd fleet setup` creates it), or
 /// the server did not answer (a restart, a network cut: worth asking again). Either is one line.
 #[derive(Debug)]
-pub enum LookupError {
+pub(crate) enum LookupError {
     Missing(String),
     Failed(String),
 }
@@ -37,11 +37,11 @@ impl From<LookupError> for FftdError {
 }
 
 /// How long a worker starting during an outage keeps asking for its stream and consumer.
-pub const LOOKUP_FAILING_FOR: Duration = Duration::from_secs(30);
+pub(crate) const LOOKUP_FAILING_FOR: Duration = Duration::from_secs(30);
 
 /// `lookup` asked again every 250 ms while it only failed (the server did not answer), for up to
 /// `LOOKUP_FAILING_FOR`; what is missing is final at once.
-pub async fn patiently<T, F, Fut>(mut lookup: F) -> Result<T>
+pub(crate) async fn patiently<T, F, Fut>(mut lookup: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = std::result::Result<T, LookupError>>,
@@ -60,7 +60,7 @@ where
 }
 
 /// The work stream and its durable pull consumer; one line naming the stream or consumer missing.
-pub async fn work_consumer(
+pub(crate) async fn work_consumer(
     js: &Context,
     stream: &str,
     consumer: &str,
@@ -116,7 +116,7 @@ fn consumer_missing(e: &async_nats::jetstream::context::ConsumerInfoError) -> bo
 
 /// The stream that captures `subject` (rows or blocks are published there with acks); one line
 /// when none does, since a publish would then never be acknowledged.
-pub async fn stream_capturing(
+pub(crate) async fn stream_capturing(
     js: &Context,
     subject: &str,
 ) -> std::result::Result<String, LookupError> {
@@ -133,7 +133,7 @@ pub async fn stream_capturing(
 }
 
 /// What `fftd fleet setup` creates.
-pub struct FleetLayout {
+pub(crate) struct FleetLayout {
     pub work_stream: String,
     pub work_subjects: Vec<String>,
     pub consumer: String,
@@ -154,7 +154,7 @@ pub struct FleetLayout {
 /// Creates the work stream's shards (`shards`: each a stream, its consumer and the stream of
 /// its given-up advisories) and the spectra stream, or leaves each as it is when it exists
 /// already; returns one line per object saying which.
-pub async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
+pub(crate) async fn set_up(js: &Context, layout: &FleetLayout) -> Result<Vec<String>> {
     let storage = match layout.memory {
         true => StorageType::Memory,
         false => StorageType::File,

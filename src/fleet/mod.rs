@@ -9,22 +9,22 @@
 //! (`fftd fleet setup`) the streams and the consumer; `connect` holds the credentials, TLS and the
 //! client's runtime; `types::nats_url` parses and redacts addresses.
 
-pub mod average;
-pub mod batch;
-pub mod block;
-pub mod block_sender;
+pub(crate) mod average;
+pub(crate) mod batch;
+pub(crate) mod block;
+pub(crate) mod block_sender;
 pub mod connect;
-pub mod cutter;
-pub mod fetch;
-pub mod ids;
-pub mod jetstream;
-pub mod outage;
-pub mod output;
-pub mod payloads;
-pub mod publish_acked;
-pub mod rows;
-pub mod shards;
-pub mod undelivered;
+pub(crate) mod cutter;
+pub(crate) mod fetch;
+pub(crate) mod ids;
+pub(crate) mod jetstream;
+pub(crate) mod outage;
+pub(crate) mod output;
+pub(crate) mod payloads;
+pub(crate) mod publish_acked;
+pub(crate) mod rows;
+pub(crate) mod shards;
+pub(crate) mod undelivered;
 pub mod worker;
 
 use crate::error::{FftdError, Result};
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 /// `fftd fleet setup`'s flags (`app::fleet_args::SetupFlags`) as plain values.
 #[derive(Debug)]
-pub struct SetupArgs {
+pub(crate) struct SetupArgs {
     /// `--server`: nats://HOST:PORT or tls://HOST:PORT (several nodes: nats://A:4222,B:4222).
     pub server: String,
     /// `--work-stream`: the work stream (work-queue retention) the blocks go to.
@@ -75,7 +75,7 @@ fn seconds(flag: &str, v: f64) -> Result<Duration> {
 }
 
 /// `fftd fleet setup`: the streams and the consumer created (or left as they are).
-pub fn run_setup(args: &SetupArgs) -> Result<()> {
+pub(crate) fn run_setup(args: &SetupArgs) -> Result<()> {
     let url = NatsUrl::parse("--server", &args.server).map_err(FftdError::Usage)?;
     if args.max_deliver < 1 || args.replicas < 1 {
         return Err(FftdError::Usage(

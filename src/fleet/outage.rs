@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long failures are retried without `--retry`.
-pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(120);
 
 /// An outage under way.
 struct Open {
@@ -33,7 +33,7 @@ struct Open {
 }
 
 /// The outages of one connection: the policy, the one under way, and the counts.
-pub struct Outages {
+pub(crate) struct Outages {
     policy: Option<RetryPolicy>,
     /// The server, as shown (redacted), for log lines and gap events.
     server: String,
@@ -50,14 +50,14 @@ pub struct Outages {
 
 /// What one task's retrying looks like: when its failures began and how many attempts it made.
 #[derive(Default)]
-pub struct Attempts {
+pub(crate) struct Attempts {
     began: Option<Instant>,
     made: u32,
 }
 
 impl Outages {
     /// The outages of the connection to `server` under `policy` (None: no `--retry`).
-    pub fn new(policy: Option<RetryPolicy>, server: String) -> Arc<Self> {
+    pub(crate) fn new(policy: Option<RetryPolicy>, server: String) -> Arc<Self> {
         Arc::new(Outages {
             policy,
             server,
@@ -72,7 +72,7 @@ impl Outages {
 
     /// As `new`, with the outages in the run's record under `--retry` (`source::outages`: gap
     /// events on `--events`, counters on `/metrics`), for the streams `set_streams` names.
-    pub fn recorded(policy: Option<RetryPolicy>, server: String) -> Arc<Self> {
+    pub(crate) fn recorded(policy: Option<RetryPolicy>, server: String) -> Arc<Self> {
         Arc::new(Outages {
             policy,
             server,
@@ -86,7 +86,7 @@ impl Outages {
     }
 
     /// The run's streams (a gap event is one per stream), once known.
-    pub fn set_streams(&self, streams: std::ops::Range<usize>) {
+    pub(crate) fn set_streams(&self, streams: std::ops::Range<usize>) {
         if self.record && self.policy.is_some() {
             outages().register(streams.clone());
         }
@@ -99,7 +99,7 @@ impl Outages {
     }
 
     /// The `--retry` policy as given, for messages.
-    pub fn policy_name(&self) -> String {
+    pub(crate) fn policy_name(&self) -> String {
         match self.policy {
             Some(p) => format!("--retry {p}"),
             None => format!("{} s", DEFAULT_RETRY_FOR.as_secs()),
@@ -107,19 +107,24 @@ impl Outages {
     }
 
     /// Outages over so far.
-    pub fn gaps(&self) -> u64 {
+    pub(crate) fn gaps(&self) -> u64 {
         self.gaps.load(Ordering::Relaxed)
     }
 
     /// Attempts made during outages so far.
-    pub fn retries(&self) -> u64 {
+    pub(crate) fn retries(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
     }
 
     /// A failure (`error`) of a task whose attempts are `attempts`: opens the outage if none is
     /// under way, and returns how long to wait before the next attempt, or None when the policy
     /// gives up. `time_s`: the stream time of the first row the task holds (0 for blocks).
-    pub fn failed(&self, attempts: &mut Attempts, error: &str, time_s: f64) -> Option<Duration> {
+    pub(crate) fn failed(
+        &self,
+        attempts: &mut Attempts,
+        error: &str,
+        time_s: f64,
+    ) -> Option<Duration> {
         let now = Instant::now();
         let began = *attempts.began.get_or_insert(now);
         if let Ok(mut open) = self.open.lock() {
@@ -165,7 +170,7 @@ impl Outages {
 
     /// The client lost its connection: an outage opens (unless one is under way), though no
     /// publish or fetch has failed yet (the client holds them while it reconnects).
-    pub fn lost(&self) {
+    pub(crate) fn lost(&self) {
         self.down.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut open) = self.open.lock() {
             if open.is_none() {
@@ -186,7 +191,7 @@ impl Outages {
 
     /// A connection (re)made: the outage is over once every connection lost is back (`fftd
     /// publish` has one per work shard, lost together when the server goes).
-    pub fn reconnected(&self) {
+    pub(crate) fn reconnected(&self) {
         let was = (self.down)
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
                 Some(d.saturating_sub(1))
@@ -200,7 +205,7 @@ impl Outages {
     /// A success: the outage under way, if any, is over (said, counted, and a gap event) —
     /// once every connection lost is back too (a publish on one of several connections
     /// succeeds while the others still reconnect: one outage, not one per connection).
-    pub fn succeeded(&self) {
+    pub(crate) fn succeeded(&self) {
         if self.down.load(Ordering::Relaxed) == 0 {
             self.close(true);
         }
@@ -244,7 +249,7 @@ impl Outages {
 }
 
 /// Whether `client` is connected now (an attempt while it is not would only time out).
-pub fn connected(client: &async_nats::Client) -> bool {
+pub(crate) fn connected(client: &async_nats::Client) -> bool {
     client.connection_state() == async_nats::connection::State::Connected
 }
 

@@ -54,7 +54,7 @@ const IN_FLIGHT: InFlightLimit = InFlightLimit {
 /// A connection to the server whose stream captures the output subject: made before a run reads
 /// anything (before a microphone starts capturing), so a server that cannot take the rows stops
 /// the run at once and a slow connect loses no live input.
-pub struct NatsConnection {
+pub(crate) struct NatsConnection {
     rt: Runtime,
     publishing: Publishing,
     /// The address, redacted (no secret), for messages.
@@ -68,7 +68,7 @@ pub struct NatsConnection {
 impl NatsConnection {
     /// Connects (bounded by `--connect-timeout`) and checks that a JetStream stream captures the
     /// subject.
-    pub fn open(output: &NatsOutput) -> Result<NatsConnection> {
+    pub(crate) fn open(output: &NatsOutput) -> Result<NatsConnection> {
         let rt = crate::fleet::connect::runtime()?;
         let outages = Outages::recorded(output.retry, output.url.to_string());
         let (js, max_payload) = rt.block_on(async {
@@ -92,7 +92,7 @@ impl NatsConnection {
 }
 
 /// Rows of one run on their way to a NATS subject.
-pub struct NatsRows {
+pub(crate) struct NatsRows {
     connection: NatsConnection,
     /// This run's id (`fleet::ids::new_run_id`).
     run: String,
@@ -118,7 +118,7 @@ impl crate::sink::destination::RowMessages for NatsRows {
 
 impl NatsRows {
     /// The rows of `streams`, framed `(n, hop)`, through `connection`.
-    pub fn new(
+    pub(crate) fn new(
         connection: NatsConnection,
         analysis: &Analysis,
         streams: &[StreamMeta],
@@ -136,7 +136,7 @@ impl NatsRows {
     }
 
     /// The address (redacted) and the run, for messages and `--meta`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} (run {})", self.connection.address, self.run)
     }
 
@@ -144,7 +144,7 @@ impl NatsRows {
     /// consecutive rows in this part split by `fleet::batch`); waits while too much awaits acks.
     /// An error is a batch that could not be stored. Rows are never held back for a later part,
     /// so a live row waits for nothing but its part (whose wait `--max-latency` bounds).
-    pub fn send(&mut self, rows: &Rows<'_>) -> io::Result<()> {
+    pub(crate) fn send(&mut self, rows: &Rows<'_>) -> io::Result<()> {
         if rows.marks.len() as u64 != rows.count {
             return Err(io::Error::other(format!(
                 "{} rows came with {} row marks",
@@ -192,7 +192,7 @@ impl NatsRows {
     }
 
     /// Waits until every row sent is acknowledged.
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         let NatsConnection { rt, publishing, .. } = &mut self.connection;
         publishing.settle_all(rt).map_err(as_io)?;
         let acked = publishing.acked;

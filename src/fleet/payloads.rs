@@ -12,13 +12,13 @@ const KEPT: usize = 16;
 
 /// Buffers handed back by payloads the client has dropped, for the next blocks.
 #[derive(Clone, Default)]
-pub struct PayloadPool {
+pub(crate) struct PayloadPool {
     free: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl PayloadPool {
     /// An empty buffer, one handed back if any.
-    pub fn take(&self) -> Vec<u8> {
+    pub(crate) fn take(&self) -> Vec<u8> {
         (self.free.lock().ok())
             .and_then(|mut free| free.pop())
             .unwrap_or_default()
@@ -26,7 +26,7 @@ impl PayloadPool {
 
     /// `buffer` as a payload whose buffer comes back to this pool once every copy of it is
     /// dropped.
-    pub fn payload(&self, buffer: Vec<u8>) -> Bytes {
+    pub(crate) fn payload(&self, buffer: Vec<u8>) -> Bytes {
         Bytes::from_owner(Pooled {
             buffer,
             free: self.free.clone(),
@@ -34,7 +34,8 @@ impl PayloadPool {
     }
 
     /// Buffers waiting to be used again.
-    pub fn kept(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> usize {
         self.free.lock().map_or(0, |free| free.len())
     }
 }

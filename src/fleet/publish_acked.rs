@@ -21,14 +21,14 @@ use tokio::task::JoinHandle;
 
 /// One message to publish.
 #[derive(Clone)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     pub headers: HeaderMap,
     pub payload: Bytes,
 }
 
 /// What the server said about a batch.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Acked {
+pub(crate) struct Acked {
     pub stored: u64,
     /// Messages the server had already (same `Nats-Msg-Id` within its duplicate window).
     pub duplicates: u64,
@@ -37,7 +37,7 @@ pub struct Acked {
 /// Publishes `batch` on `subject` and returns once the server has acknowledged every message;
 /// failures are retried as `outages` says (`--retry`, `outage`), and an error is the policy
 /// giving up.
-pub async fn publish_all(
+pub(crate) async fn publish_all(
     js: &Context,
     subject: &str,
     batch: Vec<Outgoing>,
@@ -139,7 +139,7 @@ async fn publish_once(
 const CLIENT_PENDING_ACKS: usize = 1 << 24;
 
 /// A JetStream context for publishing with `publish_all` (see `CLIENT_PENDING_ACKS`).
-pub fn publishing_context(client: async_nats::Client) -> Context {
+pub(crate) fn publishing_context(client: async_nats::Client) -> Context {
     async_nats::jetstream::ContextBuilder::new()
         .max_ack_inflight(CLIENT_PENDING_ACKS)
         .build(client)
@@ -148,13 +148,13 @@ pub fn publishing_context(client: async_nats::Client) -> Context {
 /// How much may await acks at once: batches (many small batches: live input) and payload bytes
 /// (few large ones: big frames).
 #[derive(Clone, Copy, Debug)]
-pub struct InFlightLimit {
+pub(crate) struct InFlightLimit {
     pub batches: usize,
     pub bytes: usize,
 }
 
 /// Batches being published on a runtime, oldest first, and what the server said of those done.
-pub struct Publishing {
+pub(crate) struct Publishing {
     js: Context,
     subject: String,
     /// How failures are retried, said and counted (`outage`).
@@ -167,7 +167,12 @@ pub struct Publishing {
 }
 
 impl Publishing {
-    pub fn new(js: Context, subject: String, limit: InFlightLimit, outages: Arc<Outages>) -> Self {
+    pub(crate) fn new(
+        js: Context,
+        subject: String,
+        limit: InFlightLimit,
+        outages: Arc<Outages>,
+    ) -> Self {
         Publishing {
             js,
             subject,
@@ -179,19 +184,19 @@ impl Publishing {
         }
     }
 
-    pub fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         &self.subject
     }
 
     /// Whether any batch still awaits its acks.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.tasks.is_empty()
     }
 
     /// Starts publishing `batch`; then waits for the oldest batches while more than the limit
     /// await acks (and collects those already done). An error is a batch that could not be
     /// stored.
-    pub fn send(&mut self, rt: &Runtime, batch: Vec<Outgoing>) -> Result<()> {
+    pub(crate) fn send(&mut self, rt: &Runtime, batch: Vec<Outgoing>) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -211,7 +216,7 @@ impl Publishing {
     }
 
     /// Waits until every batch sent is acknowledged (or one fails).
-    pub fn settle_all(&mut self, rt: &Runtime) -> Result<()> {
+    pub(crate) fn settle_all(&mut self, rt: &Runtime) -> Result<()> {
         while !self.tasks.is_empty() {
             self.settle_oldest(rt)?;
         }

@@ -20,7 +20,7 @@ use async_nats::HeaderMap;
 use std::sync::Arc;
 
 /// What becomes of a message from the work stream.
-pub enum Taken {
+pub(crate) enum Taken {
     /// The block's rows and its sample count.
     /// The block's messages, its sample count and its row count.
     Rows(Vec<Outgoing>, u64, u64),
@@ -42,13 +42,13 @@ fn is_from_fftd(message: &Message) -> bool {
 /// What makes two workers' rows of one frame different: everything but the engine that made
 /// them (any engine's rows are the same spectrum). Workers sharing a consumer agree on it.
 /// Products (`--bands`, `--fmin`/`--fmax`, and a local run's `--average`) make other rows too.
-pub fn analysis_of(analysis: &Analysis, n: usize, hop: usize) -> String {
+pub(crate) fn analysis_of(analysis: &Analysis, n: usize, hop: usize) -> String {
     fingerprint(&analysis.description(n, hop))
 }
 
 /// A worker's transform state: the engine, the encoder, the per-frame products and scratch
 /// buffers.
-pub struct Work<'a, T: Sample> {
+pub(crate) struct Work<'a, T: Sample> {
     analysis_spec: &'a Analysis,
     n: usize,
     hop: usize,
@@ -85,7 +85,7 @@ struct BlockProducts {
 }
 
 impl<'a, T: Sample> Work<'a, T> {
-    pub fn new(
+    pub(crate) fn new(
         analysis_spec: &'a Analysis,
         (n, hop): (usize, usize),
         engine: &'a mut dyn Engine<T>,
@@ -111,7 +111,7 @@ impl<'a, T: Sample> Work<'a, T> {
     /// What to do with one message from the work stream: its rows, ready to publish, and its
     /// sample count; or why it is not taken. A block cut with another framing is an error (the
     /// block goes back to the queue for a worker that matches).
-    pub fn rows_of(&mut self, message: &Message, subject: &str) -> Result<Taken> {
+    pub(crate) fn rows_of(&mut self, message: &Message, subject: &str) -> Result<Taken> {
         let header = match BlockHeader::from_headers(message.headers.as_ref()) {
             Ok(h) => h,
             Err(e) if is_from_fftd(message) => {
@@ -355,7 +355,7 @@ impl<'a, T: Sample> Work<'a, T> {
 /// What a row's headers say: where it belongs (`Origin`: subject, source, run, stream), which
 /// frame it is and how it was made. A fleet worker's rows and a local run's (`sink::nats`) carry
 /// the same headers.
-pub struct RowHeaders<'a> {
+pub(crate) struct RowHeaders<'a> {
     pub origin: Origin<'a>,
     pub frame: u64,
     pub time_s: f64,
@@ -368,7 +368,7 @@ pub struct RowHeaders<'a> {
 impl RowHeaders<'_> {
     /// `source`, `run`, `stream`, `frame`, `time_s`, `scale`, `bins`, `n`, `hop`, and the
     /// `Nats-Msg-Id` of the row under `analysis`.
-    pub fn to_headers(&self, analysis: &str) -> HeaderMap {
+    pub(crate) fn to_headers(&self, analysis: &str) -> HeaderMap {
         let origin = &self.origin;
         let mut h = HeaderMap::new();
         h.insert("source", origin.source);

@@ -23,12 +23,12 @@ use async_nats::jetstream::{Context, ErrorCode};
 
 /// `fftd fleet setup --shards` unless given: enough streams for the byte rate of a
 /// many-core host, few enough that an idle worker's polls cost nothing.
-pub const DEFAULT_SHARDS: usize = 4;
+pub(crate) const DEFAULT_SHARDS: usize = 4;
 /// The most shards a fleet may have (and a worker or publisher looks for).
-pub const MAX_SHARDS: usize = 64;
+pub(crate) const MAX_SHARDS: usize = 64;
 
 /// The name of shard `k` of the work stream `base`.
-pub fn shard_stream(base: &str, k: usize) -> String {
+pub(crate) fn shard_stream(base: &str, k: usize) -> String {
     match k {
         0 => base.to_string(),
         k => format!("{base}-shard{k}"),
@@ -36,7 +36,7 @@ pub fn shard_stream(base: &str, k: usize) -> String {
 }
 
 /// The subject shard `k` captures in place of the work subject `subject`.
-pub fn shard_subject(k: usize, subject: &str) -> String {
+pub(crate) fn shard_subject(k: usize, subject: &str) -> String {
     match k {
         0 => subject.to_string(),
         k => format!("fftd.shard{k}.{subject}"),
@@ -44,7 +44,7 @@ pub fn shard_subject(k: usize, subject: &str) -> String {
 }
 
 /// The shard of block `index` of stream `stream` among `shards`.
-pub fn shard_of(index: u64, stream: usize, shards: usize) -> usize {
+pub(crate) fn shard_of(index: u64, stream: usize, shards: usize) -> usize {
     ((index + stream as u64) % shards.max(1) as u64) as usize
 }
 
@@ -56,7 +56,7 @@ fn stream_missing(e: &async_nats::jetstream::context::GetStreamError) -> bool {
 
 /// Every shard of the work stream `stream` with its pull consumer `consumer`, shard 0 first;
 /// one line naming what is missing (shard 0, or a shard's consumer).
-pub async fn work_shards(
+pub(crate) async fn work_shards(
     js: &Context,
     stream: &str,
     consumer: &str,
@@ -81,7 +81,10 @@ pub async fn work_shards(
 
 /// The subject of each shard a publisher sends `subject`'s blocks to, shard 0 (`subject`
 /// itself) first; one line when no stream captures `subject`.
-pub async fn publish_subjects(js: &Context, subject: &str) -> Result<Vec<String>, LookupError> {
+pub(crate) async fn publish_subjects(
+    js: &Context,
+    subject: &str,
+) -> Result<Vec<String>, LookupError> {
     let base = stream_capturing(js, subject).await?;
     let mut subjects = vec![subject.to_string()];
     for k in 1..MAX_SHARDS {

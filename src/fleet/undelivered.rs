@@ -37,19 +37,19 @@ struct MaxDeliveries {
 /// `--idle-exit` reports them from the advisory stream (`left_behind`). Blocks given up on that
 /// other workers held are still warned of.
 #[derive(Default)]
-pub struct GivenUp {
+pub(crate) struct GivenUp {
     count: AtomicU64,
     /// (work stream, stream sequence) of each block handed back on an error.
     refused: Mutex<HashSet<(String, u64)>>,
 }
 
 impl GivenUp {
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
 
     /// Notes a block handed back as the worker ends on an error.
-    pub fn refusing(&self, message: &async_nats::jetstream::Message) {
+    pub(crate) fn refusing(&self, message: &async_nats::jetstream::Message) {
         if let Ok(info) = message.info() {
             let block = (info.stream.to_string(), info.stream_sequence);
             self.refused
@@ -67,7 +67,7 @@ impl GivenUp {
 
 /// Warns for every block of `work`/`consumer` the server gives up on, counting them in `given_up`;
 /// runs until the client closes.
-pub async fn watch(
+pub(crate) async fn watch(
     client: async_nats::Client,
     work: Stream,
     consumer: String,
@@ -113,12 +113,12 @@ async fn describe(work: &Stream, seq: u64) -> String {
 
 /// The subject of the server's advisories for blocks that `consumer` of `work_stream` gave up on
 /// (`*` for every consumer).
-pub fn advisory_subject(work_stream: &str, consumer: &str) -> String {
+pub(crate) fn advisory_subject(work_stream: &str, consumer: &str) -> String {
     format!("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{work_stream}.{consumer}")
 }
 
 /// The stream `fftd fleet setup` keeps those advisories in.
-pub fn advisory_stream(work_stream: &str) -> String {
+pub(crate) fn advisory_stream(work_stream: &str) -> String {
     format!("{work_stream}_GIVEN_UP")
 }
 
@@ -136,7 +136,7 @@ fn found(
 
 /// Blocks `consumer` gave up on that are still on the work stream (none was delivered since):
 /// how many, and a sentence naming the first. None when there are none.
-pub async fn left_behind(
+pub(crate) async fn left_behind(
     js: &Context,
     work: &Stream,
     consumer: &str,

@@ -49,7 +49,7 @@ use tokio::task::JoinHandle;
 /// own: acks are collected as they come).
 const BLOCKS_IN_FLIGHT: usize = 16;
 /// How long a block's ack is retried once its rows are stored.
-pub const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
+pub(crate) const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How often waiting for a block looks for a stop.

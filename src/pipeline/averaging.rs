@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// What the stage needs to know.
-pub struct AveragingStage<'a> {
+pub(crate) struct AveragingStage<'a> {
     pub spec: AverageSpec,
     pub mode: AverageMode,
     /// Samples between frame starts.
@@ -60,7 +60,7 @@ struct StreamAverage<T> {
     meter: Option<LevelMeter>,
 }
 
-pub fn run_averaging<T: Sample>(
+pub(super) fn run_averaging<T: Sample>(
     rx: FinishedBatches<T>,
     tx: Sender<Done<T>>,
     stage: &AveragingStage<'_>,

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 /// Where one frame of a batch came from.
 #[derive(Clone, Copy, Debug)]
-pub struct FrameMeta {
+pub(crate) struct FrameMeta {
     pub stream: usize,
     pub seq: u64,
     pub start: u64,
@@ -35,7 +35,7 @@ pub struct FrameMeta {
 /// Frames for one engine call: frame i starts at value i × `step` of `data` (`step` equal to
 /// a frame's values: packed back to back; less: overlapping frames of one stream, their shared
 /// samples held once, as the range readers write them).
-pub struct Batch<T> {
+pub(crate) struct Batch<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
@@ -56,7 +56,7 @@ struct Pending<T> {
 
 /// The batcher's thread: gathers `rx`'s frames into batches until the readers end (then sends
 /// what is left, oldest first) or the dispatcher closes.
-pub fn run_batcher<T: Sample>(
+pub(super) fn run_batcher<T: Sample>(
     rx: Receiver<Frame<T>>,
     dispatcher: &Dispatcher<T>,
     spec: BatchSpec,

@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 mod handoff;
 mod stalls;
 
-pub type LaneId = usize;
+pub(super) type LaneId = usize;
 
 /// How long a producer waits for room before it looks again (a wake-up normally comes first).
 const ROOM_POLL: Duration = Duration::from_millis(100);
@@ -168,7 +168,7 @@ struct State<T> {
     panicked: bool,
 }
 
-pub struct Dispatcher<T> {
+pub(crate) struct Dispatcher<T> {
     state: Mutex<State<T>>,
     /// Signalled when a worker takes a batch from a queue (room) or finishes one.
     room: Condvar,
@@ -180,7 +180,7 @@ pub struct Dispatcher<T> {
 }
 
 /// The stop requests the watch honours: `stop` (any stop) and `interrupted` (SIGINT/SIGTERM).
-pub struct StopFlags<'a> {
+pub(crate) struct StopFlags<'a> {
     pub stop: &'a AtomicBool,
     pub interrupted: &'a AtomicBool,
 }
@@ -312,7 +312,7 @@ impl<T> State<T> {
 impl<T> Dispatcher<T> {
     /// A dispatcher with no lanes yet, reporting to `lane_set`; the receiver sees the end of
     /// dispatching (disconnects when the queues close).
-    pub fn new(lane_set: Arc<LaneSet>) -> (Self, Receiver<()>) {
+    pub(crate) fn new(lane_set: Arc<LaneSet>) -> (Self, Receiver<()>) {
         let (closing, closed) = crossbeam_channel::bounded(0);
         let (abandoning, abandoned) = crossbeam_channel::bounded(0);
         let state = State {
@@ -341,12 +341,12 @@ impl<T> Dispatcher<T> {
 
     /// Whether a device's lane has joined: batches are sized for devices from then on, for the
     /// CPU engines before.
-    pub fn has_device(&self) -> bool {
+    pub(crate) fn has_device(&self) -> bool {
         self.lane_set.has_device()
     }
 
     /// The lanes this dispatcher sends to.
-    pub fn lane_set(&self) -> &LaneSet {
+    pub(crate) fn lane_set(&self) -> &LaneSet {
         &self.lane_set
     }
 
@@ -370,7 +370,7 @@ impl<T> Dispatcher<T> {
     /// Adds a lane with a queue of `queue` batches; it takes batches from now on. `prepare` gets
     /// its id before any producer can choose it (to give it its buffer homes). None when
     /// dispatching has ended (a lane that arrives too late).
-    pub fn add_lane(
+    pub(crate) fn add_lane(
         &self,
         lane: Arc<Lane>,
         speed: LaneSpeed,
@@ -399,12 +399,12 @@ impl<T> Dispatcher<T> {
     }
 
     /// Whether dispatching has ended (every queue closed).
-    pub fn closed(&self) -> bool {
+    pub(crate) fn closed(&self) -> bool {
         self.lock().closed
     }
 
     /// Sets the speed of the CPU lanes (known once a device's calibration is loaded).
-    pub fn set_cpu_speed(&self, speed: LaneSpeed) {
+    pub(crate) fn set_cpu_speed(&self, speed: LaneSpeed) {
         let mut state = self.lock();
         for slot in state.lanes.iter_mut().filter(|s| s.lane.is_cpu) {
             slot.speed = speed.clone();
@@ -413,7 +413,7 @@ impl<T> Dispatcher<T> {
 
     /// A producer's guard: the queues stay open while one is alive. Take every producer's
     /// guard before any producer starts.
-    pub fn producer(&self) -> Producer<'_, T> {
+    pub(crate) fn producer(&self) -> Producer<'_, T> {
         let mut state = self.lock();
         state.producers += 1;
         state.producers_started += 1;
@@ -422,7 +422,7 @@ impl<T> Dispatcher<T> {
 
     /// The lane a new batch of `frames` frames of `spec` is meant for (take its buffer from
     /// that lane's home); lane 0 when there is none yet.
-    pub fn choose(&self, spec: &TransformSpec, frames: usize) -> LaneId {
+    pub(crate) fn choose(&self, spec: &TransformSpec, frames: usize) -> LaneId {
         let state = self.lock();
         let order = state.by_score(spec.n, frames, None);
         let has_room = |i: &&LaneId| {
@@ -437,7 +437,7 @@ impl<T> Dispatcher<T> {
     /// room and the best score, else waits for room anywhere; a batch more than the window
     /// ahead of the oldest unfinished one waits for that one first (`State::window`). The wait
     /// is added to `waited`. False when dispatching has ended (nothing takes batches any more).
-    pub fn send(&self, batch: Batch<T>, meant: LaneId, waited: &AtomicU64) -> bool {
+    pub(crate) fn send(&self, batch: Batch<T>, meant: LaneId, waited: &AtomicU64) -> bool {
         let (id, n, frames) = (batch.id, batch.spec.n, batch.frames.len());
         let mut batch = batch;
         let mut waiting_since: Option<Instant> = None;
@@ -475,14 +475,14 @@ impl<T> Dispatcher<T> {
 
     /// A producer gave up batch `id` before sending it (a read error): later batches need not
     /// wait for it.
-    pub fn skip(&self, id: u64) {
+    pub(crate) fn skip(&self, id: u64) {
         let mut state = self.lock();
         state.settle(id);
         self.room.notify_all();
     }
 
     /// A worker of lane `lane` took batch `id` from its queue: there is room.
-    pub fn received(&self, lane: LaneId, id: u64) {
+    pub(crate) fn received(&self, lane: LaneId, id: u64) {
         let mut state = self.lock();
         if let Some(taken) = state
             .lanes
@@ -498,7 +498,7 @@ impl<T> Dispatcher<T> {
     /// with it (the stall watch and the give-up count only the time on the device, not the wait
     /// for a slow stage after the workers), but it stays unfinished, and in the window, until
     /// `finished`.
-    pub fn computed(&self, lane: LaneId, id: u64) {
+    pub(crate) fn computed(&self, lane: LaneId, id: u64) {
         let mut state = self.lock();
         if let Some(slot) = state.lanes.get_mut(lane) {
             if let Some(held) = slot.batches.get_mut(&id) {
@@ -509,7 +509,7 @@ impl<T> Dispatcher<T> {
     }
 
     /// A worker of lane `lane` finished batch `id` (written on, or discarded after an error).
-    pub fn finished(&self, lane: LaneId, id: u64) {
+    pub(crate) fn finished(&self, lane: LaneId, id: u64) {
         let mut state = self.lock();
         if let Some(slot) = state.lanes.get_mut(lane) {
             slot.release(id);
@@ -522,12 +522,12 @@ impl<T> Dispatcher<T> {
 
     /// Disconnects once the run has given up stalled lanes and every batch before theirs has
     /// finished: the stage after the workers then takes what is already there and ends.
-    pub fn abandoned(&self) -> Receiver<()> {
+    pub(crate) fn abandoned(&self) -> Receiver<()> {
         self.abandoned.clone()
     }
 
     /// The lanes given up (`watch`), each with its oldest unfinished batch, for the run's end.
-    pub fn given_up(&self) -> Vec<(LaneId, String, u64)> {
+    pub(crate) fn given_up(&self) -> Vec<(LaneId, String, u64)> {
         let state = self.lock();
         state
             .given_up
@@ -538,13 +538,13 @@ impl<T> Dispatcher<T> {
 
     /// After a give-up: the output ends before this batch (the lowest batch the given-up lanes
     /// held, or a lower one dropped at the stop).
-    pub fn cut(&self) -> Option<u64> {
+    pub(crate) fn cut(&self) -> Option<u64> {
         self.lock().given_up.as_ref().map(|g| g.cut)
     }
 
     /// The widest window any batch was sent under (`State::window`; it narrows at the end, as
     /// lanes and producers leave): what bounds the batches held for order over the run.
-    pub fn widest_window(&self) -> u64 {
+    pub(crate) fn widest_window(&self) -> u64 {
         self.lock().widest_window
     }
 }
@@ -555,7 +555,7 @@ fn stall_after() -> Duration {
 }
 
 /// Keeps the queues open while alive (see `Dispatcher::producer`).
-pub struct Producer<'a, T>(&'a Dispatcher<T>);
+pub(crate) struct Producer<'a, T>(&'a Dispatcher<T>);
 
 impl<T> Drop for Producer<'_, T> {
     fn drop(&mut self) {
@@ -572,7 +572,7 @@ impl<T> Drop for Producer<'_, T> {
 
 /// Abandons dispatching if the thread holding it unwinds (a worker that panics would otherwise
 /// leave its batch unfinished and every other stage waiting).
-pub struct AbandonOnPanic<'a, T>(pub &'a Dispatcher<T>);
+pub(super) struct AbandonOnPanic<'a, T>(pub &'a Dispatcher<T>);
 
 impl<T> Drop for AbandonOnPanic<'_, T> {
     fn drop(&mut self) {

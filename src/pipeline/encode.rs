@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// One output's share of an encoded batch.
-pub struct Part {
+pub(super) struct Part {
     pub output: usize,
     /// Its frames: a range of `Encoded::frames`.
     pub frames: Range<usize>,
@@ -36,7 +36,7 @@ pub struct Part {
 }
 
 /// A batch turned into bytes, ready to write.
-pub struct Encoded {
+pub(super) struct Encoded {
     pub id: u64,
     /// Frame size and frequency bins per frame of every frame of the batch (a row holds `bins`
     /// values, or `2 * bins` with `--scale complex`).
@@ -57,7 +57,7 @@ pub struct Encoded {
 }
 
 /// The encode stage's end of the live view (`--serve`).
-pub struct LiveTap<'a, T: Sample> {
+pub(super) struct LiveTap<'a, T: Sample> {
     pub hub: &'a LiveHub,
     /// NDJSON, for `/spectra`.
     pub rows: &'a dyn Encoder<T>,
@@ -74,7 +74,7 @@ struct LiveScratch {
 }
 
 /// What the encode threads share.
-pub struct EncodeStage<'a, T: Sample> {
+pub(super) struct EncodeStage<'a, T: Sample> {
     pub encoder: &'a dyn Encoder<T>,
     pub streams: &'a [StreamMeta],
     /// Output index of each stream.
@@ -92,7 +92,7 @@ pub struct EncodeStage<'a, T: Sample> {
     pub alerts: Option<&'a crate::alerts::level::BandLevels>,
 }
 
-pub fn run_encoder<T: Sample>(
+pub(super) fn run_encoder<T: Sample>(
     rx: FinishedBatches<T>,
     tx: Sender<Encoded>,
     stage: &EncodeStage<'_, T>,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct LiveView {
+pub(crate) struct LiveView {
     pub hub: Arc<LiveHub>,
     server: Server,
 }
@@ -19,7 +19,7 @@ pub struct LiveView {
 impl LiveView {
     /// `listener`: from `serve::bind`; `numbering`: the counter that numbers the batches the
     /// encode stage receives.
-    pub fn start(
+    pub(crate) fn start(
         listener: crate::serve::Bound,
         streams: &[StreamMeta],
         (scale, measure): (Scale, &crate::products::measure::MeasureOptions),
@@ -56,7 +56,7 @@ impl LiveView {
 
     /// The input has ended (or the run failed): pages and `/spectra` readers are told. After a
     /// complete run the server stays up until SIGINT/SIGTERM.
-    pub fn finish(self, completed: bool, interrupted: &AtomicBool) {
+    pub(crate) fn finish(self, completed: bool, interrupted: &AtomicBool) {
         self.hub.flush(); // the last frames' display rows go before the end
         self.hub.finish();
         if completed && !interrupted.load(Ordering::Relaxed) {

@@ -26,7 +26,7 @@ mod run_report;
 mod run_stages;
 mod run_steps;
 mod sink_stage;
-pub mod spec;
+pub(crate) mod spec;
 mod worker;
 
 use crate::pipeline::spec::RunSpec;
@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// State every stage shares: the stop flag, counters and the first error.
-pub struct Control {
+pub(crate) struct Control {
     pub stop: Arc<AtomicBool>,
     /// Shared with the live view's `/metrics` when serving.
     pub counters: Arc<Counters>,
@@ -72,14 +72,14 @@ pub struct Control {
 /// The CPU engines' bridge over a device's start-up: the frames the CPU lane had finished when
 /// the device's lanes joined, and when the stages had started and the lanes joined.
 #[derive(Clone, Copy, Debug)]
-pub struct Bridge {
+pub(crate) struct Bridge {
     pub cpu_frames: u64,
     pub stages_started: std::time::Instant,
     pub joined: std::time::Instant,
 }
 
 impl Control {
-    pub fn new(stop: Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(stop: Arc<AtomicBool>) -> Self {
         Control {
             stop,
             counters: Arc::default(),
@@ -94,27 +94,27 @@ impl Control {
 
     /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink
     /// writes batches in that order.
-    pub fn take_batch_id(&self) -> u64 {
+    pub(crate) fn take_batch_id(&self) -> u64 {
         self.next_batch.fetch_add(1, Ordering::SeqCst)
     }
 
-    pub fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
-    pub fn request_stop(&self) {
+    pub(crate) fn request_stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
 
     /// Records the first error and asks every stage to stop.
-    pub fn fail(&self, e: FftdError) {
+    pub(crate) fn fail(&self, e: FftdError) {
         self.fail_input(e);
         self.request_stop();
     }
 
     /// Records an input's error without stopping the other inputs: the run ends as usual and
     /// fails with the first error; later ones are logged as they come.
-    pub fn fail_input(&self, e: FftdError) {
+    pub(crate) fn fail_input(&self, e: FftdError) {
         if let Ok(mut slot) = self.error.lock() {
             match *slot {
                 None => *slot = Some(e),
@@ -127,7 +127,7 @@ impl Control {
     /// Ends stream `stream` before frame `seq`: frames from there on are not written, though
     /// batches read in parallel may hold some. Called before the failed batch's number is given
     /// up, so the stage that puts batches in order sees the cut before any later batch.
-    pub fn cut_stream(&self, stream: usize, seq: u64) {
+    pub(crate) fn cut_stream(&self, stream: usize, seq: u64) {
         if let Ok(mut cuts) = self.cuts.lock() {
             match cuts.iter_mut().find(|(s, _)| *s == stream) {
                 Some((_, cut)) => *cut = (*cut).min(seq),
@@ -137,7 +137,7 @@ impl Control {
     }
 
     /// Whether frame `seq` of `stream` lies past a cut (`cut_stream`).
-    pub fn is_cut(&self, stream: usize, seq: u64) -> bool {
+    pub(crate) fn is_cut(&self, stream: usize, seq: u64) -> bool {
         self.cuts
             .lock()
             .is_ok_and(|cuts| cuts.iter().any(|&(s, cut)| s == stream && seq >= cut))
@@ -145,7 +145,7 @@ impl Control {
 
     /// Batch `id` will never come (its input failed while it was being read): the stages that
     /// put batches in order go past it (`next_in_order`).
-    pub fn skip_batch(&self, id: u64) {
+    pub(crate) fn skip_batch(&self, id: u64) {
         if let Ok(mut skipped) = self.skipped.lock() {
             skipped.insert(id);
         }
@@ -153,7 +153,7 @@ impl Control {
 
     /// The batch numbered `*next` from `reorder`, past numbers that will never come; None while
     /// it has not arrived.
-    pub fn next_in_order<B>(
+    pub(crate) fn next_in_order<B>(
         &self,
         next: &mut u64,
         reorder: &mut std::collections::BTreeMap<u64, B>,
@@ -199,7 +199,7 @@ impl WithSample for Run<'_> {
 
 /// Cuts every input into frames exactly as a run would (channels, hop, tail, limits) and hands
 /// them to `consume` in each stream's order, for tools that work on frames (`fftd check`).
-pub fn for_each_frame<T: Sample>(
+pub(crate) fn for_each_frame<T: Sample>(
     settings: &RunSpec,
     stop: Arc<AtomicBool>,
     consume: &mut dyn FnMut(Frame<T>) -> Result<()>,
@@ -513,7 +513,7 @@ impl Drop for StartUpThread {
 
 /// Frames written for one stream, and the frame size it used.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct StreamWritten {
+pub(crate) struct StreamWritten {
     pub frames: u64,
     pub n: usize,
 }

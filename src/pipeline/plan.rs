@@ -35,7 +35,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 /// One source and the streams it feeds.
-pub struct SourcePlan {
+pub(crate) struct SourcePlan {
     pub source: Box<dyn SampleSource>,
     pub splitter: ChannelSplitter,
     /// Id of the first stream; the source's streams are consecutive.
@@ -43,7 +43,7 @@ pub struct SourcePlan {
 }
 
 /// An input read from start to end by one reader thread.
-pub enum SequentialInput {
+pub(crate) enum SequentialInput {
     /// Kept open since planning (stdin, the microphone).
     Open(SourcePlan),
     /// Opened again when a reader takes it.
@@ -51,7 +51,7 @@ pub enum SequentialInput {
 }
 
 /// What `plan_streams` decided.
-pub struct StreamPlan {
+pub(crate) struct StreamPlan {
     pub sequential: Vec<SequentialInput>,
     pub ranged: Vec<RangeStream>,
     pub streams: Vec<StreamMeta>,
@@ -61,7 +61,7 @@ pub struct StreamPlan {
 
 /// How the planner may read inputs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Reading {
+pub(crate) enum Reading {
     /// Range readers where they apply (an analysis run).
     Fastest,
     /// Every input sequentially, opened at once (`fftd check`).
@@ -69,7 +69,7 @@ pub enum Reading {
 }
 
 /// File options from the settings.
-pub fn file_options(settings: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
+pub(crate) fn file_options(settings: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
     FileOptions {
         format: settings.source.input_format,
         rate: settings.source.rate.unwrap_or(1.0),
@@ -80,7 +80,7 @@ pub fn file_options(settings: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
 }
 
 /// Plans every input of the settings (see the module comment).
-pub fn plan_streams(
+pub(crate) fn plan_streams(
     settings: &RunSpec,
     stop: &Arc<AtomicBool>,
     reading: Reading,
@@ -332,7 +332,7 @@ fn framing(settings: &RunSpec) -> Framing {
 }
 
 /// The sequential inputs, taken one at a time by the reader pool.
-pub struct SequentialQueue {
+pub(crate) struct SequentialQueue {
     inputs: Mutex<VecDeque<SequentialInput>>,
     opts: FileOptions,
     channel: crate::source::channels::ChannelSelect,
@@ -341,7 +341,11 @@ pub struct SequentialQueue {
 impl SequentialQueue {
     /// The inputs kept open (streams, the microphone) go first: each gets a reader of its own
     /// (`readers_wanted`), so no stream waits for another input to end.
-    pub fn new(inputs: Vec<SequentialInput>, settings: &RunSpec, stop: &Arc<AtomicBool>) -> Self {
+    pub(crate) fn new(
+        inputs: Vec<SequentialInput>,
+        settings: &RunSpec,
+        stop: &Arc<AtomicBool>,
+    ) -> Self {
         let (open, deferred): (Vec<_>, Vec<_>) = inputs
             .into_iter()
             .partition(|i| matches!(i, SequentialInput::Open(_)));
@@ -354,13 +358,13 @@ impl SequentialQueue {
     }
 
     /// Inputs not yet taken.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.inputs.lock().map_or(0, |q| q.len())
     }
 
     /// Reader threads for these inputs: one per open input, and up to `pool` for the files
     /// opened in turn.
-    pub fn readers_wanted(&self, pool: usize) -> usize {
+    pub(crate) fn readers_wanted(&self, pool: usize) -> usize {
         let Ok(queue) = self.inputs.lock() else {
             return 0;
         };
@@ -372,7 +376,7 @@ impl SequentialQueue {
     }
 
     /// The next input, opened; None when all have been taken.
-    pub fn next(&self) -> Option<Result<SourcePlan>> {
+    pub(crate) fn next(&self) -> Option<Result<SourcePlan>> {
         let input = self.inputs.lock().ok()?.pop_front()?;
         Some(match input {
             SequentialInput::Open(plan) => Ok(plan),

@@ -41,7 +41,7 @@ struct PinnedHome<T> {
     filling: AtomicBool,
 }
 
-pub struct BufferPool<T> {
+pub(crate) struct BufferPool<T> {
     /// Spare buffers per home.
     capacity: usize,
     /// Per lane (index = lane id): its pinned home, or None for heap memory.
@@ -53,7 +53,7 @@ pub struct BufferPool<T> {
 
 impl<T: Copy + Default> BufferPool<T> {
     /// Keeps at most `capacity` spare buffers per home. Lanes get homes with `add_lane`.
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         BufferPool {
             capacity,
             homes: RwLock::new(Vec::new()),
@@ -64,13 +64,13 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
     #[cfg(test)]
-    pub fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
+    pub(crate) fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
         self.add_lane_with(lane, pinned, Vec::new(), false);
     }
 
     /// `add_lane` with spare buffers made beforehand (`premade`); `filling`: more are being
     /// made (`fill`), and until then the lane's misses get heap buffers.
-    pub fn add_lane_with(
+    pub(crate) fn add_lane_with(
         &self,
         lane: usize,
         pinned: Option<PinnedMemory<T>>,
@@ -98,7 +98,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// expected so far (`expect`; none before either), made on a few threads; stops early when `stop` says
     /// so. For a lane that joins a running pipeline: its readers and workers then find
     /// buffers ready instead of waiting for a pinned allocation each (issue 23).
-    pub fn premade(
+    pub(crate) fn premade(
         &self,
         memory: &PinnedMemory<T>,
         count: usize,
@@ -147,7 +147,7 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Makes up to `count` more pinned buffers for lane `lane` (`premade`) while the lane
     /// already works, hands them to its spares, and ends its `filling`.
-    pub fn fill(&self, lane: usize, count: usize, stop: &(dyn Fn() -> bool + Sync))
+    pub(crate) fn fill(&self, lane: usize, count: usize, stop: &(dyn Fn() -> bool + Sync))
     where
         T: Send,
     {
@@ -171,12 +171,12 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
     /// engines' before it joins): a late lane's buffers are made at least this size.
-    pub fn expect(&self, len: usize) {
+    pub(crate) fn expect(&self, len: usize) {
         self.largest.fetch_max(len, Ordering::Relaxed);
     }
 
     /// An empty buffer with room for at least `len` values, in lane `lane`'s memory.
-    pub fn take(&self, lane: usize, len: usize) -> HostBuf<T> {
+    pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T> {
         self.largest.fetch_max(len, Ordering::Relaxed);
         let homes = self.homes.read();
         let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
@@ -198,13 +198,13 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// Drops every spare buffer (at the run's end: releasing pinned memory takes time).
-    pub fn release_spares(&self) {
+    pub(crate) fn release_spares(&self) {
         drop(self.take_spares());
     }
 
     /// Every spare buffer, taken out of the pool (to be left to the process's exit instead of
     /// released one by one: `left_behind::keep`).
-    pub fn take_spares(&self) -> Vec<HostBuf<T>> {
+    pub(crate) fn take_spares(&self) -> Vec<HostBuf<T>> {
         let mut taken = Vec::new();
         if let Ok(homes) = self.homes.read() {
             for home in homes.iter().flatten() {
@@ -218,7 +218,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Returns a buffer for reuse: a pinned one to the spares of the device that pinned it, a
     /// heap one to the heap spares when some lane uses heap memory (small rows made by the
     /// averaging stage must not stand in for pinned buffers); dropped when those are full.
-    pub fn give(&self, buf: HostBuf<T>) {
+    pub(crate) fn give(&self, buf: HostBuf<T>) {
         let Ok(homes) = self.homes.read() else {
             return;
         };
@@ -239,27 +239,27 @@ impl<T: Copy + Default> BufferPool<T> {
 
 /// Recycles the encode stage's byte buffers (one per batch, returned by the sink once written),
 /// for the same reason as `BufferPool`.
-pub struct BytePool {
+pub(super) struct BytePool {
     tx: Sender<Vec<u8>>,
     rx: Receiver<Vec<u8>>,
 }
 
 impl BytePool {
     /// Keeps at most `capacity` spare buffers.
-    pub fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize) -> Self {
         let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
         BytePool { tx, rx }
     }
 
     /// An empty buffer (with the room of a spent one when there is one).
-    pub fn take(&self) -> Vec<u8> {
+    pub(super) fn take(&self) -> Vec<u8> {
         let mut buf = self.rx.try_recv().unwrap_or_default();
         buf.clear();
         buf
     }
 
     /// Returns a buffer for reuse (dropped if the pool is full).
-    pub fn give(&self, buf: Vec<u8>) {
+    pub(super) fn give(&self, buf: Vec<u8>) {
         let _ = self.tx.try_send(buf);
     }
 }

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// One stream of a seekable input.
-pub struct RangeStream {
+pub(crate) struct RangeStream {
     /// Stream id.
     pub stream: usize,
     pub layout: Arc<SeekableLayout>,
@@ -45,7 +45,7 @@ pub struct RangeStream {
 impl RangeStream {
     /// The stream's frames for frame size `n` and `hop`, with `--duration` (`sample_limit`) and
     /// `--max-frames` applied as the sequential reader applies them.
-    pub fn new(
+    pub(crate) fn new(
         stream: usize,
         layout: Arc<SeekableLayout>,
         splitter: Arc<ChannelSplitter>,
@@ -87,7 +87,7 @@ impl RangeStream {
 }
 
 /// The framing settings every range stream shares.
-pub struct Framing {
+pub(crate) struct Framing {
     pub n: usize,
     pub hop: usize,
     pub tail: crate::frame::Tail,
@@ -104,7 +104,7 @@ pub struct Framing {
 
 /// Values (every channel) one job reads at most: a thread's scratch buffers stay within
 /// 2^21 · (8 bytes of f64 + the file's bytes) whatever `--batch` and the channel count.
-pub const JOB_VALUES: u64 = 1 << 21;
+pub(super) const JOB_VALUES: u64 = 1 << 21;
 
 impl Framing {
     fn sample_limit(&self, rate: f64) -> Option<u64> {
@@ -142,7 +142,7 @@ impl Framing {
 
     /// Whether a job of one frame of `layout` stays within `JOB_VALUES` (else: read it
     /// sequentially, whose blocks shrink with the channel count).
-    pub fn fits(&self, layout: &SeekableLayout) -> bool {
+    pub(crate) fn fits(&self, layout: &SeekableLayout) -> bool {
         (self.n * layout.channels * layout.kind.width()) as u64 <= JOB_VALUES
     }
 }
@@ -157,7 +157,7 @@ struct Job {
 }
 
 /// The jobs of every range stream, handed out in order.
-pub struct RangeJobs {
+pub(super) struct RangeJobs {
     streams: Vec<RangeStream>,
     framing: Framing,
     /// (index into `streams`, next frame).
@@ -165,7 +165,7 @@ pub struct RangeJobs {
 }
 
 impl RangeJobs {
-    pub fn new(streams: Vec<RangeStream>, framing: Framing) -> Self {
+    pub(super) fn new(streams: Vec<RangeStream>, framing: Framing) -> Self {
         RangeJobs {
             streams,
             framing,
@@ -174,12 +174,12 @@ impl RangeJobs {
     }
 
     /// The streams the jobs cover.
-    pub fn streams(&self) -> &[RangeStream] {
+    pub(super) fn streams(&self) -> &[RangeStream] {
         &self.streams
     }
 
     /// Samples of all inputs the jobs will read and analyse (each input once).
-    pub fn total_samples(&self) -> u64 {
+    pub(super) fn total_samples(&self) -> u64 {
         let first_parts = self.streams.iter().filter(|s| s.part == 0);
         first_parts
             .map(|s| s.covered(&self.framing, 0, s.frames))
@@ -188,7 +188,7 @@ impl RangeJobs {
 
     /// Values in the largest batch a device's lane gets, in and out (spectra of every frame):
     /// the size a late lane's pinned buffers are made before it joins (`BufferPool::expect`).
-    pub fn device_batch_values(
+    pub(super) fn device_batch_values(
         &self,
         spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
     ) -> (usize, usize) {
@@ -202,7 +202,7 @@ impl RangeJobs {
     }
 
     /// The first stream's transform (None with no streams).
-    pub fn first_spec(
+    pub(super) fn first_spec(
         &self,
         spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
     ) -> Option<TransformSpec> {
@@ -243,7 +243,7 @@ impl RangeJobs {
 }
 
 /// One range-reader thread: takes jobs until none is left, a stop, or an error.
-pub fn run_range_reader<T: Sample>(
+pub(super) fn run_range_reader<T: Sample>(
     jobs: &RangeJobs,
     dispatcher: &Dispatcher<T>,
     control: &Control,

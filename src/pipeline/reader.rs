@@ -32,7 +32,7 @@ struct StreamState<T> {
 /// its turn comes and closed when done, until the queue is empty, a stop or an error. An error
 /// of an input itself (a bad line, an unreadable file) ends that input's streams where it is
 /// found and is the run's error at the end; the other inputs go on.
-pub fn read_sequential<T: Sample>(
+pub(super) fn read_sequential<T: Sample>(
     queue: &SequentialQueue,
     spec: &ReadSpec,
     tx: Sender<Frame<T>>,
@@ -63,7 +63,7 @@ pub fn read_sequential<T: Sample>(
 }
 
 /// Reads one source to its end (or a limit, or a stop), sending its streams' frames on.
-pub fn read_source<T: Sample>(
+pub(super) fn read_source<T: Sample>(
     plan: SourcePlan,
     spec: &ReadSpec,
     tx: Sender<Frame<T>>,

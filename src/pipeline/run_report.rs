@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 impl Control {
     /// The clock of a new stage thread of `kind` (`timeline`): its time to `end_phase` after
     /// its last lap.
-    pub fn clock(&self, kind: Kind, end_phase: Phase) -> ThreadClock<'_> {
+    pub(crate) fn clock(&self, kind: Kind, end_phase: Phase) -> ThreadClock<'_> {
         let times = &self.counters.times;
         ThreadClock::start(times, self.tracer.as_deref(), kind, end_phase)
     }
@@ -62,7 +62,7 @@ pub(super) struct Startup {
 }
 
 impl Startup {
-    pub fn record(&self, control: &Control) {
+    pub(super) fn record(&self, control: &Control) {
         let times = &control.counters.times;
         let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
         Counters::add(&times.startup_ns, ns(self.started, self.ended));
@@ -89,7 +89,7 @@ pub(super) struct Ended {
 
 impl Ended {
     /// Records the teardown, prints `--stats` and writes `--trace`'s timeline.
-    pub fn report(
+    pub(super) fn report(
         &self,
         settings: &RunSpec,
         control: &Control,

@@ -35,7 +35,7 @@ pub(super) struct Early {
 }
 
 impl Early {
-    pub fn open(settings: &RunSpec) -> Result<Early> {
+    pub(super) fn open(settings: &RunSpec) -> Result<Early> {
         // --serve's port first: a taken one must stop the run before any output file is touched
         let listener = (settings.serve.as_ref())
             .map(crate::serve::bind)
@@ -71,7 +71,7 @@ pub(super) struct Built<T: Sample> {
 }
 
 impl<T: Sample> Built<T> {
-    pub fn build(settings: &RunSpec, live: bool) -> Result<Built<T>> {
+    pub(super) fn build(settings: &RunSpec, live: bool) -> Result<Built<T>> {
         let building = Instant::now();
         let engine = &settings.engine;
         let workers = (engine.workers, engine.device_workers);
@@ -87,7 +87,7 @@ impl<T: Sample> Built<T> {
 
     /// With `auto` running this job on the CPU engines alone, the run's spec with batches sized
     /// for them.
-    pub fn cpu_only_spec(&self, settings: &RunSpec) -> Option<RunSpec> {
+    pub(super) fn cpu_only_spec(&self, settings: &RunSpec) -> Option<RunSpec> {
         use crate::fft::route_record::AutoRoute;
         matches!(self.set.auto_route, Some(AutoRoute::CpuOnly)).then(|| {
             let mut spec = settings.clone();
@@ -111,7 +111,7 @@ pub(super) struct Planned {
 }
 
 impl Planned {
-    pub fn plan(settings: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
+    pub(super) fn plan(settings: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
         // recordings tap every input's samples, so inputs are then read in order
         let reading = match settings.record {
             Some(_) => Reading::Sequential,
@@ -139,12 +139,12 @@ impl Planned {
     }
 
     /// Frame size and hop of the range-read streams (every stream's with fixed frames).
-    pub fn frame(&self) -> (usize, usize) {
+    pub(super) fn frame(&self) -> (usize, usize) {
         self.frame
     }
 
     /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.
-    pub fn segmenting(&self, settings: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
+    pub(super) fn segmenting(&self, settings: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
         let products = &settings.analysis.products;
         match crate::knobs::engine_averaging() {
             false => Ok(None), // every frame to the averaging stage (for comparisons)
@@ -155,7 +155,7 @@ impl Planned {
 
     /// Rows each stream will have when known up front (not with `--average`: rows per interval
     /// are known only as they come).
-    pub fn rows(&self, averaging: bool) -> Vec<Option<u64>> {
+    pub(super) fn rows(&self, averaging: bool) -> Vec<Option<u64>> {
         match averaging {
             false => planned_rows(self.range_jobs.streams(), &self.streams, &self.sequential),
             true => vec![None; self.streams.len()],
@@ -164,7 +164,7 @@ impl Planned {
 
     /// Reader threads: a fixed pool for the sequential inputs (`--realtime`: one per input,
     /// each paced), and one range reader per core when there are range jobs.
-    pub fn readers(&self, realtime: bool) -> (usize, usize) {
+    pub(super) fn readers(&self, realtime: bool) -> (usize, usize) {
         let sequential = match realtime {
             true => self.sequential.readers_wanted(limits::MAX_PACED_READERS),
             false => self.sequential.readers_wanted(limits::cores()),
@@ -192,7 +192,7 @@ pub(super) struct Sinks<T: Sample> {
 }
 
 impl<T: Sample> Sinks<T> {
-    pub fn open(
+    pub(super) fn open(
         settings: &RunSpec,
         rows: RowsPlanned<'_>,
         nats: Option<NatsConnection>,

@@ -22,7 +22,7 @@ use std::time::Instant;
 const REOPEN_CHECK: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The outputs and what the sink needs to account for frames.
-pub struct SinkStage<'a, T: Sample> {
+pub(super) struct SinkStage<'a, T: Sample> {
     pub outputs: Outputs<'a, T>,
     pub streams: &'a [StreamMeta],
     /// Where written byte buffers go back to the encoders.
@@ -35,7 +35,7 @@ pub struct SinkStage<'a, T: Sample> {
     pub alerts: Option<crate::alerts::Alerts>,
 }
 
-pub fn run_sink<T: Sample>(
+pub(super) fn run_sink<T: Sample>(
     rx: Receiver<Encoded>,
     stage: SinkStage<'_, T>,
     control: &Control,

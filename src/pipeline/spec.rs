@@ -45,7 +45,7 @@ pub struct RunSpec {
 /// What the batcher is given (`batcher`): how many frames make a batch, how long a batch's
 /// oldest frame may wait, and whether each frame loses its mean first.
 #[derive(Clone, Copy, Debug)]
-pub struct BatchSpec {
+pub(crate) struct BatchSpec {
     /// `--batch` (0: auto).
     batch: usize,
     /// Default batches sized for OpenCL devices (`EngineSpec::device_batches`).
@@ -57,7 +57,7 @@ pub struct BatchSpec {
 }
 
 impl BatchSpec {
-    pub fn of(run: &RunSpec) -> BatchSpec {
+    pub(crate) fn of(run: &RunSpec) -> BatchSpec {
         BatchSpec {
             batch: run.engine.batch,
             device_batches: run.engine.device_batches,
@@ -67,14 +67,14 @@ impl BatchSpec {
     }
 
     /// Frames per batch for frames of `n` samples (as `EngineSpec::batch_frames`).
-    pub fn frames(&self, n: usize) -> usize {
+    pub(crate) fn frames(&self, n: usize) -> usize {
         crate::fft::spec::batch_frames_for(self.batch, self.device_batches, n)
     }
 }
 
 /// What a reader is given (`reader`): how each stream of an input is framed and where it stops.
 #[derive(Clone, Copy, Debug)]
-pub struct ReadSpec {
+pub(crate) struct ReadSpec {
     pub frame: FrameSize,
     /// The hop of fixed-size frames (1 with `--frame whole`, where it only counts lost frames).
     pub hop: usize,
@@ -88,7 +88,7 @@ pub struct ReadSpec {
 }
 
 impl ReadSpec {
-    pub fn of(run: &RunSpec) -> ReadSpec {
+    pub(crate) fn of(run: &RunSpec) -> ReadSpec {
         ReadSpec {
             frame: run.analysis.frame,
             hop: run.analysis.fixed().map_or(1, |(_, hop)| hop),

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 /// A transformed batch: `frames.len()` rows of `spec.values_out()` values, or of the products'
 /// columns (× values per bin) when `columns` says so.
-pub struct Done<T> {
+pub(crate) struct Done<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
@@ -38,19 +38,19 @@ pub struct Done<T> {
 
 /// What a segment row adds to its first frame's record.
 #[derive(Clone, Copy, Debug)]
-pub struct SegmentTail {
+pub(crate) struct SegmentTail {
     pub frames: u32,
     pub last_start: u64,
 }
 
 impl<T> Done<T> {
     /// Bins (or product columns) per row.
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.columns.unwrap_or(self.spec.bins())
     }
 
     /// Values per row.
-    pub fn width(&self) -> usize {
+    pub(crate) fn width(&self) -> usize {
         self.columns() * self.spec.scale.values_per_bin()
     }
 }
@@ -58,7 +58,7 @@ impl<T> Done<T> {
 /// What a worker shares with the other workers and the other stages. The workers' threads are
 /// not scoped (a worker stuck on a hung device must not keep the run from ending, `dispatch`):
 /// they hold it through an `Arc`.
-pub struct WorkerContext<T: Sample> {
+pub(crate) struct WorkerContext<T: Sample> {
     pub control: Control,
     pub dispatcher: Dispatcher<T>,
     /// (input buffers, output buffers).
@@ -75,7 +75,7 @@ impl<T: Sample> WorkerContext<T> {
 /// The finished batches as the stage after the workers receives them: until every worker has
 /// ended, or, once the run has given up a stalled lane (`Dispatcher::abandoned`), until none is
 /// left in the channel (a stuck worker never ends, nor closes the channel).
-pub struct FinishedBatches<T> {
+pub(super) struct FinishedBatches<T> {
     pub rx: Receiver<Done<T>>,
     /// `Dispatcher::abandoned`, or a channel that never disconnects for a stage fed by another.
     pub abandoned: Receiver<()>,
@@ -92,7 +92,7 @@ impl<T> Clone for FinishedBatches<T> {
 
 impl<T> FinishedBatches<T> {
     /// The next finished batch; None at the end.
-    pub fn recv(&self) -> Option<Done<T>> {
+    pub(super) fn recv(&self) -> Option<Done<T>> {
         crossbeam_channel::select! {
             recv(self.rx) -> done => done.ok(),
             recv(self.abandoned) -> _ => self.rx.try_recv().ok(),
@@ -100,13 +100,13 @@ impl<T> FinishedBatches<T> {
     }
 
     /// Every finished batch, in the order they arrive.
-    pub fn iter(&self) -> impl Iterator<Item = Done<T>> + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = Done<T>> + '_ {
         std::iter::from_fn(|| self.recv())
     }
 }
 
 /// The lane a worker belongs to: its id, its record and its queue.
-pub struct LaneQueue<T> {
+pub(crate) struct LaneQueue<T> {
     pub id: LaneId,
     pub lane: Arc<Lane>,
     pub rx: Receiver<Batch<T>>,
@@ -146,7 +146,7 @@ fn split_device_time(clock: &mut ThreadClock<'_>, device: DeviceTimes, engine: D
     }
 }
 
-pub fn run_worker<T: Sample>(
+pub(super) fn run_worker<T: Sample>(
     mut engine: Box<dyn Engine<T>>,
     queue: LaneQueue<T>,
     tx: Sender<Done<T>>,

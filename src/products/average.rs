@@ -87,7 +87,7 @@ pub enum AverageMode {
 
 /// The fewest and most frames one row can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FramesPerRow {
+pub(crate) struct FramesPerRow {
     pub fewest: usize,
     pub most: usize,
 }
@@ -204,7 +204,8 @@ impl AverageSpec {
     }
 
     /// The fewest and most frames a row holds at `rate` Hz and `hop` (errors as [`Self::grouping`]).
-    pub fn frames_per_row(&self, rate: f64, hop: usize) -> Result<FramesPerRow, String> {
+    #[cfg(test)]
+    pub(crate) fn frames_per_row(&self, rate: f64, hop: usize) -> Result<FramesPerRow, String> {
         self.grouping(rate, hop).map(|g| g.frames_per_row())
     }
 
@@ -223,7 +224,7 @@ impl AverageSpec {
 
 /// Consecutive frames of one group, reduced to one row before they reach the averager.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub first_frame: u64,
     pub first_start: u64,
     /// Start sample of the segment's last frame.
@@ -235,7 +236,7 @@ impl AverageMode {
     /// How an engine may reduce a run of one group's frames before the averager sees them: their
     /// sum (mean), max (max, peak) or min; None when every frame must reach the averager (median,
     /// exp).
-    pub fn segment_op(self) -> Option<crate::fft::SegmentOp> {
+    pub(crate) fn segment_op(self) -> Option<crate::fft::SegmentOp> {
         use crate::fft::SegmentOp;
         match self {
             AverageMode::Mean => Some(SegmentOp::Sum),
@@ -249,7 +250,7 @@ impl AverageMode {
 impl Grouping {
     /// Which group frame `frame_index` (starting at `start_sample`) of a stream belongs to, for a
     /// stream whose frames are numbered from 0 without gaps (files): frame / N, or its interval.
-    pub fn group_of(&self, frame_index: u64, start_sample: u64) -> u64 {
+    pub(crate) fn group_of(&self, frame_index: u64, start_sample: u64) -> u64 {
         match self.rule {
             RowRule::Frames(frames) => frame_index / frames.max(1) as u64,
             RowRule::Interval(clock) => clock.index_of(start_sample),
@@ -257,7 +258,7 @@ impl Grouping {
     }
 
     /// The fewest and most frames one row holds (equal for `--average N`).
-    pub fn frames_per_row(&self) -> FramesPerRow {
+    pub(crate) fn frames_per_row(&self) -> FramesPerRow {
         match self.rule {
             RowRule::Frames(frames) => FramesPerRow {
                 fewest: frames,
@@ -360,7 +361,7 @@ impl IntervalClock {
 
 /// scipy's `_median_bias(n)`: the median of n periodograms over their mean,
 /// 1 + Σ_{i=1}^{(n−1)/2} (1/(2i+1) − 1/(2i)). 1 for n = 1 and 2.
-pub fn median_bias(count: usize) -> f64 {
+pub(crate) fn median_bias(count: usize) -> f64 {
     let terms = count.saturating_sub(1) / 2;
     1.0 + (1..=terms)
         .map(|i| {
@@ -529,7 +530,7 @@ impl<T: Sample> Averager<T> {
     /// row by the segment's op (`AverageMode::segment_op`: their sum for `mean`, max or min for
     /// the holds), as an engine reduces them. Emits the rows this completes, as `push` does.
     /// Panics if `row` does not hold `bins` values (a bug in the caller).
-    pub fn push_segment(
+    pub(crate) fn push_segment(
         &mut self,
         segment: Segment,
         row: &[T],

@@ -12,7 +12,7 @@ use crate::types::{InputKind, StreamMeta};
 use crate::window::WindowKind;
 
 /// The bin factor f_k (module comment) for frames of `n` samples.
-pub struct BinFactors {
+pub(crate) struct BinFactors {
     pub n: usize,
     /// Σw and Σw² of the window.
     pub sum: f64,
@@ -25,7 +25,7 @@ pub struct BinFactors {
 
 impl BinFactors {
     /// f_k of bin `k` of `stream`'s spectra.
-    pub fn of(&self, stream: &StreamMeta, k: usize) -> f64 {
+    pub(crate) fn of(&self, stream: &StreamMeta, k: usize) -> f64 {
         let n = self.n;
         if let Some(enbw) = self.enbw {
             return 1.0 / enbw;
@@ -47,7 +47,7 @@ impl BinFactors {
 /// engine's power-domain `scale` (power, spectrum or density), which a band matrix sums into
 /// the band's power: the first bin and a factor per bin from it (none when no bin lies in the
 /// band).
-pub fn band_bins(
+pub(crate) fn band_bins(
     meta: &StreamMeta,
     n: usize,
     (lo, hi): (f64, f64),

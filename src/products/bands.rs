@@ -99,7 +99,7 @@ pub enum OctaveFraction {
 
 impl OctaveFraction {
     /// IEC 61260-1's b: 1 or 3.
-    pub fn bands_per_octave(self) -> u32 {
+    pub(crate) fn bands_per_octave(self) -> u32 {
         match self {
             OctaveFraction::Octave => 1,
             OctaveFraction::ThirdOctave => 3,
@@ -121,7 +121,7 @@ impl OctaveFraction {
 // ---------------------------------------------------------------------------------------------
 
 /// A `BandWeights::id` not given before in this process (device caches tell matrices apart by it).
-pub fn next_matrix_id() -> u64 {
+pub(crate) fn next_matrix_id() -> u64 {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
@@ -191,7 +191,7 @@ impl BandMatrix {
     }
 
     /// The bands that no bin reaches (their power is always 0); librosa warns about these.
-    pub fn empty_bands(&self) -> Vec<usize> {
+    pub(crate) fn empty_bands(&self) -> Vec<usize> {
         self.rows
             .iter()
             .enumerate()
@@ -243,7 +243,8 @@ impl BandMatrix {
     }
 
     /// The dense matrix in f32, row-major, bands × bins (for a device kernel).
-    pub fn dense_f32(&self) -> Vec<f32> {
+    #[cfg(test)]
+    pub(crate) fn dense_f32(&self) -> Vec<f32> {
         self.dense_f64().into_iter().map(|w| w as f32).collect()
     }
 }

@@ -17,7 +17,7 @@ use std::ops::Range;
 
 /// How one stream's frames of `n` samples become rows.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ColumnPlan {
+pub(crate) struct ColumnPlan {
     /// Values in a frame's spectrum (bins).
     bins: usize,
     /// Rotation to the left applied before picking (fftshift), in bins.
@@ -37,7 +37,7 @@ pub struct ColumnPlan {
 impl ColumnPlan {
     /// The plan for `meta`'s frames of `n` samples; an error when the range holds no bin.
     /// `per_bin`: values per bin (2 for complex output).
-    pub fn new(
+    pub(crate) fn new(
         meta: &StreamMeta,
         (n, window): (usize, crate::window::WindowKind),
         options: &ProductOptions,
@@ -64,7 +64,7 @@ impl ColumnPlan {
     /// as one more band after the columns (and the level total), summed where the bands are.
     /// With measurements (`gains`) a band's weights are its bins' gains over the ENBW, as the
     /// bands' own: its calibrated, weighted power.
-    pub fn add_alert_bands(
+    pub(crate) fn add_alert_bands(
         &mut self,
         meta: &StreamMeta,
         n: usize,
@@ -234,7 +234,7 @@ impl ColumnPlan {
 
     /// Whether this plan's column frequencies are those `meta`'s rows would get (the same
     /// centre frequency: `--center-freq`, SigMF).
-    pub fn suits(&self, meta: &StreamMeta, n: usize) -> bool {
+    pub(crate) fn suits(&self, meta: &StreamMeta, n: usize) -> bool {
         self.picks.is_empty() || {
             let all = meta.frequencies(n);
             let mine = self
@@ -246,53 +246,49 @@ impl ColumnPlan {
     }
 
     /// Values per row.
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.frequencies.len()
     }
 
     /// Frequency in Hz of each column.
-    pub fn frequencies(&self) -> &[f64] {
+    pub(crate) fn frequencies(&self) -> &[f64] {
         &self.frequencies
     }
 
     /// Whether rows are the spectrum as the engine wrote it.
-    pub fn is_identity(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_identity(&self) -> bool {
         self.bands.is_none()
             && self.shift == 0
             && self.picks.len() == 1
             && self.picks[0] == (0..self.bins)
     }
 
-    /// Values of a frame's spectrum.
-    pub fn bins(&self) -> usize {
-        self.bins
-    }
-
     /// Band rows leave the engine in `finish`'s scale (see `Shaping::new`).
-    pub fn set_band_finish(&mut self, finish: crate::fft::RowFinish) {
+    pub(crate) fn set_band_finish(&mut self, finish: crate::fft::RowFinish) {
         if let Some(b) = self.bands.as_mut() {
             b.finish = finish;
         }
     }
 
     /// The band matrix, when rows are band powers (an engine can sum them itself).
-    pub fn band_weights(&self) -> Option<&BandWeights> {
+    pub(crate) fn band_weights(&self) -> Option<&BandWeights> {
         self.bands.as_ref()
     }
 
     /// Values per row: the columns', then the level total's.
-    pub fn width(&self) -> usize {
+    pub(crate) fn width(&self) -> usize {
         self.columns() * self.per_bin + self.extra
     }
 
     /// Values after the columns (the level total with `--levels`; `--alert` rules' bands).
-    pub fn extra(&self) -> usize {
+    pub(crate) fn extra(&self) -> usize {
         self.extra
     }
 
     /// Writes one frame's row (`spectrum`: its `bins` × values per bin) into `row` (`width`
     /// values).
-    pub fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
+    pub(crate) fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
         if let Some(weights) = &self.bands {
             weights.apply(spectrum, row);
             return;

@@ -13,9 +13,9 @@
 //! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
 
 pub mod average;
-pub mod band_power;
+pub(crate) mod band_power;
 pub mod bands;
-pub mod columns;
+pub(crate) mod columns;
 pub mod measure;
 
 use crate::fft::Scale;
@@ -40,7 +40,7 @@ pub struct ProductOptions {
 
 impl ProductOptions {
     /// Whether the engine's output goes to the sinks untouched.
-    pub fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         self.average.is_none()
             && self.fmin.is_none()
             && self.fmax.is_none()
@@ -50,19 +50,19 @@ impl ProductOptions {
 
     /// The grouping of the averaging stage: `--average`, or one frame per row for measurements
     /// (which follow each stream's frames in order there).
-    pub fn row_average(&self) -> Option<AverageSpec> {
+    pub(crate) fn row_average(&self) -> Option<AverageSpec> {
         self.average
             .or_else(|| self.measure.is_active().then_some(AverageSpec::Frames(1)))
     }
 
     /// Whether rows must be reduced in the power domain (and the scale applied after).
-    pub fn in_power_domain(&self) -> bool {
+    pub(crate) fn in_power_domain(&self) -> bool {
         self.average.is_some() || self.bands.is_some() || self.measure.is_active()
     }
 
     /// The scale the engine computes for output `scale`: the power-domain one when a product
     /// reduces power, else `scale` itself.
-    pub fn engine_scale(&self, scale: Scale) -> Scale {
+    pub(crate) fn engine_scale(&self, scale: Scale) -> Scale {
         if self.measure.cross.is_some() {
             return Scale::Complex; // `measure::cross` takes X and Y
         }
@@ -108,11 +108,11 @@ impl ProductOptions {
 }
 
 /// The final step: the requested scale applied to a power-domain value.
-pub use crate::fft::RowFinish as Finish;
+pub(crate) use crate::fft::RowFinish as Finish;
 
 /// How product rows (power) become the requested scale: `magnitude` √power, `db`
 /// 10·log10(max(power, 1e-24)), other scales as they are.
-pub fn finish_for_scale(scale: Scale, options: &ProductOptions) -> Finish {
+pub(crate) fn finish_for_scale(scale: Scale, options: &ProductOptions) -> Finish {
     match scale {
         Scale::Magnitude if options.in_power_domain() => Finish::SquareRoot,
         Scale::Db if options.in_power_domain() => Finish::Decibels,
@@ -121,12 +121,12 @@ pub fn finish_for_scale(scale: Scale, options: &ProductOptions) -> Finish {
 }
 
 /// Why `--scale complex` cannot go with `--average` or `--bands`.
-pub const COMPLEX_NEEDS_POWER: &str = "--scale complex keeps re and im of each bin: --average and --bands work on power; use --scale power|spectrum|density|magnitude|db";
+pub(crate) const COMPLEX_NEEDS_POWER: &str = "--scale complex keeps re and im of each bin: --average and --bands work on power; use --scale power|spectrum|density|magnitude|db";
 
 /// The per-frame part of the products for a whole run: one `ColumnPlan` per kind of batch (frames
 /// of one kind and rate share a batch, and so a plan), and the scale applied per frame when no
 /// averaging follows. The FFT workers call it on every transformed batch.
-pub struct Shaping {
+pub(crate) struct Shaping {
     plans: Vec<(PlanKey, columns::ColumnPlan)>,
     finish: Finish,
 }
@@ -137,7 +137,7 @@ type PlanKey = (crate::types::InputKind, u64);
 impl Shaping {
     /// Plans every stream's columns (frames of `n` samples) and records them in its
     /// `StreamMeta::columns`; None for a run without products. Errors name the flag.
-    pub fn new(
+    pub(crate) fn new(
         streams: &mut [crate::types::StreamMeta],
         n: usize,
         options: &ProductOptions,
@@ -185,14 +185,14 @@ impl Shaping {
     }
 
     /// The plan for a batch of `spec`.
-    pub fn plan(&self, spec: &crate::fft::TransformSpec) -> Option<&columns::ColumnPlan> {
+    pub(crate) fn plan(&self, spec: &crate::fft::TransformSpec) -> Option<&columns::ColumnPlan> {
         let key = (spec.kind, spec.rate.to_bits());
         self.plans.iter().find(|(k, _)| *k == key).map(|(_, p)| p)
     }
 
     /// Shapes `frames` spectra (back to back in `spectra`) into rows in `rows` (`frames` × the
     /// plan's width); returns the plan's columns, or None when no stream has this spec.
-    pub fn shape<T: crate::types::Sample>(
+    pub(crate) fn shape<T: crate::types::Sample>(
         &self,
         spec: &crate::fft::TransformSpec,
         frames: usize,
@@ -215,7 +215,7 @@ impl Shaping {
     }
 
     /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
-    pub fn finish_rows<T: crate::types::Sample>(&self, rows: &mut [T]) {
+    pub(crate) fn finish_rows<T: crate::types::Sample>(&self, rows: &mut [T]) {
         if self.finish != Finish::AsIs {
             for v in rows.iter_mut() {
                 *v = T::of_f64(self.finish.apply(v.into_f64()));
@@ -229,18 +229,18 @@ impl Shaping {
 /// stream's frames in one group, at most `MAX_SEGMENT_VALUES` values of spectra each; the
 /// averaging stage combines the segments of a group. For modes with a segment op (mean, max,
 /// min, peak) and file inputs (frames numbered without gaps).
-pub struct Segmenting {
+pub(crate) struct Segmenting {
     /// Each stream's grouping.
     groupings: Vec<average::Grouping>,
     pub op: crate::fft::SegmentOp,
 }
 
 /// Values of spectra one segment holds at most (keeps device chunks small).
-pub const MAX_SEGMENT_VALUES: usize = 1 << 20;
+pub(crate) const MAX_SEGMENT_VALUES: usize = 1 << 20;
 
 impl Segmenting {
     /// None when the mode needs every frame (median, exp) or the input is live.
-    pub fn new(
+    pub(crate) fn new(
         options: &ProductOptions,
         streams: &[crate::types::StreamMeta],
         hop: usize,
@@ -264,7 +264,11 @@ impl Segmenting {
 
     /// The run lengths of frames `(stream, frame number, start sample)` (in batch order): a new
     /// run where the stream or its group changes, or after `most` frames.
-    pub fn cut(&self, frames: impl Iterator<Item = (usize, u64, u64)>, most: usize) -> Vec<u32> {
+    pub(crate) fn cut(
+        &self,
+        frames: impl Iterator<Item = (usize, u64, u64)>,
+        most: usize,
+    ) -> Vec<u32> {
         let mut lengths: Vec<u32> = Vec::new();
         let mut last: Option<(usize, u64)> = None;
         for (stream, seq, start) in frames {

@@ -6,8 +6,8 @@
 //! A recording holds every channel of its stream's input. Inputs are read in order (not by range
 //! readers) while recording.
 
-pub mod tap;
-pub mod writer;
+pub(crate) mod tap;
+pub(crate) mod writer;
 
 use crate::alerts::events::Event;
 use crate::alerts::state::Change;
@@ -26,7 +26,7 @@ pub struct RecordOptions {
 }
 
 /// Checks `--record-on-alert`, `--pre` and `--post` (usage errors' messages).
-pub fn check_record(
+pub(crate) fn check_record(
     dir: Option<&std::path::Path>,
     pre: Option<&str>,
     post: Option<&str>,
@@ -73,7 +73,7 @@ struct Tapped {
 }
 
 /// The sink's side: opens, extends and ends recordings as events come.
-pub struct Recorder {
+pub(crate) struct Recorder {
     options: RecordOptions,
     /// Seconds since 1970 of sample 0 (names the files).
     epoch_s: f64,
@@ -81,7 +81,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(options: RecordOptions, epoch_s: f64) -> Self {
+    pub(crate) fn new(options: RecordOptions, epoch_s: f64) -> Self {
         Recorder {
             options,
             epoch_s,
@@ -91,7 +91,7 @@ impl Recorder {
 
     /// Taps a source feeding streams `first_stream..first_stream + streams`: the ring to wrap it
     /// with (`tap::TapSource`).
-    pub fn tap(
+    pub(crate) fn tap(
         &mut self,
         info: &crate::source::SourceInfo,
         first_stream: usize,

@@ -10,10 +10,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 /// Seconds of samples kept beyond the pre-roll: how far the reader may run ahead of the sink.
-pub const LAG_S: f64 = 10.0;
+pub(crate) const LAG_S: f64 = 10.0;
 
 /// One open recording of a source.
-pub struct Active {
+pub(crate) struct Active {
     pub rule: String,
     pub stream: usize,
     pub writer: SampleWriter,
@@ -25,7 +25,7 @@ pub struct Active {
 }
 
 /// A source's newest samples and its open recordings.
-pub struct Ring {
+pub(crate) struct Ring {
     values: VecDeque<f32>,
     /// Values per sample frame.
     pub width: usize,
@@ -36,7 +36,7 @@ pub struct Ring {
 }
 
 impl Ring {
-    pub fn new(width: usize, capacity_frames: usize) -> Self {
+    pub(crate) fn new(width: usize, capacity_frames: usize) -> Self {
         Ring {
             values: VecDeque::new(),
             width: width.max(1),
@@ -47,12 +47,12 @@ impl Ring {
     }
 
     /// Index of the frame after the newest.
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.start + (self.values.len() / self.width) as u64
     }
 
     /// Appends sample frames and writes them to the open recordings.
-    pub fn push(&mut self, values: &[f64]) -> std::io::Result<()> {
+    pub(crate) fn push(&mut self, values: &[f64]) -> std::io::Result<()> {
         self.values.extend(values.iter().map(|&v| v as f32));
         let over = (self.values.len() / self.width).saturating_sub(self.capacity);
         if over > 0 {
@@ -63,7 +63,7 @@ impl Ring {
     }
 
     /// Samples lost in the source (a gap): the ring starts again after them.
-    pub fn skip(&mut self, frames: u64) {
+    pub(crate) fn skip(&mut self, frames: u64) {
         let end = self.end() + frames;
         self.values.clear();
         self.start = end;
@@ -73,7 +73,7 @@ impl Ring {
     }
 
     /// Writes every open recording up to the newest frame.
-    pub fn feed(&mut self) -> std::io::Result<()> {
+    pub(crate) fn feed(&mut self) -> std::io::Result<()> {
         let end = self.end();
         let (start, width) = (self.start, self.width);
         for r in &mut self.recordings {
@@ -103,7 +103,7 @@ impl Ring {
 }
 
 /// A source whose samples also go to a ring.
-pub struct TapSource {
+pub(crate) struct TapSource {
     inner: Box<dyn SampleSource>,
     ring: Arc<Mutex<Ring>>,
     /// An outage the ring has skipped and the reader has not been told of yet.
@@ -111,7 +111,7 @@ pub struct TapSource {
 }
 
 impl TapSource {
-    pub fn new(inner: Box<dyn SampleSource>, ring: Arc<Mutex<Ring>>) -> Self {
+    pub(crate) fn new(inner: Box<dyn SampleSource>, ring: Arc<Mutex<Ring>>) -> Self {
         TapSource {
             inner,
             ring,
@@ -167,7 +167,7 @@ impl SampleSource for TapSource {
 }
 
 /// Stands in for a source while it is being wrapped (never read).
-pub struct Detached(pub SourceInfo);
+pub(crate) struct Detached(pub SourceInfo);
 
 impl SampleSource for Detached {
     fn info(&self) -> &SourceInfo {
@@ -180,7 +180,7 @@ impl SampleSource for Detached {
 }
 
 /// Wraps `source` in place with a `TapSource` feeding `ring`.
-pub fn wrap(source: &mut Box<dyn SampleSource>, ring: Arc<Mutex<Ring>>) {
+pub(crate) fn wrap(source: &mut Box<dyn SampleSource>, ring: Arc<Mutex<Ring>>) {
     let info = source.info().clone();
     let inner = std::mem::replace(source, Box::new(Detached(info)));
     *source = Box::new(TapSource::new(inner, ring));

@@ -10,14 +10,14 @@ const WAV_HEADER: u64 = 44;
 
 /// What a recording holds.
 #[derive(Clone, Copy, Debug)]
-pub struct Shape {
+pub(crate) struct Shape {
     pub rate: f64,
     /// Values per sample frame (channels, or 2 for one complex channel).
     pub width: usize,
     pub complex: bool,
 }
 
-pub struct SampleWriter {
+pub(crate) struct SampleWriter {
     path: PathBuf,
     file: io::BufWriter<File>,
     shape: Shape,
@@ -29,7 +29,7 @@ pub struct SampleWriter {
 
 impl SampleWriter {
     /// Creates `stem.wav` (or `stem.sigmf-data` for complex input).
-    pub fn create(stem: &Path, shape: Shape, description: String) -> io::Result<Self> {
+    pub(crate) fn create(stem: &Path, shape: Shape, description: String) -> io::Result<Self> {
         let ext = if shape.complex { "sigmf-data" } else { "wav" };
         // (the stem holds a '.' before its milliseconds: the extension is added, not replaced)
         let path = PathBuf::from(format!("{}.{ext}", stem.display()));
@@ -46,12 +46,12 @@ impl SampleWriter {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends whole sample frames (`values.len()` a multiple of the width).
-    pub fn append(&mut self, values: &[f32]) -> io::Result<()> {
+    pub(crate) fn append(&mut self, values: &[f32]) -> io::Result<()> {
         for v in values {
             self.file.write_all(&v.to_le_bytes())?;
         }
@@ -60,7 +60,7 @@ impl SampleWriter {
     }
 
     /// Keeps the first `frames` sample frames and completes the file.
-    pub fn finish(mut self, frames: u64) -> io::Result<PathBuf> {
+    pub(crate) fn finish(mut self, frames: u64) -> io::Result<PathBuf> {
         let frames = frames.min(self.frames);
         let bytes = frames * self.shape.width as u64 * 4;
         self.file.flush()?;

@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
-pub fn parse(text: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse(text: &str) -> Result<SocketAddr, String> {
     let bad = |why: &str| {
         format!(
             "--serve {text}: {why} (use HOST:PORT, e.g. 127.0.0.1:8080, or a PORT for loopback)"

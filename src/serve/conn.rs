@@ -18,7 +18,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 /// What every connection needs.
-pub struct Context {
+pub(super) struct Context {
     pub router: Router,
     pub tls: Option<TlsAcceptor>,
     pub timeouts: Timeouts,
@@ -28,7 +28,7 @@ pub struct Context {
 
 /// Accepts until the shutdown; then waits up to `grace` for the connections (WebSocket sessions
 /// too) to end.
-pub async fn serve(listener: tokio::net::TcpListener, cx: Context, grace: Duration) {
+pub(super) async fn serve(listener: tokio::net::TcpListener, cx: Context, grace: Duration) {
     let cx = Arc::new(cx);
     let permits = Arc::new(Semaphore::new(cx.max_connections));
     let registry = Arc::new(Registry::default());

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// How the values of a row relate to level, so they can be folded and shown in dB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     /// |X|: 20·log10.
     Amplitude,
     /// |X|² and its normalised forms: 10·log10.
@@ -23,7 +23,7 @@ pub enum Level {
 }
 
 impl Level {
-    pub fn of(scale: Scale) -> Self {
+    pub(crate) fn of(scale: Scale) -> Self {
         match scale {
             Scale::Magnitude => Level::Amplitude,
             Scale::Db => Level::Decibel,
@@ -33,7 +33,7 @@ impl Level {
     }
 
     /// Columns of a row of `values` values.
-    pub fn columns(self, values: usize) -> usize {
+    pub(crate) fn columns(self, values: usize) -> usize {
         match self {
             Level::Complex => values / 2,
             _ => values,
@@ -54,7 +54,7 @@ impl Level {
 /// the values (so the mean is that of the row's own unit: power average for power rows, log
 /// average for dB rows, as spectrum analysers offer them).
 #[derive(Clone, Debug)]
-pub struct Fold {
+pub(crate) struct Fold {
     pub n: usize,
     pub frames: u32,
     /// Time of the earliest frame folded, in s.
@@ -69,7 +69,7 @@ pub struct Fold {
 }
 
 impl Fold {
-    pub fn new(n: usize, columns: usize) -> Self {
+    pub(crate) fn new(n: usize, columns: usize) -> Self {
         Fold {
             n,
             frames: 0,
@@ -80,12 +80,12 @@ impl Fold {
         }
     }
 
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.max.len()
     }
 
     /// Folds one row of `values` (in `level`'s unit).
-    pub fn add<T: Sample>(&mut self, level: Level, frame: u64, time_s: f64, values: &[T]) {
+    pub(crate) fn add<T: Sample>(&mut self, level: Level, frame: u64, time_s: f64, values: &[T]) {
         if level == Level::Complex {
             let columns = self.max.len().min(values.len() / 2);
             for (i, pair) in values[..2 * columns].chunks_exact(2).enumerate() {
@@ -112,7 +112,7 @@ impl Fold {
     }
 
     /// Adds another fold of the same stream and width.
-    pub fn merge(&mut self, other: &Fold) {
+    pub(crate) fn merge(&mut self, other: &Fold) {
         for (m, o) in self.max.iter_mut().zip(&other.max) {
             *m = m.max(*o);
         }
@@ -133,7 +133,7 @@ impl Fold {
 /// ascending order, and where each comes from in a row (rows of complex input without
 /// `--fftshift` start at 0 Hz and wrap to the negative half).
 #[derive(Debug, PartialEq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub n: usize,
     pub columns_hz: Vec<f64>,
     /// Row column of each display column, when they are not the same.
@@ -142,7 +142,7 @@ pub struct Layout {
 
 impl Layout {
     /// `row_hz`: the Hz of each column in row order (`StreamMeta::column_frequencies`).
-    pub fn new(n: usize, row_hz: Vec<f64>) -> Self {
+    pub(crate) fn new(n: usize, row_hz: Vec<f64>) -> Self {
         if row_hz.windows(2).all(|w| w[0] <= w[1]) {
             return Layout {
                 n,
@@ -159,7 +159,7 @@ impl Layout {
         }
     }
 
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.columns_hz.len()
     }
 
@@ -173,7 +173,7 @@ impl Layout {
 
 /// One display row of one stream: the max and mean, in dB, of the frames folded into it.
 #[derive(Debug)]
-pub struct DisplayRow {
+pub(crate) struct DisplayRow {
     pub stream: usize,
     /// Rows of this stream made before it (a row may hold frames older than the previous row's:
     /// the encode threads fold batches in the order they finish them).
@@ -187,7 +187,13 @@ pub struct DisplayRow {
 }
 
 impl DisplayRow {
-    pub fn new(stream: usize, number: u64, fold: &Fold, level: Level, layout: Arc<Layout>) -> Self {
+    pub(crate) fn new(
+        stream: usize,
+        number: u64,
+        fold: &Fold,
+        level: Level,
+        layout: Arc<Layout>,
+    ) -> Self {
         let frames = fold.frames.max(1) as f32;
         let max_db = fold.max.iter().map(|&v| level.db(v)).collect();
         let mean_db = fold.sum.iter().map(|&s| level.db(s / frames)).collect();
@@ -205,12 +211,12 @@ impl DisplayRow {
 }
 
 /// Bytes before the values of a binary row message.
-pub const ROW_HEADER_BYTES: usize = 32;
+pub(crate) const ROW_HEADER_BYTES: usize = 32;
 
 /// A layout as one client sees it: at most `width` columns, each the max (and mean) of a run of
 /// neighbouring display columns.
 #[derive(Debug)]
-pub struct View {
+pub(crate) struct View {
     pub layout: Arc<Layout>,
     /// First display column of each view column, and the end of the last.
     edges: Vec<usize>,
@@ -219,7 +225,7 @@ pub struct View {
 
 impl View {
     /// `width` 0: every column.
-    pub fn new(layout: Arc<Layout>, width: usize) -> Self {
+    pub(crate) fn new(layout: Arc<Layout>, width: usize) -> Self {
         let columns = layout.columns();
         let width = if width == 0 {
             columns
@@ -238,14 +244,14 @@ impl View {
         }
     }
 
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.columns_hz.len()
     }
 
     /// The binary message of `row`: little-endian u32 stream, u32 frames, f64 time_s, u64 last
     /// frame, u32 columns, u32 row number (wrapping), then the columns' max in dB, then their
     /// mean in dB (f32).
-    pub fn encode(&self, row: &DisplayRow) -> Vec<u8> {
+    pub(crate) fn encode(&self, row: &DisplayRow) -> Vec<u8> {
         let columns = self.columns();
         let mut out = Vec::with_capacity(ROW_HEADER_BYTES + 8 * columns);
         out.extend_from_slice(&(row.stream as u32).to_le_bytes());

@@ -23,7 +23,7 @@ use subtle::ConstantTimeEq;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-pub struct Guard {
+pub(super) struct Guard {
     bound: SocketAddr,
     tls: bool,
     any_host: bool,
@@ -35,7 +35,7 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(settings: &ServeSettings, bound: SocketAddr) -> Guard {
+    pub(super) fn new(settings: &ServeSettings, bound: SocketAddr) -> Guard {
         Guard {
             bound,
             tls: settings.tls.is_some(),
@@ -145,7 +145,11 @@ fn refuse(status: StatusCode, why: String) -> Response {
 }
 
 /// The middleware: checks, then the endpoint, then the headers.
-pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+pub(super) async fn check(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let mut response = match admit(&guard, &request) {
         Some(answer) => answer,
         None => next.run(request).await,

@@ -34,7 +34,7 @@ const UNWATCHED_ROW_INTERVAL: Duration = Duration::from_millis(250);
 
 /// What the page and `/api/streams` say about a stream.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct StreamInfo {
+pub(crate) struct StreamInfo {
     pub id: usize,
     pub name: String,
     pub rate: f64,
@@ -50,12 +50,12 @@ pub struct StreamInfo {
 }
 
 /// Rows of one batch encoded as NDJSON lines, for `/spectra`.
-pub struct LiveRows {
+pub(crate) struct LiveRows {
     pub rows: Vec<LiveRow>,
     pub bytes: Vec<u8>,
 }
 
-pub struct LiveRow {
+pub(crate) struct LiveRow {
     pub stream: usize,
     pub frame: u64,
     pub bytes: Range<usize>,
@@ -72,7 +72,7 @@ struct RowReader {
 }
 
 /// What a `/spectra` reader receives.
-pub struct RowSubscription {
+pub(crate) struct RowSubscription {
     pub rx: mpsc::Receiver<Arc<LiveRows>>,
     /// Rows it missed because its queue was full.
     pub skipped: Arc<AtomicU64>,
@@ -81,7 +81,7 @@ pub struct RowSubscription {
 }
 
 /// What a WebSocket session receives of one stream.
-pub struct DisplaySubscription {
+pub(crate) struct DisplaySubscription {
     pub rows: broadcast::Receiver<Arc<DisplayRow>>,
     /// The recent rows, oldest first (sent before the live ones).
     pub history: Vec<Arc<DisplayRow>>,
@@ -111,7 +111,7 @@ impl StreamDisplay {
     }
 }
 
-pub struct LiveHub {
+pub(crate) struct LiveHub {
     pub streams: Vec<StreamInfo>,
     metas: Vec<StreamMeta>,
     pub level: Level,
@@ -132,7 +132,7 @@ pub struct LiveHub {
 
 /// The server's own counters, for `/metrics`.
 #[derive(Default)]
-pub struct ServeCounters {
+pub(crate) struct ServeCounters {
     pub ws_sessions: AtomicUsize,
     pub ws_rows_sent: AtomicU64,
     pub ws_rows_skipped: AtomicU64,
@@ -142,7 +142,7 @@ pub struct ServeCounters {
 }
 
 impl LiveHub {
-    pub fn new(streams: &[StreamMeta], scale: Scale, counters: Arc<Counters>) -> Self {
+    pub(crate) fn new(streams: &[StreamMeta], scale: Scale, counters: Arc<Counters>) -> Self {
         let infos = streams
             .iter()
             .map(|s| StreamInfo {
@@ -180,7 +180,7 @@ impl LiveHub {
 
     /// Names the run's measurements on its streams (`StreamInfo::unit`, `cross`); with `--cross`
     /// the rows drawn are the pairs' |H1| in dB (`pipeline::encode` folds those values).
-    pub fn label(&mut self, measure: &crate::products::measure::MeasureOptions) {
+    pub(crate) fn label(&mut self, measure: &crate::products::measure::MeasureOptions) {
         if let Some(cross) = measure.cross {
             self.level = Level::Decibel;
             for (info, meta) in self.streams.iter_mut().zip(&self.metas) {
@@ -197,25 +197,25 @@ impl LiveHub {
 
     /// The stream a page shows first: the first with rows drawn (with `--cross`, the first
     /// pair's), else 0.
-    pub fn first_shown(&self) -> usize {
+    pub(crate) fn first_shown(&self) -> usize {
         let cross = self.streams.iter().find(|s| s.cross.is_some());
         cross.map_or(0, |s| s.id)
     }
 
     /// The counter the stage before the encoders numbers batches with.
-    pub fn set_numbering(&self, numbering: Arc<AtomicU64>) {
+    pub(crate) fn set_numbering(&self, numbering: Arc<AtomicU64>) {
         let _ = self.numbering.set(numbering);
     }
 
     // ---- the pipeline's side ----
 
     /// Whether the encode threads should encode rows for `/spectra`.
-    pub fn rows_wanted(&self) -> bool {
+    pub(crate) fn rows_wanted(&self) -> bool {
         self.rows_wanted.load(Ordering::SeqCst) > 0
     }
 
     /// Folds an encode thread's folds of one batch into the streams' folds.
-    pub fn merge_folds(&self, folds: &mut Vec<(usize, Fold)>) {
+    pub(crate) fn merge_folds(&self, folds: &mut Vec<(usize, Fold)>) {
         for (stream, fold) in folds.drain(..) {
             let Some(display) = self.display.get(stream) else {
                 continue;
@@ -243,7 +243,7 @@ impl LiveHub {
     }
 
     /// Hands batch `batch`'s rows to the `/spectra` readers (the sink calls it in batch order).
-    pub fn publish_rows(&self, batch: u64, rows: &Arc<LiveRows>) {
+    pub(crate) fn publish_rows(&self, batch: u64, rows: &Arc<LiveRows>) {
         let Ok(mut readers) = self.readers.lock() else {
             return;
         };
@@ -277,7 +277,7 @@ impl LiveHub {
     }
 
     /// The input has ended: `/spectra` responses end, pages are told.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Ok(mut readers) = self.readers.lock() {
             self.rows_wanted.fetch_sub(readers.len(), Ordering::SeqCst);
             readers.clear();
@@ -287,12 +287,12 @@ impl LiveHub {
 
     // ---- the server's side ----
 
-    pub fn finished(&self) -> watch::Receiver<bool> {
+    pub(crate) fn finished(&self) -> watch::Receiver<bool> {
         self.finished.subscribe()
     }
 
     /// A new `/spectra` reader; None once the input has ended.
-    pub fn subscribe_rows(&self) -> Option<RowSubscription> {
+    pub(crate) fn subscribe_rows(&self) -> Option<RowSubscription> {
         let mut readers = self.readers.lock().ok()?;
         if *self.finished.borrow() {
             return None;
@@ -318,7 +318,7 @@ impl LiveHub {
     }
 
     /// Display rows of `stream` from now on, and the recent ones.
-    pub fn subscribe_display(&self, stream: usize) -> Option<DisplaySubscription> {
+    pub(crate) fn subscribe_display(&self, stream: usize) -> Option<DisplaySubscription> {
         let display = self.display.get(stream)?;
         let history = display.history.lock().ok()?;
         // under the history lock: the ticker pushes to history and sends under it too
@@ -331,12 +331,12 @@ impl LiveHub {
     /// Turns the folds since the last tick into display rows (the server's ticker calls this at
     /// the display rate). A stream no session watches keeps folding, and gets a row for the
     /// history of pages to come every `UNWATCHED_ROW_INTERVAL` only.
-    pub fn tick(&self) {
+    pub(crate) fn tick(&self) {
         self.make_rows(false);
     }
 
     /// Makes the display rows of every fold now (the last frames, before the end).
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         self.make_rows(true);
     }
 
@@ -420,7 +420,7 @@ impl LiveHub {
         (per_stream / per_row).min(HISTORY_ROWS)
     }
 
-    pub fn spectra_readers(&self) -> usize {
+    pub(crate) fn spectra_readers(&self) -> usize {
         self.rows_wanted.load(Ordering::Relaxed)
     }
 }

@@ -37,7 +37,7 @@ enum Phase {
 }
 
 /// One connection's state; shared by its socket wrapper, its requests and the registry.
-pub struct Clock {
+pub(super) struct Clock {
     phase: Mutex<Phase>,
     /// Told on every change of phase.
     pub changed: Notify,
@@ -77,7 +77,7 @@ impl Clock {
     }
 
     /// A request head has been read whole: its response is being made.
-    pub fn begin(&self) {
+    pub(super) fn begin(&self) {
         let mut phase = self.phase();
         *phase = match *phase {
             Phase::Busy(n) => Phase::Busy(n + 1),
@@ -89,7 +89,7 @@ impl Clock {
     }
 
     /// A response has been written whole (or given up).
-    pub fn end(&self) {
+    pub(super) fn end(&self) {
         let mut phase = self.phase();
         *phase = match *phase {
             Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
@@ -105,18 +105,18 @@ impl Clock {
     }
 
     /// The connection is a WebSocket session now.
-    pub fn upgraded(&self) {
+    pub(super) fn upgraded(&self) {
         self.set(Phase::Upgraded);
     }
 
     /// Whether it is waiting for a request (so may be closed at once on shutdown).
-    pub fn waiting(&self) -> bool {
+    pub(super) fn waiting(&self) -> bool {
         matches!(*self.phase(), Phase::Waiting { .. } | Phase::Evicted)
     }
 
     /// When the connection is to be closed: `Some(now or earlier)` if at once, `None` while
     /// requests are in flight.
-    pub fn deadline(&self, t: &Timeouts) -> Option<Instant> {
+    pub(super) fn deadline(&self, t: &Timeouts) -> Option<Instant> {
         match *self.phase() {
             Phase::Waiting {
                 since,
@@ -133,7 +133,7 @@ impl Clock {
     }
 
     /// Ends when the connection's deadline has passed (or it was evicted).
-    pub async fn expired(&self, t: &Timeouts) {
+    pub(super) async fn expired(&self, t: &Timeouts) {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -154,7 +154,7 @@ impl Clock {
 
 /// Every open connection's clock, to pick one to evict.
 #[derive(Default)]
-pub struct Registry {
+pub(super) struct Registry {
     clocks: Mutex<HashMap<u64, Arc<Clock>>>,
     next: AtomicU64,
 }
@@ -165,7 +165,7 @@ impl Registry {
     }
 
     /// A new connection's entry; it leaves the registry (and gives its permit back) when dropped.
-    pub fn enter(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Entry {
+    pub(super) fn enter(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Entry {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let clock = Arc::new(Clock::new());
         self.clocks().insert(id, clock.clone());
@@ -180,7 +180,7 @@ impl Registry {
     /// Marks the connection that has waited longest for a whole request head to be closed;
     /// false when every connection is serving requests or sessions (none is waiting or being
     /// closed), so no place will come free soon.
-    pub fn evict_oldest_waiting(&self) -> bool {
+    pub(super) fn evict_oldest_waiting(&self) -> bool {
         let clocks = self.clocks();
         let closing = clocks
             .values()
@@ -203,7 +203,7 @@ impl Registry {
 }
 
 /// A connection's place in the registry and its permit.
-pub struct Entry {
+pub(super) struct Entry {
     id: u64,
     pub clock: Arc<Clock>,
     registry: Arc<Registry>,
@@ -218,13 +218,13 @@ impl Drop for Entry {
 
 /// A socket that tells its clock when bytes come in, and holds the connection's permit for as
 /// long as it lives.
-pub struct Timed<S> {
+pub(super) struct Timed<S> {
     inner: S,
     entry: Entry,
 }
 
 impl<S> Timed<S> {
-    pub fn new(inner: S, entry: Entry) -> Timed<S> {
+    pub(super) fn new(inner: S, entry: Entry) -> Timed<S> {
         Timed { inner, entry }
     }
 }

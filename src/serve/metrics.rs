@@ -7,9 +7,9 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The content type Prometheus expects for this format.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub fn render(hub: &LiveHub) -> String {
+pub(crate) fn render(hub: &LiveHub) -> String {
     let c = &*hub.counters;
     let mut out = String::new();
     let get = Counters::get;

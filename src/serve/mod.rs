@@ -7,17 +7,17 @@
 //!
 //! Protocol, endpoints and the security model: docs/serve.md.
 
-pub mod address;
+pub(crate) mod address;
 mod conn;
-pub mod display;
+pub(crate) mod display;
 mod guard;
-pub mod hub;
+pub(crate) mod hub;
 mod limits;
-pub mod metrics;
-pub mod options;
-pub mod spectra;
+pub(crate) mod metrics;
+pub(crate) mod options;
+pub(crate) mod spectra;
 mod tls;
-pub mod ws;
+pub(crate) mod ws;
 
 use crate::error::{FftdError, Result};
 use axum::extract::{Query, State, WebSocketUpgrade};
@@ -33,7 +33,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Display rows per second per stream, at most.
-pub const DISPLAY_FPS: u32 = 60;
+pub(crate) const DISPLAY_FPS: u32 = 60;
 
 /// How long open responses may take to end after a shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -44,7 +44,7 @@ const STYLE: &str = include_str!("../../assets/serve/app.css");
 const XFER_SCRIPT: &str = include_str!("../../assets/serve/xfer.js");
 
 /// A running server; `shutdown` stops it (dropping it does too).
-pub struct Server {
+pub(crate) struct Server {
     pub addr: SocketAddr,
     /// `--serve-tls-*`: HTTPS.
     pub https: bool,
@@ -62,14 +62,14 @@ struct App {
 
 /// The port bound and the TLS files read: done before a run touches any file, so a taken port
 /// or a bad certificate leaves them as they were.
-pub struct Bound {
+pub(crate) struct Bound {
     listener: std::net::TcpListener,
     settings: ServeSettings,
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// Listens on `settings.addr` and reads the TLS files.
-pub fn bind(settings: &ServeSettings) -> Result<Bound> {
+pub(crate) fn bind(settings: &ServeSettings) -> Result<Bound> {
     let addr = settings.addr;
     let tls = match &settings.tls {
         Some((cert, key)) => Some(tls::acceptor(cert, key)?),
@@ -87,7 +87,7 @@ pub fn bind(settings: &ServeSettings) -> Result<Bound> {
 
 impl Server {
     /// Serves `bound` (from `bind`) from a thread of its own.
-    pub fn start(bound: Bound, hub: Arc<LiveHub>) -> Result<Server> {
+    pub(crate) fn start(bound: Bound, hub: Arc<LiveHub>) -> Result<Server> {
         let addr = bound
             .listener
             .local_addr()
@@ -116,13 +116,13 @@ impl Server {
     }
 
     /// `http://ADDR/` or `https://ADDR/`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}/", self.addr)
     }
 
     /// Closes every connection and waits for the server thread.
-    pub fn shutdown(mut self) {
+    pub(crate) fn shutdown(mut self) {
         self.stop();
     }
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Connections at once by default (`--serve-max-connections`).
-pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 64;
 /// The largest `--serve-max-connections`.
-pub const MAX_CONNECTIONS: usize = 10_000;
+pub(crate) const MAX_CONNECTIONS: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServeSettings {
@@ -36,7 +36,7 @@ impl std::fmt::Debug for Token {
 
 /// How long a connection may take over a request head, and stay idle between requests.
 #[derive(Clone, Copy, Debug)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// From a connection's accept (or the first byte of a later request) to its whole head.
     pub header: Duration,
     /// A kept-alive connection with no request in flight and no byte of the next one.
@@ -45,7 +45,7 @@ pub struct Timeouts {
 
 impl Timeouts {
     /// 10 s and 60 s, or `FFTD_SERVE_HEADER_TIMEOUT` / `FFTD_SERVE_IDLE_TIMEOUT` (seconds).
-    pub fn from_env() -> Timeouts {
+    pub(crate) fn from_env() -> Timeouts {
         Timeouts {
             header: crate::knobs::serve_header_timeout().unwrap_or(Duration::from_secs(10)),
             idle: crate::knobs::serve_idle_timeout().unwrap_or(Duration::from_secs(60)),

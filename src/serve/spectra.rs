@@ -11,13 +11,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, Deserialize)]
-pub struct Filter {
+pub(crate) struct Filter {
     pub stream: Option<usize>,
     pub every: Option<u64>,
 }
 
 /// The streaming body of one request (empty once the input has ended).
-pub fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
+pub(crate) fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
     let Some(subscription) = hub.subscribe_rows() else {
         return Body::empty();
     };

@@ -11,7 +11,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
 /// An acceptor for the certificate chain in `cert` and the private key in `key` (PEM).
-pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
+pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
     let bad = |flag: &str, path: &Path, why: String| {
         FftdError::Runtime(format!("{flag} {}: {why}", path.display()))
     };

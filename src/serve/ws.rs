@@ -19,7 +19,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the page asks for, in the query string or a text message.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
-pub struct Want {
+pub(crate) struct Want {
     pub stream: Option<usize>,
     pub width: Option<usize>,
 }
@@ -52,7 +52,7 @@ enum Change {
     Refused(String),
 }
 
-pub async fn run(
+pub(crate) async fn run(
     socket: WebSocket,
     hub: Arc<LiveHub>,
     want: Want,

@@ -31,7 +31,7 @@ pub struct Analysis {
 
 impl Analysis {
     /// The hop between frames of `n` samples: `--hop`, else `n` (frames side by side).
-    pub fn hop_for(&self, n: usize) -> usize {
+    pub(crate) fn hop_for(&self, n: usize) -> usize {
         self.hop.unwrap_or(n)
     }
 
@@ -45,7 +45,7 @@ impl Analysis {
 
     /// Everything that makes two runs' rows of one frame of `n` samples every `hop` different,
     /// but the engine that made them: fleet row ids carry its fingerprint.
-    pub fn description(&self, n: usize, hop: usize) -> String {
+    pub(crate) fn description(&self, n: usize, hop: usize) -> String {
         let mut description = format!(
             "n={n};hop={hop};window={};scale={};format={};fftshift={};precision={:?}",
             self.window,
@@ -62,7 +62,7 @@ impl Analysis {
 
     /// The analysis in a few words for a stream at `rate` Hz: rate, frame, hop, window,
     /// products and scale (the PNG caption).
-    pub fn caption(&self, rate: f64) -> String {
+    pub(crate) fn caption(&self, rate: f64) -> String {
         let mut parts = vec![format!("{} Hz", crate::types::shown(rate))];
         match self.fixed() {
             Some((n, hop)) => {
@@ -85,7 +85,7 @@ impl Analysis {
 
     /// The run-wide fields of a `--meta` document: products, window, scale, format, precision,
     /// tail, bin order and, with measurements, their unit and calibration.
-    pub fn meta_fields(&self) -> Map<String, Value> {
+    pub(crate) fn meta_fields(&self) -> Map<String, Value> {
         let products = &self.products;
         let doc = json!({
             "average": products.average.map(|a| a.to_string()),

@@ -12,7 +12,7 @@ use crate::types::number::{push, push_all, Syntax};
 use crate::types::StreamMeta;
 use std::io::Write;
 
-pub struct CsvEncoder {
+pub(crate) struct CsvEncoder {
     /// Rows hold re, im of each bin (`--scale complex`).
     pub complex: bool,
 }

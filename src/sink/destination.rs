@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// A destination that takes rows, each its own message, rather than bytes (`--output
 /// nats://...`: `fleet::output::NatsRows`).
-pub trait RowMessages: Send {
+pub(crate) trait RowMessages: Send {
     /// The address (redacted) and the run, for messages and `--meta`.
     fn describe(&self) -> String;
     /// Starts sending `rows`, one message each; an error is a batch that could not be stored.
@@ -33,7 +33,7 @@ pub trait RowMessages: Send {
 /// Buffer of an open destination.
 const BUFFER: usize = 1 << 16;
 
-pub enum Destination {
+pub(crate) enum Destination {
     Stdout(BufWriter<io::Stdout>),
     File {
         path: PathBuf,
@@ -49,12 +49,12 @@ pub enum Destination {
 }
 
 impl Destination {
-    pub fn stdout() -> Self {
+    pub(crate) fn stdout() -> Self {
         Destination::Stdout(BufWriter::with_capacity(BUFFER, io::stdout()))
     }
 
     /// A file, not opened yet.
-    pub fn file(path: &Path) -> Self {
+    pub(crate) fn file(path: &Path) -> Self {
         Destination::File {
             path: path.to_path_buf(),
             file: None,
@@ -63,7 +63,7 @@ impl Destination {
     }
 
     /// A file opened already (kept open to the end: a FIFO or a device, or a single `--output`).
-    pub fn opened(path: &Path, file: File) -> Self {
+    pub(crate) fn opened(path: &Path, file: File) -> Self {
         Destination::File {
             path: path.to_path_buf(),
             file: Some(BufWriter::with_capacity(BUFFER, file)),
@@ -72,7 +72,7 @@ impl Destination {
     }
 
     /// A name for messages: the path, or "stdout".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Destination::Stdout(_) => "stdout".to_string(),
             Destination::File { path, .. } => path.display().to_string(),
@@ -82,7 +82,7 @@ impl Destination {
     }
 
     /// Whether writes can go through now (stdout and images always; a file once opened).
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         match self {
             Destination::Stdout(_) | Destination::Image(_) | Destination::Messages(_) => true,
             Destination::File { file, .. } => file.is_some(),
@@ -90,7 +90,7 @@ impl Destination {
     }
 
     /// Opens a file: creates (truncates) it the first time, else reopens it at its end.
-    pub fn open(&mut self) -> io::Result<()> {
+    pub(crate) fn open(&mut self) -> io::Result<()> {
         if let Destination::File {
             path,
             file: file @ None,
@@ -112,7 +112,7 @@ impl Destination {
 
     /// Flushes and closes a file (its buffer is freed); stdout is only flushed; an image is
     /// drawn and written.
-    pub fn close(&mut self) -> io::Result<()> {
+    pub(crate) fn close(&mut self) -> io::Result<()> {
         match self {
             Destination::Stdout(w) => stuck_write::writing(|| w.flush()),
             Destination::Image(image) => image.finish(),
@@ -126,7 +126,7 @@ impl Destination {
 
     /// Overwrites the start of the output with `bytes` (files only: stdout cannot seek), after
     /// writing out what is buffered. Opens the file if needed.
-    pub fn write_at_start(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_at_start(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.open()?;
         match self {
             Destination::File { file: Some(f), .. } => {

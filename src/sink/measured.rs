@@ -15,14 +15,14 @@ use crate::types::StreamMeta;
 use std::sync::Arc;
 
 /// csv or ndjson with the measurements named.
-pub struct MeasuredEncoder<T: Sample> {
+pub(crate) struct MeasuredEncoder<T: Sample> {
     inner: Box<dyn Encoder<T>>,
     layout: Arc<MeasureLayout>,
     json: bool,
 }
 
 /// `encoder` for `format`, wrapped when the run measures and the format names its values.
-pub fn wrap<T: Sample>(
+pub(crate) fn wrap<T: Sample>(
     encoder: Box<dyn Encoder<T>>,
     format: OutputFormat,
     layout: Option<&Arc<MeasureLayout>>,

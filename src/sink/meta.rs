@@ -12,7 +12,7 @@ use serde_json::json;
 use std::path::Path;
 
 /// What the run learnt about one stream, for the sidecar.
-pub struct StreamSummary<'a> {
+pub(crate) struct StreamSummary<'a> {
     pub meta: &'a StreamMeta,
     /// Frame size actually used (differs per stream with `--frame whole`).
     pub n: usize,
@@ -49,7 +49,7 @@ fn captures(s: &StreamSummary<'_>) -> Option<Vec<serde_json::Value>> {
     )
 }
 
-pub fn write_meta(
+pub(crate) fn write_meta(
     path: &Path,
     file: std::fs::File,
     analysis: &Analysis,

@@ -27,29 +27,29 @@
 //! - `npy`: dtype `<c8` (complex64; `<c16`, complex128, with `--precision f64`), shape
 //!   (frames, bins).
 
-pub mod analysis;
-pub mod csv;
-pub mod destination;
-pub mod measured;
-pub mod meta;
-pub mod ndjson;
-pub mod npy;
-pub mod opening;
-pub mod output;
-pub mod overwrite_guard;
-pub mod placed;
-pub mod plot;
-pub mod png;
-pub mod raw;
-pub mod rotate;
-pub mod rotate_names;
-pub mod rotate_outputs;
-pub mod rtl_power;
-pub mod sigmf_meta;
-pub mod spec;
-pub mod spectrogram;
+pub(crate) mod analysis;
+pub(crate) mod csv;
+pub(crate) mod destination;
+pub(crate) mod measured;
+pub(crate) mod meta;
+pub(crate) mod ndjson;
+pub(crate) mod npy;
+pub(crate) mod opening;
+pub(crate) mod output;
+pub(crate) mod overwrite_guard;
+pub(crate) mod placed;
+pub(crate) mod plot;
+pub(crate) mod png;
+pub(crate) mod raw;
+pub(crate) mod rotate;
+pub(crate) mod rotate_names;
+pub(crate) mod rotate_outputs;
+pub(crate) mod rtl_power;
+pub(crate) mod sigmf_meta;
+pub(crate) mod spec;
+pub(crate) mod spectrogram;
 pub mod stuck_write;
-pub mod text;
+pub(crate) mod text;
 
 use crate::fft::Scale;
 
@@ -122,7 +122,7 @@ impl OutputFormat {
     }
 
     /// Whether each row says which stream it belongs to (so streams can share one output).
-    pub fn carries_stream_id(self) -> bool {
+    pub(crate) fn carries_stream_id(self) -> bool {
         matches!(self, OutputFormat::Csv | OutputFormat::Ndjson)
     }
 }
@@ -130,7 +130,7 @@ impl OutputFormat {
 /// One row of an encoded output part, for destinations that send each row as a message of its
 /// own (`nats`): which row it is and where its bytes lie in the part.
 #[derive(Clone, Debug)]
-pub struct RowMark {
+pub(crate) struct RowMark {
     pub stream: usize,
     pub frame: u64,
     pub time_s: f64,
@@ -139,7 +139,7 @@ pub struct RowMark {
 }
 
 /// One frame's finished spectrum, handed to an encoder.
-pub struct SpectrumRow<'a, T> {
+pub(crate) struct SpectrumRow<'a, T> {
     pub stream: &'a StreamMeta,
     pub frame: u64,
     pub time_s: f64,
@@ -155,7 +155,7 @@ pub struct SpectrumRow<'a, T> {
 /// thread (the encode stage runs several). What an output needs around its rows (the csv header,
 /// the npy header and its final frame count) is asked for by the one writer of that output
 /// (`output::Outputs`), which alone knows where an output starts and ends.
-pub trait Encoder<T: Sample>: Send + Sync {
+pub(crate) trait Encoder<T: Sample>: Send + Sync {
     /// Appends one row's bytes to `out`.
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>);
 
@@ -194,7 +194,7 @@ pub trait Encoder<T: Sample>: Send + Sync {
 }
 
 /// The encoder for `format`, for rows of `scale` values (`Scale::Complex`: re, im pairs).
-pub fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn Encoder<T>> {
+pub(crate) fn make_encoder<T: Sample>(format: OutputFormat, scale: Scale) -> Box<dyn Encoder<T>> {
     let complex = scale == Scale::Complex;
     match format {
         OutputFormat::Text => Box::new(text::TextEncoder),

@@ -9,7 +9,7 @@ use super::{Encoder, Sample, SpectrumRow};
 use crate::types::number::{push, push_all, Syntax};
 use std::io::Write;
 
-pub struct NdjsonEncoder {
+pub(crate) struct NdjsonEncoder {
     /// Rows hold re, im of each bin (`--scale complex`).
     pub complex: bool,
 }

@@ -11,7 +11,7 @@ use crate::types::StreamMeta;
 /// Header length including magic and padding: a multiple of 64 with room for a 20-digit count.
 const HEADER_LEN: usize = 128;
 
-pub struct NpyEncoder {
+pub(crate) struct NpyEncoder {
     /// `<f8` values (else `<f4`).
     pub f64: bool,
     /// Complex elements, re and im of each bin (`--scale complex`).

@@ -16,19 +16,19 @@ const RETRY: Duration = Duration::from_millis(20);
 
 /// Whether `path` is an existing file that is not a regular file (a FIFO, a device, a socket):
 /// written front to back only, never reopened, never rewritten at its start.
-pub fn is_stream_path(path: &Path) -> bool {
+pub(crate) fn is_stream_path(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Whether `path` is a FIFO (or a socket): a place that cannot seek, where bytes written once
 /// are gone to its reader.
-pub fn is_pipe_path(path: &Path) -> bool {
+pub(crate) fn is_pipe_path(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
 }
 
 /// Creates (truncates) `path`, or opens a stream path for writing. A FIFO waits for its reader
 /// for as long as `stop` is not set; a stop while waiting is `ErrorKind::Interrupted`.
-pub fn create(path: &Path, stop: &AtomicBool) -> io::Result<File> {
+pub(crate) fn create(path: &Path, stop: &AtomicBool) -> io::Result<File> {
     let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
     if !fifo {
         return File::create(path);
@@ -57,7 +57,7 @@ pub fn create(path: &Path, stop: &AtomicBool) -> io::Result<File> {
 
 /// Checks that `file` takes bytes, with a write of none: harmless to a file, a FIFO or a
 /// terminal, refused by a device that refuses every write (`/dev/full`: "no space left").
-pub fn check_writable(file: &File) -> io::Result<()> {
+pub(crate) fn check_writable(file: &File) -> io::Result<()> {
     use std::io::Write;
     let mut file = file;
     file.write(&[]).map(drop)

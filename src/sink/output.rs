@@ -20,11 +20,11 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 
 /// Files open at once, at most.
-pub const MAX_OPEN_FILES: usize = 64;
+pub(crate) const MAX_OPEN_FILES: usize = 64;
 
 /// How many output files to keep open: `MAX_OPEN_FILES`, or a quarter of the process's open-file
 /// limit when that is lower (the rest is for inputs, libraries, the OpenCL runtime).
-pub fn open_files_budget() -> usize {
+pub(crate) fn open_files_budget() -> usize {
     let soft_limit = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|text| {
@@ -38,7 +38,7 @@ pub fn open_files_budget() -> usize {
 }
 
 /// Encoded rows of one output: consecutive frames, all of one width.
-pub struct Rows<'a> {
+pub(crate) struct Rows<'a> {
     /// Stream of the first row (names the csv header's frequencies and any width error).
     pub first: &'a StreamMeta,
     /// Frame size of the rows.
@@ -79,7 +79,7 @@ impl Output {
 /// errno "too many open files" (Linux).
 const EMFILE: i32 = 24;
 
-pub struct Outputs<'a, T: Sample> {
+pub(crate) struct Outputs<'a, T: Sample> {
     pub(super) encoder: &'a dyn Encoder<T>,
     pub(super) outputs: Vec<Output>,
     /// Open files, least recently written first.
@@ -94,7 +94,7 @@ pub struct Outputs<'a, T: Sample> {
 
 impl<'a, T: Sample> Outputs<'a, T> {
     /// Nothing is opened here (stdout needs no opening).
-    pub fn new(
+    pub(crate) fn new(
         encoder: &'a dyn Encoder<T>,
         dests: Vec<Destination>,
         max_open: usize,
@@ -113,7 +113,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
     }
 
     /// Name of output `i`'s destination, for messages.
-    pub fn describe(&self, i: usize) -> String {
+    pub(crate) fn describe(&self, i: usize) -> String {
         self.outputs[i].dest.describe()
     }
 
@@ -158,7 +158,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
 
     /// Writes rows to output `i`, after its preamble if they are its first; a rotated output's
     /// rows may begin new files (`rotate_outputs`).
-    pub fn write(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
+    pub(crate) fn write(&mut self, i: usize, rows: &Rows<'_>) -> io::Result<()> {
         self.reopen_if_asked()?;
         if self.rotations.get(i).is_some_and(Option::is_some) {
             return self.write_rotated(i, rows);
@@ -200,7 +200,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
     }
 
     /// Pushes buffered bytes of outputs written since the last flush (for live use).
-    pub fn flush(&mut self) -> Result<(), (usize, io::Error)> {
+    pub(crate) fn flush(&mut self) -> Result<(), (usize, io::Error)> {
         for (i, out) in self.outputs.iter_mut().enumerate() {
             if out.dirty {
                 out.dirty = false;
@@ -213,7 +213,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
     /// Completes every output: creates the files of those that got no rows, rewrites headers
     /// that carry the frame count, flushes and closes. Goes on past an error (so every file is
     /// completed that can be) and returns the first.
-    pub fn finish(&mut self) -> Result<(), (usize, io::Error)> {
+    pub(crate) fn finish(&mut self) -> Result<(), (usize, io::Error)> {
         let mut first_error = None;
         for i in 0..self.outputs.len() {
             if let Err(e) = self.finish_one(i) {
@@ -225,7 +225,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
 
     /// After a write error: cuts every placed file to the rows counted in order (with its final
     /// header), as the ordinary outputs hold what was written before the error.
-    pub fn finish_placed(&mut self) {
+    pub(crate) fn finish_placed(&mut self) {
         for i in 0..self.outputs.len() {
             if self.placed.get(i).is_some() {
                 let _ = self.finish_one(i);

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 /// A file named on the command line, and how the user named it (for the message).
 #[derive(Clone, Debug)]
-pub struct NamedFile {
+pub(crate) struct NamedFile {
     /// `--file`, `--output`, `--meta`, `--config`, `--output-dir`, `stdin` or `stdout`.
     pub role: &'static str,
     pub path: PathBuf,
 }
 
 impl NamedFile {
-    pub fn new(role: &'static str, path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(role: &'static str, path: impl Into<PathBuf>) -> Self {
         NamedFile {
             role,
             path: path.into(),
@@ -66,7 +66,7 @@ fn identity(path: &Path) -> Option<FileIdentity> {
 }
 
 /// Stdin (for `-`) or stdout as a named file, when it is redirected from or to a file.
-pub fn standard_stream(role: &'static str) -> NamedFile {
+pub(crate) fn standard_stream(role: &'static str) -> NamedFile {
     let link = if role == "stdin" {
         "/dev/stdin"
     } else {
@@ -77,7 +77,7 @@ pub fn standard_stream(role: &'static str) -> NamedFile {
 }
 
 /// Ok when no output is an input or another output; else a usage error naming both.
-pub fn refuse_overwriting(inputs: &[NamedFile], outputs: &[NamedFile]) -> Result<()> {
+pub(crate) fn refuse_overwriting(inputs: &[NamedFile], outputs: &[NamedFile]) -> Result<()> {
     let input_ids: Vec<_> = inputs.iter().map(|f| identity(&f.path)).collect();
     let output_ids: Vec<_> = outputs.iter().map(|f| identity(&f.path)).collect();
     for (k, (output, id)) in outputs.iter().zip(&output_ids).enumerate() {

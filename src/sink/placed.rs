@@ -24,15 +24,15 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Outputs smaller than this go the ordinary way (a mapping is not worth it).
-pub const MIN_PLACED_BYTES: u64 = 1 << 20;
+pub(crate) const MIN_PLACED_BYTES: u64 = 1 << 20;
 
 /// Whether placed outputs may be used (`FFTD_PLACED_OUTPUT=0` says no).
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     crate::knobs::placed_output()
 }
 
 /// One mapped output file.
-pub struct PlacedFile {
+pub(crate) struct PlacedFile {
     file: File,
     map: MmapRaw,
     /// Bytes before the first row (the format's preamble).
@@ -47,14 +47,14 @@ pub struct PlacedFile {
 
 /// What a placed output is planned to hold.
 #[derive(Clone, Copy, Debug)]
-pub struct PlacedShape {
+pub(crate) struct PlacedShape {
     pub header: usize,
     pub row_bytes: usize,
     pub rows: u64,
 }
 
 impl PlacedShape {
-    pub fn total_bytes(&self) -> u64 {
+    pub(crate) fn total_bytes(&self) -> u64 {
         self.header as u64 + self.row_bytes as u64 * self.rows
     }
 }
@@ -63,7 +63,7 @@ impl PlacedFile {
     /// Creates (truncates) `path` at `shape`'s size with its space reserved and maps it, writing
     /// `preamble` at its start. Fails (and the caller falls back to ordinary writes) for anything
     /// that is not a regular file or a filesystem that cannot reserve space.
-    pub fn create(path: &Path, shape: PlacedShape, preamble: &[u8]) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, shape: PlacedShape, preamble: &[u8]) -> io::Result<Self> {
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
             return Err(io::Error::other("not a regular file"));
         }
@@ -89,14 +89,9 @@ impl PlacedFile {
         })
     }
 
-    /// Bytes of each row.
-    pub fn row_bytes(&self) -> usize {
-        self.row_bytes
-    }
-
     /// Lets `fill` write row `row`'s bytes in place. Err when the row is outside the planned
     /// rows or was written before (both would be an error in the pipeline, never user input).
-    pub fn write_row(&self, row: u64, fill: impl FnOnce(&mut [u8])) -> Result<(), String> {
+    pub(crate) fn write_row(&self, row: u64, fill: impl FnOnce(&mut [u8])) -> Result<(), String> {
         if row >= self.rows {
             return Err(format!("row {row} past the {} planned", self.rows));
         }
@@ -121,7 +116,7 @@ impl PlacedFile {
     /// rows written in order when there are fewer than planned. Only once every writer is done
     /// (the sink calls it after the encode threads have ended): a row written into a part cut
     /// away would fault.
-    pub fn finish(&self, rows: u64, final_header: Option<&[u8]>) -> io::Result<()> {
+    pub(crate) fn finish(&self, rows: u64, final_header: Option<&[u8]>) -> io::Result<()> {
         self.finished.store(true, Ordering::Release);
         if let Some(header) = final_header {
             self.file.write_all_at(header, 0)?;
@@ -160,23 +155,18 @@ fn reserve(file: &File, len: u64) -> io::Result<()> {
 /// The placed file of each output (None: written the ordinary way), shared by the encode threads
 /// (which write rows) and the sink (which finishes them).
 #[derive(Default)]
-pub struct PlacedOutputs {
+pub(crate) struct PlacedOutputs {
     files: Vec<Option<PlacedFile>>,
 }
 
 impl PlacedOutputs {
-    pub fn new(files: Vec<Option<PlacedFile>>) -> Self {
+    pub(crate) fn new(files: Vec<Option<PlacedFile>>) -> Self {
         PlacedOutputs { files }
     }
 
     /// Output `i`'s placed file, if it has one.
-    pub fn get(&self, i: usize) -> Option<&PlacedFile> {
+    pub(crate) fn get(&self, i: usize) -> Option<&PlacedFile> {
         self.files.get(i).and_then(Option::as_ref)
-    }
-
-    /// How many outputs are placed.
-    pub fn count(&self) -> usize {
-        self.files.iter().flatten().count()
     }
 }
 

@@ -36,10 +36,10 @@ const BAR_LABEL_AREA: u32 = 80;
 const BAR_AREA: u32 = BAR_GAP + BAR_WIDTH + BAR_LABEL_AREA;
 
 /// Pixels a side may have, and in all (64 Mpx: 192 MiB of RGB while it is drawn).
-pub const MIN_WIDTH: u32 = 320;
-pub const MIN_HEIGHT: u32 = 240;
-pub const MAX_SIDE: u32 = 16384;
-pub const MAX_PIXELS: u64 = 1 << 26;
+pub(crate) const MIN_WIDTH: u32 = 320;
+pub(crate) const MIN_HEIGHT: u32 = 240;
+pub(crate) const MAX_SIDE: u32 = 16384;
+pub(crate) const MAX_PIXELS: u64 = 1 << 26;
 
 /// Colour of plot pixels with no data (a gap in time, a band with no bin).
 const NO_DATA: RGBColor = RGBColor(225, 225, 225);
@@ -48,7 +48,7 @@ const FONT_FAMILY: &str = "sans-serif";
 
 /// Where the plot area lies in an image of a given size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub width: u32,
     pub height: u32,
     /// Plot area: left, top (pixels from the image's top-left corner), width, height.
@@ -59,7 +59,7 @@ pub struct Layout {
 
 impl Layout {
     /// The layout of a `width` × `height` image (at least `MIN_WIDTH` × `MIN_HEIGHT`).
-    pub fn new(width: u32, height: u32) -> Self {
+    pub(crate) fn new(width: u32, height: u32) -> Self {
         let plot_x = Y_LABEL_AREA;
         let plot_y = TITLE_BAND + PLOT_TOP_MARGIN;
         let plot_width = width.saturating_sub(plot_x + PLOT_RIGHT_MARGIN + BAR_AREA);
@@ -78,7 +78,7 @@ impl Layout {
 }
 
 /// The texts around the plot.
-pub struct Labels {
+pub(crate) struct Labels {
     /// Title (the input).
     pub title: String,
     /// Second line: the analysis (rate, frame, hop, window, frames drawn).
@@ -90,13 +90,18 @@ pub struct Labels {
 }
 
 /// Facts about a drawn image that a reader may need, as PNG text chunks.
-pub struct PlotFacts {
+pub(crate) struct PlotFacts {
     pub chunks: Vec<(String, String)>,
 }
 
 impl PlotFacts {
     /// The plot area, the axes' ranges and the colour range of `image` drawn with `layout`.
-    pub fn new(image: &SpectrogramImage, layout: &Layout, db: (f64, f64), db_rule: &str) -> Self {
+    pub(crate) fn new(
+        image: &SpectrogramImage,
+        layout: &Layout,
+        db: (f64, f64),
+        db_rule: &str,
+    ) -> Self {
         let plot = format!(
             "{} {} {} {}",
             layout.plot_x, layout.plot_y, layout.plot.width, layout.plot.height
@@ -139,7 +144,7 @@ fn register_font() -> Result<(), String> {
 }
 
 /// Draws `image` in an RGB buffer of `layout`'s size, colours spanning `db` (low, high).
-pub fn draw(
+pub(crate) fn draw(
     image: &SpectrogramImage,
     layout: &Layout,
     labels: &Labels,
@@ -413,7 +418,7 @@ fn significant(v: f64, digits: i32) -> String {
 }
 
 /// Writes an RGB image as PNG with `facts` (and `title`, UTF-8) as text chunks.
-pub fn write_png(
+pub(crate) fn write_png(
     out: impl Write,
     layout: &Layout,
     rgb: &[u8],

@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Image size when `--png-size` is not given.
-pub const DEFAULT_SIZE: PngSize = PngSize {
+pub(crate) const DEFAULT_SIZE: PngSize = PngSize {
     width: 1200,
     height: 600,
 };
 
 /// dB the colours span below the image's maximum, unless `--png-db` says otherwise.
-pub const DEFAULT_DB_RANGE: f64 = 100.0;
+pub(crate) const DEFAULT_DB_RANGE: f64 = 100.0;
 
 /// Power below which a level counts as silence (−300 dB).
 const LEVEL_FLOOR: f64 = 1e-30;
@@ -118,7 +118,7 @@ impl Default for PngOptions {
 
 /// Turns a row into a level record for an `ImageFile`: time_s (f64), frame size (u64), column
 /// count (u32), then each column's level in dB (f32), all little-endian.
-pub struct LevelEncoder {
+pub(crate) struct LevelEncoder {
     pub scale: Scale,
 }
 
@@ -177,7 +177,7 @@ fn level_name(scale: Scale) -> &'static str {
 
 /// An output that is a PNG file: takes level records (through `Write`), and in `finish` draws
 /// the image and writes the file.
-pub struct ImageFile {
+pub(crate) struct ImageFile {
     path: PathBuf,
     stream: StreamMeta,
     layout: Layout,
@@ -197,7 +197,7 @@ pub struct ImageFile {
 
 impl ImageFile {
     /// The image of `stream` to be written at `path`; nothing is created yet.
-    pub fn new(
+    pub(crate) fn new(
         path: &Path,
         stream: &StreamMeta,
         options: &PngOptions,
@@ -219,22 +219,22 @@ impl ImageFile {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Whether the file was created before the run (`create_with`).
-    pub fn is_created(&self) -> bool {
+    pub(crate) fn is_created(&self) -> bool {
         self.file.is_some()
     }
 
     /// Takes the file, created (truncated) now so an unusable path is found before the run.
-    pub fn create_with(&mut self, file: File) {
+    pub(crate) fn create_with(&mut self, file: File) {
         self.file = Some(file);
     }
 
     /// Creates (truncates) the file if it was not created before the run.
-    pub fn create(&mut self) -> io::Result<()> {
+    pub(crate) fn create(&mut self) -> io::Result<()> {
         if self.file.is_none() {
             self.file = Some(File::create(&self.path)?);
         }
@@ -282,7 +282,7 @@ impl ImageFile {
     }
 
     /// Draws the image of the rows so far and writes the file (once; later calls do nothing).
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         if std::mem::replace(&mut self.finished, true) {
             return Ok(());
         }

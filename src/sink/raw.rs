@@ -4,7 +4,7 @@
 
 use super::{Encoder, Sample, SpectrumRow};
 
-pub struct F32Encoder;
+pub(crate) struct F32Encoder;
 
 impl<T: Sample> Encoder<T> for F32Encoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {

@@ -26,12 +26,12 @@ use std::sync::Arc;
 /// Names of this run's files remembered (so a later file does not overwrite one): the last
 /// this many, as 8-byte hashes, so a run of months stays within ~1.5 MB (at one file a minute,
 /// the last 45 days' names).
-pub const NAMES_KEPT: usize = 65_536;
+pub(crate) const NAMES_KEPT: usize = 65_536;
 
 /// The names of the last `NAMES_KEPT` files a run wrote (hashed; a collision only makes a name
 /// get `-{seq}` where the file is there).
 #[derive(Default)]
-pub struct WrittenNames {
+pub(crate) struct WrittenNames {
     set: HashSet<u64>,
     order: VecDeque<u64>,
 }
@@ -43,7 +43,7 @@ impl WrittenNames {
         h.finish()
     }
 
-    pub fn insert(&mut self, path: &Path) {
+    pub(crate) fn insert(&mut self, path: &Path) {
         let key = Self::key(path);
         if self.set.insert(key) {
             self.order.push_back(key);
@@ -55,16 +55,13 @@ impl WrittenNames {
         }
     }
 
-    pub fn contains(&self, path: &Path) -> bool {
+    pub(crate) fn contains(&self, path: &Path) -> bool {
         self.set.contains(&Self::key(path))
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.order.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
     }
 }
 
@@ -109,7 +106,7 @@ const SIZE_UNITS: [(&str, u64); 9] = [
 
 /// Seconds of a duration such as `100ms`, `2.5s`, `10min`, `1h`, `1d` (a unit is required);
 /// None when `text` is not one or is negative or not finite.
-pub fn parse_seconds(text: &str) -> Option<f64> {
+pub(crate) fn parse_seconds(text: &str) -> Option<f64> {
     let text = text.trim();
     let (number, unit) = TIME_UNITS
         .iter()
@@ -119,7 +116,7 @@ pub fn parse_seconds(text: &str) -> Option<f64> {
 }
 
 /// Parses `--rotate`.
-pub fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
+pub(crate) fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
     let bad = || RotateError(text.to_string());
     let t = text.trim();
     if let Some((number, unit)) = SIZE_UNITS
@@ -149,7 +146,7 @@ impl std::str::FromStr for RotateSpec {
 
 /// Checks `--rotate` against the outputs: it needs files (`--output FILE` or `--output-dir`)
 /// whose name patterns are valid. The message is a usage error's.
-pub fn check_rotate(
+pub(crate) fn check_rotate(
     spec: Option<RotateSpec>,
     output: Option<&Path>,
     output_dir: Option<&Path>,
@@ -180,7 +177,7 @@ pub fn check_rotate(
 
 /// Where a row's time on the calendar comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RowClock {
+pub(crate) enum RowClock {
     /// The run started at this time (seconds since 1970); a row is that plus its own time.
     RunStart(f64),
     /// The wall clock when the row is written (live inputs).
@@ -188,24 +185,24 @@ pub enum RowClock {
 }
 
 /// Seconds since 1970 now.
-pub fn now_epoch() -> f64 {
+pub(crate) fn now_epoch() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// Makes the destination of a new file (a file, or a PNG image of the output's stream).
-pub type MakeDestination = Arc<dyn Fn(&Path) -> Destination + Send + Sync>;
+pub(crate) type MakeDestination = Arc<dyn Fn(&Path) -> Destination + Send + Sync>;
 
 /// The rotation options of a run (plain values, built where the run is wired).
 #[derive(Clone)]
-pub struct RotateOptions {
+pub(crate) struct RotateOptions {
     pub spec: Option<RotateSpec>,
     pub clock: RowClock,
 }
 
 /// One output's files: which one is open, and when the next begins.
-pub struct Rotation {
+pub(crate) struct Rotation {
     /// `--rotate`'s pattern; None: the path itself, reopened after a SIGHUP.
     pattern: Option<NamePattern>,
     path: PathBuf,
@@ -226,7 +223,7 @@ pub struct Rotation {
 
 impl Rotation {
     /// The rotation of the output at `path`. With a `--rotate` spec the path is a pattern.
-    pub fn new(path: &Path, options: &RotateOptions, make: MakeDestination) -> Self {
+    pub(crate) fn new(path: &Path, options: &RotateOptions, make: MakeDestination) -> Self {
         let pattern = options.spec.and_then(|_| NamePattern::new(path).ok()); // checked in config
         Rotation {
             pattern,
@@ -245,7 +242,7 @@ impl Rotation {
 
     /// An output whose first file was opened before the run (a single `--output` without
     /// `--rotate`): it counts as begun.
-    pub fn begun(mut self) -> Self {
+    pub(crate) fn begun(mut self) -> Self {
         self.open = true;
         self.seq = 1;
         self.written.insert(&self.path);
@@ -253,7 +250,7 @@ impl Rotation {
     }
 
     /// Whether a row of `len` bytes at `epoch_s` must begin a new file.
-    pub fn starts_file(&self, epoch_s: f64, len: u64) -> bool {
+    pub(crate) fn starts_file(&self, epoch_s: f64, len: u64) -> bool {
         if !self.open {
             return true;
         }
@@ -265,13 +262,13 @@ impl Rotation {
     }
 
     /// Whether rows split at row boundaries (`--rotate`), not only between writes (SIGHUP).
-    pub fn splits_rows(&self) -> bool {
+    pub(crate) fn splits_rows(&self) -> bool {
         self.spec.is_some()
     }
 
     /// Begins the next file, whose first row is at `epoch_s` and whose header takes `header`
     /// bytes: its destination (folders created).
-    pub fn begin(&mut self, epoch_s: f64, header: u64) -> std::io::Result<Destination> {
+    pub(crate) fn begin(&mut self, epoch_s: f64, header: u64) -> std::io::Result<Destination> {
         let mut path = match &self.pattern {
             Some(pattern) => pattern.render(epoch_s, self.seq),
             None => self.path.clone(),
@@ -297,16 +294,16 @@ impl Rotation {
     }
 
     /// The open file ended (SIGHUP): the next row begins another.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.open = false;
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.open
     }
 
     /// Whether no file was begun yet.
-    pub fn never_begun(&self) -> bool {
+    pub(crate) fn never_begun(&self) -> bool {
         self.seq == 0
     }
 }

@@ -14,7 +14,7 @@ const FIELDS: &str = "YmdHMSjs%";
 
 /// Why a pattern cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum PatternError {
+pub(crate) enum PatternError {
     #[error("{0}: unknown field %{1} in the file-name pattern (fields: %Y %m %d %H %M %S %j %s %% and {{seq}})")]
     UnknownField(String, char),
     #[error("{0}: the file-name pattern is not UTF-8")]
@@ -23,13 +23,13 @@ pub enum PatternError {
 
 /// A checked file-name pattern.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NamePattern {
+pub(crate) struct NamePattern {
     text: String,
 }
 
 impl NamePattern {
     /// Checks `path`'s fields; one whose file name has none gets `-{seq}` before its extension.
-    pub fn new(path: &Path) -> Result<Self, PatternError> {
+    pub(crate) fn new(path: &Path) -> Result<Self, PatternError> {
         let shown = path.display().to_string();
         let text = path
             .to_str()
@@ -56,7 +56,7 @@ impl NamePattern {
     }
 
     /// The path of file number `seq` whose first row is at `epoch_s` (seconds since 1970, UTC).
-    pub fn render(&self, epoch_s: f64, seq: u64) -> PathBuf {
+    pub(crate) fn render(&self, epoch_s: f64, seq: u64) -> PathBuf {
         let secs = epoch_s.floor() as i64;
         let (days, day_s) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
         let (y, m, d) = crate::sink::rtl_power::civil_from_days(days);
@@ -85,14 +85,15 @@ impl NamePattern {
         PathBuf::from(out)
     }
 
-    /// The deepest folder of the pattern with no field in it (checked before the run).
-    pub fn literal_folder(&self) -> PathBuf {
+    /// The deepest folder of the pattern with no field in it (the tests' view of it).
+    #[cfg(test)]
+    pub(crate) fn literal_folder(&self) -> PathBuf {
         literal_folder(Path::new(&self.text))
     }
 }
 
 /// The deepest ancestor folder of `path` with no field in it ("." when none).
-pub fn literal_folder(path: &Path) -> PathBuf {
+pub(crate) fn literal_folder(path: &Path) -> PathBuf {
     let mut folder = PathBuf::new();
     let parent = path.parent().unwrap_or(Path::new(""));
     for part in parent.components() {
@@ -108,12 +109,12 @@ pub fn literal_folder(path: &Path) -> PathBuf {
 }
 
 /// Whether `text` holds a `%` field or `{seq}`.
-pub fn has_fields(text: &str) -> bool {
+pub(crate) fn has_fields(text: &str) -> bool {
     text.contains('%') || text.contains("{seq}")
 }
 
 /// `path` with `-{seq}` before its extension (or at its end when it has none).
-pub fn with_seq(path: &Path) -> PathBuf {
+pub(crate) fn with_seq(path: &Path) -> PathBuf {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     let name = match (stem, path.extension()) {
         (Some(stem), Some(ext)) => format!("{stem}-{{seq}}.{}", ext.to_string_lossy()),

@@ -18,13 +18,13 @@ use std::sync::Arc;
 
 impl<T: Sample> Outputs<'_, T> {
     /// Gives the outputs their rotations (one per output, None: left alone) and the SIGHUP flag.
-    pub fn rotate(&mut self, rotations: Vec<Option<Rotation>>, reopen: Arc<AtomicBool>) {
+    pub(crate) fn rotate(&mut self, rotations: Vec<Option<Rotation>>, reopen: Arc<AtomicBool>) {
         self.rotations = rotations;
         self.reopen = Some(reopen);
     }
 
     /// After a SIGHUP: completes every rotated output's file; the next rows begin new ones.
-    pub fn reopen_if_asked(&mut self) -> io::Result<()> {
+    pub(crate) fn reopen_if_asked(&mut self) -> io::Result<()> {
         let asked = self
             .reopen
             .as_ref()
@@ -152,7 +152,7 @@ fn part<'r>(rows: &Rows<'r>, range: std::ops::Range<usize>) -> Rows<'r> {
 
 /// One rotation per output that is a file written in order (not stdout, a FIFO or device, a
 /// NATS subject, a placed file). `image_of(i)` makes output `i`'s PNG destinations.
-pub fn rotations(
+pub(crate) fn rotations(
     dests: &[Destination],
     placed: &PlacedOutputs,
     options: &RotateOptions,
@@ -181,7 +181,7 @@ pub fn rotations(
 }
 
 /// Makes the PNG image destinations of a stream's output.
-pub fn image_maker(
+pub(crate) fn image_maker(
     make: impl Fn(&std::path::Path) -> ImageFile + Send + Sync + 'static,
 ) -> MakeDestination {
     Arc::new(move |path| Destination::Image(Box::new(make(path))))

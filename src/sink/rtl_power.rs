@@ -26,13 +26,13 @@ use crate::types::shown;
 use crate::types::InputKind;
 use std::io::Write;
 
-pub struct RtlPowerEncoder {
+pub(crate) struct RtlPowerEncoder {
     /// When the run started, s since 1970 (UTC): rows without a recorded time count from it.
     pub started_s: f64,
 }
 
 impl RtlPowerEncoder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let started_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
@@ -66,7 +66,7 @@ impl Default for RtlPowerEncoder {
 
 /// `--format rtl-power`'s demands of the other options: `--scale db` (set when not given),
 /// no bands, `--fftshift` (set).
-pub fn check(
+pub(crate) fn check(
     format: Option<OutputFormat>,
     scale: &mut Option<Scale>,
     bands: bool,
@@ -163,7 +163,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// Seconds since 1970 of a SigMF `core:datetime` (`YYYY-MM-DDTHH:MM:SS[.fff]Z`, UTC); None for
 /// anything else.
-pub fn parse_iso8601(text: &str) -> Option<f64> {
+pub(crate) fn parse_iso8601(text: &str) -> Option<f64> {
     let text = text.strip_suffix('Z')?;
     let (date, time) = text.split_once('T')?;
     let mut date = date.split('-').map(|p| p.parse::<i64>().ok());

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 
 /// Whether `path` asks for the SigMF form.
-pub fn wanted(path: &Path) -> bool {
+pub(crate) fn wanted(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "sigmf-meta")
 }
 
@@ -38,7 +38,7 @@ fn datatype(name: &str, forced: Option<InputFormat>) -> Option<String> {
 }
 
 /// The SigMF document around `analysis` (the plain sidecar).
-pub fn document(
+pub(crate) fn document(
     analysis: Value,
     streams: &[StreamSummary<'_>],
     forced: Option<InputFormat>,

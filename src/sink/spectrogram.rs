@@ -19,14 +19,14 @@ use std::ops::Range;
 
 /// Size of the plot area in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlotSize {
+pub(crate) struct PlotSize {
     pub width: usize,
     pub height: usize,
 }
 
 /// How the frequency axis runs, bottom to top.
 #[derive(Clone, Debug, PartialEq)]
-pub enum FrequencyScale {
+pub(crate) enum FrequencyScale {
     /// Evenly spaced columns: linear in Hz from the lowest column's frequency (bottom edge) to
     /// the highest's (top edge).
     Linear { bottom: f64, top: f64 },
@@ -38,7 +38,7 @@ pub enum FrequencyScale {
 
 impl FrequencyScale {
     /// The axis' extent in its own units (Hz, or column steps), bottom to top.
-    pub fn extent(&self) -> (f64, f64) {
+    pub(crate) fn extent(&self) -> (f64, f64) {
         match self {
             FrequencyScale::Linear { bottom, top } => (*bottom, *top),
             FrequencyScale::Columns { hz } => (-0.5, hz.len() as f64 - 0.5),
@@ -48,7 +48,7 @@ impl FrequencyScale {
 
 /// How a row's columns become the grid's cells, and the cells the plot's pixel rows.
 #[derive(Clone, Debug)]
-pub struct FrequencyAxis {
+pub(crate) struct FrequencyAxis {
     pub scale: FrequencyScale,
     /// Columns a row has.
     columns: usize,
@@ -69,7 +69,7 @@ const EVEN_SPACING: f64 = 1e-6;
 impl FrequencyAxis {
     /// The axis for rows whose columns have frequencies `hz` (in row order), drawn over
     /// `pixel_rows` pixel rows.
-    pub fn new(hz: &[f64], pixel_rows: usize) -> Self {
+    pub(crate) fn new(hz: &[f64], pixel_rows: usize) -> Self {
         let mut order: Vec<usize> = (0..hz.len()).collect();
         order.sort_by(|&a, &b| hz[a].total_cmp(&hz[b]));
         let ascending = order.iter().enumerate().all(|(i, &k)| i == k);
@@ -104,12 +104,12 @@ impl FrequencyAxis {
     }
 
     /// Columns a row must have.
-    pub fn columns(&self) -> usize {
+    pub(crate) fn columns(&self) -> usize {
         self.columns
     }
 
     /// Cells of a grid column.
-    pub fn cells(&self) -> usize {
+    pub(crate) fn cells(&self) -> usize {
         self.cells.len()
     }
 
@@ -186,7 +186,7 @@ pub(crate) fn pixel_sources(edges: &[f64], lo: f64, hi: f64, pixels: usize) -> V
 }
 
 /// One stream's reduced spectrogram, filled row by row.
-pub struct Spectrogram {
+pub(crate) struct Spectrogram {
     plot: PlotSize,
     axis: FrequencyAxis,
     /// Closed columns, `axis.cells()` values each (bottom first; NaN: no data), oldest first.
@@ -210,7 +210,7 @@ pub struct Spectrogram {
 impl Spectrogram {
     /// An empty spectrogram for rows whose columns the axis describes; `single_row_span` is
     /// the time a lone row covers.
-    pub fn new(plot: PlotSize, axis: FrequencyAxis, single_row_span: f64) -> Self {
+    pub(crate) fn new(plot: PlotSize, axis: FrequencyAxis, single_row_span: f64) -> Self {
         Spectrogram {
             open: vec![f32::NAN; axis.cells()],
             plot,
@@ -227,12 +227,12 @@ impl Spectrogram {
         }
     }
 
-    pub fn axis(&self) -> &FrequencyAxis {
+    pub(crate) fn axis(&self) -> &FrequencyAxis {
         &self.axis
     }
 
     /// Adds one row (dB per column, in the stream's column order) that starts at `time_s`.
-    pub fn push_row(&mut self, time_s: f64, row: &[f32]) {
+    pub(crate) fn push_row(&mut self, time_s: f64, row: &[f32]) {
         if self.rows > 0 {
             self.last_step = Some(time_s - self.last_time);
         }
@@ -279,7 +279,7 @@ impl Spectrogram {
     }
 
     /// The grid mapped onto the plot's pixels.
-    pub fn finish(mut self) -> SpectrogramImage {
+    pub(crate) fn finish(mut self) -> SpectrogramImage {
         if self.open_rows > 0 {
             self.columns.extend_from_slice(&self.open);
             self.starts.push(self.open_start);
@@ -322,7 +322,7 @@ impl Spectrogram {
 
 /// A spectrogram mapped onto a plot: one dB value per pixel.
 #[derive(Clone, Debug)]
-pub struct SpectrogramImage {
+pub(crate) struct SpectrogramImage {
     pub plot: PlotSize,
     /// Row-major, top row first (as an image is stored); NaN where there is no data.
     pub values: Vec<f32>,
@@ -337,7 +337,7 @@ pub struct SpectrogramImage {
 
 impl SpectrogramImage {
     /// The picture of no rows at all.
-    pub fn empty(plot: PlotSize) -> Self {
+    pub(crate) fn empty(plot: PlotSize) -> Self {
         SpectrogramImage {
             plot,
             values: vec![f32::NAN; plot.width * plot.height],
@@ -352,7 +352,7 @@ impl SpectrogramImage {
     }
 
     /// The largest finite value, if any.
-    pub fn max_db(&self) -> Option<f32> {
+    pub(crate) fn max_db(&self) -> Option<f32> {
         self.values
             .iter()
             .copied()

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a write may be stuck after a stop before the process ends without it.
-pub const STUCK_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const STUCK_AFTER: Duration = Duration::from_secs(1);
 
 /// `STUCK_AFTER`, or `FFTD_STUCK_WRITE_SECONDS` (a reader known to pause longer after Ctrl-C).
 fn stuck_after() -> Duration {

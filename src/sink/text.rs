@@ -6,7 +6,7 @@
 use super::{Encoder, Sample, SpectrumRow};
 use crate::types::number::{push_all, Syntax};
 
-pub struct TextEncoder;
+pub(crate) struct TextEncoder;
 
 impl<T: Sample> Encoder<T> for TextEncoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {

@@ -33,7 +33,7 @@ use symphonia::core::io::{MediaSource, MediaSourceStream, ReadOnlySource};
 use symphonia::core::meta::MetadataOptions;
 
 /// The audio format an extension names (lower case, without the dot).
-pub fn format_of_extension(ext: &str) -> Option<InputFormat> {
+pub(crate) fn format_of_extension(ext: &str) -> Option<InputFormat> {
     Some(match ext {
         "flac" => InputFormat::Flac,
         "mp3" => InputFormat::Mp3,

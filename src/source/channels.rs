@@ -37,7 +37,7 @@ impl fmt::Display for ChannelSelect {
 }
 
 /// Splits interleaved blocks into streams.
-pub struct ChannelSplitter {
+pub(crate) struct ChannelSplitter {
     select: ChannelSelect,
     channels: usize,
     /// Values per sample (1 real, 2 complex).
@@ -45,7 +45,12 @@ pub struct ChannelSplitter {
 }
 
 impl ChannelSplitter {
-    pub fn new(source: &str, select: ChannelSelect, channels: usize, width: usize) -> Result<Self> {
+    pub(crate) fn new(
+        source: &str,
+        select: ChannelSelect,
+        channels: usize,
+        width: usize,
+    ) -> Result<Self> {
         if let ChannelSelect::Index(i) = select {
             if i >= channels {
                 return Err(FftdError::Usage(format!(
@@ -63,12 +68,12 @@ impl ChannelSplitter {
     }
 
     /// The splitter for a source described by `info`.
-    pub fn for_source(info: &super::SourceInfo, select: ChannelSelect) -> Result<Self> {
+    pub(crate) fn for_source(info: &super::SourceInfo, select: ChannelSelect) -> Result<Self> {
         Self::new(&info.name, select, info.channels, info.kind.width())
     }
 
     /// How many streams this source becomes.
-    pub fn streams(&self) -> usize {
+    pub(crate) fn streams(&self) -> usize {
         match self.select {
             ChannelSelect::All => self.channels,
             _ => 1,
@@ -76,7 +81,7 @@ impl ChannelSplitter {
     }
 
     /// The channel a stream carries (None for a mix).
-    pub fn channel_of(&self, stream: usize) -> Option<usize> {
+    pub(crate) fn channel_of(&self, stream: usize) -> Option<usize> {
         match self.select {
             ChannelSelect::All => Some(stream),
             ChannelSelect::Index(i) => Some(i),
@@ -86,7 +91,7 @@ impl ChannelSplitter {
 
     /// Splits `block` (whole sample frames) into `out[stream]`, clearing each first. A
     /// one-channel block is moved, not copied: `block` is left holding a spare buffer.
-    pub fn split(&self, block: &mut Vec<f64>, out: &mut [Vec<f64>]) {
+    pub(crate) fn split(&self, block: &mut Vec<f64>, out: &mut [Vec<f64>]) {
         out.iter_mut().for_each(Vec::clear);
         let (c, w) = (self.channels, self.width);
         if c == 1 {

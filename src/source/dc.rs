@@ -9,7 +9,7 @@ use crate::types::Sample;
 
 /// Subtracts each frame's mean from the frames back to back in `data` (`width` values per
 /// sample: 1 real, 2 complex re,im; `frame_values` values per frame).
-pub fn remove_frame_means<T: Sample>(data: &mut [T], frame_values: usize, width: usize) {
+pub(crate) fn remove_frame_means<T: Sample>(data: &mut [T], frame_values: usize, width: usize) {
     if frame_values == 0 || width == 0 {
         return;
     }

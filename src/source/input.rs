@@ -38,7 +38,7 @@ impl InputReader {
     /// A regular file's handle, rewound to its start, for a reader that seeks (an MP4 file's
     /// index may lie at its end); `None` for streams and bytes in memory. This reader is not to
     /// be read after it.
-    pub fn take_file(&mut self) -> Option<std::fs::File> {
+    pub(crate) fn take_file(&mut self) -> Option<std::fs::File> {
         use std::io::Seek;
         let mut file = self.file.take()?;
         file.rewind().ok()?;
@@ -65,7 +65,7 @@ impl InputReader {
     /// A path that is not a regular file (FIFO, `/dev/fd/N`, device, socket), opened and read
     /// on a detached pump thread: an open that blocks (a FIFO with no writer) or a read that
     /// waits never holds up a stop request. An error opening it is the first read's error.
-    pub fn stream_path(path: &str, stop: Arc<AtomicBool>) -> Self {
+    pub(crate) fn stream_path(path: &str, stop: Arc<AtomicBool>) -> Self {
         let path = path.to_string();
         Self::stream(stop, move || {
             std::fs::File::open(&path).map(|f| Box::new(f) as Box<dyn Read + Send>)
@@ -103,19 +103,23 @@ impl InputReader {
 
     /// True when reading a stream and nothing more is buffered: a source should hand on what
     /// it has rather than block for a full block.
-    pub fn drained(&self) -> bool {
+    pub(crate) fn drained(&self) -> bool {
         self.interactive && self.peeked_at >= self.peeked.len() && self.inner.buffer().is_empty()
     }
 
     /// True for a stream (stdin, a FIFO, ...), false for a regular file or bytes in memory.
-    pub fn is_stream(&self) -> bool {
+    pub(crate) fn is_stream(&self) -> bool {
         self.interactive
     }
 
     /// The input's first bytes, up to `n`: reads until it has `n`, the input ends, or `wanted`
     /// says the bytes so far decide the question (so a text stream that sends one short line is
     /// not kept waiting). Reads after it still return these bytes first. Only before any read.
-    pub fn peek_start(&mut self, n: usize, wanted: impl Fn(&[u8]) -> bool) -> io::Result<&[u8]> {
+    pub(crate) fn peek_start(
+        &mut self,
+        n: usize,
+        wanted: impl Fn(&[u8]) -> bool,
+    ) -> io::Result<&[u8]> {
         while self.peeked.len() < n && wanted(&self.peeked) {
             let mut byte = [0u8; 16];
             let want = (n - self.peeked.len()).min(byte.len());

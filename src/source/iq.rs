@@ -67,9 +67,9 @@ pub struct SampleType {
 }
 
 impl SampleType {
-    pub const CU8: SampleType = SampleType::le(Elem::U8, true);
-    pub const CS8: SampleType = SampleType::le(Elem::I8, true);
-    pub const CS16: SampleType = SampleType::le(Elem::I16, true);
+    pub(crate) const CU8: SampleType = SampleType::le(Elem::U8, true);
+    pub(crate) const CS8: SampleType = SampleType::le(Elem::I8, true);
+    pub(crate) const CS16: SampleType = SampleType::le(Elem::I16, true);
 
     const fn le(elem: Elem, complex: bool) -> Self {
         SampleType {
@@ -80,7 +80,7 @@ impl SampleType {
     }
 
     /// Bytes of one sample (both parts of a complex one).
-    pub fn sample_bytes(self) -> usize {
+    pub(crate) fn sample_bytes(self) -> usize {
         self.elem.bytes() * if self.complex { 2 } else { 1 }
     }
 
@@ -118,7 +118,7 @@ impl SampleType {
     }
 
     /// The SigMF `core:datatype` of this type.
-    pub fn sigmf_name(self) -> String {
+    pub(crate) fn sigmf_name(self) -> String {
         let order = match (self.elem.bytes(), self.big_endian) {
             (1, _) => "",
             (_, true) => "_be",

@@ -39,7 +39,7 @@ const RING_MAX_VALUES: usize = 1 << 24;
 const GAP_SLOTS: usize = 256;
 /// Environment variable that forces the capture sample format (i16, f32, …): for tests and for
 /// devices whose default format is not the wanted one.
-pub const FORMAT_ENV: &str = crate::knobs::MIC_FORMAT;
+pub(crate) const FORMAT_ENV: &str = crate::knobs::MIC_FORMAT;
 
 /// `n` samples were lost just before stream sample frame `at`.
 #[derive(Clone, Copy, Debug)]
@@ -197,7 +197,7 @@ impl Ring {
 }
 
 /// A live capture as a `SampleSource`.
-pub struct MicSource {
+pub(crate) struct MicSource {
     info: SourceInfo,
     ring: Ring,
     logged_start: bool,
@@ -232,7 +232,7 @@ impl SampleSource for MicSource {
 /// Opens `device` ("" = the default input; else an index or name substring from `fftd devices`)
 /// and starts capturing. `--rate` and `--channels` request a configuration; the device's default
 /// fills in what is not given.
-pub fn open(
+pub(crate) fn open(
     device: &str,
     spec: &SourceSpec,
     stop: Arc<AtomicBool>,
@@ -374,40 +374,40 @@ mod convert {
 
     const TWO_23: f32 = 8_388_608.0;
 
-    pub fn i8(s: i8) -> f32 {
+    pub(super) fn i8(s: i8) -> f32 {
         f32::from(s) / 128.0
     }
-    pub fn i16(s: i16) -> f32 {
+    pub(super) fn i16(s: i16) -> f32 {
         f32::from(s) / 32768.0
     }
-    pub fn i24(s: I24) -> f32 {
+    pub(super) fn i24(s: I24) -> f32 {
         s.inner() as f32 / TWO_23
     }
-    pub fn i32(s: i32) -> f32 {
+    pub(super) fn i32(s: i32) -> f32 {
         (s >> 8) as f32 / TWO_23
     }
-    pub fn i64(s: i64) -> f32 {
+    pub(super) fn i64(s: i64) -> f32 {
         (s >> 40) as f32 / TWO_23
     }
-    pub fn u8(s: u8) -> f32 {
+    pub(super) fn u8(s: u8) -> f32 {
         (f32::from(s) - 128.0) / 128.0
     }
-    pub fn u16(s: u16) -> f32 {
+    pub(super) fn u16(s: u16) -> f32 {
         (f32::from(s) - 32768.0) / 32768.0
     }
-    pub fn u24(s: U24) -> f32 {
+    pub(super) fn u24(s: U24) -> f32 {
         (s.inner() - 8_388_608) as f32 / TWO_23
     }
-    pub fn u32(s: u32) -> f32 {
+    pub(super) fn u32(s: u32) -> f32 {
         i32((s ^ 0x8000_0000) as i32)
     }
-    pub fn u64(s: u64) -> f32 {
+    pub(super) fn u64(s: u64) -> f32 {
         i64((s ^ (1 << 63)) as i64)
     }
-    pub fn f32(s: f32) -> f32 {
+    pub(super) fn f32(s: f32) -> f32 {
         s
     }
-    pub fn f64(s: f64) -> f32 {
+    pub(super) fn f64(s: f64) -> f32 {
         s as f32
     }
 }

@@ -301,7 +301,7 @@ pub(super) fn compress_runs(values: &[u16]) -> String {
 
 /// The "Audio inputs" section of `fftd devices`: index, id and description of each capture
 /// device, with the formats, channel counts and rates it supports (or why it cannot be opened).
-pub fn describe_inputs() -> String {
+pub(crate) fn describe_inputs() -> String {
     let quiet = QuietAlsa::install();
     let host = cpal::default_host();
     let mut text = format!("Audio inputs ({}):\n", host.id().name());

@@ -25,20 +25,20 @@
 //! the input and where in it the value lies (`overflows`).
 
 pub mod audio;
-pub mod channels;
-pub mod dc;
+pub(crate) mod channels;
+pub(crate) mod dc;
 pub mod input;
 pub mod iq;
-pub mod mic;
-pub mod mic_device;
-pub mod outages;
+pub(crate) mod mic;
+pub(crate) mod mic_device;
+pub(crate) mod outages;
 pub mod raw;
-pub mod retry;
-pub mod retry_policy;
-pub mod rtl_tcp;
-pub mod seekable;
+pub(crate) mod retry;
+pub(crate) mod retry_policy;
+pub(crate) mod rtl_tcp;
+pub(crate) mod seekable;
 pub mod sigmf;
-pub mod sniff;
+pub(crate) mod sniff;
 pub mod spec;
 pub mod text;
 pub mod wav;
@@ -91,12 +91,12 @@ pub enum InputFormat {
 
 impl InputFormat {
     /// The format implied by a file name's extension; text when there is none we know.
-    pub fn from_extension(path: &str) -> InputFormat {
+    pub(crate) fn from_extension(path: &str) -> InputFormat {
         Self::by_extension(path).unwrap_or(InputFormat::Text)
     }
 
     /// The format a file name's extension names, if it is one fftd knows.
-    pub fn by_extension(path: &str) -> Option<InputFormat> {
+    pub(crate) fn by_extension(path: &str) -> Option<InputFormat> {
         let ext = Path::new(path)
             .extension()
             .and_then(|e| e.to_str())
@@ -116,7 +116,7 @@ impl InputFormat {
     }
 
     /// Decoded through symphonia (`audio`).
-    pub fn is_compressed_audio(self) -> bool {
+    pub(crate) fn is_compressed_audio(self) -> bool {
         matches!(
             self,
             InputFormat::Flac
@@ -218,11 +218,11 @@ pub fn overflows(v: f64, precision: Precision) -> bool {
 }
 
 /// What a message says of a value that `overflows` f32.
-pub const BEYOND_F32: &str =
+pub(crate) const BEYOND_F32: &str =
     "beyond the f32 range (magnitudes up to 3.4028235e38): analyse it with --precision f64";
 
 /// Opens `path` (or stdin for `-`) as a sample source.
-pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
+pub(crate) fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>> {
     let reader = open_reader(path, &opts.stop)?;
     open_with_reader(path, reader, opts)
 }
@@ -230,7 +230,7 @@ pub fn open_file(path: &str, opts: &FileOptions) -> Result<Box<dyn SampleSource>
 /// The sample source of `path` read through `reader` (from `open_reader`). A stream stopped
 /// (SIGINT/SIGTERM) before its header or first sample arrived is an empty input, not an error:
 /// the run ends with what it has, which is nothing from this input.
-pub fn open_with_reader(
+pub(crate) fn open_with_reader(
     path: &str,
     mut reader: InputReader,
     opts: &FileOptions,
@@ -281,29 +281,17 @@ fn named_format(path: &str) -> Option<InputFormat> {
     }
 }
 
-/// The format `path` is read as before its first bytes are seen: `--input-format`, else by
-/// extension (text for stdin and unknown extensions, which `open_with_reader` then sniffs).
-pub fn format_of(path: &str, opts: &FileOptions) -> InputFormat {
-    opts.format.unwrap_or_else(|| {
-        if path == "-" {
-            InputFormat::Text
-        } else {
-            InputFormat::from_extension(path)
-        }
-    })
-}
-
 /// Whether `path` is read as a stream, opened once and read front to back: stdin (`-`), or
 /// anything that is not a regular file or a folder (a FIFO, process substitution's `/dev/fd/N`,
 /// a character device, a socket).
-pub fn is_stream(path: &str) -> bool {
+pub(crate) fn is_stream(path: &str) -> bool {
     path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// A buffered reader over a regular file, or a stream's pump (`is_stream`), with clear errors
 /// for missing files and folders. A stream's pump starts at once: its open (a FIFO waiting for
 /// a writer) runs while other inputs are opened.
-pub fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
+pub(crate) fn open_reader(path: &str, stop: &Arc<AtomicBool>) -> Result<InputReader> {
     if path == "-" {
         return Ok(InputReader::stdin(stop.clone()));
     }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// One outage of an input, over once samples flowed again (or the run ended).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Gap {
+pub(crate) struct Gap {
     /// The input as the user named it.
     pub input: String,
     /// The streams the input feeds.
@@ -31,7 +31,7 @@ pub struct Gap {
 
 impl Gap {
     /// The event object of one of its streams, without a newline.
-    pub fn json(&self, stream: usize) -> String {
+    pub(crate) fn json(&self, stream: usize) -> String {
         serde_json::json!({
             "event": "gap",
             "input": self.input,
@@ -56,7 +56,7 @@ struct Record {
 }
 
 /// The outages of a run.
-pub struct Outages {
+pub(crate) struct Outages {
     /// Events wait in `record` (checked without the lock on every row).
     pending: AtomicBool,
     record: Mutex<Option<Record>>,
@@ -65,7 +65,7 @@ pub struct Outages {
 static OUTAGES: Outages = Outages::new();
 
 /// The process's record.
-pub fn outages() -> &'static Outages {
+pub(crate) fn outages() -> &'static Outages {
     &OUTAGES
 }
 
@@ -76,7 +76,7 @@ impl Default for Outages {
 }
 
 impl Outages {
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         Outages {
             pending: AtomicBool::new(false),
             record: Mutex::new(None),
@@ -89,7 +89,7 @@ impl Outages {
     }
 
     /// A `--retry` input's streams: their counters show from the start (at 0).
-    pub fn register(&self, streams: Range<usize>) {
+    pub(crate) fn register(&self, streams: Range<usize>) {
         self.with(|r| {
             for k in streams {
                 r.gaps.entry(k).or_insert(0);
@@ -98,12 +98,12 @@ impl Outages {
     }
 
     /// One reopen attempt.
-    pub fn attempt(&self) {
+    pub(crate) fn attempt(&self) {
         self.with(|r| r.retries += 1);
     }
 
     /// An outage that is over: counted, and an event per stream.
-    pub fn gap(&self, gap: &Gap) {
+    pub(crate) fn gap(&self, gap: &Gap) {
         self.with(|r| {
             for k in gap.streams.clone() {
                 *r.gaps.entry(k).or_insert(0) += 1;
@@ -114,7 +114,7 @@ impl Outages {
     }
 
     /// The event objects not taken yet, oldest first.
-    pub fn take_events(&self) -> Vec<String> {
+    pub(crate) fn take_events(&self) -> Vec<String> {
         if !self.pending.swap(false, Ordering::Acquire) {
             return Vec::new();
         }
@@ -123,7 +123,7 @@ impl Outages {
     }
 
     /// The `/metrics` lines (none when no input has `--retry`).
-    pub fn render_metrics(&self, out: &mut String) {
+    pub(crate) fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
         let Some((gaps, retries)) = self.with(|r| (r.gaps.clone(), r.retries)) else {
             return;

@@ -164,7 +164,7 @@ impl SampleSource for RawSource {
 }
 
 /// The `iq` type of the SDR I/Q formats (cu8, cs8, cs16).
-pub fn iq_type(format: InputFormat) -> Option<SampleType> {
+pub(crate) fn iq_type(format: InputFormat) -> Option<SampleType> {
     match format {
         InputFormat::Cu8 => Some(SampleType::CU8),
         InputFormat::Cs8 => Some(SampleType::CS8),
@@ -174,7 +174,7 @@ pub fn iq_type(format: InputFormat) -> Option<SampleType> {
 }
 
 /// Complex for cf32 and the I/Q formats, real for the others.
-pub fn sample_kind(format: InputFormat) -> InputKind {
+pub(crate) fn sample_kind(format: InputFormat) -> InputKind {
     match format {
         InputFormat::Cf32 | InputFormat::Cu8 | InputFormat::Cs8 | InputFormat::Cs16 => {
             InputKind::Complex
@@ -185,7 +185,7 @@ pub fn sample_kind(format: InputFormat) -> InputKind {
 
 /// Bytes per sample frame of a raw `format` file with `channels` channels; None when that is 0
 /// or does not fit a usize (a huge `--channels` must not wrap to a tiny frame).
-pub fn frame_bytes(format: InputFormat, channels: usize) -> Option<usize> {
+pub(crate) fn frame_bytes(format: InputFormat, channels: usize) -> Option<usize> {
     let per_channel = match format {
         InputFormat::Cu8 | InputFormat::Cs8 => 2,
         InputFormat::S16 => 2,

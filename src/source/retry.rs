@@ -30,7 +30,7 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Opens the input again; the flag given is to end its reads (the run's stop, or the policy's
 /// time running out).
-pub type Reopen = Box<dyn FnMut(&Arc<AtomicBool>) -> Result<Box<dyn SampleSource>> + Send>;
+pub(crate) type Reopen = Box<dyn FnMut(&Arc<AtomicBool>) -> Result<Box<dyn SampleSource>> + Send>;
 
 /// The run's stop request and the policy's deadline, watched for the reopened sources.
 struct Watch {
@@ -79,7 +79,7 @@ impl Watch {
 }
 
 /// A source that is reopened when it fails (see the module comment).
-pub struct RetrySource {
+pub(crate) struct RetrySource {
     inner: Box<dyn SampleSource>,
     info: SourceInfo,
     reopen: Reopen,
@@ -95,7 +95,7 @@ pub struct RetrySource {
 
 /// `source` reopened by `reopen` when it fails, when `policy` is given; else `source` itself.
 /// `streams`: the streams it feeds (their gap events and counters).
-pub fn wrap(
+pub(crate) fn wrap(
     source: Box<dyn SampleSource>,
     policy: Option<RetryPolicy>,
     streams: Range<usize>,
@@ -286,7 +286,11 @@ impl RetrySource {
 
 /// Reopens a named FIFO (or what stdin was redirected from, `stdin_fifo`) and reads it as
 /// before: its format, rate and channels from `opts`; its reads end on the flag given.
-pub fn reopen_stream(path: &str, opened: std::path::PathBuf, opts: &super::FileOptions) -> Reopen {
+pub(crate) fn reopen_stream(
+    path: &str,
+    opened: std::path::PathBuf,
+    opts: &super::FileOptions,
+) -> Reopen {
     let (path, opts) = (path.to_string(), opts.clone());
     Box::new(move |halt| {
         let opts = super::FileOptions {
@@ -301,7 +305,7 @@ pub fn reopen_stream(path: &str, opened: std::path::PathBuf, opts: &super::FileO
 
 /// The named FIFO stdin was redirected from (`fftd - < FIFO`), which a new writer can open
 /// again; None for a shell pipe (no one can open it again), a file or a terminal.
-pub fn stdin_fifo() -> Option<std::path::PathBuf> {
+pub(crate) fn stdin_fifo() -> Option<std::path::PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     let target = std::fs::read_link("/proc/self/fd/0").ok()?;
     let meta = std::fs::metadata(&target).ok()?;
@@ -310,7 +314,7 @@ pub fn stdin_fifo() -> Option<std::path::PathBuf> {
 
 /// Where a stream input `path` is opened again: the FIFO itself, or stdin's (`stdin_fifo`);
 /// None when it cannot be (a shell pipe, a device, a socket), with a warning under `--retry`.
-pub fn reopenable(path: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn reopenable(path: &str) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     let found = match path {
         "-" => stdin_fifo(),
@@ -327,13 +331,13 @@ pub fn reopenable(path: &str) -> Option<std::path::PathBuf> {
 }
 
 /// Opens the microphone `device` again as `spec` asks.
-pub fn reopen_mic(device: &str, spec: &super::spec::SourceSpec) -> Reopen {
+pub(crate) fn reopen_mic(device: &str, spec: &super::spec::SourceSpec) -> Reopen {
     let (device, spec) = (device.to_string(), spec.clone());
     Box::new(move |halt| super::mic::open(&device, &spec, halt.clone()))
 }
 
 /// Connects to the rtl_tcp server `url` again and tunes it as before.
-pub fn reopen_rtl_tcp(url: &str, tuning: super::rtl_tcp::Tuning) -> Reopen {
+pub(crate) fn reopen_rtl_tcp(url: &str, tuning: super::rtl_tcp::Tuning) -> Reopen {
     let url = url.to_string();
     Box::new(move |halt| super::rtl_tcp::open(&url, tuning, halt.clone()).map(|s| Box::new(s) as _))
 }

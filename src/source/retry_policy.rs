@@ -8,9 +8,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The first wait after a failure.
-pub const FIRST_WAIT: Duration = Duration::from_millis(500);
+pub(crate) const FIRST_WAIT: Duration = Duration::from_millis(500);
 /// The longest wait between two attempts.
-pub const LONGEST_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const LONGEST_WAIT: Duration = Duration::from_secs(30);
 
 /// How long one outage may be retried.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -90,7 +90,7 @@ impl RetryPolicy {
     }
 
     /// When an outage that began `elapsed` ago must have ended (None: no time limit).
-    pub fn time_left(&self, elapsed: Duration) -> Option<Duration> {
+    pub(crate) fn time_left(&self, elapsed: Duration) -> Option<Duration> {
         match *self {
             RetryPolicy::For(limit) => Some(limit.saturating_sub(elapsed)),
             _ => None,

@@ -28,11 +28,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How an input names an rtl_tcp server.
-pub const SCHEME: &str = "rtl_tcp://";
+pub(crate) const SCHEME: &str = "rtl_tcp://";
 /// rtl_tcp's default port.
 const DEFAULT_PORT: u16 = 1234;
 /// rtl_tcp's default sample rate, used when `--rate` is not given.
-pub const DEFAULT_RATE: f64 = 2_048_000.0;
+pub(crate) const DEFAULT_RATE: f64 = 2_048_000.0;
 /// Longest wait for the connection and for the dongle-info header.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 /// How often a read waiting for data looks at the stop request.
@@ -41,12 +41,12 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 const MAX_READ: usize = 1 << 20;
 
 /// Whether an input path names an rtl_tcp server.
-pub fn is_rtl_tcp(path: &str) -> bool {
+pub(crate) fn is_rtl_tcp(path: &str) -> bool {
     path.starts_with(SCHEME)
 }
 
 /// Whether `input` reads an rtl_tcp server (a live input, as the microphone).
-pub fn among(input: &super::spec::Input) -> bool {
+pub(crate) fn among(input: &super::spec::Input) -> bool {
     matches!(input, super::spec::Input::Files(f) if f.iter().any(|p| is_rtl_tcp(p)))
 }
 
@@ -93,7 +93,7 @@ impl<'de> Deserialize<'de> for Gain {
 
 /// What fftd asks the receiver for.
 #[derive(Clone, Copy, Debug)]
-pub struct Tuning {
+pub(crate) struct Tuning {
     /// Samples per second.
     pub rate: f64,
     /// Centre frequency in Hz, when given.
@@ -104,7 +104,7 @@ pub struct Tuning {
 impl Tuning {
     /// The 5-byte commands that ask for this tuning, in the order they are sent; a value the
     /// protocol cannot carry is a usage error naming its flag.
-    pub fn commands(&self) -> Result<Vec<[u8; 5]>> {
+    pub(crate) fn commands(&self) -> Result<Vec<[u8; 5]>> {
         let whole_hz = |flag: &str, v: f64| {
             let ok = v.fract() == 0.0 && v >= 1.0 && v <= f64::from(u32::MAX);
             ok.then_some(v as u32).ok_or_else(|| {
@@ -139,7 +139,7 @@ fn command(code: u8, param: u32) -> [u8; 5] {
 }
 
 /// The server's address in `url` (`rtl_tcp://HOST[:PORT]`, an IPv6 host in brackets).
-pub fn address(url: &str) -> Result<(String, u16)> {
+pub(crate) fn address(url: &str) -> Result<(String, u16)> {
     let bad = |why: &str| {
         FftdError::Usage(format!(
             "--file {url}: {why} (expected rtl_tcp://HOST:PORT, such as rtl_tcp://127.0.0.1:1234)"
@@ -188,7 +188,7 @@ fn tuner_name(tuner: u32) -> &'static str {
 
 /// Connects to `url`, reads its dongle-info header, sends the `tuning` commands and returns the
 /// live I/Q source. `stop` ends the handshake and the stream (no error).
-pub fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<RtlTcpSource> {
+pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<RtlTcpSource> {
     let commands = tuning.commands()?;
     let (host, port) = address(url)?;
     let fail = |what: String| FftdError::input(url, what);
@@ -292,7 +292,7 @@ fn waiting(e: &io::Error) -> bool {
 }
 
 /// The live I/Q stream of an rtl_tcp server.
-pub struct RtlTcpSource {
+pub(crate) struct RtlTcpSource {
     info: SourceInfo,
     socket: TcpStream,
     stop: Arc<AtomicBool>,
@@ -317,7 +317,7 @@ impl RtlTcpSource {
 }
 
 /// A cu8 value as a sample: 0 is -1, 255 is +1, 127.5 would be 0.
-pub fn cu8_value(b: u8) -> f64 {
+pub(crate) fn cu8_value(b: u8) -> f64 {
     (f64::from(b) - 127.5) / 127.5
 }
 

@@ -17,7 +17,7 @@ use std::path::Path;
 
 /// How the sample bytes are encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SampleCoding {
+pub(crate) enum SampleCoding {
     Raw(InputFormat),
     Wav(Encoding),
     /// A SigMF dataset's `core:datatype`.
@@ -26,7 +26,7 @@ pub enum SampleCoding {
 
 /// Where a seekable input's samples are and what they are.
 #[derive(Clone, Debug)]
-pub struct SeekableLayout {
+pub(crate) struct SeekableLayout {
     /// The path as the user gave it (for messages).
     pub name: String,
     /// Byte offset of the first sample frame.
@@ -49,7 +49,7 @@ impl SeekableLayout {
     /// The layout of `path` read as `format`, when it is a regular file the range reader can
     /// take; `None` sends it the sequential way. `rate` and `channels` apply to raw files;
     /// `precision` is the one samples are analysed in (values beyond it are errors).
-    pub fn probe(
+    pub(crate) fn probe(
         path: &str,
         format: InputFormat,
         rate: f64,
@@ -151,7 +151,7 @@ impl SeekableLayout {
     /// Appends the samples of `bytes`, whole sample frames starting at frame `first_frame`, to
     /// `out` as f64 (every channel, interleaved), with the sequential source's checks and
     /// messages.
-    pub fn decode(&self, bytes: &[u8], first_frame: u64, out: &mut Vec<f64>) -> Result<()> {
+    pub(crate) fn decode(&self, bytes: &[u8], first_frame: u64, out: &mut Vec<f64>) -> Result<()> {
         match self.coding {
             SampleCoding::Raw(format) => {
                 let offset = first_frame * self.frame_bytes as u64;
@@ -178,7 +178,7 @@ impl SeekableLayout {
     }
 
     /// Opens the file for positioned reads.
-    pub fn open(&self) -> Result<File> {
+    pub(crate) fn open(&self) -> Result<File> {
         File::open(Path::new(&self.name)).map_err(|e| FftdError::io(&self.name, e))
     }
 }

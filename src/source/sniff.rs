@@ -122,7 +122,7 @@ fn mpeg_sync(bytes: &[u8]) -> Option<bool> {
 
 /// The format `bytes` (an input's first bytes, all of them if it is shorter than `LONGEST`)
 /// show, or `None` while more bytes could still match a magic number.
-pub fn format_of_start(bytes: &[u8], complete: bool) -> Option<InputFormat> {
+pub(crate) fn format_of_start(bytes: &[u8], complete: bool) -> Option<InputFormat> {
     if let Some(m) = MAGICS
         .iter()
         .find(|m| bytes.len() >= m.pattern.len() && agrees(m.pattern, bytes))
@@ -144,7 +144,7 @@ pub fn format_of_start(bytes: &[u8], complete: bool) -> Option<InputFormat> {
 }
 
 /// The format of `reader`'s input from its first bytes (left in the reader to be read again).
-pub fn sniff(reader: &mut InputReader) -> io::Result<InputFormat> {
+pub(crate) fn sniff(reader: &mut InputReader) -> io::Result<InputFormat> {
     let start = reader.peek_start(LONGEST, |b| format_of_start(b, false).is_none())?;
     Ok(format_of_start(start, true).unwrap_or(InputFormat::Text))
 }

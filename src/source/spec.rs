@@ -18,7 +18,7 @@ pub enum Input {
 
 impl Input {
     /// Whether the input is live (the microphone or an rtl_tcp receiver): read as it comes.
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         matches!(self, Input::Mic(_)) || super::rtl_tcp::among(self)
     }
 }

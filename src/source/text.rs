@@ -107,7 +107,7 @@ impl TextSource {
     }
 
     /// Reads ahead to the first sample so `info().kind` is known before framing starts.
-    pub fn detect_kind(&mut self) -> Result<Option<(f64, Option<f64>)>> {
+    pub(crate) fn detect_kind(&mut self) -> Result<Option<(f64, Option<f64>)>> {
         let first = self.next_sample()?;
         if let Some((_, im)) = first {
             let kind = if im.is_some() {

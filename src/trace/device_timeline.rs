@@ -33,21 +33,21 @@ const QUEUES: [&str; 3] = ["upload", "kernels", "download"];
 
 /// The device spans of a run (`Tracer::device`).
 #[derive(Default)]
-pub struct DeviceSpans {
+pub(crate) struct DeviceSpans {
     raw: Mutex<Vec<RawSpan>>,
     engines: Mutex<Vec<EngineTracks>>,
 }
 
 /// A worker's handle on its engine's tracks (made at its first device batch).
 #[derive(Default)]
-pub struct QueueTracks {
+pub(crate) struct QueueTracks {
     engine: Option<usize>,
 }
 
 impl QueueTracks {
     /// Takes the device times of `engine`'s last batch (`batch`, first frame's `stream`) onto
     /// its queues' tracks.
-    pub fn record(
+    pub(crate) fn record(
         &mut self,
         tracer: &Tracer,
         trace: Option<DeviceTrace>,
@@ -107,7 +107,7 @@ impl DeviceSpans {
     /// The spans on the host clock, and `otherData.device_clocks` (a JSON array: per engine its
     /// tracks' name, the clock samples, and the most a span may be drawn late by, in µs, or
     /// null when no lower bound agreed).
-    pub fn place(&self) -> (Vec<Span>, String) {
+    pub(crate) fn place(&self) -> (Vec<Span>, String) {
         let raw = std::mem::take(&mut *self.raw.lock().unwrap_or_else(|e| e.into_inner()));
         let engines = self.engines.lock().unwrap_or_else(|e| e.into_inner());
         let mut spans = Vec::with_capacity(raw.len());

@@ -13,18 +13,18 @@ static TRACING: AtomicBool = AtomicBool::new(false);
 static EPOCH: OnceLock<Instant> = OnceLock::new();
 
 /// Asks engines to record their chunks' device times for `--trace` (from now on).
-pub fn trace_device_spans() {
+pub(crate) fn trace_device_spans() {
     EPOCH.get_or_init(Instant::now);
     TRACING.store(true, Ordering::Relaxed);
 }
 
 /// Whether chunks' device times are being recorded.
-pub fn tracing() -> bool {
+pub(crate) fn tracing() -> bool {
     TRACING.load(Ordering::Relaxed)
 }
 
 /// `t` in signed nanoseconds from the epoch.
-pub fn host_ns(t: Instant) -> i64 {
+pub(crate) fn host_ns(t: Instant) -> i64 {
     let epoch = *EPOCH.get_or_init(Instant::now);
     match t.checked_duration_since(epoch) {
         Some(d) => d.as_nanos() as i64,
@@ -33,7 +33,7 @@ pub fn host_ns(t: Instant) -> i64 {
 }
 
 /// The host instant `ns` nanoseconds from the epoch (the epoch itself for earlier ones).
-pub fn host_instant(ns: i64) -> Instant {
+pub(crate) fn host_instant(ns: i64) -> Instant {
     let epoch = *EPOCH.get_or_init(Instant::now);
     epoch + Duration::from_nanos(ns.max(0) as u64)
 }
@@ -67,12 +67,12 @@ impl ClockBounds {
     }
 
     /// Adds an upper bound.
-    pub fn at_most(&mut self, hi: i64) {
+    pub(crate) fn at_most(&mut self, hi: i64) {
         self.hi = Some(self.hi.map_or(hi, |h| h.min(hi)));
         self.samples += 1;
     }
 
-    pub fn merge(&mut self, other: &ClockBounds) {
+    pub(crate) fn merge(&mut self, other: &ClockBounds) {
         if let Some(lo) = other.lo {
             self.at_least(lo);
         }
@@ -90,7 +90,7 @@ impl ClockBounds {
 
     /// The width of the bracket (the most the placement can be off), when both bounds are
     /// known and agree; None otherwise.
-    pub fn error_ns(&self) -> Option<i64> {
+    pub(crate) fn error_ns(&self) -> Option<i64> {
         match (self.lo, self.hi) {
             (Some(lo), Some(hi)) if lo <= hi => Some(hi - lo),
             _ => None,

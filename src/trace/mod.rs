@@ -14,8 +14,8 @@
 //! an atomic add and a push (a thread that never ends, stuck on a hung device, keeps its last
 //! spans).
 
-pub mod device_timeline;
-pub mod device_trace;
+pub(crate) mod device_timeline;
+pub(crate) mod device_trace;
 
 use std::cell::Cell;
 use std::fs::File;
@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Spans kept at most (later ones are only counted).
-pub const MAX_SPANS: usize = 1_000_000;
+pub(crate) const MAX_SPANS: usize = 1_000_000;
 
 thread_local! {
     /// The track of the calling thread, for spans recorded by code that does not know its
@@ -34,21 +34,21 @@ thread_local! {
 }
 
 /// The calling thread's track, if it has one.
-pub fn current_track() -> Option<u32> {
+pub(crate) fn current_track() -> Option<u32> {
     CURRENT.with(Cell::get)
 }
 
 /// Makes `tid` the calling thread's track.
-pub fn set_current_track(tid: Option<u32>) {
+pub(crate) fn set_current_track(tid: Option<u32>) {
     CURRENT.with(|c| c.set(tid));
 }
 
 /// Spans a thread gathers before it hands them to the tracer.
-pub const FLUSH_SPANS: usize = 4096;
+pub(crate) const FLUSH_SPANS: usize = 4096;
 
 /// One span of one thread.
 #[derive(Clone, Copy, Debug)]
-pub struct Span {
+pub(crate) struct Span {
     pub name: &'static str,
     pub tid: u32,
     pub from: Instant,
@@ -58,7 +58,7 @@ pub struct Span {
 }
 
 /// The spans of a run, and the file they go to.
-pub struct Tracer {
+pub(crate) struct Tracer {
     origin: Instant,
     file: Mutex<Option<File>>,
     spans: Mutex<Vec<Span>>,
@@ -73,7 +73,7 @@ pub struct Tracer {
 
 impl Tracer {
     /// A tracer whose times count from `origin`, writing to `file` at the end.
-    pub fn new(file: File, origin: Instant) -> Self {
+    pub(crate) fn new(file: File, origin: Instant) -> Self {
         Tracer {
             origin,
             file: Mutex::new(Some(file)),
@@ -86,19 +86,19 @@ impl Tracer {
     }
 
     /// A new track named `name`: its tid.
-    pub fn track(&self, name: String) -> u32 {
+    pub(crate) fn track(&self, name: String) -> u32 {
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
         threads.push(name);
         (threads.len() - 1) as u32
     }
 
     /// A new track for thread `n` of `kind`: its tid.
-    pub fn thread(&self, kind: &str, n: u64) -> u32 {
+    pub(crate) fn thread(&self, kind: &str, n: u64) -> u32 {
         self.track(format!("{kind} {n}"))
     }
 
     /// Whether one more span may be kept (false past `MAX_SPANS`: the span is only counted).
-    pub fn take_one(&self) -> bool {
+    pub(crate) fn take_one(&self) -> bool {
         let kept = self.taken.fetch_add(1, Ordering::Relaxed) < MAX_SPANS as u64;
         if !kept {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -107,13 +107,13 @@ impl Tracer {
     }
 
     /// Keeps a thread's gathered spans (each one taken with `take_one`), emptying `spans`.
-    pub fn hand_over(&self, spans: &mut Vec<Span>) {
+    pub(crate) fn hand_over(&self, spans: &mut Vec<Span>) {
         let mut kept = self.spans.lock().unwrap_or_else(|e| e.into_inner());
         kept.append(spans);
     }
 
     /// Keeps `span` now (or counts it, past `MAX_SPANS`).
-    pub fn record(&self, span: Span) {
+    pub(crate) fn record(&self, span: Span) {
         if self.take_one() {
             self.spans
                 .lock()
@@ -123,7 +123,7 @@ impl Tracer {
     }
 
     /// A span of the main thread (tid 0): start-up, teardown and their parts.
-    pub fn main_span(&self, name: &'static str, from: Instant, to: Instant) {
+    pub(crate) fn main_span(&self, name: &'static str, from: Instant, to: Instant) {
         self.record(Span {
             name,
             tid: 0,
@@ -135,7 +135,7 @@ impl Tracer {
     }
 
     /// Writes the timeline to the file given at the start (once; later calls do nothing).
-    pub fn write(&self) -> std::io::Result<()> {
+    pub(crate) fn write(&self) -> std::io::Result<()> {
         let Some(file) = self.file.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return Ok(());
         };
@@ -196,7 +196,7 @@ impl Tracer {
 
 /// A track of its own for a thread outside the stages' clocks (the averaging stage, progress,
 /// the stall watcher): its spans, gathered and handed over like a `ThreadClock`'s.
-pub struct Track<'a> {
+pub(crate) struct Track<'a> {
     tracer: &'a Tracer,
     tid: u32,
     spans: Vec<Span>,
@@ -204,7 +204,7 @@ pub struct Track<'a> {
 
 impl<'a> Track<'a> {
     /// A track named `name` with `--trace` (None without); also the calling thread's track.
-    pub fn new(tracer: Option<&'a Tracer>, name: &str) -> Option<Self> {
+    pub(crate) fn new(tracer: Option<&'a Tracer>, name: &str) -> Option<Self> {
         let tracer = tracer?;
         let tid = tracer.track(name.to_string());
         set_current_track(Some(tid));
@@ -216,7 +216,7 @@ impl<'a> Track<'a> {
     }
 
     /// A span of this track from `from` to now.
-    pub fn span_since(
+    pub(crate) fn span_since(
         &mut self,
         name: &'static str,
         from: Instant,

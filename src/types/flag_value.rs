@@ -1,7 +1,7 @@
 //! Parsers for flag values shared by every command's flags.
 
 /// A parser for a whole number from `lo` to `hi` ("must be a whole number from 1 to 10000").
-pub fn whole_in<T>(
+pub(crate) fn whole_in<T>(
     lo: u64,
     hi: u64,
 ) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static

@@ -3,19 +3,20 @@
 //! shown (and user text quoted). A leaf: it imports nothing of fftd, so any module may import it.
 
 mod flag_value;
-pub mod nats_url;
-pub mod number;
+pub(crate) mod nats_url;
+pub(crate) mod number;
 mod precision;
 mod sample;
 mod signals;
 mod stream;
 mod text;
-pub mod tuning;
+pub(crate) mod tuning;
 
-pub use flag_value::whole_in;
-pub use precision::{Precision, WithSample};
+pub(crate) use flag_value::whole_in;
+pub use precision::Precision;
+pub(crate) use precision::WithSample;
 pub use sample::{InputKind, Sample};
 pub use signals::{Signals, INTERRUPTED_EXIT};
-pub use stream::StreamMeta;
+pub(crate) use stream::StreamMeta;
 pub use text::{escaped, shown};
-pub use tuning::Tuning;
+pub(crate) use tuning::Tuning;

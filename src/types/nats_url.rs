@@ -7,7 +7,7 @@
 use std::fmt;
 
 /// The default NATS client port.
-pub const DEFAULT_PORT: u16 = 4222;
+pub(crate) const DEFAULT_PORT: u16 = 4222;
 
 /// Credentials written into the address itself.
 #[derive(Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub struct NatsUrl {
 }
 
 /// Whether `text` is meant as a NATS address (so a bad one is a usage error, not a missing file).
-pub fn is_nats_url(text: &str) -> bool {
+pub(crate) fn is_nats_url(text: &str) -> bool {
     text.starts_with("nats://") || text.starts_with("tls://")
 }
 
@@ -120,7 +120,7 @@ impl NatsUrl {
     }
 
     /// The path as `STREAM/CONSUMER` (JetStream names: no dots, spaces, wildcards or slashes).
-    pub fn stream_and_consumer(&self, flag: &str) -> Result<(String, String), String> {
+    pub(crate) fn stream_and_consumer(&self, flag: &str) -> Result<(String, String), String> {
         let valid =
             |name: &str| !name.is_empty() && !name.contains(['.', ' ', '\t', '*', '>', '/', '\\']);
         match self.path.split_once('/') {
@@ -167,7 +167,7 @@ fn split_host_port(text: &str) -> Result<(String, u16), String> {
 }
 
 /// `text` with any userinfo (everything to the last '@') replaced by `***`.
-pub fn redact_text(text: &str) -> String {
+pub(crate) fn redact_text(text: &str) -> String {
     let Some((scheme, rest)) = text.split_once("://") else {
         return text.to_string();
     };

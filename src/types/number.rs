@@ -13,7 +13,7 @@ use crate::types::Sample;
 
 /// The syntax a number is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Syntax {
+pub(crate) enum Syntax {
     /// Plain text and CSV: `nan`, `inf`, `-inf` for non-finite values.
     Text,
     /// JSON: `null` for non-finite values.
@@ -41,12 +41,12 @@ fn push_with<T: Sample>(out: &mut Vec<u8>, v: T, syntax: Syntax, buf: &mut ryu::
 }
 
 /// Appends one number.
-pub fn push<T: Sample>(out: &mut Vec<u8>, v: T, syntax: Syntax) {
+pub(crate) fn push<T: Sample>(out: &mut Vec<u8>, v: T, syntax: Syntax) {
     push_with(out, v, syntax, &mut ryu::Buffer::new());
 }
 
 /// Appends numbers separated by `separator`.
-pub fn push_all<T: Sample>(out: &mut Vec<u8>, values: &[T], separator: u8, syntax: Syntax) {
+pub(crate) fn push_all<T: Sample>(out: &mut Vec<u8>, values: &[T], separator: u8, syntax: Syntax) {
     let mut buf = ryu::Buffer::new();
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
@@ -57,7 +57,7 @@ pub fn push_all<T: Sample>(out: &mut Vec<u8>, values: &[T], separator: u8, synta
 }
 
 /// One number as a string (headers, messages that quote a value).
-pub fn text<T: Sample>(v: T, syntax: Syntax) -> String {
+pub(crate) fn text<T: Sample>(v: T, syntax: Syntax) -> String {
     let mut out = Vec::new();
     push(&mut out, v, syntax);
     String::from_utf8_lossy(&out).into_owned()

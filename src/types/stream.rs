@@ -4,7 +4,7 @@ use super::InputKind;
 
 /// What a sink needs to know about a stream.
 #[derive(Clone, Debug)]
-pub struct StreamMeta {
+pub(crate) struct StreamMeta {
     pub id: usize,
     /// Input path or device name.
     pub input: String,
@@ -23,7 +23,7 @@ pub struct StreamMeta {
 impl StreamMeta {
     /// Frequency bins per frame for frames of `n` samples (values per frame but with
     /// `--scale complex`, which writes two per bin).
-    pub fn bins(&self, n: usize) -> usize {
+    pub(crate) fn bins(&self, n: usize) -> usize {
         match self.kind {
             InputKind::Real => n / 2 + 1,
             InputKind::Complex => n,
@@ -31,7 +31,7 @@ impl StreamMeta {
     }
 
     /// Frequency in Hz of each column of a row: the products' columns, else every bin's.
-    pub fn column_frequencies(&self, n: usize) -> Vec<f64> {
+    pub(crate) fn column_frequencies(&self, n: usize) -> Vec<f64> {
         match &self.columns {
             Some(columns) => columns.to_vec(),
             None => self.frequencies(n),
@@ -39,24 +39,24 @@ impl StreamMeta {
     }
 
     /// The centre added to every label: the input's one centre frequency, else 0 (baseband).
-    pub fn label_center(&self) -> f64 {
+    pub(crate) fn label_center(&self) -> f64 {
         self.tuning.as_ref().and_then(|t| t.single()).unwrap_or(0.0)
     }
 
     /// The centre of the capture a row starting at `time_s` belongs to (None: not known).
-    pub fn row_center(&self, time_s: f64) -> Option<f64> {
+    pub(crate) fn row_center(&self, time_s: f64) -> Option<f64> {
         self.tuning.as_ref()?.center_at_time(time_s, self.rate)
     }
 
     /// Whether the input's captures lie at different centres: labels are then offsets from the
     /// centre, and every row says its own.
-    pub fn retuned(&self) -> bool {
+    pub(crate) fn retuned(&self) -> bool {
         self.tuning.as_ref().is_some_and(|t| t.varies())
     }
 
     /// Frequency in Hz of each output bin, in output order (numpy's rfftfreq / fftfreq, shifted
     /// with `--fftshift`), plus `label_center`.
-    pub fn frequencies(&self, n: usize) -> Vec<f64> {
+    pub(crate) fn frequencies(&self, n: usize) -> Vec<f64> {
         let center = self.label_center();
         let mut f = self.baseband_frequencies(n);
         if center != 0.0 {

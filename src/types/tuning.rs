@@ -50,24 +50,24 @@ impl Tuning {
     }
 
     /// Whether captures lie at different centres (rows then carry theirs).
-    pub fn varies(&self) -> bool {
+    pub(crate) fn varies(&self) -> bool {
         let first = self.captures.first().map(|c| c.frequency);
         self.captures.iter().any(|c| Some(c.frequency) != first)
     }
 
     /// The capture holding sample `sample` (the first one for samples before it).
-    pub fn capture_at(&self, sample: u64) -> Option<&Capture> {
+    pub(crate) fn capture_at(&self, sample: u64) -> Option<&Capture> {
         let i = self.captures.partition_point(|c| c.sample_start <= sample);
         self.captures.get(i.saturating_sub(1))
     }
 
     /// The centre at sample `sample`.
-    pub fn center_at(&self, sample: u64) -> Option<f64> {
+    pub(crate) fn center_at(&self, sample: u64) -> Option<f64> {
         self.capture_at(sample).and_then(|c| c.frequency)
     }
 
     /// The centre of a row starting at `time_s` in a stream of `rate` Hz.
-    pub fn center_at_time(&self, time_s: f64, rate: f64) -> Option<f64> {
+    pub(crate) fn center_at_time(&self, time_s: f64, rate: f64) -> Option<f64> {
         let sample = (time_s * rate).round();
         self.center_at(if sample > 0.0 { sample as u64 } else { 0 })
     }

@@ -19,7 +19,7 @@ const SRC_BANDS: &str = include_str!("../../../kernels/bands.cl");
 const BAND_WG: usize = 64;
 
 /// One band matrix on the device, with its kernel.
-pub struct DeviceBands<T> {
+pub(super) struct DeviceBands<T> {
     /// `BandWeights::id` of the matrix held.
     pub id: u64,
     /// `BandWeights::finish` as the kernel takes it (0 as is, 1 square root, 2 dB).
@@ -35,7 +35,7 @@ pub struct DeviceBands<T> {
 
 impl<T: Sample> DeviceBands<T> {
     /// Uploads `weights` on `queue`'s device and builds the kernel.
-    pub fn new(
+    pub(super) fn new(
         dev: &Arc<SharedDevice>,
         queue: &CommandQueue,
         weights: &BandWeights,
@@ -78,7 +78,7 @@ impl<T: Sample> DeviceBands<T> {
 
     /// Enqueues the band rows of `frames` power spectra (`power`, `bins` values each) into `out`
     /// (`bands` values each) on `queue`, after the commands already queued there.
-    pub fn enqueue(
+    pub(super) fn enqueue(
         &mut self,
         queue: &CommandQueue,
         power: &Buffer<T>,

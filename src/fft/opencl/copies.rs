@@ -7,7 +7,7 @@ impl<T: Sample> OpenClEngine<T> {
     /// The reference for host-to-host figures: bytes per second of one `bytes`-long copy between
     /// this device's pinned host memory and a device buffer, (host to device, device to host),
     /// from event profiling, median of `reps`.
-    pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
+    pub(crate) fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<(f64, f64), String> {
         let measured = self.time_copies(bytes, reps);
         if measured.is_err() {
             // nothing may still copy into or out of the block when it is unmapped

@@ -51,7 +51,7 @@ pub struct DeviceEntry {
 
 /// One enumerated platform.
 #[derive(Clone, Debug)]
-pub struct PlatformEntry {
+pub(crate) struct PlatformEntry {
     pub index: usize,
     pub name: String,
     pub vendor: String,
@@ -62,12 +62,12 @@ pub struct PlatformEntry {
 }
 
 /// The result of enumerating OpenCL once: the platforms, or why there are none.
-pub type Inventory = Result<Vec<PlatformEntry>, String>;
+pub(crate) type Inventory = Result<Vec<PlatformEntry>, String>;
 
 static INVENTORY: OnceLock<Inventory> = OnceLock::new();
 
 /// All OpenCL platforms and devices, enumerated once per process.
-pub fn inventory() -> &'static Inventory {
+pub(crate) fn inventory() -> &'static Inventory {
     INVENTORY.get_or_init(|| timed(What::Platform, String::new, (0, 0), enumerate))
 }
 
@@ -153,7 +153,7 @@ pub fn best_device() -> Result<&'static DeviceEntry, String> {
 }
 
 /// The device at `opencl:P:D`.
-pub fn device_at(platform: usize, device: usize) -> Result<&'static DeviceEntry, String> {
+pub(crate) fn device_at(platform: usize, device: usize) -> Result<&'static DeviceEntry, String> {
     let ps = inventory().as_ref().map_err(Clone::clone)?;
     let p = ps.get(platform).ok_or_else(|| {
         format!(
@@ -267,7 +267,7 @@ pub fn describe_devices() -> String {
 
 /// Per-device state shared by all engines (worker threads) on one device: the context and the
 /// built programs. Queues, buffers and kernel objects stay per engine (`Kernel` is not `Sync`).
-pub struct SharedDevice {
+pub(crate) struct SharedDevice {
     pub info: DeviceInfo,
     pub device: Device,
     pub context: Context,
@@ -294,7 +294,7 @@ static OPEN: OnceLock<OpenDevices> = OnceLock::new();
 
 impl SharedDevice {
     /// The shared state for `entry`, created on first use (one context per device per process).
-    pub fn open(entry: &DeviceEntry) -> Result<Arc<SharedDevice>, String> {
+    pub(crate) fn open(entry: &DeviceEntry) -> Result<Arc<SharedDevice>, String> {
         Self::open_instance(entry, 1)
     }
 
@@ -302,7 +302,7 @@ impl SharedDevice {
     /// context, programs and pinned memory, as if it were another device (`--device` lists
     /// naming a device twice); instance 1 is the one `open` gives. Different devices open at
     /// the same time (a GPU context takes a good part of a second), the same one once.
-    pub fn open_instance(entry: &DeviceEntry, instance: usize) -> OpenResult {
+    pub(crate) fn open_instance(entry: &DeviceEntry, instance: usize) -> OpenResult {
         let key = (entry.info.platform_index, entry.info.device_index, instance);
         let slot = OPEN
             .get_or_init(|| Mutex::new(HashMap::new()))
@@ -340,7 +340,7 @@ impl SharedDevice {
     /// The program `name` built from `sources` with `options`, built once per device and cached
     /// (failures too, so a bad kernel is not rebuilt for every batch). Workers asking for the
     /// same program at once wait for one build (a first NVIDIA build takes ~0.9 s).
-    pub fn program(
+    pub(crate) fn program(
         &self,
         name: &str,
         sources: &[&str],

@@ -8,7 +8,7 @@ const FOURSTEP_FPB: usize = 16;
 
 /// Work-group geometry of the local (one-kernel) path for one frame size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LocalGeometry {
+pub(crate) struct LocalGeometry {
     /// Complex points per frame.
     pub m: usize,
     /// Work-items per frame.
@@ -30,14 +30,14 @@ pub struct LocalGeometry {
 impl LocalGeometry {
     /// Local memory the kernel declares for `points` complex points: two arrays of reals, padded
     /// by one word every 32 (`PADI` in stockham_local.cl).
-    pub fn local_bytes(points: usize, real_bytes: usize) -> usize {
+    pub(crate) fn local_bytes(points: usize, real_bytes: usize) -> usize {
         2 * real_bytes * (points + (points >> 5) + 1)
     }
 
     /// The geometry for `m` complex points of `real_bytes`-byte reals, or None when one frame
     /// does not fit in `local_limit` bytes. `target_wg`: work-items per group to aim for;
     /// `complex`: complex input (whose split exchange may go in rounds, `chunks`).
-    pub fn new(
+    pub(crate) fn new(
         m: usize,
         real_bytes: usize,
         local_limit: usize,
@@ -146,7 +146,7 @@ impl LocalGeometry {
 /// Four-step split of `m` points when both stages fit in local memory with at least 4 transforms
 /// per work-group (at most 16; 32 was no faster on an H100, issue 40): (stage 1 geometry over M1
 /// columns, stage 2 geometry over M2-point rows).
-pub fn fourstep_geometry(
+pub(crate) fn fourstep_geometry(
     m: usize,
     real_bytes: usize,
     local_limit: usize,

@@ -52,7 +52,7 @@ mod engine;
 mod geometry;
 mod launch;
 mod mixed;
-pub mod pinned;
+pub(crate) mod pinned;
 mod plan;
 mod segments;
 mod slots;
@@ -67,7 +67,7 @@ use super::{
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
 use device::{DeviceEntry, SharedDevice};
-pub use geometry::{fourstep_geometry, LocalGeometry};
+pub(crate) use geometry::LocalGeometry;
 use launch::{enqueue_kernels, ScaleArgs};
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::kernel::Kernel;
@@ -80,7 +80,7 @@ use slots::{
 };
 use std::collections::HashMap;
 use std::sync::Arc;
-pub use twolevel::{twolevel_geometry, Stage as TwoLevelStage};
+pub use twolevel::twolevel_geometry;
 
 pub(crate) const SRC_COMMON: &str = include_str!("../../../kernels/common.cl");
 const SRC_PASSES: &str = include_str!("../../../kernels/stockham_passes.cl");
@@ -119,7 +119,7 @@ pub struct OpenClOptions {
 impl OpenClOptions {
     /// Options from `FFTD_FAULT_AFTER_BATCHES`, `FFTD_OPENCL_CHUNK_BYTES` and
     /// `FFTD_OPENCL_PROFILE` (unset or unparsable: default).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         use crate::knobs;
         let for_stats = PROFILE_FOR_STATS.load(std::sync::atomic::Ordering::Relaxed);
         OpenClOptions {
@@ -136,7 +136,7 @@ impl OpenClOptions {
 static PROFILE_FOR_STATS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Asks engines built from now on for event profiling (`PROFILE_FOR_STATS`).
-pub fn profile_for_stats() {
+pub(crate) fn profile_for_stats() {
     PROFILE_FOR_STATS.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
@@ -190,7 +190,10 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     /// An engine on an already opened device.
-    pub fn on_device(dev: Arc<SharedDevice>, options: OpenClOptions) -> Result<Self, String> {
+    pub(crate) fn on_device(
+        dev: Arc<SharedDevice>,
+        options: OpenClOptions,
+    ) -> Result<Self, String> {
         let properties = if options.profile {
             CL_QUEUE_PROFILING_ENABLE
         } else {

@@ -18,14 +18,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The address ranges (start, end) of the pinned blocks alive on one device, and the queue that
 /// maps and unmaps them.
 #[derive(Default)]
-pub struct PinnedRegistry {
+pub(crate) struct PinnedRegistry {
     ranges: Mutex<Vec<(usize, usize)>>,
     queue: OnceLock<Result<CommandQueue, String>>,
 }
 
 impl PinnedRegistry {
     /// Whether `bytes` bytes from `ptr` lie inside one pinned block of this device.
-    pub fn contains(&self, ptr: *const u8, bytes: usize) -> bool {
+    pub(crate) fn contains(&self, ptr: *const u8, bytes: usize) -> bool {
         let (a, b) = (ptr as usize, ptr as usize + bytes);
         self.ranges
             .lock()
@@ -47,7 +47,7 @@ impl PinnedRegistry {
 }
 
 /// Hands out pinned blocks of one device (what `OpenClEngine::pinned_memory` returns).
-pub struct DevicePinned(pub Arc<SharedDevice>);
+pub(crate) struct DevicePinned(pub Arc<SharedDevice>);
 
 fn map_queue(dev: &SharedDevice) -> Result<&CommandQueue, String> {
     dev.pinned

@@ -21,7 +21,7 @@ const COLUMN_WG: usize = 64;
 /// A chunk of a batch: frames `f0..f0 + fc`, whose output rows are `r0..r0 + rc` (runs when the
 /// batch is reduced, else the frames themselves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkSpan {
+pub(super) struct ChunkSpan {
     pub f0: usize,
     pub fc: usize,
     pub r0: usize,
@@ -30,7 +30,7 @@ pub struct ChunkSpan {
 
 /// Chunks of about `chunk` frames each; with runs, cut only between runs (a run longer than
 /// `chunk` is a chunk of its own).
-pub fn chunk_spans(frames: usize, chunk: usize, runs: Option<&[u32]>) -> Vec<ChunkSpan> {
+pub(super) fn chunk_spans(frames: usize, chunk: usize, runs: Option<&[u32]>) -> Vec<ChunkSpan> {
     let chunk = chunk.max(1);
     let Some(runs) = runs else {
         return (0..frames.div_ceil(chunk))
@@ -74,7 +74,7 @@ pub fn chunk_spans(frames: usize, chunk: usize, runs: Option<&[u32]>) -> Vec<Chu
 }
 
 /// A batch's runs on the device, with the kernel.
-pub struct DeviceSegments<T> {
+pub(super) struct DeviceSegments<T> {
     /// The runs held (to reuse them for a batch with the same runs).
     lengths: Vec<u32>,
     op_held: SegmentOp,
@@ -87,7 +87,7 @@ pub struct DeviceSegments<T> {
 
 impl<T: Sample> DeviceSegments<T> {
     /// Uploads `segments` (first frame and length of each run) and builds the kernel.
-    pub fn new(
+    pub(super) fn new(
         dev: &Arc<SharedDevice>,
         queue: &CommandQueue,
         segments: &Segments<'_>,
@@ -122,13 +122,13 @@ impl<T: Sample> DeviceSegments<T> {
     }
 
     /// Whether these are `segments`' runs already.
-    pub fn holds(&self, segments: &Segments<'_>) -> bool {
+    pub(super) fn holds(&self, segments: &Segments<'_>) -> bool {
         self.op_held == segments.op && self.lengths == segments.lengths
     }
 
     /// Enqueues the reduction of chunk `span`'s rows (`rows`: its `fc` rows of `width` values)
     /// into `out` (its `rc` runs) on `queue`, after what is queued there.
-    pub fn enqueue(
+    pub(super) fn enqueue(
         &mut self,
         queue: &CommandQueue,
         rows: &Buffer<T>,

@@ -40,13 +40,13 @@ pub struct Stage {
 
 impl Stage {
     /// Local stride of one transform: `len` rounded up to odd (bank spread of the transposes).
-    pub fn stride(len: usize) -> usize {
+    pub(crate) fn stride(len: usize) -> usize {
         len | 1
     }
 
     /// Local memory of `fpb` transforms of `len` points: two arrays of complex values, each
     /// index padded by one every 16 (twolevel.cl, LP_PAD).
-    pub fn local_bytes(len: usize, fpb: usize, real_bytes: usize) -> usize {
+    pub(crate) fn local_bytes(len: usize, fpb: usize, real_bytes: usize) -> usize {
         let points = fpb * Self::stride(len);
         2 * (points + (points >> 4) + 1) * 2 * real_bytes
     }

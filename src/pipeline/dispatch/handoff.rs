@@ -9,7 +9,7 @@ impl<T> Dispatcher<T> {
     /// Hands a batch of failed lane `from` to the live lane with the best score (waiting for
     /// room in its queue when all are full). Gives the batch back when no other lane is live
     /// (or dispatching ends while it waits): the caller then computes it itself.
-    pub fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
+    pub(crate) fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
         let (id, n, frames) = (batch.id, batch.spec.n, batch.frames.len());
         let mut state = self.lock();
         let order = state.by_score(n, frames, Some(from));
@@ -58,7 +58,7 @@ impl<T> Dispatcher<T> {
     /// Ends dispatching at once (a worker panicked): the queues close, producers stop, and the
     /// stage after the workers stops waiting for batches (a worker stuck on a hung device
     /// never ends, nor closes its channel; nothing watches for it once dispatching has ended).
-    pub fn abandon(&self) {
+    pub(crate) fn abandon(&self) {
         let mut state = self.lock();
         state.close();
         state.abandoning = None;
@@ -68,7 +68,7 @@ impl<T> Dispatcher<T> {
 
     /// Whether a worker panicked (`abandon`): its batch never finishes, and a worker stuck on a
     /// hung device may be left behind at the end.
-    pub fn was_abandoned(&self) -> bool {
+    pub(crate) fn was_abandoned(&self) -> bool {
         self.lock().panicked
     }
 }

@@ -75,7 +75,12 @@ impl<T> Dispatcher<T> {
     /// lane that still finishes nothing (after the stall time; after 1 s for SIGINT/SIGTERM),
     /// so a hung device cannot keep the run from ending. `ended` disconnects when dispatching
     /// ends (`new`'s receiver). With `--trace`, each check is a span on a `stall watcher` track.
-    pub fn watch_traced(&self, ended: &Receiver<()>, stop: StopFlags<'_>, tracer: Option<&Tracer>) {
+    pub(crate) fn watch_traced(
+        &self,
+        ended: &Receiver<()>,
+        stop: StopFlags<'_>,
+        tracer: Option<&Tracer>,
+    ) {
         let mut stop_seen: Option<Instant> = None;
         let mut track = crate::trace::Track::new(tracer, "stall watcher");
         loop {
@@ -112,7 +117,7 @@ impl<T> Dispatcher<T> {
 
     /// `watch_traced` without a trace.
     #[cfg(test)]
-    pub fn watch(&self, ended: &Receiver<()>, stop: StopFlags<'_>) {
+    pub(crate) fn watch(&self, ended: &Receiver<()>, stop: StopFlags<'_>) {
         self.watch_traced(ended, stop, None)
     }
 }

@@ -85,7 +85,7 @@ impl CalibrationCurve {
     }
 
     /// The response in dB at `hz`: interpolated linearly in log-frequency, held beyond the ends.
-    pub fn response_db(&self, hz: f64) -> f64 {
+    pub(crate) fn response_db(&self, hz: f64) -> f64 {
         let hz = hz.abs();
         let (first, last) = (self.points[0], self.points[self.points.len() - 1]);
         if hz <= first.0 {
@@ -101,7 +101,7 @@ impl CalibrationCurve {
     }
 
     /// The power gain correcting a bin at `hz`: 10^(−(response + Sens Factor)/10).
-    pub fn power_gain(&self, hz: f64) -> f64 {
+    pub(crate) fn power_gain(&self, hz: f64) -> f64 {
         10f64.powf(-(self.response_db(hz) + self.sens_factor_db) / 10.0)
     }
 }

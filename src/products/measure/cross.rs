@@ -46,7 +46,7 @@ impl std::fmt::Display for CrossSpec {
 
 /// Which streams a run's pairs are: channel A's and B's of each input.
 #[derive(Clone, Debug)]
-pub struct CrossPlan {
+pub(crate) struct CrossPlan {
     /// Per stream: (pair, side 0 for A or 1 for B), None for other channels.
     pub sides: Vec<Option<(usize, usize)>>,
     /// Per pair: channel A's stream (whose number its rows carry) and its rate.
@@ -59,7 +59,7 @@ pub struct CrossPlan {
 impl CrossPlan {
     /// The pairs of `streams` (frames of `n`, `hop` apart, windowed by `window`, rows per
     /// `average`); an error names an input without both channels.
-    pub fn new(
+    pub(crate) fn new(
         spec: CrossSpec,
         streams: &[crate::types::StreamMeta],
         (n, hop): (usize, usize),
@@ -100,7 +100,7 @@ impl CrossPlan {
     }
 
     /// A fresh accumulator per pair.
-    pub fn accumulators(&self) -> Vec<CrossPair> {
+    pub(crate) fn accumulators(&self) -> Vec<CrossPair> {
         self.pairs
             .iter()
             .zip(&self.groupings)
@@ -110,19 +110,18 @@ impl CrossPlan {
 }
 
 /// Values a row holds for `bins` bins.
-pub fn row_values(bins: usize) -> usize {
+pub(crate) fn row_values(bins: usize) -> usize {
     5 * bins
 }
 
-/// One finished row: the first frame's number and start sample, and its values.
-pub struct CrossRow {
-    pub first_frame: u64,
+/// One finished row: its first frame's start sample and its values.
+pub(crate) struct CrossRow {
     pub first_start: u64,
     pub values: Vec<f64>,
 }
 
 /// One pair of streams' accumulator.
-pub struct CrossPair {
+pub(crate) struct CrossPair {
     pending: [VecDeque<(u64, u64, Vec<f64>)>; 2],
     grouping: Option<Grouping>,
     /// Σ|X|², Σ|Y|², Σ re, Σ im of conj(X)·Y per bin.
@@ -137,7 +136,13 @@ pub struct CrossPair {
 impl CrossPair {
     /// For spectra of `bins` bins of frames of `n` samples at `rate`, windowed with Σw² =
     /// `sum_sq`; `grouping`: the `--average` rows (None: one row at the end).
-    pub fn new(bins: usize, n: usize, rate: f64, sum_sq: f64, grouping: Option<Grouping>) -> Self {
+    pub(crate) fn new(
+        bins: usize,
+        n: usize,
+        rate: f64,
+        sum_sq: f64,
+        grouping: Option<Grouping>,
+    ) -> Self {
         let density = (0..bins)
             .map(|k| {
                 let edge = k == 0 || (n % 2 == 0 && k == n / 2);
@@ -157,7 +162,7 @@ impl CrossPair {
 
     /// Takes channel `side`'s (0: A, 1: B) frame `seq` (start sample `start`; `spectrum`: re, im
     /// per bin); rows whose groups completed go to `emit`.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         side: usize,
         (seq, start): (u64, u64),
@@ -207,7 +212,7 @@ impl CrossPair {
     }
 
     /// The open row (None without frames); starts the next.
-    pub fn take(&mut self) -> Option<CrossRow> {
+    pub(crate) fn take(&mut self) -> Option<CrossRow> {
         if self.frames == 0 {
             return None;
         }
@@ -231,7 +236,6 @@ impl CrossPair {
         self.frames = 0;
         self.group = None;
         Some(CrossRow {
-            first_frame: self.first.0,
             first_start: self.first.1,
             values,
         })

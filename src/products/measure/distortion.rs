@@ -14,7 +14,7 @@ use super::LAST_HARMONIC;
 
 /// A row's distortion figures.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Distortion {
+pub(crate) struct Distortion {
     pub thd_db: f64,
     pub thdn_db: f64,
     pub sinad_db: f64,
@@ -31,7 +31,7 @@ const NONE: Distortion = Distortion {
 };
 
 /// The figures of a row of `power` at evenly spaced `frequencies`.
-pub fn measure(
+pub(crate) fn measure(
     frequencies: &[f64],
     power: &[f64],
     tone_hz: Option<f64>,

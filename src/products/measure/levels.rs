@@ -12,13 +12,13 @@
 use crate::fft::{max_or_nan, min_or_nan};
 
 /// The Fast time constant, seconds.
-pub const FAST_S: f64 = 0.125;
+pub(crate) const FAST_S: f64 = 0.125;
 /// The Slow time constant, seconds.
-pub const SLOW_S: f64 = 1.0;
+pub(crate) const SLOW_S: f64 = 1.0;
 
 /// One stream's meter.
 #[derive(Clone, Debug)]
-pub struct LevelMeter {
+pub(crate) struct LevelMeter {
     /// Decay per frame of Fast and Slow.
     decay: [f64; 2],
     /// Fast and Slow's state (None before the first frame).
@@ -32,7 +32,7 @@ pub struct LevelMeter {
 
 impl LevelMeter {
     /// A meter stepped every `frame_step_s` seconds.
-    pub fn new(frame_step_s: f64) -> Self {
+    pub(crate) fn new(frame_step_s: f64) -> Self {
         LevelMeter {
             decay: [
                 (-frame_step_s / FAST_S).exp(),
@@ -55,7 +55,7 @@ impl LevelMeter {
     }
 
     /// Adds a frame's total power.
-    pub fn push(&mut self, power: f64) {
+    pub(crate) fn push(&mut self, power: f64) {
         let y = match self.weighted {
             None => [power, power],
             Some(y) => [0, 1].map(|i| self.decay[i] * y[i] + (1.0 - self.decay[i]) * power),
@@ -71,7 +71,7 @@ impl LevelMeter {
     }
 
     /// The open row's levels in dB, [leq, lfmax, lfmin, lsmax, lsmin]; starts the next row.
-    pub fn take(&mut self) -> [f64; 5] {
+    pub(crate) fn take(&mut self) -> [f64; 5] {
         let leq = match self.frames {
             0 => f64::NAN,
             n => self.sum / n as f64,

@@ -22,11 +22,11 @@
 //!    the csv and ndjson encoders name (`sink::measured`) and text, f32 and npy carry as the last
 //!    values of a row.
 
-pub mod calibration;
-pub mod cross;
-pub mod distortion;
-pub mod levels;
-pub mod peaks;
+pub(crate) mod calibration;
+pub(crate) mod cross;
+pub(crate) mod distortion;
+pub(crate) mod levels;
+pub(crate) mod peaks;
 pub mod weighting;
 
 use super::Finish;
@@ -57,11 +57,11 @@ pub struct MeasureOptions {
 }
 
 /// The harmonics `--distortion` counts: 2nd to this one (those below the top bin).
-pub const LAST_HARMONIC: usize = 10;
+pub(crate) const LAST_HARMONIC: usize = 10;
 
 impl MeasureOptions {
     /// Whether any measurement flag is given.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.calibration_db.is_some()
             || self.calibration_file.is_some()
             || self.weighting.is_some()
@@ -73,7 +73,7 @@ impl MeasureOptions {
 
     /// Whether bins get gains (calibration, weighting, levels, peaks, distortion: all but
     /// `--cross`, which takes the complex spectra as they are).
-    pub fn calibrates(&self) -> bool {
+    pub(crate) fn calibrates(&self) -> bool {
         self.is_active() && self.cross.is_none()
     }
 
@@ -154,7 +154,7 @@ impl MeasureOptions {
 
     /// Each bin's gains, for bins at `frequencies` of frames of `n` samples windowed by
     /// `window`, whose power the engine computes in scipy's `spectrum` scaling.
-    pub fn bin_gains(&self, frequencies: &[f64], n: usize, window: WindowKind) -> BinGains {
+    pub(crate) fn bin_gains(&self, frequencies: &[f64], n: usize, window: WindowKind) -> BinGains {
         let reference = 2.0 * 10f64.powf(self.calibration_db.unwrap_or(0.0) / 10.0);
         let column: Vec<f64> = frequencies
             .iter()
@@ -192,7 +192,7 @@ impl MeasureOptions {
 }
 
 /// The window's equivalent noise bandwidth in bins: n·Σw²/(Σw)².
-pub fn enbw_bins(window: WindowKind, n: usize) -> f64 {
+pub(crate) fn enbw_bins(window: WindowKind, n: usize) -> f64 {
     let w = window.coefficients(n);
     let (sum, sum_sq) = w.iter().fold((0.0, 0.0), |(s, q), v| (s + v, q + v * v));
     n as f64 * sum_sq / (sum * sum)
@@ -200,7 +200,7 @@ pub fn enbw_bins(window: WindowKind, n: usize) -> f64 {
 
 /// Per-bin power gains of a run with measurements.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BinGains {
+pub(crate) struct BinGains {
     /// Applied to each bin's power in the rows (and folded into band weights).
     pub column: Vec<f64>,
     /// With `--levels`: the weights of the frame's total power.
@@ -227,13 +227,14 @@ pub struct MeasureLayout {
 }
 
 /// Names of the level values, in row order.
-pub const LEVEL_NAMES: [&str; 5] = ["leq", "lfmax", "lfmin", "lsmax", "lsmin"];
+pub(crate) const LEVEL_NAMES: [&str; 5] = ["leq", "lfmax", "lfmin", "lsmax", "lsmin"];
 /// Names of the distortion values, in row order.
-pub const DISTORTION_NAMES: [&str; 5] = ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"];
+pub(crate) const DISTORTION_NAMES: [&str; 5] =
+    ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"];
 
 impl MeasureLayout {
     /// A column's value (in `column_scale`) as a level in dB: a band's Leq in ndjson's `bands`.
-    pub fn column_db(&self, v: f64) -> f64 {
+    pub(crate) fn column_db(&self, v: f64) -> f64 {
         match self.column_scale {
             Scale::Db => v,
             Scale::Magnitude => db(v * v),
@@ -258,7 +259,7 @@ impl MeasureLayout {
     }
 
     /// Values appended to each finished row.
-    pub fn extras(&self) -> usize {
+    pub(crate) fn extras(&self) -> usize {
         if let Some(bins) = self.cross_bins {
             return cross::row_values(bins);
         }
@@ -266,14 +267,14 @@ impl MeasureLayout {
     }
 
     /// Values a frame's row carries after its columns before finishing (the level total).
-    pub fn extra_in(&self) -> usize {
+    pub(crate) fn extra_in(&self) -> usize {
         usize::from(self.levels)
     }
 }
 
 /// One stream's part: what its rows' columns are.
 #[derive(Clone, Debug)]
-pub struct StreamMeasure {
+pub(crate) struct StreamMeasure {
     /// Frequency of each column (bin or band centre), Hz.
     pub frequencies: Arc<Vec<f64>>,
     /// Seconds between frames (hop / rate), for the time weightings.
@@ -282,7 +283,7 @@ pub struct StreamMeasure {
 
 /// The measurement layer of a run: the layout and each stream's columns.
 #[derive(Clone, Debug)]
-pub struct Measuring {
+pub(crate) struct Measuring {
     pub layout: Arc<MeasureLayout>,
     pub streams: Vec<StreamMeasure>,
     tone_hz: Option<f64>,
@@ -292,7 +293,7 @@ pub struct Measuring {
 
 impl Measuring {
     /// The layer for `streams` (their `columns` set by `Shaping`); None without measurements.
-    pub fn new(
+    pub(crate) fn new(
         options: &super::ProductOptions,
         streams: &[crate::types::StreamMeta],
         (n, hop): (usize, usize),
@@ -326,14 +327,14 @@ impl Measuring {
     }
 
     /// A level meter for `stream`, with `--levels`.
-    pub fn meter(&self, stream: usize) -> Option<levels::LevelMeter> {
+    pub(crate) fn meter(&self, stream: usize) -> Option<levels::LevelMeter> {
         self.layout
             .levels
             .then(|| levels::LevelMeter::new(self.streams[stream].frame_step_s))
     }
 
     /// The frame's total power in a row before finishing (`--levels`).
-    pub fn total(&self, stream: usize, row: &[impl Sample]) -> Option<f64> {
+    pub(crate) fn total(&self, stream: usize, row: &[impl Sample]) -> Option<f64> {
         let columns = self.streams[stream].frequencies.len();
         self.layout
             .levels
@@ -343,7 +344,7 @@ impl Measuring {
     /// Appends a finished row to `out`: the columns of `values` (power) in the requested scale,
     /// then the measurements (the level meter's reading of the row's frames), then what `values`
     /// holds after its columns and level total (the alert rules' bands), in the requested scale.
-    pub fn finish_row<T: Sample>(
+    pub(crate) fn finish_row<T: Sample>(
         &self,
         stream: usize,
         finish: Finish,

@@ -7,7 +7,7 @@
 
 /// The `count` strongest peaks of a row of `power` at `frequencies` (evenly spaced), as
 /// (Hz, dB), strongest first.
-pub fn strongest(frequencies: &[f64], power: &[f64], count: usize) -> Vec<(f64, f64)> {
+pub(crate) fn strongest(frequencies: &[f64], power: &[f64], count: usize) -> Vec<(f64, f64)> {
     let db: Vec<f64> = power.iter().map(|&p| super::db(p)).collect();
     let mut maxima: Vec<usize> = (1..db.len().saturating_sub(1))
         .filter(|&k| db[k] > db[k - 1] && db[k] >= db[k + 1])

@@ -55,7 +55,7 @@ impl Weighting {
     }
 
     /// The power gain at `hz`: 10^(dB/10) (0 at DC for A and C).
-    pub fn power_gain(self, hz: f64) -> f64 {
+    pub(crate) fn power_gain(self, hz: f64) -> f64 {
         if self != Weighting::Z && hz == 0.0 {
             return 0.0;
         }

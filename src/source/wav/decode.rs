@@ -15,7 +15,7 @@ static ALAW_TO_LINEAR: [i16; 256] = alaw_table();
 static MULAW_TO_LINEAR: [i16; 256] = mulaw_table();
 
 /// Appends the samples in `bytes` (a whole number of samples) to `out`.
-pub fn decode(encoding: Encoding, bytes: &[u8], out: &mut Vec<f64>) {
+pub(crate) fn decode(encoding: Encoding, bytes: &[u8], out: &mut Vec<f64>) {
     const I8: f64 = 1.0 / 128.0;
     const I16: f64 = 1.0 / 32768.0;
     const I24: f64 = 1.0 / 8_388_608.0;
@@ -63,7 +63,7 @@ pub fn decode(encoding: Encoding, bytes: &[u8], out: &mut Vec<f64>) {
 /// `decode`, then a check that float samples are finite and within `precision`: NaN, infinity or
 /// a 64-bit value beyond f32 (analysing in f32) is an error naming the input and the sample's
 /// index (`first_sample` is the index of the first sample in `bytes`).
-pub fn decode_checked(
+pub(crate) fn decode_checked(
     name: &str,
     encoding: Encoding,
     bytes: &[u8],
@@ -119,7 +119,7 @@ fn first_overflow(values: &[f64], precision: Precision) -> Option<usize> {
 }
 
 /// The index of the first NaN or infinity in `values`, if any.
-pub fn first_non_finite(values: &[f64]) -> Option<usize> {
+pub(crate) fn first_non_finite(values: &[f64]) -> Option<usize> {
     // one pass the compiler vectorises; the search only when something is wrong
     let all_finite = values.iter().fold(true, |ok, v| ok & v.is_finite());
     if all_finite {

@@ -55,7 +55,7 @@ impl Encoding {
         }
     }
 
-    pub fn is_float(self) -> bool {
+    pub(crate) fn is_float(self) -> bool {
         matches!(self, Encoding::Float32 | Encoding::Float64)
     }
 
@@ -86,14 +86,14 @@ pub struct WavFormat {
 
 impl WavFormat {
     /// Bytes per sample frame (one value per channel).
-    pub fn frame_bytes(&self) -> usize {
+    pub(crate) fn frame_bytes(&self) -> usize {
         self.channels as usize * self.encoding.bytes()
     }
 }
 
 /// How much sample data follows the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DataLength {
+pub(crate) enum DataLength {
     /// The header's data size, in bytes.
     Bytes(u64),
     /// Unknown (written to a pipe): read to the end of the input.
@@ -102,7 +102,7 @@ pub enum DataLength {
 
 /// What the header says; the reader is left at the first data byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WavLayout {
+pub(crate) struct WavLayout {
     pub format: WavFormat,
     pub data: DataLength,
 }
@@ -115,7 +115,7 @@ enum Container {
 }
 
 /// Reads the header from `input` up to the first byte of sample data.
-pub fn read_layout(path: &str, input: &mut impl Read) -> Result<WavLayout> {
+pub(crate) fn read_layout(path: &str, input: &mut impl Read) -> Result<WavLayout> {
     let mut walk = ChunkWalk { path, input };
     let container = walk.container()?;
     let mut format = None;

@@ -9,8 +9,8 @@
 //! - `header`: the chunk walk up to the sample data.
 //! - `decode`: sample bytes to f64.
 
-pub mod decode;
-pub mod header;
+pub(crate) mod decode;
+pub(crate) mod header;
 
 use super::input::InputReader;
 use super::{SampleSource, SourceInfo};
@@ -26,7 +26,7 @@ const MAX_READ_BYTES: usize = 1 << 22;
 
 /// Sample frames the header promised but the input did not hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shortfall {
+pub(crate) struct Shortfall {
     /// Frames the header promised (for data read to EOF: those read plus the partial one).
     pub expected: u64,
     /// Whole frames read and analysed.
@@ -34,7 +34,7 @@ pub struct Shortfall {
 }
 
 impl Shortfall {
-    pub fn missing(&self) -> u64 {
+    pub(crate) fn missing(&self) -> u64 {
         self.expected - self.present
     }
 }
@@ -95,7 +95,8 @@ impl WavSource {
     }
 
     /// Set once the data has ended short of what the header promised (or inside a frame).
-    pub fn shortfall(&self) -> Option<Shortfall> {
+    #[cfg(test)]
+    pub(crate) fn shortfall(&self) -> Option<Shortfall> {
         self.shortfall
     }
 
