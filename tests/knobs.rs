@@ -45,7 +45,7 @@ fn root() -> &'static Path {
 /// The names in `KNOBS` (the table in src/knobs.rs).
 fn table() -> BTreeSet<String> {
     let code = read(&root().join("src/knobs.rs"));
-    let start = code.find("pub const KNOBS").expect("KNOBS table");
+    let start = code.find("const KNOBS").expect("KNOBS table");
     let end = start + code[start..].find("\n];").expect("end of KNOBS");
     knob_names(&code[start..end])
 }
