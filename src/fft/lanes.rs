@@ -192,9 +192,8 @@ pub(crate) enum LaneSpeed {
 /// Which side of a calibration a lane runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SpeedSide {
-    /// An OpenCL lane, host to host; `routed`: `auto`'s lanes also send a batch to their CPU
-    /// engine when that is predicted faster.
-    OpenCl { routed: bool },
+    /// An OpenCL lane, host to host.
+    OpenCl,
     /// The CPU engines, `workers` of them in parallel.
     Cpu { workers: usize },
 }
@@ -210,8 +209,7 @@ impl LaneSpeed {
             LaneSpeed::Measured(cal, side) => {
                 let (cpu, gpu) = cal.predict(n, frames);
                 match side {
-                    SpeedSide::OpenCl { routed: false } => gpu,
-                    SpeedSide::OpenCl { routed: true } => gpu.min(cpu),
+                    SpeedSide::OpenCl => gpu,
                     SpeedSide::Cpu { workers } => cpu / (*workers).max(1) as f64,
                 }
             }

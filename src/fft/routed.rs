@@ -1,13 +1,11 @@
-//! `RoutedEngine`: one worker's OpenCL engine with a CPU engine beside it. Each batch goes to
-//! OpenCL (`Policy::Always`) or to whichever engine a calibration predicts faster
-//! (`Policy::Calibrated`, `auto`); sizes the device does not take go to the CPU with one info
-//! line. When the device fails (build error, out of memory, fault mid-stream), its lane is
+//! `RoutedEngine`: one worker's OpenCL engine with a CPU engine beside it. Every batch goes to
+//! OpenCL (which lane takes a batch is the dispatcher's decision, `pipeline::dispatch`, from the
+//! lanes' speeds); sizes the device does not take go to the CPU with one info line. When the device fails (build error, out of memory, fault mid-stream), its lane is
 //! marked failed with one warning (`lanes::LaneSet::fail`), and this batch and every later one of
 //! the lane's workers either go back to the caller as `EngineError::HandOff` — when another lane
 //! of the run can take them (the pipeline hands them on) — or run on the CPU engine here. The
 //! failed batch is recomputed whole, so no frame is lost, duplicated or reordered.
 
-use super::calibrate::Calibration;
 use super::cpu::CpuEngine;
 use super::lanes::{Lane, LaneSet};
 use super::log_once::info_once;
@@ -16,49 +14,30 @@ use super::{
     BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Segments, TransformSpec,
 };
 use crate::types::Sample;
-use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// How a routed engine picks between its OpenCL and CPU engines.
-#[derive(Clone)]
-pub(crate) enum Policy {
-    /// Every supported batch on OpenCL (`gpu`, `gpu:all`, `opencl:P:D`, lists).
-    Always,
-    /// The engine the calibration predicts faster (`auto`).
-    Calibrated(Arc<Calibration>),
-}
 
 /// An OpenCL engine with the CPU engine as fallback, for one worker of one lane.
 pub(crate) struct RoutedEngine<T: Sample> {
     cpu: CpuEngine<T>,
     gpu: Option<OpenClEngine<T>>,
-    policy: Policy,
     /// The lane this worker belongs to (shared by its workers: a failure is the lane's).
     lane: Arc<Lane>,
     lane_set: Arc<LaneSet>,
-    /// (n, log2 frames) pairs whose routing decision has been logged.
-    decided: HashSet<(usize, u32)>,
 }
 
 impl<T: Sample> RoutedEngine<T> {
-    pub(crate) fn new(
-        gpu: OpenClEngine<T>,
-        policy: Policy,
-        lane: Arc<Lane>,
-        lane_set: Arc<LaneSet>,
-    ) -> Self {
+    pub(crate) fn new(gpu: OpenClEngine<T>, lane: Arc<Lane>, lane_set: Arc<LaneSet>) -> Self {
         RoutedEngine {
             cpu: CpuEngine::new(),
             gpu: Some(gpu),
-            policy,
             lane,
             lane_set,
-            decided: HashSet::new(),
         }
     }
 
-    fn use_gpu(&mut self, spec: &TransformSpec, frames: usize) -> bool {
+    /// Whether the device takes frames of `spec` (else one info line, and the CPU engine).
+    fn use_gpu(&self, spec: &TransformSpec) -> bool {
         let Some(gpu) = &self.gpu else {
             return false;
         };
@@ -69,25 +48,7 @@ impl<T: Sample> RoutedEngine<T> {
             );
             return false;
         }
-        match &self.policy {
-            Policy::Always => true,
-            Policy::Calibrated(cal) => {
-                let (c, g) = cal.predict(spec.n, frames);
-                let bucket = usize::BITS - frames.leading_zeros();
-                if self.decided.insert((spec.n, bucket)) {
-                    tracing::debug!(
-                        lane = %self.lane.label,
-                        n = spec.n,
-                        frames,
-                        cpu_ms = c * 1e3,
-                        opencl_ms = g * 1e3,
-                        "auto routes to {}",
-                        if g < c { "opencl" } else { "cpu" }
-                    );
-                }
-                g < c
-            }
-        }
+        true
     }
 
     /// After the lane's device failed: hand the batch on when another lane takes it.
@@ -101,8 +62,8 @@ impl<T: Sample> RoutedEngine<T> {
         Ok(())
     }
 
-    /// Runs `call` on the OpenCL engine when the policy says so, else (or when it cannot take
-    /// the batch) on the CPU engine; a device fault fails the lane (see the module comment).
+    /// Runs `call` on the OpenCL engine, or on the CPU engine when the device cannot take the
+    /// batch; a device fault fails the lane (see the module comment).
     fn route(
         &mut self,
         spec: &TransformSpec,
@@ -112,7 +73,7 @@ impl<T: Sample> RoutedEngine<T> {
         if self.lane.failed() {
             self.hand_off()?;
         }
-        if self.use_gpu(spec, frames) {
+        if self.use_gpu(spec) {
             if let Some(gpu) = self.gpu.as_mut() {
                 match call(gpu) {
                     Ok(()) => return Ok(()),

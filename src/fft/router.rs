@@ -9,9 +9,10 @@
 //!   With several lanes each OpenCL device is calibrated (cached per device model and driver,
 //!   see `calibrate`; measured on first use), so the pipeline can spread batches in proportion
 //!   to the measured rates (`lanes::LaneSpeed`).
-//! - `auto`: per batch, the engine a calibration predicts faster for that frame size and batch
-//!   length, on every GPU-type device whose calibration finds it faster than the CPU for some
-//!   size (the best OpenCL device when there is no GPU); the CPU engine alone when there is no
+//! - `auto`: a lane of CPU engines, and a lane for every device whose calibration finds it
+//!   faster than the CPU for some size (GPU-type devices for file input); the dispatcher gives
+//!   each batch to the lane predicted to finish it first (`lanes::LaneSpeed` from the
+//!   calibration, or the rates `route_record` keeps). The CPU engine alone when there is no
 //!   OpenCL. For file input, CPU engines start at once and the GPUs' lanes join when ready.
 //!
 //! Every OpenCL lane's engines are `routed::RoutedEngine`s (CPU fallback, failure hand-off).
@@ -28,7 +29,7 @@ use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
 use super::route_record::{AutoRoute, JobKey, RouteRecord};
-use super::routed::{Policy, RoutedEngine};
+use super::routed::RoutedEngine;
 use super::Engine;
 use crate::error::FftdError;
 use crate::setup_log::What;
@@ -268,11 +269,17 @@ fn build_lanes<T: Sample>(
 ) -> Result<Vec<LaneEngines<T>>, FftdError> {
     let specs = device_set::resolve(&opts.choice)?;
     if opts.choice == DeviceChoice::Auto {
-        let (lanes, _, _) = auto_lanes(&specs, opts, lane_set);
-        return Ok(match lanes.is_empty() {
-            true => vec![cpu_lane(opts.workers)],
-            false => lanes,
-        });
+        let found = auto_lanes(&specs, opts, lane_set);
+        let mut cpu = cpu_lane(opts.workers);
+        if let Some(cal) = found.calibration.filter(|_| !found.lanes.is_empty()) {
+            cpu.speed = LaneSpeed::Measured(
+                cal,
+                SpeedSide::Cpu {
+                    workers: opts.workers,
+                },
+            );
+        }
+        return Ok(std::iter::once(cpu).chain(found.lanes).collect());
     }
     let several = specs.len() > 1;
     let mut lanes = Vec::new();
@@ -297,7 +304,7 @@ fn build_lanes<T: Sample>(
         };
         missing |= several && cal.is_none();
         calibrations.push(cal);
-        lanes.push(routed_lane(spec, gpus, Policy::Always, lane_set));
+        lanes.push(routed_lane(spec, gpus, lane_set));
     }
     // one device without a calibration: equal shares for all
     if several && !missing {
@@ -356,7 +363,7 @@ fn measured_speeds<T: Sample>(
     };
     for (lane, cal) in lanes.iter_mut().zip(calibrations) {
         lane.speed = match cal {
-            Some(cal) => LaneSpeed::Measured(cal.clone(), SpeedSide::OpenCl { routed: false }),
+            Some(cal) => LaneSpeed::Measured(cal.clone(), SpeedSide::OpenCl),
             None => LaneSpeed::Measured(
                 reference.clone(),
                 SpeedSide::Cpu {
@@ -418,7 +425,6 @@ fn open_engines<T: Sample>(
 fn routed_lane<T: Sample>(
     spec: &LaneSpec,
     gpus: Vec<OpenClEngine<T>>,
-    policy: Policy,
     lane_set: &Arc<LaneSet>,
 ) -> LaneEngines<T> {
     let lane = Lane::new(spec.label(), spec.name(), false, gpus.len());
@@ -432,7 +438,7 @@ fn routed_lane<T: Sample>(
     let engines = gpus
         .into_iter()
         .map(|g| {
-            let routed = RoutedEngine::new(g, policy.clone(), lane.clone(), lane_set.clone());
+            let routed = RoutedEngine::new(g, lane.clone(), lane_set.clone());
             Box::new(routed) as Box<dyn Engine<T>>
         })
         .collect();
@@ -443,60 +449,66 @@ fn routed_lane<T: Sample>(
     }
 }
 
-/// `auto`'s lanes: every device of `specs` with a calibration (cached, or measured when
-/// allowed) that predicts it faster than the CPU engine for some measured size, each routing
-/// batch by batch (`Policy::Calibrated`); when none is faster anywhere, the first calibrated
-/// device alone (its batches then mostly run on its CPU engines). Also the first calibration,
-/// for the speed of a CPU lane beside them, and the devices opened without a calibration (left
-/// out of the lanes; file jobs may take them, `auto_gpu_lanes`).
-#[allow(clippy::type_complexity)]
+/// What `auto` found among its devices (`auto_lanes`).
+struct AutoFound<'s, T: Sample> {
+    /// A lane per device whose calibration predicts it faster than the CPU engine for some
+    /// measured size, its speed from that calibration.
+    lanes: Vec<LaneEngines<T>>,
+    /// The first calibration, for the speed of a CPU lane beside them.
+    calibration: Option<Arc<Calibration>>,
+    /// The devices opened but not in `lanes` (no calibration, or never faster by it): file jobs
+    /// whose records say the GPU helps take them (`auto_gpu_lanes`).
+    others: Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
+}
+
+/// `auto`'s lanes among `specs`, each device's calibration cached or measured when allowed.
 fn auto_lanes<'s, T: Sample>(
     specs: &'s [LaneSpec],
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
-) -> (
-    Vec<LaneEngines<T>>,
-    Option<Arc<Calibration>>,
-    Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
-) {
-    let mut calibrated = Vec::new();
-    let mut uncalibrated = Vec::new();
+) -> AutoFound<'s, T> {
+    let mut found = AutoFound {
+        lanes: Vec::new(),
+        calibration: None,
+        others: Vec::new(),
+    };
     for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
-        match opened {
-            Err(e) => tracing::warn!(
-                "OpenCL device {} unusable ({e}); using the CPU engine",
-                spec.name()
-            ),
-            Ok(Opened {
-                gpus,
-                calibration: Some(Ok(c)),
-            }) => calibrated.push((spec, gpus, c)),
-            Ok(Opened { gpus, calibration }) => {
+        let Opened { gpus, calibration } = match opened {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(
+                    "OpenCL device {} unusable ({e}); using the CPU engine",
+                    spec.name()
+                );
+                continue;
+            }
+        };
+        let cal = match calibration {
+            Some(Ok(c)) => c,
+            other => {
                 tracing::debug!(
                     "no calibration for {} ({:?})",
                     spec.name(),
-                    calibration.and_then(Result::err)
+                    other.and_then(Result::err)
                 );
-                uncalibrated.push((spec, gpus));
+                found.others.push((spec, gpus));
+                continue;
             }
+        };
+        found.calibration.get_or_insert_with(|| cal.clone());
+        if !cal.points.iter().any(|p| p.gpu_s < p.cpu_s) {
+            tracing::debug!(
+                "{}: its calibration finds the CPU engine faster at every size",
+                spec.name()
+            );
+            found.others.push((spec, gpus));
+            continue;
         }
+        let mut lane = routed_lane(spec, gpus, lane_set);
+        lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl);
+        found.lanes.push(lane);
     }
-    let worth = |cal: &Calibration| cal.points.iter().any(|p| p.gpu_s < p.cpu_s);
-    if calibrated.iter().any(|(_, _, cal)| worth(cal)) {
-        calibrated.retain(|(_, _, cal)| worth(cal));
-    } else {
-        calibrated.truncate(1);
-    }
-    let first = calibrated.first().map(|(_, _, cal)| cal.clone());
-    let lanes = calibrated
-        .into_iter()
-        .map(|(spec, gpus, cal)| {
-            let mut lane = routed_lane(spec, gpus, Policy::Calibrated(cal.clone()), lane_set);
-            lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl { routed: true });
-            lane
-        })
-        .collect();
-    (lanes, first, uncalibrated)
+    found
 }
 
 /// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
@@ -511,13 +523,17 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
     if listed.is_ok() {
         device_kinds::remember_auto(!specs.is_empty());
     }
-    let (mut lanes, cal, uncalibrated) = auto_lanes(&specs, opts, lane_set);
+    let AutoFound {
+        mut lanes,
+        calibration: cal,
+        others,
+    } = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
-        // a file job whose record says the GPU helps (`route_record`) takes an uncalibrated GPU
-        // too: every batch on it, the lanes' queues sharing the work by how fast they drain
-        lanes = uncalibrated
+        // a file job whose record says the GPU helps (`route_record`) takes the other GPUs too:
+        // the lanes' queues share the work by how fast they drain
+        lanes = others
             .into_iter()
-            .map(|(spec, gpus)| routed_lane(spec, gpus, Policy::Always, lane_set))
+            .map(|(spec, gpus)| routed_lane(spec, gpus, lane_set))
             .collect();
     }
     if lanes.is_empty() {

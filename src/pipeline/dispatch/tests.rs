@@ -41,7 +41,7 @@ fn measured(seconds: f64) -> LaneSpeed {
         gpu_s: seconds,
     }];
     let cal = Arc::new(Calibration { key, points });
-    LaneSpeed::Measured(cal, SpeedSide::OpenCl { routed: false })
+    LaneSpeed::Measured(cal, SpeedSide::OpenCl)
 }
 
 fn lane(label: &str) -> Arc<Lane> {
@@ -69,6 +69,39 @@ fn batches_go_in_proportion_to_measured_speed() {
     let slow = d.add_lane(lane("slow"), measured(3.0), 100, |_| {});
     assert!(fast.is_some() && slow.is_some());
     assert_eq!(spread(&d, 40, 2), vec![30, 10]);
+}
+
+/// `auto`'s lanes (`router::build_lanes`): a CPU lane beside a device, both timed by one
+/// calibration in which the CPU is faster for small frames and the device for large ones. Each
+/// batch goes where it is predicted to finish first: what each device worker once decided for
+/// itself (a per-batch policy in the routed engine) is the dispatcher's one decision now.
+#[test]
+fn auto_s_cpu_lane_takes_the_batches_the_calibration_gives_the_cpu() {
+    let key = CalibrationKey {
+        device: "dev".into(),
+        platform: "p".into(),
+        driver: "d".into(),
+        fftd_version: "v".into(),
+        precision: "f32".into(),
+    };
+    let point = |n, cpu_s, gpu_s| CalPoint {
+        n,
+        frames: 1,
+        cpu_s,
+        gpu_s,
+    };
+    let points = vec![point(256, 1e-6, 50e-6), point(65536, 2e-3, 0.1e-3)];
+    let cal = Arc::new(Calibration { key, points });
+    let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+    let _producer = d.producer();
+    let cpu_speed = LaneSpeed::Measured(cal.clone(), SpeedSide::Cpu { workers: 2 });
+    let on_cpu = d.add_lane(lane("cpu"), cpu_speed, 100, |_| {});
+    let gpu_speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl);
+    let on_gpu = d.add_lane(lane("gpu"), gpu_speed, 100, |_| {});
+    assert!(on_cpu.is_some() && on_gpu.is_some());
+    let spec = |n| TransformSpec { n, ..batch(0).spec };
+    assert_eq!(d.choose(&spec(256), 1), 0, "small frames: the CPU lane");
+    assert_eq!(d.choose(&spec(65536), 1), 1, "large frames: the device");
 }
 
 #[test]
