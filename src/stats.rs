@@ -31,6 +31,9 @@ pub(crate) struct Counters {
     /// Nanoseconds the encode threads spent turning spectra into bytes (fftshift, format),
     /// summed over threads.
     pub encode_ns: AtomicU64,
+    /// Rows the sink wrote from the spectra buffers themselves, no encoder copying them
+    /// (`pipeline::encode::Encoded::values`).
+    pub rows_uncopied: AtomicU64,
     /// Nanoseconds the sink spent writing encoded spectra (and opening, flushing, closing).
     pub sink_ns: AtomicU64,
     /// Most batches the sink (or the averaging stage) held at once to put them back in order
@@ -193,7 +196,7 @@ pub(crate) fn stages_report(
     let wall = started.elapsed().as_nanos().max(1) as f64;
     let pct = |c: &AtomicU64, of: f64| 100.0 * Counters::get(c) as f64 / of;
     format!(
-        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), encoders busy {:.0}% ({} encoders), sink writing {:.0}%, held for order at most {} batches (window {})",
+        "fftd stages: readers waited on the FFT stage {:.0}% ({} readers), batcher waited for a worker {:.0}%, FFT workers busy {:.0}% ({} workers), encoders busy {:.0}% ({} encoders; {} rows written from the spectra without a copy), sink writing {:.0}%, held for order at most {} batches (window {})",
         pct(&counters.reader_wait_ns, wall * readers.max(1) as f64),
         readers,
         pct(&counters.batcher_wait_ns, wall),
@@ -201,6 +204,7 @@ pub(crate) fn stages_report(
         workers,
         pct(&counters.encode_ns, wall * encoders.max(1) as f64),
         encoders,
+        Counters::get(&counters.rows_uncopied),
         pct(&counters.sink_ns, wall),
         Counters::get(&counters.reorder_peak),
         window

@@ -425,3 +425,55 @@ fn encode_stage_keeps_order_with_several_workers_and_encoders() {
         assert!(run_with("4", "4", "1") == reference, "rows out of order");
     }
 }
+
+/// issue 41: f32 rows of f32 spectra to a pipe are written from the spectra buffers themselves
+/// (no encoder copies them; `--stats` counts them), and their bytes are the pinned ones; rows
+/// that must be encoded (`--fftshift`, f64 spectra as f32) are, and match too.
+#[test]
+fn f32_rows_to_a_pipe_go_out_without_a_copy_and_match_the_pinned_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let ins = inputs(tmp.path());
+    for case in CASES.iter().filter(|c| !c.dir) {
+        let mut args: Vec<String> = case
+            .args
+            .iter()
+            .map(|a| match *a {
+                "REAL" => ins.0.display().to_string(),
+                "IQ" => ins.1.display().to_string(),
+                other => other.to_string(),
+            })
+            .collect();
+        args.extend(["--format", "f32", "--stats"].map(String::from));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let result = run(&refs);
+        assert!(
+            result.status.success(),
+            "{}: {}",
+            case.name,
+            stderr_text(&result)
+        );
+        let golden = golden_dir().join(format!("{}.f32.out.golden", case.name));
+        let want = std::fs::read(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+        assert!(
+            result.stdout == want,
+            "{}: stdout differs from {}",
+            case.name,
+            golden.display()
+        );
+        let stats = stderr_text(&result);
+        let uncopied: u64 = stats
+            .split("encoders; ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no count of rows without a copy in {stats}", case.name));
+        let frames_out: u64 = (stats.split("frames out ").nth(1))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no frames out in {stats}", case.name));
+        let in_memory = !case.args.contains(&"--fftshift") && !case.name.ends_with("f64");
+        let want_uncopied = if in_memory { frames_out } else { 0 };
+        assert!(frames_out > 0, "{}: {stats}", case.name);
+        assert_eq!(uncopied, want_uncopied, "{}: {stats}", case.name);
+    }
+}

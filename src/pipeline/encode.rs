@@ -4,7 +4,10 @@
 //! files; each output's frames keep their order), gives the spectra buffer back to the workers'
 //! pool and passes `Encoded` on. The sink only puts batches back in order and writes.
 //! Rows of a placed output (`sink::placed`) are written straight into its file here instead, and
-//! their part carries no bytes.
+//! their part carries no bytes. Where a format's bytes of a row are the row's values as they lie
+//! in memory (f32 rows of f32 spectra, npy), the batch's spectra buffer itself goes on to the
+//! sink, which writes from it and gives it back to the workers' pool: no encoder copies a row
+//! (`Encoded::values`, issue 41).
 //! With `--serve` every row is also folded into the live view's display rows, and encoded as
 //! NDJSON for `/spectra` while someone reads it (`LiveTap`).
 
@@ -13,6 +16,7 @@ use super::pool::{BufferPool, BytePool};
 use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::error::FftdError;
+use crate::fft::HostBuf;
 use crate::serve::display::Fold;
 use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
@@ -36,7 +40,7 @@ pub(super) struct Part {
 }
 
 /// A batch turned into bytes, ready to write.
-pub(super) struct Encoded {
+pub(super) struct Encoded<T: Sample> {
     pub id: u64,
     /// Frame size and frequency bins per frame of every frame of the batch (a row holds `bins`
     /// values, or `2 * bins` with `--scale complex`).
@@ -46,6 +50,9 @@ pub(super) struct Encoded {
     pub frames: Vec<FrameMeta>,
     pub parts: Vec<Part>,
     pub bytes: Vec<u8>,
+    /// The batch's spectra, when their memory is the rows' bytes (then `bytes` is empty and
+    /// `parts` index these): the sink writes them and gives them back to the workers' pool.
+    pub values: Option<HostBuf<T>>,
     /// Every row, parallel to `frames`, when rows go out as messages (`--output nats://`).
     pub marks: Vec<RowMark>,
     /// The rows as NDJSON for `/spectra`, when someone reads it.
@@ -54,6 +61,25 @@ pub(super) struct Encoded {
     /// level (rules × rows), which the sink follows in order.
     pub alert_rows: Vec<(usize, f64)>,
     pub alert_levels: Vec<f64>,
+}
+
+impl<T: Sample> Encoded<T> {
+    /// The rows' bytes, which `parts` index.
+    pub(super) fn row_bytes(&self) -> &[u8] {
+        match &self.values {
+            Some(values) => memory_bytes(values),
+            None => &self.bytes,
+        }
+    }
+}
+
+/// `values` as the bytes they lie in memory (`Sample` is f32 or f64).
+fn memory_bytes<T: Sample>(values: &[T]) -> &[u8] {
+    // SAFETY: T is f32 or f64: no padding and no invalid byte patterns; u8 has alignment 1;
+    // the slice covers exactly the values' memory and borrows it for the same lifetime.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
 }
 
 /// The encode stage's end of the live view (`--serve`).
@@ -94,7 +120,7 @@ pub(super) struct EncodeStage<'a, T: Sample> {
 
 pub(super) fn run_encoder<T: Sample>(
     rx: FinishedBatches<T>,
-    tx: Sender<Encoded>,
+    tx: Sender<Encoded<T>>,
     stage: &EncodeStage<'_, T>,
     control: &Control,
 ) {
@@ -107,6 +133,15 @@ pub(super) fn run_encoder<T: Sample>(
         let busy = Instant::now();
         let encoded = encode_batch(done, stage, &mut shifted, &mut scratch);
         Counters::add_since(&control.counters.encode_ns, busy);
+        if let Ok(Encoded {
+            values: Some(_),
+            frames,
+            ..
+        }) = &encoded
+        {
+            let uncopied = &control.counters.rows_uncopied;
+            uncopied.fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
         clock.lap_span(Phase::Encode, Some(id), stream);
         let encoded = match encoded {
             Ok(encoded) => encoded,
@@ -128,7 +163,7 @@ fn encode_batch<T: Sample>(
     stage: &EncodeStage<'_, T>,
     shifted: &mut Vec<T>,
     scratch: &mut LiveScratch,
-) -> Result<Encoded, String> {
+) -> Result<Encoded<T>, String> {
     let Done {
         id,
         spec,
@@ -143,7 +178,10 @@ fn encode_batch<T: Sample>(
     // issue 27: `--alert` rules' own values at the rows' end (with --bands), not written
     let hidden = stage.alerts.map_or(0, |l| l.hidden()).min(width);
     let (order, frames) = by_output(frames, stage.output_of);
+    let in_place =
+        hidden == 0 && rows_in_memory(stage, (&order, &frames), width, columns.is_some());
     let mut rows = RowsEncoded::new(stage, frames.len());
+    rows.in_place = in_place.then_some(width * std::mem::size_of::<T>());
     for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
         let stream = &stage.streams[frame.stream];
         let full = &values[i * width..(i + 1) * width];
@@ -165,11 +203,42 @@ fn encode_batch<T: Sample>(
         };
         rows.add(k, frame, (&row, full), scratch)?;
     }
-    stage.values_pool.give(values);
+    let values = match in_place {
+        true => Some(values),
+        false => {
+            stage.values_pool.give(values);
+            None
+        }
+    };
     if let Some(tap) = &stage.live {
         tap.hub.merge_folds(&mut scratch.folds);
     }
-    Ok(rows.finish(id, (spec.n, bins), frames))
+    Ok(rows.finish(id, (spec.n, bins), (frames, values)))
+}
+
+/// Whether a batch's rows, `width` values each, go to the sink as the spectra's own memory:
+/// the format writes a row as its values' bytes (`row_bytes` is the values' size: f32 rows of
+/// f32 spectra, npy in the run's precision), on a little-endian machine; every row whole and in
+/// batch order (one output, or the frames already grouped by output); no row shifted
+/// (`--fftshift`), placed in a file or marked for messages.
+fn rows_in_memory<T: Sample>(
+    stage: &EncodeStage<'_, T>,
+    (order, frames): (&[usize], &[FrameMeta]),
+    width: usize,
+    columns: bool,
+) -> bool {
+    let memory = width * std::mem::size_of::<T>();
+    let shifted = |f: &FrameMeta| {
+        let s = &stage.streams[f.stream];
+        s.fftshift && s.kind == InputKind::Complex && !columns
+    };
+    cfg!(target_endian = "little")
+        && stage.encoder.row_bytes(width) == Some(memory)
+        && !stage.mark_rows
+        && order.iter().enumerate().all(|(k, &i)| k == i)
+        && !frames
+            .iter()
+            .any(|f| shifted(f) || stage.placed.get(stage.output_of[f.stream]).is_some())
 }
 
 /// A batch's frames grouped by output, each output's in batch order (a stable sort; one output:
@@ -194,9 +263,19 @@ struct RowsEncoded<'s, 'a, T: Sample> {
     alert_rows: Vec<(usize, f64)>,
     alert_levels: Vec<f64>,
     live_rows: Option<LiveRows>,
+    /// Bytes per row when the rows stay in the spectra's memory (`rows_in_memory`): nothing is
+    /// encoded, the parts index that memory.
+    in_place: Option<usize>,
+    /// Bytes of the rows in place so far.
+    in_place_len: usize,
 }
 
 impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
+    /// Bytes of the batch's rows so far (encoded, or in place).
+    fn len(&self) -> usize {
+        self.bytes.len() + self.in_place_len
+    }
+
     fn new(stage: &'s EncodeStage<'a, T>, frames: usize) -> Self {
         let live_rows = (stage.live.as_ref())
             .filter(|tap| tap.hub.rows_wanted())
@@ -212,6 +291,8 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
             alert_rows: Vec::new(),
             alert_levels: Vec::new(),
             live_rows,
+            in_place: None,
+            in_place_len: 0,
         }
     }
 
@@ -231,7 +312,7 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
             _ => self.parts.push(Part {
                 output,
                 frames: k..k,
-                bytes: self.bytes.len()..self.bytes.len(),
+                bytes: self.len()..self.len(),
             }),
         }
         if let Some(levels) = stage.alerts {
@@ -243,10 +324,13 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
             };
             levels.measure(frame.stream, values, &mut self.alert_levels);
         }
-        let row_start = self.bytes.len();
-        match stage.placed.get(output) {
-            Some(file) => file.write_row(frame.seq, |out| stage.encoder.encode_into(row, out))?,
-            None => stage.encoder.encode(row, &mut self.bytes),
+        let row_start = self.len();
+        match (self.in_place, stage.placed.get(output)) {
+            (Some(bytes), _) => self.in_place_len += bytes,
+            (None, Some(file)) => {
+                file.write_row(frame.seq, |out| stage.encoder.encode_into(row, out))?
+            }
+            (None, None) => stage.encoder.encode(row, &mut self.bytes),
         }
         if stage.mark_rows {
             let part_start = self.parts.last().map_or(0, |p| p.bytes.start);
@@ -254,7 +338,7 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
                 stream: frame.stream,
                 frame: row.frame,
                 time_s: row.time_s,
-                bytes: row_start - part_start..self.bytes.len() - part_start,
+                bytes: row_start - part_start..self.len() - part_start,
             });
         }
         if let Some(tap) = &stage.live {
@@ -263,14 +347,20 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
                 tap.encode(row, live);
             }
         }
+        let end = self.len();
         if let Some(p) = self.parts.last_mut() {
             p.frames.end = k + 1;
-            p.bytes.end = self.bytes.len();
+            p.bytes.end = end;
         }
         Ok(())
     }
 
-    fn finish(self, id: u64, (n, bins): (usize, usize), frames: Vec<FrameMeta>) -> Encoded {
+    fn finish(
+        self,
+        id: u64,
+        (n, bins): (usize, usize),
+        (frames, values): (Vec<FrameMeta>, Option<HostBuf<T>>),
+    ) -> Encoded<T> {
         Encoded {
             id,
             n,
@@ -278,6 +368,7 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
             frames,
             parts: self.parts,
             bytes: self.bytes,
+            values,
             marks: self.marks,
             live: self.live_rows.map(Arc::new),
             alert_rows: self.alert_rows,

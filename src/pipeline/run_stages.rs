@@ -321,6 +321,7 @@ impl<'a, T: Sample> Stages<'a, T> {
                 outputs,
                 streams: &self.planned.streams,
                 pool: &self.bytes_pool,
+                values_pool: self.workers.pools().1,
                 live: self.live_view.as_ref().map(|view| &*view.hub),
                 // rows are frames here (with --average, the averaging stage applies the cuts)
                 cuts_apply: self.averaging.is_none(),
@@ -462,7 +463,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         &'s self,
         scope: &'s Scope<'s, '_>,
         to_encoders: worker::FinishedBatches<T>,
-        encoded_tx: Sender<encode::Encoded>,
+        encoded_tx: Sender<encode::Encoded<T>>,
         stage: &'s encode::EncodeStage<'s, T>,
     ) {
         let control = &self.workers.context.control;

@@ -4,7 +4,7 @@
 //! After a stop it keeps draining so upstream stages can finish.
 
 use super::encode::Encoded;
-use super::pool::BytePool;
+use super::pool::{BufferPool, BytePool};
 use super::{Control, StreamWritten};
 use crate::error::FftdError;
 use crate::serve::hub::LiveHub;
@@ -27,6 +27,8 @@ pub(super) struct SinkStage<'a, T: Sample> {
     pub streams: &'a [StreamMeta],
     /// Where written byte buffers go back to the encoders.
     pub pool: &'a BytePool,
+    /// Where spectra buffers written as they are (`Encoded::values`) go back to the workers.
+    pub values_pool: &'a BufferPool<T>,
     /// The live view (`--serve`), which gets the `/spectra` rows in order.
     pub live: Option<&'a LiveHub>,
     /// Whether frames past a failed input's cut (`Control::cut_stream`) are left out here.
@@ -36,7 +38,7 @@ pub(super) struct SinkStage<'a, T: Sample> {
 }
 
 pub(super) fn run_sink<T: Sample>(
-    rx: Receiver<Encoded>,
+    rx: Receiver<Encoded<T>>,
     stage: SinkStage<'_, T>,
     control: &Control,
     latency: &mut Latency,
@@ -81,7 +83,7 @@ struct Sink<'a, 'l, T: Sample> {
     control: &'a Control,
     latency: &'l mut Latency,
     written: Vec<StreamWritten>,
-    reorder: BTreeMap<u64, Encoded>,
+    reorder: BTreeMap<u64, Encoded<T>>,
     /// The number of the batch written next.
     next: u64,
     /// No write has failed.
@@ -101,7 +103,7 @@ impl<T: Sample> Sink<'_, '_, T> {
     }
 
     /// Takes a batch that `arrived` and writes every batch whose turn has come.
-    fn write_in_order(&mut self, arrived: Option<Encoded>) {
+    fn write_in_order(&mut self, arrived: Option<Encoded<T>>) {
         let control = self.control;
         if let Some(encoded) = arrived {
             self.reorder.insert(encoded.id, encoded);
@@ -125,6 +127,9 @@ impl<T: Sample> Sink<'_, '_, T> {
             let stream = batch.frames.first().map(|f| f.stream);
             self.clock.lap_span(Phase::Write, Some(batch.id), stream);
             stage.pool.give(batch.bytes);
+            if let Some(values) = batch.values {
+                stage.values_pool.give(values);
+            }
         }
     }
 
@@ -169,7 +174,7 @@ impl<T: Sample> Sink<'_, '_, T> {
 
 /// Writes one batch's parts in order and accounts for their frames; false after a write error.
 fn write_batch<T: Sample>(
-    batch: &Encoded,
+    batch: &Encoded<T>,
     cuts_apply: bool,
     (outputs, streams): (&mut Outputs<'_, T>, &[StreamMeta]),
     control: &Control,
@@ -189,7 +194,7 @@ fn write_batch<T: Sample>(
             n: batch.n,
             bins: batch.bins,
             count: frames.len() as u64,
-            bytes: &batch.bytes[part.bytes.clone()],
+            bytes: &batch.row_bytes()[part.bytes.clone()],
             marks: batch.marks.get(part.frames.clone()).unwrap_or_default(),
         };
         if let Err(e) = outputs.write(part.output, &rows) {
@@ -215,7 +220,11 @@ fn write_batch<T: Sample>(
 
 /// issue 27: follows a batch's alert levels in row order; false after an event could not be
 /// written.
-fn follow_alerts(alerts: &mut crate::alerts::Alerts, batch: &Encoded, control: &Control) -> bool {
+fn follow_alerts<T: Sample>(
+    alerts: &mut crate::alerts::Alerts,
+    batch: &Encoded<T>,
+    control: &Control,
+) -> bool {
     let rules = alerts.rules().len();
     if let Err(e) = alerts.tick() {
         report_write_error(e, "--events", control); // --retry's gap events
