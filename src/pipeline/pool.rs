@@ -215,6 +215,20 @@ impl<T: Copy + Default> BufferPool<T> {
         taken
     }
 
+    /// Whether keeping `buf` out of the pool a while costs the workers nothing: a heap buffer,
+    /// or a pinned one whose device still has spares waiting (else the next take pins a new
+    /// buffer, and the one kept is dropped, unpinned, when it comes back to a full pool).
+    pub(crate) fn can_spare(&self, buf: &HostBuf<T>) -> bool {
+        let Some(block) = buf.pinned_block() else {
+            return true;
+        };
+        let Ok(homes) = self.homes.read() else {
+            return false;
+        };
+        let home = homes.iter().flatten().find(|h| h.memory.owns(block));
+        home.is_some_and(|h| !h.spares.rx.is_empty())
+    }
+
     /// Returns a buffer for reuse: a pinned one to the spares of the device that pinned it, a
     /// heap one to the heap spares when some lane uses heap memory (small rows made by the
     /// averaging stage must not stand in for pinned buffers); dropped when those are full.
@@ -322,5 +336,23 @@ mod tests {
                 .map(|p| p.as_slice().as_ptr() as usize),
             a_block
         );
+    }
+
+    /// A pinned buffer may wait in the sink only while its device has spares (else a worker
+    /// would pin a new one); a heap buffer always may.
+    #[test]
+    fn a_pinned_buffer_is_spared_only_while_its_device_has_spares() {
+        let dev = Arc::new(FakeDevice::default());
+        let pool = BufferPool::<f32>::new(4);
+        pool.add_lane(0, Some(dev as PinnedMemory<f32>));
+        pool.add_lane(1, None);
+        let (first, second) = (pool.take(0, 16), pool.take(0, 16));
+        assert!(
+            !pool.can_spare(&first),
+            "no spares: the next take pins anew"
+        );
+        pool.give(second);
+        assert!(pool.can_spare(&first), "a spare waits");
+        assert!(pool.can_spare(&pool.take(1, 16)), "heap memory");
     }
 }
