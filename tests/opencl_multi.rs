@@ -146,7 +146,22 @@ fn two_engines_spread_a_multi_file_job_and_give_the_same_bytes() {
     let files = four_files(dir.path());
     let args = multi_file_args(&files);
     let (one, _) = run_job(&args, &dev, &[]);
-    let (two, err) = run_job(&args, &format!("{dev},{dev}"), &[]);
+    // an empty cache: the run shares the work without measuring a calibration first (issue
+    // 41: a first run on a fresh machine never waits for one)
+    let cache = tempfile::tempdir().expect("cache dir");
+    let env = [("FFTD_CACHE_DIR", cache.path().to_str().expect("utf8"))];
+    let (two, err) = run_job(&args, &format!("{dev},{dev}"), &env);
+    let written: Vec<_> = std::fs::read_dir(cache.path())
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let calibrations = written
+        .iter()
+        .filter(|f| f.to_string_lossy().starts_with("calibration"));
+    assert_eq!(
+        calibrations.count(),
+        0,
+        "a calibration was measured: {written:?}"
+    );
     assert_eq!(
         one.len(),
         4 * FILE_FRAMES * ROW_BYTES,

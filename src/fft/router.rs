@@ -44,9 +44,10 @@ pub struct RouterOptions {
     pub workers: usize,
     /// Engines per OpenCL device (`--workers` when given); None: `limits::DEVICE_WORKERS`.
     pub device_workers: Option<usize>,
-    /// `auto` (and a run of several devices) may measure a calibration when none is cached (a
-    /// few seconds on first use). When false and none is cached, `auto` uses the CPU engine
-    /// and several devices get equal shares.
+    /// A calibration may be measured when none is cached (a few seconds on first use): tools,
+    /// tests and live `auto`; a run's devices named outright never (`build_engine_set`). When
+    /// false and none is cached, `auto` uses the CPU engine and several devices get equal
+    /// shares.
     pub calibrate_allowed: bool,
     /// `auto` measures a new calibration even when one is cached (`fftd bench --calibrate`).
     pub recalibrate: bool,
@@ -144,6 +145,9 @@ pub(crate) fn build_engine_set<T: Sample>(
     if *choice != DeviceChoice::Auto || live {
         let mut opts = RouterOptions::new(choice.clone(), workers);
         opts.device_workers = device_workers;
+        // several devices named outright share by cached calibrations, or equally (their
+        // backlogs adapt): a first run on a machine never waits for a calibration (issue 41)
+        opts.calibrate_allowed = *choice == DeviceChoice::Auto;
         if starts_in_background(choice, live) {
             return Ok(background_start(opts, lane_set, workers));
         }
