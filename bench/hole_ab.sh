@@ -6,13 +6,7 @@
 set -euo pipefail
 gib=${GIB:-4}; runs=${RUNS:-3}
 file=/dev/shm/fftd-hole.f32
-python3 -c "
-import numpy as np
-r = np.random.default_rng(41)
-with open('$file', 'wb') as f:
-    for _ in range($gib * 16):
-        r.standard_normal(1 << 26, dtype=np.float32).tofile(f)
-"
+bash "$(dirname "$0")/noise_f32.sh" "$file" "$gib"
 pin=()
 [ -n "${CORES:-}" ] && pin=(taskset -c "0-$((CORES - 1))")
 declare -A jobs=(

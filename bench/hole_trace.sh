@@ -9,13 +9,7 @@ gib=${GIB:-4}; runs=${RUNS:-5}
 file=/dev/shm/fftd-hole.f32
 trace=$(mktemp --suffix=.json)
 trap 'rm -f "$file" "$trace"' EXIT
-python3 -c "
-import numpy as np
-r = np.random.default_rng(41)
-with open('$file', 'wb') as f:
-    for _ in range($gib * 16):
-        r.standard_normal(1 << 26, dtype=np.float32).tofile(f)
-"
+bash "$(dirname "$0")/noise_f32.sh" "$file" "$gib"
 declare -A jobs=(
     [plain]="--frame 4096"
     [hop512]="--frame 4096 --hop 512"

@@ -8,13 +8,7 @@
 set -euo pipefail
 gib=${GIB:-4}; runs=${RUNS:-5}; cores=${CORES:-16 4}
 file=/dev/shm/fftd-rows.f32
-python3 -c "
-import numpy as np
-r = np.random.default_rng(41)
-with open('$file', 'wb') as f:
-    for _ in range($gib * 16):
-        r.standard_normal(1 << 26, dtype=np.float32).tofile(f)
-"
+bash "$(dirname "$0")/noise_f32.sh" "$file" "$gib"
 declare -A jobs=(
     [hop512]="--frame 4096 --hop 512"
     [plain]="--frame 4096"

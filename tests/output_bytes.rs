@@ -184,29 +184,14 @@ fn run_case(
 ) -> Vec<(String, Vec<u8>)> {
     let _ = std::fs::remove_dir_all(out);
     std::fs::create_dir_all(out).expect("out dir");
-    let mut args: Vec<String> = case
-        .args
-        .iter()
-        .map(|a| match *a {
-            "REAL" => inputs.0.display().to_string(),
-            "IQ" => inputs.1.display().to_string(),
-            other => other.to_string(),
-        })
-        .collect();
+    let mut args = case_args(case, inputs);
     args.extend(["--format".into(), format.into()]);
     if case.dir {
         args.extend(["--output-dir".into(), out.display().to_string()]);
     } else {
         args.extend(["--output".into(), out.join("out").display().to_string()]);
     }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let result = run(&refs);
-    assert!(
-        result.status.success(),
-        "{} {format}: {}",
-        case.name,
-        stderr_text(&result)
-    );
+    run_ok(&args, &format!("{} {format}", case.name));
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
         .expect("read out")
         .map(|e| {
@@ -220,6 +205,25 @@ fn run_case(
     files.sort();
     assert!(!files.is_empty(), "{} {format}: no output", case.name);
     files
+}
+
+/// fftd with `args`, which must succeed (`what` names the run in the failure).
+fn run_ok(args: &[String], what: &str) -> std::process::Output {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = run(&refs);
+    assert!(result.status.success(), "{what}: {}", stderr_text(&result));
+    result
+}
+
+/// A case's arguments with the inputs' paths in place of REAL and IQ.
+fn case_args(case: &Case, inputs: &(PathBuf, PathBuf)) -> Vec<String> {
+    (case.args.iter())
+        .map(|a| match *a {
+            "REAL" => inputs.0.display().to_string(),
+            "IQ" => inputs.1.display().to_string(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 fn golden_dir() -> PathBuf {
@@ -434,24 +438,9 @@ fn f32_rows_to_a_pipe_go_out_without_a_copy_and_match_the_pinned_bytes() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let ins = inputs(tmp.path());
     for case in CASES.iter().filter(|c| !c.dir) {
-        let mut args: Vec<String> = case
-            .args
-            .iter()
-            .map(|a| match *a {
-                "REAL" => ins.0.display().to_string(),
-                "IQ" => ins.1.display().to_string(),
-                other => other.to_string(),
-            })
-            .collect();
+        let mut args = case_args(case, &ins);
         args.extend(["--format", "f32", "--stats"].map(String::from));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let result = run(&refs);
-        assert!(
-            result.status.success(),
-            "{}: {}",
-            case.name,
-            stderr_text(&result)
-        );
+        let result = run_ok(&args, case.name);
         let golden = golden_dir().join(format!("{}.f32.out.golden", case.name));
         let want = std::fs::read(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
         assert!(

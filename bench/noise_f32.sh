@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# GIB GiB of f32 noise (seed 41, the same bytes every time) in FILE, for the GPU-route
+# benchmarks (bench/hole_ab.sh, bench/hole_trace.sh, bench/rows_ab.sh).
+# Usage: bench/noise_f32.sh FILE GIB
+set -euo pipefail
+python3 -c "
+import numpy as np
+r = np.random.default_rng(41)
+with open('$1', 'wb') as f:
+    for _ in range($2 * 16):
+        r.standard_normal(1 << 26, dtype=np.float32).tofile(f)
+"
