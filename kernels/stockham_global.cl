@@ -5,7 +5,8 @@
 //   (then r2c_post.cl's `post` turns the spectrum into scaled output bins)
 // Work-group shape: 1-D, any size (the host uses 256); one work-item per pair (pack) or per
 // radix-R butterfly (pass), with a bounds check so the global size may be rounded up.
-// Twiddles are computed with sinpi/cospi from exact integer indices.
+// Twiddles are computed with sinpi/cospi from integer indices (exact in f32 up to 2^24; past
+// that the index rounds by at most one part in 2^24, the order of the transform's own error).
 //
 // Defines: M, REAL_INPUT, USE_DOUBLE (see common.cl); REAL_FULL=1 (mixed_radix.cl, odd real n):
 // real input transformed as a complex frame of M = n points with zero imaginary parts, pack reads

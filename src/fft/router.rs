@@ -458,7 +458,7 @@ struct AutoFound<'s, T: Sample> {
     /// A lane per device whose calibration predicts it faster than the CPU engine for some
     /// measured size, its speed from that calibration.
     lanes: Vec<LaneEngines<T>>,
-    /// The first calibration, for the speed of a CPU lane beside them.
+    /// The first of their calibrations, for the speed of a CPU lane beside them.
     calibration: Option<Arc<Calibration>>,
     /// The devices opened but not in `lanes` (no calibration, or never faster by it): file jobs
     /// whose records say the GPU helps take them (`auto_gpu_lanes`).
@@ -499,7 +499,6 @@ fn auto_lanes<'s, T: Sample>(
                 continue;
             }
         };
-        found.calibration.get_or_insert_with(|| cal.clone());
         if !cal.points.iter().any(|p| p.gpu_s < p.cpu_s) {
             tracing::debug!(
                 "{}: its calibration finds the CPU engine faster at every size",
@@ -508,6 +507,7 @@ fn auto_lanes<'s, T: Sample>(
             found.others.push((spec, gpus));
             continue;
         }
+        found.calibration.get_or_insert_with(|| cal.clone());
         let mut lane = routed_lane(spec, gpus, lane_set);
         lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl);
         found.lanes.push(lane);

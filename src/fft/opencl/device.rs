@@ -29,6 +29,8 @@ pub struct DeviceInfo {
     pub version: String,
     pub compute_units: u32,
     pub global_mem: u64,
+    /// The largest single buffer the device allocates (CL_DEVICE_MAX_MEM_ALLOC_SIZE; 0: unknown).
+    pub max_alloc: u64,
     pub local_mem: u64,
     pub max_work_group: usize,
     pub fp64: bool,
@@ -101,6 +103,7 @@ fn enumerate() -> Inventory {
                         version: d.version().unwrap_or_default().trim().to_string(),
                         compute_units: d.max_compute_units().unwrap_or(0),
                         global_mem: d.global_mem_size().unwrap_or(0),
+                        max_alloc: d.max_mem_alloc_size().unwrap_or(0),
                         local_mem: d.local_mem_size().unwrap_or(0),
                         max_work_group: d.max_work_group_size().unwrap_or(1),
                         fp64: d

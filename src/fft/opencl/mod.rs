@@ -89,6 +89,11 @@ const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
 const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
 const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
 
+/// Device buffers of a frame's largest size an engine may hold at once (input, work, output,
+/// tables), times the engines of a device: a frame needing more than the device's memory
+/// divided by this is left to the CPU engine (`supports`) rather than failing the device.
+const BUFFERS_AT_MOST: u64 = 12;
+
 /// Work-items per frame in the local kernel, at most (512 made no difference, docs/perf.md).
 const MAX_TPF: usize = 256;
 /// Work-items per work-group the local kernel aims for with several small frames per group.
@@ -244,6 +249,24 @@ impl<T: Sample> OpenClEngine<T> {
                 what: format!(
                     "frame size {n} (2..{} only)",
                     crate::limits::MAX_FRAME_SAMPLES
+                ),
+            });
+        }
+        let need = plan::largest_buffer_bytes(n, spec.kind, std::mem::size_of::<T>());
+        let info = &self.dev.info;
+        let too_large = (info.max_alloc > 0 && need > info.max_alloc)
+            || (info.global_mem > 0 && need.saturating_mul(BUFFERS_AT_MOST) > info.global_mem);
+        if too_large {
+            return Err(EngineError::Unsupported {
+                engine: "opencl",
+                what: format!(
+                    "frame size {n} in {}: device buffers of {} MiB, more than {} allocates \
+                     (at most {} MiB each, {} MiB in all)",
+                    T::NAME,
+                    need >> 20,
+                    info.name,
+                    info.max_alloc >> 20,
+                    info.global_mem >> 20
                 ),
             });
         }

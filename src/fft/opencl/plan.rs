@@ -73,6 +73,18 @@ pub(super) fn fft_points(n: usize, kind: InputKind) -> usize {
     }
 }
 
+/// Bytes of the largest device buffer a frame of `n` samples of `kind` in reals of `real_bytes`
+/// needs: one frame's complex points, or Bluestein's longer length for sizes with a prime factor
+/// above 7.
+pub(super) fn largest_buffer_bytes(n: usize, kind: InputKind, real_bytes: usize) -> u64 {
+    let m = fft_points(n, kind);
+    let len = match m.is_power_of_two() || super::mixed::radices(m).is_some() {
+        true => m,
+        false => super::mixed::bluestein_len(m),
+    };
+    (len * 2 * real_bytes) as u64
+}
+
 /// Whether the four-step kernels of a frame of `n` samples of `kind` compute their store
 /// twiddles by recurrence (fourstep.cl FS_TW_RECUR: cospi/sinpi once per work-item, then one
 /// complex multiplication a point) rather than cospi/sinpi for every point. Measured alone on an
@@ -290,6 +302,23 @@ impl<T: Sample> OpenClEngine<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_buffer_is_a_frame_or_bluestein_s_length() {
+        let mib = |b: u64| b >> 20;
+        // 2^26 complex f32: 512 MiB; real: half the points
+        assert_eq!(
+            mib(largest_buffer_bytes(1 << 26, InputKind::Complex, 4)),
+            512
+        );
+        assert_eq!(mib(largest_buffer_bytes(1 << 26, InputKind::Real, 4)), 256);
+        // 2^25 - 1 = 31 x 601 x 1801, odd real: Bluestein over 2^26 points, f64: 1 GiB
+        assert_eq!(
+            mib(largest_buffer_bytes((1 << 25) - 1, InputKind::Real, 8)),
+            1024
+        );
+        assert_eq!(largest_buffer_bytes(44100, InputKind::Real, 4), 22050 * 8);
+    }
 
     #[test]
     fn fourstep_twiddles_by_recurrence_where_they_measured_faster() {
