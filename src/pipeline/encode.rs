@@ -73,9 +73,9 @@ impl<T: Sample> Encoded<T> {
     }
 }
 
-/// `values` as the bytes they lie in memory (`Sample` is f32 or f64).
+/// `values` as the bytes they lie in memory (`Sample` is sealed to f32 and f64).
 fn memory_bytes<T: Sample>(values: &[T]) -> &[u8] {
-    // SAFETY: T is f32 or f64: no padding and no invalid byte patterns; u8 has alignment 1;
+    // SAFETY: T is f32 or f64 (`Sample` is sealed): no padding and no invalid byte patterns; u8 has alignment 1;
     // the slice covers exactly the values' memory and borrows it for the same lifetime.
     unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))

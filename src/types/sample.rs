@@ -2,9 +2,19 @@
 
 use std::fmt::{Debug, Display};
 
-/// The floating-point types fftd computes in (`--precision f32|f64`).
+/// The floating-point types fftd computes in (`--precision f32|f64`): f32 and f64 only (the
+/// trait is sealed), so code may view their memory as bytes (the sink writes spectra buffers as
+/// they are, `pipeline::encode`).
 pub trait Sample:
-    rustfft::FftNum + num_traits::Float + Default + Display + Debug + Send + Sync + 'static
+    sealed::Sealed
+    + rustfft::FftNum
+    + num_traits::Float
+    + Default
+    + Display
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// "f32" or "f64".
     const NAME: &'static str;
@@ -18,6 +28,13 @@ pub trait Sample:
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;
     /// The values as f64, when `Self` is f64 (lets a reader widen f32 samples in place).
     fn as_f64_mut(values: &mut [Self]) -> Option<&mut [f64]>;
+}
+
+/// Keeps `Sample` to f32 and f64: no type outside this module can name `Sealed`.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
 }
 
 impl Sample for f32 {
