@@ -199,6 +199,11 @@ pub(crate) enum SpeedSide {
 }
 
 impl LaneSpeed {
+    /// A lane of `workers` CPU engines, timed by `cal`'s CPU side.
+    pub(crate) fn cpu(cal: Arc<Calibration>, workers: usize) -> Self {
+        LaneSpeed::Measured(cal, SpeedSide::Cpu { workers })
+    }
+
     /// Predicted seconds for the lane to get through a batch of `frames` frames of size `n`.
     pub(crate) fn seconds(&self, n: usize, frames: usize) -> f64 {
         match self {

@@ -1,6 +1,7 @@
 //! `RoutedEngine`: one worker's OpenCL engine with a CPU engine beside it. Every batch goes to
 //! OpenCL (which lane takes a batch is the dispatcher's decision, `pipeline::dispatch`, from the
-//! lanes' speeds); sizes the device does not take go to the CPU with one info line. When the device fails (build error, out of memory, fault mid-stream), its lane is
+//! lanes' speeds); sizes the device does not take go to the CPU with one info line. When the
+//! device fails (build error, out of memory, fault mid-stream), its lane is
 //! marked failed with one warning (`lanes::LaneSet::fail`), and this batch and every later one of
 //! the lane's workers either go back to the caller as `EngineError::HandOff` — when another lane
 //! of the run can take them (the pipeline hands them on) — or run on the CPU engine here. The

@@ -275,13 +275,8 @@ fn build_lanes<T: Sample>(
     if opts.choice == DeviceChoice::Auto {
         let found = auto_lanes(&specs, opts, lane_set);
         let mut cpu = cpu_lane(opts.workers);
-        if let Some(cal) = found.calibration.filter(|_| !found.lanes.is_empty()) {
-            cpu.speed = LaneSpeed::Measured(
-                cal,
-                SpeedSide::Cpu {
-                    workers: opts.workers,
-                },
-            );
+        if let Some(cal) = found.calibration {
+            cpu.speed = LaneSpeed::cpu(cal, opts.workers);
         }
         return Ok(std::iter::once(cpu).chain(found.lanes).collect());
     }
@@ -368,12 +363,7 @@ fn measured_speeds<T: Sample>(
     for (lane, cal) in lanes.iter_mut().zip(calibrations) {
         lane.speed = match cal {
             Some(cal) => LaneSpeed::Measured(cal.clone(), SpeedSide::OpenCl),
-            None => LaneSpeed::Measured(
-                reference.clone(),
-                SpeedSide::Cpu {
-                    workers: lane.engines.len(),
-                },
-            ),
+            None => LaneSpeed::cpu(reference.clone(), lane.engines.len()),
         };
     }
 }
@@ -546,13 +536,6 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
     LateLanes {
         lanes,
         error: None,
-        cpu_speed: cal.map(|c| {
-            LaneSpeed::Measured(
-                c,
-                SpeedSide::Cpu {
-                    workers: opts.workers.max(1),
-                },
-            )
-        }),
+        cpu_speed: cal.map(|c| LaneSpeed::cpu(c, opts.workers)),
     }
 }

@@ -75,8 +75,9 @@ impl<T: Sample> Encoded<T> {
 
 /// `values` as the bytes they lie in memory (`Sample` is sealed to f32 and f64).
 fn memory_bytes<T: Sample>(values: &[T]) -> &[u8] {
-    // SAFETY: T is f32 or f64 (`Sample` is sealed): no padding and no invalid byte patterns; u8 has alignment 1;
-    // the slice covers exactly the values' memory and borrows it for the same lifetime.
+    // SAFETY: T is f32 or f64 (`Sample` is sealed): no padding and no invalid byte patterns;
+    // u8 has alignment 1; the slice covers exactly the values' memory and borrows it for the
+    // same lifetime.
     unsafe {
         std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
     }
@@ -133,14 +134,8 @@ pub(super) fn run_encoder<T: Sample>(
         let busy = Instant::now();
         let encoded = encode_batch(done, stage, &mut shifted, &mut scratch);
         Counters::add_since(&control.counters.encode_ns, busy);
-        if let Ok(Encoded {
-            values: Some(_),
-            frames,
-            ..
-        }) = &encoded
-        {
-            let uncopied = &control.counters.rows_uncopied;
-            uncopied.fetch_add(frames.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if let Some(e) = encoded.as_ref().ok().filter(|e| e.values.is_some()) {
+            Counters::add(&control.counters.rows_uncopied, e.frames.len() as u64);
         }
         clock.lap_span(Phase::Encode, Some(id), stream);
         let encoded = match encoded {

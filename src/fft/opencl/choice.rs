@@ -13,7 +13,7 @@
 //!   `len` fit; else two-level; else passes in global memory (`Mixed`).
 
 use super::geometry::{fourstep_geometry, LocalGeometry};
-use super::mixed::{bluestein_len, radices};
+use super::mixed::transform_len;
 use super::twolevel::{twolevel_geometry, Stage};
 use super::TARGET_WG;
 
@@ -61,11 +61,7 @@ pub(crate) fn choose(
             .map(|stages| PathChoice::TwoLevel { len, stages })
     };
     if !m.is_power_of_two() {
-        let len = if radices(m).is_some() {
-            m
-        } else {
-            bluestein_len(m)
-        };
+        let len = transform_len(m);
         if mixed_local_fits(len, real_bytes, limit) {
             return PathChoice::MixedLocal { len };
         }
@@ -88,6 +84,7 @@ fn mixed_local_fits(len: usize, real_bytes: usize, limit: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::mixed::radices;
     use super::super::plan::fft_points;
     use super::*;
     use crate::types::InputKind;

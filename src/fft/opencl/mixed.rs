@@ -51,6 +51,15 @@ pub(super) fn radices(n: usize) -> Option<Vec<usize>> {
     (rest == 1).then_some(out)
 }
 
+/// The points a transform of `m` points runs over: `m` when its prime factors are 2, 3, 5 and
+/// 7 (powers of two included), else Bluestein's length.
+pub(super) fn transform_len(m: usize) -> usize {
+    match radices(m) {
+        Some(_) => m,
+        None => bluestein_len(m),
+    }
+}
+
 /// Bluestein's length for m points: the power of two at or above 2m - 1.
 pub(super) fn bluestein_len(m: usize) -> usize {
     (2 * m - 1).next_power_of_two()

@@ -77,11 +77,7 @@ pub(super) fn fft_points(n: usize, kind: InputKind) -> usize {
 /// needs: one frame's complex points, or Bluestein's longer length for sizes with a prime factor
 /// above 7.
 pub(super) fn largest_buffer_bytes(n: usize, kind: InputKind, real_bytes: usize) -> u64 {
-    let m = fft_points(n, kind);
-    let len = match m.is_power_of_two() || super::mixed::radices(m).is_some() {
-        true => m,
-        false => super::mixed::bluestein_len(m),
-    };
+    let len = super::mixed::transform_len(fft_points(n, kind));
     (len * 2 * real_bytes) as u64
 }
 
