@@ -50,4 +50,5 @@ mod rtl_tcp;
 mod serve;
 mod serve_browser;
 mod serve_safe;
+mod sweep;
 mod trace_stats;

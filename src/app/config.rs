@@ -154,7 +154,9 @@ impl Settings {
         .map_err(FftdError::Usage)?;
         let serve = super::serve_options::resolve(&o)?;
         let measure = Self::measure_options(&o)?;
-        let source = source_spec(&mut o)?;
+        let sweep = super::sweep_options::resolve(&mut o)?;
+        let mut source = source_spec(&mut o)?;
+        source.sweep = sweep;
         let (frame, hop) = frame_and_hop(&o)?;
         let format = o.format.unwrap_or(OutputFormat::Text);
         let output = output_spec(&mut o, format)?;
@@ -343,6 +345,7 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         max_frames: max_frames.map(|m| m as u64),
         duration: o.duration,
         retry: o.retry,
+        sweep: None,
     })
 }
 

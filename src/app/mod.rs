@@ -14,3 +14,4 @@ pub(crate) mod fleet_options;
 pub(crate) mod options;
 pub mod publish;
 pub(crate) mod serve_options;
+pub(crate) mod sweep_options;

@@ -42,6 +42,18 @@ deserialize_from_str!(
     crate::products::measure::cross::CrossSpec,
     "two 0-based channels such as \"0,1\""
 );
+deserialize_from_str!(
+    crate::source::sweep::plan::SweepRange,
+    "\"LOW:HIGH:BIN\" in Hz, such as \"88M:108M:10k\""
+);
+deserialize_from_str!(
+    crate::source::sweep::plan::Crop,
+    "a fraction such as \"0.2\" or a percentage such as \"20%\""
+);
+deserialize_from_str!(
+    crate::source::sweep::plan::Settle,
+    "a duration such as \"150ms\""
+);
 deserialize_from_str!(FrameSize, "a number of samples (2 or more) or \"whole\"");
 deserialize_from_str!(
     AverageSpec,
@@ -121,6 +133,27 @@ pub struct Options {
     /// nearest step) [default: as the server has it].
     #[arg(long, value_name = "DB|auto")]
     pub gain: Option<crate::source::rtl_tcp::Gain>,
+
+    /// Survey a band wider than the receiver (an rtl_tcp:// input): LOW:HIGH:BIN in Hz with k, M,
+    /// G suffixes (rtl_power's -f), retuning hop after hop; one row per hop, frames of the
+    /// smallest power of two whose bins are at most BIN wide (docs/radio.md).
+    #[arg(long, value_name = "LOW:HIGH:BIN")]
+    pub sweep: Option<crate::source::sweep::plan::SweepRange>,
+
+    /// --sweep: the share of each hop's bins left out at its edges, where the receiver's filter
+    /// rolls off: a fraction (0.2) or a percentage (20%) (rtl_power's -c) [default: 0].
+    #[arg(long, value_name = "FRACTION")]
+    pub crop: Option<crate::source::sweep::plan::Crop>,
+
+    /// --sweep: how long the samples after each retune are left out (they may have been taken at
+    /// the old frequency): 150ms, 0.2s, 0 [default: 20 ms plus two of rtl_tcp's 131072-sample
+    /// transfers, 148 ms at 2.048 MS/s].
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<crate::source::sweep::plan::Settle>,
+
+    /// --sweep: stop after N full sweeps [default: sweep until stopped].
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
+    pub sweeps: Option<i64>,
 
     /// Interleaved channels in raw (f32/s16/cf32) files; channels to capture with --mic [default: 1
     /// for raw files; the device's default for --mic].
@@ -462,6 +495,10 @@ pub(super) fn merge(cli: Options, file: Options) -> Options {
         rate,
         center_freq,
         gain,
+        sweep,
+        crop,
+        settle,
+        sweeps,
         channels,
         channel,
         frame,

@@ -24,6 +24,7 @@ use crate::source::retry;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
 use crate::source::spec::Input;
+use crate::source::sweep::SweepSource;
 use crate::source::{
     is_stream, open_file, open_reader, open_with_reader, FileOptions, InputFormat, SampleSource,
     SourceInfo,
@@ -157,6 +158,12 @@ impl FilePlanner<'_> {
                 rtl_tuning(settings),
                 self.stop.clone(),
             )?);
+            // issue 42: retuned hop after hop, each row labelled with its hop's centre
+            if let Some(schedule) = &settings.source.sweep {
+                let tuning = Some(schedule.tuning());
+                let sweep = SweepSource::new(*source, schedule.clone());
+                return plan.add_open(settings, Box::new(sweep), tuning, None);
+            }
             // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
             let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
             return plan.add_open(settings, source, None, Some((reopen, self.stop)));

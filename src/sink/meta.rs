@@ -60,7 +60,7 @@ pub(crate) fn write_meta(
     let per_stream: Vec<_> = streams
         .iter()
         .map(|s| {
-            json!({
+            let mut stream = json!({
                 "stream": s.meta.id,
                 "input": s.meta.input,
                 "channel": s.meta.channel,
@@ -76,7 +76,15 @@ pub(crate) fn write_meta(
                 "captures": captures(s),
                 "frames": s.frames,
                 "output": s.output,
-            })
+            });
+            // a sweep's captures repeat every this many samples
+            if let (Some(period), Some(fields)) = (
+                s.meta.tuning.as_ref().and_then(|t| t.period),
+                stream.as_object_mut(),
+            ) {
+                fields.insert("captures_period".into(), json!(period));
+            }
+            stream
         })
         .collect();
     let first = streams.first();

@@ -105,16 +105,6 @@ impl Tuning {
     /// The 5-byte commands that ask for this tuning, in the order they are sent; a value the
     /// protocol cannot carry is a usage error naming its flag.
     pub(crate) fn commands(&self) -> Result<Vec<[u8; 5]>> {
-        let whole_hz = |flag: &str, v: f64| {
-            let ok = v.fract() == 0.0 && v >= 1.0 && v <= f64::from(u32::MAX);
-            ok.then_some(v as u32).ok_or_else(|| {
-                FftdError::Usage(format!(
-                    "{flag} {}: rtl_tcp takes a whole number of Hz from 1 to {}",
-                    crate::types::shown(v),
-                    u32::MAX
-                ))
-            })
-        };
         let mut commands = vec![command(0x02, whole_hz("--rate", self.rate)?)];
         if let Some(center) = self.center {
             commands.push(command(0x01, whole_hz("--center-freq", center)?));
@@ -130,6 +120,26 @@ impl Tuning {
         }
         Ok(commands)
     }
+}
+
+/// `v` as the protocol carries it, a whole number of Hz; else a usage error naming `flag`.
+pub(crate) fn whole_hz(flag: &str, v: f64) -> Result<u32> {
+    let ok = v.fract() == 0.0 && v >= 1.0 && v <= f64::from(u32::MAX);
+    ok.then_some(v as u32).ok_or_else(|| {
+        FftdError::Usage(format!(
+            "{flag} {}: rtl_tcp takes a whole number of Hz from 1 to {}",
+            crate::types::shown(v),
+            u32::MAX
+        ))
+    })
+}
+
+/// The samples a sweep leaves out after each retune when `--settle` is not given: two of the
+/// 131072-sample USB transfers rtl_tcp's librtlsdr fills (the one being filled and one queued
+/// hold samples taken before the retune), plus 20 ms for the tuner's PLL to lock — 148 ms at
+/// 2.048 MS/s.
+pub(crate) fn default_settle_samples(rate: f64) -> u64 {
+    2 * 131_072 + (0.02 * rate).ceil() as u64
 }
 
 /// One command: its byte, then the parameter big-endian.
@@ -313,6 +323,17 @@ impl RtlTcpSource {
                 self.received / 2
             ),
         )
+    }
+}
+
+impl crate::source::sweep::Retune for RtlTcpSource {
+    /// Sends set-frequency (0x01); rtl_tcp acknowledges nothing, so samples that follow may
+    /// predate it (a sweep leaves them out).
+    fn retune(&mut self, hz: f64) -> Result<()> {
+        let c = command(0x01, whole_hz("--sweep", hz)?);
+        self.socket
+            .write_all(&c)
+            .map_err(|e| self.lost(format!("cannot send a retune: {e}")))
     }
 }
 

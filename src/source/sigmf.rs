@@ -140,10 +140,12 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
         }
     };
     let captures = captures(meta_path, doc.get("captures"))?;
-    let tuning = captures
-        .iter()
-        .any(|c| c.frequency.is_some())
-        .then(|| Arc::new(Tuning { captures }));
+    let tuning = captures.iter().any(|c| c.frequency.is_some()).then(|| {
+        Arc::new(Tuning {
+            captures,
+            period: None,
+        })
+    });
     Ok(Recording {
         meta_path: meta_path.to_string(),
         data_path,

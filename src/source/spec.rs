@@ -55,4 +55,6 @@ pub struct SourceSpec {
     pub duration: Option<f64>,
     /// `--retry`: a live input that fails is reopened (issue 27, `retry`).
     pub retry: Option<super::retry_policy::RetryPolicy>,
+    /// `--sweep`: the receiver retuned hop after hop (issue 42, `sweep`).
+    pub(crate) sweep: Option<super::sweep::SweepSchedule>,
 }

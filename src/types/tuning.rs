@@ -9,6 +9,8 @@
 //!   capture's centre: ndjson `center_hz`, a csv `center_hz` column after `time_s`, rtl-power's
 //!   Hz low/high; `--meta` lists the captures. A row's capture is the one holding its first
 //!   sample (an averaged row: its interval's first sample).
+//! - a sweep (`--sweep`, `source::sweep`): the captures of one sweep, repeating every `period`
+//!   samples; labelled as a retuned recording.
 
 use std::sync::Arc;
 
@@ -25,6 +27,8 @@ pub struct Capture {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tuning {
     pub captures: Vec<Capture>,
+    /// A sweep's: the captures repeat every this many samples (sample s is at s mod period).
+    pub period: Option<u64>,
 }
 
 impl Tuning {
@@ -36,6 +40,7 @@ impl Tuning {
                 frequency: Some(frequency),
                 datetime: None,
             }],
+            period: None,
         })
     }
 
@@ -57,6 +62,10 @@ impl Tuning {
 
     /// The capture holding sample `sample` (the first one for samples before it).
     pub(crate) fn capture_at(&self, sample: u64) -> Option<&Capture> {
+        let sample = self
+            .period
+            .filter(|&p| p > 0)
+            .map_or(sample, |p| sample % p);
         let i = self.captures.partition_point(|c| c.sample_start <= sample);
         self.captures.get(i.saturating_sub(1))
     }
@@ -87,6 +96,7 @@ mod tests {
                     datetime: None,
                 })
                 .collect(),
+            period: None,
         }
     }
 
@@ -101,5 +111,17 @@ mod tests {
         let one = tuning(&[(0, 5.0), (10, 5.0)]);
         assert!(!one.varies());
         assert_eq!(one.single(), Some(5.0));
+    }
+
+    #[test]
+    fn a_sweep_repeats_its_captures() {
+        let t = Tuning {
+            period: Some(300),
+            ..tuning(&[(50, 1e6), (200, 2e6)])
+        };
+        assert_eq!(t.center_at(60), Some(1e6));
+        assert_eq!(t.center_at(250), Some(2e6));
+        assert_eq!(t.center_at(300 + 60), Some(1e6));
+        assert_eq!(t.center_at(3000 + 299), Some(2e6));
     }
 }

@@ -1,0 +1,307 @@
+//! `--sweep LOW:HIGH:BIN` over rtl_tcp (issue 42) against a loopback server that speaks rtl_tcp's
+//! protocol and simulates a dongle under a sky of tones at known radio frequencies: samples paced
+//! at the commanded rate, and a retune that takes effect only for samples made after the command
+//! arrives, behind a queue of transfers already made (so stale samples exist, as with a real
+//! dongle's USB transfers). The tests check that the hops cover the band without gaps or bins
+//! outside it, that each tone lies in its bin, and that no tone has a ghost in a hop that does
+//! not contain it — and that without a settle time there are ghosts, so the check can see them.
+
+use crate::common;
+
+use common::*;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Samples per transfer, and transfers made before the one being sent: 65536 stale samples.
+const CHUNK: usize = 16384;
+const QUEUED: usize = 4;
+
+/// The sky: tones at these radio frequencies (Hz) with these amplitudes (codes of cu8).
+const TONES: [(f64, f64); 3] = [(100.6e6, 60.0), (101.904e6, 40.0), (103.6e6, 50.0)];
+
+/// What the dongle was told.
+#[derive(Default)]
+struct Dongle {
+    rate: Option<f64>,
+    centre: f64,
+    /// Every set-frequency command, in order.
+    retunes: Vec<f64>,
+}
+
+struct Sky {
+    port: u16,
+    dongle: Arc<Mutex<Dongle>>,
+    thread: JoinHandle<()>,
+}
+
+/// Starts the simulated dongle on a loopback port; it serves one client.
+fn sky() -> Sky {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("addr").port();
+    let dongle = Arc::new(Mutex::new(Dongle::default()));
+    let shared = dongle.clone();
+    let thread = std::thread::spawn(move || {
+        let Ok((mut socket, _)) = listener.accept() else {
+            return;
+        };
+        let mut header = b"RTL0".to_vec();
+        header.extend(5u32.to_be_bytes()); // R820T
+        header.extend(29u32.to_be_bytes());
+        socket.write_all(&header).expect("send header");
+        let commands = socket.try_clone().expect("clone socket");
+        let dongle = shared.clone();
+        std::thread::spawn(move || take_commands(commands, &dongle));
+        stream_sky(&mut socket, &shared);
+    });
+    Sky {
+        port,
+        dongle,
+        thread,
+    }
+}
+
+/// Applies the client's commands as they arrive: set rate (0x02), set frequency (0x01).
+fn take_commands(mut socket: TcpStream, dongle: &Mutex<Dongle>) {
+    let mut c = [0u8; 5];
+    while socket.read_exact(&mut c).is_ok() {
+        let value = f64::from(u32::from_be_bytes([c[1], c[2], c[3], c[4]]));
+        let mut d = dongle.lock().expect("lock");
+        match c[0] {
+            0x02 => d.rate = Some(value),
+            0x01 => {
+                d.centre = value;
+                d.retunes.push(value);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Makes transfers of the sky at the dongle's current tuning, each sent only once `QUEUED`
+/// newer ones are made, paced at the rate, until the client goes or 60 s pass.
+fn stream_sky(socket: &mut TcpStream, dongle: &Mutex<Dongle>) {
+    let started = Instant::now();
+    let rate = loop {
+        if let Some(rate) = dongle.lock().expect("lock").rate {
+            break rate;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut queue = VecDeque::new();
+    let (mut made, mut noise) = (0u64, 12345u64);
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(60) {
+        let centre = dongle.lock().expect("lock").centre;
+        queue.push_back(transfer(made, centre, rate, &mut noise));
+        made += CHUNK as u64;
+        if queue.len() <= QUEUED {
+            continue;
+        }
+        let due = Duration::from_secs_f64((made as usize - QUEUED * CHUNK) as f64 / rate);
+        if let Some(wait) = due.checked_sub(began.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let oldest = queue.pop_front().expect("queued");
+        if socket.write_all(&oldest).is_err() {
+            return;
+        }
+    }
+}
+
+/// One transfer of cu8 I/Q from sample `first` at `centre`: every tone within the band the
+/// tuner passes (90 % of the rate), plus a code of dither.
+fn transfer(first: u64, centre: f64, rate: f64, noise: &mut u64) -> Vec<u8> {
+    let passed: Vec<(f64, f64)> = (TONES.iter())
+        .map(|&(hz, amplitude)| (hz - centre, amplitude))
+        .filter(|(offset, _)| offset.abs() < 0.45 * rate)
+        .collect();
+    let mut bytes = Vec::with_capacity(2 * CHUNK);
+    for k in first..first + CHUNK as u64 {
+        let t = k as f64 / rate;
+        let (mut i, mut q) = (127.5, 127.5);
+        for &(offset, amplitude) in &passed {
+            let phase = 2.0 * std::f64::consts::PI * offset * t;
+            i += amplitude * phase.cos();
+            q += amplitude * phase.sin();
+        }
+        for v in [&mut i, &mut q] {
+            *noise = noise
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            *v += (*noise >> 33) as f64 / (1u64 << 31) as f64 - 0.5;
+        }
+        bytes.extend([
+            i.round().clamp(0.0, 255.0) as u8,
+            q.round().clamp(0.0, 255.0) as u8,
+        ]);
+    }
+    bytes
+}
+
+/// One rtl-power row: Hz low, Hz step, FFTs averaged and the dB values.
+struct Row {
+    low: f64,
+    high: f64,
+    step: f64,
+    samples: u32,
+    db: Vec<f64>,
+}
+
+fn rows(text: &str) -> Vec<Row> {
+    text.lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(", ").collect();
+            // heatmap.py reads Hz low and high with int() and the step with float()
+            let low: i64 = f[2].parse().expect("Hz low is a whole number");
+            let high: i64 = f[3].parse().expect("Hz high is a whole number");
+            Row {
+                low: low as f64,
+                high: high as f64,
+                step: f[4].parse().expect("step"),
+                samples: f[5].parse().expect("samples"),
+                db: f[6..].iter().map(|v| v.parse().expect("dB")).collect(),
+            }
+        })
+        .collect()
+}
+
+/// Each row's bins more than 3 bins from every tone that row's hop contains, at or above
+/// `floor` dB: a ghost (or a missing tone) is a bin there.
+fn ghosts(rows: &[Row], floor: f64) -> Vec<String> {
+    let mut found = Vec::new();
+    for row in rows {
+        for (k, &db) in row.db.iter().enumerate() {
+            let hz = row.low + k as f64 * row.step;
+            let near_a_tone = TONES.iter().any(|t| (t.0 - hz).abs() <= 3.0 * row.step);
+            if !near_a_tone && db >= floor {
+                found.push(format!("{db:.1} dB at {hz} Hz in the hop from {}", row.low));
+            }
+        }
+    }
+    found
+}
+
+fn sweep_args(port: u16, settle: &str) -> Vec<String> {
+    [
+        "--file",
+        &format!("rtl_tcp://127.0.0.1:{port}"),
+        "--sweep",
+        "100M:104M:8k",
+        "--crop",
+        "20%",
+        "--settle",
+        settle,
+        "--average",
+        "20",
+        "--sweeps",
+        "2",
+        "--format",
+        "rtl-power",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_sweep(settle: &str) -> (Vec<Row>, Vec<f64>) {
+    let sky = sky();
+    let args = sweep_args(sky.port, settle);
+    let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    sky.thread.join().expect("sky");
+    let retunes = sky.dongle.lock().expect("lock").retunes.clone();
+    (rows(&stdout_text(&out)), retunes)
+}
+
+#[test]
+fn a_sweep_tiles_the_band_and_finds_each_tone_without_ghosts() {
+    let (rows, retunes) = run_sweep("400ms");
+    // 2.048 MS/s (rtl_tcp's default), 8 kHz bins: 256-point FFTs, 204 bins kept of each hop,
+    // 500 bins from 100 to 104 MHz: three hops, the last ending at 104 MHz
+    let centres = [100.816e6, 102.448e6, 103.184e6];
+    assert_eq!(
+        retunes,
+        [centres, centres].concat(),
+        "two sweeps of three hops"
+    );
+    assert_eq!(rows.len(), 6, "one row per hop per sweep");
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.step, 8000.0);
+        assert_eq!(row.db.len(), 204);
+        assert_eq!(row.high, row.low + 204.0 * 8000.0);
+        assert_eq!(row.low, centres[i % 3] - 102.0 * 8000.0, "row {i}");
+        assert!(
+            row.samples >= 1 && row.samples <= 20,
+            "FFTs averaged: {}",
+            row.samples
+        );
+    }
+    // the hops of a sweep cover 100..104 MHz: no gap, no bin outside
+    let (first, last) = (&rows[0], &rows[2]);
+    assert_eq!(first.low, 100e6);
+    assert_eq!(last.high, 104e6);
+    assert!(rows[1].low <= rows[0].high && rows[2].low <= rows[1].high);
+    // each tone is the loudest bin of the rows whose band holds it
+    let loudest = |row: &Row| {
+        let k = (0..row.db.len()).max_by(|&a, &b| row.db[a].total_cmp(&row.db[b]));
+        row.low + k.expect("bins") as f64 * row.step
+    };
+    for row in &rows {
+        let inside: Vec<f64> = (TONES.iter().map(|t| t.0))
+            .filter(|hz| (row.low..row.high).contains(hz))
+            .collect();
+        assert_eq!(inside.len(), 1, "one tone per hop of this sky");
+        assert_eq!(loudest(row), inside[0], "the tone in its bin");
+    }
+    let peak = rows
+        .iter()
+        .flat_map(|r| r.db.iter().copied())
+        .fold(f64::MIN, f64::max);
+    let found = ghosts(&rows, peak - 40.0);
+    assert!(found.is_empty(), "ghosts: {found:?}");
+}
+
+#[test]
+fn without_a_settle_time_the_stale_samples_show_as_ghosts() {
+    let (rows, _) = run_sweep("0");
+    let peak = rows
+        .iter()
+        .flat_map(|r| r.db.iter().copied())
+        .fold(f64::MIN, f64::max);
+    // the first samples after each retune were made at the previous hop's frequency
+    assert!(
+        !ghosts(&rows, peak - 40.0).is_empty(),
+        "the simulated dongle's {} stale samples must show",
+        CHUNK * QUEUED
+    );
+}
+
+#[test]
+fn bad_sweeps_are_usage_errors() {
+    let rtl = ["--file", "rtl_tcp://127.0.0.1:1"];
+    for (args, needle) in [
+        (&["--sweep", "108M:88M:10k"][..], "--sweep"),
+        (&["--sweep", "88M:108M:0"], "BIN must be above 0"),
+        (&["--sweep", "88M:108M:3M"], "above the receiver's rate"),
+        (
+            &["--sweep", "88M:108M:10k", "--frame", "512"],
+            "--sweep goes without --frame",
+        ),
+        (&["--sweep", "88M:108M:10k", "--crop", "1.5"], "--crop"),
+        (&["--sweep", "88M:108M:10k", "--sweeps", "0"], "--sweeps 0"),
+        (&["--crop", "0.2"], "--crop goes with --sweep"),
+    ] {
+        let out = run(&[&rtl[..], args].concat());
+        assert_clean_error(&out, 2, &[needle]);
+    }
+    // a file holds one tuning
+    let out = run(&["--file", "x.cu8", "--sweep", "88M:108M:10k"]);
+    assert_clean_error(&out, 2, &["--sweep retunes a receiver"]);
+}
