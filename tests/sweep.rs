@@ -38,24 +38,34 @@ struct Sky {
     thread: JoinHandle<()>,
 }
 
-/// Starts the simulated dongle on a loopback port; it serves one client.
-fn sky() -> Sky {
+/// Starts the simulated dongle on a loopback port; it serves one client, or with `drop_after`
+/// two: the first connection is closed once that many retunes came (a lost device), and the
+/// next one is served to the end.
+fn sky(drop_after: Option<usize>) -> Sky {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let port = listener.local_addr().expect("addr").port();
     let dongle = Arc::new(Mutex::new(Dongle::default()));
     let shared = dongle.clone();
     let thread = std::thread::spawn(move || {
-        let Ok((mut socket, _)) = listener.accept() else {
-            return;
-        };
-        let mut header = b"RTL0".to_vec();
-        header.extend(5u32.to_be_bytes()); // R820T
-        header.extend(29u32.to_be_bytes());
-        socket.write_all(&header).expect("send header");
-        let commands = socket.try_clone().expect("clone socket");
-        let dongle = shared.clone();
-        std::thread::spawn(move || take_commands(commands, &dongle));
-        stream_sky(&mut socket, &shared);
+        let mut limit = drop_after;
+        for _ in 0..1 + drop_after.is_some() as usize {
+            let Ok((mut socket, _)) = listener.accept() else {
+                return;
+            };
+            {
+                let mut d = shared.lock().expect("lock");
+                (d.rate, d.centre) = (None, 0.0); // a new connection: the dongle's own tuning
+            }
+            let mut header = b"RTL0".to_vec();
+            header.extend(5u32.to_be_bytes()); // R820T
+            header.extend(29u32.to_be_bytes());
+            socket.write_all(&header).expect("send header");
+            let commands = socket.try_clone().expect("clone socket");
+            let dongle = shared.clone();
+            std::thread::spawn(move || take_commands(commands, &dongle));
+            stream_sky(&mut socket, &shared, limit.take());
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
     });
     Sky {
         port,
@@ -82,8 +92,9 @@ fn take_commands(mut socket: TcpStream, dongle: &Mutex<Dongle>) {
 }
 
 /// Makes transfers of the sky at the dongle's current tuning, each sent only once `QUEUED`
-/// newer ones are made, paced at the rate, until the client goes or 60 s pass.
-fn stream_sky(socket: &mut TcpStream, dongle: &Mutex<Dongle>) {
+/// newer ones are made, paced at the rate, until the client goes, 60 s pass, or (`retunes`) the
+/// dongle has had that many retunes in all.
+fn stream_sky(socket: &mut TcpStream, dongle: &Mutex<Dongle>, retunes: Option<usize>) {
     let started = Instant::now();
     let rate = loop {
         if let Some(rate) = dongle.lock().expect("lock").rate {
@@ -98,7 +109,13 @@ fn stream_sky(socket: &mut TcpStream, dongle: &Mutex<Dongle>) {
     let (mut made, mut noise) = (0u64, 12345u64);
     let began = Instant::now();
     while began.elapsed() < Duration::from_secs(60) {
-        let centre = dongle.lock().expect("lock").centre;
+        let (centre, tuned) = {
+            let d = dongle.lock().expect("lock");
+            (d.centre, d.retunes.len())
+        };
+        if retunes.is_some_and(|r| tuned >= r) {
+            return;
+        }
         queue.push_back(transfer(made, centre, rate, &mut noise));
         made += CHUNK as u64;
         if queue.len() <= QUEUED {
@@ -211,7 +228,7 @@ fn sweep_args(port: u16, settle: &str) -> Vec<String> {
 }
 
 fn run_sweep(settle: &str) -> (Vec<Row>, Vec<f64>) {
-    let sky = sky();
+    let sky = sky(None);
     let args = sweep_args(sky.port, settle);
     let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.status.success(), "{}", stderr_text(&out));
@@ -249,17 +266,50 @@ fn a_sweep_tiles_the_band_and_finds_each_tone_without_ghosts() {
     assert_eq!(last.high, 104e6);
     assert!(rows[1].low <= rows[0].high && rows[2].low <= rows[1].high);
     // each tone is the loudest bin of the rows whose band holds it
-    let loudest = |row: &Row| {
-        let k = (0..row.db.len()).max_by(|&a, &b| row.db[a].total_cmp(&row.db[b]));
-        row.low + k.expect("bins") as f64 * row.step
-    };
-    for row in &rows {
+    assert_tones_in_their_bins(&rows);
+    let peak = rows
+        .iter()
+        .flat_map(|r| r.db.iter().copied())
+        .fold(f64::MIN, f64::max);
+    let found = ghosts(&rows, peak - 40.0);
+    assert!(found.is_empty(), "ghosts: {found:?}");
+}
+
+/// Each row holds the one tone of its band, loudest at the tone's bin.
+fn assert_tones_in_their_bins(rows: &[Row]) {
+    for row in rows {
         let inside: Vec<f64> = (TONES.iter().map(|t| t.0))
             .filter(|hz| (row.low..row.high).contains(hz))
             .collect();
         assert_eq!(inside.len(), 1, "one tone per hop of this sky");
-        assert_eq!(loudest(row), inside[0], "the tone in its bin");
+        let k = (0..row.db.len()).max_by(|&a, &b| row.db[a].total_cmp(&row.db[b]));
+        let loudest = row.low + k.expect("bins") as f64 * row.step;
+        assert_eq!(loudest, inside[0], "the tone in its bin");
     }
+}
+
+#[test]
+fn a_lost_receiver_comes_back_under_retry_and_the_sweep_goes_on() {
+    // the dongle goes away during the second sweep's first hop; fftd reconnects
+    let sky = sky(Some(4));
+    let mut args = sweep_args(sky.port, "400ms");
+    let at = args.iter().position(|a| a == "--sweeps").expect("--sweeps");
+    args[at + 1] = "3".into();
+    args.extend(["--retry".to_string(), "5".to_string()]);
+    let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(
+        stderr_text(&out).contains("reopening it"),
+        "{}",
+        stderr_text(&out)
+    );
+    sky.thread.join().expect("sky");
+    let retunes = sky.dongle.lock().expect("lock").retunes.clone();
+    assert!(retunes.len() > 4, "retuned after reconnecting: {retunes:?}");
+    let rows = rows(&stdout_text(&out));
+    assert!(rows.len() >= 4 && rows.len() <= 9, "{} rows", rows.len());
+    // rows after the outage still carry their own hop's centre
+    assert_tones_in_their_bins(&rows);
     let peak = rows
         .iter()
         .flat_map(|r| r.db.iter().copied())

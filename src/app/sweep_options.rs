@@ -56,10 +56,6 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
         ),
         (o.bands.is_some(), "--bands"),
         (o.cross.is_some(), "--cross"),
-        (
-            o.retry.is_some(),
-            "--retry (not yet supported with --sweep)",
-        ),
     ];
     if let Some((_, flag)) = decided.iter().find(|d| d.0) {
         return usage(format!("--sweep goes without {flag}"));

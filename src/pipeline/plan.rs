@@ -158,12 +158,6 @@ impl FilePlanner<'_> {
                 rtl_tuning(settings),
                 self.stop.clone(),
             )?);
-            // issue 42: retuned hop after hop, each row labelled with its hop's centre
-            if let Some(schedule) = &settings.source.sweep {
-                let tuning = Some(schedule.tuning());
-                let sweep = SweepSource::new(*source, schedule.clone());
-                return plan.add_open(settings, Box::new(sweep), tuning, None);
-            }
             // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
             let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
             return plan.add_open(settings, source, None, Some((reopen, self.stop)));
@@ -251,6 +245,9 @@ impl StreamPlan {
         tuning: Option<Arc<Tuning>>,
         retried: Option<(retry::Reopen, &Arc<AtomicBool>)>,
     ) -> Result<()> {
+        // issue 42: a sweep's receiver, retuned hop after hop, labels each row with its hop
+        let sweep = settings.source.sweep.as_ref();
+        let tuning = sweep.map(|s| s.tuning()).or(tuning);
         let (splitter, first_stream) = self.add_streams(settings, source.info(), tuning)?;
         // issue 27: reopened when it fails, under `--retry` (`source::retry`)
         let source = match retried {
@@ -258,6 +255,10 @@ impl StreamPlan {
                 let streams = first_stream..first_stream + splitter.streams();
                 retry::wrap(source, settings.source.retry, streams, stop, reopen)
             }
+            None => source,
+        };
+        let source = match sweep {
+            Some(schedule) => Box::new(SweepSource::new(source, schedule.clone())),
             None => source,
         };
         self.sequential.push(SequentialInput::Open(SourcePlan {

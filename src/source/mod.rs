@@ -197,6 +197,15 @@ pub trait SampleSource: Send {
     fn tuning(&self) -> Option<std::sync::Arc<crate::types::tuning::Tuning>> {
         None
     }
+
+    /// Asks a receiver for centre frequency `hz` (`--sweep`); samples read after it may still
+    /// predate it. Inputs that cannot be retuned say so.
+    fn retune(&mut self, _hz: f64) -> Result<()> {
+        Err(FftdError::input(
+            &self.info().name,
+            "cannot be retuned (--sweep needs an rtl_tcp:// receiver)",
+        ))
+    }
 }
 
 /// Options a file source needs beyond its path.

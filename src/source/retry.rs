@@ -90,6 +90,8 @@ pub(crate) struct RetrySource {
     position: u64,
     /// Sample frames of the last outage, for `take_outage`.
     outage: u64,
+    /// A retune that failed (the connection went): the next read reopens the input.
+    failed_retune: Option<String>,
     log: &'static Outages,
 }
 
@@ -116,6 +118,7 @@ pub(crate) fn wrap(
         streams,
         position: 0,
         outage: 0,
+        failed_retune: None,
         log,
     })
 }
@@ -134,7 +137,11 @@ impl SampleSource for RetrySource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
-        let failure = match self.inner.read(out, max_frames) {
+        let read = match self.failed_retune.take() {
+            Some(failure) => Err(FftdError::input(&self.info.name, failure)),
+            None => self.inner.read(out, max_frames),
+        };
+        let failure = match read {
             Ok(n) if n > 0 => {
                 self.position += n as u64;
                 return Ok(n);
@@ -163,6 +170,17 @@ impl SampleSource for RetrySource {
 
     fn tuning(&self) -> Option<Arc<crate::types::tuning::Tuning>> {
         self.inner.tuning()
+    }
+
+    /// A retune the connection could not carry is a failure the next read recovers from.
+    fn retune(&mut self, hz: f64) -> Result<()> {
+        match self.inner.retune(hz) {
+            Err(FftdError::Input { what, .. }) => {
+                self.failed_retune = Some(what);
+                Ok(())
+            }
+            other => other,
+        }
     }
 }
 

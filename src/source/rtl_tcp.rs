@@ -326,17 +326,6 @@ impl RtlTcpSource {
     }
 }
 
-impl crate::source::sweep::Retune for RtlTcpSource {
-    /// Sends set-frequency (0x01); rtl_tcp acknowledges nothing, so samples that follow may
-    /// predate it (a sweep leaves them out).
-    fn retune(&mut self, hz: f64) -> Result<()> {
-        let c = command(0x01, whole_hz("--sweep", hz)?);
-        self.socket
-            .write_all(&c)
-            .map_err(|e| self.lost(format!("cannot send a retune: {e}")))
-    }
-}
-
 /// A cu8 value as a sample: 0 is -1, 255 is +1, 127.5 would be 0.
 pub(crate) fn cu8_value(b: u8) -> f64 {
     (f64::from(b) - 127.5) / 127.5
@@ -374,6 +363,15 @@ impl SampleSource for RtlTcpSource {
             out.extend(pairs.flat_map(|p| [cu8_value(p[0]), cu8_value(p[1])]));
         }
         Ok((out.len() - start) / 2)
+    }
+
+    /// Sends set-frequency (0x01); rtl_tcp acknowledges nothing, so samples that follow may
+    /// predate it (a sweep leaves them out).
+    fn retune(&mut self, hz: f64) -> Result<()> {
+        let c = command(0x01, whole_hz("--sweep", hz)?);
+        self.socket
+            .write_all(&c)
+            .map_err(|e| self.lost(format!("cannot send a retune: {e}")))
     }
 }
 

@@ -1,15 +1,21 @@
 //! `--sweep LOW:HIGH:BIN` (issue 42): a source that surveys a band wider than the receiver by
-//! retuning it hop after hop, as rtl_power does. It takes a tunable receiver (`Retune`: rtl_tcp
-//! today) and gives the samples of each hop, each after its retune had effect.
+//! retuning it hop after hop, as rtl_power does. It takes a receiver that can be retuned (rtl_tcp
+//! today, `SampleSource::retune`) and gives the samples of each hop, each after its retune had
+//! effect.
 //!
-//! Per hop: retune to the hop's centre (`plan::HopPlan`), read and leave out `settle` samples
+//! The stream is cut into slots of `settle + hop_samples` samples, slot k for hop k mod H. Per
+//! slot: retune to the hop's centre (`plan::HopPlan`), read and leave out `settle` samples
 //! (receivers acknowledge nothing: the samples already in the dongle's transfers and the server's
 //! queue were taken at the old frequency), then give exactly `hop_samples` = (frames − 1) · hop +
-//! n samples, which the reader cuts into the hop's `frames` frames; the settle samples are stream
-//! time without samples, so framing restarts after them (`take_outage`) and no frame straddles
-//! two hops. The schedule is fixed in samples, so where each hop lies in the stream, and so the
-//! centre that labels each row (`tuning`: one sweep's captures, repeating), follow from the plan
-//! alone. After `sweeps` full sweeps the input ends; without, it runs until stopped.
+//! n samples, which the reader cuts into the hop's frames. Left-out samples are stream time
+//! without samples (`take_outage`), so framing restarts after them and no frame straddles two
+//! hops. Because every hop starts at a fixed place in its slot, the centre that labels each row
+//! (`tuning`: one sweep's captures, repeating) follows from the plan alone.
+//!
+//! Under `--retry` the receiver may be reopened mid-slot: its outage and what it gave since (at
+//! its own tuning) are left out too, up to the next slot's start, and the sweep goes on from that
+//! slot's hop, so row times run on by the outage rounded up to a slot. After `sweeps` full sweeps
+//! (slots) the input ends; without, it runs until stopped.
 
 pub(crate) mod plan;
 
@@ -18,12 +24,6 @@ use crate::error::Result;
 use crate::types::tuning::{Capture, Tuning};
 use plan::HopPlan;
 use std::sync::Arc;
-
-/// A receiver whose frequency can be changed while it streams.
-pub(crate) trait Retune: SampleSource {
-    /// Asks the receiver for centre frequency `hz`; samples read after it may still predate it.
-    fn retune(&mut self, hz: f64) -> Result<()>;
-}
 
 /// When and for how long each hop is read.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +46,7 @@ impl SweepSchedule {
     }
 
     /// Where each hop's analysed samples begin in the stream, and its centre: one sweep's
-    /// captures, repeating every sweep (a single hop is tuned once, so it is one centre).
+    /// captures, repeating every sweep.
     pub(crate) fn tuning(&self) -> Arc<Tuning> {
         let captures = (self.plan.centres.iter().enumerate())
             .map(|(i, &centre)| Capture {
@@ -64,21 +64,20 @@ impl SweepSchedule {
 }
 
 /// A receiver driven through a sweep.
-pub(crate) struct SweepSource<S> {
-    receiver: S,
+pub(crate) struct SweepSource {
+    receiver: Box<dyn SampleSource>,
     schedule: SweepSchedule,
-    /// The hop being read (None before the first).
-    hop: Option<usize>,
-    /// Samples of the current hop still to give.
+    /// Stream time so far, in samples (given, left out, lost): where the next sample lies.
+    position: u64,
+    /// Samples of the current hop still to give (0: the next read starts a slot).
     left: u64,
-    sweeps_done: u64,
-    /// Settle samples left out since the reader last asked.
+    /// Samples left out since the reader last asked.
     outage: u64,
     scratch: Vec<f64>,
 }
 
-impl<S: Retune> SweepSource<S> {
-    pub(crate) fn new(receiver: S, schedule: SweepSchedule) -> Self {
+impl SweepSource {
+    pub(crate) fn new(receiver: Box<dyn SampleSource>, schedule: SweepSchedule) -> Self {
         let p = &schedule.plan;
         tracing::info!(
             "{}: sweep of {} hops, {} of {} bins each ({} Hz apart), {} settle samples per hop",
@@ -92,67 +91,103 @@ impl<S: Retune> SweepSource<S> {
         SweepSource {
             receiver,
             schedule,
-            hop: None,
+            position: 0,
             left: 0,
-            sweeps_done: 0,
             outage: 0,
             scratch: Vec::new(),
         }
     }
 
-    /// Moves to the next hop: retunes and lets the receiver settle. False at the end of the
-    /// sweeps or when stopped.
-    fn next_hop(&mut self) -> Result<bool> {
-        let hops = self.schedule.plan.hops();
-        let mut next = self.hop.map_or(0, |h| h + 1);
-        if next == hops {
-            self.sweeps_done += 1;
-            if Some(self.sweeps_done) == self.schedule.sweeps {
+    /// Stream time without samples given: left out, or lost to an outage.
+    fn leave_out(&mut self, samples: u64) {
+        self.position += samples;
+        self.outage += samples;
+    }
+
+    /// Starts the next slot: from its start, retunes and lets the receiver settle. False at the
+    /// end of the sweeps or when stopped.
+    fn start_slot(&mut self) -> Result<bool> {
+        let slot = self.schedule.slot();
+        let hops = self.schedule.plan.hops() as u64;
+        loop {
+            let index = self.position.div_ceil(slot);
+            if self.schedule.sweeps.is_some_and(|n| index >= n * hops) {
                 return Ok(false);
             }
-            next = 0;
-        }
-        // a band of one hop is tuned once
-        if self.hop.is_none() || hops > 1 {
-            self.receiver.retune(self.schedule.plan.centres[next])?;
-            if !self.discard(self.schedule.settle)? {
-                return Ok(false);
+            self.leave_out(index * slot - self.position);
+            let centre = self.schedule.plan.centres[(index % hops) as usize];
+            self.receiver.retune(centre)?;
+            match self.settle()? {
+                Settled::Yes => break,
+                Settled::Stopped => return Ok(false),
+                Settled::Reopened => continue, // at the receiver's own tuning: the next slot
             }
-            self.outage += self.schedule.settle;
         }
-        self.hop = Some(next);
         self.left = self.schedule.hop_samples;
         Ok(true)
     }
 
-    /// Reads and drops `count` samples; false when stopped first.
-    fn discard(&mut self, mut count: u64) -> Result<bool> {
+    /// Reads and leaves out `settle` samples.
+    fn settle(&mut self) -> Result<Settled> {
+        let mut count = self.schedule.settle;
         while count > 0 {
             self.scratch.clear();
             let want = count.min(1 << 16) as usize;
-            let got = self.receiver.read(&mut self.scratch, want)?;
-            if got == 0 {
-                return Ok(false);
+            let got = self.receiver.read(&mut self.scratch, want)? as u64;
+            if self.reopened(got) {
+                return Ok(Settled::Reopened);
             }
-            count -= (got as u64).min(count);
+            if got == 0 {
+                return Ok(Settled::Stopped);
+            }
+            let got = got.min(count);
+            self.leave_out(got);
+            count -= got;
         }
-        Ok(true)
+        Ok(Settled::Yes)
+    }
+
+    /// Whether the receiver was reopened (`--retry`) in the last read, which gave `got` samples
+    /// after it: the outage and those samples are left out.
+    fn reopened(&mut self, got: u64) -> bool {
+        let lost = self.receiver.take_outage();
+        if lost > 0 {
+            self.leave_out(lost + got);
+            self.left = 0;
+        }
+        lost > 0
     }
 }
 
-impl<S: Retune> SampleSource for SweepSource<S> {
+/// How a settle ended.
+enum Settled {
+    Yes,
+    Stopped,
+    Reopened,
+}
+
+impl SampleSource for SweepSource {
     fn info(&self) -> &SourceInfo {
         self.receiver.info()
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
-        if self.left == 0 && !self.next_hop()? {
-            return Ok(0);
+        loop {
+            if self.left == 0 && !self.start_slot()? {
+                return Ok(0);
+            }
+            let start = out.len();
+            let want = (max_frames.max(1) as u64).min(self.left) as usize;
+            let got = self.receiver.read(out, want)?;
+            if self.reopened(got as u64) {
+                out.truncate(start);
+                continue;
+            }
+            let given = (got as u64).min(self.left);
+            self.position += given;
+            self.left -= given;
+            return Ok(got);
         }
-        let want = (max_frames.max(1) as u64).min(self.left) as usize;
-        let got = self.receiver.read(out, want)?;
-        self.left -= (got as u64).min(self.left);
-        Ok(got)
     }
 
     fn take_outage(&mut self) -> u64 {
@@ -176,13 +211,17 @@ impl<S: Retune> SampleSource for SweepSource<S> {
 mod tests {
     use super::*;
     use crate::types::InputKind;
+    use std::sync::Mutex;
 
-    /// A receiver whose sample k is k + 1000 · (its tuning count), so a test sees which samples
-    /// were given and at which tuning.
+    /// A receiver whose samples are (its sample count, its tuning count), so a test sees which
+    /// samples were given and after which retune; `outage_at`: at this sample count, it is
+    /// "reopened" after an outage of that many samples (as `--retry` reports one).
     struct Counting {
         info: SourceInfo,
         next: u64,
-        tunings: Vec<f64>,
+        tunings: Arc<Mutex<Vec<f64>>>,
+        outage_at: Option<(u64, u64)>,
+        outage: u64,
     }
 
     impl SampleSource for Counting {
@@ -192,16 +231,22 @@ mod tests {
         fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
             let n = max_frames.min(7); // short reads, as a socket gives
             for _ in 0..n {
-                out.extend([self.next as f64, self.tunings.len() as f64]);
+                if let Some((_, lost)) = self.outage_at.filter(|o| o.0 == self.next) {
+                    self.outage = lost;
+                    self.outage_at = None;
+                    self.tunings.lock().expect("lock").push(0.0); // its own tuning again
+                }
+                let tunings = self.tunings.lock().expect("lock").len();
+                out.extend([self.next as f64, tunings as f64]);
                 self.next += 1;
             }
             Ok(n)
         }
-    }
-
-    impl Retune for Counting {
+        fn take_outage(&mut self) -> u64 {
+            std::mem::take(&mut self.outage)
+        }
         fn retune(&mut self, hz: f64) -> Result<()> {
-            self.tunings.push(hz);
+            self.tunings.lock().expect("lock").push(hz);
             Ok(())
         }
     }
@@ -222,8 +267,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn each_hop_gives_its_samples_after_the_settle() {
+    /// Runs a sweep to its end: (stream sample, receiver sample, tunings before it) per sample
+    /// given, and the receiver's tunings.
+    fn sweep_of(
+        outage_at: Option<(u64, u64)>,
+        s: SweepSchedule,
+    ) -> (Vec<(u64, u64, usize)>, Vec<f64>) {
+        let tunings = Arc::new(Mutex::new(Vec::new()));
         let receiver = Counting {
             info: SourceInfo {
                 name: "test".into(),
@@ -233,11 +283,11 @@ mod tests {
                 live: true,
             },
             next: 0,
-            tunings: Vec::new(),
+            tunings: tunings.clone(),
+            outage_at,
+            outage: 0,
         };
-        let s = schedule(vec![10.0, 20.0, 30.0], Some(2));
-        let tuning = s.tuning();
-        let mut sweep = SweepSource::new(receiver, s);
+        let mut sweep = SweepSource::new(Box::new(receiver), s);
         let mut stream_sample = 0u64;
         let mut given = Vec::new();
         loop {
@@ -252,7 +302,16 @@ mod tests {
                 stream_sample += 1;
             }
         }
-        assert_eq!(sweep.receiver.tunings, [10.0, 20.0, 30.0, 10.0, 20.0, 30.0]);
+        let tunings = tunings.lock().expect("lock").clone();
+        (given, tunings)
+    }
+
+    #[test]
+    fn each_hop_gives_its_samples_after_the_settle() {
+        let s = schedule(vec![10.0, 20.0, 30.0], Some(2));
+        let tuning = s.tuning();
+        let (given, tunings) = sweep_of(None, s);
+        assert_eq!(tunings, [10.0, 20.0, 30.0, 10.0, 20.0, 30.0]);
         assert_eq!(given.len(), 6 * 16, "16 samples per hop, 3 hops, 2 sweeps");
         for (i, &(at, sample, tunings)) in given.iter().enumerate() {
             let hop = i / 16;
@@ -260,8 +319,48 @@ mod tests {
             assert_eq!(sample, (hop as u64 + 1) * 5 + i as u64, "{i}");
             assert_eq!(at, sample, "stream time is the receiver's sample count");
             assert_eq!(tunings, hop + 1, "read after the hop's own retune");
-            let centre = [10.0, 20.0, 30.0][hop % 3];
-            assert_eq!(tuning.center_at(at), Some(centre), "{i}");
+            assert_eq!(
+                tuning.center_at(at),
+                Some([10.0, 20.0, 30.0][hop % 3]),
+                "{i}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reopened_receiver_resumes_at_the_next_slot_with_its_labels_right() {
+        // reopened as the receiver reaches sample 33, 7 samples into the second hop's (which
+        // begin at 26), after an outage of 30 samples: stream sample 33 + 30 + the 7 samples of
+        // that read = 70, so the sweep goes on at slot 4 (84) and slots 2 and 3 are lost
+        let s = schedule(vec![10.0, 20.0, 30.0], Some(3));
+        let tuning = s.tuning();
+        let (given, tunings) = sweep_of(Some((33, 30)), s);
+        let tuned = [10.0, 20.0, 0.0, 20.0, 30.0, 10.0, 20.0, 30.0];
+        assert_eq!(tunings, tuned);
+        let mut slots: Vec<u64> = given.iter().map(|g| g.0 / 21).collect();
+        slots.dedup();
+        assert_eq!(
+            slots,
+            [0, 1, 4, 5, 6, 7, 8],
+            "slots 2 and 3 lost, the rest whole"
+        );
+        assert_eq!(
+            given.iter().filter(|g| g.0 / 21 == 1).count(),
+            7,
+            "the cut hop's part"
+        );
+        for &(at, _, tunings) in &given {
+            let slot = at / 21;
+            assert!(at % 21 >= 5, "a hop's samples come after its settle");
+            assert_eq!(
+                tuning.center_at(at),
+                Some([10.0, 20.0, 30.0][(slot % 3) as usize])
+            );
+            assert_eq!(
+                tuned[tunings - 1],
+                [10.0, 20.0, 30.0][(slot % 3) as usize],
+                "at {at}"
+            );
         }
     }
 }
