@@ -20,6 +20,10 @@
 #   pulseaudio libasound2-plugins        a PulseAudio server the test starts and kills, and ALSA's
 #     (--test)                           `pulse` plugin: a microphone that fails mid-capture and
 #                                        comes back (tests/retry.rs)
+#   libsoapysdr0.8                       SoapySDR, loaded at run time for soapy:// inputs (fftd starts
+#     soapysdr0.8-module-redpitaya       without it); the Red Pitaya module is the real module the
+#     (--test)                           tests drive, against a loopback server speaking its protocol
+#                                        (tests/soapy.rs)
 #   systemd (--test)                     systemd-analyze: packaging/fftd.service verifies and scores
 #                                        below 2.0 in `security` (tests/daemon.rs; CI=true fails
 #                                        without it)
@@ -36,7 +40,7 @@ testing=false
 [[ "${1:-}" == "--test" ]] && testing=true
 packages=(libasound2-dev pkg-config pocl-opencl-icd ocl-icd-opencl-dev clinfo)
 $testing && packages+=(sox libsox-fmt-mp3 ffmpeg chromium chromium-driver nats-server openssl
-    pulseaudio libasound2-plugins systemd)
+    pulseaudio libasound2-plugins systemd libsoapysdr0.8 soapysdr0.8-module-redpitaya)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

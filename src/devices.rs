@@ -1,6 +1,6 @@
 //! `fftd devices`: what fftd can compute on (OpenCL platforms and devices, with each device's
 //! measured rate and share of the work under `--device gpu:all` when a calibration is cached)
-//! and capture from (audio inputs).
+//! and capture from (audio inputs, SoapySDR receivers).
 
 use crate::error::Result;
 use crate::fft::calibrate::{Calibration, CalibrationKey};
@@ -13,10 +13,11 @@ const RATE_FRAMES: usize = (1 << 18) / RATE_N;
 
 pub fn print_devices() -> Result<()> {
     crate::console::print_report(&format!(
-        "{}{}\n{}",
+        "{}{}\n{}\n{}",
         device::describe_devices(),
         describe_rates(),
-        crate::source::mic_device::describe_inputs()
+        crate::source::mic_device::describe_inputs(),
+        crate::source::soapy::describe_devices()
     ))
 }
 

@@ -50,5 +50,6 @@ mod rtl_tcp;
 mod serve;
 mod serve_browser;
 mod serve_safe;
+mod soapy;
 mod sweep;
 mod trace_stats;

@@ -42,8 +42,8 @@ fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Res
     }
 }
 
-/// `--center-freq` must be a frequency; `--gain` needs an rtl_tcp:// input to set, which
-/// `--realtime` cannot pace.
+/// `--center-freq` must be a frequency; `--gain` needs a receiver (rtl_tcp://, soapy://) to set,
+/// which `--realtime` cannot pace.
 fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Input) -> Result<()> {
     if let Some(hz) = center_freq {
         if !(hz.is_finite() && hz >= 0.0) {
@@ -53,15 +53,15 @@ fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Inp
             )));
         }
     }
-    let rtl_tcp = crate::source::rtl_tcp::among(input);
-    if realtime && rtl_tcp {
+    let receiver = input.has_receiver();
+    if realtime && receiver {
         return Err(FftdError::Usage(
-            "--realtime paces file and stdin inputs; an rtl_tcp:// input is live already".into(),
+            "--realtime paces file and stdin inputs; a receiver (rtl_tcp://, soapy://) is live already".into(),
         ));
     }
-    if gain && !rtl_tcp {
+    if gain && !receiver {
         return Err(FftdError::Usage(
-            "--gain sets the tuner gain of an rtl_tcp:// input: give --file rtl_tcp://HOST:PORT"
+            "--gain sets the tuner gain of a receiver: give --file rtl_tcp://HOST:PORT or --file soapy://ARGS"
                 .into(),
         ));
     }
@@ -330,6 +330,7 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
     let max_frames = (o.max_frames)
         .map(|m| in_range("--max-frames", m, 1, None, "frames"))
         .transpose()?;
+    let receiver_channel = receiver_channel(o, &input)?;
     Ok(SourceSpec {
         input,
         input_format: o.input_format,
@@ -345,8 +346,24 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         max_frames: max_frames.map(|m| m as u64),
         duration: o.duration,
         retry: o.retry,
+        receiver_channel,
         sweep: None,
     })
+}
+
+/// A SoapySDR device's `--channel N` is its receive channel, read as the one stream: taken out of
+/// `--channel` (which picks among a stream's interleaved channels).
+fn receiver_channel(o: &mut Options, input: &Input) -> Result<usize> {
+    if !input.has_soapy() {
+        return Ok(0);
+    }
+    match o.channel.take() {
+        None | Some(ChannelSelect::Mix) => Ok(0),
+        Some(ChannelSelect::Index(n)) => Ok(n),
+        Some(ChannelSelect::All) => usage(
+            "--channel all: a soapy:// input reads one receive channel; give --channel N".into(),
+        ),
+    }
 }
 
 /// `--frame` (default 4096) and `--hop`.

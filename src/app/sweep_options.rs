@@ -9,6 +9,7 @@ use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
 use crate::products::average::AverageSpec;
 use crate::source::rtl_tcp;
+use crate::source::soapy;
 use crate::source::sweep::plan::HopPlan;
 use crate::source::sweep::SweepSchedule;
 
@@ -38,12 +39,16 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
             None => Ok(None),
         };
     };
-    let tunable = o.mic.is_none() && o.file.len() == 1 && rtl_tcp::is_rtl_tcp(&o.file[0]);
-    if !tunable {
-        return usage(
-            "--sweep retunes a receiver: give one --file rtl_tcp://HOST:PORT (a file or pipe holds one tuning)".into(),
-        );
-    }
+    let one = (o.mic.is_none() && o.file.len() == 1).then(|| o.file[0].as_str());
+    let (default_rate, default_settle): (f64, fn(f64) -> u64) = match one {
+        Some(p) if rtl_tcp::is_rtl_tcp(p) => (rtl_tcp::DEFAULT_RATE, rtl_tcp::default_settle_samples),
+        Some(p) if soapy::is_soapy(p) => (soapy::DEFAULT_RATE, soapy::default_settle_samples),
+        _ => {
+            return usage(
+                "--sweep retunes a receiver: give one --file rtl_tcp://HOST:PORT or --file soapy://ARGS (a file or pipe holds one tuning)".into(),
+            )
+        }
+    };
     let decided = [
         (o.frame.is_some(), "--frame (BIN sets the frame)"),
         (
@@ -60,7 +65,7 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     if let Some((_, flag)) = decided.iter().find(|d| d.0) {
         return usage(format!("--sweep goes without {flag}"));
     }
-    let rate = o.rate.unwrap_or(rtl_tcp::DEFAULT_RATE);
+    let rate = o.rate.unwrap_or(default_rate);
     if !(rate.is_finite() && rate > 0.0) {
         return Ok(None); // `source_spec` names the bad --rate
     }
@@ -81,7 +86,7 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     let frames = frames_per_hop(o.average, rate, n, hop);
     let settle = match o.settle {
         Some(s) => (s.seconds * rate).ceil() as u64,
-        None => rtl_tcp::default_settle_samples(rate),
+        None => default_settle(rate),
     };
     decide_options(o, &plan, frames);
     Ok(Some(SweepSchedule {

@@ -23,6 +23,7 @@ use crate::source::input::InputReader;
 use crate::source::retry;
 use crate::source::rtl_tcp;
 use crate::source::seekable::SeekableLayout;
+use crate::source::soapy;
 use crate::source::spec::Input;
 use crate::source::sweep::SweepSource;
 use crate::source::{
@@ -127,7 +128,7 @@ pub(crate) fn plan_streams(
     let mut streams_open = Vec::new();
     for path in paths {
         streams_open.push(
-            (is_stream(path) && !rtl_tcp::is_rtl_tcp(path))
+            (is_stream(path) && !rtl_tcp::is_rtl_tcp(path) && !soapy::is_soapy(path))
                 .then(|| open_reader(path, stop))
                 .transpose()?,
         );
@@ -160,6 +161,12 @@ impl FilePlanner<'_> {
             )?);
             // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
             let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
+            return plan.add_open(settings, source, None, Some((reopen, self.stop)));
+        }
+        if soapy::is_soapy(path) {
+            let request = soapy_request(settings);
+            let source = Box::new(soapy::open(path, request, self.stop.clone())?);
+            let reopen = retry::reopen_soapy(path, request);
             return plan.add_open(settings, source, None, Some((reopen, self.stop)));
         }
         if let Some(reader) = stream {
@@ -214,6 +221,17 @@ fn rtl_tuning(settings: &RunSpec) -> rtl_tcp::Tuning {
         rate: settings.source.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
         center: settings.source.center_freq,
         gain: settings.source.gain,
+    }
+}
+
+/// What a soapy:// device is asked for: `--rate` (2.048 MS/s by default), `--center-freq`,
+/// `--gain`, `--channel`.
+fn soapy_request(settings: &RunSpec) -> soapy::Request {
+    soapy::Request {
+        rate: settings.source.rate.unwrap_or(soapy::DEFAULT_RATE),
+        center: settings.source.center_freq,
+        gain: settings.source.gain,
+        channel: settings.source.receiver_channel,
     }
 }
 

@@ -13,7 +13,8 @@
 //! - `audio`: compressed and Apple audio (FLAC, MP3, Ogg Vorbis, AIFF, CAF, M4A/AAC) through
 //!   symphonia.
 //! - `rtl_tcp`: an `rtl_tcp://HOST:PORT` receiver, tuned and then read as live complex I/Q.
-//! - `sweep`: `--sweep`, a tunable receiver (rtl_tcp) retuned hop after hop across a band.
+//! - `soapy`: a `soapy://ARGS` SoapySDR receiver (libSoapySDR loaded at run time), live I/Q.
+//! - `sweep`: `--sweep`, a tunable receiver (rtl_tcp, SoapySDR) retuned hop after hop across a band.
 //! - `sniff`: the format of an input with no `--input-format` and no known extension, from its
 //!   first bytes (audio containers and WAV; anything else is text).
 //! - `mic`: live capture through cpal.
@@ -40,6 +41,7 @@ pub(crate) mod rtl_tcp;
 pub(crate) mod seekable;
 pub mod sigmf;
 pub(crate) mod sniff;
+pub(crate) mod soapy;
 pub mod spec;
 pub(crate) mod sweep;
 pub mod text;

@@ -184,10 +184,26 @@ impl SampleSource for RetrySource {
     }
 }
 
+/// What a failed input is while it is reopened: nothing.
+struct Closed(SourceInfo);
+
+impl SampleSource for Closed {
+    fn info(&self) -> &SourceInfo {
+        &self.0
+    }
+
+    fn read(&mut self, _out: &mut Vec<f64>, _max_frames: usize) -> Result<usize> {
+        Ok(0)
+    }
+}
+
 impl RetrySource {
     /// Reopens the input until samples flow again, the run stops, or the policy gives up.
     fn recover(&mut self, failure: String, out: &mut Vec<f64>, max: usize) -> Result<Recovered> {
         let began = Instant::now();
+        // the failed input is closed first: a device opens once at a time, and a driver may
+        // close what its old handle still names
+        self.inner = Box::new(Closed(self.info.clone()));
         let name = self.info.name.clone();
         let policy = self.policy;
         tracing::warn!(
@@ -355,6 +371,12 @@ pub(crate) fn reopen_mic(device: &str, spec: &super::spec::SourceSpec) -> Reopen
 }
 
 /// Connects to the rtl_tcp server `url` again and tunes it as before.
+/// Opens a SoapySDR device again with the same request.
+pub(crate) fn reopen_soapy(url: &str, request: super::soapy::Request) -> Reopen {
+    let url = url.to_string();
+    Box::new(move |halt| super::soapy::open(&url, request, halt.clone()).map(|s| Box::new(s) as _))
+}
+
 pub(crate) fn reopen_rtl_tcp(url: &str, tuning: super::rtl_tcp::Tuning) -> Reopen {
     let url = url.to_string();
     Box::new(move |halt| super::rtl_tcp::open(&url, tuning, halt.clone()).map(|s| Box::new(s) as _))

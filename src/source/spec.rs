@@ -17,9 +17,19 @@ pub enum Input {
 }
 
 impl Input {
-    /// Whether the input is live (the microphone or an rtl_tcp receiver): read as it comes.
+    /// Whether the input is live (the microphone or a receiver): read as it comes.
     pub(crate) fn is_live(&self) -> bool {
-        matches!(self, Input::Mic(_)) || super::rtl_tcp::among(self)
+        matches!(self, Input::Mic(_)) || self.has_receiver()
+    }
+
+    /// Whether an input is a receiver fftd can tune (`rtl_tcp://`, `soapy://`).
+    pub(crate) fn has_receiver(&self) -> bool {
+        super::rtl_tcp::among(self) || self.has_soapy()
+    }
+
+    /// Whether an input is a SoapySDR device.
+    pub(crate) fn has_soapy(&self) -> bool {
+        matches!(self, Input::Files(f) if f.iter().any(|p| super::soapy::is_soapy(p)))
     }
 }
 
@@ -55,6 +65,8 @@ pub struct SourceSpec {
     pub duration: Option<f64>,
     /// `--retry`: a live input that fails is reopened (issue 27, `retry`).
     pub retry: Option<super::retry_policy::RetryPolicy>,
+    /// `--channel N` of a SoapySDR device: its receive channel (the stream has one).
+    pub(crate) receiver_channel: usize,
     /// `--sweep`: the receiver retuned hop after hop (issue 42, `sweep`).
     pub(crate) sweep: Option<super::sweep::SweepSchedule>,
 }

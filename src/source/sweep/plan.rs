@@ -5,11 +5,15 @@
 //!   BIN.
 //! - The swept band is a grid of `total_bins` bins from LOW, `step` = rate / n apart, every bin's
 //!   frequency below HIGH: K = ceil((HIGH − LOW) / step).
-//! - Each hop writes `bins_per_hop` (W) of its n bins, the middle ones: W = floor(n · (1 − crop)),
-//!   so `--crop` drops the band edges where the receiver's filter rolls off.
-//! - Hops tile the grid: hop i writes grid bins i·W … i·W + W − 1; the last hop writes the last W
-//!   (it may share bins with the one before), so no bin outside LOW..HIGH is written and none is
-//!   missed. A band of W bins or fewer is one hop of exactly its bins.
+//! - Each hop writes `bins_per_hop` (W) of its n bins, the middle ones: at most n · (1 − crop), so
+//!   `--crop` drops the band edges where the receiver's filter rolls off; for a whole-Hz rate, W is
+//!   the largest such count whose half spans a whole number of Hz, so each hop's tuner frequency
+//!   and its first and last edges (rtl_power's Hz low and high, which heatmap.py reads with int())
+//!   are all whole Hz.
+//! - Hops tile the grid: H = ceil(K / W) hops, hop i writing W grid bins from floor(i · (K − W) /
+//!   (H − 1)): the first flush with LOW, the last with the band's last bin, the starts evenly
+//!   spread, so neighbours share a few bins when K is not a multiple of W, no bin outside LOW..HIGH
+//!   is written and none is missed. A band of W bins or fewer is one hop of exactly its bins.
 //! - A hop's tuner frequency puts its first written bin on the grid: LOW + (first grid bin + W/2)
 //!   · step, rounded up to a whole Hz (receivers tune in whole Hz; rows carry the centre actually
 //!   tuned, so a hop's bins may lie up to 1 Hz above the grid).
@@ -168,14 +172,23 @@ impl HopPlan {
         if usable == 0 {
             return Err(format!("--crop {crop} leaves no bin of {n}"));
         }
+        let whole = 2 * whole_hz_bins(rate, n);
+        let usable = match usable >= whole {
+            true => usable - usable % whole,
+            false => usable,
+        };
         // bins whose frequency LOW + k·step lies below HIGH (a hair of slack for rounding)
         let span = (range.high - range.low) / step;
         let total_bins = ((span - 1e-9).ceil() as usize).max(1);
         let bins_per_hop = usable.min(total_bins);
         let hops = total_bins.div_ceil(bins_per_hop);
+        let spare = total_bins - bins_per_hop;
         let centres = (0..hops)
             .map(|i| {
-                let first = (i * bins_per_hop).min(total_bins - bins_per_hop);
+                let first = match hops {
+                    1 => 0,
+                    _ => i * spare / (hops - 1),
+                };
                 let centre = range.low + (first + bins_per_hop / 2) as f64 * step;
                 centre.ceil()
             })
@@ -189,7 +202,7 @@ impl HopPlan {
         })
     }
 
-    /// Hops per sweep.
+    /// Hops per sweep (at least one).
     pub(crate) fn hops(&self) -> usize {
         self.centres.len()
     }
@@ -201,6 +214,16 @@ impl HopPlan {
         let above = (self.bins_per_hop - 1) as f64 - below;
         (-below * self.step, above * self.step)
     }
+}
+
+/// The fewest bins (a power of two) that span a whole number of Hz at `rate` with frames of `n`
+/// (a power of two): 1 when the rate is not a whole number of Hz.
+fn whole_hz_bins(rate: f64, n: usize) -> usize {
+    if rate.fract() != 0.0 || rate < 1.0 || rate > 2f64.powi(53) {
+        return 1;
+    }
+    let twos = (rate as u64).trailing_zeros().min(n.trailing_zeros());
+    n >> twos
 }
 
 #[cfg(test)]
@@ -309,6 +332,21 @@ mod tests {
             }
             assert!(bins[bins.len() - 1] + r.low < r.high + 1.0, "{text}");
         }
+    }
+
+    #[test]
+    fn hop_edges_are_whole_hz_when_the_rate_is() {
+        // 250 kS/s in 512-point frames: bins of 488.28125 Hz, 64 of them span 31250 Hz
+        let r = range("7M:7.6M:500");
+        let plan = HopPlan::new(&r, 250_000.0, 0.2, MAX_N).expect("plan");
+        assert_eq!((plan.n, plan.bins_per_hop, plan.hops()), (512, 384, 4));
+        let (first, last) = plan.written_offsets();
+        for centre in &plan.centres {
+            assert_eq!(centre.fract(), 0.0);
+            assert_eq!((centre + first).fract(), 0.0, "Hz low");
+            assert_eq!((centre + last + plan.step).fract(), 0.0, "Hz high");
+        }
+        assert_eq!(plan.centres[0] + first, 7e6);
     }
 
     #[test]
