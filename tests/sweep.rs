@@ -361,3 +361,69 @@ fn bad_sweeps_are_usage_errors() {
     let out = run(&["--file", "x.cu8", "--sweep", "88M:108M:10k"]);
     assert_clean_error(&out, 2, &["--sweep retunes a receiver"]);
 }
+
+#[test]
+fn the_live_view_draws_the_whole_swept_band() {
+    use std::io::BufRead;
+    let sky = sky(None);
+    let mut args = sweep_args(sky.port, "400ms");
+    args.extend(["--serve", "127.0.0.1:0", "--output", "/dev/null"].map(String::from));
+    let mut child = fftd()
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fftd starts");
+    let stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut lines = stderr.lines().map_while(Result::ok);
+    let line = lines
+        .find(|l| l.contains("live view on http://"))
+        .expect("served");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("addr");
+    std::thread::spawn(move || lines.for_each(drop));
+    let (mut socket, _) = tungstenite::connect(format!("ws://{addr}/ws")).expect("websocket");
+    let (mut columns_hz, mut last_max) = (Vec::<f64>::new(), Vec::<f32>::new());
+    loop {
+        match socket.read().expect("message") {
+            tungstenite::Message::Text(text) => {
+                let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+                match json["type"].as_str() {
+                    Some("layout") => {
+                        columns_hz = serde_json::from_value(json["columns_hz"].clone()).expect("hz")
+                    }
+                    Some("end") => break,
+                    _ => {}
+                }
+            }
+            tungstenite::Message::Binary(bytes) => {
+                let columns = u32::from_le_bytes(bytes[24..28].try_into().expect("u32")) as usize;
+                last_max = (bytes[32..32 + 4 * columns].chunks_exact(4))
+                    .map(|v| f32::from_le_bytes(v.try_into().expect("f32")))
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    sky.thread.join().expect("sky");
+    // one spectrum of 100..104 MHz in 8 kHz bins, every tone at its frequency
+    assert_eq!(columns_hz.len(), 500);
+    assert_eq!(
+        (columns_hz[0], columns_hz[499]),
+        (100e6, 100e6 + 499.0 * 8000.0)
+    );
+    assert!(
+        last_max.iter().all(|v| v.is_finite()),
+        "every part of the band swept"
+    );
+    let quiet = last_max.iter().copied().fold(f32::MAX, f32::min);
+    for (hz, _) in TONES {
+        let k = ((hz - 100e6) / 8000.0) as usize;
+        assert!(last_max[k] > quiet + 40.0, "{hz} Hz: {} dB", last_max[k]);
+    }
+}

@@ -383,17 +383,31 @@ impl<T: Sample> LiveTap<'_, T> {
             Some(bins) => row.values.get(3 * bins..4 * bins).unwrap_or_default(),
             None => &row.values[..row.values.len().saturating_sub(self.extras)],
         };
+        let band = row.stream.tuning.as_ref().and_then(|t| t.band);
         let at = match folds.iter().rposition(|(s, _)| *s == stream) {
             Some(at) => at,
             None => {
-                let columns = self.hub.level.columns(values.len());
-                folds.push((stream, Fold::new(row.n, columns)));
+                let fold = match band {
+                    Some(band) => Fold::new_band(row.n, band.bins),
+                    None => Fold::new(row.n, self.hub.level.columns(values.len())),
+                };
+                folds.push((stream, fold));
                 folds.len() - 1
             }
         };
-        folds[at]
-            .1
-            .add(self.hub.level, row.frame, row.time_s, values);
+        let level = self.hub.level;
+        match band {
+            // a sweep's hop: its bins' place in the band, from the centre it was tuned to
+            Some(band) => {
+                let first = row.stream.column_frequencies(row.n).first().copied();
+                let centre = row.stream.row_center(row.time_s).unwrap_or(0.0);
+                let first = band.bin_of(centre + first.unwrap_or(0.0), level.columns(values.len()));
+                folds[at]
+                    .1
+                    .add_at(level, (row.frame, row.time_s), values, first)
+            }
+            None => folds[at].1.add(level, row.frame, row.time_s, values),
+        }
     }
 
     /// Appends a row's NDJSON line.

@@ -66,6 +66,9 @@ pub(crate) struct Fold {
     /// thousandths of a dB at worst.
     max: Vec<f32>,
     sum: Vec<f32>,
+    /// A swept band's fold (`new_band`): rows cover some of its columns, so each column counts
+    /// its own rows (0: none yet).
+    counts: Option<Vec<u32>>,
 }
 
 impl Fold {
@@ -77,7 +80,71 @@ impl Fold {
             last_frame: 0,
             max: vec![f32::NEG_INFINITY; columns],
             sum: vec![0.0; columns],
+            counts: None,
         }
+    }
+
+    /// The fold of a swept band of `columns` bins, whose rows (hops) each cover some of them
+    /// (`add_at`).
+    pub(crate) fn new_band(n: usize, columns: usize) -> Self {
+        Fold {
+            counts: Some(vec![0; columns]),
+            ..Self::new(n, columns)
+        }
+    }
+
+    /// Folds one hop's row of `values` into a band's columns from `first` on.
+    pub(crate) fn add_at<T: Sample>(
+        &mut self,
+        level: Level,
+        (frame, time_s): (u64, f64),
+        values: &[T],
+        first: usize,
+    ) {
+        let mut row = Fold::new(self.n, level.columns(values.len()));
+        row.add(level, frame, time_s, values);
+        let end = (first + row.columns()).min(self.columns());
+        for (k, column) in (first..end).enumerate() {
+            self.max[column] = self.max[column].max(row.max[k]);
+            self.sum[column] += row.sum[k];
+            if let Some(counts) = self.counts.as_mut() {
+                counts[column] += 1;
+            }
+        }
+        self.count(1, frame, time_s);
+    }
+
+    /// A band's hold: each column the latest fold's where that fold has rows (the live view of a
+    /// sweep shows the whole band, each part as last swept).
+    pub(crate) fn hold(&mut self, newer: &Fold) {
+        let (Some(counts), Some(newer_counts)) = (self.counts.as_mut(), newer.counts.as_ref())
+        else {
+            return;
+        };
+        for (column, &count) in newer_counts.iter().enumerate().filter(|c| *c.1 > 0) {
+            self.max[column] = newer.max[column];
+            self.sum[column] = newer.sum[column];
+            counts[column] = count;
+        }
+        self.frames = newer.frames;
+        self.first_time = newer.first_time;
+        self.last_frame = self.last_frame.max(newer.last_frame);
+    }
+
+    /// Each column's max and mean over the rows it holds, in dB (a band's columns no hop has
+    /// reached yet: -inf).
+    fn levels_db(&self, level: Level) -> (Vec<f32>, Vec<f32>) {
+        let frames = self.frames.max(1);
+        let count = |column: usize| self.counts.as_ref().map_or(frames, |c| c[column]);
+        (0..self.columns())
+            .map(|column| match count(column) {
+                0 => (f32::NEG_INFINITY, f32::NEG_INFINITY),
+                n => (
+                    level.db(self.max[column]),
+                    level.db(self.sum[column] / n as f32),
+                ),
+            })
+            .unzip()
     }
 
     pub(crate) fn columns(&self) -> usize {
@@ -118,6 +185,9 @@ impl Fold {
         }
         for (s, o) in self.sum.iter_mut().zip(&other.sum) {
             *s += o;
+        }
+        if let (Some(counts), Some(others)) = (self.counts.as_mut(), other.counts.as_ref()) {
+            counts.iter_mut().zip(others).for_each(|(c, o)| *c += o);
         }
         self.count(other.frames, other.last_frame, other.first_time);
     }
@@ -194,9 +264,7 @@ impl DisplayRow {
         level: Level,
         layout: Arc<Layout>,
     ) -> Self {
-        let frames = fold.frames.max(1) as f32;
-        let max_db = fold.max.iter().map(|&v| level.db(v)).collect();
-        let mean_db = fold.sum.iter().map(|&s| level.db(s / frames)).collect();
+        let (max_db, mean_db) = fold.levels_db(level);
         DisplayRow {
             stream,
             number,

@@ -91,6 +91,8 @@ pub(crate) struct DisplaySubscription {
 #[derive(Default)]
 struct StreamDisplay {
     fold: Mutex<Option<Fold>>,
+    /// A sweep's whole band, each part as last swept (`Fold::hold`).
+    band: Mutex<Option<Fold>>,
     layout: Mutex<Option<Arc<Layout>>>,
     history: Mutex<History>,
     rows: OnceLock<broadcast::Sender<Arc<DisplayRow>>>,
@@ -378,6 +380,18 @@ impl LiveHub {
     /// Makes `fold`'s display row, numbers it, keeps it and sends it to the sessions.
     fn show(&self, stream: usize, fold: &Fold) {
         let display = &self.display[stream];
+        let held;
+        let fold = match self.metas[stream].tuning.as_ref().and_then(|t| t.band) {
+            Some(_) => {
+                let Ok(mut band) = display.band.lock() else {
+                    return;
+                };
+                band.get_or_insert_with(|| fold.clone()).hold(fold);
+                held = band.clone();
+                held.as_ref().unwrap_or(fold)
+            }
+            None => fold,
+        };
         let layout = self.layout(stream, fold.n);
         let Ok(mut history) = display.history.lock() else {
             return;
@@ -405,7 +419,9 @@ impl LiveHub {
         match slot.as_ref() {
             Some(layout) if layout.n == n => layout.clone(),
             _ => {
-                let hz = self.metas[stream].column_frequencies(n);
+                let meta = &self.metas[stream];
+                let band = meta.tuning.as_ref().and_then(|t| t.band);
+                let hz = band.map_or_else(|| meta.column_frequencies(n), |b| b.frequencies());
                 let layout = Arc::new(Layout::new(n, hz));
                 *slot = Some(layout.clone());
                 layout
@@ -501,6 +517,43 @@ mod tests {
         hub.tick(); // nothing new
         assert!(rx.try_recv().is_err());
         assert_eq!(hub.subscribe_display(1).unwrap().history.len(), 1);
+    }
+
+    #[test]
+    fn a_sweep_is_drawn_as_its_whole_band_each_part_as_last_swept() {
+        use crate::types::tuning::{BandGrid, Tuning};
+        let mut hub = hub(1);
+        let band = BandGrid {
+            low: 100.0,
+            step: 1.0,
+            bins: 6,
+        };
+        let tuning = Tuning {
+            captures: Vec::new(),
+            period: None,
+            band: Some(band),
+        };
+        hub.metas[0].tuning = Some(Arc::new(tuning));
+        let mut rx = hub.subscribe_display(0).unwrap().rows;
+        // hops of 3 bins at the band's bins 0 and 3, then bin 0 again with a new level
+        let mut sweep = |first: usize, level: f32, frame: u64| {
+            let mut fold = Fold::new_band(8, band.bins);
+            fold.add_at::<f32>(Level::Power, (frame, 0.0), &[level; 3], first);
+            hub.merge_folds(&mut vec![(0, fold)]);
+            hub.flush();
+            rx.try_recv().unwrap()
+        };
+        let first = sweep(0, 10.0, 0);
+        assert_eq!(first.layout.columns_hz, band.frequencies());
+        assert_eq!(&first.mean_db[..3], &[10.0; 3]);
+        assert!(
+            first.mean_db[3..].iter().all(|v| *v == f32::NEG_INFINITY),
+            "not swept yet"
+        );
+        let second = sweep(3, 100.0, 1);
+        assert_eq!(second.mean_db, [10.0, 10.0, 10.0, 20.0, 20.0, 20.0]);
+        let third = sweep(0, 1000.0, 2);
+        assert_eq!(third.max_db, [30.0, 30.0, 30.0, 20.0, 20.0, 20.0]);
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
         Arc::new(Tuning {
             captures,
             period: None,
+            band: None,
         })
     });
     Ok(Recording {

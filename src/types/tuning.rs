@@ -29,6 +29,32 @@ pub struct Tuning {
     pub captures: Vec<Capture>,
     /// A sweep's: the captures repeat every this many samples (sample s is at s mod period).
     pub period: Option<u64>,
+    /// A sweep's: the grid of bins its hops' rows lie on (the live view draws the whole band).
+    pub band: Option<BandGrid>,
+}
+
+/// The bins of a swept band: `bins` bins `step` Hz apart from `low` Hz.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BandGrid {
+    pub low: f64,
+    pub step: f64,
+    pub bins: usize,
+}
+
+impl BandGrid {
+    /// Each bin's frequency, Hz.
+    pub(crate) fn frequencies(&self) -> Vec<f64> {
+        (0..self.bins)
+            .map(|k| self.low + k as f64 * self.step)
+            .collect()
+    }
+
+    /// The bin a row whose first bin lies at `hz` starts at, for a row of `width` bins (kept
+    /// inside the band).
+    pub(crate) fn bin_of(&self, hz: f64, width: usize) -> usize {
+        let k = ((hz - self.low) / self.step).round().max(0.0) as usize;
+        k.min(self.bins.saturating_sub(width))
+    }
 }
 
 impl Tuning {
@@ -41,6 +67,7 @@ impl Tuning {
                 datetime: None,
             }],
             period: None,
+            band: None,
         })
     }
 
@@ -97,6 +124,7 @@ mod tests {
                 })
                 .collect(),
             period: None,
+            band: None,
         }
     }
 

@@ -21,7 +21,7 @@ pub(crate) mod plan;
 
 use super::{SampleSource, SourceInfo};
 use crate::error::Result;
-use crate::types::tuning::{Capture, Tuning};
+use crate::types::tuning::{BandGrid, Capture, Tuning};
 use plan::HopPlan;
 use std::sync::Arc;
 
@@ -56,9 +56,16 @@ impl SweepSchedule {
             })
             .collect();
         let hops = self.plan.hops() as u64;
+        let (lowest, _) = self.plan.written_offsets();
+        let band = BandGrid {
+            low: self.plan.centres[0] + lowest,
+            step: self.plan.step,
+            bins: self.plan.total_bins,
+        };
         Arc::new(Tuning {
             captures,
             period: (hops > 1).then(|| hops * self.slot()),
+            band: (hops > 1).then_some(band),
         })
     }
 }
