@@ -427,3 +427,46 @@ fn the_live_view_draws_the_whole_swept_band() {
         assert!(last_max[k] > quiet + 40.0, "{hz} Hz: {} dB", last_max[k]);
     }
 }
+
+#[test]
+fn the_bundled_sky_simulator_sweeps_as_docs_radio_says() {
+    if !python_has("numpy") {
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/rtl_tcp_sky.py");
+    let mut sky = std::process::Command::new(python())
+        .args([script, "--port", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the simulator starts");
+    let mut ready = String::new();
+    let mut out = std::io::BufReader::new(sky.stdout.take().expect("stdout"));
+    std::io::BufRead::read_line(&mut out, &mut ready).expect("its first line");
+    assert!(ready.contains("rtl_tcp sky on"), "{ready}");
+    let out = run(&[
+        "--file",
+        &format!("rtl_tcp://127.0.0.1:{port}"),
+        "--sweep",
+        "94M:95.5M:10k",
+        "--crop",
+        "0.2",
+        "--average",
+        "20",
+        "--sweeps",
+        "1",
+        "--format",
+        "rtl-power",
+    ]);
+    let _ = sky.kill();
+    let _ = sky.wait();
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let rows = rows(&stdout_text(&out));
+    // 1.5 MHz in 8 kHz bins, 204 a hop: one station, 94.7 MHz, in the first of its rows
+    assert!(rows.len() == 1 || rows.len() == 2, "{} rows", rows.len());
+    assert_tones_in_their_bins(&rows[..1], &[(94.7e6, 60.0)]);
+}
