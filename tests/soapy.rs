@@ -7,7 +7,7 @@
 //! frequencies, paced at the rate, a retune taking effect only behind transfers already made.
 
 use crate::common;
-use crate::sweep::{assert_tones_in_their_bins, ghosts, rows};
+use crate::sweep::{assert_no_ghosts, assert_tones_in_their_bins, rows};
 
 use common::*;
 use std::collections::VecDeque;
@@ -178,6 +178,10 @@ fn transfer(first: u64, centre: f64, rate: f64, tones: &[(f64, f64)]) -> Vec<u8>
     bytes
 }
 
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 fn url(port: u16) -> String {
     format!("soapy://driver=redpitaya,addr=127.0.0.1,port={port}")
 }
@@ -202,15 +206,13 @@ fn peak_labels(csv: &str) -> Vec<f64> {
 
 const ONE_TONE: [(f64, f64); 1] = [(7.15e6, 0.5)];
 
-#[test]
-fn a_soapysdr_device_is_tuned_and_its_tone_lands_in_its_bin() {
-    if !module_installed() {
-        return;
-    }
-    let radio = pitaya(&ONE_TONE, 1, None);
-    let out = run(&[
+/// fftd's arguments for the device at `port` at 250 kS/s tuned to 7.1 MHz, 1000-point frames in
+/// csv, `frames` of them, and `more`.
+fn tuned_to_7_1_mhz(port: u16, frames: u32, more: &[&str]) -> Vec<String> {
+    let frames = frames.to_string();
+    let args = [
         "--file",
-        &url(radio.port),
+        &url(port),
         "--rate",
         "250000",
         "--center-freq",
@@ -219,10 +221,20 @@ fn a_soapysdr_device_is_tuned_and_its_tone_lands_in_its_bin() {
         "1000",
         "--fftshift",
         "--max-frames",
-        "20",
+        &frames,
         "--format",
         "csv",
-    ]);
+    ];
+    args.iter().chain(more).map(|a| a.to_string()).collect()
+}
+
+#[test]
+fn a_soapysdr_device_is_tuned_and_its_tone_lands_in_its_bin() {
+    if !module_installed() {
+        return;
+    }
+    let radio = pitaya(&ONE_TONE, 1, None);
+    let out = run(&strs(&tuned_to_7_1_mhz(radio.port, 20, &[])));
     assert!(out.status.success(), "{}", stderr_text(&out));
     radio.thread.join().expect("radio");
     let words = radio.radio.lock().expect("lock").words.clone();
@@ -282,12 +294,7 @@ fn a_sweep_over_soapysdr_finds_each_tone_without_ghosts() {
     assert!(rows[3].high >= 7.6e6 && rows[3].high - rows[3].step < 7.6e6);
     assert!((1..4).all(|i| rows[i].low <= rows[i - 1].high));
     assert_tones_in_their_bins(&rows, &SKY);
-    let peak = rows
-        .iter()
-        .flat_map(|r| r.db.iter().copied())
-        .fold(f64::MIN, f64::max);
-    let found = ghosts(&rows, &SKY, peak - 40.0);
-    assert!(found.is_empty(), "ghosts: {found:?}");
+    assert_no_ghosts(&rows, &SKY);
 }
 
 #[test]
@@ -298,23 +305,7 @@ fn a_lost_soapysdr_device_comes_back_under_retry() {
     // the first session sends 0.5 s of samples, then nothing: after 5 s of silence the device
     // is lost, and --retry opens it again
     let radio = pitaya(&ONE_TONE, 2, Some(125_000));
-    let out = run(&[
-        "--file",
-        &url(radio.port),
-        "--rate",
-        "250000",
-        "--center-freq",
-        "7.1e6",
-        "--frame",
-        "1000",
-        "--fftshift",
-        "--max-frames",
-        "200",
-        "--retry",
-        "5",
-        "--format",
-        "csv",
-    ]);
+    let out = run(&strs(&tuned_to_7_1_mhz(radio.port, 200, &["--retry", "5"])));
     assert!(out.status.success(), "{}", stderr_text(&out));
     let err = stderr_text(&out);
     assert!(

@@ -267,11 +267,16 @@ fn a_sweep_tiles_the_band_and_finds_each_tone_without_ghosts() {
     assert!(rows[1].low <= rows[0].high && rows[2].low <= rows[1].high);
     // each tone is the loudest bin of the rows whose band holds it
     assert_tones_in_their_bins(&rows, &TONES);
+    assert_no_ghosts(&rows, &TONES);
+}
+
+/// No bin away from every tone within 40 dB of the loudest bin of all rows.
+pub(crate) fn assert_no_ghosts(rows: &[Row], tones: &[(f64, f64)]) {
     let peak = rows
         .iter()
         .flat_map(|r| r.db.iter().copied())
         .fold(f64::MIN, f64::max);
-    let found = ghosts(&rows, &TONES, peak - 40.0);
+    let found = ghosts(rows, tones, peak - 40.0);
     assert!(found.is_empty(), "ghosts: {found:?}");
 }
 
@@ -316,12 +321,7 @@ fn a_lost_receiver_comes_back_under_retry_and_the_sweep_goes_on() {
     assert!(rows.len() >= 4 && rows.len() <= 9, "{} rows", rows.len());
     // rows after the outage still carry their own hop's centre
     assert_tones_in_their_bins(&rows, &TONES);
-    let peak = rows
-        .iter()
-        .flat_map(|r| r.db.iter().copied())
-        .fold(f64::MIN, f64::max);
-    let found = ghosts(&rows, &TONES, peak - 40.0);
-    assert!(found.is_empty(), "ghosts: {found:?}");
+    assert_no_ghosts(&rows, &TONES);
 }
 
 #[test]
