@@ -88,9 +88,10 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
         Some(s) => (s.seconds * rate).ceil() as u64,
         None => default_settle(rate),
     };
-    decide_options(o, &plan, frames);
+    let hop_samples = ((frames - 1) * hop + n) as u64;
+    decide_options(o, &plan, frames, settle + hop_samples);
     Ok(Some(SweepSchedule {
-        hop_samples: ((frames - 1) * hop + n) as u64,
+        hop_samples,
         plan,
         settle,
         frames_per_hop: frames,
@@ -104,6 +105,7 @@ fn frames_per_hop(average: Option<AverageSpec>, rate: f64, n: usize, hop: usize)
     match average {
         None => 1,
         Some(AverageSpec::Frames(frames)) => frames,
+        Some(AverageSpec::PerHop { frames, .. }) => frames,
         Some(AverageSpec::Interval { nanos }) => {
             let samples = nanos as f64 * 1e-9 * rate;
             let fit = ((samples - n as f64) / hop as f64).floor() + 1.0;
@@ -114,12 +116,12 @@ fn frames_per_hop(average: Option<AverageSpec>, rate: f64, n: usize, hop: usize)
 
 /// Sets the options a sweep decides: its frame, ascending bins, the middle bins of each hop
 /// (offsets from the hop's centre; absolute for a band of one hop, which is labelled at its one
-/// centre), and `--average` of a hop's frames.
-fn decide_options(o: &mut Options, plan: &HopPlan, frames: usize) {
+/// centre), and one row per hop (its frames, in its `slot` of the stream).
+fn decide_options(o: &mut Options, plan: &HopPlan, frames: usize, slot: u64) {
     o.frame = Some(FrameSize::Fixed(plan.n));
     o.fftshift = true;
     if frames > 1 || o.average.is_some() {
-        o.average = Some(AverageSpec::Frames(frames));
+        o.average = Some(AverageSpec::PerHop { frames, slot });
     }
     let (lowest, highest) = plan.written_offsets();
     let base = if plan.hops() == 1 {

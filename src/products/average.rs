@@ -65,6 +65,10 @@ pub enum AverageSpec {
     Frames(usize),
     /// One row per interval of this many nanoseconds (>= 1).
     Interval { nanos: u64 },
+    /// `--sweep`: one row per hop, of the frames that start in each slot of `slot` samples (a
+    /// hop's settle and samples), at most `frames` of them. Rows follow the hops even where a
+    /// hop lost frames (dropped live, cut by an outage).
+    PerHop { frames: usize, slot: u64 },
 }
 
 /// `--average-mode`: how the frames of a group become one row.
@@ -104,6 +108,7 @@ pub struct Grouping {
 enum RowRule {
     Frames(usize),
     Interval(IntervalClock),
+    Slots { slot: u64, frames: usize },
 }
 
 /// Which interval a start sample falls in, for intervals of `nanos` ns at `rate` Hz.
@@ -199,6 +204,10 @@ impl AverageSpec {
             AverageSpec::Interval { nanos } => {
                 RowRule::Interval(self.interval_clock(nanos, rate, hop)?)
             }
+            AverageSpec::PerHop { frames, slot } => RowRule::Slots {
+                slot: slot.max(1),
+                frames,
+            },
         };
         Ok(Grouping { rule, rate })
     }
@@ -254,13 +263,14 @@ impl Grouping {
         match self.rule {
             RowRule::Frames(frames) => frame_index / frames.max(1) as u64,
             RowRule::Interval(clock) => clock.index_of(start_sample),
+            RowRule::Slots { slot, .. } => start_sample / slot,
         }
     }
 
     /// The fewest and most frames one row holds (equal for `--average N`).
     pub(crate) fn frames_per_row(&self) -> FramesPerRow {
         match self.rule {
-            RowRule::Frames(frames) => FramesPerRow {
+            RowRule::Frames(frames) | RowRule::Slots { frames, .. } => FramesPerRow {
                 fewest: frames,
                 most: frames,
             },
@@ -273,13 +283,14 @@ impl Grouping {
         match self.rule {
             RowRule::Frames(_) => 0,
             RowRule::Interval(clock) => clock.index_of(start_sample),
+            RowRule::Slots { slot, .. } => start_sample / slot,
         }
     }
 
     /// Whether `group`, whose latest frame started at `latest_start`, has all its frames.
     fn is_complete(&self, group: &OpenGroup, latest_start: u64) -> bool {
         match self.rule {
-            RowRule::Frames(frames) => group.frames >= frames,
+            RowRule::Frames(frames) | RowRule::Slots { frames, .. } => group.frames >= frames,
             RowRule::Interval(clock) => {
                 clock.index_of(latest_start.saturating_add(clock.hop)) != group.interval
             }
@@ -289,7 +300,7 @@ impl Grouping {
     /// The row time of `group` (module doc: the start of its interval).
     fn row_time_s(&self, group: &OpenGroup) -> f64 {
         match self.rule {
-            RowRule::Frames(_) => group.first_start as f64 / self.rate,
+            RowRule::Frames(_) | RowRule::Slots { .. } => group.first_start as f64 / self.rate,
             RowRule::Interval(clock) => clock.start_time_s(group.interval),
         }
     }

@@ -112,11 +112,13 @@ fn digits_value(digits: &str) -> Option<u128> {
 }
 
 impl fmt::Display for AverageSpec {
-    /// Text that parses back to the same spec: `64`, `250ms`, `2min`, `0.0000005s`, ...
+    /// Text that parses back to the same spec: `64`, `250ms`, `2min`, `0.0000005s`, ... (a
+    /// sweep's per-hop rows: their frames, as `--average` would give them to one hop)
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             AverageSpec::Frames(frames) => write!(f, "{frames}"),
             AverageSpec::Interval { nanos } => write_duration(f, nanos),
+            AverageSpec::PerHop { frames, .. } => write!(f, "{frames}"),
         }
     }
 }

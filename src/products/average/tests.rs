@@ -644,3 +644,26 @@ fn peak_holds_since_the_start_while_max_resets() {
         "this data has a later group below an earlier peak"
     );
 }
+
+#[test]
+fn per_hop_rows_follow_the_hops_when_frames_are_missing() {
+    // a sweep's slots of 100 samples: 50 settle, then 3 frames 10 apart; frame 2 (at 70) was
+    // dropped, so a count of 3 frames would reach into the next hop
+    let grouping = AverageSpec::PerHop {
+        frames: 3,
+        slot: 100,
+    }
+    .grouping(1.0, 10)
+    .expect("grouping");
+    let mut averager = Averager::<f64>::new(grouping, AverageMode::Mean, 1);
+    let mut rows = Vec::new();
+    for (index, start) in [(0, 50), (1, 60), (3, 150), (4, 160), (5, 170), (6, 250)] {
+        averager.push(index, start, &[start as f64], &mut |r| rows.push(r));
+    }
+    averager.finish(&mut |r| rows.push(r));
+    let got: Vec<(u64, usize, f64)> = (rows.iter())
+        .map(|r| (r.first_start_sample, r.frames, r.values[0]))
+        .collect();
+    assert_eq!(got, [(50, 2, 55.0), (150, 3, 160.0), (250, 1, 250.0)]);
+    assert_eq!(grouping.group_of(6, 250), 2, "engines segment by hop too");
+}

@@ -201,8 +201,13 @@ impl SampleSource for SweepSource {
         std::mem::take(&mut self.outage)
     }
 
+    /// Samples the receiver lost (an overflow) are stream time of the hop they fell in: the hop
+    /// still ends where its slot says.
     fn take_gap(&mut self) -> u64 {
-        self.receiver.take_gap()
+        let gap = self.receiver.take_gap();
+        self.position += gap;
+        self.left = self.left.saturating_sub(gap);
+        gap
     }
 
     fn take_decode_ns(&mut self) -> u64 {
