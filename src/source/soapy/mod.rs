@@ -207,6 +207,27 @@ impl SampleSource for SoapySource {
     }
 }
 
+/// Runs `f` with the process's stderr sent to /dev/null: SoapySDR's modules probe their hardware
+/// when listing devices and print to stderr from C and C++ (ALSA's "ALSA lib …" lines through
+/// the audio module's RtAudio, avahi's through the remote module), which is not fftd's output.
+fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null");
+    // SAFETY: dup of the open descriptor 2; -1 (failure) is checked below.
+    let saved = unsafe { libc::dup(2) };
+    let (Ok(null), true) = (null, saved >= 0) else {
+        return f();
+    };
+    // SAFETY: both descriptors are open; 2 is restored from `saved` before returning.
+    unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 2) };
+    let out = f();
+    // SAFETY: `saved` is the original stderr, duplicated above and closed once here.
+    unsafe {
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+    out
+}
+
 /// `fftd devices`: the SoapySDR devices the installed modules find, as `soapy://` inputs.
 pub(crate) fn describe_devices() -> String {
     let mut s = String::from("SoapySDR receivers (--file soapy://ARGS):\n");
@@ -214,7 +235,7 @@ pub(crate) fn describe_devices() -> String {
         s.push_str(&format!("  none: {why}\n"));
         return s;
     }
-    match api::enumerate("") {
+    match quietly(|| api::enumerate("")) {
         Ok(devices) if devices.is_empty() => s.push_str(
             "  none found (a network device may need its address: soapy://driver=NAME,addr=HOST)\n",
         ),
