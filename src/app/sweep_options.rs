@@ -78,17 +78,29 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     let crop = o.crop.map_or(0.0, |c| c.0);
     let plan = HopPlan::new(&range, rate, crop, crate::limits::MAX_FRAME_SAMPLES)
         .map_err(|e| FftdError::Usage(format!("--sweep {text}: {e}")))?;
-    for &centre in &plan.centres {
-        rtl_tcp::whole_hz("--sweep", centre)?;
+    if rtl_tcp::is_rtl_tcp(&o.file[0]) {
+        for &centre in &plan.centres {
+            rtl_tcp::whole_hz("--sweep", centre)?;
+        }
     }
     let n = plan.n;
     let hop = o.hop.filter(|&h| h >= 1).map_or(n, |h| h as usize);
     let frames = frames_per_hop(o.average, rate, n, hop);
+    // at least one sample: each hop's framing restarts where its samples begin
     let settle = match o.settle {
         Some(s) => (s.seconds * rate).ceil() as u64,
         None => default_settle(rate),
-    };
-    let hop_samples = ((frames - 1) * hop + n) as u64;
+    }
+    .max(1);
+    let hop_samples = ((frames - 1) as u64)
+        .checked_mul(hop as u64)
+        .and_then(|s| s.checked_add(n as u64))
+        .filter(|&s| s.checked_add(settle).is_some())
+        .ok_or_else(|| {
+            FftdError::Usage(format!(
+                "--average: {frames} frames of {n} samples per hop is more than a sweep can count"
+            ))
+        })?;
     decide_options(o, &plan, frames, settle + hop_samples);
     Ok(Some(SweepSchedule {
         hop_samples,

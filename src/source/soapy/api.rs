@@ -11,7 +11,9 @@ use std::ffi::{c_char, c_int, c_long, c_longlong, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 /// The shared objects tried, in order.
-const LIBRARIES: [&str; 2] = ["libSoapySDR.so.0.8", "libSoapySDR.so"];
+/// (Only the 0.8 ABI's: an unversioned libSoapySDR.so may be another ABI with the same symbol
+/// names and other signatures.)
+const LIBRARIES: [&str; 1] = ["libSoapySDR.so.0.8"];
 /// `SOAPY_SDR_RX`.
 const RX: c_int = 1;
 /// `readStream`'s "nothing within the timeout" and "samples were lost" codes.
@@ -36,6 +38,7 @@ struct Api {
     unmake: unsafe extern "C" fn(*mut Handle) -> c_int,
     last_error: unsafe extern "C" fn() -> *const c_char,
     set_sample_rate: unsafe extern "C" fn(*mut Handle, c_int, usize, f64) -> c_int,
+    get_sample_rate: unsafe extern "C" fn(*const Handle, c_int, usize) -> f64,
     set_frequency: unsafe extern "C" fn(*mut Handle, c_int, usize, f64, *const Kwargs) -> c_int,
     set_gain: unsafe extern "C" fn(*mut Handle, c_int, usize, f64) -> c_int,
     set_gain_mode: unsafe extern "C" fn(*mut Handle, c_int, usize, bool) -> c_int,
@@ -102,6 +105,7 @@ fn load() -> Result<Api, String> {
             unmake: symbol(handle, "SoapySDRDevice_unmake")?,
             last_error: symbol(handle, "SoapySDRDevice_lastError")?,
             set_sample_rate: symbol(handle, "SoapySDRDevice_setSampleRate")?,
+            get_sample_rate: symbol(handle, "SoapySDRDevice_getSampleRate")?,
             set_frequency: symbol(handle, "SoapySDRDevice_setFrequency")?,
             set_gain: symbol(handle, "SoapySDRDevice_setGain")?,
             set_gain_mode: symbol(handle, "SoapySDRDevice_setGainMode")?,
@@ -244,6 +248,12 @@ impl Device {
         // SAFETY: a live device handle; the channel was checked against rx_channels.
         let code = unsafe { (self.api.set_sample_rate)(self.handle, RX, channel, rate) };
         self.check(code, "cannot set the sample rate")
+    }
+
+    /// The rate the device runs at (drivers may round what was asked).
+    pub(super) fn rate(&self, channel: usize) -> f64 {
+        // SAFETY: a live device handle.
+        unsafe { (self.api.get_sample_rate)(self.handle, RX, channel) }
     }
 
     pub(super) fn set_frequency(&self, channel: usize, hz: f64) -> Result<(), String> {

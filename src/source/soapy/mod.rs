@@ -89,6 +89,15 @@ pub(crate) fn open(url: &str, request: Request, stop: Arc<AtomicBool>) -> Result
     }
     let ch = request.channel;
     device.set_rate(ch, request.rate).map_err(fail)?;
+    let actual = device.rate(ch);
+    if (actual - request.rate).abs() > 1e-6 * request.rate {
+        return Err(FftdError::Usage(format!(
+            "--rate {}: {url} runs at {} samples/s instead; give --rate {}",
+            crate::types::shown(request.rate),
+            crate::types::shown(actual),
+            crate::types::shown(actual)
+        )));
+    }
     if let Some(hz) = request.center {
         device.set_frequency(ch, hz).map_err(fail)?;
     }
@@ -150,6 +159,14 @@ impl SoapySource {
             .read(buffer, max.clamp(1, capacity), READ_TIMEOUT_US)
     }
 
+    /// Samples the buffer holds.
+    fn capacity(&self) -> usize {
+        match &self.samples {
+            Samples::Cf32(v) => v.len() / 2,
+            Samples::Cs16(v) => v.len() / 2,
+        }
+    }
+
     /// Appends the first `n` samples of the buffer as f64 pairs.
     fn append(&self, out: &mut Vec<f64>, n: usize) {
         match &self.samples {
@@ -172,7 +189,7 @@ impl SampleSource for SoapySource {
             }
             match self.read_once(max_frames) {
                 n if n > 0 => {
-                    let n = n as usize;
+                    let n = (n as usize).min(self.capacity());
                     self.append(out, n);
                     self.received += n as u64;
                     return Ok(n);

@@ -80,6 +80,11 @@ pub(crate) struct SweepSource {
     left: u64,
     /// Samples left out since the reader last asked.
     outage: u64,
+    /// Samples the receiver lost inside a hop (overflows) since the reader last asked.
+    gap: u64,
+    /// Samples read past a hop's end and left out, which lie after the samples given with them:
+    /// the reader hears of them with the next read.
+    left_out_after: u64,
     scratch: Vec<f64>,
 }
 
@@ -101,6 +106,8 @@ impl SweepSource {
             position: 0,
             left: 0,
             outage: 0,
+            gap: 0,
+            left_out_after: 0,
             scratch: Vec::new(),
         }
     }
@@ -117,14 +124,21 @@ impl SweepSource {
         let slot = self.schedule.slot();
         let hops = self.schedule.plan.hops() as u64;
         loop {
-            let index = self.position.div_ceil(slot);
+            // the slot whose settle still has at least half its length ahead (a hop that
+            // overran its end by a read that followed an overflow), else the next one
+            let settle = self.schedule.settle;
+            let (mut index, into) = (self.position / slot, self.position % slot);
+            if into * 2 > settle {
+                index += 1;
+            }
             if self.schedule.sweeps.is_some_and(|n| index >= n * hops) {
                 return Ok(false);
             }
-            self.leave_out(index * slot - self.position);
+            self.leave_out((index * slot).saturating_sub(self.position));
             let centre = self.schedule.plan.centres[(index % hops) as usize];
             self.receiver.retune(centre)?;
-            match self.settle()? {
+            let left = index * slot + settle - self.position;
+            match self.settle(left)? {
                 Settled::Yes => break,
                 Settled::Stopped => return Ok(false),
                 Settled::Reopened => continue, // at the receiver's own tuning: the next slot
@@ -134,9 +148,8 @@ impl SweepSource {
         Ok(true)
     }
 
-    /// Reads and leaves out `settle` samples.
-    fn settle(&mut self) -> Result<Settled> {
-        let mut count = self.schedule.settle;
+    /// Reads and leaves out `count` samples.
+    fn settle(&mut self, mut count: u64) -> Result<Settled> {
         while count > 0 {
             self.scratch.clear();
             let want = count.min(1 << 16) as usize;
@@ -147,9 +160,10 @@ impl SweepSource {
             if got == 0 {
                 return Ok(Settled::Stopped);
             }
-            let got = got.min(count);
-            self.leave_out(got);
-            count -= got;
+            // samples the receiver lost before these are settle time too
+            let passed = (self.receiver.take_gap() + got).min(count);
+            self.leave_out(passed);
+            count -= passed;
         }
         Ok(Settled::Yes)
     }
@@ -166,6 +180,25 @@ impl SweepSource {
     }
 }
 
+impl SweepSource {
+    /// Samples the receiver lost (an overflow) before the `got` it just gave are stream time of
+    /// the hop they fell in, so the hop still ends where its slot says (the reader restarts
+    /// framing after them). False when they reach past the hop's end: the hop is over, and what
+    /// lies beyond it is left out up to the next slot.
+    fn lost_before(&mut self, got: u64) -> bool {
+        let gap = self.receiver.take_gap();
+        let inside = gap.min(self.left);
+        self.position += inside;
+        self.left -= inside;
+        self.gap += inside;
+        if gap > 0 && self.left == 0 {
+            self.leave_out(gap - inside + got);
+            return false;
+        }
+        true
+    }
+}
+
 /// How a settle ended.
 enum Settled {
     Yes,
@@ -179,6 +212,7 @@ impl SampleSource for SweepSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        self.outage += std::mem::take(&mut self.left_out_after);
         loop {
             if self.left == 0 && !self.start_slot()? {
                 return Ok(0);
@@ -190,10 +224,18 @@ impl SampleSource for SweepSource {
                 out.truncate(start);
                 continue;
             }
+            if !self.lost_before(got as u64) {
+                out.truncate(start);
+                continue;
+            }
+            // what came after an overflow beyond the hop's end is the next slot's settle
             let given = (got as u64).min(self.left);
-            self.position += given;
+            let info = self.receiver.info();
+            out.truncate(start + given as usize * info.channels * info.kind.width());
+            self.position += given + (got as u64 - given);
+            self.left_out_after += got as u64 - given;
             self.left -= given;
-            return Ok(got);
+            return Ok(given as usize);
         }
     }
 
@@ -201,13 +243,8 @@ impl SampleSource for SweepSource {
         std::mem::take(&mut self.outage)
     }
 
-    /// Samples the receiver lost (an overflow) are stream time of the hop they fell in: the hop
-    /// still ends where its slot says.
     fn take_gap(&mut self) -> u64 {
-        let gap = self.receiver.take_gap();
-        self.position += gap;
-        self.left = self.left.saturating_sub(gap);
-        gap
+        std::mem::take(&mut self.gap)
     }
 
     fn take_decode_ns(&mut self) -> u64 {
@@ -234,6 +271,10 @@ mod tests {
         tunings: Arc<Mutex<Vec<f64>>>,
         outage_at: Option<(u64, u64)>,
         outage: u64,
+        /// At the read that starts at or after this sample count, it lost this many (an
+        /// overflow, reported by `take_gap` after the read).
+        gap_at: Option<(u64, u64)>,
+        gap: u64,
     }
 
     impl SampleSource for Counting {
@@ -242,6 +283,10 @@ mod tests {
         }
         fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
             let n = max_frames.min(7); // short reads, as a socket gives
+            if let Some((_, lost)) = self.gap_at.filter(|g| self.next >= g.0) {
+                self.gap = lost;
+                self.gap_at = None;
+            }
             for _ in 0..n {
                 if let Some((_, lost)) = self.outage_at.filter(|o| o.0 == self.next) {
                     self.outage = lost;
@@ -257,11 +302,17 @@ mod tests {
         fn take_outage(&mut self) -> u64 {
             std::mem::take(&mut self.outage)
         }
+        fn take_gap(&mut self) -> u64 {
+            std::mem::take(&mut self.gap)
+        }
         fn retune(&mut self, hz: f64) -> Result<()> {
             self.tunings.lock().expect("lock").push(hz);
             Ok(())
         }
     }
+
+    /// At this receiver sample count, this many samples lost.
+    type Loss = (u64, u64);
 
     fn schedule(centres: Vec<f64>, sweeps: Option<u64>) -> SweepSchedule {
         SweepSchedule {
@@ -282,7 +333,7 @@ mod tests {
     /// Runs a sweep to its end: (stream sample, receiver sample, tunings before it) per sample
     /// given, and the receiver's tunings.
     fn sweep_of(
-        outage_at: Option<(u64, u64)>,
+        (outage_at, gap_at): (Option<Loss>, Option<Loss>),
         s: SweepSchedule,
     ) -> (Vec<(u64, u64, usize)>, Vec<f64>) {
         let tunings = Arc::new(Mutex::new(Vec::new()));
@@ -298,6 +349,8 @@ mod tests {
             tunings: tunings.clone(),
             outage_at,
             outage: 0,
+            gap_at,
+            gap: 0,
         };
         let mut sweep = SweepSource::new(Box::new(receiver), s);
         let mut stream_sample = 0u64;
@@ -308,7 +361,7 @@ mod tests {
             if got == 0 {
                 break;
             }
-            stream_sample += sweep.take_outage();
+            stream_sample += sweep.take_gap() + sweep.take_outage();
             for pair in out.chunks(2) {
                 given.push((stream_sample, pair[0] as u64, pair[1] as usize));
                 stream_sample += 1;
@@ -322,7 +375,7 @@ mod tests {
     fn each_hop_gives_its_samples_after_the_settle() {
         let s = schedule(vec![10.0, 20.0, 30.0], Some(2));
         let tuning = s.tuning();
-        let (given, tunings) = sweep_of(None, s);
+        let (given, tunings) = sweep_of((None, None), s);
         assert_eq!(tunings, [10.0, 20.0, 30.0, 10.0, 20.0, 30.0]);
         assert_eq!(given.len(), 6 * 16, "16 samples per hop, 3 hops, 2 sweeps");
         for (i, &(at, sample, tunings)) in given.iter().enumerate() {
@@ -340,13 +393,42 @@ mod tests {
     }
 
     #[test]
+    fn an_overflow_is_stream_time_of_its_hop_and_the_next_hops_stay_in_their_slots() {
+        // 2 samples lost before the read at receiver sample 33 (the second hop's 8th): that hop
+        // ends early, where its slot does, and the rest keep their places
+        let s = schedule(vec![10.0, 20.0, 30.0], Some(2));
+        let tuning = s.tuning();
+        let (given, tunings) = sweep_of((None, Some((33, 2))), s);
+        assert_eq!(tunings, [10.0, 20.0, 30.0, 10.0, 20.0, 30.0]);
+        for &(at, _, tunings) in &given {
+            let slot = at / 21;
+            assert!(at % 21 >= 5, "{at}: a hop's samples come after its settle");
+            assert_eq!(tunings as u64, slot + 1, "{at}: read after its own retune");
+            assert_eq!(
+                tuning.center_at(at),
+                Some([10.0, 20.0, 30.0][(slot % 3) as usize])
+            );
+        }
+        let per_slot = |k: u64| given.iter().filter(|g| g.0 / 21 == k).count();
+        assert_eq!((per_slot(0), per_slot(1), per_slot(2)), (16, 16 - 2, 16));
+        // 5 lost there: the read's 3 samples past the hop's end are most of the next settle, so
+        // that hop waits for its next turn
+        let (given, tunings) = sweep_of(
+            (None, Some((33, 5))),
+            schedule(vec![10.0, 20.0, 30.0], Some(2)),
+        );
+        assert_eq!(tunings, [10.0, 20.0, 10.0, 20.0, 30.0]);
+        assert_eq!(given.iter().filter(|g| g.0 / 21 == 1).count(), 16 - 5);
+    }
+
+    #[test]
     fn a_reopened_receiver_resumes_at_the_next_slot_with_its_labels_right() {
         // reopened as the receiver reaches sample 33, 7 samples into the second hop's (which
         // begin at 26), after an outage of 30 samples: stream sample 33 + 30 + the 7 samples of
         // that read = 70, so the sweep goes on at slot 4 (84) and slots 2 and 3 are lost
         let s = schedule(vec![10.0, 20.0, 30.0], Some(3));
         let tuning = s.tuning();
-        let (given, tunings) = sweep_of(Some((33, 30)), s);
+        let (given, tunings) = sweep_of((Some((33, 30)), None), s);
         let tuned = [10.0, 20.0, 0.0, 20.0, 30.0, 10.0, 20.0, 30.0];
         assert_eq!(tunings, tuned);
         let mut slots: Vec<u64> = given.iter().map(|g| g.0 / 21).collect();

@@ -94,7 +94,7 @@ impl FromStr for Settle {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
         let bad = || {
-            format!("'{text}': expected a duration such as 150ms or 0.2s (0 keeps every sample)")
+            format!("'{text}': expected a duration such as 150ms or 0.2s (0: only the one sample where a hop's framing restarts)")
         };
         let t = text.trim();
         let (number, unit) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0)]
@@ -126,6 +126,9 @@ pub(crate) fn parse_crop(text: &str) -> Result<f64, String> {
     };
     (0.0..1.0).contains(&value).then_some(value).ok_or_else(bad)
 }
+
+/// The most hops one sweep may have (a band of 10^6 tunings is a typing error, not a survey).
+const MAX_HOPS: usize = 1_000_000;
 
 /// How a sweep tiles its band.
 #[derive(Clone, Debug, PartialEq)]
@@ -182,6 +185,11 @@ impl HopPlan {
         let total_bins = ((span - 1e-9).ceil() as usize).max(1);
         let bins_per_hop = usable.min(total_bins);
         let hops = total_bins.div_ceil(bins_per_hop);
+        if hops > MAX_HOPS {
+            return Err(format!(
+                "{hops} hops of {bins_per_hop} bins; at most {MAX_HOPS} (a wider BIN or a narrower band)"
+            ));
+        }
         let spare = total_bins - bins_per_hop;
         let centres = (0..hops)
             .map(|i| {
@@ -358,5 +366,7 @@ mod tests {
         assert!(e.contains("at most"), "{e}");
         let e = HopPlan::new(&range("1k:2k:1k"), 2e3, 0.99, MAX_N).expect_err("crop");
         assert!(e.contains("--crop"), "{e}");
+        let e = HopPlan::new(&range("1:1e15:1M"), 2_048_000.0, 0.0, MAX_N).expect_err("huge");
+        assert!(e.contains("at most 1000000"), "{e}");
     }
 }
