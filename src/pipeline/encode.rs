@@ -397,11 +397,12 @@ impl<T: Sample> LiveTap<'_, T> {
         };
         let level = self.hub.level;
         match band {
-            // a sweep's hop: its bins' place in the band, from the centre it was tuned to
+            // a sweep's hop: its bins' place in the band, from which hop the row is
             Some(band) => {
-                let first = row.stream.column_frequencies(row.n).first().copied();
-                let centre = row.stream.row_center(row.time_s).unwrap_or(0.0);
-                let first = band.bin_of(centre + first.unwrap_or(0.0), level.columns(values.len()));
+                let stream = row.stream;
+                let sample = (row.time_s * stream.rate).round().max(0.0) as u64;
+                let hop = (stream.tuning.as_ref()).map_or(0, |t| t.capture_index_at(sample));
+                let first = band.first_bin_of(hop);
                 folds[at]
                     .1
                     .add_at(level, (row.frame, row.time_s), values, first)

@@ -527,6 +527,8 @@ mod tests {
             low: 100.0,
             step: 1.0,
             bins: 6,
+            hops: 2,
+            per_hop: 3,
         };
         let tuning = Tuning {
             captures: Vec::new(),

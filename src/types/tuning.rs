@@ -33,12 +33,24 @@ pub struct Tuning {
     pub band: Option<BandGrid>,
 }
 
-/// The bins of a swept band: `bins` bins `step` Hz apart from `low` Hz.
+/// The bins of a swept band: `bins` bins `step` Hz apart from `low` Hz, written by `hops` hops
+/// of `per_hop` bins each.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BandGrid {
     pub low: f64,
     pub step: f64,
     pub bins: usize,
+    pub hops: usize,
+    pub per_hop: usize,
+}
+
+/// The first of the `width` bins hop `hop` of `hops` writes of a band of `bins`: the first
+/// flush with the band's start, the last with its end, the starts evenly spread between.
+pub(crate) fn hop_first_bin(hop: usize, hops: usize, bins: usize, width: usize) -> usize {
+    match hops {
+        0 | 1 => 0,
+        _ => hop * (bins - width) / (hops - 1),
+    }
 }
 
 impl BandGrid {
@@ -49,11 +61,9 @@ impl BandGrid {
             .collect()
     }
 
-    /// The bin a row whose first bin lies at `hz` starts at, for a row of `width` bins (kept
-    /// inside the band).
-    pub(crate) fn bin_of(&self, hz: f64, width: usize) -> usize {
-        let k = ((hz - self.low) / self.step).round().max(0.0) as usize;
-        k.min(self.bins.saturating_sub(width))
+    /// The first bin hop `hop` writes.
+    pub(crate) fn first_bin_of(&self, hop: usize) -> usize {
+        hop_first_bin(hop % self.hops.max(1), self.hops, self.bins, self.per_hop)
     }
 }
 
@@ -95,6 +105,16 @@ impl Tuning {
             .map_or(sample, |p| sample % p);
         let i = self.captures.partition_point(|c| c.sample_start <= sample);
         self.captures.get(i.saturating_sub(1))
+    }
+
+    /// Which capture holds sample `sample` (a sweep's: which hop).
+    pub(crate) fn capture_index_at(&self, sample: u64) -> usize {
+        let sample = self
+            .period
+            .filter(|&p| p > 0)
+            .map_or(sample, |p| sample % p);
+        let i = self.captures.partition_point(|c| c.sample_start <= sample);
+        i.saturating_sub(1)
     }
 
     /// The centre at sample `sample`.

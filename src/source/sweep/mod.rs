@@ -61,6 +61,8 @@ impl SweepSchedule {
             low: self.plan.centres[0] + lowest,
             step: self.plan.step,
             bins: self.plan.total_bins,
+            hops: self.plan.hops(),
+            per_hop: self.plan.bins_per_hop,
         };
         Arc::new(Tuning {
             captures,

@@ -18,6 +18,7 @@
 //!   · step, rounded up to a whole Hz (receivers tune in whole Hz; rows carry the centre actually
 //!   tuned, so a hop's bins may lie up to 1 Hz above the grid).
 
+use crate::types::tuning::hop_first_bin;
 use std::str::FromStr;
 
 /// `--sweep LOW:HIGH:BIN`: the band to survey and the widest bin wanted, Hz.
@@ -190,13 +191,9 @@ impl HopPlan {
                 "{hops} hops of {bins_per_hop} bins; at most {MAX_HOPS} (a wider BIN or a narrower band)"
             ));
         }
-        let spare = total_bins - bins_per_hop;
         let centres = (0..hops)
             .map(|i| {
-                let first = match hops {
-                    1 => 0,
-                    _ => i * spare / (hops - 1),
-                };
+                let first = hop_first_bin(i, hops, total_bins, bins_per_hop);
                 let centre = range.low + (first + bins_per_hop / 2) as f64 * step;
                 centre.ceil()
             })
