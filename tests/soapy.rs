@@ -7,7 +7,7 @@
 //! frequencies, paced at the rate, a retune taking effect only behind transfers already made.
 
 use crate::common;
-use crate::sweep::{assert_no_ghosts, assert_tones_in_their_bins, rows};
+use crate::sweep::{assert_no_ghosts, assert_tones_in_their_bins, phasors, rows};
 
 use common::*;
 use std::collections::VecDeque;
@@ -163,14 +163,14 @@ fn transfer(first: u64, centre: f64, rate: f64, tones: &[(f64, f64)]) -> Vec<u8>
         .map(|&(hz, amplitude)| (hz - centre, amplitude))
         .filter(|(offset, _)| offset.abs() < 0.45 * rate)
         .collect();
+    let mut tones = phasors(&passed, first, rate);
     let mut bytes = Vec::with_capacity(8 * CHUNK);
-    for k in first..first + CHUNK as u64 {
-        let t = k as f64 / rate;
+    for _ in 0..CHUNK {
         let (mut i, mut q) = (0.0f64, 0.0f64);
-        for &(offset, amplitude) in &passed {
-            let phase = 2.0 * std::f64::consts::PI * offset * t;
-            i += amplitude * phase.cos();
-            q += amplitude * phase.sin();
+        for t in &mut tones {
+            i += t.0;
+            q += t.1;
+            t.turn();
         }
         bytes.extend((i as f32).to_le_bytes());
         bytes.extend((q as f32).to_le_bytes());

@@ -139,14 +139,15 @@ fn transfer(first: u64, centre: f64, rate: f64, noise: &mut u64) -> Vec<u8> {
         .map(|&(hz, amplitude)| (hz - centre, amplitude))
         .filter(|(offset, _)| offset.abs() < 0.45 * rate)
         .collect();
+    // each tone a phasor turned once per sample (cheap beside the suite's other tests)
+    let mut tones = phasors(&passed, first, rate);
     let mut bytes = Vec::with_capacity(2 * CHUNK);
-    for k in first..first + CHUNK as u64 {
-        let t = k as f64 / rate;
+    for _ in 0..CHUNK {
         let (mut i, mut q) = (127.5, 127.5);
-        for &(offset, amplitude) in &passed {
-            let phase = 2.0 * std::f64::consts::PI * offset * t;
-            i += amplitude * phase.cos();
-            q += amplitude * phase.sin();
+        for t in &mut tones {
+            i += t.0;
+            q += t.1;
+            t.turn();
         }
         for v in [&mut i, &mut q] {
             *noise = noise
@@ -160,6 +161,37 @@ fn transfer(first: u64, centre: f64, rate: f64, noise: &mut u64) -> Vec<u8> {
         ]);
     }
     bytes
+}
+
+/// A tone as (re, im) at its current sample, and its turn per sample.
+pub(crate) struct Phasor(pub(crate) f64, pub(crate) f64, f64, f64);
+
+impl Phasor {
+    pub(crate) fn turn(&mut self) {
+        let (re, im) = (
+            self.0 * self.2 - self.1 * self.3,
+            self.0 * self.3 + self.1 * self.2,
+        );
+        (self.0, self.1) = (re, im);
+    }
+}
+
+/// The phasors of tones at `(offset Hz, amplitude)` from sample `first` at `rate`.
+pub(crate) fn phasors(tones: &[(f64, f64)], first: u64, rate: f64) -> Vec<Phasor> {
+    let tau = 2.0 * std::f64::consts::PI;
+    (tones.iter())
+        .map(|&(offset, amplitude)| {
+            // the phase at `first` from its remainder of whole cycles, for precision
+            let cycles = (offset * first as f64 / rate).fract();
+            let (start, step) = (tau * cycles, tau * offset / rate);
+            Phasor(
+                amplitude * start.cos(),
+                amplitude * start.sin(),
+                step.cos(),
+                step.sin(),
+            )
+        })
+        .collect()
 }
 
 /// One rtl-power row: Hz low, Hz step, FFTs averaged and the dB values.
