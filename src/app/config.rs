@@ -290,7 +290,7 @@ impl Settings {
     }
 }
 
-fn usage<T>(message: String) -> Result<T> {
+pub(super) fn usage<T>(message: String) -> Result<T> {
     Err(FftdError::Usage(message))
 }
 

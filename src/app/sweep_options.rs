@@ -4,6 +4,7 @@
 //! `--fmin`/`--fmax` around its centre), `--fftshift` (bins in ascending frequency), the centre
 //! (each hop's own) and one row per hop (`--average` of the hop's frames).
 
+use super::config::usage;
 use super::options::Options;
 use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
@@ -12,10 +13,6 @@ use crate::source::rtl_tcp;
 use crate::source::soapy;
 use crate::source::sweep::plan::HopPlan;
 use crate::source::sweep::SweepSchedule;
-
-fn usage<T>(message: String) -> Result<T> {
-    Err(FftdError::Usage(message))
-}
 
 /// The sweep the options ask for, with the options it decides set; None without `--sweep`.
 pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
@@ -106,7 +103,6 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
         hop_samples,
         plan,
         settle,
-        frames_per_hop: frames,
         sweeps,
     }))
 }

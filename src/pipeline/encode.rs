@@ -24,6 +24,7 @@ use crate::sink::{Encoder, RowMark, SpectrumRow};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase};
 use crate::types::StreamMeta;
+use crate::types::Tuning;
 use crate::types::{InputKind, Sample};
 use crossbeam_channel::Sender;
 use std::ops::Range;
@@ -399,9 +400,8 @@ impl<T: Sample> LiveTap<'_, T> {
         match band {
             // a sweep's hop: its bins' place in the band, from which hop the row is
             Some(band) => {
-                let stream = row.stream;
-                let sample = (row.time_s * stream.rate).round().max(0.0) as u64;
-                let hop = (stream.tuning.as_ref()).map_or(0, |t| t.capture_index_at(sample));
+                let sample = Tuning::sample_at_time(row.time_s, row.stream.rate);
+                let hop = (row.stream.tuning.as_ref()).map_or(0, |t| t.capture_index_at(sample));
                 let first = band.first_bin_of(hop);
                 folds[at]
                     .1

@@ -379,19 +379,25 @@ impl LiveHub {
 
     /// Makes `fold`'s display row, numbers it, keeps it and sends it to the sessions.
     fn show(&self, stream: usize, fold: &Fold) {
+        // a sweep: its whole band, each part as last swept, shown while held
+        if self.metas[stream]
+            .tuning
+            .as_ref()
+            .is_some_and(|t| t.band.is_some())
+        {
+            let Ok(mut band) = self.display[stream].band.lock() else {
+                return;
+            };
+            let held = band.get_or_insert_with(|| fold.clone());
+            held.hold(fold);
+            return self.show_row(stream, held);
+        }
+        self.show_row(stream, fold)
+    }
+
+    /// Makes the display row of `fold` (a stream's, or a band's hold), as `show` says.
+    fn show_row(&self, stream: usize, fold: &Fold) {
         let display = &self.display[stream];
-        let held;
-        let fold = match self.metas[stream].tuning.as_ref().and_then(|t| t.band) {
-            Some(_) => {
-                let Ok(mut band) = display.band.lock() else {
-                    return;
-                };
-                band.get_or_insert_with(|| fold.clone()).hold(fold);
-                held = band.clone();
-                held.as_ref().unwrap_or(fold)
-            }
-            None => fold,
-        };
         let layout = self.layout(stream, fold.n);
         let Ok(mut history) = display.history.lock() else {
             return;

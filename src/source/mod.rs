@@ -205,7 +205,7 @@ pub trait SampleSource: Send {
     fn retune(&mut self, _hz: f64) -> Result<()> {
         Err(FftdError::input(
             &self.info().name,
-            "cannot be retuned (--sweep needs an rtl_tcp:// receiver)",
+            "cannot be retuned (--sweep needs an rtl_tcp:// or soapy:// receiver)",
         ))
     }
 }

@@ -370,13 +370,13 @@ pub(crate) fn reopen_mic(device: &str, spec: &super::spec::SourceSpec) -> Reopen
     Box::new(move |halt| super::mic::open(&device, &spec, halt.clone()))
 }
 
-/// Connects to the rtl_tcp server `url` again and tunes it as before.
 /// Opens a SoapySDR device again with the same request.
 pub(crate) fn reopen_soapy(url: &str, request: super::soapy::Request) -> Reopen {
     let url = url.to_string();
     Box::new(move |halt| super::soapy::open(&url, request, halt.clone()).map(|s| Box::new(s) as _))
 }
 
+/// Connects to the rtl_tcp server `url` again and tunes it as before.
 pub(crate) fn reopen_rtl_tcp(url: &str, tuning: super::rtl_tcp::Tuning) -> Reopen {
     let url = url.to_string();
     Box::new(move |halt| super::rtl_tcp::open(&url, tuning, halt.clone()).map(|s| Box::new(s) as _))

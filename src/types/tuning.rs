@@ -99,15 +99,10 @@ impl Tuning {
 
     /// The capture holding sample `sample` (the first one for samples before it).
     pub(crate) fn capture_at(&self, sample: u64) -> Option<&Capture> {
-        let sample = self
-            .period
-            .filter(|&p| p > 0)
-            .map_or(sample, |p| sample % p);
-        let i = self.captures.partition_point(|c| c.sample_start <= sample);
-        self.captures.get(i.saturating_sub(1))
+        self.captures.get(self.capture_index_at(sample))
     }
 
-    /// Which capture holds sample `sample` (a sweep's: which hop).
+    /// Which capture holds sample `sample` (a sweep's: which hop); 0 before the first.
     pub(crate) fn capture_index_at(&self, sample: u64) -> usize {
         let sample = self
             .period
@@ -117,6 +112,11 @@ impl Tuning {
         i.saturating_sub(1)
     }
 
+    /// The sample a row starting at `time_s` in a stream of `rate` Hz starts at.
+    pub(crate) fn sample_at_time(time_s: f64, rate: f64) -> u64 {
+        (time_s * rate).round().max(0.0) as u64
+    }
+
     /// The centre at sample `sample`.
     pub(crate) fn center_at(&self, sample: u64) -> Option<f64> {
         self.capture_at(sample).and_then(|c| c.frequency)
@@ -124,8 +124,7 @@ impl Tuning {
 
     /// The centre of a row starting at `time_s` in a stream of `rate` Hz.
     pub(crate) fn center_at_time(&self, time_s: f64, rate: f64) -> Option<f64> {
-        let sample = (time_s * rate).round();
-        self.center_at(if sample > 0.0 { sample as u64 } else { 0 })
+        self.center_at(Self::sample_at_time(time_s, rate))
     }
 }
 

@@ -151,12 +151,12 @@ impl SoapySource {
 
     /// Reads once into the buffer: samples, or a negative SoapySDR code.
     fn read_once(&mut self, max: usize) -> i32 {
-        let (buffer, capacity) = match &mut self.samples {
-            Samples::Cf32(v) => (v.as_mut_ptr().cast(), v.len() / 2),
-            Samples::Cs16(v) => (v.as_mut_ptr().cast(), v.len() / 2),
+        let elements = max.clamp(1, self.capacity());
+        let buffer = match &mut self.samples {
+            Samples::Cf32(v) => v.as_mut_ptr().cast(),
+            Samples::Cs16(v) => v.as_mut_ptr().cast(),
         };
-        self.stream
-            .read(buffer, max.clamp(1, capacity), READ_TIMEOUT_US)
+        self.stream.read(buffer, elements, READ_TIMEOUT_US)
     }
 
     /// Samples the buffer holds.

@@ -1,6 +1,6 @@
 //! `--sweep LOW:HIGH:BIN` (issue 42): a source that surveys a band wider than the receiver by
 //! retuning it hop after hop, as rtl_power does. It takes a receiver that can be retuned (rtl_tcp
-//! today, `SampleSource::retune`) and gives the samples of each hop, each after its retune had
+//! or SoapySDR, `SampleSource::retune`) and gives the samples of each hop, each after its retune had
 //! effect.
 //!
 //! The stream is cut into slots of `settle + hop_samples` samples, slot k for hop k mod H. Per
@@ -31,8 +31,6 @@ pub(crate) struct SweepSchedule {
     pub(crate) plan: HopPlan,
     /// Samples left out after each retune.
     pub(crate) settle: u64,
-    /// Frames each hop gives (one row per hop: `--average` of this many frames).
-    pub(crate) frames_per_hop: usize,
     /// Samples each hop gives: (frames − 1) · hop + n.
     pub(crate) hop_samples: u64,
     /// Full sweeps to make; None: until stopped.
@@ -180,9 +178,7 @@ impl SweepSource {
         }
         lost > 0
     }
-}
 
-impl SweepSource {
     /// Samples the receiver lost (an overflow) before the `got` it just gave are stream time of
     /// the hop they fell in, so the hop still ends where its slot says (the reader restarts
     /// framing after them). False when they reach past the hop's end: the hop is over, and what
@@ -234,7 +230,7 @@ impl SampleSource for SweepSource {
             let given = (got as u64).min(self.left);
             let info = self.receiver.info();
             out.truncate(start + given as usize * info.channels * info.kind.width());
-            self.position += given + (got as u64 - given);
+            self.position += got as u64;
             self.left_out_after += got as u64 - given;
             self.left -= given;
             return Ok(given as usize);
@@ -326,7 +322,6 @@ mod tests {
                 centres,
             },
             settle: 5,
-            frames_per_hop: 2,
             hop_samples: 16,
             sweeps,
         }
