@@ -1,11 +1,9 @@
 //! The devices of one run while it runs. Each device instance (the CPU engines, or one OpenCL
 //! device instance) is a `Lane`: its label, whether it has failed, what it has done (batches,
-//! frames, busy time, for `--stats`) and how fast it is expected to be (`LaneSpeed`, for the
-//! pipeline's dispatcher). The `LaneSet` holds the lanes that take batches, so a lane whose device
+//! frames, busy time, for `--stats`); how fast it is expected to be is `route::LaneSpeed`. The `LaneSet` holds the lanes that take batches, so a lane whose device
 //! fails knows whether another lane can take its batches over (the pipeline then hands them on)
 //! or whether it must compute them on its own CPU engine, and says so in one warning.
 
-use super::calibrate::Calibration;
 use super::EngineError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -173,63 +171,6 @@ impl LaneSet {
             many => format!("its batches go to {}", many.join(", ")),
         };
         tracing::warn!("{}: {error}; {next}", lane.title());
-    }
-}
-
-/// How long a lane is expected to take for a batch, to spread batches in proportion to speed.
-#[derive(Clone, Debug)]
-pub(crate) enum LaneSpeed {
-    /// Nothing measured: the same time per unit of work (n log2 n per frame) on every lane,
-    /// so equal shares (the dispatcher's backlog still favours whichever lane finishes first).
-    Even,
-    /// From a calibration of this device (`calibrate`).
-    Measured(Arc<Calibration>, SpeedSide),
-    /// An end-to-end rate this way of running the job delivered alone (`route_record`), in
-    /// input samples per second: lanes share batches in proportion to their rates.
-    Rate(f64),
-}
-
-/// Which side of a calibration a lane runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SpeedSide {
-    /// An OpenCL lane, host to host.
-    OpenCl,
-    /// The CPU engines, `workers` of them in parallel.
-    Cpu { workers: usize },
-}
-
-impl LaneSpeed {
-    /// A lane of `workers` CPU engines, timed by `cal`'s CPU side.
-    pub(crate) fn cpu(cal: Arc<Calibration>, workers: usize) -> Self {
-        LaneSpeed::Measured(cal, SpeedSide::Cpu { workers })
-    }
-
-    /// Predicted seconds for the lane to get through a batch of `frames` frames of size `n`.
-    pub(crate) fn seconds(&self, n: usize, frames: usize) -> f64 {
-        match self {
-            LaneSpeed::Even => {
-                let n = n.max(2) as f64;
-                frames as f64 * n * n.log2() * 1e-9
-            }
-            LaneSpeed::Measured(cal, side) => {
-                let (cpu, gpu) = cal.predict(n, frames);
-                match side {
-                    SpeedSide::OpenCl => gpu,
-                    SpeedSide::Cpu { workers } => cpu / (*workers).max(1) as f64,
-                }
-            }
-            // frames of n samples as samples of input (the rates count input samples)
-            LaneSpeed::Rate(rate) => (frames * n.max(1)) as f64 / rate.max(f64::MIN_POSITIVE),
-        }
-    }
-
-    /// Whether `self` and `other` can be compared (both measured the same way).
-    pub(crate) fn comparable(&self, other: &LaneSpeed) -> bool {
-        matches!(
-            (self, other),
-            (LaneSpeed::Measured(..), LaneSpeed::Measured(..))
-                | (LaneSpeed::Rate(_), LaneSpeed::Rate(_))
-        )
     }
 }
 

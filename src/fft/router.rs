@@ -8,12 +8,13 @@
 //! - `gpu:all`, lists: one lane per device instance (a `cpu` entry is a lane of CPU engines).
 //!   With several lanes each OpenCL device is calibrated (cached per device model and driver,
 //!   see `calibrate`; measured on first use), so the pipeline can spread batches in proportion
-//!   to the measured rates (`lanes::LaneSpeed`).
+//!   to the measured rates (`route::LaneSpeed`).
 //! - `auto`: a lane of CPU engines, and a lane for every device whose calibration finds it
-//!   faster than the CPU for some size (GPU-type devices for file input); the dispatcher gives
-//!   each batch to the lane predicted to finish it first (`lanes::LaneSpeed` from the
-//!   calibration, or the rates `route_record` keeps). The CPU engine alone when there is no
-//!   OpenCL. For file input, CPU engines start at once and the GPUs' lanes join when ready.
+//!   faster than the CPU for some size (GPU-type devices for file input, when `auto`'s record
+//!   says they help); the dispatcher gives each batch to the lane predicted to finish it first
+//!   (`route::rank`). The CPU engine alone when there is no OpenCL.
+//!
+//! Which lanes start, and when, is `route::plan`'s decision; this module builds what it says.
 //!
 //! Every OpenCL lane's engines are `routed::RoutedEngine`s (CPU fallback, failure hand-off).
 //! Workers of one lane share a context and program cache (`opencl::device::SharedDevice`, one
@@ -22,13 +23,13 @@
 use super::calibrate::{self, Calibration};
 use super::cpu::CpuEngine;
 pub use super::device_choice::DeviceChoice;
-use super::device_kinds;
 use super::device_set::{self, LaneDevice, LaneSpec};
 use super::fault::FaultPlan;
-use super::lanes::{Lane, LaneSet, LaneSpeed, SpeedSide};
+use super::lanes::{Lane, LaneSet};
 use super::opencl::device::SharedDevice;
 use super::opencl::{OpenClEngine, OpenClOptions};
-use super::route_record::{AutoRoute, JobKey, RouteRecord};
+use super::route::record::JobKey;
+use super::route::{self, kinds, Facts, LaneSpeed, SpeedSide, Start};
 use super::routed::RoutedEngine;
 use super::Engine;
 use crate::error::FftdError;
@@ -103,11 +104,9 @@ pub(crate) struct EngineSet<T: Sample> {
     pub lane_set: Arc<LaneSet>,
     pub ready: Vec<LaneEngines<T>>,
     pub later: Option<DeferredLanes<T>>,
-    /// The way `auto` runs this file job (its rate is recorded at the end, `route_record`).
-    pub auto_route: Option<AutoRoute>,
-    /// Whether the CPU lane retires once the later lanes join (it only bridged their start-up:
-    /// `auto`'s GPU-alone way, and a device named outright).
-    pub retire_cpu: bool,
+    /// How the lanes start (`route::plan`): whether the CPU lane retires once the later lanes
+    /// join, and the way `auto` runs this file job.
+    pub start: Start,
 }
 
 /// One engine per FFT worker per lane, in one list, with default `RouterOptions`.
@@ -129,12 +128,11 @@ pub fn build_engines_with<T: Sample>(opts: &RouterOptions) -> Result<Engines<T>,
     Ok(lanes.into_iter().flat_map(|l| l.engines).collect())
 }
 
-/// The engines for a run. `auto` on file input takes the CPU engines at once and builds the
-/// GPUs' lanes (device start-up, calibration) in the background; they join when ready, so a
-/// short job never waits for a device and a long one gets them all. Whether the GPUs join at all
-/// follows the end-to-end rates of earlier runs (`route_record`). Only GPU-type devices join:
-/// an OpenCL device on the CPU would share the CPU engines' cores. Live input keeps the start-up
-/// before capture.
+/// The engines for a run, started as `route::plan` decides: the named devices opened now, or
+/// built in the background while a CPU lane bridges their start-up; for `auto` on a file job,
+/// the CPU engines at once and the GPUs' lanes in the background when its record says they help
+/// (only GPU-type devices: an OpenCL device on the CPU would share the CPU engines' cores). A
+/// short job so never waits for a device and a long one gets them all.
 pub(crate) fn build_engine_set<T: Sample>(
     choice: &DeviceChoice,
     (workers, device_workers): (usize, Option<usize>),
@@ -142,94 +140,45 @@ pub(crate) fn build_engine_set<T: Sample>(
     job: Option<&JobKey>,
 ) -> Result<EngineSet<T>, FftdError> {
     let lane_set = LaneSet::new(true);
-    if *choice != DeviceChoice::Auto || live {
-        let mut opts = RouterOptions::new(choice.clone(), workers);
-        opts.device_workers = device_workers;
-        // several devices named outright share by cached calibrations, or equally (their
-        // backlogs adapt): a first run on a machine never waits for a calibration (issue 41)
-        opts.calibrate_allowed = *choice == DeviceChoice::Auto;
-        if starts_in_background(choice, live) {
-            return Ok(background_start(opts, lane_set, workers));
-        }
-        let ready = build_lanes(&opts, &lane_set)?;
-        if choice.names_a_device() && !live {
-            device_kinds::remember(choice);
-        }
-        return Ok(EngineSet {
-            ready,
-            lane_set,
-            later: None,
-            auto_route: None,
-            retire_cpu: false,
-        });
-    }
-    // (`auto` on file input always comes with its job's shape)
-    // (a job that cannot teach `auto`, or with nowhere to keep records, runs the CPU engines)
-    let learning = job.filter(|_| RouteRecord::kept() && device_kinds::auto_may_find_gpus());
-    let route = learning.map_or(AutoRoute::CpuOnly, |job| RouteRecord::load(job).choose());
-    let ready = vec![cpu_lane(workers)];
-    if route == AutoRoute::CpuOnly {
-        return Ok(EngineSet {
-            lane_set,
-            ready,
-            later: None,
-            auto_route: Some(route),
-            retire_cpu: false,
-        });
-    }
-    let mut opts = RouterOptions::new(DeviceChoice::Auto, workers);
+    let start = route::plan(&Facts::gather(choice, live, job));
+    let mut opts = RouterOptions::new(choice.clone(), workers);
     opts.device_workers = device_workers;
-    // no first-use calibration here: measured while the CPU engines load every core it would be
-    // skewed (and cached); without one the GPUs do not join (`fftd bench --calibrate` makes one)
-    opts.calibrate_allowed = false;
-    let late_lanes = lane_set.clone();
-    // both lanes: batches shared by the rates each way delivered alone (`route_record`)
-    let shares = (route == AutoRoute::WithGpu)
-        .then(|| job.map(|job| RouteRecord::load(job).shares()))
-        .flatten()
-        .flatten();
+    // a run's devices named outright share by cached calibrations, or equally (their backlogs
+    // adapt): a first run on a machine never waits for a calibration (issue 41); `auto` on live
+    // input may calibrate; `auto` on a file job never (measured while the CPU engines load
+    // every core it would be skewed, and cached; `fftd bench --calibrate` makes one)
+    opts.calibrate_allowed = *choice == DeviceChoice::Auto && live;
+    let later: Option<DeferredLanes<T>> = match start {
+        Start::Opened => {
+            let ready = build_lanes(&opts, &lane_set)?;
+            if choice.names_a_device() && !live {
+                kinds::remember(choice);
+            }
+            return Ok(EngineSet {
+                ready,
+                lane_set,
+                later: None,
+                start,
+            });
+        }
+        Start::Bridged => Some(background_lanes(opts, lane_set.clone())),
+        Start::Auto { shares, .. } => start
+            .builds_late()
+            .then(|| auto_background_lanes(opts, lane_set.clone(), shares)),
+    };
     Ok(EngineSet {
         lane_set,
-        ready,
-        later: Some(Box::new(move || {
-            let mut late = auto_gpu_lanes(&opts, &late_lanes);
-            if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
-                late.cpu_speed = Some(LaneSpeed::Rate(cpu));
-                let per_lane = gpu / late.lanes.len() as f64;
-                late.lanes
-                    .iter_mut()
-                    .for_each(|l| l.speed = LaneSpeed::Rate(per_lane));
-            }
-            late
-        })),
-        auto_route: Some(route),
-        retire_cpu: route == AutoRoute::GpuOnly,
+        ready: vec![cpu_lane(workers)],
+        later,
+        start,
     })
 }
 
-/// Whether a device named outright starts in the background (issue 23: start-up off the
-/// critical path): for any non-live input, unless fault injection is on (`FFTD_FAULT_AFTER_BATCHES`
-/// counts a device's batches from the first, which the CPU lane would otherwise take).
-/// Only a choice an earlier run found to be GPU-type devices alone (`device_kinds`): an
-/// OpenCL device on the CPU (PoCL) shares the cores the CPU engines would bridge with, and it
-/// is opened first, as before.
-fn starts_in_background(choice: &DeviceChoice, live: bool) -> bool {
-    !live
-        && choice.names_a_device()
-        && FaultPlan::from_env() == FaultPlan::default()
-        && device_kinds::names_gpus_alone(choice)
-}
-
-/// The CPU engines at once, the named devices' lanes (context, programs, engines) built on a
-/// thread of their own; they join when ready and the CPU lane retires then. A device that cannot
-/// be opened fails the run (`LateLanes::error`), as it does when opened first.
-fn background_start<T: Sample>(
-    opts: RouterOptions,
-    lane_set: Arc<LaneSet>,
-    workers: usize,
-) -> EngineSet<T> {
-    let late_lanes = lane_set.clone();
-    let build = move || match build_lanes::<T>(&opts, &late_lanes) {
+/// The named devices' lanes (context, programs, engines), built when called on a thread of its
+/// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
+/// opened first.
+fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
+    Box::new(move || match build_lanes::<T>(&opts, &lane_set) {
         Ok(lanes) => LateLanes {
             lanes,
             cpu_speed: None,
@@ -240,14 +189,25 @@ fn background_start<T: Sample>(
             cpu_speed: None,
             error: Some(e),
         },
-    };
-    EngineSet {
-        lane_set,
-        ready: vec![cpu_lane(workers)],
-        later: Some(Box::new(build)),
-        auto_route: None,
-        retire_cpu: true,
-    }
+    })
+}
+
+/// `auto`'s GPU lanes, built when called; with `shares` (both lanes), the CPU lane and the GPUs
+/// share batches by the rates each way delivered alone.
+fn auto_background_lanes<T: Sample>(
+    opts: RouterOptions,
+    lane_set: Arc<LaneSet>,
+    shares: Option<(f64, f64)>,
+) -> DeferredLanes<T> {
+    Box::new(move || {
+        let mut late = auto_gpu_lanes(&opts, &lane_set);
+        if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
+            late.cpu_speed = Some(LaneSpeed::Rate(cpu));
+            let per_lane = gpu / late.lanes.len() as f64;
+            (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(per_lane));
+        }
+        late
+    })
 }
 
 fn cpu_engines<T: Sample>(workers: usize) -> Engines<T> {
@@ -515,7 +475,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         .cloned()
         .collect();
     if listed.is_ok() {
-        device_kinds::remember_auto(!specs.is_empty());
+        kinds::remember_auto(!specs.is_empty());
     }
     let AutoFound {
         mut lanes,
@@ -523,7 +483,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
         others,
     } = auto_lanes(&specs, opts, lane_set);
     if lanes.is_empty() {
-        // a file job whose record says the GPU helps (`route_record`) takes the other GPUs too:
+        // a file job whose record says the GPU helps (`route::record`) takes the other GPUs too:
         // the lanes' queues share the work by how fast they drain
         lanes = others
             .into_iter()

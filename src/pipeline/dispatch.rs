@@ -4,11 +4,9 @@
 //! readers) ask `choose` which lane a new batch is for *before* they fill it, take its buffer
 //! from that lane's home, and `send` it when full:
 //!
-//! - **Proportional.** A lane's score for a batch is its predicted time to get through its
-//!   unfinished batches plus this one: (unfinished + 1) × the lane's predicted seconds for the
-//!   batch (`lanes::LaneSpeed`, from each device's calibration; equal when not every lane has
-//!   one). The lowest score wins, so in a saturated run each lane takes batches at the rate it
-//!   finishes them, and when the queues have room the faster device gets the next batch.
+//! - **Proportional.** The lanes are ranked for each batch by `fft::route::rank`, the one
+//!   place that decides which lane takes a batch: by the time each is predicted to need for
+//!   its unfinished batches plus this one (`route::LaneSpeed`).
 //! - **Never held up by one device.** `send` tries the chosen lane first, then the others by
 //!   score, and only waits (for room in any queue) when every queue is full, so a slow or
 //!   stalled device's full queue does not stop the others. A batch sent to another lane than
@@ -39,7 +37,8 @@
 //!   to go to, and lanes that join late (`auto`'s GPUs) take batches until then.
 
 use super::batcher::Batch;
-use crate::fft::lanes::{Lane, LaneSet, LaneSpeed};
+use crate::fft::lanes::{Lane, LaneSet};
+use crate::fft::route::{self, LaneLoad, LaneSpeed};
 use crate::fft::TransformSpec;
 use crate::stats::Counters;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -186,21 +185,9 @@ pub(crate) struct StopFlags<'a> {
 }
 
 impl<T> State<T> {
-    /// Seconds lane `i` is predicted to need for its unfinished batches and one more of
-    /// `frames` frames of size `n`.
-    fn score(&self, i: LaneId, n: usize, frames: usize) -> f64 {
-        let slot = &self.lanes[i];
-        let measured = self.lanes.iter().all(|l| l.speed.comparable(&slot.speed));
-        let speed = match measured {
-            true => &slot.speed,
-            false => &LaneSpeed::Even,
-        };
-        (slot.unfinished() + 1) as f64 * speed.seconds(n, frames)
-    }
-
     /// Lanes that take new batches (not failed; every lane when all have failed: their workers
-    /// then compute on their CPU engines), best score first, `except` left out.
-    fn by_score(&self, n: usize, frames: usize, except: Option<LaneId>) -> Vec<LaneId> {
+    /// then compute on their CPU engines), in `route::rank`'s order, `except` left out.
+    fn ranked(&self, n: usize, frames: usize, except: Option<LaneId>) -> Vec<LaneId> {
         let open = |i: &LaneId| Some(*i) != except && self.lanes[*i].tx.is_some();
         let mut ids: Vec<LaneId> = (0..self.lanes.len())
             .filter(open)
@@ -209,10 +196,13 @@ impl<T> State<T> {
         if ids.is_empty() && except.is_none() {
             ids = (0..self.lanes.len()).filter(open).collect();
         }
-        let scores: Vec<f64> = ids.iter().map(|&i| self.score(i, n, frames)).collect();
-        let mut order: Vec<usize> = (0..ids.len()).collect();
-        order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-        order.into_iter().map(|k| ids[k]).collect()
+        let loads: Vec<LaneLoad<'_>> = (self.lanes.iter())
+            .map(|slot| LaneLoad {
+                speed: &slot.speed,
+                unfinished: slot.unfinished(),
+            })
+            .collect();
+        route::rank(&loads, &ids, n, frames)
     }
 
     /// Puts `batch` in the first of `lanes` with room; gives it back when all are full.
@@ -424,7 +414,7 @@ impl<T> Dispatcher<T> {
     /// that lane's home); lane 0 when there is none yet.
     pub(crate) fn choose(&self, spec: &TransformSpec, frames: usize) -> LaneId {
         let state = self.lock();
-        let order = state.by_score(spec.n, frames, None);
+        let order = state.ranked(spec.n, frames, None);
         let has_room = |i: &&LaneId| {
             let slot = &state.lanes[**i];
             slot.tx.as_ref().is_some_and(|tx| !tx.is_full())
@@ -434,7 +424,7 @@ impl<T> Dispatcher<T> {
     }
 
     /// Sends `batch` to lane `meant` if it takes batches and has room, else to the lane with
-    /// room and the best score, else waits for room anywhere; a batch more than the window
+    /// room ranked first, else waits for room anywhere; a batch more than the window
     /// ahead of the oldest unfinished one waits for that one first (`State::window`). The wait
     /// is added to `waited`. False when dispatching has ended (nothing takes batches any more).
     pub(crate) fn send(&self, batch: Batch<T>, meant: LaneId, waited: &AtomicU64) -> bool {
@@ -443,7 +433,7 @@ impl<T> Dispatcher<T> {
         let mut waiting_since: Option<Instant> = None;
         let mut state = self.lock();
         loop {
-            let mut order = state.by_score(n, frames, None);
+            let mut order = state.ranked(n, frames, None);
             if order.is_empty() {
                 // never to be finished: nothing waits for it; after a give-up the output ends
                 // before it at the latest

@@ -130,7 +130,7 @@ impl<T: Sample> LateJoin<'_, T> {
         let frames = cpu_frames
             .map(|l| l.counters.frames.load(Ordering::Relaxed))
             .sum();
-        let bridge = super::Bridge {
+        let bridge = crate::fft::route::record::Bridge {
             cpu_frames: frames,
             stages_started: self.progress.1,
             joined: Instant::now(),

@@ -66,16 +66,7 @@ pub(crate) struct Control {
     pub tracer: Option<Arc<crate::trace::Tracer>>,
     /// What the CPU engines did before late lanes (a GPU) joined, which `auto` learns from
     /// (`run_steps::teach_auto`).
-    pub bridged: Mutex<Option<Bridge>>,
-}
-
-/// The CPU engines' bridge over a device's start-up: the frames the CPU lane had finished when
-/// the device's lanes joined, and when the stages had started and the lanes joined.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Bridge {
-    pub cpu_frames: u64,
-    pub stages_started: std::time::Instant,
-    pub joined: std::time::Instant,
+    pub bridged: Mutex<Option<crate::fft::route::record::Bridge>>,
 }
 
 impl Control {
@@ -240,8 +231,8 @@ pub(crate) fn for_each_frame<T: Sample>(
 
 /// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
 /// heap memory), and its engines; None when dispatching has already ended.
-/// The shape of this job for `auto`'s records (`route_record`).
-pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route_record::JobKey {
+/// The shape of this job for `auto`'s records (`route::record`).
+pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
     let frame = match settings.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 0,
@@ -262,7 +253,7 @@ pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route_record
             .sum(),
         _ => 0,
     };
-    crate::fft::route_record::JobKey::new(
+    crate::fft::route::record::JobKey::new(
         (frame, settings.analysis.hop_for(frame)),
         T::NAME,
         &format!("{products} {:?}", settings.analysis.scale),

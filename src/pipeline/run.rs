@@ -24,7 +24,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let settings = cpu_only.as_ref().unwrap_or(settings);
     // a device started in the background begins now, while the run plans and opens outputs
     let (engines, _start_up) = EngineLanes::new(built.set, started);
-    let auto_route = engines.auto_route;
+    let auto_route = engines.start.auto_route();
     let mut planned = Planned::plan(settings, &signals.stop)?;
     let taps = (planned.recorder.take(), planned.shaping.take());
     let run = (&signals.stop, started);
@@ -89,7 +89,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         return Err(e);
     }
     let lanes = &*stages.workers.lane_set;
-    teach_auto((auto_route, built.job), (control, lanes), started);
+    teach_auto((auto_route, built.job), control, lanes, started);
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
     }

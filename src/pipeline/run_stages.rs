@@ -17,7 +17,7 @@ use super::{
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
 use crate::fft::lanes::LaneSet;
-use crate::fft::route_record::AutoRoute;
+use crate::fft::route::Start;
 use crate::fft::{router, TransformSpec};
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
@@ -43,8 +43,8 @@ pub(super) struct EngineLanes<T: Sample> {
     ready: Vec<router::LaneEngines<T>>,
     /// The lanes a device start-up in the background will bring (`late_lanes_thread`).
     later: Option<LateLanes<T>>,
-    pub(super) auto_route: Option<AutoRoute>,
-    retire_cpu: bool,
+    /// How the lanes start (`route::plan`).
+    pub(super) start: Start,
 }
 
 impl<T: Sample> EngineLanes<T> {
@@ -58,8 +58,7 @@ impl<T: Sample> EngineLanes<T> {
             lane_set,
             ready,
             later,
-            auto_route,
-            retire_cpu,
+            start,
         } = set;
         let (later, start_up) = later.map(super::late_lanes_thread).unzip();
         tracing::debug!(
@@ -72,8 +71,7 @@ impl<T: Sample> EngineLanes<T> {
             lane_set,
             ready,
             later,
-            auto_route,
-            retire_cpu,
+            start,
         };
         (engines, start_up)
     }
@@ -134,7 +132,7 @@ impl<T: Sample> Workers<T> {
             context,
             threads: WorkerThreads::default(),
             lane_set: engines.lane_set,
-            retire_cpu: engines.retire_cpu,
+            retire_cpu: engines.start.retires_cpu(),
             dispatch_ended,
             ready,
             in_flight,

@@ -10,6 +10,7 @@ use super::plan::{plan_streams, Reading, SequentialQueue, StreamPlan};
 use super::range_reader::RangeJobs;
 use super::{job_key, outputs, planned_rows, run_report, tap_sources};
 use crate::error::{FftdError, Result};
+use crate::fft::route::record::{learn, AutoRoute, JobKey, RunFigures};
 use crate::fft::router;
 use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::limits;
@@ -65,7 +66,7 @@ impl Early {
 pub(super) struct Built<T: Sample> {
     pub set: router::EngineSet<T>,
     /// The shape `auto` keeps its records under (only `auto` reads the inputs' sizes for it).
-    pub job: Option<crate::fft::route_record::JobKey>,
+    pub job: Option<JobKey>,
     /// When building began and ended.
     pub times: (Instant, Instant),
 }
@@ -88,8 +89,7 @@ impl<T: Sample> Built<T> {
     /// With `auto` running this job on the CPU engines alone, the run's spec with batches sized
     /// for them.
     pub(super) fn cpu_only_spec(&self, settings: &RunSpec) -> Option<RunSpec> {
-        use crate::fft::route_record::AutoRoute;
-        matches!(self.set.auto_route, Some(AutoRoute::CpuOnly)).then(|| {
+        matches!(self.set.start.auto_route(), Some(AutoRoute::CpuOnly)).then(|| {
             let mut spec = settings.clone();
             spec.engine.device_batches = false;
             spec
@@ -321,50 +321,25 @@ pub(super) fn teaches_auto(settings: &RunSpec) -> bool {
     files && settings.nats_output.is_none()
 }
 
-/// What `auto` learns from a finished job (not from one cut short): its rate, and the CPU
-/// engines' rate predicted from their bridge over a device's start-up (`cpu_alone_rate`).
+/// What `auto` learns from a finished job run `route`'s way (not from one cut short):
+/// `route::record::learn`, from the run's samples, frames and the CPU lane's bridge.
 pub(super) fn teach_auto(
-    built: (
-        Option<crate::fft::route_record::AutoRoute>,
-        Option<crate::fft::route_record::JobKey>,
-    ),
-    (control, lane_set): (&super::Control, &crate::fft::lanes::LaneSet),
+    (route, job): (Option<AutoRoute>, Option<JobKey>),
+    control: &super::Control,
+    lane_set: &crate::fft::lanes::LaneSet,
     started: Instant,
 ) {
-    let (route, job) = built;
     let Some((route, job)) = route.zip(job).filter(|_| !control.stopping()) else {
         return;
     };
-    let samples = crate::stats::Counters::get(&control.counters.samples_analysed) as f64;
-    let seconds = started.elapsed().as_secs_f64();
     let frames: u64 = (lane_set.lanes().iter())
         .map(|l| l.counters.frames.load(std::sync::atomic::Ordering::Relaxed))
         .sum();
-    let bridged = *control.bridged.lock().unwrap_or_else(|e| e.into_inner());
-    let bridge = match bridged {
-        Some(bridge) => cpu_alone_rate(bridge, (samples, frames), started),
-        None => Some(samples / seconds), // no device joined: the CPU engines did it all
+    let run = RunFigures {
+        samples: crate::stats::Counters::get(&control.counters.samples_analysed) as f64,
+        frames,
+        started,
+        bridge: *control.bridged.lock().unwrap_or_else(|e| e.into_inner()),
     };
-    crate::fft::route_record::RouteRecord::record(&job, route, samples / seconds, bridge);
-}
-
-/// The end-to-end rate the CPU engines alone would have had, from their bridge: the run's
-/// set-up (until the stages started) plus every sample at the rate the CPU lane went while it
-/// worked alone (its frames at the join, at the run's samples per frame). None when it
-/// finished no frame.
-fn cpu_alone_rate(
-    bridge: super::Bridge,
-    (samples, frames): (f64, u64),
-    started: Instant,
-) -> Option<f64> {
-    if bridge.cpu_frames == 0 || frames == 0 {
-        return None;
-    }
-    let set_up = bridge.stages_started.saturating_duration_since(started);
-    let alone = bridge
-        .joined
-        .saturating_duration_since(bridge.stages_started);
-    let bridge_samples = bridge.cpu_frames as f64 * samples / frames as f64;
-    let rate_alone = bridge_samples / alone.as_secs_f64();
-    Some(samples / (set_up.as_secs_f64() + samples / rate_alone))
+    learn(&job, route, run);
 }

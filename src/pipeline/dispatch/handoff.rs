@@ -12,7 +12,7 @@ impl<T> Dispatcher<T> {
     pub(crate) fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
         let (id, n, frames) = (batch.id, batch.spec.n, batch.frames.len());
         let mut state = self.lock();
-        let order = state.by_score(n, frames, Some(from));
+        let order = state.ranked(n, frames, Some(from));
         let target = match state.place(batch, &order) {
             Ok(to) => to,
             Err(batch) => {

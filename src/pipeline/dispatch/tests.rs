@@ -1,7 +1,7 @@
 //! The dispatcher's tests: shares by speed, retired and failed lanes, the window, stalls.
 use super::*;
 use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
-use crate::fft::lanes::SpeedSide;
+use crate::fft::route::SpeedSide;
 use crate::fft::{EngineError, HostBuf, Scale};
 use crate::types::InputKind;
 use crate::window::WindowKind;

@@ -1,13 +1,13 @@
 //! What the devices of this machine turned out to be, remembered in the cache folder
 //! so a run can decide before it opens OpenCL: per `--device` choice, whether it named GPU-type
 //! devices alone (`device-kinds.json`; such a device starts in the background while the CPU
-//! engines work, `router::starts_in_background`), and per host and driver environment whether
+//! engines work, `super::plan`), and per host and driver environment whether
 //! `auto` found any GPU-type device, and when (`auto-gpus.json`; where it found none, file jobs
 //! start no OpenCL for a day).
 
-use super::calibrate;
-use super::device_choice::DeviceChoice;
-use super::device_set::{self, LaneDevice};
+use crate::fft::calibrate;
+use crate::fft::device_choice::DeviceChoice;
+use crate::fft::device_set::{self, LaneDevice};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,12 +1,12 @@
 //! What `auto` has seen of its three ways of running a file job on this machine: the CPU
 //! engines alone, the GPU alone once it is up (the CPU engines bridge its start-up), or both
-//! (`router::build_engine_set`). Each run records its end-to-end rate (input samples per second
+//! (`super::plan`). Each run records its end-to-end rate (input samples per second
 //! of wall time, start-up included) in the cache folder, under its job's shape (`JobKey`:
 //! frame, hop, precision, products, input size class, and the cores this process may use). A run
 //! of the GPU alone also records the CPU engines' figure from their bridge over the device's
 //! start-up (`cpu_bridge`: the run's set-up plus every sample at the rate the CPU lane went until
 //! the device joined; the whole run when none joined), a figure for the CPU alone that costs no
-//! run of its own. Only whole file jobs are recorded (`pipeline::run_steps::teaches_auto`); other
+//! run of its own. Only whole file jobs are recorded (`pipeline::run_steps::teaches_auto`, then `learn`); other
 //! runs, and any run with no cache folder, take the CPU alone.
 //!
 //! How it decides (`RouteRecord::choose`): a new job runs the GPU alone, which measures both
@@ -21,10 +21,11 @@
 //! the rates each way delivered alone (`RouteRecord::shares`). So `auto` follows what this
 //! machine's whole pipeline delivers, not only what its kernels do.
 
-use super::calibrate::cache_dir;
+use crate::fft::calibrate::{self, cache_dir};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// What tells jobs apart for `auto`: the same job on fewer cores, with overlap, in f64 or with
 /// products can be won by the other route.
@@ -105,7 +106,7 @@ impl RouteRecord {
     }
 
     fn book() -> RouteBook {
-        super::calibrate::load_cached(Self::path())
+        calibrate::load_cached(Self::path())
     }
 
     /// Whether records can be kept at all (a cache folder is known).
@@ -188,7 +189,7 @@ impl RouteRecord {
     }
 
     /// Both lanes' rates when each way alone has a figure: (CPU engines alone, GPU alone), for a
-    /// split of the batches in proportion (`lanes::LaneSpeed::Rate`).
+    /// split of the batches in proportion (`super::LaneSpeed::Rate`).
     pub(crate) fn shares(&self) -> Option<(f64, f64)> {
         Some((
             self.best(AutoRoute::CpuOnly)?,
@@ -206,7 +207,7 @@ impl RouteRecord {
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
         record.note(route, samples_per_s, bridge);
-        super::calibrate::save_cached(Self::path(), &book);
+        calibrate::save_cached(Self::path(), &book);
     }
 
     /// A run's figures: its rate, and its bridge rate when it ran the GPU alone.
@@ -227,6 +228,54 @@ impl RouteRecord {
         keep_last(figures, samples_per_s);
         self.runs += 1;
     }
+}
+
+/// The CPU engines' bridge over a device's start-up: the frames the CPU lane had finished when
+/// the device's lanes joined, and when the stages had started and the lanes joined.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bridge {
+    pub cpu_frames: u64,
+    pub stages_started: Instant,
+    pub joined: Instant,
+}
+
+/// What a finished job did, as `learn` takes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunFigures {
+    /// Input samples analysed, and frames transformed by every lane together.
+    pub samples: f64,
+    pub frames: u64,
+    pub started: Instant,
+    /// None when no device joined: the CPU engines did it all.
+    pub bridge: Option<Bridge>,
+}
+
+/// What `auto` learns from a finished job (not one cut short) run `route`'s way: its
+/// end-to-end rate, and the CPU engines' rate predicted from their bridge (`cpu_alone_rate`).
+pub(crate) fn learn(job: &JobKey, route: AutoRoute, run: RunFigures) {
+    let rate = run.samples / run.started.elapsed().as_secs_f64();
+    let bridge = match run.bridge {
+        Some(bridge) => cpu_alone_rate(bridge, &run),
+        None => Some(rate),
+    };
+    RouteRecord::record(job, route, rate, bridge);
+}
+
+/// The end-to-end rate the CPU engines alone would have had, from their bridge: the run's
+/// set-up (until the stages started) plus every sample at the rate the CPU lane went while it
+/// worked alone (its frames at the join, at the run's samples per frame). None when it
+/// finished no frame.
+fn cpu_alone_rate(bridge: Bridge, run: &RunFigures) -> Option<f64> {
+    if bridge.cpu_frames == 0 || run.frames == 0 {
+        return None;
+    }
+    let set_up = bridge.stages_started.saturating_duration_since(run.started);
+    let alone = bridge
+        .joined
+        .saturating_duration_since(bridge.stages_started);
+    let bridge_samples = bridge.cpu_frames as f64 * run.samples / run.frames as f64;
+    let rate_alone = bridge_samples / alone.as_secs_f64();
+    Some(run.samples / (set_up.as_secs_f64() + run.samples / rate_alone))
 }
 
 fn usable(rate: f64) -> bool {

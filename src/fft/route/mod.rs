@@ -1,0 +1,168 @@
+//! Which lane takes a batch: every CPU/GPU decision of a run, in one place, each from plain
+//! values and each unit-tested without a device.
+//!
+//! - **Which lanes a run starts, and when** (`plan`, from `Facts`): the lanes `--device` names,
+//!   opened before the run or, for GPU-type devices on file input, built in the background while
+//!   a CPU lane bridges their start-up (`Start::Bridged`); for `auto` on a file job, the way its
+//!   record of earlier runs says is fastest end to end (`record::RouteRecord::choose`: the CPU
+//!   engines alone, the GPU alone, or both sharing batches by the rates each way delivered).
+//! - **How fast each lane is** (`LaneSpeed`): a device's calibration, the record's rates, or the
+//!   same for every lane when nothing is measured.
+//! - **Which lane takes this batch** (`rank`, asked by `pipeline::dispatch` for every batch): the
+//!   lane predicted to get through its unfinished batches and this one first.
+//! - **What a run teaches** (`record::learn`): its end-to-end rate, and the CPU engines' rate
+//!   from their bridge over a device's start-up.
+//!
+//! What the machine's devices turned out to be is remembered between runs (`kinds`), so the
+//! plan is made before OpenCL is opened.
+
+pub(crate) mod kinds;
+pub(crate) mod record;
+mod speed;
+
+pub(crate) use speed::{LaneSpeed, SpeedSide};
+
+use super::device_choice::DeviceChoice;
+use record::{AutoRoute, RouteRecord};
+
+/// What a run's lanes are decided from.
+#[derive(Clone, Debug)]
+pub(crate) struct Facts {
+    pub choice: DeviceChoice,
+    /// A live input (the microphone, a radio): read as it comes.
+    pub live: bool,
+    /// Fault injection is on (`FFTD_FAULT_AFTER_BATCHES` counts a device's batches from the
+    /// first, which a bridging CPU lane would otherwise take).
+    pub faults: bool,
+    /// An earlier run found `choice` to name GPU-type devices alone (`kinds`).
+    pub gpus_alone: bool,
+    /// `auto` on a whole file job that can learn (a cache folder, and no recent finding of no
+    /// GPU here): the job's record. None: `auto` runs the CPU engines alone.
+    pub record: Option<RouteRecord>,
+}
+
+impl Facts {
+    /// The facts of this machine for a run of `choice`; `job` is `auto`'s job on file input
+    /// (None for any other run).
+    pub(crate) fn gather(choice: &DeviceChoice, live: bool, job: Option<&record::JobKey>) -> Self {
+        let auto_file_job = *choice == DeviceChoice::Auto && !live;
+        let learning = auto_file_job && RouteRecord::kept() && kinds::auto_may_find_gpus();
+        Facts {
+            choice: choice.clone(),
+            live,
+            faults: super::fault::FaultPlan::from_env() != Default::default(),
+            gpus_alone: kinds::names_gpus_alone(choice),
+            record: job.filter(|_| learning).map(RouteRecord::load),
+        }
+    }
+}
+
+/// How a run's lanes start.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Start {
+    /// The lanes `--device` names, opened before the run (`cpu`; live input, whose capture must
+    /// not wait; a device not known to be a GPU: an OpenCL device on the CPU shares the cores a
+    /// CPU lane would bridge with; fault injection; `auto` on live input, which may calibrate).
+    Opened,
+    /// A CPU lane at once, the named devices' lanes built in the background; the CPU lane retires
+    /// once a device has returned its first batch (issue 23: start-up off the critical path).
+    Bridged,
+    /// `auto` on a file job: a CPU lane at once, and the GPUs' lanes in the background unless
+    /// `route` is the CPU engines alone. With both, batches are shared by `shares` (the CPU
+    /// engines' rate alone, the GPUs' rate alone) when the record has both.
+    Auto {
+        route: AutoRoute,
+        shares: Option<(f64, f64)>,
+    },
+}
+
+impl Start {
+    /// Whether the CPU lane retires once a device's lane has returned its first batch.
+    pub(crate) fn retires_cpu(&self) -> bool {
+        matches!(
+            self,
+            Start::Bridged
+                | Start::Auto {
+                    route: AutoRoute::GpuOnly,
+                    ..
+                }
+        )
+    }
+
+    /// Whether devices' lanes are built in the background while a CPU lane works.
+    pub(crate) fn builds_late(&self) -> bool {
+        match self {
+            Start::Opened => false,
+            Start::Bridged => true,
+            Start::Auto { route, .. } => *route != AutoRoute::CpuOnly,
+        }
+    }
+
+    /// The way `auto` runs this file job (its rate is learned at the end), None otherwise.
+    pub(crate) fn auto_route(&self) -> Option<AutoRoute> {
+        match self {
+            Start::Auto { route, .. } => Some(*route),
+            _ => None,
+        }
+    }
+}
+
+/// How the run's lanes start, from `facts` alone.
+pub(crate) fn plan(facts: &Facts) -> Start {
+    if facts.choice != DeviceChoice::Auto || facts.live {
+        let bridged =
+            !facts.live && facts.choice.names_a_device() && !facts.faults && facts.gpus_alone;
+        return match bridged {
+            true => Start::Bridged,
+            false => Start::Opened,
+        };
+    }
+    let Some(record) = &facts.record else {
+        return Start::Auto {
+            route: AutoRoute::CpuOnly,
+            shares: None,
+        };
+    };
+    let route = record.choose();
+    let shares = (route == AutoRoute::WithGpu)
+        .then(|| record.shares())
+        .flatten();
+    Start::Auto { route, shares }
+}
+
+/// One lane as `rank` sees it: how fast it is and how many batches it has not finished.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaneLoad<'a> {
+    pub speed: &'a LaneSpeed,
+    pub unfinished: u64,
+}
+
+/// Which lane takes a batch of `frames` frames of `n` samples: `candidates` (indexes into
+/// `lanes`) ordered by the seconds each is predicted to need for its unfinished batches and this
+/// one, least first. Speeds count only when every lane's were measured the same way (all by
+/// calibration, or all by the record's rates); otherwise every lane is taken as equally fast, so
+/// backlogs alone decide. In a saturated run each lane so takes batches at the rate it finishes
+/// them, and when the queues have room the faster lane gets the next batch.
+pub(crate) fn rank(
+    lanes: &[LaneLoad<'_>],
+    candidates: &[usize],
+    n: usize,
+    frames: usize,
+) -> Vec<usize> {
+    let predicted = |i: usize| {
+        let lane = &lanes[i];
+        let measured = lanes.iter().all(|l| l.speed.comparable(lane.speed));
+        let speed = match measured {
+            true => lane.speed,
+            false => &LaneSpeed::Even,
+        };
+        (lane.unfinished + 1) as f64 * speed.seconds(n, frames)
+    };
+    let scores: Vec<f64> = candidates.iter().map(|&i| predicted(i)).collect();
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    order.into_iter().map(|k| candidates[k]).collect()
+}
+
+#[cfg(test)]
+mod tests;

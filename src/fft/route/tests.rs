@@ -1,0 +1,150 @@
+//! The routing decisions from plain values: no device, no cache folder.
+
+use super::record::{AutoRoute, RouteRecord};
+use super::*;
+use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
+use std::sync::Arc;
+
+fn facts(choice: &str, live: bool) -> Facts {
+    Facts {
+        choice: choice.parse().expect("a valid --device"),
+        live,
+        faults: false,
+        gpus_alone: true,
+        record: None,
+    }
+}
+
+#[test]
+fn named_gpus_start_in_the_background_on_file_input_only() {
+    assert_eq!(plan(&facts("gpu", false)), Start::Bridged);
+    assert_eq!(plan(&facts("gpu:all", false)), Start::Bridged);
+    assert_eq!(
+        plan(&facts("gpu", true)),
+        Start::Opened,
+        "live: capture waits for nothing"
+    );
+    assert_eq!(plan(&facts("cpu", false)), Start::Opened);
+    let pocl = Facts {
+        gpus_alone: false,
+        ..facts("gpu", false)
+    };
+    assert_eq!(plan(&pocl), Start::Opened, "not known to be a GPU");
+    let faults = Facts {
+        faults: true,
+        ..facts("gpu", false)
+    };
+    assert_eq!(
+        plan(&faults),
+        Start::Opened,
+        "fault injection counts from batch 0"
+    );
+    assert!(Start::Bridged.retires_cpu() && Start::Bridged.builds_late());
+    assert!(!Start::Opened.retires_cpu() && !Start::Opened.builds_late());
+    assert_eq!(Start::Bridged.auto_route(), None);
+}
+
+#[test]
+fn auto_without_a_record_runs_the_cpu_engines_and_a_new_job_tries_the_gpu_alone() {
+    assert_eq!(
+        plan(&facts("auto", true)),
+        Start::Opened,
+        "live auto opens first"
+    );
+    let no_record = plan(&facts("auto", false));
+    assert_eq!(no_record.auto_route(), Some(AutoRoute::CpuOnly));
+    assert!(!no_record.builds_late() && !no_record.retires_cpu());
+    let new_job = Facts {
+        record: Some(RouteRecord::default()),
+        ..facts("auto", false)
+    };
+    let start = plan(&new_job);
+    assert_eq!(start.auto_route(), Some(AutoRoute::GpuOnly));
+    assert!(start.builds_late() && start.retires_cpu());
+}
+
+fn calibration(cpu_s: f64, gpu_s: f64) -> Arc<Calibration> {
+    let key = CalibrationKey {
+        device: "dev".into(),
+        platform: "p".into(),
+        driver: "d".into(),
+        fftd_version: "v".into(),
+        precision: "f32".into(),
+    };
+    let points = vec![CalPoint {
+        n: 1024,
+        frames: 1,
+        cpu_s,
+        gpu_s,
+    }];
+    Arc::new(Calibration { key, points })
+}
+
+#[test]
+fn the_lane_predicted_to_finish_first_takes_the_batch() {
+    let cal = calibration(4.0, 1.0);
+    let (gpu, cpu) = (
+        LaneSpeed::Measured(cal.clone(), SpeedSide::OpenCl),
+        LaneSpeed::cpu(cal, 2),
+    );
+    let lanes = |gpu_backlog| {
+        [
+            LaneLoad {
+                speed: &cpu,
+                unfinished: 0,
+            },
+            LaneLoad {
+                speed: &gpu,
+                unfinished: gpu_backlog,
+            },
+        ]
+    };
+    // the CPU lane takes 2 s per batch (4 s over 2 workers), the device 1 s
+    assert_eq!(rank(&lanes(0), &[0, 1], 1024, 1), vec![1, 0]);
+    assert_eq!(
+        rank(&lanes(1), &[0, 1], 1024, 1),
+        vec![0, 1],
+        "2 s each: the order given"
+    );
+    assert_eq!(
+        rank(&lanes(2), &[0, 1], 1024, 1),
+        vec![0, 1],
+        "3 s behind its backlog"
+    );
+    assert_eq!(
+        rank(&lanes(0), &[0], 1024, 1),
+        vec![0],
+        "only the candidates"
+    );
+}
+
+#[test]
+fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
+    let (fast, rate) = (
+        LaneSpeed::Measured(calibration(4.0, 0.001), SpeedSide::OpenCl),
+        LaneSpeed::Rate(1.0),
+    );
+    let lanes = [
+        LaneLoad {
+            speed: &rate,
+            unfinished: 0,
+        },
+        LaneLoad {
+            speed: &fast,
+            unfinished: 1,
+        },
+    ];
+    assert_eq!(rank(&lanes, &[0, 1], 1024, 4), vec![0, 1]);
+    let shares = [
+        LaneLoad {
+            speed: &LaneSpeed::Rate(3.0),
+            unfinished: 2,
+        },
+        LaneLoad {
+            speed: &LaneSpeed::Rate(1.0),
+            unfinished: 0,
+        },
+    ];
+    // by the record's rates: 3 × 1/3 against 1 × 1: equal, the first given first
+    assert_eq!(rank(&shares, &[0, 1], 1, 1), vec![0, 1]);
+}
