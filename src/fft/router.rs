@@ -449,7 +449,7 @@ fn auto_lanes<'s, T: Sample>(
                 continue;
             }
         };
-        if !cal.points.iter().any(|p| p.gpu_s < p.cpu_s) {
+        if !route::calibration_favours_device(&cal) {
             tracing::debug!(
                 "{}: its calibration finds the CPU engine faster at every size",
                 spec.name()

@@ -7,7 +7,7 @@
 //! the rest of the pinned buffers while the lanes work (`PoolFill`).
 
 use super::dispatch::{Dispatcher, LaneId};
-use super::{join_lane_with, pool, worker, WorkerThreads};
+use super::{join_lane, pool, worker, Holders, WorkerThreads};
 use crate::fft::router;
 use crate::types::Sample;
 use std::sync::atomic::Ordering;
@@ -17,37 +17,19 @@ use std::time::{Duration, Instant};
 /// What a late lane's pinned pools still need once it has joined (`PoolFill::fill`).
 pub(super) struct PoolFill {
     pub(super) lane: LaneId,
-    /// More buffers to make: (input pool, output pool).
-    pub(super) more: (usize, usize),
+    /// More buffers to make in each pool.
+    pub(super) more_samples: usize,
+    pub(super) more_spectra: usize,
 }
 
 impl PoolFill {
     /// Makes the rest of the lane's pinned buffers while it works (its misses meanwhile get
     /// heap buffers, staged by the engine).
-    pub(super) fn fill<T: Sample>(
-        self,
-        dispatcher: &Dispatcher<T>,
-        (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
-    ) {
+    pub(super) fn fill<T: Sample>(self, dispatcher: &Dispatcher<T>, pools: &pool::Pools<T>) {
         let stop = || dispatcher.closed();
-        input_pool.fill(self.lane, self.more.0, &stop);
-        output_pool.fill(self.lane, self.more.1, &stop);
+        (pools.samples).fill(self.lane, self.more_samples, &stop);
+        (pools.spectra).fill(self.lane, self.more_spectra, &stop);
     }
-}
-
-/// `join_lane` for a lane built while the run goes on: its pinned pools get buffers the size
-/// of a device's batches, enough for its queue and workers before it joins, and the rest
-/// (`holders`: batches being read, spectra being encoded) made after it joined, by
-/// `PoolFill::fill`. So no reader or worker waits for a pinned allocation (about 1 GB/s: half
-/// a second of stalls per run when made on demand), and the lane does not wait for them all
-/// either (issue 23).
-pub(super) fn join_late_lane<T: Sample>(
-    dispatcher: &Dispatcher<T>,
-    pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
-    lane: router::LaneEngines<T>,
-    holders: (usize, usize),
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>, Option<PoolFill>)> {
-    join_lane_with(dispatcher, pools, lane, Some(holders))
 }
 
 /// Lanes built while the run went on (`auto`'s GPUs, a device started in the background)
@@ -55,12 +37,16 @@ pub(super) fn join_late_lane<T: Sample>(
 pub(super) struct LateJoin<'a, T: Sample> {
     pub(super) context: &'a Arc<worker::WorkerContext<T>>,
     pub(super) threads: &'a WorkerThreads,
-    pub(super) pools: (&'a pool::BufferPool<T>, &'a pool::BufferPool<T>),
+    pub(super) pools: &'a pool::Pools<T>,
     pub(super) lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
     pub(super) retire_cpu: bool,
-    /// Reader and encoder threads: how many batches and spectra may be held besides the lane's
-    /// queue (`join_late_lane`).
-    pub(super) holders: (usize, usize),
+    /// Batches and spectra that may be held besides a lane's queue and workers: its pinned
+    /// buffers are made for them too (`join_lane`). A lane joining a running pipeline gets
+    /// enough for its queue before it joins and the rest while it works (`PoolFill::fill`), so
+    /// no reader or worker waits for a pinned allocation (about 1 GB/s: half a second of
+    /// stalls per run when made on demand), and the lane does not wait for them all either
+    /// (issue 23).
+    pub(super) holders: Holders,
     /// The samples the run will analyse, when known up front, and when the stages started.
     pub(super) progress: (Option<u64>, Instant),
     /// The first stream's transform, each late engine's warm-up (`worker::warm_up`).
@@ -111,10 +97,11 @@ impl<T: Sample> LateJoin<'_, T> {
                 engines.for_each(|e| worker::warm_up(e.as_mut(), spec, self.context));
             }
             // (enough pinned buffers for its queue are made here, before it takes batches)
-            let joined = join_late_lane(dispatcher, self.pools, lane, self.holders);
-            if let Some((queue, engines, fill)) = joined {
+            let joined = join_lane(dispatcher, self.pools, lane, Some(self.holders));
+            if let Some(joined) = joined {
+                let (queue, engines) = (joined.queue, joined.engines);
                 self.threads.spawn(queue, engines, done, self.context);
-                fills.extend(fill);
+                fills.extend(joined.fill);
             }
         }
         // the rest of their pinned buffers, while they work

@@ -229,8 +229,6 @@ pub(crate) fn for_each_frame<T: Sample>(
     }
 }
 
-/// A lane joined to the dispatcher (with its home in both pools: its device's pinned memory, or
-/// heap memory), and its engines; None when dispatching has already ended.
 /// The shape of this job for `auto`'s records (`route::record`).
 pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
     let frame = match settings.analysis.frame {
@@ -262,25 +260,32 @@ pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::recor
     )
 }
 
-pub(super) fn join_lane<T: Sample>(
-    dispatcher: &Dispatcher<T>,
-    pools: (&pool::BufferPool<T>, &pool::BufferPool<T>),
-    lane: router::LaneEngines<T>,
-) -> Option<(worker::LaneQueue<T>, router::Engines<T>)> {
-    let (queue, engines, _) = join_lane_with(dispatcher, pools, lane, None)?;
-    Some((queue, engines))
+/// A lane joined to the dispatcher: its queue, its engines, and, for a lane that joined a
+/// running pipeline, the pinned buffers still to make (`late_join::PoolFill`).
+struct JoinedLane<T: Sample> {
+    queue: worker::LaneQueue<T>,
+    engines: router::Engines<T>,
+    fill: Option<late_join::PoolFill>,
 }
 
-fn join_lane_with<T: Sample>(
+/// Batches held outside a lane's queue and workers: by the reader threads (being filled) and
+/// by the encoder threads (spectra being encoded).
+#[derive(Clone, Copy, Debug)]
+struct Holders {
+    readers: usize,
+    encoders: usize,
+}
+
+/// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
+/// heap memory. For a lane joining a running pipeline (`holders`), enough pinned buffers for
+/// its queue are made now and the rest later (`late_join`). None when dispatching has already
+/// ended.
+fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
-    (input_pool, output_pool): (&pool::BufferPool<T>, &pool::BufferPool<T>),
+    pools: &pool::Pools<T>,
     lane: router::LaneEngines<T>,
-    holders: Option<(usize, usize)>,
-) -> Option<(
-    worker::LaneQueue<T>,
-    router::Engines<T>,
-    Option<late_join::PoolFill>,
-)> {
+    holders: Option<Holders>,
+) -> Option<JoinedLane<T>> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
@@ -289,28 +294,30 @@ fn join_lane_with<T: Sample>(
         (Some(memory), true) => pool.premade(memory, 2 * queue, &|| dispatcher.closed()),
         _ => Vec::new(),
     };
-    let (premade_in, premade_out) = (now(input_pool), now(output_pool));
-    let made = (premade_in.len(), premade_out.len());
+    let (premade_samples, premade_spectra) = (now(&pools.samples), now(&pools.spectra));
+    let made = (premade_samples.len(), premade_spectra.len());
     let homes = |id| {
-        input_pool.add_lane_with(id, pinned.clone(), premade_in, filling);
-        output_pool.add_lane_with(id, pinned.clone(), premade_out, filling);
+        (pools.samples).add_lane_with(id, pinned.clone(), premade_samples, filling);
+        (pools.spectra).add_lane_with(id, pinned.clone(), premade_spectra, filling);
     };
     let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
     let fill = holders
         .filter(|_| filling)
-        .map(|(readers, encoders)| late_join::PoolFill {
+        .map(|holders| late_join::PoolFill {
             lane: id,
-            more: (
-                (2 * queue + readers).saturating_sub(made.0),
-                (2 * queue + encoders).saturating_sub(made.1),
-            ),
+            more_samples: (2 * queue + holders.readers).saturating_sub(made.0),
+            more_spectra: (2 * queue + holders.encoders).saturating_sub(made.1),
         });
     let queue = worker::LaneQueue {
         id,
         lane: lane.lane,
         rx,
     };
-    Some((queue, lane.engines, fill))
+    Some(JoinedLane {
+        queue,
+        engines: lane.engines,
+        fill,
+    })
 }
 
 /// After a worker's panic, how long the other workers are waited for at the end (one may be

@@ -41,6 +41,24 @@ struct PinnedHome<T> {
     filling: AtomicBool,
 }
 
+/// The run's two pools: batches' sample buffers (filled by the producers, read by the FFT
+/// workers) and their spectra buffers (filled by the workers, read by the encoders and the
+/// sink).
+pub(crate) struct Pools<T> {
+    pub samples: BufferPool<T>,
+    pub spectra: BufferPool<T>,
+}
+
+impl<T: Copy + Default> Pools<T> {
+    /// Each pool keeps at most `capacity` spare buffers per home.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Pools {
+            samples: BufferPool::new(capacity),
+            spectra: BufferPool::new(capacity),
+        }
+    }
+}
+
 pub(crate) struct BufferPool<T> {
     /// Spare buffers per home.
     capacity: usize,

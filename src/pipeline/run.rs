@@ -42,7 +42,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
 
     // the teardown
     let dispatcher = &stages.workers.context.dispatcher;
-    let (input_pool, output_pool) = stages.workers.pools();
+    let pools = stages.workers.pools();
     // the workers have ended, but those stuck on a lane the run gave up (never to return)
     let given_up = dispatcher.given_up();
     // after a worker's panic a worker may be stuck on a hung device: it is not waited for long
@@ -65,10 +65,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
     let meta_written = write_run_meta(settings, meta_file, by_stream, to, error.as_ref());
-    settle_spares(
-        stages.workers.lane_set.has_device(),
-        (input_pool, output_pool),
-    );
+    settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
         started,
@@ -100,18 +97,15 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
 /// for (and `auto`'s clock: left to the process's exit, the driver's unpinning would still hold
 /// the exit, unseen; issue 23); or, after a device's use, left to the process's exit with the
 /// engines (`left_behind`).
-fn settle_spares<T: Sample>(
-    had_device: bool,
-    (input_pool, output_pool): (&super::pool::BufferPool<T>, &super::pool::BufferPool<T>),
-) {
+fn settle_spares<T: Sample>(had_device: bool, pools: &super::pool::Pools<T>) {
     match had_device {
         true => {
-            let spares = (input_pool.take_spares(), output_pool.take_spares());
+            let spares = (pools.samples.take_spares(), pools.spectra.take_spares());
             crate::left_behind::keep(Box::new(spares));
         }
         false => {
-            input_pool.release_spares();
-            output_pool.release_spares();
+            pools.samples.release_spares();
+            pools.spectra.release_spares();
         }
     }
 }

@@ -11,8 +11,8 @@ use super::live::LiveView;
 use super::run_steps::{transform_spec, Early, Planned, RowsPlanned, Sinks};
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
-    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, StartUpThread,
-    StreamWritten, WorkerThreads,
+    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders, JoinedLane,
+    StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -109,19 +109,16 @@ impl<T: Sample> Workers<T> {
         let context = Arc::new(worker::WorkerContext {
             control,
             dispatcher,
-            pools: (
-                pool::BufferPool::<T>::new(in_flight),
-                pool::BufferPool::<T>::new(in_flight),
-            ),
+            pools: pool::Pools::new(in_flight),
             products,
         });
-        let pools = (&context.pools.0, &context.pools.1);
+        let pools = &context.pools;
         if let Some((values_in, values_out)) = device_batch_values {
-            pools.0.expect(values_in);
-            pools.1.expect(values_out);
+            pools.samples.expect(values_in);
+            pools.spectra.expect(values_out);
         }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
-            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane))
+            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, None))
             .collect();
         let handoff = Handoff {
             ready_lanes,
@@ -140,9 +137,8 @@ impl<T: Sample> Workers<T> {
         (workers, handoff)
     }
 
-    /// (input buffers, output buffers).
-    pub(super) fn pools(&self) -> (&pool::BufferPool<T>, &pool::BufferPool<T>) {
-        (&self.context.pools.0, &self.context.pools.1)
+    pub(super) fn pools(&self) -> &pool::Pools<T> {
+        &self.context.pools
     }
 }
 
@@ -173,9 +169,6 @@ pub(super) struct Stages<'a, T: Sample> {
     /// `/spectra`'s NDJSON rows, with a live view.
     live_rows: Option<Box<dyn Encoder<T>>>,
 }
-
-/// A lane joined to the dispatcher: its queue and its engines.
-type JoinedLane<T> = (worker::LaneQueue<T>, router::Engines<T>);
 
 /// Where the lanes a device start-up in the background brings arrive.
 type LateLanes<T> = Receiver<router::LateLanes<T>>;
@@ -241,7 +234,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             .as_ref()
             .map(|_| live_rows(settings, layout.as_ref()));
         let encoders = encode_threads();
-        // a late lane's pinned buffers are made the size of a device's batches (`join_late_lane`)
+        // a late lane's pinned buffers are made the size of a device's batches (`join_lane`)
         let device_batch_values = engines.later.is_some().then(|| {
             let spec_of = |n, kind, rate| transform_spec(settings, (n, kind, rate));
             planned.range_jobs.device_batch_values(&spec_of)
@@ -319,7 +312,7 @@ impl<'a, T: Sample> Stages<'a, T> {
                 outputs,
                 streams: &self.planned.streams,
                 pool: &self.bytes_pool,
-                values_pool: self.workers.pools().1,
+                values_pool: &self.workers.pools().spectra,
                 live: self.live_view.as_ref().map(|view| &*view.hub),
                 // rows are frames here (with --average, the averaging stage applies the cuts)
                 cuts_apply: self.averaging.is_none(),
@@ -357,7 +350,7 @@ impl<'a, T: Sample> Stages<'a, T> {
     fn spawn_producers<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_rx: Receiver<Frame<T>>) {
         let context = &*self.workers.context;
         let (control, dispatcher, input_pool) =
-            (&context.control, &context.dispatcher, &context.pools.0);
+            (&context.control, &context.dispatcher, &context.pools.samples);
         let settings = self.settings;
         let spec_of = move |n: usize, kind: InputKind, rate: f64| -> TransformSpec {
             transform_spec(settings, (n, kind, rate))
@@ -396,8 +389,8 @@ impl<'a, T: Sample> Stages<'a, T> {
     ) {
         let (context, threads) = (&self.workers.context, &self.workers.threads);
         let (control, dispatcher) = (&context.control, &context.dispatcher);
-        for (queue, engines) in ready_lanes {
-            threads.spawn(queue, engines, &done_tx, context);
+        for joined in ready_lanes {
+            threads.spawn(joined.queue, joined.engines, &done_tx, context);
         }
         let watched = self.workers.dispatch_ended.clone();
         scope.spawn(move || {
@@ -419,7 +412,10 @@ impl<'a, T: Sample> Stages<'a, T> {
             pools: self.workers.pools(),
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
-            holders: (self.readers.0 + self.readers.1, self.encoders),
+            holders: Holders {
+                readers: self.readers.0 + self.readers.1,
+                encoders: self.encoders,
+            },
             progress: (self.total_samples, Instant::now()),
             warm: self
                 .planned
@@ -449,7 +445,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         let (control, pools) = (&self.workers.context.control, self.workers.pools());
         let (tx, rx) = crossbeam_channel::bounded(2 * self.encoders);
         scope.spawn(move || {
-            averaging::run_averaging::<T>(from_workers, tx, stage, control, pools.1)
+            averaging::run_averaging::<T>(from_workers, tx, stage, control, &pools.spectra)
         });
         worker::FinishedBatches {
             rx,
@@ -487,7 +483,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             encoder: &*self.sinks.encoder,
             streams: &self.planned.streams,
             output_of: &self.sinks.writer_of,
-            values_pool: self.workers.pools().1,
+            values_pool: &self.workers.pools().spectra,
             bytes_pool: &self.bytes_pool,
             placed: &self.sinks.placed,
             live,

@@ -7,7 +7,7 @@
 
 use super::batcher::{Batch, FrameMeta};
 use super::dispatch::{AbandonOnPanic, Dispatcher, LaneId};
-use super::pool::BufferPool;
+use super::pool::{BufferPool, Pools};
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::lanes::Lane;
@@ -61,8 +61,7 @@ impl<T> Done<T> {
 pub(crate) struct WorkerContext<T: Sample> {
     pub control: Control,
     pub dispatcher: Dispatcher<T>,
-    /// (input buffers, output buffers).
-    pub pools: (BufferPool<T>, BufferPool<T>),
+    pub pools: Pools<T>,
     pub products: (Option<Shaping>, Option<Segmenting>),
 }
 
@@ -290,7 +289,7 @@ fn transform_batch<T: Sample>(
     ctx: &WorkerContext<T>,
 ) -> Result<Transformed<T>, EngineError> {
     let (shaping, segmenting) = ctx.products();
-    let output_pool = &ctx.pools.1;
+    let output_pool = &ctx.pools.spectra;
     // band powers are summed by the engine itself (on a device: only the bands come back)
     let bands = shaping
         .and_then(|s| s.plan(&batch.spec))
@@ -339,7 +338,7 @@ fn transform_batch<T: Sample>(
 impl<T: Sample> Transformed<T> {
     /// The finished batch: its input buffer back to the pool, its rows shaped by the products.
     fn finish(self, batch: Batch<T>, lane: LaneId, ctx: &WorkerContext<T>) -> Done<T> {
-        let (input_pool, output_pool) = (&ctx.pools.0, &ctx.pools.1);
+        let (input_pool, output_pool) = (&ctx.pools.samples, &ctx.pools.spectra);
         let (shaping, _) = ctx.products();
         input_pool.give(batch.data);
         let (frames, segments) = match &self.lengths {

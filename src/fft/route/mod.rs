@@ -6,6 +6,8 @@
 //!   a CPU lane bridges their start-up (`Start::Bridged`); for `auto` on a file job, the way its
 //!   record of earlier runs says is fastest end to end (`record::RouteRecord::choose`: the CPU
 //!   engines alone, the GPU alone, or both sharing batches by the rates each way delivered).
+//! - **Which devices `auto` gives a lane** (`calibration_favours_device`): those its calibration
+//!   finds faster than the CPU engine at some size.
 //! - **How fast each lane is** (`LaneSpeed`): a device's calibration, the record's rates, or the
 //!   same for every lane when nothing is measured.
 //! - **Which lane takes this batch** (`rank`, asked by `pipeline::dispatch` for every batch): the
@@ -128,6 +130,13 @@ pub(crate) fn plan(facts: &Facts) -> Start {
         .then(|| record.shares())
         .flatten();
     Start::Auto { route, shares }
+}
+
+/// Whether `auto` gives a device a lane by its calibration: where it was faster than the CPU
+/// engine at some measured size (`rank` then sends it the batches it is predicted to finish
+/// first).
+pub(crate) fn calibration_favours_device(cal: &super::calibrate::Calibration) -> bool {
+    cal.points.iter().any(|p| p.gpu_s < p.cpu_s)
 }
 
 /// One lane as `rank` sees it: how fast it is and how many batches it has not finished.
