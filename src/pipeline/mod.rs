@@ -1,7 +1,12 @@
-//! The one place the stages are wired: sources → readers (framing) → bounded channel → batcher →
-//! dispatcher (spreads batches over the lanes: one per device, `dispatch`) → FFT workers (one
-//! engine each, in their lane) → encoders (rows → bytes, several threads) → sink (re-ordered by
-//! batch number, written in sequence order).
+//! The pipeline: source → frame → batch → fft → products → encode → sink, each stage on its own
+//! threads joined by bounded channels. Readers frame the inputs (`reader`, or `range_reader`
+//! straight into batches); the batcher fills batches (`batcher`), each for the lane
+//! `fft::route::rank` picks (`dispatch`: one lane per device); FFT workers transform them, one
+//! engine each (`worker`); `--average` reduces rows (`averaging`); encoders turn rows into bytes
+//! (`encode`); the sink writes them re-ordered by batch number (`sink_stage`).
+//!
+//! A run, top to bottom, is `run::run_typed`: its first steps (`run_steps`, `plan`, `outputs`),
+//! the one wiring function `run_stages::Stages::run_threads`, and the teardown.
 //!
 //! Memory stays bounded whatever the input size: every channel is bounded, and the sink's re-order
 //! buffer holds at most the dispatcher's window of batches (`dispatch`), even when a device hangs.
@@ -30,13 +35,11 @@ pub(crate) mod spec;
 mod worker;
 
 use crate::pipeline::spec::RunSpec;
-use crate::source::spec::Input;
 
 use crate::error::{FftdError, Result};
 use crate::fft::lanes::LaneSet;
 use crate::fft::router;
-use crate::frame::{Frame, FrameSize};
-use crate::limits;
+use crate::frame::Frame;
 use crate::products::finish_for_scale;
 use crate::stats::{self, Counters};
 use crate::timeline::{Kind, Phase};
@@ -227,37 +230,6 @@ pub(crate) fn for_each_frame<T: Sample>(
         Some(e) => Err(e),
         None => Ok(()),
     }
-}
-
-/// The shape of this job for `auto`'s records (`route::record`).
-pub(super) fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
-    let frame = match settings.analysis.frame {
-        FrameSize::Fixed(n) => n,
-        FrameSize::Whole => 0,
-    };
-    let p = &settings.analysis.products;
-    let products = match (p.bands.is_some(), p.average.is_some()) {
-        (true, true) => "bands+average",
-        (true, false) => "bands",
-        (false, true) => "average",
-        (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
-        (false, false) => "plain",
-    };
-    let input_bytes = match &settings.source.input {
-        Input::Files(files) => files
-            .iter()
-            .filter_map(|f| std::fs::metadata(f).ok())
-            .map(|m| m.len())
-            .sum(),
-        _ => 0,
-    };
-    crate::fft::route::record::JobKey::new(
-        (frame, settings.analysis.hop_for(frame)),
-        T::NAME,
-        &format!("{products} {:?}", settings.analysis.scale),
-        input_bytes,
-        limits::cores(),
-    )
 }
 
 /// A lane joined to the dispatcher: its queue, its engines, and, for a lane that joined a

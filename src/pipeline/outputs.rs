@@ -6,16 +6,22 @@
 //! A destination that is not a regular file (a FIFO, `/dev/null`, a socket) is opened once, now,
 //! and kept open to the end: a FIFO waits here for its reader, giving way to SIGINT/SIGTERM
 //! (`sink::opening`). It is never placed (`sink::placed`) and never closed to make room.
+//!
+//! `Sinks::open` opens a run's outputs (sized by `RowsPlanned`); `write_run_meta` writes the
+//! `--meta` sidecar at the end.
 
+use super::run_report;
 use crate::error::{FftdError, Result};
+use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::pipeline::spec::RunSpec;
 use crate::sink::destination::Destination;
+use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
-use crate::sink::{Encoder, OutputFormat};
+use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::source::spec::Input;
 use crate::source::InputFormat;
 use crate::types::Sample;
@@ -23,6 +29,8 @@ use crate::types::StreamMeta;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
 
 /// Where the spectra go: one destination per writer (a file, or stdout for None), and the writer
 /// of each stream.
@@ -448,4 +456,127 @@ pub(super) fn rotations(
         }))
     };
     crate::sink::rotate_outputs::rotations(dests, placed, &options, &image_of)
+}
+
+/// Where the rows go, opened before any input is read.
+pub(super) struct Sinks<T: Sample> {
+    pub encoder: Box<dyn Encoder<T>>,
+    pub dests: Vec<Destination>,
+    pub placed: PlacedOutputs,
+    /// What each output is, for `--meta` and messages.
+    pub outputs: Vec<String>,
+    /// The output each stream's rows go to.
+    pub writer_of: Vec<usize>,
+    pub rotations: Vec<Option<crate::sink::rotate::Rotation>>,
+    pub meta_file: Option<File>,
+    pub tracer: Option<Arc<crate::trace::Tracer>>,
+}
+
+impl<T: Sample> Sinks<T> {
+    pub(super) fn open(
+        settings: &RunSpec,
+        rows: RowsPlanned<'_>,
+        nats: Option<NatsConnection>,
+        stop: &Arc<AtomicBool>,
+        started: Instant,
+    ) -> Result<Sinks<T>> {
+        let streams = rows.streams;
+        let plan = plan_outputs(settings, streams)?;
+        refuse_overwriting_inputs(settings, &plan)?;
+        // --meta is written at the end, but a place that cannot take it is found now
+        let meta_file = (settings.output.meta.as_ref())
+            .map(|path| create_output(path, stop))
+            .transpose()?;
+        let tracer = run_report::open_trace(settings, stop, started)?;
+        let layout = rows.layout;
+        let (format, scale) = (settings.analysis.format, settings.analysis.scale);
+        let encoder = make_encoder::<T>(format, scale);
+        let encoder = crate::sink::measured::wrap(encoder, format, layout);
+        let placed = match settings.output.rotate {
+            Some(_) => Default::default(), // rotated files take rows in order
+            None => {
+                let values_of = |s: &StreamMeta| values_per_row(settings, &rows, s);
+                let n = rows.frame.0;
+                place_outputs(&*encoder, &plan, streams, rows.planned, n, values_of)
+            }
+        };
+        let dests = match (nats, format) {
+            (Some(connection), _) => {
+                let to = NatsRows::new(connection, &settings.analysis, streams, rows.frame);
+                vec![Destination::Messages(Box::new(to))]
+            }
+            (None, OutputFormat::Png) => image_destinations(settings, &plan, streams, stop)?,
+            (None, _) => open_destinations(&*encoder, &plan, &placed, stop)?,
+        };
+        let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
+        let writer_of = plan.writer_of;
+        let rotations = rotations(settings, &dests, &placed, streams, &writer_of);
+        Ok(Sinks {
+            encoder,
+            dests,
+            placed,
+            outputs,
+            writer_of,
+            rotations,
+            meta_file,
+            tracer,
+        })
+    }
+}
+
+/// What the outputs are sized by: the streams, their frames, the rows known up front and the
+/// measurements after each row's columns.
+pub(super) struct RowsPlanned<'a> {
+    pub streams: &'a [StreamMeta],
+    pub frame: (usize, usize),
+    pub planned: &'a [Option<u64>],
+    pub layout: Option<&'a Arc<crate::products::measure::MeasureLayout>>,
+}
+
+/// Values in one row of stream `s`: its columns (or bins) times values per bin, plus the
+/// measurements after them.
+fn values_per_row(settings: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) -> usize {
+    let extras = rows.layout.map_or(0, |l| l.extras());
+    match &s.columns {
+        Some(_) if rows.layout.is_some_and(|l| l.cross_bins.is_some()) => extras,
+        Some(columns) => columns.len() * settings.analysis.scale.values_per_bin() + extras,
+        None => settings
+            .transform(rows.frame.0, s.kind, s.rate)
+            .values_out(),
+    }
+}
+
+/// `--meta` at the end of a run: what each stream became, and the run's error if it failed.
+pub(super) fn write_run_meta(
+    settings: &RunSpec,
+    file: Option<File>,
+    (streams, written): (&[StreamMeta], &[super::StreamWritten]),
+    (outputs, writer_of): (&[String], &[usize]),
+    error: Option<&FftdError>,
+) -> Result<()> {
+    let (Some(path), Some(file)) = (&settings.output.meta, file) else {
+        return Ok(());
+    };
+    let summaries: Vec<StreamSummary<'_>> = streams
+        .iter()
+        .zip(written)
+        .map(|(meta, w)| StreamSummary {
+            meta,
+            n: w.n,
+            hop: settings.analysis.fixed().map_or(w.n, |(_, hop)| hop),
+            frames: w.frames,
+            output: outputs[writer_of[meta.id]].clone(),
+        })
+        .collect();
+    let failure = error.map(ToString::to_string);
+    let analysis = &settings.analysis;
+    let input_format = settings.source.input_format;
+    write_meta(
+        path,
+        file,
+        analysis,
+        input_format,
+        &summaries,
+        failure.as_deref(),
+    )
 }

@@ -13,11 +13,17 @@
 //!   An `rtl_tcp://` receiver is connected to and tuned here too, and read live.
 //!
 //! `FFTD_RANGE_READ=0` sends every input the sequential way (for comparisons and benchmarks).
+//!
+//! `Planned` is a run's inputs as planned (with the products' shaping and the recorder), and
+//! the reader threads they need (`ReaderThreads`).
 
-use super::range_reader::{Framing, RangeStream};
+use super::range_reader::{Framing, RangeJobs, RangeStream};
+use super::{planned_rows, tap_sources};
 use crate::error::{FftdError, Result};
 use crate::frame::FrameSize;
+use crate::limits;
 use crate::pipeline::spec::RunSpec;
+use crate::products::{Segmenting, Shaping};
 use crate::source::channels::ChannelSplitter;
 use crate::source::input::InputReader;
 use crate::source::retry;
@@ -416,5 +422,115 @@ impl SequentialQueue {
                     })
                 }),
         })
+    }
+}
+
+/// The inputs planned, before any is read: their streams, how each is read, the products'
+/// per-frame shaping and the recorder tapping them.
+pub(super) struct Planned {
+    pub streams: Vec<StreamMeta>,
+    pub sequential: SequentialQueue,
+    /// The range-read streams' jobs.
+    pub range_jobs: RangeJobs,
+    /// Frame size and hop the range streams were planned with (every fixed-frame stream's).
+    frame: (usize, usize),
+    pub recorder: Option<crate::record::Recorder>,
+    pub shaping: Option<Shaping>,
+}
+
+impl Planned {
+    pub(super) fn plan(settings: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
+        // recordings tap every input's samples, so inputs are then read in order
+        let reading = match settings.record {
+            Some(_) => Reading::Sequential,
+            None => Reading::Fastest,
+        };
+        let StreamPlan {
+            mut sequential,
+            ranged,
+            mut streams,
+            framing,
+        } = plan_streams(settings, stop, reading)?;
+        let recorder = tap_sources(settings, &mut sequential);
+        let products = &settings.analysis.products;
+        let look = (settings.analysis.scale, settings.analysis.window);
+        let shaping =
+            Shaping::new(&mut streams, framing.n, products, look).map_err(FftdError::Usage)?;
+        Ok(Planned {
+            streams,
+            sequential: SequentialQueue::new(sequential, settings, stop),
+            frame: (framing.n, framing.hop),
+            range_jobs: RangeJobs::new(ranged, framing),
+            recorder,
+            shaping,
+        })
+    }
+
+    /// What taps the frames before the engines: the recorder and the products' shaping (each
+    /// taken once, by the stages).
+    pub(super) fn take_taps(&mut self) -> Taps {
+        Taps {
+            recorder: self.recorder.take(),
+            shaping: self.shaping.take(),
+        }
+    }
+
+    /// Frame size and hop of the range-read streams (every stream's with fixed frames).
+    pub(super) fn frame(&self) -> (usize, usize) {
+        self.frame
+    }
+
+    /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.
+    pub(super) fn segmenting(&self, settings: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
+        let products = &settings.analysis.products;
+        match crate::knobs::engine_averaging() {
+            false => Ok(None), // every frame to the averaging stage (for comparisons)
+            true => Segmenting::new(products, &self.streams, self.frame.1, live)
+                .map_err(FftdError::Usage),
+        }
+    }
+
+    /// Rows each stream will have when known up front (not with `--average`: rows per interval
+    /// are known only as they come).
+    pub(super) fn rows(&self, averaging: bool) -> Vec<Option<u64>> {
+        match averaging {
+            false => planned_rows(self.range_jobs.streams(), &self.streams, &self.sequential),
+            true => vec![None; self.streams.len()],
+        }
+    }
+
+    /// Reader threads: a fixed pool for the sequential inputs (`--realtime`: one per input,
+    /// each paced), and one range reader per core when there are range jobs.
+    pub(super) fn readers(&self, realtime: bool) -> ReaderThreads {
+        let sequential = match realtime {
+            true => self.sequential.readers_wanted(limits::MAX_PACED_READERS),
+            false => self.sequential.readers_wanted(limits::cores()),
+        };
+        let ranged = match self.range_jobs.streams().is_empty() {
+            true => 0,
+            false => limits::cores(),
+        };
+        ReaderThreads { sequential, ranged }
+    }
+}
+
+/// What taps the frames before the engines (`Planned::take_taps`).
+pub(super) struct Taps {
+    pub recorder: Option<crate::record::Recorder>,
+    pub shaping: Option<Shaping>,
+}
+
+/// Reader threads of a run.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ReaderThreads {
+    /// The pool reading the sequential inputs, whose frames go to the batcher.
+    pub sequential: usize,
+    /// Range readers: each reads parts of the range-read inputs straight into batches.
+    pub ranged: usize,
+}
+
+impl ReaderThreads {
+    pub(super) fn total(&self) -> usize {
+        self.sequential + self.ranged
     }
 }

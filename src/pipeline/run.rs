@@ -1,10 +1,13 @@
-//! One run, top to bottom: the set-up steps (`run_steps`, then `run_stages::Stages::assemble`),
-//! every stage on its own threads joined by bounded channels (`Stages::run_threads`: readers →
-//! batcher → FFT workers → averaging → encoders → sink), then the teardown here: the workers
-//! joined, the sidecar, the report and what `auto` learns.
+//! One run, top to bottom: the set-up steps (`run_steps::Early`, `Built`, `plan::Planned`, then
+//! `run_stages::Stages::assemble`, which opens the outputs), every stage on its own threads
+//! joined by bounded channels (`Stages::run_threads`: source → frame → batch → fft → products →
+//! encode → sink), then the teardown here: the workers joined, the sidecar, the report and what
+//! `auto` learns.
 
+use super::outputs::write_run_meta;
+use super::plan::Planned;
 use super::run_stages::{EngineLanes, Stages};
-use super::run_steps::{teach_auto, write_run_meta, Built, Early, Planned};
+use super::run_steps::{teach_auto, Built, Early};
 use super::{run_report, stalled_error, PANIC_JOIN_PATIENCE};
 use crate::error::Result;
 use crate::pipeline::spec::RunSpec;
@@ -26,13 +29,14 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let (engines, _start_up) = EngineLanes::new(built.set, started);
     let auto_route = engines.start.auto_route();
     let mut planned = Planned::plan(settings, &signals.stop)?;
-    let taps = (planned.recorder.take(), planned.shaping.take());
-    let run = (&signals.stop, started);
-    let (stages, handoff) = Stages::<T>::assemble(settings, &planned, taps, engines, early, run)?;
+    let taps = planned.take_taps();
+    let stop = &signals.stop;
+    let (stages, handoff) =
+        Stages::<T>::assemble(settings, &planned, taps, engines, early, stop, started)?;
     let control = &stages.workers.context.control;
     let startup = run_report::Startup {
         started,
-        engines: built.times,
+        engines: built.building,
         ended: Instant::now(),
     };
     startup.record(control);
@@ -70,7 +74,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let ended = run_report::Ended {
         started,
         sink_ended,
-        readers: stages.readers.0 + stages.readers.1,
+        readers: stages.readers.total(),
         encoders: stages.encoders,
         window: dispatcher.widest_window(),
     };
@@ -86,7 +90,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         return Err(e);
     }
     let lanes = &*stages.workers.lane_set;
-    teach_auto((auto_route, built.job), control, lanes, started);
+    teach_auto(auto_route, built.job, control, lanes, started);
     if let Some(view) = live_view {
         view.finish(true, &signals.interrupted);
     }

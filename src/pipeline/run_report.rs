@@ -57,7 +57,7 @@ pub(super) fn enable_detail(trace: bool) {
 pub(super) struct Startup {
     pub started: Instant,
     /// Building the engines and devices (`router::build_engine_set`).
-    pub engines: (Instant, Instant),
+    pub engines: std::ops::Range<Instant>,
     pub ended: Instant,
 }
 
@@ -66,13 +66,13 @@ impl Startup {
         let times = &control.counters.times;
         let ns = |a: Instant, b: Instant| b.saturating_duration_since(a).as_nanos() as u64;
         Counters::add(&times.startup_ns, ns(self.started, self.ended));
-        Counters::add(&times.engines_ns, ns(self.engines.0, self.engines.1));
+        Counters::add(&times.engines_ns, ns(self.engines.start, self.engines.end));
         if let Some(tracer) = &control.tracer {
             // set-up the main thread does from now on (pinned memory released in the teardown)
             crate::trace::set_current_track(Some(0));
             tracer.main_span("start-up", self.started, self.ended);
-            tracer.main_span("engines", self.engines.0, self.engines.1);
-            tracer.main_span("planning and outputs", self.engines.1, self.ended);
+            tracer.main_span("engines", self.engines.start, self.engines.end);
+            tracer.main_span("planning and outputs", self.engines.end, self.ended);
         }
     }
 }

@@ -1,18 +1,21 @@
 //! A run's stages, assembled (`Stages::assemble`: products, outputs, live view, the FFT side,
-//! alerts) and run on their threads (`Stages::run_threads`): sequential readers and the progress
-//! line, the dispatcher's producers (range readers, batcher), the FFT workers with the stall
-//! watcher and the lanes that join late, averaging, encoders, and the sink on the calling thread.
+//! alerts) and wired (`Stages::run_threads`, the one function that shows the data path: source →
+//! frame → batch → fft → products → encode → sink): sequential readers and the progress line,
+//! the dispatcher's producers (range readers, batcher), the FFT workers with the stall watcher
+//! and the lanes that join late, averaging, encoders, and the sink on the calling thread.
 //! Each stage gets its own spec or view of the run (`ReadSpec`, `BatchSpec`, `EncodeStage`,
 //! `SinkStage`).
 
 use super::averaging::AveragingStage;
 use super::dispatch::{Dispatcher, StopFlags};
 use super::live::LiveView;
-use super::run_steps::{transform_spec, Early, Planned, RowsPlanned, Sinks};
+use super::outputs::{RowsPlanned, Sinks};
+use super::plan::{Planned, ReaderThreads, Taps};
+use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
-    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders, JoinedLane,
-    StartUpThread, StreamWritten, WorkerThreads,
+    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders,
+    JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -146,8 +149,7 @@ impl<T: Sample> Workers<T> {
 pub(super) struct Stages<'a, T: Sample> {
     settings: &'a RunSpec,
     planned: &'a Planned,
-    /// Reader threads: (sequential readers, range readers).
-    pub(super) readers: (usize, usize),
+    pub(super) readers: ReaderThreads,
     reading: ReadSpec,
     batching: BatchSpec,
     /// A progress total when every sample count is known up front (range-read inputs only).
@@ -206,11 +208,13 @@ impl<'a, T: Sample> Stages<'a, T> {
     pub(super) fn assemble(
         settings: &'a RunSpec,
         planned: &'a Planned,
-        (recorder, shaping): (Option<crate::record::Recorder>, Option<Shaping>),
+        taps: Taps,
         engines: EngineLanes<T>,
         early: Early,
-        (stop, started): (&std::sync::Arc<AtomicBool>, Instant),
+        stop: &Arc<AtomicBool>,
+        started: Instant,
     ) -> Result<(Self, Handoff<T>)> {
+        let Taps { recorder, shaping } = taps;
         let streams = &planned.streams[..];
         let averaging = average_stage(settings, streams, planned.frame())?;
         let layout = (averaging.as_ref())
@@ -236,7 +240,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         let encoders = encode_threads();
         // a late lane's pinned buffers are made the size of a device's batches (`join_lane`)
         let device_batch_values = engines.later.is_some().then(|| {
-            let spec_of = |n, kind, rate| transform_spec(settings, (n, kind, rate));
+            let spec_of = |n, kind, rate| settings.transform(n, kind, rate);
             planned.range_jobs.device_batch_values(&spec_of)
         });
         let products = (shaping, segmenting);
@@ -270,17 +274,18 @@ impl<'a, T: Sample> Stages<'a, T> {
         Ok((stages, handoff))
     }
 
-    /// Every stage on its threads until the sink has written the last row.
+    /// The data path, every stage on its threads joined by bounded channels, until the sink
+    /// has written the last row: source → frame → batch → fft → products → encode → sink.
     pub(super) fn run_threads(
         &self,
         handoff: Handoff<T>,
         signals: &Signals,
         latency: &mut Latency,
     ) -> Ran {
-        let frame_capacity = frame_queue_capacity::<T>(self.settings);
-        let (frame_tx, frame_rx) = crossbeam_channel::bounded(frame_capacity);
-        let (done_tx, done_rx) = crossbeam_channel::bounded(2 * self.workers.ready.max(1));
-        let (encoded_tx, encoded_rx) = crossbeam_channel::bounded(2 * self.encoders);
+        let (frames_tx, frames) =
+            crossbeam_channel::bounded(frame_queue_capacity::<T>(self.settings));
+        let (spectra_tx, spectra) = crossbeam_channel::bounded(2 * self.workers.ready.max(1));
+        let (encoded_tx, encoded) = crossbeam_channel::bounded(2 * self.encoders);
         let encode_stage = self.encode_stage();
         let Handoff {
             ready_lanes,
@@ -289,38 +294,29 @@ impl<'a, T: Sample> Stages<'a, T> {
             rotations,
             alerts,
         } = handoff;
+        let lanes = (ready_lanes, late_lanes);
+        let sink = self.sink_stage((dests, rotations), alerts, signals);
         let (written, sink_ended) = std::thread::scope(|scope| {
-            self.spawn_readers(scope, frame_tx);
-            self.spawn_producers(scope, frame_rx);
-            let lanes = (ready_lanes, late_lanes);
-            self.spawn_workers(scope, lanes, done_tx, &signals.interrupted);
-            // the stage after the workers stops waiting for a given-up lane (`dispatch`)
-            let from_workers = worker::FinishedBatches {
-                rx: done_rx,
+            // source → frame: sequential inputs read and framed (range-read inputs are framed
+            // straight into batches by their producers)
+            self.spawn_readers(scope, frames_tx);
+            // → batch: frames gathered into batches, each for the lane `route::rank` picks
+            self.spawn_batching(scope, frames);
+            // → fft: every lane's workers; lanes built meanwhile join when ready
+            self.spawn_fft(scope, lanes, spectra_tx, &signals.interrupted);
+            // → products: `--average` (the engines shape and reduce the rest)
+            let spectra = worker::FinishedBatches {
+                rx: spectra,
+                // (a given-up lane is not waited for: `dispatch`)
                 abandoned: self.workers.context.dispatcher.abandoned(),
             };
-            let to_encoders = self.spawn_averaging(scope, from_workers);
-            self.spawn_encoders(scope, to_encoders, encoded_tx, &encode_stage);
-            let mut outputs = Outputs::new(
-                &*self.sinks.encoder,
-                dests,
-                open_files_budget(),
-                &self.sinks.placed,
-            );
-            outputs.rotate(rotations, signals.reopen.clone());
-            let stage = sink_stage::SinkStage {
-                outputs,
-                streams: &self.planned.streams,
-                pool: &self.bytes_pool,
-                values_pool: &self.workers.pools().spectra,
-                live: self.live_view.as_ref().map(|view| &*view.hub),
-                // rows are frames here (with --average, the averaging stage applies the cuts)
-                cuts_apply: self.averaging.is_none(),
-                alerts,
-            };
+            let rows = self.spawn_products(scope, spectra);
+            // → encode
+            self.spawn_encoders(scope, rows, encoded_tx, &encode_stage);
+            // → sink, on this thread
             let _stop_progress = crate::progress::StopOnDrop(&self.finished); // on a panic too
             let control = &self.workers.context.control;
-            let written = sink_stage::run_sink::<T>(encoded_rx, stage, control, latency);
+            let written = sink_stage::run_sink::<T>(encoded, sink, control, latency);
             (written, Instant::now())
         });
         Ran {
@@ -329,11 +325,34 @@ impl<'a, T: Sample> Stages<'a, T> {
         }
     }
 
+    /// The sink's stage: the outputs (rotated on SIGHUP or by size), the live view's hub and
+    /// the alerts.
+    fn sink_stage(
+        &self,
+        (dests, rotations): (Vec<Destination>, Vec<Option<crate::sink::rotate::Rotation>>),
+        alerts: Option<crate::alerts::Alerts>,
+        signals: &Signals,
+    ) -> sink_stage::SinkStage<'_, T> {
+        let sinks = &self.sinks;
+        let mut outputs = Outputs::new(&*sinks.encoder, dests, open_files_budget(), &sinks.placed);
+        outputs.rotate(rotations, signals.reopen.clone());
+        sink_stage::SinkStage {
+            outputs,
+            streams: &self.planned.streams,
+            pool: &self.bytes_pool,
+            values_pool: &self.workers.pools().spectra,
+            live: self.live_view.as_ref().map(|view| &*view.hub),
+            // rows are frames here (with --average, the averaging stage applies the cuts)
+            cuts_apply: self.averaging.is_none(),
+            alerts,
+        }
+    }
+
     /// The sequential readers (a pool), and the progress line.
     fn spawn_readers<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_tx: Sender<Frame<T>>) {
         let control = &self.workers.context.control;
         let (sequential, reading) = (&self.planned.sequential, &self.reading);
-        for _ in 0..self.readers.0 {
+        for _ in 0..self.readers.sequential {
             let tx = frame_tx.clone();
             scope.spawn(move || reader::read_sequential::<T>(sequential, reading, tx, control));
         }
@@ -346,19 +365,23 @@ impl<'a, T: Sample> Stages<'a, T> {
         }
     }
 
-    /// The dispatcher's producers: the range readers and the batcher.
-    fn spawn_producers<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_rx: Receiver<Frame<T>>) {
+    /// The dispatcher's producers, which fill batches: the range readers (which read and frame
+    /// their inputs themselves) and the batcher (the sequential readers' frames).
+    fn spawn_batching<'s>(&'s self, scope: &'s Scope<'s, '_>, frame_rx: Receiver<Frame<T>>) {
         let context = &*self.workers.context;
-        let (control, dispatcher, input_pool) =
-            (&context.control, &context.dispatcher, &context.pools.samples);
+        let (control, dispatcher, input_pool) = (
+            &context.control,
+            &context.dispatcher,
+            &context.pools.samples,
+        );
         let settings = self.settings;
         let spec_of = move |n: usize, kind: InputKind, rate: f64| -> TransformSpec {
-            transform_spec(settings, (n, kind, rate))
+            settings.transform(n, kind, rate)
         };
         let range_jobs = &self.planned.range_jobs;
         // every producer's guard before any producer starts: the queues close when all have
         // ended and every batch is finished (`dispatch`)
-        let range_readers = self.readers.1;
+        let range_readers = self.readers.ranged;
         let mut producers: Vec<_> = (0..=range_readers).map(|_| dispatcher.producer()).collect();
         for producer in producers.drain(1..) {
             scope.spawn(move || {
@@ -380,7 +403,7 @@ impl<'a, T: Sample> Stages<'a, T> {
     }
 
     /// The FFT workers of the ready lanes, the stall watcher, and the lanes built meanwhile.
-    fn spawn_workers<'s>(
+    fn spawn_fft<'s>(
         &'s self,
         scope: &'s Scope<'s, '_>,
         (ready_lanes, late_lanes): (Vec<JoinedLane<T>>, Option<LateLanes<T>>),
@@ -413,14 +436,14 @@ impl<'a, T: Sample> Stages<'a, T> {
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
             holders: Holders {
-                readers: self.readers.0 + self.readers.1,
+                readers: self.readers.total(),
                 encoders: self.encoders,
             },
             progress: (self.total_samples, Instant::now()),
             warm: self
                 .planned
                 .range_jobs
-                .first_spec(&|n, kind, rate| transform_spec(self.settings, (n, kind, rate))),
+                .first_spec(&|n, kind, rate| self.settings.transform(n, kind, rate)),
         };
         scope.spawn(move || {
             crossbeam_channel::select! {
@@ -432,9 +455,9 @@ impl<'a, T: Sample> Stages<'a, T> {
         });
     }
 
-    /// `--average`: one ordered stage between the workers and the encoders; what the encoders
-    /// take.
-    fn spawn_averaging<'s>(
+    /// The products after the engines: `--average`, one ordered stage between the workers and
+    /// the encoders; what the encoders take.
+    fn spawn_products<'s>(
         &'s self,
         scope: &'s Scope<'s, '_>,
         from_workers: worker::FinishedBatches<T>,

@@ -1,30 +1,19 @@
-//! The steps of one run before its threads start and after they end, in the order `run_typed`
-//! takes them: what must fail before anything is touched (`Early`), the engines (`Built`), the
-//! inputs and products (`Planned`), the outputs (`Sinks`), and at the end the sidecar, the
-//! report and what `auto` learns (`finish`).
+//! A run's first steps, before anything is read or written, and its last, in the order
+//! `run::run_typed` takes them: what must fail before anything is touched (`Early`), the
+//! engines (`Built`, started as `fft::route::plan` decides), and at the end what `auto` learns
+//! (`teach_auto`). The inputs are planned in `plan` (`Planned`), the outputs opened in
+//! `outputs` (`Sinks`).
 
-use super::outputs::{
-    image_destinations, open_destinations, place_outputs, plan_outputs, refuse_overwriting_inputs,
-};
-use super::plan::{plan_streams, Reading, SequentialQueue, StreamPlan};
-use super::range_reader::RangeJobs;
-use super::{job_key, outputs, planned_rows, run_report, tap_sources};
-use crate::error::{FftdError, Result};
+use super::{outputs, run_report};
+use crate::error::Result;
 use crate::fft::route::record::{learn, AutoRoute, JobKey, RunFigures};
 use crate::fft::router;
-use crate::fleet::output::{NatsConnection, NatsRows};
+use crate::fleet::output::NatsConnection;
+use crate::frame::FrameSize;
 use crate::limits;
 use crate::pipeline::spec::RunSpec;
-use crate::products::{Segmenting, Shaping};
-use crate::sink::destination::Destination;
-use crate::sink::meta::{write_meta, StreamSummary};
-use crate::sink::placed::PlacedOutputs;
-use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::source::spec::Input;
-use crate::types::{Sample, StreamMeta};
-use std::fs::File;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use crate::types::Sample;
 use std::time::Instant;
 
 /// What must fail before any output file or input is touched.
@@ -68,7 +57,7 @@ pub(super) struct Built<T: Sample> {
     /// The shape `auto` keeps its records under (only `auto` reads the inputs' sizes for it).
     pub job: Option<JobKey>,
     /// When building began and ended.
-    pub times: (Instant, Instant),
+    pub building: std::ops::Range<Instant>,
 }
 
 impl<T: Sample> Built<T> {
@@ -82,7 +71,7 @@ impl<T: Sample> Built<T> {
         Ok(Built {
             set,
             job,
-            times: (building, Instant::now()),
+            building: building..Instant::now(),
         })
     }
 
@@ -97,219 +86,34 @@ impl<T: Sample> Built<T> {
     }
 }
 
-/// The inputs planned, before any is read: their streams, how each is read, the products'
-/// per-frame shaping and the recorder tapping them.
-pub(super) struct Planned {
-    pub streams: Vec<StreamMeta>,
-    pub sequential: SequentialQueue,
-    /// The range-read streams' jobs.
-    pub range_jobs: RangeJobs,
-    /// Frame size and hop the range streams were planned with (every fixed-frame stream's).
-    frame: (usize, usize),
-    pub recorder: Option<crate::record::Recorder>,
-    pub shaping: Option<Shaping>,
-}
-
-impl Planned {
-    pub(super) fn plan(settings: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
-        // recordings tap every input's samples, so inputs are then read in order
-        let reading = match settings.record {
-            Some(_) => Reading::Sequential,
-            None => Reading::Fastest,
-        };
-        let StreamPlan {
-            mut sequential,
-            ranged,
-            mut streams,
-            framing,
-        } = plan_streams(settings, stop, reading)?;
-        let recorder = tap_sources(settings, &mut sequential);
-        let products = &settings.analysis.products;
-        let look = (settings.analysis.scale, settings.analysis.window);
-        let shaping =
-            Shaping::new(&mut streams, framing.n, products, look).map_err(FftdError::Usage)?;
-        Ok(Planned {
-            streams,
-            sequential: SequentialQueue::new(sequential, settings, stop),
-            frame: (framing.n, framing.hop),
-            range_jobs: RangeJobs::new(ranged, framing),
-            recorder,
-            shaping,
-        })
-    }
-
-    /// Frame size and hop of the range-read streams (every stream's with fixed frames).
-    pub(super) fn frame(&self) -> (usize, usize) {
-        self.frame
-    }
-
-    /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.
-    pub(super) fn segmenting(&self, settings: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
-        let products = &settings.analysis.products;
-        match crate::knobs::engine_averaging() {
-            false => Ok(None), // every frame to the averaging stage (for comparisons)
-            true => Segmenting::new(products, &self.streams, self.frame.1, live)
-                .map_err(FftdError::Usage),
-        }
-    }
-
-    /// Rows each stream will have when known up front (not with `--average`: rows per interval
-    /// are known only as they come).
-    pub(super) fn rows(&self, averaging: bool) -> Vec<Option<u64>> {
-        match averaging {
-            false => planned_rows(self.range_jobs.streams(), &self.streams, &self.sequential),
-            true => vec![None; self.streams.len()],
-        }
-    }
-
-    /// Reader threads: a fixed pool for the sequential inputs (`--realtime`: one per input,
-    /// each paced), and one range reader per core when there are range jobs.
-    pub(super) fn readers(&self, realtime: bool) -> (usize, usize) {
-        let sequential = match realtime {
-            true => self.sequential.readers_wanted(limits::MAX_PACED_READERS),
-            false => self.sequential.readers_wanted(limits::cores()),
-        };
-        let ranged = match self.range_jobs.streams().is_empty() {
-            true => 0,
-            false => limits::cores(),
-        };
-        (sequential, ranged)
-    }
-}
-
-/// Where the rows go, opened before any input is read.
-pub(super) struct Sinks<T: Sample> {
-    pub encoder: Box<dyn Encoder<T>>,
-    pub dests: Vec<Destination>,
-    pub placed: PlacedOutputs,
-    /// What each output is, for `--meta` and messages.
-    pub outputs: Vec<String>,
-    /// The output each stream's rows go to.
-    pub writer_of: Vec<usize>,
-    pub rotations: Vec<Option<crate::sink::rotate::Rotation>>,
-    pub meta_file: Option<File>,
-    pub tracer: Option<Arc<crate::trace::Tracer>>,
-}
-
-impl<T: Sample> Sinks<T> {
-    pub(super) fn open(
-        settings: &RunSpec,
-        rows: RowsPlanned<'_>,
-        nats: Option<NatsConnection>,
-        stop: &Arc<AtomicBool>,
-        started: Instant,
-    ) -> Result<Sinks<T>> {
-        let streams = rows.streams;
-        let plan = plan_outputs(settings, streams)?;
-        refuse_overwriting_inputs(settings, &plan)?;
-        // --meta is written at the end, but a place that cannot take it is found now
-        let meta_file = (settings.output.meta.as_ref())
-            .map(|path| outputs::create_output(path, stop))
-            .transpose()?;
-        let tracer = run_report::open_trace(settings, stop, started)?;
-        let layout = rows.layout;
-        let (format, scale) = (settings.analysis.format, settings.analysis.scale);
-        let encoder = make_encoder::<T>(format, scale);
-        let encoder = crate::sink::measured::wrap(encoder, format, layout);
-        let placed = match settings.output.rotate {
-            Some(_) => Default::default(), // rotated files take rows in order
-            None => {
-                let values_of = |s: &StreamMeta| values_per_row(settings, &rows, s);
-                let n = rows.frame.0;
-                place_outputs(&*encoder, &plan, streams, rows.planned, n, values_of)
-            }
-        };
-        let dests = match (nats, format) {
-            (Some(connection), _) => {
-                let to = NatsRows::new(connection, &settings.analysis, streams, rows.frame);
-                vec![Destination::Messages(Box::new(to))]
-            }
-            (None, OutputFormat::Png) => image_destinations(settings, &plan, streams, stop)?,
-            (None, _) => open_destinations(&*encoder, &plan, &placed, stop)?,
-        };
-        let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
-        let writer_of = plan.writer_of;
-        let rotations = outputs::rotations(settings, &dests, &placed, streams, &writer_of);
-        Ok(Sinks {
-            encoder,
-            dests,
-            placed,
-            outputs,
-            writer_of,
-            rotations,
-            meta_file,
-            tracer,
-        })
-    }
-}
-
-/// The transform every batch of frames of `n` samples of `kind` at `rate` Hz gets.
-pub(super) fn transform_spec(
-    settings: &RunSpec,
-    (n, kind, rate): (usize, crate::types::InputKind, f64),
-) -> crate::fft::TransformSpec {
-    let analysis = &settings.analysis;
-    crate::fft::TransformSpec {
-        n,
-        kind,
-        window: analysis.window,
-        scale: analysis.products.engine_scale(analysis.scale),
-        rate,
-    }
-}
-
-/// What the outputs are sized by: the streams, their frames, the rows known up front and the
-/// measurements after each row's columns.
-pub(super) struct RowsPlanned<'a> {
-    pub streams: &'a [StreamMeta],
-    pub frame: (usize, usize),
-    pub planned: &'a [Option<u64>],
-    pub layout: Option<&'a Arc<crate::products::measure::MeasureLayout>>,
-}
-
-/// Values in one row of stream `s`: its columns (or bins) times values per bin, plus the
-/// measurements after them.
-fn values_per_row(settings: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) -> usize {
-    let extras = rows.layout.map_or(0, |l| l.extras());
-    match &s.columns {
-        Some(_) if rows.layout.is_some_and(|l| l.cross_bins.is_some()) => extras,
-        Some(columns) => columns.len() * settings.analysis.scale.values_per_bin() + extras,
-        None => transform_spec(settings, (rows.frame.0, s.kind, s.rate)).values_out(),
-    }
-}
-
-/// `--meta` at the end of a run: what each stream became, and the run's error if it failed.
-pub(super) fn write_run_meta(
-    settings: &RunSpec,
-    file: Option<File>,
-    (streams, written): (&[StreamMeta], &[super::StreamWritten]),
-    (outputs, writer_of): (&[String], &[usize]),
-    error: Option<&FftdError>,
-) -> Result<()> {
-    let (Some(path), Some(file)) = (&settings.output.meta, file) else {
-        return Ok(());
+/// The shape of this job for `auto`'s records (`route::record`).
+fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
+    let frame = match settings.analysis.frame {
+        FrameSize::Fixed(n) => n,
+        FrameSize::Whole => 0,
     };
-    let summaries: Vec<StreamSummary<'_>> = streams
-        .iter()
-        .zip(written)
-        .map(|(meta, w)| StreamSummary {
-            meta,
-            n: w.n,
-            hop: settings.analysis.fixed().map_or(w.n, |(_, hop)| hop),
-            frames: w.frames,
-            output: outputs[writer_of[meta.id]].clone(),
-        })
-        .collect();
-    let failure = error.map(ToString::to_string);
-    let analysis = &settings.analysis;
-    let input_format = settings.source.input_format;
-    write_meta(
-        path,
-        file,
-        analysis,
-        input_format,
-        &summaries,
-        failure.as_deref(),
+    let p = &settings.analysis.products;
+    let products = match (p.bands.is_some(), p.average.is_some()) {
+        (true, true) => "bands+average",
+        (true, false) => "bands",
+        (false, true) => "average",
+        (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
+        (false, false) => "plain",
+    };
+    let input_bytes = match &settings.source.input {
+        Input::Files(files) => files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
+        _ => 0,
+    };
+    crate::fft::route::record::JobKey::new(
+        (frame, settings.analysis.hop_for(frame)),
+        T::NAME,
+        &format!("{products} {:?}", settings.analysis.scale),
+        input_bytes,
+        limits::cores(),
     )
 }
 
@@ -324,7 +128,8 @@ pub(super) fn teaches_auto(settings: &RunSpec) -> bool {
 /// What `auto` learns from a finished job run `route`'s way (not from one cut short):
 /// `route::record::learn`, from the run's samples, frames and the CPU lane's bridge.
 pub(super) fn teach_auto(
-    (route, job): (Option<AutoRoute>, Option<JobKey>),
+    route: Option<AutoRoute>,
+    job: Option<JobKey>,
     control: &super::Control,
     lane_set: &crate::fft::lanes::LaneSet,
     started: Instant,

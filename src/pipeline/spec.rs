@@ -42,6 +42,25 @@ pub struct RunSpec {
     pub record: Option<crate::record::RecordOptions>,
 }
 
+impl RunSpec {
+    /// The transform every batch of frames of `n` samples of `kind` at `rate` Hz gets.
+    pub(crate) fn transform(
+        &self,
+        n: usize,
+        kind: crate::types::InputKind,
+        rate: f64,
+    ) -> crate::fft::TransformSpec {
+        let analysis = &self.analysis;
+        crate::fft::TransformSpec {
+            n,
+            kind,
+            window: analysis.window,
+            scale: analysis.products.engine_scale(analysis.scale),
+            rate,
+        }
+    }
+}
+
 /// What the batcher is given (`batcher`): how many frames make a batch, how long a batch's
 /// oldest frame may wait, and whether each frame loses its mean first.
 #[derive(Clone, Copy, Debug)]
