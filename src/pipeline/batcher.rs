@@ -4,12 +4,15 @@
 //! memory). A batch is sent when full, or when its oldest frame has waited `--max-latency`, so a
 //! slow stream is never held waiting. Frames from live capture go on at once when no other frame
 //! is queued behind them. Batches are numbered (`Control::take_batch_id`, shared with the range
-//! readers) in the order they are sent; the sink writes them back in that order.
+//! readers) in the order they are sent; the sink writes them back in that order. In an f64 run
+//! a batch for a device holds f32 values as f32 (`dispatch::carriage`), until a frame brings a
+//! value that is not one.
 
 use super::dispatch::{Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
-use crate::fft::{HostBuf, TransformSpec};
+use crate::fft::carry::{f32s_mut, narrow_exact, widen_front};
+use crate::fft::{Carry, HostBuf, TransformSpec};
 use crate::frame::Frame;
 use crate::pipeline::spec::BatchSpec;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -39,7 +42,10 @@ pub(crate) struct Batch<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
+    /// `data.len()` values: of the run's type, or f32 in the first half of its bytes
+    /// (`samples`: an f64 run's batch for a device, `dispatch::carriage`).
     pub data: HostBuf<T>,
+    pub samples: Carry,
     pub step: usize,
 }
 
@@ -134,7 +140,7 @@ impl<T: Sample> Batcher<'_, '_, T> {
             frames: 1,
             completed: frame.completed,
         });
-        entry.batch.data.extend_from_slice(&frame.data);
+        entry.batch.append(&frame.data);
         let full = entry.batch.frames.len() >= entry.capacity;
         self.clock.lap(Phase::Pack);
         match full || (frame.live && rx.is_empty()) {
@@ -201,17 +207,41 @@ impl<T: Sample> BatchMaker<'_, T> {
         let spec = (self.spec_of)(frame.n, frame.kind, frame.rate);
         let capacity = self.spec.frames(frame.n);
         let lane = self.dispatcher.choose(&spec, capacity);
+        let samples = match self.dispatcher.carriage(lane).samples_f32 {
+            true => Carry::F32,
+            false => Carry::Run,
+        };
         Pending {
             batch: Batch {
                 id: 0,
                 spec,
                 frames: Vec::with_capacity(capacity),
                 data: self.pool.take(lane, capacity * spec.values_per_frame()),
+                samples,
                 step: spec.values_per_frame(),
             },
             oldest: Instant::now(),
             capacity,
             lane,
         }
+    }
+}
+
+impl<T: Sample> Batch<T> {
+    /// Appends a frame's values: as f32 while the batch holds f32 and they are f32 values,
+    /// else in the run's type (a batch that held f32 is widened back first).
+    fn append(&mut self, values: &[T]) {
+        if self.samples == Carry::F32 {
+            let at = self.data.len();
+            self.data.set_len_for_overwrite(at + values.len());
+            let into = &mut f32s_mut(&mut self.data)[at..at + values.len()];
+            if narrow_exact(values, into) {
+                return;
+            }
+            self.data.set_len_for_overwrite(at);
+            widen_front(&mut self.data, at);
+            self.samples = Carry::Run;
+        }
+        self.data.extend_from_slice(values);
     }
 }
