@@ -245,3 +245,55 @@ impl<T: Sample> Batch<T> {
         self.data.extend_from_slice(values);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::carry::f32s;
+    use crate::fft::Scale;
+    use crate::window::WindowKind;
+
+    fn batch(samples: Carry) -> Batch<f64> {
+        Batch {
+            id: 0,
+            spec: TransformSpec {
+                n: 4,
+                kind: InputKind::Real,
+                window: WindowKind::Hann,
+                scale: Scale::Magnitude,
+                rate: 1.0,
+            },
+            frames: Vec::new(),
+            data: HostBuf::heap(12),
+            samples,
+            step: 4,
+        }
+    }
+
+    #[test]
+    fn f32_frames_stay_f32_until_one_is_not() {
+        let mut b = batch(Carry::F32);
+        b.append(&[0.5, -1.25, 3.0, 1e-3f32 as f64]);
+        b.append(&[2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(b.samples, Carry::F32);
+        assert_eq!(b.data.len(), 8);
+        let want = [0.5f32, -1.25, 3.0, 1e-3, 2.0, 4.0, 8.0, 16.0];
+        assert_eq!(&f32s(&b.data)[..8], &want);
+        // 0.1 is no f32: the batch turns back into f64, every value kept
+        b.append(&[0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(b.samples, Carry::Run);
+        let mut all: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+        all.extend([0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(&b.data[..], &all[..]);
+    }
+
+    #[test]
+    fn a_batch_in_the_run_type_stays_so() {
+        let mut b = batch(Carry::Run);
+        b.append(&[0.5, 0.25, 1.0, 2.0]);
+        assert_eq!(
+            (b.samples, &b.data[..]),
+            (Carry::Run, &[0.5, 0.25, 1.0, 2.0][..])
+        );
+    }
+}
