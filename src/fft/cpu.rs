@@ -1,7 +1,8 @@
 //! The CPU engine: realfft for real frames, rustfft for complex frames, in f32 or f64. Plans and
 //! windows are cached per frame size; every frame is windowed into a scratch buffer, transformed,
 //! and reduced to |X|² and then to the requested scale in one pass over the output row (or, with
-//! `--scale complex`, copied out as re, im pairs).
+//! `--scale complex`, copied out as re, im pairs). A batch's f32 samples (`carry`) are widened
+//! into a scratch buffer first.
 
 use super::{Carry, Engine, EngineError, FrameStep, Reduction, Samples, ScalePlan, TransformSpec};
 

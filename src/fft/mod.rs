@@ -2,6 +2,8 @@
 //! spectra (window → FFT → |X| → scale, or re/im for `--scale complex`) in one call, so an engine
 //! that works on a device can take the batch in one buffer. `cpu` implements it with
 //! realfft/rustfft, `opencl` on any OpenCL device, `router` picks between them per batch.
+//! `carry`: an f64 run's batch may hold f32 samples and ask for f32 rows
+//! (`Engine::transform_carried`), which a device widens and narrows itself.
 
 pub mod calibrate;
 pub mod carry;

@@ -1,6 +1,8 @@
 //! FFT worker stage: each worker owns one engine, belongs to one lane (a device instance, see
 //! `dispatch`) and transforms whole batches from its lane's queue into buffers of its lane's
-//! home. A batch whose device has failed is handed to another lane (`Dispatcher::hand_off`).
+//! home, its samples as the batch holds them and its rows as f32 where the run carries them so
+//! (`dispatch::carriage`, `Done::rows`). A batch whose device has failed is handed to another
+//! lane (`Dispatcher::hand_off`).
 //! After a fatal engine error the worker keeps draining (and discarding) batches so no other
 //! stage blocks. With spectral products the worker also shapes each spectrum into its row
 //! (`products::Shaping`: bands, a frequency range), in parallel with the other workers.
