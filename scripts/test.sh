@@ -60,7 +60,7 @@ opencl_parts() {
     local exe part name status=0
     local -a filters pids
     exe=$(awk '$1 ~ /\/tests\/opencl_engine\.rs$/ { print $2 }' "$1")
-    for part in opencl_conformance opencl_twolevel "opencl_sizes opencl_multi opencl_router"; do
+    for part in opencl_conformance opencl_twolevel "opencl_sizes opencl_multi opencl_router opencl_carry"; do
         filters=()
         for name in $part; do filters+=("$name::"); done
         name="tests/opencl_engine.rs:${part// /,}"

@@ -228,6 +228,8 @@ pub(crate) struct DeviceShare {
     pub handed_off: u64,
     /// Frames an OpenCL device's workers computed on their CPU engines.
     pub cpu_frames: u64,
+    /// Batches whose samples went to the device as f32, and whose rows came back as f32.
+    pub f32_over_bus: (u64, u64),
 }
 
 /// The `--stats` line on devices: each one's batches, frames (and share of all frames), busy
@@ -251,6 +253,12 @@ pub(crate) fn devices_report(shares: &[DeviceShare], started: Instant) -> String
             );
             if !s.is_cpu && s.cpu_frames > 0 {
                 part.push_str(&format!(", {} frames on its CPU engines", s.cpu_frames));
+            }
+            let (up, down) = s.f32_over_bus;
+            if up + down > 0 {
+                part.push_str(&format!(
+                    ", f32 over the bus: {up} batches' samples up, {down} batches' rows down"
+                ));
             }
             if s.failed {
                 part.push_str(&format!(
@@ -284,6 +292,7 @@ mod tests {
             frames: 100,
             failed: true,
             handed_off: 2,
+            f32_over_bus: (1, 0),
             ..Default::default()
         };
         let line = devices_report(&[a, b], Instant::now());
@@ -299,5 +308,8 @@ mod tests {
             line.contains("failed: 2 batches handed to other devices"),
             "{line}"
         );
+        let carried = "f32 over the bus: 1 batches' samples up, 0 batches' rows down";
+        assert!(line.contains(carried), "{line}");
+        assert_eq!(line.matches("over the bus").count(), 1, "{line}");
     }
 }

@@ -431,3 +431,155 @@ fn auto_learns_the_cpu_from_its_bridge_and_skips_opencl_without_a_gpu() {
     assert_eq!(figures(&second, "cpu_only"), 1, "{second}");
     assert_eq!(figures(&second, "gpu_only"), 1, "{second}");
 }
+
+/// The number in `text` right after `marker` (a `--stats` figure).
+fn figure_after(text: &str, marker: &str) -> u64 {
+    text.split(marker)
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no figure after {marker:?} in {text}"))
+}
+
+/// The values of an f64 npy file (real or complex), after its 128-byte header.
+fn npy_f64(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("npy");
+    bytes[128..]
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// issue 41: an f64 run with f32 output on the device moves f32 both ways (`--stats` counts the
+/// batches) and writes the CPU route's bytes, which are exactly the device's own f64 values (its
+/// npy output) `as f32`; to a pipe its rows go out without a copy, into a file (placed rows)
+/// they are copied as they are; csv in f64 still writes the device's f64 values.
+#[test]
+fn f64_runs_carry_f32_over_the_bus_and_write_the_same_bytes() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("x.f32");
+    write_f32(&real, &noise(50_000, 31));
+    let iq = dir.path().join("x.cf32");
+    write_f32(&iq, &noise(2 * 20_000, 32));
+    let (npy, placed) = (dir.path().join("g.npy"), dir.path().join("g.f32"));
+    let (npy_path, placed_path) = (npy.to_str().expect("utf8"), placed.to_str().expect("utf8"));
+    for (input, extra) in [
+        (&real, vec!["--frame", "1024", "--hop", "256"]),
+        (&real, vec!["--frame", "1000", "--scale", "db"]),
+        (&iq, vec!["--frame", "512", "--scale", "complex"]),
+    ] {
+        let p = input.to_str().expect("utf8");
+        let base = [
+            &["--file", p, "--precision", "f64", "--batch", "8"][..],
+            &extra,
+        ]
+        .concat();
+        let with = |more: &[&str]| {
+            let out = run(&[&base[..], more].concat());
+            assert!(
+                out.status.success(),
+                "{extra:?} {more:?}: {}",
+                stderr_text(&out)
+            );
+            out
+        };
+        let cpu = with(&["--device", "cpu", "--format", "f32"]);
+        let gpu = with(&["--device", "gpu", "--format", "f32", "--stats"]);
+        assert!(
+            gpu.stdout == cpu.stdout,
+            "{extra:?}: gpu and cpu bytes differ"
+        );
+        let stats = stderr_text(&gpu);
+        assert!(figure_after(&stats, "f32 over the bus: ") > 0, "{stats}");
+        assert!(figure_after(&stats, "samples up, ") > 0, "{stats}");
+        assert!(
+            figure_after(&stats, "encoders; ") > 0,
+            "rows without a copy: {stats}"
+        );
+        with(&["--device", "gpu", "--format", "npy", "--output", npy_path]);
+        let values = npy_f64(&npy);
+        let narrowed: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v as f32).to_le_bytes())
+            .collect();
+        assert!(
+            gpu.stdout == narrowed,
+            "{extra:?}: not the device's f64 values as f32"
+        );
+        let into_file = with(&[
+            "--device",
+            "gpu",
+            "--format",
+            "f32",
+            "--stats",
+            "--output",
+            placed_path,
+        ]);
+        let stats = stderr_text(&into_file);
+        assert!(figure_after(&stats, "samples up, ") > 0, "{stats}");
+        let file = std::fs::read(&placed).expect("placed output");
+        assert!(file == cpu.stdout, "{extra:?}: placed rows differ");
+        if extra.contains(&"complex") {
+            continue;
+        }
+        // csv in f64: the device's f64 values, to the last bit (shortest round-trip text)
+        let csv = with(&["--device", "gpu", "--format", "csv"]);
+        let text = stdout_text(&csv);
+        let from_csv: Vec<f64> = (text.lines().skip(1))
+            .flat_map(|l| {
+                l.split(',')
+                    .skip(3)
+                    .map(|v| v.parse::<f64>().expect("number"))
+            })
+            .collect();
+        assert!(
+            from_csv == values,
+            "{extra:?}: csv values are not the device's f64 values"
+        );
+    }
+}
+
+/// issue 41: a device failing mid-stream in an f64 run with f32 output: the batches after the
+/// fault are widened and computed on the lane's CPU engines, and every row's bytes are the CPU
+/// route's.
+#[test]
+fn an_f64_fault_mid_stream_loses_no_frame_nor_byte() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(64 * 200 + 13, 33));
+    let p = input.to_str().expect("utf8");
+    let args = [
+        "--file",
+        p,
+        "--frame",
+        "64",
+        "--batch",
+        "8",
+        "--precision",
+        "f64",
+        "--format",
+        "f32",
+    ];
+    let cpu = run(&[&args[..], &["--device", "cpu"]].concat());
+    assert!(cpu.status.success(), "{}", stderr_text(&cpu));
+    let faulty = fftd()
+        .args(args)
+        .args(["--device", "gpu", "--stats"])
+        .env("FFTD_FAULT_AFTER_BATCHES", "3")
+        .output()
+        .expect("fftd");
+    assert!(faulty.status.success(), "{}", stderr_text(&faulty));
+    let err = stderr_text(&faulty);
+    assert!(err.contains("frames in 201, frames out 201"), "{err}");
+    // rows narrowed on the device before the fault, samples widened on the host after it
+    assert!(figure_after(&err, "f32 over the bus: ") > 0, "{err}");
+    assert!(figure_after(&err, "samples up, ") > 0, "{err}");
+    assert!(err.contains("frames on its CPU engines"), "{err}");
+    assert!(faulty.stdout == cpu.stdout, "rows differ after the fault");
+}

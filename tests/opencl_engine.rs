@@ -5,6 +5,7 @@
 mod common;
 mod opencl_common;
 
+mod opencl_carry;
 mod opencl_conformance;
 mod opencl_multi;
 mod opencl_router;

@@ -1,9 +1,10 @@
 //! The CPU engine: realfft for real frames, rustfft for complex frames, in f32 or f64. Plans and
 //! windows are cached per frame size; every frame is windowed into a scratch buffer, transformed,
 //! and reduced to |X|² and then to the requested scale in one pass over the output row (or, with
-//! `--scale complex`, copied out as re, im pairs).
+//! `--scale complex`, copied out as re, im pairs). A batch's f32 samples (`carry`) are widened
+//! into a scratch buffer first.
 
-use super::{Engine, EngineError, FrameStep, Reduction, ScalePlan, TransformSpec};
+use super::{Carry, Engine, EngineError, FrameStep, Reduction, Samples, ScalePlan, TransformSpec};
 
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
@@ -35,6 +36,8 @@ pub struct CpuEngine<T: Sample> {
     real_planner: RealFftPlanner<T>,
     complex_planner: FftPlanner<T>,
     plans: HashMap<(usize, InputKind, WindowKind), Plan<T>>,
+    /// f32 samples widened to the run's type (`transform_carried`), kept from batch to batch.
+    widened: Vec<T>,
 }
 
 impl<T: Sample> Default for CpuEngine<T> {
@@ -49,6 +52,7 @@ impl<T: Sample> CpuEngine<T> {
             real_planner: RealFftPlanner::new(),
             complex_planner: FftPlanner::new(),
             plans: HashMap::new(),
+            widened: Vec::new(),
         }
     }
 
@@ -117,6 +121,20 @@ impl<T: Sample> Engine<T> for CpuEngine<T> {
         super::reduce_on_host(spec, frames.count, reduction, out, |rows| {
             self.run_frames(spec, frames, rows)
         })
+    }
+
+    fn transform_carried(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        _rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<Carry, EngineError> {
+        let mut widened = std::mem::take(&mut self.widened);
+        let done = super::carry::on_host(self, spec, samples, (reduction, &mut widened), out);
+        self.widened = widened;
+        done
     }
 }
 

@@ -22,6 +22,10 @@ pub(crate) struct LaneCounters {
     /// Frames its workers computed on their CPU engine (unsupported sizes, `auto`'s choice, or
     /// after a device failure with no other device left).
     pub cpu_frames: AtomicU64,
+    /// Batches whose samples crossed to its device as f32 and whose rows crossed back as f32
+    /// (an f64 run, `fft::carry`).
+    pub f32_up: AtomicU64,
+    pub f32_down: AtomicU64,
 }
 
 /// One device instance of the run.

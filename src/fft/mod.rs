@@ -2,8 +2,11 @@
 //! spectra (window → FFT → |X| → scale, or re/im for `--scale complex`) in one call, so an engine
 //! that works on a device can take the batch in one buffer. `cpu` implements it with
 //! realfft/rustfft, `opencl` on any OpenCL device, `router` picks between them per batch.
+//! `carry`: an f64 run's batch may hold f32 samples and ask for f32 rows
+//! (`Engine::transform_carried`), which a device widens and narrows itself.
 
 pub mod calibrate;
+pub mod carry;
 pub mod compare;
 pub mod cpu;
 pub(crate) mod device_choice;
@@ -22,6 +25,7 @@ pub(crate) mod spec;
 pub(crate) use crate::trace::device_trace::DeviceTrace;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
+pub use carry::{Carry, Samples};
 pub use host_memory::HostBuf;
 pub(crate) use host_memory::PinnedMemory;
 pub use scale::Scale;
@@ -161,6 +165,22 @@ pub trait Engine<T: Sample>: Send {
     ) -> Result<(), EngineError> {
         let packed = frames.packed(spec)?;
         transform_reduced(self, spec, &packed, frames.count, reduction, out)
+    }
+
+    /// `transform_strided` for frames held as `samples` (an f64 run's f32 samples, `carry`),
+    /// with the rows asked for as f32 when `rows` is `Carry::F32`. Returns how the rows came
+    /// back: as f32, `out`'s first `out.len()` f32 values (`carry::f32s`) are each value `as
+    /// f32`. By default the samples are widened on the host and the rows stay in the run's type;
+    /// the OpenCL engine in f64 widens and narrows on its device, so half the bytes cross.
+    fn transform_carried(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        _rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<Carry, EngineError> {
+        carry::on_host(self, spec, samples, (reduction, &mut Vec::new()), out)
     }
 
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the

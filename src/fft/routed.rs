@@ -5,14 +5,17 @@
 //! marked failed with one warning (`lanes::LaneSet::fail`), and this batch and every later one of
 //! the lane's workers either go back to the caller as `EngineError::HandOff` — when another lane
 //! of the run can take them (the pipeline hands them on) — or run on the CPU engine here. The
-//! failed batch is recomputed whole, so no frame is lost, duplicated or reordered.
+//! failed batch is recomputed whole, so no frame is lost, duplicated or reordered. A batch
+//! holding f32 samples (`carry`) is widened on the device, or on the host when the CPU engine
+//! takes it.
 
 use super::cpu::CpuEngine;
 use super::lanes::{Lane, LaneSet};
 use super::log_once::info_once;
 use super::opencl::OpenClEngine;
 use super::{
-    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Segments, TransformSpec,
+    BandWeights, Carry, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Samples, Segments,
+    TransformSpec,
 };
 use crate::types::Sample;
 use std::sync::atomic::Ordering;
@@ -64,20 +67,20 @@ impl<T: Sample> RoutedEngine<T> {
     }
 
     /// Runs `call` on the OpenCL engine, or on the CPU engine when the device cannot take the
-    /// batch; a device fault fails the lane (see the module comment).
+    /// batch; a device fault fails the lane (see the module comment). Whether the device ran it.
     fn route(
         &mut self,
         spec: &TransformSpec,
         frames: usize,
         call: &mut dyn FnMut(&mut dyn Engine<T>) -> Result<(), EngineError>,
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
         if self.lane.failed() {
             self.hand_off()?;
         }
         if self.use_gpu(spec) {
             if let Some(gpu) = self.gpu.as_mut() {
                 match call(gpu) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return Ok(true),
                     Err(EngineError::Unsupported { what, .. }) => info_once(
                         format!("unsupported {what}"),
                         &format!(
@@ -95,7 +98,7 @@ impl<T: Sample> RoutedEngine<T> {
         counters
             .cpu_frames
             .fetch_add(frames as u64, Ordering::Relaxed);
-        call(&mut self.cpu)
+        call(&mut self.cpu).map(|()| false)
     }
 }
 
@@ -115,6 +118,7 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         self.route(spec, frames, &mut |e| e.transform(spec, input, frames, out))
+            .map(drop)
     }
 
     fn transform_bands(
@@ -128,6 +132,7 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         self.route(spec, frames, &mut |e| {
             e.transform_bands(spec, input, frames, bands, out)
         })
+        .map(drop)
     }
 
     fn transform_segments(
@@ -142,6 +147,7 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         self.route(spec, frames, &mut |e| {
             e.transform_segments(spec, input, frames, bands, segments, out)
         })
+        .map(drop)
     }
 
     fn transform_strided(
@@ -154,6 +160,32 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         self.route(spec, frames.count, &mut |e| {
             e.transform_strided(spec, frames, reduction, out)
         })
+        .map(drop)
+    }
+
+    /// On the device, f32 samples widen (and rows narrow) there; on the CPU engine, the
+    /// samples widen on the host and the rows stay in the run's type.
+    fn transform_carried(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<Carry, EngineError> {
+        let mut came = Carry::Run;
+        let on_device = self.route(spec, samples.count(), &mut |e| {
+            came = e.transform_carried(spec, samples, rows, reduction, out)?;
+            Ok(())
+        })?;
+        let counters = &self.lane.counters;
+        if on_device && matches!(samples, Samples::F32(_)) {
+            counters.f32_up.fetch_add(1, Ordering::Relaxed);
+        }
+        if came == Carry::F32 {
+            counters.f32_down.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(came)
     }
 
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {

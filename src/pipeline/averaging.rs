@@ -320,6 +320,7 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             values,
             columns,
             segments: None,
+            rows: crate::fft::Carry::Run,
         })
     }
 }

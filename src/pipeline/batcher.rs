@@ -4,12 +4,15 @@
 //! memory). A batch is sent when full, or when its oldest frame has waited `--max-latency`, so a
 //! slow stream is never held waiting. Frames from live capture go on at once when no other frame
 //! is queued behind them. Batches are numbered (`Control::take_batch_id`, shared with the range
-//! readers) in the order they are sent; the sink writes them back in that order.
+//! readers) in the order they are sent; the sink writes them back in that order. In an f64 run
+//! a batch for a device holds f32 values as f32 (`dispatch::carriage`), until a frame brings a
+//! value that is not one.
 
 use super::dispatch::{Dispatcher, LaneId};
 use super::pool::BufferPool;
 use super::Control;
-use crate::fft::{HostBuf, TransformSpec};
+use crate::fft::carry::{f32s_mut, narrow_exact, widen_front};
+use crate::fft::{Carry, HostBuf, TransformSpec};
 use crate::frame::Frame;
 use crate::pipeline::spec::BatchSpec;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -39,7 +42,10 @@ pub(crate) struct Batch<T> {
     pub id: u64,
     pub spec: TransformSpec,
     pub frames: Vec<FrameMeta>,
+    /// `data.len()` values: of the run's type, or f32 in the first half of its bytes
+    /// (`samples`: an f64 run's batch for a device, `dispatch::carriage`).
     pub data: HostBuf<T>,
+    pub samples: Carry,
     pub step: usize,
 }
 
@@ -134,7 +140,7 @@ impl<T: Sample> Batcher<'_, '_, T> {
             frames: 1,
             completed: frame.completed,
         });
-        entry.batch.data.extend_from_slice(&frame.data);
+        entry.batch.append(&frame.data);
         let full = entry.batch.frames.len() >= entry.capacity;
         self.clock.lap(Phase::Pack);
         match full || (frame.live && rx.is_empty()) {
@@ -201,17 +207,93 @@ impl<T: Sample> BatchMaker<'_, T> {
         let spec = (self.spec_of)(frame.n, frame.kind, frame.rate);
         let capacity = self.spec.frames(frame.n);
         let lane = self.dispatcher.choose(&spec, capacity);
+        let samples = match self.dispatcher.carriage(lane).samples_f32 {
+            true => Carry::F32,
+            false => Carry::Run,
+        };
         Pending {
             batch: Batch {
                 id: 0,
                 spec,
                 frames: Vec::with_capacity(capacity),
                 data: self.pool.take(lane, capacity * spec.values_per_frame()),
+                samples,
                 step: spec.values_per_frame(),
             },
             oldest: Instant::now(),
             capacity,
             lane,
         }
+    }
+}
+
+impl<T: Sample> Batch<T> {
+    /// Appends a frame's values: as f32 while the batch holds f32 and they are f32 values,
+    /// else in the run's type (a batch that held f32 is widened back first).
+    fn append(&mut self, values: &[T]) {
+        if self.samples == Carry::F32 {
+            let at = self.data.len();
+            self.data.set_len_for_overwrite(at + values.len());
+            let into = &mut f32s_mut(&mut self.data)[at..at + values.len()];
+            if narrow_exact(values, into) {
+                return;
+            }
+            self.data.set_len_for_overwrite(at);
+            widen_front(&mut self.data, at);
+            self.samples = Carry::Run;
+        }
+        self.data.extend_from_slice(values);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fft::carry::f32s;
+    use crate::fft::Scale;
+    use crate::window::WindowKind;
+
+    fn batch(samples: Carry) -> Batch<f64> {
+        Batch {
+            id: 0,
+            spec: TransformSpec {
+                n: 4,
+                kind: InputKind::Real,
+                window: WindowKind::Hann,
+                scale: Scale::Magnitude,
+                rate: 1.0,
+            },
+            frames: Vec::new(),
+            data: HostBuf::heap(12),
+            samples,
+            step: 4,
+        }
+    }
+
+    #[test]
+    fn f32_frames_stay_f32_until_one_is_not() {
+        let mut b = batch(Carry::F32);
+        b.append(&[0.5, -1.25, 3.0, 1e-3f32 as f64]);
+        b.append(&[2.0, 4.0, 8.0, 16.0]);
+        assert_eq!(b.samples, Carry::F32);
+        assert_eq!(b.data.len(), 8);
+        let want = [0.5f32, -1.25, 3.0, 1e-3, 2.0, 4.0, 8.0, 16.0];
+        assert_eq!(&f32s(&b.data)[..8], &want);
+        // 0.1 is no f32: the batch turns back into f64, every value kept
+        b.append(&[0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(b.samples, Carry::Run);
+        let mut all: Vec<f64> = want.iter().map(|&v| f64::from(v)).collect();
+        all.extend([0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(&b.data[..], &all[..]);
+    }
+
+    #[test]
+    fn a_batch_in_the_run_type_stays_so() {
+        let mut b = batch(Carry::Run);
+        b.append(&[0.5, 0.25, 1.0, 2.0]);
+        assert_eq!(
+            (b.samples, &b.data[..]),
+            (Carry::Run, &[0.5, 0.25, 1.0, 2.0][..])
+        );
     }
 }

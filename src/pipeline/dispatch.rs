@@ -35,6 +35,8 @@
 //! - **End.** A batch is unfinished from `send` until a worker has finished it; the queues close
 //!   when every producer has ended and no batch is unfinished, so a hand-off always has a queue
 //!   to go to, and lanes that join late (`auto`'s GPUs) take batches until then.
+//! - **Carriage.** In an f64 run a batch for a device's lane holds its samples as f32 and asks
+//!   for its rows as f32 where the run allows (`carriage`: the one decision).
 
 use super::batcher::Batch;
 use crate::fft::lanes::{Lane, LaneSet};
@@ -47,10 +49,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A lane's index in the dispatcher (also its home in the buffer pools).
+pub(crate) mod carriage;
 mod handoff;
 mod stalls;
 
+/// A lane's index in the dispatcher (also its home in the buffer pools).
 pub(super) type LaneId = usize;
 
 /// How long a producer waits for room before it looks again (a wake-up normally comes first).
@@ -176,6 +179,8 @@ pub(crate) struct Dispatcher<T> {
     abandoned: Receiver<()>,
     /// No progress for this long: a lane is stalled.
     stall_after: Duration,
+    /// What the run's batches may carry as f32 (`carriage`).
+    facts: carriage::RunFacts,
 }
 
 /// The stop requests the watch honours: `stop` (any stop) and `interrupted` (SIGINT/SIGTERM).
@@ -325,6 +330,7 @@ impl<T> Dispatcher<T> {
             lane_set,
             abandoned,
             stall_after: stall_after(),
+            facts: carriage::RunFacts::default(),
         };
         (dispatcher, closed)
     }

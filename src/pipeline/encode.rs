@@ -7,7 +7,8 @@
 //! their part carries no bytes. Where a format's bytes of a row are the row's values as they lie
 //! in memory (f32 rows of f32 spectra, npy), the batch's spectra buffer itself goes on to the
 //! sink, which writes from it and gives it back to the workers' pool: no encoder copies a row
-//! (`Encoded::values`, issue 41).
+//! (`Encoded::values`, issue 41). So do f32 rows an f64 run's device narrowed (`Done::rows`,
+//! `pass_narrowed`), or, where they cannot, they are copied as they are: nothing is encoded.
 //! With `--serve` every row is also folded into the live view's display rows, and encoded as
 //! NDJSON for `/spectra` while someone reads it (`LiveTap`).
 
@@ -16,7 +17,7 @@ use super::pool::{BufferPool, BytePool};
 use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::error::FftdError;
-use crate::fft::HostBuf;
+use crate::fft::{Carry, HostBuf};
 use crate::serve::display::Fold;
 use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
@@ -160,6 +161,9 @@ fn encode_batch<T: Sample>(
     shifted: &mut Vec<T>,
     scratch: &mut LiveScratch,
 ) -> Result<Encoded<T>, String> {
+    if done.rows == Carry::F32 {
+        return pass_narrowed(done, stage);
+    }
     let Done {
         id,
         spec,
@@ -174,11 +178,12 @@ fn encode_batch<T: Sample>(
     // issue 27: `--alert` rules' own values at the rows' end (with --bands), not written
     let hidden = stage.alerts.map_or(0, |l| l.hidden()).min(width);
     let (order, frames) = by_output(frames, stage.output_of);
+    let memory = width * std::mem::size_of::<T>();
     let in_place = hidden == 0
-        && rows_in_memory(stage, (&order, &frames), width, columns.is_some())
+        && rows_in_memory(stage, (&order, &frames), (width, memory), columns.is_some())
         && stage.values_pool.can_spare(&values);
     let mut rows = RowsEncoded::new(stage, frames.len());
-    rows.in_place = in_place.then_some(width * std::mem::size_of::<T>());
+    rows.in_place = in_place.then_some(memory);
     for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
         let stream = &stage.streams[frame.stream];
         let full = &values[i * width..(i + 1) * width];
@@ -213,20 +218,68 @@ fn encode_batch<T: Sample>(
     Ok(rows.finish(id, (spec.n, bins), (frames, values)))
 }
 
-/// Whether a batch's rows, `width` values each, go to the sink as the spectra's own memory:
-/// the format writes a row as its values' bytes (`row_bytes` is the values' size: f32 rows of
-/// f32 spectra, npy in the run's precision), on a little-endian machine; every row whole and in
-/// batch order (one output, or the frames already grouped by output); no row shifted
-/// (`--fftshift`), placed in a file or marked for messages. (And the buffer can be spared while
-/// the sink holds it, `BufferPool::can_spare`: on an H100 with 16 cores, f32 rows of frame 4096
-/// to /dev/null took 0.82x as fast when every pinned buffer waited in the sink's window.)
+/// A batch whose rows came back narrowed to f32 (`Done::rows`: the output writes f32 values
+/// and nothing before it reads them, `dispatch::carriage`): its rows are the format's bytes
+/// already. They go on in the spectra's memory where `rows_in_memory` allows, else they are
+/// copied as they are into their place (a placed file, the batch's bytes); nothing is encoded.
+fn pass_narrowed<T: Sample>(
+    done: Done<T>,
+    stage: &EncodeStage<'_, T>,
+) -> Result<Encoded<T>, String> {
+    let (width, bins) = (done.width(), done.columns());
+    let Done {
+        id,
+        spec,
+        frames,
+        values,
+        columns,
+        ..
+    } = done;
+    let (order, frames) = by_output(frames, stage.output_of);
+    let row_bytes = width * 4;
+    let in_place = rows_in_memory(
+        stage,
+        (&order, &frames),
+        (width, row_bytes),
+        columns.is_some(),
+    ) && stage.values_pool.can_spare(&values);
+    let mut rows = RowsEncoded::new(stage, frames.len());
+    rows.in_place = in_place.then_some(row_bytes);
+    let narrowed = &memory_bytes(&values)[..values.len() * 4];
+    for (k, (&i, frame)) in order.iter().zip(&frames).enumerate() {
+        let rate = stage.streams[frame.stream].rate;
+        let time_s = frame.time_s.unwrap_or(frame.start as f64 / rate);
+        rows.add_made(
+            k,
+            frame,
+            time_s,
+            &narrowed[i * row_bytes..(i + 1) * row_bytes],
+        )?;
+    }
+    let values = match in_place {
+        true => Some(values),
+        false => {
+            stage.values_pool.give(values);
+            None
+        }
+    };
+    Ok(rows.finish(id, (spec.n, bins), (frames, values)))
+}
+
+/// Whether a batch's rows, `width` values of `memory` bytes each, go to the sink as the
+/// spectra's own memory: the format writes a row as those bytes (`row_bytes` is their size: f32
+/// rows of f32 spectra or narrowed on a device, npy in the run's precision), on a little-endian
+/// machine; every row whole and in batch order (one output, or the frames already grouped by
+/// output); no row shifted (`--fftshift`), placed in a file or marked for messages. (And the
+/// buffer can be spared while the sink holds it, `BufferPool::can_spare`: on an H100 with 16
+/// cores, f32 rows of frame 4096 to /dev/null took 0.82x as fast when every pinned buffer
+/// waited in the sink's window.)
 fn rows_in_memory<T: Sample>(
     stage: &EncodeStage<'_, T>,
     (order, frames): (&[usize], &[FrameMeta]),
-    width: usize,
+    (width, memory): (usize, usize),
     columns: bool,
 ) -> bool {
-    let memory = width * std::mem::size_of::<T>();
     let shifted = |f: &FrameMeta| {
         let s = &stage.streams[f.stream];
         s.fftshift && s.kind == InputKind::Complex && !columns
@@ -305,15 +358,7 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
         scratch: &mut LiveScratch,
     ) -> Result<(), String> {
         let stage = self.stage;
-        let output = stage.output_of[frame.stream];
-        match self.parts.last_mut() {
-            Some(p) if p.output == output => {}
-            _ => self.parts.push(Part {
-                output,
-                frames: k..k,
-                bytes: self.len()..self.len(),
-            }),
-        }
+        let output = self.open_part(k, frame);
         if let Some(levels) = stage.alerts {
             self.alert_rows.push((frame.stream, row.time_s));
             let values = if levels.hidden() > 0 {
@@ -331,27 +376,67 @@ impl<'s, 'a, T: Sample> RowsEncoded<'s, 'a, T> {
             }
             (None, None) => stage.encoder.encode(row, &mut self.bytes),
         }
-        if stage.mark_rows {
-            let part_start = self.parts.last().map_or(0, |p| p.bytes.start);
-            self.marks.push(RowMark {
-                stream: frame.stream,
-                frame: row.frame,
-                time_s: row.time_s,
-                bytes: row_start - part_start..self.len() - part_start,
-            });
-        }
         if let Some(tap) = &stage.live {
             tap.fold(row, &mut scratch.folds);
             if let Some(live) = self.live_rows.as_mut() {
                 tap.encode(row, live);
             }
         }
+        self.close_row(k, frame, (row_start, row.time_s));
+        Ok(())
+    }
+
+    /// Adds row `k` of the batch (frame `frame`, at `time_s`) whose bytes the device made
+    /// (`pass_narrowed`): in place, or copied as they are.
+    fn add_made(
+        &mut self,
+        k: usize,
+        frame: &FrameMeta,
+        time_s: f64,
+        bytes: &[u8],
+    ) -> Result<(), String> {
+        let output = self.open_part(k, frame);
+        let row_start = self.len();
+        match (self.in_place, self.stage.placed.get(output)) {
+            (Some(len), _) => self.in_place_len += len,
+            (None, Some(file)) => file.write_row(frame.seq, |out| out.copy_from_slice(bytes))?,
+            (None, None) => self.bytes.extend_from_slice(bytes),
+        }
+        self.close_row(k, frame, (row_start, time_s));
+        Ok(())
+    }
+
+    /// The output of row `k` (frame `frame`), with a new part when it is not the last part's.
+    fn open_part(&mut self, k: usize, frame: &FrameMeta) -> usize {
+        let output = self.stage.output_of[frame.stream];
+        match self.parts.last_mut() {
+            Some(p) if p.output == output => {}
+            _ => self.parts.push(Part {
+                output,
+                frames: k..k,
+                bytes: self.len()..self.len(),
+            }),
+        }
+        output
+    }
+
+    /// Row `k` (frame `frame`, its bytes from `row_start`, at `time_s`) is in: marked for
+    /// messages, its part grown to it.
+    fn close_row(&mut self, k: usize, frame: &FrameMeta, (row_start, time_s): (usize, f64)) {
+        if self.stage.mark_rows {
+            let part_start = self.parts.last().map_or(0, |p| p.bytes.start);
+            self.marks.push(RowMark {
+                stream: frame.stream,
+                frame: frame.seq,
+                time_s,
+                bytes: row_start - part_start..self.len() - part_start,
+            });
+        }
         let end = self.len();
         if let Some(p) = self.parts.last_mut() {
             p.frames.end = k + 1;
             p.bytes.end = end;
         }
-        Ok(())
     }
 
     fn finish(

@@ -448,6 +448,7 @@ pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
             failed: lane.failed(),
             handed_off: get(&lane.counters.handed_off),
             cpu_frames: get(&lane.counters.cpu_frames),
+            f32_over_bus: (get(&lane.counters.f32_up), get(&lane.counters.f32_down)),
         })
         .collect()
 }

@@ -9,13 +9,16 @@
 //! the analysed length read as zeros (the padded tail), the frame count from `frame::expected_frames`
 //! with `--duration` and `--max-frames` applied. A job takes its batch number together with its
 //! frames, so each stream's batches are numbered in frame order and the sink writes them in order.
+//! In an f64 run a job for a device writes its samples as f32 when they are f32 values
+//! (`dispatch::carriage`): raw f32 read straight into the batch, decoded values narrowed.
 
 use super::batcher::{Batch, FrameMeta};
 use super::dispatch::Dispatcher;
 use super::pool::BufferPool;
 use super::Control;
 use crate::error::{FftdError, Result};
-use crate::fft::TransformSpec;
+use crate::fft::carry::f32s_mut;
+use crate::fft::{Carry, TransformSpec};
 use crate::frame::expected_frames;
 use crate::source::channels::ChannelSplitter;
 use crate::source::seekable::{SampleCoding, SeekableLayout};
@@ -260,12 +263,14 @@ pub(super) fn run_range_reader<T: Sample>(
         let stream = &jobs.streams[job.stream];
         let spec = spec_of(jobs.framing.n, stream.layout.kind, stream.layout.rate);
         let lane = dispatcher.choose(&spec, job.count);
+        let carry_f32 = dispatcher.carriage(lane).samples_f32;
         let (step, len) = jobs.framing.batch_layout(&spec, job.count);
         let mut data = pool.take(lane, len);
         data.set_len_for_overwrite(len);
         // a batch buffer comes free when the stages after the readers have let one go
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
-        let filled = reader.fill(stream, &jobs.framing, job, &mut data, &mut clock);
+        let job_in = (stream, &jobs.framing, job);
+        let filled = reader.fill_batch(job_in, &mut data, carry_f32, &mut clock);
         // (plan_streams sends overlapping frames with --dc-remove the sequential way: frames
         // that share samples in the buffer cannot each lose their own mean)
         if filled.is_ok() && jobs.framing.dc_remove && step == spec.values_per_frame() {
@@ -273,6 +278,7 @@ pub(super) fn run_range_reader<T: Sample>(
             crate::source::dc::remove_frame_means(&mut data, jobs.framing.n * width, width);
         }
         clock.lap_span(Phase::Frame, Some(job.id), Some(stream.stream));
+        let held = *filled.as_ref().unwrap_or(&Carry::Run);
         if let Err(e) = filled {
             // the input's own fault ends its stream here; the other streams go on
             control.cut_stream(stream.stream, job.first);
@@ -308,6 +314,7 @@ pub(super) fn run_range_reader<T: Sample>(
             spec,
             frames,
             data,
+            samples: held,
             step,
         };
         let sent = dispatcher.send(batch, lane, &control.counters.reader_wait_ns);
@@ -339,8 +346,29 @@ struct JobReader {
 }
 
 impl JobReader {
+    /// `fill`, as f32 in the first half of `out`'s bytes when `carry_f32` and every sample is
+    /// an f32 value (`dispatch::carriage`), else in the run's type; says which.
+    fn fill_batch<T: Sample>(
+        &mut self,
+        (stream, framing, job): (&RangeStream, &Framing, Job),
+        out: &mut [T],
+        carry_f32: bool,
+        clock: &mut ThreadClock<'_>,
+    ) -> Result<Carry> {
+        if carry_f32 {
+            let len = out.len();
+            let f32s = &mut f32s_mut(out)[..len];
+            if self.fill(stream, framing, job, f32s, clock)? {
+                return Ok(Carry::F32);
+            }
+        }
+        self.fill(stream, framing, job, out, clock)?;
+        Ok(Carry::Run)
+    }
+
     /// Writes the job's frames into `out`: back to back (`count` frames of `n` samples), or, when
-    /// they overlap, the samples they cover, once (`Framing::batch_layout`).
+    /// they overlap, the samples they cover, once (`Framing::batch_layout`). Whether every
+    /// sample was exactly a `T` (decoded values converted to `T` may not be).
     fn fill<T: Sample>(
         &mut self,
         stream: &RangeStream,
@@ -348,7 +376,7 @@ impl JobReader {
         job: Job,
         out: &mut [T],
         clock: &mut ThreadClock<'_>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let span = (Some(job.id), Some(stream.stream));
         let (n, hop) = (framing.n as u64, framing.hop as u64);
         if hop <= n {
@@ -359,25 +387,29 @@ impl JobReader {
                 && stream.layout.channels == 1;
             if raw_mono_f32 {
                 if let Some(out) = T::as_f32_mut(out) {
-                    return self.read_f32_in_place(stream, base, out, clock, span);
+                    return self
+                        .read_f32_in_place(stream, base, out, clock, span)
+                        .map(|()| true);
                 }
                 if let Some(out) = T::as_f64_mut(out) {
-                    return self.read_f32_widened(stream, base, out, clock, span);
+                    return self
+                        .read_f32_widened(stream, base, out, clock, span)
+                        .map(|()| true);
                 }
             }
             let end = (job.first + job.count as u64 - 1) * hop + n;
             let samples = self.read(stream, base, end, clock, span)?;
-            copy_padded(samples, out);
-            return Ok(());
+            return Ok(copy_padded(samples, out));
         }
         // frames with gaps between them: read each frame alone
         let frame_values = framing.n * stream.layout.kind.width();
+        let mut exact = true;
         for (i, frame) in out.chunks_exact_mut(frame_values).enumerate() {
             let start = (job.first + i as u64) * hop;
             let samples = self.read(stream, start, start + n, clock, span)?;
-            copy_padded(samples, frame);
+            exact &= copy_padded(samples, frame);
         }
-        Ok(())
+        Ok(exact)
     }
 
     /// Mono raw f32 frames back to back (hop = frame) into f32 batches: the file's bytes are read
@@ -570,13 +602,17 @@ fn f64_bytes(values: &mut [f64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
-/// Fills `frame` from `values` (converted to `T`), zeros past their end.
-fn copy_padded<T: Sample>(values: &[f64], frame: &mut [T]) {
+/// Fills `frame` from `values` (converted to `T`), zeros past their end; whether every value
+/// was exactly a `T`.
+fn copy_padded<T: Sample>(values: &[f64], frame: &mut [T]) -> bool {
     let take = values.len().min(frame.len());
+    let mut exact = true;
     for (d, v) in frame[..take].iter_mut().zip(values) {
         *d = T::of_f64(*v);
+        exact &= d.into_f64() == *v;
     }
     frame[take..].fill(T::zero());
+    exact
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! `SinkStage`).
 
 use super::averaging::AveragingStage;
+use super::dispatch::carriage::RunFacts;
 use super::dispatch::{Dispatcher, StopFlags};
 use super::live::LiveView;
 use super::outputs::{RowsPlanned, Sinks};
@@ -102,13 +103,14 @@ impl<T: Sample> Workers<T> {
     fn new(
         engines: EngineLanes<T>,
         control: Control,
-        products: (Option<Shaping>, Option<Segmenting>),
+        (products, facts): ((Option<Shaping>, Option<Segmenting>), RunFacts),
         device_batch_values: Option<(usize, usize)>,
     ) -> (Self, Handoff<T>) {
         let ready: usize = engines.ready.iter().map(|l| l.engines.len()).sum();
         let lane_workers = (engines.ready.iter()).map(|l| l.engines.len()).max();
         let in_flight = limits::batch_buffers_in_flight(lane_workers.unwrap_or(1));
-        let (dispatcher, dispatch_ended) = Dispatcher::new(engines.lane_set.clone());
+        let (mut dispatcher, dispatch_ended) = Dispatcher::new(engines.lane_set.clone());
+        dispatcher.set_run_facts(facts);
         let context = Arc::new(worker::WorkerContext {
             control,
             dispatcher,
@@ -243,10 +245,16 @@ impl<'a, T: Sample> Stages<'a, T> {
             let spec_of = |n, kind, rate| settings.transform(n, kind, rate);
             planned.range_jobs.device_batch_values(&spec_of)
         });
-        let products = (shaping, segmenting);
+        let band_levels = band_levels(settings, streams, planned.frame().0);
+        let rows_read = shaping.is_some()
+            || segmenting.is_some()
+            || averaging.is_some()
+            || live_view.is_some()
+            || band_levels.is_some();
+        let facts = run_facts::<T>(settings, &*sinks.encoder, rows_read);
+        let products = ((shaping, segmenting), facts);
         let (workers, mut handoff) = Workers::new(engines, control, products, device_batch_values);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        let band_levels = band_levels(settings, streams, planned.frame().0);
         handoff.alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
         handoff.rotations = std::mem::take(&mut sinks.rotations);
@@ -547,6 +555,18 @@ fn live_rows<T: Sample>(
 ) -> Box<dyn Encoder<T>> {
     let rows = make_encoder::<T>(OutputFormat::Ndjson, settings.analysis.scale);
     crate::sink::measured::wrap(rows, OutputFormat::Ndjson, layout)
+}
+
+/// What the run's batches may carry as f32 (`dispatch::carriage`): `rows_read` when products,
+/// averaging, the live view or alerts read the rows after the device.
+fn run_facts<T: Sample>(settings: &RunSpec, encoder: &dyn Encoder<T>, rows_read: bool) -> RunFacts {
+    let analysis = &settings.analysis;
+    RunFacts {
+        f64: T::NAME == "f64",
+        dc_remove: analysis.dc_remove,
+        writes_f32: encoder.writes_f32(),
+        rows_read: rows_read || analysis.fftshift,
+    }
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.

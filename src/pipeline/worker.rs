@@ -1,6 +1,8 @@
 //! FFT worker stage: each worker owns one engine, belongs to one lane (a device instance, see
 //! `dispatch`) and transforms whole batches from its lane's queue into buffers of its lane's
-//! home. A batch whose device has failed is handed to another lane (`Dispatcher::hand_off`).
+//! home, its samples as the batch holds them and its rows as f32 where the run carries them so
+//! (`dispatch::carriage`, `Done::rows`). A batch whose device has failed is handed to another
+//! lane (`Dispatcher::hand_off`).
 //! After a fatal engine error the worker keeps draining (and discarding) batches so no other
 //! stage blocks. With spectral products the worker also shapes each spectrum into its row
 //! (`products::Shaping`: bands, a frequency range), in parallel with the other workers.
@@ -10,9 +12,10 @@ use super::dispatch::{AbandonOnPanic, Dispatcher, LaneId};
 use super::pool::{BufferPool, Pools};
 use super::Control;
 use crate::error::FftdError;
+use crate::fft::carry::f32s;
 use crate::fft::lanes::Lane;
-use crate::fft::{DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
-use crate::fft::{FrameStep, Segments};
+use crate::fft::{Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
+use crate::fft::{FrameStep, Samples, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
@@ -34,6 +37,9 @@ pub(crate) struct Done<T> {
     /// When rows are segments (`--average` reduced by the engine): each row's frame count and
     /// last frame's start; `frames` then holds each segment's first frame.
     pub segments: Option<Vec<SegmentTail>>,
+    /// `values` holds the rows as f32 (narrowed on a device, `dispatch::carriage`): the first
+    /// `values.len()` f32 values of its memory (`carry::f32s`).
+    pub rows: Carry,
 }
 
 /// What a segment row adds to its first frame's record.
@@ -233,9 +239,24 @@ pub(super) fn warm_up<T: Sample>(
     let zeros = vec![T::zero(); spec.values_per_frame()];
     let per_frame = bands.map_or(spec.values_out(), |b| b.bands());
     let mut out = vec![T::zero(); per_frame];
-    let frames = FrameStep::packed_in(spec, &zeros, 1);
-    if let Err(e) = engine.transform_strided(spec, frames, (bands, None), &mut out) {
+    // carried as the device's batches will be (`carry`: its widen and narrow kernels too)
+    let carriage = ctx.dispatcher.device_carriage();
+    let frames = match carriage.samples_f32 {
+        true => Samples::F32(FrameStep::packed_in(spec, &f32s(&zeros)[..zeros.len()], 1)),
+        false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
+    };
+    let rows = carried(carriage.rows_f32);
+    let warmed = engine.transform_carried(spec, frames, rows, (bands, None), &mut out);
+    if let Err(e) = warmed {
         tracing::debug!(engine = engine.name(), "warm-up: {e}");
+    }
+}
+
+/// `Carry::F32` when `f32`.
+fn carried(f32: bool) -> Carry {
+    match f32 {
+        true => Carry::F32,
+        false => Carry::Run,
     }
 }
 
@@ -274,6 +295,8 @@ fn work_on<T: Sample>(
 /// A batch's rows, before its frames' records are attached.
 struct Transformed<T> {
     values: HostBuf<T>,
+    /// The rows came back as f32 (`Done::rows`).
+    rows: Carry,
     /// Run lengths when the engine reduced runs (`--average`).
     lengths: Option<Vec<u32>>,
     /// Bands per row when the engine summed bands.
@@ -309,22 +332,20 @@ fn transform_batch<T: Sample>(
     let span = tracing::trace_span!("batch", id = batch.id, frames = batch.frames.len());
     let busy = std::time::Instant::now();
     let spec = &batch.spec;
-    let frames = FrameStep {
-        data: &batch.data,
-        count: batch.frames.len(),
-        step: batch.step,
-    };
     let runs = lengths
         .as_deref()
         .zip(segmenting)
         .map(|(lengths, s)| Segments { lengths, op: s.op });
     let reduction = (bands, runs.as_ref());
-    let result = span.in_scope(|| engine.transform_strided(spec, frames, reduction, &mut values));
+    let rows = carried(ctx.dispatcher.carriage(queue.id).rows_f32);
+    let result = span
+        .in_scope(|| engine.transform_carried(spec, batch.samples(), rows, reduction, &mut values));
     Counters::add_since(&ctx.control.counters.engine_ns, busy);
     Counters::add_since(&queue.lane.counters.busy_ns, busy);
     match result {
-        Ok(()) => Ok(Transformed {
+        Ok(rows) => Ok(Transformed {
             values,
+            rows,
             lengths,
             columns: bands.map(|b| b.bands()),
         }),
@@ -352,6 +373,7 @@ impl<T: Sample> Transformed<T> {
             values: self.values,
             columns: self.columns,
             segments,
+            rows: self.rows,
         };
         // band rows come from the engine finished (`BandWeights::finish`); others are shaped
         if let Some(shaping) = shaping.filter(|_| self.columns.is_none()) {
@@ -397,4 +419,23 @@ fn segment_frames(
         at += len as usize;
     }
     (firsts, Some(tails))
+}
+
+impl<T: Sample> Batch<T> {
+    /// The batch's frames as its buffer holds them (`Batch::samples`).
+    fn samples(&self) -> Samples<'_, T> {
+        let (count, step) = (self.frames.len(), self.step);
+        match self.samples {
+            Carry::Run => Samples::Run(FrameStep {
+                data: &self.data,
+                count,
+                step,
+            }),
+            Carry::F32 => Samples::F32(FrameStep {
+                data: &f32s(&self.data)[..self.data.len()],
+                count,
+                step,
+            }),
+        }
+    }
 }

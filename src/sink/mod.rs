@@ -183,6 +183,13 @@ pub(crate) trait Encoder<T: Sample>: Send + Sync {
         None
     }
 
+    /// Whether a row's bytes are its values `as f32`, little-endian, back to back (`f32`, and
+    /// npy in f32): then rows narrowed elsewhere (an f64 run's device, `fft::carry`) are
+    /// written as they come.
+    fn writes_f32(&self) -> bool {
+        false
+    }
+
     /// Writes one row into `out`, which is `row_bytes` long (formats with `row_bytes` write in
     /// place; the default encodes and copies).
     fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {

@@ -66,6 +66,10 @@ impl<T: Sample> Encoder<T> for NpyEncoder {
         Some(values * if self.f64 { 8 } else { 4 })
     }
 
+    fn writes_f32(&self) -> bool {
+        !self.f64
+    }
+
     fn encode_into(&self, row: &SpectrumRow<'_, T>, out: &mut [u8]) {
         super::write_le(row.values, self.f64, out);
     }

@@ -1,10 +1,14 @@
 //! Running one batch on the OpenCL engine: the fused reductions and the plan made ready, the
 //! batch cut into chunks, the buffers reserved, then the chunks pipelined through the slots on
-//! three queues (copy in, compute, copy out) chained by events.
+//! three queues (copy in, compute, copy out) chained by events. Samples held as f32 are widened
+//! after their copy, rows asked for as f32 narrowed before theirs (`carry`).
 
+use super::carry::{read_chunk, write_chunk, Carrier, HostIn, HostOut};
 use super::launch::{cl, Launch};
 use super::segments::ChunkSpan;
 use super::*;
+use crate::fft::carry::f32s_mut;
+use opencl3::event::Event;
 
 /// The sizes of one batch: values per frame in and out, the chunks and the pipeline slots.
 struct Shape {
@@ -20,6 +24,8 @@ struct Shape {
     step: usize,
     direct_in: bool,
     direct_out: bool,
+    /// Samples cross as f32 (widened on the device), rows come back as f32 (narrowed there).
+    carried: (bool, bool),
     /// Frames per chunk, at most.
     chunk: usize,
     spans: Vec<ChunkSpan>,
@@ -43,6 +49,8 @@ struct Chunker<'a, T: Sample> {
     work: (Option<&'a Buffer<T>>, Option<&'a Buffer<T>>),
     bands: Option<&'a mut bands::DeviceBands<T>>,
     reduce: Option<&'a mut segments::DeviceSegments<T>>,
+    /// Widens and narrows carried values (a batch that carries any).
+    carrier: Option<&'a mut Carrier>,
     args: ScaleArgs<T>,
     step_u32: u32,
 }
@@ -51,7 +59,7 @@ impl<T: Sample> OpenClEngine<T> {
     pub(super) fn run(
         &mut self,
         spec: &TransformSpec,
-        input: FrameStep<'_, T>,
+        (input, rows): (Samples<'_, T>, Carry),
         (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), String> {
@@ -61,14 +69,20 @@ impl<T: Sample> OpenClEngine<T> {
             let plan = self.build_plan(spec)?;
             self.plans.insert(key, plan);
         }
-        let shape = self.shape(
-            spec,
-            &input,
-            out,
-            band_weights.map(BandWeights::bands),
-            runs,
-        )?;
-        let data = &input.data[..input.needed(spec)];
+        let (data, count, step) = match input {
+            Samples::Run(f) => (HostIn::Run(&f.data[..f.needed(spec)]), f.count, f.step),
+            Samples::F32(f) => (HostIn::F32(&f.data[..f.needed(spec)]), f.count, f.step),
+        };
+        let out_len = out.len();
+        let mut out = match rows {
+            Carry::Run => HostOut::Run(out),
+            Carry::F32 => HostOut::F32(&mut f32s_mut(out)[..out_len]),
+        };
+        let reduced = (band_weights.map(BandWeights::bands), runs);
+        let shape = self.shape(spec, (data, count, step), &out, reduced)?;
+        if (shape.carried.0 || shape.carried.1) && self.carrier.is_none() {
+            self.carrier = Some(Carrier::new(&self.dev)?);
+        }
         self.reserve(&key, &shape, band_weights.is_some(), runs.is_some())?;
         let args = self.scale_args(spec, &key)?;
         let timed = self.options.profile;
@@ -89,6 +103,7 @@ impl<T: Sample> OpenClEngine<T> {
             work_b,
             bands,
             runs: device_runs,
+            carrier,
             ..
         } = self;
         let mut chunker = Chunker {
@@ -99,6 +114,7 @@ impl<T: Sample> OpenClEngine<T> {
             work: (work_a.buf.as_ref(), work_b.buf.as_ref()),
             bands: bands.as_mut().filter(|_| band_weights.is_some()),
             reduce: device_runs.as_mut().filter(|_| runs.is_some()),
+            carrier: carrier.as_mut(),
             args,
             step_u32,
         };
@@ -108,11 +124,11 @@ impl<T: Sample> OpenClEngine<T> {
         let nslots = shape.nslots;
         for c in 0..shape.spans.len() + nslots {
             let slot = &mut slots[c % nslots];
-            slot.drain(out, timed.then_some(&mut profile))?;
+            slot.drain(&mut out, timed.then_some(&mut profile))?;
             let Some(&span) = shape.spans.get(c) else {
                 continue; // past the last chunk: only draining
             };
-            slot.pending = Some(chunker.enqueue_chunk(slot, span, &shape, data, out)?);
+            slot.pending = Some(chunker.enqueue_chunk(slot, span, &shape, data, &mut out)?);
         }
         self.last_profile = Some(profile);
         Ok(())
@@ -142,17 +158,16 @@ impl<T: Sample> OpenClEngine<T> {
     fn shape(
         &self,
         spec: &TransformSpec,
-        input: &FrameStep<'_, T>,
-        out: &[T],
-        bands: Option<usize>,
-        runs: Option<&Segments<'_>>,
+        (data, frames, step): (HostIn<'_, T>, usize, usize),
+        out: &HostOut<'_, T>,
+        (bands, runs): (Option<usize>, Option<&Segments<'_>>),
     ) -> Result<Shape, String> {
         let per_in = spec.values_per_frame();
         let per_out = spec.values_out();
-        let data = &input.data[..input.needed(spec)];
         let pinned = &self.dev.pinned;
-        let direct_in = pinned.contains(data.as_ptr().cast(), std::mem::size_of_val(data));
-        let direct_out = pinned.contains(out.as_ptr().cast(), std::mem::size_of_val(out));
+        let ((in_at, in_bytes), (out_at, out_bytes)) = (data.memory(), out.memory());
+        let direct_in = pinned.contains(in_at, in_bytes);
+        let direct_out = pinned.contains(out_at, out_bytes);
         let chunk_bytes = self
             .options
             .chunk_bytes
@@ -161,8 +176,7 @@ impl<T: Sample> OpenClEngine<T> {
             } else {
                 STAGED_CHUNK_BYTES
             });
-        let frames = input.count;
-        let chunk = chunk_frames(chunk_bytes, per_in, std::mem::size_of::<T>()).min(frames);
+        let chunk = chunk_frames(chunk_bytes, per_in, data.value_bytes()).min(frames);
         let spans = segments::chunk_spans(frames, chunk, runs.map(|r| r.lengths));
         let chunk = spans.iter().map(|s| s.fc).max().unwrap_or(chunk);
         Ok(Shape {
@@ -170,9 +184,13 @@ impl<T: Sample> OpenClEngine<T> {
             bins: spec.bins(),
             per_out,
             per_final: bands.unwrap_or(per_out),
-            step: input.step,
+            step,
             direct_in,
             direct_out,
+            carried: (
+                matches!(data, HostIn::F32(_)),
+                matches!(out, HostOut::F32(_)),
+            ),
             chunk,
             nslots: spans.len().min(SLOTS),
             spans,
@@ -224,6 +242,17 @@ impl<T: Sample> OpenClEngine<T> {
             if runs {
                 ensure(&mut slot.dev_runs, &dev, CL_MEM_READ_WRITE, per_final)?;
             }
+            if shape.carried.0 {
+                ensure(
+                    &mut slot.dev_in32,
+                    &dev,
+                    CL_MEM_READ_ONLY,
+                    chunk * shape.per_in,
+                )?;
+            }
+            if shape.carried.1 {
+                ensure(&mut slot.dev_out32, &dev, CL_MEM_READ_WRITE, per_final)?;
+            }
         }
         Ok(())
     }
@@ -248,71 +277,120 @@ impl<T: Sample> OpenClEngine<T> {
 }
 
 impl<T: Sample> Chunker<'_, T> {
-    /// Enqueues one chunk in `slot`: its input written, its kernels (transform, then the fused
-    /// bands and runs), its output read back; the queues flushed.
+    /// Enqueues one chunk in `slot`: its input written (and widened, carried as f32), its
+    /// kernels (transform, then the fused bands and runs), its output read back (narrowed
+    /// first, carried as f32); the queues flushed.
     fn enqueue_chunk(
         &mut self,
         slot: &mut Slot<T>,
         span: ChunkSpan,
         shape: &Shape,
-        input: &[T],
-        out: &mut [T],
+        input: HostIn<'_, T>,
+        out: &mut HostOut<'_, T>,
     ) -> Result<Pending, String> {
         let (f0, fc) = (span.f0, span.fc);
-        let src = &input[f0 * shape.step..(f0 + fc - 1) * shape.step + shape.per_in];
-        let src = match slot.pin_in.as_mut() {
-            Some(pin) if !shape.direct_in => {
-                let staging = &mut pin.as_mut_slice()[..src.len()];
-                par_copy(staging, src);
-                &*staging
-            }
-            _ => src,
-        };
-        let dev_in = slot.dev_in.buf.as_mut().ok_or("device buffers missing")?;
-        // SAFETY: `src` (the caller's input or this slot's pinned staging block) stays alive and
-        // unwritten until this write's event completes: the slot's `drain` waits for it before
-        // the slot is reused or the batch returns, on error and unwinding too (`abandon`).
-        // `dev_in` holds a whole chunk, at least `src.len()` values.
-        let write = unsafe {
-            self.copy_in
-                .enqueue_write_buffer(dev_in, CL_NON_BLOCKING, 0, src, &[])
-        }
-        .map_err(|e| cl("write", e))?;
+        let at = f0 * shape.step..(f0 + fc - 1) * shape.step + shape.per_in;
+        let (write, widened) = self.enqueue_input(slot, input, at, shape.direct_in)?;
+        let ready = widened.as_ref().unwrap_or(&write).get();
         let bufs = SlotBufs {
             dev_in: slot.dev_in.buf.as_ref(),
             dev_out: slot.dev_out.buf.as_ref(),
             dev_bands: slot.dev_bands.buf.as_ref(),
             dev_runs: slot.dev_runs.buf.as_ref(),
         };
-        let (kernels, dev_final) = self.enqueue_transform(bufs, span, shape, write.get())?;
+        let (transform, dev_final) = self.enqueue_transform(bufs, span, shape, ready)?;
+        let mut kernels: Vec<_> = widened.into_iter().chain(transform).collect();
         let last = kernels
             .last()
             .map(|e| e.get())
-            .ok_or_else(|| "no kernel launched".to_string())?;
-        let per_final = shape.per_final;
-        let dst = match slot.pin_out.as_mut() {
-            Some(pin) if !shape.direct_out => &mut pin.as_mut_slice()[..span.rc * per_final],
-            _ => &mut out[span.r0 * per_final..(span.r0 + span.rc) * per_final],
+            .ok_or("no kernel launched")?;
+        let (r0, len) = (span.r0 * shape.per_final, span.rc * shape.per_final);
+        let staged = slot.pin_out.as_mut().filter(|_| !shape.direct_out);
+        let read = match out {
+            HostOut::Run(out) => {
+                let dst = match staged {
+                    Some(pin) => &mut pin.as_mut_slice()[..len],
+                    None => &mut out[r0..r0 + len],
+                };
+                // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or
+                // freed before this read's event completes: the slot's `drain` waits for it
+                // before the slot is reused or the batch returns, on error and unwinding too
+                // (`abandon`). The read waits for `last`, the final kernel writing `dev_final`,
+                // which holds the chunk's `len` values.
+                unsafe { read_chunk(self.copy_out, dev_final, dst, last) }?
+            }
+            HostOut::F32(out) => {
+                let dev32 = slot
+                    .dev_out32
+                    .buf
+                    .as_ref()
+                    .ok_or("device buffers missing")?;
+                let carrier = self.carrier.as_deref_mut().ok_or("carrier missing")?;
+                let narrowed = carrier.narrow(self.queue, (dev_final, dev32), len)?;
+                let dst = match staged {
+                    Some(pin) => &mut f32s_mut(pin.as_mut_slice())[..len],
+                    None => &mut out[r0..r0 + len],
+                };
+                // SAFETY: as for the read above; it waits for `narrowed`, which writes the
+                // chunk's `len` values into `dev32`.
+                let read = unsafe { read_chunk(self.copy_out, dev32, dst, narrowed.get()) }?;
+                kernels.push(narrowed);
+                read
+            }
         };
-        // SAFETY: `dst` (the caller's output or the slot's pinned block) is not read or freed
-        // before this read's event completes: `drain` waits for it, as for the write. The read
-        // waits for `last`, the final kernel writing `dev_final`.
-        let read = unsafe {
-            self.copy_out
-                .enqueue_read_buffer(dev_final, CL_NON_BLOCKING, 0, dst, &[last])
-        }
-        .map_err(|e| cl("read", e))?;
         for q in [self.copy_in, self.queue, self.copy_out] {
             q.flush().map_err(|e| cl("flush", e))?;
         }
         Ok(Pending {
-            out_at: span.r0 * per_final,
-            len: span.rc * per_final,
+            out_at: r0,
+            len,
             staged_out: !shape.direct_out,
             write,
             kernels,
             read,
         })
+    }
+
+    /// Enqueues the copy of the chunk's samples (`at` of `input`) to the device, through the
+    /// slot's pinned block unless the input is pinned (`direct`): into the slot's input buffer,
+    /// or, carried as f32, into its f32 buffer and then widened into the input buffer. Returns
+    /// the copy's event and the widening's.
+    fn enqueue_input(
+        &mut self,
+        slot: &mut Slot<T>,
+        input: HostIn<'_, T>,
+        at: std::ops::Range<usize>,
+        direct: bool,
+    ) -> Result<(Event, Option<Event>), String> {
+        let staging = slot.pin_in.as_mut().filter(|_| !direct);
+        let staging = staging.map(|pin| pin.as_mut_slice());
+        match input {
+            HostIn::Run(data) => {
+                let dev = slot.dev_in.buf.as_mut().ok_or("device buffers missing")?;
+                // SAFETY: the source (the caller's input or this slot's pinned staging block)
+                // stays alive and unwritten until this write's event completes: the chunk's
+                // read waits for it through the kernels, and `drain` waits for the read before
+                // the slot is reused or the batch returns, on error and unwinding too
+                // (`abandon`). `dev` holds a whole chunk, at least `at.len()` values.
+                let write = unsafe { write_chunk(self.copy_in, dev, &data[at], staging) }?;
+                Ok((write, None))
+            }
+            HostIn::F32(data) => {
+                let dev32 = slot.dev_in32.buf.as_mut().ok_or("device buffers missing")?;
+                let staging = staging.map(f32s_mut);
+                let count = at.len();
+                // SAFETY: as for the write above (`widen` waits for it, the kernels for
+                // `widen`); `dev32` holds a whole chunk of f32 values.
+                let write = unsafe { write_chunk(self.copy_in, dev32, &data[at], staging) }?;
+                let (Some(from), Some(to)) = (slot.dev_in32.buf.as_ref(), slot.dev_in.buf.as_ref())
+                else {
+                    return Err("device buffers missing".into());
+                };
+                let carrier = self.carrier.as_deref_mut().ok_or("carrier missing")?;
+                let widened = carrier.widen(self.queue, (from, to), count, write.get())?;
+                Ok((write, Some(widened)))
+            }
+        }
     }
 
     /// The chunk's kernels after its write: the transform, then bands and runs when they are

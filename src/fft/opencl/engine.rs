@@ -16,7 +16,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
     ) -> Result<(), EngineError> {
         crate::fft::check_batch("opencl", spec, input.len(), frames, out.len())?;
         let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, (None, None), out)
+        self.guarded_run(spec, (Samples::Run(input), Carry::Run), (None, None), out)
     }
 
     fn transform_bands(
@@ -30,7 +30,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         let reduction = (Some(bands), None);
         crate::fft::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
         let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, reduction, out)
+        self.guarded_run(spec, (Samples::Run(input), Carry::Run), reduction, out)
     }
 
     fn transform_segments(
@@ -45,7 +45,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         let reduction = (bands, Some(runs));
         crate::fft::check_reduced("opencl", spec, (input.len(), frames), reduction, out.len())?;
         let input = FrameStep::packed_in(spec, input, frames);
-        self.guarded_run(spec, input, reduction, out)
+        self.guarded_run(spec, (Samples::Run(input), Carry::Run), reduction, out)
     }
 
     fn transform_strided(
@@ -56,7 +56,31 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         frames.check_batch("opencl", spec, reduction, out.len())?;
-        self.guarded_run(spec, frames, reduction, out)
+        self.guarded_run(spec, (Samples::Run(frames), Carry::Run), reduction, out)
+    }
+
+    /// In f64: f32 samples cross as f32 and widen on the device, rows asked for as f32 narrow
+    /// there and cross as f32 (`carry`). In f32 there is nothing to carry: as on the host.
+    fn transform_carried(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<Carry, EngineError> {
+        if T::NAME != "f64" {
+            return crate::fft::carry::on_host(
+                self,
+                spec,
+                samples,
+                (reduction, &mut Vec::new()),
+                out,
+            );
+        }
+        samples.check_batch("opencl", spec, reduction, out.len())?;
+        self.guarded_run(spec, (samples, rows), reduction, out)?;
+        Ok(rows)
     }
 
     fn take_device_times(&mut self) -> Option<crate::fft::DeviceTimes> {

@@ -32,11 +32,12 @@
 //!   complex frames; on the two-level Bluestein path two of them share one complex transform.
 //!
 //! Around the transform, fused products: `bands` sums band powers and `segments` reduces runs of
-//! frames (`--average`) in device memory, so less comes back. Modules: `device` (platforms,
-//! contexts, program cache), `pinned` (page-locked host memory), `slots` (the chunks in flight),
-//! `plan` (paths and tables per size), `batch` (a batch's chunks through the slots), `launch`
-//! (enqueuing a chunk's kernels), `mixed`, `twolevel`, `bands`, `segments`; this file holds the
-//! engine.
+//! frames (`--average`) in device memory, so less comes back. In an f64 run, samples held as f32
+//! cross as f32 and are widened on the device, and rows an f32 output writes are narrowed there
+//! (`carry`). Modules: `device` (platforms, contexts, program cache), `pinned` (page-locked host
+//! memory), `slots` (the chunks in flight), `plan` (paths and tables per size), `batch` (a
+//! batch's chunks through the slots), `launch` (enqueuing a chunk's kernels), `carry`, `mixed`,
+//! `twolevel`, `bands`, `segments`; this file holds the engine.
 //!
 //! Sizes: every n the CPU engine takes, 2..2^26 (`limits::MAX_FRAME_SAMPLES`). F64 on devices
 //! without `cl_khr_fp64` answers `EngineError::Unsupported` (the router sends those batches to
@@ -44,6 +45,7 @@
 
 mod bands;
 mod batch;
+mod carry;
 mod choice;
 mod chunk_log;
 mod copies;
@@ -61,8 +63,8 @@ mod twolevel;
 use super::fault::{Fault, FaultPlan};
 use super::host_memory::{PinnedAlloc, PinnedBlock};
 use super::{
-    BandWeights, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Scale, ScalePlan,
-    Segments, TransformSpec,
+    BandWeights, Carry, Engine, EngineError, FrameStep, PinnedMemory, Reduction, Samples, Scale,
+    ScalePlan, Segments, TransformSpec,
 };
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
@@ -75,8 +77,7 @@ use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use plan::{Path, Plan, PlanKey};
 use slots::{
-    chunk_frames, ensure, par_copy, span, Grow, Pending, Slot, CHUNK_BYTES, SLOTS,
-    STAGED_CHUNK_BYTES,
+    chunk_frames, ensure, span, Grow, Pending, Slot, CHUNK_BYTES, SLOTS, STAGED_CHUNK_BYTES,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -178,6 +179,8 @@ pub struct OpenClEngine<T: Sample> {
     bands: Option<bands::DeviceBands<T>>,
     /// The runs of the last batch reduced here (fused `--average`).
     runs: Option<segments::DeviceSegments<T>>,
+    /// The `widen` and `narrow` kernels, once an f64 batch carried f32 (`carry`).
+    carrier: Option<carry::Carrier>,
 }
 
 fn dev_err(what: impl Into<String>) -> EngineError {
@@ -227,6 +230,7 @@ impl<T: Sample> OpenClEngine<T> {
             last_profile: None,
             bands: None,
             runs: None,
+            carrier: None,
         })
     }
 
@@ -334,7 +338,7 @@ impl<T: Sample> OpenClEngine<T> {
     fn guarded_run(
         &mut self,
         spec: &TransformSpec,
-        input: FrameStep<'_, T>,
+        (input, rows): (Samples<'_, T>, Carry),
         reduction: (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), EngineError> {
@@ -342,13 +346,13 @@ impl<T: Sample> OpenClEngine<T> {
         if let Some(fault) = &self.options.fault {
             fault.before_batch(self.batches).map_err(dev_err)?;
         }
-        if input.count == 0 {
+        if input.count() == 0 {
             return Ok(());
         }
         // a panic inside (e.g. a host copy thread that cannot start) must not unwind past
         // commands that still read or write the caller's buffers
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.run(spec, input, reduction, out)
+            self.run(spec, (input, rows), reduction, out)
         }));
         let run = match run {
             Ok(r) => r,

@@ -1,8 +1,10 @@
 //! The host-device pipeline's slots: each chunk of a batch in flight has its device buffers (input,
 //! spectra, band rows, reduced runs) and, for callers whose memory is not pinned, pinned staging
-//! buffers; `Pending` holds the chunk's commands until `Slot::drain` waits for them and copies
-//! staged output into place. Also the chunk sizes and the host copy helpers the engine uses.
+//! buffers, and the f32 buffers of an f64 run's carried samples and rows (`carry`); `Pending`
+//! holds the chunk's commands until `Slot::drain` waits for them and copies staged output into
+//! place. Also the chunk sizes and the host copy helpers the engine uses.
 
+use super::carry::HostOut;
 use super::chunk_log::ChunkLog;
 use super::pinned;
 use super::{BatchProfile, SharedDevice};
@@ -115,6 +117,10 @@ pub(super) struct Slot<T> {
     pub(super) dev_bands: Grow<T>,
     /// The chunk's runs reduced to one row each (fused `--average` only).
     pub(super) dev_runs: Grow<T>,
+    /// The chunk's samples as they cross, f32, before `widen` (carried samples only).
+    pub(super) dev_in32: Grow<f32>,
+    /// The chunk's rows narrowed to f32 to cross back (rows carried as f32 only).
+    pub(super) dev_out32: Grow<f32>,
     pub(super) pending: Option<Pending>,
     /// `--trace`: the chunks drained, with their device times.
     pub(super) log: ChunkLog,
@@ -136,6 +142,8 @@ impl<T: Sample> Slot<T> {
             dev_out: Grow::new(),
             dev_bands: Grow::new(),
             dev_runs: Grow::new(),
+            dev_in32: Grow::new(),
+            dev_out32: Grow::new(),
             pending: None,
             log: ChunkLog::default(),
         }
@@ -168,7 +176,7 @@ impl<T: Sample> Slot<T> {
     /// adds its device times to `profile` (and, with `--trace`, logs them: `chunk_log`).
     pub(super) fn drain(
         &mut self,
-        out: &mut [T],
+        out: &mut HostOut<'_, T>,
         profile: Option<&mut BatchProfile>,
     ) -> Result<(), String> {
         let Some(p) = self.pending.take() else {
@@ -182,10 +190,7 @@ impl<T: Sample> Slot<T> {
                 .pin_out
                 .as_ref()
                 .ok_or_else(|| "pinned output missing".to_string())?;
-            par_copy(
-                &mut out[p.out_at..p.out_at + p.len],
-                &pin.as_slice()[..p.len],
-            );
+            out.copy_staged(p.out_at, p.len, pin.as_slice());
         }
         let Some(profile) = profile else {
             self.log.drained();

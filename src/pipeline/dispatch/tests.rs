@@ -21,6 +21,7 @@ fn batch(id: u64) -> Batch<f32> {
         },
         frames: Vec::new(),
         data: HostBuf::heap(0),
+        samples: crate::fft::Carry::Run,
         step: 1024,
     }
 }
