@@ -25,11 +25,11 @@
 //   2: Bluestein's middle step: dst[k] = conj(Z_k aux[k]) (aux: the filter's spectrum / N);
 //   3: Bluestein's last step: X_k = aux[k] conj(Z_k) for k < M (aux: the chirp), as bins (0) or,
 //      for even real n, into dst (M points per frame) for r2c_post.cl's `post`.
-// PAIRS=1 (odd real n through Bluestein, always): two real frames go through one
+// TWO_FRAMES=1 (odd real n through Bluestein, always): two real frames go through one
 //   complex transform, z_p = (w_p x_p of frame 2f, w_p x_p of frame 2f + 1), so half as many
 //   transforms run; `frames` stays the count of real frames and transform f is frame pair f (the
 //   second frame of the last pair may be missing: zeros). The last step stores Z (M points per
-//   pair) into dst for `pair_post`, which splits it: X1_k = (Z_k + conj Z_{M-k})/2, X2_k =
+//   pair) into dst for `two_frames_post`, which splits it: X1_k = (Z_k + conj Z_{M-k})/2, X2_k =
 //   (Z_k - conj Z_{M-k})/(2i).
 // Twiddles: tw[t] = exp(-2 pi i t / LP_LEN) for the passes, twn[t] = exp(-2 pi i t / N) for
 // stage 1's twiddle (n2 k1 < N), all computed on the host in double.
@@ -43,11 +43,11 @@
 #define REAL_FULL 0
 #endif
 
-#ifndef PAIRS
-#define PAIRS 0
+#ifndef TWO_FRAMES
+#define TWO_FRAMES 0
 #endif
 // transforms of a launch of `frames` frames
-#if PAIRS
+#if TWO_FRAMES
 #define TRANSFORMS(frames) (((frames) + 1) / 2)
 #else
 #define TRANSFORMS(frames) (frames)
@@ -70,7 +70,7 @@ inline real2 tl_load(__global const real_t *in, __global const real_t *win,
         return (real2)(R(0.0), R(0.0));
     }
 #endif
-#if PAIRS && LOAD == 1
+#if TWO_FRAMES && LOAD == 1
     // frame pair `frame`: frames 2 frame and 2 frame + 1 (zeros past the last frame)
     __global const real_t *x = in + (size_t)(2 * frame) * step;
     real_t x2 = 2 * frame + 1 < frames ? x[step + p] : R(0.0);
@@ -78,7 +78,7 @@ inline real2 tl_load(__global const real_t *in, __global const real_t *win,
 #else
     __global const real_t *x = in + (size_t)frame * step;
 #endif
-#if PAIRS && LOAD == 1
+#if TWO_FRAMES && LOAD == 1
 #elif LOAD == 0
     real2 z = vload2(p, x);
 #elif REAL_FULL
@@ -209,7 +209,7 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
             continue;
         }
         z = cmul(aux[k], (real2)(z.x, -z.y));
-#if (REAL_INPUT && !REAL_FULL) || PAIRS
+#if (REAL_INPUT && !REAL_FULL) || TWO_FRAMES
         dst[(size_t)frame * M + k] = z;
         continue;
 #endif
@@ -225,10 +225,10 @@ tl_rows(__global const real2 *restrict tmp, __global const real2 *restrict tw,
 #endif
 
 #if STAGE == 3
-// PAIRS: bins 0..M/2 of frames 2f and 2f + 1 from the pair's spectrum Z (M points per pair in
+// TWO_FRAMES: bins 0..M/2 of frames 2f and 2f + 1 from the pair's spectrum Z (M points per pair in
 // z); one work-item per output bin, bounds-checked. Only DC is an edge bin (M is odd).
 #define PP_BINS (M / 2 + 1)
-__kernel void pair_post(__global const real2 *restrict z, __global real_t *restrict out,
+__kernel void two_frames_post(__global const real2 *restrict z, __global real_t *restrict out,
                         uint frames, int scale_mode, real_t norm_edge, real_t norm_interior) {
     const size_t g = get_global_id(0);
     if (g >= (size_t)frames * PP_BINS) {

@@ -14,28 +14,28 @@ use crate::types::{InputKind, Sample};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub fn run_check(settings: &RunSpec, tolerance: Option<f64>) -> Result<()> {
-    if matches!(settings.source.input, crate::source::spec::Input::Mic(_)) {
+pub fn run_check(run_spec: &RunSpec, tolerance: Option<f64>) -> Result<()> {
+    if matches!(run_spec.source.input, crate::source::spec::Input::Mic(_)) {
         return Err(FftdError::Usage(
             "fftd check works on files: use --file PATH".into(),
         ));
     }
-    settings.analysis.precision.dispatch(Check {
-        settings,
+    run_spec.analysis.precision.dispatch(Check {
+        run_spec,
         tolerance,
     })
 }
 
 /// A check in the sample type of its precision.
 struct Check<'a> {
-    settings: &'a RunSpec,
+    run_spec: &'a RunSpec,
     tolerance: Option<f64>,
 }
 
 impl crate::types::WithSample for Check<'_> {
     type Output = Result<()>;
     fn run<T: Sample>(self) -> Result<()> {
-        check_typed::<T>(self.settings, self.tolerance)
+        check_typed::<T>(self.run_spec, self.tolerance)
     }
 }
 
@@ -50,7 +50,7 @@ struct Tally {
     sizes: Vec<(usize, InputKind)>,
 }
 
-fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<()> {
+fn check_typed<T: Sample>(run_spec: &RunSpec, tolerance: Option<f64>) -> Result<()> {
     let tol = tolerance.unwrap_or_else(default_tolerance::<T>);
     if !(tol.is_finite() && tol > 0.0) {
         return Err(FftdError::Usage(format!(
@@ -58,7 +58,7 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
         )));
     }
     // every OpenCL device the choice names (`gpu:all`, lists), each against the CPU
-    let mut gpus = open_opencl_engines::<T>(&settings.engine.device)?;
+    let mut gpus = open_opencl_engines::<T>(&run_spec.engine.device)?;
     let mut cpu = CpuEngine::<T>::new();
     let mut tally = Tally::default();
     let mut pending: Vec<Frame<T>> = Vec::new();
@@ -69,8 +69,8 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
         let spec = TransformSpec {
             n: first.n,
             kind: first.kind,
-            window: settings.analysis.window,
-            scale: settings.analysis.scale,
+            window: run_spec.analysis.window,
+            scale: run_spec.analysis.scale,
             rate: first.rate,
         };
         let input: Vec<T> = frames.iter().flat_map(|f| f.data.iter().copied()).collect();
@@ -90,11 +90,11 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
         Ok(())
     };
     let stop = Arc::new(AtomicBool::new(false));
-    crate::pipeline::for_each_frame::<T>(settings, stop, &mut |frame| {
+    crate::pipeline::for_each_frame::<T>(run_spec, stop, &mut |frame| {
         let same = pending
             .first()
             .is_none_or(|f| (f.n, f.kind, f.rate) == (frame.n, frame.kind, frame.rate));
-        if !same || pending.len() >= settings.engine.batch_frames(frame.n) {
+        if !same || pending.len() >= run_spec.engine.batch_frames(frame.n) {
             compare(&mut pending, &mut tally)?;
         }
         pending.push(frame);
@@ -102,7 +102,7 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
     })?;
     compare(&mut pending, &mut tally)?;
 
-    report(&tally, &gpus, settings, tol)?;
+    report(&tally, &gpus, run_spec, tol)?;
     if tally.mismatches > 0 {
         return Err(FftdError::Runtime(format!(
             "check failed: {} of {} values differ by more than {tol:e}",
@@ -116,7 +116,7 @@ fn check_typed<T: Sample>(settings: &RunSpec, tolerance: Option<f64>) -> Result<
 fn report<T: Sample>(
     tally: &Tally,
     gpus: &[crate::fft::opencl::OpenClEngine<T>],
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     tol: f64,
 ) -> Result<()> {
     let sizes: Vec<String> = tally
@@ -136,8 +136,8 @@ fn report<T: Sample>(
         tally.values,
         engine_names(gpus),
         T::NAME,
-        settings.analysis.window,
-        settings.analysis.scale,
+        run_spec.analysis.window,
+        run_spec.analysis.scale,
         tally.mismatches,
         tally.values,
         tally.max_abs,

@@ -49,7 +49,7 @@ fn check<T: Sample>(
         [
             "two-level",
             "two-level-bluestein",
-            "two-level-bluestein-pairs",
+            "two-level-bluestein-two-frames",
             "four-step",
             "local-bluestein",
             "split"
@@ -283,7 +283,7 @@ fn split_exchange_in_rounds_for_complex_frames() {
 /// when odd), every scale and window; 65521 at an H100's 48 KiB against the CPU engine in f64.
 #[test]
 fn odd_real_frames_in_pairs_on_the_bluestein_path() {
-    let want = "two-level-bluestein-pairs";
+    let want = "two-level-bluestein-two-frames";
     let (Some(mut g32), Some(mut g64)) = (engine::<f32>(4 << 10), engine::<f64>(8 << 10)) else {
         return;
     };

@@ -12,7 +12,7 @@
 //!   stalled device's full queue does not stop the others. A batch sent to another lane than
 //!   its buffer's is correct, only staged through the engine's own pinned buffers.
 //! - **Failures.** A lane whose device fails is skipped for new batches; its workers hand the
-//!   batches they get (`EngineError::HandOff`) to a live lane (`hand_off`), or, with none left,
+//!   batches they get (`EngineError::HandOff`) to a working lane (`hand_off`), or, with none left,
 //!   compute them on their CPU engines. Every batch keeps its number, and the sink writes batches
 //!   in number order, so nothing is lost, duplicated or reordered.
 //! - **Window.** The sink writes batches in number order, so every batch finished after an

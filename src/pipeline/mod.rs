@@ -20,7 +20,7 @@ mod batcher;
 mod dispatch;
 mod encode;
 mod late_join;
-mod live;
+mod live_view;
 mod outputs;
 pub(crate) mod plan;
 mod pool;
@@ -171,36 +171,36 @@ impl Control {
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.
-pub fn run(settings: &RunSpec, signals: Signals) -> Result<()> {
-    settings
+pub fn run(run_spec: &RunSpec, signals: Signals) -> Result<()> {
+    run_spec
         .analysis
         .precision
-        .dispatch(Run { settings, signals })
+        .dispatch(Run { run_spec, signals })
 }
 
 /// A run in the sample type of its precision.
 struct Run<'a> {
-    settings: &'a RunSpec,
+    run_spec: &'a RunSpec,
     signals: Signals,
 }
 
 impl WithSample for Run<'_> {
     type Output = Result<()>;
     fn run<T: Sample>(self) -> Result<()> {
-        run::run_typed::<T>(self.settings, self.signals)
+        run::run_typed::<T>(self.run_spec, self.signals)
     }
 }
 
 /// Cuts every input into frames exactly as a run would (channels, hop, tail, limits) and hands
 /// them to `consume` in each stream's order, for tools that work on frames (`fftd check`).
 pub(crate) fn for_each_frame<T: Sample>(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     stop: Arc<AtomicBool>,
     consume: &mut dyn FnMut(Frame<T>) -> Result<()>,
 ) -> Result<()> {
-    let plan = plan_streams(settings, &stop, Reading::Sequential)?;
+    let plan = plan_streams(run_spec, &stop, Reading::Sequential)?;
     let control = Control::new(stop);
-    let reading = spec::ReadSpec::of(settings);
+    let reading = spec::ReadSpec::of(run_spec);
     let (tx, rx) = crossbeam_channel::bounded(64);
     std::thread::scope(|scope| {
         let (control, reading) = (&control, &reading);
@@ -367,12 +367,12 @@ impl WorkerThreads {
 /// issue 27: the sink's alerts (None without `--alert`): `--events` opened now, the live view's
 /// feed set.
 pub(super) fn wire_alerts(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     streams: usize,
-    live_view: Option<&live::LiveView>,
+    live_view: Option<&live_view::LiveView>,
     recorder: Option<crate::record::Recorder>,
 ) -> Result<Option<crate::alerts::Alerts>> {
-    let options = &settings.alerts;
+    let options = &run_spec.alerts;
     if !options.wanted() {
         return Ok(None);
     }
@@ -397,10 +397,10 @@ pub(super) fn wire_alerts(
 /// issue 27: with `--record-on-alert`, every input's source copies its samples into a pre-roll
 /// ring (`record::tap`); the recorder that writes from them.
 pub(super) fn tap_sources(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     sequential: &mut [SequentialInput],
 ) -> Option<crate::record::Recorder> {
-    let options = settings.record.clone()?;
+    let options = run_spec.record.clone()?;
     let epoch = crate::sink::rotate::now_epoch();
     let mut recorder = crate::record::Recorder::new(options, epoch);
     for input in sequential.iter_mut() {
@@ -499,11 +499,11 @@ pub(super) fn encode_threads() -> usize {
 /// The averaging stage of `--average`, with every stream's grouping checked now (an interval
 /// shorter than a hop is a usage error before the run, not during it).
 pub(super) fn average_stage<'a>(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     streams: &'a [StreamMeta],
     (n, hop): (usize, usize),
 ) -> Result<Option<averaging::AveragingStage<'a>>> {
-    let Some(spec) = settings.analysis.products.row_average() else {
+    let Some(spec) = run_spec.analysis.products.row_average() else {
         return Ok(None);
     };
     for stream in streams {
@@ -511,30 +511,30 @@ pub(super) fn average_stage<'a>(
     }
     Ok(Some(averaging::AveragingStage {
         spec,
-        mode: settings.analysis.products.mode,
+        mode: run_spec.analysis.products.mode,
         hop,
         streams,
-        finish: finish_for_scale(settings.analysis.scale, &settings.analysis.products),
+        finish: finish_for_scale(run_spec.analysis.scale, &run_spec.analysis.products),
         numbering: Arc::default(),
-        cross: match settings.analysis.products.measure.cross {
+        cross: match run_spec.analysis.products.measure.cross {
             Some(cross) => Some(
                 crate::products::measure::cross::CrossPlan::new(
                     cross,
                     streams,
                     (n, hop),
-                    settings.analysis.window,
-                    settings.analysis.products.average,
+                    run_spec.analysis.window,
+                    run_spec.analysis.products.average,
                 )
                 .map_err(FftdError::Usage)?,
             ),
             None => None,
         },
         measuring: crate::products::measure::Measuring::new(
-            &settings.analysis.products,
+            &run_spec.analysis.products,
             streams,
             (n, hop),
-            settings.analysis.scale,
-            settings.analysis.window,
+            run_spec.analysis.scale,
+            run_spec.analysis.window,
         ),
     }))
 }

@@ -43,10 +43,10 @@ pub(super) struct OutputPlan {
 
 /// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
 /// output shared by every stream (which the format must be able to tell apart).
-pub(super) fn plan_outputs(settings: &RunSpec, streams: &[StreamMeta]) -> Result<OutputPlan> {
-    let format = settings.analysis.format;
+pub(super) fn plan_outputs(run_spec: &RunSpec, streams: &[StreamMeta]) -> Result<OutputPlan> {
+    let format = run_spec.analysis.format;
     // the folder was checked (`check_destinations`) before any input was read
-    if let Some(dir) = &settings.output.output_dir {
+    if let Some(dir) = &run_spec.output.output_dir {
         let files = stream_file_names(streams, format)
             .into_iter()
             .map(|name| Some(dir.join(name)))
@@ -58,7 +58,7 @@ pub(super) fn plan_outputs(settings: &RunSpec, streams: &[StreamMeta]) -> Result
         });
     }
     // every message says its stream (`sink::nats`)
-    let tagged = format.carries_stream_id() || settings.nats_output.is_some();
+    let tagged = format.carries_stream_id() || run_spec.nats_output.is_some();
     if streams.len() > 1 && !tagged {
         return Err(FftdError::Usage(format!(
             "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
@@ -73,9 +73,9 @@ pub(super) fn plan_outputs(settings: &RunSpec, streams: &[StreamMeta]) -> Result
         ));
     }
     Ok(OutputPlan {
-        files: vec![settings.output.output.clone()],
+        files: vec![run_spec.output.output.clone()],
         // issue 27: a --rotate pattern is no file to create before the run
-        lazy: settings.output.rotate.is_some(),
+        lazy: run_spec.output.rotate.is_some(),
         writer_of: vec![0; streams.len()],
     })
 }
@@ -94,8 +94,8 @@ fn probe_writable(dir: &Path) -> Result<()> {
 
 /// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
 /// `--config`), before anything is opened for writing.
-pub(super) fn refuse_overwriting_inputs(settings: &RunSpec, plan: &OutputPlan) -> Result<()> {
-    let mut inputs: Vec<NamedFile> = match &settings.source.input {
+pub(super) fn refuse_overwriting_inputs(run_spec: &RunSpec, plan: &OutputPlan) -> Result<()> {
+    let mut inputs: Vec<NamedFile> = match &run_spec.source.input {
         Input::Files(paths) => paths
             .iter()
             .map(|p| match p.as_str() {
@@ -106,16 +106,16 @@ pub(super) fn refuse_overwriting_inputs(settings: &RunSpec, plan: &OutputPlan) -
         Input::Mic(_) | Input::Nats(_) => Vec::new(),
     };
     inputs.extend(
-        settings
+        run_spec
             .output
             .config
             .iter()
             .map(|c| NamedFile::new("--config", c)),
     );
     // a SigMF recording is read through both of its files, whichever one was named
-    if let Input::Files(paths) = &settings.source.input {
+    if let Input::Files(paths) = &run_spec.source.input {
         let format = |p: &str| {
-            settings
+            run_spec
                 .source
                 .input_format
                 .unwrap_or(InputFormat::from_extension(p))
@@ -131,7 +131,7 @@ pub(super) fn refuse_overwriting_inputs(settings: &RunSpec, plan: &OutputPlan) -
             ]);
         }
     }
-    let role = match settings.output.output_dir {
+    let role = match run_spec.output.output_dir {
         Some(_) => "--output-dir",
         None => "--output",
     };
@@ -144,14 +144,14 @@ pub(super) fn refuse_overwriting_inputs(settings: &RunSpec, plan: &OutputPlan) -
         })
         .collect();
     outputs.extend(
-        settings
+        run_spec
             .output
             .meta
             .iter()
             .map(|m| NamedFile::new("--meta", m)),
     );
     outputs.extend(
-        settings
+        run_spec
             .report
             .trace
             .iter()
@@ -200,11 +200,11 @@ pub(super) fn open_destinations<T: Sample>(
 /// places the run will write can take it: `--output`, `--meta` and `--trace` (a device must take an empty
 /// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
 /// created here; FIFOs are opened later, once.
-pub(super) fn check_destinations(settings: &RunSpec) -> Result<()> {
-    if settings.output.rotate.is_some() {
+pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
+    if run_spec.output.rotate.is_some() {
         // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
-        let pattern = settings.output.output_dir.as_ref().map(|d| d.join("x"));
-        let path = pattern.as_ref().or(settings.output.output.as_ref());
+        let pattern = run_spec.output.output_dir.as_ref().map(|d| d.join("x"));
+        let path = pattern.as_ref().or(run_spec.output.output.as_ref());
         if let Some(path) = path {
             let folder = crate::sink::rotate_names::literal_folder(path);
             if !folder.is_dir() {
@@ -217,7 +217,7 @@ pub(super) fn check_destinations(settings: &RunSpec) -> Result<()> {
             return probe_writable(&folder);
         }
     }
-    if let Some(dir) = &settings.output.output_dir {
+    if let Some(dir) = &run_spec.output.output_dir {
         if !dir.is_dir() {
             return Err(FftdError::Usage(format!(
                 "--output-dir {}: no such directory",
@@ -226,10 +226,10 @@ pub(super) fn check_destinations(settings: &RunSpec) -> Result<()> {
         }
         probe_writable(dir)?;
     }
-    for path in settings.output.output.iter().chain(&settings.output.meta) {
+    for path in run_spec.output.output.iter().chain(&run_spec.output.meta) {
         check_destination(path)?;
     }
-    if let Some(path) = &settings.report.trace {
+    if let Some(path) = &run_spec.report.trace {
         check_destination(path).map_err(|e| match e {
             FftdError::Io { path, source } => {
                 FftdError::io(format!("--trace {}", path.display()), source)
@@ -293,7 +293,7 @@ pub(super) fn create_output(path: &Path, stop: &AtomicBool) -> Result<File> {
 /// several streams in one output for it, and `RunSpec` refuses stdout). A single `--output` is
 /// created now, so an unusable path is reported before any work starts.
 pub(super) fn image_destinations(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     plan: &OutputPlan,
     streams: &[StreamMeta],
     stop: &AtomicBool,
@@ -306,7 +306,7 @@ pub(super) fn image_destinations(
                 "--format png needs one stream per output file".into(),
             ));
         };
-        let mut image = ImageFile::new(path, stream, &settings.output.png, &settings.analysis);
+        let mut image = ImageFile::new(path, stream, &run_spec.output.png, &run_spec.analysis);
         if !plan.lazy || opening::is_stream_path(path) {
             image.create_with(create_output(path, stop)?);
         }
@@ -429,20 +429,20 @@ fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBu
 
 /// issue 27: the rotation of each output (`--rotate`, SIGHUP: `sink::rotate_outputs`).
 pub(super) fn rotations(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     dests: &[Destination],
     placed: &PlacedOutputs,
     streams: &[StreamMeta],
     writer_of: &[usize],
 ) -> Vec<Option<crate::sink::rotate::Rotation>> {
     use crate::sink::rotate::{now_epoch, RotateOptions, RowClock};
-    let live = match &settings.source.input {
+    let live = match &run_spec.source.input {
         Input::Files(files) => files.iter().any(|f| f == "-" || f.contains("://")),
         Input::Mic(_) | Input::Nats(_) => true,
     };
     let options = RotateOptions {
-        spec: settings.output.rotate,
-        clock: match live && !settings.source.realtime {
+        spec: run_spec.output.rotate,
+        clock: match live && !run_spec.source.realtime {
             true => RowClock::Wall,
             false => RowClock::RunStart(now_epoch()),
         },
@@ -450,7 +450,7 @@ pub(super) fn rotations(
     let image_of = |i: usize| {
         let stream = streams.iter().find(|s| writer_of[s.id] == i)?.clone();
         // the image's options and the caption's analysis, not the whole run's spec
-        let (png, analysis) = (settings.output.png, settings.analysis.clone());
+        let (png, analysis) = (run_spec.output.png, run_spec.analysis.clone());
         Some(crate::sink::rotate_outputs::image_maker(move |path| {
             ImageFile::new(path, &stream, &png, &analysis)
         }))
@@ -474,43 +474,43 @@ pub(super) struct Sinks<T: Sample> {
 
 impl<T: Sample> Sinks<T> {
     pub(super) fn open(
-        settings: &RunSpec,
+        run_spec: &RunSpec,
         rows: RowsPlanned<'_>,
         nats: Option<NatsConnection>,
         stop: &Arc<AtomicBool>,
         started: Instant,
     ) -> Result<Sinks<T>> {
         let streams = rows.streams;
-        let plan = plan_outputs(settings, streams)?;
-        refuse_overwriting_inputs(settings, &plan)?;
+        let plan = plan_outputs(run_spec, streams)?;
+        refuse_overwriting_inputs(run_spec, &plan)?;
         // --meta is written at the end, but a place that cannot take it is found now
-        let meta_file = (settings.output.meta.as_ref())
+        let meta_file = (run_spec.output.meta.as_ref())
             .map(|path| create_output(path, stop))
             .transpose()?;
-        let tracer = run_report::open_trace(settings, stop, started)?;
+        let tracer = run_report::open_trace(run_spec, stop, started)?;
         let layout = rows.layout;
-        let (format, scale) = (settings.analysis.format, settings.analysis.scale);
+        let (format, scale) = (run_spec.analysis.format, run_spec.analysis.scale);
         let encoder = make_encoder::<T>(format, scale);
         let encoder = crate::sink::measured::wrap(encoder, format, layout);
-        let placed = match settings.output.rotate {
+        let placed = match run_spec.output.rotate {
             Some(_) => Default::default(), // rotated files take rows in order
             None => {
-                let values_of = |s: &StreamMeta| values_per_row(settings, &rows, s);
+                let values_of = |s: &StreamMeta| values_per_row(run_spec, &rows, s);
                 let n = rows.frame.0;
                 place_outputs(&*encoder, &plan, streams, rows.planned, n, values_of)
             }
         };
         let dests = match (nats, format) {
             (Some(connection), _) => {
-                let to = NatsRows::new(connection, &settings.analysis, streams, rows.frame);
+                let to = NatsRows::new(connection, &run_spec.analysis, streams, rows.frame);
                 vec![Destination::Messages(Box::new(to))]
             }
-            (None, OutputFormat::Png) => image_destinations(settings, &plan, streams, stop)?,
+            (None, OutputFormat::Png) => image_destinations(run_spec, &plan, streams, stop)?,
             (None, _) => open_destinations(&*encoder, &plan, &placed, stop)?,
         };
         let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
         let writer_of = plan.writer_of;
-        let rotations = rotations(settings, &dests, &placed, streams, &writer_of);
+        let rotations = rotations(run_spec, &dests, &placed, streams, &writer_of);
         Ok(Sinks {
             encoder,
             dests,
@@ -535,12 +535,12 @@ pub(super) struct RowsPlanned<'a> {
 
 /// Values in one row of stream `s`: its columns (or bins) times values per bin, plus the
 /// measurements after them.
-fn values_per_row(settings: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) -> usize {
+fn values_per_row(run_spec: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) -> usize {
     let extras = rows.layout.map_or(0, |l| l.extras());
     match &s.columns {
         Some(_) if rows.layout.is_some_and(|l| l.cross_bins.is_some()) => extras,
-        Some(columns) => columns.len() * settings.analysis.scale.values_per_bin() + extras,
-        None => settings
+        Some(columns) => columns.len() * run_spec.analysis.scale.values_per_bin() + extras,
+        None => run_spec
             .transform(rows.frame.0, s.kind, s.rate)
             .values_out(),
     }
@@ -548,13 +548,13 @@ fn values_per_row(settings: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) ->
 
 /// `--meta` at the end of a run: what each stream became, and the run's error if it failed.
 pub(super) fn write_run_meta(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     file: Option<File>,
     (streams, written): (&[StreamMeta], &[super::StreamWritten]),
     (outputs, writer_of): (&[String], &[usize]),
     error: Option<&FftdError>,
 ) -> Result<()> {
-    let (Some(path), Some(file)) = (&settings.output.meta, file) else {
+    let (Some(path), Some(file)) = (&run_spec.output.meta, file) else {
         return Ok(());
     };
     let summaries: Vec<StreamSummary<'_>> = streams
@@ -563,14 +563,14 @@ pub(super) fn write_run_meta(
         .map(|(meta, w)| StreamSummary {
             meta,
             n: w.n,
-            hop: settings.analysis.fixed().map_or(w.n, |(_, hop)| hop),
+            hop: run_spec.analysis.fixed().map_or(w.n, |(_, hop)| hop),
             frames: w.frames,
             output: outputs[writer_of[meta.id]].clone(),
         })
         .collect();
     let failure = error.map(ToString::to_string);
-    let analysis = &settings.analysis;
-    let input_format = settings.source.input_format;
+    let analysis = &run_spec.analysis;
+    let input_format = run_spec.source.input_format;
     write_meta(
         path,
         file,

@@ -76,20 +76,20 @@ pub(crate) enum Reading {
     Sequential,
 }
 
-/// File options from the settings.
-pub(crate) fn file_options(settings: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
+/// File options from the run's spec.
+pub(crate) fn file_options(run_spec: &RunSpec, stop: &Arc<AtomicBool>) -> FileOptions {
     FileOptions {
-        format: settings.source.input_format,
-        rate: settings.source.rate.unwrap_or(1.0),
-        channels: settings.source.channels.unwrap_or(1),
+        format: run_spec.source.input_format,
+        rate: run_spec.source.rate.unwrap_or(1.0),
+        channels: run_spec.source.channels.unwrap_or(1),
         stop: stop.clone(),
-        precision: settings.analysis.precision,
+        precision: run_spec.analysis.precision,
     }
 }
 
-/// Plans every input of the settings (see the module comment).
+/// Plans every input of the run's spec (see the module comment).
 pub(crate) fn plan_streams(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     stop: &Arc<AtomicBool>,
     reading: Reading,
 ) -> Result<StreamPlan> {
@@ -97,9 +97,9 @@ pub(crate) fn plan_streams(
         sequential: Vec::new(),
         ranged: Vec::new(),
         streams: Vec::new(),
-        framing: framing(settings),
+        framing: framing(run_spec),
     };
-    let paths = match &settings.source.input {
+    let paths = match &run_spec.source.input {
         Input::Files(paths) => paths,
         Input::Nats(url) => {
             return Err(FftdError::Usage(format!(
@@ -107,9 +107,9 @@ pub(crate) fn plan_streams(
             )))
         }
         Input::Mic(device) => {
-            let source = crate::source::mic::open(device, &settings.source, stop.clone())?;
-            let reopen = retry::reopen_mic(device, &settings.source);
-            plan.add_open(settings, source, None, Some((reopen, stop)))?;
+            let source = crate::source::mic::open(device, &run_spec.source, stop.clone())?;
+            let reopen = retry::reopen_mic(device, &run_spec.source);
+            plan.add_open(run_spec, source, None, Some((reopen, stop)))?;
             return Ok(plan);
         }
     };
@@ -119,15 +119,15 @@ pub(crate) fn plan_streams(
     // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
     // overlapping frames, which the range readers hold once in a batch (each frame must lose
     // its own mean: the batcher's back-to-back frames)
-    let overlapping_dc = settings.analysis.dc_remove && plan.framing.hop < plan.framing.n;
+    let overlapping_dc = run_spec.analysis.dc_remove && plan.framing.hop < plan.framing.n;
     let files = FilePlanner {
-        settings,
+        run_spec,
         stop,
         reading,
-        opts: file_options(settings, stop),
+        opts: file_options(run_spec, stop),
         ranges_allowed: reading == Reading::Fastest
             && range_reading_enabled()
-            && !settings.source.realtime
+            && !run_spec.source.realtime
             && !overlapping_dc,
     };
     // every stream's pump starts (and opens it) before any header is read
@@ -147,7 +147,7 @@ pub(crate) fn plan_streams(
 
 /// How the named inputs (files, streams, rtl_tcp:// receivers) are planned.
 struct FilePlanner<'a> {
-    settings: &'a RunSpec,
+    run_spec: &'a RunSpec,
     stop: &'a Arc<AtomicBool>,
     reading: Reading,
     opts: FileOptions,
@@ -158,36 +158,36 @@ struct FilePlanner<'a> {
 impl FilePlanner<'_> {
     /// Plans `path`; `stream`: its reader when it is a stream, opened already.
     fn add(&self, plan: &mut StreamPlan, path: &str, stream: Option<InputReader>) -> Result<()> {
-        let settings = self.settings;
+        let run_spec = self.run_spec;
         if rtl_tcp::is_rtl_tcp(path) {
             let source = Box::new(rtl_tcp::open(
                 path,
-                rtl_tuning(settings),
+                rtl_tuning(run_spec),
                 self.stop.clone(),
             )?);
             // a live receiver's centre is --center-freq, as for every stream (`add_streams`)
-            let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(settings));
-            return plan.add_open(settings, source, None, Some((reopen, self.stop)));
+            let reopen = retry::reopen_rtl_tcp(path, rtl_tuning(run_spec));
+            return plan.add_open(run_spec, source, None, Some((reopen, self.stop)));
         }
         if soapy::is_soapy(path) {
-            let request = soapy_request(settings);
+            let request = soapy_request(run_spec);
             let source = Box::new(soapy::open(path, request, self.stop.clone())?);
             let reopen = retry::reopen_soapy(path, request);
-            return plan.add_open(settings, source, None, Some((reopen, self.stop)));
+            return plan.add_open(run_spec, source, None, Some((reopen, self.stop)));
         }
         if let Some(reader) = stream {
             let source = open_with_reader(path, reader, &self.opts)?;
             let tuning = source.tuning();
-            let fifo = settings.source.retry.and_then(|_| retry::reopenable(path));
+            let fifo = run_spec.source.retry.and_then(|_| retry::reopenable(path));
             let reopen = fifo.map(|fifo| (retry::reopen_stream(path, fifo, &self.opts), self.stop));
-            return plan.add_open(settings, source, tuning, reopen);
+            return plan.add_open(run_spec, source, tuning, reopen);
         }
         if self.ranges_allowed && self.add_ranged(plan, path)? {
             return Ok(());
         }
         let source = open_file(path, &self.opts)?;
         let (splitter, first_stream) =
-            plan.add_streams(settings, source.info(), source.tuning())?;
+            plan.add_streams(run_spec, source.info(), source.tuning())?;
         plan.sequential
             .push(match self.reading == Reading::Sequential {
                 true => SequentialInput::Open(SourcePlan {
@@ -205,16 +205,16 @@ impl FilePlanner<'_> {
 
     /// Gives `path` to the range readers when they can take it; whether they did.
     fn add_ranged(&self, plan: &mut StreamPlan, path: &str) -> Result<bool> {
-        let settings = self.settings;
-        let layout = seekable_layout(path, settings, &self.opts)?;
+        let run_spec = self.run_spec;
+        let layout = seekable_layout(path, run_spec, &self.opts)?;
         // `--channel all` of a many-channel file: each stream's jobs would decode every
         // channel; the sequential reader decodes each block once for all of them
         let each_channel_apart = |l: &SeekableLayout| {
-            l.channels > 1 && settings.source.channel == crate::source::channels::ChannelSelect::All
+            l.channels > 1 && run_spec.source.channel == crate::source::channels::ChannelSelect::All
         };
         let fits = |l: &SeekableLayout| plan.framing.fits(l);
         match layout.filter(|l| fits(l) && !each_channel_apart(l)) {
-            Some(layout) => plan.add_ranged(settings, Arc::new(layout)).map(|()| true),
+            Some(layout) => plan.add_ranged(run_spec, Arc::new(layout)).map(|()| true),
             None => Ok(false),
         }
     }
@@ -222,22 +222,22 @@ impl FilePlanner<'_> {
 
 /// What an rtl_tcp:// input is asked for: `--rate` (rtl_tcp's 2.048 MS/s by default),
 /// `--center-freq`, `--gain`.
-fn rtl_tuning(settings: &RunSpec) -> rtl_tcp::Tuning {
+fn rtl_tuning(run_spec: &RunSpec) -> rtl_tcp::Tuning {
     rtl_tcp::Tuning {
-        rate: settings.source.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
-        center: settings.source.center_freq,
-        gain: settings.source.gain,
+        rate: run_spec.source.rate.unwrap_or(rtl_tcp::DEFAULT_RATE),
+        center: run_spec.source.center_freq,
+        gain: run_spec.source.gain,
     }
 }
 
 /// What a soapy:// device is asked for: `--rate` (2.048 MS/s by default), `--center-freq`,
 /// `--gain`, `--channel`.
-fn soapy_request(settings: &RunSpec) -> soapy::Request {
+fn soapy_request(run_spec: &RunSpec) -> soapy::Request {
     soapy::Request {
-        rate: settings.source.rate.unwrap_or(soapy::DEFAULT_RATE),
-        center: settings.source.center_freq,
-        gain: settings.source.gain,
-        channel: settings.source.receiver_channel,
+        rate: run_spec.source.rate.unwrap_or(soapy::DEFAULT_RATE),
+        center: run_spec.source.center_freq,
+        gain: run_spec.source.gain,
+        channel: run_spec.source.receiver_channel,
     }
 }
 
@@ -248,10 +248,10 @@ fn range_reading_enabled() -> bool {
 /// The layout of `path` when the range readers can take it.
 fn seekable_layout(
     path: &str,
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     opts: &FileOptions,
 ) -> Result<Option<SeekableLayout>> {
-    if settings.analysis.frame == FrameSize::Whole {
+    if run_spec.analysis.frame == FrameSize::Whole {
         return Ok(None);
     }
     let format = opts
@@ -264,20 +264,20 @@ impl StreamPlan {
     /// Adds a source kept open from now on (a stream, the microphone, a receiver).
     fn add_open(
         &mut self,
-        settings: &RunSpec,
+        run_spec: &RunSpec,
         source: Box<dyn SampleSource>,
         tuning: Option<Arc<Tuning>>,
         retried: Option<(retry::Reopen, &Arc<AtomicBool>)>,
     ) -> Result<()> {
         // issue 42: a sweep's receiver, retuned hop after hop, labels each row with its hop
-        let sweep = settings.source.sweep.as_ref();
+        let sweep = run_spec.source.sweep.as_ref();
         let tuning = sweep.map(|s| s.tuning()).or(tuning);
-        let (splitter, first_stream) = self.add_streams(settings, source.info(), tuning)?;
+        let (splitter, first_stream) = self.add_streams(run_spec, source.info(), tuning)?;
         // issue 27: reopened when it fails, under `--retry` (`source::retry`)
         let source = match retried {
             Some((reopen, stop)) => {
                 let streams = first_stream..first_stream + splitter.streams();
-                retry::wrap(source, settings.source.retry, streams, stop, reopen)
+                retry::wrap(source, run_spec.source.retry, streams, stop, reopen)
             }
             None => source,
         };
@@ -296,13 +296,13 @@ impl StreamPlan {
     /// Numbers the streams of a source described by `info`; returns its splitter and first id.
     fn add_streams(
         &mut self,
-        settings: &RunSpec,
+        run_spec: &RunSpec,
         info: &SourceInfo,
         tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
-        let splitter = ChannelSplitter::for_source(info, settings.source.channel)?;
+        let splitter = ChannelSplitter::for_source(info, run_spec.source.channel)?;
         // --center-freq says where the radio was, over what the input says
-        let tuning = settings.source.center_freq.map(Tuning::fixed).or(tuning);
+        let tuning = run_spec.source.center_freq.map(Tuning::fixed).or(tuning);
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {
@@ -313,7 +313,7 @@ impl StreamPlan {
                     .flatten(),
                 rate: info.rate,
                 kind: info.kind,
-                fftshift: settings.analysis.fftshift,
+                fftshift: run_spec.analysis.fftshift,
                 columns: None,
                 tuning: tuning.clone(),
             });
@@ -322,7 +322,7 @@ impl StreamPlan {
     }
 
     /// Adds the streams of a seekable input for the range readers.
-    fn add_ranged(&mut self, settings: &RunSpec, layout: Arc<SeekableLayout>) -> Result<()> {
+    fn add_ranged(&mut self, run_spec: &RunSpec, layout: Arc<SeekableLayout>) -> Result<()> {
         let info = SourceInfo {
             name: layout.name.clone(),
             rate: layout.rate,
@@ -330,7 +330,7 @@ impl StreamPlan {
             kind: layout.kind,
             live: false,
         };
-        let (splitter, first_stream) = self.add_streams(settings, &info, layout.tuning.clone())?;
+        let (splitter, first_stream) = self.add_streams(run_spec, &info, layout.tuning.clone())?;
         let splitter = Arc::new(splitter);
         for part in 0..splitter.streams() {
             self.ranged.push(RangeStream::new(
@@ -346,20 +346,20 @@ impl StreamPlan {
 }
 
 /// The range readers' framing: frame size, hop, tail, limits and batch length.
-fn framing(settings: &RunSpec) -> Framing {
-    let n = match settings.analysis.frame {
+fn framing(run_spec: &RunSpec) -> Framing {
+    let n = match run_spec.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 2, // never range-read (see `seekable_layout`)
     };
     Framing {
         n,
-        hop: settings.analysis.hop_for(n),
-        tail: settings.analysis.tail,
-        max_frames: settings.source.max_frames.unwrap_or(u64::MAX),
-        duration: settings.source.duration,
-        batch: settings.engine.batch_frames(n),
-        cpu_batch: settings.engine.cpu_batch_frames(n),
-        dc_remove: settings.analysis.dc_remove,
+        hop: run_spec.analysis.hop_for(n),
+        tail: run_spec.analysis.tail,
+        max_frames: run_spec.source.max_frames.unwrap_or(u64::MAX),
+        duration: run_spec.source.duration,
+        batch: run_spec.engine.batch_frames(n),
+        cpu_batch: run_spec.engine.cpu_batch_frames(n),
+        dc_remove: run_spec.analysis.dc_remove,
     }
 }
 
@@ -375,7 +375,7 @@ impl SequentialQueue {
     /// (`readers_wanted`), so no stream waits for another input to end.
     pub(crate) fn new(
         inputs: Vec<SequentialInput>,
-        settings: &RunSpec,
+        run_spec: &RunSpec,
         stop: &Arc<AtomicBool>,
     ) -> Self {
         let (open, deferred): (Vec<_>, Vec<_>) = inputs
@@ -384,8 +384,8 @@ impl SequentialQueue {
         let queue: VecDeque<_> = open.into_iter().chain(deferred).collect();
         SequentialQueue {
             inputs: Mutex::new(queue),
-            opts: file_options(settings, stop),
-            channel: settings.source.channel,
+            opts: file_options(run_spec, stop),
+            channel: run_spec.source.channel,
         }
     }
 
@@ -439,9 +439,9 @@ pub(super) struct Planned {
 }
 
 impl Planned {
-    pub(super) fn plan(settings: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
+    pub(super) fn plan(run_spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<Planned> {
         // recordings tap every input's samples, so inputs are then read in order
-        let reading = match settings.record {
+        let reading = match run_spec.record {
             Some(_) => Reading::Sequential,
             None => Reading::Fastest,
         };
@@ -450,15 +450,15 @@ impl Planned {
             ranged,
             mut streams,
             framing,
-        } = plan_streams(settings, stop, reading)?;
-        let recorder = tap_sources(settings, &mut sequential);
-        let products = &settings.analysis.products;
-        let look = (settings.analysis.scale, settings.analysis.window);
+        } = plan_streams(run_spec, stop, reading)?;
+        let recorder = tap_sources(run_spec, &mut sequential);
+        let products = &run_spec.analysis.products;
+        let look = (run_spec.analysis.scale, run_spec.analysis.window);
         let shaping =
             Shaping::new(&mut streams, framing.n, products, look).map_err(FftdError::Usage)?;
         Ok(Planned {
             streams,
-            sequential: SequentialQueue::new(sequential, settings, stop),
+            sequential: SequentialQueue::new(sequential, run_spec, stop),
             frame: (framing.n, framing.hop),
             range_jobs: RangeJobs::new(ranged, framing),
             recorder,
@@ -481,8 +481,8 @@ impl Planned {
     }
 
     /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.
-    pub(super) fn segmenting(&self, settings: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
-        let products = &settings.analysis.products;
+    pub(super) fn segmenting(&self, run_spec: &RunSpec, live: bool) -> Result<Option<Segmenting>> {
+        let products = &run_spec.analysis.products;
         match crate::knobs::engine_averaging() {
             false => Ok(None), // every frame to the averaging stage (for comparisons)
             true => Segmenting::new(products, &self.streams, self.frame.1, live)

@@ -16,23 +16,23 @@ use crate::types::{Sample, Signals};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Result<()> {
+pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Result<()> {
     let started = Instant::now();
     if let Some(age) = crate::left_behind::age_s() {
         tracing::debug!(age_s = format!("{age:.3}"), "the run starts");
     }
-    let early = Early::open(settings)?;
-    let built = Built::<T>::build(settings, early.live)?;
-    let cpu_only = built.cpu_only_spec(settings);
-    let settings = cpu_only.as_ref().unwrap_or(settings);
+    let early = Early::open(run_spec)?;
+    let built = Built::<T>::build(run_spec, early.live)?;
+    let cpu_only = built.cpu_only_spec(run_spec);
+    let run_spec = cpu_only.as_ref().unwrap_or(run_spec);
     // a device started in the background begins now, while the run plans and opens outputs
     let (engines, _start_up) = EngineLanes::new(built.set, started);
     let auto_route = engines.start.auto_route();
-    let mut planned = Planned::plan(settings, &signals.stop)?;
+    let mut planned = Planned::plan(run_spec, &signals.stop)?;
     let taps = planned.take_taps();
     let stop = &signals.stop;
     let (stages, handoff) =
-        Stages::<T>::assemble(settings, &planned, taps, engines, early, stop, started)?;
+        Stages::<T>::assemble(run_spec, &planned, taps, engines, early, stop, started)?;
     let control = &stages.workers.context.control;
     let startup = run_report::Startup {
         started,
@@ -68,7 +68,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
     let by_stream = (&planned.streams[..], &written[..]);
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
-    let meta_written = write_run_meta(settings, meta_file, by_stream, to, error.as_ref());
+    let meta_written = write_run_meta(run_spec, meta_file, by_stream, to, error.as_ref());
     settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
@@ -78,7 +78,7 @@ pub(super) fn run_typed<T: Sample>(settings: &RunSpec, signals: Signals) -> Resu
         encoders: stages.encoders,
         window: dispatcher.widest_window(),
     };
-    let traced = ended.report(settings, control, &latency, &stages.workers.lane_set);
+    let traced = ended.report(run_spec, control, &latency, &stages.workers.lane_set);
     meta_written?;
     traced?;
 

@@ -27,11 +27,11 @@ impl Control {
 /// `--trace FILE`: the file is created now, before any input is read, so a path that cannot take
 /// it fails the run before it starts.
 pub(super) fn open_trace(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     stop: &AtomicBool,
     started: Instant,
 ) -> Result<Option<Arc<Tracer>>> {
-    let Some(path) = &settings.report.trace else {
+    let Some(path) = &run_spec.report.trace else {
         return Ok(None);
     };
     // the error names the flag, as the other outputs' name their path (exit 1)
@@ -91,7 +91,7 @@ impl Ended {
     /// Records the teardown, prints `--stats` and writes `--trace`'s timeline.
     pub(super) fn report(
         &self,
-        settings: &RunSpec,
+        run_spec: &RunSpec,
         control: &Control,
         latency: &Latency,
         lane_set: &LaneSet,
@@ -100,7 +100,7 @@ impl Ended {
         let times = &control.counters.times;
         let teardown = now.saturating_duration_since(self.sink_ended);
         Counters::add(&times.teardown_ns, teardown.as_nanos() as u64);
-        if settings.report.stats {
+        if run_spec.report.stats {
             let started = self.started;
             let shares = super::device_shares(lane_set);
             let workers = shares.iter().map(|s| s.workers).sum();
@@ -129,7 +129,7 @@ impl Ended {
         };
         tracer.main_span("teardown", self.sink_ended, Instant::now());
         setup_spans(tracer);
-        let path = settings
+        let path = run_spec
             .report
             .trace
             .as_deref()

@@ -9,13 +9,13 @@
 use super::averaging::AveragingStage;
 use super::dispatch::carriage::RunFacts;
 use super::dispatch::{Dispatcher, StopFlags};
-use super::live::LiveView;
+use super::live_view::LiveView;
 use super::outputs::{RowsPlanned, Sinks};
 use super::plan::{Planned, ReaderThreads, Taps};
 use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
-    live, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders,
+    live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders,
     JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
@@ -149,7 +149,7 @@ impl<T: Sample> Workers<T> {
 
 /// Everything the stages' threads share, assembled before any of them starts.
 pub(super) struct Stages<'a, T: Sample> {
-    settings: &'a RunSpec,
+    run_spec: &'a RunSpec,
     planned: &'a Planned,
     pub(super) readers: ReaderThreads,
     reading: ReadSpec,
@@ -208,7 +208,7 @@ pub(super) struct Ran {
 impl<'a, T: Sample> Stages<'a, T> {
     /// The products, the outputs, the live view, the FFT side and the alerts, in this order.
     pub(super) fn assemble(
-        settings: &'a RunSpec,
+        run_spec: &'a RunSpec,
         planned: &'a Planned,
         taps: Taps,
         engines: EngineLanes<T>,
@@ -218,11 +218,11 @@ impl<'a, T: Sample> Stages<'a, T> {
     ) -> Result<(Self, Handoff<T>)> {
         let Taps { recorder, shaping } = taps;
         let streams = &planned.streams[..];
-        let averaging = average_stage(settings, streams, planned.frame())?;
+        let averaging = average_stage(run_spec, streams, planned.frame())?;
         let layout = (averaging.as_ref())
             .and_then(|a| a.measuring.as_ref())
             .map(|m| m.layout.clone());
-        let segmenting = planned.segmenting(settings, early.live)?;
+        let segmenting = planned.segmenting(run_spec, early.live)?;
         let planned_rows = planned.rows(averaging.is_some());
         let rows = RowsPlanned {
             streams,
@@ -230,43 +230,43 @@ impl<'a, T: Sample> Stages<'a, T> {
             planned: &planned_rows,
             layout: layout.as_ref(),
         };
-        let mut sinks = Sinks::<T>::open(settings, rows, early.nats, stop, started)?;
+        let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
         let live_view = (early.listener)
-            .map(|listener| start_live_view(settings, listener, streams, &averaging, &control))
+            .map(|listener| start_live_view(run_spec, listener, streams, &averaging, &control))
             .transpose()?;
         let live_rows = live_view
             .as_ref()
-            .map(|_| live_rows(settings, layout.as_ref()));
+            .map(|_| live_rows(run_spec, layout.as_ref()));
         let encoders = encode_threads();
         // a late lane's pinned buffers are made the size of a device's batches (`join_lane`)
         let device_batch_values = engines.later.is_some().then(|| {
-            let spec_of = |n, kind, rate| settings.transform(n, kind, rate);
+            let spec_of = |n, kind, rate| run_spec.transform(n, kind, rate);
             planned.range_jobs.device_batch_values(&spec_of)
         });
-        let band_levels = band_levels(settings, streams, planned.frame().0);
+        let band_levels = band_levels(run_spec, streams, planned.frame().0);
         let rows_read = shaping.is_some()
             || segmenting.is_some()
             || averaging.is_some()
             || live_view.is_some()
             || band_levels.is_some();
-        let facts = run_facts::<T>(settings, &*sinks.encoder, rows_read);
+        let facts = run_facts::<T>(run_spec, &*sinks.encoder, rows_read);
         let products = ((shaping, segmenting), facts);
         let (workers, mut handoff) = Workers::new(engines, control, products, device_batch_values);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        handoff.alerts = wire_alerts(settings, streams.len(), live_view.as_ref(), recorder)?;
+        handoff.alerts = wire_alerts(run_spec, streams.len(), live_view.as_ref(), recorder)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
         handoff.rotations = std::mem::take(&mut sinks.rotations);
         let sequential_done = planned.sequential.remaining() == 0;
         let stages = Stages {
-            settings,
+            run_spec,
             planned,
-            readers: planned.readers(settings.source.realtime),
-            reading: ReadSpec::of(settings),
-            batching: BatchSpec::of(settings),
+            readers: planned.readers(run_spec.source.realtime),
+            reading: ReadSpec::of(run_spec),
+            batching: BatchSpec::of(run_spec),
             total_samples: sequential_done.then(|| planned.range_jobs.total_samples()),
-            show_progress: crate::progress::wanted(settings.report.quiet, early.live),
+            show_progress: crate::progress::wanted(run_spec.report.quiet, early.live),
             finished: AtomicBool::new(false),
             averaging,
             layout,
@@ -291,7 +291,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         latency: &mut Latency,
     ) -> Ran {
         let (frames_tx, frames) =
-            crossbeam_channel::bounded(frame_queue_capacity::<T>(self.settings));
+            crossbeam_channel::bounded(frame_queue_capacity::<T>(self.run_spec));
         let (spectra_tx, spectra) = crossbeam_channel::bounded(2 * self.workers.ready.max(1));
         let (encoded_tx, encoded) = crossbeam_channel::bounded(2 * self.encoders);
         let encode_stage = self.encode_stage();
@@ -382,9 +382,9 @@ impl<'a, T: Sample> Stages<'a, T> {
             &context.dispatcher,
             &context.pools.samples,
         );
-        let settings = self.settings;
+        let run_spec = self.run_spec;
         let spec_of = move |n: usize, kind: InputKind, rate: f64| -> TransformSpec {
-            settings.transform(n, kind, rate)
+            run_spec.transform(n, kind, rate)
         };
         let range_jobs = &self.planned.range_jobs;
         // every producer's guard before any producer starts: the queues close when all have
@@ -451,7 +451,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             warm: self
                 .planned
                 .range_jobs
-                .first_spec(&|n, kind, rate| self.settings.transform(n, kind, rate)),
+                .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate)),
         };
         scope.spawn(move || {
             crossbeam_channel::select! {
@@ -509,7 +509,7 @@ impl<'a, T: Sample> Stages<'a, T> {
                 extras: layout.map_or(0, |l| l.extras()),
                 cross_bins: layout.and_then(|l| l.cross_bins),
             });
-        let settings = self.settings;
+        let run_spec = self.run_spec;
         encode::EncodeStage {
             encoder: &*self.sinks.encoder,
             streams: &self.planned.streams,
@@ -518,7 +518,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             bytes_pool: &self.bytes_pool,
             placed: &self.sinks.placed,
             live,
-            mark_rows: settings.nats_output.is_some() || settings.output.rotate.is_some(),
+            mark_rows: run_spec.nats_output.is_some() || run_spec.output.rotate.is_some(),
             alerts: self.band_levels.as_ref(),
         }
     }
@@ -527,7 +527,7 @@ impl<'a, T: Sample> Stages<'a, T> {
 /// The live view (`--serve`), counting the batches the encoders get: the averaging stage's, or
 /// the batches'.
 fn start_live_view(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     listener: crate::serve::Bound,
     streams: &[StreamMeta],
     averaging: &Option<AveragingStage<'_>>,
@@ -538,29 +538,29 @@ fn start_live_view(
         |stage| stage.numbering.clone(),
     );
     let counters = control.counters.clone();
-    let scale = settings.analysis.scale;
-    let measure = &settings.analysis.products.measure;
+    let scale = run_spec.analysis.scale;
+    let measure = &run_spec.analysis.products.measure;
     let look = (scale, measure);
     // issue 27: `/events` when the run has alert rules, an event stream or --retry's gaps
     // (`wire_alerts`)
-    let options = &settings.alerts;
+    let options = &run_spec.alerts;
     let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
-    live::LiveView::start(listener, streams, look, counters, numbering, alerts)
+    live_view::LiveView::start(listener, streams, look, counters, numbering, alerts)
 }
 
 /// `/spectra`'s rows: NDJSON, with the measurements after each row's columns.
 fn live_rows<T: Sample>(
-    settings: &RunSpec,
+    run_spec: &RunSpec,
     layout: Option<&Arc<MeasureLayout>>,
 ) -> Box<dyn Encoder<T>> {
-    let rows = make_encoder::<T>(OutputFormat::Ndjson, settings.analysis.scale);
+    let rows = make_encoder::<T>(OutputFormat::Ndjson, run_spec.analysis.scale);
     crate::sink::measured::wrap(rows, OutputFormat::Ndjson, layout)
 }
 
 /// What the run's batches may carry as f32 (`dispatch::carriage`): `rows_read` when products,
 /// averaging, the live view or alerts read the rows after the device.
-fn run_facts<T: Sample>(settings: &RunSpec, encoder: &dyn Encoder<T>, rows_read: bool) -> RunFacts {
-    let analysis = &settings.analysis;
+fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read: bool) -> RunFacts {
+    let analysis = &run_spec.analysis;
     RunFacts {
         f64: T::NAME == "f64",
         dc_remove: analysis.dc_remove,
@@ -570,20 +570,20 @@ fn run_facts<T: Sample>(settings: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.
-fn band_levels(settings: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Option<BandLevels> {
-    let rules = &settings.alerts.rules;
-    let look = (settings.analysis.scale, settings.analysis.window);
-    let products = &settings.analysis.products;
+fn band_levels(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Option<BandLevels> {
+    let rules = &run_spec.alerts.rules;
+    let look = (run_spec.analysis.scale, run_spec.analysis.window);
+    let products = &run_spec.analysis.products;
     let rows = (&products.measure, products.bands.is_some());
     (!rules.is_empty()).then(|| BandLevels::new(rules, streams, frame_n, look, rows))
 }
 
 /// Frames waiting for the batcher at most: two batches' worth, within a byte budget.
-fn frame_queue_capacity<T: Sample>(settings: &RunSpec) -> usize {
-    match settings.analysis.frame {
+fn frame_queue_capacity<T: Sample>(run_spec: &RunSpec) -> usize {
+    match run_spec.analysis.frame {
         FrameSize::Fixed(n) => {
             let by_bytes = limits::FRAME_QUEUE_BYTES / (n * std::mem::size_of::<T>()).max(1);
-            (2 * BatchSpec::of(settings).frames(n))
+            (2 * BatchSpec::of(run_spec).frames(n))
                 .clamp(8, 4096)
                 .min(by_bytes.max(2))
         }

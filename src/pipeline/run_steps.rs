@@ -25,27 +25,27 @@ pub(super) struct Early {
 }
 
 impl Early {
-    pub(super) fn open(settings: &RunSpec) -> Result<Early> {
+    pub(super) fn open(run_spec: &RunSpec) -> Result<Early> {
         // --serve's port first: a taken one must stop the run before any output file is touched
-        let listener = (settings.serve.as_ref())
+        let listener = (run_spec.serve.as_ref())
             .map(crate::serve::bind)
             .transpose()?;
         // and the NATS output's server: one that cannot take the rows stops the run before any
         // input is read (or a microphone starts)
-        let nats = (settings.nats_output.as_ref())
+        let nats = (run_spec.nats_output.as_ref())
             .map(NatsConnection::open)
             .transpose()?;
         // the places the run writes, before any input (or device) is touched
-        outputs::check_destinations(settings)?;
-        if settings.report.stats || settings.report.trace.is_some() {
+        outputs::check_destinations(run_spec)?;
+        if run_spec.report.stats || run_spec.report.trace.is_some() {
             // the FFT workers' time splits into upload, kernels and download (event profiling)
             crate::fft::opencl::profile_for_stats();
-            run_report::enable_detail(settings.report.trace.is_some());
+            run_report::enable_detail(run_spec.report.trace.is_some());
         }
         Ok(Early {
             listener,
             nats,
-            live: settings.source.input.is_live(),
+            live: run_spec.source.input.is_live(),
         })
     }
 }
@@ -61,12 +61,12 @@ pub(super) struct Built<T: Sample> {
 }
 
 impl<T: Sample> Built<T> {
-    pub(super) fn build(settings: &RunSpec, live: bool) -> Result<Built<T>> {
+    pub(super) fn build(run_spec: &RunSpec, live: bool) -> Result<Built<T>> {
         let building = Instant::now();
-        let engine = &settings.engine;
+        let engine = &run_spec.engine;
         let workers = (engine.workers, engine.device_workers);
         let auto = engine.device == crate::fft::device_choice::DeviceChoice::Auto;
-        let job = (auto && !live && teaches_auto(settings)).then(|| job_key::<T>(settings));
+        let job = (auto && !live && teaches_auto(run_spec)).then(|| job_key::<T>(run_spec));
         let set = router::build_engine_set::<T>(&engine.device, workers, live, job.as_ref())?;
         Ok(Built {
             set,
@@ -77,9 +77,9 @@ impl<T: Sample> Built<T> {
 
     /// With `auto` running this job on the CPU engines alone, the run's spec with batches sized
     /// for them.
-    pub(super) fn cpu_only_spec(&self, settings: &RunSpec) -> Option<RunSpec> {
+    pub(super) fn cpu_only_spec(&self, run_spec: &RunSpec) -> Option<RunSpec> {
         matches!(self.set.start.auto_route(), Some(AutoRoute::CpuOnly)).then(|| {
-            let mut spec = settings.clone();
+            let mut spec = run_spec.clone();
             spec.engine.device_batches = false;
             spec
         })
@@ -87,12 +87,12 @@ impl<T: Sample> Built<T> {
 }
 
 /// The shape of this job for `auto`'s records (`route::record`).
-fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
-    let frame = match settings.analysis.frame {
+fn job_key<T: Sample>(run_spec: &RunSpec) -> crate::fft::route::record::JobKey {
+    let frame = match run_spec.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 0,
     };
-    let p = &settings.analysis.products;
+    let p = &run_spec.analysis.products;
     let products = match (p.bands.is_some(), p.average.is_some()) {
         (true, true) => "bands+average",
         (true, false) => "bands",
@@ -100,7 +100,7 @@ fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
         (false, false) if p.fmin.is_some() || p.fmax.is_some() => "range",
         (false, false) => "plain",
     };
-    let input_bytes = match &settings.source.input {
+    let input_bytes = match &run_spec.source.input {
         Input::Files(files) => files
             .iter()
             .filter_map(|f| std::fs::metadata(f).ok())
@@ -109,9 +109,9 @@ fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
         _ => 0,
     };
     crate::fft::route::record::JobKey::new(
-        (frame, settings.analysis.hop_for(frame)),
+        (frame, run_spec.analysis.hop_for(frame)),
         T::NAME,
-        &format!("{products} {:?}", settings.analysis.scale),
+        &format!("{products} {:?}", run_spec.analysis.scale),
         input_bytes,
         limits::cores(),
     )
@@ -120,9 +120,9 @@ fn job_key<T: Sample>(settings: &RunSpec) -> crate::fft::route::record::JobKey {
 /// Whether a run can teach `auto` (and so takes its way from `auto`'s records): whole file jobs
 /// only, not stdin's producer rate nor a run paced by a NATS server. The others run the CPU
 /// engines alone, as a job with no record would have before any was kept.
-pub(super) fn teaches_auto(settings: &RunSpec) -> bool {
-    let files = matches!(&settings.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
-    files && settings.nats_output.is_none()
+pub(super) fn teaches_auto(run_spec: &RunSpec) -> bool {
+    let files = matches!(&run_spec.source.input, Input::Files(f) if !f.iter().any(|p| p == "-"));
+    files && run_spec.nats_output.is_none()
 }
 
 /// What `auto` learns from a finished job run `route`'s way (not from one cut short):

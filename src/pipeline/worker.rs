@@ -126,7 +126,7 @@ enum Handled<T> {
     Failed(EngineError),
 }
 
-/// Tries on one batch at most. A batch is handed off, or given back when no other lane is live
+/// Tries on one batch at most. A batch is handed off, or given back when no other lane works
 /// and then computed by this worker's CPU engine: two tries; more means something is wrong.
 const MAX_HANDOFFS: usize = 64;
 

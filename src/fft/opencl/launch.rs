@@ -247,7 +247,7 @@ pub(super) fn enqueue_pack<T: Sample>(
     .map_err(|e| cl("pack launch", e))
 }
 
-/// Enqueues `post` (r2c_post.cl, or twolevel.cl's `pair_post`): the launch's `n_bins` finished
+/// Enqueues `post` (r2c_post.cl, or twolevel.cl's `two_frames_post`): the launch's `n_bins` finished
 /// bins (one value each, or re, im with COMPLEX_OUT), from the complex spectra in `z` into the
 /// output, one work-item per bin.
 pub(super) fn enqueue_post<T: Sample>(
@@ -256,7 +256,7 @@ pub(super) fn enqueue_post<T: Sample>(
     z: &Buffer<T>,
 ) -> Result<Event, String> {
     let frames = l.frames_u32()?;
-    // SAFETY: arguments in the order of r2c_post.cl's kernel (twolevel.cl's `pair_post` takes
+    // SAFETY: arguments in the order of r2c_post.cl's kernel (twolevel.cl's `two_frames_post` takes
     // the same); `out` holds the launch's `n_bins` bins (values, or pairs of values with
     // COMPLEX_OUT), and items past them (rounding up to GLOBAL_WG) return early.
     unsafe {

@@ -265,7 +265,7 @@ impl<T: Sample> OpenClEngine<T> {
 impl<T: Sample> OpenClEngine<T> {
     /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
     /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
-    /// "two-level-bluestein-pairs" (odd real frames two to a transform),
+    /// "two-level-bluestein-two-frames" (odd real frames two to a transform),
     /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
     /// diagnostics.
     pub fn path_name(&mut self, spec: &TransformSpec) -> Result<&'static str, EngineError> {
@@ -288,7 +288,9 @@ impl<T: Sample> OpenClEngine<T> {
             Path::MixedLocal(_) => "mixed-local",
             Path::Mixed(m) if m.is_bluestein() => "bluestein",
             Path::Mixed(_) => "mixed",
-            Path::TwoLevel(t) if t.is_paired_frames() => "two-level-bluestein-pairs",
+            Path::TwoLevel(t) if t.has_two_frames_per_transform() => {
+                "two-level-bluestein-two-frames"
+            }
             Path::TwoLevel(t) if t.is_bluestein() => "two-level-bluestein",
             Path::TwoLevel(_) => "two-level",
         })

@@ -10,8 +10,8 @@
 //! load (input → a), rows times the filter's spectrum (a → b), columns (b → a), rows times the
 //! chirp (a → bins; even real n: → b, then `post`) — four kernels, with the chirp, the filter and
 //! the twiddles computed once per plan on the host in f64. Odd real n through Bluestein: two
-//! frames per transform (`pairs`, the real and imaginary parts of one complex frame), the last
-//! rows kernel → b, then `pair_post` splits the two spectra (on an H100 real 65521 took 2.95 ms
+//! frames per transform (`two_frames`, the real and imaginary parts of one complex frame), the last
+//! rows kernel → b, then `two_frames_post` splits the two spectra (on an H100 real 65521 took 2.95 ms
 //! per 2^26 samples against 5.12 one frame per transform; issue 40).
 
 use super::launch::{cl, enqueue_post, Launch};
@@ -101,17 +101,17 @@ struct Chirped<T: Sample> {
     filter: Buffer<T>,
     columns2: Kernel,
     rows2: Kernel,
-    /// r2c post-processing (even real n), or `pair_post` (odd real n in pairs).
+    /// r2c post-processing (even real n), or `two_frames_post` (odd real n, two frames per transform).
     post: Option<Kernel>,
     /// Odd real n: two frames per transform.
-    pairs: bool,
+    two_frames: bool,
 }
 
 /// A two-level plan for m complex points per frame (Bluestein: over `n` = L points).
 pub(super) struct TwoLevel<T: Sample> {
     n: usize,
     /// Even real n, no Bluestein: the first rows kernel holds rows in pairs.
-    paired: bool,
+    row_pairs: bool,
     s1: Stage,
     s2: Stage,
     columns: Kernel,
@@ -143,10 +143,10 @@ impl<T: Sample> OpenClEngine<T> {
     ) -> Result<TwoLevel<T>, String> {
         let plain = n == m;
         // odd real n through Bluestein: two frames per transform
-        let pairs = !plain && real_full;
+        let two_frames = !plain && real_full;
         let geo = format!(
-            "{opts} -D N={n} -D N1={} -D N2={} -D PAIRS={}",
-            s1.len, s2.len, pairs as u32
+            "{opts} -D N={n} -D N1={} -D N2={} -D TWO_FRAMES={}",
+            s1.len, s2.len, two_frames as u32
         );
         let build = |stage: u32, s: &Stage, e: Ends, name: &str| {
             self.twolevel_kernel(&geo, (stage, s), e, name)
@@ -171,19 +171,19 @@ impl<T: Sample> OpenClEngine<T> {
                 store: 3,
             };
             let c = chirp(m);
-            let post = self.bluestein_post(pairs, real_packed, (&geo, opts))?;
+            let post = self.bluestein_post(two_frames, real_packed, (&geo, opts))?;
             Some(Chirped {
                 chirp: self.upload(&interleave::<T>(&c))?,
                 filter: self.upload(&interleave::<T>(&filter_spectrum(&c, n)))?,
                 columns2: build(1, &s1, second, "tl_columns")?,
                 rows2: build(2, &s2, second, "tl_rows")?,
                 post,
-                pairs,
+                two_frames,
             })
         };
         Ok(TwoLevel {
             n,
-            paired: plain && real_packed,
+            row_pairs: plain && real_packed,
             s1,
             s2,
             columns,
@@ -197,21 +197,23 @@ impl<T: Sample> OpenClEngine<T> {
 }
 
 impl<T: Sample> OpenClEngine<T> {
-    /// What follows Bluestein's transforms: `pair_post` splitting two real frames' spectra
-    /// (`pairs`), the r2c post-processing (even real n), or nothing (complex n).
+    /// What follows Bluestein's transforms: `two_frames_post` splitting two real frames' spectra
+    /// (`two_frames`), the r2c post-processing (even real n), or nothing (complex n).
     fn bluestein_post(
         &self,
-        pairs: bool,
+        two_frames: bool,
         real_packed: bool,
         (geo, opts): (&str, &str),
     ) -> Result<Option<Kernel>, String> {
-        if pairs {
+        if two_frames {
             let options = format!("{geo} -D STAGE=3");
             let pg = self
                 .dev
                 .program("twolevel", &[SRC_COMMON, SRC_TWOLEVEL], &options)?;
-            let kernel = Kernel::create(&pg, "pair_post");
-            return Ok(Some(kernel.map_err(|e| format!("kernel pair_post: {e}"))?));
+            let kernel = Kernel::create(&pg, "two_frames_post");
+            return Ok(Some(
+                kernel.map_err(|e| format!("kernel two_frames_post: {e}"))?,
+            ));
         }
         if real_packed {
             let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
@@ -262,9 +264,9 @@ impl<T: Sample> TwoLevel<T> {
         self.bluestein.is_some()
     }
 
-    /// Whether two odd real frames go through one transform (`pairs`).
-    pub(super) fn is_paired_frames(&self) -> bool {
-        self.bluestein.as_ref().is_some_and(|b| b.pairs)
+    /// Whether two odd real frames go through one transform (`two_frames`).
+    pub(super) fn has_two_frames_per_transform(&self) -> bool {
+        self.bluestein.as_ref().is_some_and(|b| b.two_frames)
     }
 
     /// Complex points per frame each work buffer must hold.
@@ -278,10 +280,10 @@ impl<T: Sample> TwoLevel<T> {
     }
 
     /// Stage 2's groups per frame: one per `fpb` of the N1 rows, or per fpb/2 of the ⌈N1/2⌉
-    /// row pairs (`paired`: even real n's fused post-processing).
-    fn row_groups(&self, paired: bool) -> usize {
+    /// row pairs (`row_pairs`: even real n's fused post-processing).
+    fn row_groups(&self, row_pairs: bool) -> usize {
         let n1 = self.s1.len;
-        if paired {
+        if row_pairs {
             n1.div_ceil(2).div_ceil(self.s2.fpb / 2)
         } else {
             n1.div_ceil(self.s2.fpb)
@@ -297,12 +299,15 @@ impl<T: Sample> TwoLevel<T> {
     ) -> Result<(), String> {
         let [a, b] = l.work()?;
         // transforms of this launch: one per frame, or per pair of frames
-        let n = if self.is_paired_frames() {
+        let n = if self.has_two_frames_per_transform() {
             l.frames.div_ceil(2)
         } else {
             l.frames
         };
-        let (g1, g2) = (self.column_groups() * n, self.row_groups(self.paired) * n);
+        let (g1, g2) = (
+            self.column_groups() * n,
+            self.row_groups(self.row_pairs) * n,
+        );
         let input = (l.inb, l.step, l.wait);
         let Some(bs) = &mut self.bluestein else {
             let tables = (&self.tw1, &self.twn, window, window);

@@ -121,7 +121,8 @@ mod tests {
 
     #[test]
     fn the_dispatcher_answers_for_each_lane() {
-        use crate::fft::lanes::{Lane, LaneSet, LaneSpeed};
+        use crate::fft::lanes::{Lane, LaneSet};
+        use crate::fft::route::LaneSpeed;
         let (mut d, _) = Dispatcher::<f64>::new(LaneSet::new(true));
         d.set_run_facts(facts(true, false, true, false));
         let cpu = Lane::new("cpu".into(), "CPU engine".into(), true, 1);

@@ -1,4 +1,4 @@
-//! Hand-offs between lanes (a failed device's batches go to a live lane) and the end of
+//! Hand-offs between lanes (a failed device's batches go to a working lane) and the end of
 //! dispatching after a worker's panic.
 
 use super::{Batch, Dispatcher, LaneId, ROOM_POLL};
@@ -6,8 +6,8 @@ use crossbeam_channel::{SendTimeoutError, Sender};
 use std::sync::atomic::Ordering;
 
 impl<T> Dispatcher<T> {
-    /// Hands a batch of failed lane `from` to the live lane with the best score (waiting for
-    /// room in its queue when all are full). Gives the batch back when no other lane is live
+    /// Hands a batch of failed lane `from` to the working lane with the best score (waiting for
+    /// room in its queue when all are full). Gives the batch back when no other lane works
     /// (or dispatching ends while it waits): the caller then computes it itself.
     pub(crate) fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
         let (id, n, frames) = (batch.id, batch.spec.n, batch.frames.len());
