@@ -125,6 +125,29 @@ fn linear(points: &[&CalPoint], pick: fn(&CalPoint) -> f64, frames: usize) -> f6
     fixed + per * frames as f64
 }
 
+#[cfg(test)]
+impl Calibration {
+    /// For tests: a calibration of the points (n, CPU seconds, device seconds), one frame each.
+    pub(crate) fn of_points(points: &[(usize, f64, f64)]) -> std::sync::Arc<Calibration> {
+        let key = CalibrationKey {
+            device: "dev".into(),
+            platform: "p".into(),
+            driver: "d".into(),
+            fftd_version: "v".into(),
+            precision: "f32".into(),
+        };
+        let points = (points.iter())
+            .map(|&(n, cpu_s, gpu_s)| CalPoint {
+                n,
+                frames: 1,
+                cpu_s,
+                gpu_s,
+            })
+            .collect();
+        std::sync::Arc::new(Calibration { key, points })
+    }
+}
+
 impl Calibration {
     /// Predicted (cpu, opencl) seconds for a batch of `frames` frames of size `n`, from the
     /// measured size nearest to n on a log scale.

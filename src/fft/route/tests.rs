@@ -2,7 +2,7 @@
 
 use super::record::{AutoRoute, RouteRecord};
 use super::*;
-use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
+use crate::fft::calibrate::Calibration;
 use std::sync::Arc;
 
 fn facts(choice: &str, live: bool) -> Facts {
@@ -34,7 +34,11 @@ fn named_gpus_start_in_the_background_on_file_input_only() {
         gpus_alone: None,
         ..facts("gpu", false)
     };
-    assert_eq!(plan(&first_run), Start::Bridged, "a first run waits for nothing");
+    assert_eq!(
+        plan(&first_run),
+        Start::Bridged,
+        "a first run waits for nothing"
+    );
     let faults = Facts {
         faults: true,
         ..facts("gpu", false)
@@ -69,20 +73,7 @@ fn auto_without_a_record_runs_the_cpu_engines_and_a_new_job_tries_the_gpu_alone(
 }
 
 fn calibration(cpu_s: f64, gpu_s: f64) -> Arc<Calibration> {
-    let key = CalibrationKey {
-        device: "dev".into(),
-        platform: "p".into(),
-        driver: "d".into(),
-        fftd_version: "v".into(),
-        precision: "f32".into(),
-    };
-    let points = vec![CalPoint {
-        n: 1024,
-        frames: 1,
-        cpu_s,
-        gpu_s,
-    }];
-    Arc::new(Calibration { key, points })
+    Calibration::of_points(&[(1024, cpu_s, gpu_s)])
 }
 
 #[test]

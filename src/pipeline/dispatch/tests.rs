@@ -1,6 +1,6 @@
 //! The dispatcher's tests: shares by speed, retired and failed lanes, the window, stalls.
 use super::*;
-use crate::fft::calibrate::{CalPoint, Calibration, CalibrationKey};
+use crate::fft::calibrate::Calibration;
 use crate::fft::route::SpeedSide;
 use crate::fft::{EngineError, HostBuf, Scale};
 use crate::types::InputKind;
@@ -26,29 +26,12 @@ fn batch(id: u64) -> Batch<f32> {
     }
 }
 
-/// A calibration of the points (n, CPU seconds, device seconds), one frame each.
-fn calibration(points: &[(usize, f64, f64)]) -> Arc<Calibration> {
-    let key = CalibrationKey {
-        device: "dev".into(),
-        platform: "p".into(),
-        driver: "d".into(),
-        fftd_version: "v".into(),
-        precision: "f32".into(),
-    };
-    let points = (points.iter())
-        .map(|&(n, cpu_s, gpu_s)| CalPoint {
-            n,
-            frames: 1,
-            cpu_s,
-            gpu_s,
-        })
-        .collect();
-    Arc::new(Calibration { key, points })
-}
-
 /// A lane whose device takes `seconds` per batch (from a one-point calibration).
 fn measured(seconds: f64) -> LaneSpeed {
-    LaneSpeed::Measured(calibration(&[(1024, 1.0, seconds)]), SpeedSide::OpenCl)
+    LaneSpeed::Measured(
+        Calibration::of_points(&[(1024, 1.0, seconds)]),
+        SpeedSide::OpenCl,
+    )
 }
 
 fn lane(label: &str) -> Arc<Lane> {
@@ -84,7 +67,7 @@ fn batches_go_in_proportion_to_measured_speed() {
 /// itself (a per-batch policy in the routed engine) is the dispatcher's one decision now.
 #[test]
 fn auto_s_cpu_lane_takes_the_batches_the_calibration_gives_the_cpu() {
-    let cal = calibration(&[(256, 1e-6, 50e-6), (65536, 2e-3, 0.1e-3)]);
+    let cal = Calibration::of_points(&[(256, 1e-6, 50e-6), (65536, 2e-3, 0.1e-3)]);
     let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
     let _producer = d.producer();
     let cpu_speed = LaneSpeed::Measured(cal.clone(), SpeedSide::Cpu { workers: 2 });
