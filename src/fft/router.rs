@@ -161,7 +161,7 @@ pub(crate) fn build_engine_set<T: Sample>(
                 start,
             });
         }
-        Start::Bridged => Some(background_lanes(opts, lane_set.clone(), choice.clone())),
+        Start::Bridged => Some(background_lanes(opts, lane_set.clone())),
         Start::Auto { shares, .. } => start
             .builds_late()
             .then(|| auto_background_lanes(opts, lane_set.clone(), shares)),
@@ -177,20 +177,13 @@ pub(crate) fn build_engine_set<T: Sample>(
 /// The named devices' lanes (context, programs, engines), built when called on a thread of its
 /// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
 /// opened first.
-fn background_lanes<T: Sample>(
-    opts: RouterOptions,
-    lane_set: Arc<LaneSet>,
-    choice: DeviceChoice,
-) -> DeferredLanes<T> {
+fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
     Box::new(move || match build_lanes::<T>(&opts, &lane_set) {
-        Ok(lanes) => {
-            kinds::remember(&choice); // (what a first run found decides the next one's start)
-            LateLanes {
-                lanes,
-                cpu_speed: None,
-                error: None,
-            }
-        }
+        Ok(lanes) => LateLanes {
+            lanes,
+            cpu_speed: None,
+            error: None,
+        },
         Err(e) => LateLanes {
             lanes: Vec::new(),
             cpu_speed: None,

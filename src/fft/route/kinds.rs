@@ -1,7 +1,7 @@
 //! What the devices of this machine turned out to be, remembered in the cache folder
 //! so a run can decide before it opens OpenCL: per `--device` choice, whether it named GPU-type
 //! devices alone (`device-kinds.json`; such a device starts in the background while the CPU
-//! engines work, as does one never opened here, `super::plan`), and per host and driver environment whether
+//! engines work, `super::plan`), and per host and driver environment whether
 //! `auto` found any GPU-type device, and when (`auto-gpus.json`; where it found none, file jobs
 //! start no OpenCL for a day).
 
@@ -27,10 +27,9 @@ fn kinds() -> BTreeMap<String, bool> {
     calibrate::load_cached(path())
 }
 
-/// Whether `choice` named GPU-type devices alone when it was last opened; None when it was
-/// never opened here (a first run).
-pub(crate) fn names_gpus_alone(choice: &DeviceChoice) -> Option<bool> {
-    kinds().get(&choice.to_string()).copied()
+/// Whether `choice` named GPU-type devices alone when it was last opened.
+pub(crate) fn names_gpus_alone(choice: &DeviceChoice) -> bool {
+    kinds().get(&choice.to_string()) == Some(&true)
 }
 
 /// Records whether `choice` (just opened) names GPU-type devices alone; a GPU found so also

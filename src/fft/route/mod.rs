@@ -36,9 +36,8 @@ pub(crate) struct Facts {
     /// Fault injection is on (`FFTD_FAULT_AFTER_BATCHES` counts a device's batches from the
     /// first, which a bridging CPU lane would otherwise take).
     pub faults: bool,
-    /// Whether an earlier run found `choice` to name GPU-type devices alone (`kinds`); None on
-    /// the first run of `choice` here.
-    pub gpus_alone: Option<bool>,
+    /// An earlier run found `choice` to name GPU-type devices alone (`kinds`).
+    pub gpus_alone: bool,
     /// `auto` on a whole file job that can learn (a cache folder, and no recent finding of no
     /// GPU here): the job's record. None: `auto` runs the CPU engines alone.
     pub record: Option<RouteRecord>,
@@ -64,13 +63,11 @@ impl Facts {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Start {
     /// The lanes `--device` names, opened before the run (`cpu`; live input, whose capture must
-    /// not wait; a device an earlier run found to be no GPU: an OpenCL device on the CPU shares
-    /// the cores a CPU lane would bridge with; fault injection; `auto` on live input, which may
-    /// calibrate).
+    /// not wait; a device not known to be a GPU: an OpenCL device on the CPU shares the cores a
+    /// CPU lane would bridge with; fault injection; `auto` on live input, which may calibrate).
     Opened,
     /// A CPU lane at once, the named devices' lanes built in the background; the CPU lane retires
     /// once a device has returned its first batch (issue 23: start-up off the critical path).
-    /// GPU-type devices, and on a first run any device (what it is is learned then, `kinds`).
     Bridged,
     /// `auto` on a file job: a CPU lane at once, and the GPUs' lanes in the background unless
     /// `route` is the CPU engines alone. With both, batches are shared by `shares` (the CPU
@@ -115,11 +112,8 @@ impl Start {
 /// How the run's lanes start, from `facts` alone.
 pub(crate) fn plan(facts: &Facts) -> Start {
     if facts.choice != DeviceChoice::Auto || facts.live {
-        // (a first run bridges too: it must not wait for the platform, context and a cold
-        // program build, 1.5 s on an H200, when the device turns out to be a GPU)
-        let not_a_cpu_device = facts.gpus_alone != Some(false);
         let bridged =
-            !facts.live && facts.choice.names_a_device() && !facts.faults && not_a_cpu_device;
+            !facts.live && facts.choice.names_a_device() && !facts.faults && facts.gpus_alone;
         return match bridged {
             true => Start::Bridged,
             false => Start::Opened,

@@ -10,7 +10,7 @@ fn facts(choice: &str, live: bool) -> Facts {
         choice: choice.parse().expect("a valid --device"),
         live,
         faults: false,
-        gpus_alone: Some(true),
+        gpus_alone: true,
         record: None,
     }
 }
@@ -26,19 +26,10 @@ fn named_gpus_start_in_the_background_on_file_input_only() {
     );
     assert_eq!(plan(&facts("cpu", false)), Start::Opened);
     let pocl = Facts {
-        gpus_alone: Some(false),
+        gpus_alone: false,
         ..facts("gpu", false)
     };
-    assert_eq!(plan(&pocl), Start::Opened, "found to be no GPU");
-    let first_run = Facts {
-        gpus_alone: None,
-        ..facts("gpu", false)
-    };
-    assert_eq!(
-        plan(&first_run),
-        Start::Bridged,
-        "a first run waits for nothing"
-    );
+    assert_eq!(plan(&pocl), Start::Opened, "not known to be a GPU");
     let faults = Facts {
         faults: true,
         ..facts("gpu", false)
