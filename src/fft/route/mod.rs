@@ -47,14 +47,16 @@ impl Facts {
     /// The facts of this machine for a run of `choice`; `job` is `auto`'s job on file input
     /// (None for any other run).
     pub(crate) fn gather(choice: &DeviceChoice, live: bool, job: Option<&record::JobKey>) -> Self {
+        // (the cache files are read only where the plan looks at them)
         let auto_file_job = *choice == DeviceChoice::Auto && !live;
-        let learning = auto_file_job && RouteRecord::kept() && kinds::auto_may_find_gpus();
+        let learning = || auto_file_job && RouteRecord::kept() && kinds::auto_may_find_gpus();
+        let named_on_file = choice.names_a_device() && !live;
         Facts {
             choice: choice.clone(),
             live,
             faults: super::fault::FaultPlan::from_env() != Default::default(),
-            gpus_alone: kinds::names_gpus_alone(choice),
-            record: job.filter(|_| learning).map(RouteRecord::load),
+            gpus_alone: named_on_file && kinds::names_gpus_alone(choice),
+            record: job.filter(|_| learning()).map(RouteRecord::load),
         }
     }
 }

@@ -120,14 +120,7 @@ impl JobReader {
             .then(|| values.iter().position(|v| !v.is_finite()))
             .flatten()
         {
-            Some(i) => Err(FftdError::input(
-                layout.name.clone(),
-                format!(
-                    "value at byte offset {} is {}, not a finite number",
-                    byte_offset + 4 * i as u64,
-                    values[i] as f64
-                ),
-            )),
+            Some(i) => Err(not_finite(layout, byte_offset, i, values[i])),
             None => Ok(()),
         }
     }
@@ -157,14 +150,7 @@ impl JobReader {
         out[present..].fill(0.0);
         clock.lap_span(Phase::Decode, batch, id);
         match bad {
-            Some((i, v)) => Err(FftdError::input(
-                layout.name.clone(),
-                format!(
-                    "value at byte offset {} is {}, not a finite number",
-                    byte_offset + 4 * i as u64,
-                    v as f64
-                ),
-            )),
+            Some((i, v)) => Err(not_finite(layout, byte_offset, i, v)),
             None => Ok(()),
         }
     }
@@ -282,6 +268,17 @@ fn f64_bytes(values: &mut [f64]) -> &mut [u8] {
     // SAFETY: the byte slice covers exactly the memory of `values` (u8 needs no alignment), its
     // lifetime is the borrow of `values`, and every bit pattern written is a valid f64.
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
+}
+
+/// The error for raw f32 sample `i` of a read that starts `byte_offset` bytes into the data:
+/// `value`, not a finite number (as `raw::decode` words it).
+fn not_finite(layout: &SeekableLayout, byte_offset: u64, i: usize, value: f32) -> FftdError {
+    let at = byte_offset + 4 * i as u64;
+    let message = format!(
+        "value at byte offset {at} is {}, not a finite number",
+        value as f64
+    );
+    FftdError::input(layout.name.clone(), message)
 }
 
 /// Fills `frame` from `values` (converted to `T`), zeros past their end; whether every value
