@@ -22,9 +22,18 @@
 // others by one complex multiplication each (w *= W^step; at most M/TPF steps); without,
 // cospi/sinpi for every point. The plan chooses by size (plan.rs `fourstep_twiddle_recurrence`,
 // measured on an H100).
+// Three stages (frames past the four-step's reach, plan.rs `ThreeStage`): a frame of m = OUTER x MT
+// points is first seen as an OUTER x MT matrix and its columns transformed by STAGE 1 built with
+// M1 = OUTER, M2 = MT' (= the inner four-step's MT), MT = m: the input frames -> work a. Each row
+// of a (MT' contiguous points, OUTER of them per frame) is then a four-step frame of its own:
+// STAGE 1 with NO_WINDOW (complex rows in, a -> b), then STAGE 2 with OUTER defined, whose bin
+// k of row k0 is the frame's bin k0 + OUTER k. There a group holds row k1 of FPB consecutive
+// rows k0, so its stores are runs of FPB values; it writes complex values (COMPLEX_OUT, real
+// input: into work a for r2c_post.cl) or finished bins (complex input). REAL_INPUT is 0 in the
+// inner kernels.
 // Defines: STAGE (1 or 2), M (= M1 in stage 1, M2 in stage 2), M1, M2, MT = M1*M2, TPF, FPB,
 // MAIN_RADIX, MAIN_PASSES, LAST_RADIX, TABN (= M), REAL_INPUT, COMPLEX_OUT, USE_DOUBLE; FS_TW_RECUR
-// (optional, above).
+// (optional, above); NO_WINDOW, OUTER (optional, three stages).
 
 // `first` (both kernels): the batch's first frame, always 0. It stays a run-time argument
 // because NVIDIA's compiler made complex 65536 15 % slower without it (H100, 2026-11-27:
@@ -53,7 +62,9 @@ void fourstep_columns(__global const real_t *restrict in, __global const real_t 
         for (uint r = 0; r < MAIN_RADIX; r++) {
             uint p = M2 * (j + r * (M / MAIN_RADIX)) + n2_0 + fl;
             real2 x = vload2(0, in + (size_t)(first + frame) * step + 2 * p);
-#if REAL_INPUT
+#ifdef NO_WINDOW
+            v[b][r] = x;
+#elif REAL_INPUT
             v[b][r] = x * vload2(p, win);
 #else
             v[b][r] = x * win[p];
@@ -124,7 +135,15 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     const uint lid = get_local_id(0);
     const uint fl = lid / TPF, t = lid % TPF;
     const uint base = fl * M;
-#if REAL_INPUT
+#if defined(OUTER)
+    // row k1 of FPB consecutive rows k0 of an OUTER x MT frame
+    const uint blocks = OUTER / FPB;
+    const uint groups_per_frame = blocks * M1;
+    const uint frame = get_group_id(0) / groups_per_frame;
+    const uint k1 = (get_group_id(0) % groups_per_frame) / blocks;
+    const uint k0_0 = (get_group_id(0) % blocks) * FPB;
+    const size_t row = ((size_t)frame * OUTER + k0_0 + fl) * MT + (size_t)k1 * M2;
+#elif REAL_INPUT
     const uint groups_per_frame = M1 / FPB; // (M1/2 pairs) / (FPB/2 pairs per group)
     const uint frame = get_group_id(0) / groups_per_frame;
     const uint p0 = (get_group_id(0) % groups_per_frame) * (FPB / 2);
@@ -161,7 +180,16 @@ void fourstep_rows(__global const real2 *restrict tmp, __global const real2 *res
     }
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
-#if REAL_INPUT
+#if defined(OUTER)
+    // slot fastest: runs of FPB consecutive bins k0 + OUTER (k1 + M1 k2)
+    for (uint i = lid; i < FPB * M; i += WG) {
+        uint r = i % FPB, k2 = i / FPB;
+        uint a = PADI(r * M + k2);
+        size_t k = k0_0 + r + (size_t)OUTER * (k1 + M1 * k2);
+        store_bin(out, (size_t)(first + frame) * OUTER * MT + k, (real2)(sre[a], sim[a]), k == 0,
+                  scale_mode, norm_edge, norm_interior);
+    }
+#elif REAL_INPUT
     // slot fastest: runs of FPB/2 consecutive (first rows) or descending (second rows) bins
     const size_t ob = (size_t)(first + frame) * (MT + 1);
 #ifdef FS_TW_RECUR

@@ -10,4 +10,5 @@ mod opencl_conformance;
 mod opencl_multi;
 mod opencl_router;
 mod opencl_sizes;
+mod opencl_threestage;
 mod opencl_twolevel;

@@ -6,13 +6,14 @@
 //!
 //! The order, for `m` complex points (`fft_points`):
 //! - a power of two: one kernel in local memory (`Local`, the split exchange included) when a
-//!   frame fits; else four-step (two kernels, each stage in local memory); else the two-level
+//!   frame fits; else four-step (two kernels, each stage in local memory, up to 2^18 points);
+//!   else three stages (outer columns, then a four-step over each row); else the two-level
 //!   split; else passes in global memory (`Global`);
 //! - any other size, over `len` points (m when its prime factors are 2, 3, 5, 7; else
 //!   Bluestein's power of two): one kernel in local memory (`MixedLocal`) when two arrays of
 //!   `len` fit; else two-level; else passes in global memory (`Mixed`).
 
-use super::geometry::{fourstep_geometry, LocalGeometry};
+use super::geometry::{fourstep_geometry, threestage_geometry, LocalGeometry, ThreeStages};
 use super::mixed::transform_len;
 use super::twolevel::{twolevel_geometry, Stage};
 use super::TARGET_WG;
@@ -33,6 +34,9 @@ pub(crate) enum PathChoice {
     Local(LocalGeometry),
     /// A power of two as columns then rows, each stage in local memory.
     FourStep(LocalGeometry, LocalGeometry),
+    /// A power of two past the four-step: outer columns, then a four-step over each row, each
+    /// stage in local memory (three crossings of device memory, four for real input).
+    ThreeStage(ThreeStages),
     /// A power of two in passes through global memory.
     Global,
     /// Any other size in one kernel in local memory, over `len` points (`len` > m: Bluestein).
@@ -73,6 +77,9 @@ pub(crate) fn choose(
     }
     if let Some((g1, g2)) = fourstep_geometry(m, real_bytes, limit) {
         return PathChoice::FourStep(g1, g2);
+    }
+    if let Some(stages) = threestage_geometry(m, real_bytes, limit) {
+        return PathChoice::ThreeStage(stages);
     }
     two_level(m).unwrap_or(PathChoice::Global)
 }
@@ -139,6 +146,17 @@ mod tests {
                 assert!(m.is_power_of_two() && g1.m * g2.m == m, "{at}");
                 for g in [g1, g2] {
                     assert!(g.fpb >= 4, "{at}");
+                    assert!(LocalGeometry::local_bytes(g.fpb * g.m, rb) <= limit, "{at}");
+                }
+            }
+            PathChoice::ThreeStage(t) => {
+                assert!(m.is_power_of_two(), "{at}");
+                assert_eq!(t.outer.m * t.inner_points(), m, "{at}");
+                assert_eq!(t.inner_points(), t.columns.m * t.rows.m, "{at}");
+                assert_eq!(t.outer.m % t.rows.fpb, 0, "{at}");
+                for g in [t.outer, t.columns, t.rows] {
+                    assert!(g.fpb >= 4, "{at}");
+                    assert!(g.tpf * g.fpb <= d.max_work_group, "{at}");
                     assert!(LocalGeometry::local_bytes(g.fpb * g.m, rb) <= limit, "{at}");
                 }
             }
@@ -220,13 +238,17 @@ mod tests {
             path(65521, false, 4),
             PathChoice::TwoLevel { len: 131072, .. }
         ));
-        assert!(
-            matches!(path(1 << 20, true, 4), PathChoice::TwoLevel { len, .. } if len == 1 << 20)
-        );
-        // frames past four-step's and two-level's reach take the global passes, up to the
-        // CPU's largest frame (2^26, `limits::MAX_FRAME_SAMPLES`)
-        for log2 in 25..=26 {
-            assert_eq!(path(1 << log2, true, 4), PathChoice::Global, "2^{log2}");
+        // powers of two past the four-step take three stages, up to the CPU's largest frame
+        // (2^26, `limits::MAX_FRAME_SAMPLES`): 2^26 complex as 512 x (256 x 512)
+        for log2 in 19..=26 {
+            for complex in [false, true] {
+                let c = path(1 << (log2 + !complex as u32), complex, 4);
+                assert!(matches!(c, PathChoice::ThreeStage(_)), "2^{log2}: {c:?}");
+            }
         }
+        let PathChoice::ThreeStage(t) = path(1 << 26, true, 4) else {
+            panic!("2^26 complex");
+        };
+        assert_eq!((t.outer.m, t.columns.m, t.rows.m), (512, 256, 512));
     }
 }

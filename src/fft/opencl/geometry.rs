@@ -156,16 +156,63 @@ pub(crate) fn fourstep_geometry(
     }
     let m1 = 1usize << (m.trailing_zeros() / 2);
     let m2 = m / m1;
-    let fpb = |len: usize, other: usize| {
-        let mut f = FOURSTEP_FPB.min(other);
-        while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
-            f /= 2;
-        }
-        (f >= 4).then_some(f)
-    };
-    let f1 = fpb(m1, m2)?;
-    let f2 = fpb(m2, m1)?;
+    let f1 = stage_fpb(m1, m2, real_bytes, local_limit)?;
+    let f2 = stage_fpb(m2, m1, real_bytes, local_limit)?;
     Some((LocalGeometry::stage(m1, f1), LocalGeometry::stage(m2, f2)))
+}
+
+/// The three stages of a power of two past the four-step's reach (`m` = m0 × M): the outer
+/// columns (m0 points, one stage), then the inner four-step over rows of M points, its row stage
+/// holding at most m0 rows per work-group (a group takes row k1 of consecutive outer rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ThreeStages {
+    pub outer: LocalGeometry,
+    pub columns: LocalGeometry,
+    pub rows: LocalGeometry,
+}
+
+impl ThreeStages {
+    /// Complex points of the inner four-step's frames (one row of the outer matrix).
+    pub(crate) fn inner_points(&self) -> usize {
+        self.columns.m * self.rows.m
+    }
+}
+
+/// Three stages for `m` points when the four-step does not take it: m0 near the cube root
+/// of m (⌈log2 m / 3⌉ bits, then fewer or more) with the inner four-step and the outer column
+/// stage each fitting local memory with at least 4 transforms per work-group.
+pub(crate) fn threestage_geometry(
+    m: usize,
+    real_bytes: usize,
+    local_limit: usize,
+) -> Option<ThreeStages> {
+    if !m.is_power_of_two() || m < 1 << 8 {
+        return None;
+    }
+    let log2m = m.trailing_zeros() as usize;
+    let first = log2m.div_ceil(3);
+    let tries = (first..=log2m - 6).chain((2..first).rev());
+    tries.into_iter().find_map(|bits| {
+        let (m0, inner) = (1usize << bits, m >> bits);
+        let (columns, rows) = fourstep_geometry(inner, real_bytes, local_limit)?;
+        let f0 = stage_fpb(m0, inner, real_bytes, local_limit)?;
+        let f2 = rows.fpb.min(m0);
+        (f2 >= 4).then(|| ThreeStages {
+            outer: LocalGeometry::stage(m0, f0),
+            columns,
+            rows: LocalGeometry::stage(rows.m, f2),
+        })
+    })
+}
+
+/// Transforms of `len` points per work-group of a four-step stage (at most 16 and `other`, the
+/// count of them in a frame, fitting `local_limit`), or None below 4.
+fn stage_fpb(len: usize, other: usize, real_bytes: usize, local_limit: usize) -> Option<usize> {
+    let mut f = FOURSTEP_FPB.min(other);
+    while f >= 4 && LocalGeometry::local_bytes(f * len, real_bytes) > local_limit {
+        f /= 2;
+    }
+    (f >= 4).then_some(f)
 }
 
 /// The radices of the global path's passes (radix 8: the global passes are memory-bound), in order (radix 8, leftover 2 or 4 last).

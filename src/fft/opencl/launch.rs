@@ -1,4 +1,4 @@
-//! Launching a chunk's transform: the kernels of the plan's path (local, four-step, two-level,
+//! Launching a chunk's transform: the kernels of the plan's path (local, four-step, three-stage, two-level,
 //! global or mixed-radix passes, then `post` for real input) enqueued on the compute queue in order, with
 //! the output scale's arguments.
 
@@ -120,6 +120,7 @@ pub(super) fn enqueue_kernels<T: Sample>(
         }
         Path::Mixed(mixed) => mixed.enqueue(window, launch, &mut kernels)?,
         Path::TwoLevel(two) => two.enqueue(window, launch, &mut kernels)?,
+        Path::ThreeStage(three) => three.enqueue(window, launch, &mut kernels)?,
     }
     Ok(kernels)
 }

@@ -20,10 +20,13 @@
 //! - **four-step** (up to 2^18 points): `fourstep.cl` column FFTs with twiddles, then row FFTs
 //!   with the bins on store (real input: rows in pairs, the r2c post-processing fused); the store
 //!   twiddles by recurrence where that measured faster (`plan::fourstep_twiddle_recurrence`).
+//! - **three-stage** (powers of two past the four-step, `threestage`): `fourstep.cl`'s column
+//!   kernel over the frame seen as m0 × M, then a four-step over each of its rows, the bins
+//!   stored in runs across rows (real input: `post` after).
 //! - **two-level** (`twolevel`): the same two kernels with mixed-radix passes in local memory,
-//!   for powers of two past the four-step path, large other sizes and Bluestein.
-//! - **global** (larger frames): `pack` -> radix-8/4/2 Stockham passes between two device
-//!   buffers -> `post`.
+//!   for large sizes that are not powers of two and Bluestein.
+//! - **global** (devices with too little local memory for the above): `pack` -> radix-8/4/2
+//!   Stockham passes between two device buffers -> `post`.
 //! - **mixed** (every size that is not a power of two; `mixed`): radix-16/8/4/2/3/5/7 Stockham
 //!   passes, in one kernel in local memory when the frame fits twice (`mixed_local.cl`), else
 //!   two-level, else `pack` -> passes in global memory (`mixed_radix.cl`) -> `post`; a prime
@@ -37,7 +40,7 @@
 //! (`carry`). Modules: `device` (platforms, contexts, program cache), `pinned` (page-locked host
 //! memory), `slots` (the chunks in flight), `plan` (paths and tables per size), `batch` (a
 //! batch's chunks through the slots), `launch` (enqueuing a chunk's kernels), `carry`, `mixed`,
-//! `twolevel`, `bands`, `segments`; this file holds the engine.
+//! `threestage`, `twolevel`, `bands`, `segments`; this file holds the engine.
 //!
 //! Sizes: every n the CPU engine takes, 2..2^26 (`limits::MAX_FRAME_SAMPLES`). F64 on devices
 //! without `cl_khr_fp64` answers `EngineError::Unsupported` (the router sends those batches to
@@ -58,6 +61,7 @@ pub(crate) mod pinned;
 mod plan;
 mod segments;
 mod slots;
+mod threestage;
 mod twolevel;
 
 use super::fault::{Fault, FaultPlan};

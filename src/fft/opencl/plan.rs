@@ -1,10 +1,11 @@
 //! An OpenCL engine's plans: per frame size, input kind, window and output, the path (local,
-//! four-step, two-level, global, or mixed-radix for sizes that are not powers of two), its
+//! four-step, three-stage, two-level, global, or mixed-radix for sizes that are not powers of two), its
 //! kernels, the window and twiddle tables on the device.
 
 use super::choice::{choose, DeviceLimits, PathChoice};
 use super::geometry::global_radices;
 use super::mixed::{MixedLocal, MixedPath};
+use super::threestage::ThreeStage;
 use super::twolevel::TwoLevel;
 use super::*;
 
@@ -20,6 +21,9 @@ pub(super) enum Path<T: Sample> {
         g1: LocalGeometry,
         g2: LocalGeometry,
     },
+    /// Powers of two past the four-step: outer columns, then a four-step over each row
+    /// (`threestage`).
+    ThreeStage(ThreeStage<T>),
     Global {
         pack: Kernel,
         /// (radix, kernel) per pass.
@@ -150,6 +154,11 @@ impl<T: Sample> OpenClEngine<T> {
                 let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
                 self.fourstep_plan(m, (g1, g2), &opts, recur)?
             }
+            PathChoice::ThreeStage(stages) => {
+                let ends = (packed, spec.scale == Scale::Complex);
+                let three = self.threestage(m, stages, ends, &opts)?;
+                (Path::ThreeStage(three), None, None)
+            }
             PathChoice::Global => self.global_plan(m, &opts)?,
             PathChoice::MixedLocal { len } => {
                 let (local, table) = self.mixed_local(m, len, &opts, limits.local_bytes)?;
@@ -264,7 +273,7 @@ impl<T: Sample> OpenClEngine<T> {
 
 impl<T: Sample> OpenClEngine<T> {
     /// The path frames of `spec` take on this engine (built now if need be): "local", "split"
-    /// (the local path's split exchange), "four-step", "two-level", "two-level-bluestein",
+    /// (the local path's split exchange), "four-step", "three-stage", "two-level", "two-level-bluestein",
     /// "two-level-bluestein-two-frames" (odd real frames two to a transform),
     /// "global", "mixed-local", "local-bluestein", "mixed" or "bluestein" (global-memory passes). For tests and
     /// diagnostics.
@@ -283,6 +292,7 @@ impl<T: Sample> OpenClEngine<T> {
             Path::Local { geometry, .. } if geometry.split => "split",
             Path::Local { .. } => "local",
             Path::FourStep { .. } => "four-step",
+            Path::ThreeStage(_) => "three-stage",
             Path::Global { .. } => "global",
             Path::MixedLocal(l) if l.bluestein.is_some() => "local-bluestein",
             Path::MixedLocal(_) => "mixed-local",
