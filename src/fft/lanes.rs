@@ -42,6 +42,9 @@ pub(crate) struct Lane {
     /// Takes no new batches (`auto`'s CPU lane once a GPU lane has joined, when the GPU alone
     /// is the faster way); finishes those it holds.
     retired: AtomicBool,
+    /// Takes batches only while the lanes before it are full (`route::rank`): a second GPU
+    /// under `gpu:all` or `auto` joins only when the first cannot keep up.
+    reserve: AtomicBool,
     pub counters: LaneCounters,
 }
 
@@ -54,6 +57,7 @@ impl Lane {
             workers,
             failed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            reserve: AtomicBool::new(false),
             counters: LaneCounters::default(),
         })
     }
@@ -70,6 +74,16 @@ impl Lane {
     /// No new batches for this lane from now on (see `retired`).
     pub(crate) fn retire(&self) {
         self.retired.store(true, Ordering::Relaxed);
+    }
+
+    /// From now on this lane waits in reserve (see `reserve`).
+    pub(crate) fn keep_in_reserve(&self) {
+        self.reserve.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether this lane waits in reserve (see `reserve`).
+    pub(crate) fn in_reserve(&self) -> bool {
+        self.reserve.load(Ordering::Relaxed)
     }
 
     /// "label (name)".

@@ -238,6 +238,7 @@ fn build_lanes<T: Sample>(
         if let Some(cal) = found.calibration {
             cpu.speed = LaneSpeed::cpu(cal, opts.workers);
         }
+        reserve_later_devices(&opts.choice, &found.lanes);
         return Ok(std::iter::once(cpu).chain(found.lanes).collect());
     }
     let several = specs.len() > 1;
@@ -269,6 +270,7 @@ fn build_lanes<T: Sample>(
     if several && !missing {
         measured_speeds(&mut lanes, &calibrations);
     }
+    reserve_later_devices(&opts.choice, &lanes);
     Ok(lanes)
 }
 
@@ -403,6 +405,15 @@ fn routed_lane<T: Sample>(
     }
 }
 
+/// The device lanes after the first wait in reserve where `route::later_devices_in_reserve`
+/// says so.
+fn reserve_later_devices<T: Sample>(choice: &DeviceChoice, lanes: &[LaneEngines<T>]) {
+    if route::later_devices_in_reserve(choice) {
+        let devices = lanes.iter().filter(|l| !l.lane.is_cpu);
+        devices.skip(1).for_each(|l| l.lane.keep_in_reserve());
+    }
+}
+
 /// What `auto` found among its devices (`auto_lanes`).
 struct AutoFound<'s, T: Sample> {
     /// A lane per device whose calibration predicts it faster than the CPU engine for some
@@ -493,6 +504,7 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
     if lanes.is_empty() {
         tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
     }
+    reserve_later_devices(&DeviceChoice::Auto, &lanes);
     LateLanes {
         lanes,
         error: None,

@@ -205,6 +205,8 @@ impl<T> State<T> {
             .map(|slot| LaneLoad {
                 speed: &slot.speed,
                 unfinished: slot.unfinished(),
+                holds: slot.holds,
+                reserve: slot.lane.in_reserve(),
             })
             .collect();
         route::rank(&loads, &ids, n, frames)

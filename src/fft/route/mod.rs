@@ -11,7 +11,9 @@
 //! - **How fast each lane is** (`LaneSpeed`): a device's calibration, the record's rates, or the
 //!   same for every lane when nothing is measured.
 //! - **Which lane takes this batch** (`rank`, asked by `pipeline::dispatch` for every batch): the
-//!   lane predicted to get through its unfinished batches and this one first.
+//!   lane predicted to get through its unfinished batches and this one first; a lane in reserve
+//!   (`later_devices_in_reserve`: the GPUs after the first under `gpu:all` and `auto`) only
+//!   while every other lane is full.
 //! - **What a run teaches** (`record::learn`): its end-to-end rate, and the CPU engines' rate
 //!   from their bridge over a device's start-up.
 //!
@@ -141,11 +143,23 @@ pub(crate) fn calibration_favours_device(cal: &super::calibrate::Calibration) ->
     cal.points.iter().any(|p| p.gpu_s < p.cpu_s)
 }
 
-/// One lane as `rank` sees it: how fast it is and how many batches it has not finished.
+/// Whether, under `choice`, the device lanes after the first wait in reserve: they take a batch
+/// only while every other lane's queue and workers are full, so a second GPU joins a run only when
+/// the first cannot keep up — where the readers or the host's memory pace a run, another device
+/// adds its start-up and contention, not rate (issue 41: `gpu:all` 0.71x `gpu` on log-mel on two
+/// H200s). So under `gpu:all` and `auto`; devices listed outright share as their backlogs say.
+pub(crate) fn later_devices_in_reserve(choice: &DeviceChoice) -> bool {
+    matches!(choice, DeviceChoice::AllGpus | DeviceChoice::Auto)
+}
+
+/// One lane as `rank` sees it: how fast it is, how many batches it has not finished, how many
+/// it holds at most (its queue's and its workers'), and whether it waits in reserve.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LaneLoad<'a> {
     pub speed: &'a LaneSpeed,
     pub unfinished: u64,
+    pub holds: u64,
+    pub reserve: bool,
 }
 
 /// Which lane takes a batch of `frames` frames of `n` samples: `candidates` (indexes into
@@ -153,7 +167,8 @@ pub(crate) struct LaneLoad<'a> {
 /// one, least first. Speeds count only when every lane's were measured the same way (all by
 /// calibration, or all by the record's rates); otherwise every lane is taken as equally fast, so
 /// backlogs alone decide. In a saturated run each lane so takes batches at the rate it finishes
-/// them, and when the queues have room the faster lane gets the next batch.
+/// them, and when the queues have room the faster lane gets the next batch. Lanes in reserve come
+/// after the others while any of those has room.
 pub(crate) fn rank(
     lanes: &[LaneLoad<'_>],
     candidates: &[usize],
@@ -169,9 +184,18 @@ pub(crate) fn rank(
         };
         (lane.unfinished + 1) as f64 * speed.seconds(n, frames)
     };
-    let scores: Vec<f64> = candidates.iter().map(|&i| predicted(i)).collect();
+    let room = |i: &usize| !lanes[*i].reserve && lanes[*i].unfinished < lanes[*i].holds;
+    let others_have_room = candidates.iter().any(room);
+    let held_back = |i: usize| others_have_room && lanes[i].reserve;
+    let scores: Vec<(bool, f64)> = (candidates.iter())
+        .map(|&i| (held_back(i), predicted(i)))
+        .collect();
     let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    order.sort_by(|&a, &b| {
+        let (ra, sa) = scores[a];
+        let (rb, sb) = scores[b];
+        ra.cmp(&rb).then(sa.total_cmp(&sb))
+    });
     order.into_iter().map(|k| candidates[k]).collect()
 }
 

@@ -79,10 +79,14 @@ fn the_lane_predicted_to_finish_first_takes_the_batch() {
             LaneLoad {
                 speed: &cpu,
                 unfinished: 0,
+                holds: 4,
+                reserve: false,
             },
             LaneLoad {
                 speed: &gpu,
                 unfinished: gpu_backlog,
+                holds: 4,
+                reserve: false,
             },
         ]
     };
@@ -115,10 +119,14 @@ fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
         LaneLoad {
             speed: &rate,
             unfinished: 0,
+            holds: 4,
+            reserve: false,
         },
         LaneLoad {
             speed: &fast,
             unfinished: 1,
+            holds: 4,
+            reserve: false,
         },
     ];
     assert_eq!(rank(&lanes, &[0, 1], 1024, 4), vec![0, 1]);
@@ -126,12 +134,49 @@ fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
         LaneLoad {
             speed: &LaneSpeed::Rate(3.0),
             unfinished: 2,
+            holds: 4,
+            reserve: false,
         },
         LaneLoad {
             speed: &LaneSpeed::Rate(1.0),
             unfinished: 0,
+            holds: 4,
+            reserve: false,
         },
     ];
     // by the record's rates: 3 × 1/3 against 1 × 1: equal, the first given first
     assert_eq!(rank(&shares, &[0, 1], 1, 1), vec![0, 1]);
+}
+
+#[test]
+fn a_lane_in_reserve_takes_batches_only_while_the_others_are_full() {
+    let even = LaneSpeed::Even;
+    let lanes = |first: u64, second: u64| {
+        [
+            LaneLoad {
+                speed: &even,
+                unfinished: first,
+                holds: 3,
+                reserve: false,
+            },
+            LaneLoad {
+                speed: &even,
+                unfinished: second,
+                holds: 3,
+                reserve: true,
+            },
+        ]
+    };
+    // the first GPU keeps up (room in its queue): the second waits, though idle
+    assert_eq!(rank(&lanes(0, 0), &[0, 1], 4096, 64), vec![0, 1]);
+    assert_eq!(rank(&lanes(2, 0), &[0, 1], 4096, 64), vec![0, 1]);
+    // the first is full: the second joins, by backlog as any lane
+    assert_eq!(rank(&lanes(3, 0), &[0, 1], 4096, 64), vec![1, 0]);
+    assert_eq!(rank(&lanes(3, 3), &[0, 1], 4096, 64), vec![0, 1]);
+    // the first failed (no longer a candidate): the second takes every batch
+    assert_eq!(rank(&lanes(0, 1), &[1], 4096, 64), vec![1]);
+    // only under gpu:all and auto; devices listed outright share by backlog
+    let reserve = |c: &str| later_devices_in_reserve(&c.parse().expect("a valid --device"));
+    assert!(reserve("gpu:all") && reserve("auto"));
+    assert!(!reserve("gpu") && !reserve("opencl:0:0,opencl:0:0") && !reserve("cpu"));
 }
