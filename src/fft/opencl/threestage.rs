@@ -175,7 +175,7 @@ impl<T: Sample> ThreeStage<T> {
 
     /// The inner four-step's rows (`fourstep_rows` with OUTER): `tmp` -> `out`.
     fn enqueue_rows(
-        &mut self,
+        &self,
         tmp: &Buffer<T>,
         out: &Buffer<T>,
         l: &Launch<'_, T>,
@@ -192,7 +192,7 @@ impl<T: Sample> ThreeStage<T> {
         // of `fpb` consecutive outer rows of each frame, reading `tmp` and writing `out` (the
         // launch's bins, or work buffer a: `frames * m` complex values), all inside the buffers.
         unsafe {
-            ExecuteKernel::new(&mut self.rows)
+            ExecuteKernel::new(&self.rows)
                 .set_arg(tmp)
                 .set_arg(&self.tables[2])
                 .set_arg(out)
