@@ -22,7 +22,7 @@
 // others by one complex multiplication each (w *= W^step; at most M/TPF steps); without,
 // cospi/sinpi for every point. The plan chooses by size (plan.rs `fourstep_twiddle_recurrence`,
 // measured on an H100).
-// Three stages (frames past the four-step's reach, plan.rs `ThreeStage`): a frame of m = OUTER x MT
+// Three stages (frames past the four-step's reach, src/fft/opencl/threestage.rs): a frame of m = OUTER x MT
 // points is first seen as an OUTER x MT matrix and its columns transformed by STAGE 1 built with
 // M1 = OUTER, M2 = MT' (= the inner four-step's MT), MT = m: the input frames -> work a. Each row
 // of a (MT' contiguous points, OUTER of them per frame) is then a four-step frame of its own:

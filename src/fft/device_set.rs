@@ -115,11 +115,14 @@ fn best(what: &str) -> Result<&'static DeviceEntry, FftdError> {
         .map_err(|e| FftdError::Runtime(format!("{what}: no usable OpenCL device: {e}")))
 }
 
+/// The GPU-type devices, most compute units first (the first is the one the others wait behind
+/// in reserve, `route::later_devices_in_reserve`; equal ones in enumeration order).
 fn gpu_entries() -> Vec<&'static DeviceEntry> {
-    device::all_devices()
-        .into_iter()
+    let mut gpus: Vec<_> = (device::all_devices().into_iter())
         .filter(|d| d.info.is_gpu)
-        .collect()
+        .collect();
+    gpus.sort_by_key(|d| std::cmp::Reverse(d.info.compute_units));
+    gpus
 }
 
 fn auto_candidates() -> Vec<LaneDevice> {

@@ -95,8 +95,12 @@ pub(crate) struct LateLanes<T: Sample> {
     pub error: Option<FftdError>,
 }
 
-/// Builds `LateLanes` (device start-up, calibration) when called.
-pub(crate) type DeferredLanes<T> = Box<dyn FnOnce() -> LateLanes<T> + Send>;
+/// Where late lanes are handed over, once or (under `gpu:all`: each device as it comes up)
+/// several times.
+pub(crate) type Arrival<'a, T> = &'a (dyn Fn(LateLanes<T>) + Sync);
+
+/// Builds `LateLanes` (device start-up, calibration) when called, handing them to the arrival.
+pub(crate) type DeferredLanes<T> = Box<dyn FnOnce(Arrival<'_, T>) + Send>;
 
 /// The pipeline's engines: the lanes ready now, and lanes still to be built.
 pub(crate) struct EngineSet<T: Sample> {
@@ -176,20 +180,60 @@ pub(crate) fn build_engine_set<T: Sample>(
 
 /// The named devices' lanes (context, programs, engines), built when called on a thread of its
 /// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
-/// opened first.
+/// opened first. Where the devices after the first wait in reserve (`gpu:all`), each device's
+/// lane is handed over as soon as it is up, so the first never waits for the others' start-up.
 fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
-    Box::new(move || match build_lanes::<T>(&opts, &lane_set) {
-        Ok(lanes) => LateLanes {
+    Box::new(move |arrive| {
+        if route::later_devices_in_reserve(&opts.choice) {
+            return lanes_as_they_come(&opts, &lane_set, arrive);
+        }
+        arrive(LateLanes::of(build_lanes::<T>(&opts, &lane_set)));
+    })
+}
+
+/// Each device of `opts.choice` opened on a thread of its own and handed to `arrive` as one
+/// lane when it is up (the first in the choice's order taking batches, the others in
+/// reserve), or as the error that fails the run.
+fn lanes_as_they_come<T: Sample>(
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+    arrive: Arrival<'_, T>,
+) {
+    let specs = match device_set::resolve(&opts.choice) {
+        Ok(specs) => specs,
+        Err(e) => return arrive(LateLanes::of(Err(e))),
+    };
+    let open = |(i, spec): (usize, &LaneSpec)| {
+        let lane = open_engines::<T>(spec, opts).map(|gpus| {
+            let lane = routed_lane(spec, gpus, lane_set);
+            if i > 0 {
+                lane.lane.keep_in_reserve();
+            }
+            vec![lane]
+        });
+        let lane = lane.map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())));
+        arrive(LateLanes::of(lane));
+    };
+    std::thread::scope(|scope| {
+        for each in specs.iter().enumerate() {
+            scope.spawn(move || open(each));
+        }
+    });
+}
+
+impl<T: Sample> LateLanes<T> {
+    /// Lanes built, or the error that fails the run.
+    fn of(built: Result<Vec<LaneEngines<T>>, FftdError>) -> Self {
+        let (lanes, error) = match built {
+            Ok(lanes) => (lanes, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        LateLanes {
             lanes,
             cpu_speed: None,
-            error: None,
-        },
-        Err(e) => LateLanes {
-            lanes: Vec::new(),
-            cpu_speed: None,
-            error: Some(e),
-        },
-    })
+            error,
+        }
+    }
 }
 
 /// `auto`'s GPU lanes, built when called; with `shares` (both lanes), the CPU lane and the GPUs
@@ -199,14 +243,15 @@ fn auto_background_lanes<T: Sample>(
     lane_set: Arc<LaneSet>,
     shares: Option<(f64, f64)>,
 ) -> DeferredLanes<T> {
-    Box::new(move || {
+    Box::new(move |arrive| {
         let mut late = auto_gpu_lanes(&opts, &lane_set);
         if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
+            // each GPU lane at the GPU route's rate: the ones after the first wait in reserve,
+            // so that route's rate was (mostly) one device's
             late.cpu_speed = Some(LaneSpeed::Rate(cpu));
-            let per_lane = gpu / late.lanes.len() as f64;
-            (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(per_lane));
+            (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(gpu));
         }
-        late
+        arrive(late);
     })
 }
 

@@ -6,7 +6,8 @@
 //!
 //! - **Proportional.** The lanes are ranked for each batch by `fft::route::rank`, the one
 //!   place that decides which lane takes a batch: by the time each is predicted to need for
-//!   its unfinished batches plus this one (`route::LaneSpeed`).
+//!   its unfinished batches plus this one (`route::LaneSpeed`); under `gpu:all` and `auto` a
+//!   GPU after the first only while the first's queue and workers are full (`route::rank`).
 //! - **Never held up by one device.** `send` tries the chosen lane first, then the others by
 //!   score, and only waits (for room in any queue) when every queue is full, so a slow or
 //!   stalled device's full queue does not stop the others. A batch sent to another lane than
@@ -206,6 +207,7 @@ impl<T> State<T> {
                 speed: &slot.speed,
                 unfinished: slot.unfinished(),
                 holds: slot.holds,
+                device: !slot.lane.is_cpu,
                 reserve: slot.lane.in_reserve(),
             })
             .collect();

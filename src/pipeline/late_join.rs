@@ -110,7 +110,7 @@ impl<T: Sample> LateJoin<'_, T> {
         }
     }
 
-    /// What the CPU lane did before the devices joined (`Control::bridged`).
+    /// What the CPU lane did before the first device joined (`Control::bridged`).
     fn note_bridge(&self) {
         let lanes = self.lane_set.lanes();
         let cpu_frames = lanes.iter().filter(|l| l.is_cpu);
@@ -122,8 +122,9 @@ impl<T: Sample> LateJoin<'_, T> {
             stages_started: self.progress.1,
             joined: Instant::now(),
         };
-        let bridged = &self.context.control.bridged;
-        *bridged.lock().unwrap_or_else(|e| e.into_inner()) = Some(bridge);
+        // the first device's arrival ends the bridge (gpu:all hands its devices over one by one)
+        let mut bridged = (self.context.control.bridged.lock()).unwrap_or_else(|e| e.into_inner());
+        bridged.get_or_insert(bridge);
     }
 
     /// The time the working lanes still need at the rate they went so far, when it is under

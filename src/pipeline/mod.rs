@@ -454,17 +454,20 @@ pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
 }
 
 /// Builds deferred lanes on a thread outside the pipeline, so the work never waits for a device
-/// start-up it no longer needs; they arrive on the returned channel. Join the thread before the
-/// process ends (a device driver torn down mid-start-up can abort the process).
+/// start-up it no longer needs; they arrive on the returned channel, in one or several hand-overs
+/// (`router::Arrival`). Join the thread before the process ends (a device driver torn down
+/// mid-start-up can abort the process).
 pub(super) fn late_lanes_thread<T: Sample>(
     build: router::DeferredLanes<T>,
 ) -> (
     crossbeam_channel::Receiver<router::LateLanes<T>>,
     StartUpThread,
 ) {
-    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (tx, rx) = crossbeam_channel::unbounded();
     let builder = std::thread::spawn(move || {
-        let _ = tx.send(build());
+        build(&|late| {
+            let _ = tx.send(late);
+        });
     });
     (rx, StartUpThread(Some(builder)))
 }

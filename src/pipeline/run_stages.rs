@@ -453,12 +453,14 @@ impl<'a, T: Sample> Stages<'a, T> {
                 .range_jobs
                 .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate)),
         };
-        scope.spawn(move || {
+        // (one hand-over, or one per device under gpu:all, until the builder is done)
+        scope.spawn(move || loop {
             crossbeam_channel::select! {
-                recv(built) -> late => if let Ok(late) = late {
-                    joining.join(late, &done_tx);
+                recv(built) -> late => match late {
+                    Ok(late) => joining.join(late, &done_tx),
+                    Err(_) => break,
                 },
-                recv(ended) -> _ => {}
+                recv(ended) -> _ => break,
             }
         });
     }

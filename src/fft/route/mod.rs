@@ -13,7 +13,7 @@
 //! - **Which lane takes this batch** (`rank`, asked by `pipeline::dispatch` for every batch): the
 //!   lane predicted to get through its unfinished batches and this one first; a lane in reserve
 //!   (`later_devices_in_reserve`: the GPUs after the first under `gpu:all` and `auto`) only
-//!   while every other lane is full.
+//!   while the devices not in reserve are full.
 //! - **What a run teaches** (`record::learn`): its end-to-end rate, and the CPU engines' rate
 //!   from their bridge over a device's start-up.
 //!
@@ -144,8 +144,9 @@ pub(crate) fn calibration_favours_device(cal: &super::calibrate::Calibration) ->
 }
 
 /// Whether, under `choice`, the device lanes after the first wait in reserve: they take a batch
-/// only while every other lane's queue and workers are full, so a second GPU joins a run only when
-/// the first cannot keep up — where the readers or the host's memory pace a run, another device
+/// only while the devices not in reserve have their queues and workers full (or there is none,
+/// before the first has come up or after it failed), so a second GPU joins a run only when the
+/// first cannot keep up — where the readers or the host's memory pace a run, another device
 /// adds its start-up and contention, not rate (issue 41: `gpu:all` 0.71x `gpu` on log-mel on two
 /// H200s). So under `gpu:all` and `auto`; devices listed outright share as their backlogs say.
 pub(crate) fn later_devices_in_reserve(choice: &DeviceChoice) -> bool {
@@ -153,12 +154,14 @@ pub(crate) fn later_devices_in_reserve(choice: &DeviceChoice) -> bool {
 }
 
 /// One lane as `rank` sees it: how fast it is, how many batches it has not finished, how many
-/// it holds at most (its queue's and its workers'), and whether it waits in reserve.
+/// it holds at most (its queue's and its workers'), whether it is a device's (not the CPU
+/// engines') and whether it waits in reserve.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LaneLoad<'a> {
     pub speed: &'a LaneSpeed,
     pub unfinished: u64,
     pub holds: u64,
+    pub device: bool,
     pub reserve: bool,
 }
 
@@ -168,7 +171,8 @@ pub(crate) struct LaneLoad<'a> {
 /// calibration, or all by the record's rates); otherwise every lane is taken as equally fast, so
 /// backlogs alone decide. In a saturated run each lane so takes batches at the rate it finishes
 /// them, and when the queues have room the faster lane gets the next batch. Lanes in reserve come
-/// after the others while any of those has room.
+/// after the others while a device's lane not in reserve has room (the CPU engines' lane does
+/// not hold a reserve GPU back: it is the slower one).
 pub(crate) fn rank(
     lanes: &[LaneLoad<'_>],
     candidates: &[usize],
@@ -184,7 +188,10 @@ pub(crate) fn rank(
         };
         (lane.unfinished + 1) as f64 * speed.seconds(n, frames)
     };
-    let room = |i: &usize| !lanes[*i].reserve && lanes[*i].unfinished < lanes[*i].holds;
+    let room = |i: &usize| {
+        let lane = &lanes[*i];
+        lane.device && !lane.reserve && lane.unfinished < lane.holds
+    };
     let others_have_room = candidates.iter().any(room);
     let held_back = |i: usize| others_have_room && lanes[i].reserve;
     let scores: Vec<(bool, f64)> = (candidates.iter())

@@ -80,12 +80,14 @@ fn the_lane_predicted_to_finish_first_takes_the_batch() {
                 speed: &cpu,
                 unfinished: 0,
                 holds: 4,
+                device: false,
                 reserve: false,
             },
             LaneLoad {
                 speed: &gpu,
                 unfinished: gpu_backlog,
                 holds: 4,
+                device: true,
                 reserve: false,
             },
         ]
@@ -120,12 +122,14 @@ fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
             speed: &rate,
             unfinished: 0,
             holds: 4,
+            device: true,
             reserve: false,
         },
         LaneLoad {
             speed: &fast,
             unfinished: 1,
             holds: 4,
+            device: true,
             reserve: false,
         },
     ];
@@ -135,12 +139,14 @@ fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
             speed: &LaneSpeed::Rate(3.0),
             unfinished: 2,
             holds: 4,
+            device: true,
             reserve: false,
         },
         LaneLoad {
             speed: &LaneSpeed::Rate(1.0),
             unfinished: 0,
             holds: 4,
+            device: true,
             reserve: false,
         },
     ];
@@ -151,22 +157,14 @@ fn speeds_measured_differently_count_as_equal_and_backlogs_decide() {
 #[test]
 fn a_lane_in_reserve_takes_batches_only_while_the_others_are_full() {
     let even = LaneSpeed::Even;
-    let lanes = |first: u64, second: u64| {
-        [
-            LaneLoad {
-                speed: &even,
-                unfinished: first,
-                holds: 3,
-                reserve: false,
-            },
-            LaneLoad {
-                speed: &even,
-                unfinished: second,
-                holds: 3,
-                reserve: true,
-            },
-        ]
+    let load = |unfinished, device, reserve| LaneLoad {
+        speed: &even,
+        unfinished,
+        holds: 3,
+        device,
+        reserve,
     };
+    let lanes = |first: u64, second: u64| [load(first, true, false), load(second, true, true)];
     // the first GPU keeps up (room in its queue): the second waits, though idle
     assert_eq!(rank(&lanes(0, 0), &[0, 1], 4096, 64), vec![0, 1]);
     assert_eq!(rank(&lanes(2, 0), &[0, 1], 4096, 64), vec![0, 1]);
@@ -175,6 +173,18 @@ fn a_lane_in_reserve_takes_batches_only_while_the_others_are_full() {
     assert_eq!(rank(&lanes(3, 3), &[0, 1], 4096, 64), vec![0, 1]);
     // the first failed (no longer a candidate): the second takes every batch
     assert_eq!(rank(&lanes(0, 1), &[1], 4096, 64), vec![1]);
+    // the CPU engines' lane (index 2 here) holds no GPU back: with the first GPU full, the
+    // reserve and the CPU lane rank by backlog; before the first GPU has come up the same
+    let with_cpu = |first: u64| {
+        [
+            load(first, true, false),
+            load(0, true, true),
+            load(1, false, false),
+        ]
+    };
+    assert_eq!(rank(&with_cpu(3), &[0, 1, 2], 4096, 64), vec![1, 2, 0]);
+    assert_eq!(rank(&with_cpu(0), &[0, 1, 2], 4096, 64), vec![0, 2, 1]);
+    assert_eq!(rank(&with_cpu(0), &[1, 2], 4096, 64), vec![1, 2]);
     // only under gpu:all and auto; devices listed outright share by backlog
     let reserve = |c: &str| later_devices_in_reserve(&c.parse().expect("a valid --device"));
     assert!(reserve("gpu:all") && reserve("auto"));
