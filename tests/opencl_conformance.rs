@@ -46,19 +46,6 @@ fn check<T: Sample>(
     e
 }
 
-/// An engine on the test device, or None (with a note) when there is no device or it does not
-/// compute in `T` (f64 without cl_khr_fp64).
-fn engine_for<T: Sample>(options: OpenClOptions) -> Option<OpenClEngine<T>> {
-    let dev = common::test_device()?;
-    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    let probe = spec(8, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
-    if gpu.supports(&probe).is_err() {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
-        return None;
-    }
-    Some(gpu)
-}
-
 /// Every power of two up to 2^`max_log2`, real and complex.
 fn all_up_to(max_log2: u32) -> Vec<u32> {
     (1..=max_log2).collect()
@@ -77,7 +64,7 @@ fn f64_spread(max_log2: u32) -> Vec<u32> {
 }
 
 fn sweep<T: Sample>(options: OpenClOptions, log2s: &[u32]) {
-    let Some(mut gpu) = engine_for::<T>(options) else {
+    let Some(mut gpu) = common::engine_with::<T>(options) else {
         return;
     };
     let mut cpu = CpuEngine::<T>::new();
@@ -138,7 +125,7 @@ fn split_8192<T: Sample>(limit: usize) {
         local_mem_limit: Some(limit),
         ..Default::default()
     };
-    let Some(mut gpu) = engine_for::<T>(options) else {
+    let Some(mut gpu) = common::engine_with::<T>(options) else {
         return;
     };
     let mut cpu = CpuEngine::<T>::new();
@@ -447,7 +434,7 @@ fn pinned_batches_go_by_dma_and_equal_staged_ones() {
 /// values bit for bit as its packed one.
 fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
     use fftd::fft::{FrameStep, SegmentOp, Segments};
-    let Some(mut gpu) = engine_for::<T>(options) else {
+    let Some(mut gpu) = common::engine_with::<T>(options) else {
         return;
     };
     let mut cpu = CpuEngine::<T>::new();

@@ -26,7 +26,7 @@ const PRIME: [usize; 5] = [11, 17, 97, 1009, 2018];
 use common::{spec, tol};
 
 fn engine<T: Sample>() -> Option<OpenClEngine<T>> {
-    engine_with(OpenClOptions::default())
+    common::engine_with(OpenClOptions::default())
 }
 
 /// Global-memory passes at every size (no frame fits a 64-byte local-memory limit).
@@ -35,17 +35,6 @@ fn global_passes() -> OpenClOptions {
         local_mem_limit: Some(64),
         ..Default::default()
     }
-}
-
-fn engine_with<T: Sample>(options: OpenClOptions) -> Option<OpenClEngine<T>> {
-    let dev = common::test_device()?;
-    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    let probe = spec(12, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
-    if gpu.supports(&probe).is_err() {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
-        return None;
-    }
-    Some(gpu)
 }
 
 fn f64s<T: Sample>(v: Vec<T>) -> Vec<f64> {
@@ -85,7 +74,7 @@ const GLOBAL: [usize; 6] = [6, 15, 105, 210, 1000, 3000];
 /// Every size of `sizes`, real and complex, windows and scales rotated across sizes so each
 /// appears; returns the largest error seen.
 fn sweep<T: Sample>(options: OpenClOptions, sizes: &[usize]) -> f64 {
-    let Some(mut gpu) = engine_with::<T>(options) else {
+    let Some(mut gpu) = common::engine_with::<T>(options) else {
         return 0.0;
     };
     let mut worst = 0.0f64;
@@ -192,7 +181,7 @@ fn large_sizes() {
 /// Overlapping frames (hop < frame, formed on the device) and `--average` runs summed on the
 /// device, at a mixed-radix, an odd and a Bluestein size, against the CPU engine.
 fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
-    let Some(mut gpu) = engine_with::<T>(options) else {
+    let Some(mut gpu) = common::engine_with::<T>(options) else {
         return;
     };
     let mut cpu = CpuEngine::<T>::new();

@@ -9,32 +9,12 @@
 use crate::opencl_common;
 use opencl_common as common;
 
-use fftd::fft::cpu::CpuEngine;
-use fftd::fft::opencl::{OpenClEngine, OpenClOptions};
-use fftd::fft::{naive_spectrum, Engine, Scale, TransformSpec};
+use fftd::fft::opencl::OpenClEngine;
+use fftd::fft::{Scale, TransformSpec};
 use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 
-use common::{spec, tol};
-
-fn engine<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
-    let dev = common::test_device()?;
-    let options = OpenClOptions {
-        local_mem_limit: Some(limit),
-        ..Default::default()
-    };
-    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    let probe = spec(12, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
-    if gpu.supports(&probe).is_err() {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
-        return None;
-    }
-    Some(gpu)
-}
-
-fn f64s<T: Sample>(v: Vec<T>) -> Vec<f64> {
-    v.into_iter().map(Sample::into_f64).collect()
-}
+use common::{cpu_frames as cpu, engine_with_limit as engine, naive_frames as naive, spec};
 
 /// `frames` frames of `s` on the three-stage path against `want(input as f64)`.
 fn check<T: Sample>(
@@ -43,39 +23,8 @@ fn check<T: Sample>(
     frames: usize,
     want: impl Fn(&[f64]) -> Vec<f64>,
 ) {
-    let path = gpu.path_name(s).expect("plan");
-    assert_eq!(path, "three-stage", "{} {s:?}", T::NAME);
-    let input: Vec<T> = common::signal(frames * s.values_per_frame(), s.n as u64 + 11);
-    let want = want(&f64s(input.clone()));
-    let mut got = Vec::new();
-    gpu.process(s, &input, frames, &mut got)
-        .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
-    assert_eq!(got.len(), frames * s.values_out(), "{s:?}");
-    let e = common::spec_rel_error(&f64s(got), &want, s);
-    assert!(
-        e <= tol::<T>(),
-        "{} {s:?} x{frames}: max error {e:e} > {:e}",
-        T::NAME,
-        tol::<T>()
-    );
-}
-
-fn naive(s: &TransformSpec) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
-    move |x: &[f64]| {
-        x.chunks(s.values_per_frame())
-            .flat_map(|f| naive_spectrum(s, f))
-            .collect()
-    }
-}
-
-fn cpu(s: &TransformSpec, frames: usize) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
-    move |x: &[f64]| {
-        let mut w = Vec::new();
-        CpuEngine::<f64>::new()
-            .process(s, x, frames, &mut w)
-            .expect("cpu");
-        w
-    }
+    let seed = s.n as u64 + 11;
+    common::check_on_paths(gpu, s, (frames, seed), want, &["three-stage"]);
 }
 
 /// Under 4 KiB (f32; 8 KiB f64, the same shapes) complex 8192 and real 16384 (8192 points) are

@@ -10,91 +10,32 @@
 use crate::opencl_common;
 use opencl_common as common;
 
-use fftd::fft::cpu::CpuEngine;
-use fftd::fft::opencl::{twolevel_geometry, OpenClEngine, OpenClOptions};
-use fftd::fft::{naive_spectrum, Engine, Scale, TransformSpec};
+use fftd::fft::opencl::{twolevel_geometry, OpenClEngine};
+use fftd::fft::{Engine, Scale, TransformSpec};
 use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 
-use common::{spec, tol};
+use common::{
+    cpu_frames as cpu, engine_with_limit as engine, f64s, naive_frames as naive, spec, tol,
+};
 
-fn engine<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
-    let dev = common::test_device()?;
-    let options = OpenClOptions {
-        local_mem_limit: Some(limit),
-        ..Default::default()
-    };
-    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
-    let probe = spec(12, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
-    if gpu.supports(&probe).is_err() {
-        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
-        return None;
-    }
-    Some(gpu)
-}
-
-fn f64s<T: Sample>(v: Vec<T>) -> Vec<f64> {
-    v.into_iter().map(Sample::into_f64).collect()
-}
-
-/// `frames` frames of `s` against `want(input as f64)`; returns the error.
+/// `frames` frames of `s` on the two-level path (or the others these sizes take) against
+/// `want(input as f64)`; returns the error.
 fn check<T: Sample>(
     gpu: &mut OpenClEngine<T>,
     s: &TransformSpec,
     frames: usize,
     want: impl Fn(&[f64]) -> Vec<f64>,
 ) -> f64 {
-    let path = gpu.path_name(s).expect("plan");
-    assert!(
-        [
-            "two-level",
-            "two-level-bluestein",
-            "two-level-bluestein-two-frames",
-            "four-step",
-            "local-bluestein",
-            "split"
-        ]
-        .contains(&path),
-        "n={} {:?}: path {path}",
-        s.n,
-        s.kind
-    );
-    let input: Vec<T> = common::signal(frames * s.values_per_frame(), s.n as u64 + 3);
-    let want = want(&f64s(input.clone()));
-    let mut got = Vec::new();
-    gpu.process(s, &input, frames, &mut got)
-        .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
-    assert_eq!(got.len(), frames * s.values_out(), "{s:?}");
-    let e = common::spec_rel_error(&f64s(got), &want, s);
-    assert!(
-        e <= tol::<T>(),
-        "{} n={} {:?} {} {}: max error {e:e} > {:e}",
-        T::NAME,
-        s.n,
-        s.kind,
-        s.window,
-        s.scale,
-        tol::<T>()
-    );
-    e
-}
-
-fn naive(s: &TransformSpec) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
-    move |x: &[f64]| {
-        x.chunks(s.values_per_frame())
-            .flat_map(|f| naive_spectrum(s, f))
-            .collect()
-    }
-}
-
-fn cpu(s: &TransformSpec, frames: usize) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
-    move |x: &[f64]| {
-        let mut w = Vec::new();
-        CpuEngine::<f64>::new()
-            .process(s, x, frames, &mut w)
-            .expect("cpu");
-        w
-    }
+    let paths = [
+        "two-level",
+        "two-level-bluestein",
+        "two-level-bluestein-two-frames",
+        "four-step",
+        "local-bluestein",
+        "split",
+    ];
+    common::check_on_paths(gpu, s, (frames, s.n as u64 + 3), want, &paths)
 }
 
 /// Sizes through the two-level path under a 4 KiB limit: even real with even and odd N1 (960,

@@ -3,8 +3,10 @@
 //! comparison against the CPU engine.
 #![allow(dead_code)]
 
+use fftd::fft::cpu::CpuEngine;
 use fftd::fft::opencl::device::{self, DeviceEntry};
-use fftd::fft::{Scale, TransformSpec};
+use fftd::fft::opencl::{OpenClEngine, OpenClOptions};
+use fftd::fft::{naive_spectrum, Engine, Scale, TransformSpec};
 use fftd::types::{InputKind, Sample};
 use fftd::window::WindowKind;
 use std::sync::Once;
@@ -118,4 +120,78 @@ pub fn tol<T: Sample>() -> f64 {
     } else {
         1e-4
     }
+}
+
+/// An engine on the test device with `options`; None without a device or when it does not
+/// compute in `T` (f64 without cl_khr_fp64; said on stderr).
+pub fn engine_with<T: Sample>(options: OpenClOptions) -> Option<OpenClEngine<T>> {
+    let dev = test_device()?;
+    let gpu = OpenClEngine::<T>::new(dev, options).expect("engine");
+    let probe = spec(8, InputKind::Real, WindowKind::Hann, Scale::Magnitude);
+    if gpu.supports(&probe).is_err() {
+        eprintln!("{} unsupported on {}: skipped", T::NAME, dev.info.name);
+        return None;
+    }
+    Some(gpu)
+}
+
+/// An engine whose local memory is taken as `limit` bytes (to send sizes through the paths a
+/// GPU's smaller local memory gives them), as `engine_with`.
+pub fn engine_with_limit<T: Sample>(limit: usize) -> Option<OpenClEngine<T>> {
+    engine_with(OpenClOptions {
+        local_mem_limit: Some(limit),
+        ..Default::default()
+    })
+}
+
+/// Samples as f64.
+pub fn f64s<T: Sample>(v: Vec<T>) -> Vec<f64> {
+    v.into_iter().map(Sample::into_f64).collect()
+}
+
+/// The naive f64 DFT's spectra of the frames of `s` in an input.
+pub fn naive_frames(s: &TransformSpec) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
+    move |x: &[f64]| {
+        x.chunks(s.values_per_frame())
+            .flat_map(|f| naive_spectrum(s, f))
+            .collect()
+    }
+}
+
+/// The CPU engine's f64 spectra of `frames` frames of `s` in an input.
+pub fn cpu_frames(s: &TransformSpec, frames: usize) -> impl Fn(&[f64]) -> Vec<f64> + '_ {
+    move |x: &[f64]| {
+        let mut w = Vec::new();
+        CpuEngine::<f64>::new()
+            .process(s, x, frames, &mut w)
+            .expect("cpu");
+        w
+    }
+}
+
+/// `frames` frames of `s` (input: `signal` seeded by `seed`) on one of `paths` against
+/// `want(input as f64)`, within `tol`; returns the error.
+pub fn check_on_paths<T: Sample>(
+    gpu: &mut OpenClEngine<T>,
+    s: &TransformSpec,
+    (frames, seed): (usize, u64),
+    want: impl Fn(&[f64]) -> Vec<f64>,
+    paths: &[&str],
+) -> f64 {
+    let path = gpu.path_name(s).expect("plan");
+    assert!(paths.contains(&path), "{} {s:?}: path {path}", T::NAME);
+    let input: Vec<T> = signal(frames * s.values_per_frame(), seed);
+    let want = want(&f64s(input.clone()));
+    let mut got = Vec::new();
+    gpu.process(s, &input, frames, &mut got)
+        .unwrap_or_else(|e| panic!("opencl failed on {s:?}: {e}"));
+    assert_eq!(got.len(), frames * s.values_out(), "{s:?}");
+    let e = spec_rel_error(&f64s(got), &want, s);
+    let tol = tol::<T>();
+    assert!(
+        e <= tol,
+        "{} {s:?} x{frames} on {path}: max error {e:e} > {tol:e}",
+        T::NAME
+    );
+    e
 }

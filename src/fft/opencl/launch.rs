@@ -81,7 +81,16 @@ pub(super) fn enqueue_kernels<T: Sample>(
                 (Some(x), Some(y)) => (x, y),
                 _ => return Err("twiddle tables missing".into()),
             };
-            kernels.push(enqueue_columns(columns, g1, g2.m, (window, t1), launch)?);
+            let [a, _] = launch.work()?;
+            let c = Columns {
+                q: launch.q,
+                input: launch.inb,
+                step: launch.step,
+                out: a,
+                frames: launch.frames,
+                count: g2.m,
+            };
+            kernels.push(enqueue_columns(columns, g1, &c, (window, t1), launch.wait)?);
             kernels.push(enqueue_rows(rows, g2, g1.m, t2, launch)?);
         }
         Path::Global { pack, passes, post } => {
@@ -157,34 +166,44 @@ fn enqueue_local<T: Sample>(
     .map_err(|e| cl("fft_local launch", e))
 }
 
-/// Four-step stage 1 (fourstep.cl `fourstep_columns`): the launch's input frames -> work
-/// buffer a; waits for the launch's wait list.
-fn enqueue_columns<T: Sample>(
-    columns: &mut Kernel,
-    g1: &super::LocalGeometry,
-    m2: usize,
-    (window, t1): (&Buffer<T>, &Buffer<T>),
-    l: &Launch<'_, T>,
+/// One four-step stage-1 launch: `frames` frames of `count` columns each from `input` (frame f
+/// at value f × `step`) into `out`.
+pub(super) struct Columns<'a, T> {
+    pub(super) q: &'a CommandQueue,
+    pub(super) input: &'a Buffer<T>,
+    pub(super) step: u32,
+    pub(super) out: &'a Buffer<T>,
+    pub(super) frames: usize,
+    pub(super) count: usize,
+}
+
+/// `fourstep_columns` of shape `g` over `c`, waiting for `wait`.
+pub(super) fn enqueue_columns<T: Sample>(
+    kernel: &mut Kernel,
+    g: &super::LocalGeometry,
+    c: &Columns<'_, T>,
+    (window, table): (&Buffer<T>, &Buffer<T>),
+    wait: &[cl_event],
 ) -> Result<Event, String> {
-    let [a, _] = l.work()?;
-    let wg1 = g1.tpf * g1.fpb;
-    let frames_u32 = l.frames_u32()?;
-    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; the launch reads its
-    // frames (inside the input) and writes `frames` frames of `m1 * m2` values into work buffer
-    // a (made for all the batch's frames).
+    let wg = g.tpf * g.fpb;
+    let frames = u32::try_from(c.frames).map_err(|_| "batch too large")?;
+    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; one group per `fpb`
+    // of a frame's `count` columns, reading `frames` frames of the input (each inside it at
+    // `step` values apart) and writing as many frames of `g.m * count` points into `out`, which
+    // the engine made for the batch's frames.
     unsafe {
-        ExecuteKernel::new(columns)
-            .set_event_wait_list(l.wait)
-            .set_arg(l.inb)
+        ExecuteKernel::new(kernel)
+            .set_event_wait_list(wait)
+            .set_arg(c.input)
             .set_arg(window)
-            .set_arg(t1)
-            .set_arg(a)
-            .set_arg(&frames_u32)
-            .set_arg(&l.step)
-            .set_arg(&0u32) // first (fourstep.cl says why it stays)
-            .set_global_work_size(l.frames * (m2 / g1.fpb) * wg1)
-            .set_local_work_size(wg1)
-            .enqueue_nd_range(l.q)
+            .set_arg(table)
+            .set_arg(c.out)
+            .set_arg(&frames)
+            .set_arg(&c.step)
+            .set_arg(&0u32) // first
+            .set_global_work_size(c.frames * (c.count / g.fpb) * wg)
+            .set_local_work_size(wg)
+            .enqueue_nd_range(c.q)
     }
     .map_err(|e| cl("fourstep_columns launch", e))
 }

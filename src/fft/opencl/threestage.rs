@@ -8,7 +8,7 @@
 //! radix-8 pass (nine times at 2^26).
 
 use super::geometry::ThreeStages;
-use super::launch::{cl, enqueue_post, Launch};
+use super::launch::{cl, enqueue_columns, enqueue_post, Columns, Launch};
 use super::plan::twiddles;
 use super::*;
 use opencl3::event::Event;
@@ -27,17 +27,6 @@ pub(super) struct ThreeStage<T: Sample> {
     post: Option<Kernel>,
     /// Twiddle tables of the three stages' transform lengths.
     tables: [Buffer<T>; 3],
-}
-
-/// One four-step stage-1 launch: `frames` frames of `count` columns each from `input` (frame f
-/// at value f × `step`) into `out`.
-struct Columns<'a, T> {
-    q: &'a opencl3::command_queue::CommandQueue,
-    input: &'a Buffer<T>,
-    step: u32,
-    out: &'a Buffer<T>,
-    frames: usize,
-    count: usize,
 }
 
 impl<T: Sample> OpenClEngine<T> {
@@ -207,35 +196,4 @@ impl<T: Sample> ThreeStage<T> {
         }
         .map_err(|e| cl("three-stage rows launch", e))
     }
-}
-
-/// `fourstep_columns` of shape `g` over `c`, waiting for `wait`.
-fn enqueue_columns<T: Sample>(
-    kernel: &mut Kernel,
-    g: &LocalGeometry,
-    c: &Columns<'_, T>,
-    (window, table): (&Buffer<T>, &Buffer<T>),
-    wait: &[opencl3::types::cl_event],
-) -> Result<Event, String> {
-    let wg = g.tpf * g.fpb;
-    let frames = u32::try_from(c.frames).map_err(|_| "three-stage batch too large")?;
-    // SAFETY: arguments in the order of `fourstep_columns` in fourstep.cl; one group per `fpb`
-    // of a frame's `count` columns, reading `frames` frames of the input (each inside it at
-    // `step` values apart) and writing as many frames of `g.m * count` points into `out`, which
-    // the engine made for the batch's frames.
-    unsafe {
-        ExecuteKernel::new(kernel)
-            .set_event_wait_list(wait)
-            .set_arg(c.input)
-            .set_arg(window)
-            .set_arg(table)
-            .set_arg(c.out)
-            .set_arg(&frames)
-            .set_arg(&c.step)
-            .set_arg(&0u32) // first
-            .set_global_work_size(c.frames * (c.count / g.fpb) * wg)
-            .set_local_work_size(wg)
-            .enqueue_nd_range(c.q)
-    }
-    .map_err(|e| cl("three-stage columns launch", e))
 }
