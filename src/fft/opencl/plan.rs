@@ -152,7 +152,13 @@ impl<T: Sample> OpenClEngine<T> {
             PathChoice::Local(g) => self.local_plan(spec, m, g, &opts)?,
             PathChoice::FourStep(g1, g2) => {
                 let recur = fourstep_twiddle_recurrence(spec.n, spec.kind);
-                self.fourstep_plan(m, (g1, g2), &opts, recur)?
+                let ends = format!(
+                    "-D REAL_INPUT={} -D COMPLEX_OUT={}{}",
+                    (spec.kind == InputKind::Real) as u32,
+                    (spec.scale == Scale::Complex) as u32,
+                    if recur { " -D FS_TW_RECUR" } else { "" }
+                );
+                self.fourstep_plan(m, (g1, g2), ends)?
             }
             PathChoice::ThreeStage(stages) => {
                 let ends = (packed, spec.scale == Scale::Complex);
@@ -216,31 +222,17 @@ impl<T: Sample> OpenClEngine<T> {
     }
 
     /// The two-kernel four-step path (fourstep.cl); real input's post-processing is fused into
-    /// the rows kernel; `recur`: store twiddles by recurrence (`fourstep_twiddle_recurrence`).
+    /// the rows kernel; `ends`: the input kind's and output's defines, and FS_TW_RECUR where
+    /// the store twiddles go by recurrence (`fourstep_twiddle_recurrence`).
     fn fourstep_plan(
         &self,
         m: usize,
         (g1, g2): (LocalGeometry, LocalGeometry),
-        opts: &str,
-        recur: bool,
+        ends: String,
     ) -> Result<Built<T>, String> {
         let (m1, m2) = (g1.m, g2.m);
-        let stage = |n: u32, g: &LocalGeometry| {
-            format!(
-                "{opts} -D STAGE={n} -D M1={m1} -D M2={m2} -D MT={m} -D TABN={} {}",
-                g.m,
-                g.defines()
-            )
-            .replacen(&format!("-D M={m} "), &format!("-D M={} ", g.m), 1)
-                + if recur { " -D FS_TW_RECUR" } else { "" }
-        };
-        let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
-        let p1 = self.dev.program("fourstep", &src, &stage(1, &g1))?;
-        let p2 = self.dev.program("fourstep", &src, &stage(2, &g2))?;
-        let columns = Kernel::create(&p1, "fourstep_columns")
-            .map_err(|e| format!("kernel fourstep_columns: {e}"))?;
-        let rows = Kernel::create(&p2, "fourstep_rows")
-            .map_err(|e| format!("kernel fourstep_rows: {e}"))?;
+        let columns = self.fourstep_kernel(1, &g1, (m1, m2, m), ends.clone())?;
+        let rows = self.fourstep_kernel(2, &g2, (m1, m2, m), ends)?;
         let path = Path::FourStep {
             columns,
             rows,
@@ -249,6 +241,35 @@ impl<T: Sample> OpenClEngine<T> {
         };
         let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))
+    }
+
+    /// `fourstep.cl`'s kernel of `stage` (1: columns, 2: rows) in shape `g` for frames of
+    /// (M1, M2, MT) = `shape`, with the loads and stores `ends` defines.
+    pub(super) fn fourstep_kernel(
+        &self,
+        stage: u32,
+        g: &LocalGeometry,
+        (m1, m2, mt): (usize, usize, usize),
+        ends: String,
+    ) -> Result<Kernel, String> {
+        let double = if T::NAME == "f64" {
+            " -D USE_DOUBLE"
+        } else {
+            ""
+        };
+        let options = format!(
+            "-D STAGE={stage} -D M={} -D M1={m1} -D M2={m2} -D MT={mt} -D TABN={} {} {ends}{double}",
+            g.m,
+            g.m,
+            g.defines()
+        );
+        let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
+        let name = match stage {
+            1 => "fourstep_columns",
+            _ => "fourstep_rows",
+        };
+        let program = self.dev.program("fourstep", &src, &options)?;
+        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
     }
 
     /// The multi-pass path in global memory: pack, radix-8/4/2 passes, post.

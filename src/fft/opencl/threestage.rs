@@ -90,34 +90,6 @@ impl<T: Sample> OpenClEngine<T> {
             tables,
         })
     }
-    /// `fourstep.cl`'s kernel of `stage` (1: columns, 2: rows) in shape `g` for frames of
-    /// (M1, M2, MT) = `shape`, with the loads and stores `ends` defines.
-    fn fourstep_kernel(
-        &self,
-        stage: u32,
-        g: &LocalGeometry,
-        (m1, m2, mt): (usize, usize, usize),
-        ends: String,
-    ) -> Result<Kernel, String> {
-        let double = if T::NAME == "f64" {
-            " -D USE_DOUBLE"
-        } else {
-            ""
-        };
-        let options = format!(
-            "-D STAGE={stage} -D M={} -D M1={m1} -D M2={m2} -D MT={mt} -D TABN={} {} {ends}{double}",
-            g.m,
-            g.m,
-            g.defines()
-        );
-        let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
-        let name = match stage {
-            1 => "fourstep_columns",
-            _ => "fourstep_rows",
-        };
-        let program = self.dev.program("fourstep", &src, &options)?;
-        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
-    }
 }
 
 impl<T: Sample> ThreeStage<T> {
