@@ -87,7 +87,8 @@ pub(super) struct Workers<T: Sample> {
     pub(super) context: Arc<worker::WorkerContext<T>>,
     pub(super) threads: WorkerThreads,
     pub(super) lane_set: Arc<LaneSet>,
-    /// Once a device lane joins late, the CPU lane hands on what it holds.
+    /// Once a device lane joins late, the CPU lane takes no new batches (it finishes those
+    /// queued to it).
     retire_cpu: bool,
     /// Closed when dispatching has ended.
     dispatch_ended: Receiver<()>,

@@ -170,15 +170,10 @@ pub(super) fn run_worker<T: Sample>(
             ctx.dispatcher.finished(queue.id, id);
             continue;
         }
-        // a retired lane (the CPU lane that bridged a device's start-up) hands on the batches
-        // still queued to it: the device that joined is the faster way
-        let batch = match retired(&queue.lane) {
-            true => match ctx.dispatcher.hand_off(batch, queue.id) {
-                Ok(()) => continue,
-                Err(back) => back,
-            },
-            false => batch,
-        };
+        // a retired lane (the CPU lane that bridged a device's start-up) still computes the
+        // batches queued to it: they are the run's oldest, and handed on they raced the
+        // readers' new batches for room in the device's queue, held up to half a second while
+        // the sink kept every later batch for order (an H200 at 16 cores, session 20)
         let handled = work_on(engine.as_mut(), batch, &queue, ctx);
         let (from, to) = clock.lap(Phase::Fft);
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
@@ -258,11 +253,6 @@ fn carried(f32: bool) -> Carry {
         true => Carry::F32,
         false => Carry::Run,
     }
-}
-
-/// Whether `lane` takes no new batches though it has not failed.
-fn retired(lane: &Lane) -> bool {
-    !lane.takes_batches() && !lane.failed()
 }
 
 /// Transforms `batch`, handing it to another lane when the engine says its device failed (and
