@@ -345,3 +345,42 @@ fn a_panic_while_a_lane_hangs_releases_the_stage_after_the_workers() {
     drop(producer);
     let _ = b.join();
 }
+
+/// Room in a queue goes to the oldest batch waiting for it, not to a producer that comes with a
+/// newer batch before the waiting one has woken (it held every later batch in the sink).
+#[test]
+fn room_goes_to_the_oldest_waiting_batch() {
+    let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+    let d = Arc::new(d);
+    let producer = d.producer();
+    let Some((ia, rx)) = d.add_lane(lane("a"), measured(1.0), 1, |_| {}) else {
+        panic!("lane")
+    };
+    let waited = AtomicU64::new(0);
+    assert!(d.send(batch(0), ia, &waited));
+    let send_in_background = |id: u64| {
+        let sender = d.clone();
+        std::thread::spawn(move || sender.send(batch(id), 0, &AtomicU64::new(0)))
+    };
+    let waits = |id: u64| {
+        let since = Instant::now();
+        while !d.lock().waiting.contains(&id) {
+            assert!(since.elapsed() < Duration::from_secs(5), "batch {id} never waited");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let older = send_in_background(1);
+    waits(1);
+    // room appears with no wake-up yet, and a newer batch comes: it must not take it
+    assert_eq!(rx.try_recv().map(|b| b.id).ok(), Some(0));
+    let newer = send_in_background(2);
+    waits(2);
+    d.received(ia, 0);
+    let next = |rx: &Receiver<Batch<f32>>| rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id);
+    assert_eq!(next(&rx).ok(), Some(1), "the older batch first");
+    d.received(ia, 1);
+    assert_eq!(next(&rx).ok(), Some(2));
+    assert!(older.join().unwrap_or(false) && newer.join().unwrap_or(false));
+    d.abandon();
+    drop(producer);
+}
