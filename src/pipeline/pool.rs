@@ -7,11 +7,16 @@
 //! batches in and spectra out by DMA with no staging copy; other lanes get heap buffers. A
 //! buffer given back goes to the spares of the device that pinned it (whichever lane used it
 //! last), so one device's blocks never end up serving another.
+//!
+//! A take that finds no spare never pins memory on the caller's thread (a reader's or an FFT
+//! worker's: 4–16 ms per 8 MiB block on an H200, where the device does the batch in 0.3 ms). It
+//! gets heap memory at once, which the engine stages through its own pinned buffers, and a
+//! thread in the background makes a pinned block for the spares (`top_up`).
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`), and the rest
 /// while it works (`BufferPool::fill`: fewer, as the other lanes need the cores meanwhile).
@@ -36,9 +41,17 @@ struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
     /// While its blocks are still being made (a lane that joined a running pipeline,
-    /// `fill`): a buffer it has no spare for is heap memory, not a pinned block made on the
-    /// spot (the engine stages those copies; nothing waits for a pinned allocation).
+    /// `fill`): nothing more is asked of the background (`top_up`).
     filling: AtomicBool,
+    /// The blocks the background still has to make for misses (`top_up`).
+    top_up: Arc<TopUp>,
+}
+
+/// Pinned blocks asked for by takes that found no spare, made one at a time by one thread.
+#[derive(Default)]
+struct TopUp {
+    wanted: AtomicUsize,
+    running: AtomicBool,
 }
 
 /// The run's two pools: batches' sample buffers (filled by the producers, read by the FFT
@@ -66,7 +79,9 @@ pub(crate) struct BufferPool<T> {
     homes: RwLock<Vec<Option<PinnedHome<T>>>>,
     heap: Spares<T>,
     /// The largest buffer taken so far (values): the size a late lane's buffers are made.
-    largest: AtomicUsize,
+    largest: Arc<AtomicUsize>,
+    /// Set once the spares are taken at the run's end: the background makes no more blocks.
+    ended: Arc<AtomicBool>,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
@@ -76,7 +91,8 @@ impl<T: Copy + Default> BufferPool<T> {
             capacity,
             homes: RwLock::new(Vec::new()),
             heap: Spares::new(capacity),
-            largest: AtomicUsize::new(0),
+            largest: Arc::new(AtomicUsize::new(0)),
+            ended: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -103,6 +119,7 @@ impl<T: Copy + Default> BufferPool<T> {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
                 filling: AtomicBool::new(filling),
+                top_up: Arc::default(),
             });
             if let Some(home) = &homes[lane] {
                 for buf in spares {
@@ -193,22 +210,59 @@ impl<T: Copy + Default> BufferPool<T> {
         self.largest.fetch_max(len, Ordering::Relaxed);
     }
 
-    /// An empty buffer with room for at least `len` values, in lane `lane`'s memory.
-    pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T> {
+    /// An empty buffer with room for at least `len` values: a spare of lane `lane`'s home, else
+    /// heap memory (and, for a pinned home, a block made in the background, `top_up`).
+    pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T>
+    where
+        T: Send + Sync + 'static,
+    {
         self.largest.fetch_max(len, Ordering::Relaxed);
         let homes = self.homes.read();
         let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
         let mut buf = match home {
             Some(home) => match home.spares.rx.try_recv() {
-                // a pinned block cannot grow: a too-small one is released and replaced
                 Ok(b) if b.capacity() >= len => b,
-                _ if home.filling.load(Ordering::Relaxed) => self.heap_buffer(len),
-                _ => HostBuf::with_capacity(len, Some(&home.memory)),
+                // a pinned block cannot grow: a too-small one is released and replaced
+                _ => {
+                    if !home.filling.load(Ordering::Relaxed) {
+                        self.top_up(home);
+                    }
+                    self.heap_buffer(len)
+                }
             },
             None => self.heap_buffer(len),
         };
         buf.clear();
         buf
+    }
+
+    /// Asks for one more pinned block in `home`'s spares (up to the spares' capacity asked at
+    /// once), made by the home's background thread, started if none runs.
+    fn top_up(&self, home: &PinnedHome<T>)
+    where
+        T: Send + Sync + 'static,
+    {
+        let top_up = &home.top_up;
+        if top_up.wanted.load(Ordering::Relaxed) >= self.capacity {
+            return;
+        }
+        top_up.wanted.fetch_add(1, Ordering::SeqCst);
+        if top_up.running.swap(true, Ordering::SeqCst) {
+            return; // the running thread sees the new want
+        }
+        let maker = Maker {
+            top_up: top_up.clone(),
+            memory: home.memory.clone(),
+            spares: home.spares.tx.clone(),
+            largest: self.largest.clone(),
+            ended: self.ended.clone(),
+        };
+        let started = std::thread::Builder::new()
+            .name("pinned top-up".into())
+            .spawn(move || maker.run());
+        if started.is_err() {
+            top_up.running.store(false, Ordering::SeqCst);
+        }
     }
 
     fn heap_buffer(&self, len: usize) -> HostBuf<T> {
@@ -223,6 +277,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Every spare buffer, taken out of the pool (to be left to the process's exit instead of
     /// released one by one: `left_behind::keep`).
     pub(crate) fn take_spares(&self) -> Vec<HostBuf<T>> {
+        self.ended.store(true, Ordering::SeqCst);
         let mut taken = Vec::new();
         if let Ok(homes) = self.homes.read() {
             for home in homes.iter().flatten() {
@@ -234,8 +289,8 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// Whether keeping `buf` out of the pool a while costs the workers nothing: a heap buffer,
-    /// or a pinned one whose device still has spares waiting (else the next take pins a new
-    /// buffer, and the one kept is dropped, unpinned, when it comes back to a full pool).
+    /// or a pinned one whose device still has spares waiting (else the next take gets heap
+    /// memory, staged through the engine, while the background pins one more block).
     pub(crate) fn can_spare(&self, buf: &HostBuf<T>) -> bool {
         let Some(block) = buf.pinned_block() else {
             return true;
@@ -265,6 +320,44 @@ impl<T: Copy + Default> BufferPool<T> {
                 let _ = self.heap.tx.try_send(buf);
             }
             None => {}
+        }
+    }
+}
+
+/// The background thread of one pinned home (`BufferPool::top_up`): makes the blocks asked
+/// for, each the size of the largest buffer taken so far, into the home's spares.
+struct Maker<T> {
+    top_up: Arc<TopUp>,
+    memory: PinnedMemory<T>,
+    spares: Sender<HostBuf<T>>,
+    largest: Arc<AtomicUsize>,
+    ended: Arc<AtomicBool>,
+}
+
+impl<T: Copy + Default> Maker<T> {
+    fn run(self) {
+        let top_up = &self.top_up;
+        loop {
+            while top_up.wanted.load(Ordering::SeqCst) > 0 && !self.ended.load(Ordering::SeqCst) {
+                let buf = HostBuf::with_capacity(
+                    self.largest.load(Ordering::Relaxed),
+                    Some(&self.memory),
+                );
+                let _ = top_up
+                    .wanted
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
+                // no pinned memory to be had, or spares enough: nothing more is made
+                if !buf.is_pinned() || self.spares.try_send(buf).is_err() {
+                    top_up.wanted.store(0, Ordering::SeqCst);
+                }
+            }
+            top_up.running.store(false, Ordering::SeqCst);
+            // a want that came after the last look, before `running` was cleared, is made here
+            let more =
+                top_up.wanted.load(Ordering::SeqCst) > 0 && !self.ended.load(Ordering::SeqCst);
+            if !more || top_up.running.swap(true, Ordering::SeqCst) {
+                return;
+            }
         }
     }
 }
@@ -321,6 +414,19 @@ mod tests {
         }
     }
 
+    /// Adds lane `lane` with its home in `dev`'s memory and `premade` spare blocks of `len`.
+    fn pinned_lane(pool: &BufferPool<f32>, lane: usize, dev: &Arc<FakeDevice>, premade: usize) {
+        let memory = dev.clone() as PinnedMemory<f32>;
+        let spares = (0..premade)
+            .map(|_| HostBuf::with_capacity(16, Some(&memory)))
+            .collect();
+        pool.add_lane_with(lane, Some(memory), spares, false);
+    }
+
+    fn owned_by(buf: &HostBuf<f32>, dev: &FakeDevice) -> bool {
+        buf.pinned_block().is_some_and(|p| dev.owns(p))
+    }
+
     #[test]
     fn each_lane_takes_its_own_memory_and_buffers_go_home() {
         let (a, b) = (
@@ -328,16 +434,14 @@ mod tests {
             Arc::new(FakeDevice::default()),
         );
         let pool = BufferPool::<f32>::new(4);
-        pool.add_lane(0, Some(a.clone() as PinnedMemory<f32>));
-        pool.add_lane(1, Some(b.clone() as PinnedMemory<f32>));
+        pinned_lane(&pool, 0, &a, 1);
+        pinned_lane(&pool, 1, &b, 1);
         pool.add_lane(2, None);
         let from_a = pool.take(0, 16);
         let from_b = pool.take(1, 16);
         let heap = pool.take(2, 16);
-        let home =
-            |buf: &HostBuf<f32>, dev: &FakeDevice| buf.pinned_block().is_some_and(|p| dev.owns(p));
-        assert!(home(&from_a, &a) && !home(&from_a, &b));
-        assert!(home(&from_b, &b));
+        assert!(owned_by(&from_a, &a) && !owned_by(&from_a, &b));
+        assert!(owned_by(&from_b, &b));
         assert!(!heap.is_pinned());
         let a_block = from_a
             .pinned_block()
@@ -346,7 +450,7 @@ mod tests {
         pool.give(from_a);
         pool.give(from_b);
         let again_b = pool.take(1, 16);
-        assert!(home(&again_b, &b));
+        assert!(owned_by(&again_b, &b));
         let again_a = pool.take(0, 16);
         assert_eq!(
             again_a
@@ -356,19 +460,41 @@ mod tests {
         );
     }
 
+    /// A take with no spare gets heap memory at once, never a block pinned on the caller's
+    /// thread; the background makes one for the spares, which the next take gets.
+    #[test]
+    fn a_miss_gets_heap_memory_at_once_and_a_block_is_pinned_behind_it() {
+        let dev = Arc::new(FakeDevice::default());
+        let pool = BufferPool::<f32>::new(4);
+        pinned_lane(&pool, 0, &dev, 0);
+        let missed = pool.take(0, 16);
+        assert!(!missed.is_pinned());
+        let since = std::time::Instant::now();
+        let made = loop {
+            let homes = pool.homes.read().expect("homes");
+            let spares = homes[0].as_ref().map_or(0, |h| h.spares.rx.len());
+            if spares > 0 || since.elapsed() > std::time::Duration::from_secs(5) {
+                break spares;
+            }
+            drop(homes);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert_eq!(made, 1, "one block made for one miss");
+        let next = pool.take(0, 16);
+        assert!(owned_by(&next, &dev) && next.capacity() >= 16);
+    }
+
     /// A pinned buffer may wait in the sink only while its device has spares (else a worker
-    /// would pin a new one); a heap buffer always may.
+    /// would go without one); a heap buffer always may.
     #[test]
     fn a_pinned_buffer_is_spared_only_while_its_device_has_spares() {
         let dev = Arc::new(FakeDevice::default());
         let pool = BufferPool::<f32>::new(4);
-        pool.add_lane(0, Some(dev as PinnedMemory<f32>));
+        pinned_lane(&pool, 0, &dev, 2);
         pool.add_lane(1, None);
         let (first, second) = (pool.take(0, 16), pool.take(0, 16));
-        assert!(
-            !pool.can_spare(&first),
-            "no spares: the next take pins anew"
-        );
+        assert!(first.is_pinned() && second.is_pinned());
+        assert!(!pool.can_spare(&first), "no spares left");
         pool.give(second);
         assert!(pool.can_spare(&first), "a spare waits");
         assert!(pool.can_spare(&pool.take(1, 16)), "heap memory");
