@@ -365,7 +365,10 @@ fn room_goes_to_the_oldest_waiting_batch() {
     let waits = |id: u64| {
         let since = Instant::now();
         while !d.lock().waiting.contains(&id) {
-            assert!(since.elapsed() < Duration::from_secs(5), "batch {id} never waited");
+            assert!(
+                since.elapsed() < Duration::from_secs(5),
+                "batch {id} never waited"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
     };
