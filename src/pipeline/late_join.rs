@@ -3,34 +3,15 @@
 //! whether a device that came up joins at all (not with little work left), joins its lanes to
 //! the dispatcher with the first of their pinned buffers and their programs built (a warm-up
 //! batch of one frame), retires the CPU lane when it only bridged the start-up (once a device's
-//! first batch is back, so no batch waits meanwhile), notes the CPU engines' bridge for `auto`, and makes
-//! the rest of the pinned buffers while the lanes work (`PoolFill`).
+//! first batch is back, so no batch waits meanwhile) and notes the CPU engines' bridge for
+//! `auto`.
 
-use super::dispatch::{Dispatcher, LaneId};
-use super::{join_lane, pool, worker, Holders, WorkerThreads};
+use super::{join_lane, pool, worker, WorkerThreads};
 use crate::fft::router;
 use crate::types::Sample;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What a late lane's pinned pools still need once it has joined (`PoolFill::fill`).
-pub(super) struct PoolFill {
-    pub(super) lane: LaneId,
-    /// More buffers to make in each pool.
-    pub(super) more_samples: usize,
-    pub(super) more_spectra: usize,
-}
-
-impl PoolFill {
-    /// Makes the rest of the lane's pinned buffers while it works (its misses meanwhile get
-    /// heap buffers, staged by the engine).
-    pub(super) fn fill<T: Sample>(self, dispatcher: &Dispatcher<T>, pools: &pool::Pools<T>) {
-        let stop = || dispatcher.closed();
-        (pools.samples).fill(self.lane, self.more_samples, &stop);
-        (pools.spectra).fill(self.lane, self.more_spectra, &stop);
-    }
-}
 
 /// Lanes built while the run went on (`auto`'s GPUs, a device started in the background)
 /// joining the dispatcher.
@@ -40,13 +21,6 @@ pub(super) struct LateJoin<'a, T: Sample> {
     pub(super) pools: &'a pool::Pools<T>,
     pub(super) lane_set: &'a Arc<crate::fft::lanes::LaneSet>,
     pub(super) retire_cpu: bool,
-    /// Batches and spectra that may be held besides a lane's queue and workers: its pinned
-    /// buffers are made for them too (`join_lane`). A lane joining a running pipeline gets
-    /// enough for its queue before it joins and the rest while it works (`PoolFill::fill`), so
-    /// no reader or worker waits for a pinned allocation (about 1 GB/s: half a second of
-    /// stalls per run when made on demand), and the lane does not wait for them all either
-    /// (issue 23).
-    pub(super) holders: Holders,
     /// The samples the run will analyse, when known up front, and when the stages started.
     pub(super) progress: (Option<u64>, Instant),
     /// The first stream's transform, each late engine's warm-up (`worker::warm_up`).
@@ -89,24 +63,19 @@ impl<T: Sample> LateJoin<'_, T> {
         if joined && self.retire_cpu {
             self.lane_set.retire_cpu_after_first_device_batch();
         }
-        let mut fills = Vec::new();
         for mut lane in late.lanes {
             // its programs and first buffers before it takes batches
             if let Some(spec) = &self.warm {
                 let engines = lane.engines.iter_mut();
                 engines.for_each(|e| worker::warm_up(e.as_mut(), spec, self.context));
             }
-            // (enough pinned buffers for its queue are made here, before it takes batches)
-            let joined = join_lane(dispatcher, self.pools, lane, Some(self.holders));
+            // (pinned buffers for its queue are made here, before it takes batches; the rest in
+            // the background as its batches miss them, `pool`)
+            let joined = join_lane(dispatcher, self.pools, lane, true);
             if let Some(joined) = joined {
                 let (queue, engines) = (joined.queue, joined.engines);
                 self.threads.spawn(queue, engines, done, self.context);
-                fills.extend(joined.fill);
             }
-        }
-        // the rest of their pinned buffers, while they work
-        for fill in fills {
-            fill.fill(dispatcher, self.pools);
         }
     }
 

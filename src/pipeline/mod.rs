@@ -232,54 +232,35 @@ pub(crate) fn for_each_frame<T: Sample>(
     }
 }
 
-/// A lane joined to the dispatcher: its queue, its engines, and, for a lane that joined a
-/// running pipeline, the pinned buffers still to make (`late_join::PoolFill`).
+/// A lane joined to the dispatcher: its queue and its engines.
 struct JoinedLane<T: Sample> {
     queue: worker::LaneQueue<T>,
     engines: router::Engines<T>,
-    fill: Option<late_join::PoolFill>,
-}
-
-/// Batches held outside a lane's queue and workers: by the reader threads (being filled) and
-/// by the encoder threads (spectra being encoded).
-#[derive(Clone, Copy, Debug)]
-struct Holders {
-    readers: usize,
-    encoders: usize,
 }
 
 /// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
-/// heap memory. For a lane joining a running pipeline (`holders`), enough pinned buffers for
-/// its queue are made now and the rest later (`late_join`). None when dispatching has already
-/// ended.
+/// heap memory. A lane that joins a running pipeline (`late`) gets pinned buffers for its
+/// queue now; any lane's further blocks are pinned in the background as takes miss them
+/// (`pool::BufferPool::take`). None when dispatching has already ended.
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: &pool::Pools<T>,
     lane: router::LaneEngines<T>,
-    holders: Option<Holders>,
+    late: bool,
 ) -> Option<JoinedLane<T>> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
-    let filling = pinned.is_some() && holders.is_some();
-    let now = |pool: &pool::BufferPool<T>| match (&pinned, filling) {
+    let now = |pool: &pool::BufferPool<T>| match (&pinned, late) {
         (Some(memory), true) => pool.premade(memory, 2 * queue, &|| dispatcher.closed()),
         _ => Vec::new(),
     };
     let (premade_samples, premade_spectra) = (now(&pools.samples), now(&pools.spectra));
-    let made = (premade_samples.len(), premade_spectra.len());
     let homes = |id| {
-        (pools.samples).add_lane_with(id, pinned.clone(), premade_samples, filling);
-        (pools.spectra).add_lane_with(id, pinned.clone(), premade_spectra, filling);
+        (pools.samples).add_lane_with(id, pinned.clone(), premade_samples);
+        (pools.spectra).add_lane_with(id, pinned.clone(), premade_spectra);
     };
     let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
-    let fill = holders
-        .filter(|_| filling)
-        .map(|holders| late_join::PoolFill {
-            lane: id,
-            more_samples: (2 * queue + holders.readers).saturating_sub(made.0),
-            more_spectra: (2 * queue + holders.encoders).saturating_sub(made.1),
-        });
     let queue = worker::LaneQueue {
         id,
         lane: lane.lane,
@@ -288,7 +269,6 @@ fn join_lane<T: Sample>(
     Some(JoinedLane {
         queue,
         engines: lane.engines,
-        fill,
     })
 }
 

@@ -18,10 +18,8 @@ use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Threads that make a late lane's first pinned buffers (`BufferPool::premade`), and the rest
-/// while it works (`BufferPool::fill`: fewer, as the other lanes need the cores meanwhile).
+/// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
-const FILL_THREADS: usize = 2;
 
 /// Spare buffers of one kind of memory.
 struct Spares<T> {
@@ -40,9 +38,6 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
-    /// While its blocks are still being made (a lane that joined a running pipeline,
-    /// `fill`): nothing more is asked of the background (`top_up`).
-    filling: AtomicBool,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
 }
@@ -99,17 +94,15 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
     #[cfg(test)]
     pub(crate) fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
-        self.add_lane_with(lane, pinned, Vec::new(), false);
+        self.add_lane_with(lane, pinned, Vec::new());
     }
 
-    /// `add_lane` with spare buffers made beforehand (`premade`); `filling`: more are being
-    /// made (`fill`), and until then the lane's misses get heap buffers.
+    /// `add_lane` with spare buffers made beforehand (`premade`).
     pub(crate) fn add_lane_with(
         &self,
         lane: usize,
         pinned: Option<PinnedMemory<T>>,
         spares: Vec<HostBuf<T>>,
-        filling: bool,
     ) {
         if let Ok(mut homes) = self.homes.write() {
             if homes.len() <= lane {
@@ -118,7 +111,6 @@ impl<T: Copy + Default> BufferPool<T> {
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
-                filling: AtomicBool::new(filling),
                 top_up: Arc::default(),
             });
             if let Some(home) = &homes[lane] {
@@ -130,24 +122,11 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
-    /// expected so far (`expect`; none before either), made on a few threads; stops early when `stop` says
-    /// so. For a lane that joins a running pipeline: its readers and workers then find
-    /// buffers ready instead of waiting for a pinned allocation each (issue 23).
+    /// expected so far (`expect`; none before either), made on a few threads; stops early when
+    /// `stop` says so. For a lane that joins a running pipeline: its first batches then find
+    /// pinned buffers ready (issue 23).
     pub(crate) fn premade(
         &self,
-        memory: &PinnedMemory<T>,
-        count: usize,
-        stop: &(dyn Fn() -> bool + Sync),
-    ) -> Vec<HostBuf<T>>
-    where
-        T: Send,
-    {
-        self.made_on(PREMAKE_THREADS, memory, count, stop)
-    }
-
-    fn made_on(
-        &self,
-        threads: usize,
         memory: &PinnedMemory<T>,
         count: usize,
         stop: &(dyn Fn() -> bool + Sync),
@@ -160,7 +139,7 @@ impl<T: Copy + Default> BufferPool<T> {
             return Vec::new();
         }
         let count = count.min(self.capacity);
-        let threads = threads.min(count);
+        let threads = PREMAKE_THREADS.min(count);
         std::thread::scope(|scope| {
             let making: Vec<_> = (0..threads)
                 .map(|t| {
@@ -178,30 +157,6 @@ impl<T: Copy + Default> BufferPool<T> {
                 .flat_map(|t| t.join().unwrap_or_default())
                 .collect()
         })
-    }
-
-    /// Makes up to `count` more pinned buffers for lane `lane` (`premade`) while the lane
-    /// already works, hands them to its spares, and ends its `filling`.
-    pub(crate) fn fill(&self, lane: usize, count: usize, stop: &(dyn Fn() -> bool + Sync))
-    where
-        T: Send,
-    {
-        let memory = match self.homes.read() {
-            Ok(homes) => homes
-                .get(lane)
-                .and_then(|h| Some(h.as_ref()?.memory.clone())),
-            Err(_) => None,
-        };
-        if let Some(memory) = memory {
-            for buf in self.made_on(FILL_THREADS, &memory, count, stop) {
-                self.give(buf);
-            }
-        }
-        if let Ok(homes) = self.homes.read() {
-            if let Some(Some(home)) = homes.get(lane) {
-                home.filling.store(false, Ordering::Relaxed);
-            }
-        }
     }
 
     /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
@@ -224,9 +179,7 @@ impl<T: Copy + Default> BufferPool<T> {
                 Ok(b) if b.capacity() >= len => b,
                 // a pinned block cannot grow: a too-small one is released and replaced
                 _ => {
-                    if !home.filling.load(Ordering::Relaxed) {
-                        self.top_up(home);
-                    }
+                    self.top_up(home);
                     self.heap_buffer(len)
                 }
             },
@@ -420,7 +373,7 @@ mod tests {
         let spares = (0..premade)
             .map(|_| HostBuf::with_capacity(16, Some(&memory)))
             .collect();
-        pool.add_lane_with(lane, Some(memory), spares, false);
+        pool.add_lane_with(lane, Some(memory), spares);
     }
 
     fn owned_by(buf: &HostBuf<f32>, dev: &FakeDevice) -> bool {

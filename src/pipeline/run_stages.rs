@@ -15,8 +15,8 @@ use super::plan::{Planned, ReaderThreads, Taps};
 use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
-    live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, Holders,
-    JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
+    live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, JoinedLane,
+    StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -124,7 +124,7 @@ impl<T: Sample> Workers<T> {
             pools.spectra.expect(values_out);
         }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
-            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, None))
+            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, false))
             .collect();
         let handoff = Handoff {
             ready_lanes,
@@ -444,10 +444,6 @@ impl<'a, T: Sample> Stages<'a, T> {
             pools: self.workers.pools(),
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
-            holders: Holders {
-                readers: self.readers.total(),
-                encoders: self.encoders,
-            },
             progress: (self.total_samples, Instant::now()),
             warm: self
                 .planned
