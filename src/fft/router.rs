@@ -206,7 +206,7 @@ fn lanes_as_they_come<T: Sample>(
     let open = |(i, spec): (usize, &LaneSpec)| {
         let lane = open_engines::<T>(spec, opts).map(|gpus| {
             let lane = routed_lane(spec, gpus, lane_set);
-            if i > 0 {
+            if route::waits_in_reserve(&opts.choice, i) {
                 lane.lane.keep_in_reserve();
             }
             vec![lane]
@@ -450,12 +450,13 @@ fn routed_lane<T: Sample>(
     }
 }
 
-/// The device lanes after the first wait in reserve where `route::later_devices_in_reserve`
-/// says so.
+/// The device lanes that wait in reserve under `choice` (`route::waits_in_reserve`) marked so.
 fn reserve_later_devices<T: Sample>(choice: &DeviceChoice, lanes: &[LaneEngines<T>]) {
-    if route::later_devices_in_reserve(choice) {
-        let devices = lanes.iter().filter(|l| !l.lane.is_cpu);
-        devices.skip(1).for_each(|l| l.lane.keep_in_reserve());
+    let devices = lanes.iter().filter(|l| !l.lane.is_cpu).enumerate();
+    for (nth, lane) in devices {
+        if route::waits_in_reserve(choice, nth) {
+            lane.lane.keep_in_reserve();
+        }
     }
 }
 

@@ -153,6 +153,12 @@ pub(crate) fn later_devices_in_reserve(choice: &DeviceChoice) -> bool {
     matches!(choice, DeviceChoice::AllGpus | DeviceChoice::Auto)
 }
 
+/// Whether the `nth` device lane (0: the first, the strongest) waits in reserve under `choice`
+/// (`later_devices_in_reserve`).
+pub(crate) fn waits_in_reserve(choice: &DeviceChoice, nth: usize) -> bool {
+    nth > 0 && later_devices_in_reserve(choice)
+}
+
 /// One lane as `rank` sees it: how fast it is, how many batches it has not finished, how many
 /// it holds at most (its queue's and its workers'), whether it is a device's (not the CPU
 /// engines') and whether it waits in reserve.

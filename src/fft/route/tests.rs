@@ -189,4 +189,7 @@ fn a_lane_in_reserve_takes_batches_only_while_the_others_are_full() {
     let reserve = |c: &str| later_devices_in_reserve(&c.parse().expect("a valid --device"));
     assert!(reserve("gpu:all") && reserve("auto"));
     assert!(!reserve("gpu") && !reserve("opencl:0:0,opencl:0:0") && !reserve("cpu"));
+    // the first device never waits
+    let all = "gpu:all".parse().expect("a valid --device");
+    assert!(!waits_in_reserve(&all, 0) && waits_in_reserve(&all, 1) && waits_in_reserve(&all, 2));
 }
