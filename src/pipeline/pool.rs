@@ -47,6 +47,8 @@ struct PinnedHome<T> {
 struct TopUp {
     wanted: AtomicUsize,
     running: AtomicBool,
+    /// The device gave no pinned memory: nothing more is asked of it in this run.
+    failed: AtomicBool,
 }
 
 /// The run's two pools: batches' sample buffers (filled by the producers, read by the FFT
@@ -196,7 +198,8 @@ impl<T: Copy + Default> BufferPool<T> {
         T: Send + Sync + 'static,
     {
         let top_up = &home.top_up;
-        if top_up.wanted.load(Ordering::Relaxed) >= self.capacity {
+        let failed = top_up.failed.load(Ordering::Relaxed);
+        if failed || top_up.wanted.load(Ordering::Relaxed) >= self.capacity {
             return;
         }
         top_up.wanted.fetch_add(1, Ordering::SeqCst);
@@ -287,30 +290,66 @@ struct Maker<T> {
     ended: Arc<AtomicBool>,
 }
 
-impl<T: Copy + Default> Maker<T> {
+impl<T: Copy + Default + Send + 'static> Maker<T> {
     fn run(self) {
         let top_up = &self.top_up;
+        // (cleared on the way out, a panic included, so a later miss starts a maker again)
+        let mut claim = Claim {
+            running: &top_up.running,
+            held: true,
+        };
         loop {
             while top_up.wanted.load(Ordering::SeqCst) > 0 && !self.ended.load(Ordering::SeqCst) {
-                let buf = HostBuf::with_capacity(
-                    self.largest.load(Ordering::Relaxed),
-                    Some(&self.memory),
-                );
-                let _ = top_up
-                    .wanted
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
-                // no pinned memory to be had, or spares enough: nothing more is made
-                if !buf.is_pinned() || self.spares.try_send(buf).is_err() {
-                    top_up.wanted.store(0, Ordering::SeqCst);
-                }
+                self.make_one();
             }
-            top_up.running.store(false, Ordering::SeqCst);
+            claim.release();
             // a want that came after the last look, before `running` was cleared, is made here
             let more =
                 top_up.wanted.load(Ordering::SeqCst) > 0 && !self.ended.load(Ordering::SeqCst);
             if !more || top_up.running.swap(true, Ordering::SeqCst) {
                 return;
             }
+            claim.held = true;
+        }
+    }
+
+    /// One block of the largest size taken, into the spares: none when the device has no
+    /// pinned memory to give (nothing more is asked), left to the process's exit when the run
+    /// ended meanwhile (`left_behind`), released when the spares are full (enough made).
+    fn make_one(&self) {
+        let top_up = &self.top_up;
+        let len = self.largest.load(Ordering::Relaxed);
+        let buf = HostBuf::with_capacity(len, Some(&self.memory));
+        let _ =
+            (top_up.wanted).fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
+        if !buf.is_pinned() {
+            top_up.failed.store(true, Ordering::SeqCst);
+            top_up.wanted.store(0, Ordering::SeqCst);
+        } else if self.ended.load(Ordering::SeqCst) {
+            crate::left_behind::keep(Box::new(buf));
+        } else if self.spares.try_send(buf).is_err() {
+            top_up.wanted.store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A maker's hold on its home's `running` flag, given up on release or drop.
+struct Claim<'a> {
+    running: &'a AtomicBool,
+    held: bool,
+}
+
+impl Claim<'_> {
+    fn release(&mut self) {
+        self.running.store(false, Ordering::SeqCst);
+        self.held = false;
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.held {
+            self.release();
         }
     }
 }
@@ -435,6 +474,38 @@ mod tests {
         assert_eq!(made, 1, "one block made for one miss");
         let next = pool.take(0, 16);
         assert!(owned_by(&next, &dev) && next.capacity() >= 16);
+    }
+
+    /// A device with no pinned memory to give is asked once: later misses start no maker.
+    #[test]
+    fn a_device_without_pinned_memory_is_not_asked_again() {
+        struct NoPinned;
+        impl PinnedAlloc<f32> for NoPinned {
+            fn alloc(&self, _len: usize) -> Result<PinnedBlock<f32>, String> {
+                Err("no pinned memory".into())
+            }
+            fn owns(&self, _block: &PinnedBlock<f32>) -> bool {
+                false
+            }
+        }
+        let pool = BufferPool::<f32>::new(4);
+        pool.add_lane(0, Some(Arc::new(NoPinned) as PinnedMemory<f32>));
+        assert!(!pool.take(0, 16).is_pinned());
+        let homes = pool.homes.read().expect("homes");
+        let top_up = homes[0].as_ref().map(|h| h.top_up.clone()).expect("a home");
+        drop(homes);
+        let since = std::time::Instant::now();
+        while !top_up.failed.load(Ordering::SeqCst) || top_up.running.load(Ordering::SeqCst) {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(5),
+                "the maker never gave up"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!pool.take(0, 16).is_pinned());
+        assert!(
+            !top_up.running.load(Ordering::SeqCst) && top_up.wanted.load(Ordering::SeqCst) == 0
+        );
     }
 
     /// A pinned buffer may wait in the sink only while its device has spares (else a worker
