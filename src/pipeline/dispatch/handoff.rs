@@ -2,37 +2,36 @@
 //! dispatching after a worker's panic.
 
 use super::{Batch, Dispatcher, LaneId, ROOM_POLL};
-use crossbeam_channel::{SendTimeoutError, Sender};
 use std::sync::atomic::Ordering;
 
 impl<T> Dispatcher<T> {
-    /// Hands a batch of failed lane `from` to the working lane with the best score (waiting for
-    /// room in its queue when all are full). Gives the batch back when no other lane works
-    /// (or dispatching ends while it waits): the caller then computes it itself.
+    /// Hands a batch of failed lane `from` to the working lane with the best score, waiting
+    /// for room when every queue is full, in line with the producers (`State::first_in_line`:
+    /// a handed-off batch is among the run's oldest). Gives the batch back when no other lane
+    /// works (or dispatching ends while it waits): the caller then computes it itself.
     pub(crate) fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
         let (id, n, frames) = (batch.id, batch.spec.n, batch.frames.len());
+        let mut batch = batch;
         let mut state = self.lock();
-        let order = state.ranked(n, frames, Some(from));
-        let target = match state.place(batch, &order) {
-            Ok(to) => to,
-            Err(batch) => {
-                let Some((&to, tx)) = order
-                    .first()
-                    .and_then(|to| Some((to, state.lanes[*to].tx.clone()?)))
-                else {
-                    return Err(batch);
-                };
-                state.hold(to, id);
-                drop(state);
-                // the lane's workers drain its queue whatever this one does: no cycle
-                if let Err(batch) = self.send_waiting(&tx, batch) {
-                    self.lock().lanes[to].batches.remove(&id);
-                    return Err(batch);
-                }
-                state = self.lock();
-                to
+        let target = loop {
+            let order = state.ranked(n, frames, Some(from));
+            if order.is_empty() || state.closed {
+                state.waiting.remove(&id);
+                return Err(batch);
             }
+            if state.first_in_line(id) {
+                match state.place(batch, &order) {
+                    Ok(to) => break to,
+                    Err(b) => batch = b,
+                }
+            }
+            // the other lanes' workers drain their queues whatever this one does: no cycle
+            state.waiting.insert(id);
+            state = self.wait(state, ROOM_POLL);
         };
+        if state.waiting.remove(&id) {
+            self.room.notify_all(); // the next in line may find room too
+        }
         let to = state.lanes[target].lane.label.clone();
         let source = &mut state.lanes[from];
         source.release(id);
@@ -40,19 +39,6 @@ impl<T> Dispatcher<T> {
         counters.handed_off.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(from = %source.lane.label, to = %to, "batch handed off");
         Ok(())
-    }
-
-    /// Sends `batch` on `tx`, waiting for room, until dispatching ends (a stalled lane's queue
-    /// never has room again: the run gives it up and closes).
-    fn send_waiting(&self, tx: &Sender<Batch<T>>, mut batch: Batch<T>) -> Result<(), Batch<T>> {
-        loop {
-            match tx.send_timeout(batch, ROOM_POLL) {
-                Ok(()) => return Ok(()),
-                Err(SendTimeoutError::Disconnected(b)) => return Err(b),
-                Err(SendTimeoutError::Timeout(b)) if self.lock().closed => return Err(b),
-                Err(SendTimeoutError::Timeout(b)) => batch = b,
-            }
-        }
     }
 
     /// Ends dispatching at once (a worker panicked): the queues close, producers stop, and the

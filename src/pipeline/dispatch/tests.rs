@@ -387,3 +387,52 @@ fn room_goes_to_the_oldest_waiting_batch() {
     d.abandon();
     drop(producer);
 }
+
+/// A failed lane's batch waits in line with the producers' batches: older than a waiting
+/// producer's, it takes the first room.
+#[test]
+fn a_handed_off_batch_takes_room_before_a_newer_waiting_one() {
+    let lane_set = LaneSet::new(true);
+    let (d, _) = Dispatcher::<f32>::new(lane_set.clone());
+    let d = Arc::new(d);
+    let producer = d.producer();
+    let (a, b) = (lane("a"), lane("b"));
+    let (ia, rx_a) = d
+        .add_lane(a.clone(), LaneSpeed::Even, 1, |_| {})
+        .expect("a");
+    let (ib, rx_b) = d.add_lane(b, LaneSpeed::Even, 1, |_| {}).expect("b");
+    let waited = AtomicU64::new(0);
+    assert!(d.send(batch(0), ia, &waited));
+    assert!(d.send(batch(1), ib, &waited));
+    let lost = EngineError::Device {
+        engine: "opencl",
+        what: "lost".into(),
+    };
+    lane_set.fail(&a, &lost);
+    let waits = |id: u64| {
+        let since = Instant::now();
+        while !d.lock().waiting.contains(&id) {
+            assert!(
+                since.elapsed() < Duration::from_secs(5),
+                "batch {id} never waited"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let sender = d.clone();
+    let newer = std::thread::spawn(move || sender.send(batch(2), ib, &AtomicU64::new(0)));
+    waits(2);
+    let held = rx_a.try_recv().expect("a's batch");
+    let handing = d.clone();
+    let handed = std::thread::spawn(move || handing.hand_off(held, ia).is_ok());
+    waits(0);
+    assert_eq!(rx_b.try_recv().map(|b| b.id).ok(), Some(1));
+    d.received(ib, 1);
+    let next = |rx: &Receiver<Batch<f32>>| rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id);
+    assert_eq!(next(&rx_b).ok(), Some(0), "the handed-off batch first");
+    d.received(ib, 0);
+    assert_eq!(next(&rx_b).ok(), Some(2));
+    assert!(handed.join().unwrap_or(false) && newer.join().unwrap_or(false));
+    d.abandon();
+    drop(producer);
+}
