@@ -362,16 +362,7 @@ fn room_goes_to_the_oldest_waiting_batch() {
         let sender = d.clone();
         std::thread::spawn(move || sender.send(batch(id), 0, &AtomicU64::new(0)))
     };
-    let waits = |id: u64| {
-        let since = Instant::now();
-        while !d.lock().waiting.contains(&id) {
-            assert!(
-                since.elapsed() < Duration::from_secs(5),
-                "batch {id} never waited"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
+    let waits = |id: u64| wait_until_waiting(&d, id);
     let older = send_in_background(1);
     waits(1);
     // room appears with no wake-up yet, and a newer batch comes: it must not take it
@@ -409,16 +400,7 @@ fn a_handed_off_batch_takes_room_before_a_newer_waiting_one() {
         what: "lost".into(),
     };
     lane_set.fail(&a, &lost);
-    let waits = |id: u64| {
-        let since = Instant::now();
-        while !d.lock().waiting.contains(&id) {
-            assert!(
-                since.elapsed() < Duration::from_secs(5),
-                "batch {id} never waited"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    };
+    let waits = |id: u64| wait_until_waiting(&d, id);
     let sender = d.clone();
     let newer = std::thread::spawn(move || sender.send(batch(2), ib, &AtomicU64::new(0)));
     waits(2);
@@ -435,4 +417,16 @@ fn a_handed_off_batch_takes_room_before_a_newer_waiting_one() {
     assert!(handed.join().unwrap_or(false) && newer.join().unwrap_or(false));
     d.abandon();
     drop(producer);
+}
+
+/// Returns once batch `id`'s producer waits for room (at most 5 s).
+fn wait_until_waiting(d: &Dispatcher<f32>, id: u64) {
+    let since = Instant::now();
+    while !d.lock().waiting.contains(&id) {
+        assert!(
+            since.elapsed() < Duration::from_secs(5),
+            "batch {id} never waited"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
