@@ -382,6 +382,24 @@ impl<T> Dispatcher<T> {
         }
     }
 
+    /// Batch `id` waits in line for room (`State::first_in_line`) until a wake-up or
+    /// `ROOM_POLL`.
+    fn wait_in_line<'a>(
+        &self,
+        mut state: MutexGuard<'a, State<T>>,
+        id: u64,
+    ) -> MutexGuard<'a, State<T>> {
+        state.waiting.insert(id);
+        self.wait(state, ROOM_POLL)
+    }
+
+    /// Batch `id` no longer waits (placed, or given back): the next in line may find room too.
+    fn leave_line(&self, state: &mut State<T>, id: u64) {
+        if state.waiting.remove(&id) {
+            self.room.notify_all();
+        }
+    }
+
     /// Adds a lane with a queue of `queue` batches; it takes batches from now on. `prepare` gets
     /// its id before any producer can choose it (to give it its buffer homes). None when
     /// dispatching has ended (a lane that arrives too late).
@@ -460,7 +478,7 @@ impl<T> Dispatcher<T> {
         loop {
             let mut order = state.ranked(n, frames, None);
             if order.is_empty() {
-                state.waiting.remove(&id);
+                self.leave_line(&mut state, id);
                 // never to be finished: nothing waits for it; after a give-up the output ends
                 // before it at the latest
                 if let Some(given_up) = &mut state.given_up {
@@ -478,17 +496,15 @@ impl<T> Dispatcher<T> {
                         state.unfinished += 1;
                         if let Some(since) = waiting_since {
                             Counters::add_since(waited, since);
-                            state.waiting.remove(&id);
-                            self.room.notify_all(); // the next in line may find room too
                         }
+                        self.leave_line(&mut state, id);
                         return true;
                     }
                     Err(b) => batch = b,
                 }
             }
-            state.waiting.insert(id);
             waiting_since.get_or_insert_with(Instant::now);
-            state = self.wait(state, ROOM_POLL);
+            state = self.wait_in_line(state, id);
         }
     }
 

@@ -1,7 +1,7 @@
 //! Hand-offs between lanes (a failed device's batches go to a working lane) and the end of
 //! dispatching after a worker's panic.
 
-use super::{Batch, Dispatcher, LaneId, ROOM_POLL};
+use super::{Batch, Dispatcher, LaneId};
 use std::sync::atomic::Ordering;
 
 impl<T> Dispatcher<T> {
@@ -16,7 +16,7 @@ impl<T> Dispatcher<T> {
         let target = loop {
             let order = state.ranked(n, frames, Some(from));
             if order.is_empty() || state.closed {
-                state.waiting.remove(&id);
+                self.leave_line(&mut state, id);
                 return Err(batch);
             }
             if state.first_in_line(id) {
@@ -26,12 +26,9 @@ impl<T> Dispatcher<T> {
                 }
             }
             // the other lanes' workers drain their queues whatever this one does: no cycle
-            state.waiting.insert(id);
-            state = self.wait(state, ROOM_POLL);
+            state = self.wait_in_line(state, id);
         };
-        if state.waiting.remove(&id) {
-            self.room.notify_all(); // the next in line may find room too
-        }
+        self.leave_line(&mut state, id);
         let to = state.lanes[target].lane.label.clone();
         let source = &mut state.lanes[from];
         source.release(id);
