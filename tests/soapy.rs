@@ -30,6 +30,9 @@ struct Radio {
     centre: f64,
     /// Every control word, in order.
     words: Vec<u32>,
+    /// What the server saw, in order (connections, how each data stream ended), for a
+    /// failure's message.
+    events: Vec<String>,
 }
 
 struct Pitaya {
@@ -83,13 +86,20 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
                 continue;
             }
             let radio = shared.clone();
-            if u32::from_le_bytes(kind) == 0 {
+            let kind = u32::from_le_bytes(kind);
+            let nth = streams.len();
+            note(
+                &radio,
+                format!("connection {kind} (0 control, else data {nth})"),
+            );
+            if kind == 0 {
                 std::thread::spawn(move || take_words(socket, &radio));
                 continue;
             }
             let limit = first_samples.filter(|_| streams.is_empty());
             streams.push(std::thread::spawn(move || {
-                stream_sky(&mut socket, &radio, tones, limit);
+                let ended = stream_sky(&mut socket, &radio, tones, limit);
+                note(&radio, format!("data {nth}: {ended}"));
             }));
         }
         streams.into_iter().for_each(|s| s.join().expect("stream"));
@@ -99,6 +109,11 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
         radio,
         thread,
     }
+}
+
+/// Adds an event to the server's record.
+fn note(radio: &Mutex<Radio>, event: String) {
+    radio.lock().expect("lock").events.push(event);
 }
 
 /// Applies the control words as they arrive.
@@ -116,20 +131,21 @@ fn take_words(mut socket: TcpStream, radio: &Mutex<Radio>) {
 }
 
 /// CF32 transfers of the sky at the current tuning, each sent once `QUEUED` newer ones are made,
-/// paced at the rate, until the client goes, 60 s pass or `limit` samples are sent.
+/// paced at the rate, until the client goes, 60 s pass or `limit` samples are sent; says how
+/// it ended.
 fn stream_sky(
     socket: &mut TcpStream,
     radio: &Mutex<Radio>,
     tones: &[(f64, f64)],
     limit: Option<u64>,
-) {
+) -> String {
     let began = Instant::now();
     let rate = loop {
         if let Some(rate) = radio.lock().expect("lock").rate {
             break rate;
         }
         if began.elapsed() > Duration::from_secs(10) {
-            return;
+            return "no rate set in 10 s".into();
         }
         std::thread::sleep(Duration::from_millis(1));
     };
@@ -146,14 +162,12 @@ fn stream_sky(
         if let Some(wait) = due.checked_sub(began.elapsed()) {
             std::thread::sleep(wait);
         }
-        if socket
-            .write_all(&queue.pop_front().expect("queued"))
-            .is_err()
-        {
-            return;
+        if let Err(e) = socket.write_all(&queue.pop_front().expect("queued")) {
+            return format!("{e} after {sent} samples, {:?}", began.elapsed());
         }
         sent += CHUNK as u64;
     }
+    format!("sent {sent} samples in {:?}", began.elapsed())
 }
 
 /// One transfer of CF32 I/Q from sample `first` at `centre`: every tone the tuner passes (90 %
@@ -306,7 +320,12 @@ fn a_lost_soapysdr_device_comes_back_under_retry() {
     // is lost, and --retry opens it again
     let radio = pitaya(&ONE_TONE, 2, Some(125_000));
     let out = run(&strs(&tuned_to_7_1_mhz(radio.port, 200, &["--retry", "5"])));
-    assert!(out.status.success(), "{}", stderr_text(&out));
+    let events = radio.radio.lock().expect("lock").events.join("\n");
+    assert!(
+        out.status.success(),
+        "{}\nthe server:\n{events}",
+        stderr_text(&out)
+    );
     let err = stderr_text(&out);
     assert!(
         err.contains("no samples for 5 s") && err.contains("reopening it"),

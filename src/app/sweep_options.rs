@@ -36,32 +36,7 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
             None => Ok(None),
         };
     };
-    let one = (o.mic.is_none() && o.file.len() == 1).then(|| o.file[0].as_str());
-    let (default_rate, default_settle): (f64, fn(f64) -> u64) = match one {
-        Some(p) if rtl_tcp::is_rtl_tcp(p) => (rtl_tcp::DEFAULT_RATE, rtl_tcp::default_settle_samples),
-        Some(p) if soapy::is_soapy(p) => (soapy::DEFAULT_RATE, soapy::default_settle_samples),
-        _ => {
-            return usage(
-                "--sweep retunes a receiver: give one --file rtl_tcp://HOST:PORT or --file soapy://ARGS (a file or pipe holds one tuning)".into(),
-            )
-        }
-    };
-    let decided = [
-        (o.frame.is_some(), "--frame (BIN sets the frame)"),
-        (
-            o.fmin.is_some() || o.fmax.is_some(),
-            "--fmin/--fmax (LOW:HIGH sets the band)",
-        ),
-        (
-            o.center_freq.is_some(),
-            "--center-freq (each hop has its own)",
-        ),
-        (o.bands.is_some(), "--bands"),
-        (o.cross.is_some(), "--cross"),
-    ];
-    if let Some((_, flag)) = decided.iter().find(|d| d.0) {
-        return usage(format!("--sweep goes without {flag}"));
-    }
+    let (default_rate, default_settle) = receiver_defaults(o)?;
     let rate = o.rate.unwrap_or(default_rate);
     if !(rate.is_finite() && rate > 0.0) {
         return Ok(None); // `source_spec` names the bad --rate
@@ -105,6 +80,38 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
         settle,
         sweeps,
     }))
+}
+
+/// The sweep's receiver (one `rtl_tcp://` or `soapy://` input) and its default rate and settle,
+/// after refusing the flags a sweep decides itself.
+fn receiver_defaults(o: &Options) -> Result<(f64, fn(f64) -> u64)> {
+    let one = (o.mic.is_none() && o.file.len() == 1).then(|| o.file[0].as_str());
+    let defaults: (f64, fn(f64) -> u64) = match one {
+        Some(p) if rtl_tcp::is_rtl_tcp(p) => (rtl_tcp::DEFAULT_RATE, rtl_tcp::default_settle_samples),
+        Some(p) if soapy::is_soapy(p) => (soapy::DEFAULT_RATE, soapy::default_settle_samples),
+        _ => {
+            return usage(
+                "--sweep retunes a receiver: give one --file rtl_tcp://HOST:PORT or --file soapy://ARGS (a file or pipe holds one tuning)".into(),
+            )
+        }
+    };
+    let decided = [
+        (o.frame.is_some(), "--frame (BIN sets the frame)"),
+        (
+            o.fmin.is_some() || o.fmax.is_some(),
+            "--fmin/--fmax (LOW:HIGH sets the band)",
+        ),
+        (
+            o.center_freq.is_some(),
+            "--center-freq (each hop has its own)",
+        ),
+        (o.bands.is_some(), "--bands"),
+        (o.cross.is_some(), "--cross"),
+    ];
+    if let Some((_, flag)) = decided.iter().find(|d| d.0) {
+        return usage(format!("--sweep goes without {flag}"));
+    }
+    Ok(defaults)
 }
 
 /// Frames each hop is integrated over: `--average N`, the frames that fit in `--average

@@ -55,7 +55,10 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod carriage;
 mod handoff;
+mod lane_slot;
 mod stalls;
+
+use lane_slot::{Held, LaneSlot};
 
 /// A lane's index in the dispatcher (also its home in the buffer pools).
 pub(super) type LaneId = usize;
@@ -76,69 +79,6 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 
 /// How often the watch (`Dispatcher::watch`) looks at the lanes.
 const WATCH_POLL: Duration = Duration::from_millis(200);
-
-/// Where a batch a lane holds is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
-    /// In the lane's queue.
-    Queued,
-    /// On its device since then (a worker took it).
-    Running(Instant),
-    /// Computed, on its way to the stage after the workers (which may be slow to take it: a
-    /// slow disk, a paused stdout): no longer the device's time, but not finished either.
-    Computed,
-}
-
-struct LaneSlot<T> {
-    lane: Arc<Lane>,
-    tx: Option<Sender<Batch<T>>>,
-    speed: LaneSpeed,
-    /// Batches it holds at most: its queue's and its workers'.
-    holds: u64,
-    /// The batches sent to this lane and not finished yet, by number, and where each is.
-    batches: BTreeMap<u64, Held>,
-    /// The batch a stall warning named, and when a worker took it.
-    warned: Option<(u64, Instant)>,
-}
-
-impl<T> LaneSlot<T> {
-    fn unfinished(&self) -> u64 {
-        self.batches.len() as u64
-    }
-
-    /// The lane no longer holds batch `id` (finished, or handed to another lane); says so when
-    /// a stall warning named it.
-    fn release(&mut self, id: u64) {
-        self.batches.remove(&id);
-        self.done_with(id);
-    }
-
-    /// Its device is done with batch `id` (computed, finished or handed on): says so when a
-    /// stall warning named it.
-    fn done_with(&mut self, id: u64) {
-        if let Some((batch, taken)) = self.warned.filter(|(batch, _)| *batch == id) {
-            let secs = taken.elapsed().as_secs_f64();
-            let title = self.lane.title();
-            tracing::info!("{title} is done with batch {batch} after {secs:.1} s");
-            self.warned = None;
-        }
-    }
-
-    /// The lowest-numbered batch it holds.
-    fn oldest(&self) -> Option<u64> {
-        self.batches.keys().next().copied()
-    }
-
-    /// The batch its workers have been on the longest (on the device: not a computed batch
-    /// waiting for the stage after the workers), and when they took it.
-    fn longest_running(&self) -> Option<(u64, Instant)> {
-        let running = self.batches.iter().filter_map(|(id, held)| match held {
-            Held::Running(taken) => Some((*id, *taken)),
-            Held::Queued | Held::Computed => None,
-        });
-        running.min_by_key(|(_, taken)| *taken)
-    }
-}
 
 /// What the run gave up (`Dispatcher::watch`): stalled lanes after a stop.
 struct GivenUp {
