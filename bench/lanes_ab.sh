@@ -4,11 +4,12 @@
 # batches held for order, pinned memory) of four jobs on a GiB-sized f32 file in /dev/shm,
 # `--device gpu`, f32 spectra to /dev/null, start-up included; the CPU route of the first build
 # before and after each job. CORES from taskset (default all). Prints one line per run and the
-# medians. (Session 20's A/B of the hand-over: docs/perf.md.)
+# medians. DEVICES="cpu gpu" alternates the builds on both routes instead (a change to what feeds
+# the lanes: session 21). (Session 20's A/B of the hand-over: docs/perf.md.)
 # Usage: BUILDS="name=path name=path ..." [GIB=4] [RUNS=3] [CORES=16] [JOBS="hop512 f64 big logmel"]
-#        bench/lanes_ab.sh
+#        [DEVICES=gpu] bench/lanes_ab.sh
 set -euo pipefail
-gib=${GIB:-4}; runs=${RUNS:-3}; jobs=${JOBS:-hop512 f64 big logmel}
+gib=${GIB:-4}; runs=${RUNS:-3}; jobs=${JOBS:-hop512 f64 big logmel}; devices=${DEVICES:-gpu}
 file=/dev/shm/fftd-lanes.f32
 bash "$(dirname "$0")/noise_f32.sh" "$file" "$gib"
 pin=()
@@ -40,11 +41,13 @@ one() { # build job device
 "${path[${names[0]}]}" --file "$file" --frame 4096 --format f32 --output /dev/null --quiet \
     --device gpu 2> /dev/null # the driver's and fftd's caches warm
 for job in $jobs; do
-    one "${names[0]}" "$job" cpu
+    [ "$devices" = gpu ] && one "${names[0]}" "$job" cpu
     for _ in $(seq "$runs"); do
-        for b in "${names[@]}"; do one "$b" "$job" gpu; done
+        for d in $devices; do
+            for b in "${names[@]}"; do one "$b" "$job" "$d"; done
+        done
     done
-    one "${names[0]}" "$job" cpu
+    [ "$devices" = gpu ] && one "${names[0]}" "$job" cpu
 done
 echo "medians (s):"
 python3 - "$times" <<'PY'

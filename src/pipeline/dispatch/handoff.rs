@@ -19,7 +19,7 @@ impl<T> Dispatcher<T> {
                 self.leave_line(&mut state, id);
                 return Err(batch);
             }
-            if state.first_in_line(id) {
+            if state.first_in_line(id, &order) {
                 match state.place(batch, &order) {
                     Ok(to) => break to,
                     Err(b) => batch = b,
