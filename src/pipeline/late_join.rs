@@ -2,7 +2,7 @@
 //! (`auto`'s GPUs, a device named outright and started in the background). `LateJoin` decides
 //! whether a device that came up joins at all (not with little work left), joins its lanes to
 //! the dispatcher with the first of their pinned buffers and their programs built (a warm-up
-//! batch of a device batch's size), retires the CPU lane when it only bridged the start-up (once a device's
+//! batch of one frame), retires the CPU lane when it only bridged the start-up (once a device's
 //! first batch is back, so no batch waits meanwhile) and notes the CPU engines' bridge for
 //! `auto`.
 
@@ -23,9 +23,8 @@ pub(super) struct LateJoin<'a, T: Sample> {
     pub(super) retire_cpu: bool,
     /// The samples the run will analyse, when known up front, and when the stages started.
     pub(super) progress: (Option<u64>, Instant),
-    /// The first stream's transform and a device batch's frames: each late engine's warm-up
-    /// (`worker::warm_up`).
-    pub(super) warm: Option<(crate::fft::TransformSpec, usize)>,
+    /// The first stream's transform, each late engine's warm-up (`worker::warm_up`).
+    pub(super) warm: Option<crate::fft::TransformSpec>,
 }
 
 /// A device that comes up when the lanes already working would finish in less than this is
@@ -66,10 +65,9 @@ impl<T: Sample> LateJoin<'_, T> {
         }
         for mut lane in late.lanes {
             // its programs and first buffers before it takes batches
-            if let Some((spec, frames)) = &self.warm {
+            if let Some(spec) = &self.warm {
                 let engines = lane.engines.iter_mut();
-                let warm = (spec, *frames);
-                engines.for_each(|e| worker::warm_up(e.as_mut(), warm, self.context));
+                engines.for_each(|e| worker::warm_up(e.as_mut(), spec, self.context));
             }
             // (pinned buffers for its queue are made here, before it takes batches; the rest in
             // the background as its batches miss them, `pool`)

@@ -445,9 +445,10 @@ impl<'a, T: Sample> Stages<'a, T> {
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
             progress: (self.total_samples, Instant::now()),
-            warm: (self.planned.range_jobs)
-                .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate))
-                .map(|spec| (spec, self.run_spec.engine.batch_frames(spec.n))),
+            warm: self
+                .planned
+                .range_jobs
+                .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate)),
         };
         // (one hand-over, or one per device under gpu:all, until the builder is done)
         scope.spawn(move || loop {

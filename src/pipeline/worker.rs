@@ -217,14 +217,13 @@ pub(super) fn run_worker<T: Sample>(
     }
 }
 
-/// Runs `engine` once on a batch of `frames` frames of zeros (a device batch's size) with the
-/// run's first `spec` (and the band sums its products reduce on the engine), before its lane
-/// asks for work: a device builds its programs and pins the staging blocks of a whole batch
-/// here, not on its first batches (which its worker's thread then held for 30-45 ms each on an
-/// H200, issue 41). What it computes is dropped; an error is left to the first real batch.
+/// Runs `engine` once on one frame of zeros with the run's first `spec` (and the band sums its
+/// products reduce on the engine), before its lane asks for work: a device builds its programs
+/// and first buffers here, not on the run's first batch while the CPU lane has stopped (issue
+/// 41). What it computes is dropped; an error is left to the first real batch to report.
 pub(super) fn warm_up<T: Sample>(
     engine: &mut dyn Engine<T>,
-    (spec, frames): (&TransformSpec, usize),
+    spec: &TransformSpec,
     ctx: &WorkerContext<T>,
 ) {
     let bands = ctx
@@ -232,15 +231,14 @@ pub(super) fn warm_up<T: Sample>(
         .0
         .and_then(|s| s.plan(spec))
         .and_then(|p| p.band_weights());
-    let frames = frames.max(1);
-    let zeros = vec![T::zero(); frames * spec.values_per_frame()];
+    let zeros = vec![T::zero(); spec.values_per_frame()];
     let per_frame = bands.map_or(spec.values_out(), |b| b.bands());
-    let mut out = vec![T::zero(); frames * per_frame];
+    let mut out = vec![T::zero(); per_frame];
     // carried as the device's batches will be (`carry`: its widen and narrow kernels too)
     let carriage = ctx.dispatcher.device_carriage();
     let frames = match carriage.samples_f32 {
-        true => Samples::F32(FrameStep::packed_in(spec, &f32s(&zeros)[..zeros.len()], frames)),
-        false => Samples::Run(FrameStep::packed_in(spec, &zeros, frames)),
+        true => Samples::F32(FrameStep::packed_in(spec, &f32s(&zeros)[..zeros.len()], 1)),
+        false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
     };
     let rows = carried(carriage.rows_f32);
     let warmed = engine.transform_carried(spec, frames, rows, (bands, None), &mut out);

@@ -226,23 +226,15 @@ impl<T: Sample> OpenClEngine<T> {
         while self.slots.len() < shape.nslots {
             self.slots.push(Slot::new());
         }
-        // staging blocks hold what crosses: f32 values of carried samples or rows take half an
-        // f64 block (an f64 run's pinned bytes, pinned on the worker's thread when they grow)
-        let carried_len = |len: usize| len.div_ceil(std::mem::size_of::<T>() / 4);
-        let staged = |direct: bool, carried: bool, len: usize| match (direct, carried) {
-            (true, _) => 0,
-            (false, true) => carried_len(len),
-            (false, false) => len,
-        };
+        let staged = |direct: bool, len: usize| if direct { 0 } else { len };
         let per_final = chunk * shape.per_final;
-        let (carried_in, carried_out) = shape.carried;
         for slot in self.slots.iter_mut().take(shape.nslots) {
             slot.reserve(
                 &dev,
                 chunk * shape.per_in,
                 chunk * shape.per_out,
-                staged(shape.direct_in, carried_in, chunk * shape.per_in),
-                staged(shape.direct_out, carried_out, per_final),
+                staged(shape.direct_in, chunk * shape.per_in),
+                staged(shape.direct_out, per_final),
             )?;
             if bands {
                 ensure(&mut slot.dev_bands, &dev, CL_MEM_READ_WRITE, per_final)?;
