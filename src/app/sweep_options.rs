@@ -36,8 +36,8 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
             None => Ok(None),
         };
     };
-    let (default_rate, default_settle) = receiver_defaults(o)?;
-    let rate = o.rate.unwrap_or(default_rate);
+    let receiver = receiver_defaults(o)?;
+    let rate = o.rate.unwrap_or(receiver.rate);
     if !(rate.is_finite() && rate > 0.0) {
         return Ok(None); // `source_spec` names the bad --rate
     }
@@ -61,7 +61,7 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     // at least one sample: each hop's framing restarts where its samples begin
     let settle = match o.settle {
         Some(s) => (s.seconds * rate).ceil() as u64,
-        None => default_settle(rate),
+        None => (receiver.settle)(rate),
     }
     .max(1);
     let hop_samples = ((frames - 1) as u64)
@@ -82,13 +82,27 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     }))
 }
 
-/// The sweep's receiver (one `rtl_tcp://` or `soapy://` input) and its default rate and settle,
-/// after refusing the flags a sweep decides itself.
-fn receiver_defaults(o: &Options) -> Result<(f64, fn(f64) -> u64)> {
+/// What a sweep's receiver takes when the options do not say.
+struct ReceiverDefaults {
+    /// Samples per second.
+    rate: f64,
+    /// The settle after each retune, in samples at a rate.
+    settle: fn(f64) -> u64,
+}
+
+/// The sweep's receiver (one `rtl_tcp://` or `soapy://` input) and its defaults, after refusing
+/// the flags a sweep decides itself.
+fn receiver_defaults(o: &Options) -> Result<ReceiverDefaults> {
     let one = (o.mic.is_none() && o.file.len() == 1).then(|| o.file[0].as_str());
-    let defaults: (f64, fn(f64) -> u64) = match one {
-        Some(p) if rtl_tcp::is_rtl_tcp(p) => (rtl_tcp::DEFAULT_RATE, rtl_tcp::default_settle_samples),
-        Some(p) if soapy::is_soapy(p) => (soapy::DEFAULT_RATE, soapy::default_settle_samples),
+    let defaults = match one {
+        Some(p) if rtl_tcp::is_rtl_tcp(p) => ReceiverDefaults {
+            rate: rtl_tcp::DEFAULT_RATE,
+            settle: rtl_tcp::default_settle_samples,
+        },
+        Some(p) if soapy::is_soapy(p) => ReceiverDefaults {
+            rate: soapy::DEFAULT_RATE,
+            settle: soapy::default_settle_samples,
+        },
         _ => {
             return usage(
                 "--sweep retunes a receiver: give one --file rtl_tcp://HOST:PORT or --file soapy://ARGS (a file or pipe holds one tuning)".into(),
