@@ -34,9 +34,10 @@ one() { # build job device
     wall=$(python3 -c "print(round($EPOCHREALTIME - $start, 3))")
     echo "$1 $2 $3 $wall" >> "$times"
     echo "$1 $2 $3 wall $wall | $(grep -o 'p99 [0-9.]* ms' "$stats") |" \
-        "$(grep -o 'opencl:[0-9:]* [^;]*: [0-9]* batches, [0-9]* frames ([0-9.]*%)' "$stats")" \
+        "$(grep -o 'opencl:[0-9:]* [^;]*: [0-9]* batches, [0-9]* frames ([0-9.]*%)' "$stats" |
+            paste -sd ';')" \
         "| $(grep -o 'held for order at most [0-9]*' "$stats") |" \
-        "$(grep -o 'pinned alloc [0-9.]* s ([0-9]* blocks, [0-9.]* MiB' "$stats")"
+        "$(grep -o 'pinned alloc [0-9.]* s ([0-9]* blocks, [0-9.]* MiB' "$stats" | paste -sd ';')"
 }
 "${path[${names[0]}]}" --file "$file" --frame 4096 --format f32 --output /dev/null --quiet \
     --device gpu 2> /dev/null # the driver's and fftd's caches warm
