@@ -12,9 +12,10 @@
 //!   score, and only waits (for room in any queue) when every queue is full, so a slow or
 //!   stalled device's full queue does not stop the others. A batch sent to another lane than
 //!   its buffer's is correct, only staged through the engine's own pinned buffers.
-//! - **In line.** When producers wait for room, the oldest batch takes the first room
-//!   (`State::first_in_line`): the sink writes in number order, so a batch passed over holds
-//!   every later one there.
+//! - **In line.** When producers wait for room, a newer batch is placed only while the queues
+//!   have room for it and for every older waiting one, so the oldest always gets a room
+//!   (`State::may_place`): the sink writes in number order, so a batch passed over holds every
+//!   later one there.
 //! - **Failures.** A lane whose device fails is skipped for new batches; its workers hand the
 //!   batches they get (`EngineError::HandOff`) to a working lane (`hand_off`), or, with none left,
 //!   compute them on their CPU engines. Every batch keeps its number, and the sink writes batches
@@ -195,14 +196,14 @@ impl<T> State<T> {
         WINDOW_FACTOR * in_flight.max(1)
     }
 
-    /// Whether batch `id` may take a room now: while the queues have room for it and for every
-    /// older batch waiting, so room goes to the oldest batch first, not to whichever producer
-    /// looks first. (Otherwise a producer that has just filled a batch takes the room its
+    /// Whether batch `id` may try to place itself now: when no older batch waits for room, or
+    /// while the queues have room for it and for every older waiting one, so room left for the
+    /// oldest batch is not taken by whichever producer looks first. (Otherwise a producer that has just filled a batch takes the room its
     /// wake-up made before the woken one looks, and an old batch could wait a tenth of a second
     /// while the sink held every later one for order: seen on an H200 at 16 cores, session 20.)
     /// A newer batch does not wait behind older ones that have room: with one placement per
     /// wake-up of the oldest, 16 producers fed 16 CPU workers at half their rate (session 21).
-    fn first_in_line(&self, id: u64, lanes: &[LaneId]) -> bool {
+    fn may_place(&self, id: u64, lanes: &[LaneId]) -> bool {
         let older = self.waiting.range(..id).count();
         older == 0 || older < self.free_rooms(lanes)
     }
@@ -332,7 +333,7 @@ impl<T> Dispatcher<T> {
         }
     }
 
-    /// Batch `id` waits in line for room (`State::first_in_line`) until a wake-up or
+    /// Batch `id` waits in line for room (`State::may_place`) until a wake-up or
     /// `ROOM_POLL`.
     fn wait_in_line<'a>(
         &self,
@@ -440,7 +441,7 @@ impl<T> Dispatcher<T> {
             if let Some(k) = order.iter().position(|&i| i == meant) {
                 order[..=k].rotate_right(1); // the meant lane first
             }
-            if state.first_in_line(id, &order) && state.within_window(id) {
+            if state.may_place(id, &order) && state.within_window(id) {
                 match state.place(batch, &order) {
                     Ok(_) => {
                         state.unfinished += 1;

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 impl<T> Dispatcher<T> {
     /// Hands a batch of failed lane `from` to the working lane with the best score, waiting
-    /// for room when every queue is full, in line with the producers (`State::first_in_line`:
+    /// for room when every queue is full, in line with the producers (`State::may_place`:
     /// a handed-off batch is among the run's oldest). Gives the batch back when no other lane
     /// works (or dispatching ends while it waits): the caller then computes it itself.
     pub(crate) fn hand_off(&self, batch: Batch<T>, from: LaneId) -> Result<(), Batch<T>> {
@@ -19,7 +19,7 @@ impl<T> Dispatcher<T> {
                 self.leave_line(&mut state, id);
                 return Err(batch);
             }
-            if state.first_in_line(id, &order) {
+            if state.may_place(id, &order) {
                 match state.place(batch, &order) {
                     Ok(to) => break to,
                     Err(b) => batch = b,

@@ -390,17 +390,17 @@ fn a_newer_batch_goes_ahead_while_there_is_room_for_every_older_one() {
         panic!("lane")
     };
     d.lock().waiting.insert(1);
-    assert!(d.lock().first_in_line(1, &[ia]), "the oldest goes first");
+    assert!(d.lock().may_place(1, &[ia]), "the oldest goes first");
     assert!(
-        d.lock().first_in_line(2, &[ia]),
+        d.lock().may_place(2, &[ia]),
         "two rooms: one for 1, one for 2"
     );
     assert!(d.send(batch(0), ia, &AtomicU64::new(0)));
     assert!(
-        !d.lock().first_in_line(2, &[ia]),
+        !d.lock().may_place(2, &[ia]),
         "one room: batch 1's, though 2 asks first"
     );
-    assert!(d.lock().first_in_line(1, &[ia]));
+    assert!(d.lock().may_place(1, &[ia]));
 }
 
 /// A failed lane's batch waits in line with the producers' batches: older than a waiting
