@@ -198,11 +198,12 @@ impl<T> State<T> {
 
     /// Whether batch `id` may try to place itself now: when no older batch waits for room, or
     /// while the queues have room for it and for every older waiting one, so room left for the
-    /// oldest batch is not taken by whichever producer looks first. (Otherwise a producer that has just filled a batch takes the room its
-    /// wake-up made before the woken one looks, and an old batch could wait a tenth of a second
-    /// while the sink held every later one for order: seen on an H200 at 16 cores, session 20.)
-    /// A newer batch does not wait behind older ones that have room: with one placement per
-    /// wake-up of the oldest, 16 producers fed 16 CPU workers at half their rate (session 21).
+    /// oldest batch is not taken by whichever producer looks first. (Otherwise a producer that
+    /// has just filled a batch takes the room its wake-up made before the woken one looks, and
+    /// an old batch could wait a tenth of a second while the sink held every later one for
+    /// order: seen on an H200 at 16 cores, session 20.) A newer batch does not wait behind
+    /// older ones that have room: with one placement per wake-up of the oldest, 16 producers
+    /// fed 16 CPU workers at half their rate (session 21).
     fn may_place(&self, id: u64, lanes: &[LaneId]) -> bool {
         let older = self.waiting.range(..id).count();
         older == 0 || older < self.free_rooms(lanes)
