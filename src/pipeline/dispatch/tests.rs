@@ -403,6 +403,30 @@ fn a_newer_batch_goes_ahead_while_there_is_room_for_every_older_one() {
     assert!(d.lock().may_place(1, &[ia]));
 }
 
+/// The rooms a newer batch counts are those of every lane it may go to, summed.
+#[test]
+fn the_rooms_counted_are_those_of_every_lane_a_batch_may_take() {
+    let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+    let _producer = d.producer();
+    let (Some((ia, _ra)), Some((ib, _rb))) = (
+        d.add_lane(lane("a"), measured(1.0), 1, |_| {}),
+        d.add_lane(lane("b"), measured(1.0), 1, |_| {}),
+    ) else {
+        panic!("lanes")
+    };
+    d.lock().waiting.insert(1);
+    assert!(d.lock().may_place(2, &[ia, ib]), "a room each: 1's and 2's");
+    assert!(
+        !d.lock().may_place(2, &[ib]),
+        "lane b alone: its room is 1's"
+    );
+    assert!(d.send(batch(0), ia, &AtomicU64::new(0)));
+    assert!(
+        !d.lock().may_place(2, &[ia, ib]),
+        "a is full: b's room is 1's"
+    );
+}
+
 /// A failed lane's batch waits in line with the producers' batches: older than a waiting
 /// producer's, it takes the first room.
 #[test]
