@@ -370,10 +370,9 @@ fn room_goes_to_the_oldest_waiting_batch() {
     let newer = send_in_background(2);
     waits(2);
     d.received(ia, 0);
-    let next = |rx: &Receiver<Batch<f32>>| rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id);
-    assert_eq!(next(&rx).ok(), Some(1), "the older batch first");
+    assert_eq!(next_id(&rx), Some(1), "the older batch first");
     d.received(ia, 1);
-    assert_eq!(next(&rx).ok(), Some(2));
+    assert_eq!(next_id(&rx), Some(2));
     assert!(older.join().unwrap_or(false) && newer.join().unwrap_or(false));
     d.abandon();
     drop(producer);
@@ -458,13 +457,17 @@ fn a_handed_off_batch_takes_room_before_a_newer_waiting_one() {
     waits(0);
     assert_eq!(rx_b.try_recv().map(|b| b.id).ok(), Some(1));
     d.received(ib, 1);
-    let next = |rx: &Receiver<Batch<f32>>| rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id);
-    assert_eq!(next(&rx_b).ok(), Some(0), "the handed-off batch first");
+    assert_eq!(next_id(&rx_b), Some(0), "the handed-off batch first");
     d.received(ib, 0);
-    assert_eq!(next(&rx_b).ok(), Some(2));
+    assert_eq!(next_id(&rx_b), Some(2));
     assert!(handed.join().unwrap_or(false) && newer.join().unwrap_or(false));
     d.abandon();
     drop(producer);
+}
+
+/// The number of the next batch a lane's queue gives (waiting at most 5 s).
+fn next_id(rx: &Receiver<Batch<f32>>) -> Option<u64> {
+    rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id).ok()
 }
 
 /// Returns once batch `id`'s producer waits for room (at most 5 s).
