@@ -7,6 +7,7 @@
 # medians. DEVICES="cpu gpu" alternates the builds on both routes instead (a change to what feeds
 # the lanes: session 21). (Session 20's A/B of the hand-over: docs/perf.md.)
 # Usage: BUILDS="name=path name=path ..." [GIB=4] [RUNS=3] [CORES=16] [JOBS="hop512 f64 big logmel"]
+#        (also plain: frame 4096 alone)
 #        [DEVICES=gpu] bench/lanes_ab.sh
 set -euo pipefail
 gib=${GIB:-4}; runs=${RUNS:-3}; jobs=${JOBS:-hop512 f64 big logmel}; devices=${DEVICES:-gpu}
@@ -15,6 +16,7 @@ bash "$(dirname "$0")/noise_f32.sh" "$file" "$gib"
 pin=()
 [ -n "${CORES:-}" ] && pin=(taskset -c "0-$((CORES - 1))")
 declare -A args=(
+    [plain]="--frame 4096"
     [hop512]="--frame 4096 --hop 512"
     [f64]="--frame 4096 --hop 1024 --precision f64"
     [big]="--frame 65536 --hop 8192"
