@@ -88,10 +88,11 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
             let radio = shared.clone();
             let kind = u32::from_le_bytes(kind);
             let nth = streams.len();
-            note(
-                &radio,
-                format!("connection {kind} (0 control, else data {nth})"),
-            );
+            let what = match kind {
+                0 => "control".to_string(),
+                _ => format!("data {nth}"),
+            };
+            note(&radio, format!("connection {kind}: {what}"));
             if kind == 0 {
                 std::thread::spawn(move || take_words(socket, &radio));
                 continue;
