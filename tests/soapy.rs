@@ -161,10 +161,22 @@ fn stream_sky(
         }
         let due = Duration::from_secs_f64(sent as f64 / rate);
         if let Some(wait) = due.checked_sub(began.elapsed()) {
+            if wait > Duration::from_millis(100) {
+                note(radio, format!("sleeping {wait:?} after {sent} samples"));
+            }
             std::thread::sleep(wait);
         }
+        let writing = Instant::now();
         if let Err(e) = socket.write_all(&queue.pop_front().expect("queued")) {
             return format!("{e} after {sent} samples, {:?}", began.elapsed());
+        }
+        if writing.elapsed() > Duration::from_millis(100) {
+            let at = began.elapsed();
+            let took = writing.elapsed();
+            note(
+                radio,
+                format!("a write after {sent} samples blocked {took:?}, at {at:?}"),
+            );
         }
         sent += CHUNK as u64;
     }
@@ -300,8 +312,13 @@ fn a_sweep_over_soapysdr_finds_each_tone_without_ghosts() {
         "--format",
         "rtl-power",
     ]);
-    assert!(out.status.success(), "{}", stderr_text(&out));
     radio.thread.join().expect("radio");
+    let events = radio.radio.lock().expect("lock").events.join("\n");
+    assert!(
+        out.status.success(),
+        "{}\nthe server:\n{events}",
+        stderr_text(&out)
+    );
     let rows = rows(&stdout_text(&out));
     assert_eq!(rows.len(), 8, "one row per hop, four hops, two sweeps");
     // the hops cover 7.0 to 7.6 MHz: no gap, no bin outside

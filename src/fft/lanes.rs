@@ -6,7 +6,7 @@
 
 use super::EngineError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// What one lane has done (all counts since the start of the run).
 #[derive(Debug, Default)]
@@ -108,6 +108,24 @@ pub(crate) struct LaneSet {
     /// Whether the CPU lanes retire once a device's lane returns its first batch
     /// (`retire_cpu_after_first_device_batch`).
     cpu_retires_pending: AtomicBool,
+    /// Whether the devices that wait in reserve start (`await_later_devices`).
+    later_devices: Mutex<LaterDevices>,
+    later_devices_decided: Condvar,
+    /// Whether a device waits in reserve for that decision, and why it was made (`--stats`).
+    later_devices_wait: AtomicBool,
+    later_devices_why: Mutex<String>,
+}
+
+/// Whether the devices that wait in reserve (`route::later_devices_in_reserve`) start at all:
+/// only once the first device bounds the run (`route::another_device_pays`), so where the
+/// readers or the host pace it their start-up never contends with the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum LaterDevices {
+    #[default]
+    Undecided,
+    Wanted,
+    /// The run ended, or will without them.
+    NotWanted,
 }
 
 impl LaneSet {
@@ -119,7 +137,56 @@ impl LaneSet {
             handoff,
             device_joined: AtomicBool::new(false),
             cpu_retires_pending: AtomicBool::new(false),
+            later_devices: Mutex::new(LaterDevices::Undecided),
+            later_devices_decided: Condvar::new(),
+            later_devices_wait: AtomicBool::new(false),
+            later_devices_why: Mutex::new(String::new()),
         })
+    }
+
+    /// Decides whether the devices in reserve start, and says why (the first decision stands).
+    pub(crate) fn decide_later_devices(&self, decision: LaterDevices, why: String) {
+        let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == LaterDevices::Undecided {
+            *state = decision;
+            if let Ok(mut said) = self.later_devices_why.lock() {
+                *said = why;
+            }
+            self.later_devices_decided.notify_all();
+        }
+    }
+
+    /// Whether the devices that waited in reserve started, and why (None: none waited).
+    pub(crate) fn later_devices_report(&self) -> Option<String> {
+        if !self.later_devices_wait() {
+            return None;
+        }
+        let state = *self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
+        let why = self
+            .later_devices_why
+            .lock()
+            .map(|w| w.clone())
+            .unwrap_or_default();
+        Some(match state {
+            LaterDevices::Wanted => format!("started: {why}"),
+            _ => format!("not started: {why}"),
+        })
+    }
+
+    /// Whether a device waits for `decide_later_devices`.
+    pub(crate) fn later_devices_wait(&self) -> bool {
+        self.later_devices_wait.load(Ordering::Relaxed)
+    }
+
+    /// Waits until it is decided whether the devices in reserve start: true when they do.
+    pub(crate) fn await_later_devices(&self) -> bool {
+        self.later_devices_wait.store(true, Ordering::Relaxed);
+        let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
+        let decided = self
+            .later_devices_decided
+            .wait_while(state, |s| *s == LaterDevices::Undecided)
+            .unwrap_or_else(|e| e.into_inner());
+        *decided == LaterDevices::Wanted
     }
 
     /// Adds a lane that takes batches from now on.
@@ -239,5 +306,27 @@ mod tests {
         );
         lane_set.first_device_batch_returned();
         assert!(!cpu.takes_batches() && gpu.takes_batches());
+    }
+
+    #[test]
+    fn devices_in_reserve_wait_for_the_first_decision_and_only_that_one() {
+        for (first, then, starts) in [
+            (LaterDevices::Wanted, LaterDevices::NotWanted, true),
+            (LaterDevices::NotWanted, LaterDevices::Wanted, false),
+        ] {
+            let lane_set = LaneSet::new(true);
+            let waiting = {
+                let lane_set = lane_set.clone();
+                std::thread::spawn(move || lane_set.await_later_devices())
+            };
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!waiting.is_finished(), "nothing decided yet");
+            lane_set.decide_later_devices(first, "first".into());
+            lane_set.decide_later_devices(then, "then".into());
+            assert_eq!(waiting.join().ok(), Some(starts));
+            let report = lane_set.later_devices_report().unwrap_or_default();
+            assert!(report.ends_with(": first"), "{report}");
+            assert_eq!(lane_set.await_later_devices(), starts, "decided once");
+        }
     }
 }

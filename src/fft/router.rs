@@ -181,7 +181,8 @@ pub(crate) fn build_engine_set<T: Sample>(
 /// The named devices' lanes (context, programs, engines), built when called on a thread of its
 /// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
 /// opened first. Where the devices after the first wait in reserve (`gpu:all`), each device's
-/// lane is handed over as soon as it is up, so the first never waits for the others' start-up.
+/// lane is handed over as soon as it is up, so the first never waits for the others' start-up,
+/// and those after the first start only when the run wants them (`LaneSet::await_later_devices`).
 fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
     Box::new(move |arrive| {
         if route::later_devices_in_reserve(&opts.choice) {
@@ -193,7 +194,9 @@ fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> D
 
 /// Each device of `opts.choice` opened on a thread of its own and handed to `arrive` as one
 /// lane when it is up (the first in the choice's order taking batches, the others in
-/// reserve), or as the error that fails the run.
+/// reserve), or as the error that fails the run. The first opens at once, the others once the
+/// first bounds the run (`route::another_device_pays`): none contends with its start-up, and
+/// none starts where it would not raise the run's rate.
 fn lanes_as_they_come<T: Sample>(
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
@@ -204,9 +207,13 @@ fn lanes_as_they_come<T: Sample>(
         Err(e) => return arrive(LateLanes::of(Err(e))),
     };
     let open = |(i, spec): (usize, &LaneSpec)| {
+        let in_reserve = route::waits_in_reserve(&opts.choice, i);
+        if in_reserve && !lane_set.await_later_devices() {
+            return;
+        }
         let lane = open_engines::<T>(spec, opts).map(|gpus| {
             let lane = routed_lane(spec, gpus, lane_set);
-            if route::waits_in_reserve(&opts.choice, i) {
+            if in_reserve {
                 lane.lane.keep_in_reserve();
             }
             vec![lane]
@@ -236,23 +243,40 @@ impl<T: Sample> LateLanes<T> {
     }
 }
 
-/// `auto`'s GPU lanes, built when called; with `shares` (both lanes), the CPU lane and the GPUs
-/// share batches by the rates each way delivered alone.
+/// `auto`'s GPU lanes, built when called: the strongest GPU at once, the others only once it
+/// bounds the run (`LaneSet::await_later_devices`), in reserve; with `shares` (both lanes), the
+/// CPU lane and the GPUs share batches by the rates each way delivered alone.
 fn auto_background_lanes<T: Sample>(
     opts: RouterOptions,
     lane_set: Arc<LaneSet>,
     shares: Option<(f64, f64)>,
 ) -> DeferredLanes<T> {
     Box::new(move |arrive| {
-        let mut late = auto_gpu_lanes(&opts, &lane_set);
-        if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
-            // each GPU lane at the GPU route's rate: the ones after the first wait in reserve,
-            // so that route's rate was (mostly) one device's
-            late.cpu_speed = Some(LaneSpeed::Rate(cpu));
-            (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(gpu));
+        let specs = auto_gpu_specs();
+        let (first, rest) = specs.split_at(specs.len().min(1));
+        arrive(auto_arrival(first, &opts, &lane_set, shares));
+        if !rest.is_empty() && lane_set.await_later_devices() {
+            let later = auto_arrival(rest, &opts, &lane_set, shares);
+            later.lanes.iter().for_each(|l| l.lane.keep_in_reserve());
+            arrive(later);
         }
-        arrive(late);
     })
+}
+
+/// `auto`'s lanes for the GPUs of `specs`; with `shares`, each GPU lane at the GPU route's rate
+/// (that route's rate was mostly one device's: the others wait in reserve).
+fn auto_arrival<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+    shares: Option<(f64, f64)>,
+) -> LateLanes<T> {
+    let mut late = auto_gpu_lanes(specs, opts, lane_set);
+    if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
+        late.cpu_speed = Some(LaneSpeed::Rate(cpu));
+        (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(gpu));
+    }
+    late
 }
 
 fn cpu_engines<T: Sample>(workers: usize) -> Engines<T> {
@@ -522,10 +546,9 @@ fn auto_lanes<'s, T: Sample>(
     found
 }
 
-/// `auto`'s GPU lanes for file input (built while the CPU engines already run): GPU-type devices
-/// only, with a cached calibration.
-fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> LateLanes<T> {
-    // (what was found is remembered only when the devices could be listed)
+/// The GPU-type devices `auto` may use, strongest first (what was found is remembered only
+/// when the devices could be listed).
+fn auto_gpu_specs() -> Vec<LaneSpec> {
     let listed = device_set::resolve(&DeviceChoice::Auto);
     let specs: Vec<LaneSpec> = (listed.iter().flatten())
         .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
@@ -534,11 +557,21 @@ fn auto_gpu_lanes<T: Sample>(opts: &RouterOptions, lane_set: &Arc<LaneSet>) -> L
     if listed.is_ok() {
         kinds::remember_auto(!specs.is_empty());
     }
+    specs
+}
+
+/// `auto`'s GPU lanes for file input (built while the CPU engines already run) on the devices of
+/// `specs` (GPU-type only), with a cached calibration.
+fn auto_gpu_lanes<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> LateLanes<T> {
     let AutoFound {
         mut lanes,
         calibration: cal,
         others,
-    } = auto_lanes(&specs, opts, lane_set);
+    } = auto_lanes(specs, opts, lane_set);
     if lanes.is_empty() {
         // a file job whose record says the GPU helps (`route::record`) takes the other GPUs too:
         // the lanes' queues share the work by how fast they drain

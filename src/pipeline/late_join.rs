@@ -3,11 +3,13 @@
 //! whether a device that came up joins at all (not with little work left), joins its lanes to
 //! the dispatcher with the first of their pinned buffers and their programs built (a warm-up
 //! batch of one frame), retires the CPU lane when it only bridged the start-up (once a device's
-//! first batch is back, so no batch waits meanwhile) and notes the CPU engines' bridge for
-//! `auto`.
+//! first batch is back, so no batch waits meanwhile), notes the CPU engines' bridge for
+//! `auto`, and watches whether the first device bounds the run, which starts the devices
+//! waiting in reserve (`watch_demand`).
 
 use super::{join_lane, pool, worker, WorkerThreads};
-use crate::fft::router;
+use crate::fft::lanes::{LaneSet, LaterDevices};
+use crate::fft::{route, router};
 use crate::types::Sample;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -99,21 +101,106 @@ impl<T: Sample> LateJoin<'_, T> {
     /// The time the working lanes still need at the rate they went so far, when it is under
     /// `LATE_JOIN_MIN_LEFT` (None: more, or unknown).
     fn nearly_done(&self) -> Option<Duration> {
+        self.time_left().filter(|left| *left < LATE_JOIN_MIN_LEFT)
+    }
+
+    /// The time the run still needs at the rate it went so far (None: unknown, or nothing done).
+    fn time_left(&self) -> Option<Duration> {
         let (total, since) = self.progress;
-        let done = self
-            .context
-            .control
-            .counters
-            .samples_analysed
-            .load(Ordering::Relaxed);
+        let counters = &self.context.control.counters;
+        let done = counters.samples_analysed.load(Ordering::Relaxed);
         let (total, done) = (total? as f64, done as f64);
         if done <= 0.0 {
             return None;
         }
-        if total <= done {
-            return Some(Duration::ZERO);
+        Some(since.elapsed().mul_f64((total - done).max(0.0) / done))
+    }
+
+    /// From the stages' start to the first device's join (`note_bridge`).
+    fn first_device_start_up(&self) -> Duration {
+        let bridged = self.context.control.bridged.lock();
+        let bridge = bridged.map_or(None, |b| *b);
+        bridge.map_or(Duration::ZERO, |b| {
+            b.joined.duration_since(b.stages_started)
+        })
+    }
+
+    /// Looked at every `DEMAND_WINDOW` while a device works: starts the devices waiting in
+    /// reserve once the first bounds the run (`route::another_device_pays`), or has failed (the
+    /// demand is logged at debug level either way).
+    pub(super) fn watch_demand(&self, watch: &mut DemandWatch) {
+        if watch.decided {
+            return;
         }
-        let left = since.elapsed().mul_f64((total - done) / done);
-        (left < LATE_JOIN_MIN_LEFT).then_some(left)
+        let lanes = self.lane_set.lanes();
+        let Some(first) = lanes.iter().find(|l| !l.is_cpu && !l.in_reserve()) else {
+            return;
+        };
+        if first.failed() && self.lane_set.later_devices_wait() {
+            let why = format!("{} failed", first.title());
+            return watch.decide(self.lane_set, LaterDevices::Wanted, why);
+        }
+        let counters = &first.counters;
+        if counters.batches.load(Ordering::Relaxed) == 0 {
+            return; // (its start: the bridge's batches, its first transfers)
+        }
+        let now = (Instant::now(), counters.busy_ns.load(Ordering::Relaxed));
+        let Some(then) = watch.last.replace(now) else {
+            return;
+        };
+        let window = now.0.duration_since(then.0).as_secs_f64() * first.workers.max(1) as f64;
+        let demand = route::Demand {
+            busy: now.1.saturating_sub(then.1) as f64 * 1e-9 / window.max(1e-9),
+            left: self.time_left(),
+            start_up: self.first_device_start_up(),
+        };
+        let pays = route::another_device_pays(&demand);
+        tracing::debug!(?demand, pays, "the first device's demand");
+        watch.peak_busy = watch.peak_busy.max(demand.busy);
+        if pays && self.lane_set.later_devices_wait() {
+            let left =
+                (demand.left).map_or("unknown".into(), |l| format!("{:.2} s", l.as_secs_f64()));
+            let why = format!(
+                "{} {:.0}% busy over {} ms, {left} of work left",
+                first.title(),
+                100.0 * demand.busy,
+                DEMAND_WINDOW.as_millis()
+            );
+            watch.decide(self.lane_set, LaterDevices::Wanted, why);
+        }
+    }
+}
+
+/// How often the first device's demand is looked at (`LateJoin::watch_demand`).
+pub(super) const DEMAND_WINDOW: Duration = Duration::from_millis(100);
+
+/// What `LateJoin::watch_demand` saw: when it looked last, the first device's busy
+/// nanoseconds then, and its highest busy share over a window.
+#[derive(Default)]
+pub(super) struct DemandWatch {
+    last: Option<(Instant, u64)>,
+    peak_busy: f64,
+    decided: bool,
+}
+
+impl DemandWatch {
+    fn decide(&mut self, lane_set: &LaneSet, decision: LaterDevices, why: String) {
+        tracing::debug!(?decision, "devices in reserve: {why}");
+        lane_set.decide_later_devices(decision, why);
+        self.decided = true;
+    }
+
+    /// The run's dispatching has ended: the devices still waiting never start.
+    pub(super) fn end(mut self, lane_set: &LaneSet) {
+        if self.decided {
+            return;
+        }
+        let why = format!(
+            "the first device was at most {:.0}% busy over any {} ms (they start from {:.0}% with time left to pay for their start-up)",
+            100.0 * self.peak_busy,
+            DEMAND_WINDOW.as_millis(),
+            100.0 * route::DEVICE_BOUND_BUSY
+        );
+        self.decide(lane_set, LaterDevices::NotWanted, why);
     }
 }

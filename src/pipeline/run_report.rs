@@ -114,6 +114,9 @@ impl Ended {
             let stages = stats::stages_report(&control.counters, &threads, started);
             eprintln!("{stages}");
             eprintln!("{}", stats::devices_report(&shares, started));
+            if let Some(reserve) = lane_set.later_devices_report() {
+                eprintln!("fftd devices in reserve: {reserve}");
+            }
             let wall = now.saturating_duration_since(started).as_nanos() as u64;
             let mut lines = crate::timeline::report(times, wall);
             // after `fftd time`: the device set-up entries, by part of the run

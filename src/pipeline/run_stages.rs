@@ -14,9 +14,9 @@ use super::outputs::{RowsPlanned, Sinks};
 use super::plan::{Planned, ReaderThreads, Taps};
 use super::run_steps::Early;
 use super::{
-    average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join::LateJoin,
-    live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, JoinedLane,
-    StartUpThread, StreamWritten, WorkerThreads,
+    average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join,
+    late_join::LateJoin, live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker,
+    Control, JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -450,15 +450,22 @@ impl<'a, T: Sample> Stages<'a, T> {
                 .range_jobs
                 .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate)),
         };
-        // (one hand-over, or one per device under gpu:all, until the builder is done)
-        scope.spawn(move || loop {
-            crossbeam_channel::select! {
-                recv(built) -> late => match late {
-                    Ok(late) => joining.join(late, &done_tx),
-                    Err(_) => break,
-                },
-                recv(ended) -> _ => break,
+        // (one hand-over, or one per device under gpu:all, until the builder is done; the
+        // devices in reserve start once the first bounds the run, or never)
+        let demand_tick = crossbeam_channel::tick(late_join::DEMAND_WINDOW);
+        scope.spawn(move || {
+            let (mut demand, mut built) = (late_join::DemandWatch::default(), built);
+            loop {
+                crossbeam_channel::select! {
+                    recv(built) -> late => match late {
+                        Ok(late) => joining.join(late, &done_tx),
+                        Err(_) => built = crossbeam_channel::never(),
+                    },
+                    recv(ended) -> _ => break,
+                    recv(demand_tick) -> _ => joining.watch_demand(&mut demand),
+                }
             }
+            demand.end(joining.lane_set);
         });
     }
 

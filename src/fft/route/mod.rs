@@ -13,7 +13,8 @@
 //! - **Which lane takes this batch** (`rank`, asked by `pipeline::dispatch` for every batch): the
 //!   lane predicted to get through its unfinished batches and this one first; a lane in reserve
 //!   (`later_devices_in_reserve`: the GPUs after the first under `gpu:all` and `auto`) only
-//!   while the devices not in reserve are full.
+//!   while the devices not in reserve are full; and whether those in reserve start at all
+//!   (`another_device_pays`: only when the first device bounds the run).
 //! - **What a run teaches** (`record::learn`): its end-to-end rate, and the CPU engines' rate
 //!   from their bridge over a device's start-up.
 //!
@@ -28,6 +29,7 @@ pub(crate) use speed::{LaneSpeed, SpeedSide};
 
 use super::device_choice::DeviceChoice;
 use record::{AutoRoute, RouteRecord};
+use std::time::Duration;
 
 /// What a run's lanes are decided from.
 #[derive(Clone, Debug)]
@@ -157,6 +159,34 @@ pub(crate) fn later_devices_in_reserve(choice: &DeviceChoice) -> bool {
 /// (`later_devices_in_reserve`).
 pub(crate) fn waits_in_reserve(choice: &DeviceChoice, nth: usize) -> bool {
     nth > 0 && later_devices_in_reserve(choice)
+}
+
+/// What decides whether the devices waiting in reserve start at all (`another_device_pays`),
+/// looked at while the first device works.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Demand {
+    /// The share of the first device's workers' time spent in its engines over the last
+    /// window: near 1 when the device (its transfers, its kernels) bounds the run, well below
+    /// when the readers, the host's memory or the sink pace it.
+    pub busy: f64,
+    /// What the run still needs at its rate so far (None: unknown, such as a live input).
+    pub left: Option<Duration>,
+    /// How long the first device took to come up: about what another one takes.
+    pub start_up: Duration,
+}
+
+/// The first device's busy share from which it bounds the run (`Demand::busy`). On two H200s
+/// with 32 cores each device of `gpu:all` was busy 10–34 % while the host paced the runs and
+/// the second device's start-up made them 0.75–0.92x `gpu` (issue 41).
+pub(crate) const DEVICE_BOUND_BUSY: f64 = 0.8;
+
+/// Whether the devices in reserve start: only when the first device bounds the run, and the
+/// run has work left for at least twice a device's start-up (one start-up to come up, as long
+/// again to pay for it). Otherwise another device adds its start-up, its pinned memory and
+/// contention for the host, not rate: `gpu:all` is then `gpu`.
+pub(crate) fn another_device_pays(demand: &Demand) -> bool {
+    let time_to_pay = 2 * demand.start_up;
+    demand.busy >= DEVICE_BOUND_BUSY && demand.left.is_none_or(|left| left > time_to_pay)
 }
 
 /// One lane as `rank` sees it: how fast it is, how many batches it has not finished, how many

@@ -193,3 +193,19 @@ fn a_lane_in_reserve_takes_batches_only_while_the_others_are_full() {
     let all = "gpu:all".parse().expect("a valid --device");
     assert!(!waits_in_reserve(&all, 0) && waits_in_reserve(&all, 1) && waits_in_reserve(&all, 2));
 }
+
+#[test]
+fn a_device_in_reserve_starts_only_when_the_first_bounds_a_run_with_time_left_to_pay() {
+    let demand = |busy: f64, left_ms: Option<u64>| Demand {
+        busy,
+        left: left_ms.map(Duration::from_millis),
+        start_up: Duration::from_millis(500),
+    };
+    let pays = |busy, left| another_device_pays(&demand(busy, left));
+    // the host paces the run (issue 41's 10-34 % busy devices): never
+    assert!(!pays(0.34, None) && !pays(0.79, Some(60_000)));
+    // the first device bounds it: when a second has time to come up and pay for it, or the
+    // run's length is unknown (a live input)
+    assert!(pays(0.8, None) && pays(0.95, Some(1_001)) && pays(1.0, Some(60_000)));
+    assert!(!pays(0.95, Some(1_000)) && !pays(1.0, Some(300)));
+}
