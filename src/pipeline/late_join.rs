@@ -149,19 +149,21 @@ impl<T: Sample> LateJoin<'_, T> {
             return;
         };
         let window = now.0.duration_since(then.0).as_secs_f64() * first.workers.max(1) as f64;
+        let busy = now.1.saturating_sub(then.1) as f64 * 1e-9 / window.max(1e-9);
+        let before = watch.busy.replace(busy);
         let demand = route::Demand {
-            busy: now.1.saturating_sub(then.1) as f64 * 1e-9 / window.max(1e-9),
+            busy: before.map_or(0.0, |b| b.min(busy)),
             left: self.time_left(),
             start_up: self.first_device_start_up(),
         };
         let pays = route::another_device_pays(&demand);
-        tracing::debug!(?demand, pays, "the first device's demand");
+        tracing::debug!(?demand, busy, pays, "the first device's demand");
         watch.peak_busy = watch.peak_busy.max(demand.busy);
         if pays && self.lane_set.later_devices_wait() {
             let left =
                 (demand.left).map_or("unknown".into(), |l| format!("{:.2} s", l.as_secs_f64()));
             let why = format!(
-                "{} {:.0}% busy over {} ms, {left} of work left",
+                "{} at least {:.0}% busy over two {} ms windows, {left} of work left",
                 first.title(),
                 100.0 * demand.busy,
                 DEMAND_WINDOW.as_millis()
@@ -175,10 +177,11 @@ impl<T: Sample> LateJoin<'_, T> {
 pub(super) const DEMAND_WINDOW: Duration = Duration::from_millis(100);
 
 /// What `LateJoin::watch_demand` saw: when it looked last, the first device's busy
-/// nanoseconds then, and its highest busy share over a window.
+/// nanoseconds then, its busy share over the last window, and its highest over two.
 #[derive(Default)]
 pub(super) struct DemandWatch {
     last: Option<(Instant, u64)>,
+    busy: Option<f64>,
     peak_busy: f64,
     decided: bool,
 }
@@ -196,7 +199,7 @@ impl DemandWatch {
             return;
         }
         let why = format!(
-            "the first device was at most {:.0}% busy over any {} ms (they start from {:.0}% with time left to pay for their start-up)",
+            "the first device was at most {:.0}% busy over two {} ms windows (they start from {:.0}% with time left to pay for their start-up)",
             100.0 * self.peak_busy,
             DEMAND_WINDOW.as_millis(),
             100.0 * route::DEVICE_BOUND_BUSY

@@ -165,9 +165,10 @@ pub(crate) fn waits_in_reserve(choice: &DeviceChoice, nth: usize) -> bool {
 /// looked at while the first device works.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Demand {
-    /// The share of the first device's workers' time spent in its engines over the last
-    /// window: near 1 when the device (its transfers, its kernels) bounds the run, well below
-    /// when the readers, the host's memory or the sink pace it.
+    /// The share of the first device's workers' time spent in its engines, the lower of its
+    /// last two windows (the first window after it joins holds the burst of batches queued
+    /// meanwhile): near 1 when the device (its transfers, its kernels) bounds the run, well
+    /// below when the readers, the host's memory or the sink pace it.
     pub busy: f64,
     /// What the run still needs at its rate so far (None: unknown, such as a live input).
     pub left: Option<Duration>,
@@ -175,17 +176,18 @@ pub(crate) struct Demand {
     pub start_up: Duration,
 }
 
-/// The first device's busy share from which it bounds the run (`Demand::busy`). On two H200s
-/// with 32 cores each device of `gpu:all` was busy 10–34 % while the host paced the runs and
-/// the second device's start-up made them 0.75–0.92x `gpu` (issue 41).
+/// The first device's busy share from which it bounds the run (`Demand::busy`). On one H200
+/// (2026-11-29, 4 GiB jobs) the device once joined was 82–112 % busy per 100 ms on 16 cores
+/// and 15–79 % on 4; on two H200s with 32 cores, both devices of `gpu:all` started at once made
+/// runs 0.75–0.92x `gpu` (issue 41).
 pub(crate) const DEVICE_BOUND_BUSY: f64 = 0.8;
 
 /// Whether the devices in reserve start: only when the first device bounds the run, and the
-/// run has work left for at least twice a device's start-up (one start-up to come up, as long
-/// again to pay for it). Otherwise another device adds its start-up, its pinned memory and
-/// contention for the host, not rate: `gpu:all` is then `gpu`.
+/// run has work left for three times a device's start-up (one to come up while contending
+/// with the run for the host, two to pay for it). Otherwise another device adds its start-up,
+/// its pinned memory and contention for the host, not rate: `gpu:all` is then `gpu`.
 pub(crate) fn another_device_pays(demand: &Demand) -> bool {
-    let time_to_pay = 2 * demand.start_up;
+    let time_to_pay = 3 * demand.start_up;
     demand.busy >= DEVICE_BOUND_BUSY && demand.left.is_none_or(|left| left > time_to_pay)
 }
 
