@@ -98,6 +98,7 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
                 continue;
             }
             let limit = first_samples.filter(|_| streams.is_empty());
+            small_segments(&socket);
             streams.push(std::thread::spawn(move || {
                 let ended = stream_sky(&mut socket, &radio, tones, limit);
                 note(&radio, format!("data {nth}: {ended}"));
@@ -110,6 +111,31 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
         radio,
         thread,
     }
+}
+
+/// Sends each transfer as it is made, from a send buffer of two: the segments a real radio's
+/// network delivers. The module reads only once a whole read is queued (FIONREAD), and on
+/// loopback a sender that fell behind coalesces its writes into skbs of up to 64 KiB, whose
+/// memory the receiver keeps for any unread byte of them. With the receive buffer not yet
+/// grown (a loaded machine), 5,120 unread bytes then held 112 KiB of its 128 KiB: the kernel
+/// dropped what came next and the module waited for bytes that could not arrive (seen with
+/// `ss -tnmi` in a failed run: Recv-Q 5120, skmem r112448 rb131072, drops; the server's
+/// Send-Q growing under retransmit back-off), so "no samples for 5 s".
+fn small_segments(socket: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    socket.set_nodelay(true).expect("TCP_NODELAY");
+    let bytes: libc::c_int = (2 * 8 * CHUNK) as libc::c_int;
+    // SAFETY: a valid socket and an int-sized option value that outlives the call.
+    let set = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_SNDBUF");
 }
 
 /// Adds an event to the server's record.
