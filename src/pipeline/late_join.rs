@@ -144,28 +144,40 @@ impl<T: Sample> LateJoin<'_, T> {
         if counters.batches.load(Ordering::Relaxed) == 0 {
             return; // (its start: the bridge's batches, its first transfers)
         }
-        let now = (Instant::now(), counters.busy_ns.load(Ordering::Relaxed));
-        let Some(then) = watch.last.replace(now) else {
+        let done = self
+            .context
+            .control
+            .counters
+            .samples_analysed
+            .load(Ordering::Relaxed);
+        let now = (
+            Instant::now(),
+            counters.busy_ns.load(Ordering::Relaxed),
+            done,
+        );
+        let Some((busy, rate)) = watch.observe(now, first.workers) else {
             return;
         };
-        let window = now.0.duration_since(then.0).as_secs_f64() * first.workers.max(1) as f64;
-        let busy = now.1.saturating_sub(then.1) as f64 * 1e-9 / window.max(1e-9);
-        let before = watch.busy.replace(busy);
+        let left = (self.progress.0).map(|total| {
+            Duration::from_secs_f64(total.saturating_sub(done) as f64 / rate.max(1.0))
+        });
         let demand = route::Demand {
-            busy: before.map_or(0.0, |b| b.min(busy)),
-            left: self.time_left(),
+            busy,
+            left,
             start_up: self.first_device_start_up(),
         };
         let pays = route::another_device_pays(&demand);
-        tracing::debug!(?demand, busy, pays, "the first device's demand");
+        let window = watch.recent.back().copied().unwrap_or(0.0);
+        tracing::debug!(?demand, busy = window, pays, "the first device's demand");
         watch.peak_busy = watch.peak_busy.max(demand.busy);
         if pays && self.lane_set.later_devices_wait() {
             let left =
                 (demand.left).map_or("unknown".into(), |l| format!("{:.2} s", l.as_secs_f64()));
             let why = format!(
-                "{} at least {:.0}% busy over two {} ms windows, {left} of work left",
+                "{} at least {:.0}% busy in {} windows of {} ms running, {left} of work left",
                 first.title(),
                 100.0 * demand.busy,
+                route::DEMAND_WINDOWS,
                 DEMAND_WINDOW.as_millis()
             );
             watch.decide(self.lane_set, LaterDevices::Wanted, why);
@@ -177,16 +189,35 @@ impl<T: Sample> LateJoin<'_, T> {
 pub(super) const DEMAND_WINDOW: Duration = Duration::from_millis(100);
 
 /// What `LateJoin::watch_demand` saw: when it looked last, the first device's busy
-/// nanoseconds then, its busy share over the last window, and its highest over two.
+/// nanoseconds and the run's samples analysed then, its busy share over the last
+/// `route::DEMAND_WINDOWS` windows, and the highest lowest share of such a run of windows.
 #[derive(Default)]
 pub(super) struct DemandWatch {
-    last: Option<(Instant, u64)>,
-    busy: Option<f64>,
+    last: Option<(Instant, u64, u64)>,
+    recent: std::collections::VecDeque<f64>,
     peak_busy: f64,
     decided: bool,
 }
 
 impl DemandWatch {
+    /// One look at (when, the first device's busy nanoseconds, samples analysed): the lowest
+    /// busy share of the device's `workers` over the last `route::DEMAND_WINDOWS` windows
+    /// (0 until there are as many) and the run's rate over the last window, samples a second;
+    /// None on the first look.
+    fn observe(&mut self, now: (Instant, u64, u64), workers: usize) -> Option<(f64, f64)> {
+        let then = self.last.replace(now)?;
+        let seconds = now.0.duration_since(then.0).as_secs_f64().max(1e-9);
+        let busy = now.1.saturating_sub(then.1) as f64 * 1e-9 / (seconds * workers.max(1) as f64);
+        self.recent.push_back(busy);
+        if self.recent.len() > route::DEMAND_WINDOWS {
+            self.recent.pop_front();
+        }
+        let lowest = (self.recent.iter().copied()).reduce(f64::min);
+        let lowest = lowest.filter(|_| self.recent.len() == route::DEMAND_WINDOWS);
+        let rate = now.2.saturating_sub(then.2) as f64 / seconds;
+        Some((lowest.unwrap_or(0.0), rate))
+    }
+
     fn decide(&mut self, lane_set: &LaneSet, decision: LaterDevices, why: String) {
         tracing::debug!(?decision, "devices in reserve: {why}");
         lane_set.decide_later_devices(decision, why);
@@ -199,11 +230,36 @@ impl DemandWatch {
             return;
         }
         let why = format!(
-            "the first device was at most {:.0}% busy over two {} ms windows (they start from {:.0}% with time left to pay for their start-up)",
+            "the first device was at most {:.0}% busy in {} windows of {} ms running (they start from {:.0}% with time left to pay for their start-up)",
             100.0 * self.peak_busy,
+            route::DEMAND_WINDOWS,
             DEMAND_WINDOW.as_millis(),
             100.0 * route::DEVICE_BOUND_BUSY
         );
         self.decide(lane_set, LaterDevices::NotWanted, why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demand_is_the_lowest_busy_share_of_the_last_windows_and_the_last_windows_rate() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut watch = DemandWatch::default();
+        // two workers: 0.2 s of engine time in 0.1 s is a busy device
+        assert_eq!(watch.observe((at(0), 0, 0), 2), None, "nothing to compare yet");
+        let looks = [(100, 180_000_000, 1_000), (200, 360_000_000, 3_000)];
+        for (ms, busy_ns, done) in looks {
+            let (busy, _) = watch.observe((at(ms), busy_ns, done), 2).expect("a window");
+            assert_eq!(busy, 0.0, "fewer windows than DEMAND_WINDOWS");
+        }
+        let (busy, rate) = (watch.observe((at(300), 500_000_000, 7_000), 2)).expect("a window");
+        assert!((busy - 0.7).abs() < 1e-9, "the lowest of 0.9, 0.9, 0.7: {busy}");
+        assert!((rate - 40_000.0).abs() < 1e-6, "4,000 samples in 0.1 s: {rate}");
+        let (busy, _) = (watch.observe((at(400), 690_000_000, 8_000), 2)).expect("a window");
+        assert!((busy - 0.7).abs() < 1e-9, "0.9, 0.7, 0.95: {busy}");
     }
 }

@@ -165,10 +165,9 @@ pub(crate) fn waits_in_reserve(choice: &DeviceChoice, nth: usize) -> bool {
 /// looked at while the first device works.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Demand {
-    /// The share of the first device's workers' time spent in its engines, the lower of its
-    /// last two windows (the first window after it joins holds the burst of batches queued
-    /// meanwhile): near 1 when the device (its transfers, its kernels) bounds the run, well
-    /// below when the readers, the host's memory or the sink pace it.
+    /// The share of the first device's workers' time spent in its engines, the lowest of its
+    /// last `DEMAND_WINDOWS` windows: near 0.9 when the device (its transfers, its kernels)
+    /// bounds the run, lower when the readers, the host's memory or the sink pace it.
     pub busy: f64,
     /// What the run still needs at its rate so far (None: unknown, such as a live input).
     pub left: Option<Duration>,
@@ -176,11 +175,14 @@ pub(crate) struct Demand {
     pub start_up: Duration,
 }
 
-/// The first device's busy share from which it bounds the run (`Demand::busy`). On one H200
-/// (2026-11-29, 4 GiB jobs) the device once joined was 82–112 % busy per 100 ms on 16 cores
-/// and 15–79 % on 4; on two H200s with 32 cores, both devices of `gpu:all` started at once made
-/// runs 0.75–0.92x `gpu` (issue 41).
-pub(crate) const DEVICE_BOUND_BUSY: f64 = 0.8;
+/// The first device's busy share from which it bounds the run (`Demand::busy`), and over how
+/// many 100 ms windows running. On one H200 (2026-11-29) the device once joined read 87–91 %
+/// per window, steadily, on 16 cores; on 4 cores, where the host paces the run, single windows
+/// reached 80–91 % (the first after it joins, holding the batches queued meanwhile, up to
+/// 131 %) but never three running at 85 %. On two H200s with 32 cores, both devices of
+/// `gpu:all` started at once made runs 0.75–0.92x `gpu` (issue 41).
+pub(crate) const DEVICE_BOUND_BUSY: f64 = 0.85;
+pub(crate) const DEMAND_WINDOWS: usize = 3;
 
 /// Whether the devices in reserve start: only when the first device bounds the run, and the
 /// run has work left for three times a device's start-up (one to come up while contending

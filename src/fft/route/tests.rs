@@ -203,9 +203,9 @@ fn a_device_in_reserve_starts_only_when_the_first_bounds_a_run_with_time_left_to
     };
     let pays = |busy, left| another_device_pays(&demand(busy, left));
     // the host paces the run (issue 41's 10-34 % busy devices): never
-    assert!(!pays(0.34, None) && !pays(0.79, Some(60_000)));
+    assert!(!pays(0.34, None) && !pays(0.84, Some(60_000)));
     // the first device bounds it: when a second has time to come up and pay for it, or the
     // run's length is unknown (a live input)
-    assert!(pays(0.8, None) && pays(0.95, Some(1_501)) && pays(1.0, Some(60_000)));
+    assert!(pays(0.85, None) && pays(0.95, Some(1_501)) && pays(1.0, Some(60_000)));
     assert!(!pays(0.95, Some(1_500)) && !pays(1.0, Some(300)));
 }
