@@ -250,15 +250,25 @@ mod tests {
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut watch = DemandWatch::default();
         // two workers: 0.2 s of engine time in 0.1 s is a busy device
-        assert_eq!(watch.observe((at(0), 0, 0), 2), None, "nothing to compare yet");
+        assert_eq!(
+            watch.observe((at(0), 0, 0), 2),
+            None,
+            "nothing to compare yet"
+        );
         let looks = [(100, 180_000_000, 1_000), (200, 360_000_000, 3_000)];
         for (ms, busy_ns, done) in looks {
             let (busy, _) = watch.observe((at(ms), busy_ns, done), 2).expect("a window");
             assert_eq!(busy, 0.0, "fewer windows than DEMAND_WINDOWS");
         }
         let (busy, rate) = (watch.observe((at(300), 500_000_000, 7_000), 2)).expect("a window");
-        assert!((busy - 0.7).abs() < 1e-9, "the lowest of 0.9, 0.9, 0.7: {busy}");
-        assert!((rate - 40_000.0).abs() < 1e-6, "4,000 samples in 0.1 s: {rate}");
+        assert!(
+            (busy - 0.7).abs() < 1e-9,
+            "the lowest of 0.9, 0.9, 0.7: {busy}"
+        );
+        assert!(
+            (rate - 40_000.0).abs() < 1e-6,
+            "4,000 samples in 0.1 s: {rate}"
+        );
         let (busy, _) = (watch.observe((at(400), 690_000_000, 8_000), 2)).expect("a window");
         assert!((busy - 0.7).abs() < 1e-9, "0.9, 0.7, 0.95: {busy}");
     }
