@@ -37,6 +37,9 @@ use crate::setup_log::What;
 use crate::types::Sample;
 use std::sync::{Arc, Mutex};
 
+mod auto;
+use auto::{auto_background_lanes, auto_lanes};
+
 /// Everything `build_engines_with` needs.
 #[derive(Clone, Debug)]
 pub struct RouterOptions {
@@ -154,14 +157,14 @@ pub(crate) fn build_engine_set<T: Sample>(
     opts.calibrate_allowed = *choice == DeviceChoice::Auto && live;
     let later: Option<DeferredLanes<T>> = match start {
         Start::Opened => {
-            let ready = build_lanes(&opts, &lane_set)?;
+            let OpenedLanes { ready, later } = opened_lanes(opts, &lane_set)?;
             if choice.names_a_device() && !live {
                 kinds::remember(choice);
             }
             return Ok(EngineSet {
                 ready,
                 lane_set,
-                later: None,
+                later,
                 start,
             });
         }
@@ -192,6 +195,51 @@ fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> D
     })
 }
 
+/// The lanes of a run opened before it starts (`Start::Opened`): all of them, or under
+/// `gpu:all` the first device's, the others left to come once it bounds the run
+/// (`open_as_they_come`), as when started in the background.
+fn opened_lanes<T: Sample>(
+    opts: RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> Result<OpenedLanes<T>, FftdError> {
+    let all_now = |opts: &RouterOptions| -> Result<OpenedLanes<T>, FftdError> {
+        let ready = build_lanes(opts, lane_set)?;
+        Ok(OpenedLanes { ready, later: None })
+    };
+    if opts.choice != DeviceChoice::AllGpus {
+        return all_now(&opts);
+    }
+    let mut specs: Vec<(usize, LaneSpec)> = (device_set::resolve(&opts.choice)?)
+        .into_iter()
+        .enumerate()
+        .collect();
+    if specs.len() < 2
+        || specs
+            .iter()
+            .any(|(_, s)| !matches!(s.device, LaneDevice::OpenCl(_)))
+    {
+        return all_now(&opts);
+    }
+    let rest = specs.split_off(1);
+    let (_, first) = &specs[0];
+    let gpus = open_engines::<T>(first, &opts)
+        .map_err(|e| FftdError::Runtime(format!("{}: {e}", first.label())))?;
+    let ready = vec![routed_lane(first, gpus, lane_set)];
+    let lane_set = lane_set.clone();
+    let later: DeferredLanes<T> =
+        Box::new(move |arrive| open_as_they_come(&opts, &lane_set, &rest, arrive));
+    Ok(OpenedLanes {
+        ready,
+        later: Some(later),
+    })
+}
+
+/// The lanes opened before a run, and those to come during it.
+struct OpenedLanes<T: Sample> {
+    ready: Vec<LaneEngines<T>>,
+    later: Option<DeferredLanes<T>>,
+}
+
 /// Each device of `opts.choice` opened on a thread of its own and handed to `arrive` as one
 /// lane when it is up (the first in the choice's order taking batches, the others in
 /// reserve), or as the error that fails the run. The first opens at once, the others once the
@@ -202,10 +250,22 @@ fn lanes_as_they_come<T: Sample>(
     lane_set: &Arc<LaneSet>,
     arrive: Arrival<'_, T>,
 ) {
-    let specs = match device_set::resolve(&opts.choice) {
-        Ok(specs) => specs,
-        Err(e) => return arrive(LateLanes::of(Err(e))),
-    };
+    match device_set::resolve(&opts.choice) {
+        Ok(specs) => {
+            let numbered: Vec<_> = specs.into_iter().enumerate().collect();
+            open_as_they_come(opts, lane_set, &numbered, arrive);
+        }
+        Err(e) => arrive(LateLanes::of(Err(e))),
+    }
+}
+
+/// `lanes_as_they_come` for the devices of `specs`, each with its place in the choice's order.
+fn open_as_they_come<T: Sample>(
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+    specs: &[(usize, LaneSpec)],
+    arrive: Arrival<'_, T>,
+) {
     let open = |(i, spec): (usize, &LaneSpec)| {
         let in_reserve = route::waits_in_reserve(&opts.choice, i);
         if in_reserve && !lane_set.await_later_devices() {
@@ -222,8 +282,8 @@ fn lanes_as_they_come<T: Sample>(
         arrive(LateLanes::of(lane));
     };
     std::thread::scope(|scope| {
-        for each in specs.iter().enumerate() {
-            scope.spawn(move || open(each));
+        for (i, spec) in specs {
+            scope.spawn(move || open((*i, spec)));
         }
     });
 }
@@ -241,42 +301,6 @@ impl<T: Sample> LateLanes<T> {
             error,
         }
     }
-}
-
-/// `auto`'s GPU lanes, built when called: the strongest GPU at once, the others only once it
-/// bounds the run (`LaneSet::await_later_devices`), in reserve; with `shares` (both lanes), the
-/// CPU lane and the GPUs share batches by the rates each way delivered alone.
-fn auto_background_lanes<T: Sample>(
-    opts: RouterOptions,
-    lane_set: Arc<LaneSet>,
-    shares: Option<(f64, f64)>,
-) -> DeferredLanes<T> {
-    Box::new(move |arrive| {
-        let specs = auto_gpu_specs();
-        let (first, rest) = specs.split_at(specs.len().min(1));
-        arrive(auto_arrival(first, &opts, &lane_set, shares));
-        if !rest.is_empty() && lane_set.await_later_devices() {
-            let later = auto_arrival(rest, &opts, &lane_set, shares);
-            later.lanes.iter().for_each(|l| l.lane.keep_in_reserve());
-            arrive(later);
-        }
-    })
-}
-
-/// `auto`'s lanes for the GPUs of `specs`; with `shares`, each GPU lane at the GPU route's rate
-/// (that route's rate was mostly one device's: the others wait in reserve).
-fn auto_arrival<T: Sample>(
-    specs: &[LaneSpec],
-    opts: &RouterOptions,
-    lane_set: &Arc<LaneSet>,
-    shares: Option<(f64, f64)>,
-) -> LateLanes<T> {
-    let mut late = auto_gpu_lanes(specs, opts, lane_set);
-    if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
-        late.cpu_speed = Some(LaneSpeed::Rate(cpu));
-        (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(gpu));
-    }
-    late
 }
 
 fn cpu_engines<T: Sample>(workers: usize) -> Engines<T> {
@@ -481,112 +505,5 @@ fn reserve_later_devices<T: Sample>(choice: &DeviceChoice, lanes: &[LaneEngines<
         if route::waits_in_reserve(choice, nth) {
             lane.lane.keep_in_reserve();
         }
-    }
-}
-
-/// What `auto` found among its devices (`auto_lanes`).
-struct AutoFound<'s, T: Sample> {
-    /// A lane per device whose calibration predicts it faster than the CPU engine for some
-    /// measured size, its speed from that calibration.
-    lanes: Vec<LaneEngines<T>>,
-    /// The first of their calibrations, for the speed of a CPU lane beside them.
-    calibration: Option<Arc<Calibration>>,
-    /// The devices opened but not in `lanes` (no calibration, or never faster by it): file jobs
-    /// whose records say the GPU helps take them (`auto_gpu_lanes`).
-    others: Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
-}
-
-/// `auto`'s lanes among `specs`, each device's calibration cached or measured when allowed.
-fn auto_lanes<'s, T: Sample>(
-    specs: &'s [LaneSpec],
-    opts: &RouterOptions,
-    lane_set: &Arc<LaneSet>,
-) -> AutoFound<'s, T> {
-    let mut found = AutoFound {
-        lanes: Vec::new(),
-        calibration: None,
-        others: Vec::new(),
-    };
-    for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
-        let Opened { gpus, calibration } = match opened {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::warn!(
-                    "OpenCL device {} unusable ({e}); using the CPU engine",
-                    spec.name()
-                );
-                continue;
-            }
-        };
-        let cal = match calibration {
-            Some(Ok(c)) => c,
-            other => {
-                tracing::debug!(
-                    "no calibration for {} ({:?})",
-                    spec.name(),
-                    other.and_then(Result::err)
-                );
-                found.others.push((spec, gpus));
-                continue;
-            }
-        };
-        if !route::calibration_favours_device(&cal) {
-            tracing::debug!(
-                "{}: its calibration finds the CPU engine faster at every size",
-                spec.name()
-            );
-            found.others.push((spec, gpus));
-            continue;
-        }
-        found.calibration.get_or_insert_with(|| cal.clone());
-        let mut lane = routed_lane(spec, gpus, lane_set);
-        lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl);
-        found.lanes.push(lane);
-    }
-    found
-}
-
-/// The GPU-type devices `auto` may use, strongest first (what was found is remembered only
-/// when the devices could be listed).
-fn auto_gpu_specs() -> Vec<LaneSpec> {
-    let listed = device_set::resolve(&DeviceChoice::Auto);
-    let specs: Vec<LaneSpec> = (listed.iter().flatten())
-        .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
-        .cloned()
-        .collect();
-    if listed.is_ok() {
-        kinds::remember_auto(!specs.is_empty());
-    }
-    specs
-}
-
-/// `auto`'s GPU lanes for file input (built while the CPU engines already run) on the devices of
-/// `specs` (GPU-type only), with a cached calibration.
-fn auto_gpu_lanes<T: Sample>(
-    specs: &[LaneSpec],
-    opts: &RouterOptions,
-    lane_set: &Arc<LaneSet>,
-) -> LateLanes<T> {
-    let AutoFound {
-        mut lanes,
-        calibration: cal,
-        others,
-    } = auto_lanes(specs, opts, lane_set);
-    if lanes.is_empty() {
-        // a file job whose record says the GPU helps (`route::record`) takes the other GPUs too:
-        // the lanes' queues share the work by how fast they drain
-        lanes = others
-            .into_iter()
-            .map(|(spec, gpus)| routed_lane(spec, gpus, lane_set))
-            .collect();
-    }
-    if lanes.is_empty() {
-        tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
-    }
-    reserve_later_devices(&DeviceChoice::Auto, &lanes);
-    LateLanes {
-        lanes,
-        error: None,
-        cpu_speed: cal.map(|c| LaneSpeed::cpu(c, opts.workers)),
     }
 }

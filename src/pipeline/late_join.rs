@@ -116,11 +116,12 @@ impl<T: Sample> LateJoin<'_, T> {
         Some(since.elapsed().mul_f64((total - done).max(0.0) / done))
     }
 
-    /// From the stages' start to the first device's join (`note_bridge`).
+    /// From the stages' start to the first device's join (`note_bridge`), or
+    /// `route::UNSEEN_DEVICE_START_UP` for a device opened before the run.
     fn first_device_start_up(&self) -> Duration {
         let bridged = self.context.control.bridged.lock();
         let bridge = bridged.map_or(None, |b| *b);
-        bridge.map_or(Duration::ZERO, |b| {
+        bridge.map_or(route::UNSEEN_DEVICE_START_UP, |b| {
             b.joined.duration_since(b.stages_started)
         })
     }

@@ -1,0 +1,159 @@
+//! `auto`'s devices: which GPUs it opens and gives a lane (those its calibration finds faster
+//! than the CPU engine at some size, or those its record says help a file job), the strongest
+//! at once and the others only once the first bounds the run (`LaneSet::await_later_devices`).
+
+use super::{
+    open_all, reserve_later_devices, routed_lane, DeferredLanes, LaneEngines, LateLanes, Opened,
+    RouterOptions,
+};
+use crate::fft::calibrate::Calibration;
+use crate::fft::device_choice::DeviceChoice;
+use crate::fft::device_set::{self, LaneDevice, LaneSpec};
+use crate::fft::lanes::LaneSet;
+use crate::fft::opencl::OpenClEngine;
+use crate::fft::route::{self, kinds, LaneSpeed, SpeedSide};
+use crate::types::Sample;
+use std::sync::Arc;
+
+/// `auto`'s GPU lanes, built when called: the strongest GPU at once, the others only once it
+/// bounds the run (`LaneSet::await_later_devices`), in reserve; with `shares` (both lanes), the
+/// CPU lane and the GPUs share batches by the rates each way delivered alone.
+pub(super) fn auto_background_lanes<T: Sample>(
+    opts: RouterOptions,
+    lane_set: Arc<LaneSet>,
+    shares: Option<(f64, f64)>,
+) -> DeferredLanes<T> {
+    Box::new(move |arrive| {
+        let specs = auto_gpu_specs();
+        let (first, rest) = specs.split_at(specs.len().min(1));
+        arrive(auto_arrival(first, &opts, &lane_set, shares));
+        if !rest.is_empty() && lane_set.await_later_devices() {
+            let later = auto_arrival(rest, &opts, &lane_set, shares);
+            later.lanes.iter().for_each(|l| l.lane.keep_in_reserve());
+            arrive(later);
+        }
+    })
+}
+
+/// `auto`'s lanes for the GPUs of `specs`; with `shares`, each GPU lane at the GPU route's rate
+/// (that route's rate was mostly one device's: the others wait in reserve).
+fn auto_arrival<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+    shares: Option<(f64, f64)>,
+) -> LateLanes<T> {
+    let mut late = auto_gpu_lanes(specs, opts, lane_set);
+    if let Some((cpu, gpu)) = shares.filter(|_| !late.lanes.is_empty()) {
+        late.cpu_speed = Some(LaneSpeed::Rate(cpu));
+        (late.lanes.iter_mut()).for_each(|l| l.speed = LaneSpeed::Rate(gpu));
+    }
+    late
+}
+
+/// What `auto` found among its devices (`auto_lanes`).
+pub(super) struct AutoFound<'s, T: Sample> {
+    /// A lane per device whose calibration predicts it faster than the CPU engine for some
+    /// measured size, its speed from that calibration.
+    pub(super) lanes: Vec<LaneEngines<T>>,
+    /// The first of their calibrations, for the speed of a CPU lane beside them.
+    pub(super) calibration: Option<Arc<Calibration>>,
+    /// The devices opened but not in `lanes` (no calibration, or never faster by it): file jobs
+    /// whose records say the GPU helps take them (`auto_gpu_lanes`).
+    others: Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
+}
+
+/// `auto`'s lanes among `specs`, each device's calibration cached or measured when allowed.
+pub(super) fn auto_lanes<'s, T: Sample>(
+    specs: &'s [LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> AutoFound<'s, T> {
+    let mut found = AutoFound {
+        lanes: Vec::new(),
+        calibration: None,
+        others: Vec::new(),
+    };
+    for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
+        let Opened { gpus, calibration } = match opened {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(
+                    "OpenCL device {} unusable ({e}); using the CPU engine",
+                    spec.name()
+                );
+                continue;
+            }
+        };
+        let cal = match calibration {
+            Some(Ok(c)) => c,
+            other => {
+                tracing::debug!(
+                    "no calibration for {} ({:?})",
+                    spec.name(),
+                    other.and_then(Result::err)
+                );
+                found.others.push((spec, gpus));
+                continue;
+            }
+        };
+        if !route::calibration_favours_device(&cal) {
+            tracing::debug!(
+                "{}: its calibration finds the CPU engine faster at every size",
+                spec.name()
+            );
+            found.others.push((spec, gpus));
+            continue;
+        }
+        found.calibration.get_or_insert_with(|| cal.clone());
+        let mut lane = routed_lane(spec, gpus, lane_set);
+        lane.speed = LaneSpeed::Measured(cal, SpeedSide::OpenCl);
+        found.lanes.push(lane);
+    }
+    found
+}
+
+/// The GPU-type devices `auto` may use, strongest first (what was found is remembered only
+/// when the devices could be listed).
+fn auto_gpu_specs() -> Vec<LaneSpec> {
+    let listed = device_set::resolve(&DeviceChoice::Auto);
+    let specs: Vec<LaneSpec> = (listed.iter().flatten())
+        .filter(|s| matches!(s.device, LaneDevice::OpenCl(e) if e.info.is_gpu))
+        .cloned()
+        .collect();
+    if listed.is_ok() {
+        kinds::remember_auto(!specs.is_empty());
+    }
+    specs
+}
+
+/// `auto`'s GPU lanes for file input (built while the CPU engines already run) on the devices of
+/// `specs` (GPU-type only), with a cached calibration.
+fn auto_gpu_lanes<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> LateLanes<T> {
+    let AutoFound {
+        mut lanes,
+        calibration: cal,
+        others,
+    } = auto_lanes(specs, opts, lane_set);
+    if lanes.is_empty() {
+        // a file job whose record says the GPU helps (`route::record`) takes the other GPUs too:
+        // the lanes' queues share the work by how fast they drain
+        lanes = others
+            .into_iter()
+            .map(|(spec, gpus)| routed_lane(spec, gpus, lane_set))
+            .collect();
+    }
+    if lanes.is_empty() {
+        tracing::debug!("auto: no GPU lane joins; the CPU engines do the work");
+    }
+    reserve_later_devices(&DeviceChoice::Auto, &lanes);
+    LateLanes {
+        lanes,
+        error: None,
+        cpu_speed: cal.map(|c| LaneSpeed::cpu(c, opts.workers)),
+    }
+}
