@@ -116,13 +116,14 @@ impl<T: Sample> LateJoin<'_, T> {
         Some(since.elapsed().mul_f64((total - done).max(0.0) / done))
     }
 
-    /// From the stages' start to the first device's join (`note_bridge`), or
+    /// From the stages' start to the first device's join (`note_bridge`), at least
+    /// `route::LEAST_DEVICE_START_UP` (the device's start-up began before the stages'), or
     /// `route::UNSEEN_DEVICE_START_UP` for a device opened before the run.
     fn first_device_start_up(&self) -> Duration {
         let bridged = self.context.control.bridged.lock();
         let bridge = bridged.map_or(None, |b| *b);
         bridge.map_or(route::UNSEEN_DEVICE_START_UP, |b| {
-            b.joined.duration_since(b.stages_started)
+            (b.joined.duration_since(b.stages_started)).max(route::LEAST_DEVICE_START_UP)
         })
     }
 
@@ -156,8 +157,8 @@ impl<T: Sample> LateJoin<'_, T> {
             counters.busy_ns.load(Ordering::Relaxed),
             done,
         );
-        let Some((busy, rate)) = watch.observe(now, first.workers) else {
-            return;
+        let Some((busy, rate)) = watch.observe(now, first.workers).filter(|(_, r)| *r > 0.0) else {
+            return; // (no rate yet: nothing to judge the work left by)
         };
         let left = (self.progress.0).map(|total| {
             Duration::from_secs_f64(total.saturating_sub(done) as f64 / rate.max(1.0))

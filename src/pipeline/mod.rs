@@ -37,7 +37,7 @@ mod worker;
 use crate::pipeline::spec::RunSpec;
 
 use crate::error::{FftdError, Result};
-use crate::fft::lanes::LaneSet;
+use crate::fft::lanes::{LaneSet, LaterDevices};
 use crate::fft::router;
 use crate::frame::Frame;
 use crate::products::finish_for_scale;
@@ -439,6 +439,7 @@ pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
 /// mid-start-up can abort the process).
 pub(super) fn late_lanes_thread<T: Sample>(
     build: router::DeferredLanes<T>,
+    lane_set: Arc<LaneSet>,
 ) -> (
     crossbeam_channel::Receiver<router::LateLanes<T>>,
     StartUpThread,
@@ -449,16 +450,19 @@ pub(super) fn late_lanes_thread<T: Sample>(
             let _ = tx.send(late);
         });
     });
-    (rx, StartUpThread(Some(builder)))
+    (rx, StartUpThread(Some(builder), lane_set))
 }
 
 /// The thread building the late lanes. The run never waits for it: when the run ends (its
 /// output complete, or an error) while the start-up is still under way, the thread is left to
-/// the process's exit (`left_behind`).
-pub(super) struct StartUpThread(Option<std::thread::JoinHandle<()>>);
+/// the process's exit (`left_behind`). Devices still waiting in reserve then never start (the
+/// run's end decides so if nothing decided before, an error before the stages ran included).
+pub(super) struct StartUpThread(Option<std::thread::JoinHandle<()>>, Arc<LaneSet>);
 
 impl Drop for StartUpThread {
     fn drop(&mut self) {
+        let why = "the run ended first".to_string();
+        self.1.decide_later_devices(LaterDevices::NotWanted, why);
         if let Some(thread) = self.0.take() {
             crate::left_behind::leave(thread);
         }

@@ -64,7 +64,8 @@ impl<T: Sample> EngineLanes<T> {
             later,
             start,
         } = set;
-        let (later, start_up) = later.map(super::late_lanes_thread).unzip();
+        let start_late = |build| super::late_lanes_thread(build, lane_set.clone());
+        let (later, start_up) = later.map(start_late).unzip();
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
             workers = ready.iter().map(|l| l.engines.len()).sum::<usize>(),

@@ -186,8 +186,10 @@ pub(crate) const DEMAND_WINDOWS: usize = 3;
 
 /// A device's start-up where the run did not see the first one's (opened before the run):
 /// 0.27–0.44 s from the stages' start to a warm H200's join on 16 and 4 cores (2026-11-29),
-/// rounded up.
+/// rounded up; and the least taken as seen (a device may come up while the run still plans,
+/// its start-up begun before the stages').
 pub(crate) const UNSEEN_DEVICE_START_UP: Duration = Duration::from_millis(500);
+pub(crate) const LEAST_DEVICE_START_UP: Duration = Duration::from_millis(250);
 
 /// Whether the devices in reserve start: only when the first device bounds the run, and the
 /// run has work left for three times a device's start-up (one to come up while contending

@@ -26,7 +26,13 @@ pub(super) fn auto_background_lanes<T: Sample>(
     Box::new(move |arrive| {
         let specs = auto_gpu_specs();
         let (first, rest) = specs.split_at(specs.len().min(1));
-        arrive(auto_arrival(first, &opts, &lane_set, shares));
+        let late = auto_arrival(first, &opts, &lane_set, shares);
+        if late.lanes.is_empty() && !rest.is_empty() {
+            // the strongest gave no lane (it failed to open, or is not faster): the others
+            // as before, the first of them taking batches
+            return arrive(auto_arrival(rest, &opts, &lane_set, shares));
+        }
+        arrive(late);
         if !rest.is_empty() && lane_set.await_later_devices() {
             let later = auto_arrival(rest, &opts, &lane_set, shares);
             later.lanes.iter().for_each(|l| l.lane.keep_in_reserve());
