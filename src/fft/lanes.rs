@@ -310,6 +310,13 @@ mod tests {
 
     #[test]
     fn devices_in_reserve_wait_for_the_first_decision_and_only_that_one() {
+        let nobody = LaneSet::new(true);
+        nobody.decide_later_devices(LaterDevices::NotWanted, "the run ended first".into());
+        assert_eq!(
+            nobody.later_devices_report(),
+            None,
+            "no device waited: no line"
+        );
         for (first, then, starts) in [
             (LaterDevices::Wanted, LaterDevices::NotWanted, true),
             (LaterDevices::NotWanted, LaterDevices::Wanted, false),
@@ -325,7 +332,12 @@ mod tests {
             lane_set.decide_later_devices(then, "then".into());
             assert_eq!(waiting.join().ok(), Some(starts));
             let report = lane_set.later_devices_report().unwrap_or_default();
-            assert!(report.ends_with(": first"), "{report}");
+            let said = if starts {
+                "started: first"
+            } else {
+                "not started: first"
+            };
+            assert_eq!(report, said);
             assert_eq!(lane_set.await_later_devices(), starts, "decided once");
         }
     }
