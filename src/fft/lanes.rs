@@ -108,12 +108,12 @@ pub(crate) struct LaneSet {
     /// Whether the CPU lanes retire once a device's lane returns its first batch
     /// (`retire_cpu_after_first_device_batch`).
     cpu_retires_pending: AtomicBool,
-    /// Whether the devices that wait in reserve start (`await_later_devices`).
-    later_devices: Mutex<LaterDevices>,
+    /// Whether the devices that wait in reserve start (`await_later_devices`), and why it was
+    /// decided (`--stats`).
+    later_devices: Mutex<(LaterDevices, String)>,
     later_devices_decided: Condvar,
-    /// Whether a device waits in reserve for that decision, and why it was made (`--stats`).
+    /// Whether a device waits in reserve for that decision.
     later_devices_wait: AtomicBool,
-    later_devices_why: Mutex<String>,
 }
 
 /// Whether the devices that wait in reserve (`route::later_devices_in_reserve`) start at all:
@@ -137,21 +137,17 @@ impl LaneSet {
             handoff,
             device_joined: AtomicBool::new(false),
             cpu_retires_pending: AtomicBool::new(false),
-            later_devices: Mutex::new(LaterDevices::Undecided),
+            later_devices: Mutex::new((LaterDevices::Undecided, String::new())),
             later_devices_decided: Condvar::new(),
             later_devices_wait: AtomicBool::new(false),
-            later_devices_why: Mutex::new(String::new()),
         })
     }
 
     /// Decides whether the devices in reserve start, and says why (the first decision stands).
     pub(crate) fn decide_later_devices(&self, decision: LaterDevices, why: String) {
         let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
-        if *state == LaterDevices::Undecided {
-            *state = decision;
-            if let Ok(mut said) = self.later_devices_why.lock() {
-                *said = why;
-            }
+        if state.0 == LaterDevices::Undecided {
+            *state = (decision, why);
             self.later_devices_decided.notify_all();
         }
     }
@@ -161,13 +157,9 @@ impl LaneSet {
         if !self.later_devices_wait() {
             return None;
         }
-        let state = *self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
-        let why = self
-            .later_devices_why
-            .lock()
-            .map(|w| w.clone())
-            .unwrap_or_default();
-        Some(match state {
+        let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
+        let (decision, why) = &*state;
+        Some(match decision {
             LaterDevices::Wanted => format!("started: {why}"),
             _ => format!("not started: {why}"),
         })
@@ -184,9 +176,9 @@ impl LaneSet {
         let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
         let decided = self
             .later_devices_decided
-            .wait_while(state, |s| *s == LaterDevices::Undecided)
+            .wait_while(state, |s| s.0 == LaterDevices::Undecided)
             .unwrap_or_else(|e| e.into_inner());
-        *decided == LaterDevices::Wanted
+        decided.0 == LaterDevices::Wanted
     }
 
     /// Adds a lane that takes batches from now on.

@@ -213,11 +213,7 @@ fn opened_lanes<T: Sample>(
         .into_iter()
         .enumerate()
         .collect();
-    if specs.len() < 2
-        || specs
-            .iter()
-            .any(|(_, s)| !matches!(s.device, LaneDevice::OpenCl(_)))
-    {
+    if specs.len() < 2 {
         return all_now(&opts);
     }
     let rest = specs.split_off(1);
