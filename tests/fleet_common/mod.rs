@@ -38,6 +38,20 @@ pub struct NatsServer {
     pub auth: ClientAuth,
 }
 
+/// Whether a NATS server answers on loopback `port`: it greets every connection with an `INFO`
+/// line. A bare connect is not enough: before the server listens, a connect to a port in the
+/// ephemeral range can be given that very port as its own and connect to itself (TCP
+/// simultaneous open), and a client connecting next was refused (a CI run, session 22).
+fn serves_nats(port: u16) -> bool {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut greeting = [0u8; 4];
+    stream.read_exact(&mut greeting).is_ok() && &greeting == b"INFO"
+}
+
 impl NatsServer {
     pub fn start(dir: &Path) -> NatsServer {
         NatsServer::start_with(dir, &[], ClientAuth::None)
@@ -84,7 +98,7 @@ impl NatsServer {
             .expect("nats-server starts");
         self.child = Some(child);
         let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while !serves_nats(self.port) {
             assert!(
                 started.elapsed() < Duration::from_secs(60),
                 "nats-server did not listen; its log:\n{}",
