@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{run, write_f32};
+use common::{free_port, http_get, run, write_f32};
 use std::path::Path;
 use std::process::Command;
 
@@ -127,27 +127,6 @@ fn logs_have_no_colour_codes_off_a_terminal() {
     assert!(log.contains("alert start"), "{log}");
     assert!(!log.contains('\u{1b}'), "no escape codes: {log:?}");
     let _ = run;
-}
-
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 /// `/metrics` once the run has analysed some frames.

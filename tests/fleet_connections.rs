@@ -14,7 +14,6 @@ use common::*;
 use fleet_common::*;
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::Duration;
@@ -62,16 +61,9 @@ fn worker(server: &NatsServer) -> Child {
         .expect("worker starts")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// The names of the clients connected to the server now, from its monitoring port's /connz.
 fn client_names(monitor: u16) -> Vec<String> {
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", monitor)) else {
+    let Some(mut stream) = common::connect_loopback(monitor) else {
         return Vec::new();
     };
     let request = "GET /connz?limit=1000 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
@@ -119,7 +111,7 @@ fn a_publish_sends_each_shard_on_a_connection_of_its_own_and_rows_stay_exactly_o
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let monitor = free_port();
+    let monitor = common::free_port();
     let extra: Vec<OsString> = vec!["-m".into(), monitor.to_string().into()];
     let server = NatsServer::start_with(dir.path(), &extra, ClientAuth::None);
     let wav = dir.path().join("rec.wav");

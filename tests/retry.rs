@@ -639,11 +639,7 @@ fn served_fifo_run(name: &str) -> (PathBuf, u16, Reaped) {
     let dir = tmp(name);
     let fifo = dir.join("in.f32");
     mkfifo(&fifo);
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = free_port();
     let child = fftd()
         .arg("--file")
         .arg(&fifo)
@@ -754,7 +750,7 @@ struct Feed {
 
 impl Feed {
     fn open(port: u16, path: &str) -> Option<Feed> {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let mut stream = connect_loopback(port)?;
         stream
             .set_read_timeout(Some(Duration::from_millis(100)))
             .ok()?;
@@ -806,16 +802,4 @@ fn interrupt(child: &Child) {
         .status()
         .expect("kill");
     assert!(ok.success());
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    Some(text)
 }

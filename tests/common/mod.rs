@@ -225,3 +225,40 @@ pub fn wait_until_signals_caught(pid: u32) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A free loopback port (bound and released: the process the test starts next binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A connection to whatever listens on loopback `port`; None while nothing does. A socket
+/// connected to itself does not count: before a server listens, a connect to a port in the
+/// ephemeral range (where `free_port` finds one) can be given that very port as its own and
+/// connect to itself (TCP simultaneous open). It would then read back what it wrote, wait for
+/// an end that never comes, and hold the port the server is about to bind.
+pub fn connect_loopback(port: u16) -> Option<std::net::TcpStream> {
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let to_itself = stream.local_addr().ok()? == stream.peer_addr().ok()?;
+    (!to_itself).then_some(stream)
+}
+
+/// The whole response to an HTTP GET of `path` on loopback `port`; None while nothing
+/// listens, or when the server does not answer in full within 30 s.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = connect_loopback(port)?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    Some(text)
+}

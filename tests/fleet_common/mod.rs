@@ -44,7 +44,7 @@ pub struct NatsServer {
 /// simultaneous open), and a client connecting next was refused (a CI run, session 22).
 fn serves_nats(port: u16) -> bool {
     use std::io::Read;
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+    let Some(mut stream) = crate::common::connect_loopback(port) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
