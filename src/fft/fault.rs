@@ -211,17 +211,20 @@ mod tests {
 
     #[test]
     fn a_timed_hang_pauses_its_batch_once_and_an_error_stays() {
+        const PAUSE: Duration = Duration::from_millis(500);
         let pause = Fault {
             after_batches: 1,
-            effect: FaultEffect::Hang(Some(Duration::from_millis(30))),
+            effect: FaultEffect::Hang(Some(PAUSE)),
         };
         assert!(pause.before_batch(0).is_ok());
         let started = std::time::Instant::now();
         assert!(pause.before_batch(1).is_ok());
-        assert!(started.elapsed() >= Duration::from_millis(30));
+        assert!(started.elapsed() >= PAUSE);
+        // not paused again: a pause long enough that no busy machine's scheduling delays a
+        // call that does not sleep as long
         let started = std::time::Instant::now();
         assert!(pause.before_batch(2).is_ok());
-        assert!(started.elapsed() < Duration::from_millis(30));
+        assert!(started.elapsed() < PAUSE);
         let error = Fault {
             after_batches: 1,
             effect: FaultEffect::Error,
