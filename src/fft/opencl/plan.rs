@@ -92,12 +92,15 @@ pub(super) fn largest_buffer_bytes(n: usize, kind: InputKind, real_bytes: usize)
 /// 2^26-sample batch, without -> with): real 32768 0.432 -> 0.455, real 65536 0.440 -> 0.421
 /// (0.383 with the other adopted changes), complex 16384 0.690 -> 0.666, complex 32768
 /// 0.668 -> 0.643, complex 65536 0.736 -> 0.774; real 16384 0.340 -> 0.339 and every other size
-/// within 1 %. So: complex frames up to 32768 points, real frames from 65536 samples; sizes not
-/// measured follow the nearest measured size of their kind.
+/// within 1 %. On an NVIDIA H200 (2026-11-28, REPS=10) real 32768 went the other way: 0.405
+/// without, 0.330 with the four adopted changes together (docs/perf.md, session 18); a 23 %
+/// gain on one card against a 5 % loss on the other, so real 32768 takes it too (session 23,
+/// measured again there). So: complex frames up to 32768 points, real frames from 32768
+/// samples; sizes not measured follow the nearest measured size of their kind.
 pub(super) fn fourstep_twiddle_recurrence(n: usize, kind: InputKind) -> bool {
     match kind {
         InputKind::Complex => n <= 1 << 15,
-        InputKind::Real => n >= 1 << 16,
+        InputKind::Real => n >= 1 << 15,
     }
 }
 
@@ -355,7 +358,7 @@ mod tests {
         for log2 in 6..=24 {
             let n = 1usize << log2;
             assert_eq!(on(n, InputKind::Complex), log2 <= 15, "complex {n}");
-            assert_eq!(on(n, InputKind::Real), log2 >= 16, "real {n}");
+            assert_eq!(on(n, InputKind::Real), log2 >= 15, "real {n}");
         }
     }
 }
