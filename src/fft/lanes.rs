@@ -152,6 +152,14 @@ impl LaneSet {
         }
     }
 
+    /// A device in reserve, wanted, could not be opened: `what` joins the decision's reason
+    /// (the run goes on with the lanes it has: `router::open_as_they_come`).
+    pub(crate) fn note_reserve_failure(&self, what: String) {
+        let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
+        state.1.push_str("; ");
+        state.1.push_str(&what);
+    }
+
     /// Whether the devices that waited in reserve started, and why (None: none waited).
     pub(crate) fn later_devices_report(&self) -> Option<String> {
         if !self.later_devices_wait() {

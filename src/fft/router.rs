@@ -38,6 +38,8 @@ use crate::types::Sample;
 use std::sync::{Arc, Mutex};
 
 mod auto;
+#[cfg(test)]
+mod tests;
 use auto::{auto_background_lanes, auto_lanes};
 
 /// Everything `build_engines_with` needs.
@@ -238,7 +240,8 @@ struct OpenedLanes<T: Sample> {
 
 /// Each device of `opts.choice` opened on a thread of its own and handed to `arrive` as one
 /// lane when it is up (the first in the choice's order taking batches, the others in
-/// reserve), or as the error that fails the run. The first opens at once, the others once the
+/// reserve), or as the error that fails the run (the first; one in reserve that cannot be
+/// opened is a warning and a note in `--stats`). The first opens at once, the others once the
 /// first bounds the run (`route::another_device_pays`): none contends with its start-up, and
 /// none starts where it would not raise the run's rate.
 fn lanes_as_they_come<T: Sample>(
@@ -274,8 +277,20 @@ fn open_as_they_come<T: Sample>(
             }
             vec![lane]
         });
-        let lane = lane.map_err(|e| FftdError::Runtime(format!("{}: {e}", spec.label())));
-        arrive(LateLanes::of(lane));
+        match lane {
+            Ok(lane) => arrive(LateLanes::of(Ok(lane))),
+            // a device in reserve only adds rate to a run that already works: without it the
+            // run goes on, as under `auto`, rather than fail by how busy the first one was
+            Err(e) if in_reserve => {
+                let what = format!("{} could not be opened ({e})", spec.label());
+                tracing::warn!("{what}; the run goes on without it");
+                lane_set.note_reserve_failure(what);
+            }
+            Err(e) => {
+                let e = FftdError::Runtime(format!("{}: {e}", spec.label()));
+                arrive(LateLanes::of(Err(e)));
+            }
+        }
     };
     std::thread::scope(|scope| {
         for (i, spec) in specs {
