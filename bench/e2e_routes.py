@@ -50,12 +50,17 @@ def taskset(cores):
     return [] if cores == "all" else ["taskset", "-c", f"0-{int(cores) - 1}"]
 
 
-def median_time(cmd, runs):
+spreads = {}  # (job, route, cores) -> every run's wall s, printed after the ratios
+
+
+def median_time(cmd, runs, key=None):
     times = []
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - t)
+    if key is not None:
+        spreads[key] = times
     return statistics.median(times)
 
 
@@ -148,7 +153,8 @@ for job in jobs:
             if route == "auto":
                 for _ in range(a.auto_learn):  # auto tries each way once per job shape and cores
                     subprocess.run(fftd_cmd(job, route, cores), check=True)
-            table[(job, route, cores)] = median_time(fftd_cmd(job, route, cores), a.runs)
+            key = (job, route, cores)
+            table[key] = median_time(fftd_cmd(job, route, cores), a.runs, key)
     if job in torch_fns:
         torch_fns[job]()  # warm-up: CUDA context, cuFFT plans
         times = []
@@ -178,4 +184,12 @@ for job in jobs:
     if torch_t and gpu_all:
         parts.append(f"torch/gpu {torch_t / gpu_all:.2f}x")
     print(f"{JOBS[job][0]:34s} " + "; ".join(parts), flush=True)
+
+# a GPU run's start-up varies by 0.1-0.3 s with the driver's state (docs/perf.md, session 23):
+# every run is printed, so a verdict on a short job can be read against its spread
+print("\nevery run (wall s, in order)")
+for job in jobs:
+    cells = [f"{r}@{c}: " + " ".join(f"{t:.3f}" for t in spreads[(job, r, c)])
+             for r in routes for c in cores_list if (job, r, c) in spreads]
+    print(f"{JOBS[job][0]:34s} " + " | ".join(cells), flush=True)
 os.remove(path)
