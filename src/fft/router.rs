@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 mod auto;
 #[cfg(test)]
 mod tests;
-use auto::{auto_background_lanes, auto_lanes};
+use auto::{auto_background_lanes, auto_live_lanes};
 
 /// Everything `build_engines_with` needs.
 #[derive(Clone, Debug)]
@@ -337,7 +337,8 @@ fn build_lanes<T: Sample>(
 ) -> Result<Vec<LaneEngines<T>>, FftdError> {
     let specs = device_set::resolve(&opts.choice)?;
     if opts.choice == DeviceChoice::Auto {
-        let found = auto_lanes(&specs, opts, lane_set);
+        // (only live input opens `auto`'s devices before the run: `route::plan`)
+        let found = auto_live_lanes(&specs, opts, lane_set);
         let mut cpu = cpu_lane(opts.workers);
         if let Some(cal) = found.calibration {
             cpu.speed = LaneSpeed::cpu(cal, opts.workers);

@@ -119,6 +119,31 @@ pub(super) fn auto_lanes<'s, T: Sample>(
     found
 }
 
+/// `auto`'s lanes for live input, opened before the run: the first device of `specs` (strongest
+/// first) that gives a lane, and no other. A live input's rate (a sound card, a radio) never
+/// keeps one GPU busy; another would only add its start-up before capture begins, a
+/// calibration on first use and its pinned memory for the run's whole life.
+pub(super) fn auto_live_lanes<T: Sample>(
+    specs: &[LaneSpec],
+    opts: &RouterOptions,
+    lane_set: &Arc<LaneSet>,
+) -> AutoFound<'static, T> {
+    for spec in specs {
+        let found = auto_lanes(std::slice::from_ref(spec), opts, lane_set);
+        if !found.lanes.is_empty() {
+            return AutoFound {
+                others: Vec::new(),
+                ..found
+            };
+        }
+    }
+    AutoFound {
+        lanes: Vec::new(),
+        calibration: None,
+        others: Vec::new(),
+    }
+}
+
 /// The GPU-type devices `auto` may use, strongest first (what was found is remembered only
 /// when the devices could be listed).
 fn auto_gpu_specs() -> Vec<LaneSpec> {

@@ -42,3 +42,11 @@ fn a_device_in_reserve_that_cannot_open_warns_and_the_first_one_fails_the_run() 
         "{report}"
     );
 }
+
+#[test]
+fn auto_on_live_input_goes_on_past_devices_that_give_no_lane() {
+    let lane_set = LaneSet::new(true);
+    let opts = RouterOptions::new(DeviceChoice::Auto, 1);
+    let found = auto::auto_live_lanes::<f32>(&[unopenable(), unopenable()], &opts, &lane_set);
+    assert!(found.lanes.is_empty() && found.calibration.is_none());
+}
