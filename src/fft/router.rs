@@ -38,8 +38,6 @@ use crate::types::Sample;
 use std::sync::{Arc, Mutex};
 
 mod auto;
-#[cfg(test)]
-mod tests;
 use auto::{auto_background_lanes, auto_live_lanes};
 
 /// Everything `build_engines_with` needs.
@@ -519,3 +517,6 @@ fn reserve_later_devices<T: Sample>(choice: &DeviceChoice, lanes: &[LaneEngines<
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
