@@ -74,7 +74,7 @@ fn describe_rates() -> String {
         );
     }
     if !any {
-        s.push_str("  none cached: `fftd bench --calibrate --device gpu:all` measures each device (auto measures on first use)\n");
+        s.push_str("  none cached: `fftd bench --calibrate --device gpu:all` measures each device (live auto measures the device it opens on first use)\n");
     }
     s
 }

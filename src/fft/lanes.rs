@@ -111,6 +111,8 @@ pub(crate) struct LaneSet {
     /// Whether the devices that wait in reserve start (`await_later_devices`), and why it was
     /// decided (`--stats`).
     later_devices: Mutex<(LaterDevices, String)>,
+    /// A device in reserve, wanted, could not be opened (`note_reserve_failure`).
+    later_device_failed: AtomicBool,
     later_devices_decided: Condvar,
     /// Whether a device waits in reserve for that decision.
     later_devices_wait: AtomicBool,
@@ -138,6 +140,7 @@ impl LaneSet {
             device_joined: AtomicBool::new(false),
             cpu_retires_pending: AtomicBool::new(false),
             later_devices: Mutex::new((LaterDevices::Undecided, String::new())),
+            later_device_failed: AtomicBool::new(false),
             later_devices_decided: Condvar::new(),
             later_devices_wait: AtomicBool::new(false),
         })
@@ -158,6 +161,7 @@ impl LaneSet {
         let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
         state.1.push_str("; ");
         state.1.push_str(&what);
+        self.later_device_failed.store(true, Ordering::Relaxed);
     }
 
     /// Whether the devices that waited in reserve started, and why (None: none waited).
@@ -167,7 +171,10 @@ impl LaneSet {
         }
         let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
         let (decision, why) = &*state;
+        let failed = self.later_device_failed.load(Ordering::Relaxed);
         Some(match decision {
+            // (the reason names the devices that could not be opened)
+            LaterDevices::Wanted if failed => format!("wanted: {why}"),
             LaterDevices::Wanted => format!("started: {why}"),
             _ => format!("not started: {why}"),
         })

@@ -9,10 +9,11 @@
 //!   With several lanes each OpenCL device is calibrated (cached per device model and driver,
 //!   see `calibrate`; measured on first use), so the pipeline can spread batches in proportion
 //!   to the measured rates (`route::LaneSpeed`).
-//! - `auto`: a lane of CPU engines, and a lane for every device whose calibration finds it
-//!   faster than the CPU for some size (GPU-type devices for file input, when `auto`'s record
-//!   says they help); the dispatcher gives each batch to the lane predicted to finish it first
-//!   (`route::rank`). The CPU engine alone when there is no OpenCL.
+//! - `auto`: a lane of CPU engines, and GPU lanes (`auto`): on file input, when its record says
+//!   they help, the strongest GPU at once and the others in reserve; on live input, the
+//!   strongest device whose calibration finds it faster than the CPU for some size. The
+//!   dispatcher gives each batch to the lane predicted to finish it first (`route::rank`). The
+//!   CPU engine alone when there is no OpenCL.
 //!
 //! Which lanes start, and when, is `route::plan`'s decision; this module builds what it says.
 //!
@@ -183,7 +184,8 @@ pub(crate) fn build_engine_set<T: Sample>(
 
 /// The named devices' lanes (context, programs, engines), built when called on a thread of its
 /// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
-/// opened first. Where the devices after the first wait in reserve (`gpu:all`), each device's
+/// opened first; one waiting in reserve is a warning (`open_as_they_come`). Where the devices
+/// after the first wait in reserve (`gpu:all`), each device's
 /// lane is handed over as soon as it is up, so the first never waits for the others' start-up,
 /// and those after the first start only when the run wants them (`LaneSet::await_later_devices`).
 fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {

@@ -238,11 +238,36 @@ pub fn free_port() -> u16 {
 /// connected to itself does not count: before a server listens, a connect to a port in the
 /// ephemeral range (where `free_port` finds one) can be given that very port as its own and
 /// connect to itself (TCP simultaneous open). It would then read back what it wrote, wait for
-/// an end that never comes, and hold the port the server is about to bind.
+/// an end that never comes, and hold the port the server is about to bind; closed normally it
+/// would still hold it for a minute (TIME-WAIT), so it is closed with a reset.
 pub fn connect_loopback(port: u16) -> Option<std::net::TcpStream> {
     let stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    let to_itself = stream.local_addr().ok()? == stream.peer_addr().ok()?;
-    (!to_itself).then_some(stream)
+    if stream.local_addr().ok()? == stream.peer_addr().ok()? {
+        close_with_reset(stream);
+        return None;
+    }
+    Some(stream)
+}
+
+/// Closes `stream` with a reset (SO_LINGER 0): its port is free at once, no TIME-WAIT.
+fn close_with_reset(stream: std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: `linger` is a valid `struct linger` for the call's duration, its size is passed,
+    // and the descriptor is the stream's own, open until the stream drops below.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(stream);
 }
 
 /// The whole response to an HTTP GET of `path` on loopback `port`; None while nothing

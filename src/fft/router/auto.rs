@@ -1,6 +1,8 @@
 //! `auto`'s devices: which GPUs it opens and gives a lane (those its calibration finds faster
-//! than the CPU engine at some size, or those its record says help a file job), the strongest
-//! at once and the others only once the first bounds the run (`LaneSet::await_later_devices`).
+//! than the CPU engine at some size, or those its record says help a file job). On file input
+//! the strongest at once and the others only once the first bounds the run
+//! (`LaneSet::await_later_devices`); on live input the strongest that gives a lane, alone
+//! (`auto_live_lanes`).
 
 use super::{
     open_all, reserve_later_devices, routed_lane, DeferredLanes, LaneEngines, LateLanes, Opened,
@@ -123,18 +125,39 @@ pub(super) fn auto_lanes<'s, T: Sample>(
 /// first) that gives a lane, and no other. A live input's rate (a sound card, a radio) never
 /// keeps one GPU busy; another would only add its start-up before capture begins, a
 /// calibration on first use and its pinned memory for the run's whole life.
-pub(super) fn auto_live_lanes<T: Sample>(
-    specs: &[LaneSpec],
+pub(super) fn auto_live_lanes<'s, T: Sample>(
+    specs: &'s [LaneSpec],
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
-) -> AutoFound<'static, T> {
+) -> AutoFound<'s, T> {
+    first_giving_a_lane(specs, |spec| {
+        auto_lanes(std::slice::from_ref(spec), opts, lane_set)
+    })
+}
+
+/// What `try_one` found for the first of `specs` that gives a lane, trying them in order (none:
+/// no lanes). A device that opened but gave no lane (its calibration never favours it) rules out
+/// the rest of its model and driver, which share its calibration; one that failed to open does
+/// not (another of its model may be sound).
+fn first_giving_a_lane<'s, T: Sample>(
+    specs: &'s [LaneSpec],
+    mut try_one: impl FnMut(&'s LaneSpec) -> AutoFound<'s, T>,
+) -> AutoFound<'s, T> {
+    let model = |spec: &LaneSpec| match spec.device {
+        LaneDevice::OpenCl(e) => (e.info.name.as_str(), e.info.driver.as_str()),
+        LaneDevice::Cpu => ("cpu", ""),
+    };
+    let mut ruled_out = Vec::new();
     for spec in specs {
-        let found = auto_lanes(std::slice::from_ref(spec), opts, lane_set);
+        if ruled_out.contains(&model(spec)) {
+            continue;
+        }
+        let found = try_one(spec);
         if !found.lanes.is_empty() {
-            return AutoFound {
-                others: Vec::new(),
-                ..found
-            };
+            return found;
+        }
+        if !found.others.is_empty() {
+            ruled_out.push(model(spec));
         }
     }
     AutoFound {
@@ -186,5 +209,62 @@ fn auto_gpu_lanes<T: Sample>(
         lanes,
         error: None,
         cpu_speed: cal.map(|c| LaneSpeed::cpu(c, opts.workers)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cpu_lane;
+    use super::*;
+
+    fn spec() -> LaneSpec {
+        LaneSpec {
+            device: LaneDevice::Cpu,
+            instance: 1,
+            listed: 1,
+        }
+    }
+
+    /// What a device gave: a lane, opened but no lane, or nothing (it failed to open).
+    #[derive(Clone, Copy)]
+    enum Gave {
+        Lane,
+        NoLane,
+        Failed,
+    }
+
+    /// The devices `first_giving_a_lane` tried, when each gives what `gives` says.
+    fn tried(gives: &[Gave]) -> (usize, bool) {
+        let specs: Vec<LaneSpec> = gives.iter().map(|_| spec()).collect();
+        let mut calls = 0;
+        let found = first_giving_a_lane::<f32>(&specs, |s| {
+            let gave = gives[calls];
+            calls += 1;
+            AutoFound {
+                lanes: match gave {
+                    Gave::Lane => vec![cpu_lane(1)],
+                    _ => Vec::new(),
+                },
+                calibration: None,
+                others: match gave {
+                    Gave::NoLane => vec![(s, Vec::new())],
+                    _ => Vec::new(),
+                },
+            }
+        });
+        (calls, !found.lanes.is_empty())
+    }
+
+    #[test]
+    fn live_auto_stops_at_the_first_device_that_gives_a_lane() {
+        assert_eq!(tried(&[Gave::Lane, Gave::Lane, Gave::Lane]), (1, true));
+        assert_eq!(tried(&[Gave::Failed, Gave::Lane, Gave::Lane]), (2, true));
+        assert_eq!(tried(&[Gave::Failed, Gave::Failed]), (2, false));
+    }
+
+    #[test]
+    fn a_device_its_calibration_turns_down_rules_out_its_model() {
+        // (the specs here are all one model)
+        assert_eq!(tried(&[Gave::NoLane, Gave::Lane, Gave::Lane]), (1, false));
     }
 }
