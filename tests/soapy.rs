@@ -122,20 +122,12 @@ fn pitaya(tones: &'static [(f64, f64)], sessions: usize, first_samples: Option<u
 /// `ss -tnmi` in a failed run: Recv-Q 5120, skmem r112448 rb131072, drops; the server's
 /// Send-Q growing under retransmit back-off), so "no samples for 5 s".
 fn small_segments(socket: &TcpStream) {
-    use std::os::fd::AsRawFd;
     socket.set_nodelay(true).expect("TCP_NODELAY");
     let bytes: libc::c_int = (2 * 8 * CHUNK) as libc::c_int;
-    // SAFETY: a valid socket and an int-sized option value that outlives the call.
-    let set = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&bytes as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(set, 0, "SO_SNDBUF");
+    assert!(
+        set_socket_option(socket, libc::SO_SNDBUF, &bytes),
+        "SO_SNDBUF"
+    );
 }
 
 /// Adds an event to the server's record.

@@ -251,23 +251,32 @@ pub fn connect_loopback(port: u16) -> Option<std::net::TcpStream> {
 
 /// Closes `stream` with a reset (SO_LINGER 0): its port is free at once, no TIME-WAIT.
 fn close_with_reset(stream: std::net::TcpStream) {
-    use std::os::fd::AsRawFd;
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
     };
-    // SAFETY: `linger` is a valid `struct linger` for the call's duration, its size is passed,
-    // and the descriptor is the stream's own, open until the stream drops below.
-    unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
+    set_socket_option(&stream, libc::SO_LINGER, &linger);
     drop(stream);
+}
+
+/// `setsockopt(SOL_SOCKET, option, value)` on `socket`; whether it took.
+pub fn set_socket_option<V>(
+    socket: &impl std::os::fd::AsRawFd,
+    option: libc::c_int,
+    value: &V,
+) -> bool {
+    // SAFETY: `value` is a valid `V` for the call's duration and its size is passed with it;
+    // the descriptor is the socket's own, open while it is borrowed here.
+    let set = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            option,
+            (value as *const V).cast(),
+            std::mem::size_of::<V>() as libc::socklen_t,
+        )
+    };
+    set == 0
 }
 
 /// The whole response to an HTTP GET of `path` on loopback `port`; None while nothing
