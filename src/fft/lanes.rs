@@ -108,11 +108,8 @@ pub(crate) struct LaneSet {
     /// Whether the CPU lanes retire once a device's lane returns its first batch
     /// (`retire_cpu_after_first_device_batch`).
     cpu_retires_pending: AtomicBool,
-    /// Whether the devices that wait in reserve start (`await_later_devices`), and why it was
-    /// decided (`--stats`).
-    later_devices: Mutex<(LaterDevices, String)>,
-    /// A device in reserve, wanted, could not be opened (`note_reserve_failure`).
-    later_device_failed: AtomicBool,
+    /// Whether the devices that wait in reserve start (`await_later_devices`), and why.
+    later_devices: Mutex<Reserve>,
     later_devices_decided: Condvar,
     /// Whether a device waits in reserve for that decision.
     later_devices_wait: AtomicBool,
@@ -130,6 +127,15 @@ pub(crate) enum LaterDevices {
     NotWanted,
 }
 
+/// The decision on the devices in reserve, under one lock: what was decided, why (`--stats`),
+/// and whether one that was wanted could not be opened (`note_reserve_failure`).
+#[derive(Debug, Default)]
+struct Reserve {
+    decision: LaterDevices,
+    why: String,
+    failed: bool,
+}
+
 impl LaneSet {
     /// `handoff`: the caller hands a failed lane's batches to the others
     /// (`EngineError::HandOff`).
@@ -139,8 +145,7 @@ impl LaneSet {
             handoff,
             device_joined: AtomicBool::new(false),
             cpu_retires_pending: AtomicBool::new(false),
-            later_devices: Mutex::new((LaterDevices::Undecided, String::new())),
-            later_device_failed: AtomicBool::new(false),
+            later_devices: Mutex::new(Reserve::default()),
             later_devices_decided: Condvar::new(),
             later_devices_wait: AtomicBool::new(false),
         })
@@ -149,8 +154,8 @@ impl LaneSet {
     /// Decides whether the devices in reserve start, and says why (the first decision stands).
     pub(crate) fn decide_later_devices(&self, decision: LaterDevices, why: String) {
         let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
-        if state.0 == LaterDevices::Undecided {
-            *state = (decision, why);
+        if state.decision == LaterDevices::Undecided {
+            (state.decision, state.why) = (decision, why);
             self.later_devices_decided.notify_all();
         }
     }
@@ -159,9 +164,9 @@ impl LaneSet {
     /// (the run goes on with the lanes it has: `router::open_as_they_come`).
     pub(crate) fn note_reserve_failure(&self, what: String) {
         let mut state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
-        state.1.push_str("; ");
-        state.1.push_str(&what);
-        self.later_device_failed.store(true, Ordering::Relaxed);
+        state.why.push_str("; ");
+        state.why.push_str(&what);
+        state.failed = true;
     }
 
     /// Whether the devices that waited in reserve started, and why (None: none waited).
@@ -170,11 +175,14 @@ impl LaneSet {
             return None;
         }
         let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
-        let (decision, why) = &*state;
-        let failed = self.later_device_failed.load(Ordering::Relaxed);
+        let Reserve {
+            decision,
+            why,
+            failed,
+        } = &*state;
         Some(match decision {
             // (the reason names the devices that could not be opened)
-            LaterDevices::Wanted if failed => format!("wanted: {why}"),
+            LaterDevices::Wanted if *failed => format!("wanted: {why}"),
             LaterDevices::Wanted => format!("started: {why}"),
             _ => format!("not started: {why}"),
         })
@@ -191,9 +199,9 @@ impl LaneSet {
         let state = self.later_devices.lock().unwrap_or_else(|e| e.into_inner());
         let decided = self
             .later_devices_decided
-            .wait_while(state, |s| s.0 == LaterDevices::Undecided)
+            .wait_while(state, |s| s.decision == LaterDevices::Undecided)
             .unwrap_or_else(|e| e.into_inner());
-        decided.0 == LaterDevices::Wanted
+        decided.decision == LaterDevices::Wanted
     }
 
     /// Adds a lane that takes batches from now on.
