@@ -750,15 +750,10 @@ struct Feed {
 
 impl Feed {
     fn open(port: u16, path: &str) -> Option<Feed> {
-        let mut stream = connect_loopback(port)?;
+        let stream = send_http_get(port, path)?;
         stream
             .set_read_timeout(Some(Duration::from_millis(100)))
             .ok()?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
         Some(Feed {
             stream,
             text: String::new(),

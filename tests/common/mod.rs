@@ -282,17 +282,25 @@ pub fn set_socket_option<V>(
 /// The whole response to an HTTP GET of `path` on loopback `port`; None while nothing
 /// listens, or when the server does not answer in full within 30 s.
 pub fn http_get(port: u16, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut stream = connect_loopback(port)?;
+    use std::io::Read;
+    let mut stream = send_http_get(port, path)?;
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// A connection to loopback `port` (`connect_loopback`) that has sent an HTTP GET of `path`,
+/// its response to be read; None while nothing listens.
+pub fn send_http_get(port: u16, path: &str) -> Option<std::net::TcpStream> {
+    use std::io::Write;
+    let mut stream = connect_loopback(port)?;
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    Some(text)
+    Some(stream)
 }
