@@ -4,6 +4,7 @@
 //! copy back carries bands, not bins.
 
 use super::device::SharedDevice;
+use super::launch::{Enqueue, Items};
 use crate::fft::{BandWeights, RowFinish};
 use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
@@ -104,11 +105,12 @@ impl<T: Sample> DeviceBands<T> {
                 .set_arg(&count)
                 .set_arg(&self.finish)
                 .set_arg(&floor)
-                .set_global_work_sizes(&[self.bands.div_ceil(BAND_WG) * BAND_WG, frames])
-                .set_local_work_sizes(&[BAND_WG, 1])
-                .enqueue_nd_range(queue)
+                .launch(
+                    Items::per_row(self.bands, BAND_WG, frames),
+                    queue,
+                    "band_powers",
+                )
         }
-        .map_err(|e| format!("band_powers launch: {e}"))
     }
 }
 

@@ -4,9 +4,9 @@
 //! buffer the host would read, and copied back as f32. `HostIn` and `HostOut` are a batch's
 //! buffers on the host either way; `write_chunk` and `read_chunk` copy one chunk of them.
 
-use super::launch::{cl, round_wg};
+use super::launch::{cl, Enqueue, Items};
 use super::slots::par_copy;
-use super::{SharedDevice, GLOBAL_WG};
+use super::SharedDevice;
 use crate::fft::carry::f32s;
 use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
@@ -142,11 +142,8 @@ impl Carrier {
                 .set_arg(from)
                 .set_arg(to)
                 .set_arg(&count_u32)
-                .set_global_work_size(round_wg(count))
-                .set_local_work_size(GLOBAL_WG)
-                .enqueue_nd_range(q)
+                .launch(Items::Each(count), q, "widen")
         }
-        .map_err(|e| cl("widen launch", e))
     }
 
     /// Enqueues `count` values of `from` (doubles) narrowed into `to` (floats) on `q`, after the
@@ -165,10 +162,7 @@ impl Carrier {
                 .set_arg(from)
                 .set_arg(to)
                 .set_arg(&count_u32)
-                .set_global_work_size(round_wg(count))
-                .set_local_work_size(GLOBAL_WG)
-                .enqueue_nd_range(q)
+                .launch(Items::Each(count), q, "narrow")
         }
-        .map_err(|e| cl("narrow launch", e))
     }
 }

@@ -59,6 +59,84 @@ pub(super) fn cl(what: &str, e: opencl3::error_codes::ClError) -> String {
     format!("{what}: {e}")
 }
 
+/// The work-items of one kernel launch.
+#[derive(Clone, Copy)]
+pub(super) enum Items {
+    /// `count` work-groups of `wg` items each (the kernel's group shape).
+    Groups { count: usize, wg: usize },
+    /// One item per value of `n`, in groups of `GLOBAL_WG`; the items past `n` return early.
+    Each(usize),
+    /// `rows` rows of one item per value of `each`, in groups of `wg` along a row; the items
+    /// past `each` return early.
+    PerRow { each: usize, wg: usize, rows: usize },
+}
+
+impl Items {
+    /// `count` work-groups of `wg` items.
+    pub(super) fn groups(count: usize, wg: usize) -> Self {
+        Items::Groups { count, wg }
+    }
+
+    /// `rows` rows of `each` items, in groups of `wg` along a row.
+    pub(super) fn per_row(each: usize, wg: usize, rows: usize) -> Self {
+        Items::PerRow { each, wg, rows }
+    }
+}
+
+/// The end of every launch: its scale arguments, its work-items, the queue.
+pub(super) trait Enqueue {
+    /// Sets the output scale's three arguments (mode, edge and interior norms) as the kernel's
+    /// next ones.
+    ///
+    /// # Safety
+    /// The kernel's next three parameters are those (as `ExecuteKernel::set_arg`).
+    unsafe fn set_scale<T: Sample>(&mut self, args: &ScaleArgs<T>) -> &mut Self;
+
+    /// Enqueues the kernel over `items` on `q`; an error names the kernel (`what`).
+    ///
+    /// # Safety
+    /// Every argument of the kernel's signature is set, in order, and no item of `items` reads
+    /// or writes outside the buffers given.
+    unsafe fn launch(
+        &mut self,
+        items: Items,
+        q: &CommandQueue,
+        what: &str,
+    ) -> Result<Event, String>;
+}
+
+impl Enqueue for ExecuteKernel<'_> {
+    unsafe fn set_scale<T: Sample>(&mut self, args: &ScaleArgs<T>) -> &mut Self {
+        // SAFETY: the caller's (three scalars in the kernel's order).
+        unsafe {
+            self.set_arg(&args.mode)
+                .set_arg(&args.norm_edge)
+                .set_arg(&args.norm_interior)
+        }
+    }
+
+    unsafe fn launch(
+        &mut self,
+        items: Items,
+        q: &CommandQueue,
+        what: &str,
+    ) -> Result<Event, String> {
+        match items {
+            Items::Groups { count, wg } => self
+                .set_global_work_size(count * wg)
+                .set_local_work_size(wg),
+            Items::Each(n) => self
+                .set_global_work_size(round_wg(n))
+                .set_local_work_size(GLOBAL_WG),
+            Items::PerRow { each, wg, rows } => self
+                .set_global_work_sizes(&[each.div_ceil(wg) * wg, rows])
+                .set_local_work_sizes(&[wg, 1]),
+        };
+        // SAFETY: the caller's (every argument set, every item inside the buffers).
+        unsafe { self.enqueue_nd_range(q) }.map_err(|e| cl(&format!("{what} launch"), e))
+    }
+}
+
 /// Enqueues the transform of one chunk (`launch`) with `plan`'s kernels; returns their events.
 pub(super) fn enqueue_kernels<T: Sample>(
     plan: &mut Plan<T>,
@@ -108,11 +186,8 @@ pub(super) fn enqueue_kernels<T: Sample>(
                         .set_arg(dst)
                         .set_arg(&frames_u32)
                         .set_arg(&ns)
-                        .set_global_work_size(round_wg(launch.frames * plan.m / *r))
-                        .set_local_work_size(GLOBAL_WG)
-                        .enqueue_nd_range(launch.q)
-                }
-                .map_err(|e| cl("pass launch", e))?;
+                        .launch(Items::Each(launch.frames * plan.m / *r), launch.q, "pass")?
+                };
                 kernels.push(ev);
                 ns *= *r as u32;
                 std::mem::swap(&mut src, &mut dst);
@@ -155,15 +230,10 @@ fn enqueue_local<T: Sample>(
             .set_arg(table)
             .set_arg(l.outb)
             .set_arg(&frames_u32)
-            .set_arg(&l.args.mode)
-            .set_arg(&l.args.norm_edge)
-            .set_arg(&l.args.norm_interior)
+            .set_scale(&l.args)
             .set_arg(&l.step)
-            .set_global_work_size(groups * wg)
-            .set_local_work_size(wg)
-            .enqueue_nd_range(l.q)
+            .launch(Items::groups(groups, wg), l.q, "fft_local")
     }
-    .map_err(|e| cl("fft_local launch", e))
 }
 
 /// One four-step stage-1 launch: `frames` frames of `count` columns each from `input` (frame f
@@ -201,11 +271,12 @@ pub(super) fn enqueue_columns<T: Sample>(
             .set_arg(&frames)
             .set_arg(&c.step)
             .set_arg(&0u32) // first
-            .set_global_work_size(c.frames * (c.count / g.fpb) * wg)
-            .set_local_work_size(wg)
-            .enqueue_nd_range(c.q)
+            .launch(
+                Items::groups(c.frames * (c.count / g.fpb), wg),
+                c.q,
+                "fourstep_columns",
+            )
     }
-    .map_err(|e| cl("fourstep_columns launch", e))
 }
 
 /// Four-step stage 2 (fourstep.cl `fourstep_rows`): work buffer a -> the launch's output bins.
@@ -229,15 +300,14 @@ fn enqueue_rows<T: Sample>(
             .set_arg(t2)
             .set_arg(l.outb)
             .set_arg(&frames_u32)
-            .set_arg(&l.args.mode)
-            .set_arg(&l.args.norm_edge)
-            .set_arg(&l.args.norm_interior)
+            .set_scale(&l.args)
             .set_arg(&0u32) // first
-            .set_global_work_size(l.frames * (m1 / g2.fpb) * wg2)
-            .set_local_work_size(wg2)
-            .enqueue_nd_range(l.q)
+            .launch(
+                Items::groups(l.frames * (m1 / g2.fpb), wg2),
+                l.q,
+                "fourstep_rows",
+            )
     }
-    .map_err(|e| cl("fourstep_rows launch", e))
 }
 
 /// `pack` (stockham_global.cl): the input frames, windowed, as `m` complex points per frame in
@@ -260,11 +330,8 @@ pub(super) fn enqueue_pack<T: Sample>(
             .set_arg(a)
             .set_arg(&frames_u32)
             .set_arg(&l.step)
-            .set_global_work_size(round_wg(l.frames * m))
-            .set_local_work_size(GLOBAL_WG)
-            .enqueue_nd_range(l.q)
+            .launch(Items::Each(l.frames * m), l.q, "pack")
     }
-    .map_err(|e| cl("pack launch", e))
 }
 
 /// Enqueues `post` (r2c_post.cl, or twolevel.cl's `two_frames_post`): the launch's `n_bins` finished
@@ -284,12 +351,7 @@ pub(super) fn enqueue_post<T: Sample>(
             .set_arg(z)
             .set_arg(l.outb)
             .set_arg(&frames)
-            .set_arg(&l.args.mode)
-            .set_arg(&l.args.norm_edge)
-            .set_arg(&l.args.norm_interior)
-            .set_global_work_size(round_wg(l.n_bins))
-            .set_local_work_size(GLOBAL_WG)
-            .enqueue_nd_range(l.q)
+            .set_scale(&l.args)
+            .launch(Items::Each(l.n_bins), l.q, "post")
     }
-    .map_err(|e| format!("post launch: {e}"))
 }

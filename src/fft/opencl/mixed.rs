@@ -12,7 +12,7 @@
 //! same half-length packing and `post` as powers of two), n for odd real n (`-D REAL_FULL=1`:
 //! the frame as n complex points with zero imaginary parts) and for complex input.
 
-use super::launch::{cl, enqueue_pack, enqueue_post, round_wg, Launch};
+use super::launch::{enqueue_pack, enqueue_post, Enqueue, Items, Launch};
 use super::plan::twiddles;
 use super::twolevel::SRC_LPASS;
 use super::*;
@@ -259,17 +259,12 @@ pub(super) fn enqueue_mixed_local<T: Sample>(
             .set_arg(table)
             .set_arg(l.outb)
             .set_arg(&frames)
-            .set_arg(&l.args.mode)
-            .set_arg(&l.args.norm_edge)
-            .set_arg(&l.args.norm_interior)
+            .set_scale(&l.args)
             .set_arg(&l.step)
             .set_arg(chirp)
             .set_arg(filter)
-            .set_global_work_size(l.frames * path.wg)
-            .set_local_work_size(path.wg)
-            .enqueue_nd_range(l.q)
+            .launch(Items::groups(l.frames, path.wg), l.q, "fft_mixed_local")
     }
-    .map_err(|e| cl("fft_mixed_local launch", e))
 }
 
 impl<T: Sample> MixedPath<T> {
@@ -329,11 +324,8 @@ impl<T: Sample> Passes<T> {
                     .set_arg(&frames)
                     .set_arg(&n)
                     .set_arg(&ns)
-                    .set_global_work_size(round_wg(l.frames * self.n / *r))
-                    .set_local_work_size(GLOBAL_WG)
-                    .enqueue_nd_range(l.q)
-            }
-            .map_err(|e| cl("mixed pass launch", e))?;
+                    .launch(Items::Each(l.frames * self.n / *r), l.q, "mixed pass")?
+            };
             events.push(ev);
             ns *= *r as u32;
             at = 1 - at;
@@ -365,11 +357,8 @@ impl<T: Sample> Bluestein<T> {
                 .set_arg(&frames)
                 .set_arg(&m_u32)
                 .set_arg(&l_u32)
-                .set_global_work_size(round_wg(l.frames * self.l))
-                .set_local_work_size(GLOBAL_WG)
-                .enqueue_nd_range(l.q)
-        }
-        .map_err(|e| cl("chirp_in launch", e))?;
+                .launch(Items::Each(l.frames * self.l), l.q, "chirp_in")?
+        };
         events.push(ev);
         let at = self.fft.enqueue(l, bufs, 1, events)?;
         // SAFETY: `chirp_mul`: l points per frame in place, the filter's l points; items past
@@ -380,11 +369,8 @@ impl<T: Sample> Bluestein<T> {
                 .set_arg(&self.filter)
                 .set_arg(&frames)
                 .set_arg(&l_u32)
-                .set_global_work_size(round_wg(l.frames * self.l))
-                .set_local_work_size(GLOBAL_WG)
-                .enqueue_nd_range(l.q)
-        }
-        .map_err(|e| cl("chirp_mul launch", e))?;
+                .launch(Items::Each(l.frames * self.l), l.q, "chirp_mul")?
+        };
         events.push(ev);
         let at = self.fft.enqueue(l, bufs, at, events)?;
         // SAFETY: `chirp_out`: l points per frame read, m per frame written to the other work
@@ -397,11 +383,8 @@ impl<T: Sample> Bluestein<T> {
                 .set_arg(&frames)
                 .set_arg(&m_u32)
                 .set_arg(&l_u32)
-                .set_global_work_size(round_wg(l.frames * m))
-                .set_local_work_size(GLOBAL_WG)
-                .enqueue_nd_range(l.q)
-        }
-        .map_err(|e| cl("chirp_out launch", e))?;
+                .launch(Items::Each(l.frames * m), l.q, "chirp_out")?
+        };
         events.push(ev);
         Ok(1 - at)
     }

@@ -5,6 +5,7 @@
 //! cut at run boundaries (`chunk_spans`), so every run is reduced within one chunk.
 
 use super::device::SharedDevice;
+use super::launch::{Enqueue, Items};
 use crate::fft::{SegmentOp, Segments};
 use crate::types::Sample;
 use opencl3::command_queue::CommandQueue;
@@ -152,11 +153,12 @@ impl<T: Sample> DeviceSegments<T> {
                 .set_arg(&runs)
                 .set_arg(&columns)
                 .set_arg(&self.op)
-                .set_global_work_sizes(&[width.div_ceil(COLUMN_WG) * COLUMN_WG, span.rc])
-                .set_local_work_sizes(&[COLUMN_WG, 1])
-                .enqueue_nd_range(queue)
+                .launch(
+                    Items::per_row(width, COLUMN_WG, span.rc),
+                    queue,
+                    "reduce_segments",
+                )
         }
-        .map_err(|e| format!("reduce_segments launch: {e}"))
     }
 }
 

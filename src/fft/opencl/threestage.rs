@@ -8,7 +8,7 @@
 //! radix-8 pass (nine times at 2^26).
 
 use super::geometry::ThreeStages;
-use super::launch::{cl, enqueue_columns, enqueue_post, Columns, Launch};
+use super::launch::{enqueue_columns, enqueue_post, Columns, Enqueue, Items, Launch};
 use super::plan::twiddles;
 use super::*;
 use opencl3::event::Event;
@@ -166,14 +166,9 @@ impl<T: Sample> ThreeStage<T> {
                 .set_arg(&self.tables[2])
                 .set_arg(out)
                 .set_arg(&frames_u32)
-                .set_arg(&l.args.mode)
-                .set_arg(&l.args.norm_edge)
-                .set_arg(&l.args.norm_interior)
+                .set_scale(&l.args)
                 .set_arg(&0u32) // first (fourstep.cl says why it is an argument)
-                .set_global_work_size(groups * wg)
-                .set_local_work_size(wg)
-                .enqueue_nd_range(l.q)
+                .launch(Items::groups(groups, wg), l.q, "three-stage rows")
         }
-        .map_err(|e| cl("three-stage rows launch", e))
     }
 }

@@ -14,7 +14,7 @@
 //! rows kernel → b, then `two_frames_post` splits the two spectra (on an H100 real 65521 took 2.95 ms
 //! per 2^26 samples against 5.12 one frame per transform; issue 40).
 
-use super::launch::{cl, enqueue_post, Launch};
+use super::launch::{enqueue_post, Enqueue, Items, Launch};
 use super::mixed::{chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
 use super::*;
@@ -384,11 +384,8 @@ fn columns<T: Sample>(
             .set_arg(tmp)
             .set_arg(&frames)
             .set_arg(&step)
-            .set_global_work_size(groups * s.wg)
-            .set_local_work_size(s.wg)
-            .enqueue_nd_range(l.q)
+            .launch(Items::groups(groups, s.wg), l.q, "tl_columns")
     }
-    .map_err(|e| cl("tl_columns launch", e))
 }
 
 /// Stage 2 (`tl_rows`): rows of `tmp` → `dst` (Bluestein's middle step, even real n's last
@@ -413,12 +410,7 @@ fn rows<T: Sample>(
             .set_arg(dst)
             .set_arg(l.outb)
             .set_arg(&frames)
-            .set_arg(&l.args.mode)
-            .set_arg(&l.args.norm_edge)
-            .set_arg(&l.args.norm_interior)
-            .set_global_work_size(groups * s.wg)
-            .set_local_work_size(s.wg)
-            .enqueue_nd_range(l.q)
+            .set_scale(&l.args)
+            .launch(Items::groups(groups, s.wg), l.q, "tl_rows")
     }
-    .map_err(|e| cl("tl_rows launch", e))
 }
