@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 23's benchmark: six jobs x the cpu, gpu and auto routes x 2/4/8/all cores (taskset), and a
-torch script doing each job on CUDA from the same file (CUDA start-up excluded: one warm-up call
-first), wall time with fftd's start-up. Prints a table of medians and the ratios the issue's
+torch script and a cupyx.scipy.signal script doing each job on CUDA from the same file (CUDA
+start-up excluded: one warm-up call first), wall time with fftd's start-up. Prints a table of medians and the ratios the issue's
 targets name.
 
     python3 bench/e2e_routes.py [--fftd target/release/fftd] [--runs 2] [--log2-samples 28]
@@ -10,7 +10,8 @@ targets name.
 `auto` keeps a record per job shape and core count (fftd's cache folder): each core count gets
 --auto-learn untimed runs first, in which it tries the routes it has no figure for.
 
-Needs numpy; torch with CUDA for the torch column (skipped, and said so, without it)."""
+Needs numpy; torch with CUDA for the torch column, cupy for the cupyx one (each skipped, and said
+so, without it)."""
 import argparse, os, statistics, subprocess, sys, tempfile, time
 
 import numpy as np
@@ -34,6 +35,7 @@ ap.add_argument("--cores", default="2,4,8,all")
 ap.add_argument("--jobs", default=",".join(JOBS))
 ap.add_argument("--routes", default="cpu,gpu,auto")
 ap.add_argument("--no-torch", action="store_true", help="skip the torch column")
+ap.add_argument("--no-cupy", action="store_true", help="skip the cupyx.scipy.signal column")
 ap.add_argument("--auto-learn", type=int, default=2,
                 help="untimed auto runs per core count first (its records are per job and cores)")
 a = ap.parse_args()
@@ -69,6 +71,20 @@ def fftd_cmd(job, route, cores):
             "--format", "f32", "--output", "/dev/null", "--quiet", "--device", route, *JOBS[job][1]]
 
 
+def mel_fb_np(n_fft, n_mels, sr):
+    """HTK-mel triangular filters on the rfft bins (as torchaudio's melscale_fbanks), bins x mels."""
+    def hz2mel(f):
+        return 2595.0 * np.log10(1.0 + f / 700.0)
+    mels = np.linspace(hz2mel(0.0), hz2mel(sr / 2), n_mels + 2)
+    hz = 700.0 * (10 ** (mels / 2595.0) - 1.0)
+    bins = np.linspace(0, sr / 2, n_fft // 2 + 1)
+    fb = np.zeros((n_fft // 2 + 1, n_mels), np.float32)
+    for m in range(n_mels):
+        lo, c, hi = hz[m], hz[m + 1], hz[m + 2]
+        fb[:, m] = np.maximum(0, np.minimum((bins - lo) / (c - lo), (hi - bins) / (hi - c)))
+    return fb
+
+
 def torch_jobs():
     import torch
     assert torch.cuda.is_available()
@@ -96,20 +112,7 @@ def torch_jobs():
             s.cpu().numpy().tofile("/dev/null")
         torch.cuda.synchronize()
 
-    def mel_fb(n_fft, n_mels, sr):
-        # librosa/slaney-style triangular filters on the rfft bins (as torchaudio's melscale_fbanks)
-        def hz2mel(f):
-            return 2595.0 * np.log10(1.0 + f / 700.0)
-        mels = np.linspace(hz2mel(0.0), hz2mel(sr / 2), n_mels + 2)
-        hz = 700.0 * (10 ** (mels / 2595.0) - 1.0)
-        bins = np.linspace(0, sr / 2, n_fft // 2 + 1)
-        fb = np.zeros((n_fft // 2 + 1, n_mels), np.float32)
-        for m in range(n_mels):
-            lo, c, hi = hz[m], hz[m + 1], hz[m + 2]
-            fb[:, m] = np.maximum(0, np.minimum((bins - lo) / (c - lo), (hi - bins) / (hi - c)))
-        return torch.from_numpy(fb).to(dev)
-
-    fb = mel_fb(2048, 128, 16000)
+    fb = torch.from_numpy(mel_fb_np(2048, 128, 16000)).to(dev)
 
     def logmel():
         for p in spectra(2048, 512, power=True):
@@ -133,6 +136,69 @@ def torch_jobs():
     }
 
 
+def cupy_jobs():
+    """The same jobs as a user of cupyx.scipy.signal writes them: `spectrogram` per piece (the
+    frames across piece edges left out, as torch's), mel filters by a matrix product."""
+    import cupy as cp
+    from cupyx.scipy import signal as cs
+    chunk = 1 << 26
+
+    def pieces(dtype=np.float32):
+        with open(path, "rb") as f:
+            while True:
+                x = np.fromfile(f, "<f4", count=chunk)
+                if x.size == 0:
+                    return
+                yield cp.asarray(x.astype(dtype, copy=False))
+
+    def spectra(n, hop, dtype=np.float32, power=False):
+        for x in pieces(dtype):
+            _, _, s = cs.spectrogram(x, fs=16000.0, window="hann", nperseg=n, noverlap=n - hop,
+                                     detrend=False, mode="psd" if power else "magnitude")
+            yield s  # bins x frames
+
+    def write(it):
+        for s in it:
+            cp.asnumpy(s).tofile("/dev/null")
+        cp.cuda.Device().synchronize()
+
+    fb = None
+
+    def logmel():
+        nonlocal fb
+        if fb is None:
+            fb = cp.asarray(mel_fb_np(2048, 128, 16000).T)
+        for p in spectra(2048, 512, power=True):
+            m = fb @ p
+            cp.asnumpy(10 * cp.log10(cp.maximum(m, 1e-24))).tofile("/dev/null")
+        cp.cuda.Device().synchronize()
+
+    def welch():
+        for p in spectra(4096, 2048, power=True):
+            cols = p.shape[1] // 64 * 64
+            cp.asnumpy(p[:, :cols].reshape(p.shape[0], -1, 64).mean(2)).tofile("/dev/null")
+        cp.cuda.Device().synchronize()
+
+    return {
+        "plain": lambda: write(spectra(4096, 4096)),
+        "overlap": lambda: write(spectra(4096, 512)),
+        "large": lambda: write(spectra(65536, 8192)),
+        "logmel": logmel,
+        "f64": lambda: write(spectra(4096, 1024, np.float64)),
+        "welch": welch,
+    }
+
+
+def peer_time(fns, job):
+    fns[job]()  # warm-up: CUDA context, FFT plans, kernels
+    times = []
+    for _ in range(a.runs):
+        t = time.perf_counter()
+        fns[job]()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 jobs = a.jobs.split(",")
 routes = a.routes.split(",")
 cores_list = a.cores.split(",")
@@ -145,6 +211,13 @@ try:
 except Exception as e:  # noqa: BLE001 - report and go on
     torch_fns = {}
     print(f"torch column skipped: {e}", flush=True)
+try:
+    if a.no_cupy:
+        raise RuntimeError("--no-cupy")
+    cupy_fns = cupy_jobs()
+except Exception as e:  # noqa: BLE001 - report and go on
+    cupy_fns = {}
+    print(f"cupyx column skipped: {e}", flush=True)
 table = {}
 for job in jobs:
     for route in routes:
@@ -155,19 +228,14 @@ for job in jobs:
                     subprocess.run(fftd_cmd(job, route, cores), check=True)
             key = (job, route, cores)
             table[key] = median_time(fftd_cmd(job, route, cores), a.runs, key)
-    if job in torch_fns:
-        torch_fns[job]()  # warm-up: CUDA context, cuFFT plans
-        times = []
-        for _ in range(a.runs):
-            t = time.perf_counter()
-            torch_fns[job]()
-            times.append(time.perf_counter() - t)
-        table[(job, "torch", "all")] = statistics.median(times)
+    for peer, fns in (("torch", torch_fns), ("cupyx", cupy_fns)):
+        if job in fns:
+            table[(job, peer, "all")] = peer_time(fns, job)
     line = " | ".join(
         f"{c}: " + " / ".join(f"{table[(job, r, c)]:.3f}" for r in routes) for c in cores_list)
-    torch_t = table.get((job, "torch", "all"))
-    print(f"{JOBS[job][0]:34s} ({'/'.join(routes)}) {line}"
-          + (f" | torch {torch_t:.3f}" if torch_t else ""), flush=True)
+    peers = "".join(f" | {p} {table[(job, p, 'all')]:.3f}" for p in ("torch", "cupyx")
+                    if (job, p, "all") in table)
+    print(f"{JOBS[job][0]:34s} ({'/'.join(routes)}) {line}{peers}", flush=True)
 
 print("\nratios (cpu time / gpu time; auto vs the faster route: faster / auto)")
 for job in jobs:
@@ -180,9 +248,10 @@ for job in jobs:
             if auto:
                 s += f", auto {min(cpu, gpu) / auto:.2f}"
             parts.append(s)
-    torch_t, gpu_all = table.get((job, "torch", "all")), table.get((job, "gpu", "all"))
-    if torch_t and gpu_all:
-        parts.append(f"torch/gpu {torch_t / gpu_all:.2f}x")
+    gpu_all = table.get((job, "gpu", "all"))
+    for peer in ("torch", "cupyx"):
+        if table.get((job, peer, "all")) and gpu_all:
+            parts.append(f"{peer}/gpu {table[(job, peer, 'all')] / gpu_all:.2f}x")
     print(f"{JOBS[job][0]:34s} " + "; ".join(parts), flush=True)
 
 # a GPU run's start-up varies by 0.1-0.3 s with the driver's state (docs/perf.md, session 23):
