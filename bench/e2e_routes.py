@@ -249,9 +249,12 @@ for job in jobs:
                 s += f", auto {min(cpu, gpu) / auto:.2f}"
             parts.append(s)
     gpu_all = table.get((job, "gpu", "all"))
+    peers = [table[(job, p, "all")] for p in ("torch", "cupyx") if (job, p, "all") in table]
     for peer in ("torch", "cupyx"):
         if table.get((job, peer, "all")) and gpu_all:
             parts.append(f"{peer}/gpu {table[(job, peer, 'all')] / gpu_all:.2f}x")
+    if len(peers) == 2 and gpu_all:  # issue 41's log-mel target is against the faster peer
+        parts.append(f"faster peer/gpu {min(peers) / gpu_all:.2f}x")
     print(f"{JOBS[job][0]:34s} " + "; ".join(parts), flush=True)
 
 # a GPU run's start-up varies by 0.1-0.3 s with the driver's state (docs/perf.md, session 23):
