@@ -71,6 +71,29 @@ def fftd_cmd(job, route, cores):
             "--format", "f32", "--output", "/dev/null", "--quiet", "--device", route, *JOBS[job][1]]
 
 
+def read_pieces(dtype=np.float32):
+    """The input in pieces of 2^26 samples, as `dtype` (a peer's frames across piece edges are
+    left out: timing only)."""
+    with open(path, "rb") as f:
+        while True:
+            x = np.fromfile(f, "<f4", count=1 << 26)
+            if x.size == 0:
+                return
+            yield x.astype(dtype, copy=False)
+
+
+def peer_jobs(write, spectra, logmel, welch):
+    """A peer's six jobs from its `spectra(n, hop, dtype)` and the rows' `write`."""
+    return {
+        "plain": lambda: write(spectra(4096, 4096)),
+        "overlap": lambda: write(spectra(4096, 512)),
+        "large": lambda: write(spectra(65536, 8192)),
+        "logmel": logmel,
+        "f64": lambda: write(spectra(4096, 1024, np.float64)),
+        "welch": welch,
+    }
+
+
 def mel_fb_np(n_fft, n_mels, sr):
     """HTK-mel triangular filters on the rfft bins (as torchaudio's melscale_fbanks), bins x mels."""
     def hz2mel(f):
@@ -89,15 +112,10 @@ def torch_jobs():
     import torch
     assert torch.cuda.is_available()
     dev = "cuda"
-    chunk = 1 << 26  # samples per piece (the frames across piece edges are left out: timing only)
 
     def pieces(dtype=np.float32):
-        with open(path, "rb") as f:
-            while True:
-                x = np.fromfile(f, "<f4", count=chunk)
-                if x.size == 0:
-                    return
-                yield torch.from_numpy(x.astype(dtype, copy=False)).to(dev, non_blocking=False)
+        for x in read_pieces(dtype):
+            yield torch.from_numpy(x).to(dev, non_blocking=False)
 
     def spectra(n, hop, dtype=np.float32, power=False):
         w = None
@@ -126,14 +144,7 @@ def torch_jobs():
             p[:rows].reshape(-1, 64, p.shape[1]).mean(1).cpu().numpy().tofile("/dev/null")
         torch.cuda.synchronize()
 
-    return {
-        "plain": lambda: write(spectra(4096, 4096)),
-        "overlap": lambda: write(spectra(4096, 512)),
-        "large": lambda: write(spectra(65536, 8192)),
-        "logmel": logmel,
-        "f64": lambda: write(spectra(4096, 1024, np.float64)),
-        "welch": welch,
-    }
+    return peer_jobs(write, spectra, logmel, welch)
 
 
 def cupy_jobs():
@@ -141,15 +152,10 @@ def cupy_jobs():
     frames across piece edges left out, as torch's), mel filters by a matrix product."""
     import cupy as cp
     from cupyx.scipy import signal as cs
-    chunk = 1 << 26
 
     def pieces(dtype=np.float32):
-        with open(path, "rb") as f:
-            while True:
-                x = np.fromfile(f, "<f4", count=chunk)
-                if x.size == 0:
-                    return
-                yield cp.asarray(x.astype(dtype, copy=False))
+        for x in read_pieces(dtype):
+            yield cp.asarray(x)
 
     def spectra(n, hop, dtype=np.float32, power=False):
         for x in pieces(dtype):
@@ -179,14 +185,7 @@ def cupy_jobs():
             cp.asnumpy(p[:, :cols].reshape(p.shape[0], -1, 64).mean(2)).tofile("/dev/null")
         cp.cuda.Device().synchronize()
 
-    return {
-        "plain": lambda: write(spectra(4096, 4096)),
-        "overlap": lambda: write(spectra(4096, 512)),
-        "large": lambda: write(spectra(65536, 8192)),
-        "logmel": logmel,
-        "f64": lambda: write(spectra(4096, 1024, np.float64)),
-        "welch": welch,
-    }
+    return peer_jobs(write, spectra, logmel, welch)
 
 
 def peer_time(fns, job):
@@ -204,20 +203,19 @@ routes = a.routes.split(",")
 cores_list = a.cores.split(",")
 print(f"{samples} f32 samples ({samples * 4 / 2**30:.2f} GiB) in {a.dir}, rate 16 kHz, f32 out to "
       f"/dev/null, {ncpu} cores, median of {a.runs} after a warm-up; wall s with start-up", flush=True)
-try:
-    if a.no_torch:
-        raise RuntimeError("--no-torch")
-    torch_fns = torch_jobs()
-except Exception as e:  # noqa: BLE001 - report and go on
-    torch_fns = {}
-    print(f"torch column skipped: {e}", flush=True)
-try:
-    if a.no_cupy:
-        raise RuntimeError("--no-cupy")
-    cupy_fns = cupy_jobs()
-except Exception as e:  # noqa: BLE001 - report and go on
-    cupy_fns = {}
-    print(f"cupyx column skipped: {e}", flush=True)
+def peer(name, skipped, make):
+    """A peer's jobs, or none (said so) where it is skipped or cannot run here."""
+    try:
+        if skipped:
+            raise RuntimeError(f"--no-{name}")
+        return make()
+    except Exception as e:  # noqa: BLE001 - report and go on
+        print(f"{name} column skipped: {e}", flush=True)
+        return {}
+
+
+torch_fns = peer("torch", a.no_torch, torch_jobs)
+cupy_fns = peer("cupy", a.no_cupy, cupy_jobs)
 table = {}
 for job in jobs:
     for route in routes:
