@@ -81,6 +81,15 @@ impl Items {
     pub(super) fn per_row(each: usize, wg: usize, rows: usize) -> Self {
         Items::PerRow { each, wg, rows }
     }
+
+    /// The launch's global and local work sizes (one dimension, or two for rows).
+    fn work_sizes(self) -> (Vec<usize>, Vec<usize>) {
+        match self {
+            Items::Groups { count, wg } => (vec![count * wg], vec![wg]),
+            Items::Each(n) => (vec![round_wg(n)], vec![GLOBAL_WG]),
+            Items::PerRow { each, wg, rows } => (vec![each.div_ceil(wg) * wg, rows], vec![wg, 1]),
+        }
+    }
 }
 
 /// The end of every launch: its scale arguments, its work-items, the queue.
@@ -121,17 +130,9 @@ impl Enqueue for ExecuteKernel<'_> {
         q: &CommandQueue,
         what: &str,
     ) -> Result<Event, String> {
-        match items {
-            Items::Groups { count, wg } => self
-                .set_global_work_size(count * wg)
-                .set_local_work_size(wg),
-            Items::Each(n) => self
-                .set_global_work_size(round_wg(n))
-                .set_local_work_size(GLOBAL_WG),
-            Items::PerRow { each, wg, rows } => self
-                .set_global_work_sizes(&[each.div_ceil(wg) * wg, rows])
-                .set_local_work_sizes(&[wg, 1]),
-        };
+        let (global, local) = items.work_sizes();
+        self.set_global_work_sizes(&global)
+            .set_local_work_sizes(&local);
         // SAFETY: the caller's (every argument set, every item inside the buffers).
         unsafe { self.enqueue_nd_range(q) }.map_err(|e| cl(&format!("{what} launch"), e))
     }
@@ -353,5 +354,26 @@ pub(super) fn enqueue_post<T: Sample>(
             .set_arg(&frames)
             .set_scale(&l.args)
             .launch(Items::Each(l.n_bins), l.q, "post")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_sizes_cover_the_items_in_whole_groups() {
+        assert_eq!(Items::groups(3, 64).work_sizes(), (vec![192], vec![64]));
+        assert_eq!(
+            Items::Each(1).work_sizes(),
+            (vec![GLOBAL_WG], vec![GLOBAL_WG])
+        );
+        assert_eq!(Items::Each(GLOBAL_WG).work_sizes().0, vec![GLOBAL_WG]);
+        assert_eq!(
+            Items::Each(GLOBAL_WG + 1).work_sizes().0,
+            vec![2 * GLOBAL_WG]
+        );
+        let rows = Items::per_row(100, 64, 5).work_sizes();
+        assert_eq!(rows, (vec![128, 5], vec![64, 1]));
     }
 }
