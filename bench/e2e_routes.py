@@ -203,19 +203,19 @@ routes = a.routes.split(",")
 cores_list = a.cores.split(",")
 print(f"{samples} f32 samples ({samples * 4 / 2**30:.2f} GiB) in {a.dir}, rate 16 kHz, f32 out to "
       f"/dev/null, {ncpu} cores, median of {a.runs} after a warm-up; wall s with start-up", flush=True)
-def peer(name, skipped, make):
-    """A peer's jobs, or none (said so) where it is skipped or cannot run here."""
+def peer_fns(label, skipped_by, make):
+    """A peer's jobs, or none (said so) where its flag `skipped_by` is given or it cannot run."""
     try:
-        if skipped:
-            raise RuntimeError(f"--no-{name}")
+        if getattr(a, skipped_by.lstrip("-").replace("-", "_")):
+            raise RuntimeError(skipped_by)
         return make()
     except Exception as e:  # noqa: BLE001 - report and go on
-        print(f"{name} column skipped: {e}", flush=True)
+        print(f"{label} column skipped: {e}", flush=True)
         return {}
 
 
-torch_fns = peer("torch", a.no_torch, torch_jobs)
-cupy_fns = peer("cupy", a.no_cupy, cupy_jobs)
+torch_fns = peer_fns("torch", "--no-torch", torch_jobs)
+cupy_fns = peer_fns("cupyx", "--no-cupy", cupy_jobs)
 table = {}
 for job in jobs:
     for route in routes:
