@@ -71,17 +71,24 @@ pub(super) struct AutoFound<'s, T: Sample> {
     others: Vec<(&'s LaneSpec, Vec<OpenClEngine<T>>)>,
 }
 
+impl<T: Sample> AutoFound<'_, T> {
+    /// Nothing found: no lane, no calibration, no other device.
+    fn none() -> Self {
+        AutoFound {
+            lanes: Vec::new(),
+            calibration: None,
+            others: Vec::new(),
+        }
+    }
+}
+
 /// `auto`'s lanes among `specs`, each device's calibration cached or measured when allowed.
 pub(super) fn auto_lanes<'s, T: Sample>(
     specs: &'s [LaneSpec],
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
 ) -> AutoFound<'s, T> {
-    let mut found = AutoFound {
-        lanes: Vec::new(),
-        calibration: None,
-        others: Vec::new(),
-    };
+    let mut found = AutoFound::none();
     for (spec, opened) in specs.iter().zip(open_all::<T>(specs, opts, true)) {
         let Opened { gpus, calibration } = match opened {
             Ok(o) => o,
@@ -160,11 +167,7 @@ fn first_giving_a_lane<'s, T: Sample>(
             ruled_out.push(model(spec));
         }
     }
-    AutoFound {
-        lanes: Vec::new(),
-        calibration: None,
-        others: Vec::new(),
-    }
+    AutoFound::none()
 }
 
 /// The GPU-type devices `auto` may use, strongest first (what was found is remembered only
