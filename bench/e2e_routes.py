@@ -203,19 +203,19 @@ routes = a.routes.split(",")
 cores_list = a.cores.split(",")
 print(f"{samples} f32 samples ({samples * 4 / 2**30:.2f} GiB) in {a.dir}, rate 16 kHz, f32 out to "
       f"/dev/null, {ncpu} cores, median of {a.runs} after a warm-up; wall s with start-up", flush=True)
-def peer_fns(label, skipped_by, make):
-    """A peer's jobs, or none (said so) where its flag `skipped_by` is given or it cannot run."""
+def peer_fns(label, skipped, flag, make):
+    """A peer's jobs, or none (said so) where `flag` skips it or it cannot run here."""
     try:
-        if getattr(a, skipped_by.lstrip("-").replace("-", "_")):
-            raise RuntimeError(skipped_by)
+        if skipped:
+            raise RuntimeError(flag)
         return make()
     except Exception as e:  # noqa: BLE001 - report and go on
         print(f"{label} column skipped: {e}", flush=True)
         return {}
 
 
-torch_fns = peer_fns("torch", "--no-torch", torch_jobs)
-cupy_fns = peer_fns("cupyx", "--no-cupy", cupy_jobs)
+torch_fns = peer_fns("torch", a.no_torch, "--no-torch", torch_jobs)
+cupy_fns = peer_fns("cupyx", a.no_cupy, "--no-cupy", cupy_jobs)
 table = {}
 for job in jobs:
     for route in routes:
