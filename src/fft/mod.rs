@@ -5,10 +5,12 @@
 //! `carry`: an f64 run's batch may hold f32 samples and ask for f32 rows
 //! (`Engine::transform_carried`), which a device widens and narrows itself.
 
+mod band_rows;
 pub mod calibrate;
 pub mod carry;
 pub mod compare;
 pub mod cpu;
+pub(crate) mod decibels;
 pub(crate) mod device_choice;
 pub(crate) mod device_set;
 pub mod fault;
@@ -26,6 +28,7 @@ pub(crate) mod spec;
 pub(crate) use crate::trace::device_trace::DeviceTrace;
 use crate::types::{InputKind, Sample};
 use crate::window::WindowKind;
+pub use band_rows::{BandWeights, RowFinish};
 pub use carry::{Carry, Samples};
 pub use host_memory::HostBuf;
 pub(crate) use host_memory::PinnedMemory;
@@ -389,93 +392,6 @@ impl Segments<'_> {
             }
         }
     }
-}
-
-/// A band matrix in the form engines use (built by `products::bands::BandMatrix`, which defines
-/// the bands): band b is the sum over i < len[b] of weights[offset[b] + i] × bin first[b] + i.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BandWeights {
-    /// Bins per spectrum.
-    pub bins: usize,
-    pub first: Vec<u32>,
-    pub len: Vec<u32>,
-    pub offset: Vec<u32>,
-    pub weights: Vec<f64>,
-    /// Tells matrices apart for device caches (unique per matrix built in this process).
-    pub id: u64,
-    /// The output scale applied to each band power (`AsIs` when averaging follows), where the
-    /// bands are summed: on a device, only finished rows cross back.
-    pub finish: RowFinish,
-}
-
-/// How a power value becomes the value written: as it is, its square root (`magnitude`) or
-/// 10·log10 of it floored at `DB_FLOOR_MAGNITUDE`² (`db`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RowFinish {
-    #[default]
-    AsIs = 0,
-    SquareRoot = 1,
-    Decibels = 2,
-}
-
-impl RowFinish {
-    /// The smallest power `Decibels` takes the log of.
-    pub(crate) const DB_FLOOR_POWER: f64 = scale::DB_FLOOR_MAGNITUDE * scale::DB_FLOOR_MAGNITUDE;
-
-    /// Applies the scale to `power`.
-    pub fn apply(self, power: f64) -> f64 {
-        match self {
-            RowFinish::AsIs => power,
-            RowFinish::SquareRoot => power.sqrt(),
-            RowFinish::Decibels => 10.0 * scale::floored(power, Self::DB_FLOOR_POWER).log10(),
-        }
-    }
-}
-
-impl BandWeights {
-    pub fn bands(&self) -> usize {
-        self.first.len()
-    }
-
-    /// One spectrum's band powers (`spectrum`: `bins` values; `out`: `bands()`), summed in f64.
-    pub fn apply<T: Sample>(&self, spectrum: &[T], out: &mut [T]) {
-        for (b, band) in out.iter_mut().enumerate().take(self.bands()) {
-            let (first, len, at) = (
-                self.first[b] as usize,
-                self.len[b] as usize,
-                self.offset[b] as usize,
-            );
-            let bins = spectrum.get(first..first + len).unwrap_or(&[]);
-            *band = T::of_f64(self.finish.apply(dot(&self.weights[at..at + len], bins)));
-        }
-    }
-
-    /// `apply` for spectra back to back in `spectra`, rows back to back in `out`.
-    pub(crate) fn apply_rows<T: Sample>(&self, spectra: &[T], out: &mut [T]) {
-        let rows = out.chunks_exact_mut(self.bands().max(1));
-        for (spectrum, row) in spectra.chunks_exact(self.bins.max(1)).zip(rows) {
-            self.apply(spectrum, row);
-        }
-    }
-}
-
-/// Σ weights[i]·values[i] in f64, with four independent sums (so the additions overlap instead
-/// of waiting on each other).
-fn dot<T: Sample>(weights: &[f64], values: &[T]) -> f64 {
-    let mut sums = [0.0f64; 4];
-    let (w4, v4) = (weights.chunks_exact(4), values.chunks_exact(4));
-    let (w_rest, v_rest) = (w4.remainder(), v4.remainder());
-    for (w, v) in w4.zip(v4) {
-        for k in 0..4 {
-            sums[k] += w[k] * v[k].into_f64();
-        }
-    }
-    let rest: f64 = w_rest
-        .iter()
-        .zip(v_rest)
-        .map(|(w, v)| w * v.into_f64())
-        .sum();
-    (sums[0] + sums[1]) + (sums[2] + sums[3]) + rest
 }
 
 /// What an engine reduces a batch to: band rows, segments of rows, both or neither.

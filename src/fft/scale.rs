@@ -195,12 +195,9 @@ impl ScalePlan {
             ScaleMode::Complex => {}
             ScaleMode::Magnitude => power.iter_mut().for_each(|v| *v = v.sqrt()),
             ScaleMode::Db => {
-                // 20·log10(|X|) = 10·log10(|X|²)
+                // 20·log10(|X|) = 10·log10(|X|²), in f64 (`decibels`)
                 let floor = T::of_f64(DB_FLOOR_MAGNITUDE * DB_FLOOR_MAGNITUDE);
-                let ten = T::of_f64(10.0);
-                power
-                    .iter_mut()
-                    .for_each(|v| *v = ten * floored(*v, floor).log10());
+                super::decibels::powers_to_db(power, floor);
             }
             ScaleMode::Power => {
                 let interior = T::of_f64(self.norm * self.interior_factor);

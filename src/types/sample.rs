@@ -28,6 +28,10 @@ pub trait Sample:
     fn as_f32_mut(values: &mut [Self]) -> Option<&mut [f32]>;
     /// The values as f64, when `Self` is f64 (lets a reader widen f32 samples in place).
     fn as_f64_mut(values: &mut [Self]) -> Option<&mut [f64]>;
+    /// The values as f32, when `Self` is f32 (for vector code written per type).
+    fn as_f32(values: &[Self]) -> Option<&[f32]>;
+    /// The values as f64, when `Self` is f64.
+    fn as_f64(values: &[Self]) -> Option<&[f64]>;
 }
 
 /// Keeps `Sample` to f32 and f64: no type outside this module can name `Sealed`.
@@ -57,6 +61,12 @@ impl Sample for f32 {
     fn as_f64_mut(_: &mut [Self]) -> Option<&mut [f64]> {
         None
     }
+    fn as_f32(values: &[Self]) -> Option<&[f32]> {
+        Some(values)
+    }
+    fn as_f64(_: &[Self]) -> Option<&[f64]> {
+        None
+    }
 }
 
 impl Sample for f64 {
@@ -77,6 +87,12 @@ impl Sample for f64 {
         None
     }
     fn as_f64_mut(values: &mut [Self]) -> Option<&mut [f64]> {
+        Some(values)
+    }
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f64(values: &[Self]) -> Option<&[f64]> {
         Some(values)
     }
 }
