@@ -130,12 +130,11 @@ impl BandWeights {
         for (chunk, out) in out[..bands].chunks_mut(BANDS_PER_CHUNK).enumerate() {
             let first_band = chunk * BANDS_PER_CHUNK;
             let powers = &mut powers[..out.len()];
-            for (b, power) in (first_band..).zip(powers.iter_mut()) {
-                let (first, len, at) = (
-                    self.first[b] as usize,
-                    self.len[b] as usize,
-                    self.offset[b] as usize,
-                );
+            let spans = (self.first[first_band..].iter())
+                .zip(&self.len[first_band..])
+                .zip(&self.offset[first_band..]);
+            for (((&first, &len), &at), power) in spans.zip(powers.iter_mut()) {
+                let (first, len, at) = (first as usize, len as usize, at as usize);
                 let bins = spectrum.get(first..first + len).unwrap_or(&[]);
                 *power = dot(&self.weights[at..at + len], bins, lanes);
             }

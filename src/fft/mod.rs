@@ -19,6 +19,7 @@ pub(crate) mod lanes;
 pub(crate) mod log_once;
 mod naive;
 pub mod opencl;
+pub(crate) mod real_even;
 pub(crate) mod route;
 pub(crate) mod routed;
 pub mod router;
