@@ -559,7 +559,8 @@ fn a_hung_device_holds_the_others_to_a_window_warns_and_sigint_still_ends_the_ru
             .any(|l| l.contains("WARN") && l.contains(&first) && l.contains("given up")),
         "{err}"
     );
-    // (at most the window past the hung batch, and a few in the encoders' hands before it)
+    // (a window past the sink's next batch until the stop; after it, before the queues close,
+    // past the hung batch, which itself was within a window of the sink's next: two at most)
     let window = stat_after(&err, "(window ");
     let held = stat_after(&err, "held for order at most ");
     assert!(held <= 2 * window, "{err}");
@@ -614,9 +615,11 @@ fn a_device_that_hangs_for_a_while_then_goes_on_leaves_the_output_intact() {
         "{err}"
     );
     assert!(err.contains("is done with batch"), "{err}");
+    // the window counts from the sink's next batch too: whichever batch an encoder's thread
+    // is slow to pass on, however busy the machine, the sink holds at most a window for order
     let window = stat_after(&err, "(window ");
     assert!(
-        stat_after(&err, "held for order at most ") <= 2 * window,
+        stat_after(&err, "held for order at most ") <= window,
         "{err}"
     );
     let (a, b) = (share(&err, &first), share(&err, &format!("{dev}#2")));

@@ -25,7 +25,10 @@
 //!   a window or more ahead of the oldest unfinished batch (`State::window`: 4 × what the lanes'
 //!   queues and workers and the producers hold at once), so a device that hangs without an
 //!   error stops the run after at most a window of batches instead of letting the others run on
-//!   while the sink buffers everything they finish.
+//!   while the sink buffers everything they finish. The window counts from the sink's next
+//!   batch too, when that is older (`taken_in_order`): a finished batch still in an encoder's
+//!   hands (a thread the machine has not run for a while) is passed by every later one the
+//!   other encoders take, which the sink then holds for order as it would behind a hung device.
 //! - **Stalls.** `watch` warns, naming the device, when one of its workers has been on a batch
 //!   for 10 s (`FFTD_STALL_SECONDS`), and says when it is done with it. Only the device's time
 //!   counts: a computed batch waiting for a slow stage after the workers (a slow disk, a paused
@@ -100,6 +103,10 @@ struct State<T> {
     unfinished: u64,
     /// The lowest batch number not finished yet (sent or not): every lower one is finished.
     oldest: u64,
+    /// The next batch the sink takes in order (every lower one it has written or gone past),
+    /// while it reports it (`Dispatcher::follow_order`); None without, or after a stop (a batch
+    /// dropped on its way to the sink then would never be taken).
+    ordered: Option<u64>,
     /// Numbers above `oldest` already finished.
     finished_above: BTreeSet<u64>,
     /// Batches whose producers wait for room (`Dispatcher::send`): room goes to the oldest.
@@ -189,7 +196,9 @@ impl<T> State<T> {
     /// slack for lanes of different speeds (a slower device holds its batches while a faster
     /// one goes on), so the window binds only when a lane falls far behind. The batches the
     /// sink and the averaging stage hold to put in order are bounded by it: without it a
-    /// stalled device lets the others run on and the sink buffer every later batch.
+    /// stalled device lets the others run on and the sink buffer every later batch. (The
+    /// sink's hold is bounded only while it reports its place, `State::ordered`: the encoders
+    /// between the workers and the sink pass batches on out of order.)
     fn window(&self) -> u64 {
         let in_flight: u64 =
             self.lanes.iter().map(|l| l.holds).sum::<u64>() + self.producers_started as u64;
@@ -216,12 +225,15 @@ impl<T> State<T> {
         queues.map(room).fold(0, usize::saturating_add)
     }
 
-    /// Whether batch `id` is within the window (the oldest unfinished batch always is); records
-    /// the widest window seen.
+    /// Whether batch `id` is within the window, counted from the oldest unfinished batch or the
+    /// sink's next one, whichever is older (that one always is); records the widest window seen.
     fn within_window(&mut self, id: u64) -> bool {
         let window = self.window();
         self.widest_window = self.widest_window.max(window);
-        id < self.oldest.saturating_add(window)
+        let from = self
+            .ordered
+            .map_or(self.oldest, |next| next.min(self.oldest));
+        id < from.saturating_add(window)
     }
 
     /// Batch `id` is done with (finished, or dropped at the end of dispatching).
@@ -286,6 +298,7 @@ impl<T> Dispatcher<T> {
             producers_started: 0,
             unfinished: 0,
             oldest: 0,
+            ordered: None,
             finished_above: BTreeSet::new(),
             waiting: BTreeSet::new(),
             widest_window: 0,
@@ -505,6 +518,24 @@ impl<T> Dispatcher<T> {
         state.settle(id);
         state.close_if_done();
         self.room.notify_all();
+    }
+
+    /// The sink puts this dispatcher's batches in order and reports its place
+    /// (`taken_in_order`): the window counts from its next batch too. Before any producer starts.
+    pub(crate) fn follow_order(&self) {
+        self.lock().ordered = Some(0);
+    }
+
+    /// The sink has taken every batch below `next` in order (written it, or gone past a number
+    /// that never comes): later batches may go a window ahead of `next`.
+    pub(crate) fn taken_in_order(&self, next: u64) {
+        let mut state = self.lock();
+        if let Some(ordered) = &mut state.ordered {
+            if next > *ordered {
+                *ordered = next;
+                self.room.notify_all();
+            }
+        }
     }
 
     /// Disconnects once the run has given up stalled lanes and every batch before theirs has

@@ -344,6 +344,15 @@ impl<'a, T: Sample> Stages<'a, T> {
         signals: &Signals,
     ) -> sink_stage::SinkStage<'_, T> {
         let sinks = &self.sinks;
+        // the sink puts the workers' batches in order (with --average, the averaging stage's,
+        // numbered anew): it tells the dispatcher its place (before any producer starts)
+        let order = self
+            .averaging
+            .is_none()
+            .then_some(&self.workers.context.dispatcher);
+        if let Some(dispatcher) = order {
+            dispatcher.follow_order();
+        }
         let mut outputs = Outputs::new(&*sinks.encoder, dests, open_files_budget(), &sinks.placed);
         outputs.rotate(rotations, signals.reopen.clone());
         sink_stage::SinkStage {
@@ -355,6 +364,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             // rows are frames here (with --average, the averaging stage applies the cuts)
             cuts_apply: self.averaging.is_none(),
             alerts,
+            order,
         }
     }
 

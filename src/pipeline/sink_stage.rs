@@ -3,6 +3,7 @@
 //! written latency. A closed stdout stops the run quietly; any other write error is reported.
 //! After a stop it keeps draining so upstream stages can finish.
 
+use super::dispatch::Dispatcher;
 use super::encode::Encoded;
 use super::pool::{BufferPool, BytePool};
 use super::{Control, StreamWritten};
@@ -35,6 +36,9 @@ pub(super) struct SinkStage<'a, T: Sample> {
     pub cuts_apply: bool,
     /// issue 27: `--alert` rules, followed in row order.
     pub alerts: Option<crate::alerts::Alerts>,
+    /// The dispatcher whose batch numbers these are (not the averaging stage's), told the
+    /// sink's place: it holds producers a window ahead of it (`Dispatcher::taken_in_order`).
+    pub order: Option<&'a Dispatcher<T>>,
 }
 
 pub(super) fn run_sink<T: Sample>(
@@ -60,6 +64,9 @@ pub(super) fn run_sink<T: Sample>(
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => None,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 sink.reopen_if_asked();
+                // past numbers that never come (a failed input's), which no arrival may follow
+                // while the producers wait a window ahead of them
+                sink.write_in_order(None);
                 continue;
             }
         };
@@ -105,6 +112,7 @@ impl<T: Sample> Sink<'_, '_, T> {
     /// Takes a batch that `arrived` and writes every batch whose turn has come.
     fn write_in_order(&mut self, arrived: Option<Encoded<T>>) {
         let control = self.control;
+        let first = self.next;
         if let Some(encoded) = arrived {
             self.reorder.insert(encoded.id, encoded);
             Counters::raise(&control.counters.reorder_peak, self.reorder.len() as u64);
@@ -130,6 +138,9 @@ impl<T: Sample> Sink<'_, '_, T> {
             if let Some(values) = batch.values {
                 stage.values_pool.give(values);
             }
+        }
+        if let Some(dispatcher) = self.stage.order.filter(|_| self.next > first) {
+            dispatcher.taken_in_order(self.next);
         }
     }
 

@@ -96,6 +96,9 @@ impl<T> Dispatcher<T> {
             let now = Instant::now();
             state.warn_stalls(now, self.stall_after);
             if stop.stop.load(Ordering::Relaxed) {
+                // a batch a failure dropped on its way to the sink is never taken in order:
+                // from the stop on, the window counts from the oldest unfinished batch alone
+                state.ordered = None;
                 let since = *stop_seen.get_or_insert(now);
                 let grace = match stop.interrupted.load(Ordering::Relaxed) {
                     true => INTERRUPT_GRACE.min(self.stall_after),
