@@ -111,11 +111,8 @@ fn as_f32_values<T: Sample>(bins: &mut [Complex<T>]) -> Option<&mut [f32]> {
     T::as_f32_mut(values)
 }
 
-/// Pairs untangled per block: their parts are gathered into arrays, untangled there, and put
-/// back (the middle loop is plain arithmetic on contiguous values).
-const BLOCK: usize = 64;
-
-/// Bins k and n/2 − k for k = `from` + 1 ..= pairs, one pair's arithmetic at a time in order.
+/// Bins k and n/2 − k for k = `from` + 1 ..= pairs, one pair at a time in order (realfft's
+/// loop: where no vector code does them, f64 and the last few f32 pairs).
 #[inline(always)]
 fn untangle_pairs<T: Sample>(
     bins: &mut [Complex<T>],
@@ -129,28 +126,12 @@ fn untangle_pairs<T: Sample>(
     // high[high.len() − k]
     let (low, high) = bins.split_at_mut(pairs + 1);
     let high = &mut high[..half - pairs - 1];
-    let mut parts = [[T::zero(); BLOCK]; 4];
-    for start in (from..pairs).step_by(BLOCK) {
-        let count = BLOCK.min(pairs - start);
-        let [l_re, l_im, r_re, r_im] = &mut parts;
-        for i in 0..count {
-            let (l, r) = (low[1 + start + i], high[high.len() - 1 - start - i]);
-            (l_re[i], l_im[i], r_re[i], r_im[i]) = (l.re, l.im, r.re, r.im);
-        }
-        let twiddles = (
-            &twiddle_re[start..start + count],
-            &twiddle_im[start..start + count],
-        );
-        for i in 0..count {
-            let pair = (l_re[i], l_im[i], r_re[i], r_im[i]);
-            let (l, r) = untangle_one(pair, (twiddles.0[i], twiddles.1[i]));
-            (l_re[i], l_im[i], r_re[i], r_im[i]) = (l.re, l.im, r.re, r.im);
-        }
-        for i in 0..count {
-            low[1 + start + i] = Complex::new(l_re[i], l_im[i]);
-            let at = high.len() - 1 - start - i;
-            high[at] = Complex::new(r_re[i], r_im[i]);
-        }
+    let lows = low[1 + from..].iter_mut();
+    let high_end = high.len() - from;
+    let highs = high[..high_end].iter_mut().rev();
+    let twiddles = twiddle_re[from..].iter().zip(&twiddle_im[from..]);
+    for ((l, r), (&t_re, &t_im)) in lows.zip(highs).zip(twiddles) {
+        (*l, *r) = untangle_one((l.re, l.im, r.re, r.im), (t_re, t_im));
     }
 }
 
