@@ -60,6 +60,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod carriage;
 mod handoff;
 mod lane_slot;
+mod sink_order;
 mod stalls;
 
 use lane_slot::{Held, LaneSlot};
@@ -518,24 +519,6 @@ impl<T> Dispatcher<T> {
         state.settle(id);
         state.close_if_done();
         self.room.notify_all();
-    }
-
-    /// The sink puts this dispatcher's batches in order and reports its place
-    /// (`taken_in_order`): the window counts from its next batch too. Before any producer starts.
-    pub(crate) fn follow_order(&self) {
-        self.lock().ordered = Some(0);
-    }
-
-    /// The sink has taken every batch below `next` in order (written it, or gone past a number
-    /// that never comes): later batches may go a window ahead of `next`.
-    pub(crate) fn taken_in_order(&self, next: u64) {
-        let mut state = self.lock();
-        if let Some(ordered) = &mut state.ordered {
-            if next > *ordered {
-                *ordered = next;
-                self.room.notify_all();
-            }
-        }
     }
 
     /// Disconnects once the run has given up stalled lanes and every batch before theirs has

@@ -1,12 +1,17 @@
 //! `--serve` in a run: starts the live view's server before the stages, hands the encode stage
 //! and the sink their ends of the hub, and after the input keeps serving until Ctrl-C.
 
+use super::averaging::AveragingStage;
+use super::Control;
 use crate::error::Result;
 use crate::fft::Scale;
+use crate::pipeline::spec::RunSpec;
+use crate::products::measure::MeasureLayout;
 use crate::serve::hub::LiveHub;
 use crate::serve::Server;
+use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::stats::Counters;
-use crate::types::StreamMeta;
+use crate::types::{Sample, StreamMeta};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,4 +75,37 @@ impl LiveView {
         }
         self.server.shutdown();
     }
+}
+
+/// The live view (`--serve`), counting the batches the encoders get: the averaging stage's, or
+/// the batches'.
+pub(super) fn start(
+    run_spec: &RunSpec,
+    listener: crate::serve::Bound,
+    streams: &[StreamMeta],
+    averaging: &Option<AveragingStage<'_>>,
+    control: &Control,
+) -> Result<LiveView> {
+    let numbering = averaging.as_ref().map_or_else(
+        || control.next_batch.clone(),
+        |stage| stage.numbering.clone(),
+    );
+    let counters = control.counters.clone();
+    let scale = run_spec.analysis.scale;
+    let measure = &run_spec.analysis.products.measure;
+    let look = (scale, measure);
+    // issue 27: `/events` when the run has alert rules, an event stream or --retry's gaps
+    // (`wire_alerts`)
+    let options = &run_spec.alerts;
+    let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
+    LiveView::start(listener, streams, look, counters, numbering, alerts)
+}
+
+/// `/spectra`'s rows: NDJSON, with the measurements after each row's columns.
+pub(super) fn rows_encoder<T: Sample>(
+    run_spec: &RunSpec,
+    layout: Option<&Arc<MeasureLayout>>,
+) -> Box<dyn Encoder<T>> {
+    let rows = make_encoder::<T>(OutputFormat::Ndjson, run_spec.analysis.scale);
+    crate::sink::measured::wrap(rows, OutputFormat::Ndjson, layout)
 }

@@ -30,7 +30,7 @@ use crate::products::measure::MeasureLayout;
 use crate::products::{Segmenting, Shaping};
 use crate::sink::destination::Destination;
 use crate::sink::output::{open_files_budget, Outputs};
-use crate::sink::{make_encoder, Encoder, OutputFormat};
+use crate::sink::Encoder;
 use crate::stats::Latency;
 use crate::types::Signals;
 use crate::types::{InputKind, Sample, StreamMeta};
@@ -236,11 +236,11 @@ impl<'a, T: Sample> Stages<'a, T> {
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
         let live_view = (early.listener)
-            .map(|listener| start_live_view(run_spec, listener, streams, &averaging, &control))
+            .map(|listener| live_view::start(run_spec, listener, streams, &averaging, &control))
             .transpose()?;
         let live_rows = live_view
             .as_ref()
-            .map(|_| live_rows(run_spec, layout.as_ref()));
+            .map(|_| live_view::rows_encoder(run_spec, layout.as_ref()));
         let encoders = encode_threads();
         // a late lane's pinned buffers are made the size of a device's batches (`join_lane`)
         let device_batch_values = engines.later.is_some().then(|| {
@@ -539,39 +539,6 @@ impl<'a, T: Sample> Stages<'a, T> {
             alerts: self.band_levels.as_ref(),
         }
     }
-}
-
-/// The live view (`--serve`), counting the batches the encoders get: the averaging stage's, or
-/// the batches'.
-fn start_live_view(
-    run_spec: &RunSpec,
-    listener: crate::serve::Bound,
-    streams: &[StreamMeta],
-    averaging: &Option<AveragingStage<'_>>,
-    control: &Control,
-) -> Result<LiveView> {
-    let numbering = averaging.as_ref().map_or_else(
-        || control.next_batch.clone(),
-        |stage| stage.numbering.clone(),
-    );
-    let counters = control.counters.clone();
-    let scale = run_spec.analysis.scale;
-    let measure = &run_spec.analysis.products.measure;
-    let look = (scale, measure);
-    // issue 27: `/events` when the run has alert rules, an event stream or --retry's gaps
-    // (`wire_alerts`)
-    let options = &run_spec.alerts;
-    let alerts = (options.wanted()).then(|| options.rules.iter().map(|r| r.name.clone()).collect());
-    live_view::LiveView::start(listener, streams, look, counters, numbering, alerts)
-}
-
-/// `/spectra`'s rows: NDJSON, with the measurements after each row's columns.
-fn live_rows<T: Sample>(
-    run_spec: &RunSpec,
-    layout: Option<&Arc<MeasureLayout>>,
-) -> Box<dyn Encoder<T>> {
-    let rows = make_encoder::<T>(OutputFormat::Ndjson, run_spec.analysis.scale);
-    crate::sink::measured::wrap(rows, OutputFormat::Ndjson, layout)
 }
 
 /// What the run's batches may carry as f32 (`dispatch::carriage`): `rows_read` when products,
