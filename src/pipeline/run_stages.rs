@@ -477,6 +477,11 @@ impl<'a, T: Sample> Stages<'a, T> {
                 }
             }
             demand.end(joining.lane_set);
+            // lanes handed over after the run's end never join: left to the exit, not torn
+            // down inside the run's teardown
+            for late in built.try_iter() {
+                crate::left_behind::keep(Box::new(late.lanes));
+            }
         });
     }
 
