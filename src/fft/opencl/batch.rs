@@ -168,13 +168,13 @@ impl<T: Sample> OpenClEngine<T> {
         let ((in_at, in_bytes), (out_at, out_bytes)) = (data.memory(), out.memory());
         let direct_in = pinned.contains(in_at, in_bytes);
         let direct_out = pinned.contains(out_at, out_bytes);
+        let frame_bytes = per_in * data.value_bytes();
         let chunk_bytes = self
             .options
             .chunk_bytes
-            .unwrap_or(if direct_in && direct_out {
-                CHUNK_BYTES
-            } else {
-                STAGED_CHUNK_BYTES
+            .unwrap_or(match direct_in && direct_out {
+                true => pinned_chunk_bytes(frames * frame_bytes),
+                false => STAGED_CHUNK_BYTES,
             });
         let chunk = chunk_frames(chunk_bytes, per_in, data.value_bytes()).min(frames);
         let spans = segments::chunk_spans(frames, chunk, runs.map(|r| r.lengths));

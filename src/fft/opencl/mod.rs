@@ -81,7 +81,7 @@ use opencl3::memory::{Buffer, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING};
 use plan::{Path, Plan, PlanKey};
 use slots::{
-    chunk_frames, ensure, span, Grow, Pending, Slot, CHUNK_BYTES, SLOTS, STAGED_CHUNK_BYTES,
+    chunk_frames, ensure, pinned_chunk_bytes, span, Grow, Pending, Slot, SLOTS, STAGED_CHUNK_BYTES,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -116,9 +116,10 @@ pub struct OpenClOptions {
     /// memory). Lowering it forces the split, four-step, two-level and multi-pass paths on a
     /// device whose local memory would fit one kernel (the tests take every path on PoCL so).
     pub local_mem_limit: Option<usize>,
-    /// Input bytes per host-device pipeline chunk (default: 8 MiB for pinned batches, 32 MiB
-    /// for staged ones; see `CHUNK_BYTES`). `FFTD_OPENCL_CHUNK_BYTES=N` (bench/gpu_vs_cufft.sh:
-    /// one chunk per batch, so one launch as cuFFT's).
+    /// Input bytes per host-device pipeline chunk (default: a pinned batch up to 16 MiB in one,
+    /// larger ones in 8 MiB chunks, 32 MiB for staged ones; see `slots::pinned_chunk_bytes`).
+    /// `FFTD_OPENCL_CHUNK_BYTES=N` (bench/gpu_vs_cufft.sh: one chunk per batch, so one launch
+    /// as cuFFT's).
     pub chunk_bytes: Option<usize>,
     /// Time every command with event profiling (`last_profile` times; `fftd bench` turns it on).
     /// Off in the pipeline: a profiling queue costs the driver work on every command.

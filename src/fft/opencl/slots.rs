@@ -54,12 +54,30 @@ pub(super) fn ensure<'a, T>(
 
 /// Slots of the host-device pipeline (chunks in flight at once).
 pub(super) const SLOTS: usize = 3;
-/// Input bytes per pipeline chunk, about, for batches in pinned memory (copied by DMA alone):
-/// on an H200 8 MiB gave 90 % of the PCIe copy rate, 32 MiB 80 %, 64 MiB 79 % (docs/perf.md).
+/// Input bytes per pipeline chunk, about, for batches in pinned memory (copied by DMA alone)
+/// larger than `ONE_CHUNK_BYTES`: on an H200 8 MiB gave 90 % of the PCIe copy rate for
+/// 2^26-sample batches, 32 MiB 80 %, 64 MiB 79 % (docs/perf.md).
 pub(super) const CHUNK_BYTES: usize = 8 << 20;
 /// The same for staged batches, whose host copies run on more threads in larger chunks
 /// (32 MiB: 9.5-16 GB/s of input vs 7.6-9.5 GB/s with 8 MiB chunks).
 pub(super) const STAGED_CHUNK_BYTES: usize = 32 << 20;
+
+/// Input bytes up to which a pinned batch moves in one chunk: the pipeline's default device
+/// batch of f32 (`limits::DEVICE_BATCH_SAMPLES`, 16 MiB). Cut into 8 MiB chunks, each such batch
+/// paid the chunks' commands and waits twice, while the device's two engines already overlap
+/// one batch's transfers with the other's: on an H200 (4 GiB on 16 cores, medians of 3) one
+/// chunk took hop 512 from 0.770 to 0.692 s and log-mel from 0.678 to 0.541 s (docs/perf.md).
+pub(super) const ONE_CHUNK_BYTES: usize = 16 << 20;
+
+/// Input bytes per chunk of a pinned batch of `batch_bytes`: the whole batch up to
+/// `ONE_CHUNK_BYTES`, else `CHUNK_BYTES` (larger batches, such as `fftd bench`'s, pipeline their
+/// chunks over the slots).
+pub(super) fn pinned_chunk_bytes(batch_bytes: usize) -> usize {
+    match batch_bytes <= ONE_CHUNK_BYTES {
+        true => batch_bytes,
+        false => CHUNK_BYTES,
+    }
+}
 
 /// Frames per pipeline chunk of about `chunk_bytes` for frames of `per_in` values of `size` bytes.
 pub(super) fn chunk_frames(chunk_bytes: usize, per_in: usize, size: usize) -> usize {
@@ -208,5 +226,20 @@ impl<T: Sample> Slot<T> {
         }
         self.log.drained();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_device_batch_moves_in_one_chunk_and_larger_ones_in_chunks() {
+        let f32_batch = crate::limits::DEVICE_BATCH_SAMPLES * 4;
+        assert_eq!(pinned_chunk_bytes(f32_batch), f32_batch);
+        assert_eq!(chunk_frames(pinned_chunk_bytes(f32_batch), 4096, 4), 1024);
+        assert_eq!(pinned_chunk_bytes(1000), 1000);
+        assert_eq!(pinned_chunk_bytes(2 * f32_batch), CHUNK_BYTES);
+        assert_eq!(pinned_chunk_bytes(1 << 28), CHUNK_BYTES);
     }
 }
