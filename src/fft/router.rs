@@ -190,6 +190,8 @@ pub(crate) fn build_engine_set<T: Sample>(
 /// and those after the first start only when the run wants them (`LaneSet::await_later_devices`).
 fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
     Box::new(move |arrive| {
+        // (what the choice named, for the next run's plan: a first run's guess corrected)
+        kinds::remember(&opts.choice);
         if route::later_devices_in_reserve(&opts.choice) {
             return lanes_as_they_come(&opts, &lane_set, arrive);
         }
