@@ -14,9 +14,10 @@ pub(crate) const MAX_FRAME_SAMPLES: usize = MAX_BATCH_SAMPLES;
 /// frames of hundreds of MiB must not queue by the thousand.
 pub(crate) const FRAME_QUEUE_BYTES: usize = 256 << 20;
 
-/// FFT workers (engines) per OpenCL device unless `--workers` says otherwise: each engine
-/// pipelines its batch's chunks over three queues, so two keep a GPU busy across batch
-/// boundaries, and more only contend for the driver (docs/perf.md, 2026-11-25).
+/// FFT workers (engines) per OpenCL device unless `--workers` says otherwise: two keep a GPU
+/// busy across batch boundaries (one's commands run while the other's host side works), and
+/// more only contend for the driver (docs/perf.md, 2026-11-25; three were slower on hop 512
+/// and f64 on an H200 in session 26).
 pub(crate) const DEVICE_WORKERS: usize = 2;
 
 /// Samples in a default batch (`--batch 0`) for the CPU engines, and for OpenCL devices, whose

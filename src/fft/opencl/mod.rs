@@ -1,6 +1,6 @@
 //! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
-//! into chunks of 8-32 MiB that flow through three queues (copy in, compute, copy out) so
-//! copies overlap the kernels. A batch in pinned memory of this device (`pinned`, what the
+//! (when larger than the pipeline's default batch) into chunks of 8-32 MiB that flow through
+//! three queues (copy in, compute, copy out) so copies overlap the kernels. A batch in pinned memory of this device (`pinned`, what the
 //! pipeline uses) is copied by DMA straight from and into the caller's buffers; a batch in
 //! ordinary memory is staged through the engine's own pinned buffers, on several host threads.
 //!
