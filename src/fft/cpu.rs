@@ -5,6 +5,7 @@
 //! `--scale complex`, copied out as re, im pairs). A batch's f32 samples (`carry`) are widened
 //! into a scratch buffer first.
 
+use super::cpu_features::with_cpu_features;
 use super::real_even::RealEven;
 use super::{
     BandWeights, Carry, Engine, EngineError, FrameStep, Reduction, Samples, ScalePlan,
@@ -255,21 +256,7 @@ impl<T: Sample> CpuEngine<T> {
 /// products either way).
 #[inline]
 fn windowed<T: Sample>(dst: &mut [T], frame: &[T], window: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { windowed_avx2(dst, frame, window) };
-            return;
-        }
-    }
-    windowed_each(dst, frame, window);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn windowed_avx2<T: Sample>(dst: &mut [T], frame: &[T], window: &[T]) {
-    windowed_each(dst, frame, window);
+    with_cpu_features!("avx2" ["avx2"] windowed_each<T: Sample>(dst: &mut [T], frame: &[T], window: &[T]))
 }
 
 #[inline(always)]
@@ -280,28 +267,14 @@ fn windowed_each<T: Sample>(dst: &mut [T], frame: &[T], window: &[T]) {
 }
 
 /// |X|² and the output scale (or re, im) for one row, with 256-bit vectors where the CPU has AVX2
-/// (the build targets baseline x86-64, whose SSE2 square roots are 4 wide). realfft/rustfft choose
-/// their own SIMD at run time the same way.
+/// and FMA (the build targets baseline x86-64, whose SSE2 square roots are 4 wide).
 #[inline]
 fn finish_spectrum<T: Sample>(scale: &ScalePlan, spectrum: &[Complex<T>], row: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-            unsafe { finish_spectrum_avx2(scale, spectrum, row) };
-            return;
-        }
-    }
-    scale.finish_spectrum(spectrum, row);
+    with_cpu_features!("avx2,fma" ["avx2", "fma"]
+        finish_spectrum_each<T: Sample>(scale: &ScalePlan, spectrum: &[Complex<T>], row: &mut [T]))
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn finish_spectrum_avx2<T: Sample>(
-    scale: &ScalePlan,
-    spectrum: &[Complex<T>],
-    row: &mut [T],
-) {
+#[inline(always)]
+fn finish_spectrum_each<T: Sample>(scale: &ScalePlan, spectrum: &[Complex<T>], row: &mut [T]) {
     scale.finish_spectrum(spectrum, row);
 }

@@ -12,6 +12,7 @@
 //!
 //! Takes: rows of powers (|X|² or band powers), in f32 or f64. Gives: the same rows in dB.
 
+use super::cpu_features::with_cpu_features;
 use crate::types::Sample;
 
 // fdlibm's constants for log10, as bit patterns (exact).
@@ -75,21 +76,7 @@ pub(crate) fn ten_log10_floored(power: f64, floor: f64) -> f64 {
 /// Replaces each power in `values` by 10·log10(max(power, `floor`)), computed in f64 and
 /// narrowed once; `floor` is a positive normal value of `T`.
 pub(crate) fn powers_to_db<T: Sample>(values: &mut [T], floor: T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { powers_to_db_avx2(values, floor) };
-            return;
-        }
-    }
-    powers_to_db_each(values, floor);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn powers_to_db_avx2<T: Sample>(values: &mut [T], floor: T) {
-    powers_to_db_each(values, floor);
+    with_cpu_features!("avx2" ["avx2"] powers_to_db_each<T: Sample>(values: &mut [T], floor: T))
 }
 
 #[inline(always)]
@@ -102,21 +89,8 @@ fn powers_to_db_each<T: Sample>(values: &mut [T], floor: T) {
 
 /// `powers_to_db` from f64 powers into `out` (of the same length) as `T`.
 pub(crate) fn powers_to_db_into<T: Sample>(powers: &[f64], floor: f64, out: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { powers_to_db_into_avx2(powers, floor, out) };
-            return;
-        }
-    }
-    powers_to_db_into_each(powers, floor, out);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn powers_to_db_into_avx2<T: Sample>(powers: &[f64], floor: f64, out: &mut [T]) {
-    powers_to_db_into_each(powers, floor, out);
+    with_cpu_features!("avx2" ["avx2"]
+        powers_to_db_into_each<T: Sample>(powers: &[f64], floor: f64, out: &mut [T]))
 }
 
 #[inline(always)]

@@ -10,6 +10,7 @@ pub mod calibrate;
 pub mod carry;
 pub mod compare;
 pub mod cpu;
+mod cpu_features;
 pub(crate) mod decibels;
 pub(crate) mod device_choice;
 pub(crate) mod device_set;
