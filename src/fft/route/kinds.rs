@@ -115,10 +115,16 @@ fn now_s() -> u64 {
 }
 
 /// Records whether `auto` found a GPU-type device here (in this environment), and when. Best
-/// effort: a cache that cannot be written only means `auto` keeps looking.
+/// effort: a cache that cannot be written only means `auto` keeps looking. A GPU already
+/// recorded is not written again (only a finding of none is timed, `auto_may_find_gpus`): every
+/// run that starts a GPU in the background reports it.
 pub(crate) fn remember_auto(found: bool) {
     let mut all = findings();
-    all.insert(environment(), (found, now_s()));
+    let environment = environment();
+    if found && all.get(&environment).is_some_and(|&(was, _)| was) {
+        return;
+    }
+    all.insert(environment, (found, now_s()));
     calibrate::save_cached(auto_path(), &all);
 }
 
