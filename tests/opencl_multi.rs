@@ -649,7 +649,7 @@ fn big_input(dir: &Path) -> String {
 }
 
 #[test]
-fn a_paused_output_is_no_stall_and_sigint_meanwhile_gives_no_device_up() {
+fn a_paused_output_or_a_first_compile_is_no_stall_and_sigint_meanwhile_gives_no_device_up() {
     let Some(dev) = device() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let input = big_input(dir.path());
@@ -670,10 +670,14 @@ fn a_paused_output_is_no_stall_and_sigint_meanwhile_gives_no_device_up() {
         "--stats",
     ];
     // a reader paused past the 1 s a stuck write gets after SIGINT (`sink::stuck_write`): this
-    // test is about the lanes, so the write may wait as long as the pause
+    // test is about the lanes, so the write may wait as long as the pause. An empty PoCL cache:
+    // each device compiles its kernels at their first launch, seconds on a busy machine, and
+    // that is no stall either (the warm-up before a lane takes batches, `worker::warm_up`)
+    let pocl_cache = dir.path().join("pocl-cache");
     let env = [
         ("FFTD_STALL_SECONDS", STALL_SECONDS),
         ("FFTD_STUCK_WRITE_SECONDS", "20"),
+        ("POCL_CACHE_DIR", pocl_cache.to_str().expect("utf8")),
     ];
     let mut run = Running::start_to(&args, &env, Stdio::piped());
     let mut stdout = run.child.stdout.take().expect("stdout");

@@ -190,6 +190,22 @@ pub trait Engine<T: Sample>: Send {
         carry::on_host(self, spec, samples, (reduction, &mut Vec::new()), out)
     }
 
+    /// Runs once as `transform_carried` before the engine's lane takes batches
+    /// (`pipeline::worker::warm_up`: one frame of zeros): a device builds its kernels there
+    /// (PoCL compiles each at its first launch) and its first buffers. It is no batch: no
+    /// injected fault strikes it and no count, device time or trace takes it in. Engines
+    /// without a device have nothing to warm.
+    fn warm_up(
+        &mut self,
+        _spec: &TransformSpec,
+        _samples: Samples<'_, T>,
+        _rows: Carry,
+        _reduction: Reduction<'_>,
+        _out: &mut [T],
+    ) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     /// Page-locked host memory this engine's device copies at full speed, if it has any: the
     /// pipeline packs batches into it and takes results out of it (`host_memory`).
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {

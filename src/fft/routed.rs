@@ -188,6 +188,22 @@ impl<T: Sample> Engine<T> for RoutedEngine<T> {
         Ok(came)
     }
 
+    /// The device's warm-up alone: a failure there is left to the first batch, which fails
+    /// over as any batch does.
+    fn warm_up(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let Some(gpu) = self.gpu.as_mut() else {
+            return Ok(());
+        };
+        gpu.warm_up(spec, samples, rows, reduction, out)
+    }
+
     fn pinned_memory(&self) -> Option<PinnedMemory<T>> {
         self.gpu.as_ref().and_then(|g| g.pinned_memory())
     }

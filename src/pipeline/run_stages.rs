@@ -97,16 +97,19 @@ pub(super) struct Workers<T: Sample> {
     ready: usize,
     /// Spare batch buffers per lane: enough for every batch that can be in flight in one lane.
     in_flight: usize,
+    /// The first stream's transform: every device engine runs it once before its lane takes
+    /// batches (`worker::warm_up`); None where no stream is known up front (live input).
+    warm: Option<TransformSpec>,
 }
 
 impl<T: Sample> Workers<T> {
     /// The dispatcher and the pools (expecting buffers of `device_batch_values`, input and
     /// output, when devices join late); the ready lanes join before any producer starts.
     fn new(
-        engines: EngineLanes<T>,
+        mut engines: EngineLanes<T>,
         control: Control,
         (products, facts): ((Option<Shaping>, Option<Segmenting>), RunFacts),
-        device_batch_values: Option<(usize, usize)>,
+        (device_batch_values, warm): (Option<(usize, usize)>, Option<TransformSpec>),
     ) -> (Self, Handoff<T>) {
         let ready: usize = engines.ready.iter().map(|l| l.engines.len()).sum();
         let lane_workers = (engines.ready.iter()).map(|l| l.engines.len()).max();
@@ -124,6 +127,12 @@ impl<T: Sample> Workers<T> {
             pools.samples.expect(values_in);
             pools.spectra.expect(values_out);
         }
+        // a device named outright builds its kernels before it takes batches, as a late one
+        if let Some(spec) = &warm {
+            let devices = engines.ready.iter_mut().filter(|l| !l.lane.is_cpu);
+            let engines = devices.flat_map(|l| l.engines.iter_mut());
+            engines.for_each(|e| worker::warm_up(e.as_mut(), spec, &context));
+        }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
             .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, false))
             .collect();
@@ -140,6 +149,7 @@ impl<T: Sample> Workers<T> {
             dispatch_ended,
             ready,
             in_flight,
+            warm,
         };
         (workers, handoff)
     }
@@ -255,7 +265,10 @@ impl<'a, T: Sample> Stages<'a, T> {
             || band_levels.is_some();
         let facts = run_facts::<T>(run_spec, &*sinks.encoder, rows_read);
         let products = ((shaping, segmenting), facts);
-        let (workers, mut handoff) = Workers::new(engines, control, products, device_batch_values);
+        let warm =
+            (planned.range_jobs).first_spec(&|n, kind, rate| run_spec.transform(n, kind, rate));
+        let batches = (device_batch_values, warm);
+        let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
         handoff.alerts = wire_alerts(run_spec, streams.len(), live_view.as_ref(), recorder)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
@@ -456,10 +469,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             lane_set: &self.workers.lane_set,
             retire_cpu: self.workers.retire_cpu,
             progress: (self.total_samples, Instant::now()),
-            warm: self
-                .planned
-                .range_jobs
-                .first_spec(&|n, kind, rate| self.run_spec.transform(n, kind, rate)),
+            warm: self.workers.warm,
         };
         // (one hand-over, or one per device under gpu:all, until the builder is done; the
         // devices in reserve start once the first bounds the run, or never)

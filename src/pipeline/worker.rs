@@ -218,9 +218,11 @@ pub(super) fn run_worker<T: Sample>(
 }
 
 /// Runs `engine` once on one frame of zeros with the run's first `spec` (and the band sums its
-/// products reduce on the engine), before its lane asks for work: a device builds its programs
-/// and first buffers here, not on the run's first batch while the CPU lane has stopped (issue
-/// 41). What it computes is dropped; an error is left to the first real batch to report.
+/// products reduce on the engine), before its lane asks for work (`Engine::warm_up`): a device
+/// builds its programs and first buffers here, and PoCL compiles each kernel (at its first
+/// launch), not on the run's first batch, where the stall watch would time it as the device's
+/// and a CPU lane that stopped would wait for it (issue 41). What it computes is dropped; an
+/// error is left to the first real batch to report.
 pub(super) fn warm_up<T: Sample>(
     engine: &mut dyn Engine<T>,
     spec: &TransformSpec,
@@ -241,7 +243,7 @@ pub(super) fn warm_up<T: Sample>(
         false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
     };
     let rows = carried(carriage.rows_f32);
-    let warmed = engine.transform_carried(spec, frames, rows, (bands, None), &mut out);
+    let warmed = engine.warm_up(spec, frames, rows, (bands, None), &mut out);
     if let Err(e) = warmed {
         tracing::debug!(engine = engine.name(), "warm-up: {e}");
     }

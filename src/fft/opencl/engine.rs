@@ -83,6 +83,24 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         Ok(rows)
     }
 
+    /// `transform_carried` with the injected fault set aside and the batch count kept; its
+    /// device times and trace are dropped.
+    fn warm_up(
+        &mut self,
+        spec: &TransformSpec,
+        samples: Samples<'_, T>,
+        rows: Carry,
+        reduction: Reduction<'_>,
+        out: &mut [T],
+    ) -> Result<(), EngineError> {
+        let (fault, batches) = (self.options.fault.take(), self.batches);
+        let warmed = self.transform_carried(spec, samples, rows, reduction, out);
+        (self.options.fault, self.batches) = (fault, batches);
+        self.last_profile = None;
+        let _ = chunk_log::take(&mut self.slots, self.dev.info.address());
+        warmed.map(drop)
+    }
+
     fn take_device_times(&mut self) -> Option<crate::fft::DeviceTimes> {
         let p = self.last_profile.take()?;
         let times = crate::fft::DeviceTimes {
