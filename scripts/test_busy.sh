@@ -3,7 +3,8 @@
 # row (default 3), each from a fresh clone of HEAD, the first build included, with two busy
 # loops (`yes > /dev/null`) beside it the whole time. Dependencies compiled once are reused
 # (CARGO_TARGET_DIR, seeded from this checkout's target/release the first time); fftd itself and
-# every test binary are built anew in each run, since a fresh clone's files are all new.
+# every test binary are built anew in each run, since a fresh clone's files are all new; the
+# tests' scratch folder (CARGO_TARGET_TMPDIR: PoCL's compiled kernels among others) starts empty.
 # Prints each run's wall time and summary line; exits 1 if any run failed.
 # Usage: scripts/test_busy.sh [RUNS]    (docs/testing.md)
 set -euo pipefail
@@ -22,7 +23,8 @@ busy2=$!
 trap 'kill $busy1 $busy2 2>/dev/null' EXIT
 failed=0
 for i in $(seq "$runs"); do
-    rm -rf "$work/clone"
+    # as on CI's fresh machine: no kernels compiled, nothing a test left in its scratch folder
+    rm -rf "$work/clone" "$CARGO_TARGET_DIR/tmp"
     git clone -q "$here" "$work/clone"
     start=$SECONDS
     if (cd "$work/clone" && ./scripts/test.sh > "$work/run$i.log" 2>&1); then

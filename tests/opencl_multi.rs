@@ -386,10 +386,12 @@ impl Running {
     /// `start`, its stdout to `stdout`.
     fn start_to(args: &[&str], env: &[(&str, &str)], stdout: Stdio) -> Self {
         let mut cmd = fftd();
-        cmd.env(
-            "POCL_CACHE_DIR",
-            concat!(env!("CARGO_TARGET_TMPDIR"), "/pocl-cache"),
-        );
+        if std::env::var_os("POCL_CACHE_DIR").is_none() {
+            cmd.env(
+                "POCL_CACHE_DIR",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/pocl-cache"),
+            );
+        }
         cmd.args(args).envs(env.iter().copied());
         cmd.stdin(Stdio::null()).stdout(stdout);
         let mut child = cmd.stderr(Stdio::piped()).spawn().expect("fftd starts");
