@@ -13,6 +13,11 @@ RESULT = re.compile(
     r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;.*finished in ([\d.]+)s"
 )
 FAILED_TEST = re.compile(r"^test (\S+) \.\.\. FAILED")
+# a failed test's captured output: "---- NAME stdout ----", then its panic's place and message
+OUTPUT_OF = re.compile(r"^---- (\S+) stdout ----")
+PANIC = re.compile(r"^thread '[^']*' \(?\d*\)? ?panicked at (\S+):$")
+# how much of a failure's message the summary shows (CI shows the end of the output)
+SHOWN = 300
 
 
 def main() -> int:
@@ -20,7 +25,8 @@ def main() -> int:
     passed = failed = ignored = 0
     binaries = []  # (name, seconds or None)
     failures = []
-    current = None
+    reasons = {}  # test name: where it panicked and the first line of the message
+    current = output_of = None
     with open(log_path, encoding="utf-8", errors="replace") as log:
         for line in log:
             if m := RUNNING.match(line):
@@ -35,6 +41,11 @@ def main() -> int:
                 current = None
             elif m := FAILED_TEST.match(line):
                 failures.append(f"{current}: {m.group(1)}")
+            elif m := OUTPUT_OF.match(line):
+                output_of = m.group(1)
+            elif output_of and (m := PANIC.match(line)):
+                message = next(log, "").strip()
+                reasons.setdefault(output_of, f"at {m.group(1)}: {message}"[:SHOWN])
     if current is not None:
         binaries.append((current, None))
     no_result = [name for name, secs in binaries if secs is None]
@@ -43,7 +54,8 @@ def main() -> int:
             shown = "no result" if secs is None else f"{secs:.1f} s"
             times.write(f"binary {name} {shown}\n")
     for failure in failures:
-        print(f"FAILED {failure}")
+        reason = reasons.get(failure.rsplit(": ", 1)[-1])
+        print(f"FAILED {failure}" + (f" ({reason})" if reason else ""))
     for name in no_result:
         print(f"FAILED {name}: the binary ended without a result (crash or signal; see the log)")
     failed += len(no_result)
@@ -51,8 +63,16 @@ def main() -> int:
         print(f"cargo test exited with {cargo_status} though no test failed (see the log)")
         failed = 1
     print(f"({ignored} ignored; {len(binaries)} test binaries; times in {times_path})")
+    print(stage_times(times_path))
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def stage_times(times_path: str) -> str:
+    """One line of the stages' wall times from the times file (`stage NAME N s` lines)."""
+    with open(times_path, encoding="utf-8") as times:
+        stages = [line.split()[1:3] for line in times if line.startswith("stage ")]
+    return "stages: " + ", ".join(f"{name} {secs} s" for name, secs in stages)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ use fftd::fft::cpu::CpuEngine;
 use fftd::fft::fault::Fault;
 use fftd::fft::opencl::device::describe_devices;
 use fftd::fft::router::{build_engines_with, DeviceChoice, RouterOptions};
-use fftd::fft::{Engine, Scale, TransformSpec};
+use fftd::fft::{Carry, Engine, FrameStep, Samples, Scale, TransformSpec};
 use fftd::types::InputKind;
 use fftd::window::WindowKind;
 
@@ -88,6 +88,44 @@ fn injected_fault_mid_stream_loses_nothing() {
         }
     }
     assert_eq!(engines[0].name(), "cpu");
+}
+
+/// A device engine runs once before its lane takes batches (`worker::warm_up`: PoCL compiles
+/// its kernels there, not inside the first batch the stall watch times); that run is no batch:
+/// an injected fault neither strikes it nor counts it.
+#[test]
+fn a_warm_up_is_no_batch() {
+    if common::test_device().is_none() {
+        return;
+    }
+    let mut opts = RouterOptions::new(DeviceChoice::Gpu, 1);
+    opts.opencl.fault = Some(Fault::error_after(1));
+    let mut engines = build_engines_with::<f32>(&opts).expect("gpu engines");
+    let s = spec(512);
+    let zeros = vec![0f32; s.n];
+    let mut out = vec![f32::NAN; s.values_out()];
+    for _ in 0..2 {
+        let frame = Samples::Run(FrameStep {
+            data: &zeros,
+            count: 1,
+            step: s.n,
+        });
+        let warmed = engines[0].warm_up(&s, frame, Carry::Run, (None, None), &mut out);
+        warmed.expect("warm-up");
+    }
+    assert!(out.iter().all(|v| *v == 0.0), "zeros in, zeros out");
+    let input: Vec<f32> = common::signal(3 * s.n, 7);
+    let mut rows = Vec::new();
+    engines[0].process(&s, &input, 3, &mut rows).expect("first");
+    assert!(
+        engines[0].name().starts_with("opencl:"),
+        "the first batch on the device, after two warm-ups: {}",
+        engines[0].name()
+    );
+    engines[0]
+        .process(&s, &input, 3, &mut rows)
+        .expect("second");
+    assert_eq!(engines[0].name(), "cpu", "the fault after one batch");
 }
 
 #[test]

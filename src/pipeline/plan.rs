@@ -20,6 +20,7 @@
 use super::range_reader::{Framing, RangeJobs, RangeStream};
 use super::{planned_rows, tap_sources};
 use crate::error::{FftdError, Result};
+use crate::fft::TransformSpec;
 use crate::frame::FrameSize;
 use crate::limits;
 use crate::pipeline::spec::RunSpec;
@@ -478,6 +479,13 @@ impl Planned {
     /// Frame size and hop of the range-read streams (every stream's with fixed frames).
     pub(super) fn frame(&self) -> (usize, usize) {
         self.frame
+    }
+
+    /// The first stream's transform (None with no streams): what a device engine runs once
+    /// before its lane takes batches (`worker::warm_up`).
+    pub(super) fn first_spec(&self, run_spec: &RunSpec) -> Option<TransformSpec> {
+        let first = self.streams.first()?;
+        Some(run_spec.transform(self.frame.0, first.kind, first.rate))
     }
 
     /// The products reduced in the engine (`--average` segments), unless `FFTD_ENGINE_AVERAGING=0`.

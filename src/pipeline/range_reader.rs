@@ -207,15 +207,6 @@ impl RangeJobs {
         per_stream.fold((0, 0), |(i, o), (a, b)| (i.max(a), o.max(b)))
     }
 
-    /// The first stream's transform (None with no streams).
-    pub(super) fn first_spec(
-        &self,
-        spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
-    ) -> Option<TransformSpec> {
-        let layout = &self.streams.first()?.layout;
-        Some(spec_of(self.framing.n, layout.kind, layout.rate))
-    }
-
     /// The next job and its batch number, taken together so a stream's batches are numbered in
     /// frame order. None when every frame has been handed out.
     fn next(&self, control: &Control, devices: bool) -> Option<Job> {

@@ -265,8 +265,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             || band_levels.is_some();
         let facts = run_facts::<T>(run_spec, &*sinks.encoder, rows_read);
         let products = ((shaping, segmenting), facts);
-        let warm =
-            (planned.range_jobs).first_spec(&|n, kind, rate| run_spec.transform(n, kind, rate));
+        let warm = planned.first_spec(run_spec);
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
