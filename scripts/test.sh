@@ -8,7 +8,9 @@
 # on a busy machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+deps_start=$SECONDS
 scripts/deps.sh --test
+deps_seconds=$((SECONDS - deps_start))
 
 export POCL_CACHE_DIR="$PWD/target/pocl-cache"     # PoCL compiles each kernel once
 export FFTD_CACHE_DIR="$PWD/target/fftd-cache"     # OpenCL calibration cache for tests
@@ -23,7 +25,7 @@ fi
 
 times=target/test-times.txt
 log=target/test-log.txt
-: > "$times"
+echo "stage deps $deps_seconds s" > "$times"
 # build_tests LIST: builds every test binary (as `cargo test --release` would) and writes one line
 # per binary to LIST: its source, then its path
 build_tests() {
