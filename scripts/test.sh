@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: system packages, formatting, lints, then every test
 # (unit, numerics vs a naive DFT, end-to-end CLI, OpenCL on PoCL, microphone through ALSA).
-# Every test binary runs whatever fails before it (`--no-fail-fast`); the last line is the
-# summary `N passed, N failed` over all of them, and the exit status is non-zero when a test
+# Every test binary runs whatever fails before it (`--no-fail-fast`), and a formatting or lint
+# failure stops no test: the last line is the summary `N passed, N failed` over all of them (a
+# failed check counts as one failure), and the exit status is non-zero when a test or a check
 # failed or a binary ended without its result. Each stage's time and each test binary's go to
 # target/test-times.txt (docs/testing.md says where the time goes and how to check the suite
 # on a busy machine).
@@ -102,25 +103,45 @@ stage() {
     echo "stage $name $((SECONDS - start)) s" >> "$times"
 }
 
-stage fmt cargo fmt --check
-stage clippy cargo clippy --release --all-targets --quiet -- -D warnings
+# check NAME CMD...: runs CMD into target/test-log-NAME.txt, adds its wall time to $times and,
+# when it fails, one line naming it to $checks: a failed check does not stop the tests, and the
+# summary counts it as a failure
+checks=target/test-checks.txt
+: > "$checks"
+check() {
+    local name=$1 start=$SECONDS out="target/test-log-$1.txt"
+    shift
+    if ! "$@" > "$out" 2>&1; then
+        local first
+        first=$(grep -m 1 -E '^(error|warning|Diff in)' "$out" || tail -n 1 "$out")
+        echo "FAILED $name: ${first:0:300} (see $out)" >> "$checks"
+    fi
+    echo "stage $name $((SECONDS - start)) s" >> "$times"
+}
+
+check fmt cargo fmt --check
 # the build on its own, so its time is apart from the tests'; it lists the test binaries it made
 built=target/test-binaries.txt
 stage build build_tests "$built"
 
 # The OpenCL engine's tests (CPU work: PoCL compiling kernels) beside the rest (mostly waiting on
 # processes: servers, browsers, paced input), so together they take little more than the longer
-# one. Each binary's log is written whole; the summary reads them all.
+# one; clippy (which cargo would not run beside the build: one lock on target/) beside both,
+# since the tests run their binaries without cargo. Each log is written whole; the summary reads
+# them all.
 start=$SECONDS
 rm -f target/test-log-opencl-*.txt target/test-log-rest-*.txt
 set +e
+check clippy cargo clippy --release --all-targets --quiet -- -D warnings &
+clippy=$!
 opencl_parts "$built" &
 opencl=$!
 the_rest "$built"
 rest_status=$?
 wait "$opencl"
 opencl_status=$?
+wait "$clippy"
 set -e
 cat target/test-log-rest-*.txt target/test-log-opencl-*.txt > "$log"
 echo "stage tests $((SECONDS - start)) s" >> "$times"
-exec python3 scripts/test_summary.py "$log" "$((rest_status | opencl_status))" "$times"
+exec python3 scripts/test_summary.py "$log" "$((rest_status | opencl_status))" "$times" "$checks"

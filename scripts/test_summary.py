@@ -3,7 +3,8 @@
 test binary's time to the times file, names every failed test and every binary that ended
 without a result (a crash, a signal), and ends with one line `N passed, N failed`.
 
-Usage: test_summary.py LOG CARGO_STATUS TIMES_FILE; exits 0 only when nothing failed and cargo
+Usage: test_summary.py LOG CARGO_STATUS TIMES_FILE [CHECKS_FILE]; CHECKS_FILE holds one line per
+failed check (fmt, clippy), each counted as a failure. Exits 0 only when nothing failed and cargo
 itself succeeded."""
 import re
 import sys
@@ -59,6 +60,10 @@ def main() -> int:
     for name in no_result:
         print(f"FAILED {name}: the binary ended without a result (crash or signal; see the log)")
     failed += len(no_result)
+    checks = read_checks(sys.argv[4]) if len(sys.argv) > 4 else []
+    for check in checks:
+        print(check)
+    failed += len(checks)
     if cargo_status != 0 and failed == 0:
         print(f"cargo test exited with {cargo_status} though no test failed (see the log)")
         failed = 1
@@ -66,6 +71,12 @@ def main() -> int:
     print(stage_times(times_path))
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def read_checks(checks_path: str) -> list:
+    """The failed checks' lines (`FAILED NAME: ...`), one per check."""
+    with open(checks_path, encoding="utf-8", errors="replace") as checks:
+        return [line.rstrip("\n") for line in checks if line.strip()]
 
 
 def stage_times(times_path: str) -> str:

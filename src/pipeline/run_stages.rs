@@ -98,7 +98,7 @@ pub(super) struct Workers<T: Sample> {
     /// Spare batch buffers per lane: enough for every batch that can be in flight in one lane.
     in_flight: usize,
     /// The first stream's transform: every device engine runs it once before its lane takes
-    /// batches (`worker::warm_up`); None where no stream is known up front (live input).
+    /// batches (`worker::warm_up`); None with no streams and for live input.
     warm: Option<TransformSpec>,
 }
 
@@ -265,7 +265,9 @@ impl<'a, T: Sample> Stages<'a, T> {
             || band_levels.is_some();
         let facts = run_facts::<T>(run_spec, &*sinks.encoder, rows_read);
         let products = ((shaping, segmenting), facts);
-        let warm = planned.first_spec(run_spec);
+        // (live input is being captured already: a compile there would fill its ring; its
+        // first batch builds the kernels, within the capture's backlog)
+        let warm = planned.first_spec(run_spec).filter(|_| !early.live);
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
