@@ -120,27 +120,24 @@ check() {
 }
 
 check fmt cargo fmt --check
+# (before the build: beside the tests it only took their cores, session 27)
+check clippy cargo clippy --release --all-targets --quiet -- -D warnings
 # the build on its own, so its time is apart from the tests'; it lists the test binaries it made
 built=target/test-binaries.txt
 stage build build_tests "$built"
 
 # The OpenCL engine's tests (CPU work: PoCL compiling kernels) beside the rest (mostly waiting on
 # processes: servers, browsers, paced input), so together they take little more than the longer
-# one; clippy (which cargo would not run beside the build: one lock on target/) beside both,
-# since the tests run their binaries without cargo. Each log is written whole; the summary reads
-# them all.
+# one. Each binary's log is written whole; the summary reads them all.
 start=$SECONDS
 rm -f target/test-log-opencl-*.txt target/test-log-rest-*.txt
 set +e
-check clippy cargo clippy --release --all-targets --quiet -- -D warnings &
-clippy=$!
 opencl_parts "$built" &
 opencl=$!
 the_rest "$built"
 rest_status=$?
 wait "$opencl"
 opencl_status=$?
-wait "$clippy"
 set -e
 cat target/test-log-rest-*.txt target/test-log-opencl-*.txt > "$log"
 echo "stage tests $((SECONDS - start)) s" >> "$times"
