@@ -68,8 +68,7 @@ impl<T: Sample> LateJoin<'_, T> {
         for mut lane in late.lanes {
             // its programs and first buffers before it takes batches
             if let Some(spec) = &self.warm {
-                let engines = lane.engines.iter_mut();
-                engines.for_each(|e| worker::warm_up(e.as_mut(), spec, self.context));
+                worker::warm_up_lane(&mut lane, spec, self.context);
             }
             // (pinned buffers for its queue are made here, before it takes batches; the rest in
             // the background as its batches miss them, `pool`)

@@ -129,9 +129,8 @@ impl<T: Sample> Workers<T> {
         }
         // a device named outright builds its kernels before it takes batches, as a late one
         if let Some(spec) = &warm {
-            let devices = engines.ready.iter_mut().filter(|l| !l.lane.is_cpu);
-            let engines = devices.flat_map(|l| l.engines.iter_mut());
-            engines.for_each(|e| worker::warm_up(e.as_mut(), spec, &context));
+            let lanes = engines.ready.iter_mut();
+            lanes.for_each(|lane| worker::warm_up_lane(lane, spec, &context));
         }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
             .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, false))

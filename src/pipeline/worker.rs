@@ -14,6 +14,7 @@ use super::Control;
 use crate::error::FftdError;
 use crate::fft::carry::f32s;
 use crate::fft::lanes::Lane;
+use crate::fft::router;
 use crate::fft::{Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
 use crate::fft::{FrameStep, Samples, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
@@ -246,6 +247,19 @@ pub(super) fn warm_up<T: Sample>(
     let warmed = engine.warm_up(spec, frames, rows, (bands, None), &mut out);
     if let Err(e) = warmed {
         tracing::debug!(engine = engine.name(), "warm-up: {e}");
+    }
+}
+
+/// `warm_up` for every engine of a device's lane (a CPU lane has nothing to warm), before the
+/// lane joins the dispatcher: a device named outright (`Workers::new`) or one that joins late
+/// (`late_join`).
+pub(super) fn warm_up_lane<T: Sample>(
+    lane: &mut router::LaneEngines<T>,
+    spec: &TransformSpec,
+    ctx: &WorkerContext<T>,
+) {
+    if !lane.lane.is_cpu {
+        (lane.engines.iter_mut()).for_each(|e| warm_up(e.as_mut(), spec, ctx));
     }
 }
 

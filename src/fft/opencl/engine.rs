@@ -96,8 +96,7 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         let (fault, batches) = (self.options.fault.take(), self.batches);
         let warmed = self.transform_carried(spec, samples, rows, reduction, out);
         (self.options.fault, self.batches) = (fault, batches);
-        self.last_profile = None;
-        let _ = chunk_log::take(&mut self.slots, self.dev.info.address());
+        let _dropped = (self.take_device_times(), self.take_device_trace());
         warmed.map(drop)
     }
 
