@@ -1,8 +1,9 @@
 //! The OpenCL engine: a batch goes host -> device -> kernels -> host as one launch sequence, cut
 //! (when larger than the pipeline's default batch) into chunks of 8-32 MiB that flow through
-//! three queues (copy in, compute, copy out) so copies overlap the kernels. A batch in pinned memory of this device (`pinned`, what the
-//! pipeline uses) is copied by DMA straight from and into the caller's buffers; a batch in
-//! ordinary memory is staged through the engine's own pinned buffers, on several host threads.
+//! three queues (copy in, compute, copy out) so copies overlap the kernels. A batch in pinned
+//! memory of this device (`pinned`, what the pipeline uses) is copied by DMA straight from and
+//! into the caller's buffers; a batch in ordinary memory is staged through the engine's own
+//! pinned buffers, on several host threads.
 //!
 //! Kernels live in `kernels/*.cl` (embedded with `include_str!`) and are specialised per
 //! (device, frame size, input kind, precision, complex output) with `-D` defines, built once per
