@@ -377,6 +377,48 @@ fn a_device_started_in_the_background_never_holds_the_run() {
     assert!(joined, "the device never joined, even with hop 4");
 }
 
+/// `--device gpu` on a job too short for a device to pay (seeded as a GPU, as above): its
+/// start-up is held back until the first batch is analysed, then not begun at all, since a
+/// device would come up with too little work left to join. The CPU engines compute every row,
+/// and no OpenCL program is built (the driver is never started).
+#[test]
+fn a_device_start_up_that_could_not_pay_is_not_begun() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    let input = dir.path().join("short.f32");
+    write_f32(&input, &noise(1 << 16, 33));
+    let p = input.to_str().expect("utf8");
+    let common = [
+        "--file",
+        p,
+        "--input-format",
+        "f32",
+        "--frame",
+        "1024",
+        "--hop",
+        "256",
+    ];
+    let cpu = run(&[&common[..], &["--device", "cpu"]].concat());
+    let gpu = fftd()
+        .args([&common[..], &["--device", "gpu", "--stats"]].concat())
+        .env("FFTD_CACHE_DIR", &cache)
+        .env("RUST_LOG", "fftd=debug")
+        .output()
+        .expect("run fftd");
+    let log = stderr_text(&gpu);
+    assert!(gpu.status.success(), "{log}");
+    assert_eq!(stdout_text(&gpu), stdout_text(&cpu), "{log}");
+    // (7a6731f loaded the platform here: "fftd set-up in the pipeline: platform 0.076 s")
+    assert!(!log.contains("platform"), "the driver never starts: {log}");
+    assert!(!log.contains("built OpenCL program"), "{log}");
+    assert!(!log.contains("opencl:"), "no device lane: {log}");
+}
+
 fn read_f32(path: &Path) -> Vec<f64> {
     let bytes = std::fs::read(path).expect("output");
     bytes

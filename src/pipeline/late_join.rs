@@ -7,7 +7,7 @@
 //! `auto`, and watches whether the first device bounds the run, which starts the devices
 //! waiting in reserve (`watch_demand`).
 
-use super::{join_lane, pool, worker, WorkerThreads};
+use super::{join_lane, pool, worker, DeviceGate, WorkerThreads};
 use crate::fft::lanes::{LaneSet, LaterDevices};
 use crate::fft::{route, router};
 use crate::types::Sample;
@@ -78,6 +78,27 @@ impl<T: Sample> LateJoin<'_, T> {
                 self.threads.spawn(queue, engines, done, self.context);
             }
         }
+    }
+
+    /// Opens a device start-up's gate (`DeviceGate`) once the run's first batch is analysed:
+    /// the start-up begins, unless it begins only if it pays and could not
+    /// (`start_up_could_pay`). True once open.
+    pub(super) fn open_gate(&self, gate: &mut Option<DeviceGate>) -> bool {
+        let counters = &self.context.control.counters;
+        if counters.samples_analysed.load(Ordering::Relaxed) == 0 {
+            return gate.is_none();
+        }
+        let Some(gate) = gate.take() else {
+            return true;
+        };
+        let left = self.time_left().filter(|_| gate.only_if_it_pays);
+        let pays = start_up_could_pay(left);
+        if let (Some(left), false) = (left, pays) {
+            let left_ms = left.as_secs_f64() * 1e3;
+            tracing::debug!(left_ms, "a device start-up that could not pay: not begun");
+        }
+        gate.open(pays);
+        true
     }
 
     /// What the CPU lane did before the first device joined (`Control::bridged`).
@@ -186,6 +207,21 @@ impl<T: Sample> LateJoin<'_, T> {
     }
 }
 
+/// Whether a device start-up begun with `left` of work left (at the rate so far) could pay:
+/// not when a device up after `route::UNSEEN_DEVICE_START_UP` would find less than
+/// `LATE_JOIN_MIN_LEFT` left, so it would not join (`LateJoin::nearly_done`). On one H200 with
+/// 16 cores, of the 1 GiB jobs the CPU lane alone ran in 0.08–0.52 s, five were as fast or
+/// faster without the device (it never joined, or took 6–37 % of the frames) and 65536 hop
+/// 8192 (0.50–0.58 s alone) was 1.10x faster with it (docs/perf.md, session 28). With the work
+/// left unknown, it could.
+fn start_up_could_pay(left: Option<Duration>) -> bool {
+    left.is_none_or(|left| left >= route::UNSEEN_DEVICE_START_UP + LATE_JOIN_MIN_LEFT)
+}
+
+/// How often the run's first analysed batch is looked for while a device start-up waits at
+/// its gate (`LateJoin::open_gate`).
+pub(super) const GATE_LOOK: Duration = Duration::from_millis(2);
+
 /// How often the first device's demand is looked at (`LateJoin::watch_demand`).
 pub(super) const DEMAND_WINDOW: Duration = Duration::from_millis(100);
 
@@ -244,6 +280,16 @@ impl DemandWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_start_up_pays_only_with_a_start_up_and_a_joins_worth_of_work_left() {
+        let ms = Duration::from_millis;
+        assert!(start_up_could_pay(None), "unknown work left: it begins");
+        assert!(!start_up_could_pay(Some(ms(0))));
+        assert!(!start_up_could_pay(Some(ms(649))));
+        assert!(start_up_could_pay(Some(ms(650))));
+        assert!(start_up_could_pay(Some(ms(60_000))));
+    }
 
     #[test]
     fn the_demand_is_the_lowest_busy_share_of_the_last_windows_and_the_last_windows_rate() {

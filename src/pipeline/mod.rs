@@ -435,22 +435,64 @@ pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
 
 /// Builds deferred lanes on a thread outside the pipeline, so the work never waits for a device
 /// start-up it no longer needs; they arrive on the returned channel, in one or several hand-overs
-/// (`router::Arrival`). Join the thread before the process ends (a device driver torn down
-/// mid-start-up can abort the process).
+/// (`router::Arrival`). The start-up waits at the returned gate (`DeviceGate`), and lets
+/// `only_if_it_pays` decide there. Join the thread before the process ends (a device driver torn
+/// down mid-start-up can abort the process).
 pub(super) fn late_lanes_thread<T: Sample>(
     build: router::DeferredLanes<T>,
     lane_set: Arc<LaneSet>,
+    only_if_it_pays: bool,
 ) -> (
-    crossbeam_channel::Receiver<router::LateLanes<T>>,
+    (
+        crossbeam_channel::Receiver<router::LateLanes<T>>,
+        DeviceGate,
+    ),
     StartUpThread,
 ) {
     let (tx, rx) = crossbeam_channel::unbounded();
+    let (begin, word) = crossbeam_channel::bounded(1);
     let builder = std::thread::spawn(move || {
-        build(&|late| {
-            let _ = tx.send(late);
-        });
+        // (no word within the patience: it begins)
+        if word.recv_timeout(DeviceGate::PATIENCE).unwrap_or(true) {
+            build(&|late| {
+                let _ = tx.send(late);
+            });
+        }
     });
-    (rx, StartUpThread(Some(builder), lane_set))
+    let gate = DeviceGate {
+        begin,
+        only_if_it_pays,
+    };
+    ((rx, gate), StartUpThread(Some(builder), lane_set))
+}
+
+/// Holds a device start-up in the background back until the run's first batch is analysed
+/// (`LateJoin::open_gate`), when every stage's threads have started and run. The driver's
+/// libraries load under the dynamic loader's lock, for which every thread being created and
+/// every thread registering its first thread-local destructor waits: before the gate, a first
+/// run held every CPU lane back for 0.30 s (driver libraries not yet read from disk), later
+/// ones for 0.02 s (docs/perf.md, session 28). The start-up waits `PATIENCE` at most (a first
+/// batch of huge frames); a gate dropped unopened (the run ended first) ends it unbegun.
+pub(super) struct DeviceGate {
+    begin: crossbeam_channel::Sender<bool>,
+    /// Whether the start-up begins only where the run's work left could pay for it
+    /// (`route::Start::begins_devices_only_if_they_pay`).
+    pub(super) only_if_it_pays: bool,
+}
+
+impl DeviceGate {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// The start-up begins, or ends without beginning.
+    pub(super) fn open(self, begin: bool) {
+        let _ = self.begin.try_send(begin);
+    }
+}
+
+impl Drop for DeviceGate {
+    fn drop(&mut self) {
+        let _ = self.begin.try_send(false); // (after `open`: the channel holds its word)
+    }
 }
 
 /// The thread building the late lanes. The run never waits for it: when the run ends (its

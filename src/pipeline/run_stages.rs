@@ -16,7 +16,7 @@ use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join,
     late_join::LateJoin, live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker,
-    Control, JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
+    Control, DeviceGate, JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -64,7 +64,8 @@ impl<T: Sample> EngineLanes<T> {
             later,
             start,
         } = set;
-        let start_late = |build| super::late_lanes_thread(build, lane_set.clone());
+        let pays = start.begins_devices_only_if_they_pay();
+        let start_late = |build| super::late_lanes_thread(build, lane_set.clone(), pays);
         let (later, start_up) = later.map(start_late).unzip();
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
@@ -185,8 +186,8 @@ pub(super) struct Stages<'a, T: Sample> {
     live_rows: Option<Box<dyn Encoder<T>>>,
 }
 
-/// Where the lanes a device start-up in the background brings arrive.
-type LateLanes<T> = Receiver<router::LateLanes<T>>;
+/// Where the lanes a device start-up in the background brings arrive, and its gate.
+type LateLanes<T> = (Receiver<router::LateLanes<T>>, DeviceGate);
 
 /// What the threads take over: the ready lanes and those to come, the sink's destinations
 /// and its alerts.
@@ -458,7 +459,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         });
         // lanes built meanwhile (`auto`'s GPUs, `router::build_engine_set`) join the
         // dispatcher; a job that ends first does not wait for them (`StartUpThread`)
-        let Some(built) = late_lanes else {
+        let Some((built, gate)) = late_lanes else {
             return;
         };
         let ended = self.workers.dispatch_ended.clone();
@@ -474,8 +475,10 @@ impl<'a, T: Sample> Stages<'a, T> {
         // (one hand-over, or one per device under gpu:all, until the builder is done; the
         // devices in reserve start once the first bounds the run, or never)
         let demand_tick = crossbeam_channel::tick(late_join::DEMAND_WINDOW);
+        let mut gate_tick = crossbeam_channel::tick(late_join::GATE_LOOK);
         scope.spawn(move || {
             let (mut demand, mut built) = (late_join::DemandWatch::default(), built);
+            let mut gate = Some(gate);
             loop {
                 crossbeam_channel::select! {
                     recv(built) -> late => match late {
@@ -484,6 +487,9 @@ impl<'a, T: Sample> Stages<'a, T> {
                     },
                     recv(ended) -> _ => break,
                     recv(demand_tick) -> _ => joining.watch_demand(&mut demand),
+                    recv(gate_tick) -> _ => if joining.open_gate(&mut gate) {
+                        gate_tick = crossbeam_channel::never();
+                    },
                 }
             }
             demand.end(joining.lane_set);

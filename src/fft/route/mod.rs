@@ -97,6 +97,12 @@ impl Start {
         )
     }
 
+    /// Whether a device start-up in the background begins only where the run's work left could
+    /// pay for it: the devices `--device` names; `auto` learns its route from its runs instead.
+    pub(crate) fn begins_devices_only_if_they_pay(&self) -> bool {
+        *self == Start::Bridged
+    }
+
     /// Whether devices' lanes are built in the background while a CPU lane works.
     pub(crate) fn builds_late(&self) -> bool {
         match self {
