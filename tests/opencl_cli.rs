@@ -306,6 +306,15 @@ fn without_opencl_auto_is_fast_and_gpu_is_a_clear_error() {
     );
 }
 
+/// A cache folder in `dir` where an earlier run recorded the OpenCL device as a GPU
+/// (`device-kinds.json`), so `--device gpu` starts PoCL in the background as it would a GPU.
+fn cache_with_pocl_as_gpu(dir: &Path) -> std::path::PathBuf {
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    cache
+}
+
 /// `--device gpu` with a device an earlier run recorded as a GPU (`device-kinds.json`, here
 /// seeded for PoCL): the CPU engines start at once, with batches of their own size, and the
 /// device's lane joins when it is ready. A short job ends without waiting for the start-up; a
@@ -317,9 +326,7 @@ fn a_device_started_in_the_background_never_holds_the_run() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).expect("cache dir");
-    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    let cache = cache_with_pocl_as_gpu(dir.path());
     let run_in = |args: &[&str]| {
         let out = fftd()
             .args(args)
@@ -387,9 +394,7 @@ fn a_device_start_up_that_could_not_pay_is_not_begun() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).expect("cache dir");
-    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    let cache = cache_with_pocl_as_gpu(dir.path());
     let input = dir.path().join("short.f32");
     write_f32(&input, &noise(1 << 16, 33));
     let p = input.to_str().expect("utf8");
