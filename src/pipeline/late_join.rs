@@ -1,11 +1,12 @@
 //! Lanes that join a run late: a device's lanes built while the CPU engines already work
-//! (`auto`'s GPUs, a device named outright and started in the background). `LateJoin` decides
-//! whether a device that came up joins at all (not with little work left), joins its lanes to
-//! the dispatcher with the first of their pinned buffers and their programs built (a warm-up
-//! batch of one frame), retires the CPU lane when it only bridged the start-up (once a device's
-//! first batch is back, so no batch waits meanwhile), notes the CPU engines' bridge for
-//! `auto`, and watches whether the first device bounds the run, which starts the devices
-//! waiting in reserve (`watch_demand`).
+//! (`auto`'s GPUs, a device named outright and started in the background). `LateJoin` lets the
+//! start-up begin once the run's first batch is analysed, or not at all where it could not pay
+//! (`open_gate`), decides whether a device that came up joins at all (not with little work
+//! left), joins its lanes to the dispatcher with the first of their pinned buffers and their
+//! programs built (a warm-up batch of one frame), retires the CPU lane when it only bridged the
+//! start-up (once a device's first batch is back, so no batch waits meanwhile), notes the CPU
+//! engines' bridge for `auto`, and watches whether the first device bounds the run, which
+//! starts the devices waiting in reserve (`watch_demand`).
 
 use super::{join_lane, pool, worker, DeviceGate, WorkerThreads};
 use crate::fft::lanes::{LaneSet, LaterDevices};
