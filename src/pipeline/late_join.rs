@@ -209,14 +209,14 @@ impl<T: Sample> LateJoin<'_, T> {
 }
 
 /// Whether a device start-up begun with `left` of work left (at the rate so far) could pay:
-/// not when a device up after `route::UNSEEN_DEVICE_START_UP` would find less than
-/// `LATE_JOIN_MIN_LEFT` left, so it would not join (`LateJoin::nearly_done`). On one H200 with
-/// 16 cores, of the 1 GiB jobs the CPU lane alone ran in 0.08–0.52 s, five were as fast or
-/// faster without the device (it never joined, or took 6–37 % of the frames) and 65536 hop
-/// 8192 (0.50–0.58 s alone) was 1.10x faster with it (docs/perf.md, session 28). With the work
-/// left unknown, it could.
+/// not when even a device up after the least start-up seen (`route::LEAST_DEVICE_START_UP`)
+/// would find less than `LATE_JOIN_MIN_LEFT` left, so it would not join
+/// (`LateJoin::nearly_done`). Where it might, it begins: the user named the device, and a job
+/// near the line goes either way (one H200, 1 GiB: log-mel on 4 cores 0.69 s on the CPU route
+/// alone, 0.48 s with the device; f64 on 16 cores 0.49 s alone, 0.61 s with it; docs/perf.md,
+/// session 28). With the work left unknown, it could.
 fn start_up_could_pay(left: Option<Duration>) -> bool {
-    left.is_none_or(|left| left >= route::UNSEEN_DEVICE_START_UP + LATE_JOIN_MIN_LEFT)
+    left.is_none_or(|left| left >= route::LEAST_DEVICE_START_UP + LATE_JOIN_MIN_LEFT)
 }
 
 /// How often the run's first analysed batch is looked for while a device start-up waits at
@@ -287,8 +287,8 @@ mod tests {
         let ms = Duration::from_millis;
         assert!(start_up_could_pay(None), "unknown work left: it begins");
         assert!(!start_up_could_pay(Some(ms(0))));
-        assert!(!start_up_could_pay(Some(ms(649))));
-        assert!(start_up_could_pay(Some(ms(650))));
+        assert!(!start_up_could_pay(Some(ms(399))));
+        assert!(start_up_could_pay(Some(ms(400))));
         assert!(start_up_could_pay(Some(ms(60_000))));
     }
 
