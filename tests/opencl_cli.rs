@@ -315,6 +315,18 @@ fn cache_with_pocl_as_gpu(dir: &Path) -> std::path::PathBuf {
     cache
 }
 
+/// fftd with `args`, the cache folder `cache` and a debug log; it must succeed.
+fn run_with_cache(cache: &Path, args: &[&str]) -> std::process::Output {
+    let out = fftd()
+        .args(args)
+        .env("FFTD_CACHE_DIR", cache)
+        .env("RUST_LOG", "fftd=debug")
+        .output()
+        .expect("run fftd");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    out
+}
+
 /// `--device gpu` with a device an earlier run recorded as a GPU (`device-kinds.json`, here
 /// seeded for PoCL): the CPU engines start at once, with batches of their own size, and the
 /// device's lane joins when it is ready. A short job ends without waiting for the start-up; a
@@ -327,16 +339,7 @@ fn a_device_started_in_the_background_never_holds_the_run() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = cache_with_pocl_as_gpu(dir.path());
-    let run_in = |args: &[&str]| {
-        let out = fftd()
-            .args(args)
-            .env("FFTD_CACHE_DIR", &cache)
-            .env("RUST_LOG", "fftd=debug")
-            .output()
-            .expect("run fftd");
-        assert!(out.status.success(), "{}", stderr_text(&out));
-        out
-    };
+    let run_in = |args: &[&str]| run_with_cache(&cache, args);
     // a short job: the CPU engines finish it, whether or not the device came up meanwhile
     let short = dir.path().join("short.f32");
     write_f32(&short, &noise(8192, 31));
@@ -409,14 +412,11 @@ fn a_device_start_up_that_could_not_pay_is_not_begun() {
         "256",
     ];
     let cpu = run(&[&common[..], &["--device", "cpu"]].concat());
-    let gpu = fftd()
-        .args([&common[..], &["--device", "gpu", "--stats"]].concat())
-        .env("FFTD_CACHE_DIR", &cache)
-        .env("RUST_LOG", "fftd=debug")
-        .output()
-        .expect("run fftd");
+    let gpu = run_with_cache(
+        &cache,
+        &[&common[..], &["--device", "gpu", "--stats"]].concat(),
+    );
     let log = stderr_text(&gpu);
-    assert!(gpu.status.success(), "{log}");
     assert_eq!(stdout_text(&gpu), stdout_text(&cpu), "{log}");
     // (7a6731f loaded the platform here: "fftd set-up in the pipeline: platform 0.076 s")
     assert!(!log.contains("platform"), "the driver never starts: {log}");

@@ -442,13 +442,7 @@ pub(super) fn late_lanes_thread<T: Sample>(
     build: router::DeferredLanes<T>,
     lane_set: Arc<LaneSet>,
     only_if_it_pays: bool,
-) -> (
-    (
-        crossbeam_channel::Receiver<router::LateLanes<T>>,
-        DeviceGate,
-    ),
-    StartUpThread,
-) {
+) -> (LateLanes<T>, StartUpThread) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let (begin, word) = crossbeam_channel::bounded(1);
     let builder = std::thread::spawn(move || {
@@ -465,6 +459,12 @@ pub(super) fn late_lanes_thread<T: Sample>(
     };
     ((rx, gate), StartUpThread(Some(builder), lane_set))
 }
+
+/// Where the lanes a device start-up in the background brings arrive, and its gate.
+pub(super) type LateLanes<T> = (
+    crossbeam_channel::Receiver<router::LateLanes<T>>,
+    DeviceGate,
+);
 
 /// Holds a device start-up in the background back until the run's first batch is analysed
 /// (`LateJoin::open_gate`), when every stage's threads have started and run. The driver's

@@ -16,7 +16,7 @@ use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join,
     late_join::LateJoin, live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker,
-    Control, DeviceGate, JoinedLane, StartUpThread, StreamWritten, WorkerThreads,
+    Control, JoinedLane, LateLanes, StartUpThread, StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -185,9 +185,6 @@ pub(super) struct Stages<'a, T: Sample> {
     /// `/spectra`'s NDJSON rows, with a live view.
     live_rows: Option<Box<dyn Encoder<T>>>,
 }
-
-/// Where the lanes a device start-up in the background brings arrive, and its gate.
-type LateLanes<T> = (Receiver<router::LateLanes<T>>, DeviceGate);
 
 /// What the threads take over: the ready lanes and those to come, the sink's destinations
 /// and its alerts.
