@@ -239,9 +239,10 @@ struct JoinedLane<T: Sample> {
 }
 
 /// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
-/// heap memory. A lane that joins a running pipeline (`late`) gets pinned buffers for its
-/// queue now; any lane's further blocks are pinned in the background as takes miss them
-/// (`pool::BufferPool::take`). None when dispatching has already ended.
+/// heap memory. A lane that joins a running pipeline (`late`) gets its set of pinned buffers
+/// now (`pool::DEVICE_HOME_BLOCKS`), before it takes batches; a lane that joins at the start
+/// gets its blocks pinned in the background as takes miss them (`pool::BufferPool::take`).
+/// None when dispatching has already ended.
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: &pool::Pools<T>,
@@ -251,16 +252,23 @@ fn join_lane<T: Sample>(
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
+    let blocks = pool::DEVICE_HOME_BLOCKS;
     let now = |pool: &pool::BufferPool<T>| match (&pinned, late) {
-        (Some(memory), true) => pool.premade(memory, 2 * queue, &|| dispatcher.closed()),
+        (Some(memory), true) => pool.premade(memory, blocks, &|| dispatcher.closed()),
         _ => Vec::new(),
     };
-    let (premade_samples, premade_spectra) = (now(&pools.samples), now(&pools.spectra));
+    let mut premade = Some((now(&pools.samples), now(&pools.spectra)));
     let homes = |id| {
-        (pools.samples).add_lane_with(id, pinned.clone(), premade_samples);
-        (pools.spectra).add_lane_with(id, pinned.clone(), premade_spectra);
+        let (samples, spectra) = premade.take().unwrap_or_default();
+        (pools.samples).add_lane_with(id, pinned.clone(), samples);
+        (pools.spectra).add_lane_with(id, pinned.clone(), spectra);
     };
-    let (id, rx) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes)?;
+    let Some((id, rx)) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes) else {
+        // dispatching ended while the lane came up (its blocks being made): its engines and
+        // blocks are left to the exit, not released by the driver on the run's way there
+        crate::left_behind::keep(Box::new((lane.engines, premade)));
+        return None;
+    };
     let queue = worker::LaneQueue {
         id,
         lane: lane.lane,

@@ -8,10 +8,17 @@
 //! buffer given back goes to the spares of the device that pinned it (whichever lane used it
 //! last), so one device's blocks never end up serving another.
 //!
-//! A take that finds no spare never pins memory on the caller's thread (a reader's or an FFT
-//! worker's: 4–16 ms per 8 MiB block on an H200, where the device does the batch in 0.3 ms). It
-//! gets heap memory at once, which the engine stages through its own pinned buffers, and a
-//! thread in the background makes a pinned block for the spares (`top_up`).
+//! A take never pins memory on the caller's thread (a reader's or an FFT worker's: 4–16 ms per
+//! 8 MiB block on an H200, where the device does the batch in 0.3 ms). A lane that joins a
+//! running pipeline comes with a fixed set of pinned blocks, made before it takes batches while
+//! the CPU lane works (`premade`, `DEVICE_HOME_BLOCKS`): a take that finds none spare waits a
+//! little for one (`SPARE_WAIT`), then gets heap memory, which the engine stages through its own
+//! pinned buffers. No block is made while the device works: on NVIDIA's driver, pinning a block
+//! holds up every driver call of the process, and the blocks made in the background as takes
+//! missed them kept a device's batches at 2–28 ms instead of 0.2–0.3 ms for the first 100–150 ms
+//! after it joined (an H200, session 29). A home with no blocks made beforehand (a device named
+//! outright, whose batch size is not known before the run) still gets them made in the
+//! background as takes miss them (`top_up`).
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
@@ -20,6 +27,19 @@ use std::sync::{Arc, RwLock};
 
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
+
+/// Pinned blocks a late device lane's home gets in each pool (`premade`): its set for the run.
+/// On one H200 with 16 cores at 4 GiB (session 29; medians of 3, against blocks made in the
+/// background as takes missed them): 16 per pool took log-mel from 0.639 to 0.590 s, hop 512
+/// from 1.032 to 0.793, 65536 hop 8192 from 0.843 to 0.817, f64 from 0.930 to 0.859; 8 were too
+/// few for hop 512 and 65536 (1.2–1.3 s), 24 took longer to make than they gained.
+pub(crate) const DEVICE_HOME_BLOCKS: usize = 16;
+
+/// How long a take from a home with a fixed set of blocks waits for one to come back before it
+/// takes heap memory instead: about the time a device's two workers take for 20–60 batches, so
+/// a wait means the stages after the workers hold the blocks (the sink's order window), and a
+/// worker must not wait on them for long.
+const SPARE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Spare buffers of one kind of memory.
 struct Spares<T> {
@@ -38,6 +58,9 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
+    /// Its blocks were made before its lane joined (`premade`): takes wait for a spare rather
+    /// than ask for more (`SPARE_WAIT`).
+    fixed: bool,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
 }
@@ -79,6 +102,8 @@ pub(crate) struct BufferPool<T> {
     largest: Arc<AtomicUsize>,
     /// Set once the spares are taken at the run's end: the background makes no more blocks.
     ended: Arc<AtomicBool>,
+    /// `SPARE_WAIT` (tests wait longer, so no verdict depends on the machine's load).
+    spare_wait: std::time::Duration,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
@@ -90,6 +115,7 @@ impl<T: Copy + Default> BufferPool<T> {
             heap: Spares::new(capacity),
             largest: Arc::new(AtomicUsize::new(0)),
             ended: Arc::new(AtomicBool::new(false)),
+            spare_wait: SPARE_WAIT,
         }
     }
 
@@ -113,6 +139,7 @@ impl<T: Copy + Default> BufferPool<T> {
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
+                fixed: !spares.is_empty(),
                 top_up: Arc::default(),
             });
             if let Some(home) = &homes[lane] {
@@ -125,8 +152,8 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
     /// expected so far (`expect`; none before either), made on a few threads; stops early when
-    /// `stop` says so. For a lane that joins a running pipeline: its first batches then find
-    /// pinned buffers ready (issue 23).
+    /// `stop` says so. For a lane that joins a running pipeline: its set for the run
+    /// (`DEVICE_HOME_BLOCKS`), ready before its first batch (issue 23).
     pub(crate) fn premade(
         &self,
         memory: &PinnedMemory<T>,
@@ -167,28 +194,34 @@ impl<T: Copy + Default> BufferPool<T> {
         self.largest.fetch_max(len, Ordering::Relaxed);
     }
 
-    /// An empty buffer with room for at least `len` values: a spare of lane `lane`'s home, else
-    /// heap memory (and, for a pinned home, a block made in the background, `top_up`).
+    /// An empty buffer with room for at least `len` values: a spare of lane `lane`'s home (for a
+    /// fixed set, one that comes back within `SPARE_WAIT`), else heap memory (and, for a pinned
+    /// home without a fixed set, a block made in the background, `top_up`).
     pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T>
     where
         T: Send + Sync + 'static,
     {
         self.largest.fetch_max(len, Ordering::Relaxed);
-        let homes = self.homes.read();
-        let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
-        let mut buf = match home {
-            Some(home) => match home.spares.rx.try_recv() {
-                Ok(b) if b.capacity() >= len => b,
+        let waits_on = {
+            let homes = self.homes.read();
+            let home = homes.as_ref().ok().and_then(|h| h.get(lane)?.as_ref());
+            match home.map(|home| (home, home.spares.rx.try_recv())) {
+                None => None,
+                Some((_, Ok(b))) if b.capacity() >= len => return fresh(b),
+                Some((home, _)) if home.fixed => Some(home.spares.rx.clone()),
                 // a pinned block cannot grow: a too-small one is released and replaced
-                _ => {
+                Some((home, _)) => {
                     self.top_up(home);
-                    self.heap_buffer(len)
+                    None
                 }
-            },
-            None => self.heap_buffer(len),
+            }
         };
-        buf.clear();
-        buf
+        // (waited for with the homes unlocked: a lane may join meanwhile)
+        let spare = waits_on.and_then(|rx| rx.recv_timeout(self.spare_wait).ok());
+        match spare {
+            Some(b) if b.capacity() >= len => fresh(b),
+            _ => fresh(self.heap_buffer(len)),
+        }
     }
 
     /// Asks for one more pinned block in `home`'s spares (up to the spares' capacity asked at
@@ -278,6 +311,12 @@ impl<T: Copy + Default> BufferPool<T> {
             None => {}
         }
     }
+}
+
+/// `buf`, emptied for its next use.
+fn fresh<T: Copy + Default>(mut buf: HostBuf<T>) -> HostBuf<T> {
+    buf.clear();
+    buf
 }
 
 /// The background thread of one pinned home (`BufferPool::top_up`): makes the blocks asked
@@ -452,8 +491,9 @@ mod tests {
         );
     }
 
-    /// A take with no spare gets heap memory at once, never a block pinned on the caller's
-    /// thread; the background makes one for the spares, which the next take gets.
+    /// A take with no spare from a home without a set made beforehand (a device named
+    /// outright) gets heap memory at once, never a block pinned on the caller's thread; the
+    /// background makes one for the spares, which the next take gets.
     #[test]
     fn a_miss_gets_heap_memory_at_once_and_a_block_is_pinned_behind_it() {
         let dev = Arc::new(FakeDevice::default());
@@ -474,6 +514,50 @@ mod tests {
         assert_eq!(made, 1, "one block made for one miss");
         let next = pool.take(0, 16);
         assert!(owned_by(&next, &dev) && next.capacity() >= 16);
+    }
+
+    /// A home with its set of blocks made beforehand never has more made while the device
+    /// works: a take that finds none spare waits for one to come back, and gets heap memory when
+    /// none comes back within `SPARE_WAIT`.
+    #[test]
+    fn a_fixed_set_waits_for_a_spare_and_never_grows() {
+        let dev = Arc::new(FakeDevice::default());
+        let mut pool = BufferPool::<f32>::new(4);
+        pool.spare_wait = std::time::Duration::from_secs(60); // ends when the block comes back
+        let pool = Arc::new(pool);
+        pinned_lane(&pool, 0, &dev, 1);
+        let held = pool.take(0, 16);
+        assert!(owned_by(&held, &dev));
+        let at = held.pinned_block().map(|p| p.as_slice().as_ptr() as usize);
+        let giver = {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                pool.give(held);
+            })
+        };
+        let waited = pool.take(0, 16);
+        let _ = giver.join();
+        assert_eq!(
+            waited
+                .pinned_block()
+                .map(|p| p.as_slice().as_ptr() as usize),
+            at,
+            "the block given back meanwhile"
+        );
+        let mut pool = Arc::try_unwrap(pool).ok().expect("the only owner");
+        pool.spare_wait = std::time::Duration::from_millis(1);
+        let missed = pool.take(0, 16);
+        assert!(!missed.is_pinned(), "none came back: heap memory");
+        let homes = pool.homes.read().expect("homes");
+        let home = homes[0].as_ref().expect("a home");
+        assert!(!home.top_up.running.load(Ordering::SeqCst));
+        assert_eq!(home.top_up.wanted.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            dev.blocks.lock().map(|b| b.len()).unwrap_or(0),
+            1,
+            "no block made"
+        );
     }
 
     /// A device with no pinned memory to give is asked once: later misses start no maker.

@@ -192,17 +192,19 @@ impl RangeJobs {
             .sum()
     }
 
-    /// Values in the largest batch a device's lane gets, in and out (spectra of every frame):
-    /// the size a late lane's pinned buffers are made before it joins (`BufferPool::expect`).
+    /// Values in the largest batch a device's lane gets, in and out (`row_values` per frame: the
+    /// spectrum's, or the bands' where the engine sums them): the size a late lane's pinned
+    /// buffers are made before it joins (`BufferPool::expect`).
     pub(super) fn device_batch_values(
         &self,
         spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
+        row_values: &dyn Fn(&TransformSpec) -> usize,
     ) -> (usize, usize) {
         let per_stream = self.streams.iter().map(|stream| {
             let spec = spec_of(self.framing.n, stream.layout.kind, stream.layout.rate);
             let count = self.framing.job_frames(&stream.layout, true) as usize;
             let (_, values_in) = self.framing.batch_layout(&spec, count);
-            (values_in, count * spec.values_out())
+            (values_in, count * row_values(&spec))
         });
         per_stream.fold((0, 0), |(i, o), (a, b)| (i.max(a), o.max(b)))
     }

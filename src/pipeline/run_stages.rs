@@ -252,7 +252,8 @@ impl<'a, T: Sample> Stages<'a, T> {
         // a late lane's pinned buffers are made the size of a device's batches (`join_lane`)
         let device_batch_values = engines.later.is_some().then(|| {
             let spec_of = |n, kind, rate| run_spec.transform(n, kind, rate);
-            planned.range_jobs.device_batch_values(&spec_of)
+            let row_values = |spec: &TransformSpec| worker::row_values(shaping.as_ref(), spec);
+            (planned.range_jobs).device_batch_values(&spec_of, &row_values)
         });
         let band_levels = band_levels(run_spec, streams, planned.frame().0);
         let rows_read = shaping.is_some()

@@ -15,7 +15,7 @@ use crate::error::FftdError;
 use crate::fft::carry::f32s;
 use crate::fft::lanes::Lane;
 use crate::fft::router;
-use crate::fft::{Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
+use crate::fft::{BandWeights, Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
 use crate::fft::{FrameStep, Samples, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
@@ -229,13 +229,9 @@ pub(super) fn warm_up<T: Sample>(
     spec: &TransformSpec,
     ctx: &WorkerContext<T>,
 ) {
-    let bands = ctx
-        .products()
-        .0
-        .and_then(|s| s.plan(spec))
-        .and_then(|p| p.band_weights());
+    let bands = band_weights(ctx.products().0, spec);
     let zeros = vec![T::zero(); spec.values_per_frame()];
-    let per_frame = bands.map_or(spec.values_out(), |b| b.bands());
+    let per_frame = row_values(ctx.products().0, spec);
     let mut out = vec![T::zero(); per_frame];
     // carried as the device's batches will be (`carry`: its widen and narrow kernels too)
     let carriage = ctx.dispatcher.device_carriage();
@@ -298,6 +294,19 @@ fn work_on<T: Sample>(
     })
 }
 
+/// The band matrix the engine sums for `spec`'s frames, if the products have one: band powers
+/// are summed by the engine itself (on a device: only the bands come back).
+fn band_weights<'a>(shaping: Option<&'a Shaping>, spec: &TransformSpec) -> Option<&'a BandWeights> {
+    shaping
+        .and_then(|s| s.plan(spec))
+        .and_then(|p| p.band_weights())
+}
+
+/// Values per frame of the rows an engine gives for `spec`: the bands it sums, else the spectrum.
+pub(super) fn row_values(shaping: Option<&Shaping>, spec: &TransformSpec) -> usize {
+    band_weights(shaping, spec).map_or(spec.values_out(), |b| b.bands())
+}
+
 /// A batch's rows, before its frames' records are attached.
 struct Transformed<T> {
     values: HostBuf<T>,
@@ -319,11 +328,8 @@ fn transform_batch<T: Sample>(
 ) -> Result<Transformed<T>, EngineError> {
     let (shaping, segmenting) = ctx.products();
     let output_pool = &ctx.pools.spectra;
-    // band powers are summed by the engine itself (on a device: only the bands come back)
-    let bands = shaping
-        .and_then(|s| s.plan(&batch.spec))
-        .and_then(|p| p.band_weights());
-    let per_frame = bands.map_or(batch.spec.values_out(), |b| b.bands());
+    let bands = band_weights(shaping, &batch.spec);
+    let per_frame = row_values(shaping, &batch.spec);
     // --average: runs of one group's frames reduced by the engine (on a device, there)
     let lengths = segmenting.map(|s| {
         let frames = batch.frames.iter().map(|f| (f.stream, f.seq, f.start));
