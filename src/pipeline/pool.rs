@@ -12,13 +12,13 @@
 //! 8 MiB block on an H200, where the device does the batch in 0.3 ms). A lane that joins a
 //! running pipeline comes with a fixed set of pinned blocks, made before it takes batches while
 //! the CPU lane works (`premade`, `DEVICE_HOME_BLOCKS`): a take that finds none spare waits a
-//! little for one (`SPARE_WAIT`), then gets heap memory, which the engine stages through its own
-//! pinned buffers. No block is made while the device works: on NVIDIA's driver, pinning a block
-//! holds up every driver call of the process, and the blocks made in the background as takes
-//! missed them kept a device's batches at 2–28 ms instead of 0.2–0.3 ms for the first 100–150 ms
-//! after it joined (an H200, session 29). A home with no blocks made beforehand (a device named
-//! outright, whose batch size is not known before the run) still gets them made in the
-//! background as takes miss them (`top_up`).
+//! while for one (`SAMPLES_SPARE_WAIT`, `SPECTRA_SPARE_WAIT`), then gets heap memory, which the
+//! engine stages through its own pinned buffers. No block is made while the device works: on
+//! NVIDIA's driver, pinning a block holds up every driver call of the process, and the blocks
+//! made in the background as takes missed them kept a device's batches at 2–28 ms instead of
+//! 0.2–0.3 ms for the first 100–150 ms after it joined (an H200, session 29). A home with no
+//! blocks made beforehand (a device named outright, whose batch size is not known before the
+//! run) still gets them made in the background as takes miss them (`top_up`).
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
@@ -36,10 +36,16 @@ const PREMAKE_THREADS: usize = 4;
 pub(crate) const DEVICE_HOME_BLOCKS: usize = 16;
 
 /// How long a take from a home with a fixed set of blocks waits for one to come back before it
-/// takes heap memory instead: about the time a device's two workers take for 20–60 batches, so
-/// a wait means the stages after the workers hold the blocks (the sink's order window), and a
-/// worker must not wait on them for long.
-const SPARE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+/// takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
+/// device's two workers take for 20–60 batches, so a wait means the stages after the workers
+/// hold the blocks (the sink's order window), and a worker must not wait on them for long.
+/// Sample blocks (taken by the readers, given back once a worker has transformed the batch): a
+/// reader that waits for one would otherwise wait to send its batch to the device's full queue,
+/// and heap memory would cost the device a staging copy; 500 ms against 20 ms took hop 512 from
+/// 0.756 to 0.740 s, 65536 hop 8192 from 0.811 to 0.799, f64 from 0.940 to 0.914 (an H200, 16
+/// cores, 4 GiB, medians of 3; log-mel 0.525 against 0.521).
+const SPECTRA_SPARE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const SAMPLES_SPARE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Spare buffers of one kind of memory.
 struct Spares<T> {
@@ -59,7 +65,7 @@ struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
     /// Its blocks were made before its lane joined (`premade`): takes wait for a spare rather
-    /// than ask for more (`SPARE_WAIT`).
+    /// than ask for more (`BufferPool::spare_wait`).
     fixed: bool,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
@@ -86,8 +92,8 @@ impl<T: Copy + Default> Pools<T> {
     /// Each pool keeps at most `capacity` spare buffers per home.
     pub(crate) fn new(capacity: usize) -> Self {
         Pools {
-            samples: BufferPool::new(capacity),
-            spectra: BufferPool::new(capacity),
+            samples: BufferPool::new(capacity, SAMPLES_SPARE_WAIT),
+            spectra: BufferPool::new(capacity, SPECTRA_SPARE_WAIT),
         }
     }
 }
@@ -102,20 +108,22 @@ pub(crate) struct BufferPool<T> {
     largest: Arc<AtomicUsize>,
     /// Set once the spares are taken at the run's end: the background makes no more blocks.
     ended: Arc<AtomicBool>,
-    /// `SPARE_WAIT` (tests wait longer, so no verdict depends on the machine's load).
+    /// How long a take from a fixed set waits for a spare (`SAMPLES_SPARE_WAIT`,
+    /// `SPECTRA_SPARE_WAIT`).
     spare_wait: std::time::Duration,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
-    /// Keeps at most `capacity` spare buffers per home. Lanes get homes with `add_lane`.
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// Keeps at most `capacity` spare buffers per home; a take from a fixed set waits up to
+    /// `spare_wait` for a spare. Lanes get homes with `add_lane`.
+    pub(crate) fn new(capacity: usize, spare_wait: std::time::Duration) -> Self {
         BufferPool {
             capacity,
             homes: RwLock::new(Vec::new()),
             heap: Spares::new(capacity),
             largest: Arc::new(AtomicUsize::new(0)),
             ended: Arc::new(AtomicBool::new(false)),
-            spare_wait: SPARE_WAIT,
+            spare_wait,
         }
     }
 
@@ -464,7 +472,7 @@ mod tests {
             Arc::new(FakeDevice::default()),
             Arc::new(FakeDevice::default()),
         );
-        let pool = BufferPool::<f32>::new(4);
+        let pool = BufferPool::<f32>::new(4, SPECTRA_SPARE_WAIT);
         pinned_lane(&pool, 0, &a, 1);
         pinned_lane(&pool, 1, &b, 1);
         pool.add_lane(2, None);
@@ -497,7 +505,7 @@ mod tests {
     #[test]
     fn a_miss_gets_heap_memory_at_once_and_a_block_is_pinned_behind_it() {
         let dev = Arc::new(FakeDevice::default());
-        let pool = BufferPool::<f32>::new(4);
+        let pool = BufferPool::<f32>::new(4, SPECTRA_SPARE_WAIT);
         pinned_lane(&pool, 0, &dev, 0);
         let missed = pool.take(0, 16);
         assert!(!missed.is_pinned());
@@ -518,13 +526,12 @@ mod tests {
 
     /// A home with its set of blocks made beforehand never has more made while the device
     /// works: a take that finds none spare waits for one to come back, and gets heap memory when
-    /// none comes back within `SPARE_WAIT`.
+    /// none comes back within the pool's `spare_wait`.
     #[test]
     fn a_fixed_set_waits_for_a_spare_and_never_grows() {
         let dev = Arc::new(FakeDevice::default());
-        let mut pool = BufferPool::<f32>::new(4);
-        pool.spare_wait = std::time::Duration::from_secs(60); // ends when the block comes back
-        let pool = Arc::new(pool);
+        let long = std::time::Duration::from_secs(60); // the take ends when the block comes back
+        let pool = Arc::new(BufferPool::<f32>::new(4, long));
         pinned_lane(&pool, 0, &dev, 1);
         let held = pool.take(0, 16);
         assert!(owned_by(&held, &dev));
@@ -572,7 +579,7 @@ mod tests {
                 false
             }
         }
-        let pool = BufferPool::<f32>::new(4);
+        let pool = BufferPool::<f32>::new(4, SPECTRA_SPARE_WAIT);
         pool.add_lane(0, Some(Arc::new(NoPinned) as PinnedMemory<f32>));
         assert!(!pool.take(0, 16).is_pinned());
         let homes = pool.homes.read().expect("homes");
@@ -597,7 +604,7 @@ mod tests {
     #[test]
     fn a_pinned_buffer_is_spared_only_while_its_device_has_spares() {
         let dev = Arc::new(FakeDevice::default());
-        let pool = BufferPool::<f32>::new(4);
+        let pool = BufferPool::<f32>::new(4, SPECTRA_SPARE_WAIT);
         pinned_lane(&pool, 0, &dev, 2);
         pool.add_lane(1, None);
         let (first, second) = (pool.take(0, 16), pool.take(0, 16));
