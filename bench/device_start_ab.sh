@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A/B of two fftd builds on the GPU route where the device's start-up matters (session 28,
 # docs/perf.md): a fresh machine's first run, runs with a cold driver (page cache dropped,
-# ~/.nv and fftd's cache removed: needs root), and six jobs at 1 GiB and four at 4 GiB on all
-# cores, each pair of runs alternating its order (A-B, B-A). Every run first waits until no
+# ~/.nv and fftd's cache removed: needs root), six jobs at 1 GiB and four at 4 GiB on all
+# cores, and two at 1 and 4 GiB on 4 cores, each pair of runs alternating its order (A-B, B-A). Every run first waits until no
 # fftd process is left: fftd leaves the driver's teardown to a child that outlives it by 1–2 s,
 # and a GPU run started meanwhile finds the driver's platform twice as slow to load.
 # Usage (on the GPU machine, as root): bench/device_start_ab.sh FFTD_A FFTD_B OUT_LOG
@@ -70,3 +70,8 @@ for j in hop512 large logmel f64; do
 done
 echo "== 1 GiB, 4 cores"
 for j in hop512 logmel; do for i in 1 2; do pair $i "1g4c r$i" /dev/shm/n1.f32 $j 0-3; done; done
+echo "== 4 GiB, 4 cores"
+for j in hop512 logmel; do
+    for i in 1 2; do pair $i "4g4c r$i" /dev/shm/n4.f32 $j 0-3; done
+    run 4g4c "$B" /dev/shm/n4.f32 cpu $j 0-3
+done
