@@ -240,7 +240,7 @@ struct JoinedLane<T: Sample> {
 
 /// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
 /// heap memory. A lane that joins a running pipeline (`late`) gets its set of pinned buffers
-/// now (`pool::DEVICE_HOME_BLOCKS`), before it takes batches; a lane that joins at the start
+/// now (`pool::device_home_blocks`), before it takes batches; a lane that joins at the start
 /// gets its blocks pinned in the background as takes miss them (`pool::BufferPool::take`).
 /// None when dispatching has already ended.
 fn join_lane<T: Sample>(
@@ -252,7 +252,7 @@ fn join_lane<T: Sample>(
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
-    let blocks = pool::DEVICE_HOME_BLOCKS;
+    let blocks = pool::device_home_blocks();
     let now = |pool: &pool::BufferPool<T>| match (&pinned, late) {
         (Some(memory), true) => pool.premade(memory, blocks, &|| dispatcher.closed()),
         _ => Vec::new(),

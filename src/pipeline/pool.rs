@@ -11,7 +11,7 @@
 //! A take never pins memory on the caller's thread (a reader's or an FFT worker's: 4–16 ms per
 //! 8 MiB block on an H200, where the device does the batch in 0.3 ms). A lane that joins a
 //! running pipeline comes with a fixed set of pinned blocks, made before it takes batches while
-//! the CPU lane works (`premade`, `DEVICE_HOME_BLOCKS`): a take that finds none spare waits a
+//! the CPU lane works (`premade`, `device_home_blocks`): a take that finds none spare waits a
 //! while for one (`SAMPLES_SPARE_WAIT`, `SPECTRA_SPARE_WAIT`), then gets heap memory, which the
 //! engine stages through its own pinned buffers. No block is made while the device works: on
 //! NVIDIA's driver, pinning a block holds up every driver call of the process, and the blocks
@@ -28,12 +28,21 @@ use std::sync::{Arc, RwLock};
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
 
-/// Pinned blocks a late device lane's home gets in each pool (`premade`): its set for the run.
-/// On one H200 with 16 cores at 4 GiB (session 29; medians of 3, against blocks made in the
-/// background as takes missed them): 16 per pool took log-mel from 0.639 to 0.590 s, hop 512
-/// from 1.032 to 0.793, 65536 hop 8192 from 0.843 to 0.817, f64 from 0.930 to 0.859; 8 were too
-/// few for hop 512 and 65536 (1.2–1.3 s), 24 took longer to make than they gained.
-pub(crate) const DEVICE_HOME_BLOCKS: usize = 16;
+/// Pinned blocks a late device lane's home gets in each pool (`premade`), its set for the run:
+/// `DEVICE_HOME_BLOCKS`, or one per core where there are more (a reader and an encoder per core
+/// hold blocks). On one H200 with 16 cores at 4 GiB (session 29; medians of 3, against blocks
+/// made in the background as takes missed them): 16 per pool took log-mel from 0.639 to 0.590 s,
+/// hop 512 from 1.032 to 0.793, 65536 hop 8192 from 0.843 to 0.817, f64 from 0.930 to 0.859; 8
+/// were too few for hop 512 and 65536 (1.2–1.3 s), 24 took longer to make than they gained. On
+/// 32 cores (two H200s, one used), 16 were too few: the encoders copied a quarter of the rows out
+/// of the blocks to give them back (65536 hop 8192 1.336 s against 0.927 with background blocks),
+/// 32 took 0.983 s.
+pub(crate) fn device_home_blocks() -> usize {
+    DEVICE_HOME_BLOCKS.max(crate::limits::cores())
+}
+
+/// The least `device_home_blocks`.
+const DEVICE_HOME_BLOCKS: usize = 16;
 
 /// How long a take from a home with a fixed set of blocks waits for one to come back before it
 /// takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
@@ -161,7 +170,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
     /// expected so far (`expect`; none before either), made on a few threads; stops early when
     /// `stop` says so. For a lane that joins a running pipeline: its set for the run
-    /// (`DEVICE_HOME_BLOCKS`), ready before its first batch (issue 23).
+    /// (`device_home_blocks`), ready before its first batch (issue 23).
     pub(crate) fn premade(
         &self,
         memory: &PinnedMemory<T>,
