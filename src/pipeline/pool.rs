@@ -212,8 +212,8 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// An empty buffer with room for at least `len` values: a spare of lane `lane`'s home (for a
-    /// fixed set, one that comes back within `SPARE_WAIT`), else heap memory (and, for a pinned
-    /// home without a fixed set, a block made in the background, `top_up`).
+    /// fixed set, one that comes back within the pool's `spare_wait`), else heap memory (and, for
+    /// a pinned home without a fixed set, a block made in the background, `top_up`).
     pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T>
     where
         T: Send + Sync + 'static,
@@ -225,8 +225,9 @@ impl<T: Copy + Default> BufferPool<T> {
             match home.map(|home| (home, home.spares.rx.try_recv())) {
                 None => None,
                 Some((_, Ok(b))) if b.capacity() >= len => return fresh(b),
+                // (a pinned block cannot grow: a spare too small is released here, and replaced
+                // only in a home without a fixed set)
                 Some((home, _)) if home.fixed => Some(home.spares.rx.clone()),
-                // a pinned block cannot grow: a too-small one is released and replaced
                 Some((home, _)) => {
                     self.top_up(home);
                     None
