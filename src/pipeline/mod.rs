@@ -239,29 +239,29 @@ struct JoinedLane<T: Sample> {
 }
 
 /// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
-/// heap memory. A lane that joins a running pipeline (`late`) gets its set of pinned buffers
-/// now (`pool::device_home_blocks`), before it takes batches; a lane that joins at the start
-/// gets its blocks pinned in the background as takes miss them (`pool::BufferPool::take`).
-/// None when dispatching has already ended.
+/// heap memory, with the pinned blocks `blocks` says made before it takes batches (a lane that
+/// joins a running pipeline; `late_join::fixed_set_pays`), the others pinned in the background
+/// as takes miss them (`pool::BufferPool::take`). None when dispatching has already ended.
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: &pool::Pools<T>,
     lane: router::LaneEngines<T>,
-    late: bool,
+    blocks: pool::HomeBlocks,
 ) -> Option<JoinedLane<T>> {
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
-    let blocks = pool::device_home_blocks();
-    let now = |pool: &pool::BufferPool<T>| match (&pinned, late) {
-        (Some(memory), true) => pool.premade(memory, blocks, &|| dispatcher.closed()),
+    let count = blocks.before_join(queue);
+    let now = |pool: &pool::BufferPool<T>| match &pinned {
+        Some(memory) if count > 0 => pool.premade(memory, count, &|| dispatcher.closed()),
         _ => Vec::new(),
     };
     let mut premade = Some((now(&pools.samples), now(&pools.spectra)));
+    let fixed = blocks == pool::HomeBlocks::FixedSet;
     let homes = |id| {
         let (samples, spectra) = premade.take().unwrap_or_default();
-        (pools.samples).add_lane_with(id, pinned.clone(), samples);
-        (pools.spectra).add_lane_with(id, pinned.clone(), spectra);
+        (pools.samples).add_lane_with(id, pinned.clone(), samples, fixed);
+        (pools.spectra).add_lane_with(id, pinned.clone(), spectra, fixed);
     };
     let Some((id, rx)) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes) else {
         // dispatching ended while the lane came up (its blocks being made): its engines and

@@ -9,16 +9,17 @@
 //! last), so one device's blocks never end up serving another.
 //!
 //! A take never pins memory on the caller's thread (a reader's or an FFT worker's: 4–16 ms per
-//! 8 MiB block on an H200, where the device does the batch in 0.3 ms). A lane that joins a
-//! running pipeline comes with a fixed set of pinned blocks, made before it takes batches while
-//! the CPU lane works (`premade`, `device_home_blocks`): a take that finds none spare waits a
-//! while for one (`SAMPLES_SPARE_WAIT`, `SPECTRA_SPARE_WAIT`), then gets heap memory, which the
-//! engine stages through its own pinned buffers. No block is made while the device works: on
-//! NVIDIA's driver, pinning a block holds up every driver call of the process, and the blocks
-//! made in the background as takes missed them kept a device's batches at 2–28 ms instead of
-//! 0.2–0.3 ms for the first 100–150 ms after it joined (an H200, session 29). A home with no
-//! blocks made beforehand (a device named outright, whose batch size is not known before the
-//! run) still gets them made in the background as takes miss them (`top_up`).
+//! 8 MiB block on an H200, where the device does the batch in 0.3 ms). On NVIDIA's driver,
+//! pinning a block holds up every driver call of the process: blocks made in the background as
+//! takes missed them kept a device's batches at 2–28 ms instead of 0.2–0.3 ms for the first
+//! 100–150 ms after it joined (an H200, session 29). So a lane that joins a running pipeline
+//! with enough work left comes with a fixed set of pinned blocks, made before it takes batches
+//! while the CPU lane works (`HomeBlocks::FixedSet`, `device_home_blocks`), and none is made
+//! while it works: a take that finds none spare waits a while for one (`SAMPLES_SPARE_WAIT`,
+//! `SPECTRA_SPARE_WAIT`), then gets heap memory, which the engine stages through its own pinned
+//! buffers. Other homes get a few blocks before their lane joins or none (a device named
+//! outright, whose batch size is not known before the run), and the rest made in the background
+//! as takes miss them (`top_up`).
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
@@ -43,6 +44,28 @@ pub(crate) fn device_home_blocks() -> usize {
 
 /// The least `device_home_blocks`.
 const DEVICE_HOME_BLOCKS: usize = 16;
+
+/// How a lane's home in the pools gets its pinned blocks (`pipeline::join_lane`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HomeBlocks {
+    /// Made in the background as takes miss them (a lane that joins at the run's start).
+    AsMissed,
+    /// Two per engine made before the lane joins, the rest as takes miss them.
+    FirstFew,
+    /// The whole set made before the lane joins (`device_home_blocks`), and no more.
+    FixedSet,
+}
+
+impl HomeBlocks {
+    /// Blocks made before a lane of `engines` engines joins.
+    pub(crate) fn before_join(self, engines: usize) -> usize {
+        match self {
+            HomeBlocks::AsMissed => 0,
+            HomeBlocks::FirstFew => 2 * engines,
+            HomeBlocks::FixedSet => device_home_blocks(),
+        }
+    }
+}
 
 /// How long a take from a home with a fixed set of blocks waits for one to come back before it
 /// takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
@@ -73,8 +96,8 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
-    /// Its blocks were made before its lane joined (`premade`): takes wait for a spare rather
-    /// than ask for more (`BufferPool::spare_wait`).
+    /// Its blocks are a fixed set, made before its lane joined (`HomeBlocks::FixedSet`): takes
+    /// wait for a spare rather than ask for more (`BufferPool::spare_wait`).
     fixed: bool,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
@@ -139,15 +162,16 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
     #[cfg(test)]
     pub(crate) fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
-        self.add_lane_with(lane, pinned, Vec::new());
+        self.add_lane_with(lane, pinned, Vec::new(), false);
     }
 
-    /// `add_lane` with spare buffers made beforehand (`premade`).
+    /// `add_lane` with spare buffers made beforehand (`premade`); `fixed`: they are its set.
     pub(crate) fn add_lane_with(
         &self,
         lane: usize,
         pinned: Option<PinnedMemory<T>>,
         spares: Vec<HostBuf<T>>,
+        fixed: bool,
     ) {
         if let Ok(mut homes) = self.homes.write() {
             if homes.len() <= lane {
@@ -156,7 +180,7 @@ impl<T: Copy + Default> BufferPool<T> {
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
-                fixed: !spares.is_empty(),
+                fixed,
                 top_up: Arc::default(),
             });
             if let Some(home) = &homes[lane] {
@@ -203,6 +227,11 @@ impl<T: Copy + Default> BufferPool<T> {
                 .flat_map(|t| t.join().unwrap_or_default())
                 .collect()
         })
+    }
+
+    /// Values in the largest buffer taken or expected so far (`expect`).
+    pub(crate) fn largest(&self) -> usize {
+        self.largest.load(Ordering::Relaxed)
     }
 
     /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
@@ -469,7 +498,7 @@ mod tests {
         let spares = (0..premade)
             .map(|_| HostBuf::with_capacity(16, Some(&memory)))
             .collect();
-        pool.add_lane_with(lane, Some(memory), spares);
+        pool.add_lane_with(lane, Some(memory), spares, premade > 0);
     }
 
     fn owned_by(buf: &HostBuf<f32>, dev: &FakeDevice) -> bool {

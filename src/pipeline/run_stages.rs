@@ -134,7 +134,9 @@ impl<T: Sample> Workers<T> {
             lanes.for_each(|lane| worker::warm_up_lane(lane, spec, &context));
         }
         let ready_lanes: Vec<_> = (engines.ready.into_iter())
-            .filter_map(|lane| join_lane(&context.dispatcher, pools, lane, false))
+            .filter_map(|lane| {
+                join_lane(&context.dispatcher, pools, lane, pool::HomeBlocks::AsMissed)
+            })
             .collect();
         let handoff = Handoff {
             ready_lanes,
