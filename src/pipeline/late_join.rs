@@ -121,8 +121,7 @@ impl<T: Sample> LateJoin<'_, T> {
     /// How a late lane's pinned blocks are made: its whole set before it joins where the work
     /// left pays for making it (`fixed_set_pays`), else a few.
     fn home_blocks(&self) -> pool::HomeBlocks {
-        let per_block = self.pools.samples.largest() + self.pools.spectra.largest();
-        let set_bytes = pool::device_home_blocks() * per_block * std::mem::size_of::<T>();
+        let set_bytes = self.pools.fixed_set_bytes();
         let left = self.time_left();
         let pays = fixed_set_pays(left, set_bytes);
         let left_ms = left.map(|l| l.as_secs_f64() * 1e3);

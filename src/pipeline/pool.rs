@@ -128,6 +128,14 @@ impl<T: Copy + Default> Pools<T> {
             spectra: BufferPool::new(capacity, SPECTRA_SPARE_WAIT),
         }
     }
+
+    /// Bytes of a device's fixed set in both pools (`HomeBlocks::FixedSet`): its blocks, each
+    /// the size of the largest buffer taken or expected so far (`BufferPool::premade`).
+    pub(crate) fn fixed_set_bytes(&self) -> usize {
+        let largest = |pool: &BufferPool<T>| pool.largest.load(Ordering::Relaxed);
+        let per_block = largest(&self.samples) + largest(&self.spectra);
+        device_home_blocks() * per_block * std::mem::size_of::<T>()
+    }
 }
 
 pub(crate) struct BufferPool<T> {
@@ -227,11 +235,6 @@ impl<T: Copy + Default> BufferPool<T> {
                 .flat_map(|t| t.join().unwrap_or_default())
                 .collect()
         })
-    }
-
-    /// Values in the largest buffer taken or expected so far (`expect`).
-    pub(crate) fn largest(&self) -> usize {
-        self.largest.load(Ordering::Relaxed)
     }
 
     /// Buffers of `len` values will be taken (a device's batches, larger than the CPU
