@@ -48,6 +48,8 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Fleet(command)) => fftd::app::fleet_args::run_fleet(command),
         None => {
             let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
+            // (before any thread starts and before OpenCL loads)
+            fftd::fft::narrow_gpu_view(&settings.engine.device);
             let nats = cli.nats.spec();
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = nats.clone();

@@ -1,8 +1,9 @@
 //! The OpenCL engine through the whole binary, on whatever OpenCL device is present (PoCL in CI):
 //! `--device gpu` equals the CPU engine (`--scale complex` .npy files too), a fault injected
 //! mid-stream loses nothing, `fftd check`
-//! passes and fails as it should, `fftd devices` lists the device, and with no OpenCL at all `auto`
-//! starts fast with identical output while `--device gpu` is one clear error.
+//! passes and fails as it should, `fftd devices` lists the device, with no OpenCL at all `auto`
+//! starts fast with identical output while `--device gpu` is one clear error, and a `gpu` run
+//! shows NVIDIA's driver one GPU only as an earlier run recorded.
 
 use crate::common;
 
@@ -422,6 +423,69 @@ fn a_device_start_up_that_could_not_pay_is_not_begun() {
     assert!(!log.contains("platform"), "the driver never starts: {log}");
     assert!(!log.contains("built OpenCL program"), "{log}");
     assert!(!log.contains("opencl:"), "no device lane: {log}");
+}
+
+/// The key fftd files what it found on this host's OpenCL drivers under (`kinds::environment`),
+/// for a child run with the test's environment less `CUDA_VISIBLE_DEVICES` and
+/// `ROCR_VISIBLE_DEVICES`.
+fn driver_environment() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let vars = ["OCL_ICD_VENDORS", "OCL_ICD_FILENAMES"];
+    let set: Vec<String> = (vars.iter())
+        .filter_map(|v| std::env::var(v).ok().map(|value| format!("{v}={value}")))
+        .collect();
+    format!("{} {}", host.trim(), set.join(" "))
+}
+
+/// A `gpu` run where an earlier run recorded several alike NVIDIA GPUs of which `gpu` took the
+/// first (`gpu-view.json`, seeded here) shows the driver that one alone
+/// (`CUDA_VISIBLE_DEVICES=0`), and runs; when the device it then opens is not the one recorded
+/// (PoCL's here), the record is forgotten, and the next run shows the driver everything again.
+#[test]
+fn a_gpu_run_shows_the_driver_one_gpu_only_as_recorded_and_forgets_a_wrong_record() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    // (recorded as no GPU: the device is opened before the run, as a named OpenCL device is)
+    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":false}"#).expect("kinds");
+    let view = cache.join("gpu-view.json");
+    let found = r#"{"shown":2,"alike":true,"gpu_is_first":true,"name":"NVIDIA H200"}"#;
+    let record = format!("{{{:?}:{found}}}", driver_environment());
+    std::fs::write(&view, record).expect("gpu view");
+    let input = dir.path().join("in.f32");
+    write_f32(&input, &noise(1 << 14, 34));
+    let p = input.to_str().expect("utf8");
+    let args = ["--file", p, "--input-format", "f32", "--frame", "1024"];
+    let gpu_run = || {
+        let mut command = fftd();
+        command.args(args).args(["--device", "gpu"]);
+        command
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("ROCR_VISIBLE_DEVICES");
+        let out = command
+            .env("FFTD_CACHE_DIR", &cache)
+            .env("RUST_LOG", "fftd=debug");
+        let out = out.output().expect("run fftd");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        out
+    };
+    let cpu = run(&[&args[..], &["--device", "cpu"]].concat());
+    let narrowed = gpu_run();
+    let log = stderr_text(&narrowed);
+    assert!(
+        log.contains("CUDA_VISIBLE_DEVICES=0: the driver shows"),
+        "{log}"
+    );
+    assert_eq!(rows(&narrowed).len(), rows(&cpu).len());
+    let kept = std::fs::read_to_string(&view).expect("gpu view");
+    assert!(!kept.contains("NVIDIA H200"), "forgotten: {kept}");
+    let whole = gpu_run();
+    let log = stderr_text(&whole);
+    assert!(!log.contains("CUDA_VISIBLE_DEVICES"), "{log}");
+    assert_eq!(rows(&whole).len(), rows(&cpu).len());
 }
 
 fn read_f32(path: &Path) -> Vec<f64> {

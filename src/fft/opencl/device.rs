@@ -9,6 +9,7 @@ use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
 use opencl3::platform::get_platforms;
 use opencl3::program::Program;
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -135,8 +136,8 @@ pub fn all_devices() -> Vec<&'static DeviceEntry> {
     }
 }
 
-/// The device `--device gpu` means: a GPU-type device if there is one (most compute units
-/// first), otherwise the first OpenCL device of any type. `Err` says why there is none.
+/// The device `--device gpu` means: a GPU-type device if there is one (`gpu_preference`),
+/// otherwise the first OpenCL device of any type. `Err` says why there is none.
 pub fn best_device() -> Result<&'static DeviceEntry, String> {
     if let Err(e) = inventory() {
         return Err(e.clone());
@@ -144,15 +145,18 @@ pub fn best_device() -> Result<&'static DeviceEntry, String> {
     let all = all_devices();
     all.iter()
         .filter(|d| d.info.is_gpu)
-        .max_by_key(|d| {
-            (
-                d.info.compute_units,
-                std::cmp::Reverse(d.info.platform_index),
-            )
-        })
+        .max_by_key(|d| gpu_preference(&d.info))
         .or_else(|| all.first())
         .copied()
         .ok_or_else(|| "OpenCL is installed but no platform has a device".to_string())
+}
+
+/// How `--device gpu` ranks GPUs, the highest taken: the most compute units, then the first
+/// listed, as CUDA's default device is the first (of alike GPUs, `route::gpu_view` can then
+/// show the driver that one alone).
+pub(crate) fn gpu_preference(info: &DeviceInfo) -> (u32, Reverse<usize>, Reverse<usize>) {
+    let listed = (info.platform_index, info.device_index);
+    (info.compute_units, Reverse(listed.0), Reverse(listed.1))
 }
 
 /// The device at `opencl:P:D`.

@@ -82,6 +82,7 @@ pub(crate) fn remember(choice: &DeviceChoice) {
     if all_gpus {
         remember_auto(true);
     }
+    super::gpu_view::remember(choice);
 }
 
 /// `auto`'s findings: per environment (`environment`), whether it found a GPU-type device and
@@ -94,8 +95,16 @@ fn findings() -> Findings {
 
 /// What decides which OpenCL devices this process sees: the host, and the variables that
 /// steer the ICD loader and the GPU drivers (a cache folder shared over NFS, a container
-/// without the GPU, `CUDA_VISIBLE_DEVICES=` each see other devices).
-fn environment() -> String {
+/// without the GPU, `CUDA_VISIBLE_DEVICES=` each see other devices). Read once, first by the
+/// run's main thread before OpenCL loads (`gpu_view::narrow_gpu_view`): the ICD loader cuts
+/// `OCL_ICD_FILENAMES` at its first `:` in place while it loads (seen on a GPU host, session
+/// 30), and the `CUDA_VISIBLE_DEVICES` that counts is the user's, not one this process sets.
+pub(super) fn environment() -> String {
+    static ENVIRONMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ENVIRONMENT.get_or_init(read_environment).clone()
+}
+
+fn read_environment() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let vars = [
         "OCL_ICD_VENDORS",

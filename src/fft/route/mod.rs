@@ -21,6 +21,7 @@
 //! What the machine's devices turned out to be is remembered between runs (`kinds`), so the
 //! plan is made before OpenCL is opened.
 
+pub(crate) mod gpu_view;
 pub(crate) mod kinds;
 pub(crate) mod record;
 mod speed;
