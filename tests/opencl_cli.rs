@@ -437,12 +437,13 @@ fn driver_environment() -> String {
     format!("{} {}", host.trim(), set.join(" "))
 }
 
-/// A `gpu` run where an earlier run recorded several alike NVIDIA GPUs of which `gpu` took the
-/// first (`gpu-view.json`, seeded here) shows the driver that one alone
-/// (`CUDA_VISIBLE_DEVICES=0`), and runs; when the device it then opens is not the one recorded
-/// (PoCL's here), the record is forgotten, and the next run shows the driver everything again.
+/// `gpu` and `auto` runs where an earlier run recorded several alike NVIDIA GPUs of which `gpu`
+/// took the first (`gpu-view.json`, seeded here) show the driver that one alone
+/// (`CUDA_VISIBLE_DEVICES=0`), and run; when the device a run then opens is not the one
+/// recorded (PoCL's here), the record is forgotten, and the next run shows the driver
+/// everything again.
 #[test]
-fn a_gpu_run_shows_the_driver_one_gpu_only_as_recorded_and_forgets_a_wrong_record() {
+fn gpu_runs_show_the_driver_one_gpu_only_as_recorded_and_forget_a_wrong_record() {
     if !opencl_required() {
         return;
     }
@@ -454,14 +455,14 @@ fn a_gpu_run_shows_the_driver_one_gpu_only_as_recorded_and_forgets_a_wrong_recor
     let view = cache.join("gpu-view.json");
     let found = r#"{"shown":2,"alike":true,"gpu_is_first":true,"name":"NVIDIA H200"}"#;
     let record = format!("{{{:?}:{found}}}", driver_environment());
-    std::fs::write(&view, record).expect("gpu view");
+    std::fs::write(&view, &record).expect("gpu view");
     let input = dir.path().join("in.f32");
     write_f32(&input, &noise(1 << 14, 34));
     let p = input.to_str().expect("utf8");
     let args = ["--file", p, "--input-format", "f32", "--frame", "1024"];
-    let gpu_run = || {
+    let device_run = |device: &str| {
         let mut command = fftd();
-        command.args(args).args(["--device", "gpu"]);
+        command.args(args).args(["--device", device]);
         command
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("ROCR_VISIBLE_DEVICES");
@@ -473,7 +474,12 @@ fn a_gpu_run_shows_the_driver_one_gpu_only_as_recorded_and_forgets_a_wrong_recor
         out
     };
     let cpu = run(&[&args[..], &["--device", "cpu"]].concat());
-    let narrowed = gpu_run();
+    let auto = device_run("auto");
+    let log = stderr_text(&auto);
+    assert!(log.contains("CUDA_VISIBLE_DEVICES=0: the driver shows the GPU `--device auto`"));
+    assert_eq!(rows(&auto).len(), rows(&cpu).len());
+    std::fs::write(&view, &record).expect("gpu view"); // (auto may have forgotten it)
+    let narrowed = device_run("gpu");
     let log = stderr_text(&narrowed);
     assert!(
         log.contains("CUDA_VISIBLE_DEVICES=0: the driver shows"),
@@ -482,7 +488,7 @@ fn a_gpu_run_shows_the_driver_one_gpu_only_as_recorded_and_forgets_a_wrong_recor
     assert_eq!(rows(&narrowed).len(), rows(&cpu).len());
     let kept = std::fs::read_to_string(&view).expect("gpu view");
     assert!(!kept.contains("NVIDIA H200"), "forgotten: {kept}");
-    let whole = gpu_run();
+    let whole = device_run("gpu");
     let log = stderr_text(&whole);
     assert!(!log.contains("CUDA_VISIBLE_DEVICES"), "{log}");
     assert_eq!(rows(&whole).len(), rows(&cpu).len());

@@ -2,12 +2,14 @@
 //! every GPU it shows while its platform loads, before any context exists: on a host of two
 //! H200s the platform took 0.40–0.47 s with both shown and 0.21–0.33 s with one, and
 //! `fftd devices` 557–586 ms against 302–363 ms (session 30, docs/perf.md). A `--device gpu`
-//! run uses one GPU, so where a run here with the driver's whole view found that GPU to be the
-//! first of several alike NVIDIA GPUs (`remember`), later `gpu` runs show the driver that one
-//! alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
-//! list): the same device under the same `opencl:P:D` name, the others not brought up. Every
-//! other choice (`gpu:all` and `auto` may start more than one GPU) and hosts without NVIDIA's
-//! driver are left as they are.
+//! run uses one GPU, and `auto` and `gpu:all` one unless their first bounds the run (the others
+//! wait in reserve, `route::later_devices_in_reserve`, `route::another_device_pays`). So where a
+//! run here with the driver's whole view found the GPU they take first to be the first of
+//! several alike NVIDIA GPUs (`remember`), later `gpu` runs, and `auto` and `gpu:all` runs until
+//! one finds its first GPU bounding the run (`note_second_device_wanted`), show the driver that
+//! one alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
+//! list): the same device under the same `opencl:P:D` name, the others not brought up. Lists,
+//! named devices and hosts without NVIDIA's driver are left as they are.
 
 use super::kinds;
 use crate::fft::calibrate;
@@ -22,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// OpenCL platform lists in the same order).
 const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
 
-/// What a `gpu` run with the driver's whole view found on the NVIDIA platform.
+/// What a run with the driver's whole view found on the NVIDIA platform, and whether a run
+/// with GPUs in reserve found its first GPU bound the run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct NvidiaGpus {
     /// The platform's devices.
@@ -33,25 +36,37 @@ pub(crate) struct NvidiaGpus {
     pub gpu_is_first: bool,
     /// That device's name (a later narrowed run that finds another forgets the finding).
     pub name: String,
+    /// A narrowed run of a choice with GPUs in reserve found its first GPU bounding the run:
+    /// such runs show the driver every GPU again, so a second can start.
+    #[serde(default)]
+    pub second_wanted: bool,
 }
 
-/// Set once this process showed the driver one GPU (`narrow_gpu_view`).
+/// Set once this process showed the driver one GPU (`narrow_gpu_view`), and whether its
+/// choice keeps GPUs in reserve.
 static NARROWED: AtomicBool = AtomicBool::new(false);
+static NARROWED_RESERVE: AtomicBool = AtomicBool::new(false);
 
 fn path() -> Option<PathBuf> {
     calibrate::cache_dir().map(|d| d.join("gpu-view.json"))
 }
 
-/// Per driver environment (`kinds::environment`), what a `gpu` run found.
+/// Per driver environment (`kinds::environment`), what a run found.
 fn book() -> BTreeMap<String, NvidiaGpus> {
     calibrate::load_cached(path())
 }
 
-/// Whether a run of `choice` shows the driver only its first GPU: `gpu`, where a run in the
-/// same environment found several alike NVIDIA GPUs of which `gpu` chose the first.
+/// Whether a run of `choice` shows the driver only its first GPU: `gpu`, and `auto` and
+/// `gpu:all` unless a run found a second GPU wanted, where a run in the same environment found
+/// several alike NVIDIA GPUs of which `gpu` (and so `auto` and `gpu:all` first) takes the first.
 fn narrows(choice: &DeviceChoice, found: Option<&NvidiaGpus>) -> bool {
-    let several_alike = |f: &NvidiaGpus| f.shown > 1 && f.alike && f.gpu_is_first;
-    *choice == DeviceChoice::Gpu && found.is_some_and(several_alike)
+    let Some(found) = found.filter(|f| f.shown > 1 && f.alike && f.gpu_is_first) else {
+        return false;
+    };
+    match choice {
+        DeviceChoice::Gpu => true,
+        other => super::later_devices_in_reserve(other) && !found.second_wanted,
+    }
 }
 
 /// The value that shows the driver the first GPU it shows now (`users`: the user's
@@ -81,7 +96,10 @@ pub fn narrow_gpu_view(choice: &DeviceChoice) {
     // (no other thread runs yet: see above)
     std::env::set_var(VISIBLE, &first);
     NARROWED.store(true, Ordering::Relaxed);
-    tracing::debug!("{VISIBLE}={first}: the driver shows the GPU `--device gpu` uses alone");
+    NARROWED_RESERVE.store(super::later_devices_in_reserve(choice), Ordering::Relaxed);
+    tracing::debug!(
+        "{VISIBLE}={first}: the driver shows the GPU `--device {choice}` uses first alone"
+    );
 }
 
 /// Whether this process set `CUDA_VISIBLE_DEVICES` itself (`narrow_gpu_view`).
@@ -89,11 +107,12 @@ pub(crate) fn narrowed() -> bool {
     NARROWED.load(Ordering::Relaxed)
 }
 
-/// After a `gpu` run opened its device: records what the driver's whole view holds, or, in a
-/// narrowed run that found another GPU than the one recorded, forgets the finding (the next run
-/// looks again). Best effort, as every cache file.
+/// After a `gpu`, `auto` or `gpu:all` run listed its devices: records what the driver's whole
+/// view holds (keeping a second GPU found wanted), or, in a narrowed run that found another GPU
+/// than the one recorded, forgets the finding (the next run looks again). Best effort, as every
+/// cache file.
 pub(crate) fn remember(choice: &DeviceChoice) {
-    if *choice != DeviceChoice::Gpu {
+    if *choice != DeviceChoice::Gpu && !super::later_devices_in_reserve(choice) {
         return;
     }
     let Ok(best) = device::best_device() else {
@@ -110,12 +129,31 @@ pub(crate) fn remember(choice: &DeviceChoice) {
             other && all.remove(&environment).is_some()
         }
         false => match nvidia_gpus(&infos, &best.info) {
-            Some(found) => all.insert(environment.clone(), found.clone()) != Some(found),
+            Some(mut found) => {
+                found.second_wanted = all.get(&environment).is_some_and(|f| f.second_wanted);
+                all.insert(environment.clone(), found.clone()) != Some(found)
+            }
             None => all.remove(&environment).is_some(),
         },
     };
     tracing::debug!(found = ?all.get(&environment), changed, "the NVIDIA GPUs `gpu` sees");
     if changed {
+        calibrate::save_cached(path(), &all);
+    }
+}
+
+/// Called while a run's first GPU works, each time a second one would have paid
+/// (`route::another_device_pays`): a narrowed run of a choice with GPUs in reserve records it
+/// once, so later such runs show the driver every GPU again.
+pub(crate) fn note_second_device_wanted() {
+    static NOTED: AtomicBool = AtomicBool::new(false);
+    if !NARROWED_RESERVE.load(Ordering::Relaxed) || NOTED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let mut all = book();
+    if let Some(found) = all.get_mut(&kinds::environment()) {
+        found.second_wanted = true;
+        tracing::debug!("the first GPU bounds the run: later runs show the driver every GPU");
         calibrate::save_cached(path(), &all);
     }
 }
@@ -135,6 +173,7 @@ fn nvidia_gpus(infos: &[&DeviceInfo], best: &DeviceInfo) -> Option<NvidiaGpus> {
         alike: platform.iter().all(|d| model(d) == model(best)),
         gpu_is_first: best.device_index == 0,
         name: best.name.clone(),
+        second_wanted: false,
     })
 }
 
@@ -168,21 +207,36 @@ mod tests {
             alike,
             gpu_is_first,
             name,
+            second_wanted: false,
         }
     }
 
     #[test]
-    fn only_gpu_on_several_alike_nvidia_gpus_shows_the_driver_its_first_alone() {
+    fn runs_on_several_alike_nvidia_gpus_show_the_driver_their_first_alone() {
         let two = found(2, true, true);
-        assert!(narrows(&DeviceChoice::Gpu, Some(&two)));
+        for choice in [DeviceChoice::Gpu, DeviceChoice::Auto, DeviceChoice::AllGpus] {
+            assert!(narrows(&choice, Some(&two)), "{choice}");
+        }
+        let wanted = NvidiaGpus {
+            second_wanted: true,
+            ..two.clone()
+        };
+        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted)));
+        for reserve in [DeviceChoice::Auto, DeviceChoice::AllGpus] {
+            assert!(
+                !narrows(&reserve, Some(&wanted)),
+                "{reserve}: a second GPU paid"
+            );
+        }
         assert!(!narrows(&DeviceChoice::Gpu, None), "nothing found yet");
-        assert!(!narrows(&DeviceChoice::AllGpus, Some(&two)));
-        assert!(!narrows(&DeviceChoice::Auto, Some(&two)));
+        assert!(!narrows(&DeviceChoice::Cpu, Some(&two)));
         let named = DeviceChoice::OpenCl {
             platform: 1,
             device: 0,
         };
         assert!(!narrows(&named, Some(&two)));
+        let list = DeviceChoice::List(vec![DeviceChoice::Gpu, DeviceChoice::Cpu]);
+        assert!(!narrows(&list, Some(&two)));
         assert!(!narrows(&DeviceChoice::Gpu, Some(&found(1, true, true))));
         assert!(!narrows(&DeviceChoice::Gpu, Some(&found(2, false, true))));
         assert!(!narrows(&DeviceChoice::Gpu, Some(&found(2, true, false))));

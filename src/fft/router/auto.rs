@@ -180,6 +180,7 @@ fn auto_gpu_specs() -> Vec<LaneSpec> {
         .collect();
     if listed.is_ok() {
         kinds::remember_auto(!specs.is_empty());
+        route::gpu_view::remember(&DeviceChoice::Auto);
     }
     specs
 }
