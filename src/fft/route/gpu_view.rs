@@ -1,6 +1,6 @@
 //! Which of this host's NVIDIA GPUs the driver shows a run. NVIDIA's OpenCL driver brings up
 //! every GPU it shows while its platform loads, before any context exists: on a host of two
-//! H200s the platform took 0.40–0.47 s with both shown and 0.21–0.33 s with one, and
+//! H200s the platform took 0.35–0.47 s with both shown and 0.21–0.33 s with one, and
 //! `fftd devices` 557–586 ms against 302–363 ms (session 30, docs/perf.md). A `--device gpu`
 //! run uses one GPU, and `auto` and `gpu:all` one unless their first bounds the run (the others
 //! wait in reserve, `route::later_devices_in_reserve`, `route::another_device_pays`). So where a
