@@ -8,8 +8,10 @@
 //! several alike NVIDIA GPUs (`remember`), later `gpu` runs, and `auto` and `gpu:all` runs until
 //! one finds its first GPU bounding the run (`note_second_device_wanted`), show the driver that
 //! one alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
-//! list): the same device under the same `opencl:P:D` name, the others not brought up. Lists,
-//! named devices and hosts without NVIDIA's driver are left as they are.
+//! list): the same device under the same `opencl:P:D` name, the others not brought up. Before
+//! any run here has recorded a view, NVIDIA's kernel driver's list of GPUs decides (several of
+//! one model: `driver_lists_several_alike`), so a host's first run is narrowed too. Lists, named
+//! devices and hosts without NVIDIA's driver are left as they are.
 
 use super::kinds;
 use crate::fft::calibrate;
@@ -58,15 +60,49 @@ fn book() -> BTreeMap<String, NvidiaGpus> {
 
 /// Whether a run of `choice` shows the driver only its first GPU: `gpu`, and `auto` and
 /// `gpu:all` unless a run found a second GPU wanted, where a run in the same environment found
-/// several alike NVIDIA GPUs of which `gpu` (and so `auto` and `gpu:all` first) takes the first.
-fn narrows(choice: &DeviceChoice, found: Option<&NvidiaGpus>) -> bool {
-    let Some(found) = found.filter(|f| f.shown > 1 && f.alike && f.gpu_is_first) else {
+/// several alike NVIDIA GPUs of which `gpu` (and so `auto` and `gpu:all` first) takes the first,
+/// or, before any run has looked (`found` holds no view), where the kernel driver lists several
+/// GPUs of one model (`listed_alike`, asked only then: a first run is narrowed too).
+fn narrows(
+    choice: &DeviceChoice,
+    found: Option<&NvidiaGpus>,
+    listed_alike: impl FnOnce() -> bool,
+) -> bool {
+    let several_alike = match found.filter(|f| f.shown > 0) {
+        Some(f) => f.shown > 1 && f.alike && f.gpu_is_first,
+        None => listed_alike(),
+    };
+    let second_wanted = found.is_some_and(|f| f.second_wanted);
+    match choice {
+        _ if !several_alike => false,
+        DeviceChoice::Gpu => true,
+        other => super::later_devices_in_reserve(other) && !second_wanted,
+    }
+}
+
+/// Where NVIDIA's kernel driver lists its GPUs, a folder each with an `information` file,
+/// readable without loading the OpenCL driver.
+const DRIVER_GPUS: &str = "/proc/driver/nvidia/gpus";
+
+/// Whether NVIDIA's kernel driver lists several GPUs here, all of one model (`DRIVER_GPUS`).
+/// Alike GPUs are listed by CUDA, and so by its OpenCL platform, fastest first and then by bus,
+/// so `gpu` takes the first of them: whichever it is, it is the model `gpu` means.
+fn driver_lists_several_alike() -> bool {
+    let Ok(entries) = std::fs::read_dir(DRIVER_GPUS) else {
         return false;
     };
-    match choice {
-        DeviceChoice::Gpu => true,
-        other => super::later_devices_in_reserve(other) && !found.second_wanted,
-    }
+    let information = entries.flatten().map(|e| e.path().join("information"));
+    let texts = information.filter_map(|path| std::fs::read_to_string(path).ok());
+    let models: Vec<String> = texts
+        .filter_map(|t| model_of(&t).map(str::to_string))
+        .collect();
+    models.len() > 1 && models.iter().all(|m| *m == models[0])
+}
+
+/// The `Model:` line of a GPU's `information` file.
+fn model_of(information: &str) -> Option<&str> {
+    let model = information.lines().find_map(|l| l.strip_prefix("Model:"));
+    model.map(str::trim).filter(|m| !m.is_empty())
 }
 
 /// The value that shows the driver the first GPU it shows now (`users`: the user's
@@ -86,7 +122,7 @@ fn first_shown(users: Option<&str>) -> Option<String> {
 /// written.
 pub fn narrow_gpu_view(choice: &DeviceChoice) {
     let environment = kinds::environment(); // (read here first: see there)
-    if !narrows(choice, book().get(&environment)) {
+    if !narrows(choice, book().get(&environment), driver_lists_several_alike) {
         return;
     }
     let users = std::env::var(VISIBLE).ok();
@@ -123,9 +159,8 @@ pub(crate) fn remember(choice: &DeviceChoice) {
     let environment = kinds::environment();
     let changed = match narrowed() {
         true => {
-            let other = all
-                .get(&environment)
-                .is_some_and(|f| f.name != best.info.name);
+            let other =
+                (all.get(&environment)).is_some_and(|f| f.shown > 0 && f.name != best.info.name);
             other && all.remove(&environment).is_some()
         }
         false => match nvidia_gpus(&infos, &best.info) {
@@ -151,11 +186,10 @@ pub(crate) fn note_second_device_wanted() {
         return;
     }
     let mut all = book();
-    if let Some(found) = all.get_mut(&kinds::environment()) {
-        found.second_wanted = true;
-        tracing::debug!("the first GPU bounds the run: later runs show the driver every GPU");
-        calibrate::save_cached(path(), &all);
-    }
+    // (a first run narrowed by the kernel driver's list has no view recorded yet)
+    all.entry(kinds::environment()).or_default().second_wanted = true;
+    tracing::debug!("the first GPU bounds the run: later runs show the driver every GPU");
+    calibrate::save_cached(path(), &all);
 }
 
 /// The NVIDIA platform's devices as `gpu` (choosing `best`) finds them, from the whole view;
@@ -211,35 +245,75 @@ mod tests {
         }
     }
 
+    fn never() -> bool {
+        false
+    }
+
     #[test]
     fn runs_on_several_alike_nvidia_gpus_show_the_driver_their_first_alone() {
         let two = found(2, true, true);
         for choice in [DeviceChoice::Gpu, DeviceChoice::Auto, DeviceChoice::AllGpus] {
-            assert!(narrows(&choice, Some(&two)), "{choice}");
+            assert!(narrows(&choice, Some(&two), never), "{choice}");
         }
         let wanted = NvidiaGpus {
             second_wanted: true,
             ..two.clone()
         };
-        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted)));
+        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted), never));
         for reserve in [DeviceChoice::Auto, DeviceChoice::AllGpus] {
             assert!(
-                !narrows(&reserve, Some(&wanted)),
+                !narrows(&reserve, Some(&wanted), never),
                 "{reserve}: a second GPU paid"
             );
         }
-        assert!(!narrows(&DeviceChoice::Gpu, None), "nothing found yet");
-        assert!(!narrows(&DeviceChoice::Cpu, Some(&two)));
+        assert!(
+            !narrows(&DeviceChoice::Gpu, None, never),
+            "nothing found yet"
+        );
+        assert!(!narrows(&DeviceChoice::Cpu, Some(&two), never));
         let named = DeviceChoice::OpenCl {
             platform: 1,
             device: 0,
         };
-        assert!(!narrows(&named, Some(&two)));
+        assert!(!narrows(&named, Some(&two), never));
         let list = DeviceChoice::List(vec![DeviceChoice::Gpu, DeviceChoice::Cpu]);
-        assert!(!narrows(&list, Some(&two)));
-        assert!(!narrows(&DeviceChoice::Gpu, Some(&found(1, true, true))));
-        assert!(!narrows(&DeviceChoice::Gpu, Some(&found(2, false, true))));
-        assert!(!narrows(&DeviceChoice::Gpu, Some(&found(2, true, false))));
+        assert!(!narrows(&list, Some(&two), never));
+        assert!(!narrows(
+            &DeviceChoice::Gpu,
+            Some(&found(1, true, true)),
+            never
+        ));
+        assert!(!narrows(
+            &DeviceChoice::Gpu,
+            Some(&found(2, false, true)),
+            never
+        ));
+        assert!(!narrows(
+            &DeviceChoice::Gpu,
+            Some(&found(2, true, false)),
+            never
+        ));
+    }
+
+    #[test]
+    fn before_any_view_is_recorded_the_kernel_drivers_list_decides() {
+        let listed = || true;
+        assert!(narrows(&DeviceChoice::Gpu, None, listed));
+        assert!(narrows(&DeviceChoice::AllGpus, None, listed));
+        let wanted_only = NvidiaGpus {
+            second_wanted: true,
+            ..Default::default()
+        };
+        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted_only), listed));
+        assert!(!narrows(&DeviceChoice::Auto, Some(&wanted_only), listed));
+        let recorded_apart = found(2, false, true);
+        assert!(
+            !narrows(&DeviceChoice::Gpu, Some(&recorded_apart), listed),
+            "a view wins"
+        );
+        let h200 = "Model: \t\t NVIDIA H200\nIRQ:   \t\t 35\nBus Location: \t 0000:18:00.0\n";
+        assert_eq!(model_of(h200), Some("NVIDIA H200"));
+        assert_eq!(model_of("IRQ: 35\n"), None);
     }
 
     #[test]
