@@ -48,8 +48,10 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Fleet(command)) => fftd::app::fleet_args::run_fleet(command),
         None => {
             let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
-            // (before any thread starts and before OpenCL loads)
-            fftd::fft::narrow_gpu_view(&settings.engine.device);
+            let (device, live) = (&settings.engine.device, settings.source.input.is_live());
+            // SAFETY: no other thread has started (parsing, logging and settings start none)
+            // and OpenCL is not loaded: nothing reads the environment while it changes.
+            unsafe { fftd::fft::narrow_gpu_view(device, live) };
             let nats = cli.nats.spec();
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = nats.clone();

@@ -172,6 +172,8 @@ impl Control {
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.
 pub fn run(run_spec: &RunSpec, signals: Signals) -> Result<()> {
+    // (what decides which devices a run sees, read before OpenCL loads: see there)
+    crate::fft::route::kinds::environment();
     run_spec
         .analysis
         .precision

@@ -18,7 +18,7 @@ pub enum Input {
 
 impl Input {
     /// Whether the input is live (the microphone or a receiver): read as it comes.
-    pub(crate) fn is_live(&self) -> bool {
+    pub fn is_live(&self) -> bool {
         matches!(self, Input::Mic(_)) || self.has_receiver()
     }
 

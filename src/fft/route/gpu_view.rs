@@ -19,29 +19,33 @@ use crate::fft::device_choice::DeviceChoice;
 use crate::fft::opencl::device::{self, DeviceInfo};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The variable NVIDIA's driver reads for the GPUs it shows (by CUDA's numbering, which its
 /// OpenCL platform lists in the same order).
 const VISIBLE: &str = "CUDA_VISIBLE_DEVICES";
 
-/// What a run with the driver's whole view found on the NVIDIA platform, and whether a run
-/// with GPUs in reserve found its first GPU bound the run.
+/// What a run with the driver's whole view found on the NVIDIA platform, and what narrowed runs
+/// learned since.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct NvidiaGpus {
-    /// The platform's devices.
-    pub shown: usize,
+struct NvidiaGpus {
+    /// The platform's devices (0: no view recorded, only what narrowed runs learned).
+    shown: usize,
     /// All of them the same model (name, compute units, memory): any one is the GPU `gpu` means.
-    pub alike: bool,
+    alike: bool,
     /// `--device gpu` chose the platform's first device.
-    pub gpu_is_first: bool,
-    /// That device's name (a later narrowed run that finds another forgets the finding).
-    pub name: String,
-    /// A narrowed run of a choice with GPUs in reserve found its first GPU bounding the run:
-    /// such runs show the driver every GPU again, so a second can start.
+    gpu_is_first: bool,
+    /// That device's name (a narrowed run that finds another model forgets the view).
+    name: String,
+    /// A narrowed run of `auto` or `gpu:all` found its first GPU bounding the run: they show
+    /// the driver every GPU again, so a second can start.
     #[serde(default)]
-    pub second_wanted: bool,
+    second_wanted: bool,
+    /// A narrowed run found no device of NVIDIA's platform (the GPU shown cannot serve OpenCL:
+    /// MIG, a compute mode): no run here is narrowed again.
+    #[serde(default)]
+    refused: bool,
 }
 
 /// Set once this process showed the driver one GPU (`narrow_gpu_view`), and whether its
@@ -53,50 +57,61 @@ fn path() -> Option<PathBuf> {
     calibrate::cache_dir().map(|d| d.join("gpu-view.json"))
 }
 
-/// Per driver environment (`kinds::environment`), what a run found.
+/// Per driver environment (`kinds::environment`), what runs found.
 fn book() -> BTreeMap<String, NvidiaGpus> {
     calibrate::load_cached(path())
 }
 
-/// Whether a run of `choice` shows the driver only its first GPU: `gpu`, and `auto` and
-/// `gpu:all` unless a run found a second GPU wanted, where a run in the same environment found
-/// several alike NVIDIA GPUs of which `gpu` (and so `auto` and `gpu:all` first) takes the first,
-/// or, before any run has looked (`found` holds no view), where the kernel driver lists several
-/// GPUs of one model (`listed_alike`, asked only then: a first run is narrowed too).
+/// Whether a run of `choice` shows the driver only its first GPU: `gpu`; `auto`, and `gpu:all`
+/// on a file (live input opens every device before the run, so none would ever be found
+/// wanted), until a run found a second GPU wanted; never once a narrowed run found no NVIDIA
+/// device. And only where the GPUs are several of one model, `gpu` taking the first: as a run
+/// with the driver's whole view found them (`found`) and as the kernel driver lists them
+/// (`listed`: None where it lists none to read); either alone where there is no other.
 fn narrows(
-    choice: &DeviceChoice,
-    found: Option<&NvidiaGpus>,
-    listed_alike: impl FnOnce() -> bool,
+    (choice, live): (&DeviceChoice, bool),
+    found: impl FnOnce() -> Option<NvidiaGpus>,
+    listed: impl FnOnce() -> Option<bool>,
 ) -> bool {
-    let several_alike = match found.filter(|f| f.shown > 0) {
-        Some(f) => f.shown > 1 && f.alike && f.gpu_is_first,
-        None => listed_alike(),
-    };
-    let second_wanted = found.is_some_and(|f| f.second_wanted);
-    match choice {
-        _ if !several_alike => false,
-        DeviceChoice::Gpu => true,
-        other => super::later_devices_in_reserve(other) && !second_wanted,
+    if !matches!(
+        choice,
+        DeviceChoice::Gpu | DeviceChoice::Auto | DeviceChoice::AllGpus
+    ) {
+        return false;
     }
+    let found = found();
+    let learned = |f: &NvidiaGpus| (f.second_wanted, f.refused);
+    let (second_wanted, refused) = found.as_ref().map_or((false, false), learned);
+    let for_choice = match choice {
+        DeviceChoice::Gpu => true,
+        DeviceChoice::Auto => !second_wanted,
+        _ => !live && !second_wanted,
+    };
+    let seen = (found.filter(|f| f.shown > 0)).map(|f| f.shown > 1 && f.alike && f.gpu_is_first);
+    let several_alike = match (seen, listed()) {
+        (Some(seen), Some(listed)) => seen && listed,
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => false,
+    };
+    for_choice && !refused && several_alike
 }
 
 /// Where NVIDIA's kernel driver lists its GPUs, a folder each with an `information` file,
 /// readable without loading the OpenCL driver.
 const DRIVER_GPUS: &str = "/proc/driver/nvidia/gpus";
 
-/// Whether NVIDIA's kernel driver lists several GPUs here, all of one model (`DRIVER_GPUS`).
-/// Alike GPUs are listed by CUDA, and so by its OpenCL platform, fastest first and then by bus,
-/// so `gpu` takes the first of them: whichever it is, it is the model `gpu` means.
-fn driver_lists_several_alike() -> bool {
-    let Ok(entries) = std::fs::read_dir(DRIVER_GPUS) else {
-        return false;
-    };
+/// Whether NVIDIA's kernel driver lists several GPUs in `dir` (`DRIVER_GPUS`), all of one
+/// model; None where it cannot be read. Alike GPUs are listed by CUDA, and so by its OpenCL
+/// platform, fastest first and then by bus, so `gpu` takes the first of them: whichever it is,
+/// it is the model `gpu` means.
+fn driver_lists_several_alike(dir: &Path) -> Option<bool> {
+    let entries = std::fs::read_dir(dir).ok()?;
     let information = entries.flatten().map(|e| e.path().join("information"));
     let texts = information.filter_map(|path| std::fs::read_to_string(path).ok());
     let models: Vec<String> = texts
         .filter_map(|t| model_of(&t).map(str::to_string))
         .collect();
-    models.len() > 1 && models.iter().all(|m| *m == models[0])
+    Some(models.len() > 1 && models.iter().all(|m| *m == models[0]))
 }
 
 /// The `Model:` line of a GPU's `information` file.
@@ -116,65 +131,94 @@ fn first_shown(users: Option<&str>) -> Option<String> {
     first.filter(|f| !f.is_empty()).map(str::to_string)
 }
 
-/// Shows NVIDIA's driver only the GPU a run of `choice` uses, where `narrows` says so. To be
-/// called by the program's main thread before it starts any other thread and before OpenCL
-/// loads: the environment is changed, which another thread reading it meanwhile could see half
-/// written.
-pub fn narrow_gpu_view(choice: &DeviceChoice) {
-    let environment = kinds::environment(); // (read here first: see there)
-    if !narrows(choice, book().get(&environment), driver_lists_several_alike) {
+/// Shows NVIDIA's driver only the GPU a run of `choice` (on live input or not) uses first,
+/// where `narrows` says so.
+///
+/// # Safety
+///
+/// To be called by the program's main thread before it starts any other thread (and before
+/// OpenCL loads): it changes the process's environment, which another thread reading it
+/// meanwhile could see half written.
+pub unsafe fn narrow_gpu_view(choice: &DeviceChoice, live: bool) {
+    let environment = kinds::environment(); // (read here first, before OpenCL loads: see there)
+    let found = || book().remove(&environment);
+    let listed = || driver_lists_several_alike(Path::new(DRIVER_GPUS));
+    if !narrows((choice, live), found, listed) {
         return;
     }
     let users = std::env::var(VISIBLE).ok();
     let Some(first) = first_shown(users.as_deref()) else {
         return;
     };
-    // (no other thread runs yet: see above)
     std::env::set_var(VISIBLE, &first);
     NARROWED.store(true, Ordering::Relaxed);
-    NARROWED_RESERVE.store(super::later_devices_in_reserve(choice), Ordering::Relaxed);
+    NARROWED_RESERVE.store(*choice != DeviceChoice::Gpu, Ordering::Relaxed);
     tracing::debug!(
         "{VISIBLE}={first}: the driver shows the GPU `--device {choice}` uses first alone"
     );
 }
 
-/// Whether this process set `CUDA_VISIBLE_DEVICES` itself (`narrow_gpu_view`).
-pub(crate) fn narrowed() -> bool {
-    NARROWED.load(Ordering::Relaxed)
-}
-
-/// After a `gpu`, `auto` or `gpu:all` run listed its devices: records what the driver's whole
-/// view holds (keeping a second GPU found wanted), or, in a narrowed run that found another GPU
-/// than the one recorded, forgets the finding (the next run looks again). Best effort, as every
-/// cache file.
+/// After a `gpu`, `auto` or `gpu:all` run listed its devices: records what it found
+/// (`after_whole_view`, `after_narrowed`). Best effort, as every cache file.
 pub(crate) fn remember(choice: &DeviceChoice) {
-    if *choice != DeviceChoice::Gpu && !super::later_devices_in_reserve(choice) {
+    if !matches!(
+        choice,
+        DeviceChoice::Gpu | DeviceChoice::Auto | DeviceChoice::AllGpus
+    ) {
         return;
     }
     let Ok(best) = device::best_device() else {
         return;
     };
-    let infos: Vec<&DeviceInfo> = device::all_devices().iter().map(|d| &d.info).collect();
     let mut all = book();
     let environment = kinds::environment();
-    let changed = match narrowed() {
-        true => {
-            let other =
-                (all.get(&environment)).is_some_and(|f| f.shown > 0 && f.name != best.info.name);
-            other && all.remove(&environment).is_some()
-        }
-        false => match nvidia_gpus(&infos, &best.info) {
-            Some(mut found) => {
-                found.second_wanted = all.get(&environment).is_some_and(|f| f.second_wanted);
-                all.insert(environment.clone(), found.clone()) != Some(found)
-            }
-            None => all.remove(&environment).is_some(),
-        },
+    let before = all.get(&environment).cloned();
+    let after = if NARROWED.load(Ordering::Relaxed) {
+        after_narrowed(before.clone(), &best.info)
+    } else {
+        let infos: Vec<&DeviceInfo> = device::all_devices().iter().map(|d| &d.info).collect();
+        after_whole_view(before.clone(), &infos, &best.info)
     };
-    tracing::debug!(found = ?all.get(&environment), changed, "the NVIDIA GPUs `gpu` sees");
-    if changed {
-        calibrate::save_cached(path(), &all);
+    tracing::debug!(?after, "what the NVIDIA platform shows `--device {choice}`");
+    if after == before {
+        return;
     }
+    match after {
+        Some(after) => all.insert(environment, after),
+        None => all.remove(&environment),
+    };
+    calibrate::save_cached(path(), &all);
+}
+
+/// What a run with the driver's whole view records, `gpu` taking `best`: the NVIDIA platform's
+/// devices, keeping what narrowed runs learned; where `best` is not NVIDIA's, only that.
+fn after_whole_view(
+    before: Option<NvidiaGpus>,
+    infos: &[&DeviceInfo],
+    best: &DeviceInfo,
+) -> Option<NvidiaGpus> {
+    let learned = before.filter(|b| b.second_wanted || b.refused);
+    let Some(mut found) = nvidia_gpus(infos, best) else {
+        return learned.map(|b| NvidiaGpus { shown: 0, ..b });
+    };
+    if let Some(b) = learned {
+        (found.second_wanted, found.refused) = (b.second_wanted, b.refused);
+    }
+    Some(found)
+}
+
+/// What a narrowed run records, `gpu` taking `best`: a refusal where it is not on NVIDIA's
+/// platform; no view where it is another model than the one recorded (the next run looks
+/// again); else what was recorded.
+fn after_narrowed(before: Option<NvidiaGpus>, best: &DeviceInfo) -> Option<NvidiaGpus> {
+    if !best.platform_name.contains("NVIDIA") {
+        let refused = NvidiaGpus {
+            refused: true,
+            ..before.unwrap_or_default()
+        };
+        return Some(refused);
+    }
+    before.filter(|b| b.shown == 0 || b.name == best.name)
 }
 
 /// Called while a run's first GPU works, each time a second one would have paid
@@ -208,6 +252,7 @@ fn nvidia_gpus(infos: &[&DeviceInfo], best: &DeviceInfo) -> Option<NvidiaGpus> {
         gpu_is_first: best.device_index == 0,
         name: best.name.clone(),
         second_wanted: false,
+        refused: false,
     })
 }
 
@@ -234,85 +279,141 @@ mod tests {
         }
     }
 
+    fn pocl() -> DeviceInfo {
+        let mut pocl = h200(0);
+        (pocl.platform_index, pocl.platform_name) = (0, "Portable Computing Language".into());
+        pocl.name = "cpu-haswell".into();
+        pocl
+    }
+
     fn found(shown: usize, alike: bool, gpu_is_first: bool) -> NvidiaGpus {
-        let name = "NVIDIA H200".into();
         NvidiaGpus {
             shown,
             alike,
             gpu_is_first,
-            name,
-            second_wanted: false,
+            name: "NVIDIA H200".into(),
+            ..Default::default()
         }
     }
 
-    fn never() -> bool {
-        false
+    /// `narrows` for `choice` on a file, with `record` found and the kernel driver's list.
+    fn narrows_with(
+        choice: &DeviceChoice,
+        record: Option<&NvidiaGpus>,
+        listed: Option<bool>,
+    ) -> bool {
+        narrows((choice, false), || record.cloned(), || listed)
     }
 
     #[test]
-    fn runs_on_several_alike_nvidia_gpus_show_the_driver_their_first_alone() {
+    fn gpu_auto_and_gpu_all_on_several_alike_nvidia_gpus_show_the_driver_their_first_alone() {
         let two = found(2, true, true);
         for choice in [DeviceChoice::Gpu, DeviceChoice::Auto, DeviceChoice::AllGpus] {
-            assert!(narrows(&choice, Some(&two), never), "{choice}");
+            assert!(narrows_with(&choice, Some(&two), None), "{choice}");
         }
         let wanted = NvidiaGpus {
             second_wanted: true,
             ..two.clone()
         };
-        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted), never));
+        assert!(narrows_with(&DeviceChoice::Gpu, Some(&wanted), None));
         for reserve in [DeviceChoice::Auto, DeviceChoice::AllGpus] {
             assert!(
-                !narrows(&reserve, Some(&wanted), never),
-                "{reserve}: a second GPU paid"
+                !narrows_with(&reserve, Some(&wanted), None),
+                "{reserve}: a second paid"
             );
         }
+        let live = |choice: &DeviceChoice| narrows((choice, true), || Some(two.clone()), || None);
+        assert!(live(&DeviceChoice::Gpu) && live(&DeviceChoice::Auto));
         assert!(
-            !narrows(&DeviceChoice::Gpu, None, never),
-            "nothing found yet"
+            !live(&DeviceChoice::AllGpus),
+            "live gpu:all opens every device first"
         );
-        assert!(!narrows(&DeviceChoice::Cpu, Some(&two), never));
         let named = DeviceChoice::OpenCl {
             platform: 1,
             device: 0,
         };
-        assert!(!narrows(&named, Some(&two), never));
         let list = DeviceChoice::List(vec![DeviceChoice::Gpu, DeviceChoice::Cpu]);
-        assert!(!narrows(&list, Some(&two), never));
-        assert!(!narrows(
+        for other in [DeviceChoice::Cpu, named, list] {
+            assert!(!narrows_with(&other, Some(&two), Some(true)), "{other}");
+        }
+        for apart in [
+            found(1, true, true),
+            found(2, false, true),
+            found(2, true, false),
+        ] {
+            assert!(
+                !narrows_with(&DeviceChoice::Gpu, Some(&apart), None),
+                "{apart:?}"
+            );
+        }
+        let refused = NvidiaGpus {
+            refused: true,
+            ..two.clone()
+        };
+        assert!(!narrows_with(
             &DeviceChoice::Gpu,
-            Some(&found(1, true, true)),
-            never
-        ));
-        assert!(!narrows(
-            &DeviceChoice::Gpu,
-            Some(&found(2, false, true)),
-            never
-        ));
-        assert!(!narrows(
-            &DeviceChoice::Gpu,
-            Some(&found(2, true, false)),
-            never
+            Some(&refused),
+            Some(true)
         ));
     }
 
     #[test]
-    fn before_any_view_is_recorded_the_kernel_drivers_list_decides() {
-        let listed = || true;
-        assert!(narrows(&DeviceChoice::Gpu, None, listed));
-        assert!(narrows(&DeviceChoice::AllGpus, None, listed));
-        let wanted_only = NvidiaGpus {
+    fn the_kernel_drivers_list_decides_alone_before_a_view_and_must_agree_after() {
+        assert!(
+            narrows_with(&DeviceChoice::Gpu, None, Some(true)),
+            "a first run"
+        );
+        assert!(!narrows_with(&DeviceChoice::Gpu, None, Some(false)));
+        assert!(
+            !narrows_with(&DeviceChoice::Gpu, None, None),
+            "nothing known"
+        );
+        let two = found(2, true, true);
+        assert!(narrows_with(&DeviceChoice::Gpu, Some(&two), Some(true)));
+        assert!(
+            !narrows_with(&DeviceChoice::Gpu, Some(&two), Some(false)),
+            "a GPU added"
+        );
+        let learned_only = NvidiaGpus {
             second_wanted: true,
             ..Default::default()
         };
-        assert!(narrows(&DeviceChoice::Gpu, Some(&wanted_only), listed));
-        assert!(!narrows(&DeviceChoice::Auto, Some(&wanted_only), listed));
-        let recorded_apart = found(2, false, true);
-        assert!(
-            !narrows(&DeviceChoice::Gpu, Some(&recorded_apart), listed),
-            "a view wins"
+        assert!(narrows_with(
+            &DeviceChoice::Gpu,
+            Some(&learned_only),
+            Some(true)
+        ));
+        assert!(!narrows_with(
+            &DeviceChoice::Auto,
+            Some(&learned_only),
+            Some(true)
+        ));
+    }
+
+    #[test]
+    fn the_kernel_drivers_list_is_read_from_each_gpus_information_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let gpu = |bus: &str, model: &str| {
+            let folder = dir.path().join(bus);
+            std::fs::create_dir_all(&folder).expect("gpu folder");
+            let text = format!("Model: \t\t {model}\nIRQ:   \t\t 41\nBus Location: \t {bus}\n");
+            std::fs::write(folder.join("information"), text).expect("information");
+        };
+        assert_eq!(driver_lists_several_alike(&dir.path().join("none")), None);
+        gpu("0000:00:06.0", "NVIDIA H200");
+        assert_eq!(
+            driver_lists_several_alike(dir.path()),
+            Some(false),
+            "one GPU"
         );
-        let h200 = "Model: \t\t NVIDIA H200\nIRQ:   \t\t 35\nBus Location: \t 0000:18:00.0\n";
-        assert_eq!(model_of(h200), Some("NVIDIA H200"));
+        gpu("0000:00:07.0", "NVIDIA H200");
+        assert_eq!(driver_lists_several_alike(dir.path()), Some(true));
+        gpu("0000:00:08.0", "NVIDIA L4");
+        assert_eq!(
+            driver_lists_several_alike(dir.path()),
+            Some(false),
+            "two models"
+        );
         assert_eq!(model_of("IRQ: 35\n"), None);
     }
 
@@ -345,19 +446,54 @@ mod tests {
     }
 
     #[test]
-    fn the_nvidia_platform_is_read_from_the_whole_view() {
-        let (first, second) = (h200(0), h200(1));
-        let mut pocl = h200(0);
-        (pocl.platform_index, pocl.platform_name) = (0, "Portable Computing Language".into());
+    fn a_whole_view_records_the_nvidia_platform_and_keeps_what_narrowed_runs_learned() {
+        let (first, second, pocl) = (h200(0), h200(1), pocl());
         let infos = [&pocl, &first, &second];
         assert_eq!(nvidia_gpus(&infos, &first), Some(found(2, true, true)));
         assert_eq!(nvidia_gpus(&infos, &second), Some(found(2, true, false)));
         assert_eq!(nvidia_gpus(&infos, &pocl), None, "not NVIDIA's platform");
         let mut smaller = h200(1);
         smaller.compute_units = 114;
+        let apart = nvidia_gpus(&[&pocl, &first, &smaller], &first);
+        assert_eq!(apart, Some(found(2, false, true)));
+        let wanted = NvidiaGpus {
+            second_wanted: true,
+            ..Default::default()
+        };
+        let after = after_whole_view(Some(wanted.clone()), &infos, &first);
+        assert!(after
+            .as_ref()
+            .is_some_and(|a| a.second_wanted && a.shown == 2));
         assert_eq!(
-            nvidia_gpus(&[&pocl, &first, &smaller], &first),
-            Some(found(2, false, true))
+            after_whole_view(Some(wanted.clone()), &infos, &pocl),
+            Some(wanted)
         );
+        assert_eq!(
+            after_whole_view(Some(found(2, true, true)), &infos, &pocl),
+            None
+        );
+    }
+
+    #[test]
+    fn a_narrowed_run_refuses_a_view_without_nvidia_and_forgets_one_of_another_model() {
+        let two = found(2, true, true);
+        let refused = after_narrowed(Some(two.clone()), &pocl());
+        assert!(refused.is_some_and(|r| r.refused && r.shown == 2));
+        assert!(
+            after_narrowed(None, &pocl()).is_some_and(|r| r.refused),
+            "a first run"
+        );
+        assert_eq!(
+            after_narrowed(Some(two.clone()), &h200(0)),
+            Some(two.clone())
+        );
+        let mut l4 = h200(0);
+        l4.name = "NVIDIA L4".into();
+        assert_eq!(
+            after_narrowed(Some(two), &l4),
+            None,
+            "another model: look again"
+        );
+        assert_eq!(after_narrowed(None, &l4), None);
     }
 }

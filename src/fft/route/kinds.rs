@@ -99,7 +99,7 @@ fn findings() -> Findings {
 /// run's main thread before OpenCL loads (`gpu_view::narrow_gpu_view`): the ICD loader cuts
 /// `OCL_ICD_FILENAMES` at its first `:` in place while it loads (seen on a GPU host, session
 /// 30), and the `CUDA_VISIBLE_DEVICES` that counts is the user's, not one this process sets.
-pub(super) fn environment() -> String {
+pub(crate) fn environment() -> String {
     static ENVIRONMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ENVIRONMENT.get_or_init(read_environment).clone()
 }
