@@ -52,8 +52,16 @@ const GPU_DRIVERS: [(&str, &str); 2] = [("/dev/nvidiactl", "nvidia"), ("/dev/kfd
 
 /// Whether a GPU's kernel driver is loaded here and its OpenCL driver registered with the ICD
 /// loader (in `OCL_ICD_FILENAMES`, or a `.icd` file of `OCL_ICD_VENDORS` or
-/// /etc/OpenCL/vendors), without opening OpenCL.
+/// /etc/OpenCL/vendors), without opening OpenCL. The registrations are read only where a GPU's
+/// device file exists (on a machine without a GPU, none is read).
 fn gpu_driver_present() -> bool {
+    let loaded: Vec<&str> = (GPU_DRIVERS.iter())
+        .filter(|(device_file, _)| std::path::Path::new(device_file).exists())
+        .map(|&(_, library)| library)
+        .collect();
+    if loaded.is_empty() {
+        return false;
+    }
     let dir = std::env::var("OCL_ICD_VENDORS").unwrap_or_else(|_| "/etc/OpenCL/vendors".into());
     let mut registered: Vec<String> = std::env::var("OCL_ICD_FILENAMES").into_iter().collect();
     if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -61,12 +69,12 @@ fn gpu_driver_present() -> bool {
         let icd_files = icd_files.filter(|p| p.extension().is_some_and(|x| x == "icd"));
         registered.extend(icd_files.filter_map(|p| std::fs::read_to_string(p).ok()));
     }
-    GPU_DRIVERS.iter().any(|(device_file, library)| {
-        std::path::Path::new(device_file).exists()
-            && registered
-                .iter()
-                .any(|r| r.to_lowercase().contains(library))
-    })
+    let names = |library: &str| {
+        registered
+            .iter()
+            .any(|r| r.to_lowercase().contains(library))
+    };
+    loaded.into_iter().any(names)
 }
 
 /// Records whether `choice` (just opened) names GPU-type devices alone; a GPU found so also
