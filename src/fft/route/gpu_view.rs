@@ -62,6 +62,15 @@ fn book() -> BTreeMap<String, NvidiaGpus> {
     calibrate::load_cached(path())
 }
 
+/// The choices whose runs use one GPU first: `gpu`, and `auto` and `gpu:all` (their others
+/// wait in reserve). Only their runs are narrowed, and only they record what they found.
+fn uses_one_gpu_first(choice: &DeviceChoice) -> bool {
+    matches!(
+        choice,
+        DeviceChoice::Gpu | DeviceChoice::Auto | DeviceChoice::AllGpus
+    )
+}
+
 /// Whether a run of `choice` shows the driver only its first GPU: `gpu`; `auto`, and `gpu:all`
 /// on a file (live input opens every device before the run, so none would ever be found
 /// wanted), until a run found a second GPU wanted; never once a narrowed run found no NVIDIA
@@ -73,10 +82,7 @@ fn narrows(
     found: impl FnOnce() -> Option<NvidiaGpus>,
     listed: impl FnOnce() -> Option<bool>,
 ) -> bool {
-    if !matches!(
-        choice,
-        DeviceChoice::Gpu | DeviceChoice::Auto | DeviceChoice::AllGpus
-    ) {
+    if !uses_one_gpu_first(choice) {
         return false;
     }
     let found = found();
@@ -161,10 +167,7 @@ pub unsafe fn narrow_gpu_view(choice: &DeviceChoice, live: bool) {
 /// After a `gpu`, `auto` or `gpu:all` run listed its devices: records what it found
 /// (`after_whole_view`, `after_narrowed`). Best effort, as every cache file.
 pub(crate) fn remember(choice: &DeviceChoice) {
-    if !matches!(
-        choice,
-        DeviceChoice::Gpu | DeviceChoice::Auto | DeviceChoice::AllGpus
-    ) {
+    if !uses_one_gpu_first(choice) {
         return;
     }
     let Ok(best) = device::best_device() else {
@@ -211,7 +214,7 @@ fn after_whole_view(
 /// platform; no view where it is another model than the one recorded (the next run looks
 /// again); else what was recorded.
 fn after_narrowed(before: Option<NvidiaGpus>, best: &DeviceInfo) -> Option<NvidiaGpus> {
-    if !best.platform_name.contains("NVIDIA") {
+    if !on_nvidia_platform(best) {
         let refused = NvidiaGpus {
             refused: true,
             ..before.unwrap_or_default()
@@ -236,10 +239,15 @@ pub(crate) fn note_second_device_wanted() {
     calibrate::save_cached(path(), &all);
 }
 
+/// Whether `device` is on NVIDIA's own OpenCL platform (the one `CUDA_VISIBLE_DEVICES` steers).
+fn on_nvidia_platform(device: &DeviceInfo) -> bool {
+    device.platform_name.contains("NVIDIA")
+}
+
 /// The NVIDIA platform's devices as `gpu` (choosing `best`) finds them, from the whole view;
 /// None where `best` is not on NVIDIA's own platform.
 fn nvidia_gpus(infos: &[&DeviceInfo], best: &DeviceInfo) -> Option<NvidiaGpus> {
-    if !best.platform_name.contains("NVIDIA") {
+    if !on_nvidia_platform(best) {
         return None;
     }
     let platform: Vec<&DeviceInfo> = (infos.iter().copied())
