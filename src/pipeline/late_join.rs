@@ -252,9 +252,11 @@ const FIXED_SET_PAYBACK: f64 = 3.0;
 /// driver calls (its batches took 2–28 ms instead of 0.2–0.3 for 100–150 ms after it joined),
 /// but a set made first delays its join. On H200s at 4 GiB the set made first was faster on 16
 /// and 4 cores (log-mel 0.485 against 0.550 s on 16) and slower on 32 cores (65536 hop 8192
-/// 0.983 against 0.927 s, f64 1.009 against 0.960, the set 768 MiB there) and on 1 GiB on 16
-/// cores (65536 0.485 against 0.452 s); this rule sides with the faster way in each of these
-/// (docs/perf.md, session 29). With the work left unknown (a live input), it pays.
+/// 0.983 against 0.927 s, f64 1.009 against 0.960, the set 768 MiB there: 32 blocks a pool
+/// then) and on 1 GiB on 16 cores (65536 0.485 against 0.452 s); this rule sides with the faster
+/// way in each of these (docs/perf.md, session 29). Since session 31 the set is 12 sample and 16
+/// spectra blocks on any host (`pool::DEVICE_SAMPLE_BLOCKS`), so it pays more often on 32 cores.
+/// With the work left unknown (a live input), it pays.
 fn fixed_set_pays(left: Option<Duration>, set_bytes: usize) -> bool {
     let making = Duration::from_secs_f64(set_bytes as f64 / PIN_BYTES_PER_S);
     left.is_none_or(|left| left >= making.mul_f64(FIXED_SET_PAYBACK))
@@ -327,12 +329,12 @@ mod tests {
     fn a_fixed_set_is_made_first_only_where_the_work_left_pays_for_its_making() {
         let mib = |m: usize| m << 20;
         let ms = Duration::from_millis;
-        // 16 cores, 4 GiB log-mel: 16 blocks of 4 + 1 MiB, ~0.55 s left at the join
-        assert!(fixed_set_pays(Some(ms(550)), 16 * mib(5)));
-        // 32 cores, 4 GiB f64: 32 blocks of 8 + 16 MiB, ~0.6 s left
-        assert!(!fixed_set_pays(Some(ms(600)), 32 * mib(24)));
-        // 16 cores, 1 GiB 65536 hop 8192: 16 blocks of 2 + 8 MiB, ~0.2 s left
-        assert!(!fixed_set_pays(Some(ms(200)), 16 * mib(10)));
+        // 4 GiB log-mel: 12 blocks of 4 MiB and 16 of 1 MiB, ~0.55 s left at the join
+        assert!(fixed_set_pays(Some(ms(550)), 12 * mib(4) + 16 * mib(1)));
+        // 4 GiB f64: 12 blocks of 8 MiB and 16 of 16 MiB, ~0.6 s left
+        assert!(!fixed_set_pays(Some(ms(600)), 12 * mib(8) + 16 * mib(16)));
+        // 1 GiB 65536 hop 8192: 12 blocks of 2 MiB and 16 of 8 MiB, ~0.2 s left
+        assert!(!fixed_set_pays(Some(ms(200)), 12 * mib(2) + 16 * mib(8)));
         assert!(fixed_set_pays(None, 16 * mib(10)), "the work left unknown");
     }
 

@@ -253,17 +253,21 @@ fn join_lane<T: Sample>(
     // batches live in the lane's device's pinned memory when it has some (no staging copies)
     let pinned = lane.engines.iter().find_map(|e| e.pinned_memory());
     let queue = lane.engines.len();
-    let count = blocks.before_join(queue);
-    let now = |pool: &pool::BufferPool<T>| match &pinned {
-        Some(memory) if count > 0 => pool.premade(memory, count, &|| dispatcher.closed()),
+    let now = |pool: &pool::BufferPool<T>, kind| match &pinned {
+        Some(memory) => {
+            let count = blocks.before_join(kind, queue);
+            pool.premade(memory, count, &|| dispatcher.closed())
+        }
         _ => Vec::new(),
     };
-    let mut premade = Some((now(&pools.samples), now(&pools.spectra)));
-    let fixed = blocks == pool::HomeBlocks::FixedSet;
+    let (samples, spectra) = (pool::PoolKind::Samples, pool::PoolKind::Spectra);
+    let mut premade = Some((now(&pools.samples, samples), now(&pools.spectra, spectra)));
     let homes = |id| {
-        let (samples, spectra) = premade.take().unwrap_or_default();
-        (pools.samples).add_lane_with(id, pinned.clone(), samples, fixed);
-        (pools.spectra).add_lane_with(id, pinned.clone(), spectra, fixed);
+        let (made_in, made_out) = premade.take().unwrap_or_default();
+        let most = |kind| Some(pool::HomeBlocks::most(kind));
+        let (most_in, most_out) = (most(samples), most(spectra));
+        (pools.samples).add_lane_with(id, pinned.clone(), made_in, most_in);
+        (pools.spectra).add_lane_with(id, pinned.clone(), made_out, most_out);
     };
     let Some((id, rx)) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes) else {
         // dispatching ended while the lane came up (its blocks being made): its engines and

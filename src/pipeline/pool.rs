@@ -14,12 +14,14 @@
 //! takes missed them kept a device's batches at 2–28 ms instead of 0.2–0.3 ms for the first
 //! 100–150 ms after it joined (an H200, session 29). So a lane that joins a running pipeline
 //! with enough work left comes with a fixed set of pinned blocks, made before it takes batches
-//! while the CPU lane works (`HomeBlocks::FixedSet`, `device_home_blocks`), and none is made
-//! while it works: a take that finds none spare waits a while for one (`SAMPLES_SPARE_WAIT`,
-//! `SPECTRA_SPARE_WAIT`), then gets heap memory, which the engine stages through its own pinned
-//! buffers. Other homes get a few blocks before their lane joins or none (a device named
-//! outright, whose batch size is not known before the run), and the rest made in the background
-//! as takes miss them (`top_up`).
+//! while the CPU lane works (`HomeBlocks::FixedSet`), and none is made while it works. Other
+//! homes get a few blocks before their lane joins or none (a device named outright, whose batch
+//! size is not known before the run), and the rest made in the background as takes miss them
+//! (`top_up`). Either way a device's home has at most `DEVICE_SAMPLE_BLOCKS` and
+//! `DEVICE_SPECTRA_BLOCKS` (session 31: a block per reader and per miss had been pinned while the
+//! device worked); a take that finds none spare once they are made waits a while for one
+//! (`SAMPLES_SPARE_WAIT`, `SPECTRA_SPARE_WAIT`), then gets heap memory, which the engine stages
+//! through its own pinned buffers.
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
@@ -29,21 +31,26 @@ use std::sync::{Arc, RwLock};
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
 
-/// Pinned blocks a late device lane's home gets in each pool (`premade`), its set for the run:
-/// `DEVICE_HOME_BLOCKS`, or one per core where there are more (a reader and an encoder per core
-/// hold blocks). On one H200 with 16 cores at 4 GiB (session 29; medians of 3, against blocks
-/// made in the background as takes missed them): 16 per pool took log-mel from 0.639 to 0.590 s,
-/// hop 512 from 1.032 to 0.793, 65536 hop 8192 from 0.843 to 0.817, f64 from 0.930 to 0.859; 8
-/// were too few for hop 512 and 65536 (1.2–1.3 s), 24 took longer to make than they gained. On
-/// 32 cores (two H200s, one used), 16 were too few: the encoders copied a quarter of the rows out
-/// of the blocks to give them back (65536 hop 8192 1.336 s against 0.927 with background blocks),
-/// 32 took 0.983 s.
-pub(crate) fn device_home_blocks() -> usize {
-    DEVICE_HOME_BLOCKS.max(crate::limits::cores())
-}
+/// The most blocks a device's home has in the samples pool, fixed set or not
+/// (`HomeBlocks::most`): a range reader takes its buffer before its job
+/// (`range_reader::take_job`) and, once these are all in use, waits for one to come back
+/// (`SAMPLES_SPARE_WAIT`) rather than pin another. Readers, one per core, each waiting with a
+/// filled block in front of the device's full queue, had made a block each: on 32 cores ~45 of
+/// a hop 512 run's 56 blocks and ~390 of an f64 run's 533 MiB, pinned while the device worked,
+/// which holds up its driver calls. On two H200s (32 cores, one GPU used, 4 GiB, session 31) 12
+/// took hop 512 from 0.878 to 0.779 s, f64 from 1.019 to 0.794, log-mel from 0.615 to 0.538
+/// (means of 2); 8 were slower on hop 512 and f64 (0.833 and 0.856 s).
+pub(crate) const DEVICE_SAMPLE_BLOCKS: usize = 12;
 
-/// The least `device_home_blocks`.
-const DEVICE_HOME_BLOCKS: usize = 16;
+/// The most blocks a device's home has in the spectra pool. With the readers' blocks capped,
+/// the device ran faster than the stages after it at first, its workers missed blocks while
+/// one was being pinned, and each miss asked for another: 65536 hop 8192 pinned 317 MiB in 52
+/// blocks and took 0.826 s against 0.798 before the cap. At most 16 (two H200s, 32 cores,
+/// medians of 3, session 31): 65536 hop 8192 0.720 s, f64 0.657 against 0.690, hop 512 0.664
+/// against 0.664, log-mel 0.481 against 0.463 (before the caps: 0.798, 0.807, 0.771, 0.531); on
+/// 16 cores the same within the runs' spread. It was one per core (at least 16) before, the
+/// set a late lane made first; 24 were slower than 16 (65536 0.806 s against 0.768).
+pub(crate) const DEVICE_SPECTRA_BLOCKS: usize = 16;
 
 /// How a lane's home in the pools gets its pinned blocks (`pipeline::join_lane`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,19 +59,35 @@ pub(crate) enum HomeBlocks {
     AsMissed,
     /// Two per engine made before the lane joins, the rest as takes miss them.
     FirstFew,
-    /// The whole set made before the lane joins (`device_home_blocks`), and no more.
+    /// The whole set made before the lane joins (`HomeBlocks::most`), and no more.
     FixedSet,
 }
 
 impl HomeBlocks {
-    /// Blocks made before a lane of `engines` engines joins.
-    pub(crate) fn before_join(self, engines: usize) -> usize {
+    /// Blocks made in the pool `kind` before a lane of `engines` engines joins.
+    pub(crate) fn before_join(self, kind: PoolKind, engines: usize) -> usize {
         match self {
             HomeBlocks::AsMissed => 0,
-            HomeBlocks::FirstFew => 2 * engines,
-            HomeBlocks::FixedSet => device_home_blocks(),
+            HomeBlocks::FirstFew => (2 * engines).min(Self::most(kind)),
+            HomeBlocks::FixedSet => Self::most(kind),
         }
     }
+
+    /// The most blocks a device's home has in the pool `kind`, however they are made:
+    /// `DEVICE_SAMPLE_BLOCKS`, `DEVICE_SPECTRA_BLOCKS`.
+    pub(crate) fn most(kind: PoolKind) -> usize {
+        match kind {
+            PoolKind::Samples => DEVICE_SAMPLE_BLOCKS,
+            PoolKind::Spectra => DEVICE_SPECTRA_BLOCKS,
+        }
+    }
+}
+
+/// The run's two pools (`Pools`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PoolKind {
+    Samples,
+    Spectra,
 }
 
 /// How long a take from a home with a fixed set of blocks waits for one to come back before it
@@ -96,9 +119,11 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
-    /// Its blocks are a fixed set, made before its lane joined (`HomeBlocks::FixedSet`): takes
-    /// wait for a spare rather than ask for more (`BufferPool::spare_wait`).
-    fixed: bool,
+    /// The most blocks it has (`HomeBlocks::most`): once made, takes wait for a spare rather
+    /// than ask for more (`BufferPool::spare_wait`).
+    most: Option<usize>,
+    /// Its blocks made or asked for so far, less those released as too small.
+    made: Arc<AtomicUsize>,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
 }
@@ -133,8 +158,9 @@ impl<T: Copy + Default> Pools<T> {
     /// the size of the largest buffer taken or expected so far (`BufferPool::premade`).
     pub(crate) fn fixed_set_bytes(&self) -> usize {
         let largest = |pool: &BufferPool<T>| pool.largest.load(Ordering::Relaxed);
-        let per_block = largest(&self.samples) + largest(&self.spectra);
-        device_home_blocks() * per_block * std::mem::size_of::<T>()
+        let samples = HomeBlocks::most(PoolKind::Samples) * largest(&self.samples);
+        let spectra = HomeBlocks::most(PoolKind::Spectra) * largest(&self.spectra);
+        (samples + spectra) * std::mem::size_of::<T>()
     }
 }
 
@@ -170,16 +196,17 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
     #[cfg(test)]
     pub(crate) fn add_lane(&self, lane: usize, pinned: Option<PinnedMemory<T>>) {
-        self.add_lane_with(lane, pinned, Vec::new(), false);
+        self.add_lane_with(lane, pinned, Vec::new(), None);
     }
 
-    /// `add_lane` with spare buffers made beforehand (`premade`); `fixed`: they are its set.
+    /// `add_lane` with spare buffers made beforehand (`premade`), and at most `most` blocks in
+    /// all (None: as many as takes miss).
     pub(crate) fn add_lane_with(
         &self,
         lane: usize,
         pinned: Option<PinnedMemory<T>>,
         spares: Vec<HostBuf<T>>,
-        fixed: bool,
+        most: Option<usize>,
     ) {
         if let Ok(mut homes) = self.homes.write() {
             if homes.len() <= lane {
@@ -188,7 +215,8 @@ impl<T: Copy + Default> BufferPool<T> {
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
                 spares: Spares::new(self.capacity.max(spares.len())),
-                fixed,
+                most,
+                made: Arc::new(AtomicUsize::new(spares.len())),
                 top_up: Arc::default(),
             });
             if let Some(home) = &homes[lane] {
@@ -202,7 +230,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
     /// expected so far (`expect`; none before either), made on a few threads; stops early when
     /// `stop` says so. For a lane that joins a running pipeline: its set for the run
-    /// (`device_home_blocks`), ready before its first batch (issue 23).
+    /// (`HomeBlocks::most`), ready before its first batch (issue 23).
     pub(crate) fn premade(
         &self,
         memory: &PinnedMemory<T>,
@@ -257,20 +285,30 @@ impl<T: Copy + Default> BufferPool<T> {
             match home.map(|home| (home, home.spares.rx.try_recv())) {
                 None => None,
                 Some((_, Ok(b))) if b.capacity() >= len => return fresh(b),
-                // (a pinned block cannot grow: a spare too small is released here, and replaced
-                // only in a home without a fixed set)
-                Some((home, _)) if home.fixed => Some(home.spares.rx.clone()),
-                Some((home, _)) => {
-                    self.top_up(home);
-                    None
+                Some((home, spare)) => {
+                    if let Ok(small) = spare {
+                        release_small(&home.made, small);
+                    }
+                    match home.may_grow() {
+                        true => {
+                            self.top_up(home);
+                            None
+                        }
+                        false => Some((home.spares.rx.clone(), home.made.clone())),
+                    }
                 }
             }
         };
         // (waited for with the homes unlocked: a lane may join meanwhile)
-        let spare = waits_on.and_then(|rx| rx.recv_timeout(self.spare_wait).ok());
-        match spare {
-            Some(b) if b.capacity() >= len => fresh(b),
-            _ => fresh(self.heap_buffer(len)),
+        let waited =
+            waits_on.and_then(|(rx, made)| Some((rx.recv_timeout(self.spare_wait).ok()?, made)));
+        match waited {
+            Some((b, _)) if b.capacity() >= len => fresh(b),
+            Some((small, made)) => {
+                release_small(&made, small);
+                fresh(self.heap_buffer(len))
+            }
+            None => fresh(self.heap_buffer(len)),
         }
     }
 
@@ -285,6 +323,7 @@ impl<T: Copy + Default> BufferPool<T> {
         if failed || top_up.wanted.load(Ordering::Relaxed) >= self.capacity {
             return;
         }
+        home.made.fetch_add(1, Ordering::SeqCst);
         top_up.wanted.fetch_add(1, Ordering::SeqCst);
         if top_up.running.swap(true, Ordering::SeqCst) {
             return; // the running thread sees the new want
@@ -361,6 +400,21 @@ impl<T: Copy + Default> BufferPool<T> {
             None => {}
         }
     }
+}
+
+impl<T> PinnedHome<T> {
+    /// Whether a take that misses may ask for one more block (else it waits for a spare).
+    fn may_grow(&self) -> bool {
+        self.most
+            .is_none_or(|most| self.made.load(Ordering::SeqCst) < most)
+    }
+}
+
+/// Releases `small`, a spare too small for a take (a pinned block cannot grow), no longer
+/// counted among its home's blocks (`made`), so the home may make one in its place.
+fn release_small<T>(made: &AtomicUsize, small: HostBuf<T>) {
+    let _ = made.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| m.checked_sub(1));
+    drop(small);
 }
 
 /// `buf`, emptied for its next use.
@@ -501,7 +555,7 @@ mod tests {
         let spares = (0..premade)
             .map(|_| HostBuf::with_capacity(16, Some(&memory)))
             .collect();
-        pool.add_lane_with(lane, Some(memory), spares, premade > 0);
+        pool.add_lane_with(lane, Some(memory), spares, (premade > 0).then_some(premade));
     }
 
     fn owned_by(buf: &HostBuf<f32>, dev: &FakeDevice) -> bool {
@@ -610,6 +664,35 @@ mod tests {
     }
 
     /// A device with no pinned memory to give is asked once: later misses start no maker.
+    #[test]
+    fn a_home_that_has_made_its_most_waits_for_a_spare() {
+        let dev = Arc::new(FakeDevice::default());
+        let memory = dev.clone() as PinnedMemory<f32>;
+        let pool = BufferPool::<f32>::new(8, std::time::Duration::from_millis(5));
+        let made = vec![HostBuf::with_capacity(16, Some(&memory))];
+        pool.add_lane_with(0, Some(memory), made, Some(2));
+        let first = pool.take(0, 16);
+        assert!(owned_by(&first, &dev));
+        // a miss below the most: heap memory now, one more block pinned behind it
+        assert!(!pool.take(0, 16).is_pinned());
+        let second = loop {
+            let b = pool.take(0, 16);
+            if b.is_pinned() {
+                break b;
+            }
+            std::thread::yield_now();
+        };
+        assert_eq!(dev.blocks.lock().map(|b| b.len()).unwrap_or(0), 2);
+        // both in use and the most made: the take waits, then gets heap memory, pinning none
+        assert!(!pool.take(0, 16).is_pinned());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(dev.blocks.lock().map(|b| b.len()).unwrap_or(0), 2);
+        // a block given back serves the next take
+        pool.give(first);
+        assert!(pool.take(0, 16).is_pinned());
+        drop(second);
+    }
+
     #[test]
     fn a_device_without_pinned_memory_is_not_asked_again() {
         struct NoPinned;

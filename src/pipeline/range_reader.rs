@@ -231,6 +231,19 @@ impl RangeJobs {
         Some(job)
     }
 
+    /// The stream and frame count of the job `next` would give now, without taking it.
+    fn peek(&self, devices: bool) -> Option<(usize, usize)> {
+        let cursor = self.cursor.lock().ok()?;
+        let (mut index, mut next) = *cursor;
+        while index < self.streams.len() && next >= self.streams[index].frames {
+            index += 1;
+            next = 0;
+        }
+        let stream = self.streams.get(index)?;
+        let most = self.framing.job_frames(&stream.layout, devices);
+        Some((index, (stream.frames - next).min(most) as usize))
+    }
+
     /// Hands out no more jobs of stream `index` (its input failed).
     fn give_up(&self, index: usize) {
         if let Ok(mut cursor) = self.cursor.lock() {
@@ -253,16 +266,18 @@ pub(super) fn run_range_reader<T: Sample>(
     // the time after the last job: the thread waits for the stages after it to end
     let mut clock = control.clock(Kind::Reader, Phase::ReaderWait);
     while !control.stopping() {
-        let Some(job) = jobs.next(control, dispatcher.has_device()) else {
+        let Some(taken) = take_job(jobs, (dispatcher, control), pool, spec_of) else {
             break;
         };
+        let TakenJob {
+            job,
+            spec,
+            lane,
+            step,
+            mut data,
+        } = taken;
         let stream = &jobs.streams[job.stream];
-        let spec = spec_of(jobs.framing.n, stream.layout.kind, stream.layout.rate);
-        let lane = dispatcher.choose(&spec, job.count);
         let carry_f32 = dispatcher.carriage(lane).samples_f32;
-        let (step, len) = jobs.framing.batch_layout(&spec, job.count);
-        let mut data = pool.take(lane, len);
-        data.set_len_for_overwrite(len);
         // a batch buffer comes free when the stages after the readers have let one go
         clock.lap_span(Phase::ReaderWait, Some(job.id), Some(stream.stream));
         let job_in = (stream, &jobs.framing, job);
@@ -320,6 +335,58 @@ pub(super) fn run_range_reader<T: Sample>(
         }
     }
     Ok(())
+}
+
+/// A job, its transform, the lane its batch is meant for, and its buffer (`take_job`).
+struct TakenJob<T: Sample> {
+    job: Job,
+    spec: TransformSpec,
+    lane: crate::pipeline::dispatch::LaneId,
+    /// Values between frame starts in `data` (`Framing::batch_layout`).
+    step: usize,
+    data: crate::fft::HostBuf<T>,
+}
+
+/// The next job and its batch buffer, the buffer taken first: a reader that waits for one (a
+/// device's sample blocks all in use, `pool::device_sample_blocks`) holds no batch number
+/// meanwhile, so no later batch is numbered ahead of its (the sink writes them in order). The
+/// buffer is taken again when the job turns out another stream's or larger (a device joined
+/// meanwhile). None when no job is left.
+fn take_job<T: Sample>(
+    jobs: &RangeJobs,
+    (dispatcher, control): (&Dispatcher<T>, &Control),
+    pool: &BufferPool<T>,
+    spec_of: &dyn Fn(usize, crate::types::InputKind, f64) -> TransformSpec,
+) -> Option<TakenJob<T>> {
+    let layout = |stream: usize, count: usize| {
+        let layout = &jobs.streams[stream].layout;
+        let spec = spec_of(jobs.framing.n, layout.kind, layout.rate);
+        let lane = dispatcher.choose(&spec, count);
+        let (step, len) = jobs.framing.batch_layout(&spec, count);
+        (spec, lane, step, len)
+    };
+    let (stream, count) = jobs.peek(dispatcher.has_device())?;
+    let (mut spec, mut lane, mut step, len) = layout(stream, count);
+    let mut data = pool.take(lane, len);
+    let Some(job) = jobs.next(control, dispatcher.has_device()) else {
+        pool.give(data);
+        return None;
+    };
+    if job.stream != stream || job.count > count {
+        pool.give(data);
+        let len;
+        (spec, lane, step, len) = layout(job.stream, job.count);
+        data = pool.take(lane, len);
+    }
+    // (a job of the stream peeked has at most the frames peeked: the last one may have fewer)
+    data.set_len_for_overwrite(jobs.framing.batch_layout(&spec, job.count).1);
+    Some(TakenJob {
+        job,
+        spec,
+        lane,
+        step,
+        data,
+    })
 }
 
 /// Samples of the input a job accounts for in `--stats` and the progress display: those in its
