@@ -35,21 +35,22 @@ const PREMAKE_THREADS: usize = 4;
 /// (`HomeBlocks::most`): a range reader takes its buffer before its job
 /// (`range_reader::take_job`) and, once these are all in use, waits for one to come back
 /// (`SAMPLES_SPARE_WAIT`) rather than pin another. Readers, one per core, each waiting with a
-/// filled block in front of the device's full queue, had made a block each: on 32 cores ~45 of
-/// a hop 512 run's 56 blocks and ~390 of an f64 run's 533 MiB, pinned while the device worked,
-/// which holds up its driver calls. On two H200s (32 cores, one GPU used, 4 GiB, session 31) 12
-/// took hop 512 from 0.878 to 0.779 s, f64 from 1.019 to 0.794, log-mel from 0.615 to 0.538
-/// (means of 2); 8 were slower on hop 512 and f64 (0.833 and 0.856 s).
+/// filled block in front of the device's full queue, had made a block each: on 32 cores about
+/// 43 of a hop 512 run's 56 blocks and ~350 of an f64 run's 533 MiB, pinned while the device
+/// worked, which holds up its driver calls. On two H200s (32 cores, one GPU used, 4 GiB,
+/// session 31) 12 took hop 512 from 0.877 to 0.778 s, f64 from 1.018 to 0.793, log-mel from
+/// 0.615 to 0.538 (means of 2); 8 were slower on hop 512 and f64 (0.833 and 0.856 s).
 pub(crate) const DEVICE_SAMPLE_BLOCKS: usize = 12;
 
-/// The most blocks a device's home has in the spectra pool. With the readers' blocks capped,
-/// the device ran faster than the stages after it at first, its workers missed blocks while
-/// one was being pinned, and each miss asked for another: 65536 hop 8192 pinned 317 MiB in 52
-/// blocks and took 0.826 s against 0.798 before the cap. At most 16 (two H200s, 32 cores,
-/// medians of 3, session 31): 65536 hop 8192 0.720 s, f64 0.657 against 0.690, hop 512 0.664
-/// against 0.664, log-mel 0.481 against 0.463 (before the caps: 0.798, 0.807, 0.771, 0.531); on
-/// 16 cores the same within the runs' spread. It was one per core (at least 16) before, the
-/// set a late lane made first; 24 were slower than 16 (65536 0.806 s against 0.768).
+/// The most blocks a device's home has in the spectra pool. With only the readers' blocks
+/// capped, the spectra blocks grew instead (each worker's take that misses asks for one; why
+/// so many missed was not traced): 65536 hop 8192 pinned 317 MiB in 52 blocks and took 0.826 s
+/// against 0.798 before the cap. With at most 16 (two H200s, 32 cores, medians of 3, session
+/// 31): 65536 hop 8192 0.720 s against 0.826, f64 0.657 against 0.690, hop 512 0.664 against
+/// 0.664, log-mel 0.481 against 0.463 (before either cap: 0.798, 0.807, 0.771, 0.531); on 16
+/// cores the same within the runs' spread. It was one per core (at least 16), the set a late
+/// lane made first; 24 were slower than 16 (65536 0.806 s against 0.768). Asking for blocks one
+/// at a time instead was no better (0.748 s).
 pub(crate) const DEVICE_SPECTRA_BLOCKS: usize = 16;
 
 /// How a lane's home in the pools gets its pinned blocks (`pipeline::join_lane`).
