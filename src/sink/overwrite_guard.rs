@@ -65,21 +65,44 @@ fn identity(path: &Path) -> Option<FileIdentity> {
     }
 }
 
-/// Stdin (for `-`) or stdout as a named file, when it is redirected from or to a file.
+/// The identity of the regular file open as stdin or stdout (`fstat` of the descriptor itself:
+/// no `/dev/stdout` link is needed, which some containers lack); None for anything else.
+fn stream_identity(fd: std::os::fd::BorrowedFd<'_>) -> Option<FileIdentity> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let meta = file.metadata().ok()?;
+    meta.is_file().then(|| FileIdentity::Inode {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+/// The identity of a named file: of the open stream itself for stdin and stdout.
+fn identity_of(file: &NamedFile) -> Option<FileIdentity> {
+    use std::os::fd::AsFd;
+    match file.role {
+        "stdin" => stream_identity(std::io::stdin().as_fd()),
+        "stdout" => stream_identity(std::io::stdout().as_fd()),
+        _ => identity(&file.path),
+    }
+}
+
+/// Stdin (for `-`) or stdout as a named file, when it is redirected from or to a file (its path
+/// only for the message; `identity_of` looks at the stream itself).
 pub(crate) fn standard_stream(role: &'static str) -> NamedFile {
     let link = if role == "stdin" {
-        "/dev/stdin"
+        "/proc/self/fd/0"
     } else {
-        "/dev/stdout"
+        "/proc/self/fd/1"
     };
-    let shown = std::fs::canonicalize(link).unwrap_or_else(|_| PathBuf::from(link));
+    let shown = std::fs::canonicalize(link).unwrap_or_else(|_| PathBuf::from(role));
     NamedFile { role, path: shown }
 }
 
 /// Ok when no output is an input or another output; else a usage error naming both.
 pub(crate) fn refuse_overwriting(inputs: &[NamedFile], outputs: &[NamedFile]) -> Result<()> {
-    let input_ids: Vec<_> = inputs.iter().map(|f| identity(&f.path)).collect();
-    let output_ids: Vec<_> = outputs.iter().map(|f| identity(&f.path)).collect();
+    let input_ids: Vec<_> = inputs.iter().map(identity_of).collect();
+    let output_ids: Vec<_> = outputs.iter().map(identity_of).collect();
     for (k, (output, id)) in outputs.iter().zip(&output_ids).enumerate() {
         let Some(id) = id else { continue };
         if let Some(i) = input_ids
