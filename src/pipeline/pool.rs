@@ -91,8 +91,8 @@ pub(crate) enum PoolKind {
     Spectra,
 }
 
-/// How long a take from a home with a fixed set of blocks waits for one to come back before it
-/// takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
+/// How long a take from a home that has its most blocks (`HomeBlocks::most`) waits for one to
+/// come back before it takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
 /// device's two workers take for 20–60 batches, so a wait means the stages after the workers
 /// hold the blocks (the sink's order window), and a worker must not wait on them for long.
 /// Sample blocks (taken by the readers, given back once a worker has transformed the batch): a
@@ -123,7 +123,10 @@ struct PinnedHome<T> {
     /// The most blocks it has (`HomeBlocks::most`): once made, takes wait for a spare rather
     /// than ask for more (`BufferPool::spare_wait`).
     most: Option<usize>,
-    /// Its blocks made or asked for so far, less those released as too small.
+    /// Its blocks alive or asked for: counted when asked for, uncounted when one is not made
+    /// or is released (too small, or the spares full), so a home never waits on blocks it
+    /// lost. (A pinned buffer that grows onto the heap, `HostBuf::make_room`, or one dropped
+    /// outside the pool is not seen here.)
     made: Arc<AtomicUsize>,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
@@ -175,14 +178,14 @@ pub(crate) struct BufferPool<T> {
     largest: Arc<AtomicUsize>,
     /// Set once the spares are taken at the run's end: the background makes no more blocks.
     ended: Arc<AtomicBool>,
-    /// How long a take from a fixed set waits for a spare (`SAMPLES_SPARE_WAIT`,
+    /// How long a take from a home at its most blocks waits for a spare (`SAMPLES_SPARE_WAIT`,
     /// `SPECTRA_SPARE_WAIT`).
     spare_wait: std::time::Duration,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
-    /// Keeps at most `capacity` spare buffers per home; a take from a fixed set waits up to
-    /// `spare_wait` for a spare. Lanes get homes with `add_lane`.
+    /// Keeps at most `capacity` spare buffers per home; a take from a home at its most blocks
+    /// waits up to `spare_wait` for a spare. Lanes get homes with `add_lane`.
     pub(crate) fn new(capacity: usize, spare_wait: std::time::Duration) -> Self {
         BufferPool {
             capacity,
@@ -213,10 +216,12 @@ impl<T: Copy + Default> BufferPool<T> {
             if homes.len() <= lane {
                 homes.resize_with(lane + 1, || None);
             }
+            let room = self.capacity.max(spares.len());
             homes[lane] = pinned.map(|memory| PinnedHome {
                 memory,
-                spares: Spares::new(self.capacity.max(spares.len())),
-                most,
+                spares: Spares::new(room),
+                // (no more than its spares can hold: a block made past that is released)
+                most: most.map(|m| m.min(room)),
                 made: Arc::new(AtomicUsize::new(spares.len())),
                 top_up: Arc::default(),
             });
@@ -273,8 +278,8 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// An empty buffer with room for at least `len` values: a spare of lane `lane`'s home (for a
-    /// fixed set, one that comes back within the pool's `spare_wait`), else heap memory (and, for
-    /// a pinned home without a fixed set, a block made in the background, `top_up`).
+    /// home at its most blocks, one that comes back within the pool's `spare_wait`), else heap
+    /// memory (and, for a pinned home below its most, a block made in the background, `top_up`).
     pub(crate) fn take(&self, lane: usize, len: usize) -> HostBuf<T>
     where
         T: Send + Sync + 'static,
@@ -290,12 +295,9 @@ impl<T: Copy + Default> BufferPool<T> {
                     if let Ok(small) = spare {
                         release_small(&home.made, small);
                     }
-                    match home.may_grow() {
-                        true => {
-                            self.top_up(home);
-                            None
-                        }
-                        false => Some((home.spares.rx.clone(), home.made.clone())),
+                    match self.top_up(home) {
+                        Asked::AtMost => Some((home.spares.rx.clone(), home.made.clone())),
+                        Asked::Yes | Asked::No => None,
                     }
                 }
             }
@@ -314,23 +316,32 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 
     /// Asks for one more pinned block in `home`'s spares (up to the spares' capacity asked at
-    /// once), made by the home's background thread, started if none runs.
-    fn top_up(&self, home: &PinnedHome<T>)
+    /// once), made by the home's background thread, started if none runs: not once the home
+    /// has its most (`Asked::AtMost`, claimed in one step, so takes that miss together cannot
+    /// pass it), nor when its device gave no pinned memory or enough are asked for already.
+    fn top_up(&self, home: &PinnedHome<T>) -> Asked
     where
         T: Send + Sync + 'static,
     {
         let top_up = &home.top_up;
         let failed = top_up.failed.load(Ordering::Relaxed);
         if failed || top_up.wanted.load(Ordering::Relaxed) >= self.capacity {
-            return;
+            return Asked::No;
         }
-        home.made.fetch_add(1, Ordering::SeqCst);
+        let most = home.most.unwrap_or(usize::MAX);
+        let claimed = (home.made).fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+            (m < most).then_some(m + 1)
+        });
+        if claimed.is_err() {
+            return Asked::AtMost;
+        }
         top_up.wanted.fetch_add(1, Ordering::SeqCst);
         if top_up.running.swap(true, Ordering::SeqCst) {
-            return; // the running thread sees the new want
+            return Asked::Yes; // the running thread sees the new want
         }
         let maker = Maker {
             top_up: top_up.clone(),
+            made: home.made.clone(),
             memory: home.memory.clone(),
             spares: home.spares.tx.clone(),
             largest: self.largest.clone(),
@@ -341,7 +352,11 @@ impl<T: Copy + Default> BufferPool<T> {
             .spawn(move || maker.run());
         if started.is_err() {
             top_up.running.store(false, Ordering::SeqCst);
+            let wanted = top_up.wanted.swap(0, Ordering::SeqCst);
+            uncount(&home.made, wanted);
+            return Asked::No;
         }
+        Asked::Yes
     }
 
     fn heap_buffer(&self, len: usize) -> HostBuf<T> {
@@ -369,7 +384,8 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Whether keeping `buf` out of the pool a while costs the workers nothing: a heap buffer,
     /// or a pinned one whose device still has spares waiting (else the next take gets heap
-    /// memory, staged through the engine, while the background pins one more block).
+    /// memory, staged through the engine, while the background pins one more block, or, at the
+    /// home's most, after waiting for a spare).
     pub(crate) fn can_spare(&self, buf: &HostBuf<T>) -> bool {
         let Some(block) = buf.pinned_block() else {
             return true;
@@ -392,7 +408,9 @@ impl<T: Copy + Default> BufferPool<T> {
             Some(block) => {
                 let home = homes.iter().flatten().find(|h| h.memory.owns(block));
                 if let Some(home) = home {
-                    let _ = home.spares.tx.try_send(buf);
+                    if home.spares.tx.try_send(buf).is_err() {
+                        uncount(&home.made, 1); // (the spares are full: released)
+                    }
                 }
             }
             None if homes.iter().any(Option::is_none) => {
@@ -403,18 +421,27 @@ impl<T: Copy + Default> BufferPool<T> {
     }
 }
 
-impl<T> PinnedHome<T> {
-    /// Whether a take that misses may ask for one more block (else it waits for a spare).
-    fn may_grow(&self) -> bool {
-        self.most
-            .is_none_or(|most| self.made.load(Ordering::SeqCst) < most)
-    }
+/// What `BufferPool::top_up` did for a take that found no spare.
+enum Asked {
+    /// One more block is being made; the take gets heap memory now.
+    Yes,
+    /// None will be (no pinned memory, or enough asked for): heap memory now.
+    No,
+    /// The home has its most blocks: the take waits for a spare.
+    AtMost,
+}
+
+/// Takes `n` blocks off a home's count (`PinnedHome::made`): released, or never to be made.
+fn uncount(made: &AtomicUsize, n: usize) {
+    let _ = made.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+        Some(m.saturating_sub(n))
+    });
 }
 
 /// Releases `small`, a spare too small for a take (a pinned block cannot grow), no longer
 /// counted among its home's blocks (`made`), so the home may make one in its place.
 fn release_small<T>(made: &AtomicUsize, small: HostBuf<T>) {
-    let _ = made.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| m.checked_sub(1));
+    uncount(made, 1);
     drop(small);
 }
 
@@ -428,6 +455,8 @@ fn fresh<T: Copy + Default>(mut buf: HostBuf<T>) -> HostBuf<T> {
 /// for, each the size of the largest buffer taken so far, into the home's spares.
 struct Maker<T> {
     top_up: Arc<TopUp>,
+    /// The home's count of its blocks (`PinnedHome::made`).
+    made: Arc<AtomicUsize>,
     memory: PinnedMemory<T>,
     spares: Sender<HostBuf<T>>,
     largest: Arc<AtomicUsize>,
@@ -466,13 +495,14 @@ impl<T: Copy + Default + Send + 'static> Maker<T> {
         let buf = HostBuf::with_capacity(len, Some(&self.memory));
         let _ =
             (top_up.wanted).fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
+        // (a block not made, or released, leaves the home's count with the wants dropped)
         if !buf.is_pinned() {
             top_up.failed.store(true, Ordering::SeqCst);
-            top_up.wanted.store(0, Ordering::SeqCst);
+            uncount(&self.made, 1 + top_up.wanted.swap(0, Ordering::SeqCst));
         } else if self.ended.load(Ordering::SeqCst) {
             crate::left_behind::keep(Box::new(buf));
         } else if self.spares.try_send(buf).is_err() {
-            top_up.wanted.store(0, Ordering::SeqCst);
+            uncount(&self.made, 1 + top_up.wanted.swap(0, Ordering::SeqCst));
         }
     }
 }
@@ -664,7 +694,6 @@ mod tests {
         );
     }
 
-    /// A device with no pinned memory to give is asked once: later misses start no maker.
     #[test]
     fn a_home_that_has_made_its_most_waits_for_a_spare() {
         let dev = Arc::new(FakeDevice::default());
@@ -676,11 +705,16 @@ mod tests {
         assert!(owned_by(&first, &dev));
         // a miss below the most: heap memory now, one more block pinned behind it
         assert!(!pool.take(0, 16).is_pinned());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let second = loop {
             let b = pool.take(0, 16);
             if b.is_pinned() {
                 break b;
             }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no block made in 30 s"
+            );
             std::thread::yield_now();
         };
         assert_eq!(dev.blocks.lock().map(|b| b.len()).unwrap_or(0), 2);
@@ -694,6 +728,7 @@ mod tests {
         drop(second);
     }
 
+    /// A device with no pinned memory to give is asked once: later misses start no maker.
     #[test]
     fn a_device_without_pinned_memory_is_not_asked_again() {
         struct NoPinned;
@@ -723,6 +758,68 @@ mod tests {
         assert!(
             !top_up.running.load(Ordering::SeqCst) && top_up.wanted.load(Ordering::SeqCst) == 0
         );
+    }
+
+    /// Takes that miss together ask for no more than the home's most, and a block that could
+    /// not be made is not counted: a capped home whose device gives no pinned memory never
+    /// waits for a spare that will not come.
+    #[test]
+    fn a_homes_most_holds_for_takes_at_once_and_counts_only_blocks_made() {
+        let dev = Arc::new(FakeDevice::default());
+        let pool = Arc::new(BufferPool::<f32>::new(
+            64,
+            std::time::Duration::from_millis(5),
+        ));
+        let memory = dev.clone() as PinnedMemory<f32>;
+        pool.add_lane_with(0, Some(memory), Vec::new(), Some(3));
+        let takers: Vec<_> = (0..16)
+            .map(|_| {
+                let pool = pool.clone();
+                std::thread::spawn(move || drop(pool.take(0, 16)))
+            })
+            .collect();
+        takers.into_iter().for_each(|t| t.join().expect("a taker"));
+        let made = || dev.blocks.lock().map(|b| b.len()).unwrap_or(0);
+        let since = std::time::Instant::now();
+        while made() < 3 {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(30),
+                "blocks not made"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(made(), 3, "no more than the home's most");
+
+        struct NoPinned;
+        impl PinnedAlloc<f32> for NoPinned {
+            fn alloc(&self, _len: usize) -> Result<PinnedBlock<f32>, String> {
+                Err("no pinned memory".into())
+            }
+            fn owns(&self, _block: &PinnedBlock<f32>) -> bool {
+                false
+            }
+        }
+        let pool = BufferPool::<f32>::new(4, std::time::Duration::from_secs(60));
+        let memory = Arc::new(NoPinned) as PinnedMemory<f32>;
+        pool.add_lane_with(0, Some(memory), Vec::new(), Some(1));
+        assert!(!pool.take(0, 16).is_pinned());
+        let homes = pool.homes.read().expect("homes");
+        let home = homes[0].as_ref().expect("a home");
+        let (top_up, count) = (home.top_up.clone(), home.made.clone());
+        drop(homes);
+        let since = std::time::Instant::now();
+        while !top_up.failed.load(Ordering::SeqCst) || count.load(Ordering::SeqCst) != 0 {
+            assert!(
+                since.elapsed() < std::time::Duration::from_secs(30),
+                "never given up"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // (a take that waited for a spare would take the pool's whole minute)
+        let took = std::time::Instant::now();
+        assert!(!pool.take(0, 16).is_pinned());
+        assert!(took.elapsed() < std::time::Duration::from_secs(30));
     }
 
     /// A pinned buffer may wait in the sink only while its device has spares (else a worker

@@ -296,6 +296,7 @@ pub(super) fn run_range_reader<T: Sample>(
             jobs.give_up(job.stream);
             control.skip_batch(job.id); // the sink goes past it
             dispatcher.skip(job.id); // later batches must not wait for this one
+            pool.give(data); // (a device's block goes back to its home)
             match e {
                 FftdError::Input { .. } | FftdError::Io { .. } => {
                     control.fail_input(e);
@@ -348,7 +349,7 @@ struct TakenJob<T: Sample> {
 }
 
 /// The next job and its batch buffer, the buffer taken first: a reader that waits for one (a
-/// device's sample blocks all in use, `pool::device_sample_blocks`) holds no batch number
+/// device's sample blocks all in use, `pool::DEVICE_SAMPLE_BLOCKS`) holds no batch number
 /// meanwhile, so no later batch is numbered ahead of its (the sink writes them in order). The
 /// buffer is taken again when the job turns out another stream's or larger (a device joined
 /// meanwhile). None when no job is left.
