@@ -580,6 +580,17 @@ mod tests {
         }
     }
 
+    /// A device that gives no pinned memory.
+    struct NoPinned;
+    impl PinnedAlloc<f32> for NoPinned {
+        fn alloc(&self, _len: usize) -> Result<PinnedBlock<f32>, String> {
+            Err("no pinned memory".into())
+        }
+        fn owns(&self, _block: &PinnedBlock<f32>) -> bool {
+            false
+        }
+    }
+
     /// Adds lane `lane` with its home in `dev`'s memory and `premade` spare blocks of `len`.
     fn pinned_lane(pool: &BufferPool<f32>, lane: usize, dev: &Arc<FakeDevice>, premade: usize) {
         let memory = dev.clone() as PinnedMemory<f32>;
@@ -731,15 +742,6 @@ mod tests {
     /// A device with no pinned memory to give is asked once: later misses start no maker.
     #[test]
     fn a_device_without_pinned_memory_is_not_asked_again() {
-        struct NoPinned;
-        impl PinnedAlloc<f32> for NoPinned {
-            fn alloc(&self, _len: usize) -> Result<PinnedBlock<f32>, String> {
-                Err("no pinned memory".into())
-            }
-            fn owns(&self, _block: &PinnedBlock<f32>) -> bool {
-                false
-            }
-        }
         let pool = BufferPool::<f32>::new(4, SPECTRA_SPARE_WAIT);
         pool.add_lane(0, Some(Arc::new(NoPinned) as PinnedMemory<f32>));
         assert!(!pool.take(0, 16).is_pinned());
@@ -791,15 +793,6 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(made(), 3, "no more than the home's most");
 
-        struct NoPinned;
-        impl PinnedAlloc<f32> for NoPinned {
-            fn alloc(&self, _len: usize) -> Result<PinnedBlock<f32>, String> {
-                Err("no pinned memory".into())
-            }
-            fn owns(&self, _block: &PinnedBlock<f32>) -> bool {
-                false
-            }
-        }
         let pool = BufferPool::<f32>::new(4, std::time::Duration::from_secs(60));
         let memory = Arc::new(NoPinned) as PinnedMemory<f32>;
         pool.add_lane_with(0, Some(memory), Vec::new(), Some(1));
