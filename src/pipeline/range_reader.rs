@@ -310,21 +310,10 @@ pub(super) fn run_range_reader<T: Sample>(
         let samples = samples_counted(stream, &jobs.framing, job);
         Counters::add(&control.counters.samples_in, samples);
         Counters::add(&control.counters.samples_analysed, samples);
-        let completed = Instant::now();
-        let frames = (0..job.count as u64)
-            .map(|i| FrameMeta {
-                stream: stream.stream,
-                seq: job.first + i,
-                start: (job.first + i) * jobs.framing.hop as u64,
-                time_s: None,
-                frames: 1,
-                completed,
-            })
-            .collect();
         let batch = Batch {
             id: job.id,
             spec,
-            frames,
+            frames: frames_of(stream, &jobs.framing, job),
             data,
             samples: held,
             step,
@@ -336,6 +325,21 @@ pub(super) fn run_range_reader<T: Sample>(
         }
     }
     Ok(())
+}
+
+/// The records of a job's frames, completed now.
+fn frames_of(stream: &RangeStream, framing: &Framing, job: Job) -> Vec<FrameMeta> {
+    let completed = Instant::now();
+    (0..job.count as u64)
+        .map(|i| FrameMeta {
+            stream: stream.stream,
+            seq: job.first + i,
+            start: (job.first + i) * framing.hop as u64,
+            time_s: None,
+            frames: 1,
+            completed,
+        })
+        .collect()
 }
 
 /// A job, its transform, the lane its batch is meant for, and its buffer (`take_job`).
