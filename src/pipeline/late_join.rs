@@ -305,10 +305,16 @@ impl DemandWatch {
         self.decided = true;
     }
 
-    /// The run's dispatching has ended: the devices still waiting never start.
+    /// The run's dispatching has ended: the devices still waiting never start (and, where the
+    /// first was watched long enough, a run that showed the driver every GPU for them says so:
+    /// `gpu_view::note_second_device_not_wanted`).
     pub(super) fn end(mut self, lane_set: &LaneSet) {
         if self.decided {
             return;
+        }
+        let judged = self.recent.len() >= route::DEMAND_WINDOWS;
+        if judged && lane_set.later_devices_wait() {
+            route::gpu_view::note_second_device_not_wanted();
         }
         let why = format!(
             "the first device was at most {:.0}% busy in {} windows of {} ms running (they start from {:.0}% with time left to pay for their start-up)",

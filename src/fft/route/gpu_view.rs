@@ -239,6 +239,38 @@ pub(crate) fn note_second_device_wanted() {
     calibrate::save_cached(path(), &all);
 }
 
+/// Called when a run's GPUs in reserve did not start though the driver showed them all (a run
+/// of `auto` or `gpu:all` that was not narrowed, its first GPU watched long enough): where a
+/// run had recorded a second GPU wanted, later runs show the driver one GPU again
+/// (`after_reserve_not_started`). The record is per host, not per job: without this, one job
+/// that wanted a second GPU took the narrowing from every other for good (two H200s, session
+/// 31: `gpu:all` on 65536 hop 8192 at 16 GiB paid ~0.2 s for the whole view after hop 512 had
+/// wanted one, and never started it: 0.91x `gpu`).
+pub(crate) fn note_second_device_not_wanted() {
+    if NARROWED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut all = book();
+    let environment = kinds::environment();
+    let before = all.get(&environment).cloned();
+    let Some(after) = after_reserve_not_started(before.clone()) else {
+        return;
+    };
+    if Some(&after) != before.as_ref() {
+        tracing::debug!("the GPUs in reserve did not start: later runs show the driver one GPU");
+        all.insert(environment, after);
+        calibrate::save_cached(path(), &all);
+    }
+}
+
+/// The record after a run whose GPUs in reserve did not start: no second GPU wanted.
+fn after_reserve_not_started(before: Option<NvidiaGpus>) -> Option<NvidiaGpus> {
+    before.map(|b| NvidiaGpus {
+        second_wanted: false,
+        ..b
+    })
+}
+
 /// Whether `device` is on NVIDIA's own OpenCL platform (the one `CUDA_VISIBLE_DEVICES` steers).
 fn on_nvidia_platform(device: &DeviceInfo) -> bool {
     device.platform_name.contains("NVIDIA")
@@ -266,6 +298,45 @@ fn nvidia_gpus(infos: &[&DeviceInfo], best: &DeviceInfo) -> Option<NvidiaGpus> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_reserve_that_did_not_start_takes_back_a_second_gpu_wanted() {
+        let wanted = NvidiaGpus {
+            shown: 2,
+            alike: true,
+            gpu_is_first: true,
+            name: "NVIDIA H200".into(),
+            second_wanted: true,
+            refused: false,
+        };
+        let after = after_reserve_not_started(Some(wanted.clone())).expect("a record");
+        assert!(!after.second_wanted);
+        assert_eq!(
+            NvidiaGpus {
+                second_wanted: true,
+                ..after.clone()
+            },
+            wanted,
+            "nothing else changes"
+        );
+        assert_eq!(
+            after_reserve_not_started(None),
+            None,
+            "no record, none made"
+        );
+        // so `gpu:all` on a file is narrowed again
+        let listed = || Some(true);
+        assert!(narrows(
+            (&DeviceChoice::AllGpus, false),
+            || Some(after),
+            listed
+        ));
+        assert!(!narrows(
+            (&DeviceChoice::AllGpus, false),
+            || Some(wanted),
+            listed
+        ));
+    }
     use super::*;
 
     fn h200(device_index: usize) -> DeviceInfo {
