@@ -173,24 +173,34 @@ pub(crate) fn remember(choice: &DeviceChoice) {
     let Ok(best) = device::best_device() else {
         return;
     };
+    update_record(|before| {
+        let after = if NARROWED.load(Ordering::Relaxed) {
+            after_narrowed(before, &best.info)
+        } else {
+            let infos: Vec<&DeviceInfo> = device::all_devices().iter().map(|d| &d.info).collect();
+            after_whole_view(before, &infos, &best.info)
+        };
+        tracing::debug!(?after, "what the NVIDIA platform shows `--device {choice}`");
+        after
+    });
+}
+
+/// This driver environment's record (`kinds::environment`) changed by `change` (None: no
+/// record), and saved where it changed. Whether it changed.
+fn update_record(change: impl FnOnce(Option<NvidiaGpus>) -> Option<NvidiaGpus>) -> bool {
     let mut all = book();
     let environment = kinds::environment();
     let before = all.get(&environment).cloned();
-    let after = if NARROWED.load(Ordering::Relaxed) {
-        after_narrowed(before.clone(), &best.info)
-    } else {
-        let infos: Vec<&DeviceInfo> = device::all_devices().iter().map(|d| &d.info).collect();
-        after_whole_view(before.clone(), &infos, &best.info)
-    };
-    tracing::debug!(?after, "what the NVIDIA platform shows `--device {choice}`");
+    let after = change(before.clone());
     if after == before {
-        return;
+        return false;
     }
     match after {
         Some(after) => all.insert(environment, after),
         None => all.remove(&environment),
     };
     calibrate::save_cached(path(), &all);
+    true
 }
 
 /// What a run with the driver's whole view records, `gpu` taking `best`: the NVIDIA platform's
@@ -232,11 +242,15 @@ pub(crate) fn note_second_device_wanted() {
     if !NARROWED_RESERVE.load(Ordering::Relaxed) || NOTED.swap(true, Ordering::Relaxed) {
         return;
     }
-    let mut all = book();
     // (a first run narrowed by the kernel driver's list has no view recorded yet)
-    all.entry(kinds::environment()).or_default().second_wanted = true;
+    let wanted = |before: Option<NvidiaGpus>| {
+        Some(NvidiaGpus {
+            second_wanted: true,
+            ..before.unwrap_or_default()
+        })
+    };
+    update_record(wanted);
     tracing::debug!("the first GPU bounds the run: later runs show the driver every GPU");
-    calibrate::save_cached(path(), &all);
 }
 
 /// Called when a run's GPUs in reserve did not start though the driver showed them all (a run
@@ -250,16 +264,8 @@ pub(crate) fn note_second_device_not_wanted() {
     if NARROWED.load(Ordering::Relaxed) {
         return;
     }
-    let mut all = book();
-    let environment = kinds::environment();
-    let before = all.get(&environment).cloned();
-    let Some(after) = after_reserve_not_started(before.clone()) else {
-        return;
-    };
-    if Some(&after) != before.as_ref() {
+    if update_record(after_reserve_not_started) {
         tracing::debug!("the GPUs in reserve did not start: later runs show the driver one GPU");
-        all.insert(environment, after);
-        calibrate::save_cached(path(), &all);
     }
 }
 
