@@ -264,10 +264,9 @@ fn join_lane<T: Sample>(
     let mut premade = Some((now(&pools.samples, samples), now(&pools.spectra, spectra)));
     let homes = |id| {
         let (made_in, made_out) = premade.take().unwrap_or_default();
-        let most = |kind| Some(pool::HomeBlocks::most(kind));
-        let (most_in, most_out) = (most(samples), most(spectra));
-        (pools.samples).add_lane_with(id, pinned.clone(), made_in, most_in);
-        (pools.spectra).add_lane_with(id, pinned.clone(), made_out, most_out);
+        let most = |kind: pool::PoolKind| Some(kind.device_blocks());
+        (pools.samples).add_lane_with(id, pinned.clone(), made_in, most(samples));
+        (pools.spectra).add_lane_with(id, pinned.clone(), made_out, most(spectra));
     };
     let Some((id, rx)) = dispatcher.add_lane(lane.lane.clone(), lane.speed, queue, homes) else {
         // dispatching ended while the lane came up (its blocks being made): its engines and

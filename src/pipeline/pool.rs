@@ -32,7 +32,7 @@ use std::sync::{Arc, RwLock};
 const PREMAKE_THREADS: usize = 4;
 
 /// The most blocks a device's home has in the samples pool, fixed set or not
-/// (`HomeBlocks::most`): a range reader takes its buffer before its job
+/// (`PoolKind::device_blocks`): a range reader takes its buffer before its job
 /// (`range_reader::take_job`) and, once these are all in use, waits for one to come back
 /// (`SAMPLES_SPARE_WAIT`) rather than pin another. Readers, one per core, each waiting with a
 /// filled block in front of the device's full queue, had made a block each: on 32 cores about
@@ -60,7 +60,7 @@ pub(crate) enum HomeBlocks {
     AsMissed,
     /// Two per engine made before the lane joins, the rest as takes miss them.
     FirstFew,
-    /// The whole set made before the lane joins (`HomeBlocks::most`), and no more.
+    /// The whole set made before the lane joins (`PoolKind::device_blocks`), and no more.
     FixedSet,
 }
 
@@ -69,17 +69,8 @@ impl HomeBlocks {
     pub(crate) fn before_join(self, kind: PoolKind, engines: usize) -> usize {
         match self {
             HomeBlocks::AsMissed => 0,
-            HomeBlocks::FirstFew => (2 * engines).min(Self::most(kind)),
-            HomeBlocks::FixedSet => Self::most(kind),
-        }
-    }
-
-    /// The most blocks a device's home has in the pool `kind`, however they are made:
-    /// `DEVICE_SAMPLE_BLOCKS`, `DEVICE_SPECTRA_BLOCKS`.
-    pub(crate) fn most(kind: PoolKind) -> usize {
-        match kind {
-            PoolKind::Samples => DEVICE_SAMPLE_BLOCKS,
-            PoolKind::Spectra => DEVICE_SPECTRA_BLOCKS,
+            HomeBlocks::FirstFew => (2 * engines).min(kind.device_blocks()),
+            HomeBlocks::FixedSet => kind.device_blocks(),
         }
     }
 }
@@ -91,7 +82,18 @@ pub(crate) enum PoolKind {
     Spectra,
 }
 
-/// How long a take from a home that has its most blocks (`HomeBlocks::most`) waits for one to
+impl PoolKind {
+    /// The most blocks a device's home has in this pool, however they are made:
+    /// `DEVICE_SAMPLE_BLOCKS`, `DEVICE_SPECTRA_BLOCKS`.
+    pub(crate) fn device_blocks(self) -> usize {
+        match self {
+            PoolKind::Samples => DEVICE_SAMPLE_BLOCKS,
+            PoolKind::Spectra => DEVICE_SPECTRA_BLOCKS,
+        }
+    }
+}
+
+/// How long a take from a home that has its most blocks (`PoolKind::device_blocks`) waits for one to
 /// come back before it takes heap memory instead. Spectra blocks (taken by the FFT workers): about the time a
 /// device's two workers take for 20–60 batches, so a wait means the stages after the workers
 /// hold the blocks (the sink's order window), and a worker must not wait on them for long.
@@ -120,7 +122,7 @@ impl<T> Spares<T> {
 struct PinnedHome<T> {
     memory: PinnedMemory<T>,
     spares: Spares<T>,
-    /// The most blocks it has (`HomeBlocks::most`): once made, takes wait for a spare rather
+    /// The most blocks it has (`PoolKind::device_blocks`): once made, takes wait for a spare rather
     /// than ask for more (`BufferPool::spare_wait`).
     most: Option<usize>,
     /// Its blocks alive or asked for: counted when asked for, uncounted when one is not made
@@ -162,8 +164,8 @@ impl<T: Copy + Default> Pools<T> {
     /// the size of the largest buffer taken or expected so far (`BufferPool::premade`).
     pub(crate) fn fixed_set_bytes(&self) -> usize {
         let largest = |pool: &BufferPool<T>| pool.largest.load(Ordering::Relaxed);
-        let samples = HomeBlocks::most(PoolKind::Samples) * largest(&self.samples);
-        let spectra = HomeBlocks::most(PoolKind::Spectra) * largest(&self.spectra);
+        let samples = PoolKind::Samples.device_blocks() * largest(&self.samples);
+        let spectra = PoolKind::Spectra.device_blocks() * largest(&self.spectra);
         (samples + spectra) * std::mem::size_of::<T>()
     }
 }
@@ -236,7 +238,7 @@ impl<T: Copy + Default> BufferPool<T> {
     /// Up to `count` pinned buffers of `memory`, each the size of the largest buffer taken or
     /// expected so far (`expect`; none before either), made on a few threads; stops early when
     /// `stop` says so. For a lane that joins a running pipeline: its set for the run
-    /// (`HomeBlocks::most`), ready before its first batch (issue 23).
+    /// (`PoolKind::device_blocks`), ready before its first batch (issue 23).
     pub(crate) fn premade(
         &self,
         memory: &PinnedMemory<T>,
