@@ -79,6 +79,13 @@ enum Mem<T> {
     Pinned(PinnedBlock<T>),
 }
 
+impl<T> HostBuf<T> {
+    /// Whether the values are in pinned memory (a device's home), not on the heap.
+    pub fn is_pinned(&self) -> bool {
+        matches!(self.mem, Mem::Pinned(_))
+    }
+}
+
 impl<T: Copy + Default> HostBuf<T> {
     /// An empty heap buffer with room for `capacity` values.
     pub fn heap(capacity: usize) -> Self {
@@ -110,10 +117,6 @@ impl<T: Copy + Default> HostBuf<T> {
             }
             None => HostBuf::heap(capacity),
         }
-    }
-
-    pub fn is_pinned(&self) -> bool {
-        matches!(self.mem, Mem::Pinned(_))
     }
 
     /// The pinned block under the buffer, if it is pinned.

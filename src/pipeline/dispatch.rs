@@ -11,7 +11,8 @@
 //! - **Never held up by one device.** `send` tries the chosen lane first, then the others by
 //!   score, and only waits (for room in any queue) when every queue is full, so a slow or
 //!   stalled device's full queue does not stop the others. A batch sent to another lane than
-//!   its buffer's is correct, only staged through the engine's own pinned buffers.
+//!   its buffer's is correct, only staged through the engine's own pinned buffers; a batch in
+//!   heap memory meant for a CPU lane stays with the CPU lanes (`heap_batches`).
 //! - **In line.** When producers wait for room, a newer batch is placed only while the queues
 //!   have room for it and for every older waiting one, so the oldest always gets a room
 //!   (`State::may_place`): the sink writes in number order, so a batch passed over holds every
@@ -59,6 +60,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod carriage;
 mod handoff;
+mod heap_batches;
 mod lane_slot;
 mod sink_order;
 mod stalls;
@@ -433,7 +435,8 @@ impl<T> Dispatcher<T> {
     }
 
     /// Sends `batch` to lane `meant` if it takes batches and has room, else to the lane with
-    /// room ranked first, else waits for room anywhere; a batch more than the window
+    /// room ranked first, else waits for room anywhere (a batch in heap memory meant for a CPU
+    /// lane: the CPU lanes only, `State::heap_batch_lanes`); a batch more than the window
     /// ahead of the oldest unfinished one waits for that one first (`State::window`). The wait
     /// is added to `waited`. False when dispatching has ended (nothing takes batches any more).
     pub(crate) fn send(&self, batch: Batch<T>, meant: LaneId, waited: &AtomicU64) -> bool {
@@ -455,6 +458,9 @@ impl<T> Dispatcher<T> {
             }
             if let Some(k) = order.iter().position(|&i| i == meant) {
                 order[..=k].rotate_right(1); // the meant lane first
+            }
+            if let Some(cpu) = state.heap_batch_lanes(&batch, meant) {
+                order = cpu;
             }
             if state.may_place(id, &order) && state.within_window(id) {
                 match state.place(batch, &order) {

@@ -465,6 +465,55 @@ fn a_handed_off_batch_takes_room_before_a_newer_waiting_one() {
     drop(producer);
 }
 
+/// A batch in heap memory filled for the CPU lane waits for the CPU lane's room, retired or
+/// not, rather than cross to a device through staging blocks pinned while the device works
+/// (issue 41's hand-over); a batch meant for the device still goes wherever there is room.
+#[test]
+fn a_heap_batch_meant_for_the_cpu_lane_waits_for_it_rather_than_go_to_a_device() {
+    let (d, _) = Dispatcher::<f32>::new(LaneSet::new(true));
+    let d = Arc::new(d);
+    let producer = d.producer();
+    let cpu = Lane::new("cpu".into(), "CPU engine".into(), true, 1);
+    let Some((on_cpu, cpu_rx)) = d.add_lane(cpu.clone(), LaneSpeed::Even, 1, |_| {}) else {
+        panic!("cpu lane")
+    };
+    let Some((on_gpu, gpu_rx)) = d.add_lane(lane("gpu"), LaneSpeed::Even, 10, |_| {}) else {
+        panic!("device lane")
+    };
+    let waited = AtomicU64::new(0);
+    // meant for the device, whose queue is full: the CPU lane's room takes it
+    for id in 0..10 {
+        assert!(d.send(batch(id), on_gpu, &waited));
+    }
+    assert!(d.send(batch(10), on_gpu, &waited));
+    assert_eq!(next_id(&cpu_rx), Some(10));
+    d.received(on_cpu, 10);
+    for id in 0..10 {
+        assert_eq!(next_id(&gpu_rx), Some(id));
+        d.received(on_gpu, id);
+    }
+    // in heap memory meant for the CPU lane, whose queue is full: it waits for it
+    assert!(d.send(batch(11), on_cpu, &waited));
+    cpu.retire(); // (the device has returned its first batch)
+    let sender = d.clone();
+    let waits = std::thread::spawn(move || sender.send(batch(12), on_cpu, &AtomicU64::new(0)));
+    wait_until_waiting(&d, 12);
+    assert!(
+        gpu_rx.try_recv().is_err(),
+        "the device's lane got a heap batch"
+    );
+    assert_eq!(next_id(&cpu_rx), Some(11));
+    d.received(on_cpu, 11);
+    assert_eq!(
+        next_id(&cpu_rx),
+        Some(12),
+        "the retired CPU lane computes it"
+    );
+    assert!(waits.join().unwrap_or(false));
+    d.abandon();
+    drop(producer);
+}
+
 /// The number of the next batch a lane's queue gives (waiting at most 5 s).
 fn next_id(rx: &Receiver<Batch<f32>>) -> Option<u64> {
     rx.recv_timeout(Duration::from_secs(5)).map(|b| b.id).ok()
