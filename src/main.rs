@@ -48,10 +48,9 @@ fn run(cli: Cli) -> Result<(), FftdError> {
         Some(Command::Fleet(command)) => fftd::app::fleet_args::run_fleet(command),
         None => {
             let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
-            let (device, live) = (&settings.engine.device, settings.source.input.is_live());
             // SAFETY: no other thread has started (parsing, logging and settings start none)
             // and OpenCL is not loaded: nothing reads the environment while it changes.
-            unsafe { fftd::fft::narrow_gpu_view(device, live) };
+            unsafe { fftd::pipeline::narrow_gpu_view(&settings) };
             let nats = cli.nats.spec();
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = nats.clone();

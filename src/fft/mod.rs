@@ -35,7 +35,6 @@ pub use carry::{Carry, Samples};
 pub use host_memory::HostBuf;
 pub(crate) use host_memory::PinnedMemory;
 pub use naive::naive_spectrum;
-pub use route::gpu_view::narrow_gpu_view;
 pub use scale::Scale;
 pub(crate) use scale::ScalePlan;
 

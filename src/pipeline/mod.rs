@@ -180,6 +180,23 @@ pub fn run(run_spec: &RunSpec, signals: Signals) -> Result<()> {
         .dispatch(Run { run_spec, signals })
 }
 
+/// Shows NVIDIA's driver only the GPU this run uses first, where what runs of its device
+/// choice and its job's shape found here says so (`fft::route::gpu_view`).
+///
+/// # Safety
+///
+/// To be called by the program's main thread before it starts any other thread (and before
+/// OpenCL loads): it changes the process's environment, which another thread reading it
+/// meanwhile could see half written.
+pub unsafe fn narrow_gpu_view(run_spec: &RunSpec) {
+    let live = run_spec.source.input.is_live();
+    let job = run_steps::job_key(run_spec);
+    // SAFETY: the caller's promise, passed on
+    unsafe {
+        crate::fft::route::gpu_view::narrow_gpu_view(&run_spec.engine.device, live, job.as_str())
+    }
+}
+
 /// A run in the sample type of its precision.
 struct Run<'a> {
     run_spec: &'a RunSpec,

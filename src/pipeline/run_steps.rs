@@ -66,7 +66,7 @@ impl<T: Sample> Built<T> {
         let engine = &run_spec.engine;
         let workers = (engine.workers, engine.device_workers);
         let auto = engine.device == crate::fft::device_choice::DeviceChoice::Auto;
-        let job = (auto && !live && teaches_auto(run_spec)).then(|| job_key::<T>(run_spec));
+        let job = (auto && !live && teaches_auto(run_spec)).then(|| job_key(run_spec));
         let set = router::build_engine_set::<T>(&engine.device, workers, live, job.as_ref())?;
         Ok(Built {
             set,
@@ -86,8 +86,9 @@ impl<T: Sample> Built<T> {
     }
 }
 
-/// The shape of this job for `auto`'s records (`route::record`).
-fn job_key<T: Sample>(run_spec: &RunSpec) -> crate::fft::route::record::JobKey {
+/// The shape of this job for `auto`'s records (`route::record`) and for which GPUs the driver
+/// shows its runs (`route::gpu_view`).
+pub(super) fn job_key(run_spec: &RunSpec) -> JobKey {
     let frame = match run_spec.analysis.frame {
         FrameSize::Fixed(n) => n,
         FrameSize::Whole => 0,
@@ -108,9 +109,9 @@ fn job_key<T: Sample>(run_spec: &RunSpec) -> crate::fft::route::record::JobKey {
             .sum(),
         _ => 0,
     };
-    crate::fft::route::record::JobKey::new(
+    JobKey::new(
         (frame, run_spec.analysis.hop_for(frame)),
-        T::NAME,
+        run_spec.analysis.precision.name(),
         &format!("{products} {:?}", run_spec.analysis.scale),
         input_bytes,
         limits::cores(),

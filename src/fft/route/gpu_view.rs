@@ -5,9 +5,9 @@
 //! run uses one GPU, and `auto` and `gpu:all` one unless their first bounds the run (the others
 //! wait in reserve, `route::later_devices_in_reserve`, `route::another_device_pays`). So where a
 //! run here with the driver's whole view found the GPU they take first to be the first of
-//! several alike NVIDIA GPUs (`remember`), later `gpu` runs, and `auto` and `gpu:all` runs until
-//! one finds its first GPU bounding the run (`note_second_device_wanted`), show the driver that
-//! one alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
+//! several alike NVIDIA GPUs (`remember`), later `gpu` runs, and `auto` and `gpu:all` runs of
+//! every job whose run did not find its first GPU bounding the run (`note_second_device_wanted`,
+//! kept per job shape as `auto`'s records are), show the driver that one alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
 //! list): the same device under the same `opencl:P:D` name, the others not brought up. Before
 //! any run here has recorded a view, NVIDIA's kernel driver's list of GPUs decides (several of
 //! one model: `driver_lists_several_alike`), so a host's first run is narrowed too. Lists, named
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// The variable NVIDIA's driver reads for the GPUs it shows (by CUDA's numbering, which its
 /// OpenCL platform lists in the same order).
@@ -38,10 +39,11 @@ struct NvidiaGpus {
     gpu_is_first: bool,
     /// That device's name (a narrowed run that finds another model forgets the view).
     name: String,
-    /// A narrowed run of `auto` or `gpu:all` found its first GPU bounding the run: they show
-    /// the driver every GPU again, so a second can start.
+    /// The job shapes (`route::record::JobKey`) whose narrowed run of `auto` or `gpu:all`
+    /// found its first GPU bounding the run: their runs show the driver every GPU again, so a
+    /// second can start; other jobs' runs stay narrowed. The latest last, at most `WANTED_JOBS`.
     #[serde(default)]
-    second_wanted: bool,
+    second_wanted_by: Vec<String>,
     /// A narrowed run found no device of NVIDIA's platform (the GPU shown cannot serve OpenCL:
     /// MIG, a compute mode): no run here is narrowed again.
     #[serde(default)]
@@ -52,6 +54,11 @@ struct NvidiaGpus {
 /// choice keeps GPUs in reserve.
 static NARROWED: AtomicBool = AtomicBool::new(false);
 static NARROWED_RESERVE: AtomicBool = AtomicBool::new(false);
+/// This run's job shape, for the notes of a second GPU wanted or not (`narrow_gpu_view`).
+static JOB: OnceLock<String> = OnceLock::new();
+
+/// Job shapes a record keeps as wanting a second GPU (the oldest forgotten first).
+const WANTED_JOBS: usize = 64;
 
 fn path() -> Option<PathBuf> {
     calibrate::cache_dir().map(|d| d.join("gpu-view.json"))
@@ -71,14 +78,14 @@ fn uses_one_gpu_first(choice: &DeviceChoice) -> bool {
     )
 }
 
-/// Whether a run of `choice` shows the driver only its first GPU: `gpu`; `auto`, and `gpu:all`
-/// on a file (live input opens every device before the run, so none would ever be found
-/// wanted), until a run found a second GPU wanted; never once a narrowed run found no NVIDIA
+/// Whether a run of `choice` (on live input or not) shows the driver only its first GPU: `gpu`;
+/// `auto`, and `gpu:all` on a file (live input opens every device before the run, so none would
+/// ever be found wanted), unless a run of `job` found a second GPU wanted; never once a narrowed run found no NVIDIA
 /// device. And only where the GPUs are several of one model, `gpu` taking the first: as a run
 /// with the driver's whole view found them (`found`) and as the kernel driver lists them
 /// (`listed`: None where it lists none to read); either alone where there is no other.
 fn narrows(
-    (choice, live): (&DeviceChoice, bool),
+    (choice, live, job): (&DeviceChoice, bool, &str),
     found: impl FnOnce() -> Option<NvidiaGpus>,
     listed: impl FnOnce() -> Option<bool>,
 ) -> bool {
@@ -86,7 +93,7 @@ fn narrows(
         return false;
     }
     let found = found();
-    let learned = |f: &NvidiaGpus| (f.second_wanted, f.refused);
+    let learned = |f: &NvidiaGpus| (f.second_wanted_by.iter().any(|j| j == job), f.refused);
     let (second_wanted, refused) = found.as_ref().map_or((false, false), learned);
     let for_choice = match choice {
         DeviceChoice::Gpu => true,
@@ -137,19 +144,20 @@ fn first_shown(users: Option<&str>) -> Option<String> {
     first.filter(|f| !f.is_empty()).map(str::to_string)
 }
 
-/// Shows NVIDIA's driver only the GPU a run of `choice` (on live input or not) uses first,
-/// where `narrows` says so.
+/// Shows NVIDIA's driver only the GPU a run of `choice` (on live input or not) of `job` (its
+/// shape, `route::record::JobKey`) uses first, where `narrows` says so.
 ///
 /// # Safety
 ///
 /// To be called by the program's main thread before it starts any other thread (and before
 /// OpenCL loads): it changes the process's environment, which another thread reading it
 /// meanwhile could see half written.
-pub unsafe fn narrow_gpu_view(choice: &DeviceChoice, live: bool) {
+pub(crate) unsafe fn narrow_gpu_view(choice: &DeviceChoice, live: bool, job: &str) {
     let environment = kinds::environment(); // (read here first, before OpenCL loads: see there)
+    let _ = JOB.set(job.to_string());
     let found = || book().remove(&environment);
     let listed = || driver_lists_several_alike(Path::new(DRIVER_GPUS));
-    if !narrows((choice, live), found, listed) {
+    if !narrows((choice, live, job), found, listed) {
         return;
     }
     let users = std::env::var(VISIBLE).ok();
@@ -210,12 +218,12 @@ fn after_whole_view(
     infos: &[&DeviceInfo],
     best: &DeviceInfo,
 ) -> Option<NvidiaGpus> {
-    let learned = before.filter(|b| b.second_wanted || b.refused);
+    let learned = before.filter(|b| !b.second_wanted_by.is_empty() || b.refused);
     let Some(mut found) = nvidia_gpus(infos, best) else {
         return learned.map(|b| NvidiaGpus { shown: 0, ..b });
     };
     if let Some(b) = learned {
-        (found.second_wanted, found.refused) = (b.second_wanted, b.refused);
+        (found.second_wanted_by, found.refused) = (b.second_wanted_by, b.refused);
     }
     Some(found)
 }
@@ -235,45 +243,53 @@ fn after_narrowed(before: Option<NvidiaGpus>, best: &DeviceInfo) -> Option<Nvidi
 }
 
 /// Called while a run's first GPU works, each time a second one would have paid
-/// (`route::another_device_pays`): a narrowed run of a choice with GPUs in reserve records it
-/// once, so later such runs show the driver every GPU again.
+/// (`route::another_device_pays`): a narrowed run of a choice with GPUs in reserve records its
+/// job once, so later such runs of that job show the driver every GPU again.
 pub(crate) fn note_second_device_wanted() {
     static NOTED: AtomicBool = AtomicBool::new(false);
+    let Some(job) = JOB.get() else {
+        return;
+    };
     if !NARROWED_RESERVE.load(Ordering::Relaxed) || NOTED.swap(true, Ordering::Relaxed) {
         return;
     }
-    // (a first run narrowed by the kernel driver's list has no view recorded yet)
-    let wanted = |before: Option<NvidiaGpus>| {
-        Some(NvidiaGpus {
-            second_wanted: true,
-            ..before.unwrap_or_default()
-        })
-    };
-    update_record(wanted);
-    tracing::debug!("the first GPU bounds the run: later runs show the driver every GPU");
+    update_record(|before| Some(after_second_wanted(before, job)));
+    tracing::debug!(
+        "the first GPU bounds the run: later runs of `{job}` show the driver every GPU"
+    );
+}
+
+/// The record after a run of `job` found a second GPU wanted (a first run narrowed by the
+/// kernel driver's list has no view recorded yet: the record then holds only this).
+fn after_second_wanted(before: Option<NvidiaGpus>, job: &str) -> NvidiaGpus {
+    let mut after = before.unwrap_or_default();
+    after.second_wanted_by.retain(|j| j != job);
+    after.second_wanted_by.push(job.to_string());
+    let over = after.second_wanted_by.len().saturating_sub(WANTED_JOBS);
+    after.second_wanted_by.drain(..over);
+    after
 }
 
 /// Called when a run's GPUs in reserve did not start though the driver showed them all (a run
 /// of `auto` or `gpu:all` that was not narrowed, its first GPU watched long enough): where a
-/// run had recorded a second GPU wanted, later runs show the driver one GPU again
-/// (`after_reserve_not_started`). The record is per host, not per job: without this, one job
-/// that wanted a second GPU took the narrowing from every other for good (two H200s, session
-/// 31: `gpu:all` on 65536 hop 8192 at 16 GiB paid ~0.2 s for the whole view after hop 512 had
-/// wanted one, and never started it: 0.91x `gpu`).
+/// run of this job had recorded a second GPU wanted, its later runs show the driver one GPU
+/// again (`after_reserve_not_started`): a job whose wants changed (another host's load, another
+/// input size in its class) gets the narrowing back.
 pub(crate) fn note_second_device_not_wanted() {
-    if NARROWED.load(Ordering::Relaxed) {
+    let Some(job) = JOB.get().filter(|_| !NARROWED.load(Ordering::Relaxed)) else {
         return;
-    }
-    if update_record(after_reserve_not_started) {
-        tracing::debug!("the GPUs in reserve did not start: later runs show the driver one GPU");
+    };
+    if update_record(|before| after_reserve_not_started(before, job)) {
+        tracing::debug!("the GPUs in reserve did not start: later runs of `{job}` show one GPU");
     }
 }
 
-/// The record after a run whose GPUs in reserve did not start: no second GPU wanted.
-fn after_reserve_not_started(before: Option<NvidiaGpus>) -> Option<NvidiaGpus> {
-    before.map(|b| NvidiaGpus {
-        second_wanted: false,
-        ..b
+/// The record after a run of `job` whose GPUs in reserve did not start: that job wants no
+/// second GPU.
+fn after_reserve_not_started(before: Option<NvidiaGpus>, job: &str) -> Option<NvidiaGpus> {
+    before.map(|mut b| {
+        b.second_wanted_by.retain(|j| j != job);
+        b
     })
 }
 
@@ -297,53 +313,72 @@ fn nvidia_gpus(infos: &[&DeviceInfo], best: &DeviceInfo) -> Option<NvidiaGpus> {
         alike: platform.iter().all(|d| model(d) == model(best)),
         gpu_is_first: best.device_index == 0,
         name: best.name.clone(),
-        second_wanted: false,
+        second_wanted_by: Vec::new(),
         refused: false,
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
+    /// Two job shapes, as `route::record::JobKey` writes them.
+    const HOP_512: &str = "frame 4096 hop 512 f32 plain Magnitude input 2^32 cores 32";
+    const LARGE: &str = "frame 65536 hop 8192 f32 plain Magnitude input 2^32 cores 32";
+
+    fn wanted_by(jobs: &[&str]) -> NvidiaGpus {
+        NvidiaGpus {
+            second_wanted_by: jobs.iter().map(|j| j.to_string()).collect(),
+            ..found(2, true, true)
+        }
+    }
+
+    /// One job that wants a second GPU does not take the narrowing from the others (two H200s,
+    /// session 31: `gpu:all` on 65536 hop 8192 paid the whole view after hop 512 had wanted a
+    /// second GPU, 0.91x `gpu`), and a run whose reserve did not start gives its job's back.
     #[test]
-    fn a_reserve_that_did_not_start_takes_back_a_second_gpu_wanted() {
-        let wanted = NvidiaGpus {
-            shown: 2,
-            alike: true,
-            gpu_is_first: true,
-            name: "NVIDIA H200".into(),
-            second_wanted: true,
-            refused: false,
+    fn a_second_gpu_is_wanted_per_job_and_a_reserve_that_did_not_start_takes_it_back() {
+        let listed = || Some(true);
+        let all = |job: &str, record: &NvidiaGpus| {
+            narrows(
+                (&DeviceChoice::AllGpus, false, job),
+                || Some(record.clone()),
+                listed,
+            )
         };
-        let after = after_reserve_not_started(Some(wanted.clone())).expect("a record");
-        assert!(!after.second_wanted);
+        let hop_wants = after_second_wanted(Some(found(2, true, true)), HOP_512);
+        assert_eq!(hop_wants, wanted_by(&[HOP_512]));
+        assert!(!all(HOP_512, &hop_wants), "its job shows every GPU");
+        assert!(all(LARGE, &hop_wants), "another job stays narrowed");
+        let both = after_second_wanted(Some(hop_wants), LARGE);
         assert_eq!(
-            NvidiaGpus {
-                second_wanted: true,
-                ..after.clone()
-            },
-            wanted,
-            "nothing else changes"
+            after_second_wanted(Some(both.clone()), LARGE),
+            both,
+            "once a job"
         );
+        let after = after_reserve_not_started(Some(both), LARGE).expect("a record");
+        assert_eq!(after, wanted_by(&[HOP_512]), "nothing else changes");
+        assert!(all(LARGE, &after) && !all(HOP_512, &after));
         assert_eq!(
-            after_reserve_not_started(None),
+            after_reserve_not_started(None, LARGE),
             None,
             "no record, none made"
         );
-        // so `gpu:all` on a file is narrowed again
-        let listed = || Some(true);
-        assert!(narrows(
-            (&DeviceChoice::AllGpus, false),
-            || Some(after),
-            listed
-        ));
-        assert!(!narrows(
-            (&DeviceChoice::AllGpus, false),
-            || Some(wanted),
-            listed
-        ));
+        let first_run = after_second_wanted(None, HOP_512);
+        assert_eq!(
+            first_run.shown, 0,
+            "no view recorded yet: only what was learned"
+        );
+        let mut many = found(2, true, true);
+        for k in 0..WANTED_JOBS + 3 {
+            many = after_second_wanted(Some(many), &format!("job {k}"));
+        }
+        assert_eq!(many.second_wanted_by.len(), WANTED_JOBS);
+        assert_eq!(
+            many.second_wanted_by[0], "job 3",
+            "the oldest forgotten first"
+        );
     }
-    use super::*;
 
     fn h200(device_index: usize) -> DeviceInfo {
         DeviceInfo {
@@ -387,7 +422,7 @@ mod tests {
         record: Option<&NvidiaGpus>,
         listed: Option<bool>,
     ) -> bool {
-        narrows((choice, false), || record.cloned(), || listed)
+        narrows((choice, false, HOP_512), || record.cloned(), || listed)
     }
 
     #[test]
@@ -396,10 +431,7 @@ mod tests {
         for choice in [DeviceChoice::Gpu, DeviceChoice::Auto, DeviceChoice::AllGpus] {
             assert!(narrows_with(&choice, Some(&two), None), "{choice}");
         }
-        let wanted = NvidiaGpus {
-            second_wanted: true,
-            ..two.clone()
-        };
+        let wanted = wanted_by(&[HOP_512]);
         assert!(narrows_with(&DeviceChoice::Gpu, Some(&wanted), None));
         for reserve in [DeviceChoice::Auto, DeviceChoice::AllGpus] {
             assert!(
@@ -407,7 +439,7 @@ mod tests {
                 "{reserve}: a second paid"
             );
         }
-        let live = |choice: &DeviceChoice| narrows((choice, true), || Some(two.clone()), || None);
+        let live = |choice| narrows((choice, true, HOP_512), || Some(two.clone()), || None);
         assert!(live(&DeviceChoice::Gpu) && live(&DeviceChoice::Auto));
         assert!(
             !live(&DeviceChoice::AllGpus),
@@ -459,10 +491,7 @@ mod tests {
             !narrows_with(&DeviceChoice::Gpu, Some(&two), Some(false)),
             "a GPU added"
         );
-        let learned_only = NvidiaGpus {
-            second_wanted: true,
-            ..Default::default()
-        };
+        let learned_only = after_second_wanted(None, HOP_512);
         assert!(narrows_with(
             &DeviceChoice::Gpu,
             Some(&learned_only),
@@ -541,14 +570,9 @@ mod tests {
         smaller.compute_units = 114;
         let apart = nvidia_gpus(&[&pocl, &first, &smaller], &first);
         assert_eq!(apart, Some(found(2, false, true)));
-        let wanted = NvidiaGpus {
-            second_wanted: true,
-            ..Default::default()
-        };
+        let wanted = after_second_wanted(None, HOP_512);
         let after = after_whole_view(Some(wanted.clone()), &infos, &first);
-        assert!(after
-            .as_ref()
-            .is_some_and(|a| a.second_wanted && a.shown == 2));
+        assert_eq!(after, Some(wanted_by(&[HOP_512])));
         assert_eq!(
             after_whole_view(Some(wanted.clone()), &infos, &pocl),
             Some(wanted)

@@ -48,6 +48,10 @@ impl JobKey {
             "frame {frame} hop {hop} {precision} {products} input 2^{size_class} cores {cores}"
         ))
     }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// Every job shape's record, as saved.
