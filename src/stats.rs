@@ -70,15 +70,16 @@ pub(crate) struct LocalLatency {
 }
 
 impl LocalLatency {
-    pub(crate) fn record(&mut self, latency: Duration) {
+    /// `frames` frames, each of `latency`.
+    pub(crate) fn record_n(&mut self, latency: Duration, frames: u64) {
         let s = latency.as_secs_f64();
         let bucket = LATENCY_BOUNDS_S
             .iter()
             .position(|&bound| s <= bound)
             .unwrap_or(LATENCY_BOUNDS_S.len());
-        self.counts[bucket] += 1;
-        self.sum_ns += latency.as_nanos() as u64;
-        self.count += 1;
+        self.counts[bucket] += frames;
+        self.sum_ns += latency.as_nanos() as u64 * frames;
+        self.count += frames;
     }
 
     /// Adds what was recorded to `to` and starts again.
@@ -128,9 +129,10 @@ impl Default for Latency {
 }
 
 impl Latency {
-    pub(crate) fn record(&mut self, latency: Duration) {
+    /// `frames` frames, each of `latency`.
+    pub(crate) fn record_n(&mut self, latency: Duration, frames: u64) {
         if let Some(h) = self.histogram.as_mut() {
-            h.saturating_record((latency.as_micros() as u64).max(1));
+            h.saturating_record_n((latency.as_micros() as u64).max(1), frames);
         }
     }
 
