@@ -211,9 +211,7 @@ impl<T: Sample> LateJoin<'_, T> {
         let window = watch.recent.back().copied().unwrap_or(0.0);
         tracing::debug!(?demand, busy = window, pays, "the first device's demand");
         watch.peak_busy = watch.peak_busy.max(demand.busy);
-        if pays {
-            route::gpu_view::note_second_device_wanted(); // (a run that hid the others)
-        }
+        route::gpu_view::note_if_second_device_wanted(&demand); // (a run that hid the others)
         if pays && self.lane_set.later_devices_wait() {
             let left =
                 (demand.left).map_or("unknown".into(), |l| format!("{:.2} s", l.as_secs_f64()));

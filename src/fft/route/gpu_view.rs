@@ -6,14 +6,15 @@
 //! wait in reserve, `route::later_devices_in_reserve`, `route::another_device_pays`). So where a
 //! run here with the driver's whole view found the GPU they take first to be the first of
 //! several alike NVIDIA GPUs (`remember`), later `gpu` runs, and `auto` and `gpu:all` runs of
-//! every job whose run did not find its first GPU bounding the run (`note_second_device_wanted`,
-//! kept per job shape as `auto`'s records are), show the driver that one alone (`narrow_gpu_view`: `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
+//! every job whose run did not find a second GPU wanted (`note_if_second_device_wanted`, kept
+//! per job shape as `auto`'s records are), show the driver that one alone (`narrow_gpu_view`:
+//! `CUDA_VISIBLE_DEVICES=0`, or the first entry of the user's own
 //! list): the same device under the same `opencl:P:D` name, the others not brought up. Before
 //! any run here has recorded a view, NVIDIA's kernel driver's list of GPUs decides (several of
 //! one model: `driver_lists_several_alike`), so a host's first run is narrowed too. Lists, named
 //! devices and hosts without NVIDIA's driver are left as they are.
 
-use super::kinds;
+use super::{kinds, Demand};
 use crate::fft::calibrate;
 use crate::fft::device_choice::DeviceChoice;
 use crate::fft::opencl::device::{self, DeviceInfo};
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The variable NVIDIA's driver reads for the GPUs it shows (by CUDA's numbering, which its
 /// OpenCL platform lists in the same order).
@@ -242,21 +244,41 @@ fn after_narrowed(before: Option<NvidiaGpus>, best: &DeviceInfo) -> Option<Nvidi
     before.filter(|b| b.shown == 0 || b.name == best.name)
 }
 
-/// Called while a run's first GPU works, each time a second one would have paid
-/// (`route::another_device_pays`): a narrowed run of a choice with GPUs in reserve records its
-/// job once, so later such runs of that job show the driver every GPU again.
-pub(crate) fn note_second_device_wanted() {
+/// What showing the driver every GPU adds to a device's start-up: its platform took 0.378–0.394
+/// s with both of two H200s shown against 0.188 with one (session 31, call 9), rounded up.
+const WHOLE_VIEW_START_UP: Duration = Duration::from_millis(200);
+
+/// Called while a run's first GPU works, at each look at its `demand`: a narrowed run of a
+/// choice with GPUs in reserve records its job once where a second GPU would have started in a
+/// run that showed the driver every GPU (`route::another_device_pays`, with that run's longer
+/// start-up), so later such runs of that job show the driver every GPU again. Judged with the
+/// narrowed run's own start-up, every job near the line flipped (two H200s, session 32): its
+/// narrowed run wanted a second GPU, the next run paid the whole view and found it would not
+/// pay, and the run after that was narrowed again.
+pub(crate) fn note_if_second_device_wanted(demand: &Demand) {
     static NOTED: AtomicBool = AtomicBool::new(false);
     let Some(job) = JOB.get() else {
         return;
     };
-    if !NARROWED_RESERVE.load(Ordering::Relaxed) || NOTED.swap(true, Ordering::Relaxed) {
+    if !NARROWED_RESERVE.load(Ordering::Relaxed) || !pays_with_the_whole_view(demand) {
+        return;
+    }
+    if NOTED.swap(true, Ordering::Relaxed) {
         return;
     }
     update_record(|before| Some(after_second_wanted(before, job)));
     tracing::debug!(
         "the first GPU bounds the run: later runs of `{job}` show the driver every GPU"
     );
+}
+
+/// Whether a second GPU would start, at `demand`, in a run that showed the driver every GPU.
+fn pays_with_the_whole_view(demand: &Demand) -> bool {
+    let whole_view = Demand {
+        start_up: demand.start_up + WHOLE_VIEW_START_UP,
+        ..*demand
+    };
+    super::another_device_pays(&whole_view)
 }
 
 /// The record after a run of `job` found a second GPU wanted (a first run narrowed by the
@@ -423,6 +445,33 @@ mod tests {
         listed: Option<bool>,
     ) -> bool {
         narrows((choice, false, HOP_512), || record.cloned(), || listed)
+    }
+
+    /// A narrowed run notes a second GPU wanted only where a run with the driver's whole view,
+    /// whose start-up is longer, would start it: else the job's runs flip between the two.
+    #[test]
+    fn a_second_gpu_is_wanted_where_it_would_start_with_every_gpu_shown() {
+        let demand = |busy: f64, left_ms: u64| Demand {
+            busy,
+            left: Some(Duration::from_millis(left_ms)),
+            start_up: Duration::from_millis(450),
+        };
+        let near = demand(0.95, 1500);
+        assert!(
+            super::super::another_device_pays(&near),
+            "with its own start-up"
+        );
+        assert!(
+            !pays_with_the_whole_view(&near),
+            "3 x 0.65 s is more than 1.5 s left"
+        );
+        assert!(pays_with_the_whole_view(&demand(0.95, 2500)));
+        assert!(
+            !pays_with_the_whole_view(&demand(0.80, 9000)),
+            "not bound by the device"
+        );
+        let unknown = Demand { left: None, ..near };
+        assert!(pays_with_the_whole_view(&unknown), "a live input");
     }
 
     #[test]
