@@ -25,8 +25,11 @@
 
 use crate::fft::{HostBuf, PinnedMemory};
 use crossbeam_channel::{Receiver, Sender};
+use misses::Misses;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+
+mod misses;
 
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
@@ -160,6 +163,12 @@ impl<T: Copy + Default> Pools<T> {
         }
     }
 
+    /// `--stats`' line on the takes from devices' pinned homes that found no spare block
+    /// (`misses::line`).
+    pub(crate) fn misses_report(&self) -> Option<String> {
+        misses::line(self.samples.misses_report(), self.spectra.misses_report())
+    }
+
     /// Bytes of a device's fixed set in both pools (`HomeBlocks::FixedSet`): its blocks, each
     /// the size of the largest buffer taken or expected so far (`BufferPool::premade`).
     pub(crate) fn fixed_set_bytes(&self) -> usize {
@@ -183,6 +192,8 @@ pub(crate) struct BufferPool<T> {
     /// How long a take from a home at its most blocks waits for a spare (`SAMPLES_SPARE_WAIT`,
     /// `SPECTRA_SPARE_WAIT`).
     spare_wait: std::time::Duration,
+    /// What takes from pinned homes found (`--stats`: `misses_report`).
+    misses: Misses,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
@@ -196,7 +207,14 @@ impl<T: Copy + Default> BufferPool<T> {
             largest: Arc::new(AtomicUsize::new(0)),
             ended: Arc::new(AtomicBool::new(false)),
             spare_wait,
+            misses: Misses::default(),
         }
+    }
+
+    /// What takes from the pinned homes found, for `--stats`: None when every take found a
+    /// spare (or none was pinned).
+    pub(crate) fn misses_report(&self) -> Option<String> {
+        self.misses.report()
     }
 
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
@@ -299,22 +317,32 @@ impl<T: Copy + Default> BufferPool<T> {
                     }
                     match self.top_up(home) {
                         Asked::AtMost => Some((home.spares.rx.clone(), home.made.clone())),
-                        Asked::Yes | Asked::No => None,
+                        Asked::Yes | Asked::No => return self.heap_for_a_miss(len),
                     }
                 }
             }
         };
         // (waited for with the homes unlocked: a lane may join meanwhile)
-        let waited =
-            waits_on.and_then(|(rx, made)| Some((rx.recv_timeout(self.spare_wait).ok()?, made)));
+        let since = std::time::Instant::now();
+        let waited = waits_on.map(|(rx, made)| (rx.recv_timeout(self.spare_wait).ok(), made));
+        if waited.is_some() {
+            self.misses.waited_since(since);
+        }
         match waited {
-            Some((b, _)) if b.capacity() >= len => fresh(b),
-            Some((small, made)) => {
+            Some((Some(b), _)) if b.capacity() >= len => fresh(b),
+            Some((Some(small), made)) => {
                 release_small(&made, small);
-                fresh(self.heap_buffer(len))
+                self.heap_for_a_miss(len)
             }
+            Some((None, _)) => self.heap_for_a_miss(len),
             None => fresh(self.heap_buffer(len)),
         }
+    }
+
+    /// Heap memory for a take from a pinned home that found no spare.
+    fn heap_for_a_miss(&self, len: usize) -> HostBuf<T> {
+        self.misses.took_heap();
+        fresh(self.heap_buffer(len))
     }
 
     /// Asks for one more pinned block in `home`'s spares (up to the spares' capacity asked at
@@ -732,9 +760,15 @@ mod tests {
         };
         assert_eq!(dev.blocks.lock().map(|b| b.len()).unwrap_or(0), 2);
         // both in use and the most made: the take waits, then gets heap memory, pinning none
+        let (waited_before, heap_before) = pool.misses.counts();
         assert!(!pool.take(0, 16).is_pinned());
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert_eq!(dev.blocks.lock().map(|b| b.len()).unwrap_or(0), 2);
+        let (waited, heap) = pool.misses.counts();
+        assert_eq!(waited, waited_before + 1, "--stats counts the wait");
+        assert_eq!(heap, heap_before + 1);
+        let report = pool.misses_report().unwrap_or_default();
+        assert!(report.contains("takes waited for a spare ("), "{report}");
         // a block given back serves the next take
         pool.give(first);
         assert!(pool.take(0, 16).is_pinned());

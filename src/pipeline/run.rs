@@ -69,6 +69,7 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
     let meta_written = write_run_meta(run_spec, meta_file, by_stream, to, error.as_ref());
+    let block_misses = pools.misses_report();
     settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
@@ -77,6 +78,7 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         readers: stages.readers.total(),
         encoders: stages.encoders,
         window: dispatcher.widest_window(),
+        block_misses,
     };
     let traced = ended.report(run_spec, control, &latency, &stages.workers.lane_set);
     meta_written?;

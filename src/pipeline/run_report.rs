@@ -85,6 +85,8 @@ pub(super) struct Ended {
     pub readers: usize,
     pub encoders: usize,
     pub window: u64,
+    /// Takes from devices' pinned homes that found no spare (`pool::Pools::misses_report`).
+    pub block_misses: Option<String>,
 }
 
 impl Ended {
@@ -116,6 +118,9 @@ impl Ended {
             eprintln!("{}", stats::devices_report(&shares, started));
             if let Some(reserve) = lane_set.later_devices_report() {
                 eprintln!("fftd devices in reserve: {reserve}");
+            }
+            if let Some(misses) = &self.block_misses {
+                eprintln!("{misses}");
             }
             let wall = now.saturating_duration_since(started).as_nanos() as u64;
             let mut lines = crate::timeline::report(times, wall);
