@@ -18,9 +18,8 @@ use std::time::Instant;
 
 pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Result<()> {
     let started = Instant::now();
-    if let Some(age) = crate::left_behind::age_s() {
-        tracing::debug!(age_s = format!("{age:.3}"), "the run starts");
-    }
+    let age = crate::left_behind::age_s().map(|age| format!("{age:.3}"));
+    tracing::debug!(age_s = age, "the run starts");
     let early = Early::open(run_spec)?;
     let built = Built::<T>::build(run_spec, early.live)?;
     let cpu_only = built.cpu_only_spec(run_spec);
@@ -69,7 +68,6 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
     let meta_written = write_run_meta(run_spec, meta_file, by_stream, to, error.as_ref());
-    let block_misses = pools.misses_report();
     settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {
@@ -78,7 +76,7 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         readers: stages.readers.total(),
         encoders: stages.encoders,
         window: dispatcher.widest_window(),
-        block_misses,
+        block_misses: pools.misses_report(),
     };
     let traced = ended.report(run_spec, control, &latency, &stages.workers.lane_set);
     meta_written?;
