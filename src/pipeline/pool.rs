@@ -166,7 +166,7 @@ impl<T: Copy + Default> Pools<T> {
     /// `--stats`' line on the takes from devices' pinned homes that found no spare block
     /// (`misses::line`).
     pub(crate) fn misses_report(&self) -> Option<String> {
-        misses::line(self.samples.misses_report(), self.spectra.misses_report())
+        misses::line(self.samples.misses.report(), self.spectra.misses.report())
     }
 
     /// Bytes of a device's fixed set in both pools (`HomeBlocks::FixedSet`): its blocks, each
@@ -209,12 +209,6 @@ impl<T: Copy + Default> BufferPool<T> {
             spare_wait,
             misses: Misses::default(),
         }
-    }
-
-    /// What takes from the pinned homes found, for `--stats`: None when every take found a
-    /// spare (or none was pinned).
-    pub(crate) fn misses_report(&self) -> Option<String> {
-        self.misses.report()
     }
 
     /// Gives lane `lane` its home: buffers pinned by `pinned`, or heap buffers for None.
@@ -323,11 +317,12 @@ impl<T: Copy + Default> BufferPool<T> {
             }
         };
         // (waited for with the homes unlocked: a lane may join meanwhile)
-        let since = std::time::Instant::now();
-        let waited = waits_on.map(|(rx, made)| (rx.recv_timeout(self.spare_wait).ok(), made));
-        if waited.is_some() {
+        let waited = waits_on.map(|(rx, made)| {
+            let since = std::time::Instant::now();
+            let spare = rx.recv_timeout(self.spare_wait).ok();
             self.misses.waited_since(since);
-        }
+            (spare, made)
+        });
         match waited {
             Some((Some(b), _)) if b.capacity() >= len => fresh(b),
             Some((Some(small), made)) => {
@@ -767,7 +762,7 @@ mod tests {
         let (waited, heap) = pool.misses.counts();
         assert_eq!(waited, waited_before + 1, "--stats counts the wait");
         assert_eq!(heap, heap_before + 1);
-        let report = pool.misses_report().unwrap_or_default();
+        let report = pool.misses.report().unwrap_or_default();
         assert!(report.contains("takes waited for a spare ("), "{report}");
         // a block given back serves the next take
         pool.give(first);
