@@ -190,11 +190,9 @@ pub fn run(run_spec: &RunSpec, signals: Signals) -> Result<()> {
 /// meanwhile could see half written.
 pub unsafe fn narrow_gpu_view(run_spec: &RunSpec) {
     let live = run_spec.source.input.is_live();
-    let job = run_steps::job_key(run_spec);
+    let job = || run_steps::job_key(run_spec).as_str().to_string();
     // SAFETY: the caller's promise, passed on
-    unsafe {
-        crate::fft::route::gpu_view::narrow_gpu_view(&run_spec.engine.device, live, job.as_str())
-    }
+    unsafe { crate::fft::route::gpu_view::narrow_gpu_view(&run_spec.engine.device, live, job) }
 }
 
 /// A run in the sample type of its precision.

@@ -146,20 +146,26 @@ fn first_shown(users: Option<&str>) -> Option<String> {
     first.filter(|f| !f.is_empty()).map(str::to_string)
 }
 
-/// Shows NVIDIA's driver only the GPU a run of `choice` (on live input or not) of `job` (its
-/// shape, `route::record::JobKey`) uses first, where `narrows` says so.
+/// Shows NVIDIA's driver only the GPU a run of `choice` (on live input or not) uses first,
+/// where `narrows` says so. `job` gives the run's shape (`route::record::JobKey`), asked only
+/// of a choice that keeps GPUs in reserve (`route::later_devices_in_reserve`): only their
+/// runs read or record a job's want of a second GPU, and the shape reads the inputs' sizes.
 ///
 /// # Safety
 ///
 /// To be called by the program's main thread before it starts any other thread (and before
 /// OpenCL loads): it changes the process's environment, which another thread reading it
 /// meanwhile could see half written.
-pub(crate) unsafe fn narrow_gpu_view(choice: &DeviceChoice, live: bool, job: &str) {
+pub(crate) unsafe fn narrow_gpu_view(
+    choice: &DeviceChoice,
+    live: bool,
+    job: impl FnOnce() -> String,
+) {
     let environment = kinds::environment(); // (read here first, before OpenCL loads: see there)
-    let _ = JOB.set(job.to_string());
+    let job = super::later_devices_in_reserve(choice).then(|| JOB.get_or_init(job).as_str());
     let found = || book().remove(&environment);
     let listed = || driver_lists_several_alike(Path::new(DRIVER_GPUS));
-    if !narrows((choice, live, job), found, listed) {
+    if !narrows((choice, live, job.unwrap_or_default()), found, listed) {
         return;
     }
     let users = std::env::var(VISIBLE).ok();
