@@ -1,9 +1,15 @@
-//! Pinned host memory on an OpenCL device: `CL_MEM_ALLOC_HOST_PTR` buffers, mapped once for
-//! their whole life, which drivers back with page-locked memory (NVIDIA documents this as the way
-//! to get pinned memory in OpenCL). A copy between such memory and a device buffer runs by DMA at
-//! full PCIe speed; a copy from ordinary (pageable) memory goes through a driver bounce buffer at
-//! a fraction of it. The device keeps the address ranges of the blocks it handed out, so the
-//! engine can tell a pinned slice (copy it directly) from a pageable one (stage it first).
+//! Pinned host memory on an OpenCL device. A copy between page-locked memory and a device buffer
+//! runs by DMA at full PCIe speed; a copy from ordinary (pageable) memory goes through a driver
+//! bounce buffer at a fraction of it. A block is memory this process maps itself (`HostPages`:
+//! anonymous, huge pages where the kernel gives them, every page touched here) handed to the
+//! driver as a `CL_MEM_USE_HOST_PTR` buffer mapped once for its whole life, which NVIDIA's driver
+//! pins in place; a driver that maps such a buffer elsewhere gets a `CL_MEM_ALLOC_HOST_PTR`
+//! buffer instead, the memory it allocates and pins itself. On an H200 (session 33, docs/perf.md)
+//! the first way pinned 152 MiB in 33 ms (24 ms of it faulting and zeroing pages on the caller's
+//! thread, outside the driver) where the second took 72–105 ms inside it, and NVIDIA's driver
+//! holds up every other call of the process while it pins; copies ran at 54 GB/s from both. The
+//! device keeps the address ranges of the blocks it handed out, so the engine can tell a pinned
+//! slice (copy it directly) from a pageable one (stage it first).
 
 use super::device::SharedDevice;
 use crate::fft::host_memory::{PinnedAlloc, PinnedBlock};
@@ -11,6 +17,7 @@ use crate::setup_log::{timed, What};
 use opencl3::command_queue::CommandQueue;
 use opencl3::memory::{
     Buffer, ClMem, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
+    CL_MEM_USE_HOST_PTR,
 };
 use opencl3::types::CL_BLOCKING;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -67,6 +74,8 @@ struct Mapping<T> {
     /// Taken (unmapped and released) on drop.
     buf: Option<Buffer<T>>,
     ptr: *mut T,
+    /// The memory a `CL_MEM_USE_HOST_PTR` buffer uses, unmapped after the buffer is released.
+    pages: Option<HostPages>,
 }
 
 // SAFETY: the mapping is owned by one `PinnedBlock`; the pointer is only dereferenced through it.
@@ -95,7 +104,8 @@ impl<T> Drop for Mapping<T> {
                 };
                 let _ = q.finish();
             }
-            drop(buf); // releases the memory
+            drop(buf); // releases the buffer (and the memory it allocated)
+            drop(self.pages.take()); // the memory the buffer used, if it was ours
         };
         let device = || self.dev.info.address();
         timed(What::PinnedRelease, device, (1, bytes), release);
@@ -120,24 +130,51 @@ impl<T: Copy + Default + Send + Sync + 'static> PinnedAlloc<T> for DevicePinned 
 }
 
 impl DevicePinned {
-    /// A mapped pinned block of `len` values (at least one), zeroed.
+    /// A mapped pinned block of `len` values (at least one), zeroed: the process's own pages
+    /// where the driver pins them in place, else memory the driver allocates.
     fn alloc_block<T: Copy + Default + Send + Sync + 'static>(
         &self,
         len: usize,
     ) -> Result<PinnedBlock<T>, String> {
-        let dev = &self.0;
         let len = len.max(1);
         let bytes = len * std::mem::size_of::<T>();
+        let pages = HostPages::new(bytes)?;
+        // every page faulted and zeroed here, on the caller's thread, before the driver sees it
+        initialise(pages.ptr.cast::<T>(), len);
+        let host = pages.ptr.cast::<T>();
+        // SAFETY: `host` points to `bytes` bytes of `pages`, which outlive the buffer (the
+        // `Mapping` drops them after releasing it) and which nothing else uses.
+        let made = unsafe { self.mapped::<T>(len, CL_MEM_USE_HOST_PTR, host) }?;
+        if made.1 == host {
+            return Ok(self.block(made, len, Some(pages)));
+        }
+        // mapped elsewhere: the driver keeps its own copy, so the pages are not what crosses
+        self.unmap(made);
+        drop(pages);
+        // SAFETY: a null host pointer: the runtime allocates the memory itself.
+        let made = unsafe { self.mapped::<T>(len, CL_MEM_ALLOC_HOST_PTR, std::ptr::null_mut()) }?;
+        initialise(made.1, len);
+        Ok(self.block(made, len, None))
+    }
+
+    /// A buffer of `len` values made with `flags` over `host` (null: memory the runtime
+    /// allocates), and its whole mapping, checked for null and alignment.
+    ///
+    /// # Safety
+    /// A non-null `host` must point to `len` values that stay valid and unused by anything else
+    /// until the buffer is released.
+    unsafe fn mapped<T>(
+        &self,
+        len: usize,
+        flags: u64,
+        host: *mut T,
+    ) -> Result<(Buffer<T>, *mut T), String> {
+        let dev = &self.0;
+        let bytes = len * std::mem::size_of::<T>();
         let q = map_queue(dev)?;
-        // SAFETY: the runtime allocates the host memory itself (ALLOC_HOST_PTR, null host
-        // pointer): nothing of ours is aliased.
+        // SAFETY: the caller's contract for `host`; null makes the runtime allocate.
         let buf = unsafe {
-            Buffer::<T>::create(
-                &dev.context,
-                CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE,
-                len,
-                std::ptr::null_mut(),
-            )
+            Buffer::<T>::create(&dev.context, flags | CL_MEM_READ_WRITE, len, host.cast())
         }
         .map_err(|e| format!("cannot allocate {bytes} bytes of pinned host memory: {e}"))?;
         let mut raw: opencl3::types::cl_mem = std::ptr::null_mut();
@@ -158,25 +195,107 @@ impl DevicePinned {
         let ptr = raw as *mut T;
         if ptr.is_null() || (ptr as usize) % std::mem::align_of::<T>() != 0 {
             if !ptr.is_null() {
-                // SAFETY: `raw` is this buffer's mapping from just above, never handed out.
-                let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), raw, &[]) };
-                let _ = q.finish();
+                self.unmap((buf, ptr));
             }
             return Err("mapping pinned host memory returned an unusable pointer".into());
         }
-        // initialise every value once, so the block can be read as a slice from the start
-        for i in 0..len {
-            // SAFETY: the mapping covers `len` values.
-            unsafe { ptr.add(i).write(T::default()) };
+        Ok((buf, ptr))
+    }
+
+    /// Unmaps a buffer from `mapped` that is not handed out, and releases it.
+    fn unmap<T>(&self, (buf, ptr): (Buffer<T>, *mut T)) {
+        if let Ok(q) = map_queue(&self.0) {
+            // SAFETY: `ptr` is this buffer's mapping, never handed out, unmapped once.
+            let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), ptr.cast(), &[]) };
+            let _ = q.finish();
         }
+    }
+
+    /// The block over a buffer's mapping of `len` initialised values, its range registered.
+    fn block<T: Send + Sync + 'static>(
+        &self,
+        (buf, ptr): (Buffer<T>, *mut T),
+        len: usize,
+        pages: Option<HostPages>,
+    ) -> PinnedBlock<T> {
+        let dev = &self.0;
+        let bytes = len * std::mem::size_of::<T>();
         dev.pinned.add(ptr as usize, ptr as usize + bytes);
-        tracing::debug!(bytes, device = %dev.info.name, "pinned host block allocated");
+        tracing::debug!(bytes, device = %dev.info.name, own = pages.is_some(), "pinned host block allocated");
         let mapping = Mapping {
             dev: dev.clone(),
             buf: Some(buf),
             ptr,
+            pages,
         };
         // SAFETY: `len` initialised values at `ptr`, mapped until `mapping` drops.
-        Ok(unsafe { PinnedBlock::new(ptr, len, Box::new(mapping)) })
+        unsafe { PinnedBlock::new(ptr, len, Box::new(mapping)) }
+    }
+}
+
+/// Writes `T::default()` to `len` values from `ptr` (which must be valid for them).
+fn initialise<T: Copy + Default>(ptr: *mut T, len: usize) {
+    for i in 0..len {
+        // SAFETY: the callers' memory covers `len` values.
+        unsafe { ptr.add(i).write(T::default()) };
+    }
+}
+
+/// Anonymous memory mapped by this process for a block, on a huge-page boundary and with huge
+/// pages asked for (`MADV_HUGEPAGE`: far fewer faults, and fewer pages for the driver to pin);
+/// unmapped on drop.
+struct HostPages {
+    /// The mapping as made (`len` bytes), which `ptr` lies in.
+    base: *mut libc::c_void,
+    len: usize,
+    /// The block's first byte: `base` rounded up to `HUGE_PAGE`.
+    ptr: *mut u8,
+}
+
+/// The huge page size on x86-64 and most of arm64's kernels.
+const HUGE_PAGE: usize = 2 << 20;
+
+// SAFETY: the mapping is owned by one `Mapping`, used only through its block.
+unsafe impl Send for HostPages {}
+// SAFETY: as for Send.
+unsafe impl Sync for HostPages {}
+
+impl HostPages {
+    /// At least `bytes` bytes, zeroed by the kernel, not yet touched.
+    fn new(bytes: usize) -> Result<Self, String> {
+        let len = bytes + HUGE_PAGE;
+        // SAFETY: a new private anonymous mapping; no existing memory is named.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            return Err(format!("cannot map {bytes} bytes of host memory: {e}"));
+        }
+        let ptr = (base as usize).next_multiple_of(HUGE_PAGE) as *mut u8;
+        // SAFETY: advice on this mapping only. Huge pages: failing (none configured) leaves
+        // small pages, which work the same, slower to fault. Not forked: the kernel copies
+        // pinned pages into a forked child at once, and the exit forks one
+        // (`left_behind::exit`): 180–200 ms of a hop 512 run's exit for 152 MiB (H200, session
+        // 33) where the child needs none of them.
+        unsafe {
+            libc::madvise(base, len, libc::MADV_HUGEPAGE);
+            libc::madvise(base, len, libc::MADV_DONTFORK);
+        }
+        Ok(HostPages { base, len, ptr })
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once; the buffer that used it is released.
+        unsafe { libc::munmap(self.base, self.len) };
     }
 }
