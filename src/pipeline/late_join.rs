@@ -71,8 +71,8 @@ impl<T: Sample> LateJoin<'_, T> {
             if let Some(spec) = &self.warm {
                 worker::warm_up_lane(&mut lane, spec, self.context);
             }
-            // (its pinned buffers, all or a few, are made here before it takes batches)
-            let joined = join_lane(dispatcher, self.pools, lane, self.home_blocks());
+            // (a few of its pinned buffers are made here before it takes batches: `JOIN_BLOCKS`)
+            let joined = join_lane(dispatcher, self.pools, lane, JOIN_BLOCKS);
             if let Some(joined) = joined {
                 let (queue, engines) = (joined.queue, joined.engines);
                 self.threads.spawn(queue, engines, done, self.context);
@@ -116,25 +116,6 @@ impl<T: Sample> LateJoin<'_, T> {
         // the first device's arrival ends the bridge (gpu:all hands its devices over one by one)
         let mut bridged = (self.context.control.bridged.lock()).unwrap_or_else(|e| e.into_inner());
         bridged.get_or_insert(bridge);
-    }
-
-    /// How a late lane's pinned blocks are made: its whole set before it joins where the work
-    /// left pays for making it (`fixed_set_pays`), else a few.
-    fn home_blocks(&self) -> pool::HomeBlocks {
-        let set_bytes = self.pools.fixed_set_bytes();
-        let left = self.time_left();
-        let pays = fixed_set_pays(left, set_bytes);
-        let left_ms = left.map(|l| l.as_secs_f64() * 1e3);
-        tracing::debug!(
-            ?left_ms,
-            set_bytes,
-            pays,
-            "a late lane's set of pinned blocks"
-        );
-        match pays {
-            true => pool::HomeBlocks::FixedSet,
-            false => pool::HomeBlocks::FirstFew,
-        }
     }
 
     /// The time the working lanes still need at the rate they went so far, when it is under
@@ -238,27 +219,19 @@ fn start_up_could_pay(left: Option<Duration>) -> bool {
     left.is_none_or(|left| left >= route::LEAST_DEVICE_START_UP + LATE_JOIN_MIN_LEFT)
 }
 
-/// The rate at which NVIDIA's driver pins host memory, about (1.1–1.5 GB/s on an H200,
-/// session 29), and how many times the time to make a device's fixed set of pinned blocks the
-/// work left must be for the set to pay (`fixed_set_pays`).
-const PIN_BYTES_PER_S: f64 = 1.0e9;
-const FIXED_SET_PAYBACK: f64 = 3.0;
-
-/// Whether a late device's whole set of pinned blocks (`set_bytes`) is made before it joins,
-/// with `left` of work left at the rate so far: only where the work left is at least
-/// `FIXED_SET_PAYBACK` times the set's making. Blocks pinned while the device works hold up its
-/// driver calls (its batches took 2–28 ms instead of 0.2–0.3 for 100–150 ms after it joined),
-/// but a set made first delays its join. On H200s at 4 GiB the set made first was faster on 16
-/// and 4 cores (log-mel 0.485 against 0.550 s on 16) and slower on 32 cores (65536 hop 8192
-/// 0.983 against 0.927 s, f64 1.009 against 0.960, the set 768 MiB there: 32 blocks a pool
-/// then) and on 1 GiB on 16 cores (65536 0.485 against 0.452 s); this rule sides with the faster
-/// way in each of these (docs/perf.md, session 29). Since session 31 the set is 12 sample and 16
-/// spectra blocks on any host (`pool::DEVICE_SAMPLE_BLOCKS`), so it pays more often on 32 cores.
-/// With the work left unknown (a live input), it pays.
-fn fixed_set_pays(left: Option<Duration>, set_bytes: usize) -> bool {
-    let making = Duration::from_secs_f64(set_bytes as f64 / PIN_BYTES_PER_S);
-    left.is_none_or(|left| left >= making.mul_f64(FIXED_SET_PAYBACK))
-}
+/// How a late lane's pinned blocks are made: a few before it joins (two per engine), the rest
+/// in the background as its takes miss them (`pool::BufferPool::top_up`), up to its home's most
+/// (`pool::PoolKind::device_blocks`). Until session 33 a lane with work enough left made its
+/// whole set (12 sample and 16 spectra blocks) before it joined, since blocks the driver
+/// allocated and pinned while the device worked held up its calls (2–28 ms batches, session
+/// 29). Blocks over the process's own pages (`fft::opencl::pinned`) hold the driver 2–3x less
+/// and fault their pages outside it; with them, joining with a few was faster than with the
+/// whole set in every job at 4 GiB on two H200s (5 alternated pairs, medians: hop 512 0.637 s
+/// against 0.711 on 32 cores and 0.649 against 0.684 on 16, 65536 hop 8192 0.696 / 0.746 and
+/// 0.703 / 0.740, f64 0.577 / 0.586 and 0.607 / 0.657, log-mel 0.450 / 0.464 and 0.471 / 0.478;
+/// docs/perf.md, session 33), and with none made before it (all as missed) slower on f64
+/// (0.741 s against 0.604 on 32 cores).
+const JOIN_BLOCKS: pool::HomeBlocks = pool::HomeBlocks::FirstFew;
 
 /// How often the run's first analysed batch is looked for while a device start-up waits at
 /// its gate (`LateJoin::open_gate`).
@@ -328,19 +301,6 @@ impl DemandWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_fixed_set_is_made_first_only_where_the_work_left_pays_for_its_making() {
-        let mib = |m: usize| m << 20;
-        let ms = Duration::from_millis;
-        // 4 GiB log-mel: 12 blocks of 4 MiB and 16 of 1 MiB, ~0.55 s left at the join
-        assert!(fixed_set_pays(Some(ms(550)), 12 * mib(4) + 16 * mib(1)));
-        // 4 GiB f64: 12 blocks of 8 MiB and 16 of 16 MiB, ~0.6 s left
-        assert!(!fixed_set_pays(Some(ms(600)), 12 * mib(8) + 16 * mib(16)));
-        // 1 GiB 65536 hop 8192: 12 blocks of 2 MiB and 16 of 8 MiB, ~0.2 s left
-        assert!(!fixed_set_pays(Some(ms(200)), 12 * mib(2) + 16 * mib(8)));
-        assert!(fixed_set_pays(None, 16 * mib(10)), "the work left unknown");
-    }
 
     #[test]
     fn a_start_up_pays_only_with_a_start_up_and_a_joins_worth_of_work_left() {

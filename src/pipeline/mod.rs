@@ -257,8 +257,8 @@ struct JoinedLane<T: Sample> {
 
 /// Joins `lane` to the dispatcher, with its home in both pools: its device's pinned memory, or
 /// heap memory, with the pinned blocks `blocks` says made before it takes batches (a lane that
-/// joins a running pipeline; `late_join::fixed_set_pays`), the others pinned in the background
-/// as takes miss them (`pool::BufferPool::take`). None when dispatching has already ended.
+/// joins a running pipeline: `late_join::JOIN_BLOCKS`), the others pinned in the background as
+/// takes miss them (`pool::BufferPool::take`). None when dispatching has already ended.
 fn join_lane<T: Sample>(
     dispatcher: &Dispatcher<T>,
     pools: &pool::Pools<T>,

@@ -10,14 +10,12 @@
 //!
 //! A take never pins memory on the caller's thread (a reader's or an FFT worker's: 4–16 ms per
 //! 8 MiB block on an H200, where the device does the batch in 0.3 ms). On NVIDIA's driver,
-//! pinning a block holds up every driver call of the process: blocks made in the background as
-//! takes missed them kept a device's batches at 2–28 ms instead of 0.2–0.3 ms for the first
-//! 100–150 ms after it joined (an H200, session 29). So a lane that joins a running pipeline
-//! with enough work left comes with a fixed set of pinned blocks, made before it takes batches
-//! while the CPU lane works (`HomeBlocks::FixedSet`), and none is made while it works. Other
-//! homes get a few blocks before their lane joins or none (a device named outright, whose batch
-//! size is not known before the run), and the rest made in the background as takes miss them
-//! (`top_up`). Either way a device's home has at most `DEVICE_SAMPLE_BLOCKS` and
+//! pinning a block holds up every driver call of the process while it pins (session 29), less
+//! since blocks are the process's own pages (`fft::opencl::pinned`, session 33). A lane that
+//! joins a running pipeline gets a few blocks before it takes batches (`HomeBlocks::FirstFew`,
+//! `late_join::JOIN_BLOCKS`), a device named outright none (its batch size is not known before
+//! the run), and the rest are made in the background as takes miss them (`top_up`). Either way
+//! a device's home has at most `DEVICE_SAMPLE_BLOCKS` and
 //! `DEVICE_SPECTRA_BLOCKS` (session 31: a block per reader and per miss had been pinned while the
 //! device worked); a take that finds none spare once they are made waits a while for one
 //! (`SAMPLES_SPARE_WAIT`, `SPECTRA_SPARE_WAIT`), then gets heap memory, which the engine stages
@@ -34,7 +32,7 @@ mod misses;
 /// Threads that make a late lane's first pinned buffers (`BufferPool::premade`).
 const PREMAKE_THREADS: usize = 4;
 
-/// The most blocks a device's home has in the samples pool, fixed set or not
+/// The most blocks a device's home has in the samples pool, however they are made
 /// (`PoolKind::device_blocks`): a range reader takes its buffer before its job
 /// (`range_reader::take_job`) and, once these are all in use, waits for one to come back
 /// (`SAMPLES_SPARE_WAIT`) rather than pin another. Readers, one per core, each waiting with a
@@ -63,8 +61,6 @@ pub(crate) enum HomeBlocks {
     AsMissed,
     /// Two per engine made before the lane joins, the rest as takes miss them.
     FirstFew,
-    /// The whole set made before the lane joins (`PoolKind::device_blocks`), and no more.
-    FixedSet,
 }
 
 impl HomeBlocks {
@@ -73,7 +69,6 @@ impl HomeBlocks {
         match self {
             HomeBlocks::AsMissed => 0,
             HomeBlocks::FirstFew => (2 * engines).min(kind.device_blocks()),
-            HomeBlocks::FixedSet => kind.device_blocks(),
         }
     }
 }
@@ -167,15 +162,6 @@ impl<T: Copy + Default> Pools<T> {
     /// (`misses::line`).
     pub(crate) fn misses_report(&self) -> Option<String> {
         misses::line(self.samples.misses.report(), self.spectra.misses.report())
-    }
-
-    /// Bytes of a device's fixed set in both pools (`HomeBlocks::FixedSet`): its blocks, each
-    /// the size of the largest buffer taken or expected so far (`BufferPool::premade`).
-    pub(crate) fn fixed_set_bytes(&self) -> usize {
-        let largest = |pool: &BufferPool<T>| pool.largest.load(Ordering::Relaxed);
-        let samples = PoolKind::Samples.device_blocks() * largest(&self.samples);
-        let spectra = PoolKind::Spectra.device_blocks() * largest(&self.spectra);
-        (samples + spectra) * std::mem::size_of::<T>()
     }
 }
 
@@ -687,11 +673,11 @@ mod tests {
         assert!(owned_by(&next, &dev) && next.capacity() >= 16);
     }
 
-    /// A home with its set of blocks made beforehand never has more made while the device
+    /// A home whose blocks, made beforehand, are its most never has more made while the device
     /// works: a take that finds none spare waits for one to come back, and gets heap memory when
     /// none comes back within the pool's `spare_wait`.
     #[test]
-    fn a_fixed_set_waits_for_a_spare_and_never_grows() {
+    fn a_premade_home_at_its_most_waits_for_a_spare_and_never_grows() {
         let dev = Arc::new(FakeDevice::default());
         let long = std::time::Duration::from_secs(60); // the take ends when the block comes back
         let pool = Arc::new(BufferPool::<f32>::new(4, long));
