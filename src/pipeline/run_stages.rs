@@ -478,12 +478,16 @@ impl<'a, T: Sample> Stages<'a, T> {
         let mut gate_tick = crossbeam_channel::tick(late_join::GATE_LOOK);
         scope.spawn(move || {
             let (mut demand, mut built) = (late_join::DemandWatch::default(), built);
+            let (warmed_tx, warmed) = crossbeam_channel::unbounded();
             let mut gate = Some(gate);
             loop {
                 crossbeam_channel::select! {
                     recv(built) -> late => match late {
-                        Ok(late) => joining.join(late, &done_tx),
+                        Ok(late) => joining.warm(late, &warmed_tx),
                         Err(_) => built = crossbeam_channel::never(),
+                    },
+                    recv(warmed) -> late => if let Ok(late) = late {
+                        joining.join(late, &done_tx);
                     },
                     recv(ended) -> _ => break,
                     recv(demand_tick) -> _ => joining.watch_demand(&mut demand),
@@ -495,7 +499,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             demand.end(joining.lane_set);
             // lanes handed over after the run's end never join: left to the exit, not torn
             // down inside the run's teardown
-            for late in built.try_iter() {
+            for late in built.try_iter().chain(warmed.try_iter()) {
                 crate::left_behind::keep(Box::new(late.lanes));
             }
         });
