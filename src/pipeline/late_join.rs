@@ -40,8 +40,8 @@ impl<T: Sample> LateJoin<'_, T> {
     /// Warms a late device's engines (its programs built, `worker::warm_up_lane`) on a thread
     /// of their own, then hands its lanes to `warmed`, where `join` takes them. A build took
     /// 0.56–0.85 s on an H200 (a job's first run, a machine's first run) and, done on the
-    /// joining thread, held the run's end until it was done: 0.91 s where the work was done at
-    /// 0.66 (session 33). The run does not wait for that thread (`left_behind::leave`).
+    /// joining thread, held the run's end until it was done: 0.93 s where the CPU lanes were
+    /// done at ~0.68 (session 33). The run does not wait for that thread (`left_behind::leave`).
     pub(super) fn warm(
         &self,
         mut late: router::LateLanes<T>,
