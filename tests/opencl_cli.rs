@@ -307,6 +307,36 @@ fn without_opencl_auto_is_fast_and_gpu_is_a_clear_error() {
     );
 }
 
+/// `--average` on a device opened before the run: its warm-up builds the segment kernel with
+/// the transform's (`worker::warm_up`), so no program is built in the pipeline, on a batch's
+/// way (the first batch waited for it); the averaged rows equal the CPU route's.
+#[test]
+fn an_averaging_run_builds_its_programs_before_its_first_batch() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = dir.path().join("x.f32");
+    write_f32(&x, &noise(1 << 16, 41));
+    let p = x.to_str().expect("utf8");
+    let args = ["--file", p, "--input-format", "f32", "--frame", "256"];
+    let args = [&args[..], &["--average", "8"]].concat();
+    let gpu = run(&[&args[..], &["--device", "gpu", "--stats"]].concat());
+    let log = stderr_text(&gpu);
+    let devices = log.lines().find(|l| l.starts_with("fftd devices:"));
+    assert!(devices.is_some_and(|l| l.contains("opencl:")), "{log}");
+    let in_pipeline = log
+        .lines()
+        .find(|l| l.starts_with("fftd set-up in the pipeline:"))
+        .unwrap_or("");
+    assert!(!in_pipeline.contains("program build"), "{log}");
+    let flat = |out: &std::process::Output| rows(out).concat();
+    let (got, want) = (flat(&gpu), flat(&run(&args)));
+    assert_eq!(got.len(), want.len());
+    let err = max_relative_error(&got, &want);
+    assert!(err < 1e-4, "averaged rows: error {err:e}");
+}
+
 /// A cache folder in `dir` where an earlier run recorded the OpenCL device as a GPU
 /// (`device-kinds.json`), so `--device gpu` starts PoCL in the background as it would a GPU.
 fn cache_with_pocl_as_gpu(dir: &Path) -> std::path::PathBuf {

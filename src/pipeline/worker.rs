@@ -240,7 +240,13 @@ pub(super) fn warm_up<T: Sample>(
         false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
     };
     let rows = carried(carriage.rows_f32);
-    let warmed = engine.warm_up(spec, frames, rows, (bands, None), &mut out);
+    // `--average`'s segment kernel too: one run of the one frame
+    let one_run = [1u32];
+    let runs = (ctx.products().1).map(|s| Segments {
+        lengths: &one_run,
+        op: s.op,
+    });
+    let warmed = engine.warm_up(spec, frames, rows, (bands, runs.as_ref()), &mut out);
     if let Err(e) = warmed {
         tracing::debug!(engine = engine.name(), "warm-up: {e}");
     }
