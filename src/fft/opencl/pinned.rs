@@ -143,13 +143,15 @@ impl DevicePinned {
         initialise(pages.ptr.cast::<T>(), len);
         let host = pages.ptr.cast::<T>();
         // SAFETY: `host` points to `bytes` bytes of `pages`, which outlive the buffer (the
-        // `Mapping` drops them after releasing it) and which nothing else uses.
-        let made = unsafe { self.mapped::<T>(len, CL_MEM_USE_HOST_PTR, host) }?;
-        if made.1 == host {
-            return Ok(self.block(made, len, Some(pages)));
+        // `Mapping` drops them after releasing it, `unmap` before they are dropped here) and
+        // which nothing else uses.
+        let made = unsafe { self.mapped::<T>(len, CL_MEM_USE_HOST_PTR, host) };
+        match made {
+            Ok(made) if made.1 == host => return Ok(self.block(made, len, Some(pages))),
+            // mapped elsewhere: the driver keeps its own copy, so the pages are not what crosses
+            Ok(elsewhere) => self.unmap(elsewhere),
+            Err(e) => tracing::debug!("the driver did not take fftd's own pages: {e}"),
         }
-        // mapped elsewhere: the driver keeps its own copy, so the pages are not what crosses
-        self.unmap(made);
         drop(pages);
         // SAFETY: a null host pointer: the runtime allocates the memory itself.
         let made = unsafe { self.mapped::<T>(len, CL_MEM_ALLOC_HOST_PTR, std::ptr::null_mut()) }?;
