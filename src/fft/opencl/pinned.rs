@@ -94,17 +94,9 @@ impl<T> Drop for Mapping<T> {
             false => 0,
         };
         let release = || {
-            if let Ok(q) = map_queue(&self.dev) {
-                // SAFETY: `ptr` is the mapping of `buf` made in `alloc`, unmapped once, here; the
-                // block that handed out slices of it is being dropped, so no slice outlives the
-                // unmap.
-                let _ = unsafe {
-                    let ptr = self.ptr as *mut std::ffi::c_void;
-                    q.enqueue_unmap_mem_object(buf.get(), ptr, &[])
-                };
-                let _ = q.finish();
-            }
-            drop(buf); // releases the buffer (and the memory it allocated)
+            // SAFETY: `ptr` is the mapping of `buf` made in `alloc_block`, unmapped once, here;
+            // the block that handed out slices of it is being dropped, so no slice outlives it.
+            unsafe { unmap_and_release(&self.dev, buf, self.ptr) };
             drop(self.pages.take()); // the memory the buffer used, if it was ours
         };
         let device = || self.dev.info.address();
@@ -149,7 +141,8 @@ impl DevicePinned {
         match made {
             Ok(made) if made.1 == host => return Ok(self.block(made, len, Some(pages))),
             // mapped elsewhere: the driver keeps its own copy, so the pages are not what crosses
-            Ok(elsewhere) => self.unmap(elsewhere),
+            // SAFETY: that buffer's mapping, never handed out.
+            Ok((buf, ptr)) => unsafe { unmap_and_release(&self.0, buf, ptr) },
             Err(e) => tracing::debug!("the driver did not take fftd's own pages: {e}"),
         }
         drop(pages);
@@ -197,20 +190,12 @@ impl DevicePinned {
         let ptr = raw as *mut T;
         if ptr.is_null() || (ptr as usize) % std::mem::align_of::<T>() != 0 {
             if !ptr.is_null() {
-                self.unmap((buf, ptr));
+                // SAFETY: this buffer's mapping, never handed out.
+                unsafe { unmap_and_release(dev, buf, ptr) };
             }
             return Err("mapping pinned host memory returned an unusable pointer".into());
         }
         Ok((buf, ptr))
-    }
-
-    /// Unmaps a buffer from `mapped` that is not handed out, and releases it.
-    fn unmap<T>(&self, (buf, ptr): (Buffer<T>, *mut T)) {
-        if let Ok(q) = map_queue(&self.0) {
-            // SAFETY: `ptr` is this buffer's mapping, never handed out, unmapped once.
-            let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), ptr.cast(), &[]) };
-            let _ = q.finish();
-        }
     }
 
     /// The block over a buffer's mapping of `len` initialised values, its range registered.
@@ -233,6 +218,20 @@ impl DevicePinned {
         // SAFETY: `len` initialised values at `ptr`, mapped until `mapping` drops.
         unsafe { PinnedBlock::new(ptr, len, Box::new(mapping)) }
     }
+}
+
+/// Unmaps `buf`'s mapping at `ptr` (waiting for the unmap) and releases the buffer, with the
+/// memory the runtime allocated for it.
+///
+/// # Safety
+/// `ptr` must be `buf`'s mapping, unmapped nowhere else, and no slice of it used afterwards.
+unsafe fn unmap_and_release<T>(dev: &SharedDevice, buf: Buffer<T>, ptr: *mut T) {
+    if let Ok(q) = map_queue(dev) {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { q.enqueue_unmap_mem_object(buf.get(), ptr.cast(), &[]) };
+        let _ = q.finish();
+    }
+    drop(buf);
 }
 
 /// Writes `T::default()` to `len` values from `ptr` (which must be valid for them).
