@@ -428,7 +428,9 @@ fn pinned_batches_go_by_dma_and_equal_staged_ones() {
 
 /// A pinned block is memory the process maps itself, marked to be left out of a forked child
 /// (`VmFlags: dc` in /proc/self/smaps): the exit forks one (`left_behind`), and the kernel copies
-/// pinned pages into a child at once, 0.1–0.4 s of a run's exit on an H200 (session 33).
+/// pinned pages into a child at once, 0.1–0.4 s of a run's exit on an H200 (session 33). A block
+/// of huge pages asks for them (`hg`); a small one maps ordinary pages, not 2 MiB more than it
+/// needs.
 #[test]
 fn pinned_blocks_are_left_out_of_a_forked_child() {
     let Some(dev) = common::test_device() else {
@@ -438,13 +440,35 @@ fn pinned_blocks_are_left_out_of_a_forked_child() {
     let pinned = gpu
         .pinned_memory()
         .expect("an OpenCL engine has pinned memory");
-    let mut block = HostBuf::<f32>::with_capacity(1 << 20, Some(&pinned));
-    assert!(block.is_pinned());
-    block.set_len_for_overwrite(1 << 20);
-    let at = block.as_ptr() as usize;
+    // a block of huge pages (4 MiB) and a small one (a warm-up's few KiB)
+    let mut large = HostBuf::<f32>::with_capacity(1 << 20, Some(&pinned));
+    let mut small = HostBuf::<f32>::with_capacity(1024, Some(&pinned));
+    for (block, len) in [(&mut large, 1 << 20), (&mut small, 1024)] {
+        assert!(block.is_pinned());
+        block.set_len_for_overwrite(len);
+    }
+    let (large_bytes, large_flags) = mapping_of(large.as_ptr() as usize);
+    let (small_bytes, small_flags) = mapping_of(small.as_ptr() as usize);
+    for flags in [&large_flags, &small_flags] {
+        assert!(
+            flags.contains(&"dc".to_string()),
+            "pinned block's mapping is copied into forked children: VmFlags {flags:?}"
+        );
+    }
+    // (huge pages can be asked for only where the kernel has them)
+    let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+    assert!(large_bytes >= 4 << 20 && (!thp || large_flags.contains(&"hg".to_string())));
+    assert!(
+        small_bytes < 2 << 20 && !small_flags.contains(&"hg".to_string()),
+        "a 4 KiB block maps {small_bytes} bytes with VmFlags {small_flags:?}"
+    );
+}
+
+/// The size and `VmFlags` of this process's mapping that holds address `at` (/proc/self/smaps).
+fn mapping_of(at: usize) -> (usize, Vec<String>) {
     let smaps = std::fs::read_to_string("/proc/self/smaps").expect("/proc/self/smaps");
-    let mut inside = false;
-    let flags = smaps.lines().find_map(|line| {
+    let mut inside = None;
+    for line in smaps.lines() {
         let range = line
             .split_whitespace()
             .next()
@@ -456,17 +480,15 @@ fn pinned_blocks_are_left_out_of_a_forked_child() {
             ))
         });
         match (bounds, line.strip_prefix("VmFlags:")) {
-            (Some((start, end)), _) => inside = start <= at && at < end,
-            (None, Some(flags)) if inside => return Some(flags.to_string()),
+            (Some((start, end)), _) => inside = (start <= at && at < end).then_some(end - start),
+            (None, Some(flags)) if inside.is_some() => {
+                let flags = flags.split_whitespace().map(str::to_string).collect();
+                return (inside.unwrap_or(0), flags);
+            }
             _ => {}
         }
-        None
-    });
-    let flags = flags.expect("the block's mapping is listed");
-    assert!(
-        flags.split_whitespace().any(|f| f == "dc"),
-        "pinned block's mapping is copied into forked children: VmFlags{flags}"
-    );
+    }
+    panic!("no mapping of this process holds {at:#x}")
 }
 
 /// Overlapping frames held once (`FrameStep`, as the range readers write them for hop < frame):

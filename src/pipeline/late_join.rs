@@ -42,12 +42,15 @@ impl<T: Sample> LateJoin<'_, T> {
     /// 0.56–0.85 s on an H200 (a job's first run, a machine's first run) and, done on the
     /// joining thread, held the run's end until it was done: 0.93 s where the CPU lanes were
     /// done at ~0.68 (session 33). The run does not wait for that thread (`left_behind::leave`).
+    /// A hand-over with no lane (a device that failed) is passed on at once, with no thread.
+    /// Each device's lanes are marked in reserve or not when built (`router`), so two devices
+    /// warmed at once may be handed over in either order.
     pub(super) fn warm(
         &self,
         mut late: router::LateLanes<T>,
         warmed: &Sender<router::LateLanes<T>>,
     ) {
-        let Some(spec) = self.warm else {
+        let Some(spec) = self.warm.filter(|_| !late.lanes.is_empty()) else {
             let _ = warmed.send(late);
             return;
         };

@@ -242,14 +242,15 @@ fn initialise<T: Copy + Default>(ptr: *mut T, len: usize) {
     }
 }
 
-/// Anonymous memory mapped by this process for a block, on a huge-page boundary and with huge
-/// pages asked for (`MADV_HUGEPAGE`: far fewer faults, and fewer pages for the driver to pin);
-/// unmapped on drop.
+/// Anonymous memory mapped by this process for a block; unmapped on drop. A block of a huge
+/// page or more lies on a huge-page boundary with huge pages asked for (`MADV_HUGEPAGE`: far
+/// fewer faults, and fewer pages for the driver to pin); a smaller one (a warm-up's, a few KiB)
+/// takes ordinary pages, so it neither maps 2 MiB more than it needs nor takes a huge page.
 struct HostPages {
     /// The mapping as made (`len` bytes), which `ptr` lies in.
     base: *mut libc::c_void,
     len: usize,
-    /// The block's first byte: `base` rounded up to `HUGE_PAGE`.
+    /// The block's first byte: `base`, rounded up to `HUGE_PAGE` for a block of huge pages.
     ptr: *mut u8,
 }
 
@@ -264,7 +265,11 @@ unsafe impl Sync for HostPages {}
 impl HostPages {
     /// At least `bytes` bytes, zeroed by the kernel, not yet touched.
     fn new(bytes: usize) -> Result<Self, String> {
-        let len = bytes + HUGE_PAGE;
+        let huge = bytes >= HUGE_PAGE;
+        let len = match huge {
+            true => bytes + HUGE_PAGE,
+            false => bytes.max(1),
+        };
         // SAFETY: a new private anonymous mapping; no existing memory is named.
         let base = unsafe {
             libc::mmap(
@@ -280,14 +285,19 @@ impl HostPages {
             let e = std::io::Error::last_os_error();
             return Err(format!("cannot map {bytes} bytes of host memory: {e}"));
         }
-        let ptr = (base as usize).next_multiple_of(HUGE_PAGE) as *mut u8;
+        let ptr = match huge {
+            true => (base as usize).next_multiple_of(HUGE_PAGE) as *mut u8,
+            false => base.cast::<u8>(),
+        };
         // SAFETY: advice on this mapping only. Huge pages: failing (none configured) leaves
         // small pages, which work the same, slower to fault. Not forked: the kernel copies
         // pinned pages into a forked child at once, and the exit forks one
         // (`left_behind::exit`): 180–200 ms of a hop 512 run's exit for 152 MiB (H200, session
         // 33) where the child needs none of them.
         unsafe {
-            libc::madvise(base, len, libc::MADV_HUGEPAGE);
+            if huge {
+                libc::madvise(base, len, libc::MADV_HUGEPAGE);
+            }
             libc::madvise(base, len, libc::MADV_DONTFORK);
         }
         Ok(HostPages { base, len, ptr })
