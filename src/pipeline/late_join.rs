@@ -1,5 +1,7 @@
 //! Lanes that join a run late: a device's lanes built while the CPU engines already work
-//! (`auto`'s GPUs, a device named outright and started in the background). `LateJoin` lets the
+//! (`auto`'s GPUs, a device named outright and started in the background). The start-up runs
+//! on a thread of its own (`late_lanes_thread`, `StartUpThread`) behind a gate (`DeviceGate`);
+//! its lanes arrive on a channel (`LateLanes`). `LateJoin` lets the
 //! start-up begin once the run's first batch is analysed, or not at all where it could not pay
 //! (`open_gate`), decides whether a device that came up joins at all (not with little work
 //! left), joins its lanes to the dispatcher with the first of their pinned buffers and their
@@ -8,7 +10,7 @@
 //! engines' bridge for `auto`, and watches whether the first device bounds the run, which
 //! starts the devices waiting in reserve (`watch_demand`).
 
-use super::{join_lane, pool, worker, DeviceGate, WorkerThreads};
+use super::{join_lane, pool, worker, WorkerThreads};
 use crate::fft::lanes::{LaneSet, LaterDevices};
 use crate::fft::{route, router};
 use crate::types::Sample;
@@ -29,6 +31,84 @@ pub(super) struct LateJoin<'a, T: Sample> {
     pub(super) progress: (Option<u64>, Instant),
     /// The first stream's transform, each late engine's warm-up (`worker::warm_up`).
     pub(super) warm: Option<crate::fft::TransformSpec>,
+}
+
+/// Builds deferred lanes on a thread outside the pipeline, so the work never waits for a device
+/// start-up it no longer needs; they arrive on the returned channel, in one or several hand-overs
+/// (`router::Arrival`). The start-up waits at the returned gate (`DeviceGate`), and lets
+/// `only_if_it_pays` decide there. Join the thread before the process ends (a device driver torn
+/// down mid-start-up can abort the process).
+pub(super) fn late_lanes_thread<T: Sample>(
+    build: router::DeferredLanes<T>,
+    lane_set: Arc<LaneSet>,
+    only_if_it_pays: bool,
+) -> (LateLanes<T>, StartUpThread) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let (begin, word) = crossbeam_channel::bounded(1);
+    let builder = std::thread::spawn(move || {
+        // (no word within the patience: it begins)
+        if word.recv_timeout(DeviceGate::PATIENCE).unwrap_or(true) {
+            build(&|late| {
+                let _ = tx.send(late);
+            });
+        }
+    });
+    let gate = DeviceGate {
+        begin,
+        only_if_it_pays,
+    };
+    ((rx, gate), StartUpThread(Some(builder), lane_set))
+}
+
+/// Where the lanes a device start-up in the background brings arrive, and its gate.
+pub(super) type LateLanes<T> = (
+    crossbeam_channel::Receiver<router::LateLanes<T>>,
+    DeviceGate,
+);
+
+/// Holds a device start-up in the background back until the run's first batch is analysed
+/// (`LateJoin::open_gate`), when every stage's threads have started and run. The driver's
+/// libraries load under the dynamic loader's lock, for which every thread being created and
+/// every thread registering its first thread-local destructor waits: before the gate, a first
+/// run held every CPU lane back for 0.30 s (driver libraries not yet read from disk), later
+/// ones for 0.02 s (docs/perf.md, session 28). The start-up waits `PATIENCE` at most (a first
+/// batch of huge frames); a gate dropped unopened (the run ended first) ends it unbegun.
+pub(super) struct DeviceGate {
+    begin: crossbeam_channel::Sender<bool>,
+    /// Whether the start-up begins only where the run's work left could pay for it
+    /// (`route::Start::begins_devices_only_if_they_pay`).
+    pub(super) only_if_it_pays: bool,
+}
+
+impl DeviceGate {
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// The start-up begins, or ends without beginning.
+    pub(super) fn open(self, begin: bool) {
+        let _ = self.begin.try_send(begin);
+    }
+}
+
+impl Drop for DeviceGate {
+    fn drop(&mut self) {
+        let _ = self.begin.try_send(false); // (after `open`: the channel holds its word)
+    }
+}
+
+/// The thread building the late lanes. The run never waits for it: when the run ends (its
+/// output complete, or an error) while the start-up is still under way, the thread is left to
+/// the process's exit (`left_behind`). Devices still waiting in reserve then never start (the
+/// run's end decides so if nothing decided before, an error before the stages ran included).
+pub(super) struct StartUpThread(Option<std::thread::JoinHandle<()>>, Arc<LaneSet>);
+
+impl Drop for StartUpThread {
+    fn drop(&mut self) {
+        let why = "the run ended first".to_string();
+        self.1.decide_later_devices(LaterDevices::NotWanted, why);
+        if let Some(thread) = self.0.take() {
+            crate::left_behind::leave(thread);
+        }
+    }
 }
 
 /// A device that comes up when the lanes already working would finish in less than this is

@@ -37,11 +37,10 @@ mod worker;
 use crate::pipeline::spec::RunSpec;
 
 use crate::error::{FftdError, Result};
-use crate::fft::lanes::{LaneSet, LaterDevices};
 use crate::fft::router;
 use crate::frame::Frame;
 use crate::products::finish_for_scale;
-use crate::stats::{self, Counters};
+use crate::stats::Counters;
 use crate::timeline::{Kind, Phase};
 use crate::types::StreamMeta;
 use crate::types::WithSample;
@@ -438,105 +437,6 @@ pub(super) fn stalled_error(
             stuck.join("; ")
         ))
     })
-}
-
-/// Each lane's share of the run, for `--stats`.
-pub(super) fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    lane_set
-        .lanes()
-        .iter()
-        .map(|lane| stats::DeviceShare {
-            title: lane.title(),
-            is_cpu: lane.is_cpu,
-            workers: lane.workers,
-            batches: get(&lane.counters.batches),
-            frames: get(&lane.counters.frames),
-            busy_ns: get(&lane.counters.busy_ns),
-            failed: lane.failed(),
-            handed_off: get(&lane.counters.handed_off),
-            cpu_frames: get(&lane.counters.cpu_frames),
-            f32_over_bus: (get(&lane.counters.f32_up), get(&lane.counters.f32_down)),
-        })
-        .collect()
-}
-
-/// Builds deferred lanes on a thread outside the pipeline, so the work never waits for a device
-/// start-up it no longer needs; they arrive on the returned channel, in one or several hand-overs
-/// (`router::Arrival`). The start-up waits at the returned gate (`DeviceGate`), and lets
-/// `only_if_it_pays` decide there. Join the thread before the process ends (a device driver torn
-/// down mid-start-up can abort the process).
-pub(super) fn late_lanes_thread<T: Sample>(
-    build: router::DeferredLanes<T>,
-    lane_set: Arc<LaneSet>,
-    only_if_it_pays: bool,
-) -> (LateLanes<T>, StartUpThread) {
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let (begin, word) = crossbeam_channel::bounded(1);
-    let builder = std::thread::spawn(move || {
-        // (no word within the patience: it begins)
-        if word.recv_timeout(DeviceGate::PATIENCE).unwrap_or(true) {
-            build(&|late| {
-                let _ = tx.send(late);
-            });
-        }
-    });
-    let gate = DeviceGate {
-        begin,
-        only_if_it_pays,
-    };
-    ((rx, gate), StartUpThread(Some(builder), lane_set))
-}
-
-/// Where the lanes a device start-up in the background brings arrive, and its gate.
-pub(super) type LateLanes<T> = (
-    crossbeam_channel::Receiver<router::LateLanes<T>>,
-    DeviceGate,
-);
-
-/// Holds a device start-up in the background back until the run's first batch is analysed
-/// (`LateJoin::open_gate`), when every stage's threads have started and run. The driver's
-/// libraries load under the dynamic loader's lock, for which every thread being created and
-/// every thread registering its first thread-local destructor waits: before the gate, a first
-/// run held every CPU lane back for 0.30 s (driver libraries not yet read from disk), later
-/// ones for 0.02 s (docs/perf.md, session 28). The start-up waits `PATIENCE` at most (a first
-/// batch of huge frames); a gate dropped unopened (the run ended first) ends it unbegun.
-pub(super) struct DeviceGate {
-    begin: crossbeam_channel::Sender<bool>,
-    /// Whether the start-up begins only where the run's work left could pay for it
-    /// (`route::Start::begins_devices_only_if_they_pay`).
-    pub(super) only_if_it_pays: bool,
-}
-
-impl DeviceGate {
-    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
-
-    /// The start-up begins, or ends without beginning.
-    pub(super) fn open(self, begin: bool) {
-        let _ = self.begin.try_send(begin);
-    }
-}
-
-impl Drop for DeviceGate {
-    fn drop(&mut self) {
-        let _ = self.begin.try_send(false); // (after `open`: the channel holds its word)
-    }
-}
-
-/// The thread building the late lanes. The run never waits for it: when the run ends (its
-/// output complete, or an error) while the start-up is still under way, the thread is left to
-/// the process's exit (`left_behind`). Devices still waiting in reserve then never start (the
-/// run's end decides so if nothing decided before, an error before the stages ran included).
-pub(super) struct StartUpThread(Option<std::thread::JoinHandle<()>>, Arc<LaneSet>);
-
-impl Drop for StartUpThread {
-    fn drop(&mut self) {
-        let why = "the run ended first".to_string();
-        self.1.decide_later_devices(LaterDevices::NotWanted, why);
-        if let Some(thread) = self.0.take() {
-            crate::left_behind::leave(thread);
-        }
-    }
 }
 
 /// Frames written for one stream, and the frame size it used.

@@ -11,7 +11,7 @@ use crate::pipeline::spec::RunSpec;
 use crate::stats::{self, Counters, Latency};
 use crate::timeline::{Kind, Phase, ThreadClock};
 use crate::trace::Tracer;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -104,7 +104,7 @@ impl Ended {
         Counters::add(&times.teardown_ns, teardown.as_nanos() as u64);
         if run_spec.report.stats {
             let started = self.started;
-            let shares = super::device_shares(lane_set);
+            let shares = device_shares(lane_set);
             let workers = shares.iter().map(|s| s.workers).sum();
             eprintln!("{}", stats::report(&control.counters, latency, started));
             let threads = stats::StageThreads {
@@ -183,4 +183,25 @@ fn setup_spans(tracer: &Tracer) {
             stream: None,
         });
     }
+}
+
+/// Each lane's share of the run, for `--stats`.
+fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    lane_set
+        .lanes()
+        .iter()
+        .map(|lane| stats::DeviceShare {
+            title: lane.title(),
+            is_cpu: lane.is_cpu,
+            workers: lane.workers,
+            batches: get(&lane.counters.batches),
+            frames: get(&lane.counters.frames),
+            busy_ns: get(&lane.counters.busy_ns),
+            failed: lane.failed(),
+            handed_off: get(&lane.counters.handed_off),
+            cpu_frames: get(&lane.counters.cpu_frames),
+            f32_over_bus: (get(&lane.counters.f32_up), get(&lane.counters.f32_down)),
+        })
+        .collect()
 }

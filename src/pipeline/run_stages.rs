@@ -15,8 +15,9 @@ use super::plan::{Planned, ReaderThreads, Taps};
 use super::run_steps::Early;
 use super::{
     average_stage, averaging, batcher, encode, encode_threads, join_lane, late_join,
-    late_join::LateJoin, live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker,
-    Control, JoinedLane, LateLanes, StartUpThread, StreamWritten, WorkerThreads,
+    late_join::{LateJoin, LateLanes, StartUpThread},
+    live_view, pool, range_reader, reader, sink_stage, wire_alerts, worker, Control, JoinedLane,
+    StreamWritten, WorkerThreads,
 };
 use crate::alerts::level::BandLevels;
 use crate::error::Result;
@@ -65,7 +66,7 @@ impl<T: Sample> EngineLanes<T> {
             start,
         } = set;
         let pays = start.begins_devices_only_if_they_pay();
-        let start_late = |build| super::late_lanes_thread(build, lane_set.clone(), pays);
+        let start_late = |build| late_join::late_lanes_thread(build, lane_set.clone(), pays);
         let (later, start_up) = later.map(start_late).unzip();
         tracing::debug!(
             ms = started.elapsed().as_secs_f64() * 1e3,
