@@ -86,6 +86,17 @@ pub(crate) struct RouteRecord {
     /// `CLOSE` of the best (a trial that costs at most that much).
     #[serde(default)]
     runs: u64,
+    /// Whether a device joined a run of this job. Until one has, both lanes together get no
+    /// trial: a run of the GPU alone whose device came up too late ran the CPU engines alone,
+    /// and so would both lanes, with a device start-up beside them (session 34: at 1 GiB on
+    /// 16 and 32 cores no device joined, and `auto` spent its second and third runs so).
+    #[serde(default = "kept_before_joins_were")]
+    device_joined: bool,
+}
+
+/// A record kept before `device_joined` was: its trials go on as they did.
+fn kept_before_joins_were() -> bool {
+    true
 }
 
 /// Figures kept per way; a way is judged by its best (a noisy run is a slow one: the machine
@@ -144,13 +155,14 @@ impl RouteRecord {
 
     /// Each way in play with the figure it is ranked by: the CPU alone by its estimate; both
     /// lanes by their best, or, untried, by the slower way alone when the two ways alone are
-    /// within `CLOSE` of each other (so they get a trial), else not at all.
+    /// within `CLOSE` of each other and a device has joined a run (so they get a trial), else
+    /// not at all.
     fn in_play(&self, gpu: f64) -> Vec<(AutoRoute, f64)> {
         let cpu = self.cpu_estimate().unwrap_or(0.0);
         let even = cpu * CLOSE >= gpu && gpu * CLOSE >= cpu;
         let both = self
             .best(AutoRoute::WithGpu)
-            .or_else(|| even.then(|| cpu.min(gpu)));
+            .or_else(|| (even && self.device_joined).then(|| cpu.min(gpu)));
         let mut ways = vec![(AutoRoute::CpuOnly, cpu), (AutoRoute::GpuOnly, gpu)];
         ways.extend(both.map(|rate| (AutoRoute::WithGpu, rate)));
         ways
@@ -201,16 +213,18 @@ impl RouteRecord {
         ))
     }
 
-    /// Adds a run's rate (the way's oldest of `TRIALS` figures goes), and for a run of the GPU
-    /// alone the CPU engines' bridge rate, and saves the record. Saving is best effort: a
-    /// read-only cache only means no memory.
-    pub(crate) fn record(job: &JobKey, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
+    /// Adds a run's rate (the way's oldest of `TRIALS` figures goes), for a run of the GPU
+    /// alone the CPU engines' bridge rate, and whether a device joined it; saves the record.
+    /// Saving is best effort: a read-only cache only means no memory.
+    pub(crate) fn record(job: &JobKey, route: AutoRoute, run: (f64, Option<f64>), joined: bool) {
+        let (samples_per_s, bridge) = run;
         if !usable(samples_per_s) {
             return;
         }
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
         record.note(route, samples_per_s, bridge);
+        record.device_joined |= joined;
         calibrate::save_cached(Self::path(), &book);
     }
 
@@ -262,7 +276,7 @@ pub(crate) fn learn(job: &JobKey, route: AutoRoute, run: RunFigures) {
         Some(bridge) => cpu_alone_rate(bridge, &run),
         None => Some(rate),
     };
-    RouteRecord::record(job, route, rate, bridge);
+    RouteRecord::record(job, route, (rate, bridge), run.bridge.is_some());
 }
 
 /// The end-to-end rate the CPU engines alone would have had, from their bridge: the run's
@@ -314,6 +328,7 @@ mod tests {
             with_gpu: figures[2].to_vec(),
             cpu_bridge: Vec::new(),
             runs: 0,
+            device_joined: true,
         }
     }
 
@@ -362,6 +377,34 @@ mod tests {
         assert_eq!(r.choose(), AutoRoute::WithGpu);
         r.add(AutoRoute::WithGpu, 20.0);
         assert_eq!(r.choose(), AutoRoute::CpuOnly, "both lanes lost: out");
+    }
+
+    #[test]
+    fn both_lanes_get_no_trial_until_a_device_has_joined_a_run() {
+        // the GPU alone whose device never joined: its run was the CPU engines' (bridge = rate)
+        let mut r = RouteRecord::default();
+        r.note(AutoRoute::GpuOnly, 30.0, Some(30.0));
+        assert_eq!(
+            r.choose(),
+            AutoRoute::CpuOnly,
+            "the CPU alone gets its trial"
+        );
+        r.add(AutoRoute::CpuOnly, 31.0);
+        for _ in 0..2 * RETRY_EVERY {
+            let way = r.choose();
+            assert_ne!(
+                way,
+                AutoRoute::WithGpu,
+                "no device joined: no trial of both"
+            );
+            r.add(way, 30.5);
+        }
+        // once a device has joined, even ways get their trial of both lanes
+        r.device_joined = true;
+        assert_eq!(r.choose(), AutoRoute::WithGpu);
+        // a record kept before this field was reads as joined: its trials go on as they did
+        let old: RouteRecord = serde_json::from_str(r#"{"gpu_only": [30.0]}"#).expect("record");
+        assert!(old.device_joined);
     }
 
     #[test]
