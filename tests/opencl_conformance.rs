@@ -479,11 +479,13 @@ fn mapping_of(at: usize) -> (usize, Vec<String>) {
                 usize::from_str_radix(b, 16).ok()?,
             ))
         });
-        match (bounds, line.strip_prefix("VmFlags:")) {
-            (Some((start, end)), _) => inside = (start <= at && at < end).then_some(end - start),
-            (None, Some(flags)) if inside.is_some() => {
-                let flags = flags.split_whitespace().map(str::to_string).collect();
-                return (inside.unwrap_or(0), flags);
+        match (bounds, line.strip_prefix("VmFlags:"), inside) {
+            (Some((start, end)), _, _) => inside = (start <= at && at < end).then_some(end - start),
+            (None, Some(flags), Some(bytes)) => {
+                return (
+                    bytes,
+                    flags.split_whitespace().map(str::to_string).collect(),
+                );
             }
             _ => {}
         }

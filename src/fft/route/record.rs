@@ -216,21 +216,27 @@ impl RouteRecord {
     /// Adds a run's rate (the way's oldest of `TRIALS` figures goes), for a run of the GPU
     /// alone the CPU engines' bridge rate, and whether a device joined it; saves the record.
     /// Saving is best effort: a read-only cache only means no memory.
-    pub(crate) fn record(job: &JobKey, route: AutoRoute, run: (f64, Option<f64>), joined: bool) {
-        let (samples_per_s, bridge) = run;
+    pub(crate) fn record(
+        job: &JobKey,
+        route: AutoRoute,
+        samples_per_s: f64,
+        bridge: Option<f64>,
+        joined: bool,
+    ) {
         if !usable(samples_per_s) {
             return;
         }
         let mut book = Self::book();
         let record = book.jobs.entry(job.0.clone()).or_default();
-        record.note(route, samples_per_s, bridge);
-        record.device_joined |= joined;
+        record.note(route, samples_per_s, bridge, joined);
         calibrate::save_cached(Self::path(), &book);
     }
 
-    /// A run's figures: its rate, and its bridge rate when it ran the GPU alone.
-    fn note(&mut self, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>) {
+    /// A run's figures: its rate, its bridge rate when it ran the GPU alone, and whether a
+    /// device joined it.
+    fn note(&mut self, route: AutoRoute, samples_per_s: f64, bridge: Option<f64>, joined: bool) {
         self.add(route, samples_per_s);
+        self.device_joined |= joined;
         let bridge = bridge.filter(|&b| usable(b) && route == AutoRoute::GpuOnly);
         if let Some(bridge) = bridge {
             keep_last(&mut self.cpu_bridge, bridge);
@@ -276,7 +282,7 @@ pub(crate) fn learn(job: &JobKey, route: AutoRoute, run: RunFigures) {
         Some(bridge) => cpu_alone_rate(bridge, &run),
         None => Some(rate),
     };
-    RouteRecord::record(job, route, (rate, bridge), run.bridge.is_some());
+    RouteRecord::record(job, route, rate, bridge, run.bridge.is_some());
 }
 
 /// The end-to-end rate the CPU engines alone would have had, from their bridge: the run's
@@ -383,7 +389,7 @@ mod tests {
     fn both_lanes_get_no_trial_until_a_device_has_joined_a_run() {
         // the GPU alone whose device never joined: its run was the CPU engines' (bridge = rate)
         let mut r = RouteRecord::default();
-        r.note(AutoRoute::GpuOnly, 30.0, Some(30.0));
+        r.note(AutoRoute::GpuOnly, 30.0, Some(30.0), false);
         assert_eq!(
             r.choose(),
             AutoRoute::CpuOnly,
@@ -399,8 +405,8 @@ mod tests {
             );
             r.add(way, 30.5);
         }
-        // once a device has joined, even ways get their trial of both lanes
-        r.device_joined = true;
+        // once a device has joined a run of the GPU alone, even ways get their trial of both
+        r.note(AutoRoute::GpuOnly, 30.5, Some(30.0), true);
         assert_eq!(r.choose(), AutoRoute::WithGpu);
         // a record kept before this field was reads as joined: its trials go on as they did
         let old: RouteRecord = serde_json::from_str(r#"{"gpu_only": [30.0]}"#).expect("record");
@@ -410,10 +416,10 @@ mod tests {
     #[test]
     fn a_bridge_is_kept_only_from_runs_of_the_gpu_alone() {
         let mut r = RouteRecord::default();
-        r.note(AutoRoute::CpuOnly, 5.0, Some(4.0));
-        r.note(AutoRoute::GpuOnly, 9.0, Some(3.0));
-        r.note(AutoRoute::GpuOnly, 8.0, Some(f64::NAN));
-        r.note(AutoRoute::WithGpu, 7.0, Some(2.0));
+        r.note(AutoRoute::CpuOnly, 5.0, Some(4.0), false);
+        r.note(AutoRoute::GpuOnly, 9.0, Some(3.0), true);
+        r.note(AutoRoute::GpuOnly, 8.0, Some(f64::NAN), true);
+        r.note(AutoRoute::WithGpu, 7.0, Some(2.0), true);
         assert_eq!((r.cpu_only, r.gpu_only), (vec![5.0], vec![9.0, 8.0]));
         assert_eq!(r.cpu_bridge, vec![3.0]);
     }
