@@ -232,6 +232,49 @@ pub(crate) struct DeviceShare {
     pub cpu_frames: u64,
     /// Batches whose samples went to the device as f32, and whose rows came back as f32.
     pub f32_over_bus: (u64, u64),
+    /// Its device's event times summed over its workers (`LaneCounters::device_ns`): uploads,
+    /// kernels, downloads.
+    pub device_ns: [u64; 3],
+}
+
+/// The stage names of a device's parts (`timeline::Phase::stage`), in `device_ns`' order.
+const DEVICE_PARTS: [(&str, &str); 3] = [
+    ("upload", "uploads"),
+    ("device", "kernels"),
+    ("download", "downloads"),
+];
+
+/// The busiest part of any one device (its uploads, kernels or downloads, as `device_ns` sums
+/// them over its workers), as a share of `wall_ns`: the stage `fftd bound` names for it. A
+/// device's copies and kernels are the device's own, not its workers' threads', so they count
+/// against the wall clock, not per worker (where a retired CPU lane's idle workers would thin
+/// them out); two queues' transfers may overlap, so a share can pass 1.
+pub(crate) fn busiest_device_part(
+    shares: &[DeviceShare],
+    wall_ns: u64,
+) -> Option<(&'static str, f64)> {
+    let wall = wall_ns.max(1) as f64;
+    let parts = shares.iter().filter(|s| !s.is_cpu).flat_map(|s| {
+        let share = move |(at, (stage, _)): (usize, &(&'static str, &str))| {
+            (*stage, s.device_ns[at] as f64 / wall)
+        };
+        DEVICE_PARTS.iter().enumerate().map(share)
+    });
+    parts
+        .filter(|(_, busy)| *busy > 0.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// ", on the device: uploads 0.171 s (10%), kernels …, downloads …": a device's event times
+/// summed over its workers, and each as a share of the wall clock.
+fn device_times(device_ns: &[u64; 3], wall: f64) -> String {
+    let parts: Vec<String> = (DEVICE_PARTS.iter().zip(device_ns))
+        .map(|((_, name), &ns)| {
+            let share = 100.0 * ns as f64 / wall;
+            format!("{name} {:.3} s ({share:.0}%)", ns as f64 * 1e-9)
+        })
+        .collect();
+    format!(", on the device: {}", parts.join(", "))
 }
 
 /// The `--stats` line on devices: each one's batches, frames (and share of all frames), busy
@@ -256,6 +299,9 @@ pub(crate) fn devices_report(shares: &[DeviceShare], started: Instant) -> String
             if !s.is_cpu && s.cpu_frames > 0 {
                 part.push_str(&format!(", {} frames on its CPU engines", s.cpu_frames));
             }
+            if s.device_ns.iter().any(|&ns| ns > 0) {
+                part.push_str(&device_times(&s.device_ns, wall));
+            }
             let (up, down) = s.f32_over_bus;
             if up + down > 0 {
                 part.push_str(&format!(
@@ -277,6 +323,34 @@ pub(crate) fn devices_report(shares: &[DeviceShare], started: Instant) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busiest_part_of_any_one_device_is_its_share_of_the_wall() {
+        let device = |title: &str, device_ns| DeviceShare {
+            title: title.into(),
+            workers: 2,
+            device_ns,
+            ..Default::default()
+        };
+        let cpu = DeviceShare {
+            is_cpu: true,
+            device_ns: [0, 900, 0], // not a device's: never the bound
+            ..device("cpu", [0; 3])
+        };
+        let a = device("opencl:1:0 (a)", [100, 50, 700]);
+        let b = device("opencl:1:1 (b)", [300, 20, 400]);
+        let shares = [cpu, a, b];
+        assert_eq!(busiest_device_part(&shares, 1000), Some(("download", 0.7)));
+        assert_eq!(busiest_device_part(&shares[..1], 1000), None);
+        let line = devices_report(&shares[1..2], Instant::now());
+        assert!(
+            line.contains(", on the device: uploads 0.000 s ("),
+            "{line}"
+        );
+        assert!(line.contains(", downloads 0.000 s ("), "{line}");
+        let plain = devices_report(&[device("opencl:1:0 (a)", [0; 3])], Instant::now());
+        assert!(!plain.contains("on the device"), "{plain}");
+    }
 
     #[test]
     fn devices_line_gives_each_share_and_failures() {

@@ -333,8 +333,14 @@ impl Drop for ThreadClock<'_> {
 /// The `--stats` lines on the whole run's time: the wall clock split into start-up, the
 /// pipeline and teardown; each thread kind's time by phase (shares of its threads' summed
 /// lives, adding up to 100 %); last, the bound: the stage busiest as a share of the wall clock
-/// (a stage's busy time per thread of its kind), start-up and teardown included.
-pub(crate) fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
+/// (a stage's busy time per thread of its kind), start-up and teardown included. A device's
+/// parts (upload, device, download) count per device, not per thread: `device_bound`, the
+/// busiest part of any one device as a share of the wall (`stats::busiest_device_part`).
+pub(crate) fn report(
+    times: &StageTimes,
+    wall_ns: u64,
+    device_bound: Option<(&'static str, f64)>,
+) -> Vec<String> {
     let wall = wall_ns.max(1) as f64;
     let secs = |ns: u64| ns as f64 * 1e-9;
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -352,8 +358,13 @@ pub(crate) fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
         100.0 * teardown as f64 / wall,
     )];
     let mut bound = ("start-up", startup as f64 / wall);
-    if teardown as f64 / wall > bound.1 {
-        bound = ("teardown", teardown as f64 / wall);
+    let others = [("teardown", teardown as f64 / wall)]
+        .into_iter()
+        .chain(device_bound);
+    for (stage, busy) in others {
+        if busy > bound.1 {
+            bound = (stage, busy);
+        }
     }
     for kind in Kind::ALL {
         let (threads, life) = (times.threads(kind), times.life_ns(kind));
@@ -365,7 +376,7 @@ pub(crate) fn report(times: &StageTimes, wall_ns: u64) -> Vec<String> {
             .filter(|p| p.kind() == kind && (times.phase_ns(**p) > 0 || !p.is_device()))
             .map(|&p| {
                 let ns = times.phase_ns(p);
-                if let Some(stage) = p.stage() {
+                if let Some(stage) = p.stage().filter(|_| !p.is_device()) {
                     let busy = ns as f64 / (wall * threads as f64);
                     if busy > bound.1 {
                         bound = (stage, busy);
@@ -435,6 +446,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_devices_part_is_the_bound_by_its_own_share_of_the_wall_not_per_worker_thread() {
+        // two of 34 workers are a device's, downloading 70 % of the wall; the other 32 (a
+        // retired CPU lane) idle: per worker thread the downloads were 4 %, and the bound `fft`
+        let times = StageTimes::default();
+        let wall = 1_000_000_000u64;
+        for worker in 0..34u64 {
+            let mut clock = ThreadClock::start(&times, None, Kind::Worker, Phase::WorkerInput);
+            clock.move_ns(Phase::WorkerInput, Phase::Fft, 100_000_000);
+            if worker < 2 {
+                clock.move_ns(Phase::WorkerInput, Phase::Download, 350_000_000);
+            }
+        }
+        let bound = |lines: Vec<String>| lines.last().cloned().unwrap_or_default();
+        assert_eq!(
+            bound(report(&times, wall, Some(("download", 0.7)))),
+            "fftd bound: download (70% busy)"
+        );
+        let without = bound(report(&times, wall, None));
+        assert!(!without.contains("download"), "{without}");
+    }
+
+    #[test]
     fn laps_partition_a_thread_and_the_bound_is_the_busiest_stage() {
         let times = StageTimes::default();
         {
@@ -449,7 +482,7 @@ mod tests {
             times.phase_ns(Phase::Write) + times.phase_ns(Phase::SinkInput)
         );
         assert!(times.phase_ns(Phase::Write) >= 20_000_000);
-        let lines = report(&times, life + 1_000_000);
+        let lines = report(&times, life + 1_000_000, None);
         assert!(
             lines[1].starts_with("fftd thread sink (1 thread, "),
             "{lines:?}"

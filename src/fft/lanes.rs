@@ -26,6 +26,10 @@ pub(crate) struct LaneCounters {
     /// (an f64 run, `fft::carry`).
     pub f32_up: AtomicU64,
     pub f32_down: AtomicU64,
+    /// Its device's event times (`--stats`, `--trace`: profiling queues), summed over its
+    /// workers as their clocks split the engine's time (`worker::device_parts`): uploads,
+    /// kernels, downloads.
+    pub device_ns: [AtomicU64; 3],
 }
 
 /// One device instance of the run.

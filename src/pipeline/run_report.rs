@@ -123,7 +123,8 @@ impl Ended {
                 eprintln!("{misses}");
             }
             let wall = now.saturating_duration_since(started).as_nanos() as u64;
-            let mut lines = crate::timeline::report(times, wall);
+            let device_bound = stats::busiest_device_part(&shares, wall);
+            let mut lines = crate::timeline::report(times, wall, device_bound);
             // after `fftd time`: the device set-up entries, by part of the run
             let startup_end = started + Duration::from_nanos(Counters::get(&times.startup_ns));
             let setup = crate::setup_log::report(startup_end, self.sink_ended, wall);
@@ -202,6 +203,7 @@ fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
             handed_off: get(&lane.counters.handed_off),
             cpu_frames: get(&lane.counters.cpu_frames),
             f32_over_bus: (get(&lane.counters.f32_up), get(&lane.counters.f32_down)),
+            device_ns: lane.counters.device_ns.each_ref().map(get),
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use super::pool::{BufferPool, Pools};
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::carry::f32s;
-use crate::fft::lanes::Lane;
+use crate::fft::lanes::{Lane, LaneCounters};
 use crate::fft::router;
 use crate::fft::{BandWeights, Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
 use crate::fft::{FrameStep, Samples, Segments};
@@ -131,10 +131,23 @@ enum Handled<T> {
 /// and then computed by this worker's CPU engine: two tries; more means something is wrong.
 const MAX_HANDOFFS: usize = 64;
 
-/// Moves the device's share of a batch's engine time from `fft` to upload, kernels and download
-/// (event profiling; chunks overlap on the device, so the three are scaled down to the engine
-/// time when they sum past it).
-fn split_device_time(clock: &mut ThreadClock<'_>, device: DeviceTimes, engine: Duration) {
+/// Moves the device's share of a batch's engine time (`device_parts`) from `fft` to upload,
+/// kernels and download, and adds it to the lane's device times (`--stats`' devices and bound).
+fn split_device_time(
+    clock: &mut ThreadClock<'_>,
+    counters: &LaneCounters,
+    parts: [(Phase, u64); 3],
+) {
+    for (at, (phase, ns)) in parts.into_iter().enumerate() {
+        clock.move_ns(Phase::Fft, phase, ns);
+        counters.device_ns[at].fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+/// A batch's device event times as parts of the host's time in the engine: uploads, kernels,
+/// downloads; scaled down to the engine's time where they sum past it (a batch's chunks are
+/// pipelined, so their events overlap).
+fn device_parts(device: DeviceTimes, engine: Duration) -> [(Phase, u64); 3] {
     let parts = [
         (Phase::Upload, device.upload_ns),
         (Phase::Device, device.kernel_ns),
@@ -147,9 +160,7 @@ fn split_device_time(clock: &mut ThreadClock<'_>, device: DeviceTimes, engine: D
     } else {
         1.0
     };
-    for (phase, ns) in parts {
-        clock.move_ns(Phase::Fft, phase, (ns as f64 * scale) as u64);
-    }
+    parts.map(|(phase, ns)| (phase, (ns as f64 * scale) as u64))
 }
 
 pub(super) fn run_worker<T: Sample>(
@@ -179,7 +190,8 @@ pub(super) fn run_worker<T: Sample>(
         let (from, to) = clock.lap(Phase::Fft);
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
         if let Some(device) = engine.take_device_times() {
-            split_device_time(&mut clock, device, to.duration_since(from));
+            let parts = device_parts(device, to.duration_since(from));
+            split_device_time(&mut clock, &queue.lane.counters, parts);
         }
         if let Some(tracer) = clock.tracer() {
             queue_tracks.record(tracer, engine.take_device_trace(), id, stream);
