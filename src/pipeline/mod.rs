@@ -19,6 +19,7 @@ mod averaging;
 mod batcher;
 mod dispatch;
 mod encode;
+mod fft_side;
 mod late_join;
 mod live_view;
 mod outputs;

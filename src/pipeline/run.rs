@@ -6,7 +6,8 @@
 
 use super::outputs::write_run_meta;
 use super::plan::Planned;
-use super::run_stages::{EngineLanes, Stages};
+use super::fft_side::EngineLanes;
+use super::run_stages::Stages;
 use super::run_steps::{teach_auto, Built, Early};
 use super::{run_report, stalled_error, PANIC_JOIN_PATIENCE};
 use crate::error::Result;
