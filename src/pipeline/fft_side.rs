@@ -160,4 +160,3 @@ impl<T: Sample> Default for Handoff<T> {
         }
     }
 }
-

@@ -4,9 +4,9 @@
 //! encode → sink), then the teardown here: the workers joined, the sidecar, the report and what
 //! `auto` learns.
 
+use super::fft_side::EngineLanes;
 use super::outputs::write_run_meta;
 use super::plan::Planned;
-use super::fft_side::EngineLanes;
 use super::run_stages::Stages;
 use super::run_steps::{teach_auto, Built, Early};
 use super::{run_report, stalled_error, PANIC_JOIN_PATIENCE};

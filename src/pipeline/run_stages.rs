@@ -7,9 +7,9 @@
 //! `SinkStage`).
 
 use super::averaging::AveragingStage;
-use super::fft_side::{EngineLanes, Handoff, Workers};
 use super::dispatch::carriage::RunFacts;
 use super::dispatch::StopFlags;
+use super::fft_side::{EngineLanes, Handoff, Workers};
 use super::live_view::LiveView;
 use super::outputs::{RowsPlanned, Sinks};
 use super::plan::{Planned, ReaderThreads, Taps};

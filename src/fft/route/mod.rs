@@ -99,9 +99,14 @@ impl Start {
     }
 
     /// Whether a device start-up in the background begins only where the run's work left could
-    /// pay for it: the devices `--device` names; `auto` learns its route from its runs instead.
+    /// pay for it (`late_join::start_up_could_pay`): always where one begins at all, `auto`'s
+    /// included. Until session 35 `auto` always began it, to learn from it; where it could not
+    /// pay the device never joined, so `auto` learned the CPU's rate anyway, and paid the
+    /// driver's start-up beside the CPU lanes: its runs of the GPU alone took 0.47 s against
+    /// 0.18 for `gpu` (1 GiB plain 4096 on 4 cores of a two-H200 host) and 0.22 against 0.10
+    /// (Welch on 16), no device joining either (docs/perf.md).
     pub(crate) fn begins_devices_only_if_they_pay(&self) -> bool {
-        *self == Start::Bridged
+        self.builds_late()
     }
 
     /// Whether devices' lanes are built in the background while a CPU lane works.

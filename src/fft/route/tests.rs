@@ -63,6 +63,27 @@ fn auto_without_a_record_runs_the_cpu_engines_and_a_new_job_tries_the_gpu_alone(
     assert!(start.builds_late() && start.retires_cpu());
 }
 
+#[test]
+fn a_device_start_up_in_the_background_begins_only_if_it_can_pay_for_auto_too() {
+    let auto = |route| Start::Auto {
+        route,
+        shares: None,
+    };
+    for start in [
+        Start::Bridged,
+        auto(AutoRoute::GpuOnly),
+        auto(AutoRoute::WithGpu),
+    ] {
+        assert!(start.begins_devices_only_if_they_pay(), "{start:?}");
+    }
+    for start in [Start::Opened, auto(AutoRoute::CpuOnly)] {
+        assert!(
+            !start.begins_devices_only_if_they_pay(),
+            "{start:?}: none begins"
+        );
+    }
+}
+
 fn calibration(cpu_s: f64, gpu_s: f64) -> Arc<Calibration> {
     Calibration::of_points(&[(1024, cpu_s, gpu_s)])
 }
