@@ -4,6 +4,7 @@
 //! what bounds a run's throughput.
 
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -244,29 +245,36 @@ const DEVICE_PARTS: [(&str, &str); 3] = [
     ("download", "downloads"),
 ];
 
-/// The busiest part of any one device (its uploads, kernels or downloads, as `device_ns` sums
-/// them over its workers), as a share of `wall_ns`: the stage `fftd bound` names for it. A
-/// device's copies and kernels are the device's own, not its workers' threads', so they count
-/// against the wall clock, not per worker (where a retired CPU lane's idle workers would thin
-/// them out); two queues' transfers may overlap, so a share can pass 1.
-pub(crate) fn busiest_device_part(
-    shares: &[DeviceShare],
-    wall_ns: u64,
-) -> Option<(&'static str, f64)> {
+/// The bound `--stats` names on the devices' side, as a share of `wall_ns`: the busiest of any
+/// one device's parts (its uploads, kernels or downloads as the events gave them, summed over
+/// its workers, and over the instances of a device named twice, which share its link) and of
+/// any device lane's workers (`fft`: their time in the engine per worker). A device's copies
+/// and kernels are its own, not its workers' threads', so they count against the wall clock,
+/// not per FFT worker thread, where a retired CPU lane's idle workers would thin them out.
+/// Where the device's link bounds a run, its workers (two) spend most of their engine time
+/// waiting for its copies, one worker's after the other's, so the copies' share of the wall
+/// passes either worker's; where its workers bound it, theirs stands above the copies'. Two
+/// queues' copies may overlap, so a part's share can pass 1.
+pub(crate) fn device_bound(shares: &[DeviceShare], wall_ns: u64) -> Option<(&'static str, f64)> {
     let wall = wall_ns.max(1) as f64;
-    let parts = shares.iter().filter(|s| !s.is_cpu).flat_map(|s| {
-        let share = move |(at, (stage, _)): (usize, &(&'static str, &str))| {
-            (*stage, s.device_ns[at] as f64 / wall)
-        };
-        DEVICE_PARTS.iter().enumerate().map(share)
+    let devices = shares.iter().filter(|s| !s.is_cpu);
+    let mut parts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    for lane in devices.clone() {
+        let device = lane.title.split([' ', '#']).next().unwrap_or_default();
+        let sums = parts.entry(device).or_default();
+        (sums.iter_mut().zip(lane.device_ns)).for_each(|(sum, ns)| *sum += ns);
+    }
+    let part_shares = parts.into_values().flat_map(|sums| {
+        (DEVICE_PARTS.iter().zip(sums)).map(|((stage, _), ns)| (*stage, ns as f64 / wall))
     });
-    parts
+    let workers = devices.map(|s| ("fft", s.busy_ns as f64 / (wall * s.workers.max(1) as f64)));
+    (part_shares.chain(workers))
         .filter(|(_, busy)| *busy > 0.0)
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// ", on the device: uploads 0.171 s (10%), kernels …, downloads …": a device's event times
-/// summed over its workers, and each as a share of the wall clock.
+/// ", on the device: uploads 0.171 s (10%), kernels …, downloads …": a device lane's event
+/// times summed over its workers, and each as a share of the wall clock.
 fn device_times(device_ns: &[u64; 3], wall: f64) -> String {
     let parts: Vec<String> = (DEVICE_PARTS.iter().zip(device_ns))
         .map(|((_, name), &ns)| {
@@ -279,8 +287,9 @@ fn device_times(device_ns: &[u64; 3], wall: f64) -> String {
 
 /// The `--stats` line on devices: each one's batches, frames (and share of all frames), busy
 /// time (and share of its workers × wall time), and what became of its work if it failed.
-pub(crate) fn devices_report(shares: &[DeviceShare], started: Instant) -> String {
-    let wall = started.elapsed().as_nanos().max(1) as f64;
+/// `wall_ns`: the run's wall clock so far, as the bound takes it.
+pub(crate) fn devices_report(shares: &[DeviceShare], wall_ns: u64) -> String {
+    let wall = wall_ns.max(1) as f64;
     let total: u64 = shares.iter().map(|s| s.frames).sum();
     let parts: Vec<String> = shares
         .iter()
@@ -325,30 +334,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_busiest_part_of_any_one_device_is_its_share_of_the_wall() {
-        let device = |title: &str, device_ns| DeviceShare {
+    fn the_devices_bound_is_a_devices_busiest_part_or_its_workers_against_the_wall() {
+        let device = |title: &str, busy_ns, device_ns| DeviceShare {
             title: title.into(),
             workers: 2,
+            busy_ns,
             device_ns,
             ..Default::default()
         };
         let cpu = DeviceShare {
             is_cpu: true,
             device_ns: [0, 900, 0], // not a device's: never the bound
-            ..device("cpu", [0; 3])
+            ..device("cpu", 1900, [0; 3])
         };
-        let a = device("opencl:1:0 (a)", [100, 50, 700]);
-        let b = device("opencl:1:1 (b)", [300, 20, 400]);
-        let shares = [cpu, a, b];
-        assert_eq!(busiest_device_part(&shares, 1000), Some(("download", 0.7)));
-        assert_eq!(busiest_device_part(&shares[..1], 1000), None);
-        let line = devices_report(&shares[1..2], Instant::now());
+        // a link that bounds: two workers, each waiting in the engine mostly for downloads,
+        // which together fill more of the wall than either worker's time
+        let a = device("opencl:1:0 (a)", 1000, [100, 50, 700]);
+        assert_eq!(
+            device_bound(&[cpu.clone(), a.clone()], 1000),
+            Some(("download", 0.7))
+        );
+        assert_eq!(device_bound(&[cpu], 1000), None);
+        // workers that bound: in the engine 95 % of the wall, the link half of it
+        let busy = device("opencl:1:1 (b)", 1900, [100, 50, 500]);
+        assert_eq!(device_bound(&[a.clone(), busy], 1000), Some(("fft", 0.95)));
+        // one device named twice: its instances share its link
+        let twice = [
+            device("opencl:1:1#1 (b)", 500, [0, 0, 400]),
+            device("opencl:1:1#2 (b)", 500, [0, 0, 400]),
+        ];
+        assert_eq!(device_bound(&twice, 1000), Some(("download", 0.8)));
+        let line = devices_report(&[a], 1_000_000_000);
         assert!(
-            line.contains(", on the device: uploads 0.000 s ("),
+            line.contains(", on the device: uploads 0.000 s (0%), kernels 0.000 s (0%), downloads 0.000 s (0%)"),
             "{line}"
         );
-        assert!(line.contains(", downloads 0.000 s ("), "{line}");
-        let plain = devices_report(&[device("opencl:1:0 (a)", [0; 3])], Instant::now());
+        let plain = devices_report(&[device("opencl:1:0 (a)", 0, [0; 3])], 1_000_000_000);
         assert!(!plain.contains("on the device"), "{plain}");
     }
 
@@ -371,7 +392,7 @@ mod tests {
             f32_over_bus: (1, 0),
             ..Default::default()
         };
-        let line = devices_report(&[a, b], Instant::now());
+        let line = devices_report(&[a, b], 1_000_000_000);
         assert!(
             line.starts_with("fftd devices: opencl:0:0#1 (dev): 3 batches, 300 frames (75.0%)"),
             "{line}"

@@ -26,9 +26,8 @@ pub(crate) struct LaneCounters {
     /// (an f64 run, `fft::carry`).
     pub f32_up: AtomicU64,
     pub f32_down: AtomicU64,
-    /// Its device's event times (`--stats`, `--trace`: profiling queues), summed over its
-    /// workers as their clocks split the engine's time (`worker::device_parts`): uploads,
-    /// kernels, downloads.
+    /// Its device's event times (`--stats`, `--trace`: profiling queues) as the events gave
+    /// them, summed over its workers: uploads, kernels, downloads.
     pub device_ns: [AtomicU64; 3],
 }
 

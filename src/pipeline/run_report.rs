@@ -115,15 +115,15 @@ impl Ended {
             };
             let stages = stats::stages_report(&control.counters, &threads, started);
             eprintln!("{stages}");
-            eprintln!("{}", stats::devices_report(&shares, started));
+            let wall = now.saturating_duration_since(started).as_nanos() as u64;
+            eprintln!("{}", stats::devices_report(&shares, wall));
             if let Some(reserve) = lane_set.later_devices_report() {
                 eprintln!("fftd devices in reserve: {reserve}");
             }
             if let Some(misses) = &self.block_misses {
                 eprintln!("{misses}");
             }
-            let wall = now.saturating_duration_since(started).as_nanos() as u64;
-            let device_bound = stats::busiest_device_part(&shares, wall);
+            let device_bound = stats::device_bound(&shares, wall);
             let mut lines = crate::timeline::report(times, wall, device_bound);
             // after `fftd time`: the device set-up entries, by part of the run
             let startup_end = started + Duration::from_nanos(Counters::get(&times.startup_ns));

@@ -131,36 +131,36 @@ enum Handled<T> {
 /// and then computed by this worker's CPU engine: two tries; more means something is wrong.
 const MAX_HANDOFFS: usize = 64;
 
-/// Moves the device's share of a batch's engine time (`device_parts`) from `fft` to upload,
-/// kernels and download, and adds it to the lane's device times (`--stats`' devices and bound).
+/// Moves the device's share of a batch's engine time from `fft` to upload, kernels and
+/// download (`thread_parts`), and adds its event times as they are to the lane's device times
+/// (`--stats`' devices line and bound: a device's copies and kernels, not a thread's time).
 fn split_device_time(
     clock: &mut ThreadClock<'_>,
     counters: &LaneCounters,
-    parts: [(Phase, u64); 3],
+    (device, engine): (DeviceTimes, Duration),
 ) {
-    for (at, (phase, ns)) in parts.into_iter().enumerate() {
+    let raw = [device.upload_ns, device.kernel_ns, device.download_ns];
+    for (counter, ns) in counters.device_ns.iter().zip(raw) {
+        counter.fetch_add(ns, Ordering::Relaxed);
+    }
+    for (phase, ns) in thread_parts(raw, engine) {
         clock.move_ns(Phase::Fft, phase, ns);
-        counters.device_ns[at].fetch_add(ns, Ordering::Relaxed);
     }
 }
 
-/// A batch's device event times as parts of the host's time in the engine: uploads, kernels,
-/// downloads; scaled down to the engine's time where they sum past it (a batch's chunks are
-/// pipelined, so their events overlap).
-fn device_parts(device: DeviceTimes, engine: Duration) -> [(Phase, u64); 3] {
-    let parts = [
-        (Phase::Upload, device.upload_ns),
-        (Phase::Device, device.kernel_ns),
-        (Phase::Download, device.download_ns),
-    ];
-    let sum: u64 = parts.iter().map(|(_, ns)| ns).sum();
+/// A batch's device event times (uploads, kernels, downloads) as parts of the host's time in
+/// the engine: scaled down to it where they sum past it (a batch's chunks are pipelined, so
+/// their events overlap).
+fn thread_parts(raw: [u64; 3], engine: Duration) -> [(Phase, u64); 3] {
+    let sum: u64 = raw.iter().sum();
     let engine_ns = engine.as_nanos() as u64;
     let scale = if sum > engine_ns {
         engine_ns as f64 / sum as f64
     } else {
         1.0
     };
-    parts.map(|(phase, ns)| (phase, (ns as f64 * scale) as u64))
+    let phases = [Phase::Upload, Phase::Device, Phase::Download];
+    std::array::from_fn(|i| (phases[i], (raw[i] as f64 * scale) as u64))
 }
 
 pub(super) fn run_worker<T: Sample>(
@@ -190,8 +190,8 @@ pub(super) fn run_worker<T: Sample>(
         let (from, to) = clock.lap(Phase::Fft);
         clock.span(Phase::Fft.span_name(), from, to, Some(id), stream);
         if let Some(device) = engine.take_device_times() {
-            let parts = device_parts(device, to.duration_since(from));
-            split_device_time(&mut clock, &queue.lane.counters, parts);
+            let times = (device, to.duration_since(from));
+            split_device_time(&mut clock, &queue.lane.counters, times);
         }
         if let Some(tracer) = clock.tracer() {
             queue_tracks.record(tracer, engine.take_device_trace(), id, stream);
