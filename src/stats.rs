@@ -3,6 +3,7 @@
 //! one line, and on a second line where the time went (which stage waited on which), to tell
 //! what bounds a run's throughput.
 
+use crate::timeline::Phase;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -238,12 +239,9 @@ pub(crate) struct DeviceShare {
     pub device_ns: [u64; 3],
 }
 
-/// The stage names of a device's parts (`timeline::Phase::stage`), in `device_ns`' order.
-const DEVICE_PARTS: [(&str, &str); 3] = [
-    ("upload", "uploads"),
-    ("device", "kernels"),
-    ("download", "downloads"),
-];
+/// What the devices line calls a device's parts, in `device_ns`' order
+/// (`timeline::Phase::DEVICE_PARTS`, whose stage names the bound gives).
+const DEVICE_PART_NAMES: [&str; 3] = ["uploads", "kernels", "downloads"];
 
 /// The bound `--stats` names on the devices' side, as a share of `wall_ns`: the busiest of any
 /// one device's parts (its uploads, kernels or downloads as the events gave them, summed over
@@ -265,7 +263,8 @@ pub(crate) fn device_bound(shares: &[DeviceShare], wall_ns: u64) -> Option<(&'st
         (sums.iter_mut().zip(lane.device_ns)).for_each(|(sum, ns)| *sum += ns);
     }
     let part_shares = parts.into_values().flat_map(|sums| {
-        (DEVICE_PARTS.iter().zip(sums)).map(|((stage, _), ns)| (*stage, ns as f64 / wall))
+        let stages = Phase::DEVICE_PARTS.map(Phase::stage);
+        (stages.into_iter().zip(sums)).filter_map(|(stage, ns)| Some((stage?, ns as f64 / wall)))
     });
     let workers = devices.map(|s| ("fft", s.busy_ns as f64 / (wall * s.workers.max(1) as f64)));
     (part_shares.chain(workers))
@@ -276,8 +275,8 @@ pub(crate) fn device_bound(shares: &[DeviceShare], wall_ns: u64) -> Option<(&'st
 /// ", on the device: uploads 0.171 s (10%), kernels …, downloads …": a device lane's event
 /// times summed over its workers, and each as a share of the wall clock.
 fn device_times(device_ns: &[u64; 3], wall: f64) -> String {
-    let parts: Vec<String> = (DEVICE_PARTS.iter().zip(device_ns))
-        .map(|((_, name), &ns)| {
+    let parts: Vec<String> = (DEVICE_PART_NAMES.iter().zip(device_ns))
+        .map(|(name, &ns)| {
             let share = 100.0 * ns as f64 / wall;
             format!("{name} {:.3} s ({share:.0}%)", ns as f64 * 1e-9)
         })

@@ -178,8 +178,12 @@ impl Phase {
 
     /// Device time from OpenCL event profiling (listed only when there is some).
     pub(crate) fn is_device(self) -> bool {
-        matches!(self, Phase::Upload | Phase::Device | Phase::Download)
+        Phase::DEVICE_PARTS.contains(&self)
     }
+
+    /// A device's parts of an FFT worker's engine time, in `fft::DeviceTimes`' order
+    /// (uploads, kernels, downloads), as `LaneCounters::device_ns` keeps them.
+    pub(crate) const DEVICE_PARTS: [Phase; 3] = [Phase::Upload, Phase::Device, Phase::Download];
 }
 
 /// Nanoseconds per phase and threads per kind, shared by every stage (`stats::Counters`).
@@ -335,7 +339,8 @@ impl Drop for ThreadClock<'_> {
 /// lives, adding up to 100 %); last, the bound: the stage busiest as a share of the wall clock
 /// (a stage's busy time per thread of its kind), start-up and teardown included. A device's
 /// parts (upload, device, download) count per device, not per thread: `device_bound`, the
-/// busiest part of any one device as a share of the wall (`stats::busiest_device_part`).
+/// busiest part of any one device, or a device lane's workers, as a share of the wall
+/// (`stats::device_bound`).
 pub(crate) fn report(
     times: &StageTimes,
     wall_ns: u64,

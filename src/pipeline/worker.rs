@@ -159,7 +159,7 @@ fn thread_parts(raw: [u64; 3], engine: Duration) -> [(Phase, u64); 3] {
     } else {
         1.0
     };
-    let phases = [Phase::Upload, Phase::Device, Phase::Download];
+    let phases = Phase::DEVICE_PARTS;
     std::array::from_fn(|i| (phases[i], (raw[i] as f64 * scale) as u64))
 }
 

@@ -100,9 +100,10 @@ impl Start {
 
     /// Whether a device start-up in the background begins only where the run's work left could
     /// pay for it (`late_join::start_up_could_pay`): wherever devices are built late, `auto`'s
-    /// included (a run's devices opened before it, `Opened`, have no such gate). Until session 35 `auto` always began it, to learn from it; where it could not
-    /// pay the device never joined, so `auto` learned the CPU's rate anyway, and paid the
-    /// driver's start-up beside the CPU lanes: its runs of the GPU alone took 0.47 s against
+    /// included (a run's devices opened before it, `Opened`, have no such gate). Until session
+    /// 35 `auto` always began it, to learn from it; where it could not pay the device never
+    /// joined, so `auto` learned the CPU's rate anyway, and paid the driver's start-up beside
+    /// the CPU lanes: its runs of the GPU alone took 0.47 s against
     /// 0.18 for `gpu` (1 GiB plain 4096 on 4 cores of a two-H200 host) and 0.22 against 0.10
     /// (Welch on 16), no device joining either (docs/perf.md).
     pub(crate) fn begins_devices_only_if_they_pay(&self) -> bool {
