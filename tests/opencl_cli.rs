@@ -527,14 +527,6 @@ fn gpu_runs_show_the_driver_one_gpu_only_as_recorded_and_stop_where_that_finds_n
     assert!(!whole_narrowed || nvidia_host, "{log}");
 }
 
-fn read_f32(path: &Path) -> Vec<f64> {
-    let bytes = std::fs::read(path).expect("output");
-    bytes
-        .chunks_exact(4)
-        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-        .collect()
-}
-
 /// `auto` on a file job of a new shape runs the GPU alone, its CPU engines bridging the
 /// start-up, and records both figures: the run's and the CPU engines' bridge (the whole run
 /// when no GPU joined, as on PoCL, a CPU device that `auto` never joins). A machine where it

@@ -8,7 +8,8 @@
 //! after a window of batches, with flat memory and a warning naming it, and SIGINT still ends the
 //! run cleanly; one that hangs for a while and goes on leaves the output byte-identical. A paused
 //! output (a stdout nobody reads for a while) is no stall: no warning, and SIGINT meanwhile gives
-//! no device up. A worker that panics while a device hangs still ends the run.
+//! no device up. A worker that panics while a device hangs still ends the run. A list started
+//! in the background (its devices recorded as GPUs) joins each device as soon as it is up.
 
 use crate::common;
 use crate::opencl_common;
@@ -178,6 +179,62 @@ fn two_engines_spread_a_multi_file_job_and_give_the_same_bytes() {
     );
     assert_eq!(a.frames + b.frames, 4 * FILE_FRAMES as u64, "{err}");
     assert!(warnings(&err).is_empty(), "{err}");
+}
+
+/// A list of devices an earlier run recorded as GPUs alone (`device-kinds.json`, seeded here
+/// before each run for the device listed twice: a run that opens them records what they are)
+/// starts in the background while the CPU engines work, and each device's lane joins as soon
+/// as it is up, on its own: none waits for another's start-up (`router::background_lanes`).
+/// Tried with more overlap, so more work, until a device joins (how soon one comes up depends
+/// on the machine's load). The rows' values are the other tests' (a list's bytes are one
+/// device's).
+#[test]
+fn a_listed_device_in_the_background_joins_as_soon_as_it_is_up_without_the_others() {
+    let Some(dev) = device() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).expect("cache dir");
+    let list = format!("{dev},{dev}");
+    let input = dir.path().join("long.f32");
+    write_f32(&input, &noise(1 << 23, 35));
+    let p = input.to_str().expect("utf8");
+    let env = [
+        ("FFTD_CACHE_DIR", cache.to_str().expect("utf8")),
+        ("RUST_LOG", "fftd=debug"),
+    ];
+    let joined = ["32", "16", "8", "4"].iter().any(|hop| {
+        let kinds = format!("{{{list:?}:true}}");
+        std::fs::write(cache.join("device-kinds.json"), kinds).expect("kinds");
+        let args = [
+            "--file",
+            p,
+            "--input-format",
+            "f32",
+            "--frame",
+            "1024",
+            "--hop",
+            hop,
+            "--format",
+            "f32",
+            "--output",
+            "/dev/null",
+            "--device",
+            &list,
+            "--stats",
+        ];
+        let log = stderr_text(&fftd_run(&args, &env));
+        let joins: Vec<&str> = (log.lines())
+            .filter(|l| l.contains("device lanes joined"))
+            .collect();
+        assert!(
+            joins.iter().all(|l| l.contains("lanes=1")),
+            "hop {hop}: each device joins on its own: {joins:?}"
+        );
+        let rows = log.lines().find(|l| l.starts_with("fftd devices:"));
+        assert!(rows.is_some_and(|l| l.contains(" frames (")), "{log}");
+        !joins.is_empty()
+    });
+    assert!(joined, "no listed device ever joined, even with hop 4");
 }
 
 #[test]

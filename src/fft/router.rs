@@ -183,19 +183,17 @@ pub(crate) fn build_engine_set<T: Sample>(
 }
 
 /// The named devices' lanes (context, programs, engines), built when called on a thread of its
-/// own. A device that cannot be opened fails the run (`LateLanes::error`), as it does when
-/// opened first; one waiting in reserve is a warning (`open_as_they_come`). Where the devices
-/// after the first wait in reserve (`gpu:all`), each device's
-/// lane is handed over as soon as it is up, so the first never waits for the others' start-up,
-/// and those after the first start only when the run wants them (`LaneSet::await_later_devices`).
+/// own, each device's lane handed over as soon as it is up (`lanes_as_they_come`): none waits
+/// for another's context (the driver makes a second one after the first: on two H200s the
+/// first device's lane waited 0.12 s for the second's, session 36). A device that cannot be
+/// opened fails the run (`LateLanes::error`), as it does when opened first; one waiting in
+/// reserve (`gpu:all`) is a warning, and starts only when the run wants it
+/// (`LaneSet::await_later_devices`).
 fn background_lanes<T: Sample>(opts: RouterOptions, lane_set: Arc<LaneSet>) -> DeferredLanes<T> {
     Box::new(move |arrive| {
         // (what the choice named, for the next run's plan: a first run's guess corrected)
         kinds::remember(&opts.choice);
-        if route::later_devices_in_reserve(&opts.choice) {
-            return lanes_as_they_come(&opts, &lane_set, arrive);
-        }
-        arrive(LateLanes::of(build_lanes::<T>(&opts, &lane_set)));
+        lanes_as_they_come(&opts, &lane_set, arrive);
     })
 }
 
@@ -241,11 +239,12 @@ struct OpenedLanes<T: Sample> {
 }
 
 /// Each device of `opts.choice` opened on a thread of its own and handed to `arrive` as one
-/// lane when it is up (the first in the choice's order taking batches, the others in
-/// reserve), or as the error that fails the run (the first; one in reserve that cannot be
-/// opened is a warning and a note in `--stats`). The first opens at once, the others once the
-/// first bounds the run (`route::another_device_pays`): none contends with its start-up, and
-/// none starts where it would not raise the run's rate.
+/// lane when it is up, or as the error that fails the run. Under `gpu:all` the first in the
+/// choice's order takes batches and the others wait in reserve: they open once the first
+/// bounds the run (`route::another_device_pays`), so none contends with its start-up and none
+/// starts where it would not raise the run's rate; one that cannot be opened is a warning and
+/// a note in `--stats`. A list's devices all open at once, each with its cached calibration as
+/// its speed (`listed_speed`).
 fn lanes_as_they_come<T: Sample>(
     opts: &RouterOptions,
     lane_set: &Arc<LaneSet>,
@@ -267,15 +266,19 @@ fn open_as_they_come<T: Sample>(
     specs: &[(usize, LaneSpec)],
     arrive: Arrival<'_, T>,
 ) {
+    let listed = specs.len() > 1 && !route::later_devices_in_reserve(&opts.choice);
     let open = |(i, spec): (usize, &LaneSpec)| {
         let in_reserve = route::waits_in_reserve(&opts.choice, i);
         if in_reserve && !lane_set.await_later_devices() {
             return;
         }
         let lane = open_engines::<T>(spec, opts).map(|gpus| {
-            let lane = routed_lane(spec, gpus, lane_set);
+            let mut lane = routed_lane(spec, gpus, lane_set);
             if in_reserve {
                 lane.lane.keep_in_reserve();
+            }
+            if listed {
+                lane.speed = listed_speed::<T>(spec, opts);
             }
             vec![lane]
         });
@@ -299,6 +302,19 @@ fn open_as_they_come<T: Sample>(
             scope.spawn(move || open((*i, spec)));
         }
     });
+}
+
+/// A listed device's speed from its cached calibration (`--device` lists never measure one
+/// during a run), or `Even`: the dispatcher weighs the lanes by their calibrations only where
+/// every lane has one (`route::rank`), as `build_lanes` does for lists opened before a run.
+fn listed_speed<T: Sample>(spec: &LaneSpec, opts: &RouterOptions) -> LaneSpeed {
+    match calibration_of::<T>(spec, opts) {
+        Ok(cal) => LaneSpeed::Measured(cal, SpeedSide::OpenCl),
+        Err(e) => {
+            tracing::debug!(lane = %spec.label(), "no calibration ({e}); equal shares");
+            LaneSpeed::Even
+        }
+    }
 }
 
 impl<T: Sample> LateLanes<T> {

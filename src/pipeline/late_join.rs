@@ -171,6 +171,7 @@ impl<T: Sample> LateJoin<'_, T> {
         let joined = !late.lanes.is_empty();
         if joined {
             self.note_bridge();
+            tracing::debug!(lanes = late.lanes.len(), "device lanes joined");
         }
         // the CPU lane goes on until a device's first batch is back (issue 41: no hole)
         if joined && self.retire_cpu {

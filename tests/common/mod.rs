@@ -78,6 +78,15 @@ pub fn write_f32(path: &Path, values: &[f64]) {
     std::fs::write(path, f32_bytes(values)).expect("write f32 samples");
 }
 
+/// A little-endian f32 file's values (`--format f32` output).
+pub fn read_f32(path: &Path) -> Vec<f64> {
+    let bytes = std::fs::read(path).expect("output");
+    bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect()
+}
+
 /// Writes one sample per line.
 pub fn write_text_samples(path: &Path, samples: &[f64]) {
     let text: String = samples.iter().map(|v| format!("{v}\n")).collect();
