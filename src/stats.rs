@@ -220,6 +220,8 @@ pub(crate) fn stages_report(
 pub(crate) struct DeviceShare {
     /// "cpu", or "opencl:P:D (name)".
     pub title: String,
+    /// The device's address (`Lane::address`): the instances of a device named twice share it.
+    pub device: String,
     pub is_cpu: bool,
     /// FFT worker threads of the device.
     pub workers: usize,
@@ -258,8 +260,7 @@ pub(crate) fn device_bound(shares: &[DeviceShare], wall_ns: u64) -> Option<(&'st
     let devices = shares.iter().filter(|s| !s.is_cpu);
     let mut parts: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
     for lane in devices.clone() {
-        let device = lane.title.split([' ', '#']).next().unwrap_or_default();
-        let sums = parts.entry(device).or_default();
+        let sums = parts.entry(lane.device.as_str()).or_default();
         (sums.iter_mut().zip(lane.device_ns)).for_each(|(sum, ns)| *sum += ns);
     }
     let part_shares = parts.into_values().flat_map(|sums| {
@@ -334,8 +335,9 @@ mod tests {
 
     #[test]
     fn the_devices_bound_is_a_devices_busiest_part_or_its_workers_against_the_wall() {
-        let device = |title: &str, busy_ns, device_ns| DeviceShare {
-            title: title.into(),
+        let device = |label: &str, busy_ns, device_ns| DeviceShare {
+            title: format!("{label} (dev)"),
+            device: crate::fft::device_set::address_in_label(label).into(),
             workers: 2,
             busy_ns,
             device_ns,
@@ -348,19 +350,19 @@ mod tests {
         };
         // a link that bounds: two workers, each waiting in the engine mostly for downloads,
         // which together fill more of the wall than either worker's time
-        let a = device("opencl:1:0 (a)", 1000, [100, 50, 700]);
+        let a = device("opencl:1:0", 1000, [100, 50, 700]);
         assert_eq!(
             device_bound(&[cpu.clone(), a.clone()], 1000),
             Some(("download", 0.7))
         );
         assert_eq!(device_bound(&[cpu], 1000), None);
         // workers that bound: in the engine 95 % of the wall, the link half of it
-        let busy = device("opencl:1:1 (b)", 1900, [100, 50, 500]);
+        let busy = device("opencl:1:1", 1900, [100, 50, 500]);
         assert_eq!(device_bound(&[a.clone(), busy], 1000), Some(("fft", 0.95)));
         // one device named twice: its instances share its link
         let twice = [
-            device("opencl:1:1#1 (b)", 500, [0, 0, 400]),
-            device("opencl:1:1#2 (b)", 500, [0, 0, 400]),
+            device("opencl:1:1#1", 500, [0, 0, 400]),
+            device("opencl:1:1#2", 500, [0, 0, 400]),
         ];
         assert_eq!(device_bound(&twice, 1000), Some(("download", 0.8)));
         let line = devices_report(&[a], 1_000_000_000);
@@ -368,7 +370,7 @@ mod tests {
             line.contains(", on the device: uploads 0.000 s (0%), kernels 0.000 s (0%), downloads 0.000 s (0%)"),
             "{line}"
         );
-        let plain = devices_report(&[device("opencl:1:0 (a)", 0, [0; 3])], 1_000_000_000);
+        let plain = devices_report(&[device("opencl:1:0", 0, [0; 3])], 1_000_000_000);
         assert!(!plain.contains("on the device"), "{plain}");
     }
 

@@ -61,6 +61,11 @@ impl LaneSpec {
     }
 }
 
+/// The device address in a lane label (`LaneSpec::label`'s inverse): the label less its `#I`.
+pub(crate) fn address_in_label(label: &str) -> &str {
+    label.split_once('#').map_or(label, |(address, _)| address)
+}
+
 /// The device instances `choice` means on this machine.
 pub(crate) fn resolve(choice: &DeviceChoice) -> Result<Vec<LaneSpec>, FftdError> {
     let devices = match choice {

@@ -52,6 +52,12 @@ pub(crate) struct Lane {
 }
 
 impl Lane {
+    /// The device's address (`cpu`, `opencl:P:D`): the label less an instance's `#I`, so
+    /// the instances of a device listed twice share it.
+    pub(crate) fn address(&self) -> &str {
+        super::device_set::address_in_label(&self.label)
+    }
+
     pub(crate) fn new(label: String, name: String, is_cpu: bool, workers: usize) -> Arc<Self> {
         Arc::new(Lane {
             label,
@@ -286,6 +292,16 @@ mod tests {
             engine: "opencl",
             what: "lost".into(),
         }
+    }
+
+    #[test]
+    fn a_lanes_address_is_its_label_less_the_instance() {
+        let twice = Lane::new("opencl:1:1#2".into(), "dev".into(), false, 1);
+        let once = Lane::new("opencl:1:0".into(), "dev".into(), false, 1);
+        assert_eq!(
+            (twice.address(), once.address()),
+            ("opencl:1:1", "opencl:1:0")
+        );
     }
 
     #[test]

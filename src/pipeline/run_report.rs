@@ -194,6 +194,7 @@ fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
         .iter()
         .map(|lane| stats::DeviceShare {
             title: lane.title(),
+            device: lane.address().to_string(),
             is_cpu: lane.is_cpu,
             workers: lane.workers,
             batches: get(&lane.counters.batches),
