@@ -455,6 +455,54 @@ fn a_device_start_up_that_could_not_pay_is_not_begun() {
     assert!(!log.contains("opencl:"), "no device lane: {log}");
 }
 
+/// `--device gpu` with batches of 4096 frames (seeded as a GPU, as above) on a job one CPU
+/// worker needs most of a second for (hop 64 on 2^23 samples): its start-up begins. Judged
+/// only by what was read (the readers first fill every free batch buffer), the job looked
+/// nearly done after its first job was read (29–42 ms left; 0.76–1.76 s on the CPU engines
+/// alone) and the start-up was never begun; the least time the CPU engines could still need,
+/// from their first batch, says otherwise (`late_join::LateJoin::least_cpu_time_left`).
+#[test]
+fn a_device_start_up_is_not_turned_down_by_the_readers_running_ahead() {
+    if !opencl_required() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = cache_with_pocl_as_gpu(dir.path());
+    let input = dir.path().join("long.f32");
+    write_f32(&input, &noise(1 << 23, 36));
+    let p = input.to_str().expect("utf8");
+    let args = [
+        "--file",
+        p,
+        "--input-format",
+        "f32",
+        "--frame",
+        "4096",
+        "--hop",
+        "64",
+        "--batch",
+        "4096",
+        "--workers",
+        "1",
+        "--format",
+        "f32",
+        "--output",
+        "/dev/null",
+        "--device",
+        "gpu",
+        "--stats",
+    ];
+    let log = stderr_text(&run_with_cache(&cache, &args));
+    assert!(!log.contains("could not pay"), "{log}");
+    let set_up = log
+        .lines()
+        .find(|l| l.starts_with("fftd set-up in the pipeline:"));
+    assert!(
+        set_up.is_some_and(|l| l.contains("platform")),
+        "begun: {log}"
+    );
+}
+
 /// The key fftd files what it found on this host's OpenCL drivers under (`kinds::environment`),
 /// for a child run with the test's environment less `CUDA_VISIBLE_DEVICES` and
 /// `ROCR_VISIBLE_DEVICES`.

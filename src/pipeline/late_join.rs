@@ -195,10 +195,20 @@ impl<T: Sample> LateJoin<'_, T> {
         if counters.samples_analysed.load(Ordering::Relaxed) == 0 {
             return gate.is_none();
         }
+        let Some(only_if_it_pays) = gate.as_ref().map(|g| g.only_if_it_pays) else {
+            return true;
+        };
+        let mut left = self.time_left().filter(|_| only_if_it_pays);
+        if !start_up_could_pay(left) {
+            // judged by what was read; the CPU engines may not go that fast
+            match self.least_cpu_time_left() {
+                Some(least) => left = left.max(Some(least)),
+                None => return false, // (their first batch is not back yet)
+            }
+        }
         let Some(gate) = gate.take() else {
             return true;
         };
-        let left = self.time_left().filter(|_| gate.only_if_it_pays);
         let pays = start_up_could_pay(left);
         if let (Some(left), false) = (left, pays) {
             let left_ms = left.as_secs_f64() * 1e3;
@@ -206,6 +216,33 @@ impl<T: Sample> LateJoin<'_, T> {
         }
         gate.open(pays);
         true
+    }
+
+    /// The least time the CPU engines could still need: the samples not yet transformed, at
+    /// their engines' own time per sample with every worker at once (None before their first
+    /// batch). What was read so far alone can make a run look nearly done, since the readers
+    /// first fill every free batch buffer: with `--batch 4096`, hop 64, a device named on
+    /// 64 MiB found 21–115 ms left after its first job was read and never began its start-up
+    /// (1.1–2.3 s on the CPU engines alone, 2 cores); on two H200s, hop 512 on 16 GiB took
+    /// 3.07 s so against 2.03 s with the device (docs/perf.md, session 36).
+    fn least_cpu_time_left(&self) -> Option<Duration> {
+        let total = self.progress.0? as f64;
+        let counters = &self.context.control.counters;
+        let read = counters.samples_analysed.load(Ordering::Relaxed) as f64;
+        let per_frame = read / counters.frames_in.load(Ordering::Relaxed).max(1) as f64;
+        let lanes = self.lane_set.lanes();
+        let cpu = lanes.iter().find(|l| l.is_cpu)?;
+        let frames = cpu.counters.frames.load(Ordering::Relaxed) as f64;
+        let busy_ns = cpu.counters.busy_ns.load(Ordering::Relaxed) as f64;
+        if frames <= 0.0 || per_frame <= 0.0 {
+            return None;
+        }
+        let ns_per_sample = busy_ns / (frames * per_frame) / cpu.workers.max(1) as f64;
+        let transformed = lanes
+            .iter()
+            .map(|l| l.counters.frames.load(Ordering::Relaxed));
+        let left = total - transformed.sum::<u64>() as f64 * per_frame;
+        Some(Duration::from_nanos((left.max(0.0) * ns_per_sample) as u64))
     }
 
     /// What the CPU lane did before the first device joined (`Control::bridged`).
