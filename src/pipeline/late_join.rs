@@ -156,11 +156,13 @@ impl<T: Sample> LateJoin<'_, T> {
             control.fail(e); // the device the run named is unusable
         }
         if let Some(left) = self.nearly_done() {
-            let left_ms = left.as_secs_f64() * 1e3;
-            tracing::debug!(
-                left_ms,
-                "a device came up with little work left: not joined"
+            let why = format!(
+                "up with {:.3} s of work left at the rate so far (a device joins with {:.3} s or more): not joined",
+                left.as_secs_f64(),
+                LATE_JOIN_MIN_LEFT.as_secs_f64()
             );
+            tracing::debug!("device start-up {why}");
+            control.note_device_start_up(why);
             // (its engines are left to the exit, not released while the run ends)
             crate::left_behind::keep(Box::new(late.lanes));
             return;
@@ -211,8 +213,13 @@ impl<T: Sample> LateJoin<'_, T> {
         };
         let pays = start_up_could_pay(left);
         if let (Some(left), false) = (left, pays) {
-            let left_ms = left.as_secs_f64() * 1e3;
-            tracing::debug!(left_ms, "a device start-up that could not pay: not begun");
+            let why = format!(
+                "not begun: {:.3} s of work judged left after the first batch (a start-up pays from {:.3} s)",
+                left.as_secs_f64(),
+                (route::LEAST_DEVICE_START_UP + LATE_JOIN_MIN_LEFT).as_secs_f64()
+            );
+            tracing::debug!("a device start-up that could not pay: {why}");
+            self.context.control.note_device_start_up(why);
         }
         gate.open(pays);
         true

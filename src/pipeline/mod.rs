@@ -70,6 +70,9 @@ pub(crate) struct Control {
     /// What the CPU engines did before late lanes (a GPU) joined, which `auto` learns from
     /// (`run_steps::teach_auto`).
     pub bridged: Mutex<Option<crate::fft::route::record::Bridge>>,
+    /// Why a device start-up in the background was not begun, or its lanes not joined
+    /// (`late_join`), for `--stats` (`fftd device start-up:`): the first note stands.
+    device_start_up: Mutex<Option<String>>,
 }
 
 impl Control {
@@ -83,7 +86,19 @@ impl Control {
             skipped: Mutex::default(),
             tracer: None,
             bridged: Mutex::default(),
+            device_start_up: Mutex::default(),
         }
+    }
+
+    /// Notes why a device start-up in the background was not begun or not joined.
+    pub(crate) fn note_device_start_up(&self, why: String) {
+        let mut note = (self.device_start_up.lock()).unwrap_or_else(|e| e.into_inner());
+        note.get_or_insert(why);
+    }
+
+    /// The note of `note_device_start_up`, if any.
+    pub(crate) fn device_start_up_note(&self) -> Option<String> {
+        (self.device_start_up.lock()).map_or(None, |n| n.clone())
     }
 
     /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink

@@ -120,6 +120,9 @@ impl Ended {
             if let Some(reserve) = lane_set.later_devices_report() {
                 eprintln!("fftd devices in reserve: {reserve}");
             }
+            if let Some(note) = control.device_start_up_note() {
+                eprintln!("fftd device start-up: {note}");
+            }
             if let Some(misses) = &self.block_misses {
                 eprintln!("{misses}");
             }
