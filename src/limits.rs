@@ -17,7 +17,8 @@ pub(crate) const FRAME_QUEUE_BYTES: usize = 256 << 20;
 /// FFT workers (engines) per OpenCL device unless `--workers` says otherwise: two keep a GPU
 /// busy across batch boundaries (one's commands run while the other's host side works), and
 /// more only contend for the driver (docs/perf.md, 2026-11-25; three were slower on hop 512
-/// and f64 on an H200 in session 26).
+/// and f64 on an H200 in session 26, and three or four gained no job, one GPU or two, at
+/// 16 GiB on two H200s in session 36).
 pub(crate) const DEVICE_WORKERS: usize = 2;
 
 /// Samples in a default batch (`--batch 0`) for the CPU engines, and for OpenCL devices, whose
