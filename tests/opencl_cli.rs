@@ -453,14 +453,10 @@ fn a_device_start_up_that_could_not_pay_is_not_begun() {
     assert!(!log.contains("platform"), "the driver never starts: {log}");
     assert!(!log.contains("built OpenCL program"), "{log}");
     assert!(!log.contains("opencl:"), "no device lane: {log}");
-    // --stats says why the device named did no work
-    let note = log
-        .lines()
-        .find(|l| l.starts_with("fftd device start-up: not begun: "));
-    assert!(
-        note.is_some_and(|l| l.contains("a start-up pays from 0.400 s")),
-        "{log}"
-    );
+    // --stats says why the device named did no work (judged too short, or ended before its
+    // first batch was back to judge it by)
+    let note = "fftd device start-up: not begun: ";
+    assert!(log.lines().any(|l| l.starts_with(note)), "{log}");
 }
 
 /// `--device gpu` with batches of 4096 frames (seeded as a GPU, as above) on a job one CPU

@@ -225,6 +225,12 @@ impl<T: Sample> LateJoin<'_, T> {
         true
     }
 
+    /// Notes for `--stats` that the run ended before its gate opened: the start-up never began.
+    pub(super) fn note_gate_unopened(&self) {
+        let why = "not begun: the run ended before its first batch was back".to_string();
+        self.context.control.note_device_start_up(why);
+    }
+
     /// The least time the CPU engines could still need: the samples not yet transformed, at
     /// their engines' own time per sample with every worker at once (None before their first
     /// batch). What was read so far alone can make a run look nearly done, since the readers

@@ -353,6 +353,9 @@ impl<'a, T: Sample> Stages<'a, T> {
                 }
             }
             demand.end(joining.lane_set);
+            if gate.is_some() {
+                joining.note_gate_unopened();
+            }
             // lanes handed over after the run's end never join: left to the exit, not torn
             // down inside the run's teardown
             for late in built.try_iter().chain(warmed.try_iter()) {
