@@ -45,9 +45,12 @@ pub(super) fn late_lanes_thread<T: Sample>(
 ) -> (LateLanes<T>, StartUpThread) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let (begin, word) = crossbeam_channel::bounded(1);
+    let began = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let began_here = began.clone();
     let builder = std::thread::spawn(move || {
         // (no word within the patience: it begins)
         if word.recv_timeout(DeviceGate::PATIENCE).unwrap_or(true) {
+            began_here.store(true, Ordering::Relaxed);
             build(&|late| {
                 let _ = tx.send(late);
             });
@@ -56,6 +59,7 @@ pub(super) fn late_lanes_thread<T: Sample>(
     let gate = DeviceGate {
         begin,
         only_if_it_pays,
+        began,
     };
     ((rx, gate), StartUpThread(Some(builder), lane_set))
 }
@@ -78,6 +82,8 @@ pub(super) struct DeviceGate {
     /// Whether the start-up begins only where the run's work left could pay for it
     /// (`route::Start::begins_devices_only_if_they_pay`).
     pub(super) only_if_it_pays: bool,
+    /// Set when the start-up began (on the gate's word, or after its patience).
+    began: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl DeviceGate {
@@ -86,6 +92,11 @@ impl DeviceGate {
     /// The start-up begins, or ends without beginning.
     pub(super) fn open(self, begin: bool) {
         let _ = self.begin.try_send(begin);
+    }
+
+    /// Whether the start-up has begun: a gate never opened begins after its patience.
+    pub(super) fn begun(&self) -> bool {
+        self.began.load(Ordering::Relaxed)
     }
 }
 
@@ -212,7 +223,7 @@ impl<T: Sample> LateJoin<'_, T> {
             return true;
         };
         let pays = start_up_could_pay(left);
-        if let (Some(left), false) = (left, pays) {
+        if let (Some(left), false, false) = (left, pays, gate.begun()) {
             let why = format!(
                 "not begun: {:.3} s of work judged left after the first batch (a start-up pays from {:.3} s)",
                 left.as_secs_f64(),
@@ -225,10 +236,13 @@ impl<T: Sample> LateJoin<'_, T> {
         true
     }
 
-    /// Notes for `--stats` that the run ended before its gate opened: the start-up never began.
-    pub(super) fn note_gate_unopened(&self) {
-        let why = "not begun: the run ended before its first batch was back".to_string();
-        self.context.control.note_device_start_up(why);
+    /// Notes for `--stats` that the run ended before its gate opened, where the start-up never
+    /// began (it begins unopened after the gate's patience).
+    pub(super) fn note_gate_unopened(&self, gate: &DeviceGate) {
+        if !gate.begun() {
+            let why = "not begun: the run ended before its first batch was back".to_string();
+            self.context.control.note_device_start_up(why);
+        }
     }
 
     /// The least time the CPU engines could still need: the samples not yet transformed, at

@@ -353,8 +353,8 @@ impl<'a, T: Sample> Stages<'a, T> {
                 }
             }
             demand.end(joining.lane_set);
-            if gate.is_some() {
-                joining.note_gate_unopened();
+            if let Some(gate) = &gate {
+                joining.note_gate_unopened(gate);
             }
             // lanes handed over after the run's end never join: left to the exit, not torn
             // down inside the run's teardown
