@@ -98,7 +98,8 @@ impl Control {
 
     /// The note of `note_device_start_up`, if any.
     pub(crate) fn device_start_up_note(&self) -> Option<String> {
-        (self.device_start_up.lock()).map_or(None, |n| n.clone())
+        let note = (self.device_start_up.lock()).unwrap_or_else(|e| e.into_inner());
+        note.clone()
     }
 
     /// A new batch number: numbers are handed out once each, from 0 without gaps, and the sink
