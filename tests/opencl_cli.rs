@@ -342,7 +342,7 @@ fn an_averaging_run_builds_its_programs_before_its_first_batch() {
 fn cache_with_pocl_as_gpu(dir: &Path) -> std::path::PathBuf {
     let cache = dir.join("cache");
     std::fs::create_dir_all(&cache).expect("cache dir");
-    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":true}"#).expect("kinds");
+    record_device_kinds(&cache, "gpu", true);
     cache
 }
 
@@ -535,7 +535,7 @@ fn gpu_runs_show_the_driver_one_gpu_only_as_recorded_and_stop_where_that_finds_n
     let cache = dir.path().join("cache");
     std::fs::create_dir_all(&cache).expect("cache dir");
     // (recorded as no GPU: the device is opened before the run, as a named OpenCL device is)
-    std::fs::write(cache.join("device-kinds.json"), r#"{"gpu":false}"#).expect("kinds");
+    record_device_kinds(&cache, "gpu", false);
     let view = cache.join("gpu-view.json");
     let found = r#"{"shown":2,"alike":true,"gpu_is_first":true,"name":"NVIDIA Z999"}"#;
     let record = format!("{{{:?}:{found}}}", driver_environment());

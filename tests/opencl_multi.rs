@@ -203,8 +203,7 @@ fn a_listed_device_in_the_background_joins_as_soon_as_it_is_up_without_the_other
         ("RUST_LOG", "fftd=debug"),
     ];
     let joined = ["32", "16", "8", "4"].iter().any(|hop| {
-        let kinds = format!("{{{list:?}:true}}");
-        std::fs::write(cache.join("device-kinds.json"), kinds).expect("kinds");
+        record_device_kinds(&cache, &list, true);
         let args = [
             "--file",
             p,

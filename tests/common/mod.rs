@@ -87,6 +87,15 @@ pub fn read_f32(path: &Path) -> Vec<f64> {
         .collect()
 }
 
+/// Records in the cache folder `cache` (as `FFTD_CACHE_DIR`) what an earlier run found the
+/// device choice `choice` to name (`device-kinds.json`): GPU-type devices alone, or not. A
+/// choice so recorded starts its devices in the background while the CPU engines work, or
+/// opens them before the run.
+pub fn record_device_kinds(cache: &Path, choice: &str, gpus_alone: bool) {
+    let kinds = format!("{{{choice:?}:{gpus_alone}}}");
+    std::fs::write(cache.join("device-kinds.json"), kinds).expect("device kinds");
+}
+
 /// Writes one sample per line.
 pub fn write_text_samples(path: &Path, samples: &[f64]) {
     let text: String = samples.iter().map(|v| format!("{v}\n")).collect();
