@@ -3,7 +3,7 @@
 //! (kernels/bands.cl) that turns a chunk's power spectra in device memory into band rows, so the
 //! copy back carries bands, not bins.
 
-use super::device::{ProgramSource, SharedDevice};
+use super::device::SharedDevice;
 use super::launch::{Enqueue, Items};
 use crate::fft::{BandWeights, RowFinish};
 use crate::types::Sample;
@@ -34,15 +34,6 @@ pub(super) struct DeviceBands<T> {
     kernel: Kernel,
 }
 
-/// The band sums' program in `T`.
-pub(super) fn program_source<T: Sample>() -> ProgramSource<'static> {
-    ProgramSource {
-        name: "bands",
-        sources: &[super::SRC_COMMON, SRC_BANDS],
-        options: super::double_define::<T>().into(),
-    }
-}
-
 impl<T: Sample> DeviceBands<T> {
     /// Uploads `weights` on `queue`'s device and builds the kernel.
     pub(super) fn new(
@@ -60,7 +51,12 @@ impl<T: Sample> DeviceBands<T> {
         if !(spans_fit && complete) {
             return Err("band matrix with spans outside its spectrum".into());
         }
-        let program = dev.program_of(&program_source::<T>())?;
+        let options = if T::NAME == "f64" {
+            "-D USE_DOUBLE"
+        } else {
+            ""
+        };
+        let program = dev.program("bands", &[super::SRC_COMMON, SRC_BANDS], options)?;
         let kernel = Kernel::create(&program, "band_powers")
             .map_err(|e| format!("kernel band_powers: {e}"))?;
         let values: Vec<T> = weights.weights.iter().map(|&w| T::of_f64(w)).collect();

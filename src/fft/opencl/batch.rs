@@ -63,9 +63,12 @@ impl<T: Sample> OpenClEngine<T> {
         (band_weights, runs): (Option<&BandWeights>, Option<&Segments<'_>>),
         out: &mut [T],
     ) -> Result<(), String> {
-        let carried = matches!(input, Samples::F32(_)) || matches!(rows, Carry::F32);
-        let key = self.ready_plan(spec, (band_weights, runs), carried)?;
         self.load_reductions(band_weights, runs)?;
+        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
+        if !self.plans.contains_key(&key) {
+            let plan = self.build_plan(spec)?;
+            self.plans.insert(key, plan);
+        }
         let (data, count, step) = match input {
             Samples::Run(f) => (HostIn::Run(&f.data[..f.needed(spec)]), f.count, f.step),
             Samples::F32(f) => (HostIn::F32(&f.data[..f.needed(spec)]), f.count, f.step),
@@ -129,24 +132,6 @@ impl<T: Sample> OpenClEngine<T> {
         }
         self.last_profile = Some(profile);
         Ok(())
-    }
-
-    /// The key of `spec`'s plan, built first if need be, and with it (`prebuild`) the programs
-    /// of the batch's reductions and, where samples or rows cross as f32, of its carriage.
-    fn ready_plan(
-        &mut self,
-        spec: &TransformSpec,
-        reduction: Reduction<'_>,
-        carried: bool,
-    ) -> Result<PlanKey, String> {
-        let key: PlanKey = (spec.n, spec.kind, spec.window, spec.scale == Scale::Complex);
-        if !self.plans.contains_key(&key) {
-            let besides = prebuild::besides_the_plan::<T>(reduction, carried);
-            let dev = self.dev.clone();
-            let plan = prebuild::alongside(&dev, &besides, || self.build_plan(spec))?;
-            self.plans.insert(key, plan);
-        }
-        Ok(key)
     }
 
     /// The runs and band matrix of fused `--average` / `--bands` on the device: kept while

@@ -4,7 +4,6 @@
 //! buffer the host would read, and copied back as f32. `HostIn` and `HostOut` are a batch's
 //! buffers on the host either way; `write_chunk` and `read_chunk` copy one chunk of them.
 
-use super::device::ProgramSource;
 use super::launch::{cl, Enqueue, Items};
 use super::slots::par_copy;
 use super::SharedDevice;
@@ -108,15 +107,6 @@ pub(super) unsafe fn read_chunk<V: Copy>(
         .map_err(|e| cl("read", e))
 }
 
-/// The carriage's program (`widen` and `narrow`).
-pub(super) fn program_source() -> ProgramSource<'static> {
-    ProgramSource {
-        name: "carry",
-        sources: &[SRC_CARRY],
-        options: String::new(),
-    }
-}
-
 /// The `widen` and `narrow` kernels of one engine (a kernel object is one thread's).
 pub(super) struct Carrier {
     widen: Kernel,
@@ -125,7 +115,7 @@ pub(super) struct Carrier {
 
 impl Carrier {
     pub(super) fn new(dev: &SharedDevice) -> Result<Self, String> {
-        let program = dev.program_of(&program_source())?;
+        let program = dev.program("carry", &[SRC_CARRY], "")?;
         let kernel =
             |name: &str| Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"));
         Ok(Carrier {

@@ -293,20 +293,6 @@ impl std::fmt::Debug for SharedDevice {
 
 type ProgramResult = Result<Arc<Program>, String>;
 
-/// The program cache's key of `source`: its name and options.
-fn program_key(source: &ProgramSource<'_>) -> String {
-    format!("{} {}", source.name, source.options)
-}
-
-/// What one program is built from: its cache name, its source files (concatenated) and its
-/// build options. A device builds each (name, options) once (`SharedDevice::program_of`).
-#[derive(Clone, Debug)]
-pub(crate) struct ProgramSource<'a> {
-    pub name: &'a str,
-    pub sources: &'a [&'a str],
-    pub options: String,
-}
-
 type OpenResult = Result<Arc<SharedDevice>, String>;
 
 /// Open devices by (platform, device, instance); each opened once (a failure too).
@@ -367,22 +353,7 @@ impl SharedDevice {
         sources: &[&str],
         options: &str,
     ) -> Result<Arc<Program>, String> {
-        self.program_of(&ProgramSource {
-            name,
-            sources,
-            options: options.into(),
-        })
-    }
-
-    /// Whether `source` is built, failed or being built on this device.
-    pub(crate) fn knows(&self, source: &ProgramSource<'_>) -> bool {
-        let key = program_key(source);
-        self.programs.lock().is_ok_and(|p| p.contains_key(&key))
-    }
-
-    /// `program` for `source`.
-    pub(crate) fn program_of(&self, source: &ProgramSource<'_>) -> Result<Arc<Program>, String> {
-        let key = program_key(source);
+        let key = format!("{name} {options}");
         let slot = self
             .programs
             .lock()
@@ -390,7 +361,7 @@ impl SharedDevice {
             .entry(key)
             .or_default()
             .clone();
-        let build = || self.build(source.sources, &source.options);
+        let build = || self.build(sources, options);
         slot.get_or_init(|| timed(What::Program, || self.info.address(), (1, 0), build))
             .clone()
     }

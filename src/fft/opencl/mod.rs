@@ -60,7 +60,6 @@ mod launch;
 mod mixed;
 pub(crate) mod pinned;
 mod plan;
-mod prebuild;
 mod segments;
 mod slots;
 mod threestage;
@@ -95,14 +94,6 @@ const SRC_LOCAL: &str = include_str!("../../../kernels/stockham_local.cl");
 const SRC_FOURSTEP: &str = include_str!("../../../kernels/fourstep.cl");
 const SRC_GLOBAL: &str = include_str!("../../../kernels/stockham_global.cl");
 const SRC_POST: &str = include_str!("../../../kernels/r2c_post.cl");
-
-/// The define that builds a program in f64 (`USE_DOUBLE`), or none in f32.
-fn double_define<T: Sample>() -> &'static str {
-    match T::NAME {
-        "f64" => "-D USE_DOUBLE",
-        _ => "",
-    }
-}
 
 /// Device buffers of a frame's largest size an engine may hold at once (input, work, output,
 /// tables), times the engines of a device: a frame needing more than the device's memory

@@ -3,7 +3,6 @@
 //! kernels, the window and twiddle tables on the device.
 
 use super::choice::{choose, DeviceLimits, PathChoice};
-use super::device::ProgramSource;
 use super::geometry::global_radices;
 use super::mixed::{MixedLocal, MixedPath};
 use super::threestage::ThreeStage;
@@ -234,20 +233,16 @@ impl<T: Sample> OpenClEngine<T> {
         (g1, g2): (LocalGeometry, LocalGeometry),
         ends: String,
     ) -> Result<Built<T>, String> {
-        let shape = (g1.m, g2.m, m);
-        // the rows' program builds beside the columns' (`prebuild`)
-        let rows_source = [self.fourstep_source(2, &g2, shape, &ends)];
-        let columns = prebuild::alongside(&self.dev, &rows_source, || {
-            self.fourstep_kernel(1, &g1, shape, ends.clone())
-        })?;
-        let rows = self.fourstep_kernel(2, &g2, shape, ends)?;
+        let (m1, m2) = (g1.m, g2.m);
+        let columns = self.fourstep_kernel(1, &g1, (m1, m2, m), ends.clone())?;
+        let rows = self.fourstep_kernel(2, &g2, (m1, m2, m), ends)?;
         let path = Path::FourStep {
             columns,
             rows,
             g1,
             g2,
         };
-        let (t1, t2) = (self.upload(&twiddles(g1.m))?, self.upload(&twiddles(g2.m))?);
+        let (t1, t2) = (self.upload(&twiddles(m1))?, self.upload(&twiddles(m2))?);
         Ok((path, Some(t1), Some(t2)))
     }
 
@@ -257,26 +252,9 @@ impl<T: Sample> OpenClEngine<T> {
         &self,
         stage: u32,
         g: &LocalGeometry,
-        shape: (usize, usize, usize),
+        (m1, m2, mt): (usize, usize, usize),
         ends: String,
     ) -> Result<Kernel, String> {
-        let source = self.fourstep_source(stage, g, shape, &ends);
-        let program = self.dev.program_of(&source)?;
-        let name = match stage {
-            1 => "fourstep_columns",
-            _ => "fourstep_rows",
-        };
-        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
-    }
-
-    /// The program of `fourstep_kernel`'s kernel.
-    pub(super) fn fourstep_source(
-        &self,
-        stage: u32,
-        g: &LocalGeometry,
-        (m1, m2, mt): (usize, usize, usize),
-        ends: &str,
-    ) -> ProgramSource<'static> {
         let double = if T::NAME == "f64" {
             " -D USE_DOUBLE"
         } else {
@@ -288,11 +266,13 @@ impl<T: Sample> OpenClEngine<T> {
             g.m,
             g.defines()
         );
-        ProgramSource {
-            name: "fourstep",
-            sources: &[SRC_COMMON, SRC_PASSES, SRC_FOURSTEP],
-            options,
-        }
+        let src = [SRC_COMMON, SRC_PASSES, SRC_FOURSTEP];
+        let name = match stage {
+            1 => "fourstep_columns",
+            _ => "fourstep_rows",
+        };
+        let program = self.dev.program("fourstep", &src, &options)?;
+        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
     }
 
     /// The multi-pass path in global memory: pack, radix-8/4/2 passes, post.

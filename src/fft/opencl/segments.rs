@@ -4,7 +4,7 @@
 //! after the FFT (and the bands), so only one row per run is copied back. Chunks of the batch are
 //! cut at run boundaries (`chunk_spans`), so every run is reduced within one chunk.
 
-use super::device::{ProgramSource, SharedDevice};
+use super::device::SharedDevice;
 use super::launch::{Enqueue, Items};
 use crate::fft::{SegmentOp, Segments};
 use crate::types::Sample;
@@ -86,15 +86,6 @@ pub(super) struct DeviceSegments<T> {
     marker: std::marker::PhantomData<T>,
 }
 
-/// The run reduction's program in `T`.
-pub(super) fn program_source<T: Sample>() -> ProgramSource<'static> {
-    ProgramSource {
-        name: "segments",
-        sources: &[super::SRC_COMMON, SRC_SEGMENTS],
-        options: super::double_define::<T>().into(),
-    }
-}
-
 impl<T: Sample> DeviceSegments<T> {
     /// Uploads `segments` (first frame and length of each run) and builds the kernel.
     pub(super) fn new(
@@ -102,7 +93,12 @@ impl<T: Sample> DeviceSegments<T> {
         queue: &CommandQueue,
         segments: &Segments<'_>,
     ) -> Result<Self, String> {
-        let program = dev.program_of(&program_source::<T>())?;
+        let options = if T::NAME == "f64" {
+            "-D USE_DOUBLE"
+        } else {
+            ""
+        };
+        let program = dev.program("segments", &[super::SRC_COMMON, SRC_SEGMENTS], options)?;
         let kernel = Kernel::create(&program, "reduce_segments")
             .map_err(|e| format!("kernel reduce_segments: {e}"))?;
         let mut starts = Vec::with_capacity(segments.lengths.len());

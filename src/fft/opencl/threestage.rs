@@ -46,28 +46,29 @@ impl<T: Sample> OpenClEngine<T> {
             columns,
             rows,
         } = stages;
+        let outer_kernel = build(
+            1,
+            &outer,
+            (outer.m, inner, m),
+            format!("-D REAL_INPUT={} -D COMPLEX_OUT=0", real as u32),
+        )?;
         let inner_shape = (columns.m, rows.m, inner);
-        let columns_ends = "-D REAL_INPUT=0 -D COMPLEX_OUT=0 -D NO_WINDOW".to_string();
+        let columns_kernel = build(
+            1,
+            &columns,
+            inner_shape,
+            "-D REAL_INPUT=0 -D COMPLEX_OUT=0 -D NO_WINDOW".into(),
+        )?;
         let rows_out = (real || complex_out) as u32;
-        let rows_ends = format!(
-            "-D REAL_INPUT=0 -D COMPLEX_OUT={rows_out} -D OUTER={}",
-            outer.m
-        );
-        // the inner stages' programs build beside the outer one's (`prebuild`)
-        let inner_sources = [
-            self.fourstep_source(1, &columns, inner_shape, &columns_ends),
-            self.fourstep_source(2, &rows, inner_shape, &rows_ends),
-        ];
-        let outer_kernel = prebuild::alongside(&self.dev, &inner_sources, || {
-            build(
-                1,
-                &outer,
-                (outer.m, inner, m),
-                format!("-D REAL_INPUT={} -D COMPLEX_OUT=0", real as u32),
-            )
-        })?;
-        let columns_kernel = build(1, &columns, inner_shape, columns_ends)?;
-        let rows_kernel = build(2, &rows, inner_shape, rows_ends)?;
+        let rows_kernel = build(
+            2,
+            &rows,
+            inner_shape,
+            format!(
+                "-D REAL_INPUT=0 -D COMPLEX_OUT={rows_out} -D OUTER={}",
+                outer.m
+            ),
+        )?;
         let post = if real {
             let src = [SRC_COMMON, SRC_GLOBAL, SRC_POST];
             let program = self.dev.program("stockham_global", &src, opts)?;

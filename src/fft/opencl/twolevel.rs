@@ -14,7 +14,6 @@
 //! rows kernel → b, then `two_frames_post` splits the two spectra (on an H100 real 65521 took 2.95 ms
 //! per 2^26 samples against 5.12 one frame per transform; issue 40).
 
-use super::device::ProgramSource;
 use super::launch::{enqueue_post, Enqueue, Items, Launch};
 use super::mixed::{chirp, filter_spectrum, interleave, radices};
 use super::plan::twiddles;
@@ -161,23 +160,16 @@ impl<T: Sample> OpenClEngine<T> {
                 (true, false) => 0,
             },
         };
-        let second = Ends {
-            load_input: false,
-            chirp_in: false,
-            store: 3,
-        };
-        // the other stages' programs build beside the first one's (`prebuild`)
-        let mut others = vec![self.twolevel_source(&geo, (2, &s2), first)?];
-        if !plain {
-            others.push(self.twolevel_source(&geo, (1, &s1), second)?);
-            others.push(self.twolevel_source(&geo, (2, &s2), second)?);
-        }
-        let columns =
-            prebuild::alongside(&self.dev, &others, || build(1, &s1, first, "tl_columns"))?;
+        let columns = build(1, &s1, first, "tl_columns")?;
         let rows = build(2, &s2, first, "tl_rows")?;
         let bluestein = if plain {
             None
         } else {
+            let second = Ends {
+                load_input: false,
+                chirp_in: false,
+                store: 3,
+            };
             let c = chirp(m);
             let post = self.bluestein_post(two_frames, real_packed, (&geo, opts))?;
             Some(Chirped {
@@ -237,21 +229,10 @@ impl<T: Sample> OpenClEngine<T> {
     fn twolevel_kernel(
         &self,
         geo: &str,
-        stage: (u32, &Stage),
+        (stage, s): (u32, &Stage),
         e: Ends,
         name: &str,
     ) -> Result<Kernel, String> {
-        let program = self.dev.program_of(&self.twolevel_source(geo, stage, e)?)?;
-        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
-    }
-
-    /// The program of `twolevel_kernel`'s kernel.
-    fn twolevel_source(
-        &self,
-        geo: &str,
-        (stage, s): (u32, &Stage),
-        e: Ends,
-    ) -> Result<ProgramSource<'static>, String> {
         let list: Vec<String> = radices(s.len)
             .ok_or("two-level length")?
             .iter()
@@ -271,11 +252,9 @@ impl<T: Sample> OpenClEngine<T> {
             e.chirp_in as u32,
             e.store
         );
-        Ok(ProgramSource {
-            name: "twolevel",
-            sources: &[SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_TWOLEVEL],
-            options: o,
-        })
+        let src = [SRC_COMMON, SRC_MIXED, SRC_LPASS, SRC_TWOLEVEL];
+        let program = self.dev.program("twolevel", &src, &o)?;
+        Kernel::create(&program, name).map_err(|e| format!("kernel {name}: {e}"))
     }
 }
 
