@@ -10,8 +10,14 @@
 //! held the exit 0.15–0.2 s on NVIDIA's, to a child that outlives the process by a moment
 //! (`leave_release_to_a_child`).
 //!
+//! Programs a device start-up was still building when the run ended are handed on to a
+//! process of their own (`fftd build-programs`, `unbuilt_until_done`), which builds them into
+//! the driver's program cache after this process has gone: else the next run of the job would
+//! build them from source again, and so would each run that ends before its build.
+//!
 //! Takes: the start-up thread's handle (`leave`), a device's use (`skip_driver_exit`), device
-//! objects no longer used (`keep`). Gives: the process's exit (`exit`).
+//! objects no longer used (`keep`), programs under way (`unbuilt_until_done`). Gives: the
+//! process's exit (`exit`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -90,6 +96,7 @@ pub fn exit(code: u8) -> ExitCode {
     }
     let _ = std::io::stdout().lock().flush();
     let _ = std::io::stderr().lock().flush();
+    hand_on_unbuilt();
     let (device_files, other_files) = open_files();
     if !device_files.is_empty() {
         leave_release_to_a_child(&other_files);
@@ -98,6 +105,68 @@ pub fn exit(code: u8) -> ExitCode {
     // output of the run was written and closed (files on their drop, stdout flushed just now),
     // so nothing is lost, and no other thread's state is touched.
     unsafe { libc::_exit(i32::from(code)) }
+}
+
+/// Programs a device start-up is building for the run (`unbuilt_until_done`), each as the
+/// command line that builds them in a process of its own (`opencl::job_programs`).
+static UNBUILT: Mutex<Vec<(u64, Vec<String>)>> = Mutex::new(Vec::new());
+
+/// Programs under way on a device start-up; dropped when they are built (or failed).
+pub(crate) struct Unbuilt(u64);
+
+/// Notes programs a device start-up is building, which `command_line` (the arguments after
+/// the program's name) builds alone: the exit hands them on while `Unbuilt` lives.
+pub(crate) fn unbuilt_until_done(command_line: Vec<String>) -> Unbuilt {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut unbuilt) = UNBUILT.lock() {
+        unbuilt.push((id, command_line));
+    }
+    Unbuilt(id)
+}
+
+impl Drop for Unbuilt {
+    fn drop(&mut self) {
+        if let Ok(mut unbuilt) = UNBUILT.lock() {
+            unbuilt.retain(|(id, _)| *id != self.0);
+        }
+    }
+}
+
+/// The command line of the first programs still under way, if any.
+fn first_unbuilt() -> Option<Vec<String>> {
+    let unbuilt = UNBUILT.lock().ok()?;
+    unbuilt.first().map(|(_, line)| line.clone())
+}
+
+/// Starts `fftd build-programs` for the first programs a device start-up was still building:
+/// detached (a process group of its own, no stdin, stdout or stderr, so no reader of this
+/// run's output waits for it), at low priority, not waited for. Identical devices share the
+/// driver's cache, so one builder is enough.
+fn hand_on_unbuilt() {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let Some(line) = first_unbuilt() else {
+        return;
+    };
+    let builder = Command::new("/proc/self/exe")
+        .args(&line)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    match builder {
+        Ok(child) => {
+            // SAFETY: `setpriority` only reads its arguments; a failure leaves the priority
+            let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, child.id(), 10) };
+            tracing::debug!(
+                pid = child.id(),
+                "programs still building handed to a builder"
+            );
+        }
+        Err(e) => tracing::debug!("no builder for the programs still building: {e}"),
+    }
 }
 
 /// This process's open files, in two lists: those of a GPU's kernel driver (`/dev/nvidia*`,
@@ -158,6 +227,22 @@ fn leave_release_to_a_child(other_files: &[i32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_under_way_are_handed_on_only_until_they_are_built() {
+        let line = vec![
+            "build-programs".to_string(),
+            "--frame".into(),
+            "4096".into(),
+        ];
+        let unbuilt = unbuilt_until_done(line.clone());
+        let later = unbuilt_until_done(vec!["build-programs".into()]);
+        assert_eq!(first_unbuilt(), Some(line));
+        drop(unbuilt);
+        assert_eq!(first_unbuilt(), Some(vec!["build-programs".to_string()]));
+        drop(later);
+        assert_eq!(first_unbuilt(), None);
+    }
 
     #[test]
     fn device_objects_kept_for_the_exit_skip_the_drivers_exit_handlers() {

@@ -32,6 +32,7 @@ mod measure;
 mod mic;
 mod nats_output;
 mod numerics;
+mod opencl_builder;
 mod opencl_cli;
 mod opencl_sizes_cli;
 mod output_bytes;

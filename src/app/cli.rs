@@ -48,6 +48,10 @@ pub enum Command {
     /// Fleet administration: `fftd fleet setup` creates the streams and the workers' consumer.
     #[command(subcommand)]
     Fleet(crate::app::fleet_args::FleetCommand),
+    /// Builds a job's programs on one device: handed on by a run that ended while its device
+    /// start-up was building them (`fft::opencl::job_programs`); not listed in the help.
+    #[command(name = "build-programs", hide = true)]
+    BuildPrograms(crate::fft::opencl::job_programs::JobPrograms),
 }
 
 /// Value names of the flags that take a number (or a value that starts with one: `WxH`,
@@ -307,5 +311,48 @@ mod tests {
             CHECK_FLAGS.len(),
             "a check flag was not read: {shown}"
         );
+    }
+
+    #[test]
+    fn a_jobs_programs_reach_their_builder_whole_on_its_hidden_command_line() {
+        use crate::fft::opencl::job_programs::JobPrograms;
+        use crate::fft::Scale;
+        use crate::types::Precision;
+        use crate::window::WindowKind;
+        let one = JobPrograms {
+            device: "opencl:1:0".into(),
+            frame: 65536,
+            complex: true,
+            window: WindowKind::BlackmanHarris,
+            scale: Scale::Complex,
+            precision: Precision::F64,
+            bands: true,
+            runs: false,
+            samples_f32: true,
+            rows_f32: false,
+        };
+        let other = JobPrograms {
+            device: "opencl:0:2".into(),
+            frame: 4099,
+            complex: false,
+            window: WindowKind::Rect,
+            scale: Scale::Density,
+            precision: Precision::F32,
+            bands: false,
+            runs: true,
+            samples_f32: false,
+            rows_f32: true,
+        };
+        for job in [one, other] {
+            let mut line = vec!["fftd".to_string()];
+            line.extend(job.command_line());
+            let parsed = parse_from(&line).expect("parses");
+            let Some(Command::BuildPrograms(back)) = parsed.command else {
+                panic!("build-programs: {line:?}")
+            };
+            assert_eq!(back, job);
+        }
+        let help = command().render_help().to_string();
+        assert!(!help.contains(JobPrograms::COMMAND), "{help}");
     }
 }

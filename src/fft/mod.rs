@@ -26,6 +26,7 @@ pub(crate) mod routed;
 pub mod router;
 pub(crate) mod scale;
 pub(crate) mod spec;
+pub(crate) mod warm;
 
 pub(crate) use crate::trace::device_trace::DeviceTrace;
 use crate::types::{InputKind, Sample};

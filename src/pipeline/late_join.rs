@@ -132,7 +132,9 @@ impl<T: Sample> LateJoin<'_, T> {
     /// of their own, then hands its lanes to `warmed`, where `join` takes them. A build took
     /// 0.56–0.85 s on an H200 (a job's first run, a machine's first run) and, done on the
     /// joining thread, held the run's end until it was done: 0.93 s where the CPU lanes were
-    /// done at ~0.68 (session 33). The run does not wait for that thread (`left_behind::leave`).
+    /// done at ~0.68 (session 33). The run does not wait for that thread (`left_behind::leave`);
+    /// programs it is still building when the run ends are handed on to a builder of their
+    /// own (`left_behind::unbuilt_until_done`).
     /// A hand-over with no lane (a device that failed) is passed on at once, with no thread.
     /// Each device's lanes are marked in reserve or not when built (`router`), so two devices
     /// warmed at once may be handed over in either order.
@@ -146,7 +148,15 @@ impl<T: Sample> LateJoin<'_, T> {
             return;
         };
         let (context, warmed) = (self.context.clone(), warmed.clone());
+        // the exit hands the programs on to a builder of their own while they build
+        let device = late.lanes.iter().find(|l| !l.lane.is_cpu);
+        let unbuilt = device.map(|l| {
+            let programs = worker::programs_of_warm_up(l.lane.address(), &spec, &context);
+            crate::left_behind::unbuilt_until_done(programs.command_line())
+        });
+        tracing::debug!("device lanes warming");
         let warming = std::thread::spawn(move || {
+            let _unbuilt = unbuilt;
             for lane in &mut late.lanes {
                 worker::warm_up_lane(lane, &spec, &context);
             }

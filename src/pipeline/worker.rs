@@ -14,13 +14,14 @@ use super::Control;
 use crate::error::FftdError;
 use crate::fft::carry::f32s;
 use crate::fft::lanes::{Lane, LaneCounters};
+use crate::fft::opencl::job_programs::JobPrograms;
 use crate::fft::router;
 use crate::fft::{BandWeights, Carry, DeviceTimes, Engine, EngineError, HostBuf, TransformSpec};
 use crate::fft::{FrameStep, Samples, Segments};
 use crate::products::{Segmenting, Shaping, MAX_SEGMENT_VALUES};
 use crate::stats::Counters;
 use crate::timeline::{Kind, Phase, ThreadClock};
-use crate::types::Sample;
+use crate::types::{InputKind, Precision, Sample};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -242,25 +243,46 @@ pub(super) fn warm_up<T: Sample>(
     ctx: &WorkerContext<T>,
 ) {
     let bands = band_weights(ctx.products().0, spec);
-    let zeros = vec![T::zero(); spec.values_per_frame()];
     let per_frame = row_values(ctx.products().0, spec);
-    let mut out = vec![T::zero(); per_frame];
     // carried as the device's batches will be (`carry`: its widen and narrow kernels too)
     let carriage = ctx.dispatcher.device_carriage();
-    let frames = match carriage.samples_f32 {
-        true => Samples::F32(FrameStep::packed_in(spec, &f32s(&zeros)[..zeros.len()], 1)),
-        false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
-    };
-    let rows = carried(carriage.rows_f32);
     // `--average`'s segment kernel too: one run of the one frame
     let one_run = [1u32];
     let runs = (ctx.products().1).map(|s| Segments {
         lengths: &one_run,
         op: s.op,
     });
-    let warmed = engine.warm_up(spec, frames, rows, (bands, runs.as_ref()), &mut out);
+    let carried = (carriage.samples_f32, carriage.rows_f32);
+    let reduction = (bands, runs.as_ref());
+    let warmed = crate::fft::warm::warm_once(engine, spec, carried, reduction, per_frame);
     if let Err(e) = warmed {
         tracing::debug!(engine = engine.name(), "warm-up: {e}");
+    }
+}
+
+/// What `warm_up` builds on the device at `address` (`opencl:P:D`) for `spec` in this run:
+/// the programs a builder of their own makes (`fft::opencl::job_programs`) where the run ends
+/// first.
+pub(super) fn programs_of_warm_up<T: Sample>(
+    address: &str,
+    spec: &TransformSpec,
+    ctx: &WorkerContext<T>,
+) -> JobPrograms {
+    let carriage = ctx.dispatcher.device_carriage();
+    JobPrograms {
+        device: address.to_string(),
+        frame: spec.n,
+        complex: spec.kind == InputKind::Complex,
+        window: spec.window,
+        scale: spec.scale,
+        precision: match T::NAME {
+            "f64" => Precision::F64,
+            _ => Precision::F32,
+        },
+        bands: band_weights(ctx.products().0, spec).is_some(),
+        runs: ctx.products().1.is_some(),
+        samples_f32: carriage.samples_f32,
+        rows_f32: carriage.rows_f32,
     }
 }
 

@@ -56,6 +56,7 @@ mod copies;
 pub mod device;
 mod engine;
 mod geometry;
+pub mod job_programs;
 mod launch;
 mod mixed;
 pub(crate) mod pinned;
