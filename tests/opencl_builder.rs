@@ -10,14 +10,6 @@ use common::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn opencl_required() -> bool {
-    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
-        return false;
-    }
-    true
-}
-
 /// The programs PoCL keeps in its cache folder `dir` (one `program.bc` each).
 fn cached_programs(dir: &Path) -> usize {
     let Ok(groups) = std::fs::read_dir(dir) else {

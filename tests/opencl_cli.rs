@@ -10,14 +10,6 @@ use crate::common;
 use common::*;
 use std::path::Path;
 
-fn opencl_required() -> bool {
-    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
-        return false;
-    }
-    true
-}
-
 fn rows(out: &std::process::Output) -> Vec<Vec<f64>> {
     assert!(out.status.success(), "{}", stderr_text(out));
     parse_rows(&stdout_text(out))

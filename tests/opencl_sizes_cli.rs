@@ -8,14 +8,6 @@ use crate::common;
 
 use common::*;
 
-fn opencl_required() -> bool {
-    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
-        return false;
-    }
-    true
-}
-
 #[test]
 fn check_finds_no_mismatch_at_other_sizes() {
     if !opencl_required() {

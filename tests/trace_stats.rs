@@ -305,14 +305,6 @@ fn trace_to_an_unwritable_path_fails_before_the_run() {
     assert!(!out_file.exists(), "the run started");
 }
 
-fn opencl_required() -> bool {
-    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
-        return false;
-    }
-    true
-}
-
 #[test]
 fn stats_and_trace_on_the_opencl_route() {
     if !opencl_required() {

@@ -87,6 +87,15 @@ pub fn read_f32(path: &Path) -> Vec<f64> {
         .collect()
 }
 
+/// Whether the OpenCL tests run: they do unless FFTD_SKIP_OPENCL_TESTS=1 (CI has PoCL).
+pub fn opencl_required() -> bool {
+    if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("skipping: FFTD_SKIP_OPENCL_TESTS=1");
+        return false;
+    }
+    true
+}
+
 /// Records in the cache folder `cache` (as `FFTD_CACHE_DIR`) what an earlier run found the
 /// device choice `choice` to name (`device-kinds.json`): GPU-type devices alone, or not. A
 /// choice so recorded starts its devices in the background while the CPU engines work, or
