@@ -46,7 +46,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             )
         }
         Some(Command::Fleet(command)) => fftd::app::fleet_args::run_fleet(command),
-        Some(Command::BuildPrograms(job)) => job.build().map_err(FftdError::Runtime),
+        Some(Command::BuildPrograms(args)) => args.job().build().map_err(FftdError::Runtime),
         None => {
             let mut settings = Settings::resolve(cli.options, cli.config.as_deref())?;
             // SAFETY: no other thread has started (parsing, logging and settings start none)

@@ -51,7 +51,7 @@ pub enum Command {
     /// Builds a job's programs on one device: handed on by a run that ended while its device
     /// start-up was building them (`fft::opencl::job_programs`); not listed in the help.
     #[command(name = "build-programs", hide = true)]
-    BuildPrograms(crate::fft::opencl::job_programs::JobPrograms),
+    BuildPrograms(crate::app::build_programs::BuildProgramsArgs),
 }
 
 /// Value names of the flags that take a number (or a value that starts with one: `WxH`,
@@ -319,6 +319,7 @@ mod tests {
         use crate::fft::Scale;
         use crate::types::Precision;
         use crate::window::WindowKind;
+        use clap::ValueEnum;
         let one = JobPrograms {
             device: "opencl:1:0".into(),
             frame: 65536,
@@ -331,26 +332,41 @@ mod tests {
             samples_f32: true,
             rows_f32: false,
         };
-        let other = JobPrograms {
-            device: "opencl:0:2".into(),
-            frame: 4099,
-            complex: false,
-            window: WindowKind::Rect,
-            scale: Scale::Density,
-            precision: Precision::F32,
-            bands: false,
-            runs: true,
-            samples_f32: false,
-            rows_f32: true,
-        };
-        for job in [one, other] {
+        // every window, scale and precision, and each switch both ways
+        let windows = WindowKind::value_variants().iter();
+        let scales = Scale::value_variants().iter().cycle();
+        let precisions = Precision::value_variants().iter().cycle();
+        let jobs = windows
+            .zip(scales)
+            .zip(precisions)
+            .enumerate()
+            .map(|(i, ((w, s), p))| {
+                let on = i % 2 == 0;
+                JobPrograms {
+                    device: format!("opencl:0:{i}"),
+                    frame: 4096 + i,
+                    complex: !on,
+                    window: *w,
+                    scale: *s,
+                    precision: *p,
+                    bands: on,
+                    runs: !on,
+                    samples_f32: on,
+                    rows_f32: !on,
+                }
+            });
+        let more_scales = Scale::value_variants().iter().map(|s| JobPrograms {
+            scale: *s,
+            ..one.clone()
+        });
+        for job in std::iter::once(one.clone()).chain(jobs).chain(more_scales) {
             let mut line = vec!["fftd".to_string()];
             line.extend(job.command_line());
             let parsed = parse_from(&line).expect("parses");
             let Some(Command::BuildPrograms(back)) = parsed.command else {
                 panic!("build-programs: {line:?}")
             };
-            assert_eq!(back, job);
+            assert_eq!(back.job(), job);
         }
         let help = command().render_help().to_string();
         assert!(!help.contains(JobPrograms::COMMAND), "{help}");

@@ -3,9 +3,11 @@
 //! stage (`pipeline::spec::RunSpec`) and a fleet worker's addresses; every module below takes
 //! its own spec and never the options. `bench_args` holds `fftd bench`'s flags, handed to `bench`
 //! as a plain `BenchSpec`; `fleet_args` the `--nats-*` flags and `fftd fleet`'s, handed to
-//! `fleet` as its plain `NatsArgs` and `SetupArgs`.
+//! `fleet` as its plain `NatsArgs` and `SetupArgs`; `build_programs` the hidden `fftd
+//! build-programs`' flags, handed to `fft::opencl::job_programs` as a plain `JobPrograms`.
 
 pub(crate) mod bench_args;
+pub mod build_programs;
 pub mod cli;
 pub mod config;
 pub(crate) mod config_file;

@@ -17,35 +17,26 @@ use crate::fft::{BandWeights, RowFinish, SegmentOp, Segments, TransformSpec};
 use crate::types::{InputKind, Precision, Sample};
 use crate::window::WindowKind;
 
-/// What a job's first batch builds on one device (`fftd build-programs`' flags).
-#[derive(Clone, Debug, PartialEq, clap::Args)]
+/// What a job's first batch builds on one device (`fftd build-programs`' flags, which
+/// `app::build_programs` reads and `command_line` writes).
+#[derive(Clone, Debug, PartialEq)]
 pub struct JobPrograms {
     /// The device, `opencl:P:D`.
-    #[arg(long, value_name = "opencl:P:D")]
     pub device: String,
     /// Samples per frame.
-    #[arg(long, value_name = "N")]
     pub frame: usize,
     /// Complex (I/Q) samples.
-    #[arg(long)]
     pub complex: bool,
-    #[arg(long, value_enum)]
     pub window: WindowKind,
-    #[arg(long, value_enum)]
     pub scale: crate::fft::Scale,
-    #[arg(long, value_enum)]
     pub precision: Precision,
     /// Bands summed on the device.
-    #[arg(long)]
     pub bands: bool,
     /// Runs of rows reduced on the device (`--average`).
-    #[arg(long)]
     pub runs: bool,
     /// Samples cross as f32 (an f64 run's widening kernel).
-    #[arg(long)]
     pub samples_f32: bool,
     /// Rows cross as f32 (an f64 run's narrowing kernel).
-    #[arg(long)]
     pub rows_f32: bool,
 }
 
@@ -121,11 +112,17 @@ fn platform_and_device(address: &str) -> Option<(usize, usize)> {
     Some((platform.parse().ok()?, device.parse().ok()?))
 }
 
-/// `value`'s name on the command line (clap's `ValueEnum` name).
-fn value_name(value: impl clap::ValueEnum) -> String {
-    value
-        .to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_string())
+/// `value`'s name on the command line: its `Debug` name in kebab case, as the value enums'
+/// flags take it (`BlackmanHarris` as `blackman-harris`, `F64` as `f64`).
+fn value_name(value: impl std::fmt::Debug) -> String {
+    let mut name = String::new();
+    for (i, c) in format!("{value:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('-');
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    name
 }
 
 /// One band of the first bin.
