@@ -133,6 +133,11 @@ impl Drop for Unbuilt {
     }
 }
 
+/// Whether a device start-up is still building programs for the run (`--stats` says so).
+pub(crate) fn programs_still_building() -> bool {
+    first_unbuilt().is_some()
+}
+
 /// The command line of the first programs still under way, if any.
 fn first_unbuilt() -> Option<Vec<String>> {
     let unbuilt = UNBUILT.lock().ok()?;

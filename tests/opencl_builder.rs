@@ -88,7 +88,7 @@ fn wait_for_builder(pid: u32) {
 /// GPU) started in the background and an empty program cache, stopped as Ctrl-C would once
 /// the device's warm-up has begun: the run ends without waiting for the programs PoCL is
 /// building (about a second for the two, against the run's few milliseconds to drain), and
-/// the builder it starts leaves both in the cache.
+/// the builder it starts leaves both in the cache; `--stats` says so.
 #[test]
 fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
     use std::io::{BufRead, BufReader};
@@ -124,6 +124,7 @@ fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
         "/dev/null",
         "--device",
         "gpu",
+        "--stats",
     ];
     let mut run = fftd()
         .args(args)
@@ -156,6 +157,10 @@ fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
         l[at..].rsplit('=').next()?.trim().parse::<u32>().ok()
     });
     let pid = handed.unwrap_or_else(|| panic!("no builder: {log}"));
+    assert!(
+        log.contains("fftd device start-up: programs still building when the work was done"),
+        "{log}"
+    );
     wait_for_builder(pid);
     // the FFT's program and the bands'
     assert_eq!(cached_programs(&pocl), 2, "{log}");

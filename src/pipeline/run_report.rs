@@ -120,7 +120,7 @@ impl Ended {
             if let Some(reserve) = lane_set.later_devices_report() {
                 eprintln!("fftd devices in reserve: {reserve}");
             }
-            if let Some(note) = control.device_start_up_note() {
+            if let Some(note) = device_start_up_note(control) {
                 eprintln!("fftd device start-up: {note}");
             }
             if let Some(misses) = &self.block_misses {
@@ -210,4 +210,15 @@ fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
             device_ns: lane.counters.device_ns.each_ref().map(get),
         })
         .collect()
+}
+
+/// Why a device start-up did no work (`Control::device_start_up_note`), or that its programs
+/// were still building when the work was done (`left_behind::programs_still_building`).
+fn device_start_up_note(control: &Control) -> Option<String> {
+    let building = || {
+        let why = "programs still building when the work was done: a builder finishes them \
+                   after the run, for the next one (fftd build-programs)";
+        crate::left_behind::programs_still_building().then(|| why.to_string())
+    };
+    control.device_start_up_note().or_else(building)
 }
