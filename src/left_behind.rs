@@ -146,7 +146,8 @@ fn first_unbuilt() -> Option<Vec<String>> {
 
 /// Starts `fftd build-programs` for the first programs a device start-up was still building:
 /// detached (a process group of its own, no stdin, stdout or stderr, so no reader of this
-/// run's output waits for it), at low priority, not waited for. Identical devices share the
+/// run's output waits for it; in `/`, holding no folder of the user's), at low priority (it
+/// lowers its own too, `JobPrograms::build`), not waited for. Identical devices share the
 /// driver's cache, so one builder is enough.
 fn hand_on_unbuilt() {
     use std::os::unix::process::CommandExt;
@@ -160,6 +161,7 @@ fn hand_on_unbuilt() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
+        .current_dir("/")
         .spawn();
     match builder {
         Ok(child) => {

@@ -216,8 +216,8 @@ fn device_shares(lane_set: &LaneSet) -> Vec<stats::DeviceShare> {
 /// were still building when the work was done (`left_behind::programs_still_building`).
 fn device_start_up_note(control: &Control) -> Option<String> {
     let building = || {
-        let why = "programs still building when the work was done: a builder finishes them \
-                   after the run, for the next one (fftd build-programs)";
+        let why = "programs still building when the work was done: what is left of the \
+                   build goes to a builder at the exit, for the next run (fftd build-programs)";
         crate::left_behind::programs_still_building().then(|| why.to_string())
     };
     control.device_start_up_note().or_else(building)
