@@ -147,7 +147,7 @@ fn first_unbuilt() -> Option<Vec<String>> {
 /// Starts `fftd build-programs` for the first programs a device start-up was still building:
 /// detached (a process group of its own, no stdin, stdout or stderr, so no reader of this
 /// run's output waits for it; in `/`, holding no folder of the user's), at low priority (it
-/// lowers its own too, `JobPrograms::build`), not waited for. Identical devices share the
+/// lowers its own first thing, `JobPrograms::build`), not waited for. Identical devices share the
 /// driver's cache, so one builder is enough.
 fn hand_on_unbuilt() {
     use std::os::unix::process::CommandExt;
@@ -164,14 +164,10 @@ fn hand_on_unbuilt() {
         .current_dir("/")
         .spawn();
     match builder {
-        Ok(child) => {
-            // SAFETY: `setpriority` only reads its arguments; a failure leaves the priority
-            let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, child.id(), 10) };
-            tracing::debug!(
-                pid = child.id(),
-                "programs still building handed to a builder"
-            );
-        }
+        Ok(child) => tracing::debug!(
+            pid = child.id(),
+            "programs still building handed to a builder"
+        ),
         Err(e) => tracing::debug!("no builder for the programs still building: {e}"),
     }
 }

@@ -19,6 +19,16 @@ pub enum Carry {
     F32,
 }
 
+impl Carry {
+    /// `F32` when `f32`, else `Run`.
+    pub(crate) fn f32_if(f32: bool) -> Carry {
+        match f32 {
+            true => Carry::F32,
+            false => Carry::Run,
+        }
+    }
+}
+
 /// A batch's frames as the host holds them: in the run's type, or as f32 values (each exactly
 /// a value of the run's type) that the engine widens.
 #[derive(Clone, Copy, Debug)]

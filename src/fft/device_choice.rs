@@ -58,7 +58,7 @@ impl DeviceChoice {
 }
 
 /// One device without lists: `auto`, `cpu`, `gpu`, `gpu:all` or `opencl:P:D`.
-fn parse_single(s: &str) -> Result<DeviceChoice, String> {
+pub(crate) fn parse_single(s: &str) -> Result<DeviceChoice, String> {
     match s {
         "auto" => Ok(DeviceChoice::Auto),
         "cpu" => Ok(DeviceChoice::Cpu),

@@ -26,9 +26,5 @@ pub(crate) fn warm_once<T: Sample>(
         true => Samples::F32(FrameStep::packed_in(spec, &f32s(&zeros)[..zeros.len()], 1)),
         false => Samples::Run(FrameStep::packed_in(spec, &zeros, 1)),
     };
-    let rows = match rows_f32 {
-        true => Carry::F32,
-        false => Carry::Run,
-    };
-    engine.warm_up(spec, frames, rows, reduction, &mut out)
+    engine.warm_up(spec, frames, Carry::f32_if(rows_f32), reduction, &mut out)
 }

@@ -207,10 +207,7 @@ impl<T: Sample> BatchMaker<'_, T> {
         let spec = (self.spec_of)(frame.n, frame.kind, frame.rate);
         let capacity = self.spec.frames(frame.n);
         let lane = self.dispatcher.choose(&spec, capacity);
-        let samples = match self.dispatcher.carriage(lane).samples_f32 {
-            true => Carry::F32,
-            false => Carry::Run,
-        };
+        let samples = Carry::f32_if(self.dispatcher.carriage(lane).samples_f32);
         Pending {
             batch: Batch {
                 id: 0,

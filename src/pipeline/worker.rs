@@ -299,14 +299,6 @@ pub(super) fn warm_up_lane<T: Sample>(
     }
 }
 
-/// `Carry::F32` when `f32`.
-fn carried(f32: bool) -> Carry {
-    match f32 {
-        true => Carry::F32,
-        false => Carry::Run,
-    }
-}
-
 /// Transforms `batch`, handing it to another lane when the engine says its device failed (and
 /// computing it here when no lane takes it).
 fn work_on<T: Sample>(
@@ -389,7 +381,7 @@ fn transform_batch<T: Sample>(
         .zip(segmenting)
         .map(|(lengths, s)| Segments { lengths, op: s.op });
     let reduction = (bands, runs.as_ref());
-    let rows = carried(ctx.dispatcher.carriage(queue.id).rows_f32);
+    let rows = Carry::f32_if(ctx.dispatcher.carriage(queue.id).rows_f32);
     let result = span
         .in_scope(|| engine.transform_carried(spec, batch.samples(), rows, reduction, &mut values));
     Counters::add_since(&ctx.control.counters.engine_ns, busy);

@@ -13,6 +13,7 @@
 
 use super::device::device_at;
 use super::{OpenClEngine, OpenClOptions};
+use crate::fft::device_choice::DeviceChoice;
 use crate::fft::{BandWeights, RowFinish, SegmentOp, Segments, TransformSpec};
 use crate::types::{InputKind, Precision, Sample};
 use crate::window::WindowKind;
@@ -53,9 +54,9 @@ impl JobPrograms {
         };
         flag("device", self.device.clone());
         flag("frame", self.frame.to_string());
-        flag("window", value_name(self.window));
-        flag("scale", value_name(self.scale));
-        flag("precision", value_name(self.precision));
+        flag("window", self.window.name().into());
+        flag("scale", self.scale.name().into());
+        flag("precision", self.precision.name().into());
         let switches = [
             (self.complex, "--complex"),
             (self.bands, "--bands"),
@@ -145,23 +146,12 @@ impl JobPrograms {
 /// long (a build took 0.9–1.2 s on an H200 with an empty cache, session 37).
 const BUILDER_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// P and D of `opencl:P:D`.
+/// P and D of `opencl:P:D` (as `--device` reads it).
 fn platform_and_device(address: &str) -> Option<(usize, usize)> {
-    let (platform, device) = address.strip_prefix("opencl:")?.split_once(':')?;
-    Some((platform.parse().ok()?, device.parse().ok()?))
-}
-
-/// `value`'s name on the command line: its `Debug` name in kebab case, as the value enums'
-/// flags take it (`BlackmanHarris` as `blackman-harris`, `F64` as `f64`).
-fn value_name(value: impl std::fmt::Debug) -> String {
-    let mut name = String::new();
-    for (i, c) in format!("{value:?}").chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            name.push('-');
-        }
-        name.push(c.to_ascii_lowercase());
+    match crate::fft::device_choice::parse_single(address) {
+        Ok(DeviceChoice::OpenCl { platform, device }) => Some((platform, device)),
+        _ => None,
     }
-    name
 }
 
 /// One band of the first bin.
