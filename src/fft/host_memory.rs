@@ -51,6 +51,14 @@ impl<T> PinnedBlock<T> {
         // SAFETY: `new`'s contract; `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+
+    /// Has `after` dropped when the block is, just after its memory is released (a pool's
+    /// count of the blocks alive, `pipeline::pool`), wherever that happens.
+    pub(crate) fn drop_with(&mut self, after: Box<dyn Send + Sync>) {
+        let owner = std::mem::replace(&mut self._owner, Box::new(()));
+        // (a tuple's fields drop in order: the memory, then `after`)
+        self._owner = Box::new((owner, after));
+    }
 }
 
 /// Hands out pinned blocks (one implementation per device kind; OpenCL: `SharedDevice`).
@@ -122,6 +130,14 @@ impl<T: Copy + Default> HostBuf<T> {
     /// The pinned block under the buffer, if it is pinned.
     pub(crate) fn pinned_block(&self) -> Option<&PinnedBlock<T>> {
         match &self.mem {
+            Mem::Pinned(b) => Some(b),
+            Mem::Heap(_) => None,
+        }
+    }
+
+    /// `pinned_block`, to change.
+    pub(crate) fn pinned_block_mut(&mut self) -> Option<&mut PinnedBlock<T>> {
+        match &mut self.mem {
             Mem::Pinned(b) => Some(b),
             Mem::Heap(_) => None,
         }

@@ -124,9 +124,9 @@ struct PinnedHome<T> {
     /// than ask for more (`BufferPool::spare_wait`).
     most: Option<usize>,
     /// Its blocks alive or asked for: counted when asked for, uncounted when one is not made
-    /// or is released (too small, or the spares full), so a home never waits on blocks it
-    /// lost. (A pinned buffer that grows onto the heap, `HostBuf::make_room`, or one dropped
-    /// outside the pool is not seen here.)
+    /// or when a block is released, wherever that happens (`counted`: too small, the spares
+    /// full, a buffer grown onto the heap, one dropped outside the pool), so a home never
+    /// waits on blocks it lost.
     made: Arc<AtomicUsize>,
     /// The blocks the background still has to make for misses (`top_up`).
     top_up: Arc<TopUp>,
@@ -227,7 +227,7 @@ impl<T: Copy + Default> BufferPool<T> {
             });
             if let Some(home) = &homes[lane] {
                 for buf in spares {
-                    let _ = home.spares.tx.try_send(buf);
+                    let _ = home.spares.tx.try_send(counted(buf, &home.made));
                 }
             }
         }
@@ -292,30 +292,25 @@ impl<T: Copy + Default> BufferPool<T> {
                 None => None,
                 Some((_, Ok(b))) if b.capacity() >= len => return fresh(b),
                 Some((home, spare)) => {
-                    if let Ok(small) = spare {
-                        release_small(&home.made, small);
-                    }
+                    drop(spare); // (too small: released, and so uncounted)
                     match self.top_up(home) {
-                        Asked::AtMost => Some((home.spares.rx.clone(), home.made.clone())),
+                        Asked::AtMost => Some(home.spares.rx.clone()),
                         Asked::Yes | Asked::No => return self.heap_for_a_miss(len),
                     }
                 }
             }
         };
         // (waited for with the homes unlocked: a lane may join meanwhile)
-        let waited = waits_on.map(|(rx, made)| {
+        let waited = waits_on.map(|rx| {
             let since = std::time::Instant::now();
             let spare = rx.recv_timeout(self.spare_wait).ok();
             self.misses.waited_since(since);
-            (spare, made)
+            spare
         });
         match waited {
-            Some((Some(b), _)) if b.capacity() >= len => fresh(b),
-            Some((Some(small), made)) => {
-                release_small(&made, small);
-                self.heap_for_a_miss(len)
-            }
-            Some((None, _)) => self.heap_for_a_miss(len),
+            Some(Some(b)) if b.capacity() >= len => fresh(b),
+            // (a spare too small is released, and so uncounted)
+            Some(_) => self.heap_for_a_miss(len),
             None => fresh(self.heap_buffer(len)),
         }
     }
@@ -419,9 +414,8 @@ impl<T: Copy + Default> BufferPool<T> {
             Some(block) => {
                 let home = homes.iter().flatten().find(|h| h.memory.owns(block));
                 if let Some(home) = home {
-                    if home.spares.tx.try_send(buf).is_err() {
-                        uncount(&home.made, 1); // (the spares are full: released)
-                    }
+                    // (the spares full: released, and so uncounted)
+                    let _ = home.spares.tx.try_send(buf);
                 }
             }
             None if homes.iter().any(Option::is_none) => {
@@ -449,11 +443,22 @@ fn uncount(made: &AtomicUsize, n: usize) {
     });
 }
 
-/// Releases `small`, a spare too small for a take (a pinned block cannot grow), no longer
-/// counted among its home's blocks (`made`), so the home may make one in its place.
-fn release_small<T>(made: &AtomicUsize, small: HostBuf<T>) {
-    uncount(made, 1);
-    drop(small);
+/// `buf`, counted among its home's blocks (`made`) until its pinned block is released,
+/// wherever that happens (so the home may make one in its place).
+fn counted<T: Copy + Default>(mut buf: HostBuf<T>, made: &Arc<AtomicUsize>) -> HostBuf<T> {
+    if let Some(block) = buf.pinned_block_mut() {
+        block.drop_with(Box::new(Uncount(made.clone())));
+    }
+    buf
+}
+
+/// Takes a released block off its home's count (`counted`).
+struct Uncount(Arc<AtomicUsize>);
+
+impl Drop for Uncount {
+    fn drop(&mut self) {
+        uncount(&self.0, 1);
+    }
 }
 
 /// `buf`, emptied for its next use.
@@ -506,14 +511,16 @@ impl<T: Copy + Default + Send + 'static> Maker<T> {
         let buf = HostBuf::with_capacity(len, Some(&self.memory));
         let _ =
             (top_up.wanted).fetch_update(Ordering::SeqCst, Ordering::SeqCst, |w| w.checked_sub(1));
-        // (a block not made, or released, leaves the home's count with the wants dropped)
+        // (a block not made leaves the home's count with the wants dropped; one released
+        // uncounts itself, `counted`)
         if !buf.is_pinned() {
             top_up.failed.store(true, Ordering::SeqCst);
             uncount(&self.made, 1 + top_up.wanted.swap(0, Ordering::SeqCst));
         } else if self.ended.load(Ordering::SeqCst) {
             crate::left_behind::keep(Box::new(buf));
-        } else if self.spares.try_send(buf).is_err() {
-            uncount(&self.made, 1 + top_up.wanted.swap(0, Ordering::SeqCst));
+        } else if let Err(full) = self.spares.try_send(counted(buf, &self.made)) {
+            uncount(&self.made, top_up.wanted.swap(0, Ordering::SeqCst));
+            drop(full);
         }
     }
 }
@@ -756,6 +763,55 @@ mod tests {
         drop(second);
     }
 
+    /// A home's blocks are uncounted wherever they are released: a pinned buffer grown onto
+    /// the heap (`HostBuf::make_room`), one dropped outside the pool, one given back to full
+    /// spares. So a home at its most never waits on a block it
+    /// lost, and makes one in its place.
+    #[test]
+    fn a_home_uncounts_its_blocks_wherever_they_are_released() {
+        let dev = Arc::new(FakeDevice::default());
+        let pool = BufferPool::<f32>::new(1, std::time::Duration::from_secs(60));
+        pinned_lane(&pool, 0, &dev, 1);
+        let count = || {
+            let homes = pool.homes.read().expect("homes");
+            let home = homes[0].as_ref().expect("a home");
+            home.made.load(Ordering::SeqCst)
+        };
+        let mut grown = pool.take(0, 16);
+        grown.extend_from_slice(&[1.0; 17]);
+        assert!(!grown.is_pinned() && grown.len() == 17);
+        assert_eq!(count(), 0, "grown onto the heap: its block released");
+        // at its most before, the home now makes a block for a miss instead of waiting a minute
+        let took = std::time::Instant::now();
+        assert!(!pool.take(0, 16).is_pinned());
+        let deadline = took + std::time::Duration::from_secs(30);
+        let pinned = loop {
+            let b = pool.take(0, 16);
+            if b.is_pinned() {
+                break b;
+            }
+            assert!(std::time::Instant::now() < deadline, "no block made");
+            std::thread::yield_now();
+        };
+        assert_eq!(count(), 1);
+        drop(pinned);
+        assert_eq!(count(), 0, "dropped outside the pool");
+        // given back to full spares (a block of the same device, not the pool's, fills them)
+        let pool = BufferPool::<f32>::new(1, std::time::Duration::from_secs(60));
+        pinned_lane(&pool, 0, &dev, 1);
+        let taken = pool.take(0, 16);
+        let memory = dev.clone() as PinnedMemory<f32>;
+        pool.give(HostBuf::with_capacity(16, Some(&memory)));
+        pool.give(taken);
+        let homes = pool.homes.read().expect("homes");
+        let home = homes[0].as_ref().expect("a home");
+        assert_eq!(
+            home.made.load(Ordering::SeqCst),
+            0,
+            "released: the spares full"
+        );
+    }
+
     /// A device with no pinned memory to give is asked once: later misses start no maker.
     #[test]
     fn a_device_without_pinned_memory_is_not_asked_again() {
@@ -794,10 +850,14 @@ mod tests {
         let takers: Vec<_> = (0..16)
             .map(|_| {
                 let pool = pool.clone();
-                std::thread::spawn(move || drop(pool.take(0, 16)))
+                std::thread::spawn(move || pool.take(0, 16))
             })
             .collect();
-        takers.into_iter().for_each(|t| t.join().expect("a taker"));
+        // (held till the end: a block released would be made again, `counted`)
+        let _taken: Vec<_> = takers
+            .into_iter()
+            .map(|t| t.join().expect("a taker"))
+            .collect();
         let made = || dev.blocks.lock().map(|b| b.len()).unwrap_or(0);
         let since = std::time::Instant::now();
         while made() < 3 {
