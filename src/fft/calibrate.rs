@@ -49,11 +49,8 @@ impl CalibrationKey {
             "{}|{}|{}|{}|{}",
             self.device, self.platform, self.driver, self.fftd_version, self.precision
         );
-        // FNV-1a: stable across Rust versions, unlike DefaultHasher
-        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-        });
-        Some(cache_dir()?.join(format!("calibration-{hash:016x}.json")))
+        let hash = crate::types::fingerprint(&text);
+        Some(cache_dir()?.join(format!("calibration-{hash}.json")))
     }
 }
 

@@ -111,17 +111,6 @@ impl Origin<'_> {
     }
 }
 
-/// 16 hex digits that differ between analyses: FNV-1a (64 bit) of `description`, the same on
-/// every host and in every fftd version (unlike std's hashers).
-pub(crate) fn fingerprint(description: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in description.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,13 +146,6 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 16);
         assert!(check_run_id(&a).is_ok());
-    }
-
-    #[test]
-    fn fingerprint_is_fnv1a() {
-        // FNV-1a 64 of "a" (published test vector)
-        assert_eq!(fingerprint("a"), "af63dc4c8601ec8c");
-        assert_ne!(fingerprint("n=512"), fingerprint("n=256"));
     }
 
     #[test]

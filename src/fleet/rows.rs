@@ -6,13 +6,14 @@
 
 use super::batch::{Packing, Row, RowsOf};
 use super::block::{decode_samples, BlockHeader};
-use super::ids::{fingerprint, Origin};
+use super::ids::Origin;
 use super::publish_acked::Outgoing;
 use crate::error::{FftdError, Result};
 use crate::fft::{Engine, TransformSpec};
 use crate::products::Shaping;
 use crate::sink::analysis::Analysis;
 use crate::sink::{Encoder, SpectrumRow};
+use crate::types::fingerprint;
 use crate::types::StreamMeta;
 use crate::types::{InputKind, Sample};
 use async_nats::jetstream::Message;

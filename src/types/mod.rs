@@ -2,6 +2,7 @@
 //! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
 //! shown (and user text quoted). A leaf: it imports nothing of fftd, so any module may import it.
 
+mod fingerprint;
 mod flag_value;
 pub(crate) mod nats_url;
 pub(crate) mod number;
@@ -12,6 +13,7 @@ mod stream;
 mod text;
 pub(crate) mod tuning;
 
+pub(crate) use fingerprint::fingerprint;
 pub(crate) use flag_value::whole_in;
 pub use precision::Precision;
 pub(crate) use precision::WithSample;

@@ -95,11 +95,9 @@ impl JobPrograms {
     /// None while another builder holds it. Without a cache folder (or a lock file) the
     /// builder goes on unguarded.
     fn only_builder(&self) -> Option<Option<std::fs::File>> {
-        use std::hash::{Hash, Hasher};
         use std::os::fd::AsRawFd;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        self.command_line().hash(&mut hasher);
-        let name = format!("build-programs-{:016x}.lock", hasher.finish());
+        let programs = crate::types::fingerprint(&self.command_line().join(" "));
+        let name = format!("build-programs-{programs}.lock");
         let dir = crate::fft::calibrate::cache_dir();
         let file = dir.and_then(|d| {
             std::fs::create_dir_all(&d).ok()?;
