@@ -86,9 +86,11 @@ fn wait_for_builder(pid: u32) {
 
 /// A log-mel run read at its sample rate (`--realtime`) with its device (PoCL, recorded as a
 /// GPU) started in the background and an empty program cache, stopped as Ctrl-C would once
-/// the device's warm-up has begun: the run ends without waiting for the programs PoCL is
-/// building (about a second for the two, against the run's few milliseconds to drain), and
-/// the builder it starts leaves both in the cache; `--stats` says so.
+/// the device's warm-up has begun: the run ends without waiting for its device's programs, and
+/// the builder it starts leaves both in the cache; `--stats` says so. The warm-up is held
+/// before it builds anything (`FFTD_FAULT_AFTER_BATCHES=warm-up:hang`, which the builder
+/// ignores), so the run ends with its programs unbuilt however long its exit takes on a busy
+/// machine, and the programs in the cache are the builder's.
 #[test]
 fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
     use std::io::{BufRead, BufReader};
@@ -130,6 +132,7 @@ fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
         .args(args)
         .env("FFTD_CACHE_DIR", &cache)
         .env("POCL_CACHE_DIR", &pocl)
+        .env("FFTD_FAULT_AFTER_BATCHES", "warm-up:hang")
         .env(
             "RUST_LOG",
             "fftd::left_behind=debug,fftd::pipeline::late_join=debug",
@@ -137,6 +140,16 @@ fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run fftd");
+    // (a run that never says its warm-up began is killed after 3 minutes, so the test ends)
+    let (waited, watch) = std::sync::mpsc::channel::<()>();
+    let pid = run.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        if watch.recv_timeout(Duration::from_secs(180)).is_err() {
+            // SAFETY: kill(2) on the pid of our child, not yet waited for (the test waits
+            // for it only after this thread was told or gave up)
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    });
     let mut log = String::new();
     let mut lines = BufReader::new(run.stderr.take().expect("stderr")).lines();
     for line in lines.by_ref() {
@@ -150,6 +163,8 @@ fn a_run_that_ends_while_its_device_programs_build_hands_them_to_a_builder() {
         }
     }
     lines.for_each(|l| log.push_str(&format!("{}\n", l.unwrap_or_default())));
+    let _ = waited.send(());
+    watchdog.join().expect("watchdog");
     let status = run.wait().expect("fftd ends");
     assert!(status.success(), "{status:?}: {log}");
     let handed = log.lines().find_map(|l| {

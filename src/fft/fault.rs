@@ -10,6 +10,10 @@
 //! batch, then goes on normally) or `:panic` (it panics at its batch K+1, as a bug would):
 //! `opencl:0:0#1@2:hang`.
 //!
+//! K may also be `warm-up`: the fault strikes the engine's warm-up (before it builds its
+//! programs) and no batch, so `warm-up:hang` holds a device's start-up where a run ends with
+//! its programs unbuilt (tests/opencl_builder.rs). `fftd build-programs` injects no fault.
+//!
 //! K counts per engine (each FFT worker has its own). Unparsable values inject nothing.
 
 use std::time::Duration;
@@ -19,6 +23,8 @@ use std::time::Duration;
 pub struct Fault {
     pub after_batches: u64,
     pub effect: FaultEffect,
+    /// The fault strikes the engine's warm-up instead of its batches (`before_warm_up`).
+    pub at_warm_up: bool,
 }
 
 /// How an injected fault shows.
@@ -38,6 +44,20 @@ impl Fault {
         Fault {
             after_batches: k,
             effect: FaultEffect::Error,
+            at_warm_up: false,
+        }
+    }
+
+    /// Called by an engine before its warm-up: as `before_batch` at the first batch for a
+    /// fault of the warm-up, else Ok.
+    pub(crate) fn before_warm_up(&self) -> Result<(), String> {
+        match self.at_warm_up {
+            true => Fault {
+                at_warm_up: false,
+                ..*self
+            }
+            .before_batch(self.after_batches),
+            false => Ok(()),
         }
     }
 
@@ -46,6 +66,9 @@ impl Fault {
     /// for ever never returns.
     pub(crate) fn before_batch(&self, done: u64) -> Result<(), String> {
         let k = self.after_batches;
+        if self.at_warm_up {
+            return Ok(());
+        }
         match self.effect {
             FaultEffect::Error if done >= k => Err(format!(
                 "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"
@@ -62,7 +85,7 @@ impl Fault {
         }
     }
 
-    /// `K`, `K:hang`, `K:hang=SECONDS` or `K:panic`.
+    /// `K`, `K:hang`, `K:hang=SECONDS` or `K:panic`, K a number or `warm-up`.
     fn parse(text: &str) -> Option<Self> {
         let (k, effect) = match text.split_once(':') {
             None => (text, FaultEffect::Error),
@@ -74,10 +97,15 @@ impl Fault {
                 (k, FaultEffect::Hang(Some(pause)))
             }
         };
-        let after_batches = k.trim().parse::<u64>().ok()?;
+        let at_warm_up = k.trim() == "warm-up";
+        let after_batches = match at_warm_up {
+            true => 0,
+            false => k.trim().parse::<u64>().ok()?,
+        };
         Some(Fault {
             after_batches,
             effect,
+            at_warm_up,
         })
     }
 }
@@ -130,6 +158,16 @@ impl FaultPlan {
         })
     }
 
+    /// Whether a fault strikes batches (not only warm-ups): a run with one opens its devices
+    /// before it starts, so no bridging CPU lane takes the batches the faults count.
+    pub(crate) fn strikes_batches(&self) -> bool {
+        let targeted = self.targeted.iter().map(|(_, _, fault)| fault);
+        self.every
+            .iter()
+            .chain(targeted)
+            .any(|fault| !fault.at_warm_up)
+    }
+
     /// The fault of every engine (`K` alone), if any.
     pub(crate) fn every(&self) -> Option<Fault> {
         self.every
@@ -172,10 +210,7 @@ mod tests {
         assert_eq!(k_of(device.for_device("opencl:1:0", 1)), after(7));
         assert_eq!(device.for_device("opencl:1:1", 1), None);
         assert_eq!(FaultPlan::parse("opencl:0:0"), None);
-        let error = Fault {
-            after_batches: 1,
-            effect: FaultEffect::Error,
-        };
+        let error = Fault::error_after(1);
         assert_eq!(
             FaultPlan::parse("x@1"),
             Some(FaultPlan {
@@ -183,6 +218,31 @@ mod tests {
                 targeted: vec![("x".into(), None, error)]
             })
         );
+    }
+
+    #[test]
+    fn a_fault_of_the_warm_up_strikes_it_and_no_batch() {
+        let plan = FaultPlan::parse("warm-up:hang=0.01").expect("warm-up:hang=S");
+        let held = plan.every().expect("every engine");
+        assert!(held.at_warm_up);
+        assert!(held.before_batch(0).is_ok() && held.before_batch(9).is_ok());
+        let took = std::time::Instant::now();
+        assert!(held.before_warm_up().is_ok());
+        assert!(took.elapsed() >= Duration::from_millis(10), "held");
+        let failing = FaultPlan::parse("opencl:0:0@warm-up").expect("DEVICE@warm-up");
+        let failing = failing.for_device("opencl:0:0", 1).expect("its engines");
+        assert!(failing.before_warm_up().is_err());
+        assert!(failing.before_batch(0).is_ok());
+        assert!(
+            Fault::error_after(0).before_warm_up().is_ok(),
+            "a batch's fault"
+        );
+        assert_eq!(FaultPlan::parse("warmup:hang"), None);
+        let warm_up_only = FaultPlan::parse("opencl:0:0@warm-up:hang, opencl:1:0@warm-up");
+        assert!(!warm_up_only.expect("two rules").strikes_batches());
+        assert!(FaultPlan::parse("opencl:0:0@warm-up, opencl:1:0@3")
+            .is_some_and(|p| p.strikes_batches()));
+        assert!(!FaultPlan::default().strikes_batches());
     }
 
     #[test]
@@ -215,6 +275,7 @@ mod tests {
         let pause = Fault {
             after_batches: 1,
             effect: FaultEffect::Hang(Some(PAUSE)),
+            at_warm_up: false,
         };
         assert!(pause.before_batch(0).is_ok());
         let started = std::time::Instant::now();
@@ -225,10 +286,7 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(pause.before_batch(2).is_ok());
         assert!(started.elapsed() < PAUSE);
-        let error = Fault {
-            after_batches: 1,
-            effect: FaultEffect::Error,
-        };
+        let error = Fault::error_after(1);
         assert!(error.before_batch(0).is_ok());
         assert!(error.before_batch(1).is_err() && error.before_batch(5).is_err());
     }

@@ -83,8 +83,8 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         Ok(rows)
     }
 
-    /// `transform_carried` with the injected fault set aside and the batch count kept; its
-    /// device times and trace are dropped.
+    /// `transform_carried` with the injected fault set aside (one of the warm-up strikes
+    /// first) and the batch count kept; its device times and trace are dropped.
     fn warm_up(
         &mut self,
         spec: &TransformSpec,
@@ -94,10 +94,14 @@ impl<T: Sample> Engine<T> for OpenClEngine<T> {
         out: &mut [T],
     ) -> Result<(), EngineError> {
         let (fault, batches) = (self.options.fault.take(), self.batches);
-        let warmed = self.transform_carried(spec, samples, rows, reduction, out);
+        let held = fault.as_ref().map_or(Ok(()), |f| f.before_warm_up());
+        let warmed = held.map_err(dev_err).and_then(|()| {
+            let carried = self.transform_carried(spec, samples, rows, reduction, out);
+            carried.map(drop)
+        });
         (self.options.fault, self.batches) = (fault, batches);
         let _dropped = (self.take_device_times(), self.take_device_trace());
-        warmed.map(drop)
+        warmed
     }
 
     fn take_device_times(&mut self) -> Option<crate::fft::DeviceTimes> {

@@ -115,7 +115,13 @@ impl JobPrograms {
         let (platform, device) = platform_and_device(&self.device)
             .ok_or_else(|| format!("--device {}: not opencl:P:D", self.device))?;
         let entry = device_at(platform, device)?;
-        let mut engine = OpenClEngine::<T>::new(entry, OpenClOptions::from_env())?;
+        // (no injected fault: the builder has no batches, and a run's held warm-up must not
+        // hold its builder too)
+        let options = OpenClOptions {
+            fault: None,
+            ..OpenClOptions::from_env()
+        };
+        let mut engine = OpenClEngine::<T>::new(entry, options)?;
         let spec = TransformSpec {
             n: self.frame,
             kind: match self.complex {

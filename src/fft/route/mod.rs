@@ -38,8 +38,9 @@ pub(crate) struct Facts {
     pub choice: DeviceChoice,
     /// A live input (the microphone, a radio): read as it comes.
     pub live: bool,
-    /// Fault injection is on (`FFTD_FAULT_AFTER_BATCHES` counts a device's batches from the
-    /// first, which a bridging CPU lane would otherwise take).
+    /// Fault injection strikes batches (`FFTD_FAULT_AFTER_BATCHES` counts a device's batches
+    /// from the first, which a bridging CPU lane would otherwise take; a fault of the warm-up
+    /// alone leaves the run bridged).
     pub faults: bool,
     /// An earlier run found `choice` to name GPU-type devices alone (`kinds`).
     pub gpus_alone: bool,
@@ -59,7 +60,7 @@ impl Facts {
         Facts {
             choice: choice.clone(),
             live,
-            faults: super::fault::FaultPlan::from_env() != Default::default(),
+            faults: super::fault::FaultPlan::from_env().strikes_batches(),
             gpus_alone: named_on_file && kinds::names_gpus_alone(choice),
             record: job.filter(|_| learning()).map(RouteRecord::load),
         }
