@@ -274,7 +274,9 @@ fn run_typed<T: Sample>(
 
 /// Fetches and processes blocks until a stop, `--idle-exit` or an error. Every shard's next
 /// fetch is on its way while the blocks in hand are transformed (`Prefetch`), so a round trip
-/// to the server does not pace the worker.
+/// to the server does not pace the worker. Blocks those fetches bring as the worker goes idle
+/// are processed, not handed back: a worker that exits idle leaves no block that came to it in
+/// the queue.
 fn fetch_loop<T: Sample>(
     consumers: Vec<PullConsumer>,
     io: &FleetIo,
@@ -283,15 +285,24 @@ fn fetch_loop<T: Sample>(
     signals: &Signals,
 ) -> Result<Ended> {
     let mut prefetch = Prefetch::new(consumers);
-    let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
-    // blocks fetched and not taken go back to the queue at once (not after the ack wait)
-    for message in prefetch.take_ready(flight.rt) {
-        match ended.is_err() {
-            true => flight.refuse(message),
-            false => flight.nak(message),
+    loop {
+        let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
+        let ready = prefetch.take_ready(flight.rt);
+        // blocks that came as the worker went idle (a redelivery, say): the queue was not
+        // empty after all, so they are done here, and the idle time starts again
+        if matches!(ended, Ok(Ended::Idle)) && !ready.is_empty() {
+            flight.process(work, ready)?;
+            continue;
         }
+        // blocks fetched and not taken go back to the queue at once (not after the ack wait)
+        for message in ready {
+            match ended.is_err() {
+                true => flight.refuse(message),
+                false => flight.nak(message),
+            }
+        }
+        return ended;
     }
-    ended
 }
 
 fn fetch_blocks<T: Sample>(
