@@ -289,8 +289,10 @@ fn fetch_loop<T: Sample>(
         let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
         let ready = prefetch.take_ready(flight.rt);
         // blocks that came as the worker went idle (a redelivery, say): the queue was not
-        // empty after all, so they are done here, and the idle time starts again
-        if matches!(ended, Ok(Ended::Idle)) && !ready.is_empty() {
+        // empty after all, so they are done here (unless a stop came meanwhile), and the idle
+        // time starts again
+        let stopped = signals.stop.load(Ordering::Relaxed);
+        if matches!(ended, Ok(Ended::Idle)) && !ready.is_empty() && !stopped {
             flight.process(work, ready)?;
             continue;
         }
