@@ -52,23 +52,24 @@ impl Fault {
     /// fault of the warm-up, else Ok.
     pub(crate) fn before_warm_up(&self) -> Result<(), String> {
         match self.at_warm_up {
-            true => Fault {
-                at_warm_up: false,
-                ..*self
-            }
-            .before_batch(self.after_batches),
+            true => self.strike(self.after_batches),
             false => Ok(()),
         }
     }
 
     /// Called by an engine before a batch, with the number of batches it has transformed: Ok to
     /// go on (after sleeping out a timed hang), Err with the reason to fail the batch. A hang
-    /// for ever never returns.
+    /// for ever never returns. A fault of the warm-up strikes no batch.
     pub(crate) fn before_batch(&self, done: u64) -> Result<(), String> {
-        let k = self.after_batches;
-        if self.at_warm_up {
-            return Ok(());
+        match self.at_warm_up {
+            true => Ok(()),
+            false => self.strike(done),
         }
+    }
+
+    /// The fault's effect where `done` batches are done.
+    fn strike(&self, done: u64) -> Result<(), String> {
+        let k = self.after_batches;
         match self.effect {
             FaultEffect::Error if done >= k => Err(format!(
                 "injected fault after {k} batches (FFTD_FAULT_AFTER_BATCHES)"

@@ -765,8 +765,8 @@ mod tests {
 
     /// A home's blocks are uncounted wherever they are released: a pinned buffer grown onto
     /// the heap (`HostBuf::make_room`), one dropped outside the pool, one given back to full
-    /// spares. So a home at its most never waits on a block it
-    /// lost, and makes one in its place.
+    /// spares. So a home at its most never waits on a block it lost, and makes one in its
+    /// place.
     #[test]
     fn a_home_uncounts_its_blocks_wherever_they_are_released() {
         let dev = Arc::new(FakeDevice::default());
