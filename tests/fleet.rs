@@ -453,9 +453,9 @@ fn blocks_the_server_gives_up_on_are_reported_and_a_new_consumer_delivers_them()
         .expect("fftd runs");
     assert_clean_error(&wrong, 2, &["--frame 512 --hop 128"]);
     // the server gives a block up (and says so) when it would deliver it again, which
-    // nats-server 2.9 does some seconds after the NAK, at a worker's fetch
-    std::thread::sleep(Duration::from_secs(3));
-    let out = worker_with(&server, &["--idle-exit", "4"])
+    // nats-server 2.9 does some seconds after the NAK, at a worker's fetch: the worker, idle
+    // sooner, sees the blocks still on the work stream and waits for that
+    let out = worker_with(&server, &["--idle-exit", "1"])
         .wait_with_output()
         .expect("wait");
     let err = stderr_text(&out);
@@ -486,6 +486,21 @@ fn blocks_the_server_gives_up_on_are_reported_and_a_new_consumer_delivers_them()
     );
     eprintln!("{}", finish(worker(&server, "2"), "worker"));
     assert_eq!(work_messages(&server), Some(0), "every block acked");
+    assert_equals_local(&server, &wav);
+}
+
+#[test]
+fn an_idle_worker_waits_for_a_block_a_dead_worker_held_before_it_exits() {
+    if !have_server() {
+        return;
+    }
+    // the ack wait (3 s) is longer than the worker's --idle-exit (1 s): the queue is not empty
+    // while a block waits for its redelivery, and the worker must not go before it comes
+    let (_dir, server, wav) = published_recording(20_000, "3");
+    take_a_block_and_die(&server);
+    let err = finish(worker(&server, "1"), "worker");
+    eprintln!("{err}");
+    assert_eq!(work_messages(&server), Some(0), "every block acked: {err}");
     assert_equals_local(&server, &wav);
 }
 

@@ -15,8 +15,10 @@ pub(crate) mod block;
 pub(crate) mod block_sender;
 pub mod connect;
 pub(crate) mod cutter;
+pub(crate) mod drained;
 pub(crate) mod fetch;
 pub(crate) mod ids;
+pub(crate) mod in_flight;
 pub(crate) mod jetstream;
 pub(crate) mod outage;
 pub(crate) mod output;
@@ -98,7 +100,7 @@ pub(crate) fn run_setup(args: &SetupArgs) -> Result<()> {
     };
     // each delivery may hold a block for its ack wait plus a worker's retries (progress acks
     // keep it meanwhile), and its rows may be published again up to the last delivery
-    let retries = outage::DEFAULT_RETRY_FOR + worker::ACK_RETRY_FOR;
+    let retries = outage::DEFAULT_RETRY_FOR + in_flight::ACK_RETRY_FOR;
     let covered = layout.max_deliver as f64 * (layout.ack_wait + retries).as_secs_f64();
     if layout.duplicate_window.as_secs_f64() < covered {
         tracing::warn!(

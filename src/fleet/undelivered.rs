@@ -141,6 +141,25 @@ pub(crate) async fn left_behind(
     work: &Stream,
     consumer: &str,
 ) -> Result<Option<String>, String> {
+    let left = given_up_on(js, work, consumer).await?;
+    let Some(&first) = left.first() else {
+        return Ok(None);
+    };
+    let work_name = &work.cached_info().config.name;
+    Ok(Some(format!(
+        "{} block(s) left on work stream '{work_name}' that consumer '{consumer}' gave up on (each delivered its maximum number of times without an ack), the first: {}; their rows are missing (fftd fleet setup --recreate-consumer delivers them again)",
+        left.len(),
+        describe(work, first).await
+    )))
+}
+
+/// The sequence numbers of the blocks `consumer` gave up on that are still on the work stream,
+/// from the advisories `fftd fleet setup` keeps (`advisory_stream`).
+pub(crate) async fn given_up_on(
+    js: &Context,
+    work: &Stream,
+    consumer: &str,
+) -> Result<BTreeSet<u64>, String> {
     let work_name = work.cached_info().config.name.clone();
     let log_name = advisory_stream(&work_name);
     let log = js.get_stream(&log_name).await.map_err(|e| {
@@ -161,12 +180,5 @@ pub(crate) async fn left_behind(
             left.insert(advisory.stream_seq);
         }
     }
-    let Some(&first) = left.first() else {
-        return Ok(None);
-    };
-    Ok(Some(format!(
-        "{} block(s) left on work stream '{work_name}' that consumer '{consumer}' gave up on (each delivered its maximum number of times without an ack), the first: {}; their rows are missing (fftd fleet setup --recreate-consumer delivers them again)",
-        left.len(),
-        describe(work, first).await
-    )))
+    Ok(left)
 }

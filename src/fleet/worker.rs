@@ -14,16 +14,19 @@
 //! made while the blocks in hand are transformed. At most `BLOCKS_IN_FLIGHT` blocks wait for
 //! acks at once. SIGINT/SIGTERM: no more fetching; the blocks
 //! in hand get `STOP_GRACE` to be published and acked, the rest are left to be redelivered; exit
-//! 0. `--idle-exit SECONDS`: exit once the work queue has been empty that long, with an error
-//! when blocks were left behind (`undelivered`).
+//! 0. `--idle-exit SECONDS`: exit once the work queue has been empty that long (blocks another
+//! worker holds are waited for: `drained`), with an error when blocks were left behind
+//! (`undelivered`).
 
 use super::batch::{Packing, RowsPerMessage};
 use super::connect::NatsArgs;
+use super::drained::Drained;
 use super::fetch::{Prefetch, FETCH_BLOCKS};
+use super::in_flight::{InFlight, STOP_POLL};
 use super::jetstream::{patiently, stream_capturing};
 use super::outage::{Attempts, Outages};
-use super::publish_acked::{publish_all, publishing_context, Acked, Outgoing};
-use super::rows::{Taken, Work};
+use super::publish_acked::publishing_context;
+use super::rows::Work;
 use super::shards::work_shards;
 use super::undelivered::{self, GivenUp};
 use crate::error::{FftdError, Result};
@@ -37,23 +40,17 @@ use crate::types::Signals;
 use crate::types::WithSample;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::stream::Stream;
-use async_nats::jetstream::{AckKind, Context, Message};
-use std::collections::VecDeque;
+use async_nats::jetstream::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
 
 /// Blocks whose rows may wait for acks at once (each block's publish and ack is a task of its
 /// own: acks are collected as they come).
 const BLOCKS_IN_FLIGHT: usize = 16;
-/// How long a block's ack is retried once its rows are stored.
-pub(crate) const ACK_RETRY_FOR: Duration = Duration::from_secs(30);
 /// After SIGINT/SIGTERM: how long the blocks in hand may take before they are left to the server.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// How often waiting for a block looks for a stop.
-const STOP_POLL: Duration = Duration::from_millis(250);
 
 /// Where a worker reads and writes, and its worker-only options.
 #[derive(Clone, Debug)]
@@ -218,21 +215,19 @@ fn run_typed<T: Sample>(
         .map(|(_, c)| c.cached_info().config.ack_wait)
         .min()
         .unwrap_or(Duration::from_secs(30));
-    let mut flight = InFlight {
-        rt: &rt,
-        js: connected.rows_to.clone(),
-        subject: io.subject.clone(),
-        progress_every: (ack_wait / 3).max(Duration::from_millis(100)),
-        tasks: VecDeque::new(),
-        counts: WorkerCounts::default(),
-        stop: signals.stop.clone(),
-        first_unreadable: None,
-        outages,
-        given_up: connected.given_up.clone(),
-        unconfirmed: Default::default(),
-    };
+    let shared = (signals.stop.clone(), outages, connected.given_up.clone());
+    let rows_to = (connected.rows_to.clone(), io.subject.clone());
+    let mut flight = InFlight::new(&rt, rows_to, ack_wait, shared);
+    let streams = connected.shards.iter().map(|(s, _)| s.clone()).collect();
+    let mut drained = Drained::new(connected.work_js.clone(), streams, &io.consumer, ack_wait);
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
-    let ended = fetch_loop(consumers, io, &mut work, &mut flight, signals);
+    let ended = fetch_loop(
+        consumers,
+        io,
+        &mut work,
+        (&mut flight, &mut drained),
+        signals,
+    );
     // finish what is in hand (also after an error: those blocks are complete)
     let settled = match ended {
         Ok(Ended::Stopped) => {
@@ -281,18 +276,19 @@ fn fetch_loop<T: Sample>(
     consumers: Vec<PullConsumer>,
     io: &FleetIo,
     work: &mut Work<'_, T>,
-    flight: &mut InFlight<'_>,
+    (flight, drained): (&mut InFlight<'_>, &mut Drained),
     signals: &Signals,
 ) -> Result<Ended> {
     let mut prefetch = Prefetch::new(consumers);
     loop {
-        let ended = fetch_blocks(&mut prefetch, io, work, flight, signals);
+        let ended = fetch_blocks(&mut prefetch, io, work, (flight, drained), signals);
         let ready = prefetch.take_ready(flight.rt);
         // blocks that came as the worker went idle (a redelivery, say): the queue was not
         // empty after all, so they are done here (unless a stop came meanwhile), and the idle
         // time starts again
         let stopped = signals.stop.load(Ordering::Relaxed);
         if matches!(ended, Ok(Ended::Idle)) && !ready.is_empty() && !stopped {
+            drained.work_came();
             flight.process(work, ready)?;
             continue;
         }
@@ -311,7 +307,7 @@ fn fetch_blocks<T: Sample>(
     prefetch: &mut Prefetch,
     io: &FleetIo,
     work: &mut Work<'_, T>,
-    flight: &mut InFlight<'_>,
+    (flight, drained): (&mut InFlight<'_>, &mut Drained),
     signals: &Signals,
 ) -> Result<Ended> {
     let mut idle_since = Instant::now();
@@ -353,7 +349,8 @@ fn fetch_blocks<T: Sample>(
         };
         if messages.is_empty() {
             let idle = io.idle_exit.is_some_and(|l| idle_since.elapsed() >= l);
-            if idle && flight.tasks.is_empty() {
+            // (blocks still on the queue are waited for: `drained`)
+            if idle && flight.tasks.is_empty() && drained.may_exit(flight.rt) {
                 return Ok(Ended::Idle);
             }
             // a quiet queue is a good moment to collect finished blocks
@@ -361,6 +358,7 @@ fn fetch_blocks<T: Sample>(
             continue;
         }
         idle_since = Instant::now();
+        drained.work_came();
         // the shard's next fetch is on its way while these are transformed
         if !signals.stop.load(Ordering::Relaxed) {
             prefetch.start_all(flight.rt);
@@ -379,224 +377,4 @@ fn sleep_unless_stopped(wait: Duration, stop: &AtomicBool) -> bool {
         std::thread::sleep(STOP_POLL.min(until.saturating_duration_since(Instant::now())));
     }
     !stop.load(Ordering::Relaxed)
-}
-
-/// Blocks being published and acked on the runtime, oldest first.
-struct InFlight<'a> {
-    rt: &'a Runtime,
-    js: Context,
-    subject: String,
-    /// How often a block still being published is reported in progress.
-    progress_every: Duration,
-    /// Each block's publish-then-ack, giving what the server said and the block's rows.
-    tasks: VecDeque<JoinHandle<Result<(Acked, u64)>>>,
-    counts: WorkerCounts,
-    /// SIGINT/SIGTERM: waiting for a block gives way to it.
-    stop: Arc<AtomicBool>,
-    /// What the first unreadable block was (`Taken::Unreadable`).
-    first_unreadable: Option<String>,
-    /// How failing fetches and publishes are retried, said and counted (`--retry`).
-    outages: Arc<Outages>,
-    /// Told of the blocks handed back on an error (`GivenUp`).
-    given_up: Arc<GivenUp>,
-    /// A settlement went unconfirmed for `SETTLE_WAIT`: the rest are not waited for.
-    unconfirmed: std::cell::Cell<bool>,
-}
-
-/// How long a block's ack, NAK or termination waits for the server's confirmation.
-const SETTLE_WAIT: Duration = Duration::from_secs(2);
-
-impl InFlight<'_> {
-    /// Turns fetched blocks into rows and starts publishing them. On an error, the blocks not
-    /// yet taken are handed back at once (NAK) rather than after the ack wait.
-    fn process<T: Sample>(&mut self, work: &mut Work<'_, T>, messages: Vec<Message>) -> Result<()> {
-        let mut messages = messages.into_iter();
-        while let Some(message) = messages.next() {
-            let taken = match work.rows_of(&message, &self.subject) {
-                Ok(Taken::Rows(rows, samples, count)) => {
-                    self.counts.blocks += 1;
-                    self.counts.samples += samples;
-                    let task = publish_then_ack(
-                        (self.js.clone(), self.subject.clone()),
-                        rows,
-                        message,
-                        self.progress_every,
-                        self.outages.clone(),
-                    );
-                    let task = async move { task.await.map(|acked| (acked, count)) };
-                    self.tasks.push_back(self.rt.spawn(task));
-                    Ok(())
-                }
-                Ok(Taken::NotABlock(why)) => {
-                    tracing::warn!(
-                        "removing a message on '{}' that is no fftd block: {why}",
-                        message.subject
-                    );
-                    self.terminate(message);
-                    Ok(())
-                }
-                Ok(Taken::Unreadable(why)) => {
-                    tracing::warn!("removing an unreadable block: {why}");
-                    self.counts.unreadable += 1;
-                    self.first_unreadable.get_or_insert(why);
-                    self.terminate(message);
-                    Ok(())
-                }
-                Err(e) => {
-                    self.refuse(message);
-                    Err(e)
-                }
-            };
-            if let Err(e) = taken {
-                messages.for_each(|m| self.refuse(m));
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Takes a message off the queue for good (it would fail every worker alike).
-    fn terminate(&self, message: Message) {
-        self.settle_message(message, AckKind::Term);
-    }
-
-    /// Hands a block back as the worker ends on an error (`undelivered::GivenUp`).
-    fn refuse(&self, message: Message) {
-        self.given_up.refusing(&message);
-        self.nak(message);
-    }
-
-    /// Hands a block back to the server for another worker, at once.
-    fn nak(&self, message: Message) {
-        self.settle_message(message, AckKind::Nak(None));
-    }
-
-    /// Tells the server what became of a message and waits for its confirmation (at most
-    /// `SETTLE_WAIT`): a worker that exits right after (a refused block ends it) would otherwise
-    /// lose what it said, and the block would wait out the ack wait. One that is not confirmed
-    /// only waits so. Once one was not confirmed in time (the server is gone: a Ctrl-C during
-    /// an outage), the rest are sent without waiting, so the worker's stop stays prompt.
-    fn settle_message(&self, message: Message, kind: AckKind) {
-        if self.unconfirmed.get() {
-            let _ = self.rt.block_on(message.ack_with(kind));
-            return;
-        }
-        let confirmed = self.rt.block_on(async {
-            tokio::time::timeout(SETTLE_WAIT, message.double_ack_with(kind)).await
-        });
-        let why = match confirmed {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => {
-                self.unconfirmed.set(true);
-                format!("no answer in {SETTLE_WAIT:?}")
-            }
-        };
-        tracing::debug!("a message's {kind:?} was not confirmed ({why}); the server delivers it again after the ack wait");
-    }
-
-    /// Waits for the oldest blocks until at most `keep` are left, or a stop (then
-    /// `settle_within` finishes them).
-    fn settle(&mut self, keep: usize) -> Result<()> {
-        while self.tasks.len() > keep {
-            let Some(task) = self.tasks.front_mut() else {
-                break;
-            };
-            // (the timer is made inside the runtime: tokio's timers need one)
-            let waited = self
-                .rt
-                .block_on(async { tokio::time::timeout(STOP_POLL, task).await });
-            match waited {
-                Ok(joined) => {
-                    self.tasks.pop_front();
-                    self.count(joined)?;
-                }
-                Err(_) if self.stop.load(Ordering::Relaxed) => return Ok(()),
-                Err(_) => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits for every block in flight for at most `grace`; the ones still unfinished then are
-    /// abandoned (never acked: the server redelivers them) with a warning, as are those whose
-    /// publishing failed meanwhile (a stop is no failure: exit 0).
-    fn settle_within(&mut self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        while let Some(mut task) = self.tasks.pop_front() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let waited = self
-                .rt
-                .block_on(async { tokio::time::timeout(left, &mut task).await });
-            match waited {
-                Ok(joined) => {
-                    if let Err(e) = self.count(joined) {
-                        tracing::warn!("stopping: a block was not acknowledged ({e}); the server delivers it to another worker");
-                    }
-                }
-                Err(_) => {
-                    task.abort();
-                    let left = 1 + self.tasks.len();
-                    self.tasks.drain(..).for_each(|t| t.abort());
-                    tracing::warn!(
-                        "stopping with {left} block(s) not acknowledged after {} s; the server delivers them to another worker",
-                        grace.as_secs()
-                    );
-                }
-            }
-        }
-    }
-
-    fn count(
-        &mut self,
-        joined: std::result::Result<Result<(Acked, u64)>, tokio::task::JoinError>,
-    ) -> Result<()> {
-        let (acked, rows) =
-            joined.map_err(|e| FftdError::Runtime(format!("publishing task failed: {e}")))??;
-        self.counts.rows += rows;
-        self.counts.messages += acked.stored + acked.duplicates;
-        self.counts.duplicates += acked.duplicates;
-        Ok(())
-    }
-}
-
-/// Publishes a block's rows, telling the server it is in progress meanwhile, then acks the block
-/// (the server confirms the ack). A failed ack is only logged: the block comes back after the
-/// ack wait and its rows are deduplicated.
-async fn publish_then_ack(
-    (js, subject): (Context, String),
-    rows: Vec<Outgoing>,
-    block: Message,
-    progress_every: Duration,
-    outages: Arc<Outages>,
-) -> Result<Acked> {
-    let publishing = publish_all(&js, &subject, rows, &outages);
-    tokio::pin!(publishing);
-    let mut progress =
-        tokio::time::interval_at(tokio::time::Instant::now() + progress_every, progress_every);
-    let acked = loop {
-        tokio::select! {
-            acked = &mut publishing => break acked?,
-            _ = progress.tick() => {
-                if let Err(e) = block.ack_with(AckKind::Progress).await {
-                    tracing::debug!("progress ack failed ({e})");
-                }
-            }
-        }
-    };
-    let started = Instant::now();
-    loop {
-        match block.double_ack().await {
-            Ok(()) => break,
-            Err(e) if started.elapsed() < ACK_RETRY_FOR => {
-                tracing::debug!("ack failed ({e}); retrying");
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            Err(e) => {
-                tracing::warn!("a block's ack was lost ({e}); it will be redelivered and its rows deduplicated");
-                break;
-            }
-        }
-    }
-    Ok(acked)
 }

@@ -415,6 +415,24 @@ fn work_consumer_infos(server: &NatsServer) -> Option<Vec<jetstream::consumer::I
     })
 }
 
+/// Takes one block off shard 0 of the work consumer and never acks it, as a worker that dies
+/// holding it: the server delivers it again after the consumer's ack wait.
+pub fn take_a_block_and_die(server: &NatsServer) {
+    use futures_util::StreamExt;
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let js = jetstream::new(server.client().await.expect("connect"));
+        let stream = js.get_stream("FRAMES").await.expect("the work stream");
+        let consumer: jetstream::consumer::PullConsumer =
+            stream.get_consumer("workers").await.expect("the consumer");
+        let mut batch = (consumer.fetch().max_messages(1).messages())
+            .await
+            .expect("a fetch");
+        let block = batch.next().await.expect("a block").expect("a block");
+        assert!(block.info().is_ok(), "a JetStream message");
+    });
+}
+
 /// Blocks on the work stream now, over every shard; None when the server cannot be asked.
 pub fn work_messages(server: &NatsServer) -> Option<u64> {
     let mut total = messages_in(server, "FRAMES")?;
