@@ -191,9 +191,16 @@ fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
     let (held, _) = work_consumer_state(&server).expect("consumer state");
     eprintln!("{left} block(s) left for the second worker, {held} of them fetched ahead (NAKed)");
     // the blocks in hand were published and acked, those fetched ahead handed back (NAK): the
-    // second worker gets every one long before the ack wait (it fails when its queue has been
-    // empty 3 s while blocks were still held)
+    // second worker gets every one long before the ack wait. Blocks not handed back would
+    // come back only after it (120 s; an idle worker waits that long for blocks still held),
+    // so a second worker done in under 60 s tells the two apart with room for a busy machine
+    let started = Instant::now();
     finish(worker_with(&server, &["--idle-exit", "3"]), "second worker");
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(60),
+        "blocks not handed back: {took:?}"
+    );
     assert_eq!(work_messages(&server), Some(0), "every block acked");
     assert_equals_local(&server, &wav);
 }

@@ -160,25 +160,61 @@ pub(crate) async fn given_up_on(
     work: &Stream,
     consumer: &str,
 ) -> Result<BTreeSet<u64>, String> {
-    let work_name = work.cached_info().config.name.clone();
-    let log_name = advisory_stream(&work_name);
-    let log = js.get_stream(&log_name).await.map_err(|e| {
-        format!(
-            "stream '{log_name}' ({}; fftd fleet setup makes it)",
-            one_line(&e.to_string())
-        )
-    })?;
-    let subject = advisory_subject(&work_name, consumer);
+    let mut scan = GivenUpScan::default();
+    scan.read_on(js, work, consumer).await?;
     let mut left = BTreeSet::new();
-    let mut next = 1;
-    while let Some(message) = found(log.get_first_raw_message_by_subject(&subject, next).await)? {
-        next = message.sequence + 1;
-        let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
-            continue;
-        };
-        if found(work.get_raw_message(advisory.stream_seq).await)?.is_some() {
-            left.insert(advisory.stream_seq);
+    for seq in scan.blocks {
+        if found(work.get_raw_message(seq).await)?.is_some() {
+            left.insert(seq);
         }
     }
     Ok(left)
+}
+
+/// The blocks a consumer gave up on, as read so far from its advisories: each read goes on
+/// from where the last one ended, so a worker that looks again reads only what is new.
+/// Advisories older than the consumer are left out: they name blocks of a consumer since
+/// recreated (`fftd fleet setup --recreate-consumer`), which delivers them again.
+#[derive(Default)]
+pub(crate) struct GivenUpScan {
+    /// The next advisory to read (1: the first).
+    next: u64,
+    /// Stream sequence numbers of the blocks given up on.
+    pub(crate) blocks: BTreeSet<u64>,
+}
+
+impl GivenUpScan {
+    pub(crate) async fn read_on(
+        &mut self,
+        js: &Context,
+        work: &Stream,
+        consumer: &str,
+    ) -> Result<(), String> {
+        let work_name = work.cached_info().config.name.clone();
+        let log_name = advisory_stream(&work_name);
+        let log = js.get_stream(&log_name).await.map_err(|e| {
+            format!(
+                "stream '{log_name}' ({}; fftd fleet setup makes it)",
+                one_line(&e.to_string())
+            )
+        })?;
+        let created = (work.consumer_info(consumer).await)
+            .map_err(|e| one_line(&e.to_string()))?
+            .created;
+        let subject = advisory_subject(&work_name, consumer);
+        self.next = self.next.max(1);
+        while let Some(message) = found(
+            log.get_first_raw_message_by_subject(&subject, self.next)
+                .await,
+        )? {
+            self.next = message.sequence + 1;
+            let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
+                continue;
+            };
+            if message.time >= created {
+                self.blocks.insert(advisory.stream_seq);
+            }
+        }
+        Ok(())
+    }
 }

@@ -218,8 +218,8 @@ fn run_typed<T: Sample>(
     let shared = (signals.stop.clone(), outages, connected.given_up.clone());
     let rows_to = (connected.rows_to.clone(), io.subject.clone());
     let mut flight = InFlight::new(&rt, rows_to, ack_wait, shared);
-    let streams = connected.shards.iter().map(|(s, _)| s.clone()).collect();
-    let mut drained = Drained::new(connected.work_js.clone(), streams, &io.consumer, ack_wait);
+    let shards = connected.shards.clone();
+    let mut drained = Drained::new(connected.work_js.clone(), shards, &io.consumer, ack_wait);
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(
         consumers,
@@ -288,7 +288,7 @@ fn fetch_loop<T: Sample>(
         // time starts again
         let stopped = signals.stop.load(Ordering::Relaxed);
         if matches!(ended, Ok(Ended::Idle)) && !ready.is_empty() && !stopped {
-            drained.work_came();
+            drained.not_idle();
             flight.process(work, ready)?;
             continue;
         }
@@ -328,8 +328,10 @@ fn fetch_blocks<T: Sample>(
                 messages
             }
             Err(e) => {
-                idle_since = Instant::now(); // a server away is not an empty queue
-                                             // the other shards' fetches fail alike: one attempt, their blocks kept
+                // a server away is not an empty queue
+                idle_since = Instant::now();
+                drained.not_idle();
+                // the other shards' fetches fail alike: one attempt, their blocks kept
                 let stray = prefetch.take_ready(flight.rt);
                 flight.process(work, stray)?;
                 let tries = attempts.get_or_insert_with(Attempts::default);
@@ -358,7 +360,7 @@ fn fetch_blocks<T: Sample>(
             continue;
         }
         idle_since = Instant::now();
-        drained.work_came();
+        drained.not_idle();
         // the shard's next fetch is on its way while these are transformed
         if !signals.stop.load(Ordering::Relaxed) {
             prefetch.start_all(flight.rt);
