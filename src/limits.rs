@@ -36,6 +36,17 @@ pub(crate) const MAX_LATENCY_MS: f64 = 60_000.0;
 /// rest wait for their turn.
 pub(crate) const MAX_PACED_READERS: usize = 256;
 
+/// Sample rates fftd takes, in Hz, whoever states them (`--rate`, a SigMF recording): from a
+/// sample every 11.6 days (tide gauges and other slow sensors are well inside) to a terahertz;
+/// outside that, times and frequencies computed from the rate leave what f64 seconds and
+/// `Duration`s hold (a `--realtime` pace, a PNG's time axis).
+pub(crate) const RATE_HZ: (f64, f64) = (1e-6, 1e12);
+
+/// Whether `rate` is a sample rate fftd takes (`RATE_HZ`).
+pub(crate) fn rate_in_range(rate: f64) -> bool {
+    rate.is_finite() && rate >= RATE_HZ.0 && rate <= RATE_HZ.1
+}
+
 /// Channels in one input at most (WAV's 16-bit channel count).
 pub(crate) const MAX_CHANNELS: usize = u16::MAX as usize;
 

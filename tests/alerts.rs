@@ -840,6 +840,29 @@ fn bad_rules_and_combinations_are_one_line_errors() {
         "-",
     ]);
     assert_clean_error(&out, 2, &["--events -", "stdout"]);
+    // a band above Nyquist, or between two bins, would read nothing: refused before any output
+    let rows = dir.path().join("rows.csv");
+    for band in ["band=5000-6000", "band=100-101"] {
+        let rule = format!("name=a,{band},above=0");
+        let out = run(&[
+            "--file",
+            s(&input),
+            "--rate",
+            "8000",
+            "--frame",
+            "256",
+            "--output",
+            s(&rows),
+            "--alert",
+            &rule,
+        ]);
+        assert_clean_error(
+            &out,
+            2,
+            &["--alert a", band, "holds no bin", "every 31.25 Hz"],
+        );
+        assert!(!rows.exists(), "{band}: an output was made");
+    }
     let _ = Command::new("true").stdout(Stdio::null()).status();
     let _ = std::io::stdout().flush();
 }

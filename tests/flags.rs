@@ -106,7 +106,7 @@ fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
         ("", "--png-size", "320x240"),
         ("", "--connect-timeout", "more than 0 and at most 3600"),
         ("", "--hop", "at least 1"),
-        ("", "--idle-exit", "positive"),
+        ("", "--idle-exit", "more than 0 and at most 604800"),
         ("check", "--tolerance", "above 0"),
         ("bench", "--reps", "from 1 to"),
         ("bench", "--average", "from 1 to"),

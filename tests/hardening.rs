@@ -158,7 +158,17 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
             &["--max-frames", "99999999999999999999"],
             &["--max-frames", "too large"],
         ),
-        (&["--rate", "-8000"], &["--rate -8000", "positive"]),
+        (&["--rate", "-8000"], &["--rate -8000", "from 1e-6 to 1e12"]),
+        // (a pace, or a time axis, computed from such a rate leaves what a Duration holds)
+        (
+            &["--rate", "1e-20", "--realtime"],
+            &["--rate", "from 1e-6 to 1e12"],
+        ),
+        (&["--rate", "1e13"], &["--rate", "from 1e-6 to 1e12"]),
+        (
+            &["--idle-exit", "1e300"],
+            &["--idle-exit", "at most 604800"],
+        ),
     ];
     for (flags, needles) in cases {
         let started = std::time::Instant::now();

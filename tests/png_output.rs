@@ -568,6 +568,17 @@ fn png_to_stdout_and_bad_png_options_are_usage_errors() {
             vec!["--png-db", "MIN:MAX"],
         ),
         (
+            // (each end a number, their span not: the colour bar's scale would never end)
+            vec![
+                "--format",
+                "png",
+                "--output",
+                s(&out),
+                "--png-db=-1e308:1e308",
+            ],
+            vec!["--png-db", "from -1000 to 1000"],
+        ),
+        (
             vec!["--format", "text", "--png-size", "800x400"],
             vec!["--png-size", "--format png"],
         ),

@@ -83,6 +83,40 @@ pub(crate) fn check_band_columns(
     Ok(())
 }
 
+/// A `band=` rule whose band holds no bin of a stream would read nothing: refused before the
+/// run writes anything, naming the stream's bins (frames of `n` samples; `columns`: the rows
+/// carry only some, `--fmin`/`--fmax` or a sweep's).
+pub(crate) fn check_band_bins(
+    rules: &[AlertRule],
+    streams: &[StreamMeta],
+    n: usize,
+) -> Result<(), String> {
+    if n < 2 {
+        return Ok(()); // (`--frame whole`: the bins are known per input only)
+    }
+    for rule in rules {
+        let Reads::Band(lo, hi) = rule.reads else {
+            continue;
+        };
+        for stream in streams {
+            let bins = stream.frequencies(n);
+            let freqs = stream.columns.as_deref().unwrap_or(&bins);
+            if freqs.iter().any(|f| *f >= lo && *f <= hi) {
+                continue;
+            }
+            let low = freqs.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = freqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            return Err(format!(
+                "--alert {}: band={lo}-{hi} holds no bin of {} (bins every {} Hz from {low} to {high} Hz at --frame {n}): widen the band or move it",
+                rule.name,
+                stream.input,
+                crate::types::shown(stream.rate / n as f64)
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl BandLevels {
     /// Precomputes each rule's probe for every stream. `bands`: the rows are `--bands` powers,
     /// followed by each `band=` rule's band (`products::band_power::band_bins`).

@@ -307,9 +307,10 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         }
     };
     if let Some(rate) = o.rate {
-        if !(rate.is_finite() && rate > 0.0) {
+        if !limits::rate_in_range(rate) {
+            let (low, high) = limits::RATE_HZ;
             return usage(format!(
-                "--rate {}: the sample rate must be a positive number of Hz",
+                "--rate {}: the sample rate must be a number of Hz from {low:e} to {high:e}",
                 shown(rate)
             ));
         }

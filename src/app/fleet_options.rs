@@ -10,6 +10,9 @@ use crate::frame::FrameSize;
 use crate::sink::OutputFormat;
 use crate::types::shown;
 
+/// The longest `--idle-exit`, in seconds: a week.
+const MOST_IDLE_EXIT_S: f64 = 604_800.0;
+
 /// A fleet worker's addresses (`--file nats://HOST:PORT/STREAM/CONSUMER`,
 /// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
 /// that needs a whole stream in one process (averages, limits, images, the live view).
@@ -18,10 +21,10 @@ pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
     let idle_exit = match o.idle_exit {
         None => None,
-        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) if s > 0.0 && s <= MOST_IDLE_EXIT_S => Some(std::time::Duration::from_secs_f64(s)),
         Some(s) => {
             return Err(FftdError::Usage(format!(
-                "--idle-exit {}: must be a positive number of seconds",
+                "--idle-exit {}: must be a number of seconds, more than 0 and at most {MOST_IDLE_EXIT_S} (a week)",
                 shown(s)
             )))
         }

@@ -173,6 +173,9 @@ impl BlockHeader {
         if s.n < 2 || s.hop == 0 || self.frames == 0 {
             return Err("headers fftd-n/fftd-hop/fftd-frames: empty framing".into());
         }
+        if (self.first_frame).checked_add(self.frames as u64).is_none() {
+            return Err(format!("{}: frame numbers past 2^64", self.describe()));
+        }
         // a worker frames a block in one buffer: a header claiming more would exhaust it
         let values = (self.frames as u64).checked_mul(s.n as u64);
         if self.frames > MAX_BLOCK_FRAMES
@@ -219,14 +222,15 @@ pub(crate) fn encode_samples(values: &[f64], out: &mut Vec<u8>) {
 
 /// The payload's values; the error says when its length disagrees with the header.
 pub(crate) fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec<f32>, String> {
-    let values = header.samples * header.shape.kind.width();
-    if payload.len() != values * 4 {
+    let bytes = (header.samples.checked_mul(header.shape.kind.width()))
+        .and_then(|values| values.checked_mul(4));
+    if bytes != Some(payload.len()) {
         return Err(format!(
             "{}: payload of {} bytes, the header says {} samples ({} bytes)",
             header.describe(),
             payload.len(),
             header.samples,
-            values * 4
+            bytes.map_or("past 2^64".to_string(), |b| b.to_string())
         ));
     }
     Ok(payload
@@ -282,5 +286,29 @@ mod tests {
         let mut h = header();
         h.frames = MAX_BLOCK_FRAMES + 1;
         assert!(BlockHeader::from_headers(Some(&h.to_headers("f"))).is_err());
+        let mut h = header();
+        h.first_frame = u64::MAX;
+        let e = BlockHeader::from_headers(Some(&h.to_headers("f"))).expect_err("wraps");
+        assert!(e.contains("frame numbers past 2^64"), "{e}");
+    }
+
+    #[test]
+    fn a_payload_is_never_matched_by_a_size_that_wraps() {
+        // 2^62 complex samples are 2^65 bytes: 0 in 64 bits, the length of an empty payload
+        let mut h = header();
+        h.frames = 2;
+        h.shape.hop = 1 << 62;
+        h.samples = 1 << 62;
+        let e = decode_samples(&h, &[]).expect_err("an empty payload");
+        assert!(e.contains("past 2^64"), "{e}");
+        assert_eq!(
+            decode_samples(&header(), &[0; 8]).map(|v| v.len()).ok(),
+            None
+        );
+        let whole = vec![0u8; header().samples * 2 * 4];
+        assert_eq!(
+            decode_samples(&header(), &whole).map(|v| v.len()),
+            Ok(header().samples * 2)
+        );
     }
 }

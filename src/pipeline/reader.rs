@@ -315,8 +315,15 @@ impl Pace {
     /// Waits until `got` more samples are due (returns early on a stop).
     fn wait(&mut self, got: u64, control: &Control) {
         self.samples += got;
-        let due = self.started + Duration::from_secs_f64(self.samples as f64 / self.rate);
+        // (a rate of `limits::RATE_HZ` keeps this within a `Duration`; past an `Instant`'s
+        // range the samples are never due, and only a stop ends the wait)
+        let after = Duration::try_from_secs_f64(self.samples as f64 / self.rate);
+        let due = after.ok().and_then(|d| self.started.checked_add(d));
         while !control.stopping() {
+            let Some(due) = due else {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            };
             let now = Instant::now();
             if now >= due {
                 return;

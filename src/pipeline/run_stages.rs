@@ -21,7 +21,7 @@ use super::{
     StreamWritten,
 };
 use crate::alerts::level::BandLevels;
-use crate::error::Result;
+use crate::error::{FftdError, Result};
 use crate::fft::TransformSpec;
 use crate::frame::{Frame, FrameSize};
 use crate::limits;
@@ -97,6 +97,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             planned: &planned_rows,
             layout: layout.as_ref(),
         };
+        check_alert_bands(run_spec, streams, planned.frame().0)?; // (before any output opens)
         let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
@@ -435,6 +436,12 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
         writes_f32: encoder.writes_f32(),
         rows_read: rows_read || analysis.fftshift,
     }
+}
+
+/// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`).
+fn check_alert_bands(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
+    let rules = &run_spec.alerts.rules;
+    crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.

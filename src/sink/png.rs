@@ -85,13 +85,20 @@ pub struct DbRange {
     pub max: f64,
 }
 
+/// The largest |dB| `--png-db` takes (a dB scale spans a few hundred dB at most).
+const MOST_DB: f64 = 1000.0;
+
 impl FromStr for DbRange {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("'{s}': expected MIN:MAX in dB with MIN < MAX, e.g. -120:0");
+        let bad = || {
+            format!("'{s}': expected MIN:MAX in dB from -{MOST_DB} to {MOST_DB} with MIN < MAX, e.g. -120:0")
+        };
         let (lo, hi) = s.trim().split_once(':').ok_or_else(bad)?;
+        // (bounded: the colour bar's scale is drawn over MAX - MIN, which must be a number)
+        let within = |db: f64| db.abs() <= MOST_DB;
         match (lo.trim().parse::<f64>(), hi.trim().parse::<f64>()) {
-            (Ok(min), Ok(max)) if min.is_finite() && max.is_finite() && min < max => {
+            (Ok(min), Ok(max)) if within(min) && within(max) && min < max => {
                 Ok(DbRange { min, max })
             }
             _ => Err(bad()),

@@ -102,12 +102,13 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     let rate = match global.get("core:sample_rate") {
         None => None,
         Some(v) => match v.as_f64() {
-            Some(r) if r.is_finite() && r > 0.0 => Some(r),
+            Some(r) if limits::rate_in_range(r) => Some(r),
             _ => {
+                let (low, high) = limits::RATE_HZ;
                 return Err(bad(
                     meta_path,
-                    format!("core:sample_rate {v} is not a positive number of Hz"),
-                ))
+                    format!("core:sample_rate {v} is not a number of Hz from {low:e} to {high:e}"),
+                ));
             }
         },
     };
