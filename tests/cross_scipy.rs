@@ -117,3 +117,65 @@ fn cross_errors_name_the_flag() {
         assert_clean_error(&run(&args), 2, needles);
     }
 }
+
+#[test]
+fn the_pairs_rows_go_to_one_output_in_every_format_as_ndjson_gives_them() {
+    // only channel A's stream writes rows (docs/measure.md): one output needs no --output-dir
+    let dir = tempfile::tempdir().expect("tempdir");
+    let stereo = dir.path().join("st.f32");
+    write_f32(&stereo, &noise(6000, 5));
+    let args = |format: &str, out: &std::path::Path| {
+        let out = out.to_str().expect("utf-8").to_string();
+        let file = stereo.to_str().expect("utf-8").to_string();
+        [
+            "--file",
+            &file,
+            "--input-format",
+            "f32",
+            "--channels",
+            "2",
+            "--frame",
+            "64",
+            "--cross",
+            "0,1",
+            "--device",
+            "cpu",
+            "--format",
+            format,
+            "--output",
+            &out,
+        ]
+        .map(String::from)
+    };
+    let json = dir.path().join("c.ndjson");
+    let done = run(&args("ndjson", &json).each_ref().map(String::as_str));
+    assert!(done.status.success(), "{}", stderr_text(&done));
+    let text = std::fs::read_to_string(&json).expect("ndjson");
+    let row: serde_json::Value = serde_json::from_str(text.trim()).expect("one row");
+    let number = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let mut want: Vec<f64> = (row["csd"].as_array().expect("csd").iter())
+        .flat_map(|pair| pair.as_array().expect("re, im").iter().map(number))
+        .collect();
+    for key in ["coherence", "h1_db", "h1_deg"] {
+        want.extend(row[key].as_array().expect(key).iter().map(number));
+    }
+    assert_eq!(want.len(), 5 * 33);
+    let raw = dir.path().join("c.f32");
+    let done = run(&args("f32", &raw).each_ref().map(String::as_str));
+    assert!(done.status.success(), "f32: {}", stderr_text(&done));
+    let got: Vec<f64> = (std::fs::read(&raw).expect("f32").chunks_exact(4))
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64)
+        .collect();
+    assert_eq!(got.len(), want.len(), "one row of 5 x 33 values");
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-6 * w.abs().max(1e-12),
+            "value {k}: {g} against {w}"
+        );
+    }
+    for format in ["text", "npy"] {
+        let out = dir.path().join(format!("c.{format}"));
+        let done = run(&args(format, &out).each_ref().map(String::as_str));
+        assert!(done.status.success(), "{format}: {}", stderr_text(&done));
+    }
+}

@@ -59,10 +59,14 @@ pub(super) fn plan_outputs(run_spec: &RunSpec, streams: &[StreamMeta]) -> Result
     }
     // every message says its stream (`sink::nats`)
     let tagged = format.carries_stream_id() || run_spec.nats_output.is_some();
-    if streams.len() > 1 && !tagged {
+    // (with --cross only channel A's stream writes rows: docs/measure.md)
+    let cross = run_spec.analysis.products.measure.cross;
+    let writing = (streams.iter())
+        .filter(|s| cross.is_none_or(|c| s.channel == Some(c.a)))
+        .count();
+    if writing > 1 && !tagged {
         return Err(FftdError::Usage(format!(
-            "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
-            streams.len(),
+            "{writing} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
             format.name()
         )));
     }
