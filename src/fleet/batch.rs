@@ -67,7 +67,7 @@ pub(crate) fn parse_rows_per_message(text: &str) -> Result<RowsPerMessage, Strin
     match t.parse::<usize>() {
         Ok(n) if (1..=RowsPerMessage::LIMIT).contains(&n) => Ok(RowsPerMessage::Up(n)),
         _ => Err(format!(
-            "--rows-per-message '{text}': expected a number of rows from 1 to {} or max",
+            "'{text}': expected a number of rows from 1 to {} or max",
             RowsPerMessage::LIMIT
         )),
     }

@@ -233,10 +233,18 @@ pub(crate) fn decode_samples(header: &BlockHeader, payload: &[u8]) -> Result<Vec
             bytes.map_or("past 2^64".to_string(), |b| b.to_string())
         ));
     }
-    Ok(payload
-        .chunks_exact(4)
+    let values: Vec<f32> = (payload.chunks_exact(4))
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+        .collect();
+    // (`fftd publish` refuses such input, as every local run does: the block was not its)
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        return Err(format!(
+            "{}: value {k} of its payload is {}, not a finite number",
+            header.describe(),
+            values[k]
+        ));
+    }
+    Ok(values)
 }
 
 #[cfg(test)]
@@ -305,6 +313,10 @@ mod tests {
             decode_samples(&header(), &[0; 8]).map(|v| v.len()).ok(),
             None
         );
+        let mut nan = vec![0u8; header().samples * 2 * 4];
+        nan[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+        let e = decode_samples(&header(), &nan).expect_err("a NaN");
+        assert!(e.contains("value 2 of its payload is NaN"), "{e}");
         let whole = vec![0u8; header().samples * 2 * 4];
         assert_eq!(
             decode_samples(&header(), &whole).map(|v| v.len()),

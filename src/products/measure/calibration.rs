@@ -8,6 +8,10 @@
 
 use std::path::Path;
 
+/// The largest |dB| a calibration point may correct by: a response of ±200 dB is no sensor's,
+/// and 10^(±x/10) of a larger one leaves what an f64 holds (bins of 0 or inf).
+const MOST_CORRECTION_DB: f64 = 200.0;
+
 /// A parsed calibration file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CalibrationCurve {
@@ -67,6 +71,9 @@ impl CalibrationCurve {
             if hz <= 0.0 {
                 return Err(error(i + 1, format!("frequency {hz} Hz must be above 0")));
             }
+            if db.abs() > MOST_CORRECTION_DB {
+                return Err(error(i + 1, format!("level {db} dB is beyond ±{MOST_CORRECTION_DB} dB (a response, not a gain of its own)")));
+            }
             if let Some(&(last, _)) = points.last() {
                 if hz <= last {
                     return Err(error(i + 1, format!("frequency {hz} Hz is not above the line before's {last} Hz (points must be in increasing frequency)")));
@@ -114,7 +121,7 @@ fn sens_factor(text: &str) -> Option<f64> {
         .chars()
         .take_while(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
         .collect();
-    number.parse().ok().filter(|v: &f64| v.is_finite())
+    (number.parse().ok()).filter(|v: &f64| v.is_finite() && v.abs() <= MOST_CORRECTION_DB)
 }
 
 #[cfg(test)]
@@ -147,5 +154,10 @@ mod tests {
         assert!(e.contains("line 1") && e.contains("`x`"), "{e}");
         let e = CalibrationCurve::parse("m.txt", "* nothing\n").unwrap_err();
         assert!(e.contains("no `Hz dB` line"), "{e}");
+        // (10^(-1e308/10) is 0: every bin would read -inf)
+        let e = CalibrationCurve::parse("m.txt", "10 1\n100 1e308\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("200 dB"), "{e}");
+        let e = CalibrationCurve::parse("m.txt", "Sens Factor =-1e300dB\n10 1\n").unwrap_err();
+        assert!(e.contains("line 1") && e.contains("Sens Factor"), "{e}");
     }
 }
