@@ -88,10 +88,52 @@ fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
         &["--config", "also an input"],
         &[&config],
     );
+    // --events (appended to), and the files other flags read
+    let alert = ["--alert", "name=a,band=0-0.4,above=-300"];
+    refused(
+        &[&["--file", x_s, "--events", x_s][..], &alert].concat(),
+        &["--events", "also an input"],
+        &[&x],
+    );
+    let cal = d.join("cal.txt");
+    std::fs::write(&cal, "10 0\n").expect("write calibration");
+    let calibrated = ["--calibration", "94", "--calibration-file", s(&cal)];
+    refused(
+        &[&["--file", x_s, "--meta", s(&cal)][..], &calibrated].concat(),
+        &["--meta", "also an input", "--calibration-file"],
+        &[&cal],
+    );
+    let token = d.join("token.txt");
+    std::fs::write(&token, "secret\n").expect("write token");
+    let served = ["--serve", "0", "--serve-token-file", s(&token)];
+    refused(
+        &[&["--file", x_s, "--output", s(&token)][..], &served].concat(),
+        &["--output", "also an input", "--serve-token-file"],
+        &[&token],
+    );
+    // a --rotate pattern whose first name is an input: refused as that file would begin
+    let first = d.join("spec-000000.f32");
+    std::fs::copy(&x, &first).expect("copy");
+    let before = std::fs::read(&first).expect("read");
+    let pattern = d.join("spec.f32");
+    let rotated = [&["--file", s(&first)][..], &f32_out, &[s(&pattern)]].concat();
+    let out = run(&[&rotated[..], &["--rotate", "1h"]].concat());
+    assert_clean_error(&out, 1, &["spec-000000.f32", "also an input"]);
+    assert_eq!(
+        std::fs::read(&first).expect("read"),
+        before,
+        "the input changed"
+    );
     // two outputs naming one file
     let out = d.join("out.txt");
     let two = ["--file", x_s, "--output", s(&out), "--meta", s(&out)];
     assert_clean_error(&run(&two), 2, &["same file"]);
+    let events = [
+        &["--file", x_s, "--output", s(&out), "--events", s(&out)][..],
+        &alert,
+    ]
+    .concat();
+    assert_clean_error(&run(&events), 2, &["--events", "same file"]);
     assert!(!out.exists(), "nothing is written when refused");
     // a distinct output still works
     let ok = run(&[&["--file", x_s][..], &f32_out, &[s(&d.join("ok.f32"))]].concat());

@@ -421,7 +421,17 @@ fn output_spec(o: &mut Options, format: OutputFormat) -> Result<OutputSpec> {
         );
     }
     let png = Settings::check_png(format, to_stdout, o.png_size, o.png_db)?;
+    let read = [
+        ("--calibration-file", &o.calibration_file),
+        ("--serve-token-file", &o.serve_token_file),
+        ("--serve-tls-cert", &o.serve_tls_cert),
+        ("--serve-tls-key", &o.serve_tls_key),
+    ];
+    let also_read = (read.into_iter())
+        .filter_map(|(flag, path)| Some((flag, path.clone()?)))
+        .collect();
     Ok(OutputSpec {
+        also_read,
         output: o.output.take().filter(|p| p.as_os_str() != "-"),
         output_dir: o.output_dir.take(),
         meta: o.meta.take(),

@@ -11,6 +11,7 @@
 //! `--meta` sidecar at the end.
 
 use super::run_report;
+use crate::alerts::events::EventsTarget;
 use crate::error::{FftdError, Result};
 use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::pipeline::spec::RunSpec;
@@ -18,7 +19,7 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
-use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, NamedFile};
+use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, InputFiles, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat};
@@ -96,9 +97,44 @@ fn probe_writable(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
 }
 
-/// Every file fftd will write (outputs, `--meta`) against every file it reads (inputs,
-/// `--config`), before anything is opened for writing.
+/// Every file fftd will write (outputs, `--meta`, `--trace`, `--events`) against every file it
+/// reads (`run_inputs`), before anything is opened for writing. (A `--rotate` pattern's names
+/// are checked as each file begins: `RotateOptions::inputs`.)
 pub(super) fn refuse_overwriting_inputs(run_spec: &RunSpec, plan: &OutputPlan) -> Result<()> {
+    let inputs = run_inputs(run_spec);
+    let role = match run_spec.output.output_dir {
+        Some(_) => "--output-dir",
+        None => "--output",
+    };
+    let mut outputs: Vec<NamedFile> = plan
+        .files
+        .iter()
+        .map(|file| match file {
+            Some(path) => NamedFile::new(role, path),
+            None => standard_stream("stdout"),
+        })
+        .collect();
+    let meta = run_spec
+        .output
+        .meta
+        .iter()
+        .map(|m| NamedFile::new("--meta", m));
+    let trace = run_spec
+        .report
+        .trace
+        .iter()
+        .map(|t| NamedFile::new("--trace", t));
+    let events = match &run_spec.alerts.events {
+        Some(EventsTarget::File(path)) => Some(NamedFile::new("--events", path)),
+        _ => None,
+    };
+    outputs.extend(meta.chain(trace).chain(events));
+    refuse_overwriting(&inputs, &outputs)
+}
+
+/// Every file the run reads: its inputs (a SigMF recording's two files), `--config`, and the
+/// files other flags name (`OutputSpec::also_read`).
+fn run_inputs(run_spec: &RunSpec) -> Vec<NamedFile> {
     let mut inputs: Vec<NamedFile> = match &run_spec.source.input {
         Input::Files(paths) => paths
             .iter()
@@ -135,33 +171,9 @@ pub(super) fn refuse_overwriting_inputs(run_spec: &RunSpec, plan: &OutputPlan) -
             ]);
         }
     }
-    let role = match run_spec.output.output_dir {
-        Some(_) => "--output-dir",
-        None => "--output",
-    };
-    let mut outputs: Vec<NamedFile> = plan
-        .files
-        .iter()
-        .map(|file| match file {
-            Some(path) => NamedFile::new(role, path),
-            None => standard_stream("stdout"),
-        })
-        .collect();
-    outputs.extend(
-        run_spec
-            .output
-            .meta
-            .iter()
-            .map(|m| NamedFile::new("--meta", m)),
-    );
-    outputs.extend(
-        run_spec
-            .report
-            .trace
-            .iter()
-            .map(|t| NamedFile::new("--trace", t)),
-    );
-    refuse_overwriting(&inputs, &outputs)
+    let others = run_spec.output.also_read.iter();
+    inputs.extend(others.map(|(flag, path)| NamedFile::new(flag, path)));
+    inputs
 }
 
 /// One destination per planned output. Stdout, a single `--output` file and every stream path
@@ -445,6 +457,7 @@ pub(super) fn rotations(
         Input::Mic(_) | Input::Nats(_) => true,
     };
     let options = RotateOptions {
+        inputs: InputFiles::of(&run_inputs(run_spec)),
         spec: run_spec.output.rotate,
         clock: match live && !run_spec.source.realtime {
             true => RowClock::Wall,

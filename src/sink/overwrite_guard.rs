@@ -99,6 +99,28 @@ pub(crate) fn standard_stream(role: &'static str) -> NamedFile {
     NamedFile { role, path: shown }
 }
 
+/// The run's inputs, as a rotated output checks each file name it makes (`--rotate`: the names
+/// are known only as the files begin).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InputFiles(std::sync::Arc<Vec<(String, FileIdentity)>>);
+
+impl InputFiles {
+    pub(crate) fn of(inputs: &[NamedFile]) -> Self {
+        let known = (inputs.iter())
+            .filter_map(|f| Some((f.describe(), identity_of(f)?)))
+            .collect();
+        InputFiles(std::sync::Arc::new(known))
+    }
+
+    /// The input that `path` is, if it is one (as the user named it).
+    pub(crate) fn holding(&self, path: &Path) -> Option<&str> {
+        let id = identity(path)?;
+        (self.0.iter())
+            .find(|(_, input)| *input == id)
+            .map(|(name, _)| name.as_str())
+    }
+}
+
 /// Ok when no output is an input or another output; else a usage error naming both.
 pub(crate) fn refuse_overwriting(inputs: &[NamedFile], outputs: &[NamedFile]) -> Result<()> {
     let input_ids: Vec<_> = inputs.iter().map(identity_of).collect();

@@ -199,6 +199,8 @@ pub(crate) type MakeDestination = Arc<dyn Fn(&Path) -> Destination + Send + Sync
 pub(crate) struct RotateOptions {
     pub spec: Option<RotateSpec>,
     pub clock: RowClock,
+    /// The run's inputs: a file name the pattern makes that is one of them is refused.
+    pub inputs: super::overwrite_guard::InputFiles,
 }
 
 /// One output's files: which one is open, and when the next begins.
@@ -219,6 +221,8 @@ pub(crate) struct Rotation {
     pub rows: u64,
     /// Files this run wrote (never overwritten by a later one): the last `NAMES_KEPT`.
     written: WrittenNames,
+    /// The run's inputs (`RotateOptions::inputs`).
+    inputs: super::overwrite_guard::InputFiles,
 }
 
 impl Rotation {
@@ -237,6 +241,7 @@ impl Rotation {
             bytes: 0,
             rows: 0,
             written: WrittenNames::default(),
+            inputs: options.inputs.clone(),
         }
     }
 
@@ -277,6 +282,13 @@ impl Rotation {
             let again = with_seq(&path).display().to_string();
             path = PathBuf::from(again.replace("{seq}", &format!("{:06}", self.seq)));
             tracing::warn!(file = %path.display(), "the output's name was taken by an earlier file of this run");
+        }
+        if let Some(input) = self.inputs.holding(&path) {
+            return Err(std::io::Error::other(format!(
+                "--output {} makes {}, which is also an input ({input}): refusing to overwrite it",
+                self.path.display(),
+                path.display()
+            )));
         }
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder)?;
@@ -352,6 +364,7 @@ mod tests {
         let options = RotateOptions {
             spec: Some(RotateSpec::Every(60.0)),
             clock: RowClock::Wall,
+            inputs: Default::default(),
         };
         let dir = tempfile::tempdir().unwrap();
         let mut r = Rotation::new(&dir.path().join("a-%H%M.csv"), &options, make.clone());
@@ -363,6 +376,7 @@ mod tests {
         let options = RotateOptions {
             spec: Some(RotateSpec::Size(100)),
             clock: RowClock::Wall,
+            inputs: Default::default(),
         };
         let mut r = Rotation::new(&dir.path().join("b.npy"), &options, make);
         r.begin(0.0, 128).unwrap();

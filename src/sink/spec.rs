@@ -17,6 +17,9 @@ pub struct OutputSpec {
     pub png: PngOptions,
     /// The config file the options were read from (an input: never overwritten).
     pub config: Option<PathBuf>,
+    /// Other files the run reads, by flag (`--calibration-file`, `--serve-token-file`,
+    /// `--serve-tls-cert`, `--serve-tls-key`): inputs too.
+    pub also_read: Vec<(&'static str, PathBuf)>,
     /// `--rotate`: when each output file ends (`sink::rotate`).
     pub rotate: Option<super::rotate::RotateSpec>,
 }
