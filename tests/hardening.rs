@@ -211,6 +211,8 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
             &["--idle-exit", "1e300"],
             &["--idle-exit", "at most 604800"],
         ),
+        (&["--meta", "-"], &["--meta -", "a file's path"]),
+        (&["--trace", "-"], &["--trace -", "a file's path"]),
     ];
     for (flags, needles) in cases {
         let started = std::time::Instant::now();
@@ -355,4 +357,64 @@ fn consume_example_needs_only_the_standard_library() {
         "{}",
         stdout_text(&out)
     );
+}
+
+/// Files that flags name are read with a bound (a device or a recording named by mistake
+/// would fill the memory): just past it, each is a one-line error naming the flag.
+#[test]
+fn files_flags_name_are_read_only_up_to_a_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let x = tone_f32(d, "x.f32");
+    let big = |name: &str, bytes: usize| {
+        let path = d.join(name);
+        std::fs::write(&path, vec![b'#'; bytes]).expect("write");
+        path
+    };
+    let (token, config) = (big("token", (64 << 10) + 1), big("c.toml", (16 << 20) + 1));
+    let (cal, creds) = (
+        big("cal.txt", (16 << 20) + 1),
+        big("u.creds", (1 << 20) + 1),
+    );
+    let pem = big("cert.pem", (1 << 20) + 1);
+    let base = ["--file", s(&x)];
+    let cases: [(&[&str], i32, &str); 5] = [
+        (
+            &["--serve", "0", "--serve-token-file", s(&token)],
+            1,
+            "--serve-token-file",
+        ),
+        (&["--config", s(&config)], 2, "--config"),
+        (
+            &["--calibration", "94", "--calibration-file", s(&cal)],
+            2,
+            "--calibration-file",
+        ),
+        (
+            &[
+                "--serve",
+                "0",
+                "--serve-tls-cert",
+                s(&pem),
+                "--serve-tls-key",
+                s(&pem),
+            ],
+            1,
+            "--serve-tls-cert",
+        ),
+        (
+            &[
+                "--output",
+                "nats://127.0.0.1:1/rows",
+                "--nats-creds",
+                s(&creds),
+            ],
+            2,
+            "--nats-creds",
+        ),
+    ];
+    for (flags, code, flag) in cases {
+        let out = run(&[&base[..], flags].concat());
+        assert_clean_error(&out, code, &[flag, "larger than"]);
+    }
 }

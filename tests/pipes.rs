@@ -305,8 +305,16 @@ fn one_signal_ends_a_run_waiting_for_a_fifo_reader() {
     write_text_samples(&text, &noise(1000, 1));
     let fifo = dir.path().join("out");
     mkfifo(&fifo);
-    for (signal, flag) in [("INT", "--output"), ("TERM", "--meta")] {
-        let args = ["--file", s(&text), "--frame", "64", flag, s(&fifo)];
+    for (signal, flag) in [("INT", "--output"), ("TERM", "--meta"), ("INT", "--events")] {
+        let mut args = vec!["--file", s(&text), "--frame", "64", flag, s(&fifo)];
+        if flag == "--events" {
+            args.extend([
+                "--output",
+                "/dev/null",
+                "--alert",
+                "name=a,band=0-0.5,above=-300",
+            ]);
+        }
         let (out, took) = signalled(&args, Stdio::null(), signal);
         assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
         assert!(took < PROMPT, "{signal}: {took:?}");

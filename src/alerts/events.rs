@@ -4,6 +4,7 @@
 //! at every event; `-` is stdout; a NATS subject gets each line as a core NATS message.
 
 use super::state::Change;
+use crate::error::FftdError;
 use crate::types::number::{push, Syntax};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -77,19 +78,30 @@ pub enum EventWriter {
 }
 
 impl EventWriter {
-    /// Opens `target` (a file is created or appended to; a NATS server must answer now).
+    /// Opens `target` (a file is created or appended to; a FIFO waits for its reader until a
+    /// stop; a NATS server must answer now).
     pub fn open(
         target: &EventsTarget,
         nats: &super::EventsNats,
         retry: Option<crate::source::retry_policy::RetryPolicy>,
-    ) -> Result<Self, String> {
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<Self, FftdError> {
         match target {
             EventsTarget::Stdout => Ok(EventWriter::Stdout),
-            EventsTarget::File(path) => open_append(path)
-                .map(EventWriter::File)
-                .map_err(|e| format!("--events {}: {e}", path.display())),
+            EventsTarget::File(path) => {
+                open_append(path, stop)
+                    .map(EventWriter::File)
+                    .map_err(|e| match e.kind() {
+                        io::ErrorKind::Interrupted => FftdError::Stopped(format!(
+                            "--events {}: stopped while waiting for a reader; nothing was analysed",
+                            path.display()
+                        )),
+                        _ => FftdError::Runtime(format!("--events {}: {e}", path.display())),
+                    })
+            }
             EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0, retry)
-                .map(|n| EventWriter::Nats(Box::new(n))),
+                .map(|n| EventWriter::Nats(Box::new(n)))
+                .map_err(FftdError::Runtime),
         }
     }
 
@@ -128,7 +140,12 @@ impl EventWriter {
     }
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
+/// A regular file appended to; a FIFO (whose open would block until a reader comes, past a
+/// Ctrl-C) opened as every output is (`sink::opening`).
+fn open_append(path: &Path, stop: &std::sync::atomic::AtomicBool) -> io::Result<File> {
+    if crate::sink::opening::is_pipe_path(path) {
+        return crate::sink::opening::create(path, stop);
+    }
     OpenOptions::new().create(true).append(true).open(path)
 }
 

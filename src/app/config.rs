@@ -421,6 +421,14 @@ fn output_spec(o: &mut Options, format: OutputFormat) -> Result<OutputSpec> {
         );
     }
     let png = Settings::check_png(format, to_stdout, o.png_size, o.png_db)?;
+    // ("-" is stdin or stdout elsewhere: as a file's name here it would be a file called "-")
+    for (flag, path) in [("--meta", &o.meta), ("--trace", &o.trace)] {
+        if path.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+            return usage(format!(
+                "{flag} -: give a file's path (stdout is the spectra's)"
+            ));
+        }
+    }
     let read = [
         ("--calibration-file", &o.calibration_file),
         ("--serve-token-file", &o.serve_token_file),

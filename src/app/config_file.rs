@@ -15,8 +15,9 @@ const ECHO_CHARS: usize = 60;
 /// naming the file (and line and key).
 pub(crate) fn load_config_file(path: &Path) -> Result<Options> {
     let shown = path.display();
-    let bytes =
-        std::fs::read(path).map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;
+    // (bounded: a config file is a few KiB, and /dev/zero named by mistake never ends)
+    let bytes = crate::types::small_file::read_at_most(path, 16 << 20)
+        .map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|b| **b == b'\n').count() + 1;

@@ -72,7 +72,10 @@ fn token(o: &Options) -> Result<Option<Token>> {
         }
         (Some(t), None) => (t.clone(), "--serve-token".to_string()),
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| FftdError::io(path, e))?;
+            let text =
+                crate::types::small_file::read_text_at_most(path, 64 * 1024).map_err(|e| {
+                    FftdError::Runtime(format!("--serve-token-file {}: {e}", path.display()))
+                })?;
             let line = text.lines().next().unwrap_or("").trim().to_string();
             (line, format!("--serve-token-file {}", path.display()))
         }

@@ -211,7 +211,8 @@ impl NatsArgs {
 fn credentials(path: &std::path::Path) -> Result<ConnectOptions> {
     let usage = |why: String| FftdError::Usage(format!("--nats-creds {}: {why}", path.display()));
     // read here rather than by async-nats, whose error names the file a second time
-    let text = std::fs::read_to_string(path).map_err(|e| usage(e.to_string()))?;
+    let text = crate::types::small_file::read_text_at_most(path, 1 << 20)
+        .map_err(|e| usage(e.to_string()))?;
     ConnectOptions::with_credentials(&text).map_err(|e| {
         usage(format!(
             "not a valid .creds file: {}",

@@ -395,6 +395,7 @@ pub(super) fn wire_alerts(
     streams: usize,
     live_view: Option<&live_view::LiveView>,
     recorder: Option<crate::record::Recorder>,
+    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &run_spec.alerts;
     if !options.wanted() {
@@ -404,10 +405,9 @@ pub(super) fn wire_alerts(
         .events
         .as_ref()
         .map(|target| {
-            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry)
+            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry, stop)
         })
-        .transpose()
-        .map_err(FftdError::Runtime)?;
+        .transpose()?;
     // (the live view made the feed before it started serving: `LiveView::start`)
     let feed = live_view.and_then(|view| view.hub.alerts.get().cloned());
     let rules = options.rules.clone();

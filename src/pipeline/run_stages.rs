@@ -128,7 +128,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        handoff.alerts = wire_alerts(run_spec, streams.len(), live_view.as_ref(), recorder)?;
+        handoff.alerts = wire_alerts(run_spec, streams.len(), live_view.as_ref(), recorder, stop)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
         handoff.rotations = std::mem::take(&mut sinks.rotations);
         let sequential_done = planned.sequential.remaining() == 0;

@@ -3,6 +3,7 @@
 //! touches any output, so a bad certificate or key stops the run with a one-line error.
 
 use crate::error::{FftdError, Result};
+use crate::types::small_file::read_at_most;
 use std::path::Path;
 use std::sync::Arc;
 use tokio_rustls::rustls;
@@ -10,16 +11,23 @@ use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
+/// The largest certificate chain or key file read (a chain of a few certificates is ~10 KiB).
+const PEM_MOST_BYTES: u64 = 1 << 20;
+
 /// An acceptor for the certificate chain in `cert` and the private key in `key` (PEM).
 pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
     let bad = |flag: &str, path: &Path, why: String| {
         FftdError::Runtime(format!("{flag} {}: {why}", path.display()))
     };
-    // (read first: a missing file is named as such, not as "no certificate")
-    std::fs::metadata(cert).map_err(|e| FftdError::io(cert, e))?;
-    std::fs::metadata(key).map_err(|e| FftdError::io(key, e))?;
-    let chain = CertificateDer::pem_file_iter(cert)
-        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+    // (read first: a missing file is named as such, not as "no certificate"; bounded, so a
+    // device named by mistake is an error rather than memory filled)
+    let read = |flag: &str, path: &Path| {
+        read_at_most(path, PEM_MOST_BYTES).map_err(|e| bad(flag, path, e.to_string()))
+    };
+    let cert_pem = read("--serve-tls-cert", cert)?;
+    let key_pem = read("--serve-tls-key", key)?;
+    let chain = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| {
             bad(
                 "--serve-tls-cert",
@@ -34,7 +42,7 @@ pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
             "no CERTIFICATE in it (expected PEM)".into(),
         ));
     }
-    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+    let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
         bad(
             "--serve-tls-key",
             key,

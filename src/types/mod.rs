@@ -9,6 +9,7 @@ pub(crate) mod number;
 mod precision;
 mod sample;
 mod signals;
+pub(crate) mod small_file;
 mod stream;
 mod text;
 pub(crate) mod tuning;

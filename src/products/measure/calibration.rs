@@ -27,7 +27,7 @@ impl CalibrationCurve {
     /// Reads and parses `path`; the error names the file and line.
     pub fn load(path: &Path) -> Result<Self, String> {
         let shown = path.display().to_string();
-        let text = std::fs::read(path)
+        let text = crate::types::small_file::read_at_most(path, 16 << 20)
             .map_err(|e| format!("--calibration-file {shown}: cannot read it: {e}"))?;
         let text = String::from_utf8_lossy(&text);
         Self::parse(&shown, &text)
