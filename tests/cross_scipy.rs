@@ -116,6 +116,22 @@ fn cross_errors_name_the_flag() {
         args.extend(extra);
         assert_clean_error(&run(&args), 2, needles);
     }
+    // I/Q input: the message names the flag given, not every measurement flag
+    let iq = [
+        "--input-format",
+        "cf32",
+        "--channels",
+        "2",
+        "--cross",
+        "0,1",
+    ];
+    let out = run(&[&base[..2], &iq[..]].concat());
+    assert_clean_error(&out, 2, &["--cross:", "complex (I/Q)"]);
+    assert!(
+        !stderr_text(&out).contains("--levels"),
+        "{}",
+        stderr_text(&out)
+    );
 }
 
 #[test]

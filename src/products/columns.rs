@@ -50,7 +50,11 @@ impl ColumnPlan {
         plan.per_bin = per_bin.max(1);
         if options.measure.is_active() {
             if meta.kind == crate::types::InputKind::Complex {
-                return Err(format!("--calibration/--weighting/--levels/--peaks/--distortion: {} is complex (I/Q) input; measurements are defined on real signals", meta.input));
+                return Err(format!(
+                    "{}: {} is complex (I/Q) input; measurements are defined on real signals",
+                    options.measure.given(),
+                    meta.input
+                ));
             }
             if options.measure.calibrates() {
                 let gains = options.measure.bin_gains(&meta.frequencies(n), n, window);

@@ -71,6 +71,25 @@ impl MeasureOptions {
             || self.cross.is_some()
     }
 
+    /// The measurement flags given, for messages (`--calibration/--levels`).
+    pub(crate) fn given(&self) -> String {
+        let flags = [
+            (self.calibration_db.is_some(), "--calibration"),
+            (self.calibration_file.is_some(), "--calibration-file"),
+            (self.weighting.is_some(), "--weighting"),
+            (self.levels, "--levels"),
+            (self.peaks > 0, "--peaks"),
+            (self.distortion, "--distortion"),
+            (self.cross.is_some(), "--cross"),
+        ];
+        let given: Vec<&str> = flags
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, f)| *f)
+            .collect();
+        given.join("/")
+    }
+
     /// Whether bins get gains (calibration, weighting, levels, peaks, distortion: all but
     /// `--cross`, which takes the complex spectra as they are).
     pub(crate) fn calibrates(&self) -> bool {
