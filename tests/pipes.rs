@@ -323,6 +323,28 @@ fn one_signal_ends_a_run_waiting_for_a_fifo_reader() {
 }
 
 #[test]
+fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
+    // a FIFO with a writer (this test, holding both ends) that sends nothing, read as raw f32
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("in.f32");
+    mkfifo(&fifo);
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO both ways");
+    let args = ["--file", s(&fifo), "--input-format", "f32", "--frame", "64"];
+    let (out, took) = signalled(&args, Stdio::null(), "INT");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        !stderr_text(&out).contains("empty"),
+        "{}",
+        stderr_text(&out)
+    );
+    assert!(took < PROMPT, "{took:?}");
+}
+
+#[test]
 fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
     // stdin is a pipe held open (in the child's handle) with nothing sent
     let (out, took) = signalled(&["--file", "-", "--frame", "64"], Stdio::piped(), "TERM");

@@ -128,6 +128,10 @@ impl SampleSource for RawSource {
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
         let got = self.fill(max_frames.saturating_mul(self.frame_bytes))?;
         if got == 0 && self.offset == 0 {
+            // (a stream stopped before its first sample is an input with none, not an error)
+            if self.reader.stopped() {
+                return Ok(0);
+            }
             return Err(FftdError::input(self.info.name.clone(), "is empty"));
         }
         let whole = got - got % self.frame_bytes;
