@@ -99,8 +99,7 @@ pub(crate) fn check_band_bins(
             continue;
         };
         for stream in streams {
-            let bins = stream.frequencies(n);
-            let freqs = stream.columns.as_deref().unwrap_or(&bins);
+            let freqs = stream.column_frequencies(n);
             if freqs.iter().any(|f| *f >= lo && *f <= hi) {
                 continue;
             }

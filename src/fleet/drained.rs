@@ -27,7 +27,6 @@ pub(crate) struct Drained {
     js: Context,
     /// Each shard's stream, its consumer, and the blocks the consumer gave up on read so far.
     shards: Vec<(Stream, PullConsumer, GivenUpScan)>,
-    consumer: String,
     /// How long blocks still on the queue are waited for.
     wait_for_held: Duration,
     /// Since when the idle worker has seen blocks left on the queue (or could not ask).
@@ -40,7 +39,6 @@ impl Drained {
     pub(crate) fn new(
         js: Context,
         shards: Vec<(Stream, PullConsumer)>,
-        consumer: &str,
         ack_wait: Duration,
     ) -> Self {
         Drained {
@@ -48,7 +46,6 @@ impl Drained {
             shards: (shards.into_iter())
                 .map(|(s, c)| (s, c, GivenUpScan::default()))
                 .collect(),
-            consumer: consumer.to_string(),
             wait_for_held: (ack_wait * HELD_WAITS).min(MOST_HELD_WAIT),
             held_since: None,
             asked: None,
@@ -102,7 +99,7 @@ impl Drained {
             if owed == 0 {
                 continue;
             }
-            given_up.read_on(&self.js, stream, &self.consumer).await?;
+            given_up.read_on(&self.js, stream, &info).await?;
             left += owed.saturating_sub(given_up.blocks.len() as u64);
         }
         Ok(left)

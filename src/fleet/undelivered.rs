@@ -15,6 +15,7 @@
 
 use super::block::BlockHeader;
 use super::connect::one_line;
+use async_nats::jetstream::consumer::Info as ConsumerInfo;
 use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::stream::{RawMessageError, RawMessageErrorKind, Stream};
 use async_nats::jetstream::Context;
@@ -160,8 +161,9 @@ pub(crate) async fn given_up_on(
     work: &Stream,
     consumer: &str,
 ) -> Result<BTreeSet<u64>, String> {
+    let info = (work.consumer_info(consumer).await).map_err(|e| one_line(&e.to_string()))?;
     let mut scan = GivenUpScan::default();
-    scan.read_on(js, work, consumer).await?;
+    scan.read_on(js, work, &info).await?;
     let mut left = BTreeSet::new();
     for seq in scan.blocks {
         if found(work.get_raw_message(seq).await)?.is_some() {
@@ -177,6 +179,8 @@ pub(crate) async fn given_up_on(
 /// recreated (`fftd fleet setup --recreate-consumer`), which delivers them again.
 #[derive(Default)]
 pub(crate) struct GivenUpScan {
+    /// The advisory stream, once looked up.
+    log: Option<Stream>,
     /// The next advisory to read (1: the first).
     next: u64,
     /// Stream sequence numbers of the blocks given up on.
@@ -184,24 +188,28 @@ pub(crate) struct GivenUpScan {
 }
 
 impl GivenUpScan {
+    /// Reads the advisories of `consumer` (its info as the server gave it) on `work` since the
+    /// last read.
     pub(crate) async fn read_on(
         &mut self,
         js: &Context,
         work: &Stream,
-        consumer: &str,
+        consumer: &ConsumerInfo,
     ) -> Result<(), String> {
-        let work_name = work.cached_info().config.name.clone();
-        let log_name = advisory_stream(&work_name);
-        let log = js.get_stream(&log_name).await.map_err(|e| {
-            format!(
-                "stream '{log_name}' ({}; fftd fleet setup makes it)",
-                one_line(&e.to_string())
-            )
-        })?;
-        let created = (work.consumer_info(consumer).await)
-            .map_err(|e| one_line(&e.to_string()))?
-            .created;
-        let subject = advisory_subject(&work_name, consumer);
+        let work_name = &work.cached_info().config.name;
+        let log = match self.log.take() {
+            Some(log) => log,
+            None => {
+                let log_name = advisory_stream(work_name);
+                js.get_stream(&log_name).await.map_err(|e| {
+                    format!(
+                        "stream '{log_name}' ({}; fftd fleet setup makes it)",
+                        one_line(&e.to_string())
+                    )
+                })?
+            }
+        };
+        let subject = advisory_subject(work_name, &consumer.name);
         self.next = self.next.max(1);
         while let Some(message) = found(
             log.get_first_raw_message_by_subject(&subject, self.next)
@@ -211,10 +219,11 @@ impl GivenUpScan {
             let Ok(advisory) = serde_json::from_slice::<MaxDeliveries>(&message.payload) else {
                 continue;
             };
-            if message.time >= created {
+            if message.time >= consumer.created {
                 self.blocks.insert(advisory.stream_seq);
             }
         }
+        self.log = Some(log);
         Ok(())
     }
 }

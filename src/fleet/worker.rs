@@ -219,7 +219,7 @@ fn run_typed<T: Sample>(
     let rows_to = (connected.rows_to.clone(), io.subject.clone());
     let mut flight = InFlight::new(&rt, rows_to, ack_wait, shared);
     let shards = connected.shards.clone();
-    let mut drained = Drained::new(connected.work_js.clone(), shards, &io.consumer, ack_wait);
+    let mut drained = Drained::new(connected.work_js.clone(), shards, ack_wait);
     let consumers: Vec<PullConsumer> = connected.shards.iter().map(|(_, c)| c.clone()).collect();
     let ended = fetch_loop(
         consumers,

@@ -60,20 +60,9 @@ pub struct MeasureOptions {
 pub(crate) const LAST_HARMONIC: usize = 10;
 
 impl MeasureOptions {
-    /// Whether any measurement flag is given.
-    pub(crate) fn is_active(&self) -> bool {
-        self.calibration_db.is_some()
-            || self.calibration_file.is_some()
-            || self.weighting.is_some()
-            || self.levels
-            || self.peaks > 0
-            || self.distortion
-            || self.cross.is_some()
-    }
-
-    /// The measurement flags given, for messages (`--calibration/--levels`).
-    pub(crate) fn given(&self) -> String {
-        let flags = [
+    /// Each measurement flag, and whether it is given.
+    fn flags(&self) -> [(bool, &'static str); 7] {
+        [
             (self.calibration_db.is_some(), "--calibration"),
             (self.calibration_file.is_some(), "--calibration-file"),
             (self.weighting.is_some(), "--weighting"),
@@ -81,9 +70,18 @@ impl MeasureOptions {
             (self.peaks > 0, "--peaks"),
             (self.distortion, "--distortion"),
             (self.cross.is_some(), "--cross"),
-        ];
-        let given: Vec<&str> = flags
-            .iter()
+        ]
+    }
+
+    /// Whether any measurement flag is given.
+    pub(crate) fn is_active(&self) -> bool {
+        self.flags().iter().any(|(given, _)| *given)
+    }
+
+    /// The measurement flags given, for messages (`--calibration/--levels`).
+    pub(crate) fn given(&self) -> String {
+        let flags = self.flags();
+        let given: Vec<&str> = (flags.iter())
             .filter(|(on, _)| *on)
             .map(|(_, f)| *f)
             .collect();
