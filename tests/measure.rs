@@ -317,7 +317,11 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 6] = [
+    let cases: [(&[&str], &[&str]); 7] = [
+        (
+            &["--distortion", "--tone", "30000"],
+            &["--tone 30000", "outside the bins", "0 to 24000 Hz"],
+        ),
         (
             &["--peaks", "2", "--bands", "octave"],
             &["--peaks", "--bands"],

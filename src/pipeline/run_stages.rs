@@ -97,7 +97,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             planned: &planned_rows,
             layout: layout.as_ref(),
         };
-        check_alert_bands(run_spec, streams, planned.frame().0)?; // (before any output opens)
+        check_named_bins(run_spec, streams, planned.frame().0)?; // (before any output opens)
         let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
@@ -438,10 +438,13 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
     }
 }
 
-/// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`).
-fn check_alert_bands(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
+/// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and a
+/// `--tone` outside a stream's bins (`measure::check_tone_bins`).
+fn check_named_bins(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
     let rules = &run_spec.alerts.rules;
-    crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)
+    crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)?;
+    let tone = run_spec.analysis.products.measure.tone_hz;
+    crate::products::measure::check_tone_bins(tone, streams, frame_n).map_err(FftdError::Usage)
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.

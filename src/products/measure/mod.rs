@@ -289,6 +289,31 @@ impl MeasureLayout {
     }
 }
 
+/// A `--tone` outside a stream's bins would give every row NaN figures: refused before the run
+/// writes anything, naming the bins (frames of `n` samples; `--frame whole`: known per input
+/// only, not checked).
+pub(crate) fn check_tone_bins(
+    tone_hz: Option<f64>,
+    streams: &[crate::types::StreamMeta],
+    n: usize,
+) -> Result<(), String> {
+    let Some(hz) = tone_hz.filter(|_| n >= 2) else {
+        return Ok(());
+    };
+    for stream in streams {
+        let freqs = stream.column_frequencies(n);
+        let low = freqs.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = freqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if !(low..=high).contains(&hz) {
+            return Err(format!(
+                "--tone {hz}: outside the bins of {} ({low} to {high} Hz at --frame {n}): give the fundamental's frequency within them",
+                stream.input
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// One stream's part: what its rows' columns are.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamMeasure {
