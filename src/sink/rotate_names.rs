@@ -19,6 +19,10 @@ pub(crate) enum PatternError {
     UnknownField(String, char),
     #[error("{0}: the file-name pattern is not UTF-8")]
     NotText(String),
+    #[error("{0}: a {{seq without its closing brace in the file-name pattern (write {{seq}})")]
+    UnclosedSeq(String),
+    #[error("{0}: names a folder; with --rotate give a file-name pattern in it (such as {0}/spec.f32) or --output-dir")]
+    Folder(String),
 }
 
 /// A checked file-name pattern.
@@ -34,6 +38,14 @@ impl NamePattern {
         let text = path
             .to_str()
             .ok_or_else(|| PatternError::NotText(shown.clone()))?;
+        if text.ends_with(std::path::MAIN_SEPARATOR) || path.is_dir() {
+            return Err(PatternError::Folder(
+                shown.trim_end_matches('/').to_string(),
+            ));
+        }
+        if text.matches("{seq").count() != text.matches("{seq}").count() {
+            return Err(PatternError::UnclosedSeq(shown));
+        }
         let mut chars = text.chars();
         while let Some(c) = chars.next() {
             if c == '%' {
@@ -170,5 +182,21 @@ mod tests {
     fn unknown_fields_are_named() {
         let e = NamePattern::new(Path::new("x-%Q.csv")).unwrap_err();
         assert!(e.to_string().contains("unknown field %Q"), "{e}");
+    }
+
+    #[test]
+    fn an_unclosed_seq_and_a_folder_are_refused() {
+        let e = NamePattern::new(Path::new("x-{seq.csv")).unwrap_err();
+        assert!(
+            e.to_string().contains("a {seq without its closing brace"),
+            "{e}"
+        );
+        let e = NamePattern::new(Path::new("a-{seq}-{seq.csv")).unwrap_err();
+        assert_eq!(e, PatternError::UnclosedSeq("a-{seq}-{seq.csv".into()));
+        let dir = std::env::temp_dir();
+        for folder in [format!("{}/", dir.display()), dir.display().to_string()] {
+            let e = NamePattern::new(Path::new(&folder)).unwrap_err();
+            assert!(e.to_string().contains("names a folder"), "{e}");
+        }
     }
 }
