@@ -224,6 +224,14 @@ mod tests {
                 "c.toml:1: unknown key 'fram' (the keys are the long flag names: file,",
             ),
             (
+                "rate = nan",
+                "c.toml:1: rate = nan: expected a finite number",
+            ),
+            (
+                "\n\ntone = -inf",
+                "c.toml:3: tone = -inf: expected a finite number",
+            ),
+            (
                 "hop = 99999999999999999999",
                 "hop = 99999999999999999999: expected a whole",
             ),

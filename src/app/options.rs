@@ -127,6 +127,7 @@ pub struct Options {
     /// Sample rate in Hz for inputs without a header (text, raw, stdin) and for the microphone
     /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub rate: Option<f64>,
 
     /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
@@ -198,10 +199,12 @@ pub struct Options {
 
     /// Only the bins at or above this frequency in Hz.
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub fmin: Option<f64>,
 
     /// Only the bins at or below this frequency in Hz.
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub fmax: Option<f64>,
 
     /// Band powers instead of bins: mel:N[,htk][,norm=slaney|none][,fmin=HZ][,fmax=HZ] (librosa's
@@ -212,6 +215,7 @@ pub struct Options {
     /// The level in dB a full-scale sine (amplitude 1.0) reads: levels and bins in dB SPL (or
     /// --unit) instead of dBFS (docs/measure.md).
     #[arg(long, value_name = "DB", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub calibration: Option<f64>,
 
     /// A microphone's response, corrected per bin: lines of `Hz dB` (UMIK-1/REW files, comments
@@ -251,12 +255,14 @@ pub struct Options {
 
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub tone: Option<f64>,
     /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
     /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
     /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub center_freq: Option<f64>,
 
     /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
@@ -324,6 +330,7 @@ pub struct Options {
 
     /// Analyse only the first SECONDS of each stream (of signal time; live input stops then too).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub duration: Option<f64>,
 
     /// Transform engine: auto (the faster for each batch, measured, on every GPU worth it), cpu,
@@ -339,6 +346,7 @@ pub struct Options {
 
     /// Longest a frame waits for its batch to fill before it is sent anyway, in ms [default: 5].
     #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub max_latency: Option<f64>,
 
     /// FFT worker threads per device [default: 0 = one per CPU core].
@@ -393,6 +401,7 @@ pub struct Options {
     /// Fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER): exit once no block has come for
     /// SECONDS [default: run until Ctrl-C].
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
+    #[serde(default, deserialize_with = "finite")]
     pub idle_exit: Option<f64>,
 
     // issue 27: the daemon (docs/daemon.md)
@@ -463,6 +472,16 @@ fn whole_number(text: &str) -> std::result::Result<i64, String> {
 }
 
 /// Parses a number flag value of either sign (range checked in `Settings::from_options`).
+/// A config file's number for an `Option<f64>` key: TOML's `nan` and `inf` are no value any
+/// flag takes ("expected a finite number", with the file and line).
+fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    let value = f64::deserialize(d)?;
+    match value.is_finite() {
+        true => Ok(Some(value)),
+        false => Err(serde::de::Error::custom("expected a finite number")),
+    }
+}
+
 fn number(text: &str) -> std::result::Result<f64, String> {
     text.trim()
         .parse()
