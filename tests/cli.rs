@@ -605,6 +605,7 @@ fn stats_and_meta_report_the_run() {
     assert_eq!(m["window"], "hann");
     assert_eq!(m["scale"], "magnitude");
     assert_eq!(m["inputs"][0]["frames"], 19);
+    assert_eq!(m["interrupted"], false);
 }
 
 #[test]
@@ -638,10 +639,13 @@ fn closed_stdout_ends_quietly() {
 #[test]
 fn sigint_drains_queued_frames_and_exits_zero() {
     // stdin stays open: fftd has read 10 frames' worth and waits for more when SIGINT arrives
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meta = dir.path().join("run.json");
     let mut child = fftd()
         .args([
-            "--file", "-", "--frame", "10", "--window", "rect", "--stats",
+            "--file", "-", "--frame", "10", "--window", "rect", "--stats", "--meta",
         ])
+        .arg(&meta)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -672,6 +676,11 @@ fn sigint_drains_queued_frames_and_exits_zero() {
     // 10 whole frames plus the padded tail of the 5 leftover samples
     assert_eq!(parse_rows(&(first + &rest)).len(), 11, "{err}");
     assert!(err.contains("frames in 11, frames out 11"), "{err}");
+    // the sidecar says the rows stop early
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    assert!(doc["error"].is_null(), "{doc}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use crate::error::{FftdError, Result};
 use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::pipeline::spec::RunSpec;
 use crate::sink::destination::Destination;
-use crate::sink::meta::{write_meta, StreamSummary};
+use crate::sink::meta::{write_meta, RunEnd, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
 use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, InputFiles, NamedFile};
@@ -563,13 +563,14 @@ fn values_per_row(run_spec: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) ->
     }
 }
 
-/// `--meta` at the end of a run: what each stream became, and the run's error if it failed.
+/// `--meta` at the end of a run: what each stream became, and the run's error if it failed or
+/// whether a signal stopped it (`interrupted`).
 pub(super) fn write_run_meta(
     run_spec: &RunSpec,
     file: Option<File>,
     (streams, written): (&[StreamMeta], &[super::StreamWritten]),
     (outputs, writer_of): (&[String], &[usize]),
-    error: Option<&FftdError>,
+    (error, interrupted): (Option<&FftdError>, bool),
 ) -> Result<()> {
     let (Some(path), Some(file)) = (&run_spec.output.meta, file) else {
         return Ok(());
@@ -594,6 +595,9 @@ pub(super) fn write_run_meta(
         analysis,
         input_format,
         &summaries,
-        failure.as_deref(),
+        RunEnd {
+            error: failure.as_deref(),
+            interrupted,
+        },
     )
 }

@@ -58,8 +58,8 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         crate::left_behind::skip_driver_exit();
     }
 
+    let interrupted = signals.interrupted.load(Ordering::Relaxed);
     let error = control.take_error().or_else(|| {
-        let interrupted = signals.interrupted.load(Ordering::Relaxed);
         let cut = dispatcher.cut();
         (!interrupted)
             .then(|| stalled_error(&given_up, cut))
@@ -68,7 +68,13 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
     let by_stream = (&planned.streams[..], &written[..]);
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
-    let meta_written = write_run_meta(run_spec, meta_file, by_stream, to, error.as_ref());
+    let meta_written = write_run_meta(
+        run_spec,
+        meta_file,
+        by_stream,
+        to,
+        (error.as_ref(), interrupted),
+    );
     settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline
     let ended = run_report::Ended {

@@ -49,13 +49,20 @@ fn captures(s: &StreamSummary<'_>) -> Option<Vec<serde_json::Value>> {
     )
 }
 
+/// How the run ended, for the sidecar: its error, or whether a signal (Ctrl-C, SIGTERM) stopped
+/// it before its inputs ended (its outputs then stop early, and say so).
+pub(crate) struct RunEnd<'a> {
+    pub error: Option<&'a str>,
+    pub interrupted: bool,
+}
+
 pub(crate) fn write_meta(
     path: &Path,
     file: std::fs::File,
     analysis: &Analysis,
     input_format: Option<InputFormat>,
     streams: &[StreamSummary<'_>],
-    error: Option<&str>,
+    end: RunEnd<'_>,
 ) -> Result<()> {
     let per_stream: Vec<_> = streams
         .iter()
@@ -97,7 +104,8 @@ pub(crate) fn write_meta(
         "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
         "center_hz": first.and_then(|s| s.meta.tuning.as_ref()).and_then(|t| t.single()),
         "inputs": per_stream,
-        "error": error,
+        "error": end.error,
+        "interrupted": end.interrupted,
     });
     let mut doc = doc;
     if let Some(fields) = doc.as_object_mut() {
