@@ -204,6 +204,13 @@ fn a_foreign_host_and_a_foreign_origin_are_refused_and_every_reply_is_hardened()
         assert_eq!(r.status, 200, "{path}");
         assert_security_headers(&r, path);
     }
+    // a second Host or Origin is not looked past
+    let r = get(&addr, &addr, "/healthz", &["Host: evil.example"]);
+    assert_eq!(r.status, 400, "{}", r.head);
+    assert!(r.body.contains("more than one Host header"), "{}", r.body);
+    let own = format!("Origin: http://{addr}");
+    let r = get(&addr, &addr, "/", &[&own, "Origin: http://evil.example"]);
+    assert_eq!(r.status, 400, "{}", r.head);
     let r = get(&addr, &addr, "/no/such/page", &[]);
     assert_eq!(r.status, 404);
     assert!(r.body.contains("no such page: /no/such/page"), "{}", r.body);

@@ -162,6 +162,15 @@ pub(super) async fn check(
 /// cookie); `None`: go on.
 fn admit(guard: &Guard, request: &Request) -> Option<Response> {
     let headers = request.headers();
+    // (one name or origin each: a second could name another server, RFC 9112 section 3.2)
+    for (name, shown) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Some(refuse(
+                StatusCode::BAD_REQUEST,
+                format!("more than one {shown} header"),
+            ));
+        }
+    }
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return Some(refuse(
             StatusCode::BAD_REQUEST,
