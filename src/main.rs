@@ -53,6 +53,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             // and OpenCL is not loaded: nothing reads the environment while it changes.
             unsafe { fftd::pipeline::narrow_gpu_view(&settings) };
             let nats = cli.nats.spec();
+            (settings.run.output.also_read).extend(nats.files_read()); // (never overwritten)
             if let Some(output) = settings.nats_output.as_mut() {
                 output.nats = nats.clone();
             }

@@ -111,6 +111,20 @@ fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
         &["--output", "also an input", "--serve-token-file"],
         &[&token],
     );
+    let creds = d.join("fleet.creds");
+    std::fs::write(&creds, "-----BEGIN NATS USER JWT-----\n").expect("write creds");
+    refused(
+        &[
+            "--file",
+            x_s,
+            "--meta",
+            s(&creds),
+            "--nats-creds",
+            s(&creds),
+        ],
+        &["--meta", "also an input", "--nats-creds"],
+        &[&creds],
+    );
     // a --rotate pattern whose first name is an input: refused as that file would begin
     let first = d.join("spec-000000.f32");
     std::fs::copy(&x, &first).expect("copy");
