@@ -23,6 +23,8 @@ enum Behaviour {
     CloseAfter { commands: usize, bytes: usize },
     /// Not rtl_tcp: an HTTP answer.
     NotRtlTcp,
+    /// Header, `commands` commands, then nothing, the connection held open (at most 60 s).
+    Silent { commands: usize },
 }
 
 /// Samples per second fftd is asked for, and the tone's frequency: bin 50 of 1024.
@@ -61,7 +63,9 @@ fn serve(behaviour: Behaviour) -> Server {
                 let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
                 return;
             }
-            Behaviour::Stream { commands } | Behaviour::CloseAfter { commands, .. } => commands,
+            Behaviour::Stream { commands }
+            | Behaviour::CloseAfter { commands, .. }
+            | Behaviour::Silent { commands } => commands,
         };
         // dongle info: RTL0, tuner 5 (R820T), 29 gain steps
         let mut header = b"RTL0".to_vec();
@@ -75,7 +79,14 @@ fn serve(behaviour: Behaviour) -> Server {
             }
             seen.lock().expect("lock").push(c);
         }
-        stream_tone(&mut socket, behaviour);
+        match behaviour {
+            // (until the client goes: its read sees the end of the connection)
+            Behaviour::Silent { .. } => {
+                let _ = socket.set_read_timeout(Some(Duration::from_secs(60)));
+                let _ = socket.read(&mut [0u8; 1]);
+            }
+            _ => stream_tone(&mut socket, behaviour),
+        }
     });
     Server {
         port,
@@ -251,6 +262,22 @@ fn a_lost_connection_is_one_line_naming_it() {
 }
 
 #[test]
+fn a_server_that_stops_sending_is_one_line_naming_it() {
+    let server = serve(Behaviour::Silent { commands: 1 });
+    let address = url(server.port);
+    let out = run(&["--file", &address, "--frame", "1024", "--format", "csv"]);
+    assert_clean_error(
+        &out,
+        1,
+        &[
+            &format!("{address}: connection lost after 0 I/Q samples"),
+            "no samples for 5 s",
+        ],
+    );
+    server.thread.join().expect("server");
+}
+
+#[test]
 fn not_rtl_tcp_and_refused_connections_are_one_line() {
     let server = serve(Behaviour::NotRtlTcp);
     let address = url(server.port);
@@ -274,6 +301,8 @@ fn not_rtl_tcp_and_refused_connections_are_one_line() {
     assert_clean_error(&out, 2, &["--gain", "auto"]);
     let out = run(&["--file", &url(port), "--realtime"]);
     assert_clean_error(&out, 2, &["--realtime", "live"]);
+    let out = run(&["--file", &url(port), "--input-format", "cs16"]);
+    assert_clean_error(&out, 2, &["--input-format cs16", "send their own format"]);
     let out = run(&["--file", &url(port), "--rate", "1000000.5"]);
     assert_clean_error(&out, 2, &["--rate 1000000.5", "whole number"]);
 }

@@ -316,6 +316,9 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         }
     }
     check_radio(o.center_freq, o.gain.is_some(), o.realtime, &input)?;
+    if let Some(format) = o.input_format.filter(|_| !input.takes_input_format()) {
+        return usage(format!("--input-format {}: reads files and stdin; the microphone and receivers (rtl_tcp://, soapy://) send their own format", format.name()));
+    }
     let max_channels = Some(limits::MAX_CHANNELS as u64);
     let channels = (o.channels)
         .map(|c| in_range("--channels", c, 1, max_channels, "channels"))

@@ -14,7 +14,8 @@
 //! rtl_tcp has no acknowledgement: the first samples may predate the commands taking effect.
 //! The stream is live (frames the analysis cannot keep up with are dropped and counted, as for
 //! `--mic`); SIGINT/SIGTERM end it cleanly. The connection closing or failing is an error naming
-//! the address and how many samples came; there is no reconnecting.
+//! the address and how many samples came, and so is a connection that stays open with no samples
+//! for 5 s (`SILENCE`); `--retry` reconnects after either.
 
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
@@ -37,6 +38,11 @@ pub(crate) const DEFAULT_RATE: f64 = 2_048_000.0;
 const HANDSHAKE: Duration = Duration::from_secs(5);
 /// How often a read waiting for data looks at the stop request.
 const STOP_POLL: Duration = Duration::from_millis(50);
+/// Longest wait for samples once streaming: a receiver that keeps its connection open but sends
+/// nothing for this long has stopped (a dongle pulled out under rtl_tcp, a stalled server), as a
+/// SoapySDR device has (`soapy::LOST_AFTER`). At rtl_tcp's lowest rate (225 kS/s) a real one
+/// sends a USB transfer every 0.3 s.
+const SILENCE: Duration = Duration::from_secs(5);
 /// The most bytes one read asks for.
 const MAX_READ: usize = 1 << 20;
 
@@ -293,6 +299,14 @@ fn read_header(socket: &mut TcpStream, url: &str, stop: &AtomicBool) -> Result<[
     Ok(header)
 }
 
+/// Why a connection with no samples for `SILENCE` is given up.
+fn silent() -> String {
+    format!(
+        "no samples for {} s: the receiver stopped sending",
+        SILENCE.as_secs()
+    )
+}
+
 /// A read that timed out (or was interrupted): nothing has come yet.
 fn waiting(e: &io::Error) -> bool {
     matches!(
@@ -342,6 +356,7 @@ impl SampleSource for RtlTcpSource {
             max_frames.max(1).saturating_mul(2).min(MAX_READ) - self.carry.is_some() as usize;
         self.bytes.resize(want.max(1), 0);
         let start = out.len();
+        let asked = Instant::now();
         while out.len() == start {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(0);
@@ -349,7 +364,8 @@ impl SampleSource for RtlTcpSource {
             let got = match self.socket.read(&mut self.bytes) {
                 Ok(0) => return Err(self.lost("closed by the server".into())),
                 Ok(n) => n,
-                Err(e) if waiting(&e) => continue,
+                Err(e) if waiting(&e) && asked.elapsed() < SILENCE => continue,
+                Err(e) if waiting(&e) => return Err(self.lost(silent())),
                 Err(e) => return Err(self.lost(e.to_string())),
             };
             self.received += got as u64;

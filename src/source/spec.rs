@@ -27,6 +27,13 @@ impl Input {
         super::rtl_tcp::among(self) || self.has_soapy()
     }
 
+    /// Whether some input is read in an `--input-format`: a file or stdin, not the microphone
+    /// nor a receiver (each sends its own format).
+    pub(crate) fn takes_input_format(&self) -> bool {
+        let receiver = |p: &String| super::rtl_tcp::is_rtl_tcp(p) || super::soapy::is_soapy(p);
+        matches!(self, Input::Files(f) if !f.iter().all(receiver))
+    }
+
     /// Whether an input is a SoapySDR device.
     pub(crate) fn has_soapy(&self) -> bool {
         matches!(self, Input::Files(f) if f.iter().any(|p| super::soapy::is_soapy(p)))
