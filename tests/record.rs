@@ -182,4 +182,16 @@ fn recording_flags_are_checked() {
     assert_clean_error(&out, 2, &["--pre 3", "duration"]);
     let out = run(&[&base[..], &["--post", "1s"]].concat());
     assert_clean_error(&out, 2, &["--record-on-alert"]);
+    // a pre-roll no machine holds: two hours at 1 GHz
+    let wide = ["--alert", "name=a,band=0-1e8,above=0", "--rate", "1e9"];
+    let roll = [
+        "--record-on-alert",
+        s(dir.path()),
+        "--pre",
+        "1h",
+        "--post",
+        "1h",
+    ];
+    let out = run(&[&base[..], &wide, &roll].concat());
+    assert_clean_error(&out, 2, &["--pre 3600 s", "GiB of memory", "shorten"]);
 }

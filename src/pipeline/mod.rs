@@ -423,10 +423,17 @@ pub(super) fn wire_alerts(
 pub(super) fn tap_sources(
     run_spec: &RunSpec,
     sequential: &mut [SequentialInput],
-) -> Option<crate::record::Recorder> {
-    let options = run_spec.record.clone()?;
+) -> Result<Option<crate::record::Recorder>> {
+    let Some(options) = run_spec.record.clone() else {
+        return Ok(None);
+    };
     let epoch = crate::sink::rotate::now_epoch();
     let mut recorder = crate::record::Recorder::new(options, epoch);
+    let infos = sequential.iter().filter_map(|input| match input {
+        SequentialInput::Open(plan) => Some(plan.source.info()),
+        _ => None,
+    });
+    recorder.check_memory(infos).map_err(FftdError::Usage)?;
     for input in sequential.iter_mut() {
         if let SequentialInput::Open(plan) = input {
             let streams = plan.splitter.streams();
@@ -434,7 +441,7 @@ pub(super) fn tap_sources(
             crate::record::tap::wrap(&mut plan.source, ring);
         }
     }
-    Some(recorder)
+    Ok(Some(recorder))
 }
 
 /// The error of a run that gave up stalled lanes after a stop that was not SIGINT/SIGTERM (a

@@ -452,7 +452,7 @@ impl Planned {
             mut streams,
             framing,
         } = plan_streams(run_spec, stop, reading)?;
-        let recorder = tap_sources(run_spec, &mut sequential);
+        let recorder = tap_sources(run_spec, &mut sequential)?;
         let products = &run_spec.analysis.products;
         let look = (run_spec.analysis.scale, run_spec.analysis.window);
         let shaping =

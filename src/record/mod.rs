@@ -89,6 +89,44 @@ impl Recorder {
         }
     }
 
+    /// Values per sample frame of `info`'s ring, and the frames it holds at most: `--pre`,
+    /// `--post` and the tap's lag (`tap::LAG_S`).
+    fn ring_size(&self, info: &crate::source::SourceInfo) -> (usize, f64) {
+        let complex = info.kind == crate::types::InputKind::Complex;
+        let width = info.channels * if complex { 2 } else { 1 };
+        let frames = ((self.options.pre + self.options.post + tap::LAG_S) * info.rate).ceil();
+        (width, frames)
+    }
+
+    /// The rings of `sources` must fit in half of this machine's memory (the bound the batch
+    /// buffers keep, `limits::max_batch_frames`), else a usage error naming the flags: a ring
+    /// fills as the run goes, so one too large would end the run hours in, killed for memory.
+    pub(crate) fn check_memory<'a>(
+        &self,
+        sources: impl Iterator<Item = &'a crate::source::SourceInfo>,
+    ) -> Result<(), String> {
+        let Some(total) = crate::limits::physical_memory_bytes() else {
+            return Ok(());
+        };
+        let bytes: f64 = sources
+            .map(|info| {
+                let (width, frames) = self.ring_size(info);
+                width as f64 * frames * std::mem::size_of::<f32>() as f64
+            })
+            .sum();
+        if bytes <= total as f64 / 2.0 {
+            return Ok(());
+        }
+        let gib = |b: f64| b / f64::from(1u32 << 30);
+        Err(format!(
+            "--record-on-alert: --pre {} s and --post {} s of the inputs need {:.1} GiB of memory for the pre-roll, more than half of this machine's {:.1} GiB: shorten them",
+            crate::types::shown(self.options.pre),
+            crate::types::shown(self.options.post),
+            gib(bytes),
+            gib(total as f64)
+        ))
+    }
+
     /// Taps a source feeding streams `first_stream..first_stream + streams`: the ring to wrap it
     /// with (`tap::TapSource`).
     pub(crate) fn tap(
@@ -97,9 +135,7 @@ impl Recorder {
         first_stream: usize,
         streams: usize,
     ) -> Arc<Mutex<Ring>> {
-        let complex = info.kind == crate::types::InputKind::Complex;
-        let width = info.channels * if complex { 2 } else { 1 };
-        let frames = ((self.options.pre + self.options.post + tap::LAG_S) * info.rate).ceil();
+        let (width, frames) = self.ring_size(info);
         let ring = Arc::new(Mutex::new(Ring::new(width, frames as usize)));
         self.sources.push(Tapped {
             ring: ring.clone(),
@@ -108,7 +144,7 @@ impl Recorder {
             shape: Shape {
                 rate: info.rate,
                 width,
-                complex,
+                complex: info.kind == crate::types::InputKind::Complex,
             },
         });
         ring
