@@ -404,4 +404,23 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
     let bad = dir.path().join("x-%Q.csv");
     let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&bad)]);
     assert_clean_error(&out, 2, &["%Q"]);
+    // a folder named by --output would get its files beside it; --output-dir is the way
+    let folder = dir.path().join("out");
+    std::fs::create_dir(&folder).expect("mkdir");
+    let slashed = format!("{}/", s(&folder));
+    for named in [s(&folder), &slashed] {
+        let args = ["--file", s(&input), "--rotate", "1h", "--output", named];
+        assert_clean_error(&run(&args), 2, &["names a folder", "--output-dir"]);
+    }
+    let base = ["--file", s(&input), "--format", "csv", "--rotate", "1h"];
+    for named in [s(&folder), &slashed] {
+        let out = run(&[&base[..], &["--output-dir", named]].concat());
+        assert!(out.status.success(), "{}", common::stderr_text(&out));
+    }
+    assert_eq!(files(&folder, ".csv").len(), 1, "{:?}", files(&folder, ""));
+    let beside = std::fs::read_dir(dir.path()).expect("ls").flatten();
+    let beside: Vec<_> = (beside.map(|e| e.file_name()))
+        .filter(|name| name != "out" && name != "x.f32")
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 }

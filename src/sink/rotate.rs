@@ -155,8 +155,12 @@ pub(crate) fn check_rotate(
         return Ok(());
     }
     let path = match (output, output_dir) {
-        (Some(p), _) if p.as_os_str() != "-" && !p.to_string_lossy().contains("://") => p,
-        (_, Some(dir)) => dir,
+        (Some(p), _) if p.as_os_str() != "-" && !p.to_string_lossy().contains("://") => {
+            not_a_folder(p)?;
+            p.to_path_buf()
+        }
+        // (each stream's file is named in the folder, whose own name may hold fields)
+        (_, Some(dir)) => dir.join("stream.csv"),
         _ => {
             return Err(
                 "--rotate splits output files: give --output FILE or --output-dir DIR (not stdout or NATS)"
@@ -164,15 +168,28 @@ pub(crate) fn check_rotate(
             )
         }
     };
-    if super::opening::is_stream_path(path) {
+    if super::opening::is_stream_path(&path) {
         return Err(format!(
             "--rotate {}: a FIFO or device cannot be split into files",
             path.display()
         ));
     }
-    NamePattern::new(path)
+    NamePattern::new(&path)
         .map(drop)
         .map_err(|e| format!("--rotate: {e}"))
+}
+
+/// `--output PATH --rotate`: a folder (one that exists, or a path ending in a separator) has
+/// no file name to number, and the files would go beside it.
+fn not_a_folder(path: &Path) -> Result<(), String> {
+    let text = path.to_string_lossy();
+    if !(text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR) || path.is_dir()) {
+        return Ok(());
+    }
+    Err(format!(
+        "--rotate: --output {text} names a folder: give a file-name pattern in it (such as {}) or --output-dir {text}",
+        path.join("spec.csv").display()
+    ))
 }
 
 /// Where a row's time on the calendar comes from.

@@ -21,8 +21,6 @@ pub(crate) enum PatternError {
     NotText(String),
     #[error("{0}: a {{seq without its closing brace in the file-name pattern (write {{seq}})")]
     UnclosedSeq(String),
-    #[error("{0}: names a folder; with --rotate give a file-name pattern in it (such as {0}/spec.f32) or --output-dir")]
-    Folder(String),
 }
 
 /// A checked file-name pattern.
@@ -38,12 +36,7 @@ impl NamePattern {
         let text = path
             .to_str()
             .ok_or_else(|| PatternError::NotText(shown.clone()))?;
-        if text.ends_with(std::path::MAIN_SEPARATOR) || path.is_dir() {
-            return Err(PatternError::Folder(
-                shown.trim_end_matches('/').to_string(),
-            ));
-        }
-        if text.matches("{seq").count() != text.matches("{seq}").count() {
+        if has_unclosed_seq(text) {
             return Err(PatternError::UnclosedSeq(shown));
         }
         let mut chars = text.chars();
@@ -120,6 +113,15 @@ pub(crate) fn literal_folder(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether `text` has a `{seq` that is not `{seq}` nor the start of a longer word (`{sequence}`
+/// is a name of the user's, taken as it is).
+fn has_unclosed_seq(text: &str) -> bool {
+    text.match_indices("{seq").any(|(at, _)| {
+        let next = text[at + "{seq".len()..].chars().next();
+        !next.is_some_and(|c| c == '}' || c.is_alphanumeric() || c == '_')
+    })
+}
+
 /// Whether `text` holds a `%` field or `{seq}`.
 pub(crate) fn has_fields(text: &str) -> bool {
     text.contains('%') || text.contains("{seq}")
@@ -185,18 +187,18 @@ mod tests {
     }
 
     #[test]
-    fn an_unclosed_seq_and_a_folder_are_refused() {
+    fn an_unclosed_seq_is_refused() {
         let e = NamePattern::new(Path::new("x-{seq.csv")).unwrap_err();
         assert!(
             e.to_string().contains("a {seq without its closing brace"),
             "{e}"
         );
-        let e = NamePattern::new(Path::new("a-{seq}-{seq.csv")).unwrap_err();
-        assert_eq!(e, PatternError::UnclosedSeq("a-{seq}-{seq.csv".into()));
-        let dir = std::env::temp_dir();
-        for folder in [format!("{}/", dir.display()), dir.display().to_string()] {
-            let e = NamePattern::new(Path::new(&folder)).unwrap_err();
-            assert!(e.to_string().contains("names a folder"), "{e}");
+        for bad in ["a-{seq}-{seq.csv", "a-{seq", "{seq-%H.csv"] {
+            let e = NamePattern::new(Path::new(bad)).unwrap_err();
+            assert_eq!(e, PatternError::UnclosedSeq(bad.into()));
         }
+        // a name of the user's that begins the same way is taken as it is
+        let p = NamePattern::new(Path::new("{sequence}/a-%H.csv")).unwrap();
+        assert_eq!(p.render(0.0, 0), PathBuf::from("{sequence}/a-00.csv"));
     }
 }
