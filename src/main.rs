@@ -80,6 +80,7 @@ fn run_worker(
     nats: &fftd::fleet::connect::NatsArgs,
     signals: &fftd::types::Signals,
 ) -> Result<(), FftdError> {
+    fftd::pipeline::refuse_overwriting_worker_inputs(&settings.run)?;
     let counts = fftd::fleet::worker::run_worker(
         &settings.analysis,
         &settings.engine.device,

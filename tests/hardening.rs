@@ -125,6 +125,17 @@ fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
         &["--meta", "also an input", "--nats-creds"],
         &[&creds],
     );
+    // a fleet worker's --meta too, before it connects
+    let worker = ["--file", "nats://127.0.0.1:9/FRAMES/w", "--output"];
+    let worker = [
+        &worker[..],
+        &["nats://127.0.0.1:9/SPECTRA.x", "--nats-creds", s(&creds)],
+    ];
+    refused(
+        &[&worker.concat()[..], &["--meta", s(&creds)]].concat(),
+        &["--meta", "also an input", "--nats-creds"],
+        &[&creds],
+    );
     // a --rotate pattern whose first name is an input: refused as that file would begin
     let first = d.join("spec-000000.f32");
     std::fs::copy(&x, &first).expect("copy");
@@ -269,6 +280,62 @@ fn a_text_file_with_a_byte_order_mark_reads_like_one_without() {
     assert!(b.status.success(), "{}", stderr_text(&b));
     assert_eq!(a.stdout, b.stdout);
     assert!(!a.stdout.is_empty());
+}
+
+#[test]
+fn one_csv_header_for_streams_with_other_bins_is_refused_before_writing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.f32"), dir.path().join("b.f32"));
+    write_f32(&a, &noise(64, 1));
+    write_f32(&b, &noise(64, 2));
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let out_csv = dir.path().join("out.csv");
+    let csv = [
+        "--format",
+        "csv",
+        "--frame",
+        "8",
+        "--rate",
+        "1000",
+        "--output",
+        s(&out_csv),
+    ];
+    // the same rate: one header labels both
+    let out = run(&[&["--file", s(&a), "--file", s(&b)][..], &csv].concat());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    // the WAV's own 16 kHz against 1 kHz: refused before a byte is written
+    std::fs::remove_file(&out_csv).expect("rm");
+    let out = run(&[&["--file", s(&a), "--file", s(&wav)][..], &csv].concat());
+    assert_clean_error(
+        &out,
+        2,
+        &["one header cannot label", "tones.wav", "--output-dir"],
+    );
+    assert!(!out_csv.exists());
+}
+
+#[test]
+fn text_with_no_line_end_is_refused_not_read_into_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = dir.path().join("long.txt");
+    std::fs::write(&long, "1".repeat(100 << 10)).expect("write");
+    for input in [s(&long), "/dev/zero"] {
+        let out = run(&[
+            "--file",
+            input,
+            "--input-format",
+            "text",
+            "--max-frames",
+            "1",
+        ]);
+        assert_clean_error(&out, 1, &[input, "line 1", "no line end within 64 KiB"]);
+    }
+    // a long comment is still a comment
+    let commented = dir.path().join("commented.txt");
+    let text = format!("# {}\n1\n2\n3\n4\n", "c".repeat(60 << 10));
+    std::fs::write(&commented, text).expect("write");
+    let out = run(&["--file", s(&commented), "--frame", "4"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
 }
 
 /// Asserts `out` is a one-line error (exit `code`) holding `needles` and no control byte but

@@ -256,8 +256,12 @@ fn sigmf_recordings_of_the_sigmf_package_equal_numpy_and_carry_their_centres() {
     let out = run(&["--file", s(&meta), "--file", s(&other), "--format", "csv"]);
     assert_clean_error(&out, 2, &["center_hz", "--output-dir"]);
     let both = ["--file", s(&meta), "--file", s(&other), "--format", "csv"];
-    let out = run(&[&both[..], &["--center-freq", "1e6"]].concat());
+    // one centre for both, and the raw input at the recording's rate: one header labels both
+    let out = run(&[&both[..], &["--center-freq", "1e6", "--rate", "2e6"]].concat());
     assert_silent_success(&out);
+    // at another rate its bins are not the recording's
+    let out = run(&[&both[..], &["--center-freq", "1e6", "--rate", "1e6"]].concat());
+    assert_clean_error(&out, 2, &["one header cannot label", "tone.cu8"]);
     assert_eq!(
         centres,
         ["100000000.0", "100000000.0", "101500000.0", "101500000.0"]
@@ -550,6 +554,12 @@ fn rtl_power_rows_parse_back_to_the_averaged_db() {
     ]
     .concat());
     assert_clean_error(&out, 2, &["--format rtl-power writes dB"]);
+    // and so are columns that are not bins (they were written as dB bins past Nyquist)
+    for extra in [&["--peaks", "2"][..], &["--levels", "--distortion"]] {
+        let rtl_power = ["--format", "rtl-power"];
+        let out = run(&[&file[..], CENTRE, &rtl_power, extra].concat());
+        assert_clean_error(&out, 2, &["rtl-power writes dB bins only", extra[0]]);
+    }
 }
 
 #[test]

@@ -483,7 +483,8 @@ fn products_and_scale(
     };
     products.check().map_err(FftdError::Usage)?;
     let bands = products.bands.is_some();
-    crate::sink::rtl_power::check(o.format, &mut o.scale, bands, &mut o.fftshift)?;
+    let columns = (bands, products.measure.column_flags());
+    crate::sink::rtl_power::check(o.format, &mut o.scale, columns, &mut o.fftshift)?;
     let scale = o.scale.unwrap_or(Scale::Magnitude);
     let image = o.format == Some(OutputFormat::Png);
     if let Some(cross) = o.cross {

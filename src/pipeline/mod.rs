@@ -185,6 +185,18 @@ impl Control {
     }
 }
 
+/// A fleet worker's own files (`--meta`, `--trace`, `--events`) against the files it reads
+/// (`--config`, the `--nats-*` files): the check a run makes before it writes anything
+/// (`outputs::refuse_overwriting_inputs`), for a worker, which writes no rows to files.
+pub fn refuse_overwriting_worker_inputs(run_spec: &RunSpec) -> Result<()> {
+    let no_rows = outputs::OutputPlan {
+        files: Vec::new(),
+        lazy: false,
+        writer_of: Vec::new(),
+    };
+    outputs::refuse_overwriting_inputs(run_spec, &no_rows)
+}
+
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)
 /// and, with `--serve`, once interrupted after that.
 pub fn run(run_spec: &RunSpec, signals: Signals) -> Result<()> {

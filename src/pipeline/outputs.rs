@@ -44,7 +44,11 @@ pub(super) struct OutputPlan {
 
 /// Decides the outputs (nothing is opened yet): one file per stream with `--output-dir`, else one
 /// output shared by every stream (which the format must be able to tell apart).
-pub(super) fn plan_outputs(run_spec: &RunSpec, streams: &[StreamMeta]) -> Result<OutputPlan> {
+pub(super) fn plan_outputs(
+    run_spec: &RunSpec,
+    streams: &[StreamMeta],
+    n: usize,
+) -> Result<OutputPlan> {
     let format = run_spec.analysis.format;
     // the folder was checked (`check_destinations`) before any input was read
     if let Some(dir) = &run_spec.output.output_dir {
@@ -71,11 +75,11 @@ pub(super) fn plan_outputs(run_spec: &RunSpec, streams: &[StreamMeta]) -> Result
             format.name()
         )));
     }
-    // a retuned recording's csv rows have a center_hz column (`sink::csv`): one header for all
-    if format == OutputFormat::Csv && streams.iter().any(|s| s.retuned() != streams[0].retuned()) {
-        return Err(FftdError::Usage(
-            "a retuned SigMF recording's csv rows carry a center_hz column the other inputs' lack: write them with --output-dir DIR".into(),
-        ));
+    if format == OutputFormat::Csv {
+        let written: Vec<&StreamMeta> = (streams.iter())
+            .filter(|s| cross.is_none_or(|c| s.channel == Some(c.a)))
+            .collect();
+        crate::sink::csv::check_one_header(&written, n).map_err(FftdError::Usage)?;
     }
     Ok(OutputPlan {
         files: vec![run_spec.output.output.clone()],
@@ -498,7 +502,7 @@ impl<T: Sample> Sinks<T> {
         started: Instant,
     ) -> Result<Sinks<T>> {
         let streams = rows.streams;
-        let plan = plan_outputs(run_spec, streams)?;
+        let plan = plan_outputs(run_spec, streams, rows.frame.0)?;
         refuse_overwriting_inputs(run_spec, &plan)?;
         // --meta is written at the end, but a place that cannot take it is found now
         let meta_file = (run_spec.output.meta.as_ref())

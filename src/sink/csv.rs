@@ -38,6 +38,32 @@ fn push_bin_headers(out: &mut Vec<u8>, frequencies: &[f64], complex: bool) {
     }
 }
 
+/// One csv output's header labels every stream's rows: the `streams` written to it (frames of
+/// `n` samples; `--frame whole`, below 2, is checked row by row, `width_error`) must have the
+/// same columns and kind, and a retuned recording's `center_hz` column or none alike.
+pub(crate) fn check_one_header(streams: &[&StreamMeta], n: usize) -> Result<(), String> {
+    let Some((first, rest)) = streams.split_first() else {
+        return Ok(());
+    };
+    if rest.iter().any(|s| s.retuned() != first.retuned()) {
+        return Err("a retuned SigMF recording's csv rows carry a center_hz column the other inputs' lack: write them with --output-dir DIR".into());
+    }
+    let columns = (n >= 2).then(|| first.column_frequencies(n));
+    let differs = |s: &StreamMeta| {
+        s.kind != first.kind
+            || columns
+                .as_ref()
+                .is_some_and(|c| *c != s.column_frequencies(n))
+    };
+    match rest.iter().find(|s| differs(s)) {
+        Some(other) => Err(format!(
+            "--format csv: one header cannot label the bins of both {} and {} (another rate, centre, kind or --frame): write them with --output-dir DIR",
+            first.input, other.input
+        )),
+        None => Ok(()),
+    }
+}
+
 impl<T: Sample> Encoder<T> for CsvEncoder {
     fn encode(&self, row: &SpectrumRow<'_, T>, out: &mut Vec<u8>) {
         // writing into a Vec cannot fail

@@ -69,11 +69,16 @@ impl Default for RtlPowerEncoder {
 pub(crate) fn check(
     format: Option<OutputFormat>,
     scale: &mut Option<Scale>,
-    bands: bool,
+    (bands, column_flags): (bool, String),
     fftshift: &mut bool,
 ) -> Result<()> {
     if format != Some(OutputFormat::RtlPower) {
         return Ok(());
+    }
+    if !column_flags.is_empty() {
+        return Err(FftdError::Usage(format!(
+            "--format rtl-power writes dB bins only: {column_flags} go to text, csv, ndjson, f32 or npy"
+        )));
     }
     match scale {
         None | Some(Scale::Db) => *scale = Some(Scale::Db),

@@ -9,7 +9,12 @@ use super::{overflows, SampleSource, SourceInfo, BEYOND_F32};
 use crate::error::{FftdError, Result};
 use crate::types::Precision;
 use crate::types::{escaped, InputKind};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
+
+/// The longest line read: a sample line is a few dozen bytes, a comment a few hundred. Input
+/// with no line end within this is not text (a binary file taken as text for want of a known
+/// extension, `/dev/zero`), and reading on would fill memory.
+const MAX_LINE_BYTES: usize = 64 << 10;
 
 pub struct TextSource {
     info: SourceInfo,
@@ -61,14 +66,20 @@ impl TextSource {
     fn next_sample(&mut self) -> Result<Option<(f64, Option<f64>)>> {
         loop {
             self.line.clear();
-            let n = self
-                .reader
+            let n = (&mut self.reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
                 .read_until(b'\n', &mut self.line)
                 .map_err(|e| FftdError::io(&self.info.name, e))?;
             if n == 0 {
                 return Ok(None);
             }
             self.line_no += 1;
+            if n > MAX_LINE_BYTES {
+                return Err(self.error(format!(
+                    "no line end within {} KiB: not text of one sample per line (for a binary file, give --input-format)",
+                    MAX_LINE_BYTES >> 10
+                )));
+            }
             self.saw_lines = true;
             let text = match std::str::from_utf8(&self.line) {
                 // a UTF-8 byte-order mark (Windows editors, Excel exports) opens the first line

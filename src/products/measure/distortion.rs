@@ -30,6 +30,14 @@ const NONE: Distortion = Distortion {
     tone_hz: f64::NAN,
 };
 
+/// The column of evenly spaced `frequencies` nearest `hz` (`--tone`), None when `hz` is more than
+/// half a column beyond either end.
+pub(crate) fn tone_column(frequencies: &[f64], hz: f64) -> Option<usize> {
+    let (first, second) = (*frequencies.first()?, *frequencies.get(1)?);
+    let k = ((hz - first) / (second - first)).round();
+    (k >= 0.0 && k < frequencies.len() as f64).then_some(k as usize)
+}
+
 /// The figures of a row of `power` at evenly spaced `frequencies`.
 pub(crate) fn measure(
     frequencies: &[f64],
@@ -46,13 +54,10 @@ pub(crate) fn measure(
     // columns starting at 0 Hz: the DC lobe is not signal
     let dc_end = if frequencies[0] == 0.0 { lobe + 1 } else { 0 };
     let k0 = match tone_hz {
-        Some(hz) => {
-            let k = index(hz);
-            if k < 0.0 || k >= len as f64 {
-                return NONE;
-            }
-            k as usize
-        }
+        Some(hz) => match tone_column(&frequencies[..len], hz) {
+            Some(k) => k,
+            None => return NONE,
+        },
         None => match (dc_end..len).max_by(|&a, &b| power[a].total_cmp(&power[b])) {
             Some(k) => k,
             None => return NONE,
@@ -94,5 +99,23 @@ pub(crate) fn measure(
         sinad_db: ratio(total, rest),
         snr_db: ratio(fundamental, rest - harmonics),
         tone_hz: tone,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tone_within_half_a_column_of_either_end_has_a_column() {
+        // --fmin 1000 at 48 kHz, frame 1024: columns every 46.875 Hz from 1031.25
+        let columns: Vec<f64> = (22..=64).map(|k| k as f64 * 46.875).collect();
+        assert_eq!(tone_column(&columns, 1031.25), Some(0));
+        assert_eq!(tone_column(&columns, 1010.0), Some(0));
+        assert_eq!(tone_column(&columns, 1000.0), None);
+        assert_eq!(tone_column(&columns, 3000.0), Some(42));
+        assert_eq!(tone_column(&columns, 3020.0), Some(42));
+        assert_eq!(tone_column(&columns, 3030.0), None);
+        assert_eq!(tone_column(&columns[..1], 1031.25), None);
     }
 }

@@ -31,7 +31,7 @@ pub mod weighting;
 
 use super::Finish;
 use crate::fft::Scale;
-use crate::types::Sample;
+use crate::types::{shown, Sample};
 use crate::window::WindowKind;
 use calibration::CalibrationCurve;
 use std::sync::Arc;
@@ -83,6 +83,19 @@ impl MeasureOptions {
         let flags = self.flags();
         let given: Vec<&str> = (flags.iter())
             .filter(|(on, _)| *on)
+            .map(|(_, f)| *f)
+            .collect();
+        given.join("/")
+    }
+
+    /// The flags given that add columns after the bins (`--levels`, `--peaks`, `--distortion`)
+    /// or replace them (`--cross`), for messages of formats that carry bins only; empty when
+    /// none is given.
+    pub(crate) fn column_flags(&self) -> String {
+        let flags = self.flags();
+        let adding = ["--levels", "--peaks", "--distortion", "--cross"];
+        let given: Vec<&str> = (flags.iter())
+            .filter(|(on, flag)| *on && adding.contains(flag))
             .map(|(_, f)| *f)
             .collect();
         given.join("/")
@@ -302,14 +315,22 @@ pub(crate) fn check_tone_bins(
     };
     for stream in streams {
         let freqs = stream.column_frequencies(n);
+        if distortion::tone_column(&freqs, hz).is_some() {
+            continue;
+        }
         let low = freqs.iter().copied().fold(f64::INFINITY, f64::min);
         let high = freqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if !(low..=high).contains(&hz) {
-            return Err(format!(
-                "--tone {hz}: outside the bins of {} ({low} to {high} Hz at --frame {n}): give the fundamental's frequency within them",
-                stream.input
-            ));
-        }
+        let cropped = match stream.columns {
+            Some(_) => ", as --fmin/--fmax crop them",
+            None => "",
+        };
+        return Err(format!(
+            "--tone {}: outside the bins of {} ({} to {} Hz at --frame {n}{cropped}): give the fundamental's frequency within them",
+            shown(hz),
+            stream.input,
+            shown(low),
+            shown(high)
+        ));
     }
     Ok(())
 }
