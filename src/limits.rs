@@ -47,6 +47,11 @@ pub(crate) fn rate_in_range(rate: f64) -> bool {
     rate.is_finite() && rate >= RATE_HZ.0 && rate <= RATE_HZ.1
 }
 
+/// The largest centre frequency, in Hz, whoever states it (`--center-freq`, a SigMF capture's
+/// `core:frequency`, as a magnitude): a terahertz, as for rates. Far beyond it the bins' labels
+/// lose their spacing in f64 (at 1e300 every bin had the same label).
+pub(crate) const CENTER_HZ_MAX: f64 = 1e12;
+
 /// Channels in one input at most (WAV's 16-bit channel count).
 pub(crate) const MAX_CHANNELS: usize = u16::MAX as usize;
 

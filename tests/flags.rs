@@ -359,6 +359,32 @@ fn each_subcommand_takes_and_lists_only_its_own_flags() {
 }
 
 #[test]
+fn fleet_setup_refuses_bad_names_before_connecting() {
+    let setup = ["fleet", "setup", "--server", "nats://127.0.0.1:9"];
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--work-stream", "W", "--spectra-stream", "W"],
+            &["both 'W'", "a stream each"],
+        ),
+        (
+            &["--work-stream", "a b"],
+            &["--work-stream 'a b'", "spaces"],
+        ),
+        (&["--spectra-stream", "a.b"], &["--spectra-stream 'a.b'"]),
+        (&["--consumer", ""], &["--consumer ''"]),
+        (&["--work-subject", ""], &["--work-subject ''"]),
+    ];
+    for (extra, needles) in cases {
+        assert_clean_error(&run(&[&setup[..], extra].concat()), 2, needles);
+    }
+}
+
+#[test]
+fn an_empty_file_name_is_a_usage_error() {
+    assert_clean_error(&run(&["--file", ""]), 2, &["--file ''", "path"]);
+}
+
+#[test]
 fn bench_refuses_a_bad_sweep_before_timing_anything() {
     let cases: &[(&[&str], &[&str])] = &[
         (&["--reps", "0"], &["--reps 0: ", "from 1 to"]),

@@ -619,6 +619,10 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
             r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:header_bytes":16}]}"#,
             "core:header_bytes",
         ),
+        (
+            r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:frequency":1e300}]}"#,
+            "capture 0: core:frequency 1e+300",
+        ),
     ];
     std::fs::write(dir.path().join("r.sigmf-data"), [1u8, 2, 3, 4]).expect("data");
     for (doc, needle) in cases {

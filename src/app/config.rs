@@ -46,10 +46,11 @@ fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Res
 /// which `--realtime` cannot pace.
 fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Input) -> Result<()> {
     if let Some(hz) = center_freq {
-        if !(hz.is_finite() && hz >= 0.0) {
+        if !(hz.is_finite() && (0.0..=limits::CENTER_HZ_MAX).contains(&hz)) {
             return Err(FftdError::Usage(format!(
-                "--center-freq {}: must be a frequency of 0 Hz or more",
-                shown(hz)
+                "--center-freq {}: must be a frequency from 0 to {:e} Hz",
+                shown(hz),
+                limits::CENTER_HZ_MAX
             )));
         }
     }
@@ -158,6 +159,10 @@ impl Settings {
         let mut source = source_spec(&mut o)?;
         source.sweep = sweep;
         let (frame, hop) = frame_and_hop(&o)?;
+        let endless = matches!(source.input, Input::Mic(_)) || source.input.has_receiver();
+        if frame == FrameSize::Whole && endless && source.duration.is_none() {
+            return usage("--frame whole is one frame of an input's every sample: a microphone or receiver never ends; give --duration SECONDS, or a fixed --frame N".into());
+        }
         let format = o.format.unwrap_or(OutputFormat::Text);
         let output = output_spec(&mut o, format)?;
         let window = o.window.unwrap_or(match frame {
@@ -298,6 +303,11 @@ pub(super) fn usage<T>(message: String) -> Result<T> {
 fn source_spec(o: &mut Options) -> Result<SourceSpec> {
     let input = match (o.file.is_empty(), o.mic.take()) {
         (false, Some(_)) => return usage("use either --file or --mic, not both".into()),
+        (false, None) if o.file.iter().any(String::is_empty) => {
+            return usage(
+                "--file '': give a file's path, - for stdin, or a receiver's address".into(),
+            )
+        }
         (false, None) => Input::Files(std::mem::take(&mut o.file)),
         (true, Some(dev)) => Input::Mic(dev),
         (true, None) => {

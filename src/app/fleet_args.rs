@@ -191,6 +191,50 @@ impl From<SetupFlags> for SetupArgs {
 /// `fftd fleet ...`.
 pub fn run_fleet(command: FleetCommand) -> Result<()> {
     match command {
-        FleetCommand::Setup(flags) => crate::fleet::run_setup(&SetupArgs::from(*flags)),
+        FleetCommand::Setup(flags) => {
+            check_setup_names(&flags).map_err(crate::error::FftdError::Usage)?;
+            crate::fleet::run_setup(&SetupArgs::from(*flags))
+        }
     }
+}
+
+/// The names `fftd fleet setup` gives the server, checked before it connects: JetStream's rules
+/// for stream and consumer names (no space, `.`, `*`, `>` or slash), subjects that are not
+/// empty, and two streams, not one (the rows would have no stream of their own).
+fn check_setup_names(flags: &SetupFlags) -> std::result::Result<(), String> {
+    let names = [
+        ("--work-stream", &flags.work_stream),
+        ("--spectra-stream", &flags.spectra_stream),
+        ("--consumer", &flags.consumer),
+    ];
+    let bad = |c: char| c.is_whitespace() || c.is_control() || ".*>/\\".contains(c);
+    for (flag, name) in names {
+        if name.is_empty() || name.chars().any(bad) {
+            return Err(format!(
+                "{flag} '{}': a name without spaces, '.', '*', '>' or slashes (such as FRAMES)",
+                crate::types::escaped(name)
+            ));
+        }
+    }
+    if flags.work_stream == flags.spectra_stream {
+        return Err(format!(
+            "--work-stream and --spectra-stream are both '{}': the blocks and the rows need a stream each",
+            flags.work_stream
+        ));
+    }
+    let subjects = (flags.work_subjects.iter().map(|s| ("--work-subject", s))).chain(
+        flags
+            .spectra_subjects
+            .iter()
+            .map(|s| ("--spectra-subject", s)),
+    );
+    for (flag, subject) in subjects {
+        if subject.is_empty() || subject.chars().any(char::is_whitespace) {
+            return Err(format!(
+                "{flag} '{}': a subject without spaces (such as frames.>)",
+                crate::types::escaped(subject)
+            ));
+        }
+    }
+    Ok(())
 }

@@ -471,7 +471,6 @@ fn whole_number(text: &str) -> std::result::Result<i64, String> {
         })
 }
 
-/// Parses a number flag value of either sign (range checked in `Settings::from_options`).
 /// A config file's number for an `Option<f64>` key: TOML's `nan` and `inf` are no value any
 /// flag takes ("expected a finite number", with the file and line).
 fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
@@ -482,6 +481,7 @@ fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D
     }
 }
 
+/// Parses a number flag value of either sign (range checked in `Settings::from_options`).
 fn number(text: &str) -> std::result::Result<f64, String> {
     text.trim()
         .parse()

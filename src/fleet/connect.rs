@@ -17,22 +17,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-impl NatsArgs {
-    /// The files these flags name, each with its flag: a run's outputs must not overwrite them
-    /// (`OutputSpec::also_read`).
-    pub fn files_read(&self) -> Vec<(&'static str, PathBuf)> {
-        let named = [
-            ("--nats-creds", &self.nats_creds),
-            ("--nats-ca", &self.nats_ca),
-            ("--nats-cert", &self.nats_cert),
-            ("--nats-key", &self.nats_key),
-        ];
-        (named.into_iter())
-            .filter_map(|(flag, path)| Some((flag, path.clone()?)))
-            .collect()
-    }
-}
-
 /// How long a first connection may take before fftd gives up [default].
 pub(crate) const CONNECT_TIMEOUT_S: f64 = 5.0;
 
@@ -58,6 +42,22 @@ pub struct NatsArgs {
     pub nats_key: Option<PathBuf>,
     /// `--connect-timeout`: seconds the first connection may take [default: 5].
     pub connect_timeout: Option<f64>,
+}
+
+impl NatsArgs {
+    /// The files these flags name, each with its flag: a run's outputs must not overwrite them
+    /// (`OutputSpec::also_read`).
+    pub fn files_read(&self) -> Vec<(&'static str, PathBuf)> {
+        let named = [
+            ("--nats-creds", &self.nats_creds),
+            ("--nats-ca", &self.nats_ca),
+            ("--nats-cert", &self.nats_cert),
+            ("--nats-key", &self.nats_key),
+        ];
+        (named.into_iter())
+            .filter_map(|(flag, path)| Some((flag, path.clone()?)))
+            .collect()
+    }
 }
 
 /// The runtime the NATS client runs on: two threads of its own.

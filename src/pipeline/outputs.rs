@@ -75,7 +75,8 @@ pub(super) fn plan_outputs(
             format.name()
         )));
     }
-    if format == OutputFormat::Csv {
+    // (NATS messages carry their own stream's header: `sink::nats`)
+    if format == OutputFormat::Csv && run_spec.nats_output.is_none() {
         let written: Vec<&StreamMeta> = (streams.iter())
             .filter(|s| cross.is_none_or(|c| s.channel == Some(c.a)))
             .collect();

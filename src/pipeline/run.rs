@@ -45,18 +45,9 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
     let (written, sink_ended) = (ran.written, ran.sink_ended);
 
     // the teardown
+    let given_up = join_workers(&stages);
     let dispatcher = &stages.workers.context.dispatcher;
     let pools = stages.workers.pools();
-    // the workers have ended, but those stuck on a lane the run gave up (never to return)
-    let given_up = dispatcher.given_up();
-    // after a worker's panic a worker may be stuck on a hung device: it is not waited for long
-    let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
-    let left = |lane| given_up.iter().any(|(i, _, _)| *i == lane);
-    stages.workers.threads.join(left, patience);
-    if stages.workers.lane_set.has_device() {
-        // the devices' work is done: their driver's exit handlers are not waited for
-        crate::left_behind::skip_driver_exit();
-    }
 
     let interrupted = signals.interrupted.load(Ordering::Relaxed);
     let error = control.take_error().or_else(|| {
@@ -102,6 +93,21 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         view.finish(true, &signals.interrupted);
     }
     Ok(())
+}
+
+/// Joins the FFT workers, all but those stuck on a lane the run gave up (never to return; the
+/// lanes are returned) and, after a worker's panic, one stuck on a hung device past
+/// `PANIC_JOIN_PATIENCE`. A device's driver exit handlers are then not waited for.
+fn join_workers<T: Sample>(stages: &Stages<T>) -> Vec<(super::LaneId, String, u64)> {
+    let dispatcher = &stages.workers.context.dispatcher;
+    let given_up = dispatcher.given_up();
+    let patience = dispatcher.was_abandoned().then_some(PANIC_JOIN_PATIENCE);
+    let left = |lane| given_up.iter().any(|(i, _, _)| *i == lane);
+    stages.workers.threads.join(left, patience);
+    if stages.workers.lane_set.has_device() {
+        crate::left_behind::skip_driver_exit();
+    }
+    given_up
 }
 
 /// The pools' pinned spares: released now, inside the teardown that --stats and --trace account

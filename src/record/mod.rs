@@ -111,7 +111,9 @@ impl Recorder {
         let bytes: f64 = sources
             .map(|info| {
                 let (width, frames) = self.ring_size(info);
-                width as f64 * frames * std::mem::size_of::<f32>() as f64
+                // (a ring's deque grows to the next power of two of the values it holds)
+                let values = (width as f64 * frames).max(1.0).log2().ceil().exp2();
+                values * std::mem::size_of::<f32>() as f64
             })
             .sum();
         if bytes <= total as f64 / 2.0 {

@@ -191,11 +191,14 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
         let frequency = match field("core:frequency") {
             None => None,
             Some(v) => match v.as_f64() {
-                Some(f) if f.is_finite() => Some(f),
+                Some(f) if f.is_finite() && f.abs() <= crate::limits::CENTER_HZ_MAX => Some(f),
                 _ => {
                     return Err(bad(
                         meta_path,
-                        format!("capture {i}: core:frequency {v} is not a number of Hz"),
+                        format!(
+                            "capture {i}: core:frequency {v} is not a number of Hz within ±{:e}",
+                            crate::limits::CENTER_HZ_MAX
+                        ),
                     ))
                 }
             },
