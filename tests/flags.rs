@@ -410,6 +410,11 @@ fn bench_refuses_a_bad_sweep_before_timing_anything() {
         assert_clean_error(&out, 2, needles);
         assert!(out.stdout.is_empty(), "{args:?}: {}", stdout_text(&out));
     }
+    // a --csv it cannot write is found before the timing, not after
+    let csv = ["--csv", "/nonexistent/x.csv", "--sizes", "2..8"];
+    let out = run(&[&["bench", "--device", "cpu"][..], &csv].concat());
+    assert_clean_error(&out, 1, &["/nonexistent/x.csv"]);
+    assert!(out.stdout.is_empty(), "{}", stdout_text(&out));
 }
 
 #[test]

@@ -239,6 +239,12 @@ fn check_passes_on_agreement_and_rejects_bad_use() {
     let out = run(&["check", "--file", p, "--frame", "1000"]);
     assert!(out.status.success(), "{}", stderr_text(&out));
     assert!(stdout_text(&out).contains("mismatches: 0 of"));
+    // an input that overflows f32 in the transform: said, not reported as a mismatch of 0
+    let big = dir.path().join("big.txt");
+    write_text_samples(&big, &[3e38; 64]);
+    let big = big.to_str().expect("utf8");
+    let out = run(&["check", "--file", big, "--frame", "8", "--window", "rect"]);
+    assert_clean_error(&out, 1, &["not finite", "overflows f32", "--precision f64"]);
 }
 
 #[test]

@@ -329,6 +329,10 @@ fn run_typed<T: Sample>(args: &BenchSpec) -> Result<(), FftdError> {
         return calibrate_devices(&mut engines, &specs);
     }
     check_engines(args, &engines, &sizes)?;
+    // (a --csv that cannot be written is said before minutes of timing, not after)
+    let csv_file = (args.csv.as_ref())
+        .map(|path| std::fs::File::create(path).map_err(|e| FftdError::io(path, e)))
+        .transpose()?;
     // the table goes to stdout row by row as each size is measured (once: no copy on stderr)
     let (head, pcie) = heading(args, &specs, &engines);
     // a closed stdout stops the sweep, unless the rows also go to --csv
@@ -368,8 +372,8 @@ fn run_typed<T: Sample>(args: &BenchSpec) -> Result<(), FftdError> {
     if open {
         emit(&format!("{}\n{together}", break_even_line(&rows, args)))?;
     }
-    if let Some(path) = &args.csv {
-        std::fs::write(path, csv).map_err(|e| FftdError::io(path, e))?;
+    if let (Some(path), Some(mut file)) = (&args.csv, csv_file) {
+        std::io::Write::write_all(&mut file, csv.as_bytes()).map_err(|e| FftdError::io(path, e))?;
     }
     Ok(())
 }
