@@ -305,6 +305,14 @@ fn not_rtl_tcp_and_refused_connections_are_one_line() {
     assert_clean_error(&out, 2, &["--center-freq 1e300", "from 0 to 1e12 Hz"]);
     let out = run(&["--file", &url(port), "--frame", "whole"]);
     assert_clean_error(&out, 2, &["--frame whole", "never ends", "--duration"]);
+    for real_only in [
+        &["--cross", "0,1"][..],
+        &["--bands", "octave"],
+        &["--levels"],
+    ] {
+        let out = run(&[&["--file", &url(port)][..], real_only].concat());
+        assert_clean_error(&out, 2, &[real_only[0], "complex (I/Q) input"]);
+    }
     let out = run(&["--file", &url(port), "--input-format", "cs16"]);
     assert_clean_error(&out, 2, &["--input-format cs16", "send their own format"]);
     let out = run(&["--file", &url(port), "--rate", "1000000.5"]);

@@ -173,6 +173,9 @@ impl Settings {
         if o.realtime && matches!(source.input, Input::Mic(_)) {
             return usage("--realtime paces file and stdin inputs; --mic is live already".into());
         }
+        if source.input.has_receiver() {
+            products.check_receiver().map_err(FftdError::Usage)?;
+        }
         let precision = o.precision.unwrap_or(Precision::F32);
         let engine = engine_spec(&o, &source.input, frame, precision)?;
         let analysis = Analysis {

@@ -77,6 +77,20 @@ impl ProductOptions {
     }
 
     /// Checks combinations that have no meaning; the message names the flags.
+    /// Products defined on real signals only (`--bands`, the measurements, `--cross`) against a
+    /// run with a receiver among its inputs (`rtl_tcp://`, `soapy://`: complex I/Q always),
+    /// refused before it connects; a file's kind is known only once it is open.
+    pub(crate) fn check_receiver(&self) -> Result<(), String> {
+        let real_only = match (self.measure.is_active(), &self.bands) {
+            (true, _) => self.measure.given(),
+            (false, Some(spec)) => format!("--bands {spec}"),
+            (false, None) => return Ok(()),
+        };
+        Err(format!(
+            "{real_only}: a receiver (rtl_tcp://, soapy://) gives complex (I/Q) input; these are defined on real signals"
+        ))
+    }
+
     pub fn check(&self) -> Result<(), String> {
         if let (Some(cross), true) = (
             self.measure.cross,
