@@ -291,6 +291,12 @@ fn a_shell_pipe_is_not_reopened_and_retry_needs_a_live_input_for_events() {
 const RATE: usize = 64_000;
 
 fn rtl_session(listener: &TcpListener, blocks: Option<usize>) -> Vec<[u8; 5]> {
+    rtl_session_then(listener, blocks, false)
+}
+
+/// `rtl_session`, then (`hold`) the connection held open with nothing sent until the client goes,
+/// as a server whose dongle stopped.
+fn rtl_session_then(listener: &TcpListener, blocks: Option<usize>, hold: bool) -> Vec<[u8; 5]> {
     let (mut socket, _) = listener.accept().expect("accept");
     let mut header = b"RTL0".to_vec();
     header.extend(5u32.to_be_bytes());
@@ -321,6 +327,10 @@ fn rtl_session(listener: &TcpListener, blocks: Option<usize>) -> Vec<[u8; 5]> {
         }
         let due = started + Duration::from_secs_f64((n + 1) as f64 * 1024.0 / RATE as f64);
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
+    }
+    if hold {
+        // (the client's going ends this read: at most the 10 s read timeout)
+        let _ = socket.read(&mut [0u8; 1]);
     }
     let _ = socket.shutdown(std::net::Shutdown::Both);
     commands
@@ -393,6 +403,49 @@ fn an_rtl_tcp_server_that_goes_away_and_comes_back() {
         .as_str()
         .expect("error")
         .contains("closed by the server"));
+}
+
+#[test]
+fn a_server_that_falls_silent_is_reconnected_and_its_silence_counted_in_the_gap() {
+    let dir = tmp("rtl_tcp_silent");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (out, ev) = (dir.join("out.csv"), dir.join("events.ndjson"));
+    let child = fftd()
+        .args(["--file", &format!("rtl_tcp://127.0.0.1:{port}")])
+        .args(["--rate", &RATE.to_string(), "--frame", "1024"])
+        .args(["--format", "csv", "--max-frames", "80", "--retry", "1min"])
+        .args(["--device", "cpu", "--events"])
+        .arg(&ev)
+        .arg("--output")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fftd");
+    // 30 blocks (0.5 s), then silence on an open connection: lost after 5 s, then connected again
+    rtl_session_then(&listener, Some(30), true);
+    rtl_session(&listener, None);
+    let (code, stderr) = wait(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    let events = events(&ev);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let gap = &events[0];
+    assert_eq!(gap["resumed"], true, "{gap}");
+    assert!(gap["error"]
+        .as_str()
+        .expect("error")
+        .contains("no samples for 5 s"));
+    // the outage began with the silence, not when it was given up
+    assert!(gap["gap_s"].as_f64().expect("gap_s") >= 5.0, "{gap}");
+    let rows = rows(&out);
+    let hop_s = 1024.0 / RATE as f64;
+    let at = (rows.windows(2))
+        .position(|w| w[1].1 - w[0].1 > hop_s + 1e-6)
+        .expect("a jump")
+        + 1;
+    assert_one_jump(&rows, hop_s, at, 5.0);
 }
 
 #[test]

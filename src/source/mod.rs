@@ -195,6 +195,12 @@ pub trait SampleSource: Send {
         0
     }
 
+    /// How long the input had sent nothing when a read failed (a receiver given up for silence):
+    /// the outage `--retry` reports began that long before the error.
+    fn silent_for(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
     /// The centre frequencies the input was recorded at, when it says (SigMF captures).
     fn tuning(&self) -> Option<std::sync::Arc<crate::types::tuning::Tuning>> {
         None

@@ -201,6 +201,8 @@ impl RetrySource {
     /// Reopens the input until samples flow again, the run stops, or the policy gives up.
     fn recover(&mut self, failure: String, out: &mut Vec<f64>, max: usize) -> Result<Recovered> {
         let began = Instant::now();
+        // (the outage began when the input last sent something: a silence before the error too)
+        let outage_began = began.checked_sub(self.inner.silent_for()).unwrap_or(began);
         // the failed input is closed first: a device opens once at a time, and a driver may
         // close what its old handle still names
         self.inner = Box::new(Closed(self.info.clone()));
@@ -217,7 +219,7 @@ impl RetrySource {
         loop {
             let wait = RetryPolicy::wait(attempts + 1);
             if !policy.allows(attempts, began.elapsed(), wait) {
-                self.note_gap(began, attempts, &failure, false);
+                self.note_gap(outage_began, attempts, &failure, false);
                 return Err(FftdError::input(
                     &name,
                     format!(
@@ -227,7 +229,7 @@ impl RetrySource {
                 ));
             }
             if !self.sleep(wait) {
-                self.note_gap(began, attempts, &failure, false);
+                self.note_gap(outage_began, attempts, &failure, false);
                 return Ok(Recovered::Stopped);
             }
             attempts += 1;
@@ -239,12 +241,12 @@ impl RetrySource {
                 }
                 Ok(n) => {
                     self.watch.set_deadline(None);
-                    self.note_gap(began, attempts, &failure, true);
+                    self.note_gap(outage_began, attempts, &failure, true);
                     self.position += n as u64;
                     return Ok(Recovered::Samples(n));
                 }
                 Err(_) if self.watch.stopping() => {
-                    self.note_gap(began, attempts, &failure, false);
+                    self.note_gap(outage_began, attempts, &failure, false);
                     return Ok(Recovered::Stopped);
                 }
                 Err(e) => {

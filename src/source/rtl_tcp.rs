@@ -264,6 +264,7 @@ pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<R
         bytes: Vec::new(),
         carry: None,
         received: 0,
+        last_data: Instant::now(),
     })
 }
 
@@ -325,6 +326,8 @@ pub(crate) struct RtlTcpSource {
     carry: Option<u8>,
     /// I/Q bytes received so far.
     received: u64,
+    /// When bytes last came (`silent_for`).
+    last_data: Instant,
 }
 
 impl RtlTcpSource {
@@ -369,6 +372,7 @@ impl SampleSource for RtlTcpSource {
                 Err(e) => return Err(self.lost(e.to_string())),
             };
             self.received += got as u64;
+            self.last_data = Instant::now();
             let mut bytes = &self.bytes[..got];
             if let Some(i) = self.carry.take() {
                 out.extend([cu8_value(i), cu8_value(bytes[0])]);
@@ -379,6 +383,10 @@ impl SampleSource for RtlTcpSource {
             out.extend(pairs.flat_map(|p| [cu8_value(p[0]), cu8_value(p[1])]));
         }
         Ok((out.len() - start) / 2)
+    }
+
+    fn silent_for(&self) -> Duration {
+        self.last_data.elapsed()
     }
 
     /// Sends set-frequency (0x01); rtl_tcp acknowledges nothing, so samples that follow may

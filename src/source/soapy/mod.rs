@@ -73,6 +73,8 @@ pub(crate) struct SoapySource {
     gap: u64,
     overflows: u64,
     received: u64,
+    /// When samples last came (`silent_for`).
+    last_data: Instant,
 }
 
 /// Opens the device `url` names, sets it up as `request` says and starts its stream.
@@ -137,6 +139,7 @@ pub(crate) fn open(url: &str, request: Request, stop: Arc<AtomicBool>) -> Result
         gap: 0,
         overflows: 0,
         received: 0,
+        last_data: Instant::now(),
     })
 }
 
@@ -192,6 +195,7 @@ impl SampleSource for SoapySource {
                     let n = (n as usize).min(self.capacity());
                     self.append(out, n);
                     self.received += n as u64;
+                    self.last_data = Instant::now();
                     return Ok(n);
                 }
                 0 | api::TIMEOUT if silent_since.elapsed() < LOST_AFTER => {}
@@ -216,6 +220,10 @@ impl SampleSource for SoapySource {
 
     fn take_gap(&mut self) -> u64 {
         std::mem::take(&mut self.gap)
+    }
+
+    fn silent_for(&self) -> Duration {
+        self.last_data.elapsed()
     }
 
     fn retune(&mut self, hz: f64) -> Result<()> {
