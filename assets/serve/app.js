@@ -719,7 +719,10 @@ function drawWaterfall() {
   if (wf.count < 2) return;
   const tNew = wf.time[wf.head], tOld = wf.time[(wf.head + wf.count - 1) % wf.cap];
   if (!(tNew > tOld)) return;
-  const step = niceStep((tNew - tOld) / (wf.count - 1) * 64 * d);
+  // a label every 64 px or so, and at least one in what is drawn: a short waterfall (or one of
+  // rows at several speeds) whose 64 px span more than its rows' time still gets its times
+  const span = tNew - tOld;
+  const step = Math.min(niceStep(span / (wf.count - 1) * 64 * d), niceStep(span / 4));
   const dec = decimalsFor(step);
   g.font = font(11); g.fillStyle = COLORS.label; g.textAlign = 'right'; g.textBaseline = 'middle';
   g.strokeStyle = COLORS.gridStrong; g.lineWidth = Math.max(1, Math.round(d));
