@@ -219,6 +219,10 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
         (&["--frame", "-5"], &["--frame", "-5", ">= 2"]),
         (&["--hop", "-1"], &["--hop -1", "at least 1"]),
         (&["--hop", "ten"], &["--hop", "whole number"]),
+        (
+            &["--frame", "whole", "--tail", "drop"],
+            &["--tail", "--frame whole"],
+        ),
         (&["--channels", "-2"], &["--channels -2", "from 1 to 65535"]),
         (&["--max-frames", "-7"], &["--max-frames -7", "at least 1"]),
         (

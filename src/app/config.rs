@@ -400,6 +400,11 @@ fn frame_and_hop(o: &Options) -> Result<(FrameSize, Option<usize>)> {
     if frame == FrameSize::Whole && hop.is_some() {
         return usage("--hop has no meaning with --frame whole (one frame per input)".into());
     }
+    if frame == FrameSize::Whole && o.tail.is_some() {
+        return usage(
+            "--tail has no meaning with --frame whole (one frame per input, no tail)".into(),
+        );
+    }
     Ok((frame, hop))
 }
 
