@@ -277,6 +277,14 @@ fn wait_at_most(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// A run that one signal ended: exit 0, promptly, and no "is empty" for an input that had sent
+/// nothing yet.
+fn assert_ended_quietly(out: &std::process::Output, took: Duration, signal: &str) {
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(out));
+    assert!(took < PROMPT, "{signal}: {took:?}");
+    assert!(!stderr_text(out).contains("empty"), "{}", stderr_text(out));
+}
+
 #[test]
 fn one_signal_ends_a_run_waiting_for_a_fifo_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -288,13 +296,7 @@ fn one_signal_ends_a_run_waiting_for_a_fifo_writer() {
             Stdio::null(),
             signal,
         );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-        assert!(took < PROMPT, "{signal}: {took:?}");
-        assert!(
-            !stderr_text(&out).contains("empty"),
-            "{}",
-            stderr_text(&out)
-        );
+        assert_ended_quietly(&out, took, signal);
     }
 }
 
@@ -335,26 +337,14 @@ fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
         .expect("open the FIFO both ways");
     let args = ["--file", s(&fifo), "--input-format", "f32", "--frame", "64"];
     let (out, took) = signalled(&args, Stdio::null(), "INT");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert!(
-        !stderr_text(&out).contains("empty"),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(took < PROMPT, "{took:?}");
+    assert_ended_quietly(&out, took, "");
 }
 
 #[test]
 fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
     // stdin is a pipe held open (in the child's handle) with nothing sent
     let (out, took) = signalled(&["--file", "-", "--frame", "64"], Stdio::piped(), "TERM");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert!(
-        !stderr_text(&out).contains("empty"),
-        "{}",
-        stderr_text(&out)
-    );
-    assert!(took < PROMPT, "{took:?}");
+    assert_ended_quietly(&out, took, "");
 }
 
 /// fftd on 2^16 samples at hop 1 with `extra` flags and `env`, its stdout a pipe the test never

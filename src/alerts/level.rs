@@ -103,8 +103,7 @@ pub(crate) fn check_band_bins(
             if freqs.iter().any(|f| *f >= lo && *f <= hi) {
                 continue;
             }
-            let low = freqs.iter().copied().fold(f64::INFINITY, f64::min);
-            let high = freqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let (low, high) = stream.column_span(n);
             return Err(format!(
                 "--alert {}: band={lo}-{hi} holds no bin of {} (bins every {} Hz from {low} to {high} Hz at --frame {n}): widen the band or move it",
                 rule.name,

@@ -159,8 +159,7 @@ impl Settings {
         let mut source = source_spec(&mut o)?;
         source.sweep = sweep;
         let (frame, hop) = frame_and_hop(&o)?;
-        let endless = matches!(source.input, Input::Mic(_)) || source.input.has_receiver();
-        if frame == FrameSize::Whole && endless && source.duration.is_none() {
+        if frame == FrameSize::Whole && source.input.is_live() && source.duration.is_none() {
             return usage("--frame whole is one frame of an input's every sample: a microphone or receiver never ends; give --duration SECONDS, or a fixed --frame N".into());
         }
         let format = o.format.unwrap_or(OutputFormat::Text);

@@ -189,12 +189,7 @@ impl Control {
 /// (`--config`, the `--nats-*` files): the check a run makes before it writes anything
 /// (`outputs::refuse_overwriting_inputs`), for a worker, which writes no rows to files.
 pub fn refuse_overwriting_worker_inputs(run_spec: &RunSpec) -> Result<()> {
-    let no_rows = outputs::OutputPlan {
-        files: Vec::new(),
-        lazy: false,
-        writer_of: Vec::new(),
-    };
-    outputs::refuse_overwriting_inputs(run_spec, &no_rows)
+    outputs::refuse_overwriting_inputs(run_spec, &[])
 }
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)

@@ -66,21 +66,19 @@ pub(super) fn plan_outputs(
     let tagged = format.carries_stream_id() || run_spec.nats_output.is_some();
     // (with --cross only channel A's stream writes rows: docs/measure.md)
     let cross = run_spec.analysis.products.measure.cross;
-    let writing = (streams.iter())
+    let writing: Vec<&StreamMeta> = (streams.iter())
         .filter(|s| cross.is_none_or(|c| s.channel == Some(c.a)))
-        .count();
-    if writing > 1 && !tagged {
+        .collect();
+    if writing.len() > 1 && !tagged {
         return Err(FftdError::Usage(format!(
-            "{writing} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
+            "{} streams into one output: --format {} cannot tell them apart; use --output-dir DIR or --format csv|ndjson",
+            writing.len(),
             format.name()
         )));
     }
     // (NATS messages carry their own stream's header: `sink::nats`)
     if format == OutputFormat::Csv && run_spec.nats_output.is_none() {
-        let written: Vec<&StreamMeta> = (streams.iter())
-            .filter(|s| cross.is_none_or(|c| s.channel == Some(c.a)))
-            .collect();
-        crate::sink::csv::check_one_header(&written, n).map_err(FftdError::Usage)?;
+        crate::sink::csv::check_one_header(&writing, n).map_err(FftdError::Usage)?;
     }
     Ok(OutputPlan {
         files: vec![run_spec.output.output.clone()],
@@ -102,17 +100,19 @@ fn probe_writable(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
 }
 
-/// Every file fftd will write (outputs, `--meta`, `--trace`, `--events`) against every file it
-/// reads (`run_inputs`), before anything is opened for writing. (A `--rotate` pattern's names
-/// are checked as each file begins: `RotateOptions::inputs`.)
-pub(super) fn refuse_overwriting_inputs(run_spec: &RunSpec, plan: &OutputPlan) -> Result<()> {
+/// Every file fftd will write (the output `files` planned, `--meta`, `--trace`, `--events`)
+/// against every file it reads (`run_inputs`), before anything is opened for writing. (A
+/// `--rotate` pattern's names are checked as each file begins: `RotateOptions::inputs`.)
+pub(super) fn refuse_overwriting_inputs(
+    run_spec: &RunSpec,
+    files: &[Option<PathBuf>],
+) -> Result<()> {
     let inputs = run_inputs(run_spec);
     let role = match run_spec.output.output_dir {
         Some(_) => "--output-dir",
         None => "--output",
     };
-    let mut outputs: Vec<NamedFile> = plan
-        .files
+    let mut outputs: Vec<NamedFile> = files
         .iter()
         .map(|file| match file {
             Some(path) => NamedFile::new(role, path),
@@ -504,7 +504,7 @@ impl<T: Sample> Sinks<T> {
     ) -> Result<Sinks<T>> {
         let streams = rows.streams;
         let plan = plan_outputs(run_spec, streams, rows.frame.0)?;
-        refuse_overwriting_inputs(run_spec, &plan)?;
+        refuse_overwriting_inputs(run_spec, &plan.files)?;
         // --meta is written at the end, but a place that cannot take it is found now
         let meta_file = (run_spec.output.meta.as_ref())
             .map(|path| create_output(path, stop))

@@ -76,7 +76,6 @@ impl ProductOptions {
         }
     }
 
-    /// Checks combinations that have no meaning; the message names the flags.
     /// Products defined on real signals only (`--bands`, the measurements, `--cross`) against a
     /// run with a receiver among its inputs (`rtl_tcp://`, `soapy://`: complex I/Q always),
     /// refused before it connects; a file's kind is known only once it is open.
@@ -91,6 +90,7 @@ impl ProductOptions {
         ))
     }
 
+    /// Checks combinations that have no meaning; the message names the flags.
     pub fn check(&self) -> Result<(), String> {
         if let (Some(cross), true) = (
             self.measure.cross,

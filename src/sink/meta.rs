@@ -32,9 +32,7 @@ fn columns(s: &StreamSummary<'_>) -> usize {
 /// The lowest and highest column frequency of a stream's rows, Hz (absolute when one centre
 /// labels them, offsets from the centre for a retuned recording).
 fn hz_range(s: &StreamSummary<'_>) -> [f64; 2] {
-    let hz = s.meta.column_frequencies(s.n);
-    let lo = hz.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = hz.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = s.meta.column_span(s.n);
     [lo, hi]
 }
 

@@ -51,11 +51,6 @@ pub(crate) fn is_rtl_tcp(path: &str) -> bool {
     path.starts_with(SCHEME)
 }
 
-/// Whether `input` reads an rtl_tcp server (a live input, as the microphone).
-pub(crate) fn among(input: &super::spec::Input) -> bool {
-    matches!(input, super::spec::Input::Files(f) if f.iter().any(|p| is_rtl_tcp(p)))
-}
-
 /// `--gain`: the tuner's automatic gain, or a gain in dB.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Gain {

@@ -16,6 +16,11 @@ pub enum Input {
     Nats(NatsUrl),
 }
 
+/// Whether `path` names a receiver fftd can tune (`rtl_tcp://`, `soapy://`).
+fn is_receiver(path: &str) -> bool {
+    super::rtl_tcp::is_rtl_tcp(path) || super::soapy::is_soapy(path)
+}
+
 impl Input {
     /// Whether the input is live (the microphone or a receiver): read as it comes.
     pub fn is_live(&self) -> bool {
@@ -24,14 +29,13 @@ impl Input {
 
     /// Whether an input is a receiver fftd can tune (`rtl_tcp://`, `soapy://`).
     pub(crate) fn has_receiver(&self) -> bool {
-        super::rtl_tcp::among(self) || self.has_soapy()
+        matches!(self, Input::Files(f) if f.iter().any(|p| is_receiver(p)))
     }
 
     /// Whether some input is read in an `--input-format`: a file or stdin, not the microphone
     /// nor a receiver (each sends its own format).
     pub(crate) fn takes_input_format(&self) -> bool {
-        let receiver = |p: &String| super::rtl_tcp::is_rtl_tcp(p) || super::soapy::is_soapy(p);
-        matches!(self, Input::Files(f) if !f.iter().all(receiver))
+        matches!(self, Input::Files(f) if !f.iter().all(|p| is_receiver(p)))
     }
 
     /// Whether an input is a SoapySDR device.

@@ -38,6 +38,14 @@ impl StreamMeta {
         }
     }
 
+    /// The lowest and highest frequency of a row's columns, Hz (`column_frequencies`).
+    pub(crate) fn column_span(&self, n: usize) -> (f64, f64) {
+        let hz = self.column_frequencies(n);
+        let low = hz.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = hz.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (low, high)
+    }
+
     /// The centre added to every label: the input's one centre frequency, else 0 (baseband).
     pub(crate) fn label_center(&self) -> f64 {
         self.tuning.as_ref().and_then(|t| t.single()).unwrap_or(0.0)

@@ -80,22 +80,22 @@ impl MeasureOptions {
 
     /// The measurement flags given, for messages (`--calibration/--levels`).
     pub(crate) fn given(&self) -> String {
-        let flags = self.flags();
-        let given: Vec<&str> = (flags.iter())
-            .filter(|(on, _)| *on)
-            .map(|(_, f)| *f)
-            .collect();
-        given.join("/")
+        self.given_of(|_| true)
     }
 
     /// The flags given that add columns after the bins (`--levels`, `--peaks`, `--distortion`)
     /// or replace them (`--cross`), for messages of formats that carry bins only; empty when
     /// none is given.
     pub(crate) fn column_flags(&self) -> String {
-        let flags = self.flags();
         let adding = ["--levels", "--peaks", "--distortion", "--cross"];
+        self.given_of(|flag| adding.contains(&flag))
+    }
+
+    /// The flags given among those `pick` takes, joined with `/`.
+    fn given_of(&self, pick: impl Fn(&str) -> bool) -> String {
+        let flags = self.flags();
         let given: Vec<&str> = (flags.iter())
-            .filter(|(on, flag)| *on && adding.contains(flag))
+            .filter(|(on, flag)| *on && pick(flag))
             .map(|(_, f)| *f)
             .collect();
         given.join("/")
@@ -318,8 +318,7 @@ pub(crate) fn check_tone_bins(
         if distortion::tone_column(&freqs, hz).is_some() {
             continue;
         }
-        let low = freqs.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = freqs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (low, high) = stream.column_span(n);
         let cropped = match stream.columns {
             Some(_) => ", as --fmin/--fmax crop them",
             None => "",
