@@ -39,6 +39,7 @@ pub(crate) mod setup_log;
 pub mod sink;
 pub mod source;
 pub(crate) mod stats;
+pub mod stdio;
 pub(crate) mod timeline;
 pub(crate) mod trace;
 pub mod types;

@@ -84,12 +84,55 @@ pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) ->
     by_samples.min(by_memory).max(1)
 }
 
-/// MemTotal from /proc/meminfo, when there is one.
+/// The memory this process may use: the machine's (MemTotal in /proc/meminfo), or less where
+/// its control group caps it (a container's limit, a service's MemoryMax: cgroup v2's
+/// `memory.max`, v1's `memory.limit_in_bytes`). None where neither can be read.
 pub(crate) fn physical_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let total = read("/proc/meminfo").and_then(|text| mem_total(&text));
+    let groups = read("/proc/self/cgroup").unwrap_or_default();
+    let limits = cgroup_limit_files(&groups).into_iter();
+    let capped = limits.filter_map(|path| read(&path).and_then(|text| cgroup_limit(&text)));
+    total.into_iter().chain(capped).min()
+}
+
+/// MemTotal's bytes in /proc/meminfo's `text`.
+fn mem_total(text: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// The files that may hold this process's memory cap, from /proc/self/cgroup's `text`: its own
+/// group's and the root's (inside a container's namespace the group is `/`), v2 and v1.
+fn cgroup_limit_files(text: &str) -> Vec<String> {
+    let mut files = vec![
+        "/sys/fs/cgroup/memory.max".to_string(),
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes".to_string(),
+    ];
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, group) = (parts.next(), parts.next(), parts.next());
+        let group = group.unwrap_or("/").trim_end_matches('/');
+        match controllers {
+            Some("") if !group.is_empty() => {
+                files.push(format!("/sys/fs/cgroup{group}/memory.max"));
+            }
+            Some(c) if c.split(',').any(|c| c == "memory") && !group.is_empty() => {
+                files.push(format!(
+                    "/sys/fs/cgroup/memory{group}/memory.limit_in_bytes"
+                ));
+            }
+            _ => {}
+        }
+    }
+    files
+}
+
+/// A cgroup memory limit file's bytes; None for no limit (`max`, or v1's near-2^63 "none").
+fn cgroup_limit(text: &str) -> Option<u64> {
+    let bytes: u64 = text.trim().parse().ok()?;
+    (bytes < 1 << 60).then_some(bytes)
 }
 
 #[cfg(test)]
@@ -103,5 +146,25 @@ mod tests {
         assert!(small >= large, "{small} {large}");
         assert!(small * 64 <= MAX_BATCH_SAMPLES);
         assert_eq!(max_batch_frames(1 << 30, 8, 64), 1);
+    }
+
+    #[test]
+    fn a_control_groups_memory_cap_is_read_where_it_has_one() {
+        assert_eq!(
+            mem_total("MemFree: 1 kB\nMemTotal:  2048 kB\n"),
+            Some(2 << 20)
+        );
+        assert_eq!(cgroup_limit("1073741824\n"), Some(1 << 30));
+        assert_eq!(cgroup_limit("max\n"), None, "v2: no limit");
+        assert_eq!(cgroup_limit("9223372036854771712\n"), None, "v1: no limit");
+        let v2 = cgroup_limit_files("0::/system.slice/fftd.service\n");
+        assert!(v2.contains(&"/sys/fs/cgroup/system.slice/fftd.service/memory.max".to_string()));
+        let v1 = cgroup_limit_files("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n");
+        let own = "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes".to_string();
+        assert!(v1.contains(&own) && v1.len() == 3, "{v1:?}");
+        assert!(
+            physical_memory_bytes().is_some_and(|b| b > 0),
+            "this machine's"
+        );
     }
 }

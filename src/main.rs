@@ -7,6 +7,12 @@ use fftd::error::FftdError;
 use std::io::Write;
 use std::process::ExitCode;
 
+/// Notes which standard streams the shell closed while the program loads, before Rust's
+/// runtime opens /dev/null on them (`fftd::stdio`).
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STREAMS: extern "C" fn() = fftd::stdio::note_closed_streams;
+
 fn main() -> ExitCode {
     fftd::left_behind::started();
     let cli = match fftd::app::cli::parse() {
@@ -52,6 +58,9 @@ fn run(cli: Cli) -> Result<(), FftdError> {
             // SAFETY: no other thread has started (parsing, logging and settings start none)
             // and OpenCL is not loaded: nothing reads the environment while it changes.
             unsafe { fftd::pipeline::narrow_gpu_view(&settings) };
+            let uses_nats = settings.fleet.is_some() || settings.nats_output.is_some();
+            cli.nats
+                .check_used(uses_nats || settings.run.alerts.events_to_nats())?;
             let nats = cli.nats.spec();
             (settings.run.output.also_read).extend(nats.files_read()); // (never overwritten)
             if let Some(output) = settings.nats_output.as_mut() {

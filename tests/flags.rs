@@ -431,3 +431,62 @@ fn bench_prints_each_row_once() {
     }
     assert!(text.contains("break-even"), "{text}");
 }
+
+/// Flags that a run's inputs give nothing to do are refused, naming the flag and the inputs:
+/// `--channels` without a raw file or the microphone, `--fftshift` with real inputs only,
+/// `--retry` with nothing to reopen, the NATS flags with no NATS server. Where one input of
+/// several can use the flag, the run goes on.
+#[test]
+fn flags_the_inputs_give_nothing_to_do_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = samples(dir.path());
+    let raw = dir.path().join("x.f32");
+    write_f32(&raw, &noise(4096, 5));
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--file", s(&wav), "--channels", "2"],
+            &["--channels 2", "tones.wav gives its own channel count"],
+        ),
+        (
+            &["--file", s(&wav), "--fftshift"],
+            &["--fftshift", "tones.wav is real"],
+        ),
+        (
+            &["--file", s(&raw), "--rate", "8000", "--fftshift"],
+            &["--fftshift", "x.f32 is real"],
+        ),
+        (
+            &["--file", s(&text), "--retry", "3"],
+            &["--retry", "x.txt is a file"],
+        ),
+        (
+            &["--file", s(&text), "--nats-tls"],
+            &["--nats-tls", "no NATS server"],
+        ),
+        (
+            &["--file", s(&text), "--connect-timeout", "2"],
+            &["--connect-timeout", "no NATS server"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = run(&[&args[..], &["--output", "/dev/null"]].concat());
+        assert_clean_error(&out, 2, needles);
+    }
+    // one input of two takes --channels (the raw file), one may be complex (text: "re im")
+    let both = [
+        "--file",
+        s(&wav),
+        "--file",
+        s(&raw),
+        "--rate",
+        "8000",
+        "--output-dir",
+    ];
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let out = run(&[&both[..], &[s(&out_dir), "--channels", "1"]].concat());
+    assert_silent_success(&out);
+    let out = run(&["--file", s(&text), "--fftshift", "--output", "/dev/null"]);
+    assert_silent_success(&out);
+}

@@ -410,3 +410,68 @@ fn one_signal_ends_a_run_whose_stdout_is_not_read_with_exit_130() {
         stderr_text(&out)
     );
 }
+
+/// fftd run by `sh` with `redirect` applied (`>&-` closes stdout, `<&-` stdin).
+fn run_redirected(redirect: &str, args: &[&str]) -> Output {
+    let line = format!("exec \"$0\" \"$@\" {redirect}");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &line, env!("CARGO_BIN_EXE_fftd")])
+        .args(args);
+    cmd.env("RUST_LOG", "fftd=warn").env(
+        "FFTD_CACHE_DIR",
+        concat!(env!("CARGO_TARGET_TMPDIR"), "/fftd-cache"),
+    );
+    cmd.stdin(Stdio::null()).output().expect("sh runs")
+}
+
+/// A closed stdout is not a place to write spectra or events (Rust's runtime puts /dev/null on
+/// it, and the rows vanished with exit 0); a closed stdin is not an empty input. Where nothing
+/// goes to stdout, a closed one is no matter.
+#[test]
+fn a_closed_stdout_or_stdin_is_refused_where_the_run_uses_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(4096, 3));
+    let args = [
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "256",
+        "--device",
+        "cpu",
+    ];
+    let out = run_redirected(">&-", &args);
+    assert_clean_error(&out, 2, &["stdout is closed", "the spectra", "--output"]);
+    let events = [
+        &args[..],
+        &[
+            "--alert",
+            "name=any,band=100-1000,above=-300",
+            "--events",
+            "-",
+            "--output",
+            "/dev/null",
+        ],
+    ]
+    .concat();
+    let out = run_redirected(">&-", &events);
+    assert_clean_error(&out, 2, &["stdout is closed", "the events", "--events"]);
+    let rows = dir.path().join("rows.txt");
+    let out = run_redirected(">&-", &[&args[..], &["--output", s(&rows)]].concat());
+    assert_silent_success(&out);
+    assert!(std::fs::metadata(&rows).expect("rows").len() > 0);
+    let stdin = [
+        "--file",
+        "-",
+        "--input-format",
+        "f32",
+        "--rate",
+        "8000",
+        "--frame",
+        "256",
+    ];
+    let out = run_redirected("<&- >/dev/null", &stdin);
+    assert_clean_error(&out, 2, &["--file -", "stdin is closed"]);
+}

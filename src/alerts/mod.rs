@@ -39,6 +39,11 @@ impl AlertOptions {
     pub fn wanted(&self) -> bool {
         !self.rules.is_empty() || self.events.is_some() || self.gaps
     }
+
+    /// Whether the events go to a NATS server (`--events nats://…`).
+    pub fn events_to_nats(&self) -> bool {
+        matches!(self.events, Some(EventsTarget::Nats(_)))
+    }
 }
 
 /// The NATS connection flags `--events nats://…` connects with (never shown in `Debug`: they

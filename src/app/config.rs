@@ -146,6 +146,8 @@ impl Settings {
         }
         let nats_output = nats_output(&mut o)?;
         let alerts = alert_options(&o, nats_output.is_none())?;
+        let events_to_nats = alerts.events_to_nats();
+        super::applies::check_flags_apply(&o, nats_output.is_some() || events_to_nats)?;
         let record = crate::record::check_record(
             o.record_on_alert.as_deref(),
             o.pre.as_deref(),
@@ -290,7 +292,7 @@ impl Settings {
         let max = limits::max_batch_frames(n, sample_bytes, workers);
         in_range("--batch", batch, 0, Some(max as u64), "frames").map_err(|e| {
             FftdError::Usage(format!(
-                "{e} (0 = auto; at most {} samples per batch, and every batch in flight within half of this machine's memory)",
+                "{e} (0 = auto; at most {} samples per batch, and every batch in flight within half of the memory fftd may use)",
                 limits::MAX_BATCH_SAMPLES
             ))
         })

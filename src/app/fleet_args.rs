@@ -3,7 +3,7 @@
 //! `connect::NatsArgs` and `SetupArgs`. `$NATS_TOKEN`, `$NATS_USER` and `$NATS_PASSWORD` are read
 //! where the client connects (`fleet::connect`), so every `NatsArgs` falls back to them.
 
-use crate::error::Result;
+use crate::error::{FftdError, Result};
 use crate::fleet::connect::NatsArgs;
 use crate::fleet::SetupArgs;
 use std::path::PathBuf;
@@ -59,6 +59,28 @@ impl NatsFlags {
     /// The flags as the fleet takes them.
     pub fn spec(&self) -> NatsArgs {
         NatsArgs::from(self)
+    }
+
+    /// Refuses these flags for a run that talks to no NATS server (`used`: a fleet worker, rows
+    /// or events to `nats://`), where they would be taken and do nothing.
+    pub fn check_used(&self, used: bool) -> Result<(), FftdError> {
+        let given = [
+            ("--nats-creds", self.nats_creds.is_some()),
+            ("--nats-token", self.nats_token.is_some()),
+            ("--nats-user", self.nats_user.is_some()),
+            ("--nats-password", self.nats_password.is_some()),
+            ("--nats-tls", self.nats_tls),
+            ("--nats-ca", self.nats_ca.is_some()),
+            ("--nats-cert", self.nats_cert.is_some()),
+            ("--nats-key", self.nats_key.is_some()),
+            ("--connect-timeout", self.connect_timeout.is_some()),
+        ];
+        match given.iter().find(|(_, given)| *given).filter(|_| !used) {
+            Some((flag, _)) => Err(FftdError::Usage(format!(
+                "{flag}: this run talks to no NATS server (give --file, --output or --events a nats:// address)"
+            ))),
+            None => Ok(()),
+        }
     }
 }
 

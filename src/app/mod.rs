@@ -6,6 +6,7 @@
 //! `fleet` as its plain `NatsArgs` and `SetupArgs`; `build_programs` the hidden `fftd
 //! build-programs`' flags, handed to `fft::opencl::job_programs` as a plain `JobPrograms`.
 
+pub(crate) mod applies;
 pub(crate) mod bench_args;
 pub mod build_programs;
 pub mod cli;

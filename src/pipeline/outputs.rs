@@ -210,7 +210,13 @@ pub(super) fn open_destinations<T: Sample>(
                     "stdout: npy output needs a file, not stdout".into(),
                 ))
             }
-            None => Destination::stdout(),
+            None => {
+                crate::stdio::refuse_closed_stdout(
+                    "the spectra",
+                    "give --output FILE (--output /dev/null to discard them)",
+                )?;
+                Destination::stdout()
+            }
         };
         dests.push(dest);
     }

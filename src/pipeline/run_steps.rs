@@ -37,6 +37,9 @@ impl Early {
             .transpose()?;
         // the places the run writes, before any input (or device) is touched
         outputs::check_destinations(run_spec)?;
+        if run_spec.source.input.reads_stdin() {
+            crate::stdio::refuse_closed_stdin()?;
+        }
         if run_spec.report.stats || run_spec.report.trace.is_some() {
             // the FFT workers' time splits into upload, kernels and download (event profiling)
             crate::fft::opencl::profile_for_stats();

@@ -98,7 +98,7 @@ impl Recorder {
         (width, frames)
     }
 
-    /// The rings of `sources` must fit in half of this machine's memory (the bound the batch
+    /// The rings of `sources` must fit in half of the memory fftd may use (`limits::physical_memory_bytes`) (the bound the batch
     /// buffers keep, `limits::max_batch_frames`), else a usage error naming the flags: a ring
     /// fills as the run goes, so one too large would end the run hours in, killed for memory.
     pub(crate) fn check_memory<'a>(
@@ -121,7 +121,7 @@ impl Recorder {
         }
         let gib = |b: f64| b / f64::from(1u32 << 30);
         Err(format!(
-            "--record-on-alert: --pre {} s and --post {} s of the inputs need {:.1} GiB of memory for the pre-roll, more than half of this machine's {:.1} GiB: shorten them",
+            "--record-on-alert: --pre {} s and --post {} s of the inputs need {:.1} GiB of memory for the pre-roll, more than half of the {:.1} GiB fftd may use here: shorten them",
             crate::types::shown(self.options.pre),
             crate::types::shown(self.options.post),
             gib(bytes),

@@ -38,6 +38,11 @@ impl Input {
         matches!(self, Input::Files(f) if !f.iter().all(|p| is_receiver(p)))
     }
 
+    /// Whether an input is stdin (`--file -`).
+    pub(crate) fn reads_stdin(&self) -> bool {
+        matches!(self, Input::Files(f) if f.iter().any(|p| p == "-"))
+    }
+
     /// Whether an input is a SoapySDR device.
     pub(crate) fn has_soapy(&self) -> bool {
         matches!(self, Input::Files(f) if f.iter().any(|p| super::soapy::is_soapy(p)))

@@ -1,0 +1,109 @@
+//! Flags a run would accept and then do nothing with, because of what its inputs are: refused
+//! with the reason, as a user reading the output would otherwise take them to have acted.
+//! Judged from the inputs' names (a receiver's address, an extension, `--input-format`, a
+//! regular file or a stream) before anything is opened; an input whose format is found only by
+//! its first bytes counts as one the flag might apply to.
+
+use super::options::Options;
+use crate::error::{FftdError, Result};
+use crate::source::InputFormat;
+
+/// What an input is, as far as its name tells.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// The microphone: real samples, its channels chosen, reopened by `--retry`.
+    Mic,
+    /// An rtl_tcp:// or soapy:// receiver: complex, reopened by `--retry`.
+    Receiver,
+    /// A file in this format (`--input-format`, else its extension); None: found by its bytes.
+    File(Option<InputFormat>),
+}
+
+fn kinds(o: &Options) -> Vec<Kind> {
+    if o.mic.is_some() {
+        return vec![Kind::Mic];
+    }
+    let kind = |path: &String| match path.as_str() {
+        p if crate::source::rtl_tcp::is_rtl_tcp(p) || crate::source::soapy::is_soapy(p) => {
+            Kind::Receiver
+        }
+        "-" => Kind::File(o.input_format),
+        p => Kind::File(o.input_format.or_else(|| InputFormat::by_extension(p))),
+    };
+    o.file.iter().map(kind).collect()
+}
+
+/// Raw samples, whose interleaved channels only `--channels` gives.
+fn is_raw(format: InputFormat) -> bool {
+    use InputFormat::*;
+    matches!(format, F32 | S16 | Cf32 | Cu8 | Cs8 | Cs16)
+}
+
+/// A format whose samples are real whatever the file holds.
+fn is_real_only(format: InputFormat) -> bool {
+    use InputFormat::*;
+    matches!(format, Wav | F32 | S16) || format.is_compressed_audio()
+}
+
+/// Refuses `--channels`, `--fftshift` and `--retry` where no input of the run can use them.
+/// `nats_in_use`: rows or events go to a NATS server, whose loss `--retry` also covers.
+pub(super) fn check_flags_apply(o: &Options, nats_in_use: bool) -> Result<()> {
+    let kinds = kinds(o);
+    let names = || o.file.join(", ");
+    let takes_channels = |k: &Kind| match k {
+        Kind::Mic => true,
+        Kind::Receiver => false,
+        Kind::File(format) => format.is_none_or(is_raw),
+    };
+    if let Some(c) = o.channels.filter(|_| !kinds.iter().any(takes_channels)) {
+        return usage(format!(
+            "--channels {c}: for raw files (f32, s16, cf32, cu8, cs8, cs16) and --mic; {} {}",
+            names(),
+            one_or_more(
+                o,
+                "gives its own channel count",
+                "give their own channel counts"
+            )
+        ));
+    }
+    let may_be_complex = |k: &Kind| match k {
+        Kind::Mic => false,
+        Kind::Receiver => true,
+        Kind::File(format) => !format.is_some_and(is_real_only),
+    };
+    if o.fftshift && !kinds.iter().any(may_be_complex) {
+        return usage(format!(
+            "--fftshift: orders a complex input's bins; {} (a real signal's bins run from DC up already)",
+            match o.mic {
+                Some(_) => "the microphone is real".to_string(),
+                None => format!("{} {}", names(), one_or_more(o, "is real", "are real")),
+            }
+        ));
+    }
+    let reopened = |path: &String| match path.as_str() {
+        p if crate::source::rtl_tcp::is_rtl_tcp(p) || crate::source::soapy::is_soapy(p) => true,
+        p => crate::source::is_stream(p),
+    };
+    let live = o.mic.is_some() || o.file.iter().any(reopened);
+    if o.retry.is_some() && !live && !nats_in_use {
+        return usage(format!(
+            "--retry: reopens a microphone, a receiver, a FIFO or stdin, or a NATS server gone; {} {} read once to the end",
+            names(),
+            one_or_more(o, "is a file,", "are files,")
+        ));
+    }
+    Ok(())
+}
+
+/// `one` for a run of one input file, else `more`.
+fn one_or_more(o: &Options, one: &'static str, more: &'static str) -> &'static str {
+    if o.file.len() == 1 {
+        one
+    } else {
+        more
+    }
+}
+
+fn usage(message: String) -> Result<()> {
+    Err(FftdError::Usage(message))
+}
