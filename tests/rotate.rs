@@ -424,3 +424,46 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
         .collect();
     assert!(beside.is_empty(), "{beside:?}");
 }
+
+/// A rotated output's file names are checked against the run's other outputs as each file
+/// begins: `--meta`, `--trace` or `--events` naming one of them is refused (before, the
+/// sidecar was written over the spectra's first bytes, exit 0), the first file or a later one.
+#[test]
+fn a_rotated_file_that_is_also_meta_trace_or_events_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(8192, 41));
+    let pattern = dir.path().join("o-{seq}.txt");
+    let first = dir.path().join("o-000000.txt");
+    let third = dir.path().join("o-000002.txt");
+    let base = ["--file", s(&input), "--rate", "8000", "--frame", "256"];
+    let cases: [(&str, &Path, &str); 3] = [
+        ("--meta", &first, "1h"),
+        ("--trace", &first, "1h"),
+        ("--meta", &third, "4KiB"),
+    ];
+    for (flag, path, every) in cases {
+        let rotated = ["--output", s(&pattern), "--rotate", every, flag, s(path)];
+        let out = run(&[&base[..], &rotated].concat());
+        let also = format!("which is also {flag}");
+        assert_clean_error(&out, 1, &["makes", &also, "each output needs its own file"]);
+        for f in std::fs::read_dir(dir.path()).expect("dir").flatten() {
+            std::fs::remove_file(f.path())
+                .ok()
+                .filter(|_| f.path() != input);
+        }
+        write_f32(&input, &noise(8192, 41));
+    }
+    let events = [
+        "--output",
+        s(&pattern),
+        "--rotate",
+        "1h",
+        "--alert",
+        "name=a,band=100-1000,above=-300",
+        "--events",
+        s(&first),
+    ];
+    let out = run(&[&base[..], &events].concat());
+    assert_clean_error(&out, 1, &["which is also --events", "its own file"]);
+}

@@ -19,7 +19,7 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, RunEnd, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
-use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, InputFiles, NamedFile};
+use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, GuardedFiles, NamedFile};
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat};
@@ -102,7 +102,7 @@ fn probe_writable(dir: &Path) -> Result<()> {
 
 /// Every file fftd will write (the output `files` planned, `--meta`, `--trace`, `--events`)
 /// against every file it reads (`run_inputs`), before anything is opened for writing. (A
-/// `--rotate` pattern's names are checked as each file begins: `RotateOptions::inputs`.)
+/// `--rotate` pattern's names are checked as each file begins: `RotateOptions::guarded`.)
 pub(super) fn refuse_overwriting_inputs(
     run_spec: &RunSpec,
     files: &[Option<PathBuf>],
@@ -119,22 +119,19 @@ pub(super) fn refuse_overwriting_inputs(
             None => standard_stream("stdout"),
         })
         .collect();
-    let meta = run_spec
-        .output
-        .meta
-        .iter()
-        .map(|m| NamedFile::new("--meta", m));
-    let trace = run_spec
-        .report
-        .trace
-        .iter()
-        .map(|t| NamedFile::new("--trace", t));
+    outputs.extend(other_outputs(run_spec));
+    refuse_overwriting(&inputs, &outputs)
+}
+
+/// The files the run writes beside its rows: `--meta`, `--trace`, `--events`.
+fn other_outputs(run_spec: &RunSpec) -> Vec<NamedFile> {
+    let meta = (run_spec.output.meta.iter()).map(|m| NamedFile::new("--meta", m));
+    let trace = (run_spec.report.trace.iter()).map(|t| NamedFile::new("--trace", t));
     let events = match &run_spec.alerts.events {
         Some(EventsTarget::File(path)) => Some(NamedFile::new("--events", path)),
         _ => None,
     };
-    outputs.extend(meta.chain(trace).chain(events));
-    refuse_overwriting(&inputs, &outputs)
+    meta.chain(trace).chain(events).collect()
 }
 
 /// Every file the run reads: its inputs (a SigMF recording's two files), `--config`, and the
@@ -468,7 +465,7 @@ pub(super) fn rotations(
         Input::Mic(_) | Input::Nats(_) => true,
     };
     let options = RotateOptions {
-        inputs: InputFiles::of(&run_inputs(run_spec)),
+        guarded: GuardedFiles::of(&run_inputs(run_spec), other_outputs(run_spec)),
         spec: run_spec.output.rotate,
         clock: match live && !run_spec.source.realtime {
             true => RowClock::Wall,

@@ -99,25 +99,41 @@ pub(crate) fn standard_stream(role: &'static str) -> NamedFile {
     NamedFile { role, path: shown }
 }
 
-/// The run's inputs, as a rotated output checks each file name it makes (`--rotate`: the names
-/// are known only as the files begin).
+/// The files a rotated output's names must not be (`--rotate`: the names are known only as the
+/// files begin): the run's inputs, whose identities are taken now, and its other outputs
+/// (`--meta`, `--trace`, `--events`), taken as each name is checked (they may be made meanwhile:
+/// a file and its planned name would not compare equal).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct InputFiles(std::sync::Arc<Vec<(String, FileIdentity)>>);
+pub(crate) struct GuardedFiles {
+    inputs: std::sync::Arc<Vec<(String, FileIdentity)>>,
+    outputs: std::sync::Arc<Vec<NamedFile>>,
+}
 
-impl InputFiles {
-    pub(crate) fn of(inputs: &[NamedFile]) -> Self {
+impl GuardedFiles {
+    pub(crate) fn of(inputs: &[NamedFile], outputs: Vec<NamedFile>) -> Self {
         let known = (inputs.iter())
             .filter_map(|f| Some((f.describe(), identity_of(f)?)))
             .collect();
-        InputFiles(std::sync::Arc::new(known))
+        GuardedFiles {
+            inputs: std::sync::Arc::new(known),
+            outputs: std::sync::Arc::new(outputs),
+        }
     }
 
     /// The input that `path` is, if it is one (as the user named it).
-    pub(crate) fn holding(&self, path: &Path) -> Option<&str> {
+    pub(crate) fn input_at(&self, path: &Path) -> Option<&str> {
         let id = identity(path)?;
-        (self.0.iter())
+        (self.inputs.iter())
             .find(|(_, input)| *input == id)
             .map(|(name, _)| name.as_str())
+    }
+
+    /// The other output that `path` is, if it is one (as the user named it).
+    pub(crate) fn output_at(&self, path: &Path) -> Option<String> {
+        let id = identity(path)?;
+        (self.outputs.iter())
+            .find(|f| identity(&f.path).as_ref() == Some(&id))
+            .map(NamedFile::describe)
     }
 }
 

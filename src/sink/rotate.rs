@@ -216,8 +216,9 @@ pub(crate) type MakeDestination = Arc<dyn Fn(&Path) -> Destination + Send + Sync
 pub(crate) struct RotateOptions {
     pub spec: Option<RotateSpec>,
     pub clock: RowClock,
-    /// The run's inputs: a file name the pattern makes that is one of them is refused.
-    pub inputs: super::overwrite_guard::InputFiles,
+    /// The run's inputs and other outputs: a file name the pattern makes that is one of them
+    /// is refused.
+    pub guarded: super::overwrite_guard::GuardedFiles,
 }
 
 /// One output's files: which one is open, and when the next begins.
@@ -238,8 +239,8 @@ pub(crate) struct Rotation {
     pub rows: u64,
     /// Files this run wrote (never overwritten by a later one): the last `NAMES_KEPT`.
     written: WrittenNames,
-    /// The run's inputs (`RotateOptions::inputs`).
-    inputs: super::overwrite_guard::InputFiles,
+    /// `RotateOptions::guarded`.
+    guarded: super::overwrite_guard::GuardedFiles,
 }
 
 impl Rotation {
@@ -258,7 +259,7 @@ impl Rotation {
             bytes: 0,
             rows: 0,
             written: WrittenNames::default(),
-            inputs: options.inputs.clone(),
+            guarded: options.guarded.clone(),
         }
     }
 
@@ -300,9 +301,16 @@ impl Rotation {
             path = PathBuf::from(again.replace("{seq}", &format!("{:06}", self.seq)));
             tracing::warn!(file = %path.display(), "the output's name was taken by an earlier file of this run");
         }
-        if let Some(input) = self.inputs.holding(&path) {
+        if let Some(input) = self.guarded.input_at(&path) {
             return Err(std::io::Error::other(format!(
                 "--output {} makes {}, which is also an input ({input}): refusing to overwrite it",
+                self.path.display(),
+                path.display()
+            )));
+        }
+        if let Some(output) = self.guarded.output_at(&path) {
+            return Err(std::io::Error::other(format!(
+                "--output {} makes {}, which is also {output}: each output needs its own file",
                 self.path.display(),
                 path.display()
             )));
@@ -381,7 +389,7 @@ mod tests {
         let options = RotateOptions {
             spec: Some(RotateSpec::Every(60.0)),
             clock: RowClock::Wall,
-            inputs: Default::default(),
+            guarded: Default::default(),
         };
         let dir = tempfile::tempdir().unwrap();
         let mut r = Rotation::new(&dir.path().join("a-%H%M.csv"), &options, make.clone());
@@ -393,7 +401,7 @@ mod tests {
         let options = RotateOptions {
             spec: Some(RotateSpec::Size(100)),
             clock: RowClock::Wall,
-            inputs: Default::default(),
+            guarded: Default::default(),
         };
         let mut r = Rotation::new(&dir.path().join("b.npy"), &options, make);
         r.begin(0.0, 128).unwrap();
