@@ -85,10 +85,10 @@ pub struct Frame<T> {
 }
 
 /// Largest frame fftd will try to allocate: half of the memory it may use (the machine's, or
-/// its control group's cap: `limits::physical_memory_bytes`).
+/// its control group's cap: `limits::usable_memory_bytes`).
 fn check_frame_memory<T>(n: usize, width: usize) -> Result<()> {
     let bytes = (n as u128) * (width as u128) * (std::mem::size_of::<T>() as u128);
-    let limit = crate::limits::physical_memory_bytes().map(|m| m as u128 / 2);
+    let limit = crate::limits::usable_memory_bytes().map(|m| m as u128 / 2);
     match limit {
         Some(limit) if bytes > limit => Err(FftdError::Usage(format!(
             "frame of {n} samples needs {} MiB per frame buffer, more than half of the memory fftd may use here ({} MiB)",

@@ -76,7 +76,7 @@ pub(crate) fn batch_buffers_in_flight(workers: usize) -> usize {
 /// pools) within half of this machine's memory. At least 1.
 pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize {
     let by_samples = MAX_BATCH_SAMPLES / n.max(1);
-    let by_memory = physical_memory_bytes().map_or(usize::MAX, |total| {
+    let by_memory = usable_memory_bytes().map_or(usize::MAX, |total| {
         let per_frame = (n.max(1) * sample_bytes.max(1)) as u64;
         let buffers = 2 * batch_buffers_in_flight(workers) as u64;
         usize::try_from(total / 2 / buffers / per_frame).unwrap_or(usize::MAX)
@@ -87,7 +87,7 @@ pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) ->
 /// The memory this process may use: the machine's (MemTotal in /proc/meminfo), or less where
 /// its control group caps it (a container's limit, a service's MemoryMax: cgroup v2's
 /// `memory.max`, v1's `memory.limit_in_bytes`). None where neither can be read.
-pub(crate) fn physical_memory_bytes() -> Option<u64> {
+pub(crate) fn usable_memory_bytes() -> Option<u64> {
     let read = |path: &str| std::fs::read_to_string(path).ok();
     let total = read("/proc/meminfo").and_then(|text| mem_total(&text));
     let groups = read("/proc/self/cgroup").unwrap_or_default();
@@ -103,8 +103,10 @@ fn mem_total(text: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// The files that may hold this process's memory cap, from /proc/self/cgroup's `text`: its own
-/// group's and the root's (inside a container's namespace the group is `/`), v2 and v1.
+/// The files that may hold this process's memory cap, from /proc/self/cgroup's `text`: the
+/// root's (inside a container's namespace the group is `/`) and those of its own group and each
+/// group above it (a cap on a parent, such as a slice or a pod, holds its children too), for
+/// cgroup v2 and v1.
 fn cgroup_limit_files(text: &str) -> Vec<String> {
     let mut files = vec![
         "/sys/fs/cgroup/memory.max".to_string(),
@@ -113,17 +115,17 @@ fn cgroup_limit_files(text: &str) -> Vec<String> {
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, group) = (parts.next(), parts.next(), parts.next());
-        let group = group.unwrap_or("/").trim_end_matches('/');
-        match controllers {
-            Some("") if !group.is_empty() => {
-                files.push(format!("/sys/fs/cgroup{group}/memory.max"));
+        let (folder, file) = match controllers {
+            Some("") => ("/sys/fs/cgroup", "memory.max"),
+            Some(c) if c.split(',').any(|c| c == "memory") => {
+                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
             }
-            Some(c) if c.split(',').any(|c| c == "memory") && !group.is_empty() => {
-                files.push(format!(
-                    "/sys/fs/cgroup/memory{group}/memory.limit_in_bytes"
-                ));
-            }
-            _ => {}
+            _ => continue,
+        };
+        let mut group = group.unwrap_or("/").trim_end_matches('/');
+        while !group.is_empty() {
+            files.push(format!("{folder}{group}/{file}"));
+            group = group.rsplit_once('/').map_or("", |(above, _)| above);
         }
     }
     files
@@ -158,12 +160,19 @@ mod tests {
         assert_eq!(cgroup_limit("max\n"), None, "v2: no limit");
         assert_eq!(cgroup_limit("9223372036854771712\n"), None, "v1: no limit");
         let v2 = cgroup_limit_files("0::/system.slice/fftd.service\n");
-        assert!(v2.contains(&"/sys/fs/cgroup/system.slice/fftd.service/memory.max".to_string()));
+        let v2_own = "/sys/fs/cgroup/system.slice/fftd.service/memory.max";
+        let v2_above = "/sys/fs/cgroup/system.slice/memory.max";
+        assert_eq!(
+            &v2[2..],
+            [v2_own, v2_above],
+            "the group, then each above it"
+        );
         let v1 = cgroup_limit_files("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n");
-        let own = "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes".to_string();
-        assert!(v1.contains(&own) && v1.len() == 3, "{v1:?}");
+        let own = "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes";
+        let above = "/sys/fs/cgroup/memory/docker/memory.limit_in_bytes";
+        assert_eq!(&v1[2..], [own, above], "{v1:?}");
         assert!(
-            physical_memory_bytes().is_some_and(|b| b > 0),
+            usable_memory_bytes().is_some_and(|b| b > 0),
             "this machine's"
         );
     }

@@ -8,7 +8,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 /// Notes which standard streams the shell closed while the program loads, before Rust's
-/// runtime opens /dev/null on them (`fftd::stdio`).
+/// runtime opens /dev/null on them (`fftd::stdio`). An ELF constructor: it runs before `main`
+/// and before std's start-up, so `note_closed_streams` uses nothing but `fcntl` and atomics and
+/// cannot panic (a panic there would abort).
+#[cfg(target_os = "linux")]
 #[used]
 #[link_section = ".init_array"]
 static NOTE_CLOSED_STREAMS: extern "C" fn() = fftd::stdio::note_closed_streams;

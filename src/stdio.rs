@@ -36,6 +36,13 @@ pub(crate) fn refuse_closed_stdout(what: &str, instead: &str) -> Result<(), Fftd
     Ok(())
 }
 
+/// Whether `path` names this process's stdout (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`).
+pub(crate) fn names_stdout(path: &std::path::Path) -> bool {
+    ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]
+        .iter()
+        .any(|name| path == std::path::Path::new(name))
+}
+
 /// A usage error where stdin was closed when the process started and the run reads it.
 pub(crate) fn refuse_closed_stdin() -> Result<(), FftdError> {
     if STDIN_CLOSED.load(Ordering::Relaxed) {

@@ -489,4 +489,24 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
     assert_silent_success(&out);
     let out = run(&["--file", s(&text), "--fftshift", "--output", "/dev/null"]);
     assert_silent_success(&out);
+    // a file whose format its first bytes give is never raw: --channels names the way out
+    let sniffed = dir.path().join("y.dat");
+    std::fs::copy(&text, &sniffed).expect("copy");
+    let out = run(&["--file", s(&sniffed), "--channels", "2"]);
+    assert_clean_error(&out, 2, &["--channels 2", "--input-format", "y.dat"]);
+    // a config file's keys need not fit every run: only the run's own flags are judged
+    let config = dir.path().join("site.toml");
+    std::fs::write(&config, "channels = 2\nfftshift = true\nretry = \"3\"\n").expect("config");
+    let site = [
+        "--config",
+        s(&config),
+        "--file",
+        s(&wav),
+        "--output",
+        "/dev/null",
+    ];
+    assert_silent_success(&run(&site));
+    // no input: that is the error, whatever else was given
+    let out = run(&["--channels", "2", "--fftshift"]);
+    assert_clean_error(&out, 2, &["no input"]);
 }

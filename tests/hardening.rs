@@ -117,12 +117,16 @@ fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
         &[
             "--file",
             x_s,
+            "--alert",
+            "name=a,band=0.1-0.2,above=0",
+            "--events",
+            "nats://127.0.0.1:9/EVENTS",
             "--meta",
             s(&creds),
             "--nats-creds",
             s(&creds),
         ],
-        &["--nats-creds", "no NATS server"], // (a plain run takes no NATS flags)
+        &["--meta", "also an input", "--nats-creds"],
         &[&creds],
     );
     // a fleet worker's --meta too, before it connects

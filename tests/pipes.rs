@@ -444,6 +444,14 @@ fn a_closed_stdout_or_stdin_is_refused_where_the_run_uses_it() {
     ];
     let out = run_redirected(">&-", &args);
     assert_clean_error(&out, 2, &["stdout is closed", "the spectra", "--output"]);
+    let named = [&args[..], &["--output", "/dev/stdout"]].concat();
+    assert_clean_error(&run_redirected(">&-", &named), 2, &["stdout is closed"]);
+    // refused before any input is opened: a FIFO no one writes to is not waited for
+    let fifo = dir.path().join("never");
+    mkfifo(&fifo);
+    let waiting = ["--file", s(&fifo), "--rate", "8000", "--device", "cpu"];
+    let out = run_redirected(">&-", &waiting);
+    assert_clean_error(&out, 2, &["stdout is closed", "the spectra"]);
     let events = [
         &args[..],
         &[

@@ -44,6 +44,15 @@ impl AlertOptions {
     pub fn events_to_nats(&self) -> bool {
         matches!(self.events, Some(EventsTarget::Nats(_)))
     }
+
+    /// Whether the events go to stdout (`--events -`, or a name of it such as /dev/stdout).
+    pub(crate) fn events_to_stdout(&self) -> bool {
+        match &self.events {
+            Some(EventsTarget::Stdout) => true,
+            Some(EventsTarget::File(path)) => crate::stdio::names_stdout(path),
+            _ => false,
+        }
+    }
 }
 
 /// The NATS connection flags `--events nats://…` connects with (never shown in `Debug`: they

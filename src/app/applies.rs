@@ -1,8 +1,10 @@
 //! Flags a run would accept and then do nothing with, because of what its inputs are: refused
-//! with the reason, as a user reading the output would otherwise take them to have acted.
-//! Judged from the inputs' names (a receiver's address, an extension, `--input-format`, a
-//! regular file or a stream) before anything is opened; an input whose format is found only by
-//! its first bytes counts as one the flag might apply to.
+//! with the reason, as a user reading the output would otherwise take them to have acted. Only
+//! flags given for the run are judged (the command line's, `Given`): a config file shared by
+//! runs of every kind may set what some of them do not use. Judged from the inputs' names (a
+//! receiver's address, an extension, `--input-format`, whether a path is a regular file) before
+//! anything is opened. An input whose format is found by its first bytes is text, WAV or
+//! compressed audio (`source::sniff`): never raw, but perhaps complex ("re im" lines).
 
 use super::options::Options;
 use crate::error::{FftdError, Result};
@@ -45,19 +47,42 @@ fn is_real_only(format: InputFormat) -> bool {
     matches!(format, Wav | F32 | S16) || format.is_compressed_audio()
 }
 
-/// Refuses `--channels`, `--fftshift` and `--retry` where no input of the run can use them.
-/// `nats_in_use`: rows or events go to a NATS server, whose loss `--retry` also covers.
-pub(super) fn check_flags_apply(o: &Options, nats_in_use: bool) -> Result<()> {
+/// Which of `--channels`, `--fftshift` and `--retry` were given for the run itself.
+#[derive(Clone, Copy)]
+pub(super) struct Given {
+    channels: bool,
+    fftshift: bool,
+    retry: bool,
+}
+
+impl Given {
+    pub(super) fn of(o: &Options) -> Self {
+        Given {
+            channels: o.channels.is_some(),
+            fftshift: o.fftshift,
+            retry: o.retry.is_some(),
+        }
+    }
+}
+
+/// Refuses `--channels`, `--fftshift` and `--retry`, where `given`, if no input of the run can
+/// use them. `nats_in_use`: rows or events go to a NATS server, whose loss `--retry` also
+/// covers. A run with no input, or two kinds, is left to the input's own check.
+pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) -> Result<()> {
+    if o.file.is_empty() == o.mic.is_none() {
+        return Ok(());
+    }
     let kinds = kinds(o);
     let names = || o.file.join(", ");
     let takes_channels = |k: &Kind| match k {
         Kind::Mic => true,
         Kind::Receiver => false,
-        Kind::File(format) => format.is_none_or(is_raw),
+        Kind::File(format) => format.is_some_and(is_raw),
     };
-    if let Some(c) = o.channels.filter(|_| !kinds.iter().any(takes_channels)) {
+    let unused = given.channels && !kinds.iter().any(takes_channels);
+    if let Some(c) = o.channels.filter(|_| unused) {
         return usage(format!(
-            "--channels {c}: for raw files (f32, s16, cf32, cu8, cs8, cs16) and --mic; {} {}",
+            "--channels {c}: for raw files (f32, s16, cf32, cu8, cs8, cs16: by extension or --input-format) and --mic; {} {}",
             names(),
             one_or_more(
                 o,
@@ -71,7 +96,7 @@ pub(super) fn check_flags_apply(o: &Options, nats_in_use: bool) -> Result<()> {
         Kind::Receiver => true,
         Kind::File(format) => !format.is_some_and(is_real_only),
     };
-    if o.fftshift && !kinds.iter().any(may_be_complex) {
+    if given.fftshift && !kinds.iter().any(may_be_complex) {
         return usage(format!(
             "--fftshift: orders a complex input's bins; {} (a real signal's bins run from DC up already)",
             match o.mic {
@@ -82,10 +107,11 @@ pub(super) fn check_flags_apply(o: &Options, nats_in_use: bool) -> Result<()> {
     }
     let reopened = |path: &String| match path.as_str() {
         p if crate::source::rtl_tcp::is_rtl_tcp(p) || crate::source::soapy::is_soapy(p) => true,
-        p => crate::source::is_stream(p),
+        // (a stream; or a path that cannot be read, whose open names the problem)
+        p => !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
     };
     let live = o.mic.is_some() || o.file.iter().any(reopened);
-    if o.retry.is_some() && !live && !nats_in_use {
+    if given.retry && !live && !nats_in_use {
         return usage(format!(
             "--retry: reopens a microphone, a receiver, a FIFO or stdin, or a NATS server gone; {} {} read once to the end",
             names(),

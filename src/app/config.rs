@@ -2,6 +2,7 @@
 //! `Settings`: the run's spec for each stage (`RunSpec`), built one stage at a time, and a fleet
 //! worker's addresses. Every usage error names the flag and the value.
 
+use super::applies::Given;
 use super::fleet_options::{check_fleet, nats_output};
 use super::options::merge;
 pub use super::options::Options;
@@ -132,12 +133,21 @@ impl Settings {
             Some(path) => keep(load_config_file(path)?),
             None => Options::default(),
         };
-        let mut settings = Self::from_options(merge(cli, file))?;
+        let given = Given::of(&cli); // (a shared file's keys need not fit every run)
+        let mut settings = Self::from_given_options(merge(cli, file), given)?;
         settings.run.output.config = config.map(Path::to_path_buf);
         Ok(settings)
     }
 
-    pub fn from_options(mut o: Options) -> Result<Settings> {
+    /// The settings `o` gives, every value of which the user gave for this run.
+    pub fn from_options(o: Options) -> Result<Settings> {
+        let given = Given::of(&o);
+        Self::from_given_options(o, given)
+    }
+
+    /// The settings `o` gives; `given` says which of the flags that only some inputs use were
+    /// given for this run (`applies`).
+    fn from_given_options(mut o: Options, given: Given) -> Result<Settings> {
         if let Some(io) = check_fleet(&o)? {
             return Self::fleet_worker(o, io);
         }
@@ -147,7 +157,7 @@ impl Settings {
         let nats_output = nats_output(&mut o)?;
         let alerts = alert_options(&o, nats_output.is_none())?;
         let events_to_nats = alerts.events_to_nats();
-        super::applies::check_flags_apply(&o, nats_output.is_some() || events_to_nats)?;
+        super::applies::check_flags_apply(&o, given, nats_output.is_some() || events_to_nats)?;
         let record = crate::record::check_record(
             o.record_on_alert.as_deref(),
             o.pre.as_deref(),

@@ -37,9 +37,7 @@ impl Early {
             .transpose()?;
         // the places the run writes, before any input (or device) is touched
         outputs::check_destinations(run_spec)?;
-        if run_spec.source.input.reads_stdin() {
-            crate::stdio::refuse_closed_stdin()?;
-        }
+        refuse_closed_streams(run_spec)?;
         if run_spec.report.stats || run_spec.report.trace.is_some() {
             // the FFT workers' time splits into upload, kernels and download (event profiling)
             crate::fft::opencl::profile_for_stats();
@@ -51,6 +49,27 @@ impl Early {
             live: run_spec.source.input.is_live(),
         })
     }
+}
+
+/// A closed stdout that the rows or events would go to, or a closed stdin the input is: refused
+/// before any input is opened (a microphone started, a receiver tuned).
+fn refuse_closed_streams(run_spec: &RunSpec) -> Result<()> {
+    use crate::stdio::{names_stdout, refuse_closed_stdin, refuse_closed_stdout};
+    let output = &run_spec.output;
+    let to_stdout = (output.output.as_deref()).is_none_or(names_stdout)
+        && output.output_dir.is_none()
+        && run_spec.nats_output.is_none();
+    if to_stdout {
+        let instead = "give --output FILE (--output /dev/null to discard them)";
+        refuse_closed_stdout("the spectra", instead)?;
+    }
+    if run_spec.alerts.events_to_stdout() {
+        refuse_closed_stdout("the events", "give --events FILE")?;
+    }
+    if run_spec.source.input.reads_stdin() {
+        refuse_closed_stdin()?;
+    }
+    Ok(())
 }
 
 /// The engines, built before any input is read: a first-use calibration (a few seconds) must

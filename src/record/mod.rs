@@ -98,14 +98,15 @@ impl Recorder {
         (width, frames)
     }
 
-    /// The rings of `sources` must fit in half of the memory fftd may use (`limits::physical_memory_bytes`) (the bound the batch
-    /// buffers keep, `limits::max_batch_frames`), else a usage error naming the flags: a ring
-    /// fills as the run goes, so one too large would end the run hours in, killed for memory.
+    /// The rings of `sources` must fit in half of the memory fftd may use
+    /// (`limits::usable_memory_bytes`: the bound the batch buffers keep too), else a usage error
+    /// naming the flags: a ring fills as the run goes, so one too large would end the run hours
+    /// in, killed for memory.
     pub(crate) fn check_memory<'a>(
         &self,
         sources: impl Iterator<Item = &'a crate::source::SourceInfo>,
     ) -> Result<(), String> {
-        let Some(total) = crate::limits::physical_memory_bytes() else {
+        let Some(total) = crate::limits::usable_memory_bytes() else {
             return Ok(());
         };
         let bytes: f64 = sources
