@@ -37,6 +37,10 @@ const NUMERIC: &[&str] = &[
     "N|whole",
     "mix|N|all",
     "A..B|LIST",
+    "FRACTION",
+    "DURATION",
+    "DURATION|SIZE",
+    "forever|N|DURATION",
 ];
 
 /// The flags `fftd ARGS --help` lists whose value is a number.

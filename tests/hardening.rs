@@ -507,3 +507,35 @@ fn files_flags_name_are_read_only_up_to_a_bound() {
         assert_clean_error(&out, code, &[flag, "larger than"]);
     }
 }
+
+/// A WAV header's 65535 channels under `--channel all` would make 65535 streams and files
+/// (90 s of set-up deaf to Ctrl-C, audit of session 41): more than `limits::MAX_STREAMS` are
+/// refused before any is made, naming the input.
+#[test]
+fn a_header_with_more_channels_than_a_run_takes_is_refused_before_any_file_is_made() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let channels: u32 = 65535;
+    let data = vec![0u8; 2 * channels as usize * 2];
+    let mut wav = b"RIFF".to_vec();
+    wav.extend((36 + data.len() as u32).to_le_bytes());
+    wav.extend(b"WAVEfmt ");
+    wav.extend(16u32.to_le_bytes());
+    wav.extend(1u16.to_le_bytes());
+    wav.extend((channels as u16).to_le_bytes());
+    wav.extend(8000u32.to_le_bytes());
+    wav.extend((8000 * 2 * channels).to_le_bytes());
+    wav.extend(((2 * channels) as u16).to_le_bytes()); // (block align overflows u16, as in the audit)
+    wav.extend(16u16.to_le_bytes());
+    wav.extend(b"data");
+    wav.extend((data.len() as u32).to_le_bytes());
+    wav.extend(&data);
+    let input = dir.path().join("wide.wav");
+    std::fs::write(&input, wav).expect("write wav");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let args = ["--file", s(&input), "--frame", "2", "--channel", "all"];
+    let out = run(&[&args[..], &["--output-dir", s(&out_dir)]].concat());
+    assert_clean_error(&out, 1, &["wide.wav", "65535 channels", "more than 4096"]);
+    let made = std::fs::read_dir(&out_dir).expect("ls").count();
+    assert_eq!(made, 0, "no file made");
+}

@@ -41,15 +41,22 @@ fn is_raw(format: InputFormat) -> bool {
     matches!(format, F32 | S16 | Cf32 | Cu8 | Cs8 | Cs16)
 }
 
+/// A format whose header gives its sample rate (a SigMF recording's may not: `--rate` then
+/// stands in).
+fn has_own_rate(format: InputFormat) -> bool {
+    format == InputFormat::Wav || format.is_compressed_audio()
+}
+
 /// A format whose samples are real whatever the file holds.
 fn is_real_only(format: InputFormat) -> bool {
     use InputFormat::*;
     matches!(format, Wav | F32 | S16) || format.is_compressed_audio()
 }
 
-/// Which of `--channels`, `--fftshift` and `--retry` were given for the run itself.
+/// Which of `--rate`, `--channels`, `--fftshift` and `--retry` were given for the run itself.
 #[derive(Clone, Copy)]
 pub(super) struct Given {
+    rate: bool,
     channels: bool,
     fftshift: bool,
     retry: bool,
@@ -58,6 +65,7 @@ pub(super) struct Given {
 impl Given {
     pub(super) fn of(o: &Options) -> Self {
         Given {
+            rate: o.rate.is_some(),
             channels: o.channels.is_some(),
             fftshift: o.fftshift,
             retry: o.retry.is_some(),
@@ -65,7 +73,7 @@ impl Given {
     }
 }
 
-/// Refuses `--channels`, `--fftshift` and `--retry`, where `given`, if no input of the run can
+/// Refuses `--rate`, `--channels`, `--fftshift` and `--retry`, where `given`, if no input of the run can
 /// use them. `nats_in_use`: rows or events go to a NATS server, whose loss `--retry` also
 /// covers. A run with no input, or two kinds, is left to the input's own check.
 pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) -> Result<()> {
@@ -74,6 +82,21 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
     }
     let kinds = kinds(o);
     let names = || o.file.join(", ");
+    let takes_rate = |k: &Kind| match k {
+        Kind::Mic | Kind::Receiver => true,
+        Kind::File(format) => !format.is_some_and(has_own_rate),
+    };
+    if let Some(rate) = o
+        .rate
+        .filter(|_| given.rate && !kinds.iter().any(takes_rate))
+    {
+        return usage(format!(
+            "--rate {}: for raw and text files, --mic and receivers; {} {}",
+            crate::types::shown(rate),
+            names(),
+            one_or_more(o, "gives its own rate", "give their own rates")
+        ));
+    }
     let takes_channels = |k: &Kind| match k {
         Kind::Mic => true,
         Kind::Receiver => false,

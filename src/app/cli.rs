@@ -72,6 +72,10 @@ pub const NUMERIC_VALUE_NAMES: &[&str] = &[
     "mix|N|all",
     "A..B|LIST",
     "DB|auto",
+    "FRACTION",
+    "DURATION",
+    "DURATION|SIZE",
+    "forever|N|DURATION",
 ];
 
 /// The command line as typed: `Cli` with every number-taking flag accepting a leading '-'.

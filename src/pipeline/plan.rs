@@ -302,6 +302,17 @@ impl StreamPlan {
         tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
         let splitter = ChannelSplitter::for_source(info, run_spec.source.channel)?;
+        let streams = self.streams.len() + splitter.streams();
+        if streams > limits::MAX_STREAMS {
+            return Err(FftdError::input(
+                &info.name,
+                format!(
+                    "{} channels make {streams} streams in this run, more than {} (give --channel N for one)",
+                    info.channels,
+                    limits::MAX_STREAMS
+                ),
+            ));
+        }
         // --center-freq says where the radio was, over what the input says
         let tuning = run_spec.source.center_freq.map(Tuning::fixed).or(tuning);
         let first_stream = self.streams.len();

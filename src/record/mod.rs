@@ -42,8 +42,10 @@ pub(crate) fn check_record(
                 }),
         }
     };
+    let given = pre.is_some() || post.is_some();
+    let (pre, post) = (seconds("--pre", pre)?, seconds("--post", post)?); // (values first)
     let Some(dir) = dir else {
-        if pre.is_some() || post.is_some() {
+        if given {
             return Err("--pre/--post: give --record-on-alert DIR to record".into());
         }
         return Ok(None);
@@ -59,8 +61,8 @@ pub(crate) fn check_record(
     }
     Ok(Some(RecordOptions {
         dir: dir.to_path_buf(),
-        pre: seconds("--pre", pre)?,
-        post: seconds("--post", post)?,
+        pre,
+        post,
     }))
 }
 
