@@ -408,6 +408,10 @@ fn bench_refuses_a_bad_sweep_before_timing_anything() {
             &["--sizes", "4..8", "--bands", "mel:40"],
             &["--bands mel:40"],
         ),
+        (
+            &["--sizes", "1024", "--no-cpu"],
+            &["--no-cpu", "nothing would be measured"],
+        ),
     ];
     for (args, needles) in cases {
         let out = run(&[&["bench", "--device", "cpu"][..], args].concat());
@@ -434,6 +438,17 @@ fn bench_prints_each_row_once() {
         assert_eq!(rows, 1, "n = {n}: {text}");
     }
     assert!(text.contains("break-even"), "{text}");
+    // the heading says what was timed: --bands sums power spectra, whatever --scale says
+    let bands = [
+        "--sizes", "1024", "--reps", "1", "--bands", "mel:40", "--scale", "db",
+    ];
+    let out = run(&[&["bench", "--device", "cpu"][..], &bands].concat());
+    assert_silent_success(&out);
+    let head = stdout_text(&out);
+    assert!(
+        head.contains("scale power summed into --bands mel:40"),
+        "{head}"
+    );
 }
 
 /// Flags that a run's inputs give nothing to do are refused, naming the flag and the inputs:
@@ -513,4 +528,17 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
     // no input: that is the error, whatever else was given
     let out = run(&["--channels", "2", "--fftshift"]);
     assert_clean_error(&out, 2, &["no input"]);
+}
+
+/// `fftd publish --max-latency` with files only (it paces live input) and `--output-dir` naming
+/// a file are refused before anything is sent or written (audit of session 41).
+#[test]
+fn publish_latency_for_files_and_an_output_dir_that_is_a_file_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let to = ["--to", "nats://127.0.0.1:9/frames.x", "--file", s(&x)];
+    let out = run(&[&["publish", "--max-latency", "50"][..], &to].concat());
+    assert_clean_error(&out, 2, &["--max-latency 50", "live frame"]);
+    let out = run(&["--file", s(&x), "--output-dir", s(&x)]);
+    assert_clean_error(&out, 2, &["--output-dir", "not a directory"]);
 }

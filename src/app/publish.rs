@@ -208,8 +208,16 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     Ok(())
 }
 
-/// `--run-id` checked (files only), or a new run id.
+/// `--run-id` checked (files only), or a new run id; and `--max-latency`, which only live
+/// input (the microphone, stdin) waits by.
 fn run_id_of(args: &PublishArgs) -> Result<String> {
+    let live = args.mic.is_some() || args.file.iter().any(|f| f == "-");
+    if let Some(ms) = args.max_latency.filter(|_| !live) {
+        return Err(FftdError::Usage(format!(
+            "--max-latency {}: how long a live frame (--mic, stdin) waits for its block; files are sent in whole blocks",
+            crate::types::shown(ms)
+        )));
+    }
     match &args.run_id {
         Some(_) if args.mic.is_some() || args.file.iter().any(|f| f == "-") => Err(FftdError::Usage(
             "--run-id resumes a publish of the same files: live capture and stdin start a new run each time".into(),

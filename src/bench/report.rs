@@ -9,6 +9,19 @@ use crate::fft::opencl::OpenClEngine;
 use crate::types::Sample;
 use std::fmt::Write as _;
 
+/// What the timed rows are, for the heading: the scale the engines ran in (`--bands` sums power
+/// spectra, whatever `--scale`), and the bands and `--average` they were reduced by.
+fn rows_measured(args: &BenchSpec) -> String {
+    let mut rows = match &args.bands {
+        Some(bands) => format!("scale power summed into --bands {bands}"),
+        None => format!("scale {}", args.scale),
+    };
+    if let Some(n) = args.average {
+        rows.push_str(&format!(", sums of --average {n} frames"));
+    }
+    rows
+}
+
 /// The lines above the table, and the pinned host-to-device copy rate in GB/s (the same run's
 /// reference for host-to-host figures) when measured.
 pub(super) fn heading<T: Sample>(
@@ -19,11 +32,11 @@ pub(super) fn heading<T: Sample>(
     let mut head = String::new();
     let _ = writeln!(
         head,
-        "fftd bench: {} {:?} input, window {}, scale {}, OpenCL device {}, median of {} runs",
+        "fftd bench: {} {:?} input, window {}, {}, OpenCL device {}, median of {} runs",
         T::NAME,
         args.kind,
         args.window,
-        args.scale,
+        rows_measured(args),
         specs
             .first()
             .map_or("none".into(), |s| format!("{} ({})", s.name(), s.label())),

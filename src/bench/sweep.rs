@@ -115,6 +115,11 @@ pub(super) fn check_engines<T: Sample>(
 pub(super) fn check_args(args: &BenchSpec) -> Result<Vec<usize>, FftdError> {
     let sizes = parse_sizes(&args.sizes)?;
     check_batches(args, &sizes)?;
+    if args.no_cpu && args.device == crate::fft::device_choice::DeviceChoice::Cpu {
+        return Err(FftdError::Usage(
+            "--no-cpu with --device cpu: nothing would be measured (name a device, or leave --no-cpu out)".into(),
+        ));
+    }
     if let Some(bands) = &args.bands {
         if args.kind == BenchKind::Complex {
             return Err(FftdError::Usage(

@@ -243,8 +243,12 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     }
     if let Some(dir) = &run_spec.output.output_dir {
         if !dir.is_dir() {
+            let what = match dir.exists() {
+                true => "not a directory",
+                false => "no such directory",
+            };
             return Err(FftdError::Usage(format!(
-                "--output-dir {}: no such directory",
+                "--output-dir {}: {what}",
                 dir.display()
             )));
         }
