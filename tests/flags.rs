@@ -541,4 +541,7 @@ fn publish_latency_for_files_and_an_output_dir_that_is_a_file_are_refused() {
     assert_clean_error(&out, 2, &["--max-latency 50", "live frame"]);
     let out = run(&["--file", s(&x), "--output-dir", s(&x)]);
     assert_clean_error(&out, 2, &["--output-dir", "not a directory"]);
+    // a SoapySDR address whose arguments have no key opened the default device
+    let out = run(&["--file", "soapy://=,,="]);
+    assert_clean_error(&out, 2, &["soapy://=,,=", "key=value"]);
 }

@@ -340,6 +340,12 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
         }
     }
     check_radio(o.center_freq, o.gain.is_some(), o.realtime, &input)?;
+    if let Input::Files(files) = &input {
+        let soapy = files.iter().filter(|f| crate::source::soapy::is_soapy(f));
+        for url in soapy {
+            crate::source::soapy::check_address(url).map_err(FftdError::Usage)?;
+        }
+    }
     if let Some(format) = o.input_format.filter(|_| !input.takes_input_format()) {
         return usage(format!("--input-format {}: reads files and stdin; the microphone and receivers (rtl_tcp://, soapy://) send their own format", format.name()));
     }

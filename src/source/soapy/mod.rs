@@ -26,6 +26,21 @@ use std::time::{Duration, Instant};
 
 /// How an input names a SoapySDR device.
 pub(crate) const SCHEME: &str = "soapy://";
+
+/// Checks `soapy://ARGS`'s device arguments, `key=value` pairs joined by commas (none: the
+/// first device found): a pair without a key is a malformed address (`soapy://=,,=` opened the
+/// default device).
+pub(crate) fn check_address(url: &str) -> Result<(), String> {
+    let args = url.strip_prefix(SCHEME).unwrap_or(url);
+    let mut pairs = args.split(',').filter(|pair| !pair.trim().is_empty());
+    let keyless = |pair: &&str| pair.split('=').next().is_none_or(|k| k.trim().is_empty());
+    match pairs.find(keyless) {
+        Some(pair) => Err(format!(
+            "--file {url}: '{pair}' is not a key=value device argument (as soapy://driver=hackrf,serial=…)"
+        )),
+        None => Ok(()),
+    }
+}
 /// The rate asked for when `--rate` is not given (rtl_tcp's, a rate most receivers take).
 pub(crate) const DEFAULT_RATE: f64 = 2_048_000.0;
 /// How long one read waits before looking at the stop request again.
