@@ -385,6 +385,11 @@ fn bad_sweeps_are_usage_errors() {
         (&["--sweep", "88M:108M:10k", "--crop", "1.5"], "--crop"),
         (&["--sweep", "88M:108M:10k", "--sweeps", "0"], "--sweeps 0"),
         (&["--crop", "0.2"], "--crop goes with --sweep"),
+        // (the user's spec, and the hop's frequency rtl_tcp cannot carry)
+        (
+            &["--sweep", "0:10G:10k"],
+            "--sweep 0:10000000000:10000: a hop would tune",
+        ),
     ] {
         let out = run(&[&rtl[..], args].concat());
         assert_clean_error(&out, 2, &[needle]);

@@ -52,7 +52,13 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
         .map_err(|e| FftdError::Usage(format!("--sweep {text}: {e}")))?;
     if rtl_tcp::is_rtl_tcp(&o.file[0]) {
         for &centre in &plan.centres {
-            rtl_tcp::whole_hz("--sweep", centre)?;
+            rtl_tcp::whole_hz("--sweep", centre).map_err(|_| {
+                FftdError::Usage(format!(
+                    "--sweep {text}: a hop would tune to {} Hz; rtl_tcp tunes whole Hz from 1 to {}",
+                    crate::types::shown(centre),
+                    u32::MAX
+                ))
+            })?;
         }
     }
     let n = plan.n;
