@@ -377,10 +377,32 @@ fn fleet_setup_refuses_bad_names_before_connecting() {
         (&["--spectra-stream", "a.b"], &["--spectra-stream 'a.b'"]),
         (&["--consumer", ""], &["--consumer ''"]),
         (&["--work-subject", ""], &["--work-subject ''"]),
+        (
+            &["--work-subject", ">.a"],
+            &["--work-subject '>.a'", "only the last"],
+        ),
+        (
+            &["--spectra-subject", "a.b*"],
+            &["--spectra-subject 'a.b*'", "whole token"],
+        ),
+        (
+            &["--work-subject", "spectra.>"],
+            &["'spectra.>'", "overlap"],
+        ),
+        (
+            &["--work-subject", "a.*.b", "--spectra-subject", "a.x.b"],
+            &["'a.*.b'", "'a.x.b'", "overlap"],
+        ),
     ];
     for (extra, needles) in cases {
         assert_clean_error(&run(&[&setup[..], extra].concat()), 2, needles);
     }
+    let out = run(&["fleet", "setup", "--server", "nats://127.0.0.1:9/frames"]);
+    assert_clean_error(&out, 2, &["--server", "no path ('frames')"]);
+    // subjects that share no subject are taken (the connection then fails: nothing listens)
+    let apart = ["--work-subject", "a.*.b", "--spectra-subject", "a.x.c"];
+    let out = run(&[&setup[..], &apart].concat());
+    assert_clean_error(&out, 1, &["cannot connect"]);
 }
 
 #[test]

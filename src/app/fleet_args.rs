@@ -251,12 +251,60 @@ fn check_setup_names(flags: &SetupFlags) -> std::result::Result<(), String> {
             .map(|s| ("--spectra-subject", s)),
     );
     for (flag, subject) in subjects {
-        if subject.is_empty() || subject.chars().any(char::is_whitespace) {
-            return Err(format!(
-                "{flag} '{}': a subject without spaces (such as frames.>)",
-                crate::types::escaped(subject)
-            ));
+        check_subject(flag, subject)?;
+    }
+    let pairs = (flags.work_subjects.iter())
+        .flat_map(|w| flags.spectra_subjects.iter().map(move |r| (w, r)));
+    if let Some((work, rows)) = pairs.into_iter().find(|(w, r)| subjects_overlap(w, r)) {
+        return Err(format!(
+            "--work-subject '{work}' and --spectra-subject '{rows}' overlap: a message could belong to both streams, which the server refuses"
+        ));
+    }
+    check_server(&flags.server)
+}
+
+/// A subject a stream takes: dot-separated tokens, none empty or with spaces, `*` a whole token
+/// and `>` only the whole last one (NATS's rules).
+fn check_subject(flag: &str, subject: &str) -> std::result::Result<(), String> {
+    let tokens: Vec<&str> = subject.split('.').collect();
+    let last = tokens.len() - 1;
+    let bad_token = |(i, t): (usize, &&str)| {
+        t.is_empty()
+            || t.chars().any(char::is_whitespace)
+            || (t.contains('*') && *t != "*")
+            || (t.contains('>') && (*t != ">" || i != last))
+    };
+    match tokens.iter().enumerate().any(bad_token) {
+        true => Err(format!(
+            "{flag} '{}': a subject of dot-separated tokens without spaces, '*' a whole token and '>' only the last (such as frames.>)",
+            crate::types::escaped(subject)
+        )),
+        false => Ok(()),
+    }
+}
+
+/// Whether some subject matches both patterns (`*`: any one token, `>`: one or more).
+fn subjects_overlap(a: &str, b: &str) -> bool {
+    let (mut a, mut b) = (a.split('.'), b.split('.'));
+    loop {
+        match (a.next(), b.next()) {
+            (None, None) => return true,
+            (Some(">"), Some(_)) | (Some(_), Some(">")) => return true,
+            (Some(x), Some(y)) if x == "*" || y == "*" || x == y => continue,
+            _ => return false,
         }
     }
-    Ok(())
+}
+
+/// `--server`: a NATS server's address, which has no path (a subject goes in the subject flags).
+fn check_server(server: &str) -> std::result::Result<(), String> {
+    let after_scheme = server.split_once("://").map_or(server, |(_, rest)| rest);
+    match after_scheme.split_once('/') {
+        Some((_, path)) if !path.is_empty() => Err(format!(
+            "--server {}: a server's address has no path ('{}'): give subjects with --work-subject and --spectra-subject",
+            crate::types::escaped(server),
+            crate::types::escaped(path)
+        )),
+        _ => Ok(()),
+    }
 }
