@@ -509,8 +509,8 @@ fn files_flags_name_are_read_only_up_to_a_bound() {
 }
 
 /// A WAV header's 65535 channels under `--channel all` would make 65535 streams and files
-/// (90 s of set-up deaf to Ctrl-C, audit of session 41): more than `limits::MAX_STREAMS` are
-/// refused before any is made, naming the input.
+/// (90 s of set-up deaf to Ctrl-C, audit of session 41): more than
+/// `limits::MAX_CHANNEL_STREAMS` are refused before any is made, naming the input.
 #[test]
 fn a_header_with_more_channels_than_a_run_takes_is_refused_before_any_file_is_made() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -535,7 +535,7 @@ fn a_header_with_more_channels_than_a_run_takes_is_refused_before_any_file_is_ma
     std::fs::create_dir(&out_dir).expect("mkdir");
     let args = ["--file", s(&input), "--frame", "2", "--channel", "all"];
     let out = run(&[&args[..], &["--output-dir", s(&out_dir)]].concat());
-    assert_clean_error(&out, 1, &["wide.wav", "65535 channels", "more than 4096"]);
+    assert_clean_error(&out, 1, &["wide.wav", "65535 channels", "at most 4096"]);
     let made = std::fs::read_dir(&out_dir).expect("ls").count();
     assert_eq!(made, 0, "no file made");
 }

@@ -302,14 +302,13 @@ impl StreamPlan {
         tuning: Option<Arc<Tuning>>,
     ) -> Result<(ChannelSplitter, usize)> {
         let splitter = ChannelSplitter::for_source(info, run_spec.source.channel)?;
-        let streams = self.streams.len() + splitter.streams();
-        if streams > limits::MAX_STREAMS {
+        if splitter.streams() > limits::MAX_CHANNEL_STREAMS {
             return Err(FftdError::input(
                 &info.name,
                 format!(
-                    "{} channels make {streams} streams in this run, more than {} (give --channel N for one)",
+                    "{} channels: --channel all makes a stream of each, at most {} (give --channel N for one)",
                     info.channels,
-                    limits::MAX_STREAMS
+                    limits::MAX_CHANNEL_STREAMS
                 ),
             ));
         }
