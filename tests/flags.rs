@@ -567,3 +567,28 @@ fn publish_latency_for_files_and_an_output_dir_that_is_a_file_are_refused() {
     let out = run(&["--file", "soapy://=,,="]);
     assert_clean_error(&out, 2, &["soapy://=,,=", "key=value"]);
 }
+
+/// `--center-freq` takes the k, M and G suffixes `--sweep` takes (audit of session 41: `100M`
+/// was "expected a number").
+#[test]
+fn center_freq_takes_the_suffixes_sweep_takes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let args = [
+        "--file",
+        s(&x),
+        "--frame",
+        "8",
+        "--max-frames",
+        "1",
+        "--format",
+        "csv",
+    ];
+    let out = run(&[&args[..], &["--center-freq", "100M"]].concat());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let header = stdout_text(&out);
+    let first_bin = header.lines().next().and_then(|l| l.split(',').nth(3));
+    assert_eq!(first_bin, Some("100000000.0"), "{header}"); // (real input: DC first)
+    let out = run(&[&args[..], &["--center-freq", "100X"]].concat());
+    assert_clean_error(&out, 2, &["--center-freq 100X", "k, M or G"]);
+}

@@ -261,7 +261,7 @@ pub struct Options {
     /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
     /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
     #[serde(default, deserialize_with = "finite")]
     pub center_freq: Option<f64>,
 
@@ -486,6 +486,20 @@ fn number(text: &str) -> std::result::Result<f64, String> {
     text.trim()
         .parse()
         .map_err(|_| "expected a number".to_string())
+}
+
+/// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
+fn hz(text: &str) -> std::result::Result<f64, String> {
+    let text = text.trim();
+    let (number, scale) = match text.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&text[..i], 1e3),
+        Some((i, 'M')) => (&text[..i], 1e6),
+        Some((i, 'G' | 'g')) => (&text[..i], 1e9),
+        _ => (text, 1.0),
+    };
+    let value: f64 = (number.trim().parse())
+        .map_err(|_| "expected a number of Hz, with an optional k, M or G (100M)".to_string())?;
+    Ok(value * scale)
 }
 
 /// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.
