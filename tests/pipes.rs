@@ -480,6 +480,15 @@ fn a_closed_stdout_or_stdin_is_refused_where_the_run_uses_it() {
         "--frame",
         "256",
     ];
+    let publish = [
+        "publish",
+        "--to",
+        "nats://127.0.0.1:9/frames.x",
+        "--file",
+        "-",
+    ];
+    let out = run_redirected("<&-", &[&publish[..], &["--input-format", "f32"]].concat());
+    assert_clean_error(&out, 2, &["--file -", "stdin is closed"]);
     let out = run_redirected("<&- >/dev/null", &stdin);
     assert_clean_error(&out, 2, &["--file -", "stdin is closed"]);
 }

@@ -145,6 +145,9 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
     let url = NatsUrl::parse("--to", &args.to).map_err(FftdError::Usage)?;
     let subject = url.subject("--to").map_err(FftdError::Usage)?;
     let run = run_id_of(args)?;
+    if spec.source.input.reads_stdin() {
+        crate::stdio::refuse_closed_stdin()?; // (a closed stdin would read as an empty input)
+    }
     for id in &args.source_id {
         check_id("--source-id", id).map_err(FftdError::Usage)?; // before any input is opened
     }
