@@ -79,7 +79,7 @@ pub(crate) fn batch_buffers_in_flight(workers: usize) -> usize {
 
 /// The largest `--batch` for frames of `n` samples of `sample_bytes` bytes with `workers`
 /// engines: at most `MAX_BATCH_SAMPLES` per batch, and every buffer that can be in flight (both
-/// pools) within half of this machine's memory. At least 1.
+/// pools) within half of the memory fftd may use (`usable_memory_bytes`). At least 1.
 pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) -> usize {
     let by_samples = MAX_BATCH_SAMPLES / n.max(1);
     let by_memory = usable_memory_bytes().map_or(usize::MAX, |total| {
@@ -92,8 +92,14 @@ pub(crate) fn max_batch_frames(n: usize, sample_bytes: usize, workers: usize) ->
 
 /// The memory this process may use: the machine's (MemTotal in /proc/meminfo), or less where
 /// its control group caps it (a container's limit, a service's MemoryMax: cgroup v2's
-/// `memory.max`, v1's `memory.limit_in_bytes`). None where neither can be read.
+/// `memory.max`, v1's `memory.limit_in_bytes`). None where neither can be read. Read once a
+/// process: each stream's framer asks (ten thousand inputs, ten thousand asks).
 pub(crate) fn usable_memory_bytes() -> Option<u64> {
+    static USABLE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(read_usable_memory_bytes)
+}
+
+fn read_usable_memory_bytes() -> Option<u64> {
     let read = |path: &str| std::fs::read_to_string(path).ok();
     let total = read("/proc/meminfo").and_then(|text| mem_total(&text));
     let groups = read("/proc/self/cgroup").unwrap_or_default();

@@ -4,7 +4,8 @@
 //! empty input. The binary notes which were closed as it is loaded, before that runtime runs
 //! (`note_closed_streams`, from an `.init_array` entry in main.rs); a run that would write to a
 //! closed stdout (`refuse_closed_stdout`) or read a closed stdin (`refuse_closed_stdin`) is
-//! refused. Nothing is noted for the library's other users: they are never refused.
+//! refused, before its inputs open (`pipeline::run_steps`; `fftd publish` for stdin). Nothing
+//! is noted for the library's other users: they are never refused.
 
 use crate::error::FftdError;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -87,10 +87,7 @@ impl EventWriter {
         stop: &std::sync::atomic::AtomicBool,
     ) -> Result<Self, FftdError> {
         match target {
-            EventsTarget::Stdout => {
-                crate::stdio::refuse_closed_stdout("the events", "give --events FILE")?;
-                Ok(EventWriter::Stdout)
-            }
+            EventsTarget::Stdout => Ok(EventWriter::Stdout),
             EventsTarget::File(path) => {
                 open_append(path, stop)
                     .map(EventWriter::File)

@@ -8,10 +8,12 @@
 
 use super::options::Options;
 use crate::error::{FftdError, Result};
+use crate::source::spec::is_receiver;
 use crate::source::InputFormat;
+use crate::types::InputKind;
 
 /// What an input is, as far as its name tells.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Kind {
     /// The microphone: real samples, its channels chosen, reopened by `--retry`.
     Mic,
@@ -26,9 +28,7 @@ fn kinds(o: &Options) -> Vec<Kind> {
         return vec![Kind::Mic];
     }
     let kind = |path: &String| match path.as_str() {
-        p if crate::source::rtl_tcp::is_rtl_tcp(p) || crate::source::soapy::is_soapy(p) => {
-            Kind::Receiver
-        }
+        p if is_receiver(p) => Kind::Receiver,
         "-" => Kind::File(o.input_format),
         p => Kind::File(o.input_format.or_else(|| InputFormat::by_extension(p))),
     };
@@ -47,10 +47,11 @@ fn has_own_rate(format: InputFormat) -> bool {
     format == InputFormat::Wav || format.is_compressed_audio()
 }
 
-/// A format whose samples are real whatever the file holds.
+/// A format whose samples are real whatever the file holds (a raw format's kind as its reader
+/// takes it, `source::raw::sample_kind`).
 fn is_real_only(format: InputFormat) -> bool {
-    use InputFormat::*;
-    matches!(format, Wav | F32 | S16) || format.is_compressed_audio()
+    let real_raw = is_raw(format) && crate::source::raw::sample_kind(format) == InputKind::Real;
+    real_raw || format == InputFormat::Wav || format.is_compressed_audio()
 }
 
 /// Which of `--rate`, `--channels`, `--fftshift` and `--retry` were given for the run itself.
@@ -73,9 +74,9 @@ impl Given {
     }
 }
 
-/// Refuses `--rate`, `--channels`, `--fftshift` and `--retry`, where `given`, if no input of the run can
-/// use them. `nats_in_use`: rows or events go to a NATS server, whose loss `--retry` also
-/// covers. A run with no input, or two kinds, is left to the input's own check.
+/// Refuses each of `--rate`, `--channels`, `--fftshift` and `--retry` that `given` holds where no
+/// input of the run can use it. `nats_in_use`: rows or events go to a NATS server, whose loss
+/// `--retry` also covers. A run with no input, or two kinds, is left to the input's own check.
 pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) -> Result<()> {
     if o.file.is_empty() == o.mic.is_none() {
         return Ok(());
@@ -128,11 +129,8 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
             }
         ));
     }
-    let reopened = |path: &String| match path.as_str() {
-        p if crate::source::rtl_tcp::is_rtl_tcp(p) || crate::source::soapy::is_soapy(p) => true,
-        // (a stream; or a path that cannot be read, whose open names the problem)
-        p => !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
-    };
+    // (a receiver, a stream; or a path that cannot be read, whose open names the problem)
+    let reopened = |p: &String| is_receiver(p) || !std::fs::metadata(p).is_ok_and(|m| m.is_file());
     let live = o.mic.is_some() || o.file.iter().any(reopened);
     if given.retry && !live && !nats_in_use {
         return usage(format!(

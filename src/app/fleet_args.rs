@@ -253,9 +253,9 @@ fn check_setup_names(flags: &SetupFlags) -> std::result::Result<(), String> {
     for (flag, subject) in subjects {
         check_subject(flag, subject)?;
     }
-    let pairs = (flags.work_subjects.iter())
+    let mut pairs = (flags.work_subjects.iter())
         .flat_map(|w| flags.spectra_subjects.iter().map(move |r| (w, r)));
-    if let Some((work, rows)) = pairs.into_iter().find(|(w, r)| subjects_overlap(w, r)) {
+    if let Some((work, rows)) = pairs.find(|(w, r)| subjects_overlap(w, r)) {
         return Err(format!(
             "--work-subject '{work}' and --spectra-subject '{rows}' overlap: a message could belong to both streams, which the server refuses"
         ));

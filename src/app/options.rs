@@ -490,16 +490,8 @@ fn number(text: &str) -> std::result::Result<f64, String> {
 
 /// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
 fn hz(text: &str) -> std::result::Result<f64, String> {
-    let text = text.trim();
-    let (number, scale) = match text.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&text[..i], 1e3),
-        Some((i, 'M')) => (&text[..i], 1e6),
-        Some((i, 'G' | 'g')) => (&text[..i], 1e9),
-        _ => (text, 1.0),
-    };
-    let value: f64 = (number.trim().parse())
-        .map_err(|_| "expected a number of Hz, with an optional k, M or G (100M)".to_string())?;
-    Ok(value * scale)
+    crate::source::sweep::plan::scaled_hz(text)
+        .ok_or_else(|| "expected a number of Hz, with an optional k, M or G (100M)".to_string())
 }
 
 /// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.

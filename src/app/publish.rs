@@ -214,7 +214,7 @@ pub fn run_publish(args: &PublishArgs, spec: &RunSpec, signals: &Signals) -> Res
 /// `--run-id` checked (files only), or a new run id; and `--max-latency`, which only live
 /// input (the microphone, stdin) waits by.
 fn run_id_of(args: &PublishArgs) -> Result<String> {
-    let live = args.mic.is_some() || args.file.iter().any(|f| f == "-");
+    let live = args.mic.is_some() || args.file.iter().any(|f| f == "-"); // (a new run each time)
     if let Some(ms) = args.max_latency.filter(|_| !live) {
         return Err(FftdError::Usage(format!(
             "--max-latency {}: how long a live frame (--mic, stdin) waits for its block; files are sent in whole blocks",
@@ -222,7 +222,7 @@ fn run_id_of(args: &PublishArgs) -> Result<String> {
         )));
     }
     match &args.run_id {
-        Some(_) if args.mic.is_some() || args.file.iter().any(|f| f == "-") => Err(FftdError::Usage(
+        Some(_) if live => Err(FftdError::Usage(
             "--run-id resumes a publish of the same files: live capture and stdin start a new run each time".into(),
         )),
         Some(id) => check_run_id(id)

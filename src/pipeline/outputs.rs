@@ -207,13 +207,7 @@ pub(super) fn open_destinations<T: Sample>(
                     "stdout: npy output needs a file, not stdout".into(),
                 ))
             }
-            None => {
-                crate::stdio::refuse_closed_stdout(
-                    "the spectra",
-                    "give --output FILE (--output /dev/null to discard them)",
-                )?;
-                Destination::stdout()
-            }
+            None => Destination::stdout(), // (a closed stdout: `run_steps::refuse_closed_streams`)
         };
         dests.push(dest);
     }

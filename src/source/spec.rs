@@ -17,7 +17,7 @@ pub enum Input {
 }
 
 /// Whether `path` names a receiver fftd can tune (`rtl_tcp://`, `soapy://`).
-fn is_receiver(path: &str) -> bool {
+pub(crate) fn is_receiver(path: &str) -> bool {
     super::rtl_tcp::is_rtl_tcp(path) || super::soapy::is_soapy(path)
 }
 

@@ -41,6 +41,7 @@ pub(crate) fn check_address(url: &str) -> Result<(), String> {
         None => Ok(()),
     }
 }
+
 /// The rate asked for when `--rate` is not given (rtl_tcp's, a rate most receivers take).
 pub(crate) const DEFAULT_RATE: f64 = 2_048_000.0;
 /// How long one read waits before looking at the stop request again.
