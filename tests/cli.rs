@@ -744,6 +744,12 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     std::fs::write(d.join("inf.f32"), raw_with(3, f32::INFINITY)).expect("write");
     std::fs::write(d.join("badkey.toml"), "frame = 64\nwindoww = \"hann\"\n").expect("write");
     std::fs::write(d.join("badtype.toml"), "frame = 64\nhop = \"lots\"\n").expect("write");
+    std::fs::write(d.join("range.toml"), "frame = 64\n\nhop = 0\n").expect("write");
+    std::fs::write(
+        d.join("dirkey.toml"),
+        format!("output-dir = {:?}\n", p("dir")),
+    )
+    .expect("write");
 
     // (arguments, exit code, what the one stderr line must name)
     let expect =
@@ -839,6 +845,61 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         &["--file", &p("good.txt"), "--config", &p("none.toml")],
         2,
         &["none.toml"],
+    );
+    // a value found wrong once the file meets the flags: the file and line, in the file's words
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("range.toml")],
+        2,
+        &["range.toml:3: hop = 0: must be a whole number"],
+    );
+    expect(
+        &[
+            "check",
+            "--file",
+            &p("good.txt"),
+            "--config",
+            &p("range.toml"),
+        ],
+        2,
+        &["range.toml:3: hop = 0"],
+    );
+    expect(
+        &[
+            "--file",
+            &p("good.txt"),
+            "--config",
+            &p("dirkey.toml"),
+            "--output",
+            &p("o.txt"),
+        ],
+        2,
+        &["--output-dir", "(output-dir is set in", "dirkey.toml:1)"],
+    );
+    // the flag's value, not the file's, is the one judged and named
+    expect(
+        &[
+            "--file",
+            &p("good.txt"),
+            "--config",
+            &p("range.toml"),
+            "--hop",
+            "-1",
+        ],
+        2,
+        &["--hop"],
+    );
+    let ok = run(&[
+        "--file",
+        &p("good.txt"),
+        "--config",
+        &p("range.toml"),
+        "--hop",
+        "2",
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
     );
     expect(&[], 2, &["no input"]);
 }

@@ -4,8 +4,8 @@
 
 use super::applies::Given;
 use super::fleet_options::{check_fleet, nats_output};
-use super::options::merge;
 pub use super::options::Options;
+use super::options::{from_file, merge};
 use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
@@ -26,8 +26,8 @@ use crate::types::{shown, Precision};
 use crate::window::WindowKind;
 use std::path::Path;
 
-pub(crate) use crate::app::config_file::load_config_file;
 pub use crate::app::config_file::parse_config;
+pub(crate) use crate::app::config_file::ConfigFile;
 
 /// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
 /// flag, the value and the range.
@@ -129,13 +129,19 @@ impl Settings {
         config: Option<&Path>,
         keep: impl Fn(Options) -> Options,
     ) -> Result<Settings> {
-        let file = match config {
-            Some(path) => keep(load_config_file(path)?),
-            None => Options::default(),
+        let Some(path) = config else {
+            return Self::from_options(cli);
         };
+        let file = ConfigFile::read(path)?;
+        let keys = keep(file.options.clone());
         let given = Given::of(&cli); // (a shared file's keys need not fit every run)
-        let mut settings = Self::from_given_options(merge(cli, file), given)?;
-        settings.run.output.config = config.map(Path::to_path_buf);
+        let from_file = from_file(&cli, &keys);
+        let mut settings =
+            Self::from_given_options(merge(cli, keys), given).map_err(|e| match e {
+                FftdError::Usage(message) => FftdError::Usage(file.place(&message, &from_file)),
+                other => other,
+            })?;
+        settings.run.output.config = Some(path.to_path_buf());
         Ok(settings)
     }
 
@@ -601,7 +607,9 @@ mod tests {
     #[test]
     fn bundled_config_parses_and_equals_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fftd.toml");
-        let file = load_config_file(&path).expect("config/fftd.toml parses");
+        let file = ConfigFile::read(&path)
+            .map(|f| f.options)
+            .expect("config/fftd.toml parses");
         let cli = Options {
             file: vec!["x.txt".into()],
             ..Options::default()
@@ -631,12 +639,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("bad.toml");
         std::fs::write(&path, "frame = 64\nfram = 3\n").expect("write");
-        let err = load_config_file(&path)
+        let err = ConfigFile::read(&path)
+            .map(|f| f.options)
             .expect_err("unknown key")
             .to_string();
         assert!(err.contains("fram") && err.contains(":2"), "{err}");
         std::fs::write(&path, "hop = \"many\"\n").expect("write");
-        let err = load_config_file(&path).expect_err("bad type").to_string();
+        let err = ConfigFile::read(&path)
+            .map(|f| f.options)
+            .expect_err("bad type")
+            .to_string();
         assert!(err.contains("hop") || err.contains("integer"), "{err}");
         assert!(err.contains(":1"), "{err}");
     }

@@ -1,31 +1,113 @@
 //! Reading a `--config` TOML file into `config::Options`, and its errors as a user reads them:
 //! every one a usage error (exit 2) naming the file and line, the key and what the key takes, in
 //! the words of the help text ("a whole number", "one of rect, hann, ..."), never serde's type
-//! names (`i64`, `FrameSize`); the value is echoed cut to 60 characters.
+//! names (`i64`, `FrameSize`); the value is echoed cut to 60 characters. Errors found later, when
+//! the file's values meet the flags' (`hop = 0`, a key that conflicts with a flag), are placed in
+//! the file by `ConfigFile::place`.
 
 use crate::app::options::Options;
 use crate::error::{shorten_echoes, FftdError, Result};
 use crate::types::escaped;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Characters of a value echoed in an error; longer ones end in "…".
 const ECHO_CHARS: usize = 60;
 
-/// Reads a config file; unreadable, not UTF-8, unknown keys and wrong types are usage errors
-/// naming the file (and line and key).
-pub(crate) fn load_config_file(path: &Path) -> Result<Options> {
+/// A config file read: its options, and the line each of its keys is set on, for the errors
+/// found when its values meet the flags' (`Settings::resolve`).
+pub(crate) struct ConfigFile {
+    pub(crate) options: Options,
+    path: PathBuf,
+    key_lines: Vec<(String, usize)>,
+}
+
+impl ConfigFile {
+    /// Reads a config file; unreadable, not UTF-8, unknown keys and wrong types are usage errors
+    /// naming the file (and line and key).
+    pub(crate) fn read(path: &Path) -> Result<ConfigFile> {
+        let text = read_text(path)?;
+        let options = parse_config(&text, path)?;
+        Ok(ConfigFile {
+            options,
+            path: path.to_path_buf(),
+            key_lines: key_lines(&text),
+        })
+    }
+
+    /// `message`, a usage error about the merged options, placed in this file when the first
+    /// flag it names whose value came from here (`from_file`, kebab-case keys) is set in it:
+    /// `PATH:LINE: KEY = VALUE: ...` where the message starts `--KEY VALUE: `, else the message
+    /// with `(KEY is set in PATH:LINE)` after it. Other messages are left as they are.
+    pub(crate) fn place(&self, message: &str, from_file: &[String]) -> String {
+        let named = flags_named(message).find_map(|flag| {
+            let key = flag.strip_prefix("--")?;
+            let line = self
+                .line_of(key)
+                .filter(|_| from_file.iter().any(|k| k == key))?;
+            Some((flag, key, line))
+        });
+        let Some((flag, key, line)) = named else {
+            return message.to_string();
+        };
+        let at = format!("{}:{line}", self.path.display());
+        let valued = |rest: &&str| rest.split(' ').next().is_some_and(|v| v.ends_with(':'));
+        match message
+            .strip_prefix(flag)
+            .and_then(|m| m.strip_prefix(' '))
+            .filter(valued)
+        {
+            Some(rest) => format!("{at}: {key} = {rest}"),
+            None => format!("{message} ({key} is set in {at})"),
+        }
+    }
+
+    fn line_of(&self, key: &str) -> Option<usize> {
+        self.key_lines.iter().find(|(k, _)| k == key).map(|k| k.1)
+    }
+}
+
+/// Reads a config file, at most 16 MiB; not UTF-8 is an error naming the line.
+fn read_text(path: &Path) -> Result<String> {
     let shown = path.display();
     // (bounded: a config file is a few KiB, and /dev/zero named by mistake never ends)
     let bytes = crate::types::small_file::read_at_most(path, 16 << 20)
         .map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
         FftdError::Usage(format!(
             "{shown}:{line}: not UTF-8 text (a config file is TOML, which is UTF-8)"
         ))
-    })?;
-    parse_config(&text, path)
+    })
+}
+
+/// Each top-level key of `text` (which parses) and the line it is on.
+fn key_lines(text: &str) -> Vec<(String, usize)> {
+    let Ok(table) = toml::de::DeTable::parse(text) else {
+        return Vec::new();
+    };
+    let line = |at: usize| text[..floor_boundary(text, at)].matches('\n').count() + 1;
+    let lines = table
+        .get_ref()
+        .iter()
+        .map(|(key, _)| (key.get_ref().to_string(), line(key.span().start)));
+    lines.collect()
+}
+
+/// The `--flag` words of `message`, in order.
+fn flags_named(message: &str) -> impl Iterator<Item = &str> {
+    let flag_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    message.match_indices("--").filter_map(move |(at, _)| {
+        let before = message[..at].chars().next_back();
+        if before.is_some_and(flag_char) {
+            return None; // inside a word, or the second dash of a longer run
+        }
+        let end = message[at..]
+            .find(|c| !flag_char(c))
+            .map_or(message.len(), |e| at + e);
+        let name = message[at..end].trim_end_matches('-');
+        (name.len() > 2 && !name[2..].starts_with('-')).then_some(name)
+    })
 }
 
 /// Parses config-file text; `path` names the file in errors (`PATH:LINE: ...`).
@@ -289,6 +371,42 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn errors_about_the_files_values_are_placed_in_it() {
+        let text = "frame = 64\n\n  hop = 0\n\"output-dir\" = \"d\"\ngain = 3\n";
+        let file = ConfigFile {
+            options: parse_config(text, Path::new("c.toml")).expect("parses"),
+            path: "c.toml".into(),
+            key_lines: key_lines(text),
+        };
+        let from_file: Vec<String> = ["frame", "hop", "output-dir", "gain"]
+            .map(String::from)
+            .to_vec();
+        let cases = [
+            ("--hop 0: must be more", "c.toml:3: hop = 0: must be more"),
+            (
+                "use either --output or --output-dir, not both",
+                "use either --output or --output-dir, not both (output-dir is set in c.toml:4)",
+            ),
+            (
+                "--gain sets a receiver's gain: give --file",
+                "--gain sets a receiver's gain: give --file (gain is set in c.toml:5)",
+            ),
+            // named first, but given as a flag: the next key named from the file is placed
+            (
+                "--file x: --frame 64 too long",
+                "--file x: --frame 64 too long (frame is set in c.toml:1)",
+            ),
+            ("no flag named", "no flag named"),
+            ("---hop 0: odd", "---hop 0: odd"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(file.place(message, &from_file), want);
+        }
+        // a key the flag set (not among `from_file`) is never placed in the file
+        assert_eq!(file.place("--hop 0: x", &[]), "--hop 0: x");
     }
 
     #[test]
