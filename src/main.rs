@@ -200,11 +200,45 @@ fn clap_error(e: clap::Error) -> ExitCode {
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
             ExitCode::from(2)
         }
+        ErrorKind::InvalidUtf8 => {
+            let line = non_utf8_argument(std::env::args_os()).unwrap_or_else(|| one_line(&e));
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
+            ExitCode::from(2)
+        }
         _ => {
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&one_line(&e)));
             ExitCode::from(2)
         }
     }
+}
+
+/// The first argument of `args` that is not UTF-8, named with its flag (clap says only "invalid
+/// UTF-8 was detected in one or more arguments"). Its bytes are echoed escaped (`\xff`).
+fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let args: Vec<_> = args.skip(1).collect();
+    let at = args.iter().position(|a| a.to_str().is_none())?;
+    let bytes = args[at].as_bytes();
+    let echo = |b: &[u8]| b.escape_ascii().to_string();
+    let (flag, value) = match bytes.iter().position(|&b| b == b'=') {
+        Some(eq) if bytes.starts_with(b"--") => (Some(echo(&bytes[..eq])), &bytes[eq + 1..]),
+        _ => (
+            at.checked_sub(1)
+                .and_then(|p| args[p].to_str())
+                .filter(|p| p.starts_with('-'))
+                .map(String::from),
+            bytes,
+        ),
+    };
+    let why = match flag.as_deref() {
+        Some("--file") => "a name that is not UTF-8, which fftd does not take (rename the file, or read it from stdin: --file - < NAME)",
+        _ => "not UTF-8 text, which fftd does not take",
+    };
+    let value = echo(value);
+    Some(match flag {
+        Some(flag) => format!("{flag} '{value}': {why}"),
+        None => format!("argument '{value}': {why}"),
+    })
 }
 
 /// The flag (`--frame`, without its value name) and the value of a value-validation error.

@@ -411,6 +411,35 @@ fn an_empty_file_name_is_a_usage_error() {
 }
 
 #[test]
+fn an_argument_that_is_not_utf8_is_named_with_its_flag() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let name = OsStr::from_bytes(b"a\xff.txt");
+    let with = |args: &[&OsStr]| fftd().args(args).output().expect("run fftd");
+    let cases: [(Vec<&OsStr>, &[&str]); 3] = [
+        (
+            vec![OsStr::new("--file"), name],
+            &["--file 'a\\xff.txt'", "not UTF-8", "--file - < NAME"],
+        ),
+        (
+            vec![
+                OsStr::new("--file=a\u{e9}"),
+                OsStr::new("--frame"),
+                OsStr::from_bytes(b"\xfe"),
+            ],
+            &["--frame '\\xfe': not UTF-8 text"],
+        ),
+        (
+            vec![OsStr::new("bench"), OsStr::new("--sizes"), name],
+            &["--sizes 'a\\xff.txt': not UTF-8 text"],
+        ),
+    ];
+    for (args, needles) in cases {
+        assert_clean_error(&with(&args), 2, needles);
+    }
+}
+
+#[test]
 fn bench_refuses_a_bad_sweep_before_timing_anything() {
     let cases: &[(&[&str], &[&str])] = &[
         (&["--reps", "0"], &["--reps 0: ", "from 1 to"]),
