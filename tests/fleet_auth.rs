@@ -615,4 +615,72 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
             "seed shown: {err}"
         );
     }
+
+    // PEM files with no certificate or key in them, refused before connecting (a run's
+    // `--output nats://` and `fftd publish` check them as setup does)
+    std::fs::write(dir.path().join("garbage.pem"), "not a certificate\n").expect("written");
+    let garbage = dir.path().join("garbage.pem");
+    let garbage = garbage.to_str().expect("utf-8 path");
+    let cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    std::fs::write(dir.path().join("cert.pem"), cert).expect("written");
+    let cert = dir.path().join("cert.pem");
+    let cert = cert.to_str().expect("utf-8 path");
+    let samples = dir.path().join("in.txt");
+    std::fs::write(&samples, "1\n2\n3\n4\n").expect("written");
+    let samples = samples.to_str().expect("utf-8 path");
+    let runs: [(Vec<&str>, &[&str]); 4] = [
+        (
+            vec![
+                "fleet",
+                "setup",
+                "--server",
+                "tls://127.0.0.1:1/",
+                "--nats-ca",
+                garbage,
+            ],
+            &["--nats-ca", garbage, "no PEM certificate"],
+        ),
+        (
+            vec![
+                "fleet",
+                "setup",
+                "--server",
+                "tls://127.0.0.1:1/",
+                "--nats-cert",
+                cert,
+                "--nats-key",
+                garbage,
+            ],
+            &["--nats-key", garbage, "no PEM private key"],
+        ),
+        (
+            vec![
+                "--file",
+                samples,
+                "--output",
+                "nats://127.0.0.1:1/x",
+                "--nats-ca",
+                garbage,
+            ],
+            &["--nats-ca", "no PEM certificate"],
+        ),
+        (
+            vec![
+                "publish",
+                "--file",
+                samples,
+                "--frame",
+                "2",
+                "--to",
+                "nats://127.0.0.1:1/x",
+                "--nats-ca",
+                garbage,
+            ],
+            &["--nats-ca", "no PEM certificate"],
+        ),
+    ];
+    for (args, needles) in runs {
+        let out = fftd().args(&args).output().expect("fftd runs");
+        assert_clean_error(&out, 2, needles);
+    }
 }

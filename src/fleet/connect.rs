@@ -141,12 +141,12 @@ impl NatsArgs {
             opts = opts.require_tls(true);
         }
         if let Some(ca) = &self.nats_ca {
-            readable("--nats-ca", ca)?;
+            pem_file("--nats-ca", ca, "CERTIFICATE")?;
             opts = opts.add_root_certificates(ca.clone());
         }
         if let (Some(cert), Some(key)) = (&self.nats_cert, &self.nats_key) {
-            readable("--nats-cert", cert)?;
-            readable("--nats-key", key)?;
+            pem_file("--nats-cert", cert, "CERTIFICATE")?;
+            pem_file("--nats-key", key, "PRIVATE KEY")?;
             opts = opts.add_client_certificate(cert.clone(), key.clone());
         }
         // the servers of `nats://a,b/...` are tried in the order given (the client would shuffle
@@ -237,10 +237,28 @@ fn credentials(path: &std::path::Path) -> Result<ConnectOptions> {
     })
 }
 
-fn readable(flag: &str, path: &std::path::Path) -> Result<()> {
-    std::fs::metadata(path)
-        .map(|_| ())
-        .map_err(|e| FftdError::Usage(format!("{flag} {}: {e}", path.display())))
+/// `path` (given with `flag`) must be a PEM file with a block whose label ends in `label`
+/// (`CERTIFICATE`, `PRIVATE KEY`): checked before connecting, where a TLS handshake's failure
+/// would not name the file.
+fn pem_file(flag: &str, path: &std::path::Path, label: &str) -> Result<()> {
+    let shown = path.display();
+    // (bounded: a certificate chain is a few KiB, and /dev/zero named by mistake never ends)
+    let bytes = crate::types::small_file::read_at_most(path, 1 << 20)
+        .map_err(|e| FftdError::Usage(format!("{flag} {shown}: {e}")))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let begins = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("-----BEGIN "));
+    match begins
+        .filter_map(|l| l.strip_suffix("-----"))
+        .any(|l| l.ends_with(label))
+    {
+        true => Ok(()),
+        false => Err(FftdError::Usage(format!(
+            "{flag} {shown}: no PEM {} in it (a '-----BEGIN {label}-----' block)",
+            label.to_lowercase()
+        ))),
+    }
 }
 
 /// A connection's event in the log; `loud`: a lost connection is a warning (else said by the
