@@ -44,7 +44,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
                 Settings::resolve_keys(args.options, config, fftd::app::cli::check_keys)?;
             fftd::check::run_check(&settings, args.own.tolerance)
         }
-        Some(Command::Bench(args)) => fftd::bench::run_bench(&args.spec()),
+        Some(Command::Bench(args)) => fftd::bench::run_bench(&args.spec()?),
         Some(Command::Publish(args)) => {
             let signals = fftd::types::Signals::default();
             install_signal_handlers(&signals)?;

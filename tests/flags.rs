@@ -463,6 +463,9 @@ fn bench_refuses_a_bad_sweep_before_timing_anything() {
             &["--sizes", "1024", "--no-cpu"],
             &["--no-cpu", "nothing would be measured"],
         ),
+        // taken and doing nothing: refused
+        (&["--rate", "16000"], &["--rate 16000", "--bands"]),
+        (&["--run-ms", "50"], &["--run-ms 50", "several devices"]),
     ];
     for (args, needles) in cases {
         let out = run(&[&["bench", "--device", "cpu"][..], args].concat());

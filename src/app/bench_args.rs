@@ -2,6 +2,7 @@
 //! plain `bench::BenchSpec` they become, so that `bench` never sees the command line.
 
 use crate::bench::{BenchKind, BenchSpec, MAX_REPS};
+use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
 use crate::limits::MAX_BATCH_SAMPLES;
@@ -72,22 +73,39 @@ pub struct BenchArgs {
     /// of means; on the device for OpenCL); times and errors are of the reduced rows.
     #[arg(long, value_name = "N", value_parser = whole_in::<u32>(1, MAX_BATCH_SAMPLES as u64))]
     pub average: Option<u32>,
-    /// Sample rate the bands are laid out for, in Hz.
-    #[arg(long, value_name = "HZ", default_value_t = 48_000.0, value_parser = positive_hz)]
-    pub rate: f64,
+    /// Sample rate --bands are laid out for, in Hz [default: 48000].
+    #[arg(long, value_name = "HZ", value_parser = positive_hz)]
+    pub rate: Option<f64>,
     /// Skip the CPU engine (for very large batches).
     #[arg(long)]
     pub no_cpu: bool,
     /// With several devices (`--device gpu:all` or a list): milliseconds each device runs alone,
-    /// and all run together, per size.
-    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = whole_in::<u64>(1, 600_000))]
-    pub run_ms: u64,
+    /// and all run together, per size [default: 300].
+    #[arg(long, value_name = "MS", value_parser = whole_in::<u64>(1, 600_000))]
+    pub run_ms: Option<u64>,
 }
 
 impl BenchArgs {
-    /// The benchmark these flags ask for.
-    pub fn spec(&self) -> BenchSpec {
-        BenchSpec {
+    /// The benchmark these flags ask for; `--rate` without `--bands`, and `--run-ms` with one
+    /// device, are refused (each would be taken and do nothing).
+    pub fn spec(&self) -> Result<BenchSpec> {
+        if let (Some(rate), None) = (self.rate, &self.bands) {
+            return Err(FftdError::Usage(format!(
+                "--rate {}: the rate lays out --bands' edges; give --bands (mel:N, octave, third-octave) or leave --rate out",
+                crate::types::shown(rate)
+            )));
+        }
+        let several = match &self.device {
+            DeviceChoice::AllGpus => true,
+            DeviceChoice::List(devices) => devices.len() > 1,
+            _ => false,
+        };
+        if let (Some(ms), false) = (self.run_ms, several) {
+            return Err(FftdError::Usage(format!(
+                "--run-ms {ms}: times several devices run together; give --device gpu:all or a list such as opencl:1:0,opencl:1:1, or leave --run-ms out"
+            )));
+        }
+        Ok(BenchSpec {
             sizes: self.sizes.clone(),
             batch: self.batch,
             batch_samples: self.batch_samples,
@@ -104,9 +122,9 @@ impl BenchArgs {
             reps: self.reps,
             bands: self.bands.clone(),
             average: self.average,
-            rate: self.rate,
+            rate: self.rate.unwrap_or(48_000.0),
             no_cpu: self.no_cpu,
-            run_ms: self.run_ms,
-        }
+            run_ms: self.run_ms.unwrap_or(300),
+        })
     }
 }
