@@ -298,9 +298,14 @@ fn devices_takes_no_config_file_and_check_checks_every_key_of_one() {
     std::fs::write(&typo, "frame = 64\noutput = 5\n").expect("write");
     let out = run(&["check", "--file", s(&x), "--config", s(&typo)]);
     assert_clean_error(&out, 2, &["typo.toml:2", "output = 5"]);
-    // and a run's output keys, well formed, are left to the run
+    // nor a value a run would refuse in a key check does not use
+    let serve = dir.path().join("serve.toml");
+    std::fs::write(&serve, "frame = 64\n\nserve = \"notanaddr\"\n").expect("write");
+    let out = run(&["check", "--file", s(&x), "--config", s(&serve)]);
+    assert_clean_error(&out, 2, &["serve.toml:3: serve = notanaddr: no port"]);
+    // and a run's output keys, well formed, are left to the run (a run's microphone too)
     let shared = dir.path().join("shared.toml");
-    let text = "frame = 64\nformat = \"npy\"\noutput = \"never-written.npy\"\nmeta = \"m.json\"\n";
+    let text = "frame = 64\nformat = \"npy\"\noutput = \"never-written.npy\"\nmeta = \"m.json\"\nmic = \"\"\n";
     std::fs::write(&shared, text).expect("write");
     if std::env::var("FFTD_SKIP_OPENCL_TESTS").is_ok_and(|v| v == "1") {
         return;

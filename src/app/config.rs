@@ -119,20 +119,35 @@ pub fn publish_spec(args: &PublishArgs) -> Result<RunSpec> {
 impl Settings {
     /// CLI options merged over the config file (when given), validated.
     pub fn resolve(cli: Options, config: Option<&Path>) -> Result<Settings> {
-        Self::resolve_keys(cli, config, |o| o)
+        let file = config.map(ConfigFile::read).transpose()?;
+        Self::resolve_file(cli, file.as_ref(), |o| o)
     }
 
-    /// `resolve` using only the config-file keys `keep` leaves (`fftd check`: the file is a
-    /// run's, every key checked when it is read, the output ones then left out).
+    /// `fftd check`'s settings: `resolve` using only the config-file keys `keep` leaves. The file
+    /// is a run's: every key's value is checked first as a run would check it (with check's input
+    /// in place of a run's microphone), then the keys `keep` drops are left out.
     pub fn resolve_keys(
         cli: Options,
         config: Option<&Path>,
         keep: impl Fn(Options) -> Options,
     ) -> Result<Settings> {
-        let Some(path) = config else {
+        let file = config.map(ConfigFile::read).transpose()?;
+        if file.is_some() {
+            Self::resolve_file(cli.clone(), file.as_ref(), |o| Options { mic: None, ..o })?;
+        }
+        Self::resolve_file(cli, file.as_ref(), keep)
+    }
+
+    /// `cli` merged over the keys of `file` that `keep` leaves, validated; a usage error about a
+    /// value from the file is placed in it (`ConfigFile::place`).
+    fn resolve_file(
+        cli: Options,
+        file: Option<&ConfigFile>,
+        keep: impl Fn(Options) -> Options,
+    ) -> Result<Settings> {
+        let Some(file) = file else {
             return Self::from_options(cli);
         };
-        let file = ConfigFile::read(path)?;
         let keys = keep(file.options.clone());
         let given = Given::of(&cli); // (a shared file's keys need not fit every run)
         let from_file = from_file(&cli, &keys);
@@ -141,7 +156,7 @@ impl Settings {
                 FftdError::Usage(message) => FftdError::Usage(file.place(&message, &from_file)),
                 other => other,
             })?;
-        settings.run.output.config = Some(path.to_path_buf());
+        settings.run.output.config = Some(file.path().to_path_buf());
         Ok(settings)
     }
 

@@ -61,6 +61,11 @@ impl ConfigFile {
         }
     }
 
+    /// The file's path, as given.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn line_of(&self, key: &str) -> Option<usize> {
         self.key_lines.iter().find(|(k, _)| k == key).map(|k| k.1)
     }
