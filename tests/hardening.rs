@@ -265,13 +265,13 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
     ]
     .concat());
     assert!(ok.status.success(), "{}", stderr_text(&ok));
-    // a config file gets the same range check
+    // a config file gets the same range check, placed in the file
     let config = dir.path().join("c.toml");
     std::fs::write(&config, "hop = -1\n").expect("write");
     assert_clean_error(
         &run(&[&base[..], &["--config", s(&config)]].concat()),
         2,
-        &["--hop -1", "at least 1"],
+        &["c.toml:1: hop = -1", "at least 1"],
     );
 }
 
