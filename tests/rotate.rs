@@ -123,6 +123,66 @@ fn rotated_files_join_to_the_unrotated_run_for_file_input() {
     }
 }
 
+#[test]
+fn a_later_run_never_overwrites_an_earlier_runs_rotated_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(20_000, 3));
+    let common = ["--file", s(&input), "--frame", "256", "--rate", "1000"];
+    let csv = ["--format", "csv"];
+    let whole = dir.path().join("whole.csv");
+    let out = run(&[&common[..], &csv, &["--output", s(&whole)]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&whole).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    let want: Vec<String> = text.lines().skip(1).map(str::to_string).collect();
+    let contents = |paths: &[PathBuf]| -> Vec<Vec<u8>> {
+        paths.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    };
+    // numbered by size: a file there before the run (not fftd's) and every file of a first run
+    // are left as they were; each run's own files still join to its rows
+    let by_size = dir.path().join("size");
+    std::fs::create_dir(&by_size).unwrap();
+    std::fs::write(by_size.join("r-000000.csv"), "precious\n").unwrap();
+    let rotate = ["--rotate", "4KiB", "--output"];
+    let pattern = by_size.join("r.csv");
+    let first = run(&[&common[..], &csv, &rotate, &[s(&pattern)]].concat());
+    assert!(first.status.success(), "{first:?}");
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(err.matches("WARN").count(), 1, "said once: {err}");
+    assert!(
+        err.contains("r-000000.csv") && err.contains("r-000001.csv"),
+        "{err}"
+    );
+    let before = files(&by_size, ".csv");
+    assert_eq!(std::fs::read(&before[0]).unwrap(), b"precious\n");
+    assert_eq!(csv_rows(&before[1..], &header), want);
+    let kept = contents(&before);
+    let second = run(&[&common[..], &csv, &rotate, &[s(&pattern)]].concat());
+    assert!(second.status.success(), "{second:?}");
+    let after = files(&by_size, ".csv");
+    assert_eq!(
+        contents(&after[..before.len()]),
+        kept,
+        "the first run's files are as they were"
+    );
+    assert_eq!(csv_rows(&after[before.len()..], &header), want);
+    // named by the hour: a second run within the same hour writes beside the first's file
+    let by_hour = dir.path().join("hour");
+    std::fs::create_dir(&by_hour).unwrap();
+    let pattern = by_hour.join("spec-%Y%m%d%H.csv");
+    let hourly = ["--rotate", "1h", "--output", s(&pattern)];
+    for _ in 0..2 {
+        let out = run(&[&common[..], &csv, &hourly].concat());
+        assert!(out.status.success(), "{out:?}");
+    }
+    let hours = files(&by_hour, ".csv");
+    assert_eq!(hours.len(), 2, "{hours:?}");
+    for file in &hours {
+        assert_eq!(csv_rows(std::slice::from_ref(file), &header), want);
+    }
+}
+
 /// Spawns fftd reading stdin with `args`.
 fn spawn_stdin(args: &[&str]) -> Child {
     fftd()
@@ -417,7 +477,8 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
         let out = run(&[&base[..], &["--output-dir", named]].concat());
         assert!(out.status.success(), "{}", common::stderr_text(&out));
     }
-    assert_eq!(files(&folder, ".csv").len(), 1, "{:?}", files(&folder, ""));
+    // (the second run's file beside the first's, which it does not overwrite)
+    assert_eq!(files(&folder, ".csv").len(), 2, "{:?}", files(&folder, ""));
     let beside = std::fs::read_dir(dir.path()).expect("ls").flatten();
     let beside: Vec<_> = (beside.map(|e| e.file_name()))
         .filter(|name| name != "out" && name != "x.f32")

@@ -14,7 +14,8 @@
 //! its own header: each file is whole and valid, and every row lands in exactly one file. With
 //! `--rotate` the output path is a pattern (`rotate_names`); without it a SIGHUP reopens the same
 //! path (logrotate moved the old file away). A name this run already wrote, still there, gets
-//! `-{seq}` before its extension rather than being overwritten.
+//! `-{seq}` before its extension rather than being overwritten; with `--rotate`, so does a name
+//! an earlier run wrote (or the pattern's next number is taken, where its names are numbered).
 
 use super::destination::Destination;
 use super::rotate_names::{with_seq, NamePattern};
@@ -27,6 +28,9 @@ use std::sync::Arc;
 /// this many, as 8-byte hashes, so a run of months stays within ~1.5 MB (at one file a minute,
 /// the last 45 days' names).
 pub(crate) const NAMES_KEPT: usize = 65_536;
+
+/// Names tried after one that is taken (`Rotation::free_path`) before the file is refused.
+const FREE_NAME_TRIES: u64 = 100_000;
 
 /// The names of the last `NAMES_KEPT` files a run wrote (hashed; a collision only makes a name
 /// get `-{seq}` where the file is there).
@@ -241,6 +245,8 @@ pub(crate) struct Rotation {
     written: WrittenNames,
     /// `RotateOptions::guarded`.
     guarded: super::overwrite_guard::GuardedFiles,
+    /// Whether a name found taken was said (a warning once a run).
+    said_taken: bool,
 }
 
 impl Rotation {
@@ -260,6 +266,7 @@ impl Rotation {
             rows: 0,
             written: WrittenNames::default(),
             guarded: options.guarded.clone(),
+            said_taken: false,
         }
     }
 
@@ -292,15 +299,11 @@ impl Rotation {
     /// Begins the next file, whose first row is at `epoch_s` and whose header takes `header`
     /// bytes: its destination (folders created).
     pub(crate) fn begin(&mut self, epoch_s: f64, header: u64) -> std::io::Result<Destination> {
-        let mut path = match &self.pattern {
+        let path = match &self.pattern {
             Some(pattern) => pattern.render(epoch_s, self.seq),
             None => self.path.clone(),
         };
-        if self.written.contains(&path) && path.exists() {
-            let again = with_seq(&path).display().to_string();
-            path = PathBuf::from(again.replace("{seq}", &format!("{:06}", self.seq)));
-            tracing::warn!(file = %path.display(), "the output's name was taken by an earlier file of this run");
-        }
+        let path = self.free_path(epoch_s, path)?;
         if let Some(input) = self.guarded.input_at(&path) {
             return Err(std::io::Error::other(format!(
                 "--output {} makes {}, which is also an input ({input}): refusing to overwrite it",
@@ -328,6 +331,48 @@ impl Rotation {
         self.rows = 0;
         tracing::debug!(file = %path.display(), "output file begun");
         Ok((self.make)(&path))
+    }
+
+    /// `path`, or, where a file is there that must not be overwritten, the first free name
+    /// after it: the pattern's next number where its names hold one, else `path` with
+    /// `-{seq}` before its extension. With `--rotate` no file there is overwritten (an earlier
+    /// run's, in the same hour or numbered alike); without it, only a file this run wrote
+    /// (a SIGHUP's reopen where the old file was not moved away).
+    fn free_path(&mut self, epoch_s: f64, path: PathBuf) -> std::io::Result<PathBuf> {
+        let guarded =
+            |p: &Path| self.guarded.input_at(p).is_some() || self.guarded.output_at(p).is_some();
+        let kept = self.pattern.is_some() || self.written.contains(&path);
+        if !(kept && path.exists()) || guarded(&path) {
+            return Ok(path); // (an input's or another output's name is refused by `begin`)
+        }
+        let numbered = self.pattern.as_ref().filter(|p| p.numbered());
+        let unnumbered = with_seq(&path).display().to_string();
+        for n in self.seq..self.seq + FREE_NAME_TRIES {
+            let candidate = match numbered {
+                Some(pattern) => pattern.render(epoch_s, n),
+                None => PathBuf::from(unnumbered.replace("{seq}", &format!("{n:06}"))),
+            };
+            if candidate.exists() || guarded(&candidate) {
+                continue;
+            }
+            if numbered.is_some() {
+                self.seq = n; // (the numbers go on from here)
+            }
+            match std::mem::replace(&mut self.said_taken, true) {
+                false => {
+                    tracing::warn!(taken = %path.display(), file = %candidate.display(), "an output file of that name is there already: writing another (said once a run)")
+                }
+                true => {
+                    tracing::debug!(taken = %path.display(), file = %candidate.display(), "output name taken")
+                }
+            }
+            return Ok(candidate);
+        }
+        Err(std::io::Error::other(format!(
+            "--output {}: {} and the next {FREE_NAME_TRIES} names after it are taken",
+            self.path.display(),
+            path.display()
+        )))
     }
 
     /// The open file ended (SIGHUP): the next row begins another.

@@ -60,6 +60,11 @@ impl NamePattern {
         Ok(NamePattern { text })
     }
 
+    /// Whether the names hold the file's number (`{seq}`, given or added).
+    pub(crate) fn numbered(&self) -> bool {
+        self.text.contains("{seq}")
+    }
+
     /// The path of file number `seq` whose first row is at `epoch_s` (seconds since 1970, UTC).
     pub(crate) fn render(&self, epoch_s: f64, seq: u64) -> PathBuf {
         let secs = epoch_s.floor() as i64;
