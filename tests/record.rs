@@ -106,6 +106,54 @@ fn recordings_equal_the_input_slices_and_a_retrigger_extends_the_file() {
 }
 
 #[test]
+fn a_file_read_far_ahead_of_the_alerts_is_recorded_whole_to_its_end() {
+    // a reader of a file runs ahead of the alerts by what the pipeline holds in flight (far more
+    // than --pre, --post and ten seconds at 8 kHz): the pre-roll must still be there, and an alert
+    // still on when the input ends is recorded to the input's last sample
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    let seconds = 60.0;
+    let x = signal(&[(40.0, 40.5), (55.0, seconds)], seconds);
+    write_f32(&input, &x);
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rate",
+        "8000",
+        "--frame",
+        "400",
+        "--output",
+        "/dev/null",
+        "--alert",
+        "name=hum,band=900-1100,above=-20",
+        "--record-on-alert",
+        s(&rec),
+        "--pre",
+        "250ms",
+        "--post",
+        "750ms",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("WARN"), "{err}");
+    let files = recordings(&rec, ".wav");
+    assert_eq!(files.len(), 2, "{files:?}");
+    let as_f32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    for (file, (from, to)) in files.iter().zip([(39.75, 41.25), (54.75, seconds)]) {
+        let (_, got) = read_wav(file);
+        let (a, b) = ((from * RATE) as usize, (to * RATE) as usize);
+        assert_eq!(got.len(), b - a, "{}", file.display());
+        assert!(
+            got == as_f32[a..b],
+            "{} is samples {a}..{b}",
+            file.display()
+        );
+    }
+}
+
+#[test]
 fn iq_input_is_recorded_as_sigmf() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("x.cf32");
@@ -173,6 +221,21 @@ fn recording_flags_are_checked() {
     assert_clean_error(&out, 2, &["--record-on-alert", "--alert"]);
     let out = run(&[&base[..], &rule, &["--record-on-alert", "/no/such/dir"]].concat());
     assert_clean_error(&out, 2, &["/no/such/dir", "no such directory"]);
+    let out = run(&[&base[..], &rule, &["--record-on-alert", s(&input)]].concat());
+    assert_clean_error(&out, 2, &["x.f32: not a directory"]);
+    // a recording that cannot be written names --record-on-alert, not --events
+    let always = [
+        "--rate",
+        "8000",
+        "--alert",
+        "name=a,band=0-4000,below=0",
+    ];
+    let out = run(&[&base[..], &always, &["--record-on-alert", "/proc"]].concat());
+    assert_clean_error(
+        &out,
+        1,
+        &["cannot write to --record-on-alert /proc: /proc/"],
+    );
     let out = run(&[
         &base[..],
         &rule,

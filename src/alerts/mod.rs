@@ -69,12 +69,38 @@ impl std::fmt::Debug for EventsNats {
 /// What hears about each event besides the writer and the feed (the triggered recorder), and
 /// about every row's time (so it knows when a post-roll has passed).
 pub trait Listener: Send {
+    /// What it writes, for errors (`--record-on-alert DIR`).
+    fn target(&self) -> String;
     fn event(&mut self, event: &Event) -> std::io::Result<()>;
     fn row(&mut self, _stream: usize, _time_s: f64) -> std::io::Result<()> {
         Ok(())
     }
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// What the alerts could not write: `--events` or a listener's files (`Listener::target`), and
+/// why. The run fails with it (events are the point).
+#[derive(Debug)]
+pub struct WriteFailed {
+    pub target: String,
+    pub error: std::io::Error,
+}
+
+type Written = std::result::Result<(), WriteFailed>;
+
+fn events_failed(error: std::io::Error) -> WriteFailed {
+    WriteFailed {
+        target: "--events".into(),
+        error,
+    }
+}
+
+fn listener_failed(listener: &dyn Listener) -> impl FnOnce(std::io::Error) -> WriteFailed + '_ {
+    move |error| WriteFailed {
+        target: listener.target(),
+        error,
     }
 }
 
@@ -122,15 +148,11 @@ impl Alerts {
 
     /// Follows one row of `stream` at `time_s` with each rule's level (`levels`, in rule order).
     /// An event that cannot be written is an error (the run fails: events are the point).
-    pub(crate) fn observe(
-        &mut self,
-        stream: usize,
-        time_s: f64,
-        levels: &[f64],
-    ) -> std::io::Result<()> {
+    pub(crate) fn observe(&mut self, stream: usize, time_s: f64, levels: &[f64]) -> Written {
         self.tick()?;
         for listener in &mut self.listeners {
-            listener.row(stream, time_s)?;
+            let row = listener.row(stream, time_s);
+            row.map_err(listener_failed(listener.as_ref()))?;
         }
         let Some(states) = self.states.get_mut(stream) else {
             return Ok(());
@@ -162,7 +184,7 @@ impl Alerts {
     }
 
     /// One event to the log, `--events`, the live view and the listeners.
-    fn emit(&mut self, event: &Event) -> std::io::Result<()> {
+    fn emit(&mut self, event: &Event) -> Written {
         tracing::info!(
             alert = %event.alert,
             stream = event.stream,
@@ -173,13 +195,14 @@ impl Alerts {
             if event.run_end { " (the run ends)" } else { "" }
         );
         if let Some(writer) = self.writer.as_mut() {
-            writer.write(event)?;
+            writer.write(event).map_err(events_failed)?;
         }
         if let Some(feed) = &self.feed {
             feed.publish(event);
         }
         for listener in &mut self.listeners {
-            listener.event(event)?;
+            let heard = listener.event(event);
+            heard.map_err(listener_failed(listener.as_ref()))?;
         }
         Ok(())
     }
@@ -187,16 +210,16 @@ impl Alerts {
     /// Writes the `gap` events of `--retry` inputs that came since the last call
     /// (`source::outages`) to `--events` and the live view; called for every batch of rows, with
     /// or without rules.
-    pub fn tick(&mut self) -> std::io::Result<()> {
+    pub fn tick(&mut self) -> Written {
         if let Some(EventWriter::Nats(nats)) = self.writer.as_mut() {
-            nats.watch()?; // a server gone: the --retry policy counts on
+            nats.watch().map_err(events_failed)?; // a server gone: the --retry policy counts on
         }
         for json in crate::source::outages::outages().take_events() {
             if let Some(feed) = &self.feed {
                 feed.publish_gap(&json);
             }
             if let Some(writer) = self.writer.as_mut() {
-                writer.write_json(json)?;
+                writer.write_json(json).map_err(events_failed)?;
             }
         }
         Ok(())
@@ -204,7 +227,7 @@ impl Alerts {
 
     /// The run ends: an alert still on ends at its stream's last row (`"run_end":true`), then
     /// events still buffered are written (a NATS target: sent).
-    pub fn finish(&mut self) -> std::io::Result<()> {
+    pub fn finish(&mut self) -> Written {
         self.tick()?;
         let mut ends = Vec::new();
         for (stream, states) in self.states.iter_mut().enumerate() {
@@ -226,10 +249,11 @@ impl Alerts {
         }
         ends.iter().try_for_each(|event| self.emit(event))?;
         for listener in &mut self.listeners {
-            listener.finish()?;
+            let finished = listener.finish();
+            finished.map_err(listener_failed(listener.as_ref()))?;
         }
         match self.writer.as_mut() {
-            Some(w) => w.finish(),
+            Some(w) => w.finish().map_err(events_failed),
             None => Ok(()),
         }
     }

@@ -55,6 +55,7 @@ pub(super) fn run_sink<T: Sample>(
         reorder: BTreeMap::new(),
         next: 0,
         healthy: true,
+        alerts_failed: false,
         clock: control.clock(Kind::Sink, Phase::Write),
     };
     loop {
@@ -95,6 +96,8 @@ struct Sink<'a, 'l, T: Sample> {
     next: u64,
     /// No write has failed.
     healthy: bool,
+    /// An alert's event or recording could not be written (not tried again at the end).
+    alerts_failed: bool,
     clock: ThreadClock<'a>,
 }
 
@@ -128,6 +131,7 @@ impl<T: Sample> Sink<'_, '_, T> {
             }
             if let (Some(alerts), true) = (stage.alerts.as_mut(), self.healthy) {
                 self.healthy = follow_alerts(alerts, &batch, control);
+                self.alerts_failed = !self.healthy;
             }
             if let Some((hub, rows)) = stage.live.zip(batch.live.as_ref()) {
                 hub.publish_rows(batch.id, rows);
@@ -161,6 +165,7 @@ impl<T: Sample> Sink<'_, '_, T> {
             stage,
             control,
             healthy,
+            alerts_failed,
             written,
             ..
         } = self;
@@ -169,8 +174,10 @@ impl<T: Sample> Sink<'_, '_, T> {
             mut alerts,
             ..
         } = stage;
-        if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
-            report_write_error(e, "--events", control);
+        // (not again where writing failed during the run: its error is the run's)
+        let alerts = alerts.as_mut().filter(|_| !alerts_failed);
+        if let Some(Err(e)) = alerts.map(crate::alerts::Alerts::finish) {
+            report_write_error(e.error, &e.target, control);
         }
         if healthy {
             if let Err((i, e)) = outputs.finish() {
@@ -245,7 +252,7 @@ fn follow_alerts<T: Sample>(
 ) -> bool {
     let rules = alerts.rules().len();
     if let Err(e) = alerts.tick() {
-        report_write_error(e, "--events", control); // --retry's gap events
+        report_write_error(e.error, &e.target, control); // --retry's gap events
         return false;
     }
     for (k, &(stream, time_s)) in batch.alert_rows.iter().enumerate() {
@@ -254,7 +261,7 @@ fn follow_alerts<T: Sample>(
             .get(k * rules..(k + 1) * rules)
             .unwrap_or_default();
         if let Err(e) = alerts.observe(stream, time_s, levels) {
-            report_write_error(e, "--events", control);
+            report_write_error(e.error, &e.target, control);
             return false;
         }
     }

@@ -54,10 +54,11 @@ pub(crate) fn check_record(
         return Err("--record-on-alert: give the rules that trigger it with --alert RULE".into());
     }
     if !dir.is_dir() {
-        return Err(format!(
-            "--record-on-alert {}: no such directory",
-            dir.display()
-        ));
+        let what = match dir.exists() {
+            true => "not a directory",
+            false => "no such directory",
+        };
+        return Err(format!("--record-on-alert {}: {what}", dir.display()));
     }
     Ok(Some(RecordOptions {
         dir: dir.to_path_buf(),
@@ -72,6 +73,14 @@ struct Tapped {
     first_stream: usize,
     streams: usize,
     shape: Shape,
+    /// Per stream, the sample frame of the last row the sink saw (0 before its first).
+    seen: Vec<u64>,
+}
+
+impl Tapped {
+    fn feeds(&self, stream: usize) -> bool {
+        (self.first_stream..self.first_stream + self.streams).contains(&stream)
+    }
 }
 
 /// The sink's side: opens, extends and ends recordings as events come.
@@ -91,7 +100,7 @@ impl Recorder {
         }
     }
 
-    /// Values per sample frame of `info`'s ring, and the frames it holds at most: `--pre`,
+    /// Values per sample frame of `info`'s ring, and the frames it holds at least: `--pre`,
     /// `--post` and the tap's lag (`tap::LAG_S`).
     fn ring_size(&self, info: &crate::source::SourceInfo) -> (usize, f64) {
         let complex = info.kind == crate::types::InputKind::Complex;
@@ -151,14 +160,13 @@ impl Recorder {
                 width,
                 complex: info.kind == crate::types::InputKind::Complex,
             },
+            seen: vec![0; streams],
         });
         ring
     }
 
     fn source_of(&self, stream: usize) -> Option<&Tapped> {
-        self.sources
-            .iter()
-            .find(|s| (s.first_stream..s.first_stream + s.streams).contains(&stream))
+        self.sources.iter().find(|s| s.feeds(stream))
     }
 
     fn start(&self, event: &Event, tapped: &Tapped, ring: &mut Ring) -> std::io::Result<()> {
@@ -188,7 +196,9 @@ impl Recorder {
             event.stream
         );
         let description = format!("fftd --alert {} on stream {}", event.alert, event.stream);
-        let writer = SampleWriter::create(&self.options.dir.join(name), tapped.shape, description)?;
+        let stem = self.options.dir.join(name);
+        let writer = SampleWriter::create(&stem, tapped.shape, description)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", stem.display())))?;
         tracing::info!(file = %writer.path().display(), "recording begun");
         ring.recordings.push(Active {
             rule: event.alert.clone(),
@@ -225,6 +235,10 @@ impl Recorder {
 }
 
 impl crate::alerts::Listener for Recorder {
+    fn target(&self) -> String {
+        format!("--record-on-alert {}", self.options.dir.display())
+    }
+
     fn event(&mut self, event: &Event) -> std::io::Result<()> {
         let Some(tapped) = self.source_of(event.stream) else {
             return Ok(());
@@ -234,6 +248,8 @@ impl crate::alerts::Listener for Recorder {
         };
         match event.change {
             Change::Start => self.start(event, tapped, &mut ring),
+            // the run ended with the alert on: the recording holds the input to its end
+            Change::End if event.run_end => Ok(()),
             Change::End => {
                 let at = (event.time_s * tapped.shape.rate).round().max(0.0) as u64;
                 let post = (self.options.post * tapped.shape.rate).round() as u64;
@@ -248,13 +264,24 @@ impl crate::alerts::Listener for Recorder {
     }
 
     fn row(&mut self, stream: usize, time_s: f64) -> std::io::Result<()> {
-        let Some(tapped) = self.source_of(stream) else {
+        let pre_s = self.options.pre;
+        let Some(tapped) = self.sources.iter_mut().find(|s| s.feeds(stream)) else {
             return Ok(());
         };
         let now = (time_s * tapped.shape.rate).round().max(0.0) as u64;
-        match tapped.ring.lock() {
-            Ok(mut ring) if !ring.recordings.is_empty() => Self::close_ended(&mut ring, Some(now)),
-            _ => Ok(()),
+        if let Some(seen) = tapped.seen.get_mut(stream - tapped.first_stream) {
+            *seen = (*seen).max(now);
+        }
+        // an alert starts at a row no older than every stream's last: its pre-roll is kept
+        let oldest = tapped.seen.iter().copied().min().unwrap_or(0);
+        let pre = (pre_s * tapped.shape.rate).round() as u64;
+        let Ok(mut ring) = tapped.ring.lock() else {
+            return Ok(());
+        };
+        ring.keep_from(oldest.saturating_sub(pre + 1));
+        match ring.recordings.is_empty() {
+            false => Self::close_ended(&mut ring, Some(now)),
+            true => Ok(()),
         }
     }
 

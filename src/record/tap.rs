@@ -1,7 +1,12 @@
 //! The pre-roll ring: a source wrapped by `TapSource` copies every sample frame it reads into its
-//! `Ring` (bounded: the pre-roll plus `LAG_S` seconds, for the reader running ahead of the alerts),
-//! and writes them on to the recordings that are open. `Recorder` opens and ends recordings from
-//! the sink's thread; both sides hold the ring's lock only to copy.
+//! `Ring`, and writes them on to the recordings that are open. `Recorder` opens and ends
+//! recordings from the sink's thread; both sides hold the ring's lock only to copy.
+//!
+//! The ring keeps every frame from the pre-roll before the oldest row the sink has seen
+//! (`Ring::keep_from`): a reader of a file runs ahead of the alerts by as much as the pipeline
+//! holds in flight (a minute of audio and more), so a ring of a fixed number of seconds lost the
+//! pre-roll and the alert's start. Memory is bounded by the pipeline's own bound on what is in
+//! flight, and, whatever happens, by `RING_MOST_VALUES`.
 
 use super::writer::SampleWriter;
 use crate::error::Result;
@@ -9,8 +14,13 @@ use crate::source::{SampleSource, SourceInfo};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// Seconds of samples kept beyond the pre-roll: how far the reader may run ahead of the sink.
+/// Seconds of samples a ring holds at least beyond the pre-roll (the memory check of `--pre` and
+/// `--post` counts them): how far a live input's reader may run ahead of the sink.
 pub(crate) const LAG_S: f64 = 10.0;
+
+/// The most values a ring holds however far its reader runs ahead (1 GiB of f32): past it the
+/// oldest frames go, and a recording that wanted them starts later, with a warning.
+pub(crate) const RING_MOST_VALUES: usize = 1 << 28;
 
 /// One open recording of a source.
 pub(crate) struct Active {
@@ -31,19 +41,32 @@ pub(crate) struct Ring {
     pub width: usize,
     /// Index of the ring's first sample frame in the stream.
     pub start: u64,
-    capacity: usize,
+    /// Frames before this one may go (the sink's oldest row, less the pre-roll).
+    keep_from: u64,
+    /// The most frames it holds whatever `keep_from` says.
+    most: usize,
     pub recordings: Vec<Active>,
 }
 
 impl Ring {
-    pub(crate) fn new(width: usize, capacity_frames: usize) -> Self {
+    /// A ring of `width` values a frame, holding at least `least` frames and at most what
+    /// `RING_MOST_VALUES` allows.
+    pub(crate) fn new(width: usize, least: usize) -> Self {
+        let width = width.max(1);
         Ring {
             values: VecDeque::new(),
-            width: width.max(1),
+            width,
             start: 0,
-            capacity: capacity_frames.max(1),
+            keep_from: 0,
+            most: (RING_MOST_VALUES / width).max(least).max(1),
             recordings: Vec::new(),
         }
+    }
+
+    /// The frames before `frame` are no longer wanted (the sink has seen every stream's rows
+    /// past them, pre-roll included).
+    pub(crate) fn keep_from(&mut self, frame: u64) {
+        self.keep_from = self.keep_from.max(frame);
     }
 
     /// Index of the frame after the newest.
@@ -54,7 +77,9 @@ impl Ring {
     /// Appends sample frames and writes them to the open recordings.
     pub(crate) fn push(&mut self, values: &[f64]) -> std::io::Result<()> {
         self.values.extend(values.iter().map(|&v| v as f32));
-        let over = (self.values.len() / self.width).saturating_sub(self.capacity);
+        let held = self.values.len() / self.width;
+        let unwanted = (self.keep_from.saturating_sub(self.start) as usize).min(held);
+        let over = unwanted.max(held.saturating_sub(self.most));
         if over > 0 {
             self.values.drain(..over * self.width);
             self.start += over as u64;
