@@ -52,6 +52,11 @@ pub(crate) fn rate_in_range(rate: f64) -> bool {
 /// lose their spacing in f64 (at 1e300 every bin had the same label).
 pub(crate) const CENTER_HZ_MAX: f64 = 1e12;
 
+/// The range of `--calibration`, in dB (what a full-scale sine reads): wide enough for a
+/// hydrophone's full scale in dB re 1 µPa; past 300 the calibrated powers leave f32's range
+/// (at 400 every dB bin was written as inf).
+pub(crate) const CALIBRATION_DB: (f64, f64) = (-200.0, 300.0);
+
 /// Channels in one input at most (WAV's 16-bit channel count).
 pub(crate) const MAX_CHANNELS: usize = u16::MAX as usize;
 

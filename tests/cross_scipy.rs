@@ -99,8 +99,17 @@ fn cross_errors_name_the_flag() {
         "--frame",
         "256",
     ];
-    let cases: [(&[&str], &[&str]); 4] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (&["--cross", "0,1"], &["--cross 0,1", "has no channel"]),
+        // taken and doing nothing: refused before the input is read
+        (
+            &["--cross", "0,1", "--scale", "db"],
+            &["--scale db with --cross 0,1", "own units"],
+        ),
+        (
+            &["--cross", "0,1", "--average", "4", "--average-mode", "max"],
+            &["--average-mode max with --cross 0,1"],
+        ),
         (&["--cross", "0,0"], &["--cross 0,0"]),
         (
             &["--cross", "0,1", "--channel", "mix"],

@@ -317,7 +317,17 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 10] = [
+        // a level no f32 power holds, and none at all
+        (
+            &["--calibration", "400"],
+            &["--calibration 400", "from -200 to 300"],
+        ),
+        (
+            &["--calibration=-500"],
+            &["--calibration -500", "from -200 to 300"],
+        ),
+        (&["--peaks", "0"], &["--peaks 0", "from 1 to 100"]),
         (
             &["--distortion", "--tone", "30000"],
             &["--tone 30000", "outside the bins", "0 to 24000 Hz"],

@@ -224,12 +224,7 @@ fn recording_flags_are_checked() {
     let out = run(&[&base[..], &rule, &["--record-on-alert", s(&input)]].concat());
     assert_clean_error(&out, 2, &["x.f32: not a directory"]);
     // a recording that cannot be written names --record-on-alert, not --events
-    let always = [
-        "--rate",
-        "8000",
-        "--alert",
-        "name=a,band=0-4000,below=0",
-    ];
+    let always = ["--rate", "8000", "--alert", "name=a,band=0-4000,below=0"];
     let out = run(&[&base[..], &always, &["--record-on-alert", "/proc"]].concat());
     assert_clean_error(
         &out,

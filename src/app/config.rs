@@ -10,12 +10,10 @@ use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::spec::EngineSpec;
-use crate::fft::Scale;
 use crate::fleet::worker::FleetIo;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
 use crate::pipeline::spec::{ReportSpec, RunSpec};
-use crate::products::ProductOptions;
 use crate::sink::analysis::Analysis;
 use crate::sink::png::{DbRange, PngOptions, PngSize};
 use crate::sink::spec::OutputSpec;
@@ -31,7 +29,13 @@ pub(crate) use crate::app::config_file::ConfigFile;
 
 /// `value` when it lies in `lo..=hi` (`hi` None: no upper bound), else a usage error naming the
 /// flag, the value and the range.
-fn in_range(flag: &str, value: i64, lo: i64, hi: Option<u64>, unit: &str) -> Result<usize> {
+pub(super) fn in_range(
+    flag: &str,
+    value: i64,
+    lo: i64,
+    hi: Option<u64>,
+    unit: &str,
+) -> Result<usize> {
     match usize::try_from(value) {
         Ok(v) if value >= lo && hi.is_none_or(|hi| v as u64 <= hi) => Ok(v),
         _ => Err(FftdError::Usage(match hi {
@@ -187,7 +191,7 @@ impl Settings {
         )
         .map_err(FftdError::Usage)?;
         let serve = super::serve_options::resolve(&o)?;
-        let measure = Self::measure_options(&o)?;
+        let measure = super::product_options::measure_options(&o)?;
         let sweep = super::sweep_options::resolve(&mut o)?;
         let mut source = source_spec(&mut o)?;
         source.sweep = sweep;
@@ -201,7 +205,7 @@ impl Settings {
             FrameSize::Whole => WindowKind::Rect,
             FrameSize::Fixed(_) => WindowKind::Hann,
         });
-        let (products, scale) = products_and_scale(&mut o, measure, frame)?;
+        let (products, scale) = super::product_options::products_and_scale(&mut o, measure, frame)?;
         if o.realtime && matches!(source.input, Input::Mic(_)) {
             return usage("--realtime paces file and stdin inputs; --mic is live already".into());
         }
@@ -280,26 +284,6 @@ impl Settings {
         Ok(PngOptions {
             size: size.unwrap_or(defaults.size),
             db: db.or(defaults.db),
-        })
-    }
-
-    /// The measurement flags (`products::measure`); the calibration file is read here.
-    fn measure_options(o: &Options) -> Result<crate::products::measure::MeasureOptions> {
-        use crate::products::measure::calibration::CalibrationCurve;
-        let calibration_file = match &o.calibration_file {
-            Some(path) => Some(CalibrationCurve::load(path).map_err(FftdError::Usage)?),
-            None => None,
-        };
-        Ok(crate::products::measure::MeasureOptions {
-            calibration_db: o.calibration,
-            calibration_file,
-            weighting: o.weighting,
-            unit: o.unit.clone(),
-            levels: o.levels,
-            peaks: in_range("--peaks", o.peaks.unwrap_or(0), 0, Some(100), "peaks")?,
-            distortion: o.distortion,
-            tone_hz: o.tone,
-            cross: o.cross,
         })
     }
 
@@ -506,66 +490,6 @@ fn output_spec(o: &mut Options, format: OutputFormat) -> Result<OutputSpec> {
         config: None,
         rotate: o.rotate,
     })
-}
-
-/// `--average`, `--bands`, `--fmin`/`--fmax` and the measurements, with the scale they allow.
-fn products_and_scale(
-    o: &mut Options,
-    measure: crate::products::measure::MeasureOptions,
-    frame: FrameSize,
-) -> Result<(ProductOptions, Scale)> {
-    if o.average_mode.is_some() && o.average.is_none() {
-        return usage(
-            "--average-mode needs --average N|DURATION (how many frames or how long a row averages)".into(),
-        );
-    }
-    let products = ProductOptions {
-        average: o.average,
-        mode: o.average_mode.unwrap_or_default(),
-        fmin: o.fmin,
-        fmax: o.fmax,
-        bands: o.bands.clone(),
-        measure,
-        // issue 27: with --bands, the alert rules' bands are summed with them
-        alert_bands: match o.bands {
-            Some(_) => (o.alert.iter())
-                .filter_map(|r| match r.reads {
-                    crate::alerts::rule::Reads::Band(lo, hi) => Some((lo, hi)),
-                    _ => None,
-                })
-                .collect(),
-            None => Vec::new(),
-        },
-    };
-    products.check().map_err(FftdError::Usage)?;
-    let bands = products.bands.is_some();
-    let columns = (bands, products.measure.column_flags());
-    crate::sink::rtl_power::check(o.format, &mut o.scale, columns, &mut o.fftshift)?;
-    let scale = o.scale.unwrap_or(Scale::Magnitude);
-    let image = o.format == Some(OutputFormat::Png);
-    if let Some(cross) = o.cross {
-        if matches!(
-            o.channel,
-            Some(ChannelSelect::Mix | ChannelSelect::Index(_))
-        ) {
-            return usage(format!(
-                "--cross {cross} reads two channels: leave --channel out or give --channel all"
-            ));
-        }
-    }
-    (products.measure)
-        .check(scale, bands, image)
-        .map_err(FftdError::Usage)?;
-    if scale == Scale::Complex && products.in_power_domain() {
-        // (a fleet worker would otherwise learn it only from its first block)
-        return usage(crate::products::COMPLEX_NEEDS_POWER.into());
-    }
-    if !products.is_plain() && frame == FrameSize::Whole {
-        return usage(
-            "--average, --bands, --fmin, --fmax and the measurements (--levels, --weighting, ...) need a fixed --frame N, not whole".into(),
-        );
-    }
-    Ok((products, scale))
 }
 
 /// Engines and batching: `--device`, `--workers`, `--batch`, `--max-latency`.

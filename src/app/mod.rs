@@ -15,6 +15,7 @@ pub(crate) mod config_file;
 pub mod fleet_args;
 pub(crate) mod fleet_options;
 pub(crate) mod options;
+mod product_options;
 pub mod publish;
 pub(crate) mod serve_options;
 pub(crate) mod sweep_options;
