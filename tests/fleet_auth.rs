@@ -683,4 +683,44 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
         let out = fftd().args(&args).output().expect("fftd runs");
         assert_clean_error(&out, 2, needles);
     }
+
+    // credentials given two ways: one would be dropped unused (no server needed)
+    let twice: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "nats://127.0.0.1:1/",
+            &[
+                "--nats-token",
+                "t",
+                "--nats-user",
+                "u",
+                "--nats-password",
+                "p",
+            ],
+            &["--nats-token and --nats-user/--nats-password", "one way"],
+        ),
+        (
+            "nats://u:p@127.0.0.1:1/",
+            &["--nats-user", "v"],
+            &["--nats-user/--nats-password and the address's USER:PASSWORD@"],
+        ),
+        (
+            "nats://tok@127.0.0.1:1/",
+            &["--nats-password", "zz"],
+            &["the address's TOKEN@"],
+        ),
+        (
+            "nats://127.0.0.1:1/",
+            &["--nats-password", "secretpw"],
+            &["--nats-password is the password of --nats-user"],
+        ),
+    ];
+    for (server, flags, needles) in twice {
+        let out = setup_with(server, flags, &[]);
+        assert_clean_error(&out, 2, needles);
+        assert!(
+            !stderr_text(&out).contains("secretpw"),
+            "{}",
+            stderr_text(&out)
+        );
+    }
 }

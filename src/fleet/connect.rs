@@ -113,6 +113,7 @@ impl NatsArgs {
         outages: Option<Arc<Outages>>,
         loud: bool,
     ) -> Result<ConnectOptions> {
+        self.check_one_way(url)?;
         let mut opts = match &self.nats_creds {
             Some(path) => credentials(path)?,
             None => ConnectOptions::new(),
@@ -167,6 +168,38 @@ impl NatsArgs {
                     log_event(event, loud)
                 }
             }))
+    }
+
+    /// The credentials are given one way: a .creds file, a token, or a user and password, by
+    /// flag or in `url` (`USER:PASS@`, `TOKEN@`); any two together would leave one unused (the
+    /// environment's `$NATS_*` only fill in what is not given). A usage error naming both.
+    fn check_one_way(&self, url: &NatsUrl) -> Result<()> {
+        let in_url = match &url.auth {
+            UrlAuth::None => None,
+            UrlAuth::UserPassword { .. } => Some("the address's USER:PASSWORD@"),
+            UrlAuth::Token(_) => Some("the address's TOKEN@"),
+        };
+        let ways = [
+            (self.nats_creds.is_some(), "--nats-creds"),
+            (self.nats_token.is_some(), "--nats-token"),
+            (
+                self.nats_user.is_some() || self.nats_password.is_some(),
+                "--nats-user/--nats-password",
+            ),
+            (in_url.is_some(), in_url.unwrap_or_default()),
+        ];
+        let given: Vec<&str> = ways.iter().filter(|w| w.0).map(|w| w.1).collect();
+        if let [first, second, ..] = given[..] {
+            return Err(FftdError::Usage(format!(
+                "{first} and {second}: give the NATS credentials one way (a .creds file, a token, or a user and password)"
+            )));
+        }
+        if self.nats_password.is_some() && self.nats_user.is_none() && env("NATS_USER").is_none() {
+            return Err(FftdError::Usage(
+                "--nats-password is the password of --nats-user: give the user too".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Connects to `url`'s server within the connect timeout: exit 1 with one line when it
