@@ -299,7 +299,8 @@ fn rtl_session(listener: &TcpListener, blocks: Option<usize>) -> Vec<[u8; 5]> {
 fn rtl_session_then(listener: &TcpListener, blocks: Option<usize>, hold: bool) -> Vec<[u8; 5]> {
     let (mut socket, _) = listener.accept().expect("accept");
     let mut header = b"RTL0".to_vec();
-    header.extend(5u32.to_be_bytes());
+    // tuner 0: a server of the protocol that is no RTL2832U, so 64 kHz is a rate it may take
+    header.extend(0u32.to_be_bytes());
     header.extend(29u32.to_be_bytes());
     socket.write_all(&header).expect("header");
     socket

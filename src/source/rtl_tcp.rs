@@ -197,6 +197,29 @@ fn tuner_name(tuner: u32) -> &'static str {
     }
 }
 
+/// The sample rates an RTL2832U takes (librtlsdr's `rtlsdr_set_sample_rate`); rtl_tcp reports
+/// one it cannot set on its own console only, and goes on at its old rate.
+const RTL2832U_RATES: [(f64, f64); 2] = [(225_001.0, 300_000.0), (900_001.0, 3_200_000.0)];
+
+/// Refuses a `rate` an RTL2832U dongle (a `tuner` librtlsdr names) cannot take: its bins would be
+/// labelled with a rate the samples do not have. Other servers of the protocol (`tuner` 0, such
+/// as rsp_tcp) are asked for any rate.
+fn check_rate(tuner: u32, rate: f64) -> std::result::Result<(), String> {
+    let rtl = tuner_name(tuner) != "unknown";
+    if !rtl
+        || RTL2832U_RATES
+            .iter()
+            .any(|(lo, hi)| (*lo..=*hi).contains(&rate))
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "--rate {}: the dongle ({} tuner, an RTL2832U) takes 225001 to 300000 or 900001 to 3200000 samples/s",
+        crate::types::shown(rate),
+        tuner_name(tuner)
+    ))
+}
+
 /// Connects to `url`, reads its dongle-info header, sends the `tuning` commands and returns the
 /// live I/Q source. `stop` ends the handshake and the stream (no error).
 pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<RtlTcpSource> {
@@ -238,6 +261,7 @@ pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<R
         "{url}: {} tuner ({tuner}), {gains} gain steps",
         tuner_name(tuner)
     );
+    check_rate(tuner, tuning.rate).map_err(fail)?;
     if matches!(tuning.gain, Some(Gain::Db(_))) && gains == 0 {
         tracing::warn!("{url}: the tuner reports no gain steps; --gain may have no effect");
     }
