@@ -385,6 +385,11 @@ fn bad_sweeps_are_usage_errors() {
         (&["--sweep", "88M:108M:10k", "--crop", "1.5"], "--crop"),
         (&["--sweep", "88M:108M:10k", "--sweeps", "0"], "--sweeps 0"),
         (&["--crop", "0.2"], "--crop goes with --sweep"),
+        // shorter than a hop: nothing would be written
+        (
+            &["--sweep", "88M:108M:10k", "--duration", "0.1"],
+            "--duration 0.1: a hop of this sweep takes 0.149 s",
+        ),
         // (the user's spec, and the hop's frequency rtl_tcp cannot carry)
         (
             &["--sweep", "0:10G:10k"],

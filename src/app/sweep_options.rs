@@ -79,6 +79,14 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
                 "--average: {frames} frames of {n} samples per hop is more than a sweep can count"
             ))
         })?;
+    let first_hop_s = (settle + hop_samples) as f64 / rate;
+    if let Some(d) = o.duration.filter(|&d| d < first_hop_s) {
+        return usage(format!(
+            "--duration {}: a hop of this sweep takes {} s (its settle, then {frames} × {n} samples), so no row would be written: give at least that",
+            crate::types::shown(d),
+            crate::types::shown((first_hop_s * 1e3).ceil() / 1e3)
+        ));
+    }
     decide_options(o, &plan, frames, settle + hop_samples);
     Ok(Some(SweepSchedule {
         hop_samples,
