@@ -277,12 +277,18 @@ fn wait_at_most(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-/// A run that one signal ended: exit 0, promptly, and no "is empty" for an input that had sent
-/// nothing yet.
+/// A run that one signal ended before any input arrived: exit 0, promptly, no "is empty" for an
+/// input that had sent nothing yet, and one line saying nothing was analysed.
 fn assert_ended_quietly(out: &std::process::Output, took: Duration, signal: &str) {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(out));
     assert!(took < PROMPT, "{signal}: {took:?}");
-    assert!(!stderr_text(out).contains("empty"), "{}", stderr_text(out));
+    let err = stderr_text(out);
+    assert!(!err.contains("empty"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("stopped before any input arrived; nothing was analysed"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -544,18 +544,38 @@ fn tls_serves_https_with_openssl_certificates_and_refuses_plain_http() {
         "0",
         "--serve-tls-cert",
     ];
+    // (usage errors, exit 2: files a flag names, read before the run)
     let out = run(&[&base[..], &[&cert, "--serve-tls-key", &cert]].concat());
-    assert_clean_error(&out, 1, &["--serve-tls-key", "private key"]);
+    assert_clean_error(&out, 2, &["--serve-tls-key", "private key"]);
     let out = run(&[&base[..], &[&key, "--serve-tls-key", &key]].concat());
-    assert_clean_error(&out, 1, &["--serve-tls-cert", "CERTIFICATE"]);
+    assert_clean_error(&out, 2, &["--serve-tls-cert", "CERTIFICATE"]);
+    let locked = dir.path().join("locked.pem");
+    let pem = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
+    std::fs::write(&locked, pem).unwrap();
+    let out = run(&[
+        &base[..],
+        &[&cert, "--serve-tls-key", locked.to_str().unwrap()],
+    ]
+    .concat());
+    assert_clean_error(
+        &out,
+        2,
+        &["--serve-tls-key", "an encrypted private key", "decrypted"],
+    );
     let missing = dir.path().join("none.pem");
     let out = run(&[
         &base[..],
         &[missing.to_str().unwrap(), "--serve-tls-key", &key],
     ]
     .concat());
-    assert_clean_error(&out, 1, &["none.pem"]);
+    assert_clean_error(&out, 2, &["none.pem"]);
     assert_eq!(std::fs::read(&existing).unwrap(), b"precious");
+    let out = run(&[
+        &base[..8],
+        &["--serve-token-file", missing.to_str().unwrap()],
+    ]
+    .concat());
+    assert_clean_error(&out, 2, &["--serve-token-file", "none.pem"]);
     let out = run(&["--file", "x.f32", "--serve", "0", "--serve-tls-cert", &cert]);
     assert_clean_error(&out, 2, &["--serve-tls-cert needs --serve-tls-key"]);
 }

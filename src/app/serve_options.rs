@@ -74,7 +74,7 @@ fn token(o: &Options) -> Result<Option<Token>> {
         (None, Some(path)) => {
             let text =
                 crate::types::small_file::read_text_at_most(path, 64 * 1024).map_err(|e| {
-                    FftdError::Runtime(format!("--serve-token-file {}: {e}", path.display()))
+                    FftdError::Usage(format!("--serve-token-file {}: {e}", path.display()))
                 })?;
             let line = text.lines().next().unwrap_or("").trim().to_string();
             (line, format!("--serve-token-file {}", path.display()))

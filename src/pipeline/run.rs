@@ -56,6 +56,10 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
             .then(|| stalled_error(&given_up, cut))
             .flatten()
     });
+    if interrupted && error.is_none() && written.iter().all(|w| w.frames == 0) {
+        // (a FIFO with no writer, a stdin that sent nothing: the run ends as asked, and says so)
+        tracing::warn!("stopped before any input arrived; nothing was analysed");
+    }
     let by_stream = (&planned.streams[..], &written[..]);
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;

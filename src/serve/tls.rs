@@ -16,8 +16,9 @@ const PEM_MOST_BYTES: u64 = 1 << 20;
 
 /// An acceptor for the certificate chain in `cert` and the private key in `key` (PEM).
 pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
+    // (usage errors, as every file a flag names and fftd reads before the run)
     let bad = |flag: &str, path: &Path, why: String| {
-        FftdError::Runtime(format!("{flag} {}: {why}", path.display()))
+        FftdError::Usage(format!("{flag} {}: {why}", path.display()))
     };
     // (read first: a missing file is named as such, not as "no certificate"; bounded, so a
     // device named by mistake is an error rather than memory filled)
@@ -43,11 +44,12 @@ pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
         ));
     }
     let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-        bad(
-            "--serve-tls-key",
-            key,
-            format!("no PEM private key in it: {e}"),
-        )
+        let encrypted = String::from_utf8_lossy(&key_pem).contains("ENCRYPTED PRIVATE KEY");
+        let why = match encrypted {
+            true => "an encrypted private key, whose passphrase fftd cannot ask for: give it decrypted (openssl pkey -in KEY -out KEY.plain)".to_string(),
+            false => format!("no PEM private key in it: {e}"),
+        };
+        bad("--serve-tls-key", key, why)
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
