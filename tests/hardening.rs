@@ -467,10 +467,11 @@ fn files_flags_name_are_read_only_up_to_a_bound() {
     );
     let pem = big("cert.pem", (1 << 20) + 1);
     let base = ["--file", s(&x)];
+    // (every one a usage error, exit 2: files a flag names, read before the run)
     let cases: [(&[&str], i32, &str); 5] = [
         (
             &["--serve", "0", "--serve-token-file", s(&token)],
-            1,
+            2,
             "--serve-token-file",
         ),
         (&["--config", s(&config)], 2, "--config"),
@@ -488,7 +489,7 @@ fn files_flags_name_are_read_only_up_to_a_bound() {
                 "--serve-tls-key",
                 s(&pem),
             ],
-            1,
+            2,
             "--serve-tls-cert",
         ),
         (
