@@ -188,7 +188,9 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let line = match (value_error_parts(&e), std::error::Error::source(&e)) {
                 (Some((flag, value)), Some(why)) => {
                     // parsers that name the flag or echo the value already say it once
+                    // (as typed, or with its control characters written out, `\n`)
                     let why = why.to_string();
+                    let value = fftd::types::escaped(&value).into_owned();
                     let why = why
                         .strip_prefix(&format!("{flag} {value}: "))
                         .unwrap_or(&why);

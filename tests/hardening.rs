@@ -371,6 +371,10 @@ fn control_bytes_of_input_are_escaped_in_errors() {
     escaped_error(&out, 2, &["c.toml:1", "window = \\x1b"]);
     let out = run(&["--file", s(&text), "--frame", "64\x1b[2J\t"]);
     escaped_error(&out, 2, &["--frame", "64\\x1b[2J\\t"]);
+    // a parser that names its flag and value is not echoed twice
+    let out = run(&["--file", s(&text), "--bands", "mel:4\n"]);
+    escaped_error(&out, 2, &["--bands mel:4\\n: '4\\n' is not a number"]);
+    assert_eq!(stderr_text(&out).matches("--bands").count(), 1);
     let meta = dir.path().join("r.sigmf-meta");
     let doc = r#"{"global": {"core:datatype": "cf32\u001b\u0085"}, "captures": []}"#;
     std::fs::write(&meta, doc).expect("write");
