@@ -317,7 +317,7 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 10] = [
+    let cases: [(&[&str], &[&str]); 11] = [
         // a level no f32 power holds, and none at all
         (
             &["--calibration", "400"],
@@ -328,6 +328,11 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
             &["--calibration -500", "from -200 to 300"],
         ),
         (&["--peaks", "0"], &["--peaks 0", "from 1 to 100"]),
+        // a huge value is echoed as given, not as 309 digits
+        (
+            &["--bands", "mel:40,fmax=1e308"],
+            &["--bands mel:40,fmax=1e308: fmax=1e308 Hz is above Nyquist (24000 Hz"],
+        ),
         (
             &["--distortion", "--tone", "30000"],
             &["--tone 30000", "outside the bins", "0 to 24000 Hz"],

@@ -30,7 +30,7 @@
 //!
 //! Errors are one line naming the `--bands` value: `--bands mel:0: ...`.
 
-use crate::types::Sample;
+use crate::types::{shown, Sample};
 
 mod parse;
 use parse::{check_fmin_below_fmax, one_line};
@@ -395,7 +395,9 @@ fn mel_matrix(mel: &MelBands, grid: &BinGrid) -> Result<BandMatrix, String> {
         .any(|pair| !pair[1].is_finite() || pair[1] <= pair[0])
     {
         return Err(format!(
-            "fmin={fmin_hz} and fmax={fmax_hz} Hz are too close for {} mel bands",
+            "fmin={} and fmax={} Hz are too close for {} mel bands",
+            shown(fmin_hz),
+            shown(fmax_hz),
             mel.count
         ));
     }
@@ -438,13 +440,17 @@ fn check_limits_in_frame(
     for (name, hz) in [("fmin", fmin_hz), ("fmax", fmax_hz)] {
         let Some(hz) = hz else { continue };
         if !(hz.is_finite() && hz >= 0.0) {
-            return Err(format!("{name}={hz}: expected a frequency in Hz >= 0"));
+            return Err(format!(
+                "{name}={}: expected a frequency in Hz >= 0",
+                shown(hz)
+            ));
         }
         if hz > grid.nyquist_hz() {
             return Err(format!(
-                "{name}={hz} Hz is above Nyquist ({} Hz at {} Hz sample rate)",
-                grid.nyquist_hz(),
-                grid.sample_rate
+                "{name}={} Hz is above Nyquist ({} Hz at {} Hz sample rate)",
+                shown(hz),
+                shown(grid.nyquist_hz()),
+                shown(grid.sample_rate)
             ));
         }
     }

@@ -2,7 +2,7 @@
 //! (one-line errors naming the value).
 
 use super::{BandSpec, MelBands, MelNorm, MelScale, OctaveBands, OctaveFraction};
-use crate::types::escaped;
+use crate::types::{escaped, shown};
 use std::fmt;
 use std::str::FromStr;
 
@@ -146,9 +146,11 @@ pub(super) fn check_fmin_below_fmax(
     fmax_hz: Option<f64>,
 ) -> Result<(), String> {
     match (fmin_hz, fmax_hz) {
-        (Some(fmin), Some(fmax)) if fmin >= fmax => {
-            Err(format!("fmin={fmin} Hz is not below fmax={fmax} Hz"))
-        }
+        (Some(fmin), Some(fmax)) if fmin >= fmax => Err(format!(
+            "fmin={} Hz is not below fmax={} Hz",
+            shown(fmin),
+            shown(fmax)
+        )),
         _ => Ok(()),
     }
 }
@@ -178,10 +180,10 @@ fn write_mel(mel: &MelBands, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(",norm=none")?;
     }
     if mel.fmin_hz != 0.0 {
-        write!(f, ",fmin={}", mel.fmin_hz)?;
+        write!(f, ",fmin={}", shown(mel.fmin_hz))?;
     }
     if let Some(fmax) = mel.fmax_hz {
-        write!(f, ",fmax={fmax}")?;
+        write!(f, ",fmax={}", shown(fmax))?;
     }
     Ok(())
 }
@@ -190,7 +192,7 @@ fn write_octave(bands: &OctaveBands, f: &mut fmt::Formatter<'_>) -> fmt::Result 
     f.write_str(bands.fraction.name())?;
     let limits: Vec<String> = [("fmin", bands.fmin_hz), ("fmax", bands.fmax_hz)]
         .into_iter()
-        .filter_map(|(name, hz)| hz.map(|hz| format!("{name}={hz}")))
+        .filter_map(|(name, hz)| hz.map(|hz| format!("{name}={}", shown(hz))))
         .collect();
     if !limits.is_empty() {
         write!(f, ":{}", limits.join(","))?;

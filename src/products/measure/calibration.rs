@@ -72,7 +72,7 @@ impl CalibrationCurve {
                 return Err(error(i + 1, format!("frequency {hz} Hz must be above 0")));
             }
             if db.abs() > MOST_CORRECTION_DB {
-                return Err(error(i + 1, format!("level {db} dB is beyond ±{MOST_CORRECTION_DB} dB (a response, not a gain of its own)")));
+                return Err(error(i + 1, format!("level {} dB is beyond ±{MOST_CORRECTION_DB} dB (a response, not a gain of its own)", crate::types::shown(db))));
             }
             if let Some(&(last, _)) = points.last() {
                 if hz <= last {
