@@ -59,20 +59,20 @@ fn signal(bursts: &[(f64, f64)], seconds: f64) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn recordings_equal_the_input_slices_and_a_retrigger_extends_the_file() {
+/// Runs `x` (at `RATE`, frame 400) with a rule on 900–1100 Hz recording into a new folder, 250
+/// ms before and 750 ms after each alert: the scratch folder, the recordings' folder and the run.
+fn record_hum(x: &[f64]) -> (tempfile::TempDir, PathBuf, std::process::Output) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("x.f32");
-    // bursts on whole frames (frame 400 = 50 ms): alerts start and end on those rows
-    let x = signal(&[(1.0, 1.5), (2.0, 2.5), (4.0, 4.5)], 6.0);
-    write_f32(&input, &x);
+    write_f32(&input, x);
     let rec = dir.path().join("rec");
     std::fs::create_dir(&rec).unwrap();
+    let rate = RATE.to_string();
     let out = run(&[
         "--file",
         s(&input),
         "--rate",
-        "8000",
+        &rate,
         "--frame",
         "400",
         "--output",
@@ -87,6 +87,14 @@ fn recordings_equal_the_input_slices_and_a_retrigger_extends_the_file() {
         "750ms",
     ]);
     assert!(out.status.success(), "{out:?}");
+    (dir, rec, out)
+}
+
+#[test]
+fn recordings_equal_the_input_slices_and_a_retrigger_extends_the_file() {
+    // bursts on whole frames (frame 400 = 50 ms): alerts start and end on those rows
+    let x = signal(&[(1.0, 1.5), (2.0, 2.5), (4.0, 4.5)], 6.0);
+    let (_dir, rec, _) = record_hum(&x);
     let files = recordings(&rec, ".wav");
     // the second burst starts inside the first's post-roll (1.5 s + 0.75 s): one file for both
     assert_eq!(files.len(), 2, "{files:?}");
@@ -110,32 +118,9 @@ fn a_file_read_far_ahead_of_the_alerts_is_recorded_whole_to_its_end() {
     // a reader of a file runs ahead of the alerts by what the pipeline holds in flight (far more
     // than --pre, --post and ten seconds at 8 kHz): the pre-roll must still be there, and an alert
     // still on when the input ends is recorded to the input's last sample
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.f32");
     let seconds = 60.0;
     let x = signal(&[(40.0, 40.5), (55.0, seconds)], seconds);
-    write_f32(&input, &x);
-    let rec = dir.path().join("rec");
-    std::fs::create_dir(&rec).unwrap();
-    let out = run(&[
-        "--file",
-        s(&input),
-        "--rate",
-        "8000",
-        "--frame",
-        "400",
-        "--output",
-        "/dev/null",
-        "--alert",
-        "name=hum,band=900-1100,above=-20",
-        "--record-on-alert",
-        s(&rec),
-        "--pre",
-        "250ms",
-        "--post",
-        "750ms",
-    ]);
-    assert!(out.status.success(), "{out:?}");
+    let (_dir, rec, out) = record_hum(&x);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("WARN"), "{err}");
     let files = recordings(&rec, ".wav");
