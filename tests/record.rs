@@ -139,6 +139,38 @@ fn a_file_read_far_ahead_of_the_alerts_is_recorded_whole_to_its_end() {
 }
 
 #[test]
+fn a_recording_that_cannot_be_written_fails_the_run_in_one_line() {
+    // files limited to 512 KiB (SIGXFSZ ignored, so a write past it fails with EFBIG): the
+    // recording of an alert on all run long outgrows it, on the reader's side of the ring
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &signal(&[(0.0, 60.0)], 60.0));
+    let rec = dir.path().join("rec");
+    std::fs::create_dir(&rec).unwrap();
+    let fftd = common::fftd().get_program().to_owned();
+    let out = std::process::Command::new("bash")
+        .env("RUST_LOG", "fftd=warn")
+        .args(["-c", "ulimit -f 512; trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(fftd)
+        .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+        .args([
+            "--output",
+            "/dev/null",
+            "--alert",
+            "name=hum,band=900-1100,above=-20",
+        ])
+        .args(["--record-on-alert", s(&rec)])
+        .output()
+        .expect("bash runs");
+    let needles = [
+        "cannot write to --record-on-alert",
+        "_hum_s0.wav",
+        "File too large",
+    ];
+    assert_clean_error(&out, 1, &needles);
+}
+
+#[test]
 fn iq_input_is_recorded_as_sigmf() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("x.cf32");

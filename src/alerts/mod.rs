@@ -228,7 +228,25 @@ impl Alerts {
     /// The run ends: an alert still on ends at its stream's last row (`"run_end":true`), then
     /// events still buffered are written (a NATS target: sent).
     pub fn finish(&mut self) -> Written {
-        self.tick()?;
+        // every listener and the writer are finished whatever failed before (a recording's
+        // header is written there); the first error is the one returned
+        let ticked = self.tick();
+        let ended = ticked.and_then(|()| self.end_alerts_still_on());
+        let mut first = ended.err();
+        for listener in &mut self.listeners {
+            let finished = listener.finish();
+            if let Err(e) = finished.map_err(listener_failed(listener.as_ref())) {
+                first.get_or_insert(e);
+            }
+        }
+        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.finish()) {
+            first.get_or_insert(events_failed(e));
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Ends each alert still on at its stream's last row (`"run_end":true`).
+    fn end_alerts_still_on(&mut self) -> Written {
         let mut ends = Vec::new();
         for (stream, states) in self.states.iter_mut().enumerate() {
             let Some((time_s, levels)) = self.last.get(stream).and_then(Option::as_ref) else {
@@ -247,15 +265,7 @@ impl Alerts {
                 }
             }
         }
-        ends.iter().try_for_each(|event| self.emit(event))?;
-        for listener in &mut self.listeners {
-            let finished = listener.finish();
-            finished.map_err(listener_failed(listener.as_ref()))?;
-        }
-        match self.writer.as_mut() {
-            Some(w) => w.finish().map_err(events_failed),
-            None => Ok(()),
-        }
+        ends.iter().try_for_each(|event| self.emit(event))
     }
 }
 

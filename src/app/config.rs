@@ -74,6 +74,23 @@ fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Inp
     Ok(())
 }
 
+/// A run's config file as `fftd check` validates it: every value, but not the files only the run
+/// reads on its own host and as its own user (a token kept mode 600 for the service, a recording
+/// folder, TLS files, a microphone's response), nor a run's microphone (check reads `--file`).
+fn run_keys_for_check(o: Options) -> Options {
+    Options {
+        mic: None,
+        serve_token_file: None,
+        serve_tls_cert: None,
+        serve_tls_key: None,
+        record_on_alert: None,
+        pre: None,
+        post: None,
+        calibration_file: None,
+        ..o
+    }
+}
+
 /// Validated settings with every default applied: the run's spec for each stage, and a fleet
 /// worker's addresses.
 #[derive(Clone, Debug)]
@@ -137,7 +154,7 @@ impl Settings {
     ) -> Result<Settings> {
         let file = config.map(ConfigFile::read).transpose()?;
         if file.is_some() {
-            Self::resolve_file(cli.clone(), file.as_ref(), |o| Options { mic: None, ..o })?;
+            Self::resolve_file(cli.clone(), file.as_ref(), run_keys_for_check)?;
         }
         Self::resolve_file(cli, file.as_ref(), keep)
     }

@@ -118,25 +118,8 @@ impl NatsArgs {
             Some(path) => credentials(path)?,
             None => ConnectOptions::new(),
         };
-        let token = self.nats_token.clone().or_else(|| env("NATS_TOKEN"));
-        let user = self.nats_user.clone().or_else(|| env("NATS_USER"));
         if self.nats_creds.is_none() {
-            opts = match (token, user, &url.auth) {
-                (Some(token), _, _) => opts.token(token),
-                (None, Some(user), _) => {
-                    let password = self
-                        .nats_password
-                        .clone()
-                        .or_else(|| env("NATS_PASSWORD"))
-                        .unwrap_or_default();
-                    opts.user_and_password(user, password)
-                }
-                (None, None, UrlAuth::UserPassword { user, password }) => {
-                    opts.user_and_password(user.clone(), password.clone())
-                }
-                (None, None, UrlAuth::Token(token)) => opts.token(token.clone()),
-                (None, None, UrlAuth::None) => opts,
-            };
+            opts = self.secret(opts, url);
         }
         if url.tls || self.nats_tls {
             opts = opts.require_tls(true);
@@ -168,6 +151,35 @@ impl NatsArgs {
                     log_event(event, loud)
                 }
             }))
+    }
+
+    /// `opts` with the token or user and password given by flag, else in `url`, else in the
+    /// environment (`$NATS_TOKEN`, else `$NATS_USER` and `$NATS_PASSWORD`): the environment
+    /// fills in only what is not given (`check_one_way` has refused two ways given).
+    fn secret(&self, opts: ConnectOptions, url: &NatsUrl) -> ConnectOptions {
+        let password = || {
+            (self.nats_password.clone())
+                .or_else(|| env("NATS_PASSWORD"))
+                .unwrap_or_default()
+        };
+        if let Some(token) = &self.nats_token {
+            return opts.token(token.clone());
+        }
+        if let Some(user) = self.nats_user.clone() {
+            return opts.user_and_password(user, password());
+        }
+        match &url.auth {
+            UrlAuth::UserPassword { user, password } => {
+                return opts.user_and_password(user.clone(), password.clone())
+            }
+            UrlAuth::Token(token) => return opts.token(token.clone()),
+            UrlAuth::None => {}
+        }
+        match (env("NATS_TOKEN"), env("NATS_USER")) {
+            (Some(token), _) => opts.token(token),
+            (None, Some(user)) => opts.user_and_password(user, password()),
+            (None, None) => opts,
+        }
     }
 
     /// The credentials are given one way: a .creds file, a token, or a user and password, by
@@ -279,6 +291,11 @@ fn pem_file(flag: &str, path: &std::path::Path, label: &str) -> Result<()> {
     let bytes = crate::types::small_file::read_at_most(path, 1 << 20)
         .map_err(|e| FftdError::Usage(format!("{flag} {shown}: {e}")))?;
     let text = String::from_utf8_lossy(&bytes);
+    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+        return Err(FftdError::Usage(format!(
+            "{flag} {shown}: an encrypted private key, whose passphrase fftd cannot ask for: give it decrypted (openssl pkey -in KEY -out KEY.plain)"
+        )));
+    }
     let begins = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("-----BEGIN "));

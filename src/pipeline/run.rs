@@ -56,10 +56,7 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
             .then(|| stalled_error(&given_up, cut))
             .flatten()
     });
-    if interrupted && error.is_none() && written.iter().all(|w| w.frames == 0) {
-        // (a FIFO with no writer, a stdin that sent nothing: the run ends as asked, and says so)
-        tracing::warn!("stopped before any input arrived; nothing was analysed");
-    }
+    say_if_nothing_arrived(interrupted && error.is_none(), &written);
     let by_stream = (&planned.streams[..], &written[..]);
     let to = (&stages.sinks.outputs[..], &stages.sinks.writer_of[..]);
     let meta_file = stages.meta_file;
@@ -97,6 +94,14 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         view.finish(true, &signals.interrupted);
     }
     Ok(())
+}
+
+/// A run stopped (`stopped`) before any frame was written: a FIFO with no writer, a stdin that
+/// sent nothing. It ends as asked, and says so.
+fn say_if_nothing_arrived(stopped: bool, written: &[super::StreamWritten]) {
+    if stopped && written.iter().all(|w| w.frames == 0) {
+        tracing::warn!("stopped before any input arrived; nothing was analysed");
+    }
 }
 
 /// Joins the FFT workers, all but those stuck on a lane the run gave up (never to return; the

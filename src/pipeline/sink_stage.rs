@@ -174,10 +174,13 @@ impl<T: Sample> Sink<'_, '_, T> {
             mut alerts,
             ..
         } = stage;
-        // (not again where writing failed during the run: its error is the run's)
-        let alerts = alerts.as_mut().filter(|_| !alerts_failed);
-        if let Some(Err(e)) = alerts.map(crate::alerts::Alerts::finish) {
-            report_write_error(e.error, &e.target, control);
+        // (the recordings completed even where writing failed during the run, whose error is
+        // the run's and is not said again)
+        if let Some(Err(e)) = alerts.as_mut().map(crate::alerts::Alerts::finish) {
+            match alerts_failed {
+                false => report_write_error(e.error, &e.target, control),
+                true => tracing::debug!("after the alerts' failure: {}: {}", e.target, e.error),
+            }
         }
         if healthy {
             if let Err((i, e)) = outputs.finish() {

@@ -89,6 +89,8 @@ pub(crate) struct Recorder {
     /// Seconds since 1970 of sample 0 (names the files).
     epoch_s: f64,
     sources: Vec<Tapped>,
+    /// Each ring's share of `tap::RING_LEAD_VALUES` (set by `check_memory`).
+    lead: usize,
 }
 
 impl Recorder {
@@ -97,6 +99,7 @@ impl Recorder {
             options,
             epoch_s,
             sources: Vec::new(),
+            lead: tap::RING_LEAD_VALUES,
         }
     }
 
@@ -114,17 +117,20 @@ impl Recorder {
     /// naming the flags: a ring fills as the run goes, so one too large would end the run hours
     /// in, killed for memory.
     pub(crate) fn check_memory<'a>(
-        &self,
+        &mut self,
         sources: impl Iterator<Item = &'a crate::source::SourceInfo>,
     ) -> Result<(), String> {
+        let sources: Vec<_> = sources.collect();
+        self.lead = tap::RING_LEAD_VALUES / sources.len().max(1);
         let Some(total) = crate::limits::usable_memory_bytes() else {
             return Ok(());
         };
-        let bytes: f64 = sources
+        let bytes: f64 = (sources.iter())
             .map(|info| {
                 let (width, frames) = self.ring_size(info);
                 // (a ring's deque grows to the next power of two of the values it holds)
-                let values = (width as f64 * frames).max(1.0).log2().ceil().exp2();
+                let held = width as f64 * frames + self.lead as f64;
+                let values = held.max(1.0).log2().ceil().exp2();
                 values * std::mem::size_of::<f32>() as f64
             })
             .sum();
@@ -150,7 +156,7 @@ impl Recorder {
         streams: usize,
     ) -> Arc<Mutex<Ring>> {
         let (width, frames) = self.ring_size(info);
-        let ring = Arc::new(Mutex::new(Ring::new(width, frames as usize)));
+        let ring = Arc::new(Mutex::new(Ring::new(width, frames as usize, self.lead)));
         self.sources.push(Tapped {
             ring: ring.clone(),
             first_stream,
@@ -278,6 +284,9 @@ impl crate::alerts::Listener for Recorder {
         let Ok(mut ring) = tapped.ring.lock() else {
             return Ok(());
         };
+        if let Some(why) = ring.failed.take() {
+            return Err(std::io::Error::other(why));
+        }
         ring.keep_from(oldest.saturating_sub(pre + 1));
         match ring.recordings.is_empty() {
             false => Self::close_ended(&mut ring, Some(now)),
@@ -288,6 +297,9 @@ impl crate::alerts::Listener for Recorder {
     fn finish(&mut self) -> std::io::Result<()> {
         for tapped in &self.sources {
             if let Ok(mut ring) = tapped.ring.lock() {
+                if let Some(why) = ring.failed.take() {
+                    return Err(std::io::Error::other(why));
+                }
                 ring.feed()?;
                 Self::close_ended(&mut ring, None)?;
             }

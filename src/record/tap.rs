@@ -5,8 +5,9 @@
 //! The ring keeps every frame from the pre-roll before the oldest row the sink has seen
 //! (`Ring::keep_from`): a reader of a file runs ahead of the alerts by as much as the pipeline
 //! holds in flight (a minute of audio and more), so a ring of a fixed number of seconds lost the
-//! pre-roll and the alert's start. Memory is bounded by the pipeline's own bound on what is in
-//! flight, and, whatever happens, by `RING_MOST_VALUES`.
+//! pre-roll and the alert's start. It holds at most `--pre`, `--post` and `LAG_S` seconds plus
+//! its share of `RING_LEAD_VALUES` (what the memory check counts); past that the oldest frames
+//! go, and a recording that wanted them starts later, with a warning.
 
 use super::writer::SampleWriter;
 use crate::error::Result;
@@ -18,9 +19,9 @@ use std::sync::{Arc, Mutex};
 /// `--post` counts them): how far a live input's reader may run ahead of the sink.
 pub(crate) const LAG_S: f64 = 10.0;
 
-/// The most values a ring holds however far its reader runs ahead (1 GiB of f32): past it the
-/// oldest frames go, and a recording that wanted them starts later, with a warning.
-pub(crate) const RING_MOST_VALUES: usize = 1 << 28;
+/// Values the run's rings hold between them beyond their seconds (256 MiB of f32, shared by the
+/// tapped inputs), for a file's reader running ahead of the alerts: 72 s of 48 kHz audio was seen.
+pub(crate) const RING_LEAD_VALUES: usize = 1 << 26;
 
 /// One open recording of a source.
 pub(crate) struct Active {
@@ -46,20 +47,22 @@ pub(crate) struct Ring {
     /// The most frames it holds whatever `keep_from` says.
     most: usize,
     pub recordings: Vec<Active>,
+    /// A recording the reader's side could not write (the sink's side fails the run with it).
+    pub failed: Option<String>,
 }
 
 impl Ring {
-    /// A ring of `width` values a frame, holding at least `least` frames and at most what
-    /// `RING_MOST_VALUES` allows.
-    pub(crate) fn new(width: usize, least: usize) -> Self {
+    /// A ring of `width` values a frame, holding at most `least` frames and `lead` values more.
+    pub(crate) fn new(width: usize, least: usize, lead: usize) -> Self {
         let width = width.max(1);
         Ring {
             values: VecDeque::new(),
             width,
             start: 0,
             keep_from: 0,
-            most: (RING_MOST_VALUES / width).max(least).max(1),
+            most: least.saturating_add(lead / width).max(1),
             recordings: Vec::new(),
+            failed: None,
         }
     }
 
@@ -76,13 +79,18 @@ impl Ring {
 
     /// Appends sample frames and writes them to the open recordings.
     pub(crate) fn push(&mut self, values: &[f64]) -> std::io::Result<()> {
+        // (frames go before the new ones come in: the deque never grows past `most`)
+        let (held, incoming) = (self.values.len() / self.width, values.len() / self.width);
+        let unwanted = self.keep_from.saturating_sub(self.start) as usize;
+        let over = unwanted.max((held + incoming).saturating_sub(self.most));
+        let first = over.min(held);
+        self.values.drain(..first * self.width);
+        self.start += first as u64;
         self.values.extend(values.iter().map(|&v| v as f32));
-        let held = self.values.len() / self.width;
-        let unwanted = (self.keep_from.saturating_sub(self.start) as usize).min(held);
-        let over = unwanted.max(held.saturating_sub(self.most));
-        if over > 0 {
-            self.values.drain(..over * self.width);
-            self.start += over as u64;
+        let rest = (over - first).min(incoming);
+        if rest > 0 {
+            self.values.drain(..rest * self.width);
+            self.start += rest as u64;
         }
         self.feed()
     }
@@ -120,7 +128,9 @@ impl Ring {
                 .take(b - a)
                 .copied()
                 .collect();
-            r.writer.append(&copy)?;
+            let path = r.writer.path().display().to_string();
+            (r.writer.append(&copy))
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))?;
             r.next = end;
         }
         Ok(())
@@ -161,8 +171,9 @@ impl SampleSource for TapSource {
                 ring.skip(outage);
             }
             if let Err(e) = ring.push(&out[before..]) {
-                tracing::warn!("--record-on-alert: cannot write a recording: {e}");
+                // (the sink's recorder fails the run with it at its next row: one line)
                 ring.recordings.clear();
+                ring.failed.get_or_insert(e.to_string());
             }
         }
         Ok(got)

@@ -201,9 +201,9 @@ fn tuner_name(tuner: u32) -> &'static str {
 /// one it cannot set on its own console only, and goes on at its old rate.
 const RTL2832U_RATES: [(f64, f64); 2] = [(225_001.0, 300_000.0), (900_001.0, 3_200_000.0)];
 
-/// Refuses a `rate` an RTL2832U dongle (a `tuner` librtlsdr names) cannot take: its bins would be
-/// labelled with a rate the samples do not have. Other servers of the protocol (`tuner` 0, such
-/// as rsp_tcp) are asked for any rate.
+/// Why a `rate` an RTL2832U dongle (a `tuner` librtlsdr names) cannot take is worth a warning:
+/// its bins would be labelled with a rate the samples do not have. Not refused: servers of the
+/// protocol for other hardware (airspy_tcp, hackrf_tcp, rsp_tcp) say R820T too, and take others.
 fn check_rate(tuner: u32, rate: f64) -> std::result::Result<(), String> {
     let rtl = tuner_name(tuner) != "unknown";
     if !rtl
@@ -214,8 +214,9 @@ fn check_rate(tuner: u32, rate: f64) -> std::result::Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "--rate {}: the dongle ({} tuner, an RTL2832U) takes 225001 to 300000 or 900001 to 3200000 samples/s",
+        "--rate {}: an RTL2832U ({} tuner) takes 225001 to 300000 or 900001 to 3200000 samples/s, and rtl_tcp would go on at its old rate under these labels (a server for other hardware that says {} may take it)",
         crate::types::shown(rate),
+        tuner_name(tuner),
         tuner_name(tuner)
     ))
 }
@@ -261,7 +262,9 @@ pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<R
         "{url}: {} tuner ({tuner}), {gains} gain steps",
         tuner_name(tuner)
     );
-    check_rate(tuner, tuning.rate).map_err(fail)?;
+    if let Err(why) = check_rate(tuner, tuning.rate) {
+        tracing::warn!("{url}: {why}");
+    }
     if matches!(tuning.gain, Some(Gain::Db(_))) && gains == 0 {
         tracing::warn!("{url}: the tuner reports no gain steps; --gain may have no effect");
     }
@@ -421,6 +424,18 @@ impl SampleSource for RtlTcpSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_an_rtl2832u_cannot_take_is_warned_of_where_the_tuner_is_one() {
+        for rate in [225_001.0, 300_000.0, 900_001.0, 2_048_000.0, 3_200_000.0] {
+            assert_eq!(check_rate(5, rate), Ok(()), "{rate}");
+        }
+        let why = check_rate(5, 100.0).expect_err("too slow");
+        assert!(why.contains("--rate 100") && why.contains("R820T"), "{why}");
+        assert!(check_rate(1, 10_000_000.0).is_err());
+        // a tuner librtlsdr does not name: another device's server
+        assert_eq!(check_rate(0, 10_000_000.0), Ok(()));
+    }
 
     #[test]
     fn addresses_parse_and_bad_ones_are_named() {
