@@ -291,10 +291,8 @@ fn pem_file(flag: &str, path: &std::path::Path, label: &str) -> Result<()> {
     let bytes = crate::types::small_file::read_at_most(path, 1 << 20)
         .map_err(|e| FftdError::Usage(format!("{flag} {shown}: {e}")))?;
     let text = String::from_utf8_lossy(&bytes);
-    if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
-        return Err(FftdError::Usage(format!(
-            "{flag} {shown}: an encrypted private key, whose passphrase fftd cannot ask for: give it decrypted (openssl pkey -in KEY -out KEY.plain)"
-        )));
+    if let Some(why) = crate::types::small_file::encrypted_key(&bytes) {
+        return Err(FftdError::Usage(format!("{flag} {shown}: {why}")));
     }
     let begins = text
         .lines()

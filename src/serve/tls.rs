@@ -44,10 +44,9 @@ pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
         ));
     }
     let private = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-        let encrypted = String::from_utf8_lossy(&key_pem).contains("ENCRYPTED PRIVATE KEY");
-        let why = match encrypted {
-            true => "an encrypted private key, whose passphrase fftd cannot ask for: give it decrypted (openssl pkey -in KEY -out KEY.plain)".to_string(),
-            false => format!("no PEM private key in it: {e}"),
+        let why = match crate::types::small_file::encrypted_key(&key_pem) {
+            Some(why) => why.to_string(),
+            None => format!("no PEM private key in it: {e}"),
         };
         bad("--serve-tls-key", key, why)
     })?;
