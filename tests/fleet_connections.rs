@@ -13,7 +13,7 @@ use crate::fleet_common;
 use common::*;
 use fleet_common::*;
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::Duration;
@@ -61,32 +61,9 @@ fn worker(server: &NatsServer) -> Child {
         .expect("worker starts")
 }
 
-/// The names of the clients connected to the server now, from its monitoring port's /connz.
-fn client_names(monitor: u16) -> Vec<String> {
-    let Some(mut stream) = common::connect_loopback(monitor) else {
-        return Vec::new();
-    };
-    let request = "GET /connz?limit=1000 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    let mut response = String::new();
-    if stream.write_all(request.as_bytes()).is_err()
-        || stream.read_to_string(&mut response).is_err()
-    {
-        return Vec::new();
-    }
-    let Some(body) = response.split("\r\n\r\n").nth(1) else {
-        return Vec::new();
-    };
-    let Ok(connz) = serde_json::from_str::<serde_json::Value>(body) else {
-        return Vec::new();
-    };
-    (connz["connections"].as_array().into_iter().flatten())
-        .filter_map(|c| c["name"].as_str().map(str::to_string))
-        .collect()
-}
-
 fn publisher_connections(monitor: u16) -> usize {
-    (client_names(monitor).iter())
-        .filter(|name| name.starts_with("fftd publish"))
+    (clients(monitor).iter())
+        .filter(|(name, _)| name.starts_with("fftd publish"))
         .count()
 }
 

@@ -36,6 +36,8 @@ pub struct NatsServer {
     extra: Vec<OsString>,
     /// How `stored_rows`/`messages_in` connect.
     pub auth: ClientAuth,
+    /// The monitoring port (`-m`), where one was given (`start_cluster`'s nodes).
+    pub monitor: Option<u16>,
 }
 
 /// Whether a NATS server answers on loopback `port`: it greets every connection with an `INFO`
@@ -70,6 +72,7 @@ impl NatsServer {
             log: dir.join("nats-server.log"),
             extra: extra.to_vec(),
             auth,
+            monitor: None,
         };
         server.launch();
         server
@@ -526,8 +529,38 @@ pub fn assert_equals_local(server: &NatsServer, wav: &Path) {
     }
 }
 
-/// A 3-node JetStream cluster on loopback (issue 28): each node a `NatsServer` with a store of its
-/// own and routes to the others (Debian's nats-server 2.9: after a node dies, JetStream calls
+/// The clients connected to the server with monitoring port `monitor` now, from its /connz:
+/// each one's name and how many subscriptions it holds (none until its handshake is through and
+/// it has asked or fetched something). Empty while the server cannot be asked.
+pub fn clients(monitor: u16) -> Vec<(String, u64)> {
+    use std::io::{Read, Write};
+    let Some(mut stream) = connect_loopback(monitor) else {
+        return Vec::new();
+    };
+    // (HTTP/1.0: the answer is the body up to the end, never chunked)
+    let request = "GET /connz?limit=1000 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    let mut response = String::new();
+    if stream.write_all(request.as_bytes()).is_err()
+        || stream.read_to_string(&mut response).is_err()
+    {
+        return Vec::new();
+    }
+    let Some(body) = response.split("\r\n\r\n").nth(1) else {
+        return Vec::new();
+    };
+    let Ok(connz) = serde_json::from_str::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
+    (connz["connections"].as_array().into_iter().flatten())
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or_default().to_string();
+            (name, c["subscriptions"].as_u64().unwrap_or(0))
+        })
+        .collect()
+}
+
+/// A 3-node JetStream cluster on loopback (issue 28), each node with a monitoring port: each
+/// node a `NatsServer` with a store of its own and routes to the others (Debian's nats-server 2.9: after a node dies, JetStream calls
 /// time out for about 5 s while a new meta leader is elected).
 pub fn start_cluster(dir: &Path) -> Vec<NatsServer> {
     let free = || {
@@ -537,6 +570,7 @@ pub fn start_cluster(dir: &Path) -> Vec<NatsServer> {
             .port()
     };
     let cluster_ports: Vec<u16> = (0..3).map(|_| free()).collect();
+    let monitors: Vec<u16> = (0..3).map(|_| free()).collect();
     let routes: Vec<String> = cluster_ports
         .iter()
         .map(|p| format!("nats://127.0.0.1:{p}"))
@@ -554,11 +588,15 @@ pub fn start_cluster(dir: &Path) -> Vec<NatsServer> {
                 "fftd".into(),
                 "-routes".into(),
                 routes.join(","),
+                "-m".into(),
+                monitors[i].to_string(),
             ]
             .into_iter()
             .map(OsString::from)
             .collect();
-            NatsServer::start_with(&node, &args, ClientAuth::None)
+            let mut server = NatsServer::start_with(&node, &args, ClientAuth::None);
+            server.monitor = Some(monitors[i]);
+            server
         })
         .collect()
 }
