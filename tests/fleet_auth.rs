@@ -628,7 +628,14 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
     let samples = dir.path().join("in.txt");
     std::fs::write(&samples, "1\n2\n3\n4\n").expect("written");
     let samples = samples.to_str().expect("utf-8 path");
-    let runs: [(Vec<&str>, &[&str]); 4] = [
+    // an OpenSSL traditional key with a passphrase (as `openssl genrsa -aes128` writes)
+    let locked = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
+                  DEK-Info: AES-128-CBC,0123456789ABCDEF0123456789ABCDEF\n\nMIIB\n\
+                  -----END RSA PRIVATE KEY-----\n";
+    std::fs::write(dir.path().join("locked.pem"), locked).expect("written");
+    let locked = dir.path().join("locked.pem");
+    let locked = locked.to_str().expect("utf-8 path");
+    let runs: [(Vec<&str>, &[&str]); 5] = [
         (
             vec![
                 "fleet",
@@ -652,6 +659,24 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
                 garbage,
             ],
             &["--nats-key", garbage, "no PEM private key"],
+        ),
+        (
+            vec![
+                "fleet",
+                "setup",
+                "--server",
+                "tls://127.0.0.1:1/",
+                "--nats-cert",
+                cert,
+                "--nats-key",
+                locked,
+            ],
+            &[
+                "--nats-key",
+                locked,
+                "an encrypted private key",
+                "decrypted",
+            ],
         ),
         (
             vec![

@@ -12,6 +12,7 @@
 use super::outage::Outages;
 use crate::error::{FftdError, Result};
 use crate::types::nats_url::{NatsUrl, UrlAuth};
+use crate::types::pem;
 use async_nats::{Client, ConnectOptions, Event};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -125,12 +126,14 @@ impl NatsArgs {
             opts = opts.require_tls(true);
         }
         if let Some(ca) = &self.nats_ca {
-            pem_file("--nats-ca", ca, "CERTIFICATE")?;
+            pem::certificates("--nats-ca", ca).map_err(FftdError::Usage)?;
             opts = opts.add_root_certificates(ca.clone());
         }
         if let (Some(cert), Some(key)) = (&self.nats_cert, &self.nats_key) {
-            pem_file("--nats-cert", cert, "CERTIFICATE")?;
-            pem_file("--nats-key", key, "PRIVATE KEY")?;
+            // (read here, before connecting, where a TLS handshake's failure would not name
+            // the file; async-nats reads them again with the same parser)
+            pem::certificates("--nats-cert", cert).map_err(FftdError::Usage)?;
+            pem::private_key("--nats-key", key).map_err(FftdError::Usage)?;
             opts = opts.add_client_certificate(cert.clone(), key.clone());
         }
         // the servers of `nats://a,b/...` are tried in the order given (the client would shuffle
@@ -280,33 +283,6 @@ fn credentials(path: &std::path::Path) -> Result<ConnectOptions> {
             one_line(&e.to_string())
         ))
     })
-}
-
-/// `path` (given with `flag`) must be a PEM file with a block whose label ends in `label`
-/// (`CERTIFICATE`, `PRIVATE KEY`): checked before connecting, where a TLS handshake's failure
-/// would not name the file.
-fn pem_file(flag: &str, path: &std::path::Path, label: &str) -> Result<()> {
-    let shown = path.display();
-    // (bounded: a certificate chain is a few KiB, and /dev/zero named by mistake never ends)
-    let bytes = crate::types::small_file::read_at_most(path, 1 << 20)
-        .map_err(|e| FftdError::Usage(format!("{flag} {shown}: {e}")))?;
-    let text = String::from_utf8_lossy(&bytes);
-    if let Some(why) = crate::types::small_file::encrypted_key(&bytes) {
-        return Err(FftdError::Usage(format!("{flag} {shown}: {why}")));
-    }
-    let begins = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("-----BEGIN "));
-    match begins
-        .filter_map(|l| l.strip_suffix("-----"))
-        .any(|l| l.ends_with(label))
-    {
-        true => Ok(()),
-        false => Err(FftdError::Usage(format!(
-            "{flag} {shown}: no PEM {} in it (a '-----BEGIN {label}-----' block)",
-            label.to_lowercase()
-        ))),
-    }
 }
 
 /// A connection's event in the log; `loud`: a lost connection is a warning (else said by the

@@ -6,6 +6,7 @@ mod fingerprint;
 mod flag_value;
 pub(crate) mod nats_url;
 pub(crate) mod number;
+pub(crate) mod pem;
 mod precision;
 mod sample;
 mod signals;

@@ -26,16 +26,6 @@ pub(crate) fn read_text_at_most(path: &Path, most: u64) -> io::Result<String> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text".to_string()))
 }
 
-/// Why the PEM text `pem` is no key fftd can use, when it holds an encrypted private key (whose
-/// passphrase fftd cannot ask for); None otherwise. One wording for `--serve-tls-key` and
-/// `--nats-key`.
-pub(crate) fn encrypted_key(pem: &[u8]) -> Option<&'static str> {
-    let marker: &[u8] = b"-----BEGIN ENCRYPTED PRIVATE KEY-----";
-    pem.windows(marker.len()).any(|w| w == marker).then_some(
-        "an encrypted private key, whose passphrase fftd cannot ask for: give it decrypted (openssl pkey -in KEY -out KEY.plain)",
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
