@@ -97,6 +97,30 @@ fn user_and_password_in_the_address_by_flag_and_from_the_environment() {
         "wrong-Pa55",
     );
     setup_refused(&server.url(""), &[], &[], PASSWORD);
+    // what is given by flag or in the address is never overridden by the environment, which
+    // only fills in what is not given (a password for --nats-user)
+    let other = [
+        ("NATS_TOKEN", "tok-Wr0ng-1"),
+        ("NATS_USER", "someone"),
+        ("NATS_PASSWORD", "wrong-Pa55"),
+    ];
+    assert_ok(
+        &setup_with(&with(USER, PASSWORD, ""), &[], &other),
+        "the address's user beside $NATS_*",
+    );
+    let flags = ["--nats-user", USER, "--nats-password", PASSWORD];
+    assert_ok(
+        &setup_with(&server.url(""), &flags, &other),
+        "flags beside $NATS_*",
+    );
+    assert_ok(
+        &setup_with(
+            &server.url(""),
+            &["--nats-user", USER],
+            &[("NATS_PASSWORD", PASSWORD)],
+        ),
+        "--nats-user with $NATS_PASSWORD",
+    );
 
     // end to end: the publisher by flags, the worker from the environment
     let wav = dir.path().join("rec.wav");
@@ -176,6 +200,16 @@ fn a_token_in_the_address_by_flag_and_from_the_environment() {
     assert_ok(
         &setup_with(&server.url(""), &[], &[("NATS_TOKEN", TOKEN)]),
         "$NATS_TOKEN",
+    );
+    // a token given by flag or in the address is never overridden by the environment's
+    let other = [("NATS_TOKEN", "tok-Wr0ng-1"), ("NATS_USER", USER)];
+    assert_ok(
+        &setup_with(&in_address(TOKEN), &[], &other),
+        "the address's token beside $NATS_TOKEN",
+    );
+    assert_ok(
+        &setup_with(&server.url(""), &["--nats-token", TOKEN], &other),
+        "--nats-token beside $NATS_TOKEN",
     );
     setup_refused(&in_address("tok-Wr0ng-1"), &[], &[], "tok-Wr0ng-1");
     setup_refused(
