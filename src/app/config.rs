@@ -4,8 +4,8 @@
 
 use super::applies::Given;
 use super::fleet_options::{check_fleet, nats_output};
+use super::merge::{from_file, merge};
 pub use super::options::Options;
-use super::options::{from_file, merge};
 use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;

@@ -17,6 +17,7 @@
 
 mod averaging;
 mod batcher;
+mod destination_checks;
 mod dispatch;
 mod encode;
 mod fft_side;
@@ -187,9 +188,9 @@ impl Control {
 
 /// A fleet worker's own files (`--meta`, `--trace`, `--events`) against the files it reads
 /// (`--config`, the `--nats-*` files): the check a run makes before it writes anything
-/// (`outputs::refuse_overwriting_inputs`), for a worker, which writes no rows to files.
+/// (`destination_checks::refuse_overwriting_inputs`), for a worker, which writes no rows to files.
 pub fn refuse_overwriting_worker_inputs(run_spec: &RunSpec) -> Result<()> {
-    outputs::refuse_overwriting_inputs(run_spec, &[])
+    destination_checks::refuse_overwriting_inputs(run_spec, &[])
 }
 
 /// Runs the whole analysis; returns when every stream has been written (or the run was stopped)

@@ -1,5 +1,5 @@
-//! Output planning, done before any input is read: which destination each stream writes to
-//! (one per stream with `--output-dir`, else one shared), checks that none of them is an input,
+//! Output planning, done before any input is read: which destination each stream writes to (one
+//! per stream with `--output-dir`, else one shared; none of them an input: `destination_checks`),
 //! and opening what must be opened now so an unusable destination (a missing folder, a full
 //! device, a FIFO that needs a file's seek) is reported before any work starts.
 //!
@@ -10,8 +10,8 @@
 //! `Sinks::open` opens a run's outputs (sized by `RowsPlanned`); `write_run_meta` writes the
 //! `--meta` sidecar at the end.
 
+use super::destination_checks::{other_outputs, refuse_overwriting_inputs, run_inputs};
 use super::run_report;
-use crate::alerts::events::EventsTarget;
 use crate::error::{FftdError, Result};
 use crate::fleet::output::{NatsConnection, NatsRows};
 use crate::pipeline::spec::RunSpec;
@@ -19,12 +19,11 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, RunEnd, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
-use crate::sink::overwrite_guard::{refuse_overwriting, standard_stream, GuardedFiles, NamedFile};
+use crate::sink::overwrite_guard::GuardedFiles;
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::source::spec::Input;
-use crate::source::InputFormat;
 use crate::types::Sample;
 use crate::types::StreamMeta;
 use std::fs::File;
@@ -88,96 +87,6 @@ pub(super) fn plan_outputs(
     })
 }
 
-/// Checks that `dir` takes new files (its files are created only when their rows arrive, so
-/// an unwritable folder must be found before the run): creates and removes a probe file.
-fn probe_writable(dir: &Path) -> Result<()> {
-    let probe = dir.join(format!(".fftd-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(|e| FftdError::io(dir, e))?;
-    std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
-}
-
-/// Every file fftd will write (the output `files` planned, `--meta`, `--trace`, `--events`)
-/// against every file it reads (`run_inputs`), before anything is opened for writing. (A
-/// `--rotate` pattern's names are checked as each file begins: `RotateOptions::guarded`.)
-pub(super) fn refuse_overwriting_inputs(
-    run_spec: &RunSpec,
-    files: &[Option<PathBuf>],
-) -> Result<()> {
-    let inputs = run_inputs(run_spec);
-    let role = match run_spec.output.output_dir {
-        Some(_) => "--output-dir",
-        None => "--output",
-    };
-    let mut outputs: Vec<NamedFile> = files
-        .iter()
-        .map(|file| match file {
-            Some(path) => NamedFile::new(role, path),
-            None => standard_stream("stdout"),
-        })
-        .collect();
-    outputs.extend(other_outputs(run_spec));
-    refuse_overwriting(&inputs, &outputs)
-}
-
-/// The files the run writes beside its rows: `--meta`, `--trace`, `--events`.
-fn other_outputs(run_spec: &RunSpec) -> Vec<NamedFile> {
-    let meta = (run_spec.output.meta.iter()).map(|m| NamedFile::new("--meta", m));
-    let trace = (run_spec.report.trace.iter()).map(|t| NamedFile::new("--trace", t));
-    let events = match &run_spec.alerts.events {
-        Some(EventsTarget::File(path)) => Some(NamedFile::new("--events", path)),
-        _ => None,
-    };
-    meta.chain(trace).chain(events).collect()
-}
-
-/// Every file the run reads: its inputs (a SigMF recording's two files), `--config`, and the
-/// files other flags name (`OutputSpec::also_read`).
-fn run_inputs(run_spec: &RunSpec) -> Vec<NamedFile> {
-    let mut inputs: Vec<NamedFile> = match &run_spec.source.input {
-        Input::Files(paths) => paths
-            .iter()
-            .map(|p| match p.as_str() {
-                "-" => standard_stream("stdin"),
-                _ => NamedFile::new("--file", p),
-            })
-            .collect(),
-        Input::Mic(_) | Input::Nats(_) => Vec::new(),
-    };
-    inputs.extend(
-        run_spec
-            .output
-            .config
-            .iter()
-            .map(|c| NamedFile::new("--config", c)),
-    );
-    // a SigMF recording is read through both of its files, whichever one was named
-    if let Input::Files(paths) = &run_spec.source.input {
-        let format = |p: &str| {
-            run_spec
-                .source
-                .input_format
-                .unwrap_or(InputFormat::from_extension(p))
-        };
-        for p in paths
-            .iter()
-            .filter(|p| *p != "-" && format(p) == InputFormat::Sigmf)
-        {
-            let (meta, data) = crate::source::sigmf::paths(p);
-            inputs.extend([
-                NamedFile::new("--file", meta),
-                NamedFile::new("--file", data),
-            ]);
-        }
-    }
-    let others = run_spec.output.also_read.iter();
-    inputs.extend(others.map(|(flag, path)| NamedFile::new(flag, path)));
-    inputs
-}
-
 /// One destination per planned output. Stdout, a single `--output` file and every stream path
 /// (a FIFO, a device) are opened now, so an unusable one is reported before any work starts;
 /// other `--output-dir` files are opened when their first rows arrive (`plan_outputs` checked
@@ -212,89 +121,6 @@ pub(super) fn open_destinations<T: Sample>(
         dests.push(dest);
     }
     Ok(dests)
-}
-
-/// Checks, before any input is read (a stream's first bytes may be long in coming), that the
-/// places the run will write can take it: `--output`, `--meta` and `--trace` (a device must take an empty
-/// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
-/// created here; FIFOs are opened later, once.
-pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
-    if run_spec.output.rotate.is_some() {
-        // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
-        let pattern = run_spec.output.output_dir.as_ref().map(|d| d.join("x"));
-        let path = pattern.as_ref().or(run_spec.output.output.as_ref());
-        if let Some(path) = path {
-            let folder = crate::sink::rotate_names::literal_folder(path);
-            if !folder.is_dir() {
-                return Err(FftdError::Usage(format!(
-                    "--rotate {}: no such directory {}",
-                    path.display(),
-                    folder.display()
-                )));
-            }
-            return probe_writable(&folder);
-        }
-    }
-    if let Some(dir) = &run_spec.output.output_dir {
-        if !dir.is_dir() {
-            let what = match dir.exists() {
-                true => "not a directory",
-                false => "no such directory",
-            };
-            return Err(FftdError::Usage(format!(
-                "--output-dir {}: {what}",
-                dir.display()
-            )));
-        }
-        probe_writable(dir)?;
-    }
-    for path in run_spec.output.output.iter().chain(&run_spec.output.meta) {
-        check_destination(path)?;
-    }
-    if let Some(path) = &run_spec.report.trace {
-        check_destination(path).map_err(|e| match e {
-            FftdError::Io { path, source } => {
-                FftdError::io(format!("--trace {}", path.display()), source)
-            }
-            e => e,
-        })?;
-    }
-    Ok(())
-}
-
-/// One file's check for `check_destinations`.
-fn check_destination(path: &Path) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt;
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.file_type().is_char_device() => {
-            let device = std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| FftdError::io(path, e))?;
-            opening::check_writable(&device).map_err(|e| FftdError::io(path, e))
-        }
-        Ok(meta) if meta.is_file() => writable(path).map_err(|e| FftdError::io(path, e)),
-        Ok(_) => Ok(()), // a FIFO or socket: opened once, when the run starts
-        Err(_) => {
-            let parent = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            writable(parent).map_err(|e| FftdError::io(path, e))
-        }
-    }
-}
-
-/// Whether this process may write `path` (access(2) with W_OK).
-fn writable(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: `name` is a NUL-terminated path alive for the call; access only reads it.
-    match unsafe { libc::access(name.as_ptr(), libc::W_OK) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
 }
 
 /// Creates an output file now (a FIFO: waits for its reader, or for a stop), and checks that it

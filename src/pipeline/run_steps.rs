@@ -4,7 +4,7 @@
 //! (`teach_auto`). The inputs are planned in `plan` (`Planned`), the outputs opened in
 //! `outputs` (`Sinks`).
 
-use super::{outputs, run_report};
+use super::{destination_checks, run_report};
 use crate::error::Result;
 use crate::fft::route::record::{learn, AutoRoute, JobKey, RunFigures};
 use crate::fft::router;
@@ -36,7 +36,7 @@ impl Early {
             .map(NatsConnection::open)
             .transpose()?;
         // the places the run writes, before any input (or device) is touched
-        outputs::check_destinations(run_spec)?;
+        destination_checks::check_destinations(run_spec)?;
         refuse_closed_streams(run_spec)?;
         if run_spec.report.stats || run_spec.report.trace.is_some() {
             // the FFT workers' time splits into upload, kernels and download (event profiling)
