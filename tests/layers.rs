@@ -1,8 +1,8 @@
 //! The layers stay one-way: no import cycle joins two top-level modules of src/ (a `crate::`
 //! path in a module's code, outside its tests, is an import), the shared types (`types`)
 //! import nothing of fftd, only the top layer (`app`, and `main`) sees the options and the
-//! command line (clap), and no function outside tests is over 100 lines (a loose guard on the
-//! project's ~80).
+//! command line (clap), no function outside tests is over 100 lines (a loose guard on the
+//! project's ~80), and no file is over 600 lines outside its tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -398,6 +398,32 @@ fn no_function_is_over_100_lines() {
     assert!(
         long.is_empty(),
         "functions over {MOST_LINES} lines (split them into steps):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The most lines a source file holds before its test module (the brief's ~600).
+const MOST_FILE_LINES: usize = 600;
+
+#[test]
+fn no_file_is_over_600_lines_outside_its_tests() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "tests.rs"))
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).expect("read source");
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let lines = code.lines().count();
+            (lines > MOST_FILE_LINES).then(|| format!("{}: {lines} lines", file.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "files over {MOST_FILE_LINES} lines outside their tests (split them by job):\n{}",
         long.join("\n")
     );
 }
