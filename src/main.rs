@@ -202,6 +202,11 @@ fn clap_error(e: clap::Error) -> ExitCode {
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
             ExitCode::from(2)
         }
+        ErrorKind::InvalidValue => {
+            let line = choice_error(&e).unwrap_or_else(|| one_line(&e));
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
+            ExitCode::from(2)
+        }
         ErrorKind::InvalidUtf8 => {
             let line = non_utf8_argument(std::env::args_os()).unwrap_or_else(|| one_line(&e));
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
@@ -257,6 +262,26 @@ fn value_error_parts(e: &clap::Error) -> Option<(String, String)> {
         .unwrap_or_default()
         .to_string();
     Some((flag, text(ContextKind::InvalidValue)?))
+}
+
+/// A value that is none of a flag's choices, as fftd's other value errors say it: "--flag VALUE:
+/// expected one of ...", the value as typed (clap's own message strips its control characters,
+/// so `ha\e[2Jnn` read as the valid `hann`). None for a missing value.
+fn choice_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let (flag, value) = value_error_parts(e).filter(|(_, v)| !v.is_empty())?;
+    let Some(ContextValue::Strings(choices)) = e.get(ContextKind::ValidValue) else {
+        return None;
+    };
+    let hint = match e.get(ContextKind::SuggestedValue) {
+        Some(ContextValue::String(like)) => format!(" (did you mean {like}?)"),
+        _ => String::new(),
+    };
+    let value = fftd::types::escaped(&value);
+    Some(format!(
+        "{flag} {value}: expected one of {}{hint}",
+        choices.join(", ")
+    ))
 }
 
 /// clap's message as one line, without its usage and help hints.

@@ -375,6 +375,16 @@ fn control_bytes_of_input_are_escaped_in_errors() {
     let out = run(&["--file", s(&text), "--bands", "mel:4\n"]);
     escaped_error(&out, 2, &["--bands mel:4\\n: '4\\n' is not a number"]);
     assert_eq!(stderr_text(&out).matches("--bands").count(), 1);
+    // a value that is none of a flag's choices, as typed (clap's message read 'hann' here)
+    let out = run(&["--file", s(&text), "--window", "ha\x1b[2Jnn"]);
+    escaped_error(
+        &out,
+        2,
+        &[
+            "--window ha\\x1b[2Jnn: expected one of rect, hann,",
+            "did you mean hann?",
+        ],
+    );
     let meta = dir.path().join("r.sigmf-meta");
     let doc = r#"{"global": {"core:datatype": "cf32\u001b\u0085"}, "captures": []}"#;
     std::fs::write(&meta, doc).expect("write");
