@@ -605,10 +605,11 @@ fn publish_latency_for_files_and_an_output_dir_that_is_a_file_are_refused() {
     assert_clean_error(&out, 2, &["soapy://=,,=", "key=value"]);
 }
 
-/// `--center-freq` takes the k, M and G suffixes `--sweep` takes (audit of session 41: `100M`
-/// was "expected a number").
+/// `--center-freq`, `--rate`, `--fmin`, `--fmax` and `--tone` take the k, M and G suffixes
+/// `--sweep` takes, by flag and in a config file (audits of sessions 41 and 43: `100M` and
+/// `--rate 2.4M` were "expected a number").
 #[test]
-fn center_freq_takes_the_suffixes_sweep_takes() {
+fn frequencies_take_the_suffixes_sweep_takes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let x = samples(dir.path());
     let args = [
@@ -628,4 +629,46 @@ fn center_freq_takes_the_suffixes_sweep_takes() {
     assert_eq!(first_bin, Some("100000000.0"), "{header}"); // (real input: DC first)
     let out = run(&[&args[..], &["--center-freq", "100X"]].concat());
     assert_clean_error(&out, 2, &["--center-freq 100X", "k, M or G"]);
+    // the same rows, however the rate and the range are written
+    let hz = [
+        "--rate",
+        "8000",
+        "--fmin",
+        "1000",
+        "--fmax",
+        "3000",
+        "--center-freq",
+        "0",
+    ];
+    let want = run(&[&args[..], &hz].concat());
+    assert!(want.status.success(), "{}", stderr_text(&want));
+    let scaled = [
+        "--rate",
+        "8k",
+        "--fmin",
+        "1k",
+        "--fmax",
+        "0.003M",
+        "--center-freq",
+        "0G",
+    ];
+    let got = run(&[&args[..], &scaled].concat());
+    assert_eq!(
+        stdout_text(&got),
+        stdout_text(&want),
+        "{}",
+        stderr_text(&got)
+    );
+    let config = dir.path().join("hz.toml");
+    std::fs::write(&config, "rate = \"8k\"\nfmin = \"1k\"\nfmax = 3000\n").expect("write");
+    let from_file = run(&[&args[..], &["--config", s(&config)]].concat());
+    assert_eq!(
+        stdout_text(&from_file),
+        stdout_text(&want),
+        "{}",
+        stderr_text(&from_file)
+    );
+    std::fs::write(&config, "rate = \"8X\"\n").expect("write");
+    let out = run(&[&args[..], &["--config", s(&config)]].concat());
+    assert_clean_error(&out, 2, &["hz.toml:1", "rate", "k, M or G"]);
 }

@@ -124,10 +124,10 @@ pub struct Options {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
-    /// Sample rate in Hz for inputs without a header (text, raw, stdin) and for the microphone
-    /// [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// Sample rate in Hz (a k, M or G suffix scales it: 2.4M) for inputs without a header (text,
+    /// raw, stdin) and for the microphone [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
+    #[serde(default, deserialize_with = "finite_hz")]
     pub rate: Option<f64>,
 
     /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
@@ -197,14 +197,14 @@ pub struct Options {
     #[arg(long, value_name = "MODE")]
     pub average_mode: Option<AverageMode>,
 
-    /// Only the bins at or above this frequency in Hz.
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// Only the bins at or above this frequency in Hz (k, M or G: 100k).
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
+    #[serde(default, deserialize_with = "finite_hz")]
     pub fmin: Option<f64>,
 
-    /// Only the bins at or below this frequency in Hz.
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// Only the bins at or below this frequency in Hz (k, M or G: 100k).
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
+    #[serde(default, deserialize_with = "finite_hz")]
     pub fmax: Option<f64>,
 
     /// Band powers instead of bins: mel:N[,htk][,norm=slaney|none][,fmin=HZ][,fmax=HZ] (librosa's
@@ -254,15 +254,15 @@ pub struct Options {
     pub cross: Option<crate::products::measure::cross::CrossSpec>,
 
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
+    #[serde(default, deserialize_with = "finite_hz")]
     pub tone: Option<f64>,
     /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
     /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
     /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite")]
+    #[serde(default, deserialize_with = "finite_hz")]
     pub center_freq: Option<f64>,
 
     /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
@@ -475,6 +475,26 @@ fn whole_number(text: &str) -> std::result::Result<i64, String> {
 /// flag takes ("expected a finite number", with the file and line).
 fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
     let value = f64::deserialize(d)?;
+    match value.is_finite() {
+        true => Ok(Some(value)),
+        false => Err(serde::de::Error::custom("expected a finite number")),
+    }
+}
+
+/// A config file's frequency in Hz: a number, or a string with a k, M or G suffix as the flag
+/// takes (`rate = "2.4M"`); finite.
+fn finite_hz<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(f64),
+        Text(String),
+    }
+    let value = match NumberOrText::deserialize(d) {
+        Ok(NumberOrText::Number(value)) => value,
+        Ok(NumberOrText::Text(text)) => hz(&text).map_err(serde::de::Error::custom)?,
+        Err(_) => return Err(serde::de::Error::custom("expected a number of Hz")),
+    };
     match value.is_finite() {
         true => Ok(Some(value)),
         false => Err(serde::de::Error::custom("expected a finite number")),
