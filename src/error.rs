@@ -12,7 +12,7 @@ pub enum FftdError {
     #[error("{path}: {what}")]
     Input { path: String, what: String },
     /// An I/O failure on a named path.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", crate::types::shown_path(path))]
     Io {
         path: PathBuf,
         #[source]

@@ -94,9 +94,12 @@ impl EventWriter {
                     .map_err(|e| match e.kind() {
                         io::ErrorKind::Interrupted => FftdError::Stopped(format!(
                             "--events {}: stopped while waiting for a reader; nothing was analysed",
-                            path.display()
+                            crate::types::shown_path(path)
                         )),
-                        _ => FftdError::Runtime(format!("--events {}: {e}", path.display())),
+                        _ => FftdError::Runtime(format!(
+                            "--events {}: {e}",
+                            crate::types::shown_path(path)
+                        )),
                     })
             }
             EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0, retry)

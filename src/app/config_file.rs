@@ -49,7 +49,7 @@ impl ConfigFile {
         let Some((flag, key, line)) = named else {
             return message.to_string();
         };
-        let at = format!("{}:{line}", self.path.display());
+        let at = format!("{}:{line}", crate::types::shown_path(&self.path));
         let valued = |rest: &&str| rest.split(' ').next().is_some_and(|v| v.ends_with(':'));
         match message
             .strip_prefix(flag)
@@ -73,7 +73,7 @@ impl ConfigFile {
 
 /// Reads a config file, at most 16 MiB; not UTF-8 is an error naming the line.
 fn read_text(path: &Path) -> Result<String> {
-    let shown = path.display();
+    let shown = crate::types::shown_path(path);
     // (bounded: a config file is a few KiB, and /dev/zero named by mistake never ends)
     let bytes = crate::types::small_file::read_at_most(path, 16 << 20)
         .map_err(|e| FftdError::Usage(format!("--config {shown}: {e}")))?;
@@ -124,8 +124,8 @@ pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
             None => Place::default(),
         };
         let line = match place.line {
-            Some(line) => format!("{}:{line}", path.display()),
-            None => path.display().to_string(),
+            Some(line) => format!("{}:{line}", crate::types::shown_path(path)),
+            None => crate::types::shown_path(path).to_string(),
         };
         FftdError::Usage(shorten_echoes(&format!("{line}: {}", place.say(&message))))
     })

@@ -74,10 +74,16 @@ fn token(o: &Options) -> Result<Option<Token>> {
         (None, Some(path)) => {
             let text =
                 crate::types::small_file::read_text_at_most(path, 64 * 1024).map_err(|e| {
-                    FftdError::Usage(format!("--serve-token-file {}: {e}", path.display()))
+                    FftdError::Usage(format!(
+                        "--serve-token-file {}: {e}",
+                        crate::types::shown_path(path)
+                    ))
                 })?;
             let line = text.lines().next().unwrap_or("").trim().to_string();
-            (line, format!("--serve-token-file {}", path.display()))
+            (
+                line,
+                format!("--serve-token-file {}", crate::types::shown_path(path)),
+            )
         }
         (None, None) => match crate::knobs::serve_token() {
             Some(t) => (t, crate::knobs::SERVE_TOKEN.to_string()),

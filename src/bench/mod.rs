@@ -427,7 +427,7 @@ fn calibrate_devices<T: Sample>(
             spec.label(),
             cal.key.device,
             T::NAME,
-            path.display()
+            crate::types::shown_path(&path)
         );
         let _ = writeln!(
             text,

@@ -82,11 +82,12 @@ pub(crate) fn save_cached<T: Serialize>(path: Option<PathBuf>, value: &T) {
 /// folder; the error names the file.
 pub(crate) fn save_atomically(path: &std::path::Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: {e}", crate::types::shown_path(dir)))?;
     }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", crate::types::shown_path(&tmp)))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", crate::types::shown_path(path)))
 }
 
 /// One measured grid point: seconds per batch of `frames` frames of size `n`.

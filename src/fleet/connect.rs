@@ -273,7 +273,12 @@ impl NatsArgs {
 /// cannot be read or holds no JWT and seed is a usage error of one line naming the file (never
 /// its contents: the seed is the secret).
 fn credentials(path: &std::path::Path) -> Result<ConnectOptions> {
-    let usage = |why: String| FftdError::Usage(format!("--nats-creds {}: {why}", path.display()));
+    let usage = |why: String| {
+        FftdError::Usage(format!(
+            "--nats-creds {}: {why}",
+            crate::types::shown_path(path)
+        ))
+    };
     // read here rather than by async-nats, whose error names the file a second time
     let text = crate::types::small_file::read_text_at_most(path, 1 << 20)
         .map_err(|e| usage(e.to_string()))?;

@@ -117,8 +117,8 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
             if !folder.is_dir() {
                 return Err(FftdError::Usage(format!(
                     "--rotate {}: no such directory {}",
-                    path.display(),
-                    folder.display()
+                    crate::types::shown_path(path),
+                    crate::types::shown_path(&folder)
                 )));
             }
             return probe_writable(&folder);
@@ -132,7 +132,7 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
             };
             return Err(FftdError::Usage(format!(
                 "--output-dir {}: {what}",
-                dir.display()
+                crate::types::shown_path(dir)
             )));
         }
         probe_writable(dir)?;
@@ -142,9 +142,10 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     }
     if let Some(path) = &run_spec.report.trace {
         check_destination(path).map_err(|e| match e {
-            FftdError::Io { path, source } => {
-                FftdError::io(format!("--trace {}", path.display()), source)
-            }
+            FftdError::Io { path, source } => FftdError::io(
+                format!("--trace {}", crate::types::shown_path(&path)),
+                source,
+            ),
             e => e,
         })?;
     }

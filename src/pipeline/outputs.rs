@@ -105,7 +105,7 @@ pub(super) fn open_destinations<T: Sample>(
             Some(path) if needs_file && opening::is_pipe_path(path) => {
                 return Err(FftdError::Usage(format!(
                     "{}: npy output rewrites its header at the end and needs a regular file, not a FIFO or socket (use --format f32 for a pipe)",
-                    path.display()
+                    crate::types::shown_path(path)
                 )))
             }
             Some(path) if placed.get(i).is_some() => Destination::file(path),
@@ -129,7 +129,7 @@ pub(super) fn create_output(path: &Path, stop: &AtomicBool) -> Result<File> {
     let file = opening::create(path, stop).map_err(|e| match e.kind() {
         std::io::ErrorKind::Interrupted => FftdError::Stopped(format!(
             "{}: stopped while waiting for a reader; nothing was analysed",
-            path.display()
+            crate::types::shown_path(path)
         )),
         _ => FftdError::io(path, e),
     })?;

@@ -36,9 +36,10 @@ pub(super) fn open_trace(
     };
     // the error names the flag, as the other outputs' name their path (exit 1)
     let file = super::outputs::create_output(path, stop).map_err(|e| match e {
-        FftdError::Io { path, source } => {
-            FftdError::io(format!("--trace {}", path.display()), source)
-        }
+        FftdError::Io { path, source } => FftdError::io(
+            format!("--trace {}", crate::types::shown_path(&path)),
+            source,
+        ),
         e => e,
     })?;
     Ok(Some(Arc::new(Tracer::new(file, started))))

@@ -58,7 +58,10 @@ pub(crate) fn check_record(
             true => "not a directory",
             false => "no such directory",
         };
-        return Err(format!("--record-on-alert {}: {what}", dir.display()));
+        return Err(format!(
+            "--record-on-alert {}: {what}",
+            crate::types::shown_path(dir)
+        ));
     }
     Ok(Some(RecordOptions {
         dir: dir.to_path_buf(),
@@ -203,8 +206,12 @@ impl Recorder {
         );
         let description = format!("fftd --alert {} on stream {}", event.alert, event.stream);
         let stem = self.options.dir.join(name);
-        let writer = SampleWriter::create(&stem, tapped.shape, description)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", stem.display())))?;
+        let writer = SampleWriter::create(&stem, tapped.shape, description).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", crate::types::shown_path(&stem)),
+            )
+        })?;
         tracing::info!(file = %writer.path().display(), "recording begun");
         ring.recordings.push(Active {
             rule: event.alert.clone(),
@@ -242,7 +249,10 @@ impl Recorder {
 
 impl crate::alerts::Listener for Recorder {
     fn target(&self) -> String {
-        format!("--record-on-alert {}", self.options.dir.display())
+        format!(
+            "--record-on-alert {}",
+            crate::types::shown_path(&self.options.dir)
+        )
     }
 
     fn event(&mut self, event: &Event) -> std::io::Result<()> {

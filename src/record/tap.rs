@@ -128,7 +128,7 @@ impl Ring {
                 .take(b - a)
                 .copied()
                 .collect();
-            let path = r.writer.path().display().to_string();
+            let path = crate::types::shown_path(r.writer.path()).to_string();
             (r.writer.append(&copy))
                 .map_err(|e| std::io::Error::new(e.kind(), format!("{path}: {e}")))?;
             r.next = end;

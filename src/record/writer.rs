@@ -32,7 +32,9 @@ impl SampleWriter {
     pub(crate) fn create(stem: &Path, shape: Shape, description: String) -> io::Result<Self> {
         let ext = if shape.complex { "sigmf-data" } else { "wav" };
         // (the stem holds a '.' before its milliseconds: the extension is added, not replaced)
-        let path = PathBuf::from(format!("{}.{ext}", stem.display()));
+        let mut name = stem.as_os_str().to_owned();
+        name.push(format!(".{ext}"));
+        let path = PathBuf::from(name);
         let mut file = io::BufWriter::new(File::create(&path)?);
         if !shape.complex {
             file.write_all(&[0u8; WAV_HEADER as usize])?;

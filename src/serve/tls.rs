@@ -23,8 +23,8 @@ pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
         .map_err(|e| {
             FftdError::Usage(format!(
                 "--serve-tls-key {}: does not fit --serve-tls-cert {}: {e}",
-                key.display(),
-                cert.display()
+                crate::types::shown_path(key),
+                crate::types::shown_path(cert)
             ))
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

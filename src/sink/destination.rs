@@ -75,8 +75,8 @@ impl Destination {
     pub(crate) fn describe(&self) -> String {
         match self {
             Destination::Stdout(_) => "stdout".to_string(),
-            Destination::File { path, .. } => path.display().to_string(),
-            Destination::Image(image) => image.path().display().to_string(),
+            Destination::File { path, .. } => crate::types::shown_path(path).to_string(),
+            Destination::Image(image) => crate::types::shown_path(image.path()).to_string(),
             Destination::Messages(messages) => messages.describe(),
         }
     }

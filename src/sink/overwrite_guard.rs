@@ -26,8 +26,10 @@ impl NamedFile {
 
     fn describe(&self) -> String {
         match self.role {
-            "stdin" | "stdout" => format!("{} ({})", self.role, self.path.display()),
-            role => format!("{role} {}", self.path.display()),
+            "stdin" | "stdout" => {
+                format!("{} ({})", self.role, crate::types::shown_path(&self.path))
+            }
+            role => format!("{role} {}", crate::types::shown_path(&self.path)),
         }
     }
 }

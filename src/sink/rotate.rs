@@ -175,7 +175,7 @@ pub(crate) fn check_rotate(
     if super::opening::is_stream_path(&path) {
         return Err(format!(
             "--rotate {}: a FIFO or device cannot be split into files",
-            path.display()
+            crate::types::shown_path(&path)
         ));
     }
     NamePattern::new(&path)
@@ -192,7 +192,7 @@ fn not_a_folder(path: &Path) -> Result<(), String> {
     }
     Err(format!(
         "--rotate: --output {text} names a folder: give a file-name pattern in it (such as {}) or --output-dir {text}",
-        path.join("spec.csv").display()
+        crate::types::shown_path(&path.join("spec.csv"))
     ))
 }
 
@@ -307,15 +307,15 @@ impl Rotation {
         if let Some(input) = self.guarded.input_at(&path) {
             return Err(std::io::Error::other(format!(
                 "--output {} makes {}, which is also an input ({input}): refusing to overwrite it",
-                self.path.display(),
-                path.display()
+                crate::types::shown_path(&self.path),
+                crate::types::shown_path(&path)
             )));
         }
         if let Some(output) = self.guarded.output_at(&path) {
             return Err(std::io::Error::other(format!(
                 "--output {} makes {}, which is also {output}: each output needs its own file",
-                self.path.display(),
-                path.display()
+                crate::types::shown_path(&self.path),
+                crate::types::shown_path(&path)
             )));
         }
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -370,8 +370,8 @@ impl Rotation {
         }
         Err(std::io::Error::other(format!(
             "--output {}: {} and the next {FREE_NAME_TRIES} names after it are taken",
-            self.path.display(),
-            path.display()
+            crate::types::shown_path(&self.path),
+            crate::types::shown_path(&path)
         )))
     }
 

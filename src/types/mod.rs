@@ -22,5 +22,5 @@ pub(crate) use precision::WithSample;
 pub use sample::{InputKind, Sample};
 pub use signals::{Signals, INTERRUPTED_EXIT};
 pub(crate) use stream::StreamMeta;
-pub use text::{escaped, shown};
+pub use text::{escaped, shown, shown_path};
 pub(crate) use tuning::Tuning;

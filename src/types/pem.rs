@@ -56,7 +56,7 @@ fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
 }
 
 fn named(flag: &str, path: &Path, why: String) -> String {
-    format!("{flag} {}: {why}", path.display())
+    format!("{flag} {}: {why}", crate::types::shown_path(path))
 }
 
 /// Whether the PEM text holds an encrypted private key: PKCS#8's `ENCRYPTED PRIVATE KEY`

@@ -38,9 +38,31 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A path as a message shows it: its UTF-8 text `escaped`, and each byte that is not UTF-8 as
+/// `\xNN` (`Path::display` would show U+FFFD in its place, naming no file there is).
+pub fn shown_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(&escaped(chunk.valid()));
+        for byte in chunk.invalid() {
+            let _ = write!(out, "\\x{byte:02x}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_shows_its_bytes_that_are_not_utf8_and_its_controls_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(b"/t/\xe9t\xc3\xa9\n.f32"));
+        assert_eq!(shown_path(path), "/t/\\xe9t\u{e9}\\n.f32");
+        assert_eq!(shown_path(std::path::Path::new("a b.wav")), "a b.wav");
+    }
 
     #[test]
     fn control_characters_are_written_out() {

@@ -26,7 +26,7 @@ pub struct CalibrationCurve {
 impl CalibrationCurve {
     /// Reads and parses `path`; the error names the file and line.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let shown = path.display().to_string();
+        let shown = crate::types::shown_path(path).to_string();
         let text = crate::types::small_file::read_at_most(path, 16 << 20)
             .map_err(|e| format!("--calibration-file {shown}: cannot read it: {e}"))?;
         let text = String::from_utf8_lossy(&text);
