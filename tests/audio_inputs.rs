@@ -426,13 +426,18 @@ fn broken_audio_is_one_line_naming_the_file() {
     );
 }
 
-/// The bytes process `pid` has read so far (`rchar` in /proc/PID/io; 0 when unreadable).
-fn read_chars(pid: u32) -> u64 {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
-    (io.lines())
-        .find_map(|l| l.strip_prefix("rchar:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+/// The frames a run serving its live view on loopback `port` has cut so far
+/// (`fftd_frames_in_total` on /metrics; 0 while it cannot be asked).
+fn frames_in(port: u16) -> f64 {
+    let metrics = http_get(port, "/metrics").unwrap_or_default();
+    (metrics.lines())
+        .find_map(|l| {
+            l.strip_prefix("fftd_frames_in_total ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
 }
 
 /// A FLAC stream cut off by Ctrl-C (its writer still open) ends the run cleanly: exit 0, the
@@ -448,31 +453,35 @@ fn sigint_on_a_flac_pipe_ends_cleanly() {
     let flac = at(dir.path(), "w.flac");
     make("sox", &[&wav, &flac]);
     let bytes = std::fs::read(&flac).expect("read");
+    let port = free_port();
     let mut child = fftd()
         .args([
             "--file", "-", "--frame", "512", "--format", "csv", "--device", "cpu",
         ])
+        .args(["--serve", &format!("127.0.0.1:{port}")])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("fftd");
     let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(&bytes[..bytes.len() / 2]).expect("write");
+    // three quarters: FLAC packets of 4096 samples (5 in the file, after sox's padding), the
+    // decoder holding its last until the next one's bytes come
+    stdin
+        .write_all(&bytes[..bytes.len() * 3 / 4])
+        .expect("write");
     stdin.flush().expect("flush");
-    // the decoder holds its last packet until the next one's bytes (or the end) come, and rows
-    // on a pipe are buffered: wait until fftd has read the half (/proc/PID/io), not for a row,
-    // then a while for it to decode (no longer counting fftd's start on a busy machine)
-    let half = (bytes.len() / 2) as u64;
+    // Ctrl-C once /metrics counts two frames cut (their rows may wait in a full stdout pipe,
+    // which is read only after it)
+    wait_until_signals_caught(child.id());
     let started = std::time::Instant::now();
-    while read_chars(child.id()) < half {
+    while frames_in(port) < 2.0 {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(60),
-            "fftd did not read the input"
+            "fftd cut no frames"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill(2) with the pid of our own child and SIGINT; no memory is involved.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);

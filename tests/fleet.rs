@@ -12,6 +12,7 @@ use crate::fleet_common;
 
 use common::*;
 use fleet_common::*;
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
@@ -521,13 +522,27 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     let wav = dir.path().join("rec.wav");
     write_wav(&wav, 6_000_000); // 46 872 frames, 2930 blocks
     setup(&server, "30");
-    // on one connection, so that Ctrl-C comes before the publish is over (on one connection
-    // per shard, the default, it may be over first); resumed on the default
-    let first = publish_with(&server, &wav, &["--run-id", "r1", "--connections", "1"]);
+    // the first publish reads the recording from a FIFO the test feeds: half of it before
+    // Ctrl-C, the rest after, so the publish cannot be over before Ctrl-C however the machine is
+    // loaded; on one connection, resumed on the default (one per shard)
+    let fifo = dir.path().join("rec.fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let first = publish_with(&server, &fifo, &["--run-id", "r1", "--connections", "1"]);
+    let bytes = std::fs::read(&wav).expect("the recording");
+    let mut feed = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("the FIFO opens once the publisher reads it");
+    let half = bytes.len() / 2;
+    feed.write_all(&bytes[..half]).expect("half the recording");
     wait_for("the first blocks", Duration::from_secs(60), || {
         work_messages(&server).unwrap_or(0) > 0
     });
     signal(&first, libc::SIGINT);
+    // (the publisher stops reading once it sees the stop: the rest may not all go in)
+    let _ = feed.write_all(&bytes[half..]);
+    drop(feed);
     let stopped = finish(first, "interrupted publisher");
     let (sent, _) = published(&stopped);
     let again = finish(
