@@ -218,8 +218,17 @@ fn rules_and_events_come_from_the_config_file_too() {
     );
 }
 
-/// GET `path` from a live view and read the head and the first `want` bytes of the body.
+/// GET `path` from a live view and read the head and the body until `until` (or the end, or
+/// `limit`).
 fn read_some(addr: &str, path: &str, until: &str, limit: Duration) -> String {
+    let mut stream = get(addr, path);
+    let mut text = Vec::new();
+    read_more(&mut stream, &mut text, until, limit);
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// A connection to a live view that has sent a GET of `path`.
+fn get(addr: &str, path: &str) -> std::net::TcpStream {
     let mut stream = std::net::TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_millis(200)))
@@ -229,58 +238,47 @@ fn read_some(addr: &str, path: &str, until: &str, limit: Duration) -> String {
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
+    stream
+}
+
+/// Reads `stream` onto `text` until it holds `until`, the stream ends, or `limit` passes.
+fn read_more(stream: &mut std::net::TcpStream, text: &mut Vec<u8>, until: &str, limit: Duration) {
     let start = Instant::now();
-    let mut text = Vec::new();
     let mut buf = [0u8; 4096];
-    while start.elapsed() < limit && !String::from_utf8_lossy(&text).contains(until) {
+    while start.elapsed() < limit && !String::from_utf8_lossy(text).contains(until) {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => text.extend_from_slice(&buf[..n]),
             Err(_) => {}
         }
     }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 #[test]
 fn the_live_view_serves_events_and_a_counter_per_rule() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.f32");
-    // the burst 3 s in: the test connects to /events before it (a busy machine has 3 s to do
-    // so after fftd said where it serves)
+    // 5 s on stdin, a burst 3 s in: the test writes the burst only once /events is open (the
+    // feed sends no past events), however slowly it connects on a busy machine
     let mut x = vec![0.0; 8000 * 5];
     burst(&mut x, 1000.0, 1.0, 3.0, 3.5);
-    write_f32(&input, &x);
     let mut child = fftd()
-        .args([
-            "--file",
-            s(&input),
-            "--rate",
-            "8000",
-            "--frame",
-            "400",
-            "--realtime",
-        ])
-        .args([
-            "--output",
-            "/dev/null",
-            "--serve",
-            "127.0.0.1:0",
-            "--device",
-            "cpu",
-            "--quiet",
-        ])
+        .args(["--file", "-", "--input-format", "f32", "--rate", "8000"])
+        .args(["--frame", "400", "--output", "/dev/null"])
+        .args(["--serve", "127.0.0.1:0", "--device", "cpu", "--quiet"])
         .args([
             "--alert",
             "name=hum,band=900-1100,above=-20",
             "--alert",
             "name=never,band=3000-3100,above=0",
         ])
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("fftd starts");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(&common::f32_bytes(&x[..8000 * 3]))
+        .expect("the first 3 s");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let addr = loop {
         let line = lines.next().expect("a line").expect("text");
@@ -288,14 +286,22 @@ fn the_live_view_serves_events_and_a_counter_per_rule() {
             break rest.split('/').next().unwrap().to_string();
         }
     };
-    // connected before the burst at 3 s: the start arrives as a server-sent event (the limit
-    // only bounds a failure)
-    let sse = read_some(
-        &addr,
-        "/events",
-        "\"event\":\"end\"",
-        Duration::from_secs(60),
+    let mut events = get(&addr, "/events");
+    let mut text = Vec::new();
+    let opened = ": fftd alert events";
+    read_more(&mut events, &mut text, opened, Duration::from_secs(60));
+    assert!(
+        String::from_utf8_lossy(&text).contains(opened),
+        "/events opens"
     );
+    input
+        .write_all(&common::f32_bytes(&x[8000 * 3..]))
+        .expect("the rest");
+    drop(input);
+    // (the limit only bounds a failure)
+    let end = "\"event\":\"end\"";
+    read_more(&mut events, &mut text, end, Duration::from_secs(60));
+    let sse = String::from_utf8_lossy(&text).into_owned();
     assert!(
         sse.to_ascii_lowercase()
             .contains("content-type: text/event-stream"),

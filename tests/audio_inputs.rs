@@ -431,12 +431,7 @@ fn broken_audio_is_one_line_naming_the_file() {
 fn frames_in(port: u16) -> f64 {
     let metrics = http_get(port, "/metrics").unwrap_or_default();
     (metrics.lines())
-        .find_map(|l| {
-            l.strip_prefix("fftd_frames_in_total ")?
-                .trim()
-                .parse()
-                .ok()
-        })
+        .find_map(|l| l.strip_prefix("fftd_frames_in_total ")?.trim().parse().ok())
         .unwrap_or(0.0)
 }
 
