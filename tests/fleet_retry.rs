@@ -86,7 +86,7 @@ fn with_retry_a_worker_and_a_live_publisher_ride_out_a_server_gone_exactly_once(
         .args(["--file", &server.url("FRAMES/workers")])
         .args(["--output", &server.url("spectra.site1")])
         .args(FRAMING)
-        .args(["--device", "cpu", "--retry", "forever", "--idle-exit", "8"])
+        .args(["--device", "cpu", "--retry", "forever"])
         .arg("--meta")
         .arg(&meta)
         .stdout(Stdio::null())
@@ -115,7 +115,16 @@ fn with_retry_a_worker_and_a_live_publisher_ride_out_a_server_gone_exactly_once(
     let publisher = Reaped(Some(publisher));
     outage_mid_stream(&mut server, stdin, &wav, Duration::from_secs(4));
     let published = finish(publisher.take(), "publisher");
-    let worked = finish(worker.take(), "worker");
+    // the worker is stopped by Ctrl-C once every block is acked (an --idle-exit could end it
+    // in the outage's quiet on a busy machine)
+    wait_for("every block acked", Duration::from_secs(60), || {
+        work_messages(&server) == Some(0)
+            && work_consumer_state(&server).is_some_and(|(pending, _)| pending == 0)
+    });
+    let worker = worker.take();
+    // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
+    unsafe { libc::kill(worker.id() as i32, libc::SIGINT) };
+    let worked = finish(worker, "worker");
     eprintln!("{published}\n{worked}");
     for (who, err) in [("publisher", &published), ("worker", &worked)] {
         assert!(

@@ -550,7 +550,7 @@ fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
     let mut stdin = served.child.stdin.take().unwrap();
     std::thread::spawn(move || stdin.write_all(&bytes));
     let mut columns_hz: Vec<f64> = Vec::new();
-    let (mut rows, mut frames, mut burst_rows) = (0, 0u64, 0);
+    let (mut rows, mut frames, mut burst_rows, mut burst_folded) = (0, 0u64, 0, 0);
     loop {
         match socket.read().expect("message") {
             tungstenite::Message::Text(text) => {
@@ -572,10 +572,17 @@ fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
                 let burst = column(12000.0);
                 if row.max[burst] > row.max[column(20000.0)] + 20.0 {
                     burst_rows += 1;
-                    // max-hold, not an average: the mean of the same frames hides it
-                    assert!(row.frames >= 50, "{} frames in the burst's row", row.frames);
+                    // max-hold, not an average: the mean of the same frames hides it, by the
+                    // number of frames folded (how many a display tick gets depends on the
+                    // machine's load; a few thousand a tick on an idle one)
                     let (max, mean) = (row.max[burst], row.mean[burst]);
-                    assert!(max > mean + 15.0, "max {max} dB, mean {mean} dB");
+                    let folded = 10.0 * f64::from(row.frames).log10();
+                    assert!(
+                        f64::from(max - mean) >= folded - 3.0,
+                        "max {max} dB, mean {mean} dB over {} frames",
+                        row.frames
+                    );
+                    burst_folded = row.frames;
                 }
             }
             _ => {}
@@ -585,6 +592,7 @@ fn a_1_ms_burst_among_thousands_of_frames_shows_in_a_display_row() {
     assert_eq!(frames, 3750, "every frame folded into some row");
     assert!(rows < 1000, "{rows} rows: frames were not folded");
     assert_eq!(burst_rows, 1, "the burst shows in exactly one display row");
+    eprintln!("the burst's row folded {burst_folded} frames");
 }
 
 #[test]

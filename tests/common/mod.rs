@@ -253,6 +253,42 @@ pub fn wait_until_signals_caught(pid: u32) {
     }
 }
 
+/// Runs `cmd` (stdout and stderr piped) and times it from when it has installed its SIGINT and
+/// SIGTERM handlers (first thing in `main`), not from the spawn: a busy machine's process start
+/// is not counted in a bound on what the run itself waits. A run over before they are seen
+/// counts zero.
+pub fn output_timed_from_main(cmd: &mut Command) -> (Output, std::time::Duration) {
+    const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the process starts");
+    let status = format!("/proc/{}/status", child.id());
+    let caught = || {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let mask = text.lines().find_map(|l| l.strip_prefix("SigCgt:"));
+        let mask = mask.and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+        mask.unwrap_or(0) & WANTED == WANTED
+    };
+    let ended = loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            break true;
+        }
+        if caught() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().expect("the process ends");
+    let took = match ended {
+        true => std::time::Duration::ZERO,
+        false => started.elapsed(),
+    };
+    (out, took)
+}
+
 /// A free loopback port (bound and released: the process the test starts next binds it).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
