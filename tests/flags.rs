@@ -447,20 +447,15 @@ fn an_argument_that_is_not_utf8_is_named_with_its_flag() {
     let input = dir.path().join("x.txt");
     std::fs::write(&input, "1\n2\n").expect("write");
     let missing = OsStr::from_bytes(b"/nonexistent\xff/c.toml");
-    let out = with(&[
-        OsStr::new("--file"),
-        input.as_os_str(),
-        OsStr::new("--config"),
-        missing,
-    ]);
-    assert_clean_error(&out, 2, &["--config /nonexistent\\xff/c.toml"]);
-    let out = with(&[
-        OsStr::new("--file"),
-        input.as_os_str(),
-        OsStr::new("--output"),
-        missing,
-    ]);
-    assert_clean_error(&out, 1, &["/nonexistent\\xff/c.toml"]);
+    for (flag, code) in [("--config", 2), ("--output", 1)] {
+        let out = with(&[
+            OsStr::new("--file"),
+            input.as_os_str(),
+            OsStr::new(flag),
+            missing,
+        ]);
+        assert_clean_error(&out, code, &["/nonexistent\\xff/c.toml"]);
+    }
 }
 
 #[test]

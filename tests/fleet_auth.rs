@@ -669,6 +669,10 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
     std::fs::write(dir.path().join("locked.pem"), locked).expect("written");
     let locked = dir.path().join("locked.pem");
     let locked = locked.to_str().expect("utf-8 path");
+    let with_key = |key| {
+        let setup = ["fleet", "setup", "--server", "tls://127.0.0.1:1/"];
+        [&setup[..], &["--nats-cert", cert, "--nats-key", key]].concat()
+    };
     let runs: [(Vec<&str>, &[&str]); 5] = [
         (
             vec![
@@ -682,29 +686,11 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
             &["--nats-ca", garbage, "no PEM certificate"],
         ),
         (
-            vec![
-                "fleet",
-                "setup",
-                "--server",
-                "tls://127.0.0.1:1/",
-                "--nats-cert",
-                cert,
-                "--nats-key",
-                garbage,
-            ],
+            with_key(garbage),
             &["--nats-key", garbage, "no PEM private key"],
         ),
         (
-            vec![
-                "fleet",
-                "setup",
-                "--server",
-                "tls://127.0.0.1:1/",
-                "--nats-cert",
-                cert,
-                "--nats-key",
-                locked,
-            ],
+            with_key(locked),
             &[
                 "--nats-key",
                 locked,
