@@ -442,32 +442,54 @@ fn sigint_on_a_flac_pipe_ends_cleanly() {
     if !tools() {
         return;
     }
-    use std::io::BufRead;
+    use std::io::{BufRead, Read};
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = test_wav(dir.path(), "w.wav", 1, 16);
     let flac = at(dir.path(), "w.flac");
     make("sox", &[&wav, &flac]);
     let bytes = std::fs::read(&flac).expect("read");
-    let port = free_port();
     let mut child = fftd()
         .args([
             "--file", "-", "--frame", "512", "--format", "csv", "--device", "cpu",
         ])
-        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .args(["--serve", "127.0.0.1:0"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("fftd");
+    // three quarters first (fftd reads its input's first bytes before it serves): FLAC packets
+    // of 4096 samples (5 in the file, after sox's padding), the decoder holding its last until
+    // the next one's bytes come
     let mut stdin = child.stdin.take().expect("stdin");
-    // three quarters: FLAC packets of 4096 samples (5 in the file, after sox's padding), the
-    // decoder holding its last until the next one's bytes come
     stdin
         .write_all(&bytes[..bytes.len() * 3 / 4])
         .expect("write");
     stdin.flush().expect("flush");
-    // Ctrl-C once /metrics counts two frames cut (their rows may wait in a full stdout pipe,
-    // which is read only after it)
+    // rows are read as they come (a pipe left full would meet the stuck-write guard)
+    let stdout = child.stdout.take().expect("stdout");
+    let rows = std::thread::spawn(move || {
+        let lines = std::io::BufReader::new(stdout).lines();
+        lines.map(|l| l.expect("read")).collect::<Vec<String>>()
+    });
+    let mut stderr = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut said = String::new();
+    let addr = loop {
+        said.clear();
+        assert!(
+            stderr.read_line(&mut said).expect("stderr") > 0,
+            "no live view"
+        );
+        if let Some(rest) = said.split("http://").nth(1) {
+            break rest.split('/').next().expect("an address").to_string();
+        }
+    };
+    let port: u16 = addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    // Ctrl-C once /metrics counts two frames cut
     wait_until_signals_caught(child.id());
     let started = std::time::Instant::now();
     while frames_in(port) < 2.0 {
@@ -480,12 +502,13 @@ fn sigint_on_a_flac_pipe_ends_cleanly() {
     // SAFETY: kill(2) with the pid of our own child and SIGINT; no memory is involved.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(rc, 0);
-    let lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let rows: Vec<String> = lines.map(|l| l.expect("read")).collect();
-    let out = child.wait_with_output().expect("fftd ends");
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).expect("stderr");
+    let status = child.wait().expect("fftd ends");
     drop(stdin);
-    let err = stderr_text(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let rows = rows.join().expect("rows");
+    let err = rest;
+    assert_eq!(status.code(), Some(0), "{err}");
     assert!(
         !err.contains("ends early") && !err.contains("panicked"),
         "{err}"

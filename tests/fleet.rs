@@ -95,6 +95,35 @@ fn worker_with(server: &NatsServer, extra: &[&str]) -> Child {
         .expect("worker starts")
 }
 
+/// The writing end of the FIFO `fifo` once `reader` has opened it (a publisher that fails
+/// first is an error, not a test waiting for ever); blocking.
+fn fifo_writer(fifo: &Path, reader: &Child) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let started = Instant::now();
+    loop {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo);
+        match opened {
+            Ok(file) => {
+                // SAFETY: fcntl(2) on a descriptor this function owns, clearing O_NONBLOCK.
+                unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) };
+                return file;
+            }
+            // (ENXIO: no reader yet)
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                let alive = std::fs::metadata(format!("/proc/{}", reader.id())).is_ok();
+                assert!(alive, "the reader ended before opening {}", fifo.display());
+                assert!(started.elapsed() < Duration::from_secs(60), "never opened");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", fifo.display()),
+        }
+    }
+}
+
 fn signal(child: &Child, signal: i32) {
     // SAFETY: kill(2) on the pid of a child we spawned and have not waited for yet.
     unsafe { libc::kill(child.id() as i32, signal) };
@@ -188,8 +217,8 @@ fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
     if !have_server() {
         return;
     }
-    // an ack wait of 120 s: a block fetched ahead and not handed back would wait that long
-    let (_dir, server, wav) = published_recording(1_600_000, "120"); // 781 blocks of 16 frames
+    // an ack wait of 300 s: a block fetched ahead and not handed back would wait that long
+    let (_dir, server, wav) = published_recording(1_600_000, "300"); // 781 blocks of 16 frames
     let first = worker_with(&server, &["--stats"]);
     wait_for("the first rows", Duration::from_secs(60), || {
         messages_in(&server, "SPECTRA").unwrap_or(0) > 0
@@ -201,8 +230,9 @@ fn a_stopped_worker_hands_back_at_once_the_blocks_it_fetched_ahead() {
     eprintln!("{left} block(s) left for the second worker, {held} of them fetched ahead (NAKed)");
     // the blocks in hand were published and acked, those fetched ahead handed back (NAK): the
     // second worker gets every one long before the ack wait. Blocks not handed back would
-    // come back only after it (120 s; an idle worker waits that long for blocks still held),
-    // so a second worker done in under 100 s tells the two apart with room for a busy machine
+    // come back only after it (300 s from their delivery; an idle worker waits that long for
+    // blocks still held), so a second worker done in under 100 s tells the two apart with room
+    // for a busy machine, however long the first took to stop
     let started = Instant::now();
     finish(worker_with(&server, &["--idle-exit", "3"]), "second worker");
     let took = started.elapsed();
@@ -538,19 +568,19 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     assert!(made.is_ok_and(|s| s.success()), "mkfifo");
     let first = publish_with(&server, &fifo, &["--run-id", "r1", "--connections", "1"]);
     let bytes = std::fs::read(&wav).expect("the recording");
-    let mut feed = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&fifo)
-        .expect("the FIFO opens once the publisher reads it");
+    let mut feed = fifo_writer(&fifo, &first);
     let half = bytes.len() / 2;
     feed.write_all(&bytes[..half]).expect("half the recording");
     wait_for("the first blocks", Duration::from_secs(60), || {
         work_messages(&server).unwrap_or(0) > 0
     });
     signal(&first, libc::SIGINT);
-    // (the publisher stops reading once it sees the stop: the rest may not all go in)
-    let _ = feed.write_all(&bytes[half..]);
-    drop(feed);
+    // (the publisher stops reading once it sees the stop: the rest may not all go in, and the
+    // write ends when the publisher does)
+    let rest = bytes[half..].to_vec();
+    std::thread::spawn(move || {
+        let _ = feed.write_all(&rest);
+    });
     let stopped = finish(first, "interrupted publisher");
     let (sent, _) = published(&stopped);
     let again = finish(

@@ -509,7 +509,7 @@ fn number(text: &str) -> std::result::Result<f64, String> {
 }
 
 /// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
-fn hz(text: &str) -> std::result::Result<f64, String> {
+pub(crate) fn hz(text: &str) -> std::result::Result<f64, String> {
     crate::source::sweep::plan::scaled_hz(text)
         .ok_or_else(|| "expected a number of Hz, with an optional k, M or G (100M)".to_string())
 }

@@ -86,8 +86,9 @@ pub struct PublishArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
-    /// Sample rate in Hz for inputs without a header [default: 1].
-    #[arg(long, value_name = "HZ")]
+    /// Sample rate in Hz for inputs without a header (a k, M or G suffix scales it: 2.4M)
+    /// [default: 1].
+    #[arg(long, value_name = "HZ", value_parser = crate::app::options::hz)]
     pub rate: Option<f64>,
 
     /// Interleaved channels in raw files; channels to capture with --mic.

@@ -18,7 +18,7 @@
 //! an earlier run wrote (or the pattern's next number is taken, where its names are numbered).
 
 use super::destination::Destination;
-use super::rotate_names::{with_seq, NamePattern};
+use super::rotate_names::NamePattern;
 use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -346,11 +346,10 @@ impl Rotation {
             return Ok(path); // (an input's or another output's name is refused by `begin`)
         }
         let numbered = self.pattern.as_ref().filter(|p| p.numbered());
-        let unnumbered = with_seq(&path).display().to_string();
         for n in self.seq..self.seq + FREE_NAME_TRIES {
             let candidate = match numbered {
                 Some(pattern) => pattern.render(epoch_s, n),
-                None => PathBuf::from(unnumbered.replace("{seq}", &format!("{n:06}"))),
+                None => crate::sink::rotate_names::numbered(&path, n),
             };
             if candidate.exists() || guarded(&candidate) {
                 continue;

@@ -143,6 +143,18 @@ pub(crate) fn with_seq(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// `path` with `-NNNNNN` (`n`, six digits) before its extension, byte for byte (a name that
+/// is not UTF-8 stays the name it is: `with_seq`'s pattern is text).
+pub(crate) fn numbered(path: &Path, n: u64) -> PathBuf {
+    let mut name = path.file_stem().unwrap_or_default().to_os_string();
+    name.push(format!("-{n:06}"));
+    if let Some(ext) = path.extension() {
+        name.push(".");
+        name.push(ext);
+    }
+    path.with_file_name(name)
+}
+
 /// Days from 1 January of year `y` to `days` (days since 1970).
 fn day_of_year_offset(y: i64, days: i64) -> i64 {
     let mut start = days;
@@ -156,6 +168,15 @@ fn day_of_year_offset(y: i64, days: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_numbered_name_keeps_every_byte_of_its_path() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = Path::new(std::ffi::OsStr::from_bytes(b"d\xff/out.csv"));
+        let want = std::ffi::OsStr::from_bytes(b"d\xff/out-000007.csv");
+        assert_eq!(numbered(path, 7).as_os_str(), want);
+        assert_eq!(numbered(Path::new("spec"), 1), Path::new("spec-000001"));
+    }
 
     #[test]
     fn fields_render_from_the_first_rows_utc_time() {

@@ -38,15 +38,14 @@ pub(crate) fn certificates(
 /// encrypted one is named as such.
 pub(crate) fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'static>, String> {
     let pem = read(flag, path)?;
-    if encrypted(&pem) {
-        return Err(named(flag, path, ENCRYPTED.into()));
-    }
-    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| {
-        named(
+    // (an encrypted block is named only where no usable key is found beside it)
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| match encrypted(&pem) {
+        true => named(flag, path, ENCRYPTED.into()),
+        false => named(
             flag,
             path,
-            format!("no PEM private key in it (a '-----BEGIN PRIVATE KEY-----' block): {e}"),
-        )
+            format!("no PEM private key in it (PKCS#8, RSA or EC: '-----BEGIN ... PRIVATE KEY-----'): {e}"),
+        ),
     })
 }
 

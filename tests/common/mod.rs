@@ -254,11 +254,12 @@ pub fn wait_until_signals_caught(pid: u32) {
 }
 
 /// Runs `cmd` (stdout and stderr piped) and times it from when it has installed its SIGINT and
-/// SIGTERM handlers (first thing in `main`), not from the spawn: a busy machine's process start
-/// is not counted in a bound on what the run itself waits. A run over before they are seen
-/// counts zero.
+/// SIGTERM handlers (in `main`, once the options are resolved, before any run or connect), not
+/// from the spawn: a busy machine's process start is not counted in a bound on what the run
+/// itself waits. A run over before they are seen is timed from its spawn.
 pub fn output_timed_from_main(cmd: &mut Command) -> (Output, std::time::Duration) {
     const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
+    let spawned = std::time::Instant::now();
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -283,7 +284,7 @@ pub fn output_timed_from_main(cmd: &mut Command) -> (Output, std::time::Duration
     let started = std::time::Instant::now();
     let out = child.wait_with_output().expect("the process ends");
     let took = match ended {
-        true => std::time::Duration::ZERO,
+        true => spawned.elapsed(),
         false => started.elapsed(),
     };
     (out, took)
