@@ -430,9 +430,7 @@ fn broken_audio_is_one_line_naming_the_file() {
 /// (`fftd_frames_in_total` on /metrics; 0 while it cannot be asked).
 fn frames_in(port: u16) -> f64 {
     let metrics = http_get(port, "/metrics").unwrap_or_default();
-    (metrics.lines())
-        .find_map(|l| l.strip_prefix("fftd_frames_in_total ")?.trim().parse().ok())
-        .unwrap_or(0.0)
+    gauge(&metrics, "fftd_frames_in_total").unwrap_or(0.0)
 }
 
 /// A FLAC stream cut off by Ctrl-C (its writer still open) ends the run cleanly: exit 0, the

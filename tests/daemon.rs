@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{free_port, http_get, run, write_f32};
+use common::{free_port, gauge, http_get, run, write_f32};
 use std::path::Path;
 use std::process::Command;
 
@@ -144,12 +144,6 @@ fn metrics_after_frames(port: u16) -> String {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-}
-
-fn gauge(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// The `THP_enabled` line of a process's status (None: the kernel does not show it).

@@ -474,10 +474,15 @@ fn whole_number(text: &str) -> std::result::Result<i64, String> {
 /// A config file's number for an `Option<f64>` key: TOML's `nan` and `inf` are no value any
 /// flag takes ("expected a finite number", with the file and line).
 fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
-    let value = f64::deserialize(d)?;
+    finite_value(f64::deserialize(d)?)
+}
+
+/// `value`, which must be finite ("expected a finite number"): `finite`'s and `finite_hz`'s
+/// one check.
+fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
     match value.is_finite() {
         true => Ok(Some(value)),
-        false => Err(serde::de::Error::custom("expected a finite number")),
+        false => Err(E::custom("expected a finite number")),
     }
 }
 
@@ -495,10 +500,7 @@ fn finite_hz<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>
         Ok(NumberOrText::Text(text)) => hz(&text).map_err(serde::de::Error::custom)?,
         Err(_) => return Err(serde::de::Error::custom("expected a number of Hz")),
     };
-    match value.is_finite() {
-        true => Ok(Some(value)),
-        false => Err(serde::de::Error::custom("expected a finite number")),
-    }
+    finite_value(value)
 }
 
 /// Parses a number flag value of either sign (range checked in `Settings::from_options`).

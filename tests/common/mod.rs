@@ -233,24 +233,30 @@ pub const PROMPT: std::time::Duration = std::time::Duration::from_secs(5);
 /// (`SigCgt` in /proc/PID/status), so a signal the test sends next is fftd's to handle: a
 /// fixed sleep is not enough on a busy machine, where the default action would kill it first.
 pub fn wait_until_signals_caught(pid: u32) {
-    const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
     let started = std::time::Instant::now();
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let caught = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigCgt:"))
-            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-            .unwrap_or(0);
-        if caught & WANTED == WANTED {
-            return;
-        }
+    while !signals_caught(pid) {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(60),
-            "process {pid} never caught SIGINT and SIGTERM: {status}"
+            "process {pid} never caught SIGINT and SIGTERM"
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Whether process `pid` has its SIGINT and SIGTERM handlers installed (`SigCgt` in /proc).
+fn signals_caught(pid: u32) -> bool {
+    const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:"));
+    let caught = mask.and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    caught.unwrap_or(0) & WANTED == WANTED
+}
+
+/// The value of the metric `name` (a line `NAME VALUE`) in a /metrics text.
+pub fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
 /// Runs `cmd` (stdout and stderr piped) and times it from when it has installed its SIGINT and
@@ -258,25 +264,17 @@ pub fn wait_until_signals_caught(pid: u32) {
 /// from the spawn: a busy machine's process start is not counted in a bound on what the run
 /// itself waits. A run over before they are seen is timed from its spawn.
 pub fn output_timed_from_main(cmd: &mut Command) -> (Output, std::time::Duration) {
-    const WANTED: u64 = (1 << (libc::SIGINT - 1)) | (1 << (libc::SIGTERM - 1));
     let spawned = std::time::Instant::now();
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the process starts");
-    let status = format!("/proc/{}/status", child.id());
-    let caught = || {
-        let text = std::fs::read_to_string(&status).unwrap_or_default();
-        let mask = text.lines().find_map(|l| l.strip_prefix("SigCgt:"));
-        let mask = mask.and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
-        mask.unwrap_or(0) & WANTED == WANTED
-    };
     let ended = loop {
         if child.try_wait().expect("try_wait").is_some() {
             break true;
         }
-        if caught() {
+        if signals_caught(child.id()) {
             break false;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
