@@ -686,3 +686,50 @@ fn frequencies_take_the_suffixes_sweep_takes() {
     let out = run(&[&args[..], &["--config", s(&config)]].concat());
     assert_clean_error(&out, 2, &["hz.toml:1", "rate", "k, M or G"]);
 }
+
+/// A frequency out of its flag's range is quoted as typed (`--rate -1k`, not `-1000`); an
+/// exponent beside a suffix (`1e3k`) is refused; `--bands` and `--alert` frequencies take the
+/// suffixes too, with the same rows as plain Hz (review of session 43).
+#[test]
+fn frequencies_are_quoted_as_typed_and_band_options_take_suffixes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let args = ["--file", s(&x), "--frame", "64", "--format", "csv"];
+    for (flag, value, why) in [
+        ("--rate", "-1k", "the sample rate must be"),
+        ("--rate", "1e3k", "expected a number of Hz"),
+        (
+            "--center-freq",
+            "-100M",
+            "must be a frequency from 0 to 1e12 Hz",
+        ),
+        ("--tone", "-5k", "must be a frequency above 0 Hz"),
+    ] {
+        let out = run(&[&args[..], &[flag, value]].concat());
+        assert_clean_error(&out, 2, &[&format!("{flag} {value}: {why}")]);
+        assert!(stderr_text(&out).contains("1e6") || value != "1e3k");
+    }
+    // a config file's key is checked by the same range, quoted as written there
+    let config = dir.path().join("hz.toml");
+    std::fs::write(&config, "center-freq = \"-5M\"\n").expect("write");
+    let out = run(&[&args[..], &["--config", s(&config)]].concat());
+    let want = "hz.toml:1: center-freq = \"-5M\": must be a frequency from 0";
+    assert_clean_error(&out, 2, &[want]);
+    let rate = ["--rate", "48000", "--levels"];
+    let rows_and_events = |bands: &str, band: &str| {
+        let events = dir.path().join(format!("{band}.ndjson"));
+        let alert = format!("name=a,band={band},above=-300");
+        let asked = ["--bands", bands, "--alert", &alert, "--events", s(&events)];
+        let out = run(&[&args[..], &rate, &asked].concat());
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        let events = std::fs::read_to_string(&events).expect("events written");
+        assert!(events.contains("\"start\""), "{events}");
+        (stdout_text(&out), events)
+    };
+    let want = rows_and_events("third-octave:fmin=1000,fmax=8000", "1000-2000");
+    let got = rows_and_events("third-octave:fmin=1k,fmax=8k", "1k-2k");
+    assert_eq!(got, want);
+    let bad = ["--bands", "mel:8,fmin=1e1k"];
+    let out = run(&[&args[..], &rate, &bad].concat());
+    assert_clean_error(&out, 2, &["fmin=1e1k", "k, M or G"]);
+}

@@ -4,7 +4,8 @@
 //!   `_`, `-`, `.`).
 //! - what it reads, one of:
 //!   - `band=LO-HI`: the band's power in dB, the band in Hz as the output labels bins (absolute
-//!     with `--center-freq`; negative for complex baseband, `band=-5000--1000`);
+//!     with `--center-freq`; negative for complex baseband, `band=-5000--1000`; each with an
+//!     optional k, M or G, `band=88M-108M`);
 //!   - `peak=LO-HI`: the level of the strongest of the row's `--peaks` between LO and HI Hz
 //!     (−∞ when none lies there);
 //!   - `level=leq|lfmax|lfmin|lsmax|lsmin`: the row's `--levels` reading.
@@ -76,13 +77,15 @@ impl AlertRule {
     }
 }
 
-/// `LO-HI` in Hz, either possibly negative (`-5000--1000`).
+/// `LO-HI` in Hz, either possibly negative (`-5000--1000`), each with an optional k, M or G
+/// (`-5k--1k`, `88M-108M`).
 fn parse_band(text: &str) -> Option<(f64, f64)> {
     let bytes = text.as_bytes();
-    let at = (1..bytes.len())
-        .find(|&i| bytes[i] == b'-' && (bytes[i - 1].is_ascii_digit() || bytes[i - 1] == b'.'))?;
-    let lo: f64 = text[..at].trim().parse().ok()?;
-    let hi: f64 = text[at + 1..].trim().parse().ok()?;
+    // the dash after LO's last digit, point or suffix (a dash after an `e` is an exponent's)
+    let ends_a_number = |b: u8| b.is_ascii_digit() || b".kKMGg ".contains(&b);
+    let at = (1..bytes.len()).find(|&i| bytes[i] == b'-' && ends_a_number(bytes[i - 1]))?;
+    let lo = crate::types::scaled_hz(&text[..at])?;
+    let hi = crate::types::scaled_hz(&text[at + 1..])?;
     (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
 }
 
@@ -120,7 +123,9 @@ impl FromStr for AlertRule {
                 }
                 k @ ("band" | "peak") => {
                     let (lo, hi) = parse_band(value).ok_or_else(|| {
-                        fail(format!("{k}={value}: expected LO-HI in Hz, LO <= HI"))
+                        fail(format!(
+                            "{k}={value}: expected LO-HI in Hz (k, M or G allowed: 1k-2k), LO <= HI"
+                        ))
                     })?;
                     band = Some(match k {
                         "band" => Reads::Band(lo, hi),
@@ -224,6 +229,15 @@ mod tests {
         assert_eq!(r.reads, Reads::Band(-5000.0, -1000.0));
         assert!(r.starts(-61.0) && !r.starts(-60.0));
         assert!(!r.ends(-58.0) && r.ends(-57.0));
+        for (band, lo, hi) in [
+            ("88M-108M", 88e6, 108e6),
+            ("-5k--1k", -5000.0, -1000.0),
+            ("1.5k - 2k", 1500.0, 2000.0),
+            ("1e-3-2", 0.001, 2.0),
+        ] {
+            let r: AlertRule = format!("name=fm,band={band},above=-30").parse().unwrap();
+            assert_eq!(r.reads, Reads::Band(lo, hi), "{band}");
+        }
         let r: AlertRule = "name=w,peak=900-1100,above=-20".parse().unwrap();
         assert_eq!(r.reads, Reads::Peak(900.0, 1100.0));
         let r: AlertRule = "name=loud,level=lfmax,above=85".parse().unwrap();
@@ -245,6 +259,7 @@ mod tests {
             ),
             ("name=a,level=loud,above=0", "level=loud"),
             ("name=a,peak=2-1,above=0", "peak=2-1"),
+            ("name=a,band=1e3k-2k,above=0", "k, M or G allowed"),
             ("name=a,band=1-2", "above=DB or below=DB"),
             ("name=a,band=2-1,above=0", "band=2-1"),
             (

@@ -23,7 +23,7 @@ fn parse_device(s: &str) -> Result<DeviceChoice, String> {
 
 /// `--rate`: a positive number of Hz.
 fn positive_hz(text: &str) -> Result<f64, String> {
-    match crate::source::sweep::plan::scaled_hz(text) {
+    match crate::types::scaled_hz(text) {
         Some(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err("must be a positive number of Hz".into()),
     }

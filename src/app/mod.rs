@@ -14,6 +14,7 @@ pub mod config;
 pub(crate) mod config_file;
 pub mod fleet_args;
 pub(crate) mod fleet_options;
+mod frequency;
 mod merge;
 pub(crate) mod options;
 mod product_options;

@@ -2,6 +2,7 @@
 //! names are the config-file keys), merged as CLI > config file by `merge`; `config` validates
 //! the result into the run's spec.
 
+use super::frequency;
 use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
 use crate::frame::{FrameSize, Tail};
@@ -126,8 +127,8 @@ pub struct Options {
 
     /// Sample rate in Hz (a k, M or G suffix scales it: 2.4M) for inputs without a header (text,
     /// raw, stdin) and for the microphone [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::rate_hz)]
+    #[serde(default, deserialize_with = "frequency::config_rate")]
     pub rate: Option<f64>,
 
     /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
@@ -198,13 +199,13 @@ pub struct Options {
     pub average_mode: Option<AverageMode>,
 
     /// Only the bins at or above this frequency in Hz (k, M or G: 100k).
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::hz)]
+    #[serde(default, deserialize_with = "frequency::config_hz")]
     pub fmin: Option<f64>,
 
     /// Only the bins at or below this frequency in Hz (k, M or G: 100k).
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::hz)]
+    #[serde(default, deserialize_with = "frequency::config_hz")]
     pub fmax: Option<f64>,
 
     /// Band powers instead of bins: mel:N[,htk][,norm=slaney|none][,fmin=HZ][,fmax=HZ] (librosa's
@@ -254,15 +255,15 @@ pub struct Options {
     pub cross: Option<crate::products::measure::cross::CrossSpec>,
 
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::tone_hz)]
+    #[serde(default, deserialize_with = "frequency::config_tone")]
     pub tone: Option<f64>,
     /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
     /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
     /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = hz)]
-    #[serde(default, deserialize_with = "finite_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::center_hz)]
+    #[serde(default, deserialize_with = "frequency::config_center")]
     pub center_freq: Option<f64>,
 
     /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
@@ -477,30 +478,13 @@ fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D
     finite_value(f64::deserialize(d)?)
 }
 
-/// `value`, which must be finite ("expected a finite number"): `finite`'s and `finite_hz`'s
-/// one check.
-fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
+/// `value`, which must be finite ("expected a finite number"): `finite`'s and
+/// `frequency::config_hz`'s one check.
+pub(super) fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
     match value.is_finite() {
         true => Ok(Some(value)),
         false => Err(E::custom("expected a finite number")),
     }
-}
-
-/// A config file's frequency in Hz: a number, or a string with a k, M or G suffix as the flag
-/// takes (`rate = "2.4M"`); finite.
-fn finite_hz<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum NumberOrText {
-        Number(f64),
-        Text(String),
-    }
-    let value = match NumberOrText::deserialize(d) {
-        Ok(NumberOrText::Number(value)) => value,
-        Ok(NumberOrText::Text(text)) => hz(&text).map_err(serde::de::Error::custom)?,
-        Err(_) => return Err(serde::de::Error::custom("expected a number of Hz")),
-    };
-    finite_value(value)
 }
 
 /// Parses a number flag value of either sign (range checked in `Settings::from_options`).
@@ -508,10 +492,4 @@ fn number(text: &str) -> std::result::Result<f64, String> {
     text.trim()
         .parse()
         .map_err(|_| "expected a number".to_string())
-}
-
-/// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
-pub(crate) fn hz(text: &str) -> std::result::Result<f64, String> {
-    crate::source::sweep::plan::scaled_hz(text)
-        .ok_or_else(|| "expected a number of Hz, with an optional k, M or G (100M)".to_string())
 }

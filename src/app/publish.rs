@@ -88,7 +88,7 @@ pub struct PublishArgs {
 
     /// Sample rate in Hz for inputs without a header (a k, M or G suffix scales it: 2.4M)
     /// [default: 1].
-    #[arg(long, value_name = "HZ", value_parser = crate::app::options::hz)]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = crate::app::frequency::rate_hz)]
     pub rate: Option<f64>,
 
     /// Interleaved channels in raw files; channels to capture with --mic.

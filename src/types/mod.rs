@@ -16,7 +16,7 @@ mod text;
 pub(crate) mod tuning;
 
 pub(crate) use fingerprint::fingerprint;
-pub(crate) use flag_value::whole_in;
+pub(crate) use flag_value::{scaled_hz, whole_in};
 pub use precision::Precision;
 pub(crate) use precision::WithSample;
 pub use sample::{InputKind, Sample};

@@ -97,6 +97,10 @@ fn parses_octave_values() {
         octave(OctaveFraction::ThirdOctave, Some(25.0), Some(16000.0))
     );
     assert_eq!(
+        parse("third-octave:fmin=25,fmax=16k"),
+        octave(OctaveFraction::ThirdOctave, Some(25.0), Some(16000.0))
+    );
+    assert_eq!(
         parse("octave:fmax=4000"),
         octave(OctaveFraction::Octave, None, Some(4000.0))
     );
@@ -134,6 +138,7 @@ fn parse_errors_name_the_value_and_what_is_allowed() {
         ),
         ("mel:64,fmax=inf", "fmax=inf: expected a frequency in Hz"),
         ("mel:64,fmin=nan", "fmin=nan: expected a frequency in Hz"),
+        ("mel:64,fmin=1e1k", "fmin=1e1k: expected a frequency in Hz"),
         (
             "mel:64,fmin=100,fmax=50",
             "fmin=100 Hz is not below fmax=50 Hz",

@@ -62,20 +62,7 @@ impl FromStr for SweepRange {
 
 /// A frequency as rtl_power writes one: a number with an optional k, M or G suffix, 0 or more.
 fn frequency(text: &str) -> Option<f64> {
-    scaled_hz(text).filter(|hz| hz.is_finite() && *hz >= 0.0)
-}
-
-/// A number with an optional k, M or G suffix, as Hz (`--sweep`'s, `--center-freq`'s).
-pub(crate) fn scaled_hz(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let (number, scale) = match text.char_indices().last()? {
-        (i, 'k' | 'K') => (&text[..i], 1e3),
-        (i, 'M') => (&text[..i], 1e6),
-        (i, 'G' | 'g') => (&text[..i], 1e9),
-        _ => (text, 1.0),
-    };
-    let value: f64 = number.trim().parse().ok()?;
-    Some(value * scale)
+    crate::types::scaled_hz(text).filter(|hz| hz.is_finite() && *hz >= 0.0)
 }
 
 /// `--crop FRACTION|PERCENT%`: the share of each hop's bins left out, half at each edge.
