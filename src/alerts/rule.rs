@@ -89,6 +89,27 @@ fn parse_band(text: &str) -> Option<(f64, f64)> {
     (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
 }
 
+/// What a `band=`, `peak=` or `level=` part (`key`) reads.
+fn reads(key: &str, value: &str) -> Result<Reads, String> {
+    if key == "level" {
+        let at = LEVEL_NAMES.iter().position(|n| *n == value);
+        let why = || {
+            format!(
+                "level={value}: one of {} (of --levels)",
+                LEVEL_NAMES.join(", ")
+            )
+        };
+        return at.map(Reads::Level).ok_or_else(why);
+    }
+    let (lo, hi) = parse_band(value).ok_or_else(|| {
+        format!("{key}={value}: expected LO-HI in Hz (k, M or G allowed: 1k-2k), LO <= HI")
+    })?;
+    Ok(match key {
+        "band" => Reads::Band(lo, hi),
+        _ => Reads::Peak(lo, hi),
+    })
+}
+
 fn db_value(key: &str, text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
@@ -121,26 +142,7 @@ impl FromStr for AlertRule {
                 k @ ("band" | "peak" | "level") if band.is_some() => {
                     return Err(fail(format!("{k}: give one of band=, peak= and level=")))
                 }
-                k @ ("band" | "peak") => {
-                    let (lo, hi) = parse_band(value).ok_or_else(|| {
-                        fail(format!(
-                            "{k}={value}: expected LO-HI in Hz (k, M or G allowed: 1k-2k), LO <= HI"
-                        ))
-                    })?;
-                    band = Some(match k {
-                        "band" => Reads::Band(lo, hi),
-                        _ => Reads::Peak(lo, hi),
-                    })
-                }
-                "level" => {
-                    let at = LEVEL_NAMES.iter().position(|n| *n == value).ok_or_else(|| {
-                        fail(format!(
-                            "level={value}: one of {} (of --levels)",
-                            LEVEL_NAMES.join(", ")
-                        ))
-                    })?;
-                    band = Some(Reads::Level(at))
-                }
+                k @ ("band" | "peak" | "level") => band = Some(reads(k, value).map_err(fail)?),
                 k @ ("above" | "below") if threshold.is_some() => {
                     return Err(fail(format!("{k}: give one of above= and below=")))
                 }
