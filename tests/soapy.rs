@@ -384,3 +384,24 @@ fn a_device_that_is_not_there_is_one_line() {
     assert!(out.status.success(), "{}", stderr_text(&out));
     assert!(stdout_text(&out).contains("SoapySDR receivers (--file soapy://ARGS):"));
 }
+
+/// A gain the device cannot take is refused, where its driver would ignore it and the run go on
+/// at another gain (the Red Pitaya's driver has no gain and no automatic gain; audit of
+/// session 42).
+#[test]
+fn a_gain_the_device_cannot_take_is_refused() {
+    if !module_installed() {
+        return;
+    }
+    for (gain, why) in [
+        ("10", "has no gain to set (its gain is 0 dB)"),
+        ("auto", "has no automatic gain"),
+    ] {
+        let radio = pitaya(&ONE_TONE, 1, None);
+        let out = run(&strs(&tuned_to_7_1_mhz(radio.port, 2, &["--gain", gain])));
+        assert_clean_error(&out, 2, &[&format!("--gain {gain}: soapy://"), why]);
+    }
+    let radio = pitaya(&ONE_TONE, 1, None);
+    let out = run(&strs(&tuned_to_7_1_mhz(radio.port, 2, &["--gain", "0"])));
+    assert!(out.status.success(), "{}", stderr_text(&out));
+}

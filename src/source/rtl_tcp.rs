@@ -19,7 +19,7 @@
 
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
-use crate::types::InputKind;
+use crate::types::{shown, InputKind};
 use serde::{Deserialize, Deserializer};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -221,6 +221,36 @@ fn check_rate(tuner: u32, rate: f64) -> std::result::Result<(), String> {
     ))
 }
 
+/// The lowest and highest gain, in dB, librtlsdr gives a tuner it names
+/// (`rtlsdr_get_tuner_gains`).
+fn gain_range(tuner: u32) -> Option<(f64, f64)> {
+    match tuner {
+        1 => Some((-1.0, 42.0)),
+        2 => Some((-9.9, 19.2)),
+        3 => Some((-9.9, 19.7)),
+        4 => Some((0.0, 0.0)),
+        5 | 6 => Some((0.0, 49.6)),
+        _ => None,
+    }
+}
+
+/// Why a `--gain` in dB outside the range of a tuner librtlsdr names is worth a warning: the
+/// tuner cannot take it, and rtl_tcp says so on its own console only. Not refused, as for
+/// `check_rate`.
+fn check_gain(tuner: u32, gain: Option<Gain>) -> std::result::Result<(), String> {
+    let (Some(Gain::Db(db)), Some((lo, hi))) = (gain, gain_range(tuner)) else {
+        return Ok(());
+    };
+    if (lo..=hi).contains(&db) {
+        return Ok(());
+    }
+    let name = tuner_name(tuner);
+    let (db, lo, hi) = (shown(db), shown(lo), shown(hi));
+    Err(format!(
+        "--gain {db}: an RTL2832U's {name} tuner takes gains from {lo} to {hi} dB, so the gain librtlsdr sets is not {db} dB (a server for other hardware that says {name} may take it)"
+    ))
+}
+
 /// Connects to `url`, reads its dongle-info header, sends the `tuning` commands and returns the
 /// live I/Q source. `stop` ends the handshake and the stream (no error).
 pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<RtlTcpSource> {
@@ -263,6 +293,9 @@ pub(crate) fn open(url: &str, tuning: Tuning, stop: Arc<AtomicBool>) -> Result<R
         tuner_name(tuner)
     );
     if let Err(why) = check_rate(tuner, tuning.rate) {
+        tracing::warn!("{url}: {why}");
+    }
+    if let Err(why) = check_gain(tuner, tuning.gain) {
         tracing::warn!("{url}: {why}");
     }
     if matches!(tuning.gain, Some(Gain::Db(_))) && gains == 0 {
@@ -435,6 +468,34 @@ mod tests {
         assert!(check_rate(1, 10_000_000.0).is_err());
         // a tuner librtlsdr does not name: another device's server
         assert_eq!(check_rate(0, 10_000_000.0), Ok(()));
+    }
+
+    #[test]
+    fn a_gain_a_named_tuner_cannot_take_is_warned_of() {
+        for (tuner, db) in [
+            (5, 0.0),
+            (5, 49.6),
+            (6, 29.7),
+            (1, -1.0),
+            (2, 19.2),
+            (4, 0.0),
+        ] {
+            assert_eq!(
+                check_gain(tuner, Some(Gain::Db(db))),
+                Ok(()),
+                "{tuner} {db}"
+            );
+        }
+        let why = check_gain(5, Some(Gain::Db(-99.0))).expect_err("below");
+        assert!(
+            why.starts_with("--gain -99: an RTL2832U's R820T tuner takes gains from 0 to 49.6 dB")
+        );
+        assert!(check_gain(1, Some(Gain::Db(45.0))).is_err());
+        assert!(check_gain(4, Some(Gain::Db(10.0))).is_err());
+        // automatic gain, and a tuner librtlsdr does not name (another device's server)
+        assert_eq!(check_gain(5, Some(Gain::Auto)), Ok(()));
+        assert_eq!(check_gain(0, Some(Gain::Db(90.0))), Ok(()));
+        assert_eq!(check_gain(5, None), Ok(()));
     }
 
     #[test]

@@ -30,6 +30,14 @@ struct Kwargs {
 
 type Handle = c_void;
 
+/// `SoapySDRRange`: a range of values, such as a channel's gains in dB.
+#[repr(C)]
+struct Range {
+    minimum: f64,
+    maximum: f64,
+    step: f64,
+}
+
 /// The entry points fftd calls (signatures from SoapySDR 0.8's Device.h, Types.h, Logger.h).
 struct Api {
     enumerate: unsafe extern "C" fn(*const c_char, *mut usize) -> *mut Kwargs,
@@ -42,6 +50,8 @@ struct Api {
     set_frequency: unsafe extern "C" fn(*mut Handle, c_int, usize, f64, *const Kwargs) -> c_int,
     set_gain: unsafe extern "C" fn(*mut Handle, c_int, usize, f64) -> c_int,
     set_gain_mode: unsafe extern "C" fn(*mut Handle, c_int, usize, bool) -> c_int,
+    has_gain_mode: unsafe extern "C" fn(*const Handle, c_int, usize) -> bool,
+    gain_range: unsafe extern "C" fn(*const Handle, c_int, usize) -> Range,
     num_channels: unsafe extern "C" fn(*const Handle, c_int) -> usize,
     stream_formats:
         unsafe extern "C" fn(*const Handle, c_int, usize, *mut usize) -> *mut *mut c_char,
@@ -109,6 +119,8 @@ fn load() -> Result<Api, String> {
             set_frequency: symbol(handle, "SoapySDRDevice_setFrequency")?,
             set_gain: symbol(handle, "SoapySDRDevice_setGain")?,
             set_gain_mode: symbol(handle, "SoapySDRDevice_setGainMode")?,
+            has_gain_mode: symbol(handle, "SoapySDRDevice_hasGainMode")?,
+            gain_range: symbol(handle, "SoapySDRDevice_getGainRange")?,
             num_channels: symbol(handle, "SoapySDRDevice_getNumChannels")?,
             stream_formats: symbol(handle, "SoapySDRDevice_getStreamFormats")?,
             strings_clear: symbol(handle, "SoapySDRStrings_clear")?,
@@ -276,6 +288,21 @@ impl Device {
             ),
             None => Ok(()),
         }
+    }
+
+    /// Whether the channel has automatic gain (a driver without it ignores the mode).
+    pub(super) fn has_automatic_gain(&self, channel: usize) -> bool {
+        // SAFETY: a live device handle.
+        unsafe { (self.api.has_gain_mode)(self.handle, RX, channel) }
+    }
+
+    /// The channel's lowest and highest overall gain in dB (0 to 0 where it has no gain to
+    /// set: a driver without one ignores the gain).
+    pub(super) fn gain_range(&self, channel: usize) -> (f64, f64) {
+        // SAFETY: a live device handle; the range is returned by value.
+        let range = unsafe { (self.api.gain_range)(self.handle, RX, channel) };
+        let _ = range.step; // (drivers round to their steps themselves)
+        (range.minimum, range.maximum)
     }
 
     /// The sample formats the channel streams (CF32, CS16, …).

@@ -19,7 +19,7 @@ pub(crate) mod api;
 use super::rtl_tcp::Gain;
 use super::{SampleSource, SourceInfo};
 use crate::error::{FftdError, Result};
-use crate::types::InputKind;
+use crate::types::{shown, InputKind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -119,10 +119,8 @@ pub(crate) fn open(url: &str, request: Request, stop: Arc<AtomicBool>) -> Result
     if let Some(hz) = request.center {
         device.set_frequency(ch, hz).map_err(fail)?;
     }
-    match request.gain {
-        None => {}
-        Some(Gain::Auto) => device.set_gain(ch, None).map_err(fail)?,
-        Some(Gain::Db(db)) => device.set_gain(ch, Some(db)).map_err(fail)?,
+    if let Some(gain) = request.gain {
+        set_gain(&device, ch, gain, url)?;
     }
     let formats = device.formats(ch);
     let format = ["CF32", "CS16"]
@@ -157,6 +155,36 @@ pub(crate) fn open(url: &str, request: Request, stop: Arc<AtomicBool>) -> Result
         received: 0,
         last_data: Instant::now(),
     })
+}
+
+/// Sets `--gain` on the channel, refused where the device cannot take it: a driver clips or
+/// ignores a gain outside its range (any gain, where it has none) and ignores automatic gain
+/// where it has no such mode, so the run would go on at another gain than the one asked for.
+fn set_gain(device: &api::Device, ch: usize, gain: Gain, url: &str) -> Result<()> {
+    let db = match gain {
+        Gain::Auto if !device.has_automatic_gain(ch) => {
+            let why = format!("--gain auto: {url} has no automatic gain; give a gain in dB");
+            return Err(FftdError::Usage(why));
+        }
+        Gain::Auto => None,
+        Gain::Db(db) => Some(db),
+    };
+    if let Some(db) = db {
+        let (lo, hi) = device.gain_range(ch);
+        let range = match lo == hi {
+            true => format!("has no gain to set (its gain is {} dB)", shown(lo)),
+            false => format!("takes gains from {} to {} dB", shown(lo), shown(hi)),
+        };
+        if !(lo..=hi).contains(&db) {
+            return Err(FftdError::Usage(format!(
+                "--gain {}: {url} {range}",
+                shown(db)
+            )));
+        }
+    }
+    device
+        .set_gain(ch, db)
+        .map_err(|why| FftdError::input(url, why))
 }
 
 impl SoapySource {
