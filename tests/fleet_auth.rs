@@ -769,3 +769,21 @@ fn unreadable_credentials_and_certificates_are_usage_errors() {
         );
     }
 }
+
+/// A client certificate with another certificate's key is refused before connecting, naming
+/// both files (async-nats would fail the handshake in words that name neither).
+#[test]
+fn a_client_key_that_is_not_the_certificates_is_refused() {
+    if !program_runs("openssl", &["version"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert, _) = crate::serve_safe::certificate(dir.path());
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    let (_, other_key) = crate::serve_safe::certificate(&other);
+    let flags = ["--nats-cert", &cert, "--nats-key", &other_key];
+    let out = setup_with("tls://127.0.0.1:1/", &flags, &[]);
+    let not_its = format!("--nats-key {other_key}: not the key of --nats-cert {cert}");
+    assert_clean_error(&out, 2, &[&not_its]);
+}

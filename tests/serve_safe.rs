@@ -464,7 +464,7 @@ for f in text_string_to_metric_families(open(sys.argv[1]).read()):
 "#;
 
 /// A self-signed certificate for 127.0.0.1 and its key, made by openssl.
-fn certificate(dir: &Path) -> (String, String) {
+pub(crate) fn certificate(dir: &Path) -> (String, String) {
     let cert = dir.join("cert.pem").to_str().unwrap().to_string();
     let key = dir.join("key.pem").to_str().unwrap().to_string();
     let out = Command::new("openssl")
@@ -551,6 +551,13 @@ fn tls_serves_https_with_openssl_certificates_and_refuses_plain_http() {
     assert_clean_error(&out, 2, &["--serve-tls-key", "private key"]);
     let out = run(&[&base[..], &[&key, "--serve-tls-key", &key]].concat());
     assert_clean_error(&out, 2, &["--serve-tls-cert", "CERTIFICATE"]);
+    // another certificate's key: named before the run, not at the first handshake
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let (_, other_key) = certificate(&other);
+    let out = run(&[&base[..], &[&cert, "--serve-tls-key", &other_key]].concat());
+    let not_its = format!("--serve-tls-key {other_key}: not the key of --serve-tls-cert {cert}");
+    assert_clean_error(&out, 2, &[&not_its]);
     let locked = dir.path().join("locked.pem");
     let pem = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n";
     std::fs::write(&locked, pem).unwrap();

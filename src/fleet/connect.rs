@@ -130,10 +130,9 @@ impl NatsArgs {
             opts = opts.add_root_certificates(ca.clone());
         }
         if let (Some(cert), Some(key)) = (&self.nats_cert, &self.nats_key) {
-            // (read here, before connecting, where a TLS handshake's failure would not name
-            // the file; async-nats reads them again with the same parser)
-            pem::certificates("--nats-cert", cert).map_err(FftdError::Usage)?;
-            pem::private_key("--nats-key", key).map_err(FftdError::Usage)?;
+            // (read and paired here, before connecting, where a TLS handshake's failure would
+            // not name the file; async-nats reads them again with the same parser)
+            pem::key_pair(("--nats-cert", cert), ("--nats-key", key)).map_err(FftdError::Usage)?;
             opts = opts.add_client_certificate(cert.clone(), key.clone());
         }
         // the servers of `nats://a,b/...` are tried in the order given (the client would shuffle

@@ -12,21 +12,16 @@ use tokio_rustls::TlsAcceptor;
 /// An acceptor for the certificate chain in `cert` and the private key in `key` (PEM).
 pub(super) fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor> {
     // (usage errors, as every file a flag names and fftd reads before the run)
-    let chain = pem::certificates("--serve-tls-cert", cert).map_err(FftdError::Usage)?;
-    let private = pem::private_key("--serve-tls-key", key).map_err(FftdError::Usage)?;
+    let cert = ("--serve-tls-cert", cert);
+    let (chain, private) =
+        pem::key_pair(cert, ("--serve-tls-key", key)).map_err(FftdError::Usage)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| FftdError::Runtime(format!("--serve-tls-cert: {e}")))?
         .with_no_client_auth()
         .with_single_cert(chain, private)
-        .map_err(|e| {
-            FftdError::Usage(format!(
-                "--serve-tls-key {}: does not fit --serve-tls-cert {}: {e}",
-                crate::types::shown_path(key),
-                crate::types::shown_path(cert)
-            ))
-        })?;
+        .map_err(|e| FftdError::Usage(format!("--serve-tls-key: {e}")))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsAcceptor::from(Arc::new(config)))
 }

@@ -49,6 +49,38 @@ pub(crate) fn private_key(flag: &str, path: &Path) -> Result<PrivateKeyDer<'stat
     })
 }
 
+/// The certificate chain in `cert` and the private key in `key` (`flag`s name them), checked to
+/// belong together: the key's public half is the first certificate's. A TLS stack finds a
+/// mismatch only at the handshake (the live view's when it starts, async-nats' when it
+/// connects, in words that name no file).
+pub(crate) fn key_pair(
+    (cert_flag, cert): (&str, &Path),
+    (key_flag, key): (&str, &Path),
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    use tokio_rustls::rustls::{crypto::ring, sign::CertifiedKey, Error, InconsistentKeys};
+    let chain = certificates(cert_flag, cert)?;
+    let private = private_key(key_flag, key)?;
+    let keys = ring::default_provider().key_provider;
+    let signing = (keys.load_private_key(private.clone_key()))
+        .map_err(|e| named(key_flag, key, format!("not a key fftd can use: {e}")))?;
+    match CertifiedKey::new(chain.clone(), signing).keys_match() {
+        Ok(()) | Err(Error::InconsistentKeys(InconsistentKeys::Unknown)) => Ok((chain, private)),
+        Err(Error::InconsistentKeys(_)) => Err(named(
+            key_flag,
+            key,
+            format!(
+                "not the key of {cert_flag} {} (its public key is not the certificate's)",
+                crate::types::shown_path(cert)
+            ),
+        )),
+        Err(e) => Err(named(
+            cert_flag,
+            cert,
+            format!("not a certificate fftd can read: {e}"),
+        )),
+    }
+}
+
 fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
     // (bounded, so a device named by mistake is an error rather than memory filled)
     read_at_most(path, PEM_MOST_BYTES).map_err(|e| named(flag, path, e.to_string()))
