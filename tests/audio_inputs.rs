@@ -182,7 +182,7 @@ fn flac_from_a_fifo_reads_as_the_file() {
     let flac = at(dir.path(), "w.flac");
     make("sox", &[&wav, &flac]);
     let fifo = dir.path().join("pipe");
-    make("mkfifo", &[&fifo.display().to_string()]);
+    mkfifo(&fifo);
     let writer = {
         let (flac, fifo) = (flac.clone(), fifo.clone());
         std::thread::spawn(move || std::fs::write(fifo, std::fs::read(flac).expect("read")))

@@ -564,8 +564,7 @@ fn a_publish_stopped_by_ctrl_c_and_resumed_with_its_run_id_gives_every_frame_onc
     // Ctrl-C, the rest after, so the publish cannot be over before Ctrl-C however the machine is
     // loaded; on one connection, resumed on the default (one per shard)
     let fifo = dir.path().join("rec.fifo");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
-    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    mkfifo(&fifo);
     let first = publish_with(&server, &fifo, &["--run-id", "r1", "--connections", "1"]);
     let bytes = std::fs::read(&wav).expect("the recording");
     let mut feed = fifo_writer(&fifo, &first);

@@ -12,14 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn mkfifo(path: &Path) {
-    let ok = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(ok.success(), "mkfifo {}", path.display());
-}
-
 fn s(path: &Path) -> &str {
     path.to_str().expect("utf8 path")
 }

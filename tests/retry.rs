@@ -30,11 +30,6 @@ fn tmp(name: &str) -> PathBuf {
     dir
 }
 
-fn mkfifo(path: &Path) {
-    let ok = Command::new("mkfifo").arg(path).status().expect("mkfifo");
-    assert!(ok.success());
-}
-
 /// Waits for `child` (killed after `TIMEOUT`); its exit code and stderr.
 fn wait(mut child: Child) -> (Option<i32>, String) {
     let mut err = child.stderr.take().expect("stderr");

@@ -203,6 +203,16 @@ pub fn alsa_file_device(dir: &Path, raw: &[u8]) -> PathBuf {
 
 /// Whether `program` runs (`program ARGS` exits 0); when it cannot, CI fails with the reason
 /// instead of skipping (as `python_has`).
+/// Makes a named pipe (FIFO) at `path`, for tests of fftd reading or writing one.
+pub fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("a path with no NUL");
+    // SAFETY: mkfifo(3) with a NUL-terminated path that lives across the call.
+    let made = unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } == 0;
+    let why = std::io::Error::last_os_error();
+    assert!(made, "mkfifo {}: {why}", path.display());
+}
+
 pub fn program_runs(program: &str, args: &[&str]) -> bool {
     let ok = Command::new(program)
         .args(args)
