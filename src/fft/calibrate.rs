@@ -293,7 +293,7 @@ pub(crate) fn obtain<T: Sample>(
     }
     let cal = measure(gpu)?;
     match cal.save() {
-        Ok(p) => tracing::debug!(path = %p.display(), "saved calibration"),
+        Ok(p) => tracing::debug!(path = %crate::types::shown_path(&p), "saved calibration"),
         Err(e) => tracing::warn!("cannot cache the calibration: {e}"),
     }
     Ok(cal)

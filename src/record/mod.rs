@@ -212,7 +212,7 @@ impl Recorder {
                 format!("{}: {e}", crate::types::shown_path(&stem)),
             )
         })?;
-        tracing::info!(file = %writer.path().display(), "recording begun");
+        tracing::info!(file = %crate::types::shown_path(writer.path()), "recording begun");
         ring.recordings.push(Active {
             rule: event.alert.clone(),
             stream: event.stream,
@@ -241,7 +241,7 @@ impl Recorder {
             let r = ring.recordings.swap_remove(k);
             let keep = r.end.map_or(r.writer.frames, |end| end - r.first);
             let path = r.writer.finish(keep)?;
-            tracing::info!(file = %path.display(), "recording complete");
+            tracing::info!(file = %crate::types::shown_path(&path), "recording complete");
         }
         Ok(())
     }

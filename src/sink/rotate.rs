@@ -329,7 +329,7 @@ impl Rotation {
         }
         self.bytes = header;
         self.rows = 0;
-        tracing::debug!(file = %path.display(), "output file begun");
+        tracing::debug!(file = %crate::types::shown_path(&path), "output file begun");
         Ok((self.make)(&path))
     }
 
@@ -359,10 +359,10 @@ impl Rotation {
             }
             match std::mem::replace(&mut self.said_taken, true) {
                 false => {
-                    tracing::warn!(taken = %path.display(), file = %candidate.display(), "an output file of that name is there already: writing another (said once a run)")
+                    tracing::warn!(taken = %crate::types::shown_path(&path), file = %crate::types::shown_path(&candidate), "an output file of that name is there already: writing another (said once a run)")
                 }
                 true => {
-                    tracing::debug!(taken = %path.display(), file = %candidate.display(), "output name taken")
+                    tracing::debug!(taken = %crate::types::shown_path(&path), file = %crate::types::shown_path(&candidate), "output name taken")
                 }
             }
             return Ok(candidate);

@@ -32,7 +32,7 @@ pub(crate) struct NamePattern {
 impl NamePattern {
     /// Checks `path`'s fields; one whose file name has none gets `-{seq}` before its extension.
     pub(crate) fn new(path: &Path) -> Result<Self, PatternError> {
-        let shown = path.display().to_string();
+        let shown = crate::types::shown_path(path);
         let text = path
             .to_str()
             .ok_or_else(|| PatternError::NotText(shown.clone()))?;
