@@ -231,11 +231,11 @@ pub(super) fn place_outputs<T: Sample>(
 fn create_placed(path: &Path, shape: PlacedShape, preamble: &[u8]) -> Option<PlacedFile> {
     match PlacedFile::create(path, shape, preamble) {
         Ok(file) => {
-            tracing::debug!(path = %crate::types::shown_path(&path), rows = shape.rows, "rows placed by the encoders");
+            tracing::debug!(path = %crate::types::shown_path(path), rows = shape.rows, "rows placed by the encoders");
             Some(file)
         }
         Err(e) => {
-            tracing::debug!(path = %crate::types::shown_path(&path), error = %e, "written the ordinary way");
+            tracing::debug!(path = %crate::types::shown_path(path), error = %e, "written the ordinary way");
             None
         }
     }
