@@ -29,6 +29,9 @@ pub(crate) const DEVICE_BATCH_SAMPLES: usize = 1 << 22;
 /// FFT workers per CPU core at most: each worker is a thread with its own engine.
 pub(crate) const WORKERS_PER_CORE: usize = 4;
 
+/// Longest `--idle-exit` in seconds: a week.
+pub(crate) const IDLE_EXIT_S_MAX: f64 = 604_800.0;
+
 /// Longest `--max-latency` in ms: a frame held a minute for its batch to fill is no longer live.
 pub(crate) const MAX_LATENCY_MS: f64 = 60_000.0;
 

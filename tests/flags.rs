@@ -108,9 +108,9 @@ fn every_numeric_flag_given_minus_one_names_itself_and_what_it_takes() {
         ("", "--average", "frames >= 1"),
         ("", "--channel", "0-based channel number"),
         ("", "--png-size", "320x240"),
-        ("", "--connect-timeout", "more than 0 and at most 3600"),
+        ("", "--connect-timeout", "above 0 and at most 3600 s"),
         ("", "--hop", "at least 1"),
-        ("", "--idle-exit", "more than 0 and at most 604800"),
+        ("", "--idle-exit", "above 0 and at most 604800 s"),
         ("check", "--tolerance", "above 0"),
         ("bench", "--reps", "from 1 to"),
         ("bench", "--average", "from 1 to"),
@@ -732,4 +732,58 @@ fn frequencies_are_quoted_as_typed_and_band_options_take_suffixes() {
     let bad = ["--bands", "mel:8,fmin=1e1k"];
     let out = run(&[&args[..], &rate, &bad].concat());
     assert_clean_error(&out, 2, &["fmin=1e1k", "k, M or G"]);
+}
+
+/// Every duration flag takes the units `--average` and `--rotate` take, a bare number being the
+/// flag's own unit (`--duration 10` seconds, `--max-latency 5` ms), by flag and config key; one
+/// out of range is quoted as typed (audit of session 44: `--duration 1s` was "expected a number").
+#[test]
+fn durations_take_units_wherever_they_are_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let args = ["--file", s(&x), "--rate", "1000", "--frame", "64"];
+    let args = [&args[..], &["--format", "csv"]].concat();
+    let rows = |more: &[&str]| {
+        let out = run(&[&args[..], more].concat());
+        assert!(out.status.success(), "{more:?}: {}", stderr_text(&out));
+        stdout_text(&out)
+    };
+    let want = rows(&["--duration", "1.5", "--max-latency", "20"]);
+    assert_eq!(want.lines().count(), 1 + 1500_usize.div_ceil(64), "{want}"); // (the last padded)
+    assert_eq!(
+        rows(&["--duration", "1500ms", "--max-latency", "0.02s"]),
+        want
+    );
+    let config = dir.path().join("d.toml");
+    std::fs::write(&config, "duration = \"0.025min\"\nmax-latency = 20\n").expect("write");
+    assert_eq!(rows(&["--config", s(&config)]), want);
+    for (flag, value, why) in [
+        (
+            "--duration",
+            "0s",
+            "--duration 0s: must be a duration above 0",
+        ),
+        (
+            "--duration",
+            "1 parsec",
+            "--duration 1 parsec: expected a duration",
+        ),
+        (
+            "--max-latency",
+            "2min",
+            "--max-latency 2min: must be from 0 to 60000 ms",
+        ),
+        (
+            "--idle-exit",
+            "2w",
+            "--idle-exit 2w: must be a duration above 0 and at most",
+        ),
+    ] {
+        let out = run(&[&args[..], &[flag, value]].concat());
+        assert_clean_error(&out, 2, &[why]);
+    }
+    std::fs::write(&config, "duration = \"-1s\"\n").expect("write");
+    let out = run(&[&args[..], &["--config", s(&config)]].concat());
+    let why = "d.toml:1: duration = \"-1s\": must be a duration above 0";
+    assert_clean_error(&out, 2, &[why]);
 }

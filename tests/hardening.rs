@@ -211,7 +211,10 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
             &["--workers", "1000000"],
             &["--workers 1000000", "from 0 to"],
         ),
-        (&["--duration", "-1"], &["--duration -1", "positive"]),
+        (
+            &["--duration", "-1"],
+            &["--duration -1", "must be a duration above 0"],
+        ),
         (
             &["--max-latency", "-1"],
             &["--max-latency -1", "from 0 to 60000"],

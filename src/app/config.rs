@@ -375,14 +375,6 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
     let channels = (o.channels)
         .map(|c| in_range("--channels", c, 1, max_channels, "channels"))
         .transpose()?;
-    if let Some(d) = o.duration {
-        if !(d.is_finite() && d > 0.0) {
-            return usage(format!(
-                "--duration {}: must be a positive number of seconds",
-                shown(d)
-            ));
-        }
-    }
     let max_frames = (o.max_frames)
         .map(|m| in_range("--max-frames", m, 1, None, "frames"))
         .transpose()?;
@@ -516,14 +508,8 @@ fn engine_spec(
     frame: FrameSize,
     precision: Precision,
 ) -> Result<EngineSpec> {
+    // (its range checked where it is read: app::units)
     let max_latency_ms = o.max_latency.unwrap_or(5.0);
-    if !(0.0..=limits::MAX_LATENCY_MS).contains(&max_latency_ms) {
-        return usage(format!(
-            "--max-latency {}: must be a number of ms from 0 to {}",
-            shown(max_latency_ms),
-            shown(limits::MAX_LATENCY_MS)
-        ));
-    }
     let max_workers = Some(limits::max_workers() as u64);
     let workers = in_range(
         "--workers",

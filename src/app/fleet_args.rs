@@ -44,17 +44,12 @@ pub struct NatsFlags {
     pub nats_key: Option<PathBuf>,
 
     /// Seconds the first connection may take [default: 5].
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::app::units::seconds_up_to(3600.0))]
     pub connect_timeout: Option<f64>,
 }
 
-fn positive_seconds(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(v),
-        _ => Err("must be a number of seconds, more than 0 and at most 3600".into()),
-    }
-}
-
+/// The longest `--ack-wait` and `--duplicate-window`: a year.
+const YEAR_S: f64 = 86_400.0 * 365.0;
 impl NatsFlags {
     /// The flags as the fleet takes them.
     pub fn spec(&self) -> NatsArgs {
@@ -137,7 +132,7 @@ pub struct SetupFlags {
     pub consumer: String,
 
     /// Seconds a worker has to ack a block before it is given to another.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::app::units::seconds_up_to(YEAR_S))]
     pub ack_wait: f64,
 
     /// Deliveries of one block at most (a block that fails this many workers is given up and
@@ -161,7 +156,7 @@ pub struct SetupFlags {
     /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
     /// max deliver × (ack wait + 150 s of a worker's retries) so a redelivered block's rows are
     /// still recognised.
-    #[arg(long, value_name = "SECONDS", default_value_t = 900.0)]
+    #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = crate::app::units::seconds_up_to(YEAR_S))]
     pub duplicate_window: f64,
 
     /// Keep the streams in memory instead of files (lost when the server restarts).

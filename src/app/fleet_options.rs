@@ -8,10 +8,6 @@ use crate::fleet::output::NatsOutput;
 use crate::fleet::worker::FleetIo;
 use crate::frame::FrameSize;
 use crate::sink::OutputFormat;
-use crate::types::shown;
-
-/// The longest `--idle-exit`, in seconds: a week.
-const MOST_IDLE_EXIT_S: f64 = 604_800.0;
 
 /// A fleet worker's addresses (`--file nats://HOST:PORT/STREAM/CONSUMER`,
 /// `--output nats://HOST:PORT/SUBJECT`), and the flags a worker cannot take refused: everything
@@ -19,16 +15,8 @@ const MOST_IDLE_EXIT_S: f64 = 604_800.0;
 pub(super) fn check_fleet(o: &Options) -> Result<Option<FleetIo>> {
     use crate::types::nats_url::{is_nats_url, NatsUrl};
     let usage = |m: &str| Err(FftdError::Usage(m.to_string()));
-    let idle_exit = match o.idle_exit {
-        None => None,
-        Some(s) if s > 0.0 && s <= MOST_IDLE_EXIT_S => Some(std::time::Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(FftdError::Usage(format!(
-                "--idle-exit {}: must be a number of seconds, more than 0 and at most {MOST_IDLE_EXIT_S} (a week)",
-                shown(s)
-            )))
-        }
-    };
+    // (its range checked where it is read: app::units)
+    let idle_exit = o.idle_exit.map(std::time::Duration::from_secs_f64);
     let nats_inputs = o.file.iter().filter(|f| is_nats_url(f)).count();
     let output = o
         .output

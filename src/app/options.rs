@@ -2,7 +2,7 @@
 //! names are the config-file keys), merged as CLI > config file by `merge`; `config` validates
 //! the result into the run's spec.
 
-use super::frequency;
+use super::units;
 use crate::fft::router::DeviceChoice;
 use crate::fft::Scale;
 use crate::frame::{FrameSize, Tail};
@@ -127,8 +127,8 @@ pub struct Options {
 
     /// Sample rate in Hz (a k, M or G suffix scales it: 2.4M) for inputs without a header (text,
     /// raw, stdin) and for the microphone [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::rate_hz)]
-    #[serde(default, deserialize_with = "frequency::config_rate")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::rate_hz)]
+    #[serde(default, deserialize_with = "units::config_rate")]
     pub rate: Option<f64>,
 
     /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
@@ -199,13 +199,13 @@ pub struct Options {
     pub average_mode: Option<AverageMode>,
 
     /// Only the bins at or above this frequency in Hz (k, M or G: 100k).
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::hz)]
-    #[serde(default, deserialize_with = "frequency::config_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::hz)]
+    #[serde(default, deserialize_with = "units::config_hz")]
     pub fmin: Option<f64>,
 
     /// Only the bins at or below this frequency in Hz (k, M or G: 100k).
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::hz)]
-    #[serde(default, deserialize_with = "frequency::config_hz")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::hz)]
+    #[serde(default, deserialize_with = "units::config_hz")]
     pub fmax: Option<f64>,
 
     /// Band powers instead of bins: mel:N[,htk][,norm=slaney|none][,fmin=HZ][,fmax=HZ] (librosa's
@@ -255,15 +255,15 @@ pub struct Options {
     pub cross: Option<crate::products::measure::cross::CrossSpec>,
 
     /// The fundamental --distortion measures, in Hz [default: the strongest tone].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::tone_hz)]
-    #[serde(default, deserialize_with = "frequency::config_tone")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::tone_hz)]
+    #[serde(default, deserialize_with = "units::config_tone")]
     pub tone: Option<f64>,
     /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
     /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
     /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = frequency::center_hz)]
-    #[serde(default, deserialize_with = "frequency::config_center")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::center_hz)]
+    #[serde(default, deserialize_with = "units::config_center")]
     pub center_freq: Option<f64>,
 
     /// Subtract each frame's mean (I and Q apart) before the window: removes the DC spike of I/Q
@@ -329,9 +329,10 @@ pub struct Options {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole_number)]
     pub max_frames: Option<i64>,
 
-    /// Analyse only the first SECONDS of each stream (of signal time; live input stops then too).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// Analyse only the first SECONDS of each stream (of signal time; live input stops then too),
+    /// or a duration with a unit (500ms, 10min, 2h).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = units::duration_s)]
+    #[serde(default, deserialize_with = "units::config_duration")]
     pub duration: Option<f64>,
 
     /// Transform engine: auto (the faster for each batch, measured, on every GPU worth it), cpu,
@@ -345,9 +346,10 @@ pub struct Options {
     #[arg(long, value_name = "B", allow_negative_numbers = true, value_parser = whole_number)]
     pub batch: Option<i64>,
 
-    /// Longest a frame waits for its batch to fill before it is sent anyway, in ms [default: 5].
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// Longest a frame waits for its batch to fill before it is sent anyway, in ms (or with a
+    /// unit: 0.5s) [default: 5].
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = units::max_latency_ms)]
+    #[serde(default, deserialize_with = "units::config_max_latency")]
     pub max_latency: Option<f64>,
 
     /// FFT worker threads per device [default: 0 = one per CPU core].
@@ -400,9 +402,9 @@ pub struct Options {
     pub realtime: bool,
 
     /// Fleet workers (--file nats://HOST:PORT/STREAM/CONSUMER): exit once no block has come for
-    /// SECONDS [default: run until Ctrl-C].
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    /// SECONDS (or with a unit: 2min) [default: run until Ctrl-C].
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = units::idle_exit_s)]
+    #[serde(default, deserialize_with = "units::config_idle_exit")]
     pub idle_exit: Option<f64>,
 
     // issue 27: the daemon (docs/daemon.md)
@@ -479,7 +481,7 @@ fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D
 }
 
 /// `value`, which must be finite ("expected a finite number"): `finite`'s and
-/// `frequency::config_hz`'s one check.
+/// `units::config_hz`'s one check.
 pub(super) fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
     match value.is_finite() {
         true => Ok(Some(value)),

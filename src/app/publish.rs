@@ -88,7 +88,7 @@ pub struct PublishArgs {
 
     /// Sample rate in Hz for inputs without a header (a k, M or G suffix scales it: 2.4M)
     /// [default: 1].
-    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = crate::app::frequency::rate_hz)]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = crate::app::units::rate_hz)]
     pub rate: Option<f64>,
 
     /// Interleaved channels in raw files; channels to capture with --mic.
@@ -130,11 +130,12 @@ pub struct PublishArgs {
     pub nats: NatsFlags,
 }
 
-/// `fftd publish --max-latency`: milliseconds, more than 0 and at most 60 000.
+/// `fftd publish --max-latency`: in ms (a bare number is ms), more than 0 and at most 60 000.
 fn max_latency_ms(text: &str) -> std::result::Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 60_000.0 => Ok(v),
-        _ => Err("must be a number of milliseconds, more than 0 and at most 60000".into()),
+    let ms = crate::app::units::seconds(text, crate::types::duration::MILLISECOND)? * 1e3;
+    match ms > 0.0 && ms <= 60_000.0 {
+        true => Ok(ms),
+        false => Err("must be more than 0 and at most 60000 ms".into()),
     }
 }
 

@@ -46,15 +46,6 @@ mod parse;
 
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
-/// Duration units `--average` accepts, with their length in nanoseconds. `ms` and `us` come
-/// before `s`, which they end with.
-const DURATION_UNITS: [(&str, u64); 4] = [
-    ("min", 60 * NANOS_PER_SECOND),
-    ("ms", 1_000_000),
-    ("us", 1_000),
-    ("s", NANOS_PER_SECOND),
-];
-
 /// Fraction digits beyond this many cannot change a whole number of nanoseconds (< 10^-7 ns).
 const MAX_FRACTION_DIGITS: usize = 18;
 

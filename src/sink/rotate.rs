@@ -83,18 +83,6 @@ pub enum RotateSpec {
 #[error("'{0}': expected a duration (30s, 10min, 1h, 1d) or a size (500MB, 64KiB, 1GB) above 0")]
 pub struct RotateError(pub String);
 
-/// Duration units, longest suffix first, in seconds.
-const TIME_UNITS: [(&str, f64); 8] = [
-    ("min", 60.0),
-    ("ms", 1e-3),
-    ("us", 1e-6),
-    ("s", 1.0),
-    ("m", 60.0),
-    ("h", 3600.0),
-    ("d", 86_400.0),
-    ("w", 604_800.0),
-];
-
 /// Size units (SI and binary), longest suffix first, in bytes.
 const SIZE_UNITS: [(&str, u64); 9] = [
     ("KiB", 1 << 10),
@@ -107,17 +95,6 @@ const SIZE_UNITS: [(&str, u64); 9] = [
     ("GB", 1_000_000_000),
     ("TB", 1_000_000_000_000),
 ];
-
-/// Seconds of a duration such as `100ms`, `2.5s`, `10min`, `1h`, `1d` (a unit is required);
-/// None when `text` is not one or is negative or not finite.
-pub(crate) fn parse_seconds(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let (number, unit) = TIME_UNITS
-        .iter()
-        .find_map(|(u, s)| text.strip_suffix(u).map(|n| (n, *s)))?;
-    let value: f64 = number.trim().parse().ok()?;
-    (value.is_finite() && value >= 0.0).then_some(value * unit)
-}
 
 /// Parses `--rotate`.
 pub(crate) fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
@@ -135,7 +112,7 @@ pub(crate) fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
             false => Err(bad()),
         };
     }
-    match parse_seconds(t) {
+    match crate::types::duration::seconds(t, None) {
         Some(s) if s > 0.0 => Ok(RotateSpec::Every(s)),
         _ => Err(bad()),
     }
@@ -423,8 +400,6 @@ mod tests {
         for bad in ["", "1", "0s", "-1h", "MB", "1 parsec", "nanh", "0B"] {
             assert!(parse_rotate(bad).is_err(), "{bad}");
         }
-        assert_eq!(parse_seconds("100ms"), Some(0.1));
-        assert_eq!(parse_seconds("2"), None);
     }
 
     #[test]

@@ -28,16 +28,6 @@ pub enum RetryPolicy {
 #[error("'{0}': expected forever, a number of attempts (10) or a duration (90s, 10min, 1h, 1d)")]
 pub struct RetryPolicyError(pub String);
 
-/// Duration units, longest suffix first, in seconds.
-const UNITS: [(&str, f64); 6] = [
-    ("min", 60.0),
-    ("ms", 1e-3),
-    ("s", 1.0),
-    ("m", 60.0),
-    ("h", 3600.0),
-    ("d", 86_400.0),
-];
-
 impl FromStr for RetryPolicy {
     type Err = RetryPolicyError;
     fn from_str(text: &str) -> Result<Self, RetryPolicyError> {
@@ -49,13 +39,8 @@ impl FromStr for RetryPolicy {
         if let Ok(n) = t.parse::<u32>() {
             return (n > 0).then_some(RetryPolicy::Attempts(n)).ok_or_else(bad);
         }
-        let (number, unit) = UNITS
-            .iter()
-            .find_map(|(u, s)| t.strip_suffix(u).map(|n| (n, *s)))
-            .ok_or_else(bad)?;
-        let value: f64 = number.trim().parse().map_err(|_| bad())?;
-        let seconds = value * unit;
-        if !(seconds.is_finite() && seconds > 0.0 && seconds < 1e12) {
+        let seconds = crate::types::duration::seconds(t, None).ok_or_else(bad)?;
+        if !(seconds > 0.0 && seconds < 1e12) {
             return Err(bad());
         }
         Ok(RetryPolicy::For(Duration::from_secs_f64(seconds)))

@@ -1,7 +1,8 @@
 //! `--average N|DURATION` and `--average-mode` read from text and written back (one-line errors
 //! naming the value).
 
-use super::{AverageMode, AverageSpec, DURATION_UNITS, MAX_FRACTION_DIGITS, NANOS_PER_SECOND};
+use super::{AverageMode, AverageSpec, MAX_FRACTION_DIGITS, NANOS_PER_SECOND};
+use crate::types::duration::{split_unit, UNITS, UNIT_NAMES};
 use crate::types::escaped;
 use std::fmt;
 use std::str::FromStr;
@@ -17,7 +18,7 @@ fn shown(value: &str) -> String {
 
 fn average_usage(value: &str) -> String {
     format!(
-        "--average {}: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min)",
+        "--average {}: must be a number of frames >= 1 or a duration like 250ms (units: {UNIT_NAMES})",
         shown(value)
     )
 }
@@ -34,13 +35,6 @@ impl FromStr for AverageSpec {
     }
 }
 
-/// Splits `250ms` into `("250", 1_000_000)`; None when `text` ends in no known unit.
-fn split_unit(text: &str) -> Option<(&str, u64)> {
-    DURATION_UNITS
-        .iter()
-        .find_map(|(unit, nanos)| text.strip_suffix(unit).map(|number| (number, *nanos)))
-}
-
 fn parse_frame_count(text: &str, value: &str) -> Result<AverageSpec, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return match text.parse::<usize>() {
@@ -55,7 +49,7 @@ fn parse_frame_count(text: &str, value: &str) -> Result<AverageSpec, String> {
     }
     if split_decimal(text).is_some() {
         return Err(format!(
-            "--average {}: a number of frames must be whole; a duration needs a unit (us, ms, s, min)",
+            "--average {}: a number of frames must be whole; a duration needs a unit ({UNIT_NAMES})",
             shown(value)
         ));
     }
@@ -124,7 +118,7 @@ impl fmt::Display for AverageSpec {
 }
 
 fn write_duration(f: &mut fmt::Formatter<'_>, nanos: u64) -> fmt::Result {
-    if let Some((unit, unit_nanos)) = DURATION_UNITS.iter().find(|(_, u)| nanos % u == 0) {
+    if let Some((unit, unit_nanos)) = UNITS.iter().find(|(_, u)| nanos % u == 0) {
         return write!(f, "{}{unit}", nanos / unit_nanos);
     }
     let fraction = format!("{:09}", nanos % NANOS_PER_SECOND);

@@ -129,7 +129,7 @@ fn rejects_bad_average_values_in_one_line_naming_flag_and_value() {
         ".s",
         "1..5s",
         "1,5s",
-        "5h",
+        "5 hours",
         "5 frames",
         "18446744073709551616",
         "99999999999999999999999999999999999999999",
@@ -147,7 +147,7 @@ fn rejects_bad_average_values_in_one_line_naming_flag_and_value() {
     }
     assert_eq!(
         "0".parse::<AverageSpec>(),
-        Err("--average 0: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min)".into())
+        Err("--average 0: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min, h, d, w)".into())
     );
     assert!("1.5"
         .parse::<AverageSpec>()

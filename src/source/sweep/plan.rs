@@ -88,18 +88,11 @@ impl FromStr for Settle {
         let bad = || {
             format!("'{text}': expected a duration such as 150ms or 0.2s (0: only the one sample where a hop's framing restarts)")
         };
-        let t = text.trim();
-        let (number, unit) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0)]
-            .iter()
-            .find_map(|&(u, scale)| t.strip_suffix(u).map(|n| (n, scale)))
-            .unwrap_or((t, f64::NAN));
-        let value: f64 = number.trim().parse().map_err(|_| bad())?;
+        use crate::types::duration::{seconds, SECOND};
         // a bare number is only allowed for 0
-        let seconds = if unit.is_nan() && value == 0.0 {
-            0.0
-        } else {
-            value * unit
-        };
+        let seconds = (seconds(text, None))
+            .or_else(|| seconds(text, Some(SECOND)).filter(|&s| s == 0.0))
+            .ok_or_else(bad)?;
         (seconds.is_finite() && (0.0..=60.0).contains(&seconds))
             .then_some(Settle { seconds })
             .ok_or_else(bad)
