@@ -277,6 +277,39 @@ mod tests {
             .to_string()
     }
 
+    /// config/fftd.toml "lists every key with its default and a comment" (README): each key
+    /// there, set or commented out, and the file parses as it is.
+    #[test]
+    fn the_bundled_config_names_every_key() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fftd.toml");
+        let text = std::fs::read_to_string(&path).expect("config/fftd.toml");
+        let named = |key: &str| {
+            let set = |line: &str| line.strip_prefix(key).is_some_and(|r| r.starts_with(" ="));
+            text.lines()
+                .any(|line| set(line) || line.strip_prefix("# ").is_some_and(set))
+        };
+        let missing: Vec<_> = known_keys()
+            .split(", ")
+            .filter(|key| !named(key))
+            .map(str::to_string)
+            .collect();
+        assert!(missing.is_empty(), "config/fftd.toml lacks {missing:?}");
+        // every commented-out example is a value the key takes
+        let examples: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| {
+                known_keys()
+                    .split(", ")
+                    .any(|k| l.strip_prefix(k).is_some_and(|r| r.starts_with(" =")))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for line in examples.lines() {
+            parse_config(line, Path::new("example.toml")).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+    }
+
     #[test]
     fn messages_name_the_key_and_what_it_takes_in_plain_words() {
         let cases = [
