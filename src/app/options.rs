@@ -120,23 +120,24 @@ pub struct Options {
 
     /// Input file format [default: by extension: .wav wav, .f32 f32, .s16 s16, .cf32 cf32, .cu8
     /// cu8, .cs8 cs8, .cs16 cs16, .sigmf-meta/.sigmf-data sigmf, .flac flac, .mp3 mp3,
-    /// .ogg/.oga/.opus ogg, .aiff/.aif/.aifc aiff, .caf caf, .m4a/.mp4/.aac m4a; else by content
+    /// .ogg/.oga/.opus ogg, .aiff/.aif/.aifc aiff, .caf caf, .m4a/.m4b/.mp4/.aac m4a; else by content
     /// (audio and WAV headers), then text].
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
 
     /// Sample rate in Hz (a k, M or G suffix scales it: 2.4M) for inputs without a header (text,
-    /// raw, stdin) and for the microphone [default: 1 for files, so bins are in cycles/sample; the device's rate for --mic].
+    /// raw, stdin), the microphone and receivers [default: 1 for files, so bins are in
+    /// cycles/sample; the device's rate for --mic; 2048000 for rtl_tcp:// and soapy://].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::rate_hz)]
     #[serde(default, deserialize_with = "units::config_rate")]
     pub rate: Option<f64>,
 
-    /// Tuner gain of an rtl_tcp:// receiver: auto, or DB (such as 29.7; the tuner takes its
-    /// nearest step) [default: as the server has it].
+    /// Tuner gain of an rtl_tcp:// or soapy:// receiver: auto, or DB (such as 29.7; the tuner takes
+    /// its nearest step) [default: as the receiver has it].
     #[arg(long, value_name = "DB|auto")]
     pub gain: Option<crate::source::rtl_tcp::Gain>,
 
-    /// Survey a band wider than the receiver (an rtl_tcp:// input): LOW:HIGH:BIN in Hz with k, M,
+    /// Survey a band wider than the receiver (rtl_tcp:// or soapy://): LOW:HIGH:BIN in Hz with k, M,
     /// G suffixes (rtl_power's -f), retuning hop after hop; one row per hop, frames of the
     /// smallest power of two whose bins are at most BIN wide (docs/radio.md).
     #[arg(long, value_name = "LOW:HIGH:BIN")]
@@ -259,8 +260,8 @@ pub struct Options {
     #[serde(default, deserialize_with = "units::config_tone")]
     pub tone: Option<f64>,
     /// Centre frequency the input was tuned to, in Hz: bins are labelled in absolute frequency
-    /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an
-    /// rtl_tcp:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
+    /// (csv header, ndjson center_hz, --meta, PNG axis, live view, rtl-power), and an rtl_tcp://
+    /// or soapy:// receiver is tuned to it [default: SigMF's core:frequency, else none: bins in
     /// baseband Hz].
     #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = units::center_hz)]
     #[serde(default, deserialize_with = "units::config_center")]
@@ -444,7 +445,7 @@ pub struct Options {
     #[arg(long, value_name = "DURATION")]
     pub post: Option<String>,
 
-    /// Reopen a live input that fails (the microphone, an rtl_tcp:// server, a named FIFO whose
+    /// Reopen a live input that fails (the microphone, an rtl_tcp:// server, a soapy:// device, a named FIFO whose
     /// writer went away) instead of ending the run: forever, N attempts in a row, or for at most
     /// a DURATION per outage (90s, 1h); waits 0.5 s doubling to 30 s between attempts. Each gap
     /// is a log line, a "gap" event (--events) and a /metrics counter [default: a failure ends
