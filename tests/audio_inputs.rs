@@ -365,6 +365,11 @@ fn broken_audio_is_one_line_naming_the_file() {
         stdout_text(&out).lines().count() > 10,
         "the decoded part's rows come first"
     );
+    // cut inside its header: said as such, not "not a FLAC ... stream" (helper-32's audit)
+    let head = at(d, "head.flac");
+    std::fs::write(&head, &bytes[..20]).expect("write");
+    let out = spectra(&head, &[]);
+    assert_clean_error(&out, 1, &[&head, "ends inside its flac header"]);
     // the audio's bytes garbled
     let mut garbled = bytes.clone();
     for b in garbled[bytes.len() / 2..].iter_mut().step_by(7) {

@@ -110,6 +110,7 @@ impl AudioSource {
         precision: Precision,
     ) -> Result<Self> {
         let fail = |what: String| FftdError::input(path, what);
+        let begins_as_format = file.as_ref().and_then(format_of_file_start) == Some(format);
         let (input, stream): (Box<dyn MediaSource>, _) = match file {
             Some(file) => (Box::new(file), None),
             None => {
@@ -133,7 +134,8 @@ impl AudioSource {
         let streamed = stream
             .as_ref()
             .is_some_and(|s| s.lock().is_ok_and(|r| r.is_stream()));
-        let reader = opened.map_err(|e| fail(probe_failure(format, streamed, e)))?;
+        let why = |e| probe_failure(format, streamed, begins_as_format, e);
+        let reader = opened.map_err(|e| fail(why(e)))?;
         let container = reader.format_info().short_name.to_ascii_uppercase();
         let Some(track) = reader.default_track(TrackType::Audio) else {
             return Err(fail(format!("{container} file holds no audio track")));
@@ -387,9 +389,33 @@ impl SampleSource for AudioSource {
     }
 }
 
-/// What the prober's failure means for `format`'s input (`streamed`: read from a pipe).
-fn probe_failure(format: InputFormat, streamed: bool, e: Failure) -> String {
-    let what = probe_failure_kind(format, e);
+/// The format a regular file's first bytes show (its magic number), whatever was read of it.
+fn format_of_file_start(file: &std::fs::File) -> Option<InputFormat> {
+    use std::os::unix::fs::FileExt;
+    let mut start = [0u8; 12];
+    let got = file.read_at(&mut start, 0).ok()?;
+    super::sniff::format_of_start(&start[..got], true)
+}
+
+/// What the prober's failure means for `format`'s input (`streamed`: read from a pipe;
+/// `begins_as_format`: its first bytes are `format`'s magic number).
+fn probe_failure(
+    format: InputFormat,
+    streamed: bool,
+    begins_as_format: bool,
+    e: Failure,
+) -> String {
+    let what = match e {
+        Failure::Codec(CodecError::IoError(io))
+            if begins_as_format && io.kind() == io::ErrorKind::UnexpectedEof =>
+        {
+            format!(
+                "the input ends inside its {} header: a truncated file?",
+                format.name()
+            )
+        }
+        e => probe_failure_kind(format, e),
+    };
     match (streamed, format) {
         (true, InputFormat::M4a) => format!("{what}; an MP4 whose index (moov box) follows its audio cannot be read from a pipe: give the file itself, or remux it with ffmpeg -movflags +faststart"),
         (true, InputFormat::Caf) => format!("{what}; a CAF file is read to its end before its audio, so it cannot come from a pipe: give the file itself"),
