@@ -216,8 +216,8 @@ pub struct Options {
 
     /// The level in dB a full-scale sine (amplitude 1.0) reads: levels and bins in dB SPL (or
     /// --unit) instead of dBFS (docs/measure.md).
-    #[arg(long, value_name = "DB", allow_negative_numbers = true, value_parser = number)]
-    #[serde(default, deserialize_with = "finite")]
+    #[arg(long, value_name = "DB", allow_negative_numbers = true, value_parser = units::calibration_db)]
+    #[serde(default, deserialize_with = "units::config_calibration")]
     pub calibration: Option<f64>,
 
     /// A microphone's response, corrected per bin: lines of `Hz dB` (UMIK-1/REW files, comments
@@ -473,26 +473,4 @@ fn whole_number(text: &str) -> std::result::Result<i64, String> {
             }
             _ => "expected a whole number".to_string(),
         })
-}
-
-/// A config file's number for an `Option<f64>` key: TOML's `nan` and `inf` are no value any
-/// flag takes ("expected a finite number", with the file and line).
-fn finite<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
-    finite_value(f64::deserialize(d)?)
-}
-
-/// `value`, which must be finite ("expected a finite number"): `finite`'s and
-/// `units::config_hz`'s one check.
-pub(super) fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
-    match value.is_finite() {
-        true => Ok(Some(value)),
-        false => Err(E::custom("expected a finite number")),
-    }
-}
-
-/// Parses a number flag value of either sign (range checked in `Settings::from_options`).
-fn number(text: &str) -> std::result::Result<f64, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| "expected a number".to_string())
 }

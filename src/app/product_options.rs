@@ -7,11 +7,9 @@ use super::options::Options;
 use crate::error::{FftdError, Result};
 use crate::fft::Scale;
 use crate::frame::FrameSize;
-use crate::limits;
 use crate::products::ProductOptions;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
-use crate::types::shown;
 
 /// The measurement flags (`products::measure`); the calibration file is read here.
 pub(super) fn measure_options(o: &Options) -> Result<crate::products::measure::MeasureOptions> {
@@ -20,13 +18,7 @@ pub(super) fn measure_options(o: &Options) -> Result<crate::products::measure::M
         Some(path) => Some(CalibrationCurve::load(path).map_err(FftdError::Usage)?),
         None => None,
     };
-    let (least, most) = limits::CALIBRATION_DB;
-    if let Some(db) = o.calibration.filter(|db| !(least..=most).contains(db)) {
-        return usage(format!(
-            "--calibration {}: must be the level in dB a full-scale sine reads, from {least} to {most}",
-            shown(db)
-        ));
-    }
+    // (--calibration's range is checked where it is read: app::units)
     Ok(crate::products::measure::MeasureOptions {
         calibration_db: o.calibration,
         calibration_file,

@@ -4,7 +4,6 @@
 //! fixed range is checked by its parser, so the message quotes what was typed (`--rate -1k:
 //! ...`, not `-1000`); its config key by the same range (`fftd.toml:3: rate = "-1k": ...`).
 
-use super::options::finite_value;
 use crate::limits;
 use crate::types::duration::{self, MILLISECOND, SECOND};
 use crate::types::shown;
@@ -48,6 +47,14 @@ pub(super) fn idle_exit_s(text: &str) -> Checked {
 /// `--max-latency`: in ms (a bare number is ms), 0 to `limits::MAX_LATENCY_MS`.
 pub(super) fn max_latency_ms(text: &str) -> Checked {
     seconds(text, MILLISECOND).and_then(|s| max_latency_in_range(s * 1e3))
+}
+
+/// `--calibration`: the level in dB a full-scale sine reads, in `limits::CALIBRATION_DB`.
+pub(super) fn calibration_db(text: &str) -> Checked {
+    let number = text.trim().parse::<f64>();
+    number
+        .map_err(|_| "expected a number of dB".to_string())
+        .and_then(calibration_in_range)
 }
 
 /// A duration in seconds, a bare number counted in `bare`.
@@ -117,6 +124,22 @@ fn max_latency_in_range(ms: f64) -> Checked {
     })
 }
 
+fn calibration_in_range(db: f64) -> Checked {
+    let (least, most) = limits::CALIBRATION_DB;
+    within(db, (least..=most).contains(&db), || {
+        format!("must be the level in dB a full-scale sine reads, from {least} to {most}")
+    })
+}
+
+/// `value`, which must be finite ("expected a finite number"): `config_value`'s check of a
+/// number.
+fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f64>, E> {
+    match value.is_finite() {
+        true => Ok(Some(value)),
+        false => Err(E::custom("expected a finite number")),
+    }
+}
+
 /// A config key's value: a number (in the flag's own unit), or text as the flag takes it
 /// (`parse`); then `check`ed as the flag is.
 fn config_value<'de, D: Deserializer<'de>>(
@@ -156,6 +179,11 @@ pub(super) fn config_center<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f6
 /// The `tone` key.
 pub(super) fn config_tone<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     config_value(d, tone_hz, tone_in_range)
+}
+
+/// The `calibration` key.
+pub(super) fn config_calibration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    config_value(d, calibration_db, calibration_in_range)
 }
 
 /// The `duration` key.
