@@ -388,7 +388,7 @@ fn bad_sweeps_are_usage_errors() {
         // shorter than a hop: nothing would be written
         (
             &["--sweep", "88M:108M:10k", "--duration", "0.1"],
-            "--duration 0.1: a hop of this sweep takes 0.149 s",
+            "--duration 0.1 s: a hop of this sweep takes 0.149 s",
         ),
         // (the user's spec, and the hop's frequency rtl_tcp cannot carry)
         (

@@ -157,7 +157,7 @@ impl FromStr for AlertRule {
                     _ => return Err(fail(format!("hysteresis={value}: must be 0 dB or more"))),
                 },
                 "hold" => {
-                    hold = crate::types::duration::seconds(value, None).ok_or_else(|| {
+                    hold = crate::types::duration::seconds(value, false).ok_or_else(|| {
                         fail(format!(
                             "hold={value}: expected a duration such as 100ms or 2s"
                         ))

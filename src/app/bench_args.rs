@@ -21,14 +21,6 @@ fn parse_device(s: &str) -> Result<DeviceChoice, String> {
     s.parse()
 }
 
-/// `--rate`: a positive number of Hz.
-fn positive_hz(text: &str) -> Result<f64, String> {
-    match crate::types::scaled_hz(text) {
-        Some(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err("must be a positive number of Hz".into()),
-    }
-}
-
 /// `fftd bench` options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -74,7 +66,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = whole_in::<u32>(1, MAX_BATCH_SAMPLES as u64))]
     pub average: Option<u32>,
     /// Sample rate --bands are laid out for, in Hz [default: 48000].
-    #[arg(long, value_name = "HZ", value_parser = positive_hz)]
+    #[arg(long, value_name = "HZ", value_parser = crate::app::units::rate_hz)]
     pub rate: Option<f64>,
     /// Skip the CPU engine (for very large batches).
     #[arg(long)]

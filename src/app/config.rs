@@ -20,7 +20,7 @@ use crate::sink::spec::OutputSpec;
 use crate::sink::OutputFormat;
 use crate::source::channels::ChannelSelect;
 use crate::source::spec::{Input, SourceSpec};
-use crate::types::{shown, Precision};
+use crate::types::Precision;
 use crate::window::WindowKind;
 use std::path::Path;
 
@@ -47,18 +47,9 @@ pub(super) fn in_range(
     }
 }
 
-/// `--center-freq` must be a frequency; `--gain` needs a receiver (rtl_tcp://, soapy://) to set,
-/// which `--realtime` cannot pace.
-fn check_radio(center_freq: Option<f64>, gain: bool, realtime: bool, input: &Input) -> Result<()> {
-    if let Some(hz) = center_freq {
-        if !(hz.is_finite() && (0.0..=limits::CENTER_HZ_MAX).contains(&hz)) {
-            return Err(FftdError::Usage(format!(
-                "--center-freq {}: must be a frequency from 0 to {:e} Hz",
-                shown(hz),
-                limits::CENTER_HZ_MAX
-            )));
-        }
-    }
+/// `--gain` needs a receiver (rtl_tcp://, soapy://) to set, which `--realtime` cannot pace.
+/// (`--rate`'s and `--center-freq`'s ranges are checked where they are read: `app::units`.)
+fn check_radio(gain: bool, realtime: bool, input: &Input) -> Result<()> {
     let receiver = input.has_receiver();
     if realtime && receiver {
         return Err(FftdError::Usage(
@@ -352,16 +343,7 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
             )
         }
     };
-    if let Some(rate) = o.rate {
-        if !limits::rate_in_range(rate) {
-            let (low, high) = limits::RATE_HZ;
-            return usage(format!(
-                "--rate {}: the sample rate must be a number of Hz from {low:e} to {high:e}",
-                shown(rate)
-            ));
-        }
-    }
-    check_radio(o.center_freq, o.gain.is_some(), o.realtime, &input)?;
+    check_radio(o.gain.is_some(), o.realtime, &input)?;
     if let Input::Files(files) = &input {
         let soapy = files.iter().filter(|f| crate::source::soapy::is_soapy(f));
         for url in soapy {

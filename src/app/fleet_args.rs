@@ -43,7 +43,8 @@ pub struct NatsFlags {
     #[arg(long, value_name = "PEM", requires = "nats_cert")]
     pub nats_key: Option<PathBuf>,
 
-    /// Seconds the first connection may take [default: 5].
+    /// Seconds the first connection may take, at most 3600 (or with a unit: 500ms, 1min)
+    /// [default: 5].
     #[arg(long, value_name = "SECONDS", value_parser = crate::app::units::seconds_up_to(3600.0))]
     pub connect_timeout: Option<f64>,
 }
@@ -131,7 +132,8 @@ pub struct SetupFlags {
     #[arg(long, value_name = "NAME", default_value = "workers")]
     pub consumer: String,
 
-    /// Seconds a worker has to ack a block before it is given to another.
+    /// Seconds a worker has to ack a block before it is given to another (or with a unit: 2min;
+    /// at most a year).
     #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::app::units::seconds_up_to(YEAR_S))]
     pub ack_wait: f64,
 
@@ -153,7 +155,8 @@ pub struct SetupFlags {
     )]
     pub spectra_subjects: Vec<String>,
 
-    /// Seconds within which a message id seen again is dropped as a duplicate; keep it above
+    /// Seconds (or with a unit: 1h; at most a year) within which a message id seen again is
+    /// dropped as a duplicate; keep it above
     /// max deliver × (ack wait + 150 s of a worker's retries) so a redelivered block's rows are
     /// still recognised.
     #[arg(long, value_name = "SECONDS", default_value = "900", value_parser = crate::app::units::seconds_up_to(YEAR_S))]

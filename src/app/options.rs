@@ -149,8 +149,8 @@ pub struct Options {
     pub crop: Option<crate::source::sweep::plan::Crop>,
 
     /// --sweep: how long the samples after each retune are left out (they may have been taken at
-    /// the old frequency): 150ms, 0.2s, 0 [default: 20 ms plus two of rtl_tcp's 131072-sample
-    /// transfers, 148 ms at 2.048 MS/s].
+    /// the old frequency): 150ms, 0.2s, 0; at most 60 s [default: rtl_tcp:// 20 ms plus two of
+    /// its 131072-sample transfers, 148 ms at 2.048 MS/s; soapy:// 100 ms].
     #[arg(long, value_name = "DURATION")]
     pub settle: Option<crate::source::sweep::plan::Settle>,
 

@@ -111,8 +111,9 @@ pub struct PublishArgs {
     #[arg(long, value_enum)]
     pub tail: Option<Tail>,
 
-    /// Live input (--mic, stdin): milliseconds a whole frame may wait for its block; a block of
-    /// the frames received so far goes out then [default: 100].
+    /// Live input (--mic, stdin): milliseconds (or with a unit: 0.5s; at most 60000 ms) a whole
+    /// frame may wait for its block; a block of the frames received so far goes out then
+    /// [default: 100].
     #[arg(long, value_name = "MS", value_parser = max_latency_ms)]
     pub max_latency: Option<f64>,
 
@@ -132,7 +133,7 @@ pub struct PublishArgs {
 
 /// `fftd publish --max-latency`: in ms (a bare number is ms), more than 0 and at most 60 000.
 fn max_latency_ms(text: &str) -> std::result::Result<f64, String> {
-    let ms = crate::app::units::seconds(text, crate::types::duration::MILLISECOND)? * 1e3;
+    let ms = crate::app::units::in_unit(text, crate::types::duration::MILLISECOND)?;
     match ms > 0.0 && ms <= 60_000.0 {
         true => Ok(ms),
         false => Err("must be more than 0 and at most 60000 ms".into()),
@@ -219,7 +220,7 @@ fn run_id_of(args: &PublishArgs) -> Result<String> {
     let live = args.mic.is_some() || args.file.iter().any(|f| f == "-"); // (a new run each time)
     if let Some(ms) = args.max_latency.filter(|_| !live) {
         return Err(FftdError::Usage(format!(
-            "--max-latency {}: how long a live frame (--mic, stdin) waits for its block; files are sent in whole blocks",
+            "--max-latency {} ms: how long a live frame (--mic, stdin) waits for its block; files are sent in whole blocks",
             crate::types::shown(ms)
         )));
     }

@@ -82,7 +82,7 @@ pub(super) fn resolve(o: &mut Options) -> Result<Option<SweepSchedule>> {
     let first_hop_s = (settle + hop_samples) as f64 / rate;
     if let Some(d) = o.duration.filter(|&d| d < first_hop_s) {
         return usage(format!(
-            "--duration {}: a hop of this sweep takes {} s (its settle, then {frames} × {n} samples), so no row would be written: give at least that",
+            "--duration {} s: a hop of this sweep takes {} s (its settle, then {frames} × {n} samples), so no row would be written: give at least that",
             crate::types::shown(d),
             crate::types::shown((first_hop_s * 1e3).ceil() / 1e3)
         ));

@@ -11,9 +11,13 @@ use serde::{Deserialize, Deserializer};
 
 type Checked = Result<f64, String>;
 
+/// How a key's text is read (as its flag's) and how a number given for it is checked.
+type ReadAndCheck = (fn(&str) -> Checked, fn(f64) -> Checked);
+
 /// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
 pub(crate) fn hz(text: &str) -> Checked {
-    crate::types::scaled_hz(text).ok_or_else(|| {
+    let hz = crate::types::scaled_hz(text).filter(|v| v.is_finite());
+    hz.ok_or_else(|| {
         "expected a number of Hz, with an optional k, M or G (100M; an exponent takes none: 1e6)"
             .to_string()
     })
@@ -36,17 +40,17 @@ pub(super) fn tone_hz(text: &str) -> Checked {
 
 /// `--duration`: seconds of signal, above 0 (a bare number is seconds).
 pub(super) fn duration_s(text: &str) -> Checked {
-    seconds(text, SECOND).and_then(duration_in_range)
+    in_unit(text, SECOND).and_then(duration_in_range)
 }
 
 /// `--idle-exit`: seconds without input, above 0 and at most a week.
 pub(super) fn idle_exit_s(text: &str) -> Checked {
-    seconds(text, SECOND).and_then(idle_exit_in_range)
+    in_unit(text, SECOND).and_then(idle_exit_in_range)
 }
 
 /// `--max-latency`: in ms (a bare number is ms), 0 to `limits::MAX_LATENCY_MS`.
 pub(super) fn max_latency_ms(text: &str) -> Checked {
-    seconds(text, MILLISECOND).and_then(|s| max_latency_in_range(s * 1e3))
+    in_unit(text, MILLISECOND).and_then(max_latency_in_range)
 }
 
 /// `--calibration`: the level in dB a full-scale sine reads, in `limits::CALIBRATION_DB`.
@@ -57,12 +61,12 @@ pub(super) fn calibration_db(text: &str) -> Checked {
         .and_then(calibration_in_range)
 }
 
-/// A duration in seconds, a bare number counted in `bare`.
-pub(crate) fn seconds(text: &str, bare: u64) -> Checked {
-    let unit = if bare == SECOND { "seconds" } else { "ms" };
-    duration::signed_seconds(text, Some(bare)).ok_or_else(|| {
+/// A duration counted in `unit` (`SECOND`, `MILLISECOND`), a bare number being one of those.
+pub(crate) fn in_unit(text: &str, unit: u64) -> Checked {
+    let name = if unit == SECOND { "seconds" } else { "ms" };
+    duration::in_unit(text, unit, true).ok_or_else(|| {
         format!(
-            "expected a duration: a number of {unit}, or with a unit ({}: 500ms, 10min)",
+            "expected a duration: a number of {name}, or with a unit ({}: 500ms, 10min)",
             duration::UNIT_NAMES
         )
     })
@@ -76,7 +80,7 @@ pub(crate) fn seconds_up_to(most: f64) -> impl Fn(&str) -> Checked + Clone + Sen
                 format!("must be a duration above 0 and at most {} s", shown(most))
             })
         };
-        seconds(text, SECOND).and_then(up_to)
+        in_unit(text, SECOND).and_then(up_to)
     }
 }
 
@@ -106,7 +110,7 @@ fn tone_in_range(v: f64) -> Checked {
 
 fn duration_in_range(v: f64) -> Checked {
     within(v, v.is_finite() && v > 0.0, || {
-        "must be a duration above 0 (seconds, or with a unit: 500ms, 10min)".into()
+        "must be a duration above 0 and finite (seconds, or with a unit: 500ms, 10min)".into()
     })
 }
 
@@ -140,12 +144,18 @@ fn finite_value<E: serde::de::Error>(value: f64) -> std::result::Result<Option<f
     }
 }
 
+/// What a config key of each kind takes, for a value of another type (`rate = true`).
+const HZ: &str = "expected a number of Hz, or text such as \"2.4M\"";
+const SECONDS: &str = "expected a number of seconds, or text such as \"10min\"";
+const MS: &str = "expected a number of ms, or text such as \"0.5s\"";
+const DB: &str = "expected a number of dB";
+
 /// A config key's value: a number (in the flag's own unit), or text as the flag takes it
-/// (`parse`); then `check`ed as the flag is.
+/// (`parse`); then `check`ed as the flag is. Another type is `what` the key takes.
 fn config_value<'de, D: Deserializer<'de>>(
     d: D,
-    parse: fn(&str) -> Checked,
-    check: fn(f64) -> Checked,
+    (parse, check): ReadAndCheck,
+    what: &str,
 ) -> Result<Option<f64>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -156,47 +166,47 @@ fn config_value<'de, D: Deserializer<'de>>(
     let checked = match NumberOrText::deserialize(d) {
         Ok(NumberOrText::Number(value)) => finite_value(value)?.map(check).transpose(),
         Ok(NumberOrText::Text(text)) => parse(&text).map(Some),
-        Err(_) => Err("expected a number, or text such as \"2.4M\" or \"10min\"".to_string()),
+        Err(_) => Err(what.to_string()),
     };
     checked.map_err(serde::de::Error::custom)
 }
 
 /// The `fmin` and `fmax` keys (any sign).
 pub(super) fn config_hz<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, hz, Ok)
+    config_value(d, (hz, Ok), HZ)
 }
 
 /// The `rate` key.
 pub(super) fn config_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, rate_hz, rate_in_range)
+    config_value(d, (rate_hz, rate_in_range), HZ)
 }
 
 /// The `center-freq` key.
 pub(super) fn config_center<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, center_hz, center_in_range)
+    config_value(d, (center_hz, center_in_range), HZ)
 }
 
 /// The `tone` key.
 pub(super) fn config_tone<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, tone_hz, tone_in_range)
+    config_value(d, (tone_hz, tone_in_range), HZ)
 }
 
 /// The `calibration` key.
 pub(super) fn config_calibration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, calibration_db, calibration_in_range)
+    config_value(d, (calibration_db, calibration_in_range), DB)
 }
 
 /// The `duration` key.
 pub(super) fn config_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, duration_s, duration_in_range)
+    config_value(d, (duration_s, duration_in_range), SECONDS)
 }
 
 /// The `idle-exit` key.
 pub(super) fn config_idle_exit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, idle_exit_s, idle_exit_in_range)
+    config_value(d, (idle_exit_s, idle_exit_in_range), SECONDS)
 }
 
 /// The `max-latency` key.
 pub(super) fn config_max_latency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    config_value(d, max_latency_ms, max_latency_in_range)
+    config_value(d, (max_latency_ms, max_latency_in_range), MS)
 }

@@ -35,7 +35,7 @@ pub(crate) fn check_record(
     let seconds = |flag: &str, v: Option<&str>| -> Result<f64, String> {
         match v {
             None => Ok(0.0),
-            Some(t) => crate::types::duration::seconds(t, None)
+            Some(t) => crate::types::duration::seconds(t, false)
                 .filter(|s| *s <= 3600.0)
                 .ok_or_else(|| {
                     format!("{flag} {t}: expected a duration up to 1h, such as 500ms or 2s")

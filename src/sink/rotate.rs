@@ -112,7 +112,7 @@ pub(crate) fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
             false => Err(bad()),
         };
     }
-    match crate::types::duration::seconds(t, None) {
+    match crate::types::duration::seconds(t, false) {
         Some(s) if s > 0.0 => Ok(RotateSpec::Every(s)),
         _ => Err(bad()),
     }

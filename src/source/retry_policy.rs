@@ -39,7 +39,7 @@ impl FromStr for RetryPolicy {
         if let Ok(n) = t.parse::<u32>() {
             return (n > 0).then_some(RetryPolicy::Attempts(n)).ok_or_else(bad);
         }
-        let seconds = crate::types::duration::seconds(t, None).ok_or_else(bad)?;
+        let seconds = crate::types::duration::seconds(t, false).ok_or_else(bad)?;
         if !(seconds > 0.0 && seconds < 1e12) {
             return Err(bad());
         }

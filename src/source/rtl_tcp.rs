@@ -245,9 +245,13 @@ fn check_gain(tuner: u32, gain: Option<Gain>) -> std::result::Result<(), String>
         return Ok(());
     }
     let name = tuner_name(tuner);
-    let (db, lo, hi) = (shown(db), shown(lo), shown(hi));
+    let takes = match lo == hi {
+        true => format!("has one gain only, {} dB", shown(lo)),
+        false => format!("takes gains from {} to {} dB", shown(lo), shown(hi)),
+    };
+    let db = shown(db);
     Err(format!(
-        "--gain {db}: an RTL2832U's {name} tuner takes gains from {lo} to {hi} dB, so the gain librtlsdr sets is not {db} dB (a server for other hardware that says {name} may take it)"
+        "--gain {db}: an RTL2832U's {name} tuner {takes}, so the gain librtlsdr sets is not {db} dB (a server for other hardware that says {name} may take it)"
     ))
 }
 

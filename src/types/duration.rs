@@ -17,7 +17,7 @@ pub(crate) const UNITS: [(&str, u64); 8] = [
 ];
 
 /// The units as a message lists them.
-pub(crate) const UNIT_NAMES: &str = "us, ms, s, min, h, d, w";
+pub(crate) const UNIT_NAMES: &str = "us, ms, s, min (or m), h, d, w";
 
 /// Splits `250ms` into `("250", 1_000_000)`; None when `text` ends in no unit.
 pub(crate) fn split_unit(text: &str) -> Option<(&str, u64)> {
@@ -30,28 +30,33 @@ pub(crate) fn split_unit(text: &str) -> Option<(&str, u64)> {
 pub(crate) const SECOND: u64 = 1_000_000_000;
 pub(crate) const MILLISECOND: u64 = 1_000_000;
 
-/// Seconds of `text`: a number with a unit, or a bare number counted in `bare` (`SECOND`,
-/// `MILLISECOND`; None where a unit is required). None for anything else, and for a negative or
-/// infinite duration.
-pub(crate) fn seconds(text: &str, bare: Option<u64>) -> Option<f64> {
-    signed_seconds(text, bare).filter(|&s| s >= 0.0)
+/// Seconds of `text`: a number with a unit, or a bare number of seconds where `bare_seconds`
+/// (else a unit is required). None for anything else, and for a negative or infinite duration.
+pub(crate) fn seconds(text: &str, bare_seconds: bool) -> Option<f64> {
+    in_unit(text, SECOND, bare_seconds).filter(|s| s.is_finite() && *s >= 0.0)
 }
 
-/// `seconds`, negative ones too (for a message that names the range a flag takes).
-pub(crate) fn signed_seconds(text: &str, bare: Option<u64>) -> Option<f64> {
+/// `text` counted in `unit` (`SECOND`, `MILLISECOND`): a number with a unit, scaled; a bare
+/// number where `bare` is allowed, exactly as typed. Negative and infinite values too (1e400s),
+/// for a message that names the range a flag takes; None for anything else.
+pub(crate) fn in_unit(text: &str, unit: u64, bare: bool) -> Option<f64> {
     let text = text.trim();
     let (number, nanos) = match split_unit(text) {
         Some((number, nanos)) => (number.trim_end(), nanos),
-        None => (text, bare?),
+        None if bare => (text, unit),
+        None => return None,
     };
-    let value: f64 = number.parse().ok()?;
-    // (an exact count of nanoseconds divided once: 250ms is exactly the double 0.25; a count
-    // too large for that, 1e300s, is still a number a range check can name)
-    let seconds = match value * nanos as f64 / 1e9 {
-        s if s.is_finite() => s,
-        _ => value * (nanos as f64 / 1e9),
+    let value: f64 = number.parse().ok().filter(|v: &f64| !v.is_nan())?;
+    // (an exact count of nanoseconds divided once: 250ms is exactly the double 0.25 s; a count
+    // too large for that is still as large as it is)
+    let counted = match nanos == unit {
+        true => value,
+        false => match value * nanos as f64 / unit as f64 {
+            v if v.is_finite() => v,
+            _ => value * (nanos as f64 / unit as f64),
+        },
     };
-    seconds.is_finite().then_some(seconds + 0.0)
+    Some(counted + 0.0)
 }
 
 #[cfg(test)]
@@ -72,14 +77,19 @@ mod tests {
             ("1e-3s", 0.001),
             ("0s", 0.0),
         ] {
-            assert_eq!(seconds(text, None), Some(want), "{text}");
+            assert_eq!(seconds(text, false), Some(want), "{text}");
         }
-        assert_eq!(seconds("2", Some(SECOND)), Some(2.0));
-        assert_eq!(seconds("50", Some(MILLISECOND)), Some(0.05));
-        assert_eq!(seconds("50ms", Some(SECOND)), Some(0.05));
+        assert_eq!(seconds("2", true), Some(2.0));
+        assert_eq!(seconds("50ms", true), Some(0.05));
+        // a bare number in ms as typed (1001 ms, not 1000.9999999999999 through seconds)
+        assert_eq!(in_unit("1001", MILLISECOND, true), Some(1001.0));
+        assert_eq!(in_unit("4.9", MILLISECOND, true), Some(4.9));
+        assert_eq!(in_unit("2min", MILLISECOND, true), Some(120_000.0));
+        assert_eq!(in_unit("1e400s", SECOND, false), Some(f64::INFINITY));
+        assert_eq!(in_unit("-2s", SECOND, false), Some(-2.0));
         for text in ["2", "-1s", "s", "1 x", "infs", "nans", "1hs", "1e400s", ""] {
-            assert_eq!(seconds(text, None), None, "{text}");
+            assert_eq!(seconds(text, false), None, "{text}");
         }
-        assert_eq!(seconds("-2", Some(SECOND)), None);
+        assert_eq!(seconds("-2", true), None);
     }
 }

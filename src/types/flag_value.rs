@@ -33,7 +33,7 @@ pub(crate) fn scaled_hz(text: &str) -> Option<f64> {
     let exponent = number.contains(['e', 'E']) && scale != 1.0;
     // (`inf` and `nan` parse: the callers' range checks say what they want instead)
     let value: f64 = number.parse().ok().filter(|_| !exponent)?;
-    Some(value * scale)
+    Some(value * scale + 0.0) // (-0 is 0)
 }
 
 #[cfg(test)]

@@ -201,8 +201,6 @@ pub fn alsa_file_device(dir: &Path, raw: &[u8]) -> PathBuf {
     conf
 }
 
-/// Whether `program` runs (`program ARGS` exits 0); when it cannot, CI fails with the reason
-/// instead of skipping (as `python_has`).
 /// Makes a named pipe (FIFO) at `path`, for tests of fftd reading or writing one.
 pub fn mkfifo(path: &Path) {
     use std::os::unix::ffi::OsStrExt;
@@ -213,6 +211,8 @@ pub fn mkfifo(path: &Path) {
     assert!(made, "mkfifo {}: {why}", path.display());
 }
 
+/// Whether `program` runs (`program ARGS` exits 0); when it cannot, CI fails with the reason
+/// instead of skipping (as `python_has`).
 pub fn program_runs(program: &str, args: &[&str]) -> bool {
     let ok = Command::new(program)
         .args(args)

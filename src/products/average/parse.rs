@@ -62,7 +62,7 @@ fn parse_interval(number: &str, unit_nanos: u64, value: &str) -> Result<AverageS
     };
     match decimal_times(whole, fraction, unit_nanos) {
         Some(0) => Err(format!(
-            "--average {}: a duration must be more than 0 (in us, ms, s or min; 1 ns at least)",
+            "--average {}: a duration must be more than 0 (in {UNIT_NAMES}; 1 ns at least)",
             shown(value)
         )),
         Some(nanos) => match u64::try_from(nanos) {

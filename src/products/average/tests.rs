@@ -147,7 +147,7 @@ fn rejects_bad_average_values_in_one_line_naming_flag_and_value() {
     }
     assert_eq!(
         "0".parse::<AverageSpec>(),
-        Err("--average 0: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min, h, d, w)".into())
+        Err("--average 0: must be a number of frames >= 1 or a duration like 250ms (units: us, ms, s, min (or m), h, d, w)".into())
     );
     assert!("1.5"
         .parse::<AverageSpec>()

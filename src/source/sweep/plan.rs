@@ -86,12 +86,12 @@ impl FromStr for Settle {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, String> {
         let bad = || {
-            format!("'{text}': expected a duration such as 150ms or 0.2s (0: only the one sample where a hop's framing restarts)")
+            format!("'{text}': expected a duration from 0 to 60 s, such as 150ms or 0.2s (0: only the one sample where a hop's framing restarts)")
         };
-        use crate::types::duration::{seconds, SECOND};
+        use crate::types::duration::seconds;
         // a bare number is only allowed for 0
-        let seconds = (seconds(text, None))
-            .or_else(|| seconds(text, Some(SECOND)).filter(|&s| s == 0.0))
+        let seconds = (seconds(text, false))
+            .or_else(|| seconds(text, true).filter(|&s| s == 0.0))
             .ok_or_else(bad)?;
         (seconds.is_finite() && (0.0..=60.0).contains(&seconds))
             .then_some(Settle { seconds })
