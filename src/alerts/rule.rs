@@ -86,7 +86,7 @@ fn parse_band(text: &str) -> Option<(f64, f64)> {
     let at = (1..bytes.len()).find(|&i| bytes[i] == b'-' && ends_a_number(bytes[i - 1]))?;
     let lo = crate::types::scaled_hz(&text[..at])?;
     let hi = crate::types::scaled_hz(&text[at + 1..])?;
-    (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
+    (lo <= hi).then_some((lo, hi))
 }
 
 /// What a `band=`, `peak=` or `level=` part (`key`) reads.

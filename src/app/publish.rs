@@ -134,7 +134,7 @@ pub struct PublishArgs {
 /// `fftd publish --max-latency`: in ms (a bare number is ms), more than 0 and at most 60 000.
 fn max_latency_ms(text: &str) -> std::result::Result<f64, String> {
     let ms = crate::app::units::in_unit(text, crate::types::duration::MILLISECOND)?;
-    match ms > 0.0 && ms <= 60_000.0 {
+    match ms > 0.0 && ms <= crate::limits::MAX_LATENCY_MS {
         true => Ok(ms),
         false => Err("must be more than 0 and at most 60000 ms".into()),
     }

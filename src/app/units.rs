@@ -16,8 +16,7 @@ type ReadAndCheck = (fn(&str) -> Checked, fn(f64) -> Checked);
 
 /// A frequency in Hz, with an optional k, M or G suffix as `--sweep` takes (`100M`).
 pub(crate) fn hz(text: &str) -> Checked {
-    let hz = crate::types::scaled_hz(text).filter(|v| v.is_finite());
-    hz.ok_or_else(|| {
+    crate::types::scaled_hz(text).ok_or_else(|| {
         "expected a number of Hz, with an optional k, M or G (100M; an exponent takes none: 1e6)"
             .to_string()
     })

@@ -20,7 +20,8 @@ where
 
 /// A number of Hz with an optional k, M or G suffix (`2.4M`, `-5k`, `100`), as every frequency
 /// a user types takes it: flags, config strings, `--bands` and `--alert` options, `--sweep`.
-/// None for anything else, an exponent with a suffix among them (`1e3k`: which was meant?).
+/// None for anything else: an exponent with a suffix (`1e3k`: which was meant?), and a value
+/// that is not finite (`nan`, `inf`, `1e400`, `1e308k`), which no frequency is.
 pub(crate) fn scaled_hz(text: &str) -> Option<f64> {
     let text = text.trim();
     let (number, scale) = match text.char_indices().last()? {
@@ -31,9 +32,8 @@ pub(crate) fn scaled_hz(text: &str) -> Option<f64> {
     };
     let number = number.trim_end();
     let exponent = number.contains(['e', 'E']) && scale != 1.0;
-    // (`inf` and `nan` parse: the callers' range checks say what they want instead)
     let value: f64 = number.parse().ok().filter(|_| !exponent)?;
-    Some(value * scale + 0.0) // (-0 is 0)
+    Some(value * scale + 0.0).filter(|hz| hz.is_finite()) // (+ 0.0: -0 is 0)
 }
 
 #[cfg(test)]
@@ -54,7 +54,9 @@ mod tests {
         ] {
             assert_eq!(scaled_hz(text), Some(hz), "{text}");
         }
-        for text in ["", "k", "1e3k", "2E1M", "1m", "10 Hz", "1kk", "0x10"] {
+        for text in [
+            "", "k", "1e3k", "2E1M", "1m", "10 Hz", "1kk", "0x10", "nan", "-inf", "1e400", "1e308k",
+        ] {
             assert_eq!(scaled_hz(text), None, "{text}");
         }
     }

@@ -134,8 +134,7 @@ fn note_first_use<'a>(seen: &mut Vec<&'a str>, key: &'a str) -> Result<(), Strin
 /// as every frequency flag takes it.
 pub(super) fn parse_hz(name: &str, text: &str) -> Result<f64, String> {
     match crate::types::scaled_hz(text) {
-        // + 0.0 turns -0 into 0
-        Some(hz) if hz.is_finite() && hz >= 0.0 => Ok(hz + 0.0),
+        Some(hz) if hz >= 0.0 => Ok(hz),
         _ => Err(format!(
             "{name}={text}: expected a frequency in Hz, a number >= 0 with an optional k, M or G (1.5k)"
         )),

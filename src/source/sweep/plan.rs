@@ -62,7 +62,7 @@ impl FromStr for SweepRange {
 
 /// A frequency as rtl_power writes one: a number with an optional k, M or G suffix, 0 or more.
 fn frequency(text: &str) -> Option<f64> {
-    crate::types::scaled_hz(text).filter(|hz| hz.is_finite() && *hz >= 0.0)
+    crate::types::scaled_hz(text).filter(|hz| *hz >= 0.0)
 }
 
 /// `--crop FRACTION|PERCENT%`: the share of each hop's bins left out, half at each edge.
