@@ -370,6 +370,9 @@ fn broken_audio_is_one_line_naming_the_file() {
     std::fs::write(&head, &bytes[..20]).expect("write");
     let out = spectra(&head, &[]);
     assert_clean_error(&out, 1, &[&head, "ends inside its flac header"]);
+    // and from a pipe, where the magic number is seen only as the stream is read
+    let out = spectra_piped(&head, &[]);
+    assert_clean_error(&out, 1, &["-", "ends inside its flac header"]);
     // the audio's bytes garbled
     let mut garbled = bytes.clone();
     for b in garbled[bytes.len() / 2..].iter_mut().step_by(7) {

@@ -105,12 +105,15 @@ impl AudioSource {
     pub fn new(
         path: &str,
         file: Option<std::fs::File>,
-        reader: InputReader,
+        mut reader: InputReader,
         format: InputFormat,
         precision: Precision,
     ) -> Result<Self> {
         let fail = |what: String| FftdError::input(path, what);
-        let begins_as_format = file.as_ref().and_then(format_of_file_start) == Some(format);
+        let begins_as_format = match &file {
+            Some(file) => format_of_file_start(file),
+            None => super::sniff::sniff(&mut reader).ok(),
+        } == Some(format);
         let (input, stream): (Box<dyn MediaSource>, _) = match file {
             Some(file) => (Box::new(file), None),
             None => {
