@@ -44,7 +44,8 @@ use std::marker::PhantomData;
 
 mod parse;
 
-const NANOS_PER_SECOND: u64 = 1_000_000_000;
+/// Nanoseconds, the unit an averaging interval is held in.
+const NANOS_PER_SECOND: u64 = crate::types::duration::SECOND;
 
 /// Fraction digits beyond this many cannot change a whole number of nanoseconds (< 10^-7 ns).
 const MAX_FRACTION_DIGITS: usize = 18;
