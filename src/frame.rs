@@ -4,7 +4,10 @@
 //!
 //! Frame count for L samples, frame N, hop H:
 //! - L <= N: one frame (zero-padded to N).
-//! - `--tail pad` (default): ceil((L-N)/H) + 1 frames; the last one zero-padded.
+//! - `--tail pad` (default): ceil((L-N)/H) + 1 frames; the last one zero-padded. Except where the
+//!   hop is longer than the frame and the samples after the last whole frame lie in the gap before
+//!   the next frame's start: no frame holds them (as no frame holds the gaps between frames), and
+//!   no frame of padding alone is made; floor((L-N)/H) + 1 frames.
 //! - `--tail drop`: floor((L-N)/H) + 1 frames; samples after the last whole frame are not analysed.
 //!
 //! `--frame whole` takes the whole stream as one frame, zero-padded to the next power of two.
@@ -54,7 +57,8 @@ impl fmt::Display for FrameSize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tail {
-    /// Analyse them in one last zero-padded frame.
+    /// Analyse them in one last zero-padded frame (none where they lie in the gap between
+    /// frames, a hop being longer than a frame).
     Pad,
     /// Leave them out.
     Drop,
@@ -119,9 +123,6 @@ pub(crate) struct Framer<T> {
     next_start: u64,
     seq: u64,
     total: u64,
-    /// No sample has come since a gap (`restart_at`): a tail frame now would hold only padding,
-    /// standing in for samples that were lost, so there is none.
-    after_gap: bool,
     /// Where framing last (re)started (`restart_at`) and the frames emitted by then: the tail
     /// rule counts from there.
     origin: (u64, u64),
@@ -157,7 +158,6 @@ impl<T: Sample> Framer<T> {
             next_start: 0,
             seq: 0,
             total: 0,
-            after_gap: false,
             origin: (0, 0),
         })
     }
@@ -209,7 +209,6 @@ impl<T: Sample> Framer<T> {
         let w = self.width;
         let mut values = values;
         self.total += (values.len() / w) as u64;
-        self.after_gap &= values.is_empty();
         let n = match self.size {
             FrameSize::Whole => {
                 self.buf.try_reserve(values.len()).map_err(|_| {
@@ -293,11 +292,12 @@ impl<T: Sample> Framer<T> {
                 } else {
                     self.tail == Tail::Pad && (total - n as u64) % self.hop as u64 != 0
                 };
-                if pending_tail && !self.after_gap {
-                    let start = self.next_start + self.skip;
+                // a tail frame holds the samples from the next frame's start on: none where the
+                // input ended in the gap before it (hop > frame) or no sample came since a gap
+                // in the input (`restart_at`), and a frame of padding alone is none
+                if pending_tail && !self.buf.is_empty() {
                     let buf = std::mem::take(&mut self.buf);
-                    let values = if self.skip > 0 { &[][..] } else { &buf[..] };
-                    let frame = self.make_frame(n, start, values);
+                    let frame = self.make_frame(n, self.next_start, &buf);
                     emit(frame);
                 }
                 self.buf.clear();
@@ -312,7 +312,6 @@ impl<T: Sample> Framer<T> {
         self.skip = 0;
         self.next_start = start;
         self.total = start;
-        self.after_gap = true;
         self.origin = (start, self.seq);
     }
 }
@@ -324,10 +323,10 @@ pub fn expected_frames(samples: u64, n: u64, hop: u64, tail: Tail) -> u64 {
     } else if samples <= n {
         1
     } else {
-        match tail {
-            Tail::Pad => (samples - n).div_ceil(hop) + 1,
-            Tail::Drop => (samples - n) / hop + 1,
-        }
+        let whole = (samples - n) / hop + 1;
+        // the padded frame starts one hop after the last whole one, if that is inside the input
+        let padded = tail == Tail::Pad && (samples - n) % hop != 0 && whole * hop < samples;
+        whole + u64::from(padded)
     }
 }
 
@@ -385,6 +384,18 @@ mod tests {
         frames
     }
 
+    /// The frame count by walking the starts 0, H, 2H, ...: the frames that lie whole in the
+    /// input, then (`--tail pad`) the next one if it starts inside the input; one frame for an
+    /// input no longer than a frame.
+    fn frames_by_starts(l: usize, n: usize, hop: usize, tail: Tail) -> u64 {
+        if l <= n {
+            return 1;
+        }
+        let whole = (0..).take_while(|k| k * hop + n <= l).count();
+        let padded = tail == Tail::Pad && whole * hop < l && (l - n) % hop != 0;
+        (whole + usize::from(padded)) as u64
+    }
+
     #[test]
     fn frame_count_rule_holds_for_many_shapes() {
         for l in 1..40usize {
@@ -395,9 +406,13 @@ mod tests {
                             let frames = cut(l, n, hop, tail, chunk);
                             let want = expected_frames(l as u64, n as u64, hop as u64, tail);
                             assert_eq!(frames.len() as u64, want, "L={l} N={n} H={hop} {tail:?}");
+                            assert_eq!(want, frames_by_starts(l, n, hop, tail));
                             for (i, f) in frames.iter().enumerate() {
                                 assert_eq!(f.seq, i as u64);
                                 assert_eq!(f.start, i as u64 * hop as u64);
+                                // no frame of padding alone (hop > frame: the input may end in
+                                // the gap after its last whole frame)
+                                assert!(f.start < l as u64 && f.samples > 0, "L={l} N={n} H={hop}");
                                 // every frame holds exactly the samples it should, zero-padded
                                 for (j, v) in f.data.iter().enumerate() {
                                     let idx = f.start as usize + j;

@@ -176,7 +176,8 @@ pub struct Options {
     #[arg(long, value_name = "H", allow_negative_numbers = true, value_parser = whole_number)]
     pub hop: Option<i64>,
 
-    /// Samples after the last whole frame: pad (one last zero-padded frame) or drop [default: pad].
+    /// Samples after the last whole frame: pad (one last zero-padded frame, where the next frame
+    /// starts inside the input) or drop [default: pad].
     #[arg(long, value_enum)]
     pub tail: Option<Tail>,
 
