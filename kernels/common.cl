@@ -13,6 +13,7 @@
 //   scale_mode 0 (magnitude): sqrt(p)
 //   scale_mode 1 (power):     p * (edge ? norm_edge : norm_interior)   edge = DC or Nyquist bin
 //   scale_mode 2 (dB):        10 log10(max(p, 1e-24)), a NaN p kept NaN
+// and where p overflowed though X is finite, from |X| itself (finish_overflowed)
 
 #ifdef USE_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -165,6 +166,22 @@ inline real_t finish_bin(real_t p, int edge, int scale_mode, real_t norm_edge, r
     }
 }
 
+// The finished value of a bin whose |X|^2 overflowed (|X| above ~1.8e19 in float, ~1.3e154 in
+// double) from |X| itself, as scale.rs's refinish_overflowed: the magnitude, its level in dB, or
+// (|X| sqrt(norm))^2, finite where a norm below 1 brings it in range. An infinite X stays infinite.
+inline real_t finish_overflowed(real2 x, int edge, int scale_mode, real_t norm_edge,
+                                real_t norm_interior) {
+    real_t m = hypot(x.x, x.y);
+    if (scale_mode == 0) {
+        return m;
+    } else if (scale_mode == 1) {
+        real_t scaled = m * sqrt(edge ? norm_edge : norm_interior);
+        return scaled * scaled;
+    } else {
+        return R(20.0) * log10(m);
+    }
+}
+
 // Writes bin X of output slot `i` (frame * bins + k): COMPLEX_OUT writes re, im at out[2i],
 // out[2i+1]; else out[i] = the finished value of |X|^2 (edge: DC or Nyquist bin).
 inline void store_bin(__global real_t *out, size_t i, real2 x, int edge, int scale_mode,
@@ -172,7 +189,9 @@ inline void store_bin(__global real_t *out, size_t i, real2 x, int edge, int sca
 #if COMPLEX_OUT
     vstore2(x, i, out);
 #else
-    out[i] = finish_bin(x.x * x.x + x.y * x.y, edge, scale_mode, norm_edge, norm_interior);
+    real_t p = x.x * x.x + x.y * x.y;
+    out[i] = isinf(p) ? finish_overflowed(x, edge, scale_mode, norm_edge, norm_interior)
+                      : finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
 #endif
 }
 

@@ -184,6 +184,29 @@ impl ScalePlan {
             *dst = z.re * z.re + z.im * z.im;
         }
         self.finish_row(row);
+        // (+inf is never a finished value of a finite |X|² here: one compare pass, vectorised)
+        if row.iter().fold(false, |any, &v| any | (v == T::infinity())) {
+            self.refinish_overflowed(spectrum, row);
+        }
+    }
+
+    /// Bins whose |X|² overflowed `T` (|X| above ~1.8e19 in f32, ~1.3e154 in f64) though their
+    /// value may not: |X| itself, its level in dB, or a power scaled down by the window's sum
+    /// (`spectrum`, `density`). Each is computed again from |X| = hypot(re, im) in f64; an X that
+    /// is itself infinite stays infinite.
+    #[cold]
+    fn refinish_overflowed<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
+        for (k, (dst, z)) in row.iter_mut().zip(spectrum).enumerate() {
+            if *dst != T::infinity() {
+                continue;
+            }
+            let magnitude = z.re.into_f64().hypot(z.im.into_f64());
+            *dst = T::of_f64(match self.mode {
+                // (|X|·√factor)², not |X|²·factor, which overflows f64 itself from ~1.3e154
+                ScaleMode::Power => (magnitude * self.factor(k).sqrt()).powi(2),
+                _ => self.apply_f64(k, magnitude),
+            });
+        }
     }
 
     /// Turns a row of squared magnitudes |X_k|² (`power`, modified in place) into output values.
@@ -259,5 +282,50 @@ mod tests {
         ScalePlan::new(&spec(InputKind::Real, Scale::Magnitude))
             .finish_spectrum(&spectrum, &mut magnitudes);
         assert_eq!(magnitudes[2], 5.0);
+    }
+
+    /// Each scale's value of X = big + 0i in `T`, where big² overflows `T` (helper-34: 1e20 in
+    /// f32 gave magnitude inf and dB inf); frame 8, rect window (Σw = 8, Σw² = 8).
+    fn finished_big<T: Sample>(big: f64, scale: Scale) -> Vec<f64> {
+        let plan = ScalePlan::new(&spec(InputKind::Real, scale));
+        let spectrum = [
+            Complex::new(T::of_f64(big), T::zero()),
+            Complex::new(T::zero(), T::of_f64(-big)),
+            Complex::new(T::of_f64(3.0), T::of_f64(4.0)),
+            Complex::new(T::infinity(), T::zero()),
+            Complex::new(T::nan(), T::zero()),
+        ];
+        let mut row = vec![T::zero(); spectrum.len()];
+        plan.finish_spectrum(&spectrum, &mut row);
+        row.into_iter().map(T::into_f64).collect()
+    }
+
+    #[test]
+    fn magnitudes_whose_square_overflows_are_finished_from_the_magnitude() {
+        for (big, f32_values) in [(1e20, true), (1e200, false)] {
+            let row = |scale| match f32_values {
+                true => finished_big::<f32>(big, scale),
+                false => finished_big::<f64>(big, scale),
+            };
+            let close = |got: f64, want: f64| (got - want).abs() <= want.abs() * 1e-6;
+            let m = row(Scale::Magnitude);
+            assert!(close(m[0], big) && close(m[1], big), "{m:?}");
+            assert_eq!(m[2], 5.0);
+            assert!(m[3] == f64::INFINITY && m[4].is_nan(), "{m:?}");
+            let db = row(Scale::Db);
+            let want_db = 20.0 * big.log10();
+            assert!(close(db[0], want_db) && close(db[1], want_db), "{db:?}");
+            assert!(db[3] == f64::INFINITY && db[4].is_nan(), "{db:?}");
+            // spectrum: |X|²/(Σw)², doubled off the edges; finite where (big/8)² is
+            let s = row(Scale::Spectrum);
+            let want_s = (big / 8.0).powi(2);
+            if f32_values {
+                assert!(close(s[0], want_s) && close(s[1], 2.0 * want_s), "{s:?}");
+            } else {
+                assert_eq!(s[0], f64::INFINITY, "(1e200/8)² is beyond f64");
+            }
+            // power itself overflows: its value is not finite in T
+            assert_eq!(row(Scale::Power)[0], f64::INFINITY);
+        }
     }
 }
