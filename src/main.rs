@@ -78,7 +78,7 @@ fn run(cli: Cli) -> Result<(), FftdError> {
                     if settings.source.input.is_streamed() {
                         fftd::heap::no_huge_pages(); // memory flat over months (issue 27)
                     }
-                    fftd::pipeline::run(&settings, signals)
+                    fftd::pipeline::run(&settings, signals).map_err(|e| settings.placed(e))
                 }
             }
         }

@@ -745,6 +745,9 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     std::fs::write(d.join("badkey.toml"), "frame = 64\nwindoww = \"hann\"\n").expect("write");
     std::fs::write(d.join("badtype.toml"), "frame = 64\nhop = \"lots\"\n").expect("write");
     std::fs::write(d.join("range.toml"), "frame = 64\n\nhop = 0\n").expect("write");
+    // keys found wrong only once the inputs are open (their frame, their channels)
+    std::fs::write(d.join("bands.toml"), "frame = 64\nbands = \"mel:1000\"\n").expect("write");
+    std::fs::write(d.join("channel.toml"), "\nchannel = 5\n").expect("write");
     std::fs::write(
         d.join("dirkey.toml"),
         format!("output-dir = {:?}\n", p("dir")),
@@ -828,8 +831,8 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     );
     expect(
         &["--file", &p("good.txt"), "--output", &p("nodir/out.txt")],
-        1,
-        &["nodir"],
+        2,
+        &["--output", "no such directory", "nodir"],
     );
     expect(
         &["--file", &p("good.txt"), "--config", &p("badkey.toml")],
@@ -874,6 +877,17 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         ],
         2,
         &["--output-dir", "(output-dir is set in", "dirkey.toml:1)"],
+    );
+    // and where the inputs must be open to judge them (helper-34: they named only the flag)
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("bands.toml")],
+        2,
+        &["bands.toml:2: bands = mel:1000: more bands (1000)"],
+    );
+    expect(
+        &["--file", &p("good.txt"), "--config", &p("channel.toml")],
+        2,
+        &["channel", "channel.toml:2"],
     );
     // the flag's value, not the file's, is the one judged and named
     expect(

@@ -41,6 +41,10 @@ const NUMERIC: &[&str] = &[
     "DURATION",
     "DURATION|SIZE",
     "forever|N|DURATION",
+    "N|max",
+    "A,B",
+    "LOW:HIGH:BIN",
+    "ADDR",
 ];
 
 /// The flags `fftd ARGS --help` lists whose value is a number.
@@ -447,7 +451,7 @@ fn an_argument_that_is_not_utf8_is_named_with_its_flag() {
     let input = dir.path().join("x.txt");
     std::fs::write(&input, "1\n2\n").expect("write");
     let missing = OsStr::from_bytes(b"/nonexistent\xff/c.toml");
-    for (flag, code) in [("--config", 2), ("--output", 1)] {
+    for (flag, code) in [("--config", 2), ("--output", 2)] {
         let out = with(&[
             OsStr::new("--file"),
             input.as_os_str(),

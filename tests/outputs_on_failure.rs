@@ -137,13 +137,23 @@ fn fails_before_reading(extra: &[&str]) -> (std::process::Output, Duration) {
 fn every_destination_is_checked_before_any_input_is_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("no/such/folder/meta.json");
-    for (flag, path, needle) in [
-        ("--meta", "/dev/full", "No space left"),
-        ("--meta", s(&missing), "No such file"),
-        ("--output", "/dev/full", "No space left"),
+    let folder = dir.path().to_str().expect("utf8");
+    for (flag, path, needle, code) in [
+        ("--meta", "/dev/full", "No space left", 1),
+        ("--meta", s(&missing), "no such directory", 2),
+        ("--output", "/dev/full", "No space left", 1),
+        ("--output", s(&missing), "no such directory", 2),
+        (
+            "--output",
+            folder,
+            "is a directory, not a file (--output-dir",
+            2,
+        ),
+        ("--trace", folder, "is a directory, not a file", 2),
     ] {
         let (out, _) = fails_before_reading(&[flag, path]);
-        assert_clean_error(&out, 1, &[path, needle]);
+        // (the message names the flag with its path)
+        assert_clean_error(&out, code, &[&format!("{flag} {path}"), needle]);
     }
 }
 
@@ -176,6 +186,69 @@ fn inputs_of_the_same_stem_are_told_apart_by_stream_id() {
         .collect();
     names.sort();
     assert_eq!(names, ["x-0.csv", "x-1.csv"]);
+    // an input whose own stem is what the second x would get (helper-34: "the same file")
+    write_text_samples(&dir.path().join("x-1.txt"), &noise(256, 2));
+    let out_dir = dir.path().join("out2");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let own = dir.path().join("x-1.txt");
+    let out = run(&[
+        "--file",
+        s(&own),
+        "--file",
+        s(&a),
+        "--file",
+        s(&b),
+        "--frame",
+        "64",
+        "--format",
+        "csv",
+        "--output-dir",
+        s(&out_dir),
+    ]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["x-1-2.csv", "x-1.csv", "x-2.csv"]);
+}
+
+/// An input with no samples is found while planning, before the output is created: a file the
+/// output names is left as it was (helper-34: it was emptied by a run that wrote nothing).
+#[test]
+fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    std::fs::write(d.join("empty.f32"), b"").expect("write");
+    std::fs::write(d.join("empty.cu8"), b"").expect("write");
+    // a WAV header (16-bit mono, 8 kHz) whose data chunk holds nothing
+    let mut wav =
+        b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x40\x1f\0\0\x80\x3e\0\0\x02\0\x10\0"
+            .to_vec();
+    wav.extend_from_slice(b"data\0\0\0\0");
+    std::fs::write(d.join("nodata.wav"), &wav).expect("write");
+    for (input, needle) in [
+        ("empty.f32", "is empty"),
+        ("empty.cu8", "is empty"),
+        ("nodata.wav", "WAV file contains no samples"),
+    ] {
+        for format in ["csv", "npy", "f32"] {
+            let keep = d.join(format!("keep.{format}"));
+            std::fs::write(&keep, b"precious").expect("write");
+            let out = run(&[
+                "--file",
+                s(&d.join(input)),
+                "--format",
+                format,
+                "--output",
+                s(&keep),
+            ]);
+            assert_clean_error(&out, 1, &[input, needle]);
+            let kept = std::fs::read(&keep).expect("read");
+            assert_eq!(kept, b"precious", "{input} {format}");
+        }
+    }
 }
 
 #[test]

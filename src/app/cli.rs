@@ -76,6 +76,10 @@ pub const NUMERIC_VALUE_NAMES: &[&str] = &[
     "DURATION",
     "DURATION|SIZE",
     "forever|N|DURATION",
+    "N|max",
+    "A,B",
+    "LOW:HIGH:BIN",
+    "ADDR",
 ];
 
 /// The command line as typed: `Cli` with every number-taking flag accepting a leading '-'.

@@ -23,6 +23,7 @@ use crate::source::spec::{Input, SourceSpec};
 use crate::types::Precision;
 use crate::window::WindowKind;
 use std::path::Path;
+use std::sync::Arc;
 
 pub use crate::app::config_file::parse_config;
 pub(crate) use crate::app::config_file::ConfigFile;
@@ -89,6 +90,10 @@ pub struct Settings {
     pub run: RunSpec,
     /// A fleet worker: where it takes blocks and publishes rows (`--file nats://...`).
     pub fleet: Option<FleetIo>,
+    /// The config file the settings took keys from, and those keys: a usage error found once
+    /// the inputs are open (`--bands` against their frame, `--channel` against their channels)
+    /// is placed in it as the ones found here are (`placed`).
+    config: Option<Arc<(ConfigFile, Vec<String>)>>,
 }
 
 impl std::ops::Deref for Settings {
@@ -169,7 +174,19 @@ impl Settings {
                 other => other,
             })?;
         settings.run.output.config = Some(file.path().to_path_buf());
+        settings.config = Some(Arc::new((file.clone(), from_file)));
         Ok(settings)
+    }
+
+    /// `e`, a usage error found once the run's inputs are open, placed in the config file when
+    /// the first flag it names took its value from there (`ConfigFile::place`).
+    pub fn placed(&self, e: FftdError) -> FftdError {
+        match (e, &self.config) {
+            (FftdError::Usage(message), Some(config)) => {
+                FftdError::Usage(config.0.place(&message, &config.1))
+            }
+            (e, _) => e,
+        }
     }
 
     /// The settings `o` gives, every value of which the user gave for this run.
@@ -250,7 +267,11 @@ impl Settings {
             alerts,
             record,
         };
-        Ok(Settings { run, fleet: None })
+        Ok(Settings {
+            run,
+            fleet: None,
+            config: None,
+        })
     }
 
     /// A fleet worker's settings: its blocks come from `io.input`, its rows go to NATS.

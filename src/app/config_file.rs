@@ -15,6 +15,7 @@ const ECHO_CHARS: usize = 60;
 
 /// A config file read: its options, and the line each of its keys is set on, for the errors
 /// found when its values meet the flags' (`Settings::resolve`).
+#[derive(Clone, Debug)]
 pub(crate) struct ConfigFile {
     pub(crate) options: Options,
     path: PathBuf,

@@ -137,40 +137,52 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
         }
         probe_writable(dir)?;
     }
-    for path in run_spec.output.output.iter().chain(&run_spec.output.meta) {
-        check_destination(path)?;
-    }
-    if let Some(path) = &run_spec.report.trace {
-        check_destination(path).map_err(|e| match e {
-            FftdError::Io { path, source } => FftdError::io(
-                format!("--trace {}", crate::types::shown_path(&path)),
-                source,
-            ),
-            e => e,
-        })?;
+    let output = run_spec.output.output.iter().map(|p| ("--output", p));
+    let meta = run_spec.output.meta.iter().map(|p| ("--meta", p));
+    let trace = run_spec.report.trace.iter().map(|p| ("--trace", p));
+    for (flag, path) in output.chain(meta).chain(trace) {
+        check_destination(flag, path)?;
     }
     Ok(())
 }
 
-/// One file's check for `check_destinations`.
-fn check_destination(path: &Path) -> Result<()> {
+/// One file's check for `check_destinations`; its errors name `flag`. A folder, or a file in
+/// a folder that does not exist, is a usage error.
+fn check_destination(flag: &str, path: &Path) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
+    let shown = crate::types::shown_path(path);
+    let named = |e| FftdError::io(format!("{flag} {shown}"), e);
     match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            let hint = match flag {
+                "--output" => " (--output-dir DIR writes a file per input in it)",
+                _ => "",
+            };
+            Err(FftdError::Usage(format!(
+                "{flag} {shown}: is a directory, not a file{hint}"
+            )))
+        }
         Ok(meta) if meta.file_type().is_char_device() => {
             let device = std::fs::OpenOptions::new()
                 .write(true)
                 .open(path)
-                .map_err(|e| FftdError::io(path, e))?;
-            opening::check_writable(&device).map_err(|e| FftdError::io(path, e))
+                .map_err(named)?;
+            opening::check_writable(&device).map_err(named)
         }
-        Ok(meta) if meta.is_file() => writable(path).map_err(|e| FftdError::io(path, e)),
+        Ok(meta) if meta.is_file() => writable(path).map_err(named),
         Ok(_) => Ok(()), // a FIFO or socket: opened once, when the run starts
         Err(_) => {
             let parent = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            writable(parent).map_err(|e| FftdError::io(path, e))
+            if !parent.is_dir() {
+                return Err(FftdError::Usage(format!(
+                    "{flag} {shown}: no such directory {}",
+                    crate::types::shown_path(parent)
+                )));
+            }
+            writable(parent).map_err(named)
         }
     }
 }

@@ -260,16 +260,26 @@ fn stream_file_names(streams: &[StreamMeta], format: OutputFormat) -> Vec<PathBu
         }
     };
     let stems: Vec<String> = streams.iter().map(stem_of).collect();
+    let clashes = |stem: &String| stems.iter().filter(|s| *s == stem).count() > 1;
+    // the stems that are unique are taken first; a shared one gets `-<stream id>`, and a `-2`,
+    // `-3`, ... more where that is another input's stem (inputs x-1.wav, a/x.wav, b/x.wav)
+    let mut taken: std::collections::HashSet<String> =
+        stems.iter().filter(|s| !clashes(s)).cloned().collect();
     stems
         .iter()
         .enumerate()
         .map(|(i, stem)| {
-            let clash = stems.iter().filter(|s| *s == stem).count() > 1;
-            let name = if clash {
-                format!("{stem}-{i}")
-            } else {
-                stem.clone()
+            let name = match clashes(stem) {
+                false => stem.clone(),
+                true => (1..)
+                    .map(|k| match k {
+                        1 => format!("{stem}-{i}"),
+                        k => format!("{stem}-{i}-{k}"),
+                    })
+                    .find(|name| !taken.contains(name))
+                    .unwrap_or_default(),
             };
+            taken.insert(name.clone());
             PathBuf::from(format!("{name}.{}", format.extension()))
         })
         .collect()

@@ -45,6 +45,11 @@ impl InputReader {
         Some(file)
     }
 
+    /// Whether this reads a regular file (whose end is where it is now, not a writer's pause).
+    pub(crate) fn is_regular_file(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Any byte source read to its end, such as bytes in memory (parser tests) or a pipe.
     pub fn from_read(source: impl Read + Send + 'static) -> Self {
         InputReader {

@@ -11,7 +11,7 @@ use crate::error::{FftdError, Result};
 use crate::types::tuning::Tuning;
 use crate::types::InputKind;
 use crate::types::Precision;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::sync::Arc;
 
 pub struct RawSource {
@@ -32,11 +32,16 @@ pub struct RawSource {
 impl RawSource {
     pub fn new(
         path: &str,
-        reader: InputReader,
+        mut reader: InputReader,
         format: InputFormat,
         rate: f64,
         channels: usize,
     ) -> Result<Self> {
+        // an empty file is said to be one before the run (before an output is created), as
+        // an empty text file is (`text::PrimedTextSource::open`); a stream can only be read
+        if reader.is_regular_file() && reader.fill_buf().is_ok_and(|b| b.is_empty()) {
+            return Err(FftdError::input(path, "is empty"));
+        }
         let kind = sample_kind(format);
         // checked: a huge --channels must not wrap to a tiny (or zero) frame size
         let frame_bytes = frame_bytes(format, channels).ok_or_else(|| {
