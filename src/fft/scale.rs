@@ -180,12 +180,15 @@ impl ScalePlan {
             }
             return;
         }
+        // (an |X|² of +inf is noted in the same pass: a compare and an or, vectorised)
+        let mut overflowed = false;
         for (dst, z) in row.iter_mut().zip(spectrum) {
-            *dst = z.re * z.re + z.im * z.im;
+            let power = z.re * z.re + z.im * z.im;
+            overflowed |= power == T::infinity();
+            *dst = power;
         }
         self.finish_row(row);
-        // (+inf is never a finished value of a finite |X|² here: one compare pass, vectorised)
-        if row.iter().fold(false, |any, &v| any | (v == T::infinity())) {
+        if overflowed {
             self.refinish_overflowed(spectrum, row);
         }
     }
