@@ -19,6 +19,8 @@ pub(crate) enum PatternError {
     UnknownField(String, char),
     #[error("{0}: the file-name pattern is not UTF-8")]
     NotText(String),
+    #[error("{0}: a % at the end of the file-name pattern (a % itself is written %%)")]
+    TrailingPercent(String),
     #[error("{0}: a {{seq without its closing brace in the file-name pattern (write {{seq}})")]
     UnclosedSeq(String),
 }
@@ -45,7 +47,7 @@ impl NamePattern {
                 match chars.next() {
                     Some(f) if FIELDS.contains(f) => {}
                     Some(f) => return Err(PatternError::UnknownField(shown, f)),
-                    None => return Err(PatternError::UnknownField(shown, ' ')),
+                    None => return Err(PatternError::TrailingPercent(shown)),
                 }
             }
         }
@@ -210,6 +212,8 @@ mod tests {
     fn unknown_fields_are_named() {
         let e = NamePattern::new(Path::new("x-%Q.csv")).unwrap_err();
         assert!(e.to_string().contains("unknown field %Q"), "{e}");
+        let e = NamePattern::new(Path::new("x-%")).unwrap_err();
+        assert!(e.to_string().contains("a % at the end"), "{e}");
     }
 
     #[test]
