@@ -157,6 +157,29 @@ fn every_destination_is_checked_before_any_input_is_read() {
     }
 }
 
+/// The names of the files `inputs` give in a new folder `out` under `dir` (`--output-dir`, csv).
+fn output_dir_names(dir: &Path, out: &str, inputs: &[&Path]) -> Vec<String> {
+    let out_dir = dir.join(out);
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let mut args: Vec<&str> = inputs.iter().flat_map(|p| ["--file", s(p)]).collect();
+    args.extend([
+        "--frame",
+        "64",
+        "--format",
+        "csv",
+        "--output-dir",
+        s(&out_dir),
+    ]);
+    let out = run(&args);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn inputs_of_the_same_stem_are_told_apart_by_stream_id() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -164,53 +187,13 @@ fn inputs_of_the_same_stem_are_told_apart_by_stream_id() {
         std::fs::create_dir(dir.path().join(sub)).expect("mkdir");
         write_text_samples(&dir.path().join(sub).join("x.txt"), &noise(256, 1));
     }
-    let out_dir = dir.path().join("out");
-    std::fs::create_dir(&out_dir).expect("mkdir");
     let (a, b) = (dir.path().join("a/x.txt"), dir.path().join("b/x.txt"));
-    let out = run(&[
-        "--file",
-        s(&a),
-        "--file",
-        s(&b),
-        "--frame",
-        "64",
-        "--format",
-        "csv",
-        "--output-dir",
-        s(&out_dir),
-    ]);
-    assert!(out.status.success(), "{}", stderr_text(&out));
-    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = output_dir_names(dir.path(), "out", &[&a, &b]);
     assert_eq!(names, ["x-0.csv", "x-1.csv"]);
     // an input whose own stem is what the second x would get (helper-34: "the same file")
-    write_text_samples(&dir.path().join("x-1.txt"), &noise(256, 2));
-    let out_dir = dir.path().join("out2");
-    std::fs::create_dir(&out_dir).expect("mkdir");
     let own = dir.path().join("x-1.txt");
-    let out = run(&[
-        "--file",
-        s(&own),
-        "--file",
-        s(&a),
-        "--file",
-        s(&b),
-        "--frame",
-        "64",
-        "--format",
-        "csv",
-        "--output-dir",
-        s(&out_dir),
-    ]);
-    assert!(out.status.success(), "{}", stderr_text(&out));
-    let mut names: Vec<String> = std::fs::read_dir(&out_dir)
-        .expect("read_dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    write_text_samples(&own, &noise(256, 2));
+    let names = output_dir_names(dir.path(), "out2", &[&own, &a, &b]);
     assert_eq!(names, ["x-1-2.csv", "x-1.csv", "x-2.csv"]);
 }
 
