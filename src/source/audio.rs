@@ -110,10 +110,7 @@ impl AudioSource {
         precision: Precision,
     ) -> Result<Self> {
         let fail = |what: String| FftdError::input(path, what);
-        let begins_as_format = match &file {
-            Some(file) => format_of_file_start(file),
-            None => super::sniff::sniff(&mut reader).ok(),
-        } == Some(format);
+        let begins_as_format = format_of_start(file.as_ref(), &mut reader) == Some(format);
         let (input, stream): (Box<dyn MediaSource>, _) = match file {
             Some(file) => (Box::new(file), None),
             None => {
@@ -389,6 +386,15 @@ impl SampleSource for AudioSource {
 
     fn take_decode_ns(&mut self) -> u64 {
         std::mem::take(&mut self.decode_ns)
+    }
+}
+
+/// The format the input's first bytes show (its magic number): a regular file's, read where
+/// they lie, or a stream's, peeked (read again by the prober).
+fn format_of_start(file: Option<&std::fs::File>, reader: &mut InputReader) -> Option<InputFormat> {
+    match file {
+        Some(file) => format_of_file_start(file),
+        None => super::sniff::sniff(reader).ok(),
     }
 }
 
