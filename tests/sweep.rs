@@ -259,9 +259,10 @@ fn sweep_args(port: u16, settle: &str) -> Vec<String> {
     .collect()
 }
 
-fn run_sweep(settle: &str) -> (Vec<Row>, Vec<f64>) {
+fn run_sweep(settle: &str, extra: &[&str]) -> (Vec<Row>, Vec<f64>) {
     let sky = sky(None);
-    let args = sweep_args(sky.port, settle);
+    let mut args = sweep_args(sky.port, settle);
+    args.extend(extra.iter().map(|a| a.to_string()));
     let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(out.status.success(), "{}", stderr_text(&out));
     sky.thread.join().expect("sky");
@@ -271,7 +272,7 @@ fn run_sweep(settle: &str) -> (Vec<Row>, Vec<f64>) {
 
 #[test]
 fn a_sweep_tiles_the_band_and_finds_each_tone_without_ghosts() {
-    let (rows, retunes) = run_sweep("400ms");
+    let (rows, retunes) = run_sweep("400ms", &[]);
     // 2.048 MS/s (rtl_tcp's default), 8 kHz bins: 256-point FFTs, 204 bins kept of each hop,
     // 500 bins from 100 to 104 MHz: three hops starting 148 bins apart, the last ending at 104 MHz
     let centres = [100.816e6, 102.0e6, 103.184e6];
@@ -300,6 +301,18 @@ fn a_sweep_tiles_the_band_and_finds_each_tone_without_ghosts() {
     // each tone is the loudest bin of the rows whose band holds it
     assert_tones_in_their_bins(&rows, &TONES);
     assert_no_ghosts(&rows, &TONES);
+}
+
+/// `peak` and `exp` hold their state per hop: one shared by the hops carried each hop's bins,
+/// other frequencies, into the next hops' rows (helper-37: 26 dB lines in every later hop).
+#[test]
+fn a_sweeps_peak_hold_and_exp_average_keep_each_hop_to_its_own_band() {
+    for mode in ["peak", "exp:0.5"] {
+        let (rows, _) = run_sweep("400ms", &["--average-mode", mode]);
+        assert_eq!(rows.len(), 6, "{mode}");
+        assert_tones_in_their_bins(&rows, &TONES);
+        assert_no_ghosts(&rows, &TONES);
+    }
 }
 
 /// No bin away from every tone within 40 dB of the loudest bin of all rows.
@@ -358,7 +371,7 @@ fn a_lost_receiver_comes_back_under_retry_and_the_sweep_goes_on() {
 
 #[test]
 fn without_a_settle_time_the_stale_samples_show_as_ghosts() {
-    let (rows, _) = run_sweep("0");
+    let (rows, _) = run_sweep("0", &[]);
     let peak = rows
         .iter()
         .flat_map(|r| r.db.iter().copied())

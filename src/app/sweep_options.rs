@@ -164,7 +164,11 @@ fn decide_options(o: &mut Options, plan: &HopPlan, frames: usize, slot: u64) {
     o.frame = Some(FrameSize::Fixed(plan.n));
     o.fftshift = true;
     if frames > 1 || o.average.is_some() {
-        o.average = Some(AverageSpec::PerHop { frames, slot });
+        o.average = Some(AverageSpec::PerHop {
+            frames,
+            slot,
+            hops: plan.hops(),
+        });
     }
     let (lowest, highest) = plan.written_offsets();
     let base = if plan.hops() == 1 {

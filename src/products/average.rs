@@ -32,7 +32,8 @@
 //!   since the start of the stream (never reset), emitted once per group. `exp:ALPHA`
 //!   (0 < ALPHA <= 1): exponential moving average y = ALPHA·x + (1−ALPHA)·y, started by the
 //!   stream's first frame and never reset; a row holds y after its group's last frame, so
-//!   `--average 1` emits it every frame and `--average N` every N frames.
+//!   `--average 1` emits it every frame and `--average N` every N frames. In a sweep both are
+//!   held per hop (since that hop's first frame), each hop's bins being other frequencies.
 //! - **NaN.** A NaN in a bin makes the reduced bin NaN, as numpy's reducers do (for `peak` and
 //!   `exp`, from then on).
 //! - **Memory.** O(bins) per stream; `median` keeps its group's rows, O(frames per row × bins).
@@ -59,8 +60,14 @@ pub enum AverageSpec {
     Interval { nanos: u64 },
     /// `--sweep`: one row per hop, of the frames that start in each slot of `slot` samples (a
     /// hop's settle and samples), at most `frames` of them. Rows follow the hops even where a
-    /// hop lost frames (dropped live, cut by an outage).
-    PerHop { frames: usize, slot: u64 },
+    /// hop lost frames (dropped live, cut by an outage). `peak` and `exp` hold one state per
+    /// hop of the `hops` a sweep makes (slot k is hop k mod `hops`): each hop's bins are other
+    /// frequencies.
+    PerHop {
+        frames: usize,
+        slot: u64,
+        hops: usize,
+    },
 }
 
 /// `--average-mode`: how the frames of a group become one row.
@@ -100,7 +107,11 @@ pub struct Grouping {
 enum RowRule {
     Frames(usize),
     Interval(IntervalClock),
-    Slots { slot: u64, frames: usize },
+    Slots {
+        slot: u64,
+        frames: usize,
+        hops: usize,
+    },
 }
 
 /// Which interval a start sample falls in, for intervals of `nanos` ns at `rate` Hz.
@@ -133,7 +144,8 @@ pub struct AveragedRow<T> {
 pub struct Averager<T> {
     grouping: Grouping,
     bins: usize,
-    reducer: Reducer,
+    /// One reducer, or (`peak` and `exp` in a sweep) one per hop (`Grouping::state_of`).
+    reducers: Vec<Reducer>,
     open: Option<OpenGroup>,
     sample: PhantomData<fn() -> T>,
 }
@@ -196,9 +208,10 @@ impl AverageSpec {
             AverageSpec::Interval { nanos } => {
                 RowRule::Interval(self.interval_clock(nanos, rate, hop)?)
             }
-            AverageSpec::PerHop { frames, slot } => RowRule::Slots {
+            AverageSpec::PerHop { frames, slot, hops } => RowRule::Slots {
                 slot: slot.max(1),
                 frames,
+                hops: hops.max(1),
             },
         };
         Ok(Grouping { rule, rate })
@@ -256,6 +269,15 @@ impl Grouping {
             RowRule::Frames(frames) => frame_index / frames.max(1) as u64,
             RowRule::Interval(clock) => clock.index_of(start_sample),
             RowRule::Slots { slot, .. } => start_sample / slot,
+        }
+    }
+
+    /// Reducer states a stream keeps: one per hop where a sweep's `peak` or `exp` carries state
+    /// from row to row (each hop's bins are other frequencies), else one.
+    fn states(&self, mode: AverageMode) -> usize {
+        match (self.rule, mode) {
+            (RowRule::Slots { hops, .. }, AverageMode::Peak | AverageMode::Exp { .. }) => hops,
+            _ => 1,
         }
     }
 
@@ -498,7 +520,9 @@ impl<T: Sample> Averager<T> {
         Averager {
             grouping,
             bins,
-            reducer: Reducer::new(mode, bins),
+            reducers: (0..grouping.states(mode))
+                .map(|_| Reducer::new(mode, bins))
+                .collect(),
             open: None,
             sample: PhantomData,
         }
@@ -548,11 +572,12 @@ impl<T: Sample> Averager<T> {
         let power = row;
         assert_eq!(power.len(), self.bins, "power row of the wrong length");
         let interval = self.grouping.interval_of(start_sample);
+        let state = self.state_of(interval);
         if self.open.is_some_and(|g| g.interval != interval) {
             self.close(emit);
         }
         let mut group = self.open.take().unwrap_or_else(|| {
-            self.reducer.begin_group();
+            self.reducers[state].begin_group();
             OpenGroup {
                 interval,
                 first_frame: frame_index,
@@ -560,12 +585,17 @@ impl<T: Sample> Averager<T> {
                 frames: 0,
             }
         });
-        self.reducer.add(power);
+        self.reducers[state].add(power);
         group.frames += frames;
         self.open = Some(group);
         if self.grouping.is_complete(&group, last_start) {
             self.close(emit);
         }
+    }
+
+    /// The reducer of the group in `interval` (a sweep's slot k is hop k mod hops).
+    fn state_of(&self, interval: u64) -> usize {
+        (interval % self.reducers.len() as u64) as usize
     }
 
     /// Emits the group still open, if any, with the frames it has (a partial final group).
@@ -577,7 +607,8 @@ impl<T: Sample> Averager<T> {
         let Some(group) = self.open.take() else {
             return;
         };
-        let values = self.reducer.end_group(group.frames, self.bins);
+        let state = self.state_of(group.interval);
+        let values = self.reducers[state].end_group(group.frames, self.bins);
         emit(AveragedRow {
             first_frame: group.first_frame,
             frames: group.frames,

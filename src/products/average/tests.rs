@@ -652,6 +652,7 @@ fn per_hop_rows_follow_the_hops_when_frames_are_missing() {
     let grouping = AverageSpec::PerHop {
         frames: 3,
         slot: 100,
+        hops: 2,
     }
     .grouping(1.0, 10)
     .expect("grouping");
@@ -666,4 +667,32 @@ fn per_hop_rows_follow_the_hops_when_frames_are_missing() {
         .collect();
     assert_eq!(got, [(50, 2, 55.0), (150, 3, 160.0), (250, 1, 250.0)]);
     assert_eq!(grouping.group_of(6, 250), 2, "engines segment by hop too");
+}
+
+#[test]
+fn a_sweeps_peak_and_exp_are_held_per_hop() {
+    // 2 hops, slots of 100 samples, one frame each (at 50 in its slot): hop 0 sees 10 then 1,
+    // hop 1 sees 0 then 0; a hold shared by the hops would carry hop 0's 10 into hop 1's rows
+    let grouping = AverageSpec::PerHop {
+        frames: 1,
+        slot: 100,
+        hops: 2,
+    }
+    .grouping(1.0, 10)
+    .expect("grouping");
+    for (mode, want) in [
+        (AverageMode::Peak, [10.0, 0.0, 10.0, 0.0]),
+        (AverageMode::Exp { alpha: 0.5 }, [10.0, 0.0, 5.5, 0.0]),
+        (AverageMode::Max, [10.0, 0.0, 1.0, 0.0]),
+    ] {
+        let mut averager = Averager::<f64>::new(grouping, mode, 1);
+        let mut rows = Vec::new();
+        for (index, (start, v)) in [(50, 10.0), (150, 0.0), (250, 1.0), (350, 0.0)]
+            .into_iter()
+            .enumerate()
+        {
+            averager.push(index as u64, start, &[v], &mut |r| rows.push(r.values[0]));
+        }
+        assert_eq!(rows, want, "{mode:?}");
+    }
 }
