@@ -126,6 +126,9 @@ pub(crate) struct Framer<T> {
     /// Where framing last (re)started (`restart_at`) and the frames emitted by then: the tail
     /// rule counts from there.
     origin: (u64, u64),
+    /// Framing restarted after a gap: samples since then shorter than a frame are a tail like
+    /// any other (`--tail drop` leaves them out), not an input shorter than a frame.
+    restarted: bool,
 }
 
 impl<T: Sample> Framer<T> {
@@ -159,6 +162,7 @@ impl<T: Sample> Framer<T> {
             seq: 0,
             total: 0,
             origin: (0, 0),
+            restarted: false,
         })
     }
 
@@ -287,8 +291,10 @@ impl<T: Sample> Framer<T> {
                 // samples since framing (re)started: a gap's frames restart the count
                 let total = self.total - self.origin.0;
                 let pending_tail = if total <= n as u64 {
-                    // one frame in all: emit it now unless the input was exactly one frame
-                    self.seq == self.origin.1 && total > 0
+                    // no whole frame since the start: an input shorter than a frame is one
+                    // frame whatever the tail, the samples after a gap follow the tail rule
+                    let tail = !self.restarted || self.tail == Tail::Pad;
+                    self.seq == self.origin.1 && total > 0 && tail
                 } else {
                     self.tail == Tail::Pad && (total - n as u64) % self.hop as u64 != 0
                 };
@@ -313,6 +319,7 @@ impl<T: Sample> Framer<T> {
         self.next_start = start;
         self.total = start;
         self.origin = (start, self.seq);
+        self.restarted = true;
     }
 }
 
@@ -351,6 +358,29 @@ mod tests {
         framer.push(after, &mut keep).expect("push");
         framer.finish(&mut keep).expect("finish");
         frames
+    }
+
+    #[test]
+    fn after_a_gap_fewer_samples_than_a_frame_follow_the_tail_rule() {
+        for (tail, want) in [
+            (Tail::Pad, vec![(0, 8), (30, 3)]),
+            (Tail::Drop, vec![(0, 8)]),
+        ] {
+            let mut framer =
+                Framer::<f64>::new(0, FrameSize::Fixed(8), 4, tail, InputKind::Real, 1.0)
+                    .expect("framer");
+            let mut frames = Vec::new();
+            let mut keep = |f: Frame<f64>| {
+                frames.push((f.start, f.samples));
+                true
+            };
+            let samples: Vec<f64> = (1..=8).map(f64::from).collect();
+            framer.push(&samples, &mut keep).expect("push");
+            framer.restart_at(30);
+            framer.push(&[1.0, 2.0, 3.0], &mut keep).expect("push");
+            framer.finish(&mut keep).expect("finish");
+            assert_eq!(frames, want, "{tail:?}");
+        }
     }
 
     #[test]

@@ -315,6 +315,25 @@ fn a_sweeps_peak_hold_and_exp_average_keep_each_hop_to_its_own_band() {
     }
 }
 
+/// A run that ends inside a hop's frames gives that hop's whole frames only: a zero-padded
+/// partial frame read the tone 26 dB low in that row (helper-37, `--tail drop` and all).
+#[test]
+fn a_hop_cut_short_by_the_runs_end_gives_its_whole_frames_only() {
+    // slots of 400 ms settle (819200 samples) + 20 frames of 256 at 2.048 MS/s: the run ends
+    // 10.5 frames into the third hop, at sample 2·824320 + 819200 + 2688 = 2470528
+    let (rows, _) = run_sweep("400ms", &["--duration", "1.2063125"]);
+    assert_eq!(rows.len(), 3, "two whole hops and the cut one");
+    assert_eq!(rows[2].samples, 10, "the cut hop's whole frames");
+    assert_tones_in_their_bins(&rows, &TONES);
+    let loudest = |r: &Row| r.db.iter().copied().fold(f64::MIN, f64::max);
+    let levels: Vec<f64> = rows.iter().map(loudest).collect();
+    // the sky's tones differ by a few dB at most; a padded frame read ~26 dB lower
+    assert!(
+        (levels[2] - levels[0]).abs() < 6.0,
+        "the cut hop's tone at its level: {levels:?}"
+    );
+}
+
 /// No bin away from every tone within 40 dB of the loudest bin of all rows.
 pub(crate) fn assert_no_ghosts(rows: &[Row], tones: &[(f64, f64)]) {
     let peak = rows
@@ -398,6 +417,10 @@ fn bad_sweeps_are_usage_errors() {
         (&["--sweep", "88M:108M:10k", "--crop", "1.5"], "--crop"),
         (&["--sweep", "88M:108M:10k", "--sweeps", "0"], "--sweeps 0"),
         (&["--crop", "0.2"], "--crop goes with --sweep"),
+        (
+            &["--sweep", "88M:108M:10k", "--tail", "pad"],
+            "--sweep goes without --tail",
+        ),
         // shorter than a hop: nothing would be written
         (
             &["--sweep", "88M:108M:10k", "--duration", "0.1"],

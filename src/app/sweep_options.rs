@@ -7,7 +7,7 @@
 use super::config::usage;
 use super::options::Options;
 use crate::error::{FftdError, Result};
-use crate::frame::FrameSize;
+use crate::frame::{FrameSize, Tail};
 use crate::products::average::AverageSpec;
 use crate::source::rtl_tcp;
 use crate::source::soapy;
@@ -135,6 +135,10 @@ fn receiver_defaults(o: &Options) -> Result<ReceiverDefaults> {
         ),
         (o.bands.is_some(), "--bands"),
         (o.cross.is_some(), "--cross"),
+        (
+            o.tail.is_some(),
+            "--tail (a hop's frames are whole: a partial one is left out)",
+        ),
     ];
     if let Some((_, flag)) = decided.iter().find(|d| d.0) {
         return usage(format!("--sweep goes without {flag}"));
@@ -163,6 +167,8 @@ fn frames_per_hop(average: Option<AverageSpec>, rate: f64, n: usize, hop: usize)
 fn decide_options(o: &mut Options, plan: &HopPlan, frames: usize, slot: u64) {
     o.frame = Some(FrameSize::Fixed(plan.n));
     o.fftshift = true;
+    // a hop cut short (the run's end, a lost receiver) gives its whole frames only
+    o.tail = Some(Tail::Drop);
     if frames > 1 || o.average.is_some() {
         o.average = Some(AverageSpec::PerHop {
             frames,
