@@ -150,8 +150,14 @@ fn every_destination_is_checked_before_any_input_is_read() {
             2,
         ),
         ("--trace", folder, "is a directory, not a file", 2),
+        ("--events", folder, "is a directory, not a file", 2),
+        ("--events", s(&missing), "no such directory", 2),
     ] {
-        let (out, _) = fails_before_reading(&[flag, path]);
+        let mut args = vec![flag, path];
+        if flag == "--events" {
+            args.extend(["--alert", "name=hum,band=900-1100,above=-20"]);
+        }
+        let (out, _) = fails_before_reading(&args);
         // (the message names the flag with its path)
         assert_clean_error(&out, code, &[&format!("{flag} {path}"), needle]);
     }

@@ -464,6 +464,13 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
     let bad = dir.path().join("x-%Q.csv");
     let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&bad)]);
     assert_clean_error(&out, 2, &["%Q"]);
+    // a FIFO is named as the --output it is (helper-36: it was named as --rotate's value)
+    let fifo = dir.path().join("fifo");
+    common::mkfifo(&fifo);
+    let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&fifo)]);
+    let named = format!("--output {}: a FIFO or device cannot be split", s(&fifo));
+    assert_clean_error(&out, 2, &[&named]);
+    std::fs::remove_file(&fifo).expect("rm fifo");
     // a folder named by --output would get its files beside it; --output-dir is the way
     let folder = dir.path().join("out");
     std::fs::create_dir(&folder).expect("mkdir");

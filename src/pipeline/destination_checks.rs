@@ -104,9 +104,9 @@ pub(super) fn run_inputs(run_spec: &RunSpec) -> Vec<NamedFile> {
 }
 
 /// Checks, before any input is read (a stream's first bytes may be long in coming), that the
-/// places the run will write can take it: `--output`, `--meta` and `--trace` (a device must take an empty
-/// write, a file's folder must exist and be writable) and the `--output-dir` folder. Nothing is
-/// created here; FIFOs are opened later, once.
+/// places the run will write can take it: `--output`, `--meta`, `--trace` and `--events` (a
+/// device must take an empty write, a file's folder must exist and be writable) and the
+/// `--output-dir` folder. Nothing is created here; FIFOs are opened later, once.
 pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     if run_spec.output.rotate.is_some() {
         // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
@@ -140,7 +140,11 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     let output = run_spec.output.output.iter().map(|p| ("--output", p));
     let meta = run_spec.output.meta.iter().map(|p| ("--meta", p));
     let trace = run_spec.report.trace.iter().map(|p| ("--trace", p));
-    for (flag, path) in output.chain(meta).chain(trace) {
+    let events = match &run_spec.alerts.events {
+        Some(EventsTarget::File(path)) => Some(("--events", path)),
+        _ => None,
+    };
+    for (flag, path) in output.chain(meta).chain(trace).chain(events) {
         check_destination(flag, path)?;
     }
     Ok(())

@@ -150,8 +150,9 @@ pub(crate) fn check_rotate(
         }
     };
     if super::opening::is_stream_path(&path) {
+        // (an --output-dir's stream files are new names: only --output can be such a path)
         return Err(format!(
-            "--rotate {}: a FIFO or device cannot be split into files",
+            "--output {}: a FIFO or device cannot be split into files by --rotate",
             crate::types::shown_path(&path)
         ));
     }
