@@ -594,6 +594,52 @@ fn sigmf_rtl_power_rows_take_the_capture_time() {
     );
 }
 
+/// `core:offset` (the dataset's first sample's index: capture starts are absolute), datetimes
+/// with an offset from UTC or nine digits of fraction, and `--center-freq`, which overrides the
+/// centre and keeps the captures' times (helper-37 found all four wrong).
+#[test]
+fn sigmf_captures_are_placed_by_the_offset_and_timed_in_utc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meta = dir.path().join("o.sigmf-meta");
+    // 10 frames of 1000 cu8 samples at 1 kHz: dataset samples 0-4999 are at 100 MHz from
+    // 10:00:00Z, 5000-9999 at 200 MHz from 10:00:05Z (written +02:00 and with its fraction)
+    std::fs::write(dir.path().join("o.sigmf-data"), bytes(20_000, 3)).expect("data");
+    std::fs::write(
+        &meta,
+        r#"{"global":{"core:datatype":"cu8","core:sample_rate":1000,"core:offset":5000},
+            "captures":[
+              {"core:sample_start":5000,"core:frequency":100e6,"core:datetime":"2024-03-01T10:00:00Z"},
+              {"core:sample_start":10000,"core:frequency":200e6,"core:datetime":"2024-03-01T12:00:04.999999999+02:00"}]}"#,
+    )
+    .expect("meta");
+    let rows = |extra: &[&str]| -> Vec<Vec<String>> {
+        let args = [
+            "--file",
+            s(&meta),
+            "--frame",
+            "1000",
+            "--format",
+            "rtl-power",
+        ];
+        let out = run(&[&args[..], extra].concat());
+        assert_silent_success(&out);
+        (stdout_text(&out).lines())
+            .map(|l| l.split(", ").take(4).map(str::to_string).collect())
+            .collect()
+    };
+    let got = rows(&[]);
+    assert_eq!(got.len(), 10);
+    assert_eq!(got[0], ["2024-03-01", "10:00:00", "99999500", "100000500"]);
+    assert_eq!(got[4], ["2024-03-01", "10:00:04", "99999500", "100000500"]);
+    // 04.999999999 + 0 s: still second 4 (one f64 had rounded it into second 5)
+    assert_eq!(got[5], ["2024-03-01", "10:00:04", "199999500", "200000500"]);
+    assert_eq!(got[6][1], "10:00:05");
+    // --center-freq: one centre, the captures' times kept
+    let got = rows(&["--center-freq", "50M"]);
+    assert_eq!(got[0], ["2024-03-01", "10:00:00", "49999500", "50000500"]);
+    assert_eq!(got[6], ["2024-03-01", "10:00:05", "49999500", "50000500"]);
+}
+
 #[test]
 fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -622,6 +668,15 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
         (
             r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:frequency":1e300}]}"#,
             "capture 0: core:frequency 1e+300",
+        ),
+        // a time that is not one was taken as none (helper-37)
+        (
+            r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:datetime":"yesterday"}]}"#,
+            "capture 0: core:datetime \"yesterday\" is not an ISO 8601 time",
+        ),
+        (
+            r#"{"global":{"core:datatype":"cu8","core:offset":100},"captures":[{"core:sample_start":50}]}"#,
+            "capture 0: core:sample_start 50 is before the dataset's first sample (core:offset 100)",
         ),
     ];
     std::fs::write(dir.path().join("r.sigmf-data"), [1u8, 2, 3, 4]).expect("data");

@@ -312,8 +312,13 @@ impl StreamPlan {
                 ),
             ));
         }
-        // --center-freq says where the radio was, over what the input says
-        let tuning = run_spec.source.center_freq.map(Tuning::fixed).or(tuning);
+        // --center-freq says where the radio was, over what the input says (whose captures'
+        // datetimes still time the rows)
+        let tuning = match (run_spec.source.center_freq, tuning) {
+            (Some(centre), Some(tuning)) => Some(tuning.at_centre(centre)),
+            (Some(centre), None) => Some(Tuning::fixed(centre)),
+            (None, tuning) => tuning,
+        };
         let first_stream = self.streams.len();
         for k in 0..splitter.streams() {
             self.streams.push(StreamMeta {

@@ -71,7 +71,7 @@ impl NamePattern {
     pub(crate) fn render(&self, epoch_s: f64, seq: u64) -> PathBuf {
         let secs = epoch_s.floor() as i64;
         let (days, day_s) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let (y, m, d) = crate::sink::rtl_power::civil_from_days(days);
+        let (y, m, d) = crate::types::utc_time::civil_from_days(days);
         let year_start = days - day_of_year_offset(y, days);
         let mut out = String::with_capacity(self.text.len() + 16);
         let text = self.text.replace("{seq}", &format!("{seq:06}"));
@@ -161,7 +161,7 @@ pub(crate) fn numbered(path: &Path, n: u64) -> PathBuf {
 fn day_of_year_offset(y: i64, days: i64) -> i64 {
     let mut start = days;
     // walk back to 1 January: at most 365 steps, done once per file
-    while crate::sink::rtl_power::civil_from_days(start - 1).0 == y {
+    while crate::types::utc_time::civil_from_days(start - 1).0 == y {
         start -= 1;
     }
     days - start

@@ -6,7 +6,10 @@
 //!   (interleaved channels, default 1), `global.core:dataset` (a non-conforming dataset's file
 //!   name, beside the metadata);
 //! - each capture's `core:sample_start` and `core:frequency` (the stream's `tuning`) and
-//!   `core:datetime`.
+//!   `core:datetime` (RFC 3339: `Z` or an offset from UTC; anything else is refused);
+//! - `global.core:offset`: the sample index of the dataset's first sample (a recording split
+//!   over files); capture starts are absolute, so a capture starts `sample_start − offset`
+//!   samples into this dataset.
 //!
 //! Refused with a one-line error naming the metadata file: anything that is not such a document,
 //! an unknown datatype, `core:metadata_only`, captures out of order, and `core:header_bytes`
@@ -140,7 +143,13 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
             ))
         }
     };
-    let captures = captures(meta_path, doc.get("captures"))?;
+    let offset = match global.get("core:offset") {
+        None => 0,
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| bad(meta_path, format!("core:offset {v} is not a whole number")))?,
+    };
+    let captures = captures(meta_path, doc.get("captures"), offset)?;
     let tuning = captures.iter().any(|c| c.frequency.is_some()).then(|| {
         Arc::new(Tuning {
             captures,
@@ -158,8 +167,9 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     })
 }
 
-/// The `captures` array: each capture's start, frequency and datetime, in order.
-fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
+/// The `captures` array: each capture's start in this dataset (its absolute `core:sample_start`
+/// less the dataset's `offset`), frequency and datetime, in order.
+fn captures(meta_path: &str, value: Option<&Value>, offset: u64) -> Result<Vec<Capture>> {
     let list = match value {
         None => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
@@ -174,7 +184,7 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
         }
         let field = |key: &str| c.get(key);
         let sample_start = match field("core:sample_start") {
-            None => 0,
+            None => offset,
             Some(v) => v.as_u64().ok_or_else(|| {
                 bad(
                     meta_path,
@@ -182,6 +192,12 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
                 )
             })?,
         };
+        let sample_start = sample_start.checked_sub(offset).ok_or_else(|| {
+            bad(
+                meta_path,
+                format!("capture {i}: core:sample_start {sample_start} is before the dataset's first sample (core:offset {offset})"),
+            )
+        })?;
         if out.last().is_some_and(|p| p.sample_start > sample_start) {
             return Err(bad(
                 meta_path,
@@ -209,9 +225,16 @@ fn captures(meta_path: &str, value: Option<&Value>) -> Result<Vec<Capture>> {
                 format!("capture {i}: core:header_bytes (bytes between captures) are not read: strip them from the dataset"),
             ));
         }
-        let datetime = field("core:datetime")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let datetime = match field("core:datetime") {
+            None => None,
+            Some(Value::String(t)) if crate::types::utc_time::parse(t).is_some() => Some(t.clone()),
+            Some(v) => {
+                return Err(bad(
+                    meta_path,
+                    format!("capture {i}: core:datetime {v} is not an ISO 8601 time (YYYY-MM-DDTHH:MM:SS[.fff] then Z or an offset such as +02:00)"),
+                ))
+            }
+        };
         out.push(Capture {
             sample_start,
             frequency,

@@ -15,6 +15,7 @@ pub(crate) mod small_file;
 mod stream;
 mod text;
 pub(crate) mod tuning;
+pub(crate) mod utc_time;
 
 pub(crate) use fingerprint::fingerprint;
 pub(crate) use flag_value::{scaled_hz, whole_in};

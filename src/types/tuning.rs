@@ -81,6 +81,22 @@ impl Tuning {
         })
     }
 
+    /// These captures, their starts and datetimes, all at `frequency`: `--center-freq` over what
+    /// a recording says (its `core:datetime`s still time its rows).
+    pub(crate) fn at_centre(&self, frequency: f64) -> Arc<Tuning> {
+        let captures = (self.captures.iter())
+            .map(|c| Capture {
+                frequency: Some(frequency),
+                ..c.clone()
+            })
+            .collect();
+        Arc::new(Tuning {
+            captures,
+            period: self.period,
+            band: self.band,
+        })
+    }
+
     /// The one centre every capture shares; None when captures differ (or none is known).
     pub fn single(&self) -> Option<f64> {
         let first = self.captures.first()?.frequency;
