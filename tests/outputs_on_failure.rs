@@ -240,6 +240,27 @@ fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
     }
 }
 
+/// A stream that sent nothing (an empty stdin: an error, the sidecar written all the same)
+/// still used the frame the run asked for: `--meta` names it and its bins (helper-36: "frame":
+/// 0, "bins": 1).
+#[test]
+fn the_meta_of_an_input_that_sent_nothing_names_the_frame_asked_for() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meta = dir.path().join("m.json");
+    let args = ["--file", "-", "--input-format", "f32", "--frame", "800"];
+    let out = run(&[&args[..], &["--output", "/dev/null", "--meta", s(&meta)]].concat());
+    assert_clean_error(&out, 1, &["-: is empty"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert_eq!(
+        (doc["frame"].as_u64(), doc["bins"].as_u64()),
+        (Some(800), Some(401))
+    );
+    assert_eq!(doc["inputs"][0]["frames"], 0);
+    assert_eq!(doc["inputs"][0]["bins"], 401);
+    assert_eq!(doc["inputs"][0]["hz_per_bin"].as_f64(), Some(1.0 / 800.0));
+}
+
 #[test]
 fn a_frame_past_the_limit_is_refused_naming_it() {
     let out = run(&["--file", "examples/input.txt", "--frame", "268435456"]);

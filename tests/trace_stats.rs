@@ -301,7 +301,7 @@ fn trace_to_an_unwritable_path_fails_before_the_run() {
         "--output",
         out_file.to_str().expect("utf-8"),
     ]);
-    assert_clean_error(&out, 1, &["--trace", "no-such-dir"]);
+    assert_clean_error(&out, 2, &["--trace", "no-such-dir"]);
     assert!(!out_file.exists(), "the run started");
 }
 

@@ -422,7 +422,11 @@ pub(super) fn write_run_meta(
         .zip(written)
         .map(|(meta, w)| StreamSummary {
             meta,
-            n: w.n,
+            // a stream that gave no frame used the run's frame (unknown with --frame whole)
+            n: match w.n {
+                0 => run_spec.analysis.fixed().map_or(0, |(n, _)| n),
+                n => n,
+            },
             hop: run_spec.analysis.fixed().map_or(w.n, |(_, hop)| hop),
             frames: w.frames,
             output: outputs[writer_of[meta.id]].clone(),

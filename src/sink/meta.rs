@@ -14,26 +14,37 @@ use std::path::Path;
 /// What the run learnt about one stream, for the sidecar.
 pub(crate) struct StreamSummary<'a> {
     pub meta: &'a StreamMeta,
-    /// Frame size actually used (differs per stream with `--frame whole`).
+    /// Frame size actually used (differs per stream with `--frame whole`; 0: none, a stream
+    /// of `--frame whole` that gave no frame).
     pub n: usize,
     pub hop: usize,
     pub frames: u64,
     pub output: String,
 }
 
+/// The stream's frame size, when known.
+fn frame(s: &StreamSummary<'_>) -> Option<usize> {
+    (s.n > 0).then_some(s.n)
+}
+
 /// Values-per-bin aside, the columns a stream's rows have: its bins, or its products' columns.
-fn columns(s: &StreamSummary<'_>) -> usize {
-    s.meta
-        .columns
-        .as_ref()
-        .map_or(s.meta.bins(s.n), |c| c.len())
+fn columns(s: &StreamSummary<'_>) -> Option<usize> {
+    match &s.meta.columns {
+        Some(columns) => Some(columns.len()),
+        None => frame(s).map(|n| s.meta.bins(n)),
+    }
+}
+
+/// Hz between bins, when the frame size is known.
+fn hz_per_bin(s: &StreamSummary<'_>) -> Option<f64> {
+    frame(s).map(|n| s.meta.rate / n as f64)
 }
 
 /// The lowest and highest column frequency of a stream's rows, Hz (absolute when one centre
 /// labels them, offsets from the centre for a retuned recording).
-fn hz_range(s: &StreamSummary<'_>) -> [f64; 2] {
-    let (lo, hi) = s.meta.column_span(s.n);
-    [lo, hi]
+fn hz_range(s: &StreamSummary<'_>) -> Option<[f64; 2]> {
+    let (lo, hi) = s.meta.column_span(frame(s)?);
+    Some([lo, hi])
 }
 
 /// A retuned recording's captures: where each begins and its centre.
@@ -71,11 +82,11 @@ pub(crate) fn write_meta(
                 "channel": s.meta.channel,
                 "rate": s.meta.rate,
                 "kind": match s.meta.kind { InputKind::Real => "real", InputKind::Complex => "complex" },
-                "frame": s.n,
+                "frame": frame(s),
                 "hop": s.hop,
                 "bins": columns(s),
                 "columns_hz": s.meta.columns.as_deref(),
-                "hz_per_bin": s.meta.rate / s.n as f64,
+                "hz_per_bin": hz_per_bin(s),
                 "center_hz": s.meta.tuning.as_ref().and_then(|t| t.single()),
                 "hz_range": hz_range(s),
                 "captures": captures(s),
@@ -96,10 +107,10 @@ pub(crate) fn write_meta(
     let doc = json!({
         "fftd_version": env!("CARGO_PKG_VERSION"),
         "rate": first.map(|s| s.meta.rate),
-        "frame": first.map(|s| s.n),
+        "frame": first.and_then(frame),
         "hop": first.map(|s| s.hop),
-        "bins": first.map(columns),
-        "hz_per_bin": first.map(|s| s.meta.rate / s.n as f64),
+        "bins": first.and_then(columns),
+        "hz_per_bin": first.and_then(hz_per_bin),
         "center_hz": first.and_then(|s| s.meta.tuning.as_ref()).and_then(|t| t.single()),
         "inputs": per_stream,
         "error": end.error,
