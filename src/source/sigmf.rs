@@ -12,7 +12,8 @@
 //!   samples into this dataset.
 //!
 //! Refused with a one-line error naming the metadata file: anything that is not such a document,
-//! an unknown datatype, `core:metadata_only`, captures out of order, and `core:header_bytes`
+//! an unknown datatype, `core:metadata_only`, captures out of order or before the offset, a
+//! datetime that is not one, and `core:header_bytes`
 //! (bytes between captures, which no sample reader here skips). `.sigmf` archives (tar) are not
 //! read: unpack them first (`tar xf rec.sigmf`).
 
@@ -143,12 +144,7 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
             ))
         }
     };
-    let offset = match global.get("core:offset") {
-        None => 0,
-        Some(v) => v
-            .as_u64()
-            .ok_or_else(|| bad(meta_path, format!("core:offset {v} is not a whole number")))?,
-    };
+    let offset = dataset_offset(meta_path, global)?;
     let captures = captures(meta_path, doc.get("captures"), offset)?;
     let tuning = captures.iter().any(|c| c.frequency.is_some()).then(|| {
         Arc::new(Tuning {
@@ -165,6 +161,15 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
         channels,
         tuning,
     })
+}
+
+/// `core:offset`: the sample index of the dataset's first sample (0 when not given).
+fn dataset_offset(meta_path: &str, global: &Map<String, Value>) -> Result<u64> {
+    match global.get("core:offset") {
+        None => Ok(0),
+        Some(v) => (v.as_u64())
+            .ok_or_else(|| bad(meta_path, format!("core:offset {v} is not a whole number"))),
+    }
 }
 
 /// The `captures` array: each capture's start in this dataset (its absolute `core:sample_start`
