@@ -231,6 +231,11 @@ fn spectra_rows_equal_the_file_rows_and_metrics_agree() {
         metric(&metrics, "fftd_serve_spectra_rows_skipped_total"),
         0.0
     );
+    // rows sent: the rows each reader got, and nothing else (a skipped line was counted)
+    assert_eq!(
+        metric(&metrics, "fftd_serve_spectra_rows_sent_total"),
+        (rows.len() + every_third.len()) as f64
+    );
     assert_eq!(metric(&metrics, "fftd_input_finished"), 1.0);
     // issue 32: every thread kind's time by phase (the sink's has been counted by now)
     let sink_write = "fftd_thread_seconds_total{kind=\"sink\",phase=\"write\",stage=\"sink\"}";

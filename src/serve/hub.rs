@@ -61,20 +61,25 @@ pub(crate) struct LiveRow {
     pub bytes: Range<usize>,
 }
 
+/// A batch of rows for one `/spectra` reader, after the rows it missed just before them (its
+/// queue was full), which take their place in the stream as `{"skipped":M}`.
+pub(crate) type RowsAfterSkip = (u64, Arc<LiveRows>);
+
 /// One `/spectra` reader.
 struct RowReader {
-    tx: mpsc::Sender<Arc<LiveRows>>,
+    tx: mpsc::Sender<RowsAfterSkip>,
     /// The first batch it gets: every batch from here on was encoded after it arrived (so has
     /// rows), and no row of its streams is missing between two it gets.
     first_batch: u64,
+    /// Rows missed since the last batch queued (handed on with the next one queued).
     skipped: Arc<AtomicU64>,
     queued_bytes: Arc<AtomicUsize>,
 }
 
 /// What a `/spectra` reader receives.
 pub(crate) struct RowSubscription {
-    pub rx: mpsc::Receiver<Arc<LiveRows>>,
-    /// Rows it missed because its queue was full.
+    pub rx: mpsc::Receiver<RowsAfterSkip>,
+    /// Rows it missed after the last batch queued for it (read once the input has ended).
     pub skipped: Arc<AtomicU64>,
     /// Bytes of rows in its queue (the reader takes off what it receives).
     pub queued_bytes: Arc<AtomicUsize>,
@@ -255,9 +260,14 @@ impl LiveHub {
             }
             let bytes = rows.bytes.len();
             let room = reader.queued_bytes.load(Ordering::Relaxed) + bytes <= ROWS_QUEUE_BYTES;
+            // (only this publisher takes from it while the reader's queue is open)
+            let skipped_before = reader.skipped.swap(0, Ordering::Relaxed);
             let sent = match room {
-                true => reader.tx.try_send(rows.clone()),
-                false => Err(mpsc::error::TrySendError::Full(rows.clone())),
+                true => reader.tx.try_send((skipped_before, rows.clone())),
+                false => Err(mpsc::error::TrySendError::Full((
+                    skipped_before,
+                    rows.clone(),
+                ))),
             };
             match sent {
                 Ok(()) => {
@@ -266,7 +276,9 @@ impl LiveHub {
                 }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     let n = rows.rows.len() as u64;
-                    reader.skipped.fetch_add(n, Ordering::Relaxed);
+                    reader
+                        .skipped
+                        .fetch_add(skipped_before + n, Ordering::Relaxed);
                     Counters::add(&self.serve.spectra_rows_skipped, n);
                     true
                 }
@@ -609,7 +621,17 @@ mod tests {
             assert!(fast.rx.try_recv().is_ok());
         }
         assert_eq!(slow.skipped.load(Ordering::Relaxed), 10);
-        assert!(slow.rx.try_recv().is_ok());
+        // the rows it missed come with the next batch queued for it, not with the ones queued
+        // before them
+        for _ in 0..ROWS_QUEUE {
+            assert_eq!(slow.rx.try_recv().map(|(skipped, _)| skipped).ok(), Some(0));
+        }
+        hub.publish_rows(ROWS_QUEUE as u64 + 10, &rows);
+        assert_eq!(
+            slow.rx.try_recv().map(|(skipped, _)| skipped).ok(),
+            Some(10)
+        );
+        assert_eq!(slow.skipped.load(Ordering::Relaxed), 0);
         hub.finish();
         assert!(!hub.rows_wanted());
         assert!(hub.subscribe_rows().is_none());

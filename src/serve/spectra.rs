@@ -4,7 +4,7 @@
 //! Rows this reader missed because it read too slowly are announced in their place with a line
 //! `{"skipped":M}`.
 
-use super::hub::{LiveHub, LiveRows, RowSubscription};
+use super::hub::{LiveHub, LiveRows};
 use axum::body::{Body, Bytes};
 use serde::Deserialize;
 use std::sync::atomic::Ordering;
@@ -25,17 +25,16 @@ pub(crate) fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
     let state = (subscription, hub);
     let chunks = futures_util::stream::unfold(state, move |(mut sub, hub)| async move {
         loop {
-            let chunk = match sub.rx.recv().await {
-                Some(rows) => {
+            let (chunk, sent) = match sub.rx.recv().await {
+                Some((skipped, rows)) => {
                     sub.queued_bytes
                         .fetch_sub(rows.bytes.len(), Ordering::Relaxed);
-                    lines(&rows, &sub, filter.stream, every)
+                    lines(skipped, &rows, filter.stream, every)
                 }
-                // the end: rows skipped since the last batch it got are announced too
-                None => skipped_line(&sub)?,
+                // the end: rows skipped after the last batch it got are announced too
+                None => (skipped_line(sub.skipped.swap(0, Ordering::Relaxed))?, 0),
             };
             if !chunk.is_empty() {
-                let sent = chunk.iter().filter(|&&b| b == b'\n').count() as u64;
                 hub.serve
                     .spectra_rows_sent
                     .fetch_add(sent, Ordering::Relaxed);
@@ -46,19 +45,21 @@ pub(crate) fn body(hub: Arc<LiveHub>, filter: Filter) -> Body {
     Body::from_stream(chunks)
 }
 
-/// The lines of `rows` this reader wants, after a `skipped` line when it missed some.
-fn lines(rows: &LiveRows, sub: &RowSubscription, stream: Option<usize>, every: u64) -> Vec<u8> {
-    let mut out = skipped_line(sub).unwrap_or_default();
+/// The lines of `rows` this reader wants, after a `skipped` line where it missed `skipped`
+/// rows just before them; and how many rows they are.
+fn lines(skipped: u64, rows: &LiveRows, stream: Option<usize>, every: u64) -> (Vec<u8>, u64) {
+    let mut out = skipped_line(skipped).unwrap_or_default();
+    let mut sent = 0;
     for row in &rows.rows {
         if stream.is_none_or(|s| s == row.stream) && row.frame % every == 0 {
             out.extend_from_slice(&rows.bytes[row.bytes.clone()]);
+            sent += 1;
         }
     }
-    out
+    (out, sent)
 }
 
-/// `{"skipped":M}` when rows were skipped since the last time it was asked.
-fn skipped_line(sub: &RowSubscription) -> Option<Vec<u8>> {
-    let skipped = sub.skipped.swap(0, Ordering::Relaxed);
+/// `{"skipped":M}` when `skipped` rows were missed.
+fn skipped_line(skipped: u64) -> Option<Vec<u8>> {
     (skipped > 0).then(|| format!("{{\"skipped\":{skipped}}}\n").into_bytes())
 }
