@@ -45,9 +45,11 @@ impl InputReader {
         Some(file)
     }
 
-    /// Whether this reads a regular file (whose end is where it is now, not a writer's pause).
-    pub(crate) fn is_regular_file(&self) -> bool {
-        self.file.is_some()
+    /// Whether this reads a regular file that has nothing (more) to read: its end is where it
+    /// is now, not a writer's pause, so a source can say so before the run (an output is
+    /// created). A stream's bytes may be on their way: false.
+    pub(crate) fn is_regular_file_at_end(&mut self) -> bool {
+        self.file.is_some() && self.fill_buf().is_ok_and(|b| b.is_empty())
     }
 
     /// Any byte source read to its end, such as bytes in memory (parser tests) or a pipe.

@@ -11,7 +11,7 @@ use crate::error::{FftdError, Result};
 use crate::types::tuning::Tuning;
 use crate::types::InputKind;
 use crate::types::Precision;
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::sync::Arc;
 
 pub struct RawSource {
@@ -39,7 +39,7 @@ impl RawSource {
     ) -> Result<Self> {
         // an empty file is said to be one before the run (before an output is created), as
         // an empty text file is (`text::PrimedTextSource::open`); a stream can only be read
-        if reader.is_regular_file() && reader.fill_buf().is_ok_and(|b| b.is_empty()) {
+        if reader.is_regular_file_at_end() {
             return Err(FftdError::input(path, "is empty"));
         }
         let kind = sample_kind(format);

@@ -18,7 +18,7 @@ use crate::error::{FftdError, Result};
 use crate::types::InputKind;
 use crate::types::Precision;
 use header::{DataLength, WavFormat};
-use std::io::{BufRead, Read};
+use std::io::Read;
 
 /// The most bytes one `read` asks of the input, so a header with many channels cannot make a
 /// block huge (a read may return fewer frames than asked).
@@ -70,7 +70,7 @@ impl WavSource {
         };
         // a file with no samples is said to be one before the run (before an output is
         // created); a stream's samples may be on their way
-        if reader.is_regular_file() && reader.fill_buf().is_ok_and(|b| b.is_empty()) {
+        if reader.is_regular_file_at_end() {
             return Err(FftdError::input(path, "WAV file contains no samples"));
         }
         Ok(WavSource {
