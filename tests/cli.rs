@@ -106,6 +106,50 @@ fn whole_frame_pads_to_power_of_two_with_rect_window() {
     assert!(max_relative_error(&rows[0], &want) < 1e-10);
 }
 
+/// `--frame whole` into one csv: raw files whose whole frames differ are refused before the
+/// output is touched (a file already there is left as it was); equal frames share the header.
+#[test]
+fn whole_frames_of_different_sizes_into_one_csv_are_refused_at_the_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b, c) = (
+        dir.path().join("a.f32"),
+        dir.path().join("b.f32"),
+        dir.path().join("c.f32"),
+    );
+    write_f32(&a, &noise(1000, 1));
+    write_f32(&b, &noise(1500, 2));
+    write_f32(&c, &noise(1020, 3));
+    let csv = dir.path().join("out.csv");
+    std::fs::write(&csv, "kept\n").expect("write");
+    let run_into = |second: &Path| {
+        run(&[
+            "--file",
+            a.to_str().expect("utf8"),
+            "--file",
+            second.to_str().expect("utf8"),
+            "--rate",
+            "8000",
+            "--frame",
+            "whole",
+            "--format",
+            "csv",
+            "--output",
+            csv.to_str().expect("utf8"),
+        ])
+    };
+    let out = run_into(&b);
+    assert_clean_error(
+        &out,
+        2,
+        &["--frame whole", "a.f32", "b.f32", "--output-dir"],
+    );
+    assert_eq!(std::fs::read_to_string(&csv).expect("read"), "kept\n");
+    let out = run_into(&c);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let text = std::fs::read_to_string(&csv).expect("read");
+    assert_eq!(text.lines().count(), 3, "a header and one row per input");
+}
+
 /// Text holds shortest round-trip decimals of f32 values: parse back to f32 for exact comparison.
 fn as_f32(values: &[f64]) -> Vec<f32> {
     values.iter().map(|v| *v as f32).collect()

@@ -569,6 +569,13 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
         let out = run(&[&args[..], &["--output", "/dev/null"]].concat());
         assert_clean_error(&out, 2, needles);
     }
+    // stdin redirected from a file is that file, read once (helper-36)
+    let out = fftd()
+        .args(["--file", "-", "--retry", "3", "--output", "/dev/null"])
+        .stdin(std::fs::File::open(&text).expect("open"))
+        .output()
+        .expect("run fftd");
+    assert_clean_error(&out, 2, &["--retry", "stdin (redirected from a file)"]);
     // one input of two takes --channels (the raw file), one may be complex (text: "re im")
     let both = [
         "--file",

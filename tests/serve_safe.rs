@@ -215,6 +215,25 @@ fn a_foreign_host_and_a_foreign_origin_are_refused_and_every_reply_is_hardened()
     assert_eq!(r.status, 404);
     assert!(r.body.contains("no such page: /no/such/page"), "{}", r.body);
     assert_security_headers(&r, "404");
+    assert!(r.body.contains("/events"), "{}", r.body);
+    // a query that does not parse is one line naming it, not a framework's message
+    for (path, says) in [
+        ("/spectra?every=0", "every=0"),
+        ("/spectra?every=x", "every"),
+        ("/spectra?stream=-1", "stream"),
+        ("/ws?width=wide", "width"),
+        ("/ws", "WebSocket"),
+    ] {
+        let r = get(&addr, &addr, path, &[]);
+        // (a plain GET of /ws: 426 Upgrade Required)
+        assert!(matches!(r.status, 400 | 426), "{path}: {}", r.head);
+        assert!(
+            r.body.starts_with("fftd: ") && r.body.contains(says),
+            "{path}: {}",
+            r.body
+        );
+        assert_eq!(r.body.trim_end().lines().count(), 1, "{}", r.body);
+    }
     // WebSocket upgrades: no Origin (not a browser) and the page's own origin are welcome
     assert_eq!(websocket_status(&addr, &[]), 101);
     let own = format!("http://{addr}");

@@ -129,13 +129,24 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
             }
         ));
     }
-    // (a receiver, a stream; or a path that cannot be read, whose open names the problem)
-    let reopened = |p: &String| is_receiver(p) || !std::fs::metadata(p).is_ok_and(|m| m.is_file());
+    // (a receiver, a stream, stdin from a pipe or FIFO; or a path that cannot be read, whose
+    // open names the problem)
+    let reopened = |p: &String| match p.as_str() {
+        "-" => !crate::source::stdin_is_regular_file(),
+        p => is_receiver(p) || !std::fs::metadata(p).is_ok_and(|m| m.is_file()),
+    };
     let live = o.mic.is_some() || o.file.iter().any(reopened);
     if given.retry && !live && !nats_in_use {
         return usage(format!(
-            "--retry: reopens a microphone, a receiver, a FIFO or stdin, or a NATS server gone; {} {} read once to the end",
-            names(),
+            "--retry: reopens a microphone, a receiver, a FIFO or a piped stdin, or a NATS server gone; {} {} read once to the end",
+            o.file
+                .iter()
+                .map(|f| match f.as_str() {
+                    "-" => "stdin (redirected from a file)",
+                    f => f,
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
             one_or_more(o, "is a file,", "are files,")
         ));
     }

@@ -14,6 +14,7 @@ use super::destination_checks::{other_outputs, refuse_overwriting_inputs, run_in
 use super::run_report;
 use crate::error::{FftdError, Result};
 use crate::fleet::output::{NatsConnection, NatsRows};
+use crate::frame::FrameSize;
 use crate::pipeline::spec::RunSpec;
 use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, RunEnd, StreamSummary};
@@ -23,7 +24,9 @@ use crate::sink::overwrite_guard::GuardedFiles;
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
 use crate::sink::{make_encoder, Encoder, OutputFormat};
+use crate::source::seekable::SeekableLayout;
 use crate::source::spec::Input;
+use crate::source::InputFormat;
 use crate::types::Sample;
 use crate::types::StreamMeta;
 use std::fs::File;
@@ -78,6 +81,9 @@ pub(super) fn plan_outputs(
     // (NATS messages carry their own stream's header: `sink::nats`)
     if format == OutputFormat::Csv && run_spec.nats_output.is_none() {
         crate::sink::csv::check_one_header(&writing, n).map_err(FftdError::Usage)?;
+        if run_spec.analysis.frame == FrameSize::Whole {
+            check_whole_frames_agree(run_spec, &writing)?;
+        }
     }
     Ok(OutputPlan {
         files: vec![run_spec.output.output.clone()],
@@ -85,6 +91,42 @@ pub(super) fn plan_outputs(
         lazy: run_spec.output.rotate.is_some(),
         writer_of: vec![0; streams.len()],
     })
+}
+
+/// `--frame whole` into one csv: the inputs' frames (each input's length, up to a power of
+/// two) must give one bin count, checked here for the regular files whose length their size or
+/// header gives (raw, WAV, SigMF) before the output is touched; the others when their rows come
+/// (`sink::csv`'s width error).
+fn check_whole_frames_agree(run_spec: &RunSpec, writing: &[&StreamMeta]) -> Result<()> {
+    let source = &run_spec.source;
+    let mut first: Option<(&str, u64)> = None;
+    for stream in writing {
+        let path = stream.input.as_str();
+        // (a name that does not give the format: its bytes do, when it is read)
+        let Some(format) = source.input_format.or(InputFormat::by_extension(path)) else {
+            continue;
+        };
+        let rate = source.rate.unwrap_or(1.0);
+        let channels = source.channels.unwrap_or(1);
+        let precision = run_spec.analysis.precision;
+        let Ok(Some(layout)) = SeekableLayout::probe(path, format, rate, channels, precision)
+        else {
+            continue;
+        };
+        let samples = layout.frames;
+        match first {
+            None => first = Some((path, samples)),
+            Some((other, seen)) if seen.next_power_of_two() != samples.next_power_of_two() => {
+                return Err(FftdError::Usage(format!(
+                    "--frame whole: one csv header cannot label the bins of {other} ({seen} samples: a frame of {}) and {path} ({samples}: a frame of {}): write them with --output-dir DIR",
+                    seen.next_power_of_two(),
+                    samples.next_power_of_two()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// One destination per planned output. Stdout, a single `--output` file and every stream path

@@ -20,6 +20,8 @@ mod tls;
 pub(crate) mod ws;
 
 use crate::error::{FftdError, Result};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::{Query, State, WebSocketUpgrade};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -217,7 +219,7 @@ async fn asset(content_type: &'static str, text: &'static str) -> Response {
 
 async fn not_found(uri: axum::http::Uri) -> Response {
     let why = format!(
-        "fftd: no such page: {:.200} (the live view serves /, /ws, /spectra, /metrics, /healthz, /api/streams)\n",
+        "fftd: no such page: {:.200} (the live view serves /, /ws, /spectra, /events, /metrics, /healthz, /api/streams)\n",
         uri.path()
     );
     (axum::http::StatusCode::NOT_FOUND, why).into_response()
@@ -254,7 +256,18 @@ async fn streams(State(app): State<App>) -> Response {
     axum::Json(serde_json::json!({ "streams": app.hub.streams })).into_response()
 }
 
-async fn spectra_rows(State(app): State<App>, Query(filter): Query<spectra::Filter>) -> Response {
+async fn spectra_rows(
+    State(app): State<App>,
+    query: std::result::Result<Query<spectra::Filter>, QueryRejection>,
+) -> Response {
+    let filter = match query {
+        Ok(Query(filter)) => filter,
+        Err(rejected) => return bad_query("/spectra", "stream=K&every=N", &rejected),
+    };
+    if filter.every == Some(0) {
+        let why = "fftd: /spectra: every=0: keeps the rows whose frame number is a multiple of N, so N is at least 1\n";
+        return (axum::http::StatusCode::BAD_REQUEST, why).into_response();
+    }
     let streams = app.hub.streams.len();
     if let Some(stream) = filter.stream.filter(|&s| s >= streams) {
         let last = streams.saturating_sub(1);
@@ -267,8 +280,33 @@ async fn spectra_rows(State(app): State<App>, Query(filter): Query<spectra::Filt
 
 async fn websocket(
     State(app): State<App>,
-    Query(want): Query<ws::Want>,
-    upgrade: WebSocketUpgrade,
+    query: std::result::Result<Query<ws::Want>, QueryRejection>,
+    upgrade: std::result::Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    let want = match query {
+        Ok(Query(want)) => want,
+        Err(rejected) => return bad_query("/ws", "stream=K&width=N", &rejected),
+    };
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejected) => {
+            let why = format!(
+                "fftd: /ws is a WebSocket of display rows, the page's: {:.200}\n",
+                rejected.body_text()
+            );
+            return (rejected.status(), why).into_response();
+        }
+    };
     upgrade.on_upgrade(move |socket| ws::run(socket, app.hub, want, app.shutdown))
+}
+
+/// 400 with one line naming the endpoint, the query it takes (`takes`: whole numbers) and what in
+/// the request's query did not parse.
+fn bad_query(path: &str, takes: &str, rejected: &QueryRejection) -> Response {
+    let detail = rejected.body_text();
+    let detail = detail
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(&detail);
+    let why = format!("fftd: {path}: bad query ({detail:.200}); it takes {takes}, whole numbers\n");
+    (axum::http::StatusCode::BAD_REQUEST, why).into_response()
 }

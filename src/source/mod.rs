@@ -307,6 +307,12 @@ pub(crate) fn is_stream(path: &str) -> bool {
     path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
+/// Whether stdin is redirected from a regular file (`fftd --file - < x.wav`): read once to the
+/// end, as that file would be.
+pub(crate) fn stdin_is_regular_file() -> bool {
+    std::fs::metadata("/proc/self/fd/0").is_ok_and(|m| m.is_file())
+}
+
 /// A buffered reader over a regular file, or a stream's pump (`is_stream`), with clear errors
 /// for missing files and folders. A stream's pump starts at once: its open (a FIFO waiting for
 /// a writer) runs while other inputs are opened.
