@@ -741,6 +741,17 @@ fn write_errors_are_reported() {
         "/dev/full",
     ]);
     assert_clean_error(&out, 1, &["/dev/full", "No space left"]);
+    // a stdout opened read-only (`1<file`): every write fails with EBADF, which std's own
+    // stdout takes as done (helper-39: exit 0, the rows lost)
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, "kept\n").expect("write");
+    let out = fftd()
+        .args(["--file", path.to_str().expect("utf8"), "--frame", "64"])
+        .stdout(std::fs::File::open(&other).expect("open"))
+        .output()
+        .expect("run fftd");
+    assert_clean_error(&out, 1, &["stdout", "Bad file descriptor"]);
+    assert_eq!(std::fs::read_to_string(&other).expect("read"), "kept\n");
 }
 
 #[test]

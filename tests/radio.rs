@@ -696,6 +696,25 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
     let data = dir.path().join("r.sigmf-data");
     let out = run(&["--file", s(&data), "--frame", "4", "--meta", name]);
     assert_clean_error(&out, 2, &["--meta", "also an input"]);
+    // nor the file `core:dataset` names (helper-40: it was replaced by the spectra)
+    // (r.f32: the name --output-dir gives r.sigmf-meta's rows in f32)
+    let other = dir.path().join("r.f32");
+    std::fs::write(&other, [1u8; 64]).expect("data");
+    let doc = r#"{"global":{"core:datatype":"cu8","core:dataset":"r.f32"}}"#;
+    std::fs::write(&meta, doc).expect("meta");
+    for args in [
+        &["--output", s(&other), "--format", "f32"][..],
+        &["--output-dir", s(dir.path()), "--format", "f32"],
+    ] {
+        let out = run(&[&["--file", name, "--frame", "4"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+        assert!(
+            stderr_text(&out).contains("also an input"),
+            "{}",
+            stderr_text(&out)
+        );
+        assert_eq!(std::fs::read(&other).expect("read"), [1u8; 64]);
+    }
     // fleet workers do not apply the radio options: refused, not ignored
     let worker = [
         "--file",

@@ -126,9 +126,8 @@ impl EventWriter {
     fn write_line(&mut self, line: &[u8]) -> io::Result<()> {
         match self {
             EventWriter::Stdout => {
-                let mut out = io::stdout().lock();
-                out.write_all(line)?;
-                out.flush()
+                // (a copy of stdout per line: events are few; `opening::stdout_file`)
+                crate::sink::opening::stdout_file()?.write_all(line)
             }
             EventWriter::File(f) => f.write_all(line),
             EventWriter::Nats(_) => Ok(()),

@@ -92,10 +92,14 @@ pub(super) fn run_inputs(run_spec: &RunSpec) -> Vec<NamedFile> {
             .filter(|p| *p != "-" && format(p) == InputFormat::Sigmf)
         {
             let (meta, data) = crate::source::sigmf::paths(p);
+            // (`core:dataset` may name another file; a metadata file that cannot be read is
+            // reported when the input is opened)
+            let named = crate::source::sigmf::read_recording(p, None).map(|r| r.data_path);
             inputs.extend([
                 NamedFile::new("--file", meta),
                 NamedFile::new("--file", data),
             ]);
+            inputs.extend(named.ok().map(|d| NamedFile::new("--file", d)));
         }
     }
     let others = run_spec.output.also_read.iter();

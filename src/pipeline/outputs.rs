@@ -158,7 +158,9 @@ pub(super) fn open_destinations<T: Sample>(
                     "stdout: npy output needs a file, not stdout".into(),
                 ))
             }
-            None => Destination::stdout(), // (a closed stdout: `run_steps::refuse_closed_streams`)
+            // (a closed stdout: `run_steps::refuse_closed_streams`)
+            None => Destination::stdout()
+                .map_err(|e| FftdError::Runtime(format!("cannot write to stdout: {e}")))?,
         };
         dests.push(dest);
     }

@@ -13,7 +13,7 @@
 
 use super::output::Rows;
 use super::png::ImageFile;
-use super::stuck_write;
+use super::stuck_write::WatchedFile;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -34,11 +34,11 @@ pub(crate) trait RowMessages: Send {
 const BUFFER: usize = 1 << 16;
 
 pub(crate) enum Destination {
-    Stdout(BufWriter<io::Stdout>),
+    Stdout(BufWriter<WatchedFile>),
     File {
         path: PathBuf,
         /// The open file, if it is open.
-        file: Option<BufWriter<File>>,
+        file: Option<BufWriter<WatchedFile>>,
         /// Whether this run has created (truncated) it yet.
         created: bool,
     },
@@ -49,8 +49,11 @@ pub(crate) enum Destination {
 }
 
 impl Destination {
-    pub(crate) fn stdout() -> Self {
-        Destination::Stdout(BufWriter::with_capacity(BUFFER, io::stdout()))
+    /// Stdout (`opening::stdout_file`).
+    pub(crate) fn stdout() -> io::Result<Self> {
+        let file = super::opening::stdout_file()?;
+        let file = WatchedFile::new(file);
+        Ok(Destination::Stdout(BufWriter::with_capacity(BUFFER, file)))
     }
 
     /// A file, not opened yet.
@@ -66,7 +69,7 @@ impl Destination {
     pub(crate) fn opened(path: &Path, file: File) -> Self {
         Destination::File {
             path: path.to_path_buf(),
-            file: Some(BufWriter::with_capacity(BUFFER, file)),
+            file: Some(BufWriter::with_capacity(BUFFER, WatchedFile::new(file))),
             created: true,
         }
     }
@@ -105,7 +108,7 @@ impl Destination {
                 File::create(&*path)?
             };
             *created = true;
-            *file = Some(BufWriter::with_capacity(BUFFER, f));
+            *file = Some(BufWriter::with_capacity(BUFFER, WatchedFile::new(f)));
         }
         Ok(())
     }
@@ -114,11 +117,11 @@ impl Destination {
     /// drawn and written.
     pub(crate) fn close(&mut self) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => stuck_write::writing(|| w.flush()),
+            Destination::Stdout(w) => w.flush(),
             Destination::Image(image) => image.finish(),
             Destination::Messages(messages) => messages.finish(),
             Destination::File { file, .. } => match file.take() {
-                Some(mut f) => stuck_write::writing(|| f.flush()),
+                Some(mut f) => f.flush(),
                 None => Ok(()),
             },
         }
@@ -131,7 +134,7 @@ impl Destination {
         match self {
             Destination::File { file: Some(f), .. } => {
                 f.flush()?;
-                f.get_ref().write_all_at(bytes, 0)
+                f.get_ref().file().write_all_at(bytes, 0)
             }
             _ => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -162,8 +165,8 @@ impl Write for Destination {
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => stuck_write::writing(|| w.write_all(buf)),
-            Destination::File { file: Some(f), .. } => stuck_write::writing(|| f.write_all(buf)),
+            Destination::Stdout(w) => w.write_all(buf),
+            Destination::File { file: Some(f), .. } => f.write_all(buf),
             Destination::File { file: None, .. } => Err(Self::not_open()),
             Destination::Image(image) => image.write_all(buf),
             Destination::Messages(_) => Err(Self::rows_only()),
@@ -171,8 +174,8 @@ impl Write for Destination {
     }
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Destination::Stdout(w) => stuck_write::writing(|| w.flush()),
-            Destination::File { file: Some(f), .. } => stuck_write::writing(|| f.flush()),
+            Destination::Stdout(w) => w.flush(),
+            Destination::File { file: Some(f), .. } => f.flush(),
             Destination::File { file: None, .. }
             | Destination::Image(_)
             | Destination::Messages(_) => Ok(()),

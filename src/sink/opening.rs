@@ -26,6 +26,14 @@ pub(crate) fn is_pipe_path(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
 }
 
+/// Stdout as a file of its own (a copy of descriptor 1), for rows and events. Not
+/// `io::stdout()`: std takes a write that fails with EBADF (a stdout opened read-only,
+/// `fftd ... 1<file`) as done, so every row would be lost without a word.
+pub(crate) fn stdout_file() -> io::Result<File> {
+    use std::os::fd::AsFd;
+    Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
+}
+
 /// Creates (truncates) `path`, or opens a stream path for writing. A FIFO waits for its reader
 /// for as long as `stop` is not set; a stop while waiting is `ErrorKind::Interrupted`.
 pub(crate) fn create(path: &Path, stop: &AtomicBool) -> io::Result<File> {

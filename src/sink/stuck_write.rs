@@ -1,10 +1,14 @@
 //! The one stop a run cannot drain itself out of: a write to stdout, a FIFO or a device whose
 //! reader has stopped reading (`fftd … | sleep 1000`, a FIFO nobody empties). Every write of
-//! spectra marks when it started (`writing`); after SIGINT/SIGTERM, `watch` ends the process
-//! once a write has been stuck for `STUCK_AFTER` while a stopped run would otherwise wait on it
-//! forever. Files that could be completed were, as far as the stuck write let the run go; the
-//! message names the wait. The rows queued for the reader are lost, so the run did not finish:
-//! it exits 130 (`INTERRUPTED_EXIT`), as a second Ctrl-C does, never 0.
+//! spectra to such a stream goes through `WatchedFile`, which hands it on in pieces of at most
+//! `PIECE` bytes and marks when each began (`writing`); after SIGINT/SIGTERM, `watch` ends the
+//! process once one piece has been stuck for `STUCK_AFTER` while a stopped run would otherwise
+//! wait on it forever. A reader that reads slowly but reads is never taken for a stuck one, and
+//! a regular file (slow storage, stdout redirected to a file) is never watched: its writes end.
+//! Files that could be completed were, as far as the stuck write let the run go; the message
+//! names the wait. The rows queued for the reader are lost (the last one written may be cut
+//! where the reader stopped taking bytes), so the run did not finish: it exits 130
+//! (`INTERRUPTED_EXIT`), as a second Ctrl-C does, never 0.
 
 use crate::types::INTERRUPTED_EXIT;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,8 +31,44 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// The most one watched write hands the kernel at once: a pipe's default capacity, so a
+/// reader that takes anything at all lets each piece through.
+const PIECE: usize = 1 << 16;
+
+/// An output file whose writes are watched when it is a stream (a FIFO, a pipe, a device, a
+/// socket: not a regular file).
+pub(crate) struct WatchedFile {
+    file: std::fs::File,
+    stream: bool,
+}
+
+impl WatchedFile {
+    pub(crate) fn new(file: std::fs::File) -> Self {
+        let stream = file.metadata().map_or(true, |m| !m.is_file());
+        WatchedFile { file, stream }
+    }
+
+    pub(crate) fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+}
+
+impl std::io::Write for WatchedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.stream {
+            return self.file.write(buf);
+        }
+        let piece = &buf[..buf.len().min(PIECE)];
+        writing(|| self.file.write(piece))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// Runs `write`, marked as a write in progress (one writer at a time: the sink).
-pub fn writing<R>(write: impl FnOnce() -> R) -> R {
+fn writing<R>(write: impl FnOnce() -> R) -> R {
     let started = epoch().elapsed().as_millis() as u64 + 1;
     WRITE_STARTED.store(started, Ordering::Relaxed);
     let result = write();
@@ -59,7 +99,7 @@ pub fn watch(interrupted: Arc<AtomicBool>) {
             }
             if stuck_for().is_some_and(|d| d >= limit) {
                 eprintln!(
-                    "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten",
+                    "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten (the last written may be cut)",
                     limit.as_secs_f64()
                 );
                 // as a second signal ends it (`register_conditional_shutdown`): at once,
@@ -69,5 +109,33 @@ pub fn watch(interrupted: Arc<AtomicBool>) {
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot watch for stuck writes after a stop: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_regular_file_is_written_whole_and_a_pipe_in_watched_pieces() {
+        let bytes = vec![7u8; 3 * PIECE + 5];
+        let mut file = WatchedFile::new(tempfile::tempfile().expect("tempfile"));
+        assert_eq!(file.write(&bytes).expect("write"), bytes.len());
+        assert_eq!(WRITE_STARTED.load(Ordering::Relaxed), 0);
+
+        let (mut reader, writer) = std::io::pipe().expect("pipe");
+        let drained = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).map(|_| all.len())
+        });
+        let mut pipe = WatchedFile::new(std::fs::File::from(std::os::fd::OwnedFd::from(writer)));
+        assert!(pipe.stream);
+        assert!(pipe.write(&bytes).expect("write") <= PIECE);
+        // (write_all goes piece by piece, each marked while it lasts)
+        pipe.write_all(&bytes).expect("write_all");
+        drop(pipe);
+        let got = drained.join().expect("reader").expect("read");
+        assert!(got > bytes.len() && got <= bytes.len() + PIECE, "{got}");
     }
 }
