@@ -247,6 +247,40 @@ fn thd_of_a_tone_with_set_harmonics_is_within_a_tenth_of_a_db() {
     }
 }
 
+/// A low tone, whose 2nd harmonic's lobe meets its own (helper-38: the harmonic was left out,
+/// THD −101 dB for −20), and one whose lobe meets the DC's: no figures rather than wrong ones.
+#[test]
+fn thd_of_a_low_tone_counts_a_harmonic_beside_it_and_a_tone_at_dc_has_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (hz, window, measured) in [
+        (100.0, "blackman-harris", true),
+        (60.0, "hann", true),
+        (50.0, "blackman-harris", false),
+        (50.0, "hann", false),
+    ] {
+        let x = tones(&[(0.5, hz), (0.05, 2.0 * hz)], 0.2);
+        let input = write(dir.path(), "low.f32", &x);
+        let args = ["--frame", "4096", "--distortion", "--window", window];
+        let rows = ndjson(&input, &args);
+        let row = &rows[0];
+        if measured {
+            assert!(
+                (num(row, "thd_db") + 20.0).abs() < 0.01,
+                "{hz} {window}: {row}"
+            );
+            assert!(
+                (num(row, "thdn_db") + 20.0).abs() < 0.01,
+                "{hz} {window}: {row}"
+            );
+            assert!(num(row, "snr_db") > 90.0, "{hz} {window}: {row}");
+        } else {
+            for key in ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"] {
+                assert!(row[key].is_null(), "{hz} {window}: {row}");
+            }
+        }
+    }
+}
+
 #[test]
 fn csv_names_the_measurements_and_the_unit() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,9 +1,12 @@
 //! `--distortion` (and `--tone HZ`): an audio analyzer's figures for a row's tone. The
 //! fundamental is the strongest bin (or the bin nearest `--tone`), its frequency interpolated
 //! as for `--peaks`; a component's power is the sum of its bin and `lobe` bins either side (the
-//! window's main lobe, plus one). Harmonics counted: the 2nd to the 10th, those that lie below
-//! the row's top column. Noise: every other column but the DC's lobe. With P1 the fundamental,
-//! H the harmonics' sum and T the total:
+//! window's main lobe, plus one), each column counted once: the fundamental's first, then each
+//! harmonic's columns not counted yet. Harmonics counted: the 2nd to the 10th, those that lie
+//! below the row's top column. Noise: every other column but the DC's lobe. A tone whose main
+//! lobe meets the DC's (its column below 2·lobe − 1, the DC lobe's columns left out) has no
+//! figures. With P1 the
+//! fundamental, H the harmonics' sum and T the total:
 //! - `thd_db` = 10·log10(H / P1);
 //! - `thdn_db` = 10·log10((T − P1) / P1) (everything but the tone, re the tone);
 //! - `sinad_db` = 10·log10(T / (T − P1));
@@ -38,7 +41,8 @@ pub(crate) fn tone_column(frequencies: &[f64], hz: f64) -> Option<usize> {
     (k >= 0.0 && k < frequencies.len() as f64).then_some(k as usize)
 }
 
-/// The figures of a row of `power` at evenly spaced `frequencies`.
+/// The figures of a row of `power` at evenly spaced `frequencies`; none (NaN) where the tone's
+/// main lobe meets the DC's (a frame this short cannot tell them apart).
 pub(crate) fn measure(
     frequencies: &[f64],
     power: &[f64],
@@ -49,57 +53,75 @@ pub(crate) fn measure(
     if len < 3 {
         return NONE;
     }
-    let step = frequencies[1] - frequencies[0];
-    let index = |hz: f64| ((hz - frequencies[0]) / step).round();
     // columns starting at 0 Hz: the DC lobe is not signal
     let dc_end = if frequencies[0] == 0.0 { lobe + 1 } else { 0 };
     let k0 = match tone_hz {
-        Some(hz) => match tone_column(&frequencies[..len], hz) {
-            Some(k) => k,
-            None => return NONE,
-        },
-        None => match (dc_end..len).max_by(|&a, &b| power[a].total_cmp(&power[b])) {
-            Some(k) => k,
-            None => return NONE,
-        },
+        Some(hz) => tone_column(&frequencies[..len], hz),
+        None => (dc_end..len).max_by(|&a, &b| power[a].total_cmp(&power[b])),
     };
-    let lobe_sum = |k: usize| -> f64 {
-        power[k.saturating_sub(lobe)..(k + lobe + 1).min(len)]
-            .iter()
-            .sum()
+    // (the main lobes, `lobe` - 1 columns either side, of the tone and of DC apart)
+    let Some(k0) = k0.filter(|&k| dc_end == 0 || k + 1 >= 2 * lobe) else {
+        return NONE;
     };
-    let fundamental = lobe_sum(k0);
-    let tone = match super::peaks::strongest(
-        &frequencies[k0.saturating_sub(1)..(k0 + 2).min(len)],
-        &power[k0.saturating_sub(1)..(k0 + 2).min(len)],
-        1,
-    )
-    .first()
-    {
+    let tone = interpolated_tone(&frequencies[..len], &power[..len], k0);
+    let harmonics = harmonic_ranges(&frequencies[..len], tone, k0, lobe);
+    let fundamental = k0.saturating_sub(lobe).max(dc_end)..(k0 + lobe + 1).min(len);
+    let (mut p1, mut h, mut noise) = (0.0, 0.0, 0.0);
+    for (k, &p) in power[..len].iter().enumerate().skip(dc_end) {
+        if fundamental.contains(&k) {
+            p1 += p;
+        } else if harmonics.iter().any(|r| r.contains(&k)) {
+            h += p;
+        } else {
+            noise += p;
+        }
+    }
+    let rest = h + noise;
+    let ratio = |num: f64, den: f64| 10.0 * (num / den).log10();
+    Distortion {
+        thd_db: ratio(h, p1),
+        thdn_db: ratio(rest, p1),
+        sinad_db: ratio(p1 + rest, rest),
+        snr_db: ratio(p1, noise),
+        tone_hz: tone,
+    }
+}
+
+/// The tone's frequency, interpolated about its column `k0` as for `--peaks`.
+fn interpolated_tone(frequencies: &[f64], power: &[f64], k0: usize) -> f64 {
+    let near = k0.saturating_sub(1)..(k0 + 2).min(power.len());
+    match super::peaks::strongest(&frequencies[near.clone()], &power[near], 1).first() {
         Some(&(hz, _)) => hz,
         None => frequencies[k0],
-    };
-    let mut harmonics = 0.0;
+    }
+}
+
+/// The columns of the 2nd to the 10th harmonic of `tone` below the top column: each one's
+/// column and `lobe` either side, less the fundamental's (`k0`'s) and those of a harmonic
+/// below it, so that no column is counted twice.
+fn harmonic_ranges(
+    frequencies: &[f64],
+    tone: f64,
+    k0: usize,
+    lobe: usize,
+) -> Vec<std::ops::Range<usize>> {
+    let len = frequencies.len();
+    let step = frequencies[1] - frequencies[0];
+    let mut ranges = Vec::new();
+    let mut covered = k0 + lobe + 1;
     for h in 2..=LAST_HARMONIC {
-        let k = index(h as f64 * tone);
-        if k >= len as f64 || k < 0.0 {
+        let k = ((h as f64 * tone - frequencies[0]) / step).round();
+        if !(0.0..len as f64).contains(&k) {
             break;
         }
         let k = k as usize;
-        if k.abs_diff(k0) > 2 * lobe {
-            harmonics += lobe_sum(k);
+        let range = (k.saturating_sub(lobe)).max(covered)..(k + lobe + 1).min(len);
+        if !range.is_empty() {
+            covered = range.end;
+            ranges.push(range);
         }
     }
-    let total: f64 = power[dc_end.min(len)..len].iter().sum();
-    let rest = total - fundamental;
-    let ratio = |num: f64, den: f64| 10.0 * (num / den).log10();
-    Distortion {
-        thd_db: ratio(harmonics, fundamental),
-        thdn_db: ratio(rest, fundamental),
-        sinad_db: ratio(total, rest),
-        snr_db: ratio(fundamental, rest - harmonics),
-        tone_hz: tone,
-    }
+    ranges
 }
 
 #[cfg(test)]
