@@ -13,18 +13,21 @@
 //   scale_mode 0 (magnitude): sqrt(p)
 //   scale_mode 1 (power):     p * (edge ? norm_edge : norm_interior)   edge = DC or Nyquist bin
 //   scale_mode 2 (dB):        10 log10(max(p, 1e-24)), a NaN p kept NaN
-// and where p overflowed though X is finite, from |X| itself (finish_overflowed)
+// and where p overflowed or underflowed though X is finite and not 0, from |X| itself
+// (finish_from_magnitude)
 
 #ifdef USE_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double real_t;
 typedef double2 real2;
 #define DB_FLOOR_POWER 1e-24
+#define DB_FLOOR_MAGNITUDE 1e-12
 #define R(x) (x)
 #else
 typedef float real_t;
 typedef float2 real2;
 #define DB_FLOOR_POWER 1e-24f
+#define DB_FLOOR_MAGNITUDE 1e-12f
 #define R(x) (x##f)
 #endif
 
@@ -167,10 +170,11 @@ inline real_t finish_bin(real_t p, int edge, int scale_mode, real_t norm_edge, r
 }
 
 // The finished value of a bin whose |X|^2 overflowed (|X| above ~1.8e19 in float, ~1.3e154 in
-// double) from |X| itself, as scale.rs's refinish_overflowed: the magnitude, its level in dB, or
+// double) or underflowed (|X| below ~1.1e-19, ~1.5e-154) from |X| itself, as scale.rs's
+// refinish_out_of_range: the magnitude, its level in dB (floored as finish_bin's), or
 // (|X| sqrt(norm))^2, finite where a norm below 1 brings it in range. An infinite X stays infinite.
-inline real_t finish_overflowed(real2 x, int edge, int scale_mode, real_t norm_edge,
-                                real_t norm_interior) {
+inline real_t finish_from_magnitude(real2 x, int edge, int scale_mode, real_t norm_edge,
+                                    real_t norm_interior) {
     real_t m = hypot(x.x, x.y);
     if (scale_mode == 0) {
         return m;
@@ -178,7 +182,7 @@ inline real_t finish_overflowed(real2 x, int edge, int scale_mode, real_t norm_e
         real_t scaled = m * sqrt(edge ? norm_edge : norm_interior);
         return scaled * scaled;
     } else {
-        return R(20.0) * log10(m);
+        return R(20.0) * log10(m < DB_FLOOR_MAGNITUDE ? DB_FLOOR_MAGNITUDE : m);
     }
 }
 
@@ -190,8 +194,14 @@ inline void store_bin(__global real_t *out, size_t i, real2 x, int edge, int sca
     vstore2(x, i, out);
 #else
     real_t p = x.x * x.x + x.y * x.y;
-    out[i] = isinf(p) ? finish_overflowed(x, edge, scale_mode, norm_edge, norm_interior)
-                      : finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
+#ifdef USE_DOUBLE
+    int tiny = p < DBL_MIN && (x.x != 0 || x.y != 0);
+#else
+    int tiny = p < FLT_MIN && (x.x != 0 || x.y != 0);
+#endif
+    out[i] = (isinf(p) || tiny)
+                 ? finish_from_magnitude(x, edge, scale_mode, norm_edge, norm_interior)
+                 : finish_bin(p, edge, scale_mode, norm_edge, norm_interior);
 #endif
 }
 

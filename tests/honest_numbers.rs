@@ -165,6 +165,75 @@ fn a_magnitude_whose_square_overflows_is_written_finite() {
     }
 }
 
+/// |X| below ~1.1e-19 squares below f32's smallest normal number (1.5e-154 below f64's): a
+/// magnitude computed as √|X|² lost digits or all of itself (helper-38/40: 1e-22 read
+/// 9.904e-23, 1e-25 read 0). Written as computed from |X|, on both routes; dB keeps its floor.
+#[test]
+fn a_magnitude_whose_square_underflows_is_written_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut devices = vec!["cpu"];
+    if common::opencl_required() {
+        devices.push("gpu");
+    }
+    // 64 samples of a ramp from v to 2v, rect window: no bin is 0
+    for (precision, v) in [("f32", 1e-22), ("f32", 1e-25), ("f64", 1e-160)] {
+        let input = dir.path().join(format!("{precision}-{v}.txt"));
+        let samples: Vec<f64> = (0..64).map(|i| v * (1.0 + i as f64 / 64.0)).collect();
+        write_text_samples(&input, &samples);
+        let want = dft_magnitudes(&samples);
+        for device in &devices {
+            let rows = |scale: &str| {
+                let out = run(&[
+                    "--file",
+                    path_str(&input),
+                    "--frame",
+                    "64",
+                    "--window",
+                    "rect",
+                    "--precision",
+                    precision,
+                    "--scale",
+                    scale,
+                    "--device",
+                    device,
+                ]);
+                let what = format!("{precision} {v} {device}: {}", stderr_text(&out));
+                assert!(out.status.success(), "{what}");
+                (common::parse_rows(&common::stdout_text(&out)), what)
+            };
+            let (m, what) = rows("magnitude");
+            for (k, (got, want)) in m[0].iter().zip(&want).enumerate() {
+                assert!(
+                    (got - want).abs() <= want * 1e-5,
+                    "bin {k}: {got} vs {want}, {what}"
+                );
+            }
+            let (db, what) = rows("db");
+            assert!(
+                db[0].iter().all(|&d| d == -240.0),
+                "{:?} {what}",
+                &db[0][..4]
+            );
+        }
+    }
+}
+
+/// |DFT(x)| in f64, each bin's magnitude by `hypot` (no square to underflow).
+fn dft_magnitudes(x: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    (0..=n / 2)
+        .map(|k| {
+            let (mut re, mut im) = (0.0f64, 0.0f64);
+            for (j, v) in x.iter().enumerate() {
+                let phase = -2.0 * std::f64::consts::PI * (k * j % n) as f64 / n as f64;
+                re += v * phase.cos();
+                im += v * phase.sin();
+            }
+            re.hypot(im)
+        })
+        .collect()
+}
+
 #[test]
 fn a_text_sample_beyond_f32_is_an_error_naming_file_and_line() {
     let dir = tempfile::tempdir().expect("tempdir");

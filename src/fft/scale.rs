@@ -180,27 +180,37 @@ impl ScalePlan {
             }
             return;
         }
-        // (an |X|² of +inf is noted in the same pass: a compare and an or, vectorised)
-        let mut overflowed = false;
+        // (an |X|² of +inf, or below the smallest normal number, is noted in the same pass: two
+        // compares and an or, vectorised)
+        let mut out_of_range = false;
+        let tiny = T::min_positive_value();
         for (dst, z) in row.iter_mut().zip(spectrum) {
             let power = z.re * z.re + z.im * z.im;
-            overflowed |= power == T::infinity();
+            out_of_range |= power == T::infinity() || power < tiny;
             *dst = power;
         }
         self.finish_row(row);
-        if overflowed {
-            self.refinish_overflowed(spectrum, row);
+        if out_of_range {
+            self.refinish_out_of_range(spectrum, row);
         }
     }
 
-    /// Bins whose |X|² overflowed `T` (|X| above ~1.8e19 in f32, ~1.3e154 in f64) though their
-    /// value may not: |X| itself, its level in dB, or a power scaled down by the window's sum
-    /// (`spectrum`, `density`). Each is computed again from |X| = hypot(re, im) in f64; an X that
-    /// is itself infinite stays infinite.
+    /// Bins whose |X|² overflowed `T` (|X| above ~1.8e19 in f32, ~1.3e154 in f64) or underflowed
+    /// it (|X| below ~1.1e-19 in f32, ~1.5e-154 in f64: a squared part lost, or all of |X|²)
+    /// though their value need not: |X| itself, its level in dB, or a power scaled by the
+    /// window's sum (`spectrum`, `density`). Each is computed again from |X| = hypot(re, im) in
+    /// f64; an X that is itself infinite stays infinite, and an X of 0 stays 0.
     #[cold]
-    fn refinish_overflowed<T: Sample>(&self, spectrum: &[num_complex::Complex<T>], row: &mut [T]) {
+    fn refinish_out_of_range<T: Sample>(
+        &self,
+        spectrum: &[num_complex::Complex<T>],
+        row: &mut [T],
+    ) {
+        let tiny = T::min_positive_value();
         for (k, (dst, z)) in row.iter_mut().zip(spectrum).enumerate() {
-            if *dst != T::infinity() {
+            let power = z.re * z.re + z.im * z.im;
+            let zero = z.re == T::zero() && z.im == T::zero();
+            if power != T::infinity() && (power >= tiny || zero) {
                 continue;
             }
             let magnitude = z.re.into_f64().hypot(z.im.into_f64());
