@@ -108,6 +108,48 @@ fn a_bad_input_among_good_ones_ends_only_its_own_streams() {
     assert_eq!(doc["inputs"][3]["frames"].as_u64(), Some(nan_rows as u64));
 }
 
+/// Read in sequence (a pipe, a raw file with range reading off, a WAV on stdin), a bad value's
+/// block still gives every whole frame before it (helper-40: none of 58, or a block's worth
+/// of 3515 lost).
+#[test]
+fn a_bad_value_read_in_sequence_keeps_every_whole_frame_before_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut x = noise(20_000, 14);
+    x[15_000] = f64::NAN;
+    let raw = dir.path().join("nan.f32");
+    write_f32(&raw, &x);
+    let wav = dir.path().join("nan.wav");
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 8000,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut writer = hound::WavWriter::create(&wav, spec).expect("wav");
+    for v in &x {
+        writer.write_sample(*v as f32).expect("sample");
+    }
+    writer.finalize().expect("finalize");
+    let rows = |input: &Path, args: &[&str], range_read: &str| {
+        let out = fftd()
+            .args(args)
+            .args(["--frame", "256", "--format", "csv", "--device", "cpu"])
+            .env("FFTD_RANGE_READ", range_read)
+            .stdin(std::fs::File::open(input).expect("open"))
+            .output()
+            .expect("run fftd");
+        assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+        assert!(stderr_text(&out).contains("NaN"), "{}", stderr_text(&out));
+        stdout_text(&out).lines().count() - 1
+    };
+    let whole = 15_000 / 256;
+    let piped = ["--file", "-", "--input-format", "f32", "--rate", "8000"];
+    assert_eq!(rows(&raw, &piped, "1"), whole, "stdin");
+    let named = ["--file", s(&raw), "--rate", "8000"];
+    assert_eq!(rows(&raw, &named, "0"), whole, "FFTD_RANGE_READ=0");
+    assert_eq!(rows(&wav, &["--file", "-"], "1"), whole, "a WAV on stdin");
+}
+
 /// Runs fftd on a stdin pipe that stays open and sends nothing: only a check made before any
 /// input is read can end it.
 fn fails_before_reading(extra: &[&str]) -> (std::process::Output, Duration) {

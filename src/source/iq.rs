@@ -179,6 +179,7 @@ impl SampleType {
                 .position(|v| !v.is_finite() || overflows(*v, precision));
             if let Some(i) = bad {
                 let v = out[start + i];
+                out.truncate(start + i); // (the values before the fault: `RawSource::read`)
                 let what = if v.is_finite() {
                     format!("{v:e} is {BEYOND_F32}")
                 } else {

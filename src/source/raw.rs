@@ -27,6 +27,8 @@ pub struct RawSource {
     /// A SigMF dataset's type and the precision its floats must fit (None: `format` says).
     typed: Option<(SampleType, Precision)>,
     tuning: Option<Arc<Tuning>>,
+    /// A bad value found after whole sample frames that were handed on: the next read's answer.
+    fault: Option<FftdError>,
 }
 
 impl RawSource {
@@ -69,6 +71,7 @@ impl RawSource {
             decode_ns: 0,
             typed: None,
             tuning: None,
+            fault: None,
         })
     }
 
@@ -131,6 +134,9 @@ impl SampleSource for RawSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        if let Some(fault) = self.fault.take() {
+            return Err(fault);
+        }
         let got = self.fill(max_frames.saturating_mul(self.frame_bytes))?;
         if got == 0 && self.offset == 0 {
             // (a stream stopped before its first sample is an input with none, not an error)
@@ -152,13 +158,17 @@ impl SampleSource for RawSource {
             ));
         }
         let decoding = std::time::Instant::now();
-        match self.typed {
+        let before = out.len();
+        let decoded = match self.typed {
             Some((t, precision)) => {
-                t.decode(&self.bytes, self.offset, &self.info.name, precision, out)?
+                t.decode(&self.bytes, self.offset, &self.info.name, precision, out)
             }
-            None => decode(self.format, &self.bytes, self.offset, &self.info.name, out)?,
-        }
+            None => decode(self.format, &self.bytes, self.offset, &self.info.name, out),
+        };
         self.decode_ns += decoding.elapsed().as_nanos() as u64;
+        if let Err(fault) = decoded {
+            return self.before_the_fault(out, before, fault);
+        }
         self.offset += got as u64;
         Ok(got / self.frame_bytes)
     }
@@ -169,6 +179,28 @@ impl SampleSource for RawSource {
 
     fn tuning(&self) -> Option<Arc<Tuning>> {
         self.tuning.clone()
+    }
+}
+
+impl RawSource {
+    /// A bad value in a block: the whole sample frames before it (the values `decode` left
+    /// after `before`) are this read's, and the fault the next read's answer, so that the
+    /// stream's output keeps every whole frame before it, read in any way.
+    fn before_the_fault(
+        &mut self,
+        out: &mut Vec<f64>,
+        before: usize,
+        fault: FftdError,
+    ) -> Result<usize> {
+        let per_frame = self.info.channels * self.info.kind.width();
+        let frames = (out.len() - before) / per_frame;
+        out.truncate(before + frames * per_frame);
+        if frames == 0 {
+            return Err(fault);
+        }
+        self.fault = Some(fault);
+        self.offset += (frames * self.frame_bytes) as u64;
+        Ok(frames)
     }
 }
 
@@ -206,7 +238,8 @@ pub(crate) fn frame_bytes(format: InputFormat, channels: usize) -> Option<usize>
 }
 
 /// Appends the samples of `bytes` (whole values of `format`, found at byte `offset` of the input
-/// `name`) to `out` as f64. NaN or infinity is an error naming its byte offset.
+/// `name`) to `out` as f64. NaN or infinity is an error naming its byte offset, with `out`
+/// holding the values before it.
 pub fn decode(
     format: InputFormat,
     bytes: &[u8],
@@ -236,14 +269,17 @@ pub fn decode(
     let all_finite = out[start..].iter().fold(true, |ok, v| ok & v.is_finite());
     let first_bad = || out[start..].iter().position(|v| !v.is_finite());
     match (!all_finite).then(first_bad).flatten() {
-        Some(i) => Err(FftdError::input(
-            name,
-            format!(
-                "value at byte offset {} is {}, not a finite number",
-                offset + 4 * i as u64,
-                out[start + i]
-            ),
-        )),
+        Some(i) => {
+            let v = out[start + i];
+            out.truncate(start + i);
+            Err(FftdError::input(
+                name,
+                format!(
+                    "value at byte offset {} is {v}, not a finite number",
+                    offset + 4 * i as u64
+                ),
+            ))
+        }
         None => Ok(()),
     }
 }

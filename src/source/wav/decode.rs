@@ -77,12 +77,13 @@ pub(crate) fn decode_checked(
         return Ok(());
     }
     if let Some(i) = first_non_finite(&out[start..]) {
+        let v = out[start + i];
+        out.truncate(start + i); // (the samples before the fault: `WavSource::read`)
         return Err(FftdError::input(
             name,
             format!(
-                "sample {} is {}, not a finite number",
-                first_sample + i as u64,
-                out[start + i]
+                "sample {} is {v}, not a finite number",
+                first_sample + i as u64
             ),
         ));
     }
@@ -91,14 +92,18 @@ pub(crate) fn decode_checked(
     }
     match first_overflow(&out[start..], precision) {
         None => Ok(()),
-        Some(i) => Err(FftdError::input(
-            name,
-            format!(
-                "sample {} is {}, {BEYOND_F32}",
-                first_sample + i as u64,
-                number::text(out[start + i], Syntax::Text)
-            ),
-        )),
+        Some(i) => {
+            let v = out[start + i];
+            out.truncate(start + i);
+            Err(FftdError::input(
+                name,
+                format!(
+                    "sample {} is {}, {BEYOND_F32}",
+                    first_sample + i as u64,
+                    number::text(v, Syntax::Text)
+                ),
+            ))
+        }
     }
 }
 

@@ -57,6 +57,8 @@ pub struct WavSource {
     decode_ns: u64,
     /// 64-bit float samples beyond its range are errors.
     precision: Precision,
+    /// A bad sample found after whole sample frames that were handed on: the next read's answer.
+    fault: Option<FftdError>,
 }
 
 impl WavSource {
@@ -87,6 +89,7 @@ impl WavSource {
             expected_frames: remaining.map(|n| n.div_ceil(frame_bytes)),
             frames_read: 0,
             finished: false,
+            fault: None,
             shortfall: None,
             decode_ns: 0,
             bytes: Vec::new(),
@@ -188,6 +191,26 @@ impl WavSource {
         Ok(())
     }
 
+    /// A bad sample in a block: the whole sample frames before it (the values `decode_checked`
+    /// left after `before`) are this read's, the fault the next read's answer (as
+    /// `RawSource`'s), so the output keeps every whole frame before it.
+    fn before_the_fault(
+        &mut self,
+        out: &mut Vec<f64>,
+        before: usize,
+        fault: FftdError,
+    ) -> Result<usize> {
+        let channels = self.info.channels;
+        let frames = (out.len() - before) / channels;
+        out.truncate(before + frames * channels);
+        if frames == 0 {
+            return Err(fault);
+        }
+        self.fault = Some(fault);
+        self.frames_read += frames as u64;
+        Ok(frames)
+    }
+
     /// The one warning line for data that ends early.
     fn describe(&self, s: Shortfall) -> String {
         let what = if self.info.channels == 1 {
@@ -211,6 +234,9 @@ impl SampleSource for WavSource {
     }
 
     fn read(&mut self, out: &mut Vec<f64>, max_frames: usize) -> Result<usize> {
+        if let Some(fault) = self.fault.take() {
+            return Err(fault);
+        }
         if self.finished || max_frames == 0 {
             return Ok(0);
         }
@@ -219,8 +245,12 @@ impl SampleSource for WavSource {
         let (got, input_ended) = self.fill(want)?;
         let whole = got - got % frame_bytes;
         let decoding = std::time::Instant::now();
-        self.decode_into(whole, out)?;
+        let before = out.len();
+        let decoded = self.decode_into(whole, out);
         self.decode_ns += decoding.elapsed().as_nanos() as u64;
+        if let Err(fault) = decoded {
+            return self.before_the_fault(out, before, fault);
+        }
         let frames = whole / frame_bytes;
         self.frames_read += frames as u64;
         if let Some(left) = self.remaining.as_mut() {
