@@ -387,6 +387,18 @@ fn broken_audio_is_one_line_naming_the_file() {
     let skip = at(d, "flipped.flac");
     std::fs::write(&skip, &flipped).expect("write");
     assert_clean_error(&spectra(&skip, &[]), 1, &[&skip, "corrupt FLAC", "skipped"]);
+    // and in the first frame (helper-40: its rows were left out without a word, the rest's
+    // times shifted): the stream must start at sample 0
+    let first = (bytes.windows(2).skip(4))
+        .position(|w| w[0] == 0xff && w[1] & 0xfe == 0xf8)
+        .expect("a FLAC frame")
+        + 4;
+    let mut flipped = bytes.clone();
+    flipped[first + 40] ^= 0x10;
+    let skip = at(d, "first.flac");
+    std::fs::write(&skip, &flipped).expect("write");
+    let out = spectra(&skip, &[]);
+    assert_clean_error(&out, 1, &[&skip, "corrupt FLAC stream at its start"]);
     // only the header
     let head = at(d, "head.flac");
     std::fs::write(&head, &bytes[..60]).expect("write");

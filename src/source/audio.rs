@@ -154,6 +154,9 @@ impl AudioSource {
         let options = AudioDecoderOptions::default().gapless(true);
         let decoder = guarded(|| registry.make_audio_decoder(&params, &options))
             .map_err(|e| fail(format!("cannot decode its {container} audio: {}", e.say())))?;
+        // a FLAC stream's first frame starts at sample 0: one that starts later followed a
+        // damaged first frame the reader skipped (`check_continuous`)
+        let next_pts = (container == "FLAC").then_some(0);
         let mut source = AudioSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -170,7 +173,7 @@ impl AudioSource {
             pending_at: 0,
             block: Vec::new(),
             decoded: 0,
-            next_pts: None,
+            next_pts,
             ended: false,
             failure: None,
             stream,
@@ -265,12 +268,15 @@ impl AudioSource {
         match expected {
             Some(end) if pts > end => {
                 self.ended = true;
+                let at = match self.decoded {
+                    0 => "at its start".to_string(),
+                    n => format!("after {n} sample frames"),
+                };
                 Err(FftdError::input(
                     &self.info.name,
                     format!(
-                        "corrupt {} stream after {} sample frames: a damaged stretch of {} time units was skipped by the decoder",
+                        "corrupt {} stream {at}: a damaged stretch of {} time units was skipped by the decoder",
                         self.container,
-                        self.decoded,
                         pts - end
                     ),
                 ))
