@@ -44,6 +44,11 @@ pub(crate) fn names_stdout(path: &std::path::Path) -> bool {
         .any(|name| path == std::path::Path::new(name))
 }
 
+/// Whether `path` names stdin (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`): `-` by another name.
+pub(crate) fn names_stdin(path: &str) -> bool {
+    ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(&path)
+}
+
 /// A usage error where stdin was closed when the process started and the run reads it.
 pub(crate) fn refuse_closed_stdin() -> Result<(), FftdError> {
     if STDIN_CLOSED.load(Ordering::Relaxed) {

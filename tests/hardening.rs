@@ -41,6 +41,85 @@ fn refused(args: &[&str], needles: &[&str], kept: &[&Path]) {
     }
 }
 
+/// Stdout and stdin by their `/dev` names are the streams themselves, and a FIFO is never both
+/// read and written by one run (helper-39: `--rotate` and SIGHUP made /dev/stdout-000001, events
+/// went in among the rows, a FIFO fed the run its own rows, `/dev/stdin` and `-` split one pipe,
+/// `>>` was truncated).
+#[test]
+fn stdout_and_stdin_by_name_are_the_streams_and_no_fifo_is_read_and_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let x = tone_f32(d, "x.f32");
+    let fifo = d.join("loop");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    // (held open both ways, so that no open of it waits)
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    let looped = [
+        "--file",
+        s(&fifo),
+        "--input-format",
+        "f32",
+        "--rate",
+        "8000",
+    ];
+    let args = [&looped[..], &["--format", "f32", "--output", s(&fifo)]].concat();
+    assert_clean_error(&run(&args), 2, &["--output", "also an input"]);
+    let twice = [
+        "--file",
+        "/dev/stdin",
+        "--file",
+        "-",
+        "--input-format",
+        "f32",
+    ];
+    assert_clean_error(&run(&twice), 2, &["stdin", "only once"]);
+    let split = [
+        "--file",
+        s(&x),
+        "--rotate",
+        "10KB",
+        "--output",
+        "/dev/stdout",
+    ];
+    assert_clean_error(&run(&split), 2, &["--rotate", "stdout"]);
+    let alert = ["--alert", "name=a,band=0-0.4,above=-300"];
+    for output in ["-", "/dev/stdout"] {
+        let mixed = [
+            "--file",
+            s(&x),
+            "--events",
+            "/dev/stdout",
+            "--output",
+            output,
+        ];
+        let out = run(&[&mixed[..], &alert].concat());
+        assert_clean_error(&out, 2, &["--events /dev/stdout", "stdout already"]);
+    }
+    // `>>` through /dev/stdout appends, as through stdout itself
+    let kept = d.join("kept.txt");
+    std::fs::write(&kept, "kept\n").expect("write");
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&kept)
+        .expect("open");
+    let out = fftd()
+        .args(["--file", s(&x), "--frame", "256", "--output", "/dev/stdout"])
+        .stdout(appended)
+        .output()
+        .expect("run fftd");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let text = std::fs::read_to_string(&kept).expect("read");
+    assert!(
+        text.starts_with("kept\n") && text.lines().count() > 2,
+        "{text:.80}"
+    );
+}
+
 #[test]
 fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
     let dir = tempfile::tempdir().expect("tempdir");

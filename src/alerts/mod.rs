@@ -324,11 +324,17 @@ pub(crate) fn check_alerts(
     {
         return Err(format!("--alert: two rules are named '{}'", twice.1.name));
     }
-    if spectra_to_stdout && events == Some(events::EventsTarget::Stdout) {
-        return Err(
-            "--events -: the spectra go to stdout already; give --output FILE or --events PATH"
-                .into(),
-        );
+    let events_to_stdout = match &events {
+        Some(events::EventsTarget::Stdout) => Some("-".to_string()),
+        Some(events::EventsTarget::File(path)) if crate::stdio::names_stdout(path) => {
+            Some(path.display().to_string())
+        }
+        _ => None,
+    };
+    if let Some(name) = events_to_stdout.filter(|_| spectra_to_stdout) {
+        return Err(format!(
+            "--events {name}: the spectra go to stdout already; give --output FILE or --events PATH"
+        ));
     }
     Ok(AlertOptions {
         rules: rules.to_vec(),

@@ -446,7 +446,10 @@ fn frame_and_hop(o: &Options) -> Result<(FrameSize, Option<usize>)> {
 fn alert_options(o: &Options, no_nats_output: bool) -> Result<crate::alerts::AlertOptions> {
     crate::sink::rotate::check_rotate(o.rotate, o.output.as_deref(), o.output_dir.as_deref())
         .map_err(FftdError::Usage)?;
-    let to_stdout = o.output.is_none() && o.output_dir.is_none() && no_nats_output;
+    // (`--output -` and `--output /dev/stdout` are stdout too)
+    let stdout_named = |p: &std::path::Path| p.as_os_str() == "-" || crate::stdio::names_stdout(p);
+    let to_stdout =
+        o.output.as_deref().is_none_or(stdout_named) && o.output_dir.is_none() && no_nats_output;
     let alert_conflicts = [
         (o.cross.is_some(), "--cross"),
         (o.frame == Some(FrameSize::Whole), "--frame whole"),

@@ -114,8 +114,11 @@ pub(crate) fn plan_streams(
             return Ok(plan);
         }
     };
-    if paths.iter().filter(|p| p.as_str() == "-").count() > 1 {
-        return Err(FftdError::Usage("stdin (-) can be given only once".into()));
+    let stdin = |p: &&String| p.as_str() == "-" || crate::stdio::names_stdin(p);
+    if paths.iter().filter(stdin).count() > 1 {
+        return Err(FftdError::Usage(
+            "stdin (-, /dev/stdin) can be given only once: one reader takes its bytes".into(),
+        ));
     }
     // --realtime paces each input in its own reader: no range reading; nor --dc-remove of
     // overlapping frames, which the range readers hold once in a batch (each frame must lose

@@ -14,10 +14,18 @@ use std::time::Duration;
 /// How often an open of a FIFO with no reader is tried again.
 const RETRY: Duration = Duration::from_millis(20);
 
-/// Whether `path` is an existing file that is not a regular file (a FIFO, a device, a socket):
-/// written front to back only, never reopened, never rewritten at its start.
+/// Whether `path` is an existing file that is not a regular file (a FIFO, a device, a socket),
+/// or names one of the process's own descriptors (`/dev/stdout`, `/dev/fd/N`,
+/// `/proc/self/fd/N`: stdout redirected to a file is still stdout): written front to back only,
+/// never reopened, never split by `--rotate`, never rewritten at its start.
 pub(crate) fn is_stream_path(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    let descriptor = ["/dev/stdout", "/dev/stderr", "/dev/stdin"]
+        .iter()
+        .any(|name| path == Path::new(name))
+        || ["/dev/fd/", "/proc/self/fd/"]
+            .iter()
+            .any(|folder| path.starts_with(folder));
+    descriptor || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// Whether `path` is a FIFO (or a socket): a place that cannot seek, where bytes written once
@@ -34,9 +42,14 @@ pub(crate) fn stdout_file() -> io::Result<File> {
     Ok(File::from(io::stdout().as_fd().try_clone_to_owned()?))
 }
 
-/// Creates (truncates) `path`, or opens a stream path for writing. A FIFO waits for its reader
+/// Creates (truncates) `path`, or opens a stream path for writing (stdout by name: a copy of
+/// descriptor 1). A FIFO waits for its reader
 /// for as long as `stop` is not set; a stop while waiting is `ErrorKind::Interrupted`.
 pub(crate) fn create(path: &Path, stop: &AtomicBool) -> io::Result<File> {
+    // stdout by name is stdout as the shell left it (`>>` appends), not a file truncated anew
+    if crate::stdio::names_stdout(path) {
+        return stdout_file();
+    }
     let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
     if !fifo {
         return File::create(path);

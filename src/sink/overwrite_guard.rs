@@ -48,9 +48,10 @@ enum FileIdentity {
 /// The identity of a regular file (existing or planned); None for anything that writing to
 /// cannot destroy (devices, FIFOs) or whose folder does not exist (opening it fails later).
 fn identity(path: &Path) -> Option<FileIdentity> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => Some(FileIdentity::Inode {
+        // (a FIFO too: read and written by one run, it would feed the run its own rows)
+        Ok(meta) if meta.is_file() || meta.file_type().is_fifo() => Some(FileIdentity::Inode {
             dev: meta.dev(),
             ino: meta.ino(),
         }),
@@ -67,13 +68,13 @@ fn identity(path: &Path) -> Option<FileIdentity> {
     }
 }
 
-/// The identity of the regular file open as stdin or stdout (`fstat` of the descriptor itself:
-/// no `/dev/stdout` link is needed, which some containers lack); None for anything else.
+/// The identity of the regular file or FIFO open as stdin or stdout (`fstat` of the descriptor
+/// itself: no `/dev/stdout` link is needed, which some containers lack); None for anything else.
 fn stream_identity(fd: std::os::fd::BorrowedFd<'_>) -> Option<FileIdentity> {
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
     let meta = file.metadata().ok()?;
-    meta.is_file().then(|| FileIdentity::Inode {
+    (meta.is_file() || meta.file_type().is_fifo()).then(|| FileIdentity::Inode {
         dev: meta.dev(),
         ino: meta.ino(),
     })

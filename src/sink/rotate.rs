@@ -152,7 +152,7 @@ pub(crate) fn check_rotate(
     if super::opening::is_stream_path(&path) {
         // (an --output-dir's stream files are new names: only --output can be such a path)
         return Err(format!(
-            "--output {}: a FIFO or device cannot be split into files by --rotate",
+            "--output {}: a FIFO, a device or stdout cannot be split into files by --rotate",
             crate::types::shown_path(&path)
         ));
     }
