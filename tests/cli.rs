@@ -104,6 +104,16 @@ fn whole_frame_pads_to_power_of_two_with_rect_window() {
     frame.resize(2048, 0.0);
     let want = naive_spectrum(&spec(2048, WindowKind::Rect, Scale::Magnitude, 1.0), &frame);
     assert!(max_relative_error(&rows[0], &want) < 1e-10);
+    // a window or a window-sum scale would count the padding (helper-38): refused
+    let input = path.to_str().expect("utf8");
+    for (flag, value) in [
+        ("--window", "hann"),
+        ("--scale", "density"),
+        ("--scale", "spectrum"),
+    ] {
+        let out = run(&["--file", input, "--frame", "whole", flag, value]);
+        assert_clean_error(&out, 2, &[flag, value, "zero-pads"]);
+    }
 }
 
 /// `--frame whole` into one csv: raw files whose whole frames differ are refused before the

@@ -10,6 +10,7 @@ use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
 use crate::fft::router::DeviceChoice;
 use crate::fft::spec::EngineSpec;
+use crate::fft::Scale;
 use crate::fleet::worker::FleetIo;
 use crate::frame::{FrameSize, Tail};
 use crate::limits;
@@ -231,6 +232,7 @@ impl Settings {
             FrameSize::Fixed(_) => WindowKind::Hann,
         });
         let (products, scale) = super::product_options::products_and_scale(&mut o, measure, frame)?;
+        whole_frame_window_and_scale(frame, window, scale)?;
         if o.realtime && matches!(source.input, Input::Mic(_)) {
             return usage("--realtime paces file and stdin inputs; --mic is live already".into());
         }
@@ -440,6 +442,29 @@ fn frame_and_hop(o: &Options) -> Result<(FrameSize, Option<usize>)> {
         );
     }
     Ok((frame, hop))
+}
+
+/// `--frame whole` zero-pads the input to a power of two: a window other than rect would span
+/// the padding (half a Hann on the samples), and the spectrum and density scales would divide by
+/// the padded frame's window sums, not the samples' (helper-38: scipy's periodogram with that
+/// nfft reads 2x and 4x higher). Refused rather than written wrong.
+fn whole_frame_window_and_scale(frame: FrameSize, window: WindowKind, scale: Scale) -> Result<()> {
+    if frame != FrameSize::Whole {
+        return Ok(());
+    }
+    if window != WindowKind::Rect {
+        return usage(format!(
+            "--window {}: --frame whole zero-pads the input to a power of two, so a window would span the padding; use --window rect, or a fixed --frame N",
+            window.name()
+        ));
+    }
+    if matches!(scale, Scale::Spectrum | Scale::Density) {
+        return usage(format!(
+            "--scale {}: --frame whole zero-pads the input to a power of two, and this scale's window sums would count the padding; use magnitude, power, db or complex, or a fixed --frame N",
+            scale.name()
+        ));
+    }
+    Ok(())
 }
 
 /// `--rotate` needs files whose names it can make; `--alert` rules and `--events` (issue 27).

@@ -154,9 +154,6 @@ impl AudioSource {
         let options = AudioDecoderOptions::default().gapless(true);
         let decoder = guarded(|| registry.make_audio_decoder(&params, &options))
             .map_err(|e| fail(format!("cannot decode its {container} audio: {}", e.say())))?;
-        // a FLAC stream's first frame starts at sample 0: one that starts later followed a
-        // damaged first frame the reader skipped (`check_continuous`)
-        let next_pts = (container == "FLAC").then_some(0);
         let mut source = AudioSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -168,12 +165,12 @@ impl AudioSource {
             reader,
             decoder,
             track,
+            next_pts: Self::first_pts(&container),
             container,
             pending: Vec::new(),
             pending_at: 0,
             block: Vec::new(),
             decoded: 0,
-            next_pts,
             ended: false,
             failure: None,
             stream,
@@ -182,6 +179,12 @@ impl AudioSource {
         };
         source.prime()?;
         Ok(source)
+    }
+
+    /// Where the first packet must start: a FLAC stream's first frame starts at sample 0, so one
+    /// that starts later followed a damaged first frame the reader skipped (`check_continuous`).
+    fn first_pts(container: &str) -> Option<i128> {
+        (container == "FLAC").then_some(0)
     }
 
     /// Decodes up to the first samples, so a stream's rate and channels are those it decodes to
