@@ -671,10 +671,12 @@ fn closed_stdout_ends_quietly() {
         .flat_map(|v| (*v as f32).to_le_bytes())
         .collect();
     std::fs::write(&path, bytes).expect("write");
+    let meta = dir.path().join("meta.json");
     let script = format!(
-        "set -o pipefail; '{}' --file '{}' --frame 64 2>'{}' | head -n1 >/dev/null",
+        "set -o pipefail; '{}' --file '{}' --frame 64 --meta '{}' 2>'{}' | head -n1 >/dev/null",
         env!("CARGO_BIN_EXE_fftd"),
         path.display(),
+        meta.display(),
         dir.path().join("err").display()
     );
     let out = std::process::Command::new("bash")
@@ -688,6 +690,11 @@ fn closed_stdout_ends_quietly() {
         out.status.code()
     );
     assert!(err.is_empty(), "stderr: {err}");
+    // the rows stopped short of the input's end, and the sidecar says so (helper-39)
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    assert_eq!(doc["interrupted"], true, "{doc}");
+    assert!(doc["error"].is_null(), "{doc}");
 }
 
 #[test]

@@ -74,6 +74,8 @@ pub(crate) struct Control {
     /// Why a device start-up in the background was not begun, or its lanes not joined
     /// (`late_join`), for `--stats` (`fftd device start-up:`): the first note stands.
     device_start_up: Mutex<Option<String>>,
+    /// The output's reader went away (a closed pipe): the run stopped before its inputs ended.
+    output_closed: AtomicBool,
 }
 
 impl Control {
@@ -88,7 +90,20 @@ impl Control {
             tracer: None,
             bridged: Mutex::default(),
             device_start_up: Mutex::default(),
+            output_closed: AtomicBool::new(false),
         }
+    }
+
+    /// Stops the run because the output's reader went away (`| head`): not an error, but the
+    /// rows stop early, and `--meta` says so (`interrupted`).
+    pub(crate) fn stop_for_closed_output(&self) {
+        self.output_closed.store(true, Ordering::Relaxed);
+        self.request_stop();
+    }
+
+    /// Whether `stop_for_closed_output` stopped the run.
+    pub(crate) fn output_closed(&self) -> bool {
+        self.output_closed.load(Ordering::Relaxed)
     }
 
     /// Notes why a device start-up in the background was not begun or not joined.

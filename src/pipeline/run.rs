@@ -65,7 +65,8 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         meta_file,
         by_stream,
         to,
-        (error.as_ref(), interrupted),
+        // (a closed output stopped it early too: its rows stop short of the inputs' end)
+        (error.as_ref(), interrupted || control.output_closed()),
     );
     settle_spares(stages.workers.lane_set.has_device(), pools);
     // everything the run does is done: the report, then the timeline

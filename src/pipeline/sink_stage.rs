@@ -275,7 +275,7 @@ fn follow_alerts<T: Sample>(
 fn report_write_error(e: io::Error, output: &str, control: &Control) {
     if e.kind() == io::ErrorKind::BrokenPipe {
         tracing::debug!("output closed by the reader; stopping");
-        control.request_stop();
+        control.stop_for_closed_output();
     } else {
         control.fail(FftdError::Runtime(format!("cannot write to {output}: {e}")));
     }
