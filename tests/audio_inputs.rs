@@ -290,6 +290,17 @@ fn mp3_and_ogg_agree_with_libsndfile() {
     for coded in [&sox_mp3, &lame_mp3, &ogg] {
         matches_libsndfile(coded, d, 1e-3);
     }
+    // cut to half, the LAME header still saying the whole length: an error after the rows of
+    // what decoded (helper-40: exit 0, 19 of 40 rows, no word)
+    let bytes = std::fs::read(&lame_mp3).expect("read");
+    let cut = at(d, "cut.mp3");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
+    let out = spectra(&cut, &[]);
+    assert_clean_error(&out, 1, &[&cut, "MP3 stream ends early (truncated)"]);
+    assert!(
+        stdout_text(&out).lines().count() > 2,
+        "the decoded part's rows come first"
+    );
 }
 
 #[test]

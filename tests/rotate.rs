@@ -468,7 +468,10 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
     let fifo = dir.path().join("fifo");
     common::mkfifo(&fifo);
     let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&fifo)]);
-    let named = format!("--output {}: a FIFO or device cannot be split", s(&fifo));
+    let named = format!(
+        "--output {}: a FIFO, a device or stdout cannot be split",
+        s(&fifo)
+    );
     assert_clean_error(&out, 2, &[&named]);
     std::fs::remove_file(&fifo).expect("rm fifo");
     // a folder named by --output would get its files beside it; --output-dir is the way

@@ -13,15 +13,21 @@ use crate::source::spec::Input;
 use crate::source::InputFormat;
 use std::path::{Path, PathBuf};
 
-/// Checks that `dir` takes new files (its files are created only when their rows arrive, so
-/// an unwritable folder must be found before the run): creates and removes a probe file.
-pub(super) fn probe_writable(dir: &Path) -> Result<()> {
+/// Checks that `dir`, given by `flag`, takes new files (its files are created only when their
+/// rows arrive, so an unwritable folder must be found before the run): creates and removes a
+/// probe file. A folder that refuses it is a usage error naming the flag.
+pub(super) fn probe_writable(flag: &str, dir: &Path) -> Result<()> {
     let probe = dir.join(format!(".fftd-probe-{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&probe)
-        .map_err(|e| FftdError::io(dir, e))?;
+        .map_err(|e| {
+            FftdError::Usage(format!(
+                "{flag} {}: cannot create files there: {e}",
+                crate::types::shown_path(dir)
+            ))
+        })?;
     std::fs::remove_file(&probe).map_err(|e| FftdError::io(&probe, e))
 }
 
@@ -125,7 +131,7 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
                     crate::types::shown_path(&folder)
                 )));
             }
-            return probe_writable(&folder);
+            return probe_writable("--rotate", &folder);
         }
     }
     if let Some(dir) = &run_spec.output.output_dir {
@@ -139,7 +145,11 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
                 crate::types::shown_path(dir)
             )));
         }
-        probe_writable(dir)?;
+        probe_writable("--output-dir", dir)?;
+    }
+    // (a missing folder was refused with the flags: `record::check_record`)
+    if let Some(record) = &run_spec.record {
+        probe_writable("--record-on-alert", &record.dir)?;
     }
     let output = run_spec.output.output.iter().map(|p| ("--output", p));
     let meta = run_spec.output.meta.iter().map(|p| ("--meta", p));

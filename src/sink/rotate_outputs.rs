@@ -32,8 +32,7 @@ impl<T: Sample> Outputs<'_, T> {
         if !asked {
             return Ok(());
         }
-        tracing::info!("SIGHUP: closing every output file; the next rows begin new ones");
-        let mut first_error = Ok(());
+        let (mut first_error, mut completed) = (Ok(()), 0);
         for i in 0..self.outputs.len() {
             let open = self.rotations.get(i).and_then(Option::as_ref);
             if open.is_some_and(Rotation::is_open) {
@@ -41,11 +40,16 @@ impl<T: Sample> Outputs<'_, T> {
                 if let Some(r) = self.rotations[i].as_mut() {
                     r.close();
                 }
+                completed += 1;
                 if first_error.is_ok() {
                     first_error = done;
                 }
             }
         }
+        // (stdout, FIFOs, devices and placed files are left as they are: `rotations`)
+        tracing::info!(
+            "SIGHUP: {completed} output file(s) completed, the next rows begin new ones; stdout, FIFOs, devices and placed files go on as they were"
+        );
         first_error
     }
 

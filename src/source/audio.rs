@@ -78,6 +78,9 @@ pub struct AudioSource {
     /// Where the packet after the last one should start, in the track's time base (as far as
     /// its container tells: FLAC frames carry their sample number).
     next_pts: Option<i128>,
+    /// The sample frames an MP3's Xing/Info or VBRI header says it holds (None: not said, or
+    /// another container).
+    promised: Option<u64>,
     /// No more packets (the rest of `pending` is still handed on).
     ended: bool,
     /// An error met while `pending` still held samples: returned once they are handed on.
@@ -143,6 +146,7 @@ impl AudioSource {
         let Some(CodecParameters::Audio(params)) = track.codec_params.clone() else {
             return Err(fail(format!("{container} file holds no audio track")));
         };
+        let promised = track.num_frames.filter(|_| container == "MP3");
         let track = track.id;
         let registry = symphonia::default::get_codecs();
         if registry.get_audio_decoder(params.codec).is_none() {
@@ -166,6 +170,7 @@ impl AudioSource {
             decoder,
             track,
             next_pts: Self::first_pts(&container),
+            promised,
             container,
             pending: Vec::new(),
             pending_at: 0,
@@ -228,7 +233,7 @@ impl AudioSource {
             Ok(Some(packet)) => packet,
             Ok(None) => {
                 self.ended = true;
-                return Ok(());
+                return self.check_promised();
             }
             Err(e) => return self.failed(e),
         };
@@ -284,6 +289,22 @@ impl AudioSource {
                     ),
                 ))
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// At the end: an MP3 whose header promised more sample frames than decoded (by more than
+    /// one MPEG frame, 1152) was cut short, which its demuxer takes for an ordinary end.
+    fn check_promised(&mut self) -> Result<()> {
+        const MPEG_FRAME: u64 = 1152;
+        match self.promised {
+            Some(n) if self.decoded + MPEG_FRAME < n && !self.stopped() => Err(FftdError::input(
+                &self.info.name,
+                format!(
+                    "{} stream ends early (truncated): {} of the {n} sample frames its header gives",
+                    self.container, self.decoded
+                ),
+            )),
             _ => Ok(()),
         }
     }
