@@ -307,6 +307,15 @@ pub(crate) fn is_stream(path: &str) -> bool {
     path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
+/// The whole sample frames of `per_frame` values a decoder that met a bad value left in `out`
+/// after `before`, the values past them taken off: the read hands these on, and the fault next
+/// (`RawSource`, `WavSource`).
+pub(crate) fn keep_whole_frames(out: &mut Vec<f64>, before: usize, per_frame: usize) -> usize {
+    let frames = (out.len() - before) / per_frame.max(1);
+    out.truncate(before + frames * per_frame);
+    frames
+}
+
 /// Whether stdin is redirected from a regular file (`fftd --file - < x.wav`): read once to the
 /// end, as that file would be.
 pub(crate) fn stdin_is_regular_file() -> bool {

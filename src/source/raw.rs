@@ -193,8 +193,7 @@ impl RawSource {
         fault: FftdError,
     ) -> Result<usize> {
         let per_frame = self.info.channels * self.info.kind.width();
-        let frames = (out.len() - before) / per_frame;
-        out.truncate(before + frames * per_frame);
+        let frames = super::keep_whole_frames(out, before, per_frame);
         if frames == 0 {
             return Err(fault);
         }

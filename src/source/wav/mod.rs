@@ -200,9 +200,7 @@ impl WavSource {
         before: usize,
         fault: FftdError,
     ) -> Result<usize> {
-        let channels = self.info.channels;
-        let frames = (out.len() - before) / channels;
-        out.truncate(before + frames * channels);
+        let frames = crate::source::keep_whole_frames(out, before, self.info.channels);
         if frames == 0 {
             return Err(fault);
         }
