@@ -307,13 +307,24 @@ pub(crate) fn is_stream(path: &str) -> bool {
     path == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
-/// The whole sample frames of `per_frame` values a decoder that met a bad value left in `out`
-/// after `before`, the values past them taken off: the read hands these on, and the fault next
-/// (`RawSource`, `WavSource`).
-pub(crate) fn keep_whole_frames(out: &mut Vec<f64>, before: usize, per_frame: usize) -> usize {
+/// A read that met a bad value (`fault`): the whole sample frames of `per_frame` values the
+/// decoder left in `out` after `before` are handed on, the values past them taken off, and the
+/// fault kept in `pending` for the next read; with no whole frame, the fault now. The frames
+/// handed on (`RawSource`, `WavSource`).
+pub(crate) fn before_the_fault(
+    out: &mut Vec<f64>,
+    before: usize,
+    per_frame: usize,
+    fault: FftdError,
+    pending: &mut Option<FftdError>,
+) -> Result<usize> {
     let frames = (out.len() - before) / per_frame.max(1);
     out.truncate(before + frames * per_frame);
-    frames
+    if frames == 0 {
+        return Err(fault);
+    }
+    *pending = Some(fault);
+    Ok(frames)
 }
 
 /// Whether stdin is redirected from a regular file (`fftd --file - < x.wav`): read once to the

@@ -193,11 +193,7 @@ impl RawSource {
         fault: FftdError,
     ) -> Result<usize> {
         let per_frame = self.info.channels * self.info.kind.width();
-        let frames = super::keep_whole_frames(out, before, per_frame);
-        if frames == 0 {
-            return Err(fault);
-        }
-        self.fault = Some(fault);
+        let frames = super::before_the_fault(out, before, per_frame, fault, &mut self.fault)?;
         self.offset += (frames * self.frame_bytes) as u64;
         Ok(frames)
     }

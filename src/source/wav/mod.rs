@@ -200,11 +200,9 @@ impl WavSource {
         before: usize,
         fault: FftdError,
     ) -> Result<usize> {
-        let frames = crate::source::keep_whole_frames(out, before, self.info.channels);
-        if frames == 0 {
-            return Err(fault);
-        }
-        self.fault = Some(fault);
+        let channels = self.info.channels;
+        let frames =
+            crate::source::before_the_fault(out, before, channels, fault, &mut self.fault)?;
         self.frames_read += frames as u64;
         Ok(frames)
     }
