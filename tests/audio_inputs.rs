@@ -356,6 +356,58 @@ fn m4a_aac_finds_the_tone_at_its_level() {
     );
 }
 
+/// AIFF and CAF files cut short (by one byte, by half) give the rows of every whole frame they
+/// hold, the same as the whole file's first rows, then one line naming the cut and exit 1: from
+/// a file, whose chunks symphonia walks to the end of the sound data first (before: no row and
+/// "ends inside its header"), and piped (before: a cut AIFF piped gave exit 0).
+#[test]
+fn aiff_and_caf_cut_short_give_their_whole_frames_then_an_error() {
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let wav = test_wav(d, "m.wav", 1, 16); // 20800 samples of 2 bytes at the file's end
+    let aiff = at(d, "m.aiff");
+    make("sox", &[&wav, &aiff]);
+    let caf = at(d, "m.caf");
+    make(
+        "ffmpeg",
+        &[
+            "-loglevel",
+            "error",
+            "-y",
+            "-i",
+            &wav,
+            "-c:a",
+            "pcm_s16le",
+            &caf,
+        ],
+    );
+    for (whole, ext) in [(&aiff, "aiff"), (&caf, "caf")] {
+        let want = stdout_text(&spectra(whole, &[]));
+        let bytes = std::fs::read(whole).expect("read");
+        for cut_by in [1, bytes.len() / 2] {
+            let samples = (41600 - cut_by) / 2;
+            let frames = (samples - 512) / 200 + 1; // whole frames of 512 at hop 200
+            let cut = at(d, &format!("cut{cut_by}.{ext}"));
+            std::fs::write(&cut, &bytes[..bytes.len() - cut_by]).expect("write");
+            let mut runs = vec![(cut.clone(), spectra(&cut, &[]))];
+            if ext == "aiff" {
+                runs.push(("-".to_string(), spectra_piped(&cut, &[])));
+            }
+            for (name, out) in runs {
+                let what = format!("{ext} cut by {cut_by}, read from {name}");
+                assert_clean_error(&out, 1, &[&name, &ext.to_uppercase(), "ends early"]);
+                let text = stdout_text(&out);
+                let rows: Vec<&str> = text.lines().skip(1).collect();
+                let whole_rows: Vec<&str> = want.lines().skip(1).take(frames).collect();
+                assert_eq!(rows, whole_rows, "{what}: the whole frames' rows");
+            }
+        }
+    }
+}
+
 #[test]
 fn broken_audio_is_one_line_naming_the_file() {
     if !tools() {

@@ -13,24 +13,25 @@
 //!   end needs that); streams are read once, front to back (such an MP4 cannot be streamed, nor
 //!   can CAF at all: symphonia reads a CAF file's chunks to its end, then seeks back).
 //! - Every failure is one error naming the input: no audio found, an unsupported codec, corrupt
-//!   data, a stream cut short, a rate or channel layout that changes mid-stream. A decoder panic
+//!   data, a stream cut short (after the rows of what it holds: an AIFF or CAF file through
+//!   `audio_cut`'s view, an AIFF, FLAC or MP3 short of its header's count by
+//!   `check_promised`), a rate or channel layout that changes mid-stream. A decoder panic
 //!   on hostile data is caught and reported the same way (its message kept off stderr).
 
 use super::input::InputReader;
-use super::{overflows, FileOptions, InputFormat, SampleSource, SourceInfo, BEYOND_F32};
+use super::{
+    audio_probe, overflows, FileOptions, InputFormat, SampleSource, SourceInfo, BEYOND_F32,
+};
 use crate::error::{FftdError, Result};
 use crate::types::InputKind;
 use crate::types::Precision;
-use std::io::{self, Read};
+use std::io;
 use std::sync::{Arc, Mutex};
 use symphonia::core::codecs::audio::well_known as codec;
 use symphonia::core::codecs::audio::{AudioCodecId, AudioDecoder, AudioDecoderOptions};
 use symphonia::core::codecs::CodecParameters;
 use symphonia::core::errors::Error as CodecError;
-use symphonia::core::formats::probe::Hint;
-use symphonia::core::formats::{FormatOptions, FormatReader, TrackType};
-use symphonia::core::io::{MediaSource, MediaSourceStream, ReadOnlySource};
-use symphonia::core::meta::MetadataOptions;
+use symphonia::core::formats::{FormatReader, TrackType};
 
 /// The audio format an extension names (lower case, without the dot).
 pub(crate) fn format_of_extension(ext: &str) -> Option<InputFormat> {
@@ -45,21 +46,6 @@ pub(crate) fn format_of_extension(ext: &str) -> Option<InputFormat> {
         _ => return None,
     })
 }
-
-/// The decoder's extension hint for `format`.
-fn hint_for(format: InputFormat) -> &'static str {
-    match format {
-        InputFormat::Flac => "flac",
-        InputFormat::Mp3 => "mp3",
-        InputFormat::Ogg => "ogg",
-        InputFormat::Aiff => "aiff",
-        InputFormat::Caf => "caf",
-        _ => "m4a",
-    }
-}
-
-/// The formats this module reads, for messages.
-const READS: &str = "FLAC, MP3, Ogg Vorbis, AIFF, CAF or M4A";
 
 pub struct AudioSource {
     info: SourceInfo,
@@ -78,9 +64,12 @@ pub struct AudioSource {
     /// Where the packet after the last one should start, in the track's time base (as far as
     /// its container tells: FLAC frames carry their sample number).
     next_pts: Option<i128>,
-    /// The sample frames an MP3's Xing/Info or VBRI header says it holds (None: not said, or
-    /// another container).
-    promised: Option<u64>,
+    /// The sample frames the container's header says it holds, and by how many fewer decoded
+    /// it still counts as whole (None: not said, or not exact: Ogg, MP4).
+    promised: Option<(u64, u64)>,
+    /// What to say at the end of a file read through a view that stops where it does
+    /// (`audio_cut`): its header gives more than it holds.
+    cut_short: Option<String>,
     /// No more packets (the rest of `pending` is still handed on).
     ended: bool,
     /// An error met while `pending` still held samples: returned once they are handed on.
@@ -108,37 +97,13 @@ impl AudioSource {
     pub fn new(
         path: &str,
         file: Option<std::fs::File>,
-        mut reader: InputReader,
+        reader: InputReader,
         format: InputFormat,
         precision: Precision,
     ) -> Result<Self> {
+        let probed = audio_probe::probe_input(path, file, reader, format)?;
+        let (reader, stream, cut_short) = (probed.reader, probed.stream, probed.cut_short);
         let fail = |what: String| FftdError::input(path, what);
-        let begins_as_format = format_of_start(file.as_ref(), &mut reader) == Some(format);
-        let (input, stream): (Box<dyn MediaSource>, _) = match file {
-            Some(file) => (Box::new(file), None),
-            None => {
-                let shared = Arc::new(Mutex::new(reader));
-                let input = ReadOnlySource::new(SharedReader(shared.clone()));
-                (Box::new(input), Some(shared))
-            }
-        };
-        let mss = MediaSourceStream::new(input, Default::default());
-        let mut hint = Hint::new();
-        hint.with_extension(hint_for(format));
-        let probe = symphonia::default::get_probe();
-        let opened = guarded(|| {
-            probe.probe(
-                &hint,
-                mss,
-                FormatOptions::default(),
-                MetadataOptions::default(),
-            )
-        });
-        let streamed = stream
-            .as_ref()
-            .is_some_and(|s| s.lock().is_ok_and(|r| r.is_stream()));
-        let why = |e| probe_failure(format, streamed, begins_as_format, e);
-        let reader = opened.map_err(|e| fail(why(e)))?;
         let container = reader.format_info().short_name.to_ascii_uppercase();
         let Some(track) = reader.default_track(TrackType::Audio) else {
             return Err(fail(format!("{container} file holds no audio track")));
@@ -146,7 +111,7 @@ impl AudioSource {
         let Some(CodecParameters::Audio(params)) = track.codec_params.clone() else {
             return Err(fail(format!("{container} file holds no audio track")));
         };
-        let promised = track.num_frames.filter(|_| container == "MP3");
+        let promised = track.num_frames.zip(promise_slack(&container));
         let track = track.id;
         let registry = symphonia::default::get_codecs();
         if registry.get_audio_decoder(params.codec).is_none() {
@@ -171,6 +136,7 @@ impl AudioSource {
             track,
             next_pts: Self::first_pts(&container),
             promised,
+            cut_short,
             container,
             pending: Vec::new(),
             pending_at: 0,
@@ -293,12 +259,15 @@ impl AudioSource {
         }
     }
 
-    /// At the end: an MP3 whose header promised more sample frames than decoded (by more than
-    /// one MPEG frame, 1152) was cut short, which its demuxer takes for an ordinary end.
+    /// At the end: a file whose header promised more sample frames than decoded (beyond the
+    /// slack) was cut short, which its demuxer takes for an ordinary end (an AIFF from a pipe
+    /// that ends inside a sample, an MP3 short of its Xing/Info or VBRI count).
     fn check_promised(&mut self) -> Result<()> {
-        const MPEG_FRAME: u64 = 1152;
+        if let Some(said) = self.cut_short.take() {
+            return Err(FftdError::input(&self.info.name, said));
+        }
         match self.promised {
-            Some(n) if self.decoded + MPEG_FRAME < n && !self.stopped() => Err(FftdError::input(
+            Some((n, slack)) if self.decoded + slack < n && !self.stopped() => Err(FftdError::input(
                 &self.info.name,
                 format!(
                     "{} stream ends early (truncated): {} of the {n} sample frames its header gives",
@@ -419,65 +388,15 @@ impl SampleSource for AudioSource {
     }
 }
 
-/// The format the input's first bytes show (its magic number): a regular file's, read where
-/// they lie, or a stream's, peeked (read again by the prober).
-fn format_of_start(file: Option<&std::fs::File>, reader: &mut InputReader) -> Option<InputFormat> {
-    match file {
-        Some(file) => format_of_file_start(file),
-        None => super::sniff::sniff(reader).ok(),
-    }
-}
-
-/// The format a regular file's first bytes show (its magic number), whatever was read of it.
-fn format_of_file_start(file: &std::fs::File) -> Option<InputFormat> {
-    use std::os::unix::fs::FileExt;
-    let mut start = [0u8; 12];
-    let got = file.read_at(&mut start, 0).ok()?;
-    super::sniff::format_of_start(&start[..got], true)
-}
-
-/// What the prober's failure means for `format`'s input (`streamed`: read from a pipe;
-/// `begins_as_format`: its first bytes are `format`'s magic number).
-fn probe_failure(
-    format: InputFormat,
-    streamed: bool,
-    begins_as_format: bool,
-    e: Failure,
-) -> String {
-    let what = match e {
-        Failure::Codec(CodecError::IoError(io))
-            if begins_as_format && io.kind() == io::ErrorKind::UnexpectedEof =>
-        {
-            format!(
-                "the input ends inside its {} header: a truncated file?",
-                format.name()
-            )
-        }
-        e => probe_failure_kind(format, e),
-    };
-    match (streamed, format) {
-        (true, InputFormat::M4a) => format!("{what}; an MP4 whose index (moov box) follows its audio cannot be read from a pipe: give the file itself, or remux it with ffmpeg -movflags +faststart"),
-        (true, InputFormat::Caf) => format!("{what}; a CAF file is read to its end before its audio, so it cannot come from a pipe: give the file itself"),
-        _ => what,
-    }
-}
-
-fn probe_failure_kind(format: InputFormat, e: Failure) -> String {
-    match e {
-        Failure::Codec(CodecError::IoError(io)) if io.kind() == io::ErrorKind::UnexpectedEof => {
-            format!("not a {READS} stream: none of them was found before the input ended")
-        }
-        Failure::Codec(CodecError::IoError(io)) => {
-            format!(
-                "cannot read it as {} (a corrupt header?): {io}",
-                format.name()
-            )
-        }
-        Failure::Codec(CodecError::Unsupported(_)) => format!(
-            "not a {READS} stream (read as {}): its content matches none of them",
-            format.name()
-        ),
-        other => format!("not a readable {READS} stream: {}", other.say()),
+/// How many fewer sample frames than its header gives a `container` may decode to (None: its
+/// count is not exact). An MP3's Xing/Info or VBRI count may differ by one MPEG frame; AIFF
+/// and FLAC count every frame. (A CAF's packet table does not: an ALAC one of 1200 frames
+/// gives 4096. A CAF file cut short is found by `audio_cut` instead, and none is piped.)
+fn promise_slack(container: &str) -> Option<u64> {
+    match container {
+        "MP3" => Some(1152),
+        "AIFF" | "FLAC" => Some(0),
+        _ => None,
     }
 }
 
@@ -505,28 +424,15 @@ fn codec_name(id: AudioCodecId) -> String {
     )
 }
 
-/// A stream's reader, shared between the decoder's input and the source (which asks it whether
-/// it is drained or stopped); symphonia wants its input `Sync`, which a `Mutex` makes it.
-struct SharedReader(Arc<Mutex<InputReader>>);
-
-impl Read for SharedReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.0.lock() {
-            Ok(mut reader) => reader.read(buf),
-            Err(_) => Err(io::Error::other("input reader poisoned")),
-        }
-    }
-}
-
 /// Why a guarded decoder call failed.
-enum Failure {
+pub(super) enum Failure {
     Codec(CodecError),
     /// The decoder panicked (on hostile data): reported as corrupt data.
     Panicked,
 }
 
 impl Failure {
-    fn say(&self) -> String {
+    pub(super) fn say(&self) -> String {
         match self {
             Failure::Codec(e) => e.to_string(),
             Failure::Panicked => "the decoder gave up on malformed data".into(),
@@ -541,7 +447,9 @@ thread_local! {
 
 /// Runs a symphonia call, turning a panic inside it into `Failure::Panicked`. The panic hook,
 /// wrapped once, stays quiet for such panics and prints every other as before.
-fn guarded<T>(call: impl FnOnce() -> symphonia::core::errors::Result<T>) -> Result<T, Failure> {
+pub(super) fn guarded<T>(
+    call: impl FnOnce() -> symphonia::core::errors::Result<T>,
+) -> Result<T, Failure> {
     static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
     QUIET_HOOK.call_once(|| {
         let previous = std::panic::take_hook();

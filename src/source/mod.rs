@@ -27,6 +27,8 @@
 //! the input and where in it the value lies (`overflows`).
 
 pub mod audio;
+mod audio_cut;
+mod audio_probe;
 pub(crate) mod channels;
 pub(crate) mod dc;
 pub mod input;
