@@ -45,6 +45,12 @@ impl InputReader {
         Some(file)
     }
 
+    /// A regular file's handle, to read at an offset without moving this reader; `None` for
+    /// streams and bytes in memory.
+    pub(crate) fn regular_file(&self) -> Option<&std::fs::File> {
+        self.file.as_ref()
+    }
+
     /// Whether this reads a regular file that has nothing (more) to read: its end is where it
     /// is now, not a writer's pause, so a source can say so before the run (an output is
     /// created). A stream's bytes may be on their way: false.

@@ -12,7 +12,7 @@ use crate::error::{FftdError, Result};
 use crate::types::InputKind;
 use crate::types::Precision;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::path::Path;
 
 /// How the sample bytes are encoded.
@@ -118,15 +118,14 @@ impl SeekableLayout {
 
     fn probe_wav(path: &str, len: u64) -> Result<Option<SeekableLayout>> {
         let file = File::open(path).map_err(|e| FftdError::io(path, e))?;
-        let mut input = CountingReader {
-            inner: BufReader::new(file),
-            count: 0,
-        };
-        let layout = header::read_layout(path, &mut input)?;
-        let data_offset = input.count;
+        let layout = header::read_layout(path, &mut BufReader::new(&file))?;
+        let data_offset = layout.data_offset;
         let present = len.saturating_sub(data_offset);
         let data_bytes = match layout.data {
-            DataLength::Bytes(n) if n <= present => n,
+            DataLength::Bytes(n) if n <= present => {
+                header::check_after_data(path, &file, data_offset + n)?;
+                n
+            }
             DataLength::Bytes(_) => return Ok(None), // ends early: warned about sequentially
             DataLength::ToEof => present,
         };
@@ -180,19 +179,5 @@ impl SeekableLayout {
     /// Opens the file for positioned reads.
     pub(crate) fn open(&self) -> Result<File> {
         File::open(Path::new(&self.name)).map_err(|e| FftdError::io(&self.name, e))
-    }
-}
-
-/// Counts the bytes read through it (the header's length is where the samples start).
-struct CountingReader<R> {
-    inner: R,
-    count: u64,
-}
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count += n as u64;
-        Ok(n)
     }
 }

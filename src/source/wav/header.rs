@@ -105,6 +105,8 @@ pub(crate) enum DataLength {
 pub(crate) struct WavLayout {
     pub format: WavFormat,
     pub data: DataLength,
+    /// Where the first sample byte lies, from the input's start.
+    pub data_offset: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,13 +118,24 @@ enum Container {
 
 /// Reads the header from `input` up to the first byte of sample data.
 pub(crate) fn read_layout(path: &str, input: &mut impl Read) -> Result<WavLayout> {
-    let mut walk = ChunkWalk { path, input };
+    let mut input = CountingReader {
+        inner: input,
+        count: 0,
+    };
+    let mut walk = ChunkWalk {
+        path,
+        input: &mut input,
+    };
     let container = walk.container()?;
     let mut format = None;
     let mut ds64_data_size = None;
     loop {
         let (id, size) = walk.chunk_header(format.is_some())?;
         match &id {
+            b"fmt " if format.is_some() => {
+                return Err(walk
+                    .error("corrupt WAV header: a second fmt chunk (fftd reads files with one)"))
+            }
             b"fmt " => format = Some(walk.fmt(size)?),
             b"ds64" if container == Container::Rf64 => ds64_data_size = Some(walk.ds64(size)?),
             b"data" => {
@@ -130,10 +143,89 @@ pub(crate) fn read_layout(path: &str, input: &mut impl Read) -> Result<WavLayout
                     FftdError::input(path, "corrupt WAV file: the data chunk comes before fmt")
                 })?;
                 let data = data_length(container, size, ds64_data_size, format.frame_bytes());
-                return Ok(WavLayout { format, data });
+                let data_offset = input.count;
+                return Ok(WavLayout {
+                    format,
+                    data,
+                    data_offset,
+                });
             }
             _ => walk.skip(&id, padded(size as u64))?,
         }
+    }
+}
+
+/// A WAV file's chunks after its data (from `data_end`, the data's last byte and one): a
+/// second `data` or `fmt ` chunk is an error, as fftd would read the first alone (two files
+/// joined end to end, say). Other chunks (LIST, id3) are skipped; so is trailing junk that is
+/// no chunk.
+pub(crate) fn check_after_data(path: &str, file: &std::fs::File, data_end: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata().map_err(|e| FftdError::io(path, e))?.len();
+    let mut at = padded(data_end);
+    for _ in 0..MOST_CHUNKS_AFTER_DATA {
+        let mut head = [0u8; 8];
+        if at + 8 > len || file.read_exact_at(&mut head, at).is_err() {
+            break;
+        }
+        second_chunk(path, &head, at)?;
+        at += 8 + padded(u64::from(u32_at(&head, 4)));
+    }
+    Ok(())
+}
+
+/// `check_after_data` for a stream, read on from the end of its data to its end.
+pub(crate) fn check_stream_after_data(
+    path: &str,
+    input: &mut impl Read,
+    data_end: u64,
+) -> Result<()> {
+    let io_error = |e| FftdError::io(path, e);
+    let mut at = data_end;
+    let mut pad = data_end & 1;
+    for _ in 0..MOST_CHUNKS_AFTER_DATA {
+        let skipped = io::copy(&mut input.by_ref().take(pad), &mut io::sink()).map_err(io_error)?;
+        at += skipped;
+        let mut head = [0u8; 8];
+        if skipped < pad || read_full(input, &mut head).map_err(io_error)? < 8 {
+            break;
+        }
+        second_chunk(path, &head, at)?;
+        at += 8;
+        pad = padded(u64::from(u32_at(&head, 4)));
+    }
+    Ok(())
+}
+
+/// How many chunks after the data are looked at.
+const MOST_CHUNKS_AFTER_DATA: usize = 1000;
+
+/// A chunk header `head` at byte `at` after the data: a second `data` or `fmt ` is an error.
+fn second_chunk(path: &str, head: &[u8; 8], at: u64) -> Result<()> {
+    let id = &head[..4];
+    if id != b"data" && id != b"fmt " {
+        return Ok(());
+    }
+    Err(FftdError::input(
+        path,
+        format!(
+            "a second {} chunk at byte {at}, after the data: fftd reads WAV files with one (two files joined?)",
+            show_id(id)
+        ),
+    ))
+}
+
+/// Counts the bytes read through it: where the sample data starts.
+struct CountingReader<R> {
+    inner: R,
+    count: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count += n as u64;
+        Ok(n)
     }
 }
 

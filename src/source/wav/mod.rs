@@ -45,6 +45,8 @@ pub struct WavSource {
     format: WavFormat,
     /// Data bytes still to come per the header; `None`: read to the end of the input.
     remaining: Option<u64>,
+    /// Where the data ends per the header, from the input's start.
+    data_end: Option<u64>,
     /// Sample frames the header promises (a trailing partial frame counts as one).
     expected_frames: Option<u64>,
     /// Whole sample frames read so far.
@@ -70,6 +72,10 @@ impl WavSource {
             DataLength::Bytes(n) => Some(n),
             DataLength::ToEof => None,
         };
+        let data_end = remaining.map(|n| layout.data_offset + n);
+        if let (Some(file), Some(end)) = (reader.regular_file(), data_end) {
+            header::check_after_data(path, file, end)?;
+        }
         // a file with no samples is said to be one before the run (before an output is
         // created); a stream's samples may be on their way
         if reader.is_regular_file_at_end() {
@@ -86,6 +92,7 @@ impl WavSource {
             reader,
             format,
             remaining,
+            data_end,
             expected_frames: remaining.map(|n| n.div_ceil(frame_bytes)),
             frames_read: 0,
             finished: false,
@@ -254,6 +261,13 @@ impl SampleSource for WavSource {
         }
         if input_ended || self.remaining == Some(0) {
             self.finish(whole < got)?;
+        }
+        if let (Some(0), None, Some(end)) =
+            (self.remaining, self.reader.regular_file(), self.data_end)
+        {
+            // a stream: what follows its data is read now (a regular file's was, at the start)
+            self.fault =
+                header::check_stream_after_data(&self.info.name, &mut self.reader, end).err();
         }
         Ok(frames)
     }

@@ -237,6 +237,44 @@ fn a_declared_size_stops_before_a_trailing_chunk() {
     assert_eq!(got, [1.0, 2.0, 3.0].map(|v| v / 32768.0));
 }
 
+/// A second `fmt ` or `data` chunk is an error naming it, from a stream and from a regular file
+/// (checked when it is opened), whatever chunks lie between; other trailing chunks are not.
+#[test]
+fn a_second_fmt_or_data_chunk_is_an_error() {
+    let data: Vec<u8> = [1i16, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let two_fmt = riff(&[
+        fmt(PCM, 1, 8000, 16),
+        fmt(PCM, 1, 16000, 16),
+        chunk(b"data", &data),
+    ]);
+    assert!(error_text(two_fmt).contains("a second fmt chunk"));
+    let list = chunk(b"LIST", b"INFOISFT!");
+    let two_data = riff(&[
+        fmt(PCM, 1, 8000, 16),
+        chunk(b"data", &data),
+        list.clone(),
+        chunk(b"data", &data),
+    ]);
+    let second_at = 12 + 24 + 14 + list.len();
+    let said = format!("a second 'data' chunk at byte {second_at}, after the data");
+    assert!(error_text(two_data.clone()).contains(&said), "stream");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("two.wav");
+    std::fs::write(&path, &two_data).expect("write");
+    let file = std::fs::File::open(&path).expect("open");
+    let err = WavSource::new("two.wav", InputReader::file(file))
+        .err()
+        .expect("an error");
+    assert!(err.to_string().contains(&said), "file: {err}");
+    let one = riff(&[
+        fmt(PCM, 1, 8000, 16),
+        chunk(b"data", &data),
+        list,
+        chunk(b"id3 ", b"x"),
+    ]);
+    assert_eq!(read_all(one).expect("reads").1.len(), 3);
+}
+
 /// An RF64 header: ds64 (RIFF size, data size, sample count, empty table), then `chunks`.
 fn rf64(container: &[u8; 4], data_size: u64, chunks: &[Vec<u8>]) -> Vec<u8> {
     let mut ds64 = Vec::new();
