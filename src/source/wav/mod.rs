@@ -4,7 +4,9 @@
 //! could not fill in (0, 0xFFFFFFFF) means "to the end of the input".
 //!
 //! Data that ends early (or inside a sample frame) is analysed as far as it goes, with one
-//! warning naming the file and how many samples are missing, as sox and ffmpeg do.
+//! warning naming the file and how many samples are missing, as sox and ffmpeg do. A second
+//! `fmt ` or `data` chunk is an error (a regular file's found when it is opened, a stream's once
+//! its data has ended): fftd would read the first alone.
 //!
 //! - `header`: the chunk walk up to the sample data.
 //! - `decode`: sample bytes to f64.
