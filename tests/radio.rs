@@ -678,6 +678,11 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
             r#"{"global":{"core:datatype":"cu8","core:offset":100},"captures":[{"core:sample_start":50}]}"#,
             "capture 0: core:sample_start 50 is before the dataset's first sample (core:offset 100)",
         ),
+        // a key given twice: serde_json kept the last one, silently (helper-40)
+        (
+            r#"{"global":{"core:datatype":"cu8","core:sample_rate":1000,"core:sample_rate":2000}}"#,
+            "the key \"core:sample_rate\" is given twice in one object at line 1",
+        ),
     ];
     std::fs::write(dir.path().join("r.sigmf-data"), [1u8, 2, 3, 4]).expect("data");
     for (doc, needle) in cases {
@@ -729,6 +734,39 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
     // stdin cannot carry a recording
     let out = run(&["--file", "-", "--input-format", "sigmf"]);
     assert_clean_error(&out, 2, &["stdin cannot carry"]);
+    // --rate with a recording that gives its rate: refused, not ignored (helper-40); taken
+    // from the command line where the recording gives none
+    let rated = r#"{"global":{"core:datatype":"cu8","core:sample_rate":1000}}"#;
+    std::fs::write(&meta, rated).expect("meta");
+    std::fs::write(dir.path().join("r.sigmf-data"), [1u8; 64]).expect("data");
+    let out = run(&["--file", name, "--frame", "4", "--rate", "2000"]);
+    assert_clean_error(&out, 2, &["--rate 2000", name, "gives its own rate"]);
+    std::fs::write(&meta, r#"{"global":{"core:datatype":"cu8"}}"#).expect("meta");
+    let out = run(&[
+        "--file", name, "--frame", "4", "--rate", "2000", "--format", "csv",
+    ]);
+    assert!(stdout_text(&out).starts_with("stream,frame,time_s,0.0,500.0,"));
+    // a capture past the dataset's end (32 samples): one warning, the samples analysed
+    let past = r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:sample_start":0},{"core:sample_start":40}]}"#;
+    std::fs::write(&meta, past).expect("meta");
+    for range_read in ["1", "0"] {
+        let out = fftd()
+            .env("FFTD_RANGE_READ", range_read)
+            .args([
+                "--file", name, "--frame", "4", "--rate", "8", "--format", "csv",
+            ])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{}", stderr_text(&out));
+        assert_eq!(
+            stdout_text(&out).lines().count(),
+            1 + 8,
+            "every frame's row"
+        );
+        let warned = "capture 1 starts at sample 40, past the end of";
+        let err = stderr_text(&out);
+        assert_eq!(err.matches(warned).count(), 1, "one warning: {err}");
+    }
     // a dataset that ends inside a sample
     std::fs::write(&meta, r#"{"global":{"core:datatype":"ci16_le"}}"#).expect("meta");
     std::fs::write(dir.path().join("r.sigmf-data"), [1u8, 2, 3]).expect("data");

@@ -2,8 +2,8 @@
 //! with the reason, as a user reading the output would otherwise take them to have acted. Only
 //! flags given for the run are judged (the command line's, `Given`): a config file shared by
 //! runs of every kind may set what some of them do not use. Judged from the inputs' names (a
-//! receiver's address, an extension, `--input-format`, whether a path is a regular file) before
-//! anything is opened. An input whose format is found by its first bytes is text, WAV or
+//! receiver's address, an extension, `--input-format`, whether a path is a regular file) and a
+//! SigMF recording's metadata (whether it gives its rate), before any input is opened. An input whose format is found by its first bytes is text, WAV or
 //! compressed audio (`source::sniff`): never raw, but perhaps complex ("re im" lines).
 
 use super::options::Options;
@@ -47,6 +47,12 @@ fn has_own_rate(format: InputFormat) -> bool {
     format == InputFormat::Wav || format.is_compressed_audio()
 }
 
+/// Whether the SigMF recording `path` names gives its sample rate (one whose metadata cannot be
+/// read is left to its open, which says why).
+fn sigmf_gives_rate(path: &String) -> bool {
+    crate::source::sigmf::read_recording(path, None).is_ok_and(|r| r.rate.is_some())
+}
+
 /// A format whose samples are real whatever the file holds (a raw format's kind as its reader
 /// takes it, `source::raw::sample_kind`).
 fn is_real_only(format: InputFormat) -> bool {
@@ -83,16 +89,16 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
     }
     let kinds = kinds(o);
     let names = || o.file.join(", ");
-    let takes_rate = |k: &Kind| match k {
+    let takes_rate = |(k, path): (&Kind, Option<&String>)| match k {
         Kind::Mic | Kind::Receiver => true,
+        Kind::File(Some(InputFormat::Sigmf)) => !path.is_some_and(sigmf_gives_rate),
         Kind::File(format) => !format.is_some_and(has_own_rate),
     };
-    if let Some(rate) = o
-        .rate
-        .filter(|_| given.rate && !kinds.iter().any(takes_rate))
-    {
+    let paths = o.file.iter().map(Some).chain(std::iter::repeat(None));
+    let any_takes_rate = kinds.iter().zip(paths).any(takes_rate);
+    if let Some(rate) = o.rate.filter(|_| given.rate && !any_takes_rate) {
         return usage(format!(
-            "--rate {}: for raw and text files, --mic and receivers; {} {}",
+            "--rate {}: for raw and text files, SigMF recordings without core:sample_rate, --mic and receivers; {} {}",
             crate::types::shown(rate),
             names(),
             one_or_more(o, "gives its own rate", "give their own rates")

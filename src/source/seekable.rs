@@ -97,6 +97,7 @@ impl SeekableLayout {
     /// A SigMF recording's dataset, when it is a regular file of whole sample frames.
     fn probe_sigmf(path: &str, rate: f64) -> Result<Option<SeekableLayout>> {
         let r = super::sigmf::read_recording(path, None)?;
+        super::sigmf::warn_of_captures_past_the_data(&r);
         let meta = std::fs::metadata(&r.data_path).map_err(|e| FftdError::io(&r.data_path, e))?;
         let frame_bytes = r.datatype.sample_bytes() * r.channels;
         if !meta.is_file() || meta.len() % frame_bytes as u64 != 0 {

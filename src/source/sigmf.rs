@@ -11,11 +11,13 @@
 //!   over files); capture starts are absolute, so a capture starts `sample_start − offset`
 //!   samples into this dataset.
 //!
-//! Refused with a one-line error naming the metadata file: anything that is not such a document,
+//! Refused with a one-line error naming the metadata file: anything that is not such a document
+//! (an object that gives a key twice among them),
 //! an unknown datatype, `core:metadata_only`, captures out of order or before the offset, a
 //! datetime that is not one, and `core:header_bytes`
 //! (bytes between captures, which no sample reader here skips). `.sigmf` archives (tar) are not
-//! read: unpack them first (`tar xf rec.sigmf`).
+//! read: unpack them first (`tar xf rec.sigmf`). A capture that starts past the dataset's end is
+//! warned of once (a dataset cut short), and the samples there are analysed.
 
 use super::input::InputReader;
 use super::iq::SampleType;
@@ -43,6 +45,8 @@ pub struct Recording {
     pub channels: usize,
     /// None when no capture gives a frequency.
     pub tuning: Option<Arc<Tuning>>,
+    /// The last capture's index and first sample, in the dataset.
+    pub last_capture: Option<(usize, u64)>,
 }
 
 /// The metadata and data paths of `path` (either of the two); the data path is provisional
@@ -73,9 +77,82 @@ pub fn read_recording(path: &str, meta: Option<&mut dyn Read>) -> Result<Recordi
     if text.len() as u64 > MAX_META_BYTES {
         return Err(bad(&meta_path, "is over 64 MiB: not SigMF metadata"));
     }
-    let doc: Value = serde_json::from_slice(&text)
+    let doc = json_without_twins(&text)
         .map_err(|e| bad(&meta_path, format!("is not SigMF metadata (JSON: {e})")))?;
     parse(&meta_path, data_path, &doc)
+}
+
+/// `text` parsed as JSON, refusing an object that gives a key twice (serde_json's `Value` keeps
+/// the last, silently: two `core:sample_rate`s would pick one).
+fn json_without_twins(text: &[u8]) -> serde_json::Result<Value> {
+    use serde::de::DeserializeSeed;
+    let mut reader = serde_json::Deserializer::from_slice(text);
+    let doc = NoTwins.deserialize(&mut reader)?;
+    reader.end()?;
+    Ok(doc)
+}
+
+/// Builds a `Value` as serde_json does, but fails on a key given twice in one object.
+struct NoTwins;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoTwins {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoTwins {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<Value, A::Error> {
+        let mut list = Vec::new();
+        while let Some(v) = seq.next_element_seed(NoTwins)? {
+            list.push(v);
+        }
+        Ok(Value::Array(list))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(NoTwins)?;
+            if object.contains_key(&key) {
+                let twice = format!("the key \"{}\" is given twice in one object", escaped(&key));
+                return Err(serde::de::Error::custom(twice));
+            }
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 fn bad(meta_path: &str, what: impl Into<String>) -> FftdError {
@@ -146,6 +223,9 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     };
     let offset = dataset_offset(meta_path, global)?;
     let captures = captures(meta_path, doc.get("captures"), offset)?;
+    let last_capture = captures
+        .last()
+        .map(|c| (captures.len() - 1, c.sample_start));
     let tuning = captures.iter().any(|c| c.frequency.is_some()).then(|| {
         Arc::new(Tuning {
             captures,
@@ -160,7 +240,38 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
         rate,
         channels,
         tuning,
+        last_capture,
     })
+}
+
+/// Warns when the recording's last capture starts at or past the end of its dataset (a regular
+/// file): a dataset cut short, or the metadata of another recording. Its samples are analysed
+/// as they are, as a WAV file's data that ends early is. Once per recording and run.
+pub(crate) fn warn_of_captures_past_the_data(r: &Recording) {
+    let Some((i, start)) = r.last_capture else {
+        return;
+    };
+    let frame_bytes = (r.datatype.sample_bytes() * r.channels) as u64;
+    let Ok(meta) = std::fs::metadata(&r.data_path) else {
+        return;
+    };
+    let samples = meta.len() / frame_bytes.max(1);
+    // (the planner and the reader may each read a recording's metadata: one warning)
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let first = WARNED.lock().is_ok_and(|mut w| {
+        let new = !w.contains(&r.meta_path);
+        if new {
+            w.push(r.meta_path.clone());
+        }
+        new
+    });
+    if meta.is_file() && start >= samples && first {
+        tracing::warn!(
+            "{}: capture {i} starts at sample {start}, past the end of {} ({samples} samples): a dataset cut short?",
+            r.meta_path,
+            r.data_path
+        );
+    }
 }
 
 /// `core:offset`: the sample index of the dataset's first sample (0 when not given).
@@ -265,6 +376,7 @@ pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<d
         let data = open_reader(&recording.data_path, &opts.stop)?;
         (recording, data)
     };
+    warn_of_captures_past_the_data(&recording);
     let name = recording.data_path.clone();
     let source = RawSource::typed(
         &name,
