@@ -49,7 +49,7 @@ fn has_own_rate(format: InputFormat) -> bool {
 
 /// Whether the SigMF recording `path` names gives its sample rate (one whose metadata cannot be
 /// read is left to its open, which says why).
-fn sigmf_gives_rate(path: &String) -> bool {
+fn sigmf_gives_rate(path: &str) -> bool {
     crate::source::sigmf::read_recording(path, None).is_ok_and(|r| r.rate.is_some())
 }
 
@@ -91,7 +91,7 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
     let names = || o.file.join(", ");
     let takes_rate = |(k, path): (&Kind, Option<&String>)| match k {
         Kind::Mic | Kind::Receiver => true,
-        Kind::File(Some(InputFormat::Sigmf)) => !path.is_some_and(sigmf_gives_rate),
+        Kind::File(Some(InputFormat::Sigmf)) => !path.is_some_and(|p| sigmf_gives_rate(p)),
         Kind::File(format) => !format.is_some_and(has_own_rate),
     };
     let paths = o.file.iter().map(Some).chain(std::iter::repeat(None));

@@ -208,19 +208,7 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
             }
         },
     };
-    let data_path = match global.get("core:dataset") {
-        None => data_path,
-        Some(Value::String(name)) if !name.is_empty() && !name.contains('/') => {
-            let dir = Path::new(meta_path).parent().unwrap_or(Path::new(""));
-            dir.join(name).to_string_lossy().into_owned()
-        }
-        Some(v) => {
-            return Err(bad(
-                meta_path,
-                format!("core:dataset {v} must be a file name beside the metadata"),
-            ))
-        }
-    };
+    let data_path = dataset_path(meta_path, global, data_path)?;
     let offset = dataset_offset(meta_path, global)?;
     let captures = captures(meta_path, doc.get("captures"), offset)?;
     let last_capture = captures
@@ -271,6 +259,21 @@ pub(crate) fn warn_of_captures_past_the_data(r: &Recording) {
             r.meta_path,
             r.data_path
         );
+    }
+}
+
+/// The dataset's path: `core:dataset`'s file beside the metadata, else `data_path`.
+fn dataset_path(meta_path: &str, global: &Map<String, Value>, data_path: String) -> Result<String> {
+    match global.get("core:dataset") {
+        None => Ok(data_path),
+        Some(Value::String(name)) if !name.is_empty() && !name.contains('/') => {
+            let dir = Path::new(meta_path).parent().unwrap_or(Path::new(""));
+            Ok(dir.join(name).to_string_lossy().into_owned())
+        }
+        Some(v) => Err(bad(
+            meta_path,
+            format!("core:dataset {v} must be a file name beside the metadata"),
+        )),
     }
 }
 
