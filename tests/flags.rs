@@ -203,6 +203,28 @@ fn a_config_file_that_is_not_utf8_is_a_usage_error_naming_it() {
     );
 }
 
+/// The input is one choice: a config file's `mic` (or `file`) gives way to a command line that
+/// names an input (helper-40: `mic` in the file and `--file` gave "use either --file or --mic").
+#[test]
+fn a_command_line_input_replaces_the_config_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let config = dir.path().join("mic.toml");
+    std::fs::write(&config, "mic = \"hw:99\"\nframe = 64\n").expect("write");
+    let alone = run(&["--file", s(&x), "--frame", "64"]);
+    let with_config = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_silent_success(&with_config);
+    assert_eq!(with_config.stdout, alone.stdout);
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, "1\n2\n").expect("write");
+    std::fs::write(&config, format!("file = [{:?}]\nframe = 64\n", s(&other))).expect("write");
+    let with_config = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_eq!(
+        with_config.stdout, alone.stdout,
+        "the command line's file alone"
+    );
+}
+
 #[test]
 fn a_long_config_value_is_echoed_cut() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,7 @@
 
 use super::applies::Given;
 use super::fleet_options::{check_fleet, nats_output};
-use super::merge::{from_file, merge};
+use super::merge::{from_file, input_from_the_command_line, merge};
 pub use super::options::Options;
 use crate::app::publish::PublishArgs;
 use crate::error::{FftdError, Result};
@@ -166,7 +166,7 @@ impl Settings {
         let Some(file) = file else {
             return Self::from_options(cli);
         };
-        let keys = keep(file.options.clone());
+        let keys = input_from_the_command_line(&cli, keep(file.options.clone()));
         let given = Given::of(&cli); // (a shared file's keys need not fit every run)
         let from_file = from_file(&cli, &keys);
         let mut settings =

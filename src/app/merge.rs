@@ -69,6 +69,20 @@ macro_rules! optional_fields {
     };
 }
 
+/// `file` without its input (the `file` and `mic` keys) when the command line names one: the
+/// input is one choice, so a config file that sets `mic` serves a run on `--file` too (before:
+/// "use either --file or --mic").
+pub(super) fn input_from_the_command_line(cli: &Options, file: Options) -> Options {
+    match cli.file.is_empty() && cli.mic.is_none() {
+        true => file,
+        false => Options {
+            file: Vec::new(),
+            mic: None,
+            ..file
+        },
+    }
+}
+
 /// Fills every unset field of `cli` from `file`. Flags (`fftshift`, `stats`) are on when either is.
 pub(super) fn merge(cli: Options, file: Options) -> Options {
     macro_rules! pick {
