@@ -358,7 +358,7 @@ fn absurd_and_negative_sizes_name_the_flag_and_the_range() {
 }
 
 #[test]
-fn a_text_file_with_a_byte_order_mark_reads_like_one_without() {
+fn a_text_file_with_a_byte_order_mark_or_latin1_comments_reads_like_one_without() {
     let dir = tempfile::tempdir().expect("tempdir");
     let plain = dir.path().join("plain.txt");
     let bom = dir.path().join("bom.txt");
@@ -370,6 +370,22 @@ fn a_text_file_with_a_byte_order_mark_reads_like_one_without() {
     assert!(b.status.success(), "{}", stderr_text(&b));
     assert_eq!(a.stdout, b.stdout);
     assert!(!a.stdout.is_empty());
+    // a comment line in Latin-1 (or any bytes) is still a comment (helper-40: it was fatal);
+    // a sample line that is not UTF-8 stays an error naming its line
+    let latin = dir.path().join("latin.txt");
+    let mut bytes = b"# r\xe9glages du capteur\n  #\xff\n".to_vec();
+    bytes.extend(samples.as_bytes());
+    std::fs::write(&latin, &bytes).expect("write");
+    let c = read(&latin);
+    assert!(c.status.success(), "{}", stderr_text(&c));
+    assert_eq!(a.stdout, c.stdout);
+    bytes.extend(b"0.5 \xe9\n");
+    std::fs::write(&latin, &bytes).expect("write");
+    assert_clean_error(
+        &read(&latin),
+        1,
+        &["latin.txt: line 303", "not valid UTF-8"],
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Text input: one sample per line, as in the classic `input.txt`. A line holds one number (a real
 //! sample) or two (`re im`, a complex sample); the first sample line decides which for the whole
-//! file. Blank lines, lines starting with `#` and a leading UTF-8 byte-order mark are skipped.
+//! file. Blank lines, lines starting with `#` (whatever bytes follow) and a leading UTF-8
+//! byte-order mark are skipped.
 //! Anything else — a bad token, NaN or infinity, a number beyond the working precision (1e39 in
 //! f32), a line of the other kind — is an error naming the line number and its text.
 
@@ -81,6 +82,9 @@ impl TextSource {
                 )));
             }
             self.saw_lines = true;
+            if is_comment(&self.line) {
+                continue; // (whatever its bytes: a comment in Latin-1 is still one)
+            }
             let text = match std::str::from_utf8(&self.line) {
                 // a UTF-8 byte-order mark (Windows editors, Excel exports) opens the first line
                 Ok(t) if self.line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
@@ -131,6 +135,13 @@ impl TextSource {
         }
         Ok(first)
     }
+}
+
+/// Whether `line` is a comment: `#` first, after blanks (and a UTF-8 byte-order mark).
+fn is_comment(line: &[u8]) -> bool {
+    let line = line.trim_ascii_start();
+    let line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
+    line.trim_ascii_start().first() == Some(&b'#')
 }
 
 /// Offending text as an error quotes it: cut when long and its control characters written out
