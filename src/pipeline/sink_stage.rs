@@ -187,7 +187,7 @@ impl<T: Sample> Sink<'_, '_, T> {
                 report_write_error(e, &outputs.describe(i), control);
             }
         } else {
-            outputs.finish_placed();
+            outputs.finish_after_error();
         }
         written
     }

@@ -143,6 +143,22 @@ impl Destination {
         }
     }
 
+    /// A file after a write error: what its buffer can still write is written, the rest
+    /// dropped, and the file handed back (opened again if it was closed); None for others.
+    pub(crate) fn give_up(&mut self) -> io::Result<Option<File>> {
+        let Destination::File { path, file, .. } = self else {
+            return Ok(None);
+        };
+        match file.take() {
+            Some(mut buffered) => {
+                let _ = buffered.flush();
+                let (watched, _dropped) = buffered.into_parts();
+                Ok(Some(watched.file().try_clone()?))
+            }
+            None => OpenOptions::new().write(true).open(&*path).map(Some),
+        }
+    }
+
     /// Bytes without row marks cannot become messages (`output::Outputs` sends rows).
     fn rows_only() -> io::Error {
         io::Error::new(io::ErrorKind::Unsupported, "a NATS output takes rows")

@@ -61,6 +61,9 @@ pub(super) struct Output {
     pub(super) frames: u64,
     /// Written to since the last flush.
     pub(super) dirty: bool,
+    /// The preamble's bytes and each row's, once written (a file cut after a write error).
+    pub(super) preamble_bytes: u64,
+    pub(super) row_bytes: u64,
 }
 
 impl Output {
@@ -72,6 +75,8 @@ impl Output {
             bins: None,
             frames: 0,
             dirty: false,
+            preamble_bytes: 0,
+            row_bytes: 0,
         }
     }
 }
@@ -192,7 +197,11 @@ impl<'a, T: Sample> Outputs<'a, T> {
         if !out.started {
             out.started = true;
             let preamble = self.encoder.preamble(rows.first, rows.n);
+            out.preamble_bytes = preamble.len() as u64;
             out.dest.write_all(&preamble)?;
+        }
+        if let Some(row_bytes) = (rows.bytes.len() as u64).checked_div(rows.count) {
+            out.row_bytes = row_bytes;
         }
         out.frames += rows.count;
         out.dirty = true;
@@ -224,13 +233,38 @@ impl<'a, T: Sample> Outputs<'a, T> {
     }
 
     /// After a write error: cuts every placed file to the rows counted in order (with its final
-    /// header), as the ordinary outputs hold what was written before the error.
-    pub(crate) fn finish_placed(&mut self) {
+    /// header), and a file whose header carries its row count (npy) to the whole rows it holds,
+    /// with that count (a disk that filled left it with a header of none). Neither needs more
+    /// room on the disk. Other outputs hold what was written before the error.
+    pub(crate) fn finish_after_error(&mut self) {
         for i in 0..self.outputs.len() {
             if self.placed.get(i).is_some() {
                 let _ = self.finish_one(i);
+            } else if let Err(e) = self.cut_to_whole_rows(i) {
+                tracing::debug!("{}: after the write error: {e}", self.describe(i));
             }
         }
+    }
+
+    /// `finish_after_error` for an ordinary file whose header carries its row count.
+    fn cut_to_whole_rows(&mut self, i: usize) -> io::Result<()> {
+        let out = &mut self.outputs[i];
+        let Some(bins) = out.bins.filter(|_| out.started && out.row_bytes > 0) else {
+            return Ok(());
+        };
+        if self.encoder.final_header(0, bins).is_none() {
+            return Ok(());
+        }
+        let Some(file) = out.dest.give_up()? else {
+            return Ok(());
+        };
+        let held = file.metadata()?.len().saturating_sub(out.preamble_bytes);
+        let whole = (held / out.row_bytes).min(out.frames);
+        file.set_len(out.preamble_bytes + whole * out.row_bytes)?;
+        let header = self.encoder.final_header(whole, bins).unwrap_or_default();
+        std::os::unix::fs::FileExt::write_all_at(&file, &header, 0)?;
+        self.open.retain(|&o| o != i);
+        Ok(())
     }
 
     pub(super) fn finish_one(&mut self, i: usize) -> io::Result<()> {
