@@ -7,7 +7,7 @@
 use crate::common;
 use crate::fleet_common;
 
-use common::{assert_clean_error, fftd, run, write_f32};
+use common::{assert_clean_error, fftd, mkfifo, run, write_f32};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -340,6 +340,61 @@ fn the_live_view_serves_events_and_a_counter_per_rule() {
         .unwrap()
         .success());
     assert!(child.wait().unwrap().success());
+}
+
+/// logrotate moves the events file of a running daemon: the next event goes to a new file at the
+/// path (helper-39: they went on into the moved file, which SIGHUP did not reopen either). The
+/// input comes through a FIFO in two parts, the file moved between them once it holds the first
+/// part's two events: no verdict waits on a clock.
+#[test]
+fn events_go_to_a_new_file_once_the_old_one_is_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    mkfifo(&input);
+    let events = dir.path().join("ev.ndjson");
+    let moved = dir.path().join("ev.ndjson.1");
+    let mut child = fftd()
+        .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+        .args([
+            "--output",
+            "/dev/null",
+            "--alert",
+            "name=hum,band=900-1100,above=-20",
+        ])
+        .args(["--events", s(&events)])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // each part 1 s, the tone on from 0.25 to 0.5 s into it
+    let mut x = vec![0.0; 8000];
+    burst(&mut x, 1000.0, 1.0, 0.25, 0.5);
+    let part: Vec<u8> = x.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+    let mut fifo = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&input)
+        .unwrap();
+    fifo.write_all(&part).unwrap();
+    fifo.flush().unwrap();
+    let limit = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&events).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < limit, "the first part's events never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::rename(&events, &moved).unwrap();
+    fifo.write_all(&part).unwrap();
+    drop(fifo);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = summary(&events_of(&std::fs::read_to_string(&moved).unwrap()));
+    let second = summary(&events_of(&std::fs::read_to_string(&events).unwrap()));
+    let times = |e: &[(String, String, f64)]| e.iter().map(|e| e.2).collect::<Vec<_>>();
+    assert_eq!(times(&first), [0.25, 0.5], "{first:?}");
+    assert_eq!(times(&second), [1.25, 1.5], "{second:?}");
 }
 
 #[test]

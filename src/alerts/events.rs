@@ -1,7 +1,8 @@
 //! Alert events and `--events PATH|-|nats://HOST:PORT/SUBJECT`: one NDJSON line per event,
 //! `{"event":"start"|"end","alert":NAME,"stream":K,"time_s":T,"db":V}` (`db` null when the level
 //! is not a number; an `end` made by the run ending adds `"run_end":true`). A file is appended to (a daemon's restarts keep earlier events) and flushed
-//! at every event; `-` is stdout; a NATS subject gets each line as a core NATS message.
+//! at every event, and opened again when its path names another file or none (logrotate moved
+//! it); `-` is stdout; a NATS subject gets each line as a core NATS message.
 
 use super::state::Change;
 use crate::error::FftdError;
@@ -73,7 +74,8 @@ pub(crate) fn parse_events(text: &str) -> Result<EventsTarget, String> {
 /// An open `--events` target.
 pub enum EventWriter {
     Stdout,
-    File(File),
+    /// A file and its path: opened again when the path names another file (`moved`).
+    File(PathBuf, File),
     Nats(Box<super::feed::NatsEvents>),
 }
 
@@ -88,20 +90,18 @@ impl EventWriter {
     ) -> Result<Self, FftdError> {
         match target {
             EventsTarget::Stdout => Ok(EventWriter::Stdout),
-            EventsTarget::File(path) => {
-                open_append(path, stop)
-                    .map(EventWriter::File)
-                    .map_err(|e| match e.kind() {
-                        io::ErrorKind::Interrupted => FftdError::Stopped(format!(
-                            "--events {}: stopped while waiting for a reader; nothing was analysed",
-                            crate::types::shown_path(path)
-                        )),
-                        _ => FftdError::Runtime(format!(
-                            "--events {}: {e}",
-                            crate::types::shown_path(path)
-                        )),
-                    })
-            }
+            EventsTarget::File(path) => open_append(path, stop)
+                .map(|file| EventWriter::File(path.clone(), file))
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::Interrupted => FftdError::Stopped(format!(
+                        "--events {}: stopped while waiting for a reader; nothing was analysed",
+                        crate::types::shown_path(path)
+                    )),
+                    _ => FftdError::Runtime(format!(
+                        "--events {}: {e}",
+                        crate::types::shown_path(path)
+                    )),
+                }),
             EventsTarget::Nats(url) => super::feed::NatsEvents::connect(url, &nats.0, retry)
                 .map(|n| EventWriter::Nats(Box::new(n)))
                 .map_err(FftdError::Runtime),
@@ -129,7 +129,12 @@ impl EventWriter {
                 // (a copy of stdout per line: events are few; `opening::stdout_file`)
                 crate::sink::opening::stdout_file()?.write_all(line)
             }
-            EventWriter::File(f) => f.write_all(line),
+            EventWriter::File(path, file) => {
+                if moved(path, file) {
+                    *file = OpenOptions::new().create(true).append(true).open(&*path)?;
+                }
+                file.write_all(line)
+            }
             EventWriter::Nats(_) => Ok(()),
         }
     }
@@ -139,6 +144,18 @@ impl EventWriter {
             EventWriter::Nats(nats) => nats.flush(),
             _ => Ok(()),
         }
+    }
+}
+
+/// Whether `path` no longer names the open `file` (logrotate moved or removed it): the next
+/// event goes to a new file there, as a row output does after SIGHUP. Events are few: a look
+/// at the path per event.
+fn moved(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), file.metadata()) {
+        (Ok(now), Ok(open)) => (now.dev(), now.ino()) != (open.dev(), open.ino()),
+        (Err(_), _) => true,
+        (_, Err(_)) => false,
     }
 }
 
