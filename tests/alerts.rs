@@ -353,7 +353,7 @@ fn events_go_to_a_new_file_once_the_old_one_is_moved() {
     mkfifo(&input);
     let events = dir.path().join("ev.ndjson");
     let moved = dir.path().join("ev.ndjson.1");
-    let mut child = fftd()
+    let child = fftd()
         .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
         .args([
             "--output",
