@@ -125,6 +125,9 @@ pub(crate) struct LiveHub {
     display: Vec<StreamDisplay>,
     /// Streams folded since the last tick.
     dirty: Mutex<Vec<usize>>,
+    /// Held while display rows are made (`make_rows`): the ticker's and the final flush's one
+    /// after the other.
+    making: Mutex<()>,
     readers: Mutex<Vec<RowReader>>,
     /// Number of `/spectra` readers (the encode threads encode rows while it is not 0).
     rows_wanted: AtomicUsize,
@@ -175,6 +178,7 @@ impl LiveHub {
             level: Level::of(scale),
             display: streams.iter().map(|_| StreamDisplay::default()).collect(),
             dirty: Mutex::new(Vec::new()),
+            making: Mutex::new(()),
             readers: Mutex::new(Vec::new()),
             rows_wanted: AtomicUsize::new(0),
             numbering: OnceLock::new(),
@@ -355,6 +359,12 @@ impl LiveHub {
     }
 
     fn make_rows(&self, all: bool) {
+        // (one at a time: a tick holds the streams it takes from `dirty` until it puts back the
+        // ones not due; a flush meanwhile found none, and the end's last rows were never made:
+        // a page opened after the end then lacked its last frames, seen under load in CI)
+        let Ok(_making) = self.making.lock() else {
+            return;
+        };
         let dirty = match self.dirty.lock() {
             Ok(mut dirty) => std::mem::take(&mut *dirty),
             Err(_) => return,
