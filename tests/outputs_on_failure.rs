@@ -180,6 +180,7 @@ fn every_destination_is_checked_before_any_input_is_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("no/such/folder/meta.json");
     let folder = dir.path().to_str().expect("utf8");
+    let new_folder = format!("{folder}/new/");
     for (flag, path, needle, code) in [
         ("--meta", "/dev/full", "No space left", 1),
         ("--meta", s(&missing), "no such directory", 2),
@@ -194,6 +195,19 @@ fn every_destination_is_checked_before_any_input_is_read() {
         ("--trace", folder, "is a directory, not a file", 2),
         ("--events", folder, "is a directory, not a file", 2),
         ("--events", s(&missing), "no such directory", 2),
+        // a folder's name that is no folder (helper-39: "newdir/: Is a directory", exit 1)
+        (
+            "--output",
+            &new_folder,
+            "ends in /, a folder's name: give a file (--output-dir",
+            2,
+        ),
+        (
+            "--meta",
+            &new_folder,
+            "ends in /, a folder's name: give a file",
+            2,
+        ),
     ] {
         let mut args = vec![flag, path];
         if flag == "--events" {

@@ -170,16 +170,19 @@ fn check_destination(flag: &str, path: &Path) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
     let shown = crate::types::shown_path(path);
     let named = |e| FftdError::io(format!("{flag} {shown}"), e);
+    let hint = match flag {
+        "--output" => " (--output-dir DIR writes a file per input in it)",
+        _ => "",
+    };
+    let folder_named = path.as_os_str().as_encoded_bytes().ends_with(b"/");
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            let hint = match flag {
-                "--output" => " (--output-dir DIR writes a file per input in it)",
-                _ => "",
-            };
-            Err(FftdError::Usage(format!(
-                "{flag} {shown}: is a directory, not a file{hint}"
-            )))
-        }
+        Ok(meta) if meta.is_dir() => Err(FftdError::Usage(format!(
+            "{flag} {shown}: is a directory, not a file{hint}"
+        ))),
+        // (it would fail when opened, as "Is a directory", though no such folder is there)
+        Err(_) if folder_named => Err(FftdError::Usage(format!(
+            "{flag} {shown}: ends in /, a folder's name: give a file{hint}"
+        ))),
         Ok(meta) if meta.file_type().is_char_device() => {
             let device = std::fs::OpenOptions::new()
                 .write(true)

@@ -51,12 +51,23 @@ pub struct Recording {
 
 /// The metadata and data paths of `path` (either of the two); the data path is provisional
 /// until the metadata is read (`core:dataset` may name another file).
+/// The one named is kept as given; suffixes in upper case give the other's in upper case
+/// (`REC.SIGMF-META` and `REC.SIGMF-DATA`), as a FAT volume's or a Windows tool's names may be.
 pub fn paths(path: &str) -> (String, String) {
-    let stem = path
-        .strip_suffix(".sigmf-meta")
-        .or_else(|| path.strip_suffix(".sigmf-data"))
-        .unwrap_or(path);
-    (format!("{stem}.sigmf-meta"), format!("{stem}.sigmf-data"))
+    let at = path.len().saturating_sub(".sigmf-meta".len());
+    let suffix = path.get(at..).unwrap_or("");
+    let stem = path.get(..at).unwrap_or(path);
+    let (meta, data) = match suffix == suffix.to_ascii_uppercase() {
+        true => (".SIGMF-META", ".SIGMF-DATA"),
+        false => (".sigmf-meta", ".sigmf-data"),
+    };
+    if suffix.eq_ignore_ascii_case(meta) {
+        (path.to_string(), format!("{stem}{data}"))
+    } else if suffix.eq_ignore_ascii_case(data) {
+        (format!("{stem}{meta}"), path.to_string())
+    } else {
+        (format!("{path}.sigmf-meta"), format!("{path}.sigmf-data"))
+    }
 }
 
 /// Whether `path` names the dataset rather than the metadata.
@@ -390,4 +401,26 @@ pub fn open(path: &str, reader: InputReader, opts: &FileOptions) -> Result<Box<d
         recording.tuning,
     )?;
     Ok(Box::new(source))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Either file names the pair, kept as given; suffixes in upper case give the other in
+    /// upper case.
+    #[test]
+    fn paths_pair_the_metadata_and_the_dataset() {
+        let pair = |m: &str, d: &str| (m.to_string(), d.to_string());
+        let want = pair("a/r.sigmf-meta", "a/r.sigmf-data");
+        assert_eq!(super::paths("a/r.sigmf-meta"), want);
+        assert_eq!(super::paths("a/r.sigmf-data"), want);
+        let upper = pair("R.SIGMF-META", "R.SIGMF-DATA");
+        assert_eq!(super::paths("R.SIGMF-META"), upper);
+        assert_eq!(super::paths("R.SIGMF-DATA"), upper);
+        assert_eq!(
+            super::paths("r.Sigmf-Meta"),
+            pair("r.Sigmf-Meta", "r.sigmf-data")
+        );
+        assert_eq!(super::paths("r"), pair("r.sigmf-meta", "r.sigmf-data"));
+        assert_eq!(super::paths("é"), pair("é.sigmf-meta", "é.sigmf-data"));
+    }
 }

@@ -118,7 +118,11 @@ impl fmt::Display for AverageSpec {
 }
 
 fn write_duration(f: &mut fmt::Formatter<'_>, nanos: u64) -> fmt::Result {
-    if let Some((unit, unit_nanos)) = UNITS.iter().find(|(_, u)| nanos % u == 0) {
+    // the largest unit that divides it: 1s, not 1000ms ("m" is "min" by another name)
+    let whole = UNITS
+        .iter()
+        .filter(|(name, u)| *name != "m" && nanos % u == 0);
+    if let Some((unit, unit_nanos)) = whole.max_by_key(|(_, u)| *u) {
         return write!(f, "{}{unit}", nanos / unit_nanos);
     }
     let fraction = format!("{:09}", nanos % NANOS_PER_SECOND);

@@ -181,6 +181,16 @@ fn average_spec_display_parses_back() {
         AverageSpec::Interval { nanos: 1_000_001 }.to_string(),
         "0.001000001s"
     );
+    // the largest unit that divides it, as a user writes it (helper-38: "--average 1000ms" for
+    // a user's 1s)
+    for (nanos, text) in [
+        (1_000_000_000, "1s"),
+        (90_000_000_000, "90s"),
+        (120_000_000_000, "2min"),
+        (3_600_000_000_000, "1h"),
+    ] {
+        assert_eq!(AverageSpec::Interval { nanos }.to_string(), text);
+    }
     assert_eq!(
         AverageSpec::Interval {
             nanos: 120_000_000_000
