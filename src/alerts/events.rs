@@ -131,7 +131,7 @@ impl EventWriter {
             }
             EventWriter::File(path, file) => {
                 if moved(path, file) {
-                    *file = OpenOptions::new().create(true).append(true).open(&*path)?;
+                    *file = append_to(path)?;
                 }
                 file.write_all(line)
             }
@@ -165,6 +165,11 @@ fn open_append(path: &Path, stop: &std::sync::atomic::AtomicBool) -> io::Result<
     if crate::sink::opening::is_pipe_path(path) {
         return crate::sink::opening::create(path, stop);
     }
+    append_to(path)
+}
+
+/// A regular file, created or appended to.
+fn append_to(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 

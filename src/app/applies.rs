@@ -3,8 +3,9 @@
 //! flags given for the run are judged (the command line's, `Given`): a config file shared by
 //! runs of every kind may set what some of them do not use. Judged from the inputs' names (a
 //! receiver's address, an extension, `--input-format`, whether a path is a regular file) and a
-//! SigMF recording's metadata (whether it gives its rate), before any input is opened. An input whose format is found by its first bytes is text, WAV or
-//! compressed audio (`source::sniff`): never raw, but perhaps complex ("re im" lines).
+//! SigMF recording's metadata (whether it gives its rate), before any input is opened. An input
+//! whose format is found by its first bytes is text, WAV or compressed audio (`source::sniff`):
+//! never raw, but perhaps complex ("re im" lines).
 
 use super::options::Options;
 use crate::error::{FftdError, Result};

@@ -122,14 +122,10 @@ fn probe_failure(
     e: Failure,
 ) -> String {
     let what = match e {
-        Failure::Codec(CodecError::IoError(io))
-            if begins_as_format && io.kind() == io::ErrorKind::UnexpectedEof =>
-        {
-            format!(
-                "the input ends inside its {} header: a truncated file?",
-                format.name()
-            )
-        }
+        e if begins_as_format && is_early_end(&e) => format!(
+            "the input ends inside its {} header: a truncated file?",
+            format.name()
+        ),
         e => probe_failure_kind(format, e),
     };
     match (streamed, format) {

@@ -255,16 +255,19 @@ pub(crate) fn warn_of_captures_past_the_data(r: &Recording) {
         return;
     };
     let samples = meta.len() / frame_bytes.max(1);
+    if !meta.is_file() || start < samples {
+        return;
+    }
     // (the planner and the reader may each read a recording's metadata: one warning)
     static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let first = WARNED.lock().is_ok_and(|mut w| {
-        let new = !w.contains(&r.meta_path);
+    let first = WARNED.lock().is_ok_and(|mut warned| {
+        let new = !warned.contains(&r.meta_path);
         if new {
-            w.push(r.meta_path.clone());
+            warned.push(r.meta_path.clone());
         }
         new
     });
-    if meta.is_file() && start >= samples && first {
+    if first {
         tracing::warn!(
             "{}: capture {i} starts at sample {start}, past the end of {} ({samples} samples): a dataset cut short?",
             r.meta_path,
