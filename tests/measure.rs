@@ -248,7 +248,8 @@ fn thd_of_a_tone_with_set_harmonics_is_within_a_tenth_of_a_db() {
 }
 
 /// A low tone, whose 2nd harmonic's lobe meets its own (helper-38: the harmonic was left out,
-/// THD −101 dB for −20), and one whose lobe meets the DC's: no figures rather than wrong ones.
+/// THD −101 dB for −20), and one whose lobe meets the DC's, and silence: no figures rather than
+/// wrong ones.
 #[test]
 fn thd_of_a_low_tone_counts_a_harmonic_beside_it_and_a_tone_at_dc_has_none() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -278,6 +279,12 @@ fn thd_of_a_low_tone_counts_a_harmonic_beside_it_and_a_tone_at_dc_has_none() {
                 assert!(row[key].is_null(), "{hz} {window}: {row}");
             }
         }
+    }
+    // silence has no tone (helper-41: the last column, Nyquist, was named)
+    let input = write(dir.path(), "silence.f32", &vec![0.0; 8192]);
+    let rows = ndjson(&input, &["--frame", "4096", "--distortion"]);
+    for key in ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"] {
+        assert!(rows[0][key].is_null(), "{}", rows[0]);
     }
 }
 
@@ -351,7 +358,7 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 11] = [
+    let cases: [(&[&str], &[&str]); 12] = [
         // a level no f32 power holds, and none at all
         (
             &["--calibration", "400"],
@@ -369,7 +376,16 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         ),
         (
             &["--distortion", "--tone", "30000"],
-            &["--tone 30000", "outside the bins", "0 to 24000 Hz"],
+            &[
+                "--tone 30000",
+                "outside the bins",
+                "0 to 24000 Hz at --frame 480)",
+            ],
+        ),
+        // one column left: no figure could be measured (helper-41)
+        (
+            &["--distortion", "--fmin", "950", "--fmax", "1050"],
+            &["--distortion", "1 column(s)", "--fmin/--fmax crop them"],
         ),
         (
             &["--peaks", "2", "--bands", "octave"],

@@ -1,6 +1,7 @@
 //! `--record-on-alert DIR --pre --post` (issue 27): each recording equals the input's slice from
 //! `pre` before the alert's start to `post` after its end, sample for sample; an alert that starts
-//! again inside the post-roll extends the same file; I/Q input is recorded as SigMF.
+//! again inside the post-roll extends the same file; I/Q input is recorded as SigMF; a recording
+//! the disk cannot take keeps the whole frames that fit.
 
 use crate::common;
 
@@ -168,6 +169,18 @@ fn a_recording_that_cannot_be_written_fails_the_run_in_one_line() {
         "File too large",
     ];
     assert_clean_error(&out, 1, &needles);
+    // the recording keeps the whole sample frames that fit, with a header that counts them
+    let files = recordings(&rec, ".wav");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let (rate, got) = read_wav(&files[0]);
+    assert_eq!(rate, 8000);
+    assert_eq!(
+        got.len(),
+        (512 * 1024 - 44) / 4,
+        "every whole frame that fits"
+    );
+    let x = signal(&[(0.0, 60.0)], 60.0);
+    assert!(got.iter().zip(&x).all(|(g, w)| *g == *w as f32));
 }
 
 #[test]

@@ -438,13 +438,13 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
     }
 }
 
-/// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and a
-/// `--tone` outside a stream's bins (`measure::check_tone_bins`).
+/// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and
+/// `--distortion` with too few columns or a `--tone` outside them (`measure::check_tone_bins`).
 fn check_named_bins(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
     let rules = &run_spec.alerts.rules;
     crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)?;
-    let tone = run_spec.analysis.products.measure.tone_hz;
-    crate::products::measure::check_tone_bins(tone, streams, frame_n).map_err(FftdError::Usage)
+    let products = &run_spec.analysis.products;
+    crate::products::measure::check_tone_bins(products, streams, frame_n).map_err(FftdError::Usage)
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.

@@ -1,9 +1,12 @@
 //! A recording's file: 32-bit float WAV (real input, every channel), or SigMF (`cf32_le` data and
 //! its `.sigmf-meta`) for I/Q input. Samples are appended as they come; `finish` cuts the file to
-//! the frames the recording keeps and writes the header (or the meta file).
+//! the frames the recording keeps and writes the header (or the meta file). A writer dropped
+//! unfinished (a write that failed, a full disk, a run that failed elsewhere) completes its file
+//! with the whole sample frames that reached it, so what was recorded stays readable.
 
 use std::fs::File;
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const WAV_HEADER: u64 = 44;
@@ -17,9 +20,25 @@ pub(crate) struct Shape {
     pub complex: bool,
 }
 
+impl Shape {
+    /// Bytes before the samples.
+    fn header_bytes(self) -> u64 {
+        if self.complex {
+            0
+        } else {
+            WAV_HEADER
+        }
+    }
+
+    fn frame_bytes(self) -> u64 {
+        self.width.max(1) as u64 * 4
+    }
+}
+
 pub(crate) struct SampleWriter {
     path: PathBuf,
-    file: io::BufWriter<File>,
+    /// None once finished (or completed by `drop`).
+    file: Option<io::BufWriter<File>>,
     shape: Shape,
     /// Sample frames written.
     pub frames: u64,
@@ -36,12 +55,10 @@ impl SampleWriter {
         name.push(format!(".{ext}"));
         let path = PathBuf::from(name);
         let mut file = io::BufWriter::new(File::create(&path)?);
-        if !shape.complex {
-            file.write_all(&[0u8; WAV_HEADER as usize])?;
-        }
+        file.write_all(&vec![0u8; shape.header_bytes() as usize])?;
         Ok(SampleWriter {
             path,
-            file,
+            file: Some(file),
             shape,
             frames: 0,
             description,
@@ -54,30 +71,68 @@ impl SampleWriter {
 
     /// Appends whole sample frames (`values.len()` a multiple of the width).
     pub(crate) fn append(&mut self, values: &[f32]) -> io::Result<()> {
-        for v in values {
-            self.file.write_all(&v.to_le_bytes())?;
+        let file = self
+            .file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("finished"))?;
+        for frame in values.chunks_exact(self.shape.width.max(1)) {
+            for v in frame {
+                file.write_all(&v.to_le_bytes())?;
+            }
+            self.frames += 1; // (counted as it goes: a failed write keeps the frames before)
         }
-        self.frames += (values.len() / self.shape.width.max(1)) as u64;
         Ok(())
     }
 
     /// Keeps the first `frames` sample frames and completes the file.
     pub(crate) fn finish(mut self, frames: u64) -> io::Result<PathBuf> {
-        let frames = frames.min(self.frames);
-        let bytes = frames * self.shape.width as u64 * 4;
-        self.file.flush()?;
-        let mut file = self.file.into_inner().map_err(|e| e.into_error())?;
-        let header = if self.shape.complex { 0 } else { WAV_HEADER };
-        file.set_len(header + bytes)?;
+        let Some(mut file) = self.file.take() else {
+            return Ok(self.path.clone());
+        };
+        file.flush()?;
+        let file = file.into_inner().map_err(|e| e.into_error())?;
+        self.complete(&file, frames.min(self.frames))?;
+        file.sync_data()?;
+        Ok(self.path.clone())
+    }
+
+    /// Cuts `file` to the header and `frames` sample frames and writes the header (or the meta
+    /// file), in place: nothing here needs more room on the disk than the file had, but the
+    /// SigMF meta file.
+    fn complete(&self, file: &File, frames: u64) -> io::Result<()> {
+        let bytes = frames * self.shape.frame_bytes();
+        file.set_len(self.shape.header_bytes() + bytes)?;
         if self.shape.complex {
             let meta = self.path.with_extension("sigmf-meta");
-            std::fs::write(meta, sigmf_meta(self.shape, &self.description))?;
+            std::fs::write(meta, sigmf_meta(self.shape, &self.description))
         } else {
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(&wav_header(self.shape, bytes))?;
+            file.write_all_at(&wav_header(self.shape, bytes), 0)
         }
-        file.sync_data()?;
-        Ok(self.path)
+    }
+}
+
+impl Drop for SampleWriter {
+    /// An unfinished recording keeps the whole sample frames its file holds: its buffer is
+    /// written if the file takes it; what a failed write left behind is dropped unwritten.
+    fn drop(&mut self) {
+        let Some(mut writer) = self.file.take() else {
+            return;
+        };
+        let _ = writer.flush(); // (a full disk: the whole frames that fit are kept below)
+        let (file, _unwritten) = writer.into_parts();
+        let on_disk = file.metadata().map_or(0, |m| m.len());
+        let whole = on_disk.saturating_sub(self.shape.header_bytes()) / self.shape.frame_bytes();
+        match self.complete(&file, whole.min(self.frames)) {
+            Ok(()) => tracing::info!(
+                file = %crate::types::shown_path(&self.path),
+                frames = whole.min(self.frames),
+                "recording cut short: completed with the frames it holds"
+            ),
+            Err(e) => tracing::debug!(
+                file = %crate::types::shown_path(&self.path),
+                "recording cut short, not completed: {e}"
+            ),
+        }
     }
 }
 

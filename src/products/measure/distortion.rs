@@ -57,7 +57,10 @@ pub(crate) fn measure(
     let dc_end = if frequencies[0] == 0.0 { lobe + 1 } else { 0 };
     let k0 = match tone_hz {
         Some(hz) => tone_column(&frequencies[..len], hz),
-        None => (dc_end..len).max_by(|&a, &b| power[a].total_cmp(&power[b])),
+        // (a row without power, silence, has no tone)
+        None => (dc_end..len)
+            .max_by(|&a, &b| power[a].total_cmp(&power[b]))
+            .filter(|&k| power[k] > 0.0),
     };
     // (the main lobes, `lobe` - 1 columns either side, of the tone and of DC apart)
     let Some(k0) = k0.filter(|&k| dc_end == 0 || k + 1 >= 2 * lobe) else {

@@ -302,27 +302,38 @@ impl MeasureLayout {
     }
 }
 
-/// A `--tone` outside a stream's bins would give every row NaN figures: refused before the run
-/// writes anything, naming the bins (frames of `n` samples; `--frame whole`: known per input
-/// only, not checked).
+/// `--distortion` on fewer than 3 columns, or a `--tone` outside a stream's bins, would give
+/// every row NaN figures: refused before the run writes anything, naming the bins (frames of
+/// `n` samples; `--frame whole`: known per input only, not checked).
 pub(crate) fn check_tone_bins(
-    tone_hz: Option<f64>,
+    products: &super::ProductOptions,
     streams: &[crate::types::StreamMeta],
     n: usize,
 ) -> Result<(), String> {
-    let Some(hz) = tone_hz.filter(|_| n >= 2) else {
+    let (distortion, tone_hz) = (products.measure.distortion, products.measure.tone_hz);
+    if !distortion || n < 2 {
         return Ok(());
+    }
+    let cropped = match products.fmin.is_some() || products.fmax.is_some() {
+        true => ", as --fmin/--fmax crop them",
+        false => "",
     };
     for stream in streams {
         let freqs = stream.column_frequencies(n);
+        if freqs.len() < 3 {
+            return Err(format!(
+                "--distortion: {} has {} column(s) at --frame {n}{cropped}: the figures need the tone's column and its neighbours'",
+                stream.input,
+                freqs.len()
+            ));
+        }
+        let Some(hz) = tone_hz else {
+            continue;
+        };
         if distortion::tone_column(&freqs, hz).is_some() {
             continue;
         }
         let (low, high) = stream.column_span(n);
-        let cropped = match stream.columns {
-            Some(_) => ", as --fmin/--fmax crop them",
-            None => "",
-        };
         return Err(format!(
             "--tone {}: outside the bins of {} ({} to {} Hz at --frame {n}{cropped}): give the fundamental's frequency within them",
             shown(hz),
