@@ -556,6 +556,34 @@ fn events_to_a_nats_server_that_wants_credentials_use_the_fleets_flags() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(wrong));
 }
 
+/// An `--events` server that cannot be reached refuses the run before any output is opened:
+/// the user's `--output`, `--meta` and `--trace` files keep what they held (helper-42: all three
+/// were left empty).
+#[test]
+fn an_events_server_that_cannot_be_reached_leaves_the_outputs_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &vec![0.5; 8000]);
+    let files = ["out.csv", "meta.json", "trace.json"].map(|name| dir.path().join(name));
+    for file in &files {
+        std::fs::write(file, "the user's\n").unwrap();
+    }
+    let url = format!("nats://127.0.0.1:{}/site.alerts", common::free_port());
+    let out = fftd()
+        .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+        .args(["--output", s(&files[0]), "--meta", s(&files[1])])
+        .args(["--trace", s(&files[2]), "--device", "cpu"])
+        .args(["--alert", "name=hum,band=900-1100,above=-20"])
+        .args(["--events", &url, "--connect-timeout", "5"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("fftd runs");
+    assert_clean_error(&out, 1, &["--events", "cannot connect"]);
+    for file in &files {
+        assert_eq!(std::fs::read_to_string(file).unwrap(), "the user's\n");
+    }
+}
+
 /// The first event's db of a run over `x` at 8 kHz, frames of 400 (20 Hz bins), with `extra`.
 fn first_event(dir: &Path, x: &[f64], extra: &[&str]) -> Value {
     let input = dir.join("m.f32");

@@ -118,6 +118,37 @@ fn whole_frame_pads_to_power_of_two_with_rect_window() {
 
 /// `--frame whole` into one csv: raw files whose whole frames differ are refused before the
 /// output is touched (a file already there is left as it was); equal frames share the header.
+/// A piped raw input that ends inside a sample keeps every whole frame before the cut, as one
+/// with a NaN there does (helper-42: the cut lost the whole block read with it, up to 1 MiB).
+#[test]
+fn a_piped_input_cut_inside_a_sample_keeps_its_whole_frames() {
+    let samples: Vec<f32> = (0..300_000)
+        .map(|i| ((i * 7919) % 1000) as f32 / 1000.0)
+        .collect();
+    let mut bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+    bytes.push(b'x');
+    let mut runs = Vec::new();
+    for input in [&bytes[..bytes.len() - 1], &bytes[..]] {
+        let mut child = common::fftd()
+            .args(["--file", "-", "--input-format", "f32", "--frame", "16"])
+            .args(["--format", "f32", "--device", "cpu"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fftd runs");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input = input.to_vec();
+        let feeding = std::thread::spawn(move || stdin.write_all(&input));
+        runs.push(child.wait_with_output().expect("fftd ends"));
+        feeding.join().expect("fed").expect("written");
+    }
+    assert!(runs[0].status.success(), "{:?}", runs[0]);
+    assert_clean_error(&runs[1], 1, &["-: truncated", "offset 1200000"]);
+    assert_eq!(runs[1].stdout.len(), 300_000 / 16 * 9 * 4);
+    assert!(runs[1].stdout == runs[0].stdout, "the same rows");
+}
+
 #[test]
 fn whole_frames_of_different_sizes_into_one_csv_are_refused_at_the_start() {
     let dir = tempfile::tempdir().expect("tempdir");

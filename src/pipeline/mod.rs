@@ -411,26 +411,37 @@ impl WorkerThreads {
     }
 }
 
-/// issue 27: the sink's alerts (None without `--alert`): `--events` opened now, the live view's
-/// feed set.
+/// issue 27: `--events` opened (a NATS server connected), before any output is: a target that
+/// fails refuses the run with the user's files as they were.
+pub(super) fn open_events(
+    run_spec: &RunSpec,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Option<crate::alerts::events::EventWriter>> {
+    let options = &run_spec.alerts;
+    match &options.events {
+        Some(target) if options.wanted() => {
+            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry, stop)
+                .map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// issue 27: the sink's alerts (None without `--alert`): their `--events` (`open_events`), the
+/// live view's feed set.
 pub(super) fn wire_alerts(
     run_spec: &RunSpec,
     streams: usize,
-    live_view: Option<&live_view::LiveView>,
+    (live_view, writer): (
+        Option<&live_view::LiveView>,
+        Option<crate::alerts::events::EventWriter>,
+    ),
     recorder: Option<crate::record::Recorder>,
-    stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &run_spec.alerts;
     if !options.wanted() {
         return Ok(None);
     }
-    let writer = options
-        .events
-        .as_ref()
-        .map(|target| {
-            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry, stop)
-        })
-        .transpose()?;
     // (the live view made the feed before it started serving: `LiveView::start`)
     let feed = live_view.and_then(|view| view.hub.alerts.get().cloned());
     let rules = options.rules.clone();

@@ -98,6 +98,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             layout: layout.as_ref(),
         };
         check_named_bins(run_spec, streams, planned.frame().0)?; // (before any output opens)
+        let events = super::open_events(run_spec, stop)?; // (likewise)
         let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
@@ -128,7 +129,8 @@ impl<'a, T: Sample> Stages<'a, T> {
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        handoff.alerts = wire_alerts(run_spec, streams.len(), live_view.as_ref(), recorder, stop)?;
+        let (view, count) = (live_view.as_ref(), streams.len());
+        handoff.alerts = wire_alerts(run_spec, count, (view, events), recorder)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
         handoff.rotations = std::mem::take(&mut sinks.rotations);
         let sequential_done = planned.sequential.remaining() == 0;

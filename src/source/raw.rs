@@ -147,7 +147,7 @@ impl SampleSource for RawSource {
         }
         let whole = got - got % self.frame_bytes;
         if whole < got {
-            return Err(FftdError::input(
+            let truncated = FftdError::input(
                 self.info.name.clone(),
                 format!(
                     "truncated: {} trailing bytes at offset {} do not make a whole {}-byte sample frame",
@@ -155,7 +155,13 @@ impl SampleSource for RawSource {
                     self.offset + whole as u64,
                     self.frame_bytes
                 ),
-            ));
+            );
+            if whole == 0 {
+                return Err(truncated);
+            }
+            // the whole frames before the cut are this read's, the cut the next read's answer
+            self.bytes.truncate(whole);
+            self.fault = Some(truncated);
         }
         let decoding = std::time::Instant::now();
         let before = out.len();
@@ -169,8 +175,8 @@ impl SampleSource for RawSource {
         if let Err(fault) = decoded {
             return self.before_the_fault(out, before, fault);
         }
-        self.offset += got as u64;
-        Ok(got / self.frame_bytes)
+        self.offset += whole as u64;
+        Ok(whole / self.frame_bytes)
     }
 
     fn take_decode_ns(&mut self) -> u64 {
