@@ -431,7 +431,7 @@ pub(super) fn open_events(
 /// live view's feed set.
 pub(super) fn wire_alerts(
     run_spec: &RunSpec,
-    streams: usize,
+    streams: &[crate::types::StreamMeta],
     (live_view, writer): (
         Option<&live_view::LiveView>,
         Option<crate::alerts::events::EventWriter>,
@@ -445,7 +445,7 @@ pub(super) fn wire_alerts(
     // (the live view made the feed before it started serving: `LiveView::start`)
     let feed = live_view.and_then(|view| view.hub.alerts.get().cloned());
     let rules = options.rules.clone();
-    let mut alerts = crate::alerts::Alerts::new(rules, streams, writer, feed);
+    let mut alerts = crate::alerts::Alerts::new(rules, streams.len(), writer, feed);
     if let Some(recorder) = recorder {
         alerts.listen(Box::new(recorder));
     }

@@ -97,8 +97,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             planned: &planned_rows,
             layout: layout.as_ref(),
         };
-        check_named_bins(run_spec, streams, planned.frame().0)?; // (before any output opens)
-        let events = super::open_events(run_spec, stop)?; // (likewise)
+        let events = before_the_outputs(run_spec, streams, planned.frame().0, stop)?;
         let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
@@ -129,8 +128,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        let (view, count) = (live_view.as_ref(), streams.len());
-        handoff.alerts = wire_alerts(run_spec, count, (view, events), recorder)?;
+        handoff.alerts = wire_alerts(run_spec, streams, (live_view.as_ref(), events), recorder)?;
         handoff.dests = std::mem::take(&mut sinks.dests);
         handoff.rotations = std::mem::take(&mut sinks.rotations);
         let sequential_done = planned.sequential.remaining() == 0;
@@ -438,6 +436,18 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
         writes_f32: encoder.writes_f32(),
         rows_read: rows_read || analysis.fftshift,
     }
+}
+
+/// What may refuse the run, done before any output file is opened (and truncated): the bins
+/// named by flags (`check_named_bins`), and `--events` opened.
+fn before_the_outputs(
+    run_spec: &RunSpec,
+    streams: &[StreamMeta],
+    frame_n: usize,
+    stop: &AtomicBool,
+) -> Result<Option<crate::alerts::events::EventWriter>> {
+    check_named_bins(run_spec, streams, frame_n)?;
+    super::open_events(run_spec, stop)
 }
 
 /// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and
