@@ -283,4 +283,11 @@ fn recording_flags_are_checked() {
     ];
     let out = run(&[&base[..], &wide, &roll].concat());
     assert_clean_error(&out, 2, &["--pre 3600 s", "GiB of memory", "shorten"]);
+    // a rate a WAV header cannot hold (helper-42: 0.4 Hz was written as 0, 8000.5 as 8001)
+    for rate in ["0.4", "8000.5"] {
+        let odd = ["--rate", rate, "--alert", "name=a,band=0-0.1,below=0"];
+        let out = run(&[&base[..], &odd, &["--record-on-alert", s(dir.path())]].concat());
+        let needle = format!("x.f32 at {rate} Hz: a WAV recording holds a whole number of Hz");
+        assert_clean_error(&out, 2, &[&needle]);
+    }
 }

@@ -463,11 +463,15 @@ pub(super) fn tap_sources(
     };
     let epoch = crate::sink::rotate::now_epoch();
     let mut recorder = crate::record::Recorder::new(options, epoch);
-    let infos = sequential.iter().filter_map(|input| match input {
-        SequentialInput::Open(plan) => Some(plan.source.info()),
-        _ => None,
-    });
-    recorder.check_memory(infos).map_err(FftdError::Usage)?;
+    let infos: Vec<_> = (sequential.iter())
+        .filter_map(|input| match input {
+            SequentialInput::Open(plan) => Some(plan.source.info()),
+            _ => None,
+        })
+        .collect();
+    (recorder.check_wav_rates(infos.iter().copied()))
+        .and_then(|()| recorder.check_memory(infos.into_iter()))
+        .map_err(FftdError::Usage)?;
     for input in sequential.iter_mut() {
         if let SequentialInput::Open(plan) = input {
             let streams = plan.splitter.streams();

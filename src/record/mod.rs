@@ -115,6 +115,31 @@ impl Recorder {
         (width, frames)
     }
 
+    /// A real input is recorded as WAV, whose header holds a whole number of Hz, and bytes per
+    /// second in 32 bits: another rate is a usage error naming the input (I/Q goes to SigMF,
+    /// which holds any rate).
+    pub(crate) fn check_wav_rates<'a>(
+        &self,
+        mut sources: impl Iterator<Item = &'a crate::source::SourceInfo>,
+    ) -> Result<(), String> {
+        let wav_cannot_hold = |info: &crate::source::SourceInfo| {
+            let (width, _) = self.ring_size(info);
+            let bytes_per_s = info.rate * 4.0 * width as f64;
+            let real = info.kind == crate::types::InputKind::Real;
+            real && (info.rate.fract() != 0.0 || info.rate < 1.0 || bytes_per_s > u32::MAX as f64)
+        };
+        match sources.find(|info| wav_cannot_hold(info)) {
+            Some(info) => Err(format!(
+                "--record-on-alert: {} at {} Hz: a WAV recording holds a whole number of Hz from 1 to {} ({} channel(s))",
+                info.name,
+                crate::types::shown(info.rate),
+                u32::MAX as usize / (4 * info.channels.max(1)),
+                info.channels
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The rings of `sources` must fit in half of the memory fftd may use
     /// (`limits::usable_memory_bytes`: the bound the batch buffers keep too), else a usage error
     /// naming the flags: a ring fills as the run goes, so one too large would end the run hours
