@@ -665,6 +665,11 @@ fn bad_sigmf_recordings_are_one_line_errors_naming_the_file() {
             r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:header_bytes":16}]}"#,
             "core:header_bytes",
         ),
+        // a footer was read as samples (helper-42)
+        (
+            r#"{"global":{"core:datatype":"cu8","core:trailing_bytes":8}}"#,
+            "core:trailing_bytes 8 (bytes after the samples) are not read: cut them from the dataset (truncate -s -8)",
+        ),
         (
             r#"{"global":{"core:datatype":"cu8"},"captures":[{"core:frequency":1e300}]}"#,
             "capture 0: core:frequency 1e+300",

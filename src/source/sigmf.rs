@@ -14,8 +14,8 @@
 //! Refused with a one-line error naming the metadata file: anything that is not such a document
 //! (an object that gives a key twice among them),
 //! an unknown datatype, `core:metadata_only`, captures out of order or before the offset, a
-//! datetime that is not one, and `core:header_bytes`
-//! (bytes between captures, which no sample reader here skips). `.sigmf` archives (tar) are not
+//! datetime that is not one, `core:header_bytes` (bytes between captures, which no sample reader
+//! here skips) and `core:trailing_bytes` (likewise, after the samples). `.sigmf` archives (tar) are not
 //! read: unpack them first (`tar xf rec.sigmf`). A capture that starts past the dataset's end is
 //! warned of once (a dataset cut short), and the samples there are analysed.
 
@@ -190,6 +190,18 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     };
     if global.get("core:metadata_only") == Some(&Value::Bool(true)) {
         return Err(bad(meta_path, "is core:metadata_only: it holds no samples"));
+    }
+    if let Some(v) = global
+        .get("core:trailing_bytes")
+        .filter(|v| v.as_u64() != Some(0))
+    {
+        let cut = v
+            .as_u64()
+            .map_or(String::new(), |n| format!(" (truncate -s -{n})"));
+        return Err(bad(
+            meta_path,
+            format!("core:trailing_bytes {v} (bytes after the samples) are not read: cut them from the dataset{cut}"),
+        ));
     }
     let rate = match global.get("core:sample_rate") {
         None => None,
