@@ -356,6 +356,15 @@ mod tests {
                 "hop = 99999999999999999999",
                 "hop = 99999999999999999999: expected a whole",
             ),
+            // an empty path failed the run with ": No such file" (helper-42)
+            (
+                "\nmeta = \"\"",
+                "c.toml:2: meta = \"\": a path is required, not \"\"",
+            ),
+            (
+                "output = 5",
+                "c.toml:1: output = 5: expected a path, as text",
+            ),
         ];
         for (text, want) in cases {
             let got = error(text);

@@ -224,6 +224,7 @@ pub struct Options {
     /// A microphone's response, corrected per bin: lines of `Hz dB` (UMIK-1/REW files, comments
     /// and a `Sens Factor` header allowed), interpolated in log-frequency.
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub calibration_file: Option<PathBuf>,
 
     /// Frequency weighting of power before bands, levels and dB (IEC 61672-1:2013): a, c or z.
@@ -290,10 +291,12 @@ pub struct Options {
     /// Output file [default: stdout], or nats://HOST:PORT/SUBJECT: each row a JetStream message
     /// (f32 by default; docs/fleet.md).
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub output: Option<PathBuf>,
 
     /// Write one output file per stream into DIR.
     #[arg(long, value_name = "DIR")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub output_dir: Option<PathBuf>,
 
     /// Size of --format png images in pixels, from 320x240 to 16384 per side and 64 megapixels
@@ -309,6 +312,7 @@ pub struct Options {
     /// Write a JSON sidecar describing the output (rate, frame, hop, window, scale, bins, Hz per bin,
     /// inputs).
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub meta: Option<PathBuf>,
 
     /// Print frames in/out, drops, samples/s, latency percentiles, where each thread kind's time
@@ -320,6 +324,7 @@ pub struct Options {
     /// Write a timeline of the run to PATH: Chrome trace-event JSON (Perfetto, chrome://tracing),
     /// a span per batch and stage on one track per thread (docs/tracing.md).
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub trace: Option<PathBuf>,
 
     /// No progress display on stderr (it shows only on a terminal, for file inputs, anyway).
@@ -388,14 +393,17 @@ pub struct Options {
 
     /// --serve: read the token from the first line of PATH (as --serve-token).
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub serve_token_file: Option<PathBuf>,
 
     /// --serve: serve HTTPS with this certificate chain (PEM); needs --serve-tls-key.
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub serve_tls_cert: Option<PathBuf>,
 
     /// --serve: the private key (PEM) of --serve-tls-cert.
     #[arg(long, value_name = "PATH")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub serve_tls_key: Option<PathBuf>,
 
     /// Read file and stdin inputs at their sample rate, as if they were live (to watch a recording).
@@ -436,6 +444,7 @@ pub struct Options {
     /// Record the raw samples around each alert into DIR: WAV (SigMF for I/Q) named by time,
     /// rule and stream, from --pre before its start to --post after its end.
     #[arg(long, value_name = "DIR")]
+    #[serde(default, deserialize_with = "units::config_path")]
     pub record_on_alert: Option<PathBuf>,
 
     /// --record-on-alert: seconds kept before an alert's start, as 500ms or 2s [default: 0s].

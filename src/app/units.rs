@@ -209,3 +209,16 @@ pub(super) fn config_idle_exit<'de, D: Deserializer<'de>>(d: D) -> Result<Option
 pub(super) fn config_max_latency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     config_value(d, (max_latency_ms, max_latency_in_range), MS)
 }
+
+/// A key that names a file or folder (`output`, `meta`, `trace`, ...): an empty string names
+/// none, and is refused as the flag refuses it (before, the run failed with "`: No such file`").
+pub(super) fn config_path<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::path::PathBuf>, D::Error> {
+    match String::deserialize(d) {
+        Ok(text) if text.is_empty() => Err("a path is required, not \"\""),
+        Ok(text) => return Ok(Some(text.into())),
+        Err(_) => Err("expected a path, as text"),
+    }
+    .map_err(serde::de::Error::custom)
+}
