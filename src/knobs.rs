@@ -121,9 +121,10 @@ pub(crate) fn serve_idle_timeout() -> Option<Duration> {
     seconds("FFTD_SERVE_IDLE_TIMEOUT")
 }
 pub(crate) const SERVE_TOKEN: &str = "FFTD_SERVE_TOKEN";
-/// `FFTD_SERVE_TOKEN` when set and not empty (checked where the token is read).
+/// `FFTD_SERVE_TOKEN` when set, empty too (checked where the token is read: an empty one, as
+/// `$(cat missing)` gives, is refused rather than leaving the live view open).
 pub(crate) fn serve_token() -> Option<String> {
-    std::env::var(SERVE_TOKEN).ok().filter(|t| !t.is_empty())
+    std::env::var(SERVE_TOKEN).ok()
 }
 pub(crate) fn stall_seconds() -> Option<Duration> {
     number::<f64>("FFTD_STALL_SECONDS").and_then(|s| Duration::try_from_secs_f64(s).ok())

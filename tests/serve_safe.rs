@@ -473,6 +473,13 @@ fn a_token_guards_every_endpoint_and_prometheus_scrapes_with_it() {
     assert_clean_error(&out, 2, &["--serve-token", "letters, digits"]);
     let out = run(&["--file", "x.f32", "--serve-token", "abc"]);
     assert_clean_error(&out, 2, &["--serve-token needs --serve"]);
+    // an empty one (`$(cat missing)`) is refused, not taken as none (helper-42: served open)
+    let out = fftd()
+        .args(["--file", "x.f32", "--serve", "0"])
+        .env("FFTD_SERVE_TOKEN", "")
+        .output()
+        .expect("fftd runs");
+    assert_clean_error(&out, 2, &["FFTD_SERVE_TOKEN", "at least one"]);
 }
 
 const PARSE: &str = r#"
