@@ -358,7 +358,7 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 12] = [
+    let cases: [(&[&str], &[&str]); 13] = [
         // a level no f32 power holds, and none at all
         (
             &["--calibration", "400"],
@@ -394,6 +394,11 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         (&["--levels", "--scale", "complex"], &["--scale complex"]),
         (&["--tone", "1000"], &["--tone", "--distortion"]),
         (&["--weighting", "b"], &["--weighting"]),
+        // the DC bin was weighted as 1 kHz (helper-41)
+        (
+            &["--weighting", "c", "--center-freq", "1k"],
+            &["--weighting c", "centre of 1000 Hz", "for audio"],
+        ),
         (
             &["--calibration-file", "/nonexistent/mic.txt"],
             &["--calibration-file", "/nonexistent/mic.txt"],

@@ -127,11 +127,17 @@ impl FromStr for AlertRule {
         };
         let (mut name, mut band, mut threshold) = (None, None, None);
         let (mut hysteresis, mut hold) = (0.0, 0.0);
+        let mut seen: Vec<&str> = Vec::new();
         for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((key, value)) = part.split_once('=') else {
                 return Err(fail(format!("{part}: expected KEY=VALUE")));
             };
             let value = value.trim();
+            // (a key given twice is refused, as --bands refuses it: neither value silently wins)
+            if seen.contains(&key.trim()) {
+                return Err(fail(format!("{} is given twice", key.trim())));
+            }
+            seen.push(key.trim());
             match key.trim() {
                 "name" if valid_name(value) => name = Some(value.to_string()),
                 "name" => {
@@ -273,6 +279,12 @@ mod tests {
             ("name=a b,band=1-2,above=0", "name=a b"),
             ("name=a,band=1-2,above=0,hysteresis=-1", "hysteresis=-1"),
             ("name=a,band=1-2,above=0,colour=red", "unknown key 'colour'"),
+            // the last of two values won without a word (helper-42)
+            (
+                "name=a,band=1-2,above=0,hold=1s,hold=2s",
+                "hold is given twice",
+            ),
+            ("name=a,band=1-2,above=0,name=b", "name is given twice"),
         ] {
             let e = rule.parse::<AlertRule>().unwrap_err().to_string();
             assert!(e.contains(needle), "{rule}: {e}");

@@ -451,12 +451,16 @@ fn before_the_outputs(
 }
 
 /// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and
-/// `--distortion` with too few columns or a `--tone` outside them (`measure::check_tone_bins`).
+/// `--distortion` with too few columns or a `--tone` outside them (`measure::check_tone_bins`),
+/// and an A or C weighting of bins labelled about a centre.
 fn check_named_bins(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
     let rules = &run_spec.alerts.rules;
     crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)?;
     let products = &run_spec.analysis.products;
-    crate::products::measure::check_tone_bins(products, streams, frame_n).map_err(FftdError::Usage)
+    let weighting = products.measure.weighting;
+    (crate::products::measure::check_tone_bins(products, streams, frame_n))
+        .and_then(|()| crate::products::measure::check_weighting_centre(weighting, streams))
+        .map_err(FftdError::Usage)
 }
 
 /// `--alert`'s band levels (encode threads), None without rules.

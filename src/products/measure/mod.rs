@@ -345,6 +345,27 @@ pub(crate) fn check_tone_bins(
     Ok(())
 }
 
+/// A and C weightings are curves of audio frequency: a stream whose bins are labelled about a
+/// centre (`--center-freq`, a recording's or a radio's) would be weighted at the labels (its DC
+/// bin as 1 kHz with `--center-freq 1k`): refused, naming the centre.
+pub(crate) fn check_weighting_centre(
+    weighting: Option<Weighting>,
+    streams: &[crate::types::StreamMeta],
+) -> Result<(), String> {
+    let Some(w) = weighting.filter(|w| *w != Weighting::Z) else {
+        return Ok(());
+    };
+    match streams.iter().find(|s| s.label_center() != 0.0) {
+        Some(stream) => Err(format!(
+            "--weighting {}: {}'s bins are labelled about a centre of {} Hz (--center-freq, or the input's own): A and C weightings are for audio, from 0 Hz",
+            w.letter().to_lowercase(),
+            stream.input,
+            shown(stream.label_center())
+        )),
+        None => Ok(()),
+    }
+}
+
 /// One stream's part: what its rows' columns are.
 #[derive(Clone, Debug)]
 pub(crate) struct StreamMeasure {
