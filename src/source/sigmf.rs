@@ -171,6 +171,27 @@ fn bad(meta_path: &str, what: impl Into<String>) -> FftdError {
 }
 
 /// The recording a parsed metadata document describes.
+/// A recording that holds no samples (`core:metadata_only`), or bytes after them that the
+/// sample reader would take for samples (`core:trailing_bytes`).
+fn refuse_what_is_not_read(meta_path: &str, global: &Map<String, Value>) -> Result<()> {
+    if global.get("core:metadata_only") == Some(&Value::Bool(true)) {
+        return Err(bad(meta_path, "is core:metadata_only: it holds no samples"));
+    }
+    if let Some(v) = global
+        .get("core:trailing_bytes")
+        .filter(|v| v.as_u64() != Some(0))
+    {
+        let cut = v
+            .as_u64()
+            .map_or(String::new(), |n| format!(" (truncate -s -{n})"));
+        return Err(bad(
+            meta_path,
+            format!("core:trailing_bytes {v} (bytes after the samples) are not read: cut them from the dataset{cut}"),
+        ));
+    }
+    Ok(())
+}
+
 fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     let global = doc
         .get("global")
@@ -188,21 +209,7 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
         })?,
         _ => return Err(bad(meta_path, "has no core:datatype string in \"global\"")),
     };
-    if global.get("core:metadata_only") == Some(&Value::Bool(true)) {
-        return Err(bad(meta_path, "is core:metadata_only: it holds no samples"));
-    }
-    if let Some(v) = global
-        .get("core:trailing_bytes")
-        .filter(|v| v.as_u64() != Some(0))
-    {
-        let cut = v
-            .as_u64()
-            .map_or(String::new(), |n| format!(" (truncate -s -{n})"));
-        return Err(bad(
-            meta_path,
-            format!("core:trailing_bytes {v} (bytes after the samples) are not read: cut them from the dataset{cut}"),
-        ));
-    }
+    refuse_what_is_not_read(meta_path, global)?;
     let rate = match global.get("core:sample_rate") {
         None => None,
         Some(v) => match v.as_f64() {
