@@ -511,6 +511,15 @@ fn bench_refuses_a_bad_sweep_before_timing_anything() {
         // taken and doing nothing: refused
         (&["--rate", "16000"], &["--rate 16000", "--bands"]),
         (&["--run-ms", "50"], &["--run-ms 50", "several devices"]),
+        // what a run refuses (helper-42: bench summed power without a word)
+        (
+            &["--scale", "complex", "--bands", "mel:4"],
+            &["--scale complex keeps re and im"],
+        ),
+        (
+            &["--scale", "complex", "--average", "2"],
+            &["--scale complex keeps re and im"],
+        ),
     ];
     for (args, needles) in cases {
         let out = run(&[&["bench", "--device", "cpu"][..], args].concat());

@@ -87,6 +87,12 @@ impl BenchArgs {
                 crate::types::shown(rate)
             )));
         }
+        // (as a run refuses them: the bands and sums are of power)
+        if self.scale == Scale::Complex && (self.bands.is_some() || self.average.is_some()) {
+            return Err(FftdError::Usage(
+                crate::products::COMPLEX_NEEDS_POWER.into(),
+            ));
+        }
         let several = match &self.device {
             DeviceChoice::AllGpus => true,
             DeviceChoice::List(devices) => devices.len() > 1,
