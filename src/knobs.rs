@@ -124,7 +124,8 @@ pub(crate) const SERVE_TOKEN: &str = "FFTD_SERVE_TOKEN";
 /// `FFTD_SERVE_TOKEN` when set, empty too (checked where the token is read: an empty one, as
 /// `$(cat missing)` gives, is refused rather than leaving the live view open).
 pub(crate) fn serve_token() -> Option<String> {
-    std::env::var(SERVE_TOKEN).ok()
+    // (not UTF-8: kept as such, and refused as a token)
+    std::env::var_os(SERVE_TOKEN).map(|t| t.to_string_lossy().into_owned())
 }
 pub(crate) fn stall_seconds() -> Option<Duration> {
     number::<f64>("FFTD_STALL_SECONDS").and_then(|s| Duration::try_from_secs_f64(s).ok())

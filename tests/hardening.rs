@@ -120,6 +120,28 @@ fn stdout_and_stdin_by_name_are_the_streams_and_no_fifo_is_read_and_written() {
     );
 }
 
+/// npy into a FIFO is refused before `--meta` and `--trace` are opened: they keep what they held
+/// (helper-43: both were left empty).
+#[test]
+fn npy_into_a_fifo_is_refused_before_any_file_is_opened() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let x = tone_f32(d, "x.f32");
+    let fifo = d.join("rows");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let (meta, trace) = (d.join("meta.json"), d.join("trace.json"));
+    std::fs::write(&meta, "the user's").expect("write");
+    std::fs::write(&trace, "the user's").expect("write");
+    let args = [
+        ["--file", s(&x), "--input-format", "f32", "--rate", "8000"],
+        ["--format", "npy", "--output", s(&fifo), "--meta", s(&meta)],
+    ]
+    .concat();
+    let args = [&args[..], &["--trace", s(&trace)]].concat();
+    refused(&args, &["npy output", "not a FIFO"], &[&meta, &trace]);
+}
+
 #[test]
 fn an_output_that_is_an_input_is_refused_and_the_input_survives() {
     let dir = tempfile::tempdir().expect("tempdir");

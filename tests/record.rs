@@ -141,46 +141,46 @@ fn a_file_read_far_ahead_of_the_alerts_is_recorded_whole_to_its_end() {
 
 #[test]
 fn a_recording_that_cannot_be_written_fails_the_run_in_one_line() {
-    // files limited to 512 KiB (SIGXFSZ ignored, so a write past it fails with EFBIG): the
-    // recording of an alert on all run long outgrows it, on the reader's side of the ring
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("x.f32");
-    write_f32(&input, &signal(&[(0.0, 60.0)], 60.0));
-    let rec = dir.path().join("rec");
-    std::fs::create_dir(&rec).unwrap();
-    let fftd = common::fftd().get_program().to_owned();
-    let out = std::process::Command::new("bash")
-        .env("RUST_LOG", "fftd=warn")
-        .args(["-c", "ulimit -f 512; trap '' XFSZ; exec \"$0\" \"$@\""])
-        .arg(fftd)
-        .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
-        .args([
-            "--output",
-            "/dev/null",
-            "--alert",
-            "name=hum,band=900-1100,above=-20",
-        ])
-        .args(["--record-on-alert", s(&rec)])
-        .output()
-        .expect("bash runs");
-    let needles = [
-        "cannot write to --record-on-alert",
-        "_hum_s0.wav",
-        "File too large",
-    ];
-    assert_clean_error(&out, 1, &needles);
-    // the recording keeps the whole sample frames that fit, with a header that counts them
-    let files = recordings(&rec, ".wav");
-    assert_eq!(files.len(), 1, "{files:?}");
-    let (rate, got) = read_wav(&files[0]);
-    assert_eq!(rate, 8000);
-    assert_eq!(
-        got.len(),
-        (512 * 1024 - 44) / 4,
-        "every whole frame that fits"
-    );
-    let x = signal(&[(0.0, 60.0)], 60.0);
-    assert!(got.iter().zip(&x).all(|(g, w)| *g == *w as f32));
+    // files limited in size (SIGXFSZ ignored, so a write past it fails with EFBIG): the
+    // recording of an alert on all run long outgrows it, on the reader's side of the ring (60 s
+    // into 512 KiB), or at its last flush (2 s into 60 KiB: helper-43, the header was left zero)
+    for (seconds, limit_kib) in [(60.0, 512), (2.0, 60)] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("x.f32");
+        let x = signal(&[(0.0, seconds)], seconds);
+        write_f32(&input, &x);
+        let rec = dir.path().join("rec");
+        std::fs::create_dir(&rec).unwrap();
+        let fftd = common::fftd().get_program().to_owned();
+        let limit = format!("ulimit -f {limit_kib}; trap '' XFSZ; exec \"$0\" \"$@\"");
+        let out = std::process::Command::new("bash")
+            .env("RUST_LOG", "fftd=warn")
+            .args(["-c", &limit])
+            .arg(fftd)
+            .args(["--file", s(&input), "--rate", "8000", "--frame", "400"])
+            .args(["--output", "/dev/null"])
+            .args(["--alert", "name=hum,band=900-1100,above=-20"])
+            .args(["--record-on-alert", s(&rec)])
+            .output()
+            .expect("bash runs");
+        let needles = [
+            "cannot write to --record-on-alert",
+            "_hum_s0.wav",
+            "File too large",
+        ];
+        assert_clean_error(&out, 1, &needles);
+        // the recording keeps the whole sample frames that fit, with a header that counts them
+        let files = recordings(&rec, ".wav");
+        assert_eq!(files.len(), 1, "{files:?}");
+        let (rate, got) = read_wav(&files[0]);
+        assert_eq!(rate, 8000);
+        assert_eq!(
+            got.len(),
+            (limit_kib * 1024 - 44) / 4,
+            "every whole frame that fits"
+        );
+        assert!(got.iter().zip(&x).all(|(g, w)| *g == *w as f32));
+    }
 }
 
 #[test]
@@ -287,7 +287,7 @@ fn recording_flags_are_checked() {
     for rate in ["0.4", "8000.5"] {
         let odd = ["--rate", rate, "--alert", "name=a,band=0-0.1,below=0"];
         let out = run(&[&base[..], &odd, &["--record-on-alert", s(dir.path())]].concat());
-        let needle = format!("x.f32 at {rate} Hz: a WAV recording holds a whole number of Hz");
+        let needle = format!("x.f32 at {rate} Hz, 1 channel(s): a WAV recording holds");
         assert_clean_error(&out, 2, &[&needle]);
     }
 }

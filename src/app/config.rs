@@ -380,6 +380,14 @@ fn source_spec(o: &mut Options) -> Result<SourceSpec> {
     let channels = (o.channels)
         .map(|c| in_range("--channels", c, 1, max_channels, "channels"))
         .transpose()?;
+    if let (Some(c), Some(ChannelSelect::All)) = (channels, o.channel) {
+        if c > limits::MAX_CHANNEL_STREAMS {
+            return usage(format!(
+                "--channels {c} with --channel all: a stream of each channel, at most {} (give --channel N for one)",
+                limits::MAX_CHANNEL_STREAMS
+            ));
+        }
+    }
     let max_frames = (o.max_frames)
         .map(|m| in_range("--max-frames", m, 1, None, "frames"))
         .transpose()?;

@@ -144,8 +144,8 @@ impl<T: Sample> Workers<T> {
 pub(super) struct Handoff<T: Sample> {
     pub(super) ready_lanes: Vec<JoinedLane<T>>,
     pub(super) late_lanes: Option<LateLanes<T>>,
-    pub(super) dests: Vec<Destination>,
-    pub(super) rotations: Vec<Option<crate::sink::rotate::Rotation>>,
+    /// The outputs' destinations, and each one's rotation.
+    pub(super) outputs: (Vec<Destination>, Vec<Option<crate::sink::rotate::Rotation>>),
     pub(super) alerts: Option<crate::alerts::Alerts>,
 }
 
@@ -154,8 +154,7 @@ impl<T: Sample> Default for Handoff<T> {
         Handoff {
             ready_lanes: Vec::new(),
             late_lanes: None,
-            dests: Vec::new(),
-            rotations: Vec::new(),
+            outputs: (Vec::new(), Vec::new()),
             alerts: None,
         }
     }

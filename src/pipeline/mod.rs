@@ -411,37 +411,44 @@ impl WorkerThreads {
     }
 }
 
-/// issue 27: `--events` opened (a NATS server connected), before any output is: a target that
-/// fails refuses the run with the user's files as they were.
+/// issue 27: `--events` opened. `nats` (a server connected) is done before any output is
+/// opened, so that a server that fails refuses the run with the user's files as they were; a
+/// file or FIFO after the outputs (a reader opens an output FIFO first, then the events').
 pub(super) fn open_events(
     run_spec: &RunSpec,
+    nats: bool,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Option<crate::alerts::events::EventWriter>> {
+    use crate::alerts::events::{EventWriter, EventsTarget};
     let options = &run_spec.alerts;
     match &options.events {
-        Some(target) if options.wanted() => {
-            crate::alerts::events::EventWriter::open(target, &options.nats, options.retry, stop)
-                .map(Some)
+        Some(target) if options.wanted() && matches!(target, EventsTarget::Nats(_)) == nats => {
+            EventWriter::open(target, &options.nats, options.retry, stop).map(Some)
         }
         _ => Ok(None),
     }
 }
 
-/// issue 27: the sink's alerts (None without `--alert`): their `--events` (`open_events`), the
-/// live view's feed set.
+/// issue 27: the sink's alerts (None without `--alert`): their `--events` (a NATS one opened
+/// already, `open_events`), the live view's feed set.
 pub(super) fn wire_alerts(
     run_spec: &RunSpec,
     streams: &[crate::types::StreamMeta],
-    (live_view, writer): (
-        Option<&live_view::LiveView>,
+    live_view: Option<&live_view::LiveView>,
+    (nats, recorder, stop): (
         Option<crate::alerts::events::EventWriter>,
+        Option<crate::record::Recorder>,
+        &std::sync::atomic::AtomicBool,
     ),
-    recorder: Option<crate::record::Recorder>,
 ) -> Result<Option<crate::alerts::Alerts>> {
     let options = &run_spec.alerts;
     if !options.wanted() {
         return Ok(None);
     }
+    let writer = match nats {
+        Some(nats) => Some(nats),
+        None => open_events(run_spec, false, stop)?,
+    };
     // (the live view made the feed before it started serving: `LiveView::start`)
     let feed = live_view.and_then(|view| view.hub.alerts.get().cloned());
     let rules = options.rules.clone();

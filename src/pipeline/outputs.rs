@@ -23,6 +23,7 @@ use crate::sink::output::open_files_budget;
 use crate::sink::overwrite_guard::GuardedFiles;
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
+use crate::sink::rotate::Rotation;
 use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::source::seekable::SeekableLayout;
 use crate::source::spec::Input;
@@ -129,35 +130,46 @@ fn check_whole_frames_agree(run_spec: &RunSpec, writing: &[&StreamMeta]) -> Resu
     Ok(())
 }
 
-/// One destination per planned output. Stdout, a single `--output` file and every stream path
-/// (a FIFO, a device) are opened now, so an unusable one is reported before any work starts;
-/// other `--output-dir` files are opened when their first rows arrive (`plan_outputs` checked
-/// that the folder takes new files). A format that rewrites its header at the end (npy) needs a
-/// file it can seek: stdout or a FIFO is refused.
-pub(super) fn open_destinations<T: Sample>(
-    encoder: &dyn Encoder<T>,
-    plan: &OutputPlan,
-    placed: &PlacedOutputs,
-    stop: &AtomicBool,
-) -> Result<Vec<Destination>> {
-    let needs_file = encoder.final_header(0, 0).is_some();
-    let mut dests = Vec::new();
-    for (i, file) in plan.files.iter().enumerate() {
-        let dest = match file {
-            Some(path) if needs_file && opening::is_pipe_path(path) => {
+/// A format that rewrites its header at the end (npy) needs a file it can seek: stdout or a
+/// FIFO is refused.
+fn refuse_npy_without_a_file<T: Sample>(encoder: &dyn Encoder<T>, plan: &OutputPlan) -> Result<()> {
+    if encoder.final_header(0, 0).is_none() {
+        return Ok(());
+    }
+    for file in &plan.files {
+        match file {
+            Some(path) if opening::is_pipe_path(path) => {
                 return Err(FftdError::Usage(format!(
                     "{}: npy output rewrites its header at the end and needs a regular file, not a FIFO or socket (use --format f32 for a pipe)",
                     crate::types::shown_path(path)
                 )))
             }
-            Some(path) if placed.get(i).is_some() => Destination::file(path),
-            Some(path) if plan.lazy && !opening::is_stream_path(path) => Destination::file(path),
-            Some(path) => Destination::opened(path, create_output(path, stop)?),
-            None if needs_file => {
+            Some(_) => {}
+            None => {
                 return Err(FftdError::Runtime(
                     "stdout: npy output needs a file, not stdout".into(),
                 ))
             }
+        }
+    }
+    Ok(())
+}
+
+/// One destination per planned output. Stdout, a single `--output` file and every stream path
+/// (a FIFO, a device) are opened now, so an unusable one is reported before any work starts;
+/// other `--output-dir` files are opened when their first rows arrive (`plan_outputs` checked
+/// that the folder takes new files; `refuse_npy_without_a_file` the format's needs).
+pub(super) fn open_destinations(
+    plan: &OutputPlan,
+    placed: &PlacedOutputs,
+    stop: &AtomicBool,
+) -> Result<Vec<Destination>> {
+    let mut dests = Vec::new();
+    for (i, file) in plan.files.iter().enumerate() {
+        let dest = match file {
+            Some(path) if placed.get(i).is_some() => Destination::file(path),
+            Some(path) if plan.lazy && !opening::is_stream_path(path) => Destination::file(path),
+            Some(path) => Destination::opened(path, create_output(path, stop)?),
             // (a closed stdout: `run_steps::refuse_closed_streams`)
             None => Destination::stdout()
                 .map_err(|e| FftdError::Runtime(format!("cannot write to stdout: {e}")))?,
@@ -370,12 +382,22 @@ pub(super) struct Sinks<T: Sample> {
     pub outputs: Vec<String>,
     /// The output each stream's rows go to.
     pub writer_of: Vec<usize>,
-    pub rotations: Vec<Option<crate::sink::rotate::Rotation>>,
+    pub rotations: Vec<Option<Rotation>>,
     pub meta_file: Option<File>,
     pub tracer: Option<Arc<crate::trace::Tracer>>,
+    /// `--events nats://`, connected before any output was opened (`open_events`).
+    pub nats_events: Option<crate::alerts::events::EventWriter>,
 }
 
 impl<T: Sample> Sinks<T> {
+    /// The destinations and their rotations, for the sink stage.
+    pub(super) fn take_outputs(&mut self) -> (Vec<Destination>, Vec<Option<Rotation>>) {
+        (
+            std::mem::take(&mut self.dests),
+            std::mem::take(&mut self.rotations),
+        )
+    }
+
     pub(super) fn open(
         run_spec: &RunSpec,
         rows: RowsPlanned<'_>,
@@ -386,15 +408,17 @@ impl<T: Sample> Sinks<T> {
         let streams = rows.streams;
         let plan = plan_outputs(run_spec, streams, rows.frame.0)?;
         refuse_overwriting_inputs(run_spec, &plan.files)?;
-        // --meta is written at the end, but a place that cannot take it is found now
-        let meta_file = (run_spec.output.meta.as_ref())
-            .map(|path| create_output(path, stop))
-            .transpose()?;
-        let tracer = run_report::open_trace(run_spec, stop, started)?;
         let layout = rows.layout;
         let (format, scale) = (run_spec.analysis.format, run_spec.analysis.scale);
         let encoder = make_encoder::<T>(format, scale);
         let encoder = crate::sink::measured::wrap(encoder, format, layout);
+        refuse_npy_without_a_file(&*encoder, &plan)?; // (before any file is opened)
+        let nats_events = super::open_events(run_spec, true, stop)?; // (likewise)
+                                                                     // --meta is written at the end, but a place that cannot take it is found now
+        let meta_file = (run_spec.output.meta.as_ref())
+            .map(|path| create_output(path, stop))
+            .transpose()?;
+        let tracer = run_report::open_trace(run_spec, stop, started)?;
         let placed = match run_spec.output.rotate {
             Some(_) => Default::default(), // rotated files take rows in order
             None => {
@@ -409,7 +433,7 @@ impl<T: Sample> Sinks<T> {
                 vec![Destination::Messages(Box::new(to))]
             }
             (None, OutputFormat::Png) => image_destinations(run_spec, &plan, streams, stop)?,
-            (None, _) => open_destinations(&*encoder, &plan, &placed, stop)?,
+            (None, _) => open_destinations(&plan, &placed, stop)?,
         };
         let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
         let writer_of = plan.writer_of;
@@ -423,6 +447,7 @@ impl<T: Sample> Sinks<T> {
             rotations,
             meta_file,
             tracer,
+            nats_events,
         })
     }
 }

@@ -97,7 +97,7 @@ impl<'a, T: Sample> Stages<'a, T> {
             planned: &planned_rows,
             layout: layout.as_ref(),
         };
-        let events = before_the_outputs(run_spec, streams, planned.frame().0, stop)?;
+        check_named_bins(run_spec, streams, planned.frame().0)?; // (before any output opens)
         let mut sinks = Sinks::<T>::open(run_spec, rows, early.nats, stop, started)?;
         let mut control = Control::new(stop.clone());
         control.tracer = sinks.tracer.take();
@@ -128,17 +128,17 @@ impl<'a, T: Sample> Stages<'a, T> {
         let batches = (device_batch_values, warm);
         let (workers, mut handoff) = Workers::new(engines, control, products, batches);
         let bytes_pool = pool::BytePool::new(workers.in_flight + 3 * encoders);
-        handoff.alerts = wire_alerts(run_spec, streams, (live_view.as_ref(), events), recorder)?;
-        handoff.dests = std::mem::take(&mut sinks.dests);
-        handoff.rotations = std::mem::take(&mut sinks.rotations);
-        let sequential_done = planned.sequential.remaining() == 0;
+        let (view, events) = (live_view.as_ref(), sinks.nats_events.take());
+        handoff.alerts = wire_alerts(run_spec, streams, view, (events, recorder, stop))?;
+        handoff.outputs = sinks.take_outputs();
         let stages = Stages {
             run_spec,
             planned,
             readers: planned.readers(run_spec.source.realtime),
             reading: ReadSpec::of(run_spec),
             batching: BatchSpec::of(run_spec),
-            total_samples: sequential_done.then(|| planned.range_jobs.total_samples()),
+            total_samples: (planned.sequential.remaining() == 0)
+                .then(|| planned.range_jobs.total_samples()),
             show_progress: crate::progress::wanted(run_spec.report.quiet, early.live),
             finished: AtomicBool::new(false),
             averaging,
@@ -171,12 +171,11 @@ impl<'a, T: Sample> Stages<'a, T> {
         let Handoff {
             ready_lanes,
             late_lanes,
-            dests,
-            rotations,
+            outputs,
             alerts,
         } = handoff;
         let lanes = (ready_lanes, late_lanes);
-        let sink = self.sink_stage((dests, rotations), alerts, signals);
+        let sink = self.sink_stage(outputs, alerts, signals);
         let (written, sink_ended) = std::thread::scope(|scope| {
             // source → frame: sequential inputs read and framed (range-read inputs are framed
             // straight into batches by their producers)
@@ -438,27 +437,15 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
     }
 }
 
-/// What may refuse the run, done before any output file is opened (and truncated): the bins
-/// named by flags (`check_named_bins`), and `--events` opened.
-fn before_the_outputs(
-    run_spec: &RunSpec,
-    streams: &[StreamMeta],
-    frame_n: usize,
-    stop: &AtomicBool,
-) -> Result<Option<crate::alerts::events::EventWriter>> {
-    check_named_bins(run_spec, streams, frame_n)?;
-    super::open_events(run_spec, stop)
-}
-
 /// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and
 /// `--distortion` with too few columns or a `--tone` outside them (`measure::check_tone_bins`),
 /// and an A or C weighting of bins labelled about a centre.
 fn check_named_bins(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
     let rules = &run_spec.alerts.rules;
     crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)?;
-    let products = &run_spec.analysis.products;
-    let weighting = products.measure.weighting;
-    (crate::products::measure::check_tone_bins(products, streams, frame_n))
+    let measure = &run_spec.analysis.products.measure;
+    let weighting = measure.weighting;
+    (crate::products::measure::check_tone_bins(measure, streams, frame_n))
         .and_then(|()| crate::products::measure::check_weighting_centre(weighting, streams))
         .map_err(FftdError::Usage)
 }

@@ -115,9 +115,9 @@ impl Recorder {
         (width, frames)
     }
 
-    /// A real input is recorded as WAV, whose header holds a whole number of Hz, and bytes per
-    /// second in 32 bits: another rate is a usage error naming the input (I/Q goes to SigMF,
-    /// which holds any rate).
+    /// A real input is recorded as WAV, whose header holds a whole number of Hz, bytes per
+    /// second in 32 bits and per sample frame in 16: another rate or channel count is a usage
+    /// error naming the input (I/Q goes to SigMF, which holds any rate).
     pub(crate) fn check_wav_rates<'a>(
         &self,
         mut sources: impl Iterator<Item = &'a crate::source::SourceInfo>,
@@ -126,15 +126,21 @@ impl Recorder {
             let (width, _) = self.ring_size(info);
             let bytes_per_s = info.rate * 4.0 * width as f64;
             let real = info.kind == crate::types::InputKind::Real;
-            real && (info.rate.fract() != 0.0 || info.rate < 1.0 || bytes_per_s > u32::MAX as f64)
+            // (and bytes per sample frame in 16 bits)
+            let wide = 4 * width > u16::MAX as usize;
+            real && (info.rate.fract() != 0.0
+                || info.rate < 1.0
+                || bytes_per_s > u32::MAX as f64
+                || wide)
         };
         match sources.find(|info| wav_cannot_hold(info)) {
             Some(info) => Err(format!(
-                "--record-on-alert: {} at {} Hz: a WAV recording holds a whole number of Hz from 1 to {} ({} channel(s))",
+                "--record-on-alert: {} at {} Hz, {} channel(s): a WAV recording holds a whole number of Hz from 1 to {}, and at most {} channels",
                 info.name,
                 crate::types::shown(info.rate),
+                info.channels,
                 u32::MAX as usize / (4 * info.channels.max(1)),
-                info.channels
+                u16::MAX / 4
             )),
             None => Ok(()),
         }

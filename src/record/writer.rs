@@ -84,13 +84,22 @@ impl SampleWriter {
         Ok(())
     }
 
-    /// Keeps the first `frames` sample frames and completes the file.
-    pub(crate) fn finish(mut self, frames: u64) -> io::Result<PathBuf> {
-        let Some(mut file) = self.file.take() else {
+    /// Keeps the first `frames` sample frames and completes the file; an error names it.
+    pub(crate) fn finish(self, frames: u64) -> io::Result<PathBuf> {
+        let path = crate::types::shown_path(&self.path).to_string();
+        self.finish_named(frames)
+            .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))
+    }
+
+    fn finish_named(mut self, frames: u64) -> io::Result<PathBuf> {
+        // (a flush that fails leaves the writer to `drop`, which keeps the whole frames on disk)
+        if let Some(file) = self.file.as_mut() {
+            file.flush()?;
+        }
+        let Some(file) = self.file.take() else {
             return Ok(self.path.clone());
         };
-        file.flush()?;
-        let file = file.into_inner().map_err(|e| e.into_error())?;
+        let (file, _) = file.into_parts(); // (flushed: nothing left in the buffer)
         self.complete(&file, frames.min(self.frames))?;
         file.sync_data()?;
         Ok(self.path.clone())

@@ -170,28 +170,30 @@ fn bad(meta_path: &str, what: impl Into<String>) -> FftdError {
     FftdError::input(meta_path, what)
 }
 
-/// The recording a parsed metadata document describes.
 /// A recording that holds no samples (`core:metadata_only`), or bytes after them that the
 /// sample reader would take for samples (`core:trailing_bytes`).
 fn refuse_what_is_not_read(meta_path: &str, global: &Map<String, Value>) -> Result<()> {
     if global.get("core:metadata_only") == Some(&Value::Bool(true)) {
         return Err(bad(meta_path, "is core:metadata_only: it holds no samples"));
     }
-    if let Some(v) = global
-        .get("core:trailing_bytes")
-        .filter(|v| v.as_u64() != Some(0))
-    {
-        let cut = v
-            .as_u64()
-            .map_or(String::new(), |n| format!(" (truncate -s -{n})"));
-        return Err(bad(
-            meta_path,
-            format!("core:trailing_bytes {v} (bytes after the samples) are not read: cut them from the dataset{cut}"),
-        ));
+    match global.get("core:trailing_bytes").map(|v| (v, v.as_f64())) {
+        None => {}
+        Some((_, Some(0.0))) => {}
+        Some((v, _)) => {
+            let what = match v.as_u64() {
+                Some(n) => format!("are not read: cut them from the dataset (truncate -s -{n})"),
+                None => "is not a whole number of bytes".to_string(),
+            };
+            return Err(bad(
+                meta_path,
+                format!("core:trailing_bytes {v} (bytes after the samples) {what}"),
+            ));
+        }
     }
     Ok(())
 }
 
+/// The recording a parsed metadata document describes.
 fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     let global = doc
         .get("global")

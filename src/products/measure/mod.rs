@@ -306,20 +306,20 @@ impl MeasureLayout {
 /// every row NaN figures: refused before the run writes anything, naming the bins (frames of
 /// `n` samples; `--frame whole`: known per input only, not checked).
 pub(crate) fn check_tone_bins(
-    products: &super::ProductOptions,
+    measure: &MeasureOptions,
     streams: &[crate::types::StreamMeta],
     n: usize,
 ) -> Result<(), String> {
-    let (distortion, tone_hz) = (products.measure.distortion, products.measure.tone_hz);
+    let (distortion, tone_hz) = (measure.distortion, measure.tone_hz);
     if !distortion || n < 2 {
         return Ok(());
     }
-    let cropped = match products.fmin.is_some() || products.fmax.is_some() {
-        true => ", as --fmin/--fmax crop them",
-        false => "",
-    };
     for stream in streams {
         let freqs = stream.column_frequencies(n);
+        let cropped = match freqs.len() < stream.frequencies(n).len() {
+            true => ", as --fmin/--fmax crop them",
+            false => "",
+        };
         if freqs.len() < 3 {
             return Err(format!(
                 "--distortion: {} has {} column(s) at --frame {n}{cropped}: the figures need the tone's column and its neighbours'",
@@ -355,12 +355,18 @@ pub(crate) fn check_weighting_centre(
     let Some(w) = weighting.filter(|w| *w != Weighting::Z) else {
         return Ok(());
     };
-    match streams.iter().find(|s| s.label_center() != 0.0) {
-        Some(stream) => Err(format!(
+    let centre = |s: &crate::types::StreamMeta| {
+        let captures = s.tuning.as_ref().map_or(&[][..], |t| &t.captures[..]);
+        captures
+            .iter()
+            .find_map(|c| c.frequency.filter(|&f| f != 0.0))
+    };
+    match streams.iter().find_map(|s| Some((s, centre(s)?))) {
+        Some((stream, hz)) => Err(format!(
             "--weighting {}: {}'s bins are labelled about a centre of {} Hz (--center-freq, or the input's own): A and C weightings are for audio, from 0 Hz",
             w.letter().to_lowercase(),
             stream.input,
-            shown(stream.label_center())
+            shown(hz)
         )),
         None => Ok(()),
     }
