@@ -116,8 +116,6 @@ fn whole_frame_pads_to_power_of_two_with_rect_window() {
     }
 }
 
-/// `--frame whole` into one csv: raw files whose whole frames differ are refused before the
-/// output is touched (a file already there is left as it was); equal frames share the header.
 /// A piped raw input that ends inside a sample keeps every whole frame before the cut, as one
 /// with a NaN there does (helper-42: the cut lost the whole block read with it, up to 1 MiB).
 #[test]
@@ -149,6 +147,8 @@ fn a_piped_input_cut_inside_a_sample_keeps_its_whole_frames() {
     assert!(runs[1].stdout == runs[0].stdout, "the same rows");
 }
 
+/// `--frame whole` into one csv: raw files whose whole frames differ are refused before the
+/// output is touched (a file already there is left as it was); equal frames share the header.
 #[test]
 fn whole_frames_of_different_sizes_into_one_csv_are_refused_at_the_start() {
     let dir = tempfile::tempdir().expect("tempdir");
