@@ -280,11 +280,14 @@ fn thd_of_a_low_tone_counts_a_harmonic_beside_it_and_a_tone_at_dc_has_none() {
             }
         }
     }
-    // silence has no tone (helper-41: the last column, Nyquist, was named)
-    let input = write(dir.path(), "silence.f32", &vec![0.0; 8192]);
-    let rows = ndjson(&input, &["--frame", "4096", "--distortion"]);
-    for key in ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"] {
-        assert!(rows[0][key].is_null(), "{}", rows[0]);
+    // silence has no tone (helper-41: the last column, Nyquist, was named), nor DC alone
+    // (helper-43: its rounding was named a tone at 12 kHz)
+    for level in [0.0, 0.5] {
+        let input = write(dir.path(), "flat.f32", &vec![level; 8192]);
+        let rows = ndjson(&input, &["--frame", "4096", "--distortion"]);
+        for key in ["thd_db", "thdn_db", "sinad_db", "snr_db", "tone_hz"] {
+            assert!(rows[0][key].is_null(), "{level}: {}", rows[0]);
+        }
     }
 }
 

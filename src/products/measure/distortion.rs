@@ -33,6 +33,10 @@ const NONE: Distortion = Distortion {
     tone_hz: f64::NAN,
 };
 
+/// The weakest strongest column that is a tone, as a share of the row's total power (−120 dB):
+/// below it, what is left beside DC is the transform's rounding.
+const TONE_FLOOR: f64 = 1e-12;
+
 /// The column of evenly spaced `frequencies` nearest `hz` (`--tone`), None when `hz` is more than
 /// half a column beyond either end.
 pub(crate) fn tone_column(frequencies: &[f64], hz: f64) -> Option<usize> {
@@ -57,10 +61,11 @@ pub(crate) fn measure(
     let dc_end = if frequencies[0] == 0.0 { lobe + 1 } else { 0 };
     let k0 = match tone_hz {
         Some(hz) => tone_column(&frequencies[..len], hz),
-        // (a row without power, silence, has no tone)
+        // (a row without power, silence, has no tone; nor one whose strongest column outside
+        // DC is at the rounding's floor, 120 dB below the row's total: DC alone)
         None => (dc_end..len)
             .max_by(|&a, &b| power[a].total_cmp(&power[b]))
-            .filter(|&k| power[k] > 0.0),
+            .filter(|&k| power[k] > TONE_FLOOR * power[..len].iter().sum::<f64>()),
     };
     // (the main lobes, `lobe` - 1 columns either side, of the tone and of DC apart)
     let Some(k0) = k0.filter(|&k| dc_end == 0 || k + 1 >= 2 * lobe) else {
