@@ -412,9 +412,10 @@ impl<T: Sample> Sinks<T> {
         let (format, scale) = (run_spec.analysis.format, run_spec.analysis.scale);
         let encoder = make_encoder::<T>(format, scale);
         let encoder = crate::sink::measured::wrap(encoder, format, layout);
-        refuse_npy_without_a_file(&*encoder, &plan)?; // (before any file is opened)
-        let nats_events = super::open_events(run_spec, true, stop)?; // (likewise)
-                                                                     // --meta is written at the end, but a place that cannot take it is found now
+        // (before any file is opened: a refusal leaves the user's files as they were)
+        refuse_npy_without_a_file(&*encoder, &plan)?;
+        let nats_events = super::open_events(run_spec, true, stop)?;
+        // --meta is written at the end, but a place that cannot take it is found now
         let meta_file = (run_spec.output.meta.as_ref())
             .map(|path| create_output(path, stop))
             .transpose()?;
