@@ -125,22 +125,19 @@ fn a_piped_input_cut_inside_a_sample_keeps_its_whole_frames() {
         .collect();
     let mut bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
     bytes.push(b'x');
-    let mut runs = Vec::new();
-    for input in [&bytes[..bytes.len() - 1], &bytes[..]] {
-        let mut child = common::fftd()
-            .args(["--file", "-", "--input-format", "f32", "--frame", "16"])
-            .args(["--format", "f32", "--device", "cpu"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("fftd runs");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let input = input.to_vec();
-        let feeding = std::thread::spawn(move || stdin.write_all(&input));
-        runs.push(child.wait_with_output().expect("fftd ends"));
-        feeding.join().expect("fed").expect("written");
-    }
+    let args = [
+        "--file",
+        "-",
+        "--input-format",
+        "f32",
+        "--frame",
+        "16",
+        "--format",
+        "f32",
+    ];
+    let runs: Vec<_> = [&bytes[..bytes.len() - 1], &bytes[..]]
+        .map(|input| run_with_stdin(&args, input.to_vec()))
+        .into();
     assert!(runs[0].status.success(), "{:?}", runs[0]);
     assert_clean_error(&runs[1], 1, &["-: truncated", "offset 1200000"]);
     assert_eq!(runs[1].stdout.len(), 300_000 / 16 * 9 * 4);

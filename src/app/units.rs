@@ -215,10 +215,10 @@ pub(super) fn config_max_latency<'de, D: Deserializer<'de>>(d: D) -> Result<Opti
 pub(super) fn config_path<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::path::PathBuf>, D::Error> {
-    match String::deserialize(d) {
-        Ok(text) if text.is_empty() => Err("a path is required, not \"\""),
-        Ok(text) => return Ok(Some(text.into())),
-        Err(_) => Err("expected a path, as text"),
+    use serde::de::Error;
+    let text = String::deserialize(d).map_err(|_| D::Error::custom("expected a path, as text"))?;
+    if text.is_empty() {
+        return Err(D::Error::custom("a path is required, not \"\""));
     }
-    .map_err(serde::de::Error::custom)
+    Ok(Some(text.into()))
 }

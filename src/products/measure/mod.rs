@@ -316,7 +316,7 @@ pub(crate) fn check_tone_bins(
     }
     for stream in streams {
         let freqs = stream.column_frequencies(n);
-        let cropped = match freqs.len() < stream.frequencies(n).len() {
+        let cropped = match freqs.len() < stream.bins(n) {
             true => ", as --fmin/--fmax crop them",
             false => "",
         };
