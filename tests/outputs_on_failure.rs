@@ -259,8 +259,9 @@ fn inputs_of_the_same_stem_are_told_apart_by_stream_id() {
     assert_eq!(names, ["x-1-2.csv", "x-1.csv", "x-2.csv"]);
 }
 
-/// An input with no samples is found while planning, before the output is created: a file the
-/// output names is left as it was (helper-34: it was emptied by a run that wrote nothing).
+/// An input with no samples, or too few bytes for one, is found while planning, before the
+/// output is created: a file the output names is left as it was (helper-34: it was emptied by
+/// a run that wrote nothing).
 #[test]
 fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -273,10 +274,35 @@ fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
             .to_vec();
     wav.extend_from_slice(b"data\0\0\0\0");
     std::fs::write(d.join("nodata.wav"), &wav).expect("write");
+    // shorter than one sample frame (session 48's audit: refused after the output was emptied)
+    std::fs::write(d.join("short.f32"), b"ab").expect("write");
+    std::fs::write(d.join("short.cs16"), b"abc").expect("write");
+    let mut one_byte = wav[..wav.len() - 4].to_vec();
+    one_byte.extend_from_slice(b"\x01\0\0\0\x07");
+    std::fs::write(d.join("onebyte.wav"), &one_byte).expect("write");
+    let mut cut = wav[..wav.len() - 4].to_vec();
+    cut.extend_from_slice(b"\x64\0\0\0\x07"); // 100 bytes said, 1 there
+    std::fs::write(d.join("cut.wav"), &cut).expect("write");
     for (input, needle) in [
         ("empty.f32", "is empty"),
         ("empty.cu8", "is empty"),
         ("nodata.wav", "WAV file contains no samples"),
+        (
+            "short.f32",
+            "its 2 bytes do not make a whole 4-byte sample frame",
+        ),
+        (
+            "short.cs16",
+            "its 3 bytes do not make a whole 4-byte sample frame",
+        ),
+        (
+            "onebyte.wav",
+            "samples are 1 byte(s), less than one 2-byte sample frame",
+        ),
+        (
+            "cut.wav",
+            "samples are 1 byte(s), less than one 2-byte sample frame",
+        ),
     ] {
         for format in ["csv", "npy", "f32"] {
             let keep = d.join(format!("keep.{format}"));

@@ -58,6 +58,18 @@ impl InputReader {
         self.file.is_some() && self.fill_buf().is_ok_and(|b| b.is_empty())
     }
 
+    /// The bytes a regular file holds past what has been read, so a source can refuse one too
+    /// short for a sample before the run; `None` for streams and bytes in memory. Its length
+    /// less its handle's offset, plus what was read ahead and not yet handed on.
+    pub(crate) fn regular_file_bytes_left(&self) -> Option<u64> {
+        use std::io::Seek;
+        let mut file: &std::fs::File = self.file.as_ref()?;
+        let offset = file.stream_position().ok()?;
+        let length = file.metadata().ok()?.len();
+        let read_ahead = self.peeked.len() - self.peeked_at + self.inner.buffer().len();
+        Some(length.saturating_sub(offset) + read_ahead as u64)
+    }
+
     /// Any byte source read to its end, such as bytes in memory (parser tests) or a pipe.
     pub fn from_read(source: impl Read + Send + 'static) -> Self {
         InputReader {

@@ -55,6 +55,18 @@ impl RawSource {
                 ),
             )
         })?;
+        // so is a file too short for one sample frame
+        if let Some(left) = reader
+            .regular_file_bytes_left()
+            .filter(|&b| b < frame_bytes as u64)
+        {
+            return Err(FftdError::input(
+                path,
+                format!(
+                    "truncated: its {left} bytes do not make a whole {frame_bytes}-byte sample frame"
+                ),
+            ));
+        }
         Ok(RawSource {
             info: SourceInfo {
                 name: path.to_string(),

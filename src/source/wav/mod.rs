@@ -83,6 +83,18 @@ impl WavSource {
         if reader.is_regular_file_at_end() {
             return Err(FftdError::input(path, "WAV file contains no samples"));
         }
+        let on_disk = reader.regular_file_bytes_left();
+        let samples = on_disk.map(|left| remaining.map_or(left, |n| n.min(left)));
+        match samples.filter(|&b| b < frame_bytes) {
+            Some(0) => return Err(FftdError::input(path, "WAV file contains no samples")),
+            Some(bytes) => {
+                return Err(FftdError::input(
+                    path,
+                    format!("WAV file's samples are {bytes} byte(s), less than one {frame_bytes}-byte sample frame"),
+                ))
+            }
+            None => {}
+        }
         Ok(WavSource {
             info: SourceInfo {
                 name: path.to_string(),
