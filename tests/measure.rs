@@ -291,6 +291,43 @@ fn thd_of_a_low_tone_counts_a_harmonic_beside_it_and_a_tone_at_dc_has_none() {
     }
 }
 
+/// A figure whose columns a row lacks is null with a warning naming the input, not the ±inf
+/// of an empty sum (session 48's audit: null rows without a word): a tone above a quarter of
+/// the rate has no harmonic in band; a range of a few columns about it has no noise either.
+#[test]
+fn a_figure_without_its_columns_is_null_and_said_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = write(dir.path(), "high.f32", &tones(&[(0.5, 15000.0)], 0.3));
+    for (range, nulls, said) in [
+        (&[][..], &["thd_db"][..], "thd_db: no harmonic lies"),
+        (
+            &["--fmin", "14980", "--fmax", "15020"][..],
+            &["thd_db", "thdn_db", "sinad_db", "snr_db"][..],
+            "thd_db and snr_db: no harmonic and no noise column lie",
+        ),
+    ] {
+        let mut args = vec!["--file", &input, "--input-format", "f32", "--rate", "48000"];
+        args.extend(["--frame", "4800", "--distortion", "--format", "ndjson"]);
+        args.extend(range);
+        let out = run(&args);
+        let stderr = stderr_text(&out);
+        assert!(out.status.success(), "{range:?}: {stderr}");
+        assert_eq!(stderr.matches(said).count(), 1, "{range:?}: {stderr}");
+        assert!(stderr.contains("high.f32"), "{stderr}");
+        let rows: Vec<serde_json::Value> = stdout_text(&out)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON row"))
+            .collect();
+        assert!(rows.len() >= 2, "{range:?}");
+        for row in &rows {
+            assert!((num(row, "tone_hz") - 15000.0).abs() < 1.0, "{row}");
+            for key in ["thd_db", "thdn_db", "sinad_db", "snr_db"] {
+                assert_eq!(row[key].is_null(), nulls.contains(&key), "{key}: {row}");
+            }
+        }
+    }
+}
+
 #[test]
 fn csv_names_the_measurements_and_the_unit() {
     let dir = tempfile::tempdir().expect("tempdir");

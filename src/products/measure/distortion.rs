@@ -5,7 +5,9 @@
 //! harmonic's columns not counted yet. Harmonics counted: the 2nd to the 10th, those that lie
 //! below the row's top column. Noise: every other column but the DC's lobe. A tone whose main
 //! lobe meets the DC's (its column below 2·lobe − 1, the DC lobe's columns left out) has no
-//! figures. With P1 the
+//! figures. A figure whose columns a row lacks is NaN: `thd_db` when no harmonic lies below the
+//! top column (a tone above a quarter of the rate, or `--fmax` below its 2nd harmonic),
+//! `snr_db` when every other column is the tone's or a harmonic's. With P1 the
 //! fundamental, H the harmonics' sum and T the total:
 //! - `thd_db` = 10·log10(H / P1);
 //! - `thdn_db` = 10·log10((T − P1) / P1) (everything but the tone, re the tone);
@@ -74,7 +76,7 @@ pub(crate) fn measure(
     let tone = interpolated_tone(&frequencies[..len], &power[..len], k0);
     let harmonics = harmonic_ranges(&frequencies[..len], tone, k0, lobe);
     let fundamental = k0.saturating_sub(lobe).max(dc_end)..(k0 + lobe + 1).min(len);
-    let (mut p1, mut h, mut noise) = (0.0, 0.0, 0.0);
+    let (mut p1, mut h, mut noise, mut noise_columns) = (0.0, 0.0, 0.0, 0);
     for (k, &p) in power[..len].iter().enumerate().skip(dc_end) {
         if fundamental.contains(&k) {
             p1 += p;
@@ -82,15 +84,20 @@ pub(crate) fn measure(
             h += p;
         } else {
             noise += p;
+            noise_columns += 1;
         }
     }
     let rest = h + noise;
     let ratio = |num: f64, den: f64| 10.0 * (num / den).log10();
+    // a figure whose columns the row does not have is not measured: NaN, not the ±inf dB of
+    // an empty sum (a harmonic beyond the top column, every column the tone's)
+    let measured = |figure: f64, has_columns: bool| if has_columns { figure } else { f64::NAN };
+    let (has_harmonics, has_noise) = (!harmonics.is_empty(), noise_columns > 0);
     Distortion {
-        thd_db: ratio(h, p1),
-        thdn_db: ratio(rest, p1),
-        sinad_db: ratio(p1 + rest, rest),
-        snr_db: ratio(p1, noise),
+        thd_db: measured(ratio(h, p1), has_harmonics),
+        thdn_db: measured(ratio(rest, p1), has_harmonics || has_noise),
+        sinad_db: measured(ratio(p1 + rest, rest), has_harmonics || has_noise),
+        snr_db: measured(ratio(p1, noise), has_noise),
         tone_hz: tone,
     }
 }
@@ -135,6 +142,31 @@ fn harmonic_ranges(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_without_its_columns_is_nan_not_an_empty_sum() {
+        // 48 kHz, frame 64: columns every 750 Hz to 24 kHz; a tone at 15 kHz has no harmonic
+        // below the top column
+        let frequencies: Vec<f64> = (0..=32).map(|k| k as f64 * 750.0).collect();
+        let mut power = vec![1e-6; 33];
+        power[20] = 1.0;
+        let d = measure(&frequencies, &power, None, 3);
+        assert!(d.thd_db.is_nan(), "{d:?}");
+        assert!(d.snr_db.is_finite() && d.thdn_db.is_finite(), "{d:?}");
+        assert!((d.tone_hz - 15000.0).abs() < 1.0, "{d:?}");
+        // a crop of three columns about the tone: every column is the tone's
+        let d = measure(&frequencies[19..22], &power[19..22], None, 3);
+        assert!(d.tone_hz.is_finite(), "{d:?}");
+        for figure in [d.thd_db, d.thdn_db, d.sinad_db, d.snr_db] {
+            assert!(figure.is_nan(), "{d:?}");
+        }
+        // with a harmonic in range and noise beside it, every figure is a number
+        power[10] = 1.0;
+        power[20] = 0.01;
+        let d = measure(&frequencies, &power, None, 3);
+        assert!((d.thd_db + 20.0).abs() < 0.01, "{d:?}");
+        assert!(d.snr_db.is_finite(), "{d:?}");
+    }
 
     #[test]
     fn a_tone_within_half_a_column_of_either_end_has_a_column() {
