@@ -218,6 +218,102 @@ fn a_magnitude_whose_square_underflows_is_written_whole() {
     }
 }
 
+/// Band sums and averages reduce power, which in f32 overflowed from samples near 1e15 on
+/// (|X| is up to the frame length times a sample): a 1e18 sine's mel bands in dB were +inf
+/// (session 48's audit: 238 inf values of a 1e19 sine). In f32 they now match the f64 run
+/// wherever the value fits f32, on both routes; a power output past f32 is +inf, as it is.
+#[test]
+fn power_products_of_large_samples_are_written_as_computed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("big.f32");
+    let tone: Vec<f64> = (0..8192)
+        .map(|i| 1e18 * (2.0 * std::f64::consts::PI * 1000.0 * i as f64 / 8000.0).sin())
+        .collect();
+    write_f32(&input, &tone);
+    let mut devices = vec!["cpu"];
+    if common::opencl_required() {
+        devices.push("gpu");
+    }
+    let jobs: [&[&str]; 4] = [
+        &["--bands", "mel:16", "--scale", "db"],
+        &["--average", "4", "--scale", "db"],
+        &[
+            "--bands",
+            "octave:fmin=100",
+            "--average",
+            "2",
+            "--scale",
+            "magnitude",
+        ],
+        &["--average", "4", "--scale", "power"],
+    ];
+    for job in jobs {
+        let rows = |device: &str, precision: &str| {
+            let mut args = vec!["--file", path_str(&input), "--rate", "8000", "--frame"];
+            args.extend(["1024", "--device", device, "--precision", precision]);
+            args.extend(job);
+            let out = run(&args);
+            let what = format!("{job:?} {device} {precision}: {}", stderr_text(&out));
+            assert!(out.status.success(), "{what}");
+            (common::parse_rows(&common::stdout_text(&out)), what)
+        };
+        let (want, _) = rows("cpu", "f64");
+        let db = job.contains(&"db");
+        let top = want.iter().flatten().copied().fold(f64::MIN, f64::max);
+        for device in &devices {
+            let (got, what) = rows(device, "f32");
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+                if *w > f32::MAX as f64 {
+                    assert_eq!(*g, f64::INFINITY, "{w} {what}");
+                } else if db && *w > top - 60.0 {
+                    assert!((g - w).abs() <= 0.01, "{g} dB vs {w} dB, {what}");
+                } else if !db && *w > top * 1e-3 {
+                    assert!((g - w).abs() <= w * 1e-3, "{g} vs {w}, {what}");
+                } else {
+                    assert!(g.is_finite(), "{g} vs {w}, {what}");
+                }
+            }
+        }
+    }
+}
+
+/// A band summed over bins that are NaN (inf − inf of samples near f32's largest) is NaN in dB
+/// on the device as on the CPU: the band kernel's floor must not take it for a silence (-240).
+#[test]
+fn a_band_of_nan_bins_stays_nan_in_db() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("big.f32");
+    write_f32(&input, &overflowing_samples());
+    let mut devices = vec!["cpu"];
+    if common::opencl_required() {
+        devices.push("gpu");
+    }
+    for device in devices {
+        let out = run(&[
+            "--file",
+            path_str(&input),
+            "--rate",
+            "8000",
+            "--frame",
+            "16",
+            "--window",
+            "rect",
+            "--bands",
+            "octave:fmin=600",
+            "--scale",
+            "db",
+            "--device",
+            device,
+        ]);
+        let what = format!("{device}: {}", stderr_text(&out));
+        assert!(out.status.success(), "{what}");
+        let rows = common::parse_rows(&common::stdout_text(&out));
+        assert!(rows[0].iter().all(|v| v.is_nan()), "{rows:?} {what}");
+        assert!(rows[1].iter().all(|v| v.is_finite()), "{rows:?} {what}");
+    }
+}
+
 /// |DFT(x)| in f64, each bin's magnitude by `hypot` (no square to underflow).
 fn dft_magnitudes(x: &[f64]) -> Vec<f64> {
     let n = x.len();

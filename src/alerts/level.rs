@@ -231,7 +231,7 @@ impl BandLevels {
         match self.scale {
             Scale::Magnitude => v(i).powi(2),
             Scale::Db => 10f64.powf(v(i) / 10.0),
-            Scale::Power | Scale::Spectrum | Scale::Density => v(i),
+            Scale::Power | Scale::Spectrum | Scale::Density | Scale::ScaledPower => v(i),
             Scale::Complex => v(2 * i).powi(2) + v(2 * i + 1).powi(2),
         }
     }

@@ -23,6 +23,10 @@ pub struct BandWeights {
     /// The output scale applied to each band power (`AsIs` when averaging follows), where the
     /// bands are summed: on a device, only finished rows cross back.
     pub finish: RowFinish,
+    /// What a band sum is multiplied by, in f64, before `finish` (`Scale::power_unit`): the
+    /// power of a spectrum in the engine's `ScaledPower`; 1 when averaging follows (the
+    /// averaging stage's finish takes the unit out) or the spectra are powers themselves.
+    pub unit: f64,
 }
 
 /// How a power value becomes the value written: as it is, its square root (`magnitude`) or
@@ -137,6 +141,9 @@ impl BandWeights {
                 let (first, len, at) = (first as usize, len as usize, at as usize);
                 let bins = spectrum.get(first..first + len).unwrap_or(&[]);
                 *power = dot(&self.weights[at..at + len], bins, lanes);
+            }
+            if self.unit != 1.0 {
+                powers.iter_mut().for_each(|p| *p *= self.unit);
             }
             self.finish.apply_into(powers, out);
         }

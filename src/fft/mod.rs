@@ -515,6 +515,7 @@ mod tests {
             weights: vec![1.0, 0.5, 1.0, 1.0, 2.0],
             id: 0,
             finish: RowFinish::AsIs,
+            unit: 1.0,
         };
         let mut out = [0.0f64; 2];
         weights.apply(&[1.0, 2.0, 3.0, 4.0, 5.0], &mut out);

@@ -46,6 +46,14 @@ pub enum Scale {
     Density,
     /// re, im of each bin, unnormalised, as np.fft.rfft(w*x) / np.fft.fft(w*x).
     Complex,
+    /// Not a user's scale: |X|² over the frame's power unit (`Scale::power_unit`), what the
+    /// power-domain products (`--bands`, `--average`) sum for magnitude, dB and power output.
+    /// |X| can exceed a sample by the frame length, so |X|² overflows f32 from samples near
+    /// 1e15 on; over the unit it stays in range while the samples' own squares do. The products
+    /// multiply the unit back in f64 as they finish (`products::Finish`).
+    #[value(skip)]
+    #[serde(skip)]
+    ScaledPower,
 }
 
 impl Scale {
@@ -57,6 +65,24 @@ impl Scale {
             Scale::Spectrum => "spectrum",
             Scale::Density => "density",
             Scale::Complex => "complex",
+            Scale::ScaledPower => "scaled power",
+        }
+    }
+
+    /// What a value of this scale is multiplied by to give its power: 4^e for `ScaledPower`,
+    /// 2^e the largest power of two not above `n` nor 2^23, 1 for the others. A power of two,
+    /// so the scaling is exact. |X| is at most the frame length times the largest sample, so
+    /// over 4^e a power fits f32 while that sample's square does; at the other end, a power
+    /// below f32's smallest normal number in this unit (which a device may flush to 0) is below
+    /// the dB floor (1e-24) while e is at most 23. Tiny magnitudes pay for it: a power-domain
+    /// product in f32 holds |X| from about 1.1e-19·2^e up (`--precision f64` holds them all).
+    pub(crate) fn power_unit(self, n: usize) -> f64 {
+        match self {
+            Scale::ScaledPower => {
+                let e = n.max(1).ilog2().min(23);
+                4f64.powi(e as i32)
+            }
+            _ => 1.0,
         }
     }
 
@@ -122,6 +148,7 @@ impl ScalePlan {
             Scale::Magnitude => (ScaleMode::Magnitude, 1.0, 1.0),
             Scale::Db => (ScaleMode::Db, 1.0, 1.0),
             Scale::Power => (ScaleMode::Power, 1.0, 1.0),
+            Scale::ScaledPower => (ScaleMode::Power, 1.0 / spec.scale.power_unit(spec.n), 1.0),
             Scale::Spectrum => (
                 ScaleMode::Power,
                 1.0 / (sum * sum),
@@ -266,6 +293,26 @@ mod tests {
             scale,
             rate: 1.0,
         }
+    }
+
+    #[test]
+    fn scaled_power_is_power_over_an_exact_unit() {
+        assert_eq!(Scale::ScaledPower.power_unit(8), 64.0);
+        assert_eq!(Scale::ScaledPower.power_unit(1000), 4f64.powi(9));
+        assert_eq!(Scale::ScaledPower.power_unit(1 << 26), 4f64.powi(23));
+        assert_eq!(Scale::Power.power_unit(1 << 20), 1.0);
+        let plan = ScalePlan::new(&spec(InputKind::Real, Scale::ScaledPower));
+        assert_eq!((plan.mode, plan.norm), (ScaleMode::Power, 1.0 / 64.0));
+        assert_eq!(plan.factor(1), plan.factor(0), "one unit for every bin");
+        // |X| = 1e20 squares past f32; over the unit it is written
+        let spectrum = [num_complex::Complex::new(1e20f32, 0.0); 5];
+        let mut row = [0.0f32; 5];
+        plan.finish_spectrum(&spectrum, &mut row);
+        let want = (1e20f64 / 8.0).powi(2);
+        assert!(
+            row.iter().all(|&v| (v as f64 - want).abs() <= want * 1e-6),
+            "{row:?}"
+        );
     }
 
     #[test]

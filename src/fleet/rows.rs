@@ -187,7 +187,7 @@ impl<'a, T: Sample> Work<'a, T> {
             &self.spectra
         };
         let products = &self.analysis_spec.products;
-        let finish = crate::products::finish_for_scale(self.analysis_spec.scale, products);
+        let finish = crate::products::finish_for_scale(self.analysis_spec.scale, products, spec.n);
         let averaged =
             super::average::average_block((average, products.mode, finish), header, power, width)
                 .map_err(FftdError::Usage)?;

@@ -111,7 +111,7 @@ pub(super) fn run_averaging<T: Sample>(
         }
     }
     if let (Some(state), Some(plan), Some(spec)) = (&mut cross, &stage.cross, spec_seen) {
-        let mut out = RowsOut::new(Finish::AsIs, None);
+        let mut out = RowsOut::new(Finish::AS_IS, None);
         for (p, pair) in state.pairs.iter_mut().enumerate() {
             if let Some(row) = pair.take() {
                 out.push_cross(plan.pairs[p], &mut state.rows[p], Instant::now(), row);
@@ -191,7 +191,7 @@ fn cross_batch<T: Sample>(
     control: &Control,
 ) -> Option<Done<T>> {
     let width = batch.width();
-    let mut out = RowsOut::new(Finish::AsIs, None);
+    let mut out = RowsOut::new(Finish::AS_IS, None);
     for (i, frame) in batch.frames.iter().enumerate() {
         let Some((p, side)) = plan.sides.get(frame.stream).copied().flatten() else {
             continue; // another channel

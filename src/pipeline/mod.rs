@@ -540,7 +540,7 @@ pub(super) fn average_stage<'a>(
         mode: run_spec.analysis.products.mode,
         hop,
         streams,
-        finish: finish_for_scale(run_spec.analysis.scale, &run_spec.analysis.products),
+        finish: finish_for_scale(run_spec.analysis.scale, &run_spec.analysis.products, n),
         numbering: Arc::default(),
         cross: match run_spec.analysis.products.measure.cross {
             Some(cross) => Some(

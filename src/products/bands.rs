@@ -222,6 +222,7 @@ impl BandMatrix {
             weights: Vec::new(),
             id: next_matrix_id(),
             finish: crate::fft::RowFinish::AsIs,
+            unit: 1.0,
         };
         for row in &self.rows {
             weights.first.push(row.first_bin as u32);

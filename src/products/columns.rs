@@ -142,6 +142,7 @@ impl ColumnPlan {
             weights: Vec::with_capacity(picked.len() + self.bins),
             id: crate::products::bands::next_matrix_id(),
             finish: crate::fft::RowFinish::AsIs,
+            unit: 1.0,
         };
         let mut push = |first: usize, w: &[f64]| {
             weights.first.push(first as u32);
@@ -269,9 +270,9 @@ impl ColumnPlan {
     }
 
     /// Band rows leave the engine in `finish`'s scale (see `Shaping::new`).
-    pub(crate) fn set_band_finish(&mut self, finish: crate::fft::RowFinish) {
+    pub(crate) fn set_band_finish(&mut self, finish: super::Finish) {
         if let Some(b) = self.bands.as_mut() {
-            b.finish = finish;
+            (b.finish, b.unit) = (finish.how, finish.unit);
         }
     }
 

@@ -2,12 +2,14 @@
 //! sinks, in one place. The order is fixed and documented in the README:
 //!
 //! 1. the engine computes each frame's spectrum in the power domain when a product needs it
-//!    (|X|², or scipy's one-sided `spectrum`/`density` scalings, which are |X|² times a factor);
+//!    (|X|² over a power of two, `Scale::ScaledPower`, for magnitude, dB and power output, so
+//!    f32 holds it; or scipy's one-sided `spectrum`/`density` scalings, |X|² times a factor);
 //! 2. `columns`: per frame, `--fftshift`, then `--bands` (band power = weighted sum of the bins'
 //!    power) or `--fmin`/`--fmax` (the bins in range, inclusive);
 //! 3. `average`: per stream, in frame order, `--average` reduces groups of frames to one row;
-//! 4. the requested scale last: `magnitude` is the square root of the (averaged) power, `db` is
-//!    10·log10 of it (floored at -240 dB, as plain dB output).
+//! 4. the requested scale last (`Finish`): the power unit multiplied back in f64, then
+//!    `magnitude` is the square root of the (averaged) power, `db` is 10·log10 of it (floored at
+//!    -240 dB, as plain dB output).
 //!
 //! Without products the engine's output goes straight to the sinks, as before. Measurements
 //! (`measure`: calibration, weighting, levels, peaks, distortion) hook into steps 1, 2 and 4.
@@ -18,7 +20,7 @@ pub mod bands;
 pub(crate) mod columns;
 pub mod measure;
 
-use crate::fft::Scale;
+use crate::fft::{RowFinish, Scale};
 use average::{AverageMode, AverageSpec};
 use bands::BandSpec;
 
@@ -71,7 +73,10 @@ impl ProductOptions {
             Scale::Magnitude | Scale::Db | Scale::Power if self.measure.is_active() => {
                 Scale::Spectrum
             }
-            Scale::Magnitude | Scale::Db if self.in_power_domain() => Scale::Power,
+            // power the products sum and average, in range for f32 (`Scale::ScaledPower`)
+            Scale::Magnitude | Scale::Db | Scale::Power if self.in_power_domain() => {
+                Scale::ScaledPower
+            }
             other => other,
         }
     }
@@ -121,16 +126,40 @@ impl ProductOptions {
     }
 }
 
-/// The final step: the requested scale applied to a power-domain value.
-pub(crate) use crate::fft::RowFinish as Finish;
+/// The final step: a power-domain value in the engine's unit made a power again (times
+/// `unit`, in f64: `Scale::power_unit`), then written in the requested scale (`how`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Finish {
+    pub how: RowFinish,
+    /// What a value is multiplied by to give its power.
+    pub unit: f64,
+}
 
-/// How product rows (power) become the requested scale: `magnitude` √power, `db`
-/// 10·log10(max(power, 1e-24)), other scales as they are.
-pub(crate) fn finish_for_scale(scale: Scale, options: &ProductOptions) -> Finish {
-    match scale {
-        Scale::Magnitude if options.in_power_domain() => Finish::SquareRoot,
-        Scale::Db if options.in_power_domain() => Finish::Decibels,
-        _ => Finish::AsIs,
+impl Finish {
+    /// Values left as they are (averaging follows, or the scale is the engine's own).
+    pub(crate) const AS_IS: Finish = Finish {
+        how: RowFinish::AsIs,
+        unit: 1.0,
+    };
+
+    /// The value written for `value`.
+    pub(crate) fn apply(self, value: f64) -> f64 {
+        self.how.apply(value * self.unit)
+    }
+}
+
+/// How product rows (power, in the engine's unit for frames of `n` samples) become the
+/// requested scale: `magnitude` √power, `db` 10·log10(max(power, 1e-24)), other scales as they
+/// are.
+pub(crate) fn finish_for_scale(scale: Scale, options: &ProductOptions, n: usize) -> Finish {
+    let how = match scale {
+        Scale::Magnitude if options.in_power_domain() => RowFinish::SquareRoot,
+        Scale::Db if options.in_power_domain() => RowFinish::Decibels,
+        _ => RowFinish::AsIs,
+    };
+    Finish {
+        how,
+        unit: options.engine_scale(scale).power_unit(n),
     }
 }
 
@@ -164,8 +193,8 @@ impl Shaping {
             return Err(COMPLEX_NEEDS_POWER.into());
         }
         let finish = match options.row_average() {
-            Some(_) => Finish::AsIs, // after averaging
-            None => finish_for_scale(scale, options),
+            Some(_) => Finish::AS_IS, // after averaging
+            None => finish_for_scale(scale, options, n),
         };
         let mut plans: Vec<(PlanKey, columns::ColumnPlan)> = Vec::new();
         for meta in streams.iter_mut() {
@@ -230,7 +259,7 @@ impl Shaping {
 
     /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
     pub(crate) fn finish_rows<T: crate::types::Sample>(&self, rows: &mut [T]) {
-        if self.finish != Finish::AsIs {
+        if self.finish != Finish::AS_IS {
             for v in rows.iter_mut() {
                 *v = T::of_f64(self.finish.apply(v.into_f64()));
             }

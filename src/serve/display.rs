@@ -27,7 +27,7 @@ impl Level {
         match scale {
             Scale::Magnitude => Level::Amplitude,
             Scale::Db => Level::Decibel,
-            Scale::Power | Scale::Spectrum | Scale::Density => Level::Power,
+            Scale::Power | Scale::Spectrum | Scale::Density | Scale::ScaledPower => Level::Power,
             Scale::Complex => Level::Complex,
         }
     }

@@ -165,7 +165,7 @@ fn level_db<T: Sample>(scale: Scale, bin: &[T]) -> f32 {
     match scale {
         Scale::Db => v as f32,
         Scale::Magnitude => power_db(v * v),
-        Scale::Power | Scale::Spectrum | Scale::Density => power_db(v),
+        Scale::Power | Scale::Spectrum | Scale::Density | Scale::ScaledPower => power_db(v),
         Scale::Complex => {
             let im = bin.get(1).map_or(0.0, |x| x.into_f64());
             power_db(v * v + im * im)
@@ -176,7 +176,9 @@ fn level_db<T: Sample>(scale: Scale, bin: &[T]) -> f32 {
 /// Name of the colour bar for `scale`.
 fn level_name(scale: Scale) -> &'static str {
     match scale {
-        Scale::Magnitude | Scale::Db | Scale::Power | Scale::Complex => "dB (20·log10 |X|)",
+        Scale::Magnitude | Scale::Db | Scale::Power | Scale::Complex | Scale::ScaledPower => {
+            "dB (20·log10 |X|)"
+        }
         Scale::Spectrum => "dB (10·log10 spectrum)",
         Scale::Density => "dB/Hz (10·log10 density)",
     }

@@ -25,6 +25,8 @@ pub(super) struct DeviceBands<T> {
     pub id: u64,
     /// `BandWeights::finish` as the kernel takes it (0 as is, 1 square root, 2 dB).
     pub finish: i32,
+    /// `BandWeights::unit`, its square root and 10·log10 of it, as the kernel takes them.
+    unit: [T; 3],
     pub bands: usize,
     bins: usize,
     first: Buffer<u32>,
@@ -67,6 +69,11 @@ impl<T: Sample> DeviceBands<T> {
                 RowFinish::SquareRoot => 1,
                 RowFinish::Decibels => 2,
             },
+            unit: [
+                T::of_f64(weights.unit),
+                T::of_f64(weights.unit.sqrt()),
+                T::of_f64(10.0 * weights.unit.log10()),
+            ],
             bands: weights.bands(),
             bins: weights.bins,
             first: upload(dev, queue, &weights.first)?,
@@ -75,6 +82,11 @@ impl<T: Sample> DeviceBands<T> {
             weights: upload(dev, queue, &values)?,
             kernel,
         })
+    }
+
+    /// Whether this matrix's sums are multiplied by `unit` (`BandWeights::unit`).
+    pub(super) fn has_unit(&self, unit: f64) -> bool {
+        self.unit[0] == T::of_f64(unit)
     }
 
     /// Enqueues the band rows of `frames` power spectra (`power`, `bins` values each) into `out`
@@ -87,7 +99,7 @@ impl<T: Sample> DeviceBands<T> {
         frames: usize,
     ) -> Result<Event, String> {
         let (bins, bands, count) = (self.bins as u32, self.bands as u32, frames as u32);
-        let floor = T::of_f64(RowFinish::DB_FLOOR_POWER);
+        let floor_db = T::of_f64(RowFinish::Decibels.apply(0.0));
         // SAFETY: arguments in the order of bands.cl's `band_powers`; `power` holds `frames` ×
         // `bins` values and `out` `frames` × `bands` (the caller sized both), the index buffers
         // and weights describe spans inside a spectrum (BandWeights), and items past `bands` or
@@ -104,7 +116,10 @@ impl<T: Sample> DeviceBands<T> {
                 .set_arg(&bands)
                 .set_arg(&count)
                 .set_arg(&self.finish)
-                .set_arg(&floor)
+                .set_arg(&self.unit[0])
+                .set_arg(&self.unit[1])
+                .set_arg(&self.unit[2])
+                .set_arg(&floor_db)
                 .launch(
                     Items::per_row(self.bands, BAND_WG, frames),
                     queue,

@@ -145,7 +145,7 @@ impl<T: Sample> OpenClEngine<T> {
             self.runs = Some(segments::DeviceSegments::new(&self.dev, &self.queue, r)?);
         }
         let stale = |b: &bands::DeviceBands<T>, w: &BandWeights| {
-            b.id != w.id || b.finish != w.finish as i32
+            b.id != w.id || b.finish != w.finish as i32 || !b.has_unit(w.unit)
         };
         if let Some(w) = band_weights.filter(|w| self.bands.as_ref().is_none_or(|b| stale(b, w))) {
             self.bands = Some(bands::DeviceBands::new(&self.dev, &self.queue, w)?);

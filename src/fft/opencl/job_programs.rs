@@ -55,7 +55,12 @@ impl JobPrograms {
         flag("device", self.device.clone());
         flag("frame", self.frame.to_string());
         flag("window", self.window.name().into());
-        flag("scale", self.scale.name().into());
+        // the products' scaled power builds power's programs (its unit is a kernel argument)
+        let scale = match self.scale {
+            crate::fft::Scale::ScaledPower => crate::fft::Scale::Power,
+            scale => scale,
+        };
+        flag("scale", scale.name().into());
         flag("precision", self.precision.name().into());
         let switches = [
             (self.complex, "--complex"),
@@ -168,6 +173,7 @@ fn one_band(bins: usize) -> BandWeights {
         weights: vec![1.0],
         id: 0,
         finish: RowFinish::AsIs,
+        unit: 1.0,
     }
 }
 

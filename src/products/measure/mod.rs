@@ -379,6 +379,8 @@ pub(crate) struct StreamMeasure {
     pub frequencies: Arc<Vec<f64>>,
     /// Seconds between frames (hop / rate), for the time weightings.
     pub frame_step_s: f64,
+    /// The input, as messages name it.
+    pub input: String,
 }
 
 /// The measurement layer of a run: the layout and each stream's columns.
@@ -412,6 +414,7 @@ impl Measuring {
                     .clone()
                     .unwrap_or_else(|| Arc::new(s.frequencies(n))),
                 frame_step_s: hop as f64 / s.rate,
+                input: s.input.clone(),
             })
             .collect();
         let mut layout = measure.layout(options.bands.is_some(), scale);
@@ -470,6 +473,7 @@ impl Measuring {
         }
         if self.layout.distortion {
             let d = distortion::measure(frequencies, &power, self.tone_hz, self.lobe);
+            self.say_unmeasured(stream, &d);
             extras.extend([d.thd_db, d.thdn_db, d.sinad_db, d.snr_db, d.tone_hz]);
         }
         out.extend(extras.into_iter().map(T::of_f64));
@@ -484,7 +488,31 @@ impl Measuring {
     }
 }
 
+impl Measuring {
+    /// Says once per input when a row's tone has a figure its columns cannot give (NaN).
+    fn say_unmeasured(&self, stream: usize, d: &distortion::Distortion) {
+        let missing = match (d.thd_db.is_nan(), d.snr_db.is_nan()) {
+            _ if d.tone_hz.is_nan() => return,
+            (true, true) => "thd_db and snr_db: no harmonic and no noise column lie",
+            (true, false) => "thd_db: no harmonic lies",
+            (false, true) => "snr_db: no noise column lies",
+            (false, false) => return,
+        };
+        let stream = &self.streams[stream];
+        let top = stream.frequencies.last().copied().unwrap_or(f64::NAN);
+        crate::fft::log_once::warn_once(
+            format!("distortion {} {missing}", stream.input),
+            &format!(
+                "--distortion: {}: {missing} within the columns (to {} Hz) beside the tone at {:.0} Hz: written as NaN (null in JSON)",
+                stream.input,
+                shown(top),
+                d.tone_hz
+            ),
+        );
+    }
+}
+
 /// dB of a power, floored as plain dB output (-240 dB).
 pub fn db(power: f64) -> f64 {
-    Finish::Decibels.apply(power)
+    crate::fft::RowFinish::Decibels.apply(power)
 }
