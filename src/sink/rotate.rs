@@ -107,7 +107,8 @@ pub(crate) fn parse_rotate(text: &str) -> Result<RotateSpec, RotateError> {
     {
         let value: f64 = number.trim().parse().map_err(|_| bad())?;
         let bytes = value * unit as f64;
-        return match bytes.is_finite() && bytes >= 1.0 {
+        // (past 2^64 - 1 bytes `as u64` would saturate: a size no file reaches, said as such)
+        return match bytes.is_finite() && (1.0..u64::MAX as f64).contains(&bytes) {
             true => Ok(RotateSpec::Size(bytes as u64)),
             false => Err(bad()),
         };
@@ -398,7 +399,15 @@ mod tests {
         assert_eq!(parse_rotate("500MB"), Ok(RotateSpec::Size(500_000_000)));
         assert_eq!(parse_rotate("64KiB"), Ok(RotateSpec::Size(65_536)));
         assert_eq!(parse_rotate("4096B"), Ok(RotateSpec::Size(4096)));
-        for bad in ["", "1", "0s", "-1h", "MB", "1 parsec", "nanh", "0B"] {
+        // 2^64 bytes had saturated to 2^64 - 1 (session 48's audit)
+        for bad in ["", "1", "0s", "-1h", "MB", "1 parsec", "nanh", "0B"]
+            .into_iter()
+            .chain([
+                "18446744073709551616B",
+                "99999999999999999999999B",
+                "1e300TB",
+            ])
+        {
             assert!(parse_rotate(bad).is_err(), "{bad}");
         }
     }
