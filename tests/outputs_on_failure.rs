@@ -283,17 +283,35 @@ fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
     let mut cut = wav[..wav.len() - 4].to_vec();
     cut.extend_from_slice(b"\x64\0\0\0\x07"); // 100 bytes said, 1 there
     std::fs::write(d.join("cut.wav"), &cut).expect("write");
+    // a SigMF dataset too short for one sample of its own type (helper-44: checked at f32's)
+    let sigmf = |name: &str, datatype: &str, data: &[u8]| {
+        let meta = format!(
+            r#"{{"global":{{"core:datatype":"{datatype}","core:sample_rate":8000,"core:version":"1.2.0"}},"captures":[{{"core:sample_start":0}}],"annotations":[]}}"#
+        );
+        std::fs::write(d.join(format!("{name}.sigmf-meta")), meta).expect("write");
+        std::fs::write(d.join(format!("{name}.sigmf-data")), data).expect("write");
+    };
+    sigmf("c32", "cf32_le", b"abcde");
+    sigmf("c8", "ci8", b"a");
     for (input, needle) in [
+        (
+            "c32.sigmf-data",
+            "holds 5 byte(s), less than one 8-byte sample frame",
+        ),
+        (
+            "c8.sigmf-data",
+            "holds 1 byte(s), less than one 2-byte sample frame",
+        ),
         ("empty.f32", "is empty"),
         ("empty.cu8", "is empty"),
         ("nodata.wav", "WAV file contains no samples"),
         (
             "short.f32",
-            "its 2 bytes do not make a whole 4-byte sample frame",
+            "holds 2 byte(s), less than one 4-byte sample frame",
         ),
         (
             "short.cs16",
-            "its 3 bytes do not make a whole 4-byte sample frame",
+            "holds 3 byte(s), less than one 4-byte sample frame",
         ),
         (
             "onebyte.wav",

@@ -23,9 +23,9 @@ pub struct BandWeights {
     /// The output scale applied to each band power (`AsIs` when averaging follows), where the
     /// bands are summed: on a device, only finished rows cross back.
     pub finish: RowFinish,
-    /// What a band sum is multiplied by, in f64, before `finish` (`Scale::power_unit`): the
-    /// power of a spectrum in the engine's `ScaledPower`; 1 when averaging follows (the
-    /// averaging stage's finish takes the unit out) or the spectra are powers themselves.
+    /// What a band sum is multiplied by, in f64, before `finish` (`Scale::power_unit`), to make
+    /// it a power: the unit of the engine's `ScaledPower`; 1 when averaging follows (the
+    /// averaging stage's finish multiplies the unit back) or the spectra are powers themselves.
     pub unit: f64,
 }
 

@@ -47,7 +47,7 @@ pub enum Scale {
     /// re, im of each bin, unnormalised, as np.fft.rfft(w*x) / np.fft.fft(w*x).
     Complex,
     /// Not a user's scale: |X|² over the frame's power unit (`Scale::power_unit`), what the
-    /// power-domain products (`--bands`, `--average`) sum for magnitude, dB and power output.
+    /// power-domain products (`--bands`, `--average`) sum for magnitude and dB output.
     /// |X| can exceed a sample by the frame length, so |X|² overflows f32 from samples near
     /// 1e15 on; over the unit it stays in range while the samples' own squares do. The products
     /// multiply the unit back in f64 as they finish (`products::Finish`).
@@ -74,8 +74,9 @@ impl Scale {
     /// so the scaling is exact. |X| is at most the frame length times the largest sample, so
     /// over 4^e a power fits f32 while that sample's square does; at the other end, a power
     /// below f32's smallest normal number in this unit (which a device may flush to 0) is below
-    /// the dB floor (1e-24) while e is at most 23. Tiny magnitudes pay for it: a power-domain
-    /// product in f32 holds |X| from about 1.1e-19·2^e up (`--precision f64` holds them all).
+    /// the dB floor (1e-24) while e is at most 23. Tiny magnitudes pay for it: a magnitude
+    /// product in f32 holds |X| from about 1.1e-19·2^e up, below which a device may write 0
+    /// (`--precision f64` holds them all; dB floors them at -240 dB anyway).
     pub(crate) fn power_unit(self, n: usize) -> f64 {
         match self {
             Scale::ScaledPower => {

@@ -2,8 +2,9 @@
 //! sinks, in one place. The order is fixed and documented in the README:
 //!
 //! 1. the engine computes each frame's spectrum in the power domain when a product needs it
-//!    (|X|² over a power of two, `Scale::ScaledPower`, for magnitude, dB and power output, so
-//!    f32 holds it; or scipy's one-sided `spectrum`/`density` scalings, |X|² times a factor);
+//!    (|X|² over a power of two, `Scale::ScaledPower`, for magnitude and dB output, so f32
+//!    holds it; |X|² for power output; or scipy's one-sided `spectrum`/`density` scalings, |X|²
+//!    times a factor);
 //! 2. `columns`: per frame, `--fftshift`, then `--bands` (band power = weighted sum of the bins'
 //!    power) or `--fmin`/`--fmax` (the bins in range, inclusive);
 //! 3. `average`: per stream, in frame order, `--average` reduces groups of frames to one row;
@@ -73,10 +74,9 @@ impl ProductOptions {
             Scale::Magnitude | Scale::Db | Scale::Power if self.measure.is_active() => {
                 Scale::Spectrum
             }
-            // power the products sum and average, in range for f32 (`Scale::ScaledPower`)
-            Scale::Magnitude | Scale::Db | Scale::Power if self.in_power_domain() => {
-                Scale::ScaledPower
-            }
+            // power the products sum and average, in range for f32 where the value written is
+            // (`Scale::ScaledPower`); `power` output is |X|² itself, as f32 holds it
+            Scale::Magnitude | Scale::Db if self.in_power_domain() => Scale::ScaledPower,
             other => other,
         }
     }

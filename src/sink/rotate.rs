@@ -80,7 +80,7 @@ pub enum RotateSpec {
 
 /// A `--rotate` value that is neither a duration nor a size.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("'{0}': expected a duration (30s, 10min, 1h, 1d) or a size (500MB, 64KiB, 1GB) above 0")]
+#[error("'{0}': expected a duration (30s, 10min, 1h, 1d) or a size (500MB, 64KiB, 1GB) above 0 and below 16 EiB")]
 pub struct RotateError(pub String);
 
 /// Size units (SI and binary), longest suffix first, in bytes.

@@ -31,8 +31,36 @@ pub struct RawSource {
     fault: Option<FftdError>,
 }
 
+/// A regular file too short for one sample frame of `frame_bytes` is said to be one before
+/// the run, as an empty one is (a stream can only be read). One cut after whole frames is not:
+/// their rows come out, then the cut's error.
+fn refuse_short_file(path: &str, reader: &InputReader, frame_bytes: usize) -> Result<()> {
+    match reader.regular_file_bytes_left() {
+        Some(left) if left > 0 && left < frame_bytes as u64 => Err(FftdError::input(
+            path,
+            format!(
+                "truncated: it holds {left} byte(s), less than one {frame_bytes}-byte sample frame"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl RawSource {
     pub fn new(
+        path: &str,
+        reader: InputReader,
+        format: InputFormat,
+        rate: f64,
+        channels: usize,
+    ) -> Result<Self> {
+        let source = Self::opened(path, reader, format, rate, channels)?;
+        refuse_short_file(path, &source.reader, source.frame_bytes)?;
+        Ok(source)
+    }
+
+    /// `new` but for the length of a regular file (`typed` checks it at its own frame size).
+    fn opened(
         path: &str,
         mut reader: InputReader,
         format: InputFormat,
@@ -55,18 +83,6 @@ impl RawSource {
                 ),
             )
         })?;
-        // so is a file too short for one sample frame
-        if let Some(left) = reader
-            .regular_file_bytes_left()
-            .filter(|&b| b < frame_bytes as u64)
-        {
-            return Err(FftdError::input(
-                path,
-                format!(
-                    "truncated: its {left} bytes do not make a whole {frame_bytes}-byte sample frame"
-                ),
-            ));
-        }
         Ok(RawSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -101,7 +117,8 @@ impl RawSource {
             .checked_mul(t.sample_bytes())
             .filter(|&b| b > 0)
             .ok_or_else(|| FftdError::input(path, format!("cannot hold {channels} channels")))?;
-        let mut source = Self::new(path, reader, InputFormat::F32, rate, channels)?;
+        let mut source = Self::opened(path, reader, InputFormat::F32, rate, channels)?;
+        refuse_short_file(path, &source.reader, frame_bytes)?;
         source.info.kind = t.kind();
         source.frame_bytes = frame_bytes;
         source.typed = Some((t, precision));

@@ -276,7 +276,8 @@ pub(crate) fn warn_of_captures_past_the_data(r: &Recording) {
         return;
     };
     let samples = meta.len() / frame_bytes.max(1);
-    if !meta.is_file() || start < samples {
+    // (a dataset without a whole sample is refused as it opens: that error alone says it)
+    if !meta.is_file() || start < samples || samples == 0 {
         return;
     }
     // (the planner and the reader may each read a recording's metadata: one warning)
