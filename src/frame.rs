@@ -28,7 +28,9 @@ pub enum FrameSize {
 
 impl FromStr for FrameSize {
     type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+    fn from_str(text: &str) -> std::result::Result<Self, Self::Err> {
+        // (spaces around the number are taken, as `--hop`'s and the other counts' are)
+        let s = text.trim();
         if s == "whole" {
             return Ok(FrameSize::Whole);
         }
@@ -490,6 +492,9 @@ mod tests {
     fn frame_size_parsing() {
         assert_eq!("4096".parse::<FrameSize>(), Ok(FrameSize::Fixed(4096)));
         assert_eq!("whole".parse::<FrameSize>(), Ok(FrameSize::Whole));
+        // as --hop " 4" is taken (session 48's audit: --frame " 16" was not)
+        assert_eq!(" 16".parse::<FrameSize>(), Ok(FrameSize::Fixed(16)));
+        assert_eq!("whole ".parse::<FrameSize>(), Ok(FrameSize::Whole));
         assert!("1".parse::<FrameSize>().is_err());
         assert!("0".parse::<FrameSize>().is_err());
         assert!("x".parse::<FrameSize>().is_err());
