@@ -53,7 +53,7 @@ impl RowFinish {
     }
 
     /// `apply` to each of `powers`, written as `T` into `out` (of the same length).
-    fn apply_into<T: Sample>(self, powers: &[f64], out: &mut [T]) {
+    pub(crate) fn apply_into<T: Sample>(self, powers: &[f64], out: &mut [T]) {
         match self {
             RowFinish::Decibels => decibels::powers_to_db_into(powers, Self::DB_FLOOR_POWER, out),
             _ => out

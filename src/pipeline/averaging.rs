@@ -278,11 +278,7 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             self.width = Some(self.values.len() - start);
             return;
         }
-        self.values.extend(
-            row.values
-                .iter()
-                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
-        );
+        finish.extend_finished(&row.values, &mut self.values);
     }
 
     /// Adds a `--cross` row of the pair whose channel A is `stream` (at `rate`).

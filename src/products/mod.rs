@@ -146,6 +146,16 @@ impl Finish {
     pub(crate) fn apply(self, value: f64) -> f64 {
         self.how.apply(value * self.unit)
     }
+
+    /// `apply` to each of `values`, appended to `out`: a row at a time, dB in vector code
+    /// (`RowFinish::apply_into`; a call of libm's log10 per value made the averaging stage the
+    /// bound of a 4 GiB `--average 16 --scale db` run on 16 cores, 6.5 s against 1.6 s in power).
+    pub(crate) fn extend_finished<T: crate::types::Sample>(self, values: &[T], out: &mut Vec<T>) {
+        let powers: Vec<f64> = values.iter().map(|v| v.into_f64() * self.unit).collect();
+        let at = out.len();
+        out.resize(at + values.len(), T::of_f64(0.0));
+        self.how.apply_into(&powers, &mut out[at..]);
+    }
 }
 
 /// How product rows (power, in the engine's unit for frames of `n` samples) become the
@@ -323,5 +333,30 @@ impl Segmenting {
             last = Some(key);
         }
         lengths
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_finished_at_once_is_each_value_finished() {
+        let values = [0.0f32, 1e-30, 3.5, 1e30, f32::MAX, f32::INFINITY, f32::NAN, 1e-45];
+        for how in [RowFinish::AsIs, RowFinish::SquareRoot, RowFinish::Decibels] {
+            for unit in [1.0, 4f64.powi(12)] {
+                let finish = Finish { how, unit };
+                let mut row = vec![7.0f32];
+                finish.extend_finished(&values, &mut row);
+                let each: Vec<f32> = values
+                    .iter()
+                    .map(|&v| finish.apply(v as f64) as f32)
+                    .collect();
+                assert_eq!(row[0], 7.0, "appended after what was there");
+                for (got, want) in row[1..].iter().zip(&each) {
+                    assert!(got.to_bits() == want.to_bits(), "{how:?} {unit}: {got} vs {want}");
+                }
+            }
+        }
     }
 }
