@@ -342,7 +342,16 @@ mod tests {
 
     #[test]
     fn a_row_finished_at_once_is_each_value_finished() {
-        let values = [0.0f32, 1e-30, 3.5, 1e30, f32::MAX, f32::INFINITY, f32::NAN, 1e-45];
+        let values = [
+            0.0f32,
+            1e-30,
+            3.5,
+            1e30,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+            1e-45,
+        ];
         for how in [RowFinish::AsIs, RowFinish::SquareRoot, RowFinish::Decibels] {
             for unit in [1.0, 4f64.powi(12)] {
                 let finish = Finish { how, unit };
@@ -354,7 +363,10 @@ mod tests {
                     .collect();
                 assert_eq!(row[0], 7.0, "appended after what was there");
                 for (got, want) in row[1..].iter().zip(&each) {
-                    assert!(got.to_bits() == want.to_bits(), "{how:?} {unit}: {got} vs {want}");
+                    assert!(
+                        got.to_bits() == want.to_bits(),
+                        "{how:?} {unit}: {got} vs {want}"
+                    );
                 }
             }
         }
