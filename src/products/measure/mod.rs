@@ -458,7 +458,7 @@ impl Measuring {
         let frequencies = &self.streams[stream].frequencies;
         let columns = frequencies.len().min(values.len());
         let power: Vec<f64> = values[..columns].iter().map(|v| v.into_f64()).collect();
-        out.extend(power.iter().map(|&p| T::of_f64(finish.apply(p))));
+        finish.extend_finished(&values[..columns], out);
         let mut extras: Vec<f64> = Vec::with_capacity(self.layout.extras());
         if self.layout.levels {
             let reading = meter.map_or([f64::NAN; 5], |m| m.take());
@@ -480,11 +480,7 @@ impl Measuring {
         // issue 27: `--alert band=` rules' own bands (with --bands) follow, in the same scale
         // (`alerts::level`, taken off before the row is written)
         let tail = (columns + self.layout.extra_in()).min(values.len());
-        out.extend(
-            values[tail..]
-                .iter()
-                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
-        );
+        finish.extend_finished(&values[tail..], out);
     }
 }
 
