@@ -1,7 +1,10 @@
 // segments.cl: runs of consecutive rows reduced to one row on the device (--average fused with
 // the FFT), so one row per run is copied back. Prepended with common.cl. Mirrors
-// fft::Segments::reduce: op 0 sum, 1 max, 2 min of each column over the run's rows; a NaN stays
-// NaN under max and min as under the sum (OpenCL's fmax/fmin would drop it).
+// fft::Segments::reduce: op 0 mean, 1 max, 2 min of each column over the run's rows; a NaN stays
+// NaN under max and min as under the mean (OpenCL's fmax/fmin would drop it).
+// The mean's sum is held in real_t as it comes until an addition leaves the type's range; from
+// there on it is held over 2^k, k = ceil(log2 n), which an n-row sum of finite values never
+// leaves (a power of two: the scaling is exact), so a mean that the type holds is written.
 // One work-item per (column, run); neighbouring items read neighbouring columns.
 
 __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
@@ -15,15 +18,25 @@ __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
     uint n = len[first_run + r];
     __global const real_t *p = rows + (size_t)(start[first_run + r] - first_row) * width + c;
     real_t acc = p[0];
+    real_t scale = 1; // the mean's acc is the sum times scale
     for (uint i = 1; i < n; i++) {
         real_t v = p[(size_t)i * width];
         if (op == 0) {
-            acc += v;
+            real_t next = acc + v * scale;
+            if (isinf(next) && isfinite(acc) && isfinite(v) && scale == 1) {
+                scale = ldexp((real_t)1, -(int)(32 - clz(n - 1)));
+                acc *= scale;
+                next = acc + v * scale;
+            }
+            acc = next;
         } else if (isnan(acc) || isnan(v)) {
             acc = NAN;
         } else {
             acc = op == 1 ? fmax(acc, v) : fmin(acc, v);
         }
+    }
+    if (op == 0) {
+        acc = acc / (real_t)n / scale;
     }
     out[(size_t)r * width + c] = acc;
 }

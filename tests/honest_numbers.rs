@@ -248,32 +248,81 @@ fn power_products_of_large_samples_are_written_as_computed() {
         &["--average", "4", "--scale", "power"],
     ];
     for job in jobs {
-        let rows = |device: &str, precision: &str| {
-            let mut args = vec!["--file", path_str(&input), "--rate", "8000", "--frame"];
-            args.extend(["1024", "--device", device, "--precision", precision]);
-            args.extend(job);
-            let out = run(&args);
-            let what = format!("{job:?} {device} {precision}: {}", stderr_text(&out));
-            assert!(out.status.success(), "{what}");
-            (common::parse_rows(&common::stdout_text(&out)), what)
+        let run_of = |device: &str, precision: &str| {
+            let how = ["--rate", "8000", "--frame", "1024", "--device", device];
+            products_of(&input, &how, precision, job)
         };
-        let (want, _) = rows("cpu", "f64");
-        let db = job.contains(&"db");
-        let top = want.iter().flatten().copied().fold(f64::MIN, f64::max);
+        let (want, _) = run_of("cpu", "f64");
         for device in &devices {
-            let (got, what) = rows(device, "f32");
-            assert_eq!(got.len(), want.len(), "{what}");
-            for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
-                if *w > f32::MAX as f64 {
-                    assert_eq!(*g, f64::INFINITY, "{w} {what}");
-                } else if db && *w > top - 60.0 {
-                    assert!((g - w).abs() <= 0.01, "{g} dB vs {w} dB, {what}");
-                } else if !db && *w > top * 1e-3 {
-                    assert!((g - w).abs() <= w * 1e-3, "{g} vs {w}, {what}");
-                } else {
-                    assert!(g.is_finite(), "{g} vs {w}, {what}");
-                }
-            }
+            let (got, what) = run_of(device, "f32");
+            assert_written_as_computed(&got, &want, job.contains(&"db"), &what);
+        }
+    }
+}
+
+/// A run of an average's frames reduced by an engine holds their mean: as their sum, 4096 rows
+/// near 2e36 (a 3e18 sine at frame 16, in the power unit) passed f32 and the averages were +inf
+/// on both routes (session 49's review, on the device; the CPU route's runs too, this session).
+#[test]
+fn long_averages_of_large_samples_are_written_as_computed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("big.f32");
+    let tone: Vec<f64> = (0..1 << 16)
+        .map(|i| 3e18 * (2.0 * std::f64::consts::PI * 1000.0 * i as f64 / 8000.0).sin())
+        .collect();
+    write_f32(&input, &tone);
+    let mut devices = vec!["cpu"];
+    if common::opencl_required() {
+        devices.push("gpu");
+    }
+    let jobs: [&[&str]; 2] = [
+        &["--average", "4096", "--scale", "db"],
+        &["--average", "1000", "--scale", "magnitude"],
+    ];
+    for job in jobs {
+        let run_of = |device: &str, precision: &str| {
+            let how = ["--rate", "8000", "--frame", "16", "--device", device];
+            products_of(&input, &how, precision, job)
+        };
+        let (want, _) = run_of("cpu", "f64");
+        for device in &devices {
+            let (got, what) = run_of(device, "f32");
+            assert!(got.iter().flatten().all(|v| v.is_finite()), "{what}");
+            assert_written_as_computed(&got, &want, job.contains(&"db"), &what);
+        }
+    }
+}
+
+/// fftd's rows for `input` (f32 samples) with `how` and `job`, in `precision`, and the run named.
+fn products_of(
+    input: &Path,
+    how: &[&str],
+    precision: &str,
+    job: &[&str],
+) -> (Vec<Vec<f64>>, String) {
+    let mut args = vec!["--file", path_str(input), "--precision", precision];
+    args.extend(how);
+    args.extend(job);
+    let out = run(&args);
+    let what = format!("{job:?} {how:?} {precision}: {}", stderr_text(&out));
+    assert!(out.status.success(), "{what}");
+    (common::parse_rows(&common::stdout_text(&out)), what)
+}
+
+/// `got` (an f32 run) against `want` (the f64 run's): +inf where the value passes f32, within
+/// 0.01 dB (or 0.1 %) where it lies within 60 dB of the top, finite elsewhere.
+fn assert_written_as_computed(got: &[Vec<f64>], want: &[Vec<f64>], db: bool, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let top = want.iter().flatten().copied().fold(f64::MIN, f64::max);
+    for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+        if *w > f32::MAX as f64 {
+            assert_eq!(*g, f64::INFINITY, "{w} {what}");
+        } else if db && *w > top - 60.0 {
+            assert!((g - w).abs() <= 0.01, "{g} dB vs {w} dB, {what}");
+        } else if !db && *w > top * 1e-3 {
+            assert!((g - w).abs() <= w * 1e-3, "{g} vs {w}, {what}");
+        } else {
+            assert!(g.is_finite(), "{g} vs {w}, {what}");
         }
     }
 }

@@ -543,7 +543,7 @@ fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
                 let lengths = [1u32, 2, frames as u32 - 3];
                 let runs = Segments {
                     lengths: &lengths,
-                    op: SegmentOp::Sum,
+                    op: SegmentOp::Mean,
                 };
                 let mut power = Vec::new();
                 cpu.process(&p, &packed, frames, &mut power).expect("cpu");
@@ -574,4 +574,51 @@ fn overlapping_frames_formed_on_the_device() {
         ..Default::default()
     };
     strided::<f32>(fourstep, &[1 << 14, 1 << 15]);
+}
+
+/// A run of rows reduced on the device holds their mean, which f32 holds wherever the rows do:
+/// power rows near 1e37 (noise of 5e17 at n = 64) in runs of 1, 7, 100 and 300 added past
+/// f32's range and came back +inf. Now the device's means equal the host's f64 ones (within
+/// f32's sums) and are finite; a run of rows that hold NaN stays NaN.
+#[test]
+fn device_runs_whose_sum_passes_f32_hold_their_mean() {
+    use fftd::fft::{SegmentOp, Segments};
+    let Some(mut gpu) = common::engine_with::<f32>(OpenClOptions::default()) else {
+        return;
+    };
+    let mut cpu = CpuEngine::<f32>::new();
+    let s = spec(64, InputKind::Real, WindowKind::Hann, Scale::Power);
+    let lengths = [1u32, 7, 100, 300];
+    let frames = lengths.iter().sum::<u32>() as usize;
+    let mut input: Vec<f32> = common::signal(frames * 64, 41);
+    input.iter_mut().for_each(|v| *v *= 5e17);
+    input[64 * 200] = f32::NAN; // a NaN frame in the last run
+    let mut power = Vec::new();
+    cpu.process(&s, &input, frames, &mut power).expect("cpu");
+    assert!(power.iter().any(|v| v.into_f64() * 100.0 > f32::MAX as f64));
+    let runs = Segments {
+        lengths: &lengths,
+        op: SegmentOp::Mean,
+    };
+    let mut want = vec![0f32; lengths.len() * s.values_out()];
+    runs.reduce(&power, s.values_out(), &mut want);
+    let mut got = vec![0f32; want.len()];
+    gpu.transform_segments(&s, &input, frames, None, &runs, &mut got)
+        .expect("opencl runs");
+    let (finite, last) = want.split_at(3 * s.values_out());
+    assert!(got[finite.len()..]
+        .iter()
+        .zip(last)
+        .all(|(g, w)| g.is_nan() == w.is_nan()));
+    assert!(finite.iter().all(|v| v.is_finite()), "the host's means");
+    assert!(
+        got[..finite.len()].iter().all(|v| v.is_finite()),
+        "the device's means"
+    );
+    let e = common::spec_rel_error(
+        &common::f64s(got[..finite.len()].to_vec()),
+        &common::f64s(finite.to_vec()),
+        &s,
+    );
+    assert!(e <= 10.0 * tol::<f32>(), "{e:e}");
 }

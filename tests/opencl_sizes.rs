@@ -208,7 +208,7 @@ fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
             let lengths = [1u32, 2, frames as u32 - 3];
             let runs = Segments {
                 lengths: &lengths,
-                op: SegmentOp::Sum,
+                op: SegmentOp::Mean,
             };
             let mut want_runs = vec![T::zero(); 3 * s.values_out()];
             runs.reduce(&power, s.values_out(), &mut want_runs);

@@ -168,7 +168,7 @@ impl<T: Sample> SizeInputs<T> {
     fn segments(&self) -> Option<Segments<'_>> {
         self.lengths.as_deref().map(|lengths| Segments {
             lengths,
-            op: SegmentOp::Sum,
+            op: SegmentOp::Mean,
         })
     }
 }

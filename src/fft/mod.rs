@@ -347,7 +347,9 @@ pub struct DeviceTimes {
 /// How a segment's rows become one row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SegmentOp {
-    Sum,
+    /// The run's mean: what a row of the run's type holds wherever its values do (their sum
+    /// may not: 1000 rows near 1e36 add up past f32's range).
+    Mean,
     Max,
     Min,
 }
@@ -380,11 +382,11 @@ pub struct Segments<'a> {
 
 impl Segments<'_> {
     /// Reduces `rows` (rows of `width` values back to back) into `out` (one row per run), in
-    /// f64; a NaN stays NaN under max and min as under sum.
+    /// f64; a NaN stays NaN under max and min as under the mean.
     pub fn reduce<T: Sample>(&self, rows: &[T], width: usize, out: &mut [T]) {
         let width = width.max(1);
         let combine = |a: f64, v: f64| match self.op {
-            SegmentOp::Sum => a + v,
+            SegmentOp::Mean => a + v,
             SegmentOp::Max => max_or_nan(a, v),
             SegmentOp::Min => min_or_nan(a, v),
         };
@@ -406,8 +408,12 @@ impl Segments<'_> {
                     .zip(row)
                     .for_each(|(a, v)| *a = combine(*a, v.into_f64()));
             }
+            let divisor = match self.op {
+                SegmentOp::Mean => f64::from(len.max(1)),
+                SegmentOp::Max | SegmentOp::Min => 1.0,
+            };
             for (t, a) in target.iter_mut().zip(&acc) {
-                *t = T::of_f64(*a);
+                *t = T::of_f64(*a / divisor);
             }
         }
     }
@@ -499,10 +505,10 @@ mod tests {
             .reduce(&rows, 2, &mut out);
             out
         };
-        assert_eq!(reduce(SegmentOp::Sum)[..3], [1.0, 8.0, 9.0]);
+        assert_eq!(reduce(SegmentOp::Mean)[..3], [1.0, 8.0, 3.0]);
         assert_eq!(reduce(SegmentOp::Max)[..3], [1.0, 8.0, 4.0]);
         assert_eq!(reduce(SegmentOp::Min)[..3], [1.0, 8.0, 2.0]);
-        assert!(reduce(SegmentOp::Max)[3].is_nan() && reduce(SegmentOp::Sum)[3].is_nan());
+        assert!(reduce(SegmentOp::Max)[3].is_nan() && reduce(SegmentOp::Mean)[3].is_nan());
     }
 
     #[test]

@@ -125,8 +125,8 @@ struct GroupsOf<'a, T> {
 }
 
 impl<T: Sample> GroupsOf<'_, T> {
-    /// As a local run reduces a group's frames: the run of them in one segment (summed, or held,
-    /// in f64 and stored in the run's precision), then the segment into the averager.
+    /// As a local run reduces a group's frames: the run of them in one segment (their mean, or
+    /// held, in f64 and stored in the run's precision), then the segment into the averager.
     fn push_segments(
         &self,
         op: crate::fft::SegmentOp,

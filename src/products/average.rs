@@ -226,12 +226,12 @@ pub(crate) struct Segment {
 
 impl AverageMode {
     /// How an engine may reduce a run of one group's frames before the averager sees them: their
-    /// sum (mean), max (max, peak) or min; None when every frame must reach the averager (median,
+    /// mean (mean), max (max, peak) or min; None when every frame must reach the averager (median,
     /// exp).
     pub(crate) fn segment_op(self) -> Option<crate::fft::SegmentOp> {
         use crate::fft::SegmentOp;
         match self {
-            AverageMode::Mean => Some(SegmentOp::Sum),
+            AverageMode::Mean => Some(SegmentOp::Mean),
             AverageMode::Max | AverageMode::Peak => Some(SegmentOp::Max),
             AverageMode::Min => Some(SegmentOp::Min),
             AverageMode::Median | AverageMode::Exp { .. } => None,
@@ -398,8 +398,8 @@ impl<T: Sample> Averager<T> {
     }
 
     /// Adds a segment: `segment.frames` consecutive frames of one group already reduced to one
-    /// row by the segment's op (`AverageMode::segment_op`: their sum for `mean`, max or min for
-    /// the holds), as an engine reduces them. Emits the rows this completes, as `push` does.
+    /// row by the segment's op (`AverageMode::segment_op`: their mean for `mean`, max or min
+    /// for the holds), as an engine reduces them. Emits the rows this completes, as `push` does.
     /// Panics if `row` does not hold `bins` values (a bug in the caller).
     pub(crate) fn push_segment(
         &mut self,
@@ -429,7 +429,7 @@ impl<T: Sample> Averager<T> {
                 frames: 0,
             }
         });
-        self.reducers[state].add(power);
+        self.reducers[state].add(power, frames);
         group.frames += frames;
         self.open = Some(group);
         if self.grouping.is_complete(&group, last_start) {

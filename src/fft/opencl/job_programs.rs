@@ -141,7 +141,7 @@ impl JobPrograms {
         let band = self.bands.then(|| one_band(spec.bins()));
         let runs = self.runs.then_some(Segments {
             lengths: &[1],
-            op: SegmentOp::Sum,
+            op: SegmentOp::Mean,
         });
         let row_len = if self.bands { 1 } else { spec.values_out() };
         let carried = (self.samples_f32, self.rows_f32);

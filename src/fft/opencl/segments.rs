@@ -113,7 +113,7 @@ impl<T: Sample> DeviceSegments<T> {
             start: super::bands::upload(dev, queue, &starts)?,
             len: super::bands::upload(dev, queue, segments.lengths)?,
             op: match segments.op {
-                SegmentOp::Sum => 0,
+                SegmentOp::Mean => 0,
                 SegmentOp::Max => 1,
                 SegmentOp::Min => 2,
             },

@@ -101,10 +101,17 @@ impl Reducer {
         }
     }
 
-    pub(super) fn add<T: Sample>(&mut self, row: &[T]) {
+    /// Adds `row`, which stands for `frames` frames: the mean of a segment's for `mean`, their
+    /// max or min for the holds, one frame's for `median` and `exp` (no segments).
+    pub(super) fn add<T: Sample>(&mut self, row: &[T], frames: usize) {
         let values = row.iter().map(|v| v.into_f64());
         match self {
-            Reducer::Mean { sums } => sums.iter_mut().zip(values).for_each(|(s, v)| *s += v),
+            Reducer::Mean { sums } => {
+                let weight = frames as f64;
+                sums.iter_mut()
+                    .zip(values)
+                    .for_each(|(s, v)| *s += v * weight)
+            }
             Reducer::Median { rows, .. } => rows.extend(values),
             Reducer::Hold {
                 held, keep, empty, ..
