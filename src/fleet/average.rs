@@ -58,11 +58,7 @@ pub(crate) fn average_block<T: Sample>(
             row.time_s,
             frames,
         ));
-        out.values.extend(
-            row.values
-                .iter()
-                .map(|v| T::of_f64(finish.apply(v.into_f64()))),
-        );
+        finish.extend_finished(&row.values, &mut out.values);
     };
     match mode.segment_op() {
         None => {

@@ -278,7 +278,7 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             self.width = Some(self.values.len() - start);
             return;
         }
-        finish.extend_finished(&row.values, &mut self.values);
+        self.values.extend_from_slice(&row.values); // finished by the encoders (`pending`)
     }
 
     /// Adds a `--cross` row of the pair whose channel A is `stream` (at `rate`).
@@ -317,6 +317,10 @@ impl<'a, T: Sample> RowsOut<'a, T> {
             columns,
             segments: None,
             rows: crate::fft::Carry::Run,
+            pending: match self.measuring {
+                Some(_) => Finish::AS_IS, // `Measuring::finish_row` finished them
+                None => self.finish,
+            },
         })
     }
 }

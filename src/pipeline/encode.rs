@@ -162,16 +162,18 @@ fn encode_batch<T: Sample>(
     scratch: &mut LiveScratch,
 ) -> Result<Encoded<T>, String> {
     if done.rows == Carry::F32 {
-        return pass_narrowed(done, stage);
+        return pass_narrowed(done, stage); // rows as the engine gave them: nothing pending
     }
     let Done {
         id,
         spec,
         frames,
-        values,
+        mut values,
         columns,
+        pending,
         .. // segments end in the averaging stage
     } = done;
+    pending.finish_in_place(&mut values);
     let bins = columns.unwrap_or(spec.bins());
     let per_bin = spec.scale.values_per_bin();
     let width = bins * per_bin;

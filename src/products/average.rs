@@ -420,6 +420,17 @@ impl<T: Sample> Averager<T> {
         if self.open.is_some_and(|g| g.interval != interval) {
             self.close(emit);
         }
+        let whole = OpenGroup {
+            interval,
+            first_frame: frame_index,
+            first_start: start_sample,
+            frames,
+        };
+        let alone = self.open.is_none() && self.grouping.is_complete(&whole, last_start);
+        if alone && self.reducers[state].keeps_a_whole_group() {
+            // a group in one segment: the segment's row is the group's (the same bits)
+            return self.emit_row(&whole, power.to_vec(), emit);
+        }
         let mut group = self.open.take().unwrap_or_else(|| {
             self.reducers[state].begin_group();
             OpenGroup {
@@ -453,12 +464,17 @@ impl<T: Sample> Averager<T> {
         };
         let state = self.state_of(group.interval);
         let values = self.reducers[state].end_group(group.frames, self.bins);
+        let values = values.into_iter().map(T::of_f64).collect();
+        self.emit_row(&group, values, emit);
+    }
+
+    fn emit_row(&self, group: &OpenGroup, values: Vec<T>, emit: &mut dyn FnMut(AveragedRow<T>)) {
         emit(AveragedRow {
             first_frame: group.first_frame,
             frames: group.frames,
             first_start_sample: group.first_start,
-            time_s: self.grouping.row_time_s(&group),
-            values: values.into_iter().map(T::of_f64).collect(),
+            time_s: self.grouping.row_time_s(group),
+            values,
         });
     }
 }

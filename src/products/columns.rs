@@ -260,15 +260,6 @@ impl ColumnPlan {
         &self.frequencies
     }
 
-    /// Whether rows are the spectrum as the engine wrote it.
-    #[cfg(test)]
-    pub(crate) fn is_identity(&self) -> bool {
-        self.bands.is_none()
-            && self.shift == 0
-            && self.picks.len() == 1
-            && self.picks[0] == (0..self.bins)
-    }
-
     /// Band rows leave the engine in `finish`'s scale (see `Shaping::new`).
     pub(crate) fn set_band_finish(&mut self, finish: super::Finish) {
         if let Some(b) = self.bands.as_mut() {
@@ -291,23 +282,31 @@ impl ColumnPlan {
         self.extra
     }
 
+    /// Whether a row is its frame's spectrum as it is: every bin in order, nothing after.
+    pub(crate) fn keeps_spectrum(&self) -> bool {
+        let every_bin = self.picks.len() == 1 && self.picks[0] == (0..self.bins);
+        every_bin && self.bands.is_none() && self.shift == 0 && self.extra == 0
+    }
+
     /// Writes one frame's row (`spectrum`: its `bins` × values per bin) into `row` (`width`
-    /// values).
+    /// values): each run of bins copied whole (in two pieces where the rotation wraps it).
     pub(crate) fn pick<T: Sample>(&self, spectrum: &[T], row: &mut [T]) {
         if let Some(weights) = &self.bands {
             weights.apply(spectrum, row);
             return;
         }
-        let per_bin = self.per_bin;
-        let mut out = row.chunks_exact_mut(per_bin);
+        let (per_bin, bins) = (self.per_bin, self.bins.max(1));
+        let mut at = 0;
         for run in &self.picks {
-            for i in run.clone() {
-                let j = (i + self.shift) % self.bins;
-                if let (Some(o), Some(v)) =
-                    (out.next(), spectrum.get(j * per_bin..(j + 1) * per_bin))
-                {
+            let (mut from, mut left) = ((run.start + self.shift) % bins, run.len());
+            while left > 0 {
+                let take = left.min(bins - from);
+                let piece = take * per_bin;
+                let source = spectrum.get(from * per_bin..(from + take) * per_bin);
+                if let (Some(o), Some(v)) = (row.get_mut(at..at + piece), source) {
                     o.copy_from_slice(v);
                 }
+                (at, left, from) = (at + piece, left - take, 0);
             }
         }
     }
@@ -381,6 +380,39 @@ mod tests {
         let mut row = [0.0; 3];
         shifted.pick(&spectrum, &mut row);
         assert_eq!(row, [13.0, 10.0, 11.0]);
+        assert!(!shifted.keeps_spectrum() && !unshifted.keeps_spectrum());
+    }
+
+    #[test]
+    fn runs_are_picked_as_bin_by_bin_in_every_rotation() {
+        // frame 9, complex: every range of bins, shifted and not, two values per bin
+        let spectrum: Vec<f64> = (0..18).map(f64::from).collect();
+        let edges = [-4000.0, -3000.0, -1000.0, 0.0, 500.0, 3000.0, 4000.0];
+        for fftshift in [false, true] {
+            for (lo, hi) in edges
+                .iter()
+                .flat_map(|&a| edges.iter().map(move |&b| (a, b)))
+            {
+                let Ok(plan) = ColumnPlan::new(
+                    &meta(InputKind::Complex, fftshift),
+                    (9, crate::window::WindowKind::Hann),
+                    &options(Some(lo), Some(hi)),
+                    2,
+                ) else {
+                    continue;
+                };
+                let mut want = Vec::new();
+                for run in &plan.picks {
+                    for i in run.clone() {
+                        let j = (i + plan.shift) % plan.bins;
+                        want.extend_from_slice(&spectrum[2 * j..2 * j + 2]);
+                    }
+                }
+                let mut row = vec![-1.0; plan.width()];
+                plan.pick(&spectrum, &mut row);
+                assert_eq!(row, want, "fftshift {fftshift} [{lo}, {hi}]");
+            }
+        }
     }
 
     #[test]
@@ -399,7 +431,7 @@ mod tests {
             &options(None, None),
             1,
         );
-        assert!(whole.unwrap().is_identity());
+        assert!(whole.unwrap().keeps_spectrum());
     }
 
     #[test]

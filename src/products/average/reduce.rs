@@ -101,6 +101,19 @@ impl Reducer {
         }
     }
 
+    /// Whether a group whose frames come as one segment (a row by `AverageMode::segment_op`)
+    /// ends as that row: `mean` (the segment's mean) and the holds that start again each group
+    /// (`max`, `min`; not `peak`, which holds across groups).
+    pub(super) fn keeps_a_whole_group(&self) -> bool {
+        match self {
+            Reducer::Mean { .. } => true,
+            Reducer::Hold {
+                resets_each_group, ..
+            } => *resets_each_group,
+            Reducer::Median { .. } | Reducer::Exp { .. } => false,
+        }
+    }
+
     /// Adds `row`, which stands for `frames` frames: the mean of a segment's for `mean`, their
     /// max or min for the holds, one frame's for `median` and `exp` (no segments).
     pub(super) fn add<T: Sample>(&mut self, row: &[T], frames: usize) {

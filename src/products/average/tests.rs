@@ -706,3 +706,64 @@ fn a_sweeps_peak_and_exp_are_held_per_hop() {
         assert_eq!(rows, want, "{mode:?}");
     }
 }
+
+/// A group that comes as one segment (an engine's reduced run) gives the row its frames give
+/// one by one, to the bit, in every mode with a segment op (the averager takes such a segment
+/// as the group's row); a group split over two segments gives it within f32's rounding.
+#[test]
+fn groups_in_segments_give_the_rows_of_their_frames() {
+    use crate::fft::Segments;
+    let (group, bins, hop) = (4usize, 5usize, 100u64);
+    let rows: Vec<Vec<f32>> = random_rows(4 * group + 2, bins, 9)
+        .into_iter()
+        .map(|r| r.into_iter().map(|v| (v * 1e3) as f32).collect())
+        .collect();
+    for mode in [
+        AverageMode::Mean,
+        AverageMode::Max,
+        AverageMode::Min,
+        AverageMode::Peak,
+    ] {
+        let op = mode.segment_op().expect("a segment op");
+        let want = run_rows(frames_grouping(group), mode, &rows, hop);
+        for split in [None, Some(1)] {
+            let mut averager = Averager::<f32>::new(frames_grouping(group), mode, bins);
+            let mut got = Vec::new();
+            for first in (0..rows.len()).step_by(group) {
+                let end = (first + group).min(rows.len());
+                let cut = split.map_or(end, |s| (first + s).min(end));
+                for (from, to) in [(first, cut), (cut, end)]
+                    .into_iter()
+                    .filter(|(a, b)| a < b)
+                {
+                    let flat: Vec<f32> = rows[from..to].concat();
+                    let mut row = vec![0.0f32; bins];
+                    let lengths = [(to - from) as u32];
+                    Segments {
+                        lengths: &lengths,
+                        op,
+                    }
+                    .reduce(&flat, bins, &mut row);
+                    let segment = Segment {
+                        first_frame: from as u64,
+                        first_start: from as u64 * hop,
+                        last_start: (to - 1) as u64 * hop,
+                        frames: to - from,
+                    };
+                    averager.push_segment(segment, &row, &mut |r| got.push(r));
+                }
+            }
+            averager.finish(&mut |r| got.push(r));
+            assert_eq!(got.len(), want.len(), "{mode:?} {split:?}");
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!((g.first_frame, g.frames), (w.first_frame, w.frames));
+                for (a, b) in g.values.iter().zip(&w.values) {
+                    match split {
+                        None => assert_eq!(a.to_bits(), b.to_bits(), "{mode:?}: {a} vs {b}"),
+                        Some(_) => assert!((a - b).abs() <= 1e-6 * b.abs(), "{mode:?}: {a} vs {b}"),
+                    }
+                }
+            }
+        }
+    }
+}
