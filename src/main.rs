@@ -38,6 +38,12 @@ fn run(cli: Cli) -> Result<(), FftdError> {
     match cli.command {
         Some(Command::Devices) => fftd::devices::print_devices(),
         Some(Command::Check(args)) => {
+            if args.options.file.is_empty() && args.own.config.is_none() {
+                // (a run's message names --mic, which check does not take)
+                return Err(FftdError::Usage(
+                    "no input to check: give --file PATH (repeatable, - for stdin)".into(),
+                ));
+            }
             // the same config file as a run's: every key checked, the output ones unused
             let config = args.own.config.as_deref();
             let settings =

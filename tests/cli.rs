@@ -1016,6 +1016,14 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         String::from_utf8_lossy(&ok.stderr)
     );
     expect(&[], 2, &["no input"]);
+    // check reads files only: its message does not offer the microphone
+    let check = run(&["check"]);
+    assert_clean_error(&check, 2, &["no input to check", "--file PATH"]);
+    assert!(
+        !stderr_text(&check).contains("--mic"),
+        "{}",
+        stderr_text(&check)
+    );
 }
 
 /// Runs fftd (CPU engine) with `args` and `input` on stdin.

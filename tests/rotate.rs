@@ -464,6 +464,35 @@ fn rotate_needs_a_file_and_a_duration_or_size() {
     let bad = dir.path().join("x-%Q.csv");
     let out = run(&["--file", s(&input), "--rotate", "1h", "--output", s(&bad)]);
     assert_clean_error(&out, 2, &["%Q"]);
+    // a missing folder is named with the flag that gave it (it was named as --rotate's)
+    let nowhere = dir.path().join("nowhere");
+    let pattern = nowhere.join("x-%H.csv");
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rotate",
+        "1h",
+        "--output",
+        s(&pattern),
+    ]);
+    let named = format!(
+        "--output {} (with --rotate): no such directory",
+        s(&pattern)
+    );
+    assert_clean_error(&out, 2, &[&named, s(&nowhere)]);
+    let out = run(&[
+        "--file",
+        s(&input),
+        "--rotate",
+        "1h",
+        "--output-dir",
+        s(&nowhere),
+    ]);
+    let named = format!(
+        "--output-dir {} (with --rotate): no such directory",
+        s(&nowhere)
+    );
+    assert_clean_error(&out, 2, &[&named]);
     // a FIFO is named as the --output it is (helper-36: it was named as --rotate's value)
     let fifo = dir.path().join("fifo");
     common::mkfifo(&fifo);

@@ -120,18 +120,22 @@ pub(super) fn run_inputs(run_spec: &RunSpec) -> Vec<NamedFile> {
 pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     if run_spec.output.rotate.is_some() {
         // issue 27: a name pattern's folders are made as files begin; its fixed part must take them
-        let pattern = run_spec.output.output_dir.as_ref().map(|d| d.join("x"));
-        let path = pattern.as_ref().or(run_spec.output.output.as_ref());
-        if let Some(path) = path {
-            let folder = crate::sink::rotate_names::literal_folder(path);
+        let output = &run_spec.output;
+        let given = match (&output.output_dir, &output.output) {
+            (Some(dir), _) => Some(("--output-dir", dir.join("x"), dir)),
+            (None, Some(path)) => Some(("--output", path.clone(), path)),
+            (None, None) => None,
+        };
+        if let Some((flag, pattern, shown)) = given {
+            let folder = crate::sink::rotate_names::literal_folder(&pattern);
             if !folder.is_dir() {
                 return Err(FftdError::Usage(format!(
-                    "--rotate {}: no such directory {}",
-                    crate::types::shown_path(path),
+                    "{flag} {} (with --rotate): no such directory {}",
+                    crate::types::shown_path(shown),
                     crate::types::shown_path(&folder)
                 )));
             }
-            return probe_writable("--rotate", &folder);
+            return probe_writable(flag, &folder);
         }
     }
     if let Some(dir) = &run_spec.output.output_dir {
