@@ -3,8 +3,10 @@
 // fft::Segments::reduce: op 0 mean, 1 max, 2 min of each column over the run's rows; a NaN stays
 // NaN under max and min as under the mean (OpenCL's fmax/fmin would drop it).
 // The mean's sum is held in real_t as it comes until an addition leaves the type's range; from
-// there on it is held over 2^k, k = ceil(log2 n), which an n-row sum of finite values never
-// leaves (a power of two: the scaling is exact), so a mean that the type holds is written.
+// there on it is held over 2^k, k = ceil(log2 n), which an n-row sum of finite values leaves
+// only by rounding at the very top (a power of two: the scaling is exact), so a mean that the
+// type holds is written. The division by n is the device's (OpenCL allows 2.5 ulp in f32, less
+// than the n roundings of the sum); a run of one row is copied as it is.
 // One work-item per (column, run); neighbouring items read neighbouring columns.
 
 __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
@@ -35,7 +37,7 @@ __kernel void reduce_segments(__global const real_t *rows, __global real_t *out,
             acc = op == 1 ? fmax(acc, v) : fmin(acc, v);
         }
     }
-    if (op == 0) {
+    if (op == 0 && n > 1) {
         acc = acc / (real_t)n / scale;
     }
     out[(size_t)r * width + c] = acc;

@@ -293,6 +293,46 @@ fn long_averages_of_large_samples_are_written_as_computed() {
     }
 }
 
+/// The same in f64, at f64's end: powers near 1e308 (a 2.5e153 sine at frame 16) in runs of 1000
+/// added past f64's range on the host (the CPU route's runs and the averager, whose sums were plain
+/// f64) and were written +inf where the device, scaling its sums, wrote the mean (helper-45).
+#[test]
+fn long_f64_averages_at_the_end_of_f64_are_written_as_computed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("huge.txt");
+    let tone: Vec<f64> = (0..1 << 14)
+        .map(|i| 2.5e153 * (2.0 * std::f64::consts::PI * 1000.0 * i as f64 / 8000.0).sin())
+        .collect();
+    write_text_samples(&input, &tone);
+    let job = ["--average", "1000", "--scale", "db"];
+    let how = |device| ["--rate", "8000", "--frame", "16", "--device", device];
+    let (want, _) = products_of(&input, &how("cpu"), "f64", &job);
+    let mut runs = vec![(
+        "cpu, every frame to the averager",
+        every_frame_averaged(&input, &job),
+    )];
+    if common::opencl_required() {
+        runs.push(("gpu", products_of(&input, &how("gpu"), "f64", &job).0));
+    }
+    assert!(want.iter().flatten().all(|v| v.is_finite()), "{want:?}");
+    for (name, got) in runs {
+        assert_written_as_computed(&got, &want, true, name);
+    }
+}
+
+/// The CPU route's rows with every frame sent to the averager (`FFTD_ENGINE_AVERAGING=0`).
+fn every_frame_averaged(input: &Path, job: &[&str]) -> Vec<Vec<f64>> {
+    let out = common::fftd()
+        .env("FFTD_ENGINE_AVERAGING", "0")
+        .args(["--file", path_str(input), "--rate", "8000", "--frame", "16"])
+        .args(["--precision", "f64", "--device", "cpu"])
+        .args(job)
+        .output()
+        .expect("fftd runs");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    common::parse_rows(&common::stdout_text(&out))
+}
+
 /// fftd's rows for `input` (f32 samples) with `how` and `job`, in `precision`, and the run named.
 fn products_of(
     input: &Path,

@@ -535,7 +535,7 @@ fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
                     "{} n={n} {kind:?} hop={hop}: {e:e}",
                     T::NAME
                 );
-                // power spectra in runs of 1, 2 and the rest, summed on the device
+                // power spectra in runs of 1, 2 and the rest, reduced to their means on the device
                 let p = TransformSpec {
                     scale: Scale::Power,
                     ..s

@@ -178,7 +178,7 @@ fn large_sizes() {
     }
 }
 
-/// Overlapping frames (hop < frame, formed on the device) and `--average` runs summed on the
+/// Overlapping frames (hop < frame, formed on the device) and `--average` runs reduced on the
 /// device, at a mixed-radix, an odd and a Bluestein size, against the CPU engine.
 fn strided<T: Sample>(options: OpenClOptions, sizes: &[usize]) {
     let Some(mut gpu) = common::engine_with::<T>(options) else {

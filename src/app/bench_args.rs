@@ -61,7 +61,7 @@ pub struct BenchArgs {
     /// from power spectra (on the device for OpenCL); times and errors are of the band rows.
     #[arg(long, value_name = "SPEC")]
     pub bands: Option<crate::products::bands::BandSpec>,
-    /// Each run of N frames reduced to its sum by the engine (as the pipeline's `--average N`
+    /// Each run of N frames reduced to its mean by the engine (as the pipeline's `--average N`
     /// of means; on the device for OpenCL); times and errors are of the reduced rows.
     #[arg(long, value_name = "N", value_parser = whole_in::<u32>(1, MAX_BATCH_SAMPLES as u64))]
     pub average: Option<u32>,

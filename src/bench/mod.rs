@@ -69,7 +69,7 @@ pub struct BenchSpec {
     pub reps: usize,
     /// `--bands`: band powers summed by each engine.
     pub bands: Option<crate::products::bands::BandSpec>,
-    /// `--average`: each run of N frames reduced to its sum by the engine.
+    /// `--average`: each run of N frames reduced to its mean by the engine.
     pub average: Option<u32>,
     /// `--rate`: the sample rate bands are laid out for, in Hz.
     pub rate: f64,

@@ -17,7 +17,7 @@ fn rows_measured(args: &BenchSpec) -> String {
         None => format!("scale {}", args.scale),
     };
     if let Some(n) = args.average {
-        rows.push_str(&format!(", sums of --average {n} frames"));
+        rows.push_str(&format!(", means of --average {n} frames"));
     }
     rows
 }

@@ -25,6 +25,7 @@ pub(crate) mod route;
 pub(crate) mod routed;
 pub mod router;
 pub(crate) mod scale;
+pub(crate) mod scaled_sums;
 pub(crate) mod spec;
 pub(crate) mod warm;
 
@@ -382,39 +383,49 @@ pub struct Segments<'a> {
 
 impl Segments<'_> {
     /// Reduces `rows` (rows of `width` values back to back) into `out` (one row per run), in
-    /// f64; a NaN stays NaN under max and min as under the mean.
+    /// f64 (the mean's sums scaled where they would overflow: `ScaledSums`); a NaN stays NaN
+    /// under max and min as under the mean.
     pub fn reduce<T: Sample>(&self, rows: &[T], width: usize, out: &mut [T]) {
         let width = width.max(1);
-        let combine = |a: f64, v: f64| match self.op {
-            SegmentOp::Mean => a + v,
-            SegmentOp::Max => max_or_nan(a, v),
-            SegmentOp::Min => min_or_nan(a, v),
-        };
-        let mut acc = vec![0.0f64; width];
+        let mut sums = scaled_sums::ScaledSums::new(width);
+        let mut held = vec![0.0f64; width];
         let mut at = 0usize;
         for (&len, target) in self.lengths.iter().zip(out.chunks_exact_mut(width)) {
             let run = rows
                 .get(at * width..(at + len as usize) * width)
                 .unwrap_or(&[]);
             at += len as usize;
+            let keep: fn(f64, f64) -> f64 = match self.op {
+                SegmentOp::Mean => {
+                    sums.clear();
+                    for row in run.chunks_exact(width) {
+                        sums.add(row.iter().map(|v| v.into_f64()), 1.0);
+                    }
+                    let means = sums.means(f64::from(len.max(1)));
+                    target
+                        .iter_mut()
+                        .zip(means)
+                        .for_each(|(t, m)| *t = T::of_f64(m));
+                    continue;
+                }
+                SegmentOp::Max => max_or_nan,
+                SegmentOp::Min => min_or_nan,
+            };
             let mut run_rows = run.chunks_exact(width);
             if let Some(first) = run_rows.next() {
-                acc.iter_mut()
+                held.iter_mut()
                     .zip(first)
-                    .for_each(|(a, v)| *a = v.into_f64());
+                    .for_each(|(h, v)| *h = v.into_f64());
             }
             for row in run_rows {
-                acc.iter_mut()
+                held.iter_mut()
                     .zip(row)
-                    .for_each(|(a, v)| *a = combine(*a, v.into_f64()));
+                    .for_each(|(h, v)| *h = keep(*h, v.into_f64()));
             }
-            let divisor = match self.op {
-                SegmentOp::Mean => f64::from(len.max(1)),
-                SegmentOp::Max | SegmentOp::Min => 1.0,
-            };
-            for (t, a) in target.iter_mut().zip(&acc) {
-                *t = T::of_f64(*a / divisor);
-            }
+            target
+                .iter_mut()
+                .zip(&held)
+                .for_each(|(t, h)| *t = T::of_f64(*h));
         }
     }
 }
@@ -492,7 +503,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_reduce_to_their_sum_max_or_min_and_nan_stays() {
+    fn runs_reduce_to_their_mean_max_or_min_and_nan_stays() {
         // four rows of two values, runs of 1 and 3 rows
         let rows = [1.0f32, 8.0, 2.0, 5.0, 4.0, -1.0, 3.0, f32::NAN];
         let lengths = [1u32, 3];

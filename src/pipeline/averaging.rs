@@ -1,7 +1,8 @@
 //! Averaging stage (`--average`): one thread between the FFT workers and the encoders. It puts
 //! batches back in batch order (each stream's frames then arrive in frame order), pushes every
-//! frame's power row into its stream's `products::average::Averager`, applies the requested scale
-//! to the rows they emit and sends those rows on as batches numbered from 0 (the sink's order).
+//! frame's power row (or an engine's run of them) into its stream's `products::average::Averager`
+//! and sends the rows they emit on as batches numbered from 0 (the sink's order), with the
+//! requested scale left to the encode threads (`Done::pending`).
 //! At the end of the input every stream's last, partial group is emitted too.
 //! With measurements (`products::measure`) every run passes here (one frame per row without
 //! `--average`): each stream's level meter follows its frames, and rows are finished by
@@ -33,7 +34,8 @@ pub(crate) struct AveragingStage<'a> {
     /// Samples between frame starts.
     pub hop: usize,
     pub streams: &'a [StreamMeta],
-    /// The requested scale, applied to each averaged power row.
+    /// The requested scale of the averaged power rows (applied by the encoders, or here with
+    /// measurements).
     pub finish: Finish,
     /// Numbers the batches it sends (from 0; shared with the live view, which must know the
     /// next one).
@@ -254,8 +256,8 @@ impl<'a, T: Sample> RowsOut<'a, T> {
         }
     }
 
-    /// Adds an emitted row of `stream` (its `rows`-th; `meter`: its level meter), finishing its
-    /// values.
+    /// Adds an emitted row of `stream` (its `rows`-th; `meter`: its level meter): finished here
+    /// with measurements, else left to the encoders (`into_done`'s `pending`).
     fn push(
         &mut self,
         (stream, rows, meter): (usize, &mut u64, Option<&mut LevelMeter>),

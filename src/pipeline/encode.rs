@@ -18,6 +18,7 @@ use super::worker::{Done, FinishedBatches};
 use super::Control;
 use crate::error::FftdError;
 use crate::fft::{Carry, HostBuf};
+use crate::products::Finish;
 use crate::serve::display::Fold;
 use crate::serve::hub::{LiveHub, LiveRow, LiveRows};
 use crate::sink::placed::PlacedOutputs;
@@ -162,7 +163,12 @@ fn encode_batch<T: Sample>(
     scratch: &mut LiveScratch,
 ) -> Result<Encoded<T>, String> {
     if done.rows == Carry::F32 {
-        return pass_narrowed(done, stage); // rows as the engine gave them: nothing pending
+        // rows as the engine gave them: an averaged batch is never narrowed (`rows_read`)
+        debug_assert!(
+            done.pending == Finish::AS_IS,
+            "a scale pending on narrowed rows"
+        );
+        return pass_narrowed(done, stage);
     }
     let Done {
         id,

@@ -413,8 +413,7 @@ impl<T: Sample> Averager<T> {
             last_start,
             frames,
         } = segment;
-        let power = row;
-        assert_eq!(power.len(), self.bins, "power row of the wrong length");
+        assert_eq!(row.len(), self.bins, "power row of the wrong length");
         let interval = self.grouping.interval_of(start_sample);
         let state = self.state_of(interval);
         if self.open.is_some_and(|g| g.interval != interval) {
@@ -429,7 +428,7 @@ impl<T: Sample> Averager<T> {
         let alone = self.open.is_none() && self.grouping.is_complete(&whole, last_start);
         if alone && self.reducers[state].keeps_a_whole_group() {
             // a group in one segment: the segment's row is the group's (the same bits)
-            return self.emit_row(&whole, power.to_vec(), emit);
+            return self.emit_row(&whole, row.to_vec(), emit);
         }
         let mut group = self.open.take().unwrap_or_else(|| {
             self.reducers[state].begin_group();
@@ -440,7 +439,7 @@ impl<T: Sample> Averager<T> {
                 frames: 0,
             }
         });
-        self.reducers[state].add(power, frames);
+        self.reducers[state].add(row, frames);
         group.frames += frames;
         self.open = Some(group);
         if self.grouping.is_complete(&group, last_start) {

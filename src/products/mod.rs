@@ -145,7 +145,8 @@ impl Finish {
         unit: 1.0,
     };
 
-    /// The value written for `value`.
+    /// The value written for `value` (what a row's finish gives each value: the tests' measure).
+    #[cfg(test)]
     pub(crate) fn apply(self, value: f64) -> f64 {
         self.how.apply(value * self.unit)
     }
@@ -285,13 +286,9 @@ impl Shaping {
         Some(plan.columns() + plan.extra())
     }
 
-    /// Applies the scale to shaped rows when no averaging follows (else the averaging stage does).
+    /// Applies the scale to shaped rows when no averaging follows (else the encoders do, after it).
     pub(crate) fn finish_rows<T: crate::types::Sample>(&self, rows: &mut [T]) {
-        if self.finish != Finish::AS_IS {
-            for v in rows.iter_mut() {
-                *v = T::of_f64(self.finish.apply(v.into_f64()));
-            }
-        }
+        self.finish.finish_in_place(rows);
     }
 }
 

@@ -3,13 +3,14 @@
 //! row for `exp` (the module doc of `products::average` says what each computes).
 
 use super::AverageMode;
+use crate::fft::scaled_sums::ScaledSums;
 use crate::fft::{max_or_nan, min_or_nan};
 use crate::types::Sample;
 
 /// Per-mode state, all in f64.
 pub(super) enum Reducer {
     Mean {
-        sums: Vec<f64>,
+        sums: ScaledSums,
     },
     Median {
         /// The group's rows, one after another.
@@ -70,7 +71,7 @@ impl Reducer {
         };
         match mode {
             AverageMode::Mean => Reducer::Mean {
-                sums: vec![0.0; bins],
+                sums: ScaledSums::new(bins),
             },
             AverageMode::Median => Reducer::Median {
                 rows: Vec::new(),
@@ -90,7 +91,7 @@ impl Reducer {
     /// Readies the state for a new group's first frame.
     pub(super) fn begin_group(&mut self) {
         match self {
-            Reducer::Mean { sums } => sums.fill(0.0),
+            Reducer::Mean { sums } => sums.clear(),
             Reducer::Median { rows, .. } => rows.clear(),
             Reducer::Hold {
                 resets_each_group,
@@ -119,12 +120,7 @@ impl Reducer {
     pub(super) fn add<T: Sample>(&mut self, row: &[T], frames: usize) {
         let values = row.iter().map(|v| v.into_f64());
         match self {
-            Reducer::Mean { sums } => {
-                let weight = frames as f64;
-                sums.iter_mut()
-                    .zip(values)
-                    .for_each(|(s, v)| *s += v * weight)
-            }
+            Reducer::Mean { sums } => sums.add(values, frames as f64),
             Reducer::Median { rows, .. } => rows.extend(values),
             Reducer::Hold {
                 held, keep, empty, ..
@@ -153,7 +149,7 @@ impl Reducer {
     /// The reduced row of the group just filled with `frames` frames (>= 1) of `bins` bins.
     pub(super) fn end_group(&mut self, frames: usize, bins: usize) -> Vec<f64> {
         match self {
-            Reducer::Mean { sums } => sums.iter().map(|s| s / frames as f64).collect(),
+            Reducer::Mean { sums } => sums.means(frames as f64).collect(),
             Reducer::Median { rows, column } => median_row(rows, column, frames, bins),
             Reducer::Hold { held, .. } => held.clone(),
             Reducer::Exp { smoothed, .. } => smoothed.clone(),
