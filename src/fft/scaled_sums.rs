@@ -5,8 +5,9 @@
 //!
 //! The sums are held times `scale`, a power of two: 1 until an addition of finite terms would
 //! leave the range, then `SCALED_DOWN` (exact, but for values already near f64's smallest),
-//! below which no sum of 2^64 finite terms times weights up to 2^64 can pass it. Sums of f32
-//! values never come near: for them the scale stays 1 and every bit is as a plain sum's.
+//! below which no sum of 2^64 finite terms times weights up to 2^32 (a segment's frames) can
+//! pass it. Sums of f32 values never come near: for them the scale stays 1 and every bit is as
+//! a plain sum's.
 
 /// The scale once sums would overflow: 2^-128.
 const SCALED_DOWN: f64 = 1.0 / (1u128 << 127) as f64 / 2.0;
