@@ -103,6 +103,15 @@ impl<T: Copy + Default> HostBuf<T> {
         }
     }
 
+    /// A heap buffer holding `values` (taken as they are, not copied).
+    pub fn from_vec(values: Vec<T>) -> Self {
+        let len = values.len();
+        HostBuf {
+            mem: Mem::Heap(values),
+            len,
+        }
+    }
+
     /// An empty buffer over a pinned block (capacity: the block's length).
     pub fn pinned(block: PinnedBlock<T>) -> Self {
         HostBuf {

@@ -395,39 +395,45 @@ impl Segments<'_> {
                 .get(at * width..(at + len as usize) * width)
                 .unwrap_or(&[]);
             at += len as usize;
-            let keep: fn(f64, f64) -> f64 = match self.op {
+            let rows = run.chunks_exact(width);
+            match self.op {
                 SegmentOp::Mean => {
                     sums.clear();
-                    for row in run.chunks_exact(width) {
-                        sums.add(row.iter().map(|v| v.into_f64()), 1.0);
-                    }
+                    rows.for_each(|row| sums.add(row.iter().map(|v| v.into_f64()), 1.0));
                     let means = sums.means(f64::from(len.max(1)));
                     target
                         .iter_mut()
                         .zip(means)
                         .for_each(|(t, m)| *t = T::of_f64(m));
-                    continue;
                 }
-                SegmentOp::Max => max_or_nan,
-                SegmentOp::Min => min_or_nan,
-            };
-            let mut run_rows = run.chunks_exact(width);
-            if let Some(first) = run_rows.next() {
-                held.iter_mut()
-                    .zip(first)
-                    .for_each(|(h, v)| *h = v.into_f64());
+                SegmentOp::Max => hold_run(rows, max_or_nan, &mut held, target),
+                SegmentOp::Min => hold_run(rows, min_or_nan, &mut held, target),
             }
-            for row in run_rows {
-                held.iter_mut()
-                    .zip(row)
-                    .for_each(|(h, v)| *h = keep(*h, v.into_f64()));
-            }
-            target
-                .iter_mut()
-                .zip(&held)
-                .for_each(|(t, h)| *t = T::of_f64(*h));
         }
     }
+}
+
+/// One run's rows held by `keep` (max or min) in `held` (f64, one per column), into `target`.
+fn hold_run<'r, T: Sample>(
+    mut rows: impl Iterator<Item = &'r [T]>,
+    keep: fn(f64, f64) -> f64,
+    held: &mut [f64],
+    target: &mut [T],
+) {
+    if let Some(first) = rows.next() {
+        held.iter_mut()
+            .zip(first)
+            .for_each(|(h, v)| *h = v.into_f64());
+    }
+    for row in rows {
+        held.iter_mut()
+            .zip(row)
+            .for_each(|(h, v)| *h = keep(*h, v.into_f64()));
+    }
+    target
+        .iter_mut()
+        .zip(held.iter())
+        .for_each(|(t, h)| *t = T::of_f64(*h));
 }
 
 /// What an engine reduces a batch to: band rows, segments of rows, both or neither.

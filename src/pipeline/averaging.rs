@@ -309,13 +309,11 @@ impl<'a, T: Sample> RowsOut<'a, T> {
         if self.frames.is_empty() {
             return None;
         }
-        let mut values = HostBuf::heap(self.values.len());
-        values.extend_from_slice(&self.values);
         Some(Done {
             id: 0, // numbered when sent
             spec,
             frames: self.frames,
-            values,
+            values: HostBuf::from_vec(self.values),
             columns,
             segments: None,
             rows: crate::fft::Carry::Run,
