@@ -232,11 +232,15 @@ for i, (sr, n_fft, b, fmin, fmax) in enumerate(json.loads(sys.argv[1])):
     lower = mid * G ** (-1 / (2 * b))
     upper = mid * G ** (1 / (2 * b))
     df, nyquist = sr / n_fft, sr / 2
+    # IEC 61260-1 Annex E's nominal mid-band frequencies, which fmin/fmax name
+    decade = np.array([10, 12.5, 16, 20, 25, 31.5, 40, 50, 63, 80])
+    third = x * (3 // b)
+    nominal = decade[third % 10] * 10.0 ** (third // 10 + 2)
     keep = (lower >= df / 2) & (upper <= nyquist)
     if fmin is not None:
-        keep &= mid >= fmin
+        keep &= nominal >= fmin
     if fmax is not None:
-        keep &= mid <= fmax
+        keep &= nominal <= fmax
     mid, lower, upper = mid[keep], lower[keep], upper[keep]
     k = np.arange(n_fft // 2 + 1)
     bin_lower = np.clip((k - 0.5) * df, 0, nyquist)
@@ -257,7 +261,7 @@ fn octave_matrices_equal_a_numpy_iec_reference() {
     if !python_has("numpy") {
         return;
     }
-    let cases: [OctaveCase; 7] = [
+    let cases: [OctaveCase; 8] = [
         ("octave", 48000.0, 2048, 1, None, None),
         ("third-octave", 44100.0, 4096, 3, None, None),
         ("octave", 8000.0, 16, 1, None, None),
@@ -272,6 +276,15 @@ fn octave_matrices_equal_a_numpy_iec_reference() {
         ),
         ("octave:fmax=2000", 22050.0, 512, 1, None, Some(2000.0)),
         ("third-octave", 96000.0, 16384, 3, None, None),
+        // the nominal 20 Hz and 5 kHz bands (mid-bands 19.95 and 5011.9 Hz) are kept
+        (
+            "third-octave:fmin=20,fmax=5000",
+            48000.0,
+            16384,
+            3,
+            Some(20.0),
+            Some(5000.0),
+        ),
     ];
     let arguments: Vec<Value> = cases
         .iter()

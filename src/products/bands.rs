@@ -19,7 +19,9 @@
 //!   1000·G^((2x∓1)/(2b)), so neighbouring bands share their edge bit for bit).
 //!   **Which bands:** every band whose lower edge is at or above the top of the DC bin (Δf/2, with
 //!   Δf = sr/n_fft) and whose upper edge is at or below Nyquist (sr/2); with fmin/fmax, only those
-//!   whose mid-band frequency also lies in [fmin, fmax]. No band fitting is an error.
+//!   whose nominal mid-band frequency (IEC 61260-1 Annex E: 20, 25, 31.5 … 20000 Hz, the names
+//!   users type; `iec`) also lies in [fmin, fmax], so `fmin=20,fmax=20000` keeps the bands of
+//!   19.95 and 19953 Hz. No band fitting is an error.
 //!   **Edge bins:** bin k stands for the frequency interval [(k−½)Δf, (k+½)Δf] clipped to [0, sr/2]
 //!   (the DC bin covers [0, Δf/2], the Nyquist bin of an even frame [sr/2 − Δf/2, sr/2]), its power
 //!   spread evenly over it. Its weight in a band is the fraction of that interval inside the band's
@@ -32,7 +34,9 @@
 
 use crate::types::{shown, Sample};
 
+mod iec;
 mod parse;
+use iec::IecBand;
 use parse::{check_fmin_below_fmax, one_line};
 
 /// What `--bands` asks for.
@@ -82,9 +86,9 @@ pub enum MelNorm {
 pub struct OctaveBands {
     /// Octave or third-octave.
     pub fraction: OctaveFraction,
-    /// Only bands whose mid-band frequency is at least this, Hz.
+    /// Only bands whose nominal mid-band frequency is at least this, Hz.
     pub fmin_hz: Option<f64>,
-    /// Only bands whose mid-band frequency is at most this, Hz.
+    /// Only bands whose nominal mid-band frequency is at most this, Hz.
     pub fmax_hz: Option<f64>,
 }
 
@@ -481,53 +485,6 @@ fn mel_row([lower, centre, upper]: [f64; 3], bin_hz: &[f64], norm: MelNorm) -> B
     trimmed_row(start, weights)
 }
 
-// ---------------------------------------------------------------------------------------------
-// IEC 61260-1 fractional-octave bands
-// ---------------------------------------------------------------------------------------------
-
-/// IEC 61260-1 reference frequency, Hz.
-const IEC_REFERENCE_HZ: f64 = 1000.0;
-
-/// IEC 61260-1 base-10 octave frequency ratio G = 10^(3/10).
-fn iec_octave_ratio() -> f64 {
-    10f64.powf(3.0 / 10.0)
-}
-
-/// 1000·G^(half_steps / (2b)) Hz: mid-band frequencies at even `half_steps` (2x → G^(x/b)),
-/// band edges at odd ones.
-fn iec_frequency_hz(half_steps: i64, per_octave: u32) -> f64 {
-    IEC_REFERENCE_HZ * iec_octave_ratio().powf(half_steps as f64 / (2 * per_octave) as f64)
-}
-
-/// One IEC band: index x, mid-band frequency and edges, Hz.
-struct IecBand {
-    centre_hz: f64,
-    lower_hz: f64,
-    upper_hz: f64,
-}
-
-impl IecBand {
-    fn new(x: i64, per_octave: u32) -> Self {
-        IecBand {
-            centre_hz: iec_frequency_hz(2 * x, per_octave),
-            lower_hz: iec_frequency_hz(2 * x - 1, per_octave),
-            upper_hz: iec_frequency_hz(2 * x + 1, per_octave),
-        }
-    }
-}
-
-/// The band indices x that can have their edges within [low_hz, high_hz] (a superset; bounded
-/// whatever the inputs).
-fn iec_indices_around(low_hz: f64, high_hz: f64, per_octave: u32) -> std::ops::RangeInclusive<i64> {
-    let index_of =
-        |hz: f64| per_octave as f64 * (hz / IEC_REFERENCE_HZ).log10() / iec_octave_ratio().log10();
-    // f64 spans about 10^±308: 1030 octaves each way
-    let bound = 1100 * per_octave as i64;
-    let first = (index_of(low_hz).floor() as i64 - 1).clamp(-bound, bound);
-    let last = (index_of(high_hz).ceil() as i64 + 1).clamp(-bound, bound);
-    first..=last
-}
-
 fn octave_matrix(spec: &OctaveBands, grid: &BinGrid) -> Result<BandMatrix, String> {
     check_limits_in_frame(spec.fmin_hz, spec.fmax_hz, grid)?;
     let per_octave = spec.fraction.bands_per_octave();
@@ -536,10 +493,10 @@ fn octave_matrix(spec: &OctaveBands, grid: &BinGrid) -> Result<BandMatrix, Strin
     let wanted = |band: &IecBand| {
         band.lower_hz >= lowest_hz
             && band.upper_hz <= nyquist
-            && spec.fmin_hz.is_none_or(|fmin| band.centre_hz >= fmin)
-            && spec.fmax_hz.is_none_or(|fmax| band.centre_hz <= fmax)
+            && spec.fmin_hz.is_none_or(|fmin| band.nominal_hz >= fmin)
+            && spec.fmax_hz.is_none_or(|fmax| band.nominal_hz <= fmax)
     };
-    let bands: Vec<IecBand> = iec_indices_around(lowest_hz, nyquist, per_octave)
+    let bands: Vec<IecBand> = iec::indices_around(lowest_hz, nyquist, per_octave)
         .map(|x| IecBand::new(x, per_octave))
         .filter(wanted)
         .collect();
@@ -549,7 +506,7 @@ fn octave_matrix(spec: &OctaveBands, grid: &BinGrid) -> Result<BandMatrix, Strin
              ({nyquist} Hz){}: use a longer frame or a wider range",
             spec.fraction.name(),
             if spec.fmin_hz.is_some() || spec.fmax_hz.is_some() {
-                " with mid-band frequency within fmin..fmax"
+                " with nominal mid-band frequency within fmin..fmax"
             } else {
                 ""
             }
