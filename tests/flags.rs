@@ -570,6 +570,8 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
     let raw = dir.path().join("x.f32");
     write_f32(&raw, &noise(4096, 5));
     let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let wav_by_bytes = dir.path().join("w.dat");
+    std::fs::copy(&wav, &wav_by_bytes).expect("copy");
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["--file", s(&wav), "--channels", "2"],
@@ -582,6 +584,15 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
         (
             &["--file", s(&raw), "--rate", "8000", "--fftshift"],
             &["--fftshift", "x.f32 is real"],
+        ),
+        // text whose first sample line is one number, and a WAV known by its bytes alone
+        (
+            &["--file", s(&text), "--fftshift"],
+            &["--fftshift", "x.txt is real"],
+        ),
+        (
+            &["--file", s(&wav_by_bytes), "--fftshift"],
+            &["--fftshift", "w.dat is real"],
         ),
         (
             &["--file", s(&text), "--retry", "3"],
@@ -621,7 +632,9 @@ fn flags_the_inputs_give_nothing_to_do_are_refused() {
     std::fs::create_dir(&out_dir).expect("mkdir");
     let out = run(&[&both[..], &[s(&out_dir), "--channels", "1"]].concat());
     assert_silent_success(&out);
-    let out = run(&["--file", s(&text), "--fftshift", "--output", "/dev/null"]);
+    let complex_text = dir.path().join("iq.txt");
+    std::fs::write(&complex_text, "# I Q\n\n0.5 -0.25\n1 0\n").expect("text");
+    let out = run(&["--file", s(&complex_text), "--frame", "2", "--fftshift"]);
     assert_silent_success(&out);
     // a file whose format its first bytes give is never raw: --channels names the way out
     let sniffed = dir.path().join("y.dat");

@@ -5,7 +5,8 @@
 //! receiver's address, an extension, `--input-format`, whether a path is a regular file) and a
 //! SigMF recording's metadata (whether it gives its rate), before any input is opened. An input
 //! whose format is found by its first bytes is text, WAV or compressed audio (`source::sniff`):
-//! never raw, but perhaps complex ("re im" lines).
+//! never raw, but perhaps complex ("re im" lines); for `--fftshift` a regular file of text is
+//! read as far as its first sample line to tell.
 
 use super::options::Options;
 use crate::error::{FftdError, Result};
@@ -59,6 +60,36 @@ fn sigmf_gives_rate(path: &str) -> bool {
 fn is_real_only(format: InputFormat) -> bool {
     let real_raw = is_raw(format) && crate::source::raw::sample_kind(format) == InputKind::Real;
     real_raw || format == InputFormat::Wav || format.is_compressed_audio()
+}
+
+/// Whether the regular file `path`, text by `--input-format` or of a format its first bytes
+/// show (`format` None), holds real samples only: WAV or compressed audio, or text whose first
+/// sample line is one number. Stdin, a FIFO, a file that cannot be read or whose first sample
+/// is bad are not judged (false): their open says what they are.
+fn file_found_real(path: &str, format: Option<InputFormat>) -> bool {
+    use crate::source::{input::InputReader, sniff::sniff, text::TextSource};
+    if !matches!(format, None | Some(InputFormat::Text))
+        || !std::fs::metadata(path).is_ok_and(|m| m.is_file())
+    {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut reader = InputReader::from_read(file);
+    let format = match format {
+        Some(format) => format,
+        None => match sniff(&mut reader) {
+            Ok(format) => format,
+            Err(_) => return false,
+        },
+    };
+    if format != InputFormat::Text {
+        return is_real_only(format);
+    }
+    // f64: only the first sample line's count of numbers matters here
+    let mut text = TextSource::new(path, reader, 1.0).in_precision(crate::types::Precision::F64);
+    matches!(text.detect_kind(), Ok(Some((_, None))))
 }
 
 /// Which of `--rate`, `--channels`, `--fftshift` and `--retry` were given for the run itself.
@@ -122,12 +153,14 @@ pub(super) fn check_flags_apply(o: &Options, given: Given, nats_in_use: bool) ->
             )
         ));
     }
-    let may_be_complex = |k: &Kind| match k {
+    let may_be_complex = |(k, path): (&Kind, &String)| match k {
         Kind::Mic => false,
         Kind::Receiver => true,
-        Kind::File(format) => !format.is_some_and(is_real_only),
+        Kind::File(format) if format.is_some_and(is_real_only) => false,
+        Kind::File(format) => !file_found_real(path, *format),
     };
-    if given.fftshift && !kinds.iter().any(may_be_complex) {
+    // (the microphone, real, has no file: none of its kinds is judged complex)
+    if given.fftshift && !kinds.iter().zip(&o.file).any(may_be_complex) {
         return usage(format!(
             "--fftshift: orders a complex input's bins; {} (a real signal's bins run from DC up already)",
             match o.mic {

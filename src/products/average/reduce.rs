@@ -118,6 +118,10 @@ impl Reducer {
     /// Adds `row`, which stands for `frames` frames: the mean of a segment's for `mean`, their
     /// max or min for the holds, one frame's for `median` and `exp` (no segments).
     pub(super) fn add<T: Sample>(&mut self, row: &[T], frames: usize) {
+        debug_assert!(
+            frames == 1 || !matches!(self, Reducer::Median { .. } | Reducer::Exp { .. }),
+            "median and exp take one frame at a time, got a row of {frames}"
+        );
         let values = row.iter().map(|v| v.into_f64());
         match self {
             Reducer::Mean { sums } => sums.add(values, frames as f64),

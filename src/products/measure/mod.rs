@@ -457,7 +457,12 @@ impl Measuring {
     ) {
         let frequencies = &self.streams[stream].frequencies;
         let columns = frequencies.len().min(values.len());
-        let power: Vec<f64> = values[..columns].iter().map(|v| v.into_f64()).collect();
+        // the measurements read the row's power in f64 (only levels: no copy needed)
+        let power: Vec<f64> = if self.layout.peaks > 0 || self.layout.distortion {
+            values[..columns].iter().map(|v| v.into_f64()).collect()
+        } else {
+            Vec::new()
+        };
         finish.extend_finished(&values[..columns], out);
         let mut extras: Vec<f64> = Vec::with_capacity(self.layout.extras());
         if self.layout.levels {
