@@ -770,6 +770,38 @@ fn bands_with_the_measurement_flags_give_the_events_of_the_measured_bins() {
     }
 }
 
+/// With `--bands`, a rule's own band rides at the row's end and is taken off before the row is
+/// written: an npy's shape counts the columns written (it said one more, and numpy could not
+/// read the file), and its bytes are those of the run without the rule.
+#[test]
+fn an_npy_of_bands_under_an_alert_is_shaped_as_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("tone.f32");
+    let mut x = vec![0.0; (RATE * 2.0) as usize];
+    burst(&mut x, 1000.0, 1.0, 0.5, 1.5);
+    write_f32(&input, &x);
+    let npy = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["--file", s(&input), "--rate", "8000", "--frame", "400"];
+        args.extend(["--bands", "mel:10", "--format", "npy", "--output", s(&path)]);
+        args.extend(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{}", common::stderr_text(&out));
+        std::fs::read(&path).unwrap()
+    };
+    let rule = "name=hum,band=900-1100,above=-20";
+    let events = dir.path().join("events.ndjson");
+    let with = npy("with.npy", &["--alert", rule, "--events", s(&events)]);
+    let without = npy("without.npy", &[]);
+    let rows = (with.len() - 128) / (10 * 4);
+    let header = String::from_utf8_lossy(&with[..128]).to_string();
+    assert!(
+        header.contains(&format!("'shape': ({rows}, 10)")),
+        "{header}"
+    );
+    assert!(with == without, "{header}");
+}
+
 #[test]
 fn alerts_read_the_full_spectrum_under_bands_and_fmin_fmax() {
     // the band's level is the full spectrum's whatever the columns are: --bands rows (the rule's

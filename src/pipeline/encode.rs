@@ -223,7 +223,9 @@ fn encode_batch<T: Sample>(
     if let Some(tap) = &stage.live {
         tap.hub.merge_folds(&mut scratch.folds);
     }
-    Ok(rows.finish(id, (spec.n, bins), (frames, values)))
+    // the bins written: npy's shape counts these, not the alert rules' values after them
+    let written_bins = (width - hidden) / per_bin;
+    Ok(rows.finish(id, (spec.n, written_bins), (frames, values)))
 }
 
 /// A batch whose rows came back narrowed to f32 (`Done::rows`: the output writes f32 values
