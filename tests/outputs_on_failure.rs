@@ -340,6 +340,47 @@ fn an_input_with_no_samples_leaves_an_existing_output_as_it_was() {
     }
 }
 
+/// An input that fails while it is read, before its first whole frame (empty raw stdin, a bad
+/// line of text), leaves an output file that holds bytes as it was, in every format (helper-47:
+/// emptied, or an npy of no rows); a run that ends well with no rows still empties it.
+#[test]
+fn an_input_failing_before_its_first_row_leaves_an_existing_output_as_it_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let bad_text = d.join("bad.txt");
+    std::fs::write(&bad_text, "0.5\n0.25\nabc\n").expect("write");
+    for format in ["csv", "npy", "f32", "png"] {
+        let keep = d.join(format!("keep.{format}"));
+        std::fs::write(&keep, b"precious").expect("write");
+        let out = fftd()
+            .args(["--file", "-", "--input-format", "f32", "--frame", "64"])
+            .args(["--format", format, "--output", s(&keep)])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run fftd");
+        assert_clean_error(&out, 1, &["-: is empty"]);
+        assert_eq!(std::fs::read(&keep).expect("read"), b"precious", "{format}");
+        let out = run(&[
+            "--file",
+            s(&bad_text),
+            "--format",
+            format,
+            "--output",
+            s(&keep),
+        ]);
+        assert_clean_error(&out, 1, &["bad.txt: line 3"]);
+        assert_eq!(std::fs::read(&keep).expect("read"), b"precious", "{format}");
+    }
+    // a run that ends well writes its output over the file
+    let keep = d.join("keep.csv");
+    let short = d.join("short.txt");
+    std::fs::write(&short, "0.5\n").expect("write");
+    let args = ["--file", s(&short), "--frame", "64", "--tail", "drop"];
+    let out = run(&[&args[..], &["--format", "csv", "--output", s(&keep)]].concat());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert_ne!(std::fs::read(&keep).expect("read"), b"precious");
+}
+
 /// A stream that sent nothing (an empty stdin: an error, the sidecar written all the same)
 /// still used the frame the run asked for: `--meta` names it and its bins (helper-36: "frame":
 /// 0, "bins": 1).

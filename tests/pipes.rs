@@ -338,6 +338,52 @@ fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
     assert_ended_quietly(&out, took, "");
 }
 
+/// An output that got no rows is headed as its rows would have been (helper-47: npy (0, 0), a
+/// csv with no header): npy (0, bins) as `--meta` says, the csv header of the run's columns.
+#[test]
+fn a_run_stopped_before_any_input_heads_its_outputs_as_their_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("in.f32");
+    mkfifo(&fifo);
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO both ways");
+    let base = ["--file", s(&fifo), "--input-format", "f32", "--frame", "64"];
+    for (extra, bins) in [
+        (&[][..], 33),
+        (&["--bands", "mel:10", "--rate", "8000"][..], 10),
+    ] {
+        let npy = dir.path().join("rows.npy");
+        let meta = dir.path().join("rows.json");
+        let to = ["--format", "npy", "--output", s(&npy), "--meta", s(&meta)];
+        let (out, took) = signalled(&[&base[..], extra, &to].concat(), Stdio::null(), "INT");
+        assert_ended_quietly(&out, took, "");
+        let header = std::fs::read(&npy).expect("npy");
+        let header = String::from_utf8_lossy(&header);
+        assert!(
+            header.contains(&format!("'shape': (0, {bins})")),
+            "{header}"
+        );
+        let meta = std::fs::read_to_string(&meta).expect("meta");
+        assert!(meta.contains(&format!("\"bins\": {bins}")), "{meta}");
+    }
+    let csv = dir.path().join("rows.csv");
+    let to = ["--format", "csv", "--output", s(&csv), "--rate", "64"];
+    let (out, took) = signalled(&[&base[..], &to].concat(), Stdio::null(), "INT");
+    assert_ended_quietly(&out, took, "");
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(
+        text.starts_with("stream,frame,time_s,0.0,1.0,2.0,"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(",32.0\n") && text.lines().count() == 1,
+        "{text}"
+    );
+}
+
 #[test]
 fn sigterm_before_stdin_sent_anything_is_an_interrupted_run() {
     // stdin is a pipe held open (in the child's handle) with nothing sent

@@ -150,6 +150,11 @@ impl Control {
         }
     }
 
+    /// Whether an error has been recorded (`fail`, `fail_input`): the run will fail.
+    pub(crate) fn has_failed(&self) -> bool {
+        self.error.lock().is_ok_and(|slot| slot.is_some())
+    }
+
     /// Ends stream `stream` before frame `seq`: frames from there on are not written, though
     /// batches read in parallel may hold some. Called before the failed batch's number is given
     /// up, so the stage that puts batches in order sees the cut before any later batch.

@@ -20,6 +20,7 @@ use crate::sink::destination::Destination;
 use crate::sink::meta::{write_meta, RunEnd, StreamSummary};
 use crate::sink::opening;
 use crate::sink::output::open_files_budget;
+use crate::sink::output::RowShape;
 use crate::sink::overwrite_guard::GuardedFiles;
 use crate::sink::placed::{self, PlacedFile, PlacedOutputs, PlacedShape};
 use crate::sink::png::ImageFile;
@@ -158,7 +159,9 @@ fn refuse_npy_without_a_file<T: Sample>(encoder: &dyn Encoder<T>, plan: &OutputP
 /// One destination per planned output. Stdout, a single `--output` file and every stream path
 /// (a FIFO, a device) are opened now, so an unusable one is reported before any work starts;
 /// other `--output-dir` files are opened when their first rows arrive (`plan_outputs` checked
-/// that the folder takes new files; `refuse_npy_without_a_file` the format's needs).
+/// that the folder takes new files; `refuse_npy_without_a_file` the format's needs). A file
+/// with bytes in it already is only checked now (`probe_output`) and emptied when its rows
+/// come, so a run that fails before any leaves it as it was.
 pub(super) fn open_destinations(
     plan: &OutputPlan,
     placed: &PlacedOutputs,
@@ -169,7 +172,10 @@ pub(super) fn open_destinations(
         let dest = match file {
             Some(path) if placed.get(i).is_some() => Destination::file(path),
             Some(path) if plan.lazy && !opening::is_stream_path(path) => Destination::file(path),
-            Some(path) => Destination::opened(path, create_output(path, stop)?),
+            Some(path) => match probe_output(path, stop)? {
+                Some(file) => Destination::opened(path, file),
+                None => Destination::file(path),
+            },
             // (a closed stdout: `run_steps::refuse_closed_streams`)
             None => Destination::stdout()
                 .map_err(|e| FftdError::Runtime(format!("cannot write to stdout: {e}")))?,
@@ -177,6 +183,18 @@ pub(super) fn open_destinations(
         dests.push(dest);
     }
     Ok(dests)
+}
+
+/// `create_output`, but a regular file with bytes in it is not emptied: it is opened for
+/// writing (which checks that it may be written) and closed again (None), to be created when
+/// its first rows come or the run ends well.
+fn probe_output(path: &Path, stop: &AtomicBool) -> Result<Option<File>> {
+    let holds_bytes = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+    if !holds_bytes || crate::stdio::names_stdout(path) {
+        return create_output(path, stop).map(Some);
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(path);
+    file.map(|_| None).map_err(|e| FftdError::io(path, e))
 }
 
 /// Creates an output file now (a FIFO: waits for its reader, or for a stop), and checks that it
@@ -212,7 +230,9 @@ pub(super) fn image_destinations(
         };
         let mut image = ImageFile::new(path, stream, &run_spec.output.png, &run_spec.analysis);
         if !plan.lazy || opening::is_stream_path(path) {
-            image.create_with(create_output(path, stop)?);
+            if let Some(file) = probe_output(path, stop)? {
+                image.create_with(file);
+            }
         }
         dests.push(Destination::Image(Box::new(image)));
     }
@@ -387,6 +407,9 @@ pub(super) struct Sinks<T: Sample> {
     pub tracer: Option<Arc<crate::trace::Tracer>>,
     /// `--events nats://`, connected before any output was opened (`open_events`).
     pub nats_events: Option<crate::alerts::events::EventWriter>,
+    /// The shape of each output's rows where it is known before any comes, for an output
+    /// that gets none (its csv header, its npy array of no rows).
+    pub shapes: Vec<Option<RowShape>>,
 }
 
 impl<T: Sample> Sinks<T> {
@@ -437,6 +460,7 @@ impl<T: Sample> Sinks<T> {
             (None, _) => open_destinations(&plan, &placed, stop)?,
         };
         let outputs: Vec<String> = dests.iter().map(Destination::describe).collect();
+        let shapes = row_shapes(run_spec, &rows, &plan.writer_of, dests.len());
         let writer_of = plan.writer_of;
         let rotations = rotations(run_spec, &dests, &placed, streams, &writer_of);
         Ok(Sinks {
@@ -449,8 +473,32 @@ impl<T: Sample> Sinks<T> {
             meta_file,
             tracer,
             nats_events,
+            shapes,
         })
     }
+}
+
+/// Per output, the shape of its rows before any comes: the first stream it takes, with the
+/// run's frame size and the row's bins (its values over values per bin). None where the frame
+/// is found from the input (`--frame whole`) or nothing goes to it.
+fn row_shapes(
+    run_spec: &RunSpec,
+    rows: &RowsPlanned<'_>,
+    writer_of: &[usize],
+    outputs: usize,
+) -> Vec<Option<RowShape>> {
+    let per_bin = run_spec.analysis.scale.values_per_bin();
+    let shape = |output: usize| {
+        let (n, _) = run_spec.analysis.fixed()?;
+        let s = rows.streams.iter().find(|s| writer_of[s.id] == output)?;
+        let bins = values_per_row(run_spec, rows, s) / per_bin;
+        Some(RowShape {
+            stream: s.id,
+            n,
+            bins,
+        })
+    };
+    (0..outputs).map(shape).collect()
 }
 
 /// What the outputs are sized by: the streams, their frames, the rows known up front and the

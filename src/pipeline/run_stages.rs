@@ -225,6 +225,7 @@ impl<'a, T: Sample> Stages<'a, T> {
         }
         let mut outputs = Outputs::new(&*sinks.encoder, dests, open_files_budget(), &sinks.placed);
         outputs.rotate(rotations, signals.reopen.clone());
+        outputs.expect_shapes(sinks.shapes.clone());
         sink_stage::SinkStage {
             outputs,
             streams: &self.planned.streams,

@@ -183,7 +183,7 @@ impl<T: Sample> Sink<'_, '_, T> {
             }
         }
         if healthy {
-            if let Err((i, e)) = outputs.finish() {
+            if let Err((i, e)) = outputs.finish(control.has_failed(), stage.streams) {
                 report_write_error(e, &outputs.describe(i), control);
             }
         } else {

@@ -92,6 +92,16 @@ impl Destination {
         }
     }
 
+    /// Whether nothing of this run is in the file yet: not created (truncated), or an image with
+    /// no rows whose file is not created. Stdout and NATS count as begun.
+    pub(crate) fn untouched(&self) -> bool {
+        match self {
+            Destination::File { file, created, .. } => file.is_none() && !*created,
+            Destination::Image(image) => !image.is_created() && !image.has_rows(),
+            Destination::Stdout(_) | Destination::Messages(_) => false,
+        }
+    }
+
     /// Opens a file: creates (truncates) it the first time, else reopens it at its end.
     pub(crate) fn open(&mut self) -> io::Result<()> {
         if let Destination::File {

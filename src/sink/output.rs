@@ -37,6 +37,15 @@ pub(crate) fn open_files_budget() -> usize {
     }
 }
 
+/// The rows an output takes, known before any comes: its first stream, frame size and bins
+/// per row (as `Rows` has them).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowShape {
+    pub stream: usize,
+    pub n: usize,
+    pub bins: usize,
+}
+
 /// Encoded rows of one output: consecutive frames, all of one width.
 pub(crate) struct Rows<'a> {
     /// Stream of the first row (names the csv header's frequencies and any width error).
@@ -95,6 +104,8 @@ pub(crate) struct Outputs<'a, T: Sample> {
     pub(super) rotations: Vec<Option<super::rotate::Rotation>>,
     /// Set by SIGHUP: every file is completed and the next rows begin new ones.
     pub(super) reopen: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Each output's rows as known before any came (`expect_shapes`), for one that gets none.
+    shapes: Vec<Option<RowShape>>,
 }
 
 impl<'a, T: Sample> Outputs<'a, T> {
@@ -114,7 +125,14 @@ impl<'a, T: Sample> Outputs<'a, T> {
             placed,
             rotations: Vec::new(),
             reopen: None,
+            shapes: Vec::new(),
         }
+    }
+
+    /// The shape of each output's rows, known before any comes: an output that gets none is
+    /// still headed as its rows would be (the csv header; npy's shape (0, bins)).
+    pub(crate) fn expect_shapes(&mut self, shapes: Vec<Option<RowShape>>) {
+        self.shapes = shapes;
     }
 
     /// Name of output `i`'s destination, for messages.
@@ -221,15 +239,59 @@ impl<'a, T: Sample> Outputs<'a, T> {
 
     /// Completes every output: creates the files of those that got no rows, rewrites headers
     /// that carry the frame count, flushes and closes. Goes on past an error (so every file is
-    /// completed that can be) and returns the first.
-    pub(crate) fn finish(&mut self) -> Result<(), (usize, io::Error)> {
+    /// completed that can be) and returns the first. In a run that failed (`run_failed`) an
+    /// output that got no rows is left as it was: not created, and a file already there (an
+    /// earlier run's) not emptied.
+    pub(crate) fn finish(
+        &mut self,
+        run_failed: bool,
+        streams: &[StreamMeta],
+    ) -> Result<(), (usize, io::Error)> {
         let mut first_error = None;
         for i in 0..self.outputs.len() {
-            if let Err(e) = self.finish_one(i) {
+            if run_failed && self.never_written(i) {
+                continue;
+            }
+            if let Err(e) = self
+                .head_unwritten(i, streams)
+                .and_then(|_| self.finish_one(i))
+            {
                 first_error.get_or_insert((i, e));
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Writes the preamble of an output that got no rows and whose rows' shape is known (not a
+    /// placed output, or NATS), as rows would have: npy then says (0, bins).
+    fn head_unwritten(&mut self, i: usize, streams: &[StreamMeta]) -> io::Result<()> {
+        let out = &self.outputs[i];
+        let plain = !matches!(out.dest, Destination::Messages(_)) && self.placed.get(i).is_none();
+        let shape = self.shapes.get(i).copied().flatten();
+        let first = shape.and_then(|shape| Some((shape, streams.get(shape.stream)?)));
+        let Some((shape, first)) = first.filter(|_| !out.started && plain) else {
+            return Ok(());
+        };
+        let rows = Rows {
+            first,
+            n: shape.n,
+            bins: shape.bins,
+            count: 0,
+            bytes: &[],
+            marks: &[],
+        };
+        self.write(i, &rows)
+    }
+
+    /// Whether output `i` is a file nothing was written to or created yet (not placed, not
+    /// begun, no rotation file begun).
+    fn never_written(&self, i: usize) -> bool {
+        let out = &self.outputs[i];
+        let rotation = self.rotations.get(i).and_then(Option::as_ref);
+        out.dest.untouched()
+            && !out.started
+            && self.placed.get(i).is_none()
+            && rotation.is_none_or(|r| r.never_begun() && !r.is_open())
     }
 
     /// After a write error: cuts every placed file to the rows counted in order (with its final

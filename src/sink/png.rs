@@ -237,6 +237,11 @@ impl ImageFile {
         self.file.is_some()
     }
 
+    /// Whether any row (or part of one) has come.
+    pub(crate) fn has_rows(&self) -> bool {
+        self.spectrogram.is_some() || !self.pending.is_empty()
+    }
+
     /// Takes the file, created (truncated) now so an unusable path is found before the run.
     pub(crate) fn create_with(&mut self, file: File) {
         self.file = Some(file);
