@@ -560,6 +560,21 @@ fn rtl_power_rows_parse_back_to_the_averaged_db() {
         let out = run(&[&file[..], CENTRE, &rtl_power, extra].concat());
         assert_clean_error(&out, 2, &["rtl-power writes dB bins only", extra[0]]);
     }
+    // edges between whole Hz (odd N: centre - 31 * rate / 63; a range) are rounded, as
+    // rtl_power's %i writes them, for heatmap.py's int() (helper-47: 99500781.25 refused)
+    let odd = ["--center-freq", "100e6", "--rate", "2e6", "--frame", "63"];
+    let range = [&CENTRE[..], &["--fmin", "99.51M", "--fmax", "100.49M"]].concat();
+    for (flags, want) in [
+        (&odd[..], (99_015_873, 101_015_873)),
+        (&range, (99_531_250, 100_500_000)),
+    ] {
+        let out = run(&[&file[..], flags, &["--format", "rtl-power"]].concat());
+        assert_silent_success(&out);
+        let text = stdout_text(&out);
+        let row: Vec<&str> = text.lines().next().expect("a row").split(", ").collect();
+        let (low, high): (i64, i64) = (row[2].parse().expect("low"), row[3].parse().expect("high"));
+        assert_eq!((low, high), want, "{flags:?}");
+    }
 }
 
 #[test]

@@ -9,7 +9,9 @@
 //!   capture began, else the time the run
 //!   started plus the row's `time_s` (a live pipe's rows thus carry the time they were taken);
 //! - Hz low: the frequency of the first bin (centre + lowest offset; the row's own capture's
-//!   centre for a retuned SigMF recording), Hz high: Hz low + bins × Hz step, Hz step: rate / N;
+//!   centre for a retuned SigMF recording), Hz high: Hz low + bins × Hz step, both rounded to
+//!   whole Hz as rtl_power writes them (`%i`; heatmap.py reads them with `int()`), Hz step:
+//!   rate / N;
 //! - samples: the FFTs the row averages (1 without `--average`; fewer in a final partial
 //!   interval), which rtl_power counts there too;
 //! - then one value per bin, lowest frequency first, in dB (`--scale db`, the power averaged
@@ -118,8 +120,8 @@ impl<T: Sample> Encoder<T> for RtlPowerEncoder {
         let low = center + lowest;
         let high = low + row.values.len() as f64 * step;
         push_datetime(out, self.row_time(row));
-        // writing into a Vec cannot fail
-        let _ = write!(out, ", {}, {}, ", shown(low), shown(high));
+        // whole Hz, as rtl_power writes them (`%i`) and its readers take them (`int()`)
+        let _ = write!(out, ", {}, {}, ", shown(low.round()), shown(high.round()));
         push(out, step, Syntax::Text);
         let _ = write!(out, ", {}", row.frames);
         for v in row.values {
