@@ -311,6 +311,32 @@ assert m.get_global_field('core:datatype') == 'ci16_le'
     run_python(check, &[s(&meta_out)], "sigmf meta");
 }
 
+/// A SigMF document names its samples' datatype: an input that has none (WAV, text) is refused
+/// before any output is made, naming the plain sidecar instead (helper-47: the document lacked
+/// core:datatype, and sigmf and fftd itself refused it).
+#[test]
+fn a_sigmf_sidecar_of_an_input_with_no_datatype_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let text = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/input.txt");
+    let meta = dir.path().join("spectra.sigmf-meta");
+    let output = dir.path().join("spectra.csv");
+    for input in [&wav, &text] {
+        let args = [
+            "--file",
+            s(input),
+            "--format",
+            "csv",
+            "--output",
+            s(&output),
+        ];
+        let out = run(&[&args[..], &["--meta", s(&meta)]].concat());
+        let name = input.file_name().and_then(|n| n.to_str()).expect("name");
+        assert_clean_error(&out, 2, &["--meta", name, "core:datatype", "spectra.json"]);
+        assert!(!meta.exists() && !output.exists(), "{name}");
+    }
+}
+
 /// A cu8 recording of a tone 250 kHz above a 100 MHz centre, 2 MHz.
 fn tone_cu8(dir: &Path) -> PathBuf {
     let path = dir.join("tone.cu8");

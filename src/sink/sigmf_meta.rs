@@ -3,7 +3,8 @@
 //! recording and carries fftd's analysis as an extension:
 //!
 //! - `global`: `core:version` (1.2.0), `core:datatype` (the input's: its own for a SigMF input,
-//!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`; left out for text and WAV),
+//!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`; an input with none, text,
+//!   WAV, compressed audio or the microphone, is refused: `refusal`),
 //!   `core:sample_rate`, `core:dataset` (the input file's name), `core:recorder` (fftd and its
 //!   version), `core:description`, `core:extensions` (`fftd`, optional) and `fftd:analysis`: the
 //!   whole plain JSON sidecar (frame, hop, window, scale, bins, centres, outputs, ...).
@@ -35,6 +36,21 @@ fn datatype(name: &str, forced: Option<InputFormat>) -> Option<String> {
         other => return source::raw::iq_type(other).map(|t| t.sigmf_name()),
     };
     Some(text.to_string())
+}
+
+/// Why `--meta PATH.sigmf-meta` cannot describe the input `first` (read as `forced`): a SigMF
+/// document needs the samples' `core:datatype`, which only a raw file or a SigMF recording
+/// has (text, WAV, compressed audio and the microphone have none). None: it can.
+pub(crate) fn refusal(path: &Path, first: &str, forced: Option<InputFormat>) -> Option<String> {
+    if !wanted(path) || datatype(first, forced).is_some() {
+        return None;
+    }
+    let shown = crate::types::shown_path(path);
+    let plain = path.with_extension("json");
+    Some(format!(
+        "--meta {shown}: a SigMF document names its samples' core:datatype, and {first} is not a raw or SigMF recording: use --meta {} for the plain JSON sidecar",
+        crate::types::shown_path(&plain)
+    ))
 }
 
 /// The SigMF document around `analysis` (the plain sidecar).
