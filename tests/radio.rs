@@ -589,7 +589,7 @@ fn rtl_power_rows_parse_back_to_the_averaged_db() {
     // edges between whole Hz (odd N: centre - 31 * rate / 63; a range) are rounded, as
     // rtl_power's %i writes them, for heatmap.py's int() (helper-47: 99500781.25 refused)
     let odd = ["--center-freq", "100e6", "--rate", "2e6", "--frame", "63"];
-    let range = [&CENTRE[..], &["--fmin", "99.51M", "--fmax", "100.49M"]].concat();
+    let range = [CENTRE, &["--fmin", "99.51M", "--fmax", "100.49M"]].concat();
     for (flags, want) in [
         (&odd[..], (99_015_873, 101_015_873)),
         (&range, (99_531_250, 100_500_000)),
