@@ -322,17 +322,24 @@ fn one_signal_ends_a_run_waiting_for_a_fifo_reader() {
     }
 }
 
-#[test]
-fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
-    // a FIFO with a writer (this test, holding both ends) that sends nothing, read as raw f32
+/// A FIFO `in.f32` in a new folder, held open both ways by the test: a writer that sends
+/// nothing while the handle lives.
+fn held_fifo() -> (tempfile::TempDir, std::path::PathBuf, std::fs::File) {
     let dir = tempfile::tempdir().expect("tempdir");
     let fifo = dir.path().join("in.f32");
     mkfifo(&fifo);
-    let _held = std::fs::OpenOptions::new()
+    let held = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(&fifo)
         .expect("open the FIFO both ways");
+    (dir, fifo, held)
+}
+
+#[test]
+fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
+    // a FIFO with a writer (this test, holding both ends) that sends nothing, read as raw f32
+    let (_dir, fifo, _held) = held_fifo();
     let args = ["--file", s(&fifo), "--input-format", "f32", "--frame", "64"];
     let (out, took) = signalled(&args, Stdio::null(), "INT");
     assert_ended_quietly(&out, took, "");
@@ -342,14 +349,7 @@ fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
 /// csv with no header): npy (0, bins) as `--meta` says, the csv header of the run's columns.
 #[test]
 fn a_run_stopped_before_any_input_heads_its_outputs_as_their_rows() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let fifo = dir.path().join("in.f32");
-    mkfifo(&fifo);
-    let _held = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&fifo)
-        .expect("open the FIFO both ways");
+    let (dir, fifo, _held) = held_fifo();
     let base = ["--file", s(&fifo), "--input-format", "f32", "--frame", "64"];
     for (extra, bins) in [
         (&[][..], 33),
