@@ -225,6 +225,59 @@ fn a_command_line_input_replaces_the_config_files() {
     );
 }
 
+/// One config file serves runs of every kind (README "Config file"): a key that only shapes a
+/// mode the run does not use waits for a run that does, where the same flag on the command line
+/// is still refused with its reason (helper-47: `png-size` in a file refused every text run).
+#[test]
+fn a_shared_config_files_mode_keys_wait_for_the_runs_that_use_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let x = samples(dir.path());
+    let config = dir.path().join("shared.toml");
+    let keys = [
+        "frame = 64",
+        "png-size = \"800x600\"",
+        "png-db = \"-100:0\"",
+        "rotate = \"1h\"",
+        "record-on-alert = \"recordings\"",
+        "pre = \"2s\"",
+        "post = \"5s\"",
+        "events = \"events.ndjson\"",
+        "tone = 1000.0",
+        "unit = \"dB SPL\"",
+        "average-mode = \"max\"",
+        "idle-exit = \"30s\"",
+        "rows-per-message = \"max\"",
+        "serve-max-connections = 4",
+        "serve-token = \"s3cret\"",
+        "serve-allow-host = [\"spectra.example.org\"]",
+        "gain = \"auto\"",
+        "sweep = \"88M:108M:10k\"",
+        "crop = 0.2",
+        "settle = \"150ms\"",
+        "sweeps = 1",
+    ];
+    std::fs::write(&config, keys.join("\n")).expect("write");
+    let alone = run(&["--file", s(&x), "--frame", "64"]);
+    let with_config = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_silent_success(&with_config);
+    assert_eq!(with_config.stdout, alone.stdout);
+    assert!(!dir.path().join("events.ndjson").exists());
+    // the command line's flag is the user asking for it: refused with the reason
+    let out = run(&["--file", s(&x), "--config", s(&config), "--tone", "1000"]);
+    assert_clean_error(&out, 2, &["--tone HZ picks --distortion's fundamental"]);
+    // a run that uses the mode takes the file's key, and judges its value
+    std::fs::write(&config, "frame = 64\ndistortion = true\ntone = -5.0\n").expect("write");
+    let out = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_clean_error(&out, 2, &["shared.toml:3: tone = -5", "above 0 Hz"]);
+    std::fs::write(&config, "frame = 64\ncrop = 1.5\n").expect("write");
+    let out = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_clean_error(
+        &out,
+        2,
+        &["shared.toml:2: crop = 1.5", "a fraction from 0 up to 1"],
+    );
+}
+
 #[test]
 fn a_long_config_value_is_echoed_cut() {
     let dir = tempfile::tempdir().expect("tempdir");

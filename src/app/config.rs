@@ -167,7 +167,8 @@ impl Settings {
             return Self::from_options(cli);
         };
         let keys = input_from_the_command_line(&cli, keep(file.options.clone()));
-        let given = Given::of(&cli); // (a shared file's keys need not fit every run)
+        let keys = super::unused_keys::left_out(&cli, keys); // (a shared file's keys need not fit every run)
+        let given = Given::of(&cli);
         let from_file = from_file(&cli, &keys);
         let mut settings =
             Self::from_given_options(merge(cli, keys), given).map_err(|e| match e {

@@ -21,3 +21,4 @@ pub mod publish;
 pub(crate) mod serve_options;
 pub(crate) mod sweep_options;
 pub(crate) mod units;
+mod unused_keys;

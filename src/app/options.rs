@@ -17,10 +17,17 @@ use crate::window::WindowKind;
 use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 
-/// Implements serde's Deserialize through FromStr, accepting a TOML string or integer; any other
-/// value is "expected WHAT" (what the key takes, in the help text's words).
+/// Implements serde's Deserialize through FromStr, accepting a TOML string or integer (and a
+/// float where `floats` is given: a fraction's key); any other value is "expected WHAT" (what
+/// the key takes, in the help text's words).
 macro_rules! deserialize_from_str {
     ($ty:ty, $what:expr) => {
+        deserialize_from_str!($ty, $what, false);
+    };
+    ($ty:ty, $what:expr, floats) => {
+        deserialize_from_str!($ty, $what, true);
+    };
+    ($ty:ty, $what:expr, $floats:expr) => {
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
                 #[derive(Deserialize)]
@@ -28,11 +35,13 @@ macro_rules! deserialize_from_str {
                 enum StrOrInt {
                     Str(String),
                     Int(u64),
+                    Float(f64),
                 }
                 let text = match StrOrInt::deserialize(d) {
                     Ok(StrOrInt::Str(s)) => s,
                     Ok(StrOrInt::Int(i)) => i.to_string(),
-                    Err(_) => return Err(serde::de::Error::custom(concat!("expected ", $what))),
+                    Ok(StrOrInt::Float(f)) if $floats => f.to_string(),
+                    _ => return Err(serde::de::Error::custom(concat!("expected ", $what))),
                 };
                 text.parse().map_err(serde::de::Error::custom)
             }
@@ -49,7 +58,8 @@ deserialize_from_str!(
 );
 deserialize_from_str!(
     crate::source::sweep::plan::Crop,
-    "a fraction such as \"0.2\" or a percentage such as \"20%\""
+    "a fraction such as 0.2 or a percentage such as \"20%\"",
+    floats
 );
 deserialize_from_str!(
     crate::source::sweep::plan::Settle,
