@@ -381,6 +381,87 @@ fn an_input_failing_before_its_first_row_leaves_an_existing_output_as_it_was() {
     assert_ne!(std::fs::read(&keep).expect("read"), b"precious");
 }
 
+/// A placed output (a range-read input's f32/npy rows written into a mapped file) fills a part
+/// file renamed over the output at the end: a first value that fails leaves an earlier run's
+/// file as it was, with its mode, and no part file; a symlink stays a link to the new rows
+/// (before: the output was created at full size at set-up, and emptied by the failure).
+#[test]
+fn a_placed_output_failing_at_its_first_value_leaves_an_existing_file_as_it_was() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let mut signal = noise(1 << 20, 21); // 4 MiB of rows at --frame 1024: placed
+    let good = d.join("good.f32");
+    write_f32(&good, &signal);
+    signal[0] = f64::NAN;
+    let bad = d.join("nan0.f32");
+    write_f32(&bad, &signal);
+    let expected = d.join("expected.npy");
+    let args = |input: &Path, output: &Path| {
+        let (i, o) = (s(input).to_string(), s(output).to_string());
+        [
+            &["--file", &i, "--frame", "1024", "--format", "npy"][..],
+            &["--output", &o],
+        ]
+        .concat()
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+    };
+    let ordinary = fftd()
+        .args(args(&good, &expected))
+        .env("FFTD_PLACED_OUTPUT", "0")
+        .output()
+        .expect("run");
+    assert!(ordinary.status.success(), "{}", stderr_text(&ordinary));
+    let keep = d.join("keep.npy");
+    std::fs::write(&keep, b"precious").expect("write");
+    std::fs::set_permissions(&keep, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    let placed = |input: &Path, output: &Path| {
+        let out = fftd()
+            .args(args(input, output))
+            .env("RUST_LOG", "fftd=debug")
+            .output()
+            .expect("run");
+        assert!(
+            stderr_text(&out).contains("rows placed by the encoders"),
+            "{}",
+            stderr_text(&out)
+        );
+        out
+    };
+    assert_eq!(placed(&bad, &keep).status.code(), Some(1));
+    assert_eq!(std::fs::read(&keep).expect("read"), b"precious");
+    let left: Vec<_> = std::fs::read_dir(d)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        !left.iter().any(|n| n.to_string_lossy().ends_with(".part")),
+        "{left:?}"
+    );
+    assert!(placed(&good, &keep).status.success());
+    assert_eq!(
+        std::fs::read(&keep).expect("read"),
+        std::fs::read(&expected).expect("read")
+    );
+    let mode = std::fs::metadata(&keep).expect("stat").permissions().mode();
+    assert_eq!(mode & 0o777, 0o640);
+    let link = d.join("link.npy");
+    std::os::unix::fs::symlink(&keep, &link).expect("symlink");
+    std::fs::write(&keep, b"precious").expect("write");
+    assert!(placed(&good, &link).status.success());
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("lstat")
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read(&keep).expect("read"),
+        std::fs::read(&expected).expect("read")
+    );
+}
+
 /// A stream that sent nothing (an empty stdin: an error, the sidecar written all the same)
 /// still used the frame the run asked for: `--meta` names it and its bins (helper-36: "frame":
 /// 0, "bins": 1).

@@ -241,7 +241,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
     /// that carry the frame count, flushes and closes. Goes on past an error (so every file is
     /// completed that can be) and returns the first. In a run that failed (`run_failed`) an
     /// output that got no rows is left as it was: not created, and a file already there (an
-    /// earlier run's) not emptied.
+    /// earlier run's) not emptied (a placed one's part file is removed with it).
     pub(crate) fn finish(
         &mut self,
         run_failed: bool,
@@ -249,7 +249,8 @@ impl<'a, T: Sample> Outputs<'a, T> {
     ) -> Result<(), (usize, io::Error)> {
         let mut first_error = None;
         for i in 0..self.outputs.len() {
-            if run_failed && self.never_written(i) {
+            let unplaced = self.placed.get(i).is_some() && self.outputs[i].frames == 0;
+            if run_failed && (self.never_written(i) || unplaced) {
                 continue;
             }
             if let Err(e) = self

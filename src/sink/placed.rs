@@ -6,6 +6,13 @@
 //! (SIGINT, an error) is truncated to the rows the sink accounted in order, so the file is what the
 //! sequential writer would have left.
 //!
+//! The rows are written into a part file beside the output (`.NAME.fftd-PID.part`), renamed
+//! over it when the sink finishes: until then the output's path is as it was, so a run that
+//! fails before its first row (a bad first value) leaves an earlier run's file whole, as the
+//! ordinary writer does (`sink::output`), and a run killed at once leaves the part file, not a
+//! file of zeros under the output's name. A symlink is followed (the part is made beside its
+//! target); a file of several hard links, which a rename would split, goes the ordinary way.
+//!
 //! Why: one thread writing into a tmpfs file (page allocation and copy under the file's lock) was
 //! the limit of file output; reserved pages written through a mapping take parallel faults.
 //! Each row is claimed once (an atomic bit per row), so no two threads ever write the same bytes.
@@ -20,7 +27,8 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Outputs smaller than this go the ordinary way (a mapping is not worth it).
@@ -31,9 +39,72 @@ pub(crate) fn enabled() -> bool {
     crate::knobs::placed_output()
 }
 
+/// The file the rows go into, beside the output it becomes (`finish` renames it over `target`);
+/// removed when dropped before that.
+struct PartFile {
+    file: File,
+    path: PathBuf,
+    target: PathBuf,
+    renamed: AtomicBool,
+}
+
+impl PartFile {
+    /// A new part file for the output `path`, with its permissions when there is one. Err for
+    /// anything but a regular file of one link (or none yet), or a folder that takes no new file.
+    fn beside(path: &Path) -> io::Result<Self> {
+        let target = match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => return Err(io::Error::other("not a regular file")),
+            Ok(m) if m.nlink() > 1 => return Err(io::Error::other("a file of several links")),
+            Ok(_) => std::fs::canonicalize(path)?,
+            Err(_) if path.is_symlink() => return Err(io::Error::other("a dangling link")),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
+            Err(e) => return Err(e),
+        };
+        let name = target
+            .file_name()
+            .ok_or_else(|| io::Error::other("no file name"))?;
+        let part_name = format!(
+            ".{}.fftd-{}.part",
+            name.to_string_lossy(),
+            std::process::id()
+        );
+        let part = target.with_file_name(part_name);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&part)?;
+        let part = PartFile {
+            file,
+            path: part,
+            target,
+            renamed: AtomicBool::new(false),
+        };
+        if let Ok(m) = std::fs::metadata(&part.target) {
+            part.file.set_permissions(m.permissions())?;
+        }
+        Ok(part)
+    }
+
+    /// Puts the part file in the output's place.
+    fn rename(&self) -> io::Result<()> {
+        std::fs::rename(&self.path, &self.target)?;
+        self.renamed.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.renamed.load(Ordering::Acquire) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 /// One mapped output file.
 pub(crate) struct PlacedFile {
-    file: File,
+    part: PartFile,
     map: MmapRaw,
     /// Bytes before the first row (the format's preamble).
     header: usize,
@@ -41,8 +112,6 @@ pub(crate) struct PlacedFile {
     rows: u64,
     /// One bit per row: set when a thread has claimed the row.
     claimed: Vec<AtomicU64>,
-    /// Whether `finish` cut the file to its rows (else dropping it keeps the header alone).
-    finished: AtomicBool,
 }
 
 /// What a placed output is planned to hold.
@@ -60,32 +129,24 @@ impl PlacedShape {
 }
 
 impl PlacedFile {
-    /// Creates (truncates) `path` at `shape`'s size with its space reserved and maps it, writing
-    /// `preamble` at its start. Fails (and the caller falls back to ordinary writes) for anything
-    /// that is not a regular file or a filesystem that cannot reserve space.
+    /// Creates the part file of `path` at `shape`'s size with its space reserved and maps it,
+    /// writing `preamble` at its start; `path` itself is left as it is until `finish`. Fails
+    /// (and the caller falls back to ordinary writes) for anything `PartFile::beside` refuses or
+    /// a filesystem that cannot reserve the space.
     pub(crate) fn create(path: &Path, shape: PlacedShape, preamble: &[u8]) -> io::Result<Self> {
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Err(io::Error::other("not a regular file"));
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
+        let part = PartFile::beside(path)?;
         let total = shape.total_bytes();
-        reserve(&file, total)?;
-        let map = MmapOptions::new().len(total as usize).map_raw(&file)?;
-        file.write_all_at(preamble, 0)?;
+        reserve(&part.file, total)?;
+        let map = MmapOptions::new().len(total as usize).map_raw(&part.file)?;
+        part.file.write_all_at(preamble, 0)?;
         let words = shape.rows.div_ceil(64) as usize;
         Ok(PlacedFile {
-            file,
+            part,
             map,
             header: shape.header,
             row_bytes: shape.row_bytes,
             rows: shape.rows,
             claimed: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            finished: AtomicBool::new(false),
         })
     }
 
@@ -112,30 +173,20 @@ impl PlacedFile {
         Ok(())
     }
 
-    /// Completes the file: `final_header` (if any) at its start, and the file cut to the `rows`
-    /// rows written in order when there are fewer than planned. Only once every writer is done
-    /// (the sink calls it after the encode threads have ended): a row written into a part cut
-    /// away would fault.
+    /// Completes the file: `final_header` (if any) at its start, the file cut to the `rows`
+    /// rows written in order when there are fewer than planned, and put in the output's place.
+    /// Only once every writer is done (the sink calls it after the encode threads have ended):
+    /// a row written into a part cut away would fault. A file never finished (the run failed
+    /// before its first row) is removed with its `PlacedFile`, the output's path untouched.
     pub(crate) fn finish(&self, rows: u64, final_header: Option<&[u8]>) -> io::Result<()> {
-        self.finished.store(true, Ordering::Release);
         if let Some(header) = final_header {
-            self.file.write_all_at(header, 0)?;
+            self.part.file.write_all_at(header, 0)?;
         }
         if rows < self.rows {
-            self.file
-                .set_len(self.header as u64 + rows * self.row_bytes as u64)?;
+            let len = self.header as u64 + rows * self.row_bytes as u64;
+            self.part.file.set_len(len)?;
         }
-        Ok(())
-    }
-}
-
-impl Drop for PlacedFile {
-    /// A file the run never finished (it failed before its sink started) keeps its preamble and
-    /// no rows, rather than its planned length of zeros.
-    fn drop(&mut self) {
-        if !self.finished.load(Ordering::Acquire) {
-            let _ = self.file.set_len(self.header as u64);
-        }
+        self.part.rename()
     }
 }
 
