@@ -491,6 +491,40 @@ fn a_frame_past_the_limit_is_refused_naming_it() {
 
 /// Runs fftd with `args` under a file-size limit of 600 KiB (`ulimit -f`, SIGXFSZ ignored): a
 /// write past it fails as on a full disk, with EFBIG for ENOSPC.
+/// When the output fails first (a full disk, here a file-size limit) and `--meta` then fails too,
+/// the error is the output's, the sidecar's a warning before it (helper-47: the message named
+/// only the meta file).
+#[test]
+fn an_output_that_fails_first_is_the_error_named_before_the_meta() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("n.f32");
+    write_f32(&input, &noise(4096, 5));
+    let (output, meta) = (dir.path().join("o.csv"), dir.path().join("m.json"));
+    let mut args = vec!["--frame", "64", "--format", "csv"];
+    args.extend(["--output", s(&output), "--meta", s(&meta)]);
+    for _ in 0..3 {
+        args.extend(["--file", s(&input)]); // (a sidecar past 1 KiB)
+    }
+    let out = std::process::Command::new("bash")
+        .args(["-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_fftd"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash");
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_text(&out);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("o.csv") && last.contains("File too large"),
+        "{err}"
+    );
+    assert!(
+        err.contains("cannot write --meta") && err.contains("m.json"),
+        "{err}"
+    );
+}
+
 fn past_a_size_limit(args: &[&str]) -> std::process::Output {
     std::process::Command::new("bash")
         .args(["-c", "ulimit -f 600; trap '' XFSZ; exec \"$0\" \"$@\""])

@@ -10,7 +10,7 @@ use super::plan::Planned;
 use super::run_stages::Stages;
 use super::run_steps::{teach_auto, Built, Early};
 use super::{run_report, stalled_error, PANIC_JOIN_PATIENCE};
-use crate::error::Result;
+use crate::error::{FftdError, Result};
 use crate::pipeline::spec::RunSpec;
 use crate::stats::Latency;
 use crate::types::{Sample, Signals};
@@ -79,8 +79,8 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         block_misses: pools.misses_report(),
     };
     let traced = ended.report(run_spec, control, &latency, &stages.workers.lane_set);
-    meta_written?;
-    traced?;
+    after_the_run_error(error.as_ref(), meta_written)?;
+    after_the_run_error(error.as_ref(), traced)?;
 
     let live_view = stages.live_view;
     if let Some(e) = error {
@@ -95,6 +95,19 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
         view.finish(true, &signals.interrupted);
     }
     Ok(())
+}
+
+/// `written` (the `--meta` or `--trace` file): its error, unless the run failed before it (a
+/// full disk fills the output first): the run's own error is then the one said, this one a
+/// warning after it.
+fn after_the_run_error(run_error: Option<&FftdError>, written: Result<()>) -> Result<()> {
+    match (run_error, written) {
+        (Some(_), Err(e)) => {
+            tracing::warn!("{e}");
+            Ok(())
+        }
+        (_, written) => written,
+    }
 }
 
 /// A run stopped (`stopped`) before any frame was written: a FIFO with no writer, a stdin that

@@ -127,6 +127,8 @@ pub(crate) fn write_meta(
     let text = serde_json::to_string_pretty(&doc)
         .map_err(|e| FftdError::Runtime(format!("cannot encode metadata: {e}")))?;
     let mut file = file;
-    std::io::Write::write_all(&mut file, (text + "\n").as_bytes())
-        .map_err(|e| FftdError::io(path, e))
+    std::io::Write::write_all(&mut file, (text + "\n").as_bytes()).map_err(|e| {
+        let path = crate::types::shown_path(path);
+        FftdError::Runtime(format!("cannot write --meta {path}: {e}"))
+    })
 }
