@@ -311,6 +311,42 @@ assert m.get_global_field('core:datatype') == 'ci16_le'
     run_python(check, &[s(&meta_out)], "sigmf meta");
 }
 
+/// `core:dataset` names the input's file, which the sigmf package finds beside the document (a
+/// non-conforming dataset); stdin leaves no file: `core:metadata_only` instead (before: "-").
+#[test]
+fn a_sigmf_sidecar_names_its_dataset_file_and_a_stream_none() {
+    if !python_has("numpy, sigmf") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = tone_cu8(dir.path());
+    let meta = dir.path().join("tone.sigmf-meta");
+    let args = ["--input-format", "cu8", "--rate", "2e6", "--frame", "64"];
+    let out = run(&[&args[..], &["--file", s(&input), "--meta", s(&meta)]].concat());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let check = r#"
+import sys, json
+from sigmf import sigmffile
+g = json.load(open(sys.argv[1]))['global']
+assert g['core:dataset'] == 'tone.cu8' and 'core:metadata_only' not in g, g
+m = sigmffile.fromfile(sys.argv[1])
+assert str(m.data_file).endswith('tone.cu8') and len(m.read_samples()) == 64 * 64, m.data_file
+"#;
+    run_python(check, &[s(&meta)], "sigmf dataset");
+    let out = fftd()
+        .args(args)
+        .args(["--file", "-", "--meta", s(&meta)])
+        .stdin(std::fs::File::open(&input).expect("open"))
+        .output()
+        .expect("run fftd");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let doc = std::fs::read_to_string(&meta).expect("read");
+    assert!(
+        doc.contains("\"core:metadata_only\": true") && !doc.contains("core:dataset"),
+        "{doc}"
+    );
+}
+
 /// A SigMF document names its samples' datatype: an input that has none (WAV, text) is refused
 /// before any output is made, naming the plain sidecar instead (helper-47: the document lacked
 /// core:datatype, and sigmf and fftd itself refused it).

@@ -5,7 +5,8 @@
 //! - `global`: `core:version` (1.2.0), `core:datatype` (the input's: its own for a SigMF input,
 //!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`; an input with none, text,
 //!   WAV, compressed audio or the microphone, is refused: `refusal`),
-//!   `core:sample_rate`, `core:dataset` (the input file's name), `core:recorder` (fftd and its
+//!   `core:sample_rate`, `core:dataset` (the input file's name; a stream's, stdin or a receiver,
+//!   has none: `core:metadata_only` instead), `core:recorder` (fftd and its
 //!   version), `core:description`, `core:extensions` (`fftd`, optional) and `fftd:analysis`: the
 //!   whole plain JSON sidecar (frame, hop, window, scale, bins, centres, outputs, ...).
 //! - `captures`: the input's captures (`core:sample_start`, `core:frequency`, `core:datetime`),
@@ -67,8 +68,12 @@ pub(crate) fn document(
     }
     if let Some(m) = first {
         global.insert("core:sample_rate".into(), json!(m.rate));
-        let file = Path::new(&m.input).file_name().map(|f| f.to_string_lossy());
-        global.insert("core:dataset".into(), json!(file));
+        // a stream (stdin, a FIFO, a receiver) leaves no dataset to name
+        let regular = std::fs::metadata(&m.input).is_ok_and(|f| f.is_file());
+        match Path::new(&m.input).file_name().filter(|_| regular) {
+            Some(file) => global.insert("core:dataset".into(), json!(file.to_string_lossy())),
+            None => global.insert("core:metadata_only".into(), json!(true)),
+        };
     }
     global.insert(
         "core:recorder".into(),
