@@ -833,6 +833,7 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     std::fs::write(d.join("f64.wav"), f64wav).expect("write");
     std::fs::write(d.join("notwav.wav"), "1\n2\n3\n").expect("write");
     std::fs::write(d.join("tiny.wav"), "RI").expect("write");
+    std::fs::write(d.join("cut.bin"), &wav[..10]).expect("write");
     std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
     // raw f32 with one NaN in its second read block and one inf in its first
     let raw_with = |at: usize, v: f32| -> Vec<u8> {
@@ -894,6 +895,12 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         &["notwav.wav", "no RIFF/WAVE header", "not a WAV file"],
     );
     expect(&["--file", &p("tiny.wav")], 1, &["no RIFF/WAVE header"]);
+    // a file of no known extension cut inside the RIFF magic is a WAV cut short, not text
+    expect(
+        &["--file", &p("cut.bin")],
+        1,
+        &["cut.bin", "truncated WAV file", "RIFF preamble"],
+    );
     expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
     expect(
         &["--file", &p("nan.f32"), "--rate", "8000"],

@@ -134,13 +134,21 @@ pub(crate) fn format_of_start(bytes: &[u8], complete: bool) -> Option<InputForma
         None if !complete => return None,
         _ => {}
     }
-    let open = MAGICS
+    let mut open = MAGICS
         .iter()
-        .any(|m| bytes.len() < m.pattern.len() && agrees(m.pattern, bytes));
-    match open && !complete {
-        true => None,
-        false => Some(InputFormat::Text),
+        .filter(|m| bytes.len() < m.pattern.len() && agrees(m.pattern, bytes));
+    match (open.next(), complete) {
+        (Some(_), false) => None,
+        // an input cut inside a magic number it has begun (`RIFF` and no `WAVE`): that format,
+        // whose reader says where it ends, not text
+        (Some(m), true) if distinct_bytes(m, bytes.len()) >= 4 => Some(m.format),
+        _ => Some(InputFormat::Text),
     }
+}
+
+/// How many of the first `len` bytes of `m`'s pattern are given (not any byte).
+fn distinct_bytes(m: &Magic, len: usize) -> usize {
+    m.pattern[..len].iter().filter(|b| b.is_some()).count()
 }
 
 /// The format of `reader`'s input from its first bytes (left in the reader to be read again).
@@ -174,6 +182,11 @@ mod tests {
         assert_eq!(sniffed(b"\0\0\0\x20ftypM4A "), InputFormat::M4a);
         assert_eq!(sniffed(b"RIFF\x24\0\0\0WAVEfmt "), InputFormat::Wav);
         assert_eq!(sniffed(b"RF64\xff\xff\xff\xffWAVE"), InputFormat::Wav);
+        // cut inside the magic number, past its first four bytes: that format, not text
+        assert_eq!(sniffed(b"RIFF\x24\0"), InputFormat::Wav);
+        assert_eq!(sniffed(b"FORM\0\0\0\x10AI"), InputFormat::Aiff);
+        assert_eq!(sniffed(b"RIF"), InputFormat::Text);
+        assert_eq!(sniffed(b"\0\0\0\x20ft"), InputFormat::Text);
     }
 
     #[test]
