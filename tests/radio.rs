@@ -715,6 +715,20 @@ fn sigmf_captures_are_placed_by_the_offset_and_timed_in_utc() {
     let got = rows(&["--center-freq", "50M"]);
     assert_eq!(got[0], ["2024-03-01", "10:00:00", "49999500", "50000500"]);
     assert_eq!(got[6], ["2024-03-01", "10:00:05", "49999500", "50000500"]);
+    // captures that give datetimes and no frequency still time the rows (before: the run's
+    // start time), and ndjson rows get no center_hz
+    let text = std::fs::read_to_string(&meta).expect("read");
+    std::fs::write(
+        &meta,
+        text.replace(r#""core:frequency":100e6,"#, "")
+            .replace(r#""core:frequency":200e6,"#, ""),
+    )
+    .expect("meta");
+    let got = rows(&[]);
+    assert_eq!(got[0], ["2024-03-01", "10:00:00", "-500", "500"]);
+    assert_eq!(got[6][..2], ["2024-03-01", "10:00:05"]);
+    let out = run(&["--file", s(&meta), "--frame", "1000", "--format", "ndjson"]);
+    assert!(!stdout_text(&out).contains("center_hz"));
 }
 
 #[test]

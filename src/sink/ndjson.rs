@@ -35,7 +35,7 @@ impl<T: Sample> Encoder<T> for NdjsonEncoder {
             row.stream.id, row.frame
         );
         push(out, row.time_s, Syntax::Json);
-        if row.stream.tuning.is_some() {
+        if row.stream.tuning.as_ref().is_some_and(|t| t.has_centre()) {
             out.extend_from_slice(b",\"center_hz\":");
             match row.stream.row_center(row.time_s) {
                 Some(hz) => push(out, hz, Syntax::Json),

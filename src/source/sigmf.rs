@@ -246,13 +246,16 @@ fn parse(meta_path: &str, data_path: String, doc: &Value) -> Result<Recording> {
     let last_capture = captures
         .last()
         .map(|c| (captures.len() - 1, c.sample_start));
-    let tuning = captures.iter().any(|c| c.frequency.is_some()).then(|| {
-        Arc::new(Tuning {
-            captures,
-            period: None,
-            band: None,
-        })
-    });
+    // (captures that give only datetimes still time the rows: rtl-power's date and time)
+    let tuning = (captures.iter())
+        .any(|c| c.frequency.is_some() || c.datetime.is_some())
+        .then(|| {
+            Arc::new(Tuning {
+                captures,
+                period: None,
+                band: None,
+            })
+        });
     Ok(Recording {
         meta_path: meta_path.to_string(),
         data_path,

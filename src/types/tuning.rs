@@ -107,6 +107,11 @@ impl Tuning {
             .flatten()
     }
 
+    /// Whether any capture gives a centre (captures may give only their datetimes).
+    pub(crate) fn has_centre(&self) -> bool {
+        self.captures.iter().any(|c| c.frequency.is_some())
+    }
+
     /// Whether captures lie at different centres (rows then carry theirs).
     pub(crate) fn varies(&self) -> bool {
         let first = self.captures.first().map(|c| c.frequency);
