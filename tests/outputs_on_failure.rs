@@ -181,7 +181,11 @@ fn every_destination_is_checked_before_any_input_is_read() {
     let missing = dir.path().join("no/such/folder/meta.json");
     let folder = dir.path().to_str().expect("utf8");
     let new_folder = format!("{folder}/new/");
+    let dangling = dir.path().join("dangling.csv");
+    std::os::unix::fs::symlink(&missing, &dangling).expect("symlink");
     for (flag, path, needle, code) in [
+        // a link to a folder that is not there (before: "dangling.csv: No such file", exit 1)
+        ("--output", s(&dangling), "whose folder is not there", 2),
         ("--meta", "/dev/full", "No space left", 1),
         ("--meta", s(&missing), "no such directory", 2),
         ("--output", "/dev/full", "No space left", 1),

@@ -201,6 +201,18 @@ fn check_destination(flag: &str, path: &Path) -> Result<()> {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
+            // a dangling link: the file is made where it points
+            if let Ok(target) = std::fs::read_link(path).map(|t| path.with_file_name(t)) {
+                let folder = target.parent().filter(|f| !f.as_os_str().is_empty());
+                let folder = folder.unwrap_or(Path::new("."));
+                if !folder.is_dir() {
+                    return Err(FftdError::Usage(format!(
+                        "{flag} {shown}: a link to {}, whose folder is not there",
+                        crate::types::shown_path(&target)
+                    )));
+                }
+                return writable(folder).map_err(named);
+            }
             if !parent.is_dir() {
                 return Err(FftdError::Usage(format!(
                     "{flag} {shown}: no such directory {}",
