@@ -529,6 +529,56 @@ fn an_output_that_fails_first_is_the_error_named_before_the_meta() {
     );
 }
 
+/// The rows an npy file's header counts ('shape': (N, bins)), if it has one yet.
+fn npy_rows(path: &Path) -> Option<u64> {
+    let bytes = std::fs::read(path).ok()?;
+    let head = String::from_utf8_lossy(bytes.get(..128)?).into_owned();
+    let (_, after) = head.split_once("'shape': (")?;
+    after.split(',').next()?.trim().parse().ok()
+}
+
+/// A live npy output's header counts the rows flushed so far: a process ended at once (SIGKILL,
+/// a second Ctrl-C) leaves a file numpy loads with them (helper-50: 69 rows under a header of
+/// (0, 0), so np.load gave an empty array).
+#[test]
+fn an_npy_of_a_process_killed_mid_run_counts_the_rows_it_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("long.f32");
+    write_f32(&input, &noise(8000 * 60, 8)); // a minute at 8 kHz, paced by --realtime
+    let npy = dir.path().join("live.npy");
+    let mut child = fftd()
+        .args([
+            "--file",
+            s(&input),
+            "--rate",
+            "8000",
+            "--realtime",
+            "--frame",
+            "256",
+        ])
+        .args(["--format", "npy", "--output", s(&npy)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let started = Instant::now();
+    while npy_rows(&npy).unwrap_or(0) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(50),
+            "no rows counted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let rows = npy_rows(&npy).expect("a header");
+    let len = std::fs::metadata(&npy).expect("stat").len();
+    assert!(
+        rows >= 3 && 128 + rows * 129 * 4 <= len,
+        "{rows} rows in {len} bytes"
+    );
+}
+
 fn past_a_size_limit(args: &[&str]) -> std::process::Output {
     std::process::Command::new("bash")
         .args(["-c", "ulimit -f 600; trap '' XFSZ; exec \"$0\" \"$@\""])

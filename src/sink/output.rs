@@ -226,12 +226,21 @@ impl<'a, T: Sample> Outputs<'a, T> {
         out.dest.write_all(rows.bytes)
     }
 
-    /// Pushes buffered bytes of outputs written since the last flush (for live use).
+    /// Pushes buffered bytes of outputs written since the last flush (for live use). A file
+    /// whose header counts its rows (npy) is given the count of the rows now in it, so a
+    /// process ended at once (a second signal, SIGKILL) leaves a file that loads with them.
     pub(crate) fn flush(&mut self) -> Result<(), (usize, io::Error)> {
+        let encoder = &self.encoder;
         for (i, out) in self.outputs.iter_mut().enumerate() {
-            if out.dirty {
-                out.dirty = false;
-                out.dest.flush().map_err(|e| (i, e))?;
+            if !out.dirty {
+                continue;
+            }
+            out.dirty = false;
+            out.dest.flush().map_err(|e| (i, e))?;
+            let file = matches!(out.dest, Destination::File { .. });
+            let bins = out.bins.unwrap_or(0);
+            if let Some(header) = encoder.final_header(out.frames, bins).filter(|_| file) {
+                out.dest.write_at_start(&header).map_err(|e| (i, e))?;
             }
         }
         Ok(())
