@@ -177,6 +177,43 @@ fn events_on_tone_bursts_come_at_known_times_with_hysteresis_and_hold() {
     );
 }
 
+/// An `--events` file takes events whole or not at all: a write cut by a full disk (here a
+/// file-size limit) is taken back off, and a file that ends inside a line gets a newline before
+/// the next run's events (helper-50: `{"even{"event":"start",...}`). The error names the file.
+#[test]
+fn an_events_file_never_holds_half_an_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let events = dir.path().join("ev.jsonl");
+    std::fs::write(&events, "x".repeat(1000)).expect("write");
+    let args = [
+        "--file",
+        s(&wav),
+        "--alert",
+        "name=hum,band=900-1100,above=-60",
+    ];
+    let out = Command::new("bash")
+        .args(["-c", "ulimit -f 1; trap '' XFSZ; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_fftd"))
+        .args(args)
+        .args(["--events", s(&events)])
+        .env("RUST_LOG", "fftd=warn")
+        .stdout(Stdio::null())
+        .output()
+        .expect("bash");
+    assert_clean_error(&out, 1, &["--events", "ev.jsonl", "File too large"]);
+    assert_eq!(
+        std::fs::read(&events).expect("read"),
+        format!("{}\n", "x".repeat(1000)).as_bytes()
+    );
+    let out = run(&[&args[..], &["--events", s(&events)]].concat());
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&events).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(events_of(&lines[1..].join("\n")).len(), 2);
+}
+
 #[test]
 fn rules_and_events_come_from_the_config_file_too() {
     let dir = tempfile::tempdir().unwrap();

@@ -130,10 +130,14 @@ impl EventWriter {
                 crate::sink::opening::stdout_file()?.write_all(line)
             }
             EventWriter::File(path, file) => {
+                let named = |e: io::Error| {
+                    let shown = crate::types::shown_path(path);
+                    io::Error::new(e.kind(), format!("{shown}: {e}"))
+                };
                 if moved(path, file) {
-                    *file = append_to(path)?;
+                    *file = append_to(path).map_err(named)?;
                 }
-                file.write_all(line)
+                append_line(file, line).map_err(named)
             }
             EventWriter::Nats(_) => Ok(()),
         }
@@ -168,9 +172,37 @@ fn open_append(path: &Path, stop: &std::sync::atomic::AtomicBool) -> io::Result<
     append_to(path)
 }
 
-/// A regular file, created or appended to.
+/// A regular file, created or appended to. One that ends inside a line (an earlier run's last
+/// event cut by a full disk, or not an events file) gets a newline first: the events after it
+/// stay lines of their own.
 fn append_to(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    use std::os::unix::fs::FileExt;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    let mut last = [b'\n'];
+    if file.metadata()?.is_file() && len > 0 {
+        file.read_exact_at(&mut last, len - 1)?;
+    }
+    if last[0] != b'\n' {
+        file.write_all(b"\n")?;
+    }
+    Ok(file)
+}
+
+/// Appends `line` whole or not at all: a write that fails part-way (a full disk) is cut back
+/// off the file, so the file never ends in half an event.
+fn append_line(file: &mut File, line: &[u8]) -> io::Result<()> {
+    let regular = file.metadata().ok().filter(|m| m.is_file());
+    let before = regular.map(|m| m.len());
+    file.write_all(line).inspect_err(|_| {
+        if let Some(len) = before {
+            let _ = file.set_len(len);
+        }
+    })
 }
 
 #[cfg(test)]
