@@ -314,6 +314,19 @@ impl<T: Sample> Framer<T> {
         Ok(())
     }
 
+    /// Ends a stream whose input was stopped, not ended (Ctrl-C): the samples after the last
+    /// whole frame are no tail, so no padded frame is made of them; `--frame whole` still makes
+    /// its one frame of the samples read.
+    pub(crate) fn finish_stopped(&mut self, emit: &mut dyn FnMut(Frame<T>) -> bool) -> Result<()> {
+        match self.size {
+            FrameSize::Whole => self.finish(emit),
+            FrameSize::Fixed(_) => {
+                self.buf.clear();
+                Ok(())
+            }
+        }
+    }
+
     /// Drops partial data after a gap in the input (live overrun) and restarts framing at `start`.
     pub(crate) fn restart_at(&mut self, start: u64) {
         self.buf.clear();

@@ -345,6 +345,57 @@ fn a_signal_before_a_fifo_input_sent_anything_is_an_interrupted_run() {
     assert_ended_quietly(&out, took, "");
 }
 
+/// Ctrl-C stops an input that has not ended: the samples after its last whole frame are no
+/// tail, so no frame padded with zeros is written for them (helper-50: the last row of an
+/// interrupted live run was that padded frame, and an alert's `run_end` read it).
+#[test]
+fn a_signal_writes_the_whole_frames_and_no_padded_one() {
+    let (dir, fifo, mut held) = held_fifo();
+    let samples: Vec<f32> = noise(64 * 10 + 32, 17).iter().map(|&v| v as f32).collect();
+    let bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let csv = dir.path().join("rows.csv");
+    let args = [
+        "--input-format",
+        "f32",
+        "--frame",
+        "64",
+        "--format",
+        "csv",
+        "--device",
+        "cpu",
+    ];
+    let mut child = fftd()
+        .args(["--file", s(&fifo), "--output", s(&csv)])
+        .args(args)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    held.write_all(&bytes).expect("send 10.5 frames");
+    let rows = |path: &Path| std::fs::read_to_string(path).map_or(0, |t| t.lines().count());
+    let started = Instant::now();
+    while rows(&csv) < 11 {
+        // (a header and 10 rows: the half frame after them is held while the input is open)
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} lines",
+            rows(&csv)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    send(&child, "INT");
+    assert!(child.wait().expect("wait").success());
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert_eq!(text.lines().count(), 11, "no padded 11th row: {text}");
+    // the same rows as the whole frames of a file that holds these samples and ends there
+    let file = dir.path().join("whole.f32");
+    std::fs::write(&file, &bytes[..64 * 10 * 4]).expect("write");
+    let out = run(&[&["--file", s(&file)][..], &args].concat());
+    assert_eq!(
+        stdout_text(&out).replace("whole.f32", ""),
+        text.replace("in.f32", "")
+    );
+}
+
 /// An output that got no rows is headed as its rows would have been (helper-47: npy (0, 0), a
 /// csv with no header): npy (0, bins) as `--meta` says, the csv header of the run's columns.
 #[test]

@@ -239,15 +239,21 @@ impl<'a, 'c, 'k, T: Sample> SourceReader<'a, 'c, 'k, T> {
         Ok(())
     }
 
-    /// End of input, a limit, or a stop request: finishes every stream (the padded tail frame).
+    /// End of input or a limit: finishes every stream (the padded tail frame, per `--tail`).
+    /// After a stop request (Ctrl-C, SIGTERM, a failure) the input has not ended: the samples
+    /// after the last whole frame are not its tail, and no frame padded with zeros stands in for
+    /// the samples that would have followed (`Framer::finish_stopped`).
     fn finish(mut self) -> Result<()> {
         let max_frames = self.spec.max_frames;
         let sender = &mut self.sender;
+        let stopped = sender.control.stopping();
         for state in self.streams.iter_mut() {
             if state.framer.frames() < max_frames && !sender.closed {
-                state
-                    .framer
-                    .finish(&mut |frame| sender.send(frame, max_frames))?;
+                let send = &mut |frame| sender.send(frame, max_frames);
+                match stopped {
+                    true => state.framer.finish_stopped(send)?,
+                    false => state.framer.finish(send)?,
+                }
             }
         }
         sender.clock.lap(Phase::Frame);
