@@ -38,6 +38,10 @@ struct Server {
 }
 
 /// The tone's cu8 I/Q bytes from sample `from`: I = 127.5 + 100 cos, Q = 127.5 + 100 sin.
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().expect("utf8 path")
+}
+
 fn tone(from: u64, samples: usize) -> Vec<u8> {
     (0..samples as u64)
         .flat_map(|k| {
@@ -139,6 +143,8 @@ fn peak_bins(csv: &str) -> Vec<usize> {
 #[test]
 fn tunes_then_analyses_the_stream() {
     let server = serve(Behaviour::Stream { commands: 4 });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let meta = dir.path().join("radio.sigmf-meta");
     let out = run(&[
         "--file",
         &url(server.port),
@@ -154,8 +160,17 @@ fn tunes_then_analyses_the_stream() {
         "20",
         "--format",
         "csv",
+        "--meta",
+        s(&meta),
     ]);
     assert!(out.status.success(), "{}", stderr_text(&out));
+    // a SigMF sidecar: rtl_tcp's samples are cu8, and no dataset file stays behind (review of
+    // session 51: refused, as if the receiver were text)
+    let doc = std::fs::read_to_string(&meta).expect("meta");
+    assert!(
+        doc.contains("\"core:datatype\": \"cu8\"") && doc.contains("\"core:metadata_only\": true"),
+        "{doc}"
+    );
     server.thread.join().expect("server");
     let commands = server.commands.lock().expect("lock").clone();
     assert_eq!(

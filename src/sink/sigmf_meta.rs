@@ -3,7 +3,8 @@
 //! recording and carries fftd's analysis as an extension:
 //!
 //! - `global`: `core:version` (1.2.0), `core:datatype` (the input's: its own for a SigMF input,
-//!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`; an input with none, text,
+//!   the raw format's otherwise, e.g. cu8 → `cu8`, cs16 → `ci16_le`, rtl_tcp's `cu8`, SoapySDR's
+//!   `cf32_le` (the samples fftd takes from it); an input with none, text,
 //!   WAV, compressed audio or the microphone, is refused: `refusal`),
 //!   `core:sample_rate`, `core:dataset` (the input file's name; a stream's, stdin or a receiver,
 //!   has none: `core:metadata_only` instead), `core:recorder` (fftd and its
@@ -22,8 +23,15 @@ pub(crate) fn wanted(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "sigmf-meta")
 }
 
-/// The SigMF datatype of the input `name` (a SigMF dataset or a raw file; read as `forced`).
+/// The SigMF datatype of the input `name` (a SigMF dataset or a raw file; read as `forced`; a
+/// receiver's samples as fftd takes them: rtl_tcp's bytes, SoapySDR's complex floats).
 fn datatype(name: &str, forced: Option<InputFormat>) -> Option<String> {
+    if source::rtl_tcp::is_rtl_tcp(name) {
+        return Some("cu8".into());
+    }
+    if source::soapy::is_soapy(name) {
+        return Some("cf32_le".into());
+    }
     let format = forced.unwrap_or_else(|| InputFormat::from_extension(name));
     let text = match format {
         InputFormat::Sigmf => {
