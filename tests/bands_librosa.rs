@@ -235,7 +235,8 @@ for i, (sr, n_fft, b, fmin, fmax) in enumerate(json.loads(sys.argv[1])):
     # IEC 61260-1 Annex E's nominal mid-band frequencies, which fmin/fmax name
     decade = np.array([10, 12.5, 16, 20, 25, 31.5, 40, 50, 63, 80])
     third = x * (3 // b)
-    nominal = decade[third % 10] * 10.0 ** (third // 10 + 2)
+    e = third // 10 + 2  # (divided below 10 Hz: 6.3, as fmax=6.3 parses, not 63 * 0.1)
+    nominal = np.where(e < 0, decade[third % 10] / 10.0 ** np.abs(e), decade[third % 10] * 10.0 ** np.maximum(e, 0))
     keep = (lower >= df / 2) & (upper <= nyquist)
     if fmin is not None:
         keep &= nominal >= fmin

@@ -375,6 +375,22 @@ fn an_input_failing_before_its_first_row_leaves_an_existing_output_as_it_was() {
         assert_clean_error(&out, 1, &["bad.txt: line 3"]);
         assert_eq!(std::fs::read(&keep).expect("read"), b"precious", "{format}");
     }
+    // nor is a new file or stdout given a header of rows that never came (review of session
+    // 51: a new npy said (0, 2049), stdout got the csv header, after exit 1)
+    let new = d.join("new.npy");
+    let out = run(&[
+        "--file",
+        s(&bad_text),
+        "--format",
+        "npy",
+        "--output",
+        s(&new),
+    ]);
+    assert_clean_error(&out, 1, &["bad.txt: line 3"]);
+    assert_eq!(std::fs::read(&new).map_or(0, |b| b.len()), 0);
+    let out = run(&["--file", s(&bad_text), "--format", "csv"]);
+    assert_clean_error(&out, 1, &["bad.txt: line 3"]);
+    assert!(out.stdout.is_empty(), "{}", stdout_text(&out));
     // a run that ends well writes its output over the file
     let keep = d.join("keep.csv");
     let short = d.join("short.txt");

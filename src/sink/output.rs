@@ -250,7 +250,8 @@ impl<'a, T: Sample> Outputs<'a, T> {
     /// that carry the frame count, flushes and closes. Goes on past an error (so every file is
     /// completed that can be) and returns the first. In a run that failed (`run_failed`) an
     /// output that got no rows is left as it was: not created, and a file already there (an
-    /// earlier run's) not emptied (a placed one's part file is removed with it).
+    /// earlier run's) not emptied (a placed one's part file is removed with it); one opened
+    /// already (stdout, a new file) gets no header either.
     pub(crate) fn finish(
         &mut self,
         run_failed: bool,
@@ -262,10 +263,11 @@ impl<'a, T: Sample> Outputs<'a, T> {
             if run_failed && (self.never_written(i) || unplaced) {
                 continue;
             }
-            if let Err(e) = self
-                .head_unwritten(i, streams)
-                .and_then(|_| self.finish_one(i))
-            {
+            let done = match run_failed && self.rowless_file(i) {
+                true => self.close_rowless(i),
+                false => (self.head_unwritten(i, streams)).and_then(|_| self.finish_one(i)),
+            };
+            if let Err(e) = done {
                 first_error.get_or_insert((i, e));
             }
         }
@@ -291,6 +293,20 @@ impl<'a, T: Sample> Outputs<'a, T> {
             marks: &[],
         };
         self.write(i, &rows)
+    }
+
+    /// Whether output `i` is stdout or a file (not placed, an image or NATS) that got no row.
+    fn rowless_file(&self, i: usize) -> bool {
+        let out = &self.outputs[i];
+        let plain = matches!(out.dest, Destination::Stdout(_) | Destination::File { .. });
+        plain && !out.started && self.placed.get(i).is_none()
+    }
+
+    /// A failed run's output that got no row, opened already (stdout, a new file): closed as
+    /// it is, with no header a run with rows would have given it.
+    fn close_rowless(&mut self, i: usize) -> io::Result<()> {
+        self.open.retain(|&o| o != i);
+        self.outputs[i].dest.close()
     }
 
     /// Whether output `i` is a file nothing was written to or created yet (not placed, not

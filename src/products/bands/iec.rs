@@ -27,8 +27,14 @@ pub(super) fn nominal_hz(x: i64, per_octave: u32) -> f64 {
     let third = x * (3 / per_octave.clamp(1, 3)) as i64;
     let decade = third.div_euclid(10);
     let mantissa = NOMINAL_DECADE[third.rem_euclid(10) as usize];
-    // 1000 Hz = 10·10^2; beyond f64's range the value is inf or 0, as the band's edges are
-    mantissa * 10f64.powi((decade + 2).clamp(-400, 400) as i32)
+    // 1000 Hz = 10·10^2; beyond f64's range the value is inf or 0, as the band's edges are.
+    // Below 10 Hz divided by a power of ten (exact to 10^22), so 6.3 is the f64 `6.3` parses
+    // to (63·10^-1 is 6.300000000000001, and fmax=6.3 dropped the band it names)
+    let exponent = (decade + 2).clamp(-400, 400) as i32;
+    match exponent {
+        e if e < 0 => mantissa / 10f64.powi(-e),
+        e => mantissa * 10f64.powi(e),
+    }
 }
 
 /// One IEC band: mid-band frequency exact and nominal, and edges, Hz.
@@ -100,6 +106,14 @@ mod tests {
             );
         }
         assert_eq!(nominal_hz(-27, 3), 2.0);
+        // below 10 Hz each is the f64 its decimal name parses to (fmax=6.3 keeps 6.3 Hz)
+        for (x, name) in [(-22, "6.3"), (-25, "3.15"), (-31, "0.8"), (-45, "0.0315")] {
+            assert_eq!(
+                nominal_hz(x, 3),
+                name.parse::<f64>().expect("f64"),
+                "{name}"
+            );
+        }
         assert_eq!(nominal_hz(23, 3), 200_000.0);
     }
 }
