@@ -766,7 +766,10 @@ fn sigint_drains_queued_frames_and_exits_zero() {
     // make no padded frame
     assert_eq!(parse_rows(&(first + &rest)).len(), 10, "{err}");
     assert!(err.contains("frames in 10, frames out 10"), "{err}");
-    assert!(err.contains("samples read 105, samples analysed 100"), "{err}");
+    assert!(
+        err.contains("samples read 105, samples analysed 100"),
+        "{err}"
+    );
     // the sidecar says the rows stop early
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
