@@ -182,10 +182,10 @@ fn append_to(path: &Path) -> io::Result<File> {
         .append(true)
         .read(true)
         .open(path)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
     let mut last = [b'\n'];
-    if file.metadata()?.is_file() && len > 0 {
-        file.read_exact_at(&mut last, len - 1)?;
+    if meta.is_file() && meta.len() > 0 {
+        file.read_exact_at(&mut last, meta.len() - 1)?;
     }
     if last[0] != b'\n' {
         file.write_all(b"\n")?;

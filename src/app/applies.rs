@@ -65,8 +65,8 @@ fn is_real_only(format: InputFormat) -> bool {
 /// Whether the regular file `path`, text by `--input-format` or of a format its first bytes
 /// show (`format` None), holds real samples only: WAV or compressed audio, or text whose first
 /// sample line is one number. Stdin (even redirected from a file: it is read once), a FIFO, a
-/// file that cannot be read or whose first sample
-/// is bad are not judged (false): their open says what they are.
+/// file that cannot be read or whose first sample is bad are not judged (false): their open
+/// says what they are.
 fn file_found_real(path: &str, format: Option<InputFormat>) -> bool {
     use crate::source::{input::InputReader, sniff::sniff, text::TextSource};
     if path == "-" // (stdin: not a disk file named `-`)

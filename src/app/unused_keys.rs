@@ -71,7 +71,10 @@ fn output_text(o: &Options) -> Option<&str> {
 
 /// Rows go to files (`--output FILE` or `--output-dir`), which `--rotate` splits.
 fn writes_files(o: &Options) -> bool {
-    let to_file = output_text(o).is_some_and(|p| p != "-" && !p.contains("://"));
+    let to_file = o
+        .output
+        .as_deref()
+        .is_some_and(crate::sink::rotate::is_output_file);
     to_file || o.output_dir.is_some()
 }
 

@@ -237,9 +237,9 @@ impl<'a, T: Sample> Outputs<'a, T> {
             }
             out.dirty = false;
             out.dest.flush().map_err(|e| (i, e))?;
-            let file = matches!(out.dest, Destination::File { .. });
+            let seekable = matches!(out.dest, Destination::File { .. });
             let bins = out.bins.unwrap_or(0);
-            if let Some(header) = encoder.final_header(out.frames, bins).filter(|_| file) {
+            if let Some(header) = encoder.final_header(out.frames, bins).filter(|_| seekable) {
                 out.dest.write_at_start(&header).map_err(|e| (i, e))?;
             }
         }

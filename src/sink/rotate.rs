@@ -126,6 +126,12 @@ impl std::str::FromStr for RotateSpec {
     }
 }
 
+/// Whether `--output PATH` names a file (not stdout's `-`, not a `nats://` subject): what
+/// `--rotate` can split.
+pub(crate) fn is_output_file(path: &Path) -> bool {
+    path.as_os_str() != "-" && !path.to_string_lossy().contains("://")
+}
+
 /// Checks `--rotate` against the outputs: it needs files (`--output FILE` or `--output-dir`)
 /// whose name patterns are valid. The message is a usage error's.
 pub(crate) fn check_rotate(
@@ -137,7 +143,7 @@ pub(crate) fn check_rotate(
         return Ok(());
     }
     let path = match (output, output_dir) {
-        (Some(p), _) if p.as_os_str() != "-" && !p.to_string_lossy().contains("://") => {
+        (Some(p), _) if is_output_file(p) => {
             not_a_folder(p)?;
             p.to_path_buf()
         }

@@ -137,13 +137,13 @@ pub(crate) fn format_of_start(bytes: &[u8], complete: bool) -> Option<InputForma
     let mut open = MAGICS
         .iter()
         .filter(|m| bytes.len() < m.pattern.len() && agrees(m.pattern, bytes));
-    match (open.next(), complete) {
-        (Some(_), false) => None,
-        // an input cut inside a magic number it has begun (`RIFF` and no `WAVE`): that format,
-        // whose reader says where it ends, not text
-        (Some(m), true) if distinct_bytes(m, bytes.len()) >= 4 => Some(m.format),
-        _ => Some(InputFormat::Text),
+    if !complete {
+        return open.next().map_or(Some(InputFormat::Text), |_| None);
     }
+    // an input cut inside a magic number it has begun (`RIFF` and no `WAVE`): that format,
+    // whose reader says where it ends, not text
+    let begun = open.find(|m| distinct_bytes(m, bytes.len()) >= 4);
+    Some(begun.map_or(InputFormat::Text, |m| m.format))
 }
 
 /// How many of the first `len` bytes of `m`'s pattern are given (not any byte).
