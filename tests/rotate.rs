@@ -345,6 +345,44 @@ fn wait_for(what: &str, ready: impl Fn() -> bool) {
     }
 }
 
+/// Whether process `pid` has a handler for SIGHUP (/proc/PID/status, SigCgt).
+fn sighup_caught(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|mask| mask & 1 != 0)
+}
+
+#[test]
+fn sighup_before_the_first_row_leaves_the_file_to_take_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.f32");
+    write_f32(&input, &noise(8 * 1024, 7));
+    let bytes = std::fs::read(&input).unwrap();
+    let common = ["--input-format", "f32", "--frame", "256", "--format", "npy"];
+    let whole = dir.path().join("whole.npy");
+    let out = run(&[&common[..], &["--file", s(&input), "--output", s(&whole)]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let live = dir.path().join("live.npy");
+    let mut child = spawn_stdin(&[&common[..], &["--output", s(&live)]].concat());
+    let pid = child.id();
+    wait_for("the SIGHUP handler", || sighup_caught(pid));
+    hup(&child);
+    wait_for("SIGHUP delivered", || !sighup_pending(pid));
+    let stdin = child.stdin.as_mut().expect("stdin");
+    stdin.write_all(&bytes).expect("feed");
+    drop(child.stdin.take());
+    let out = wait_at_most(child, Duration::from_secs(30));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read(&live).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
+    let names: Vec<PathBuf> = files(dir.path(), ".npy");
+    assert_eq!(names.len(), 2, "no other file was begun: {names:?}");
+}
+
 #[test]
 fn sighup_after_the_file_was_moved_opens_a_new_one_and_no_row_is_lost() {
     let dir = tempfile::tempdir().unwrap();

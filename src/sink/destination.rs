@@ -102,6 +102,26 @@ impl Destination {
         }
     }
 
+    /// Whether what this destination writes is still found at its path: an open file that was
+    /// not moved or removed (the same device and inode), or an image, which is written whole
+    /// when it closes. A SIGHUP leaves such a destination open while it has no row.
+    pub(crate) fn still_at_its_path(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match self {
+            Destination::File {
+                path,
+                file: Some(file),
+                ..
+            } => {
+                let open = file.get_ref().file().metadata();
+                let named = std::fs::metadata(path);
+                matches!((open, named), (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino())
+            }
+            Destination::Image(_) => true,
+            _ => false,
+        }
+    }
+
     /// Opens a file: creates (truncates) it the first time, else reopens it at its end.
     pub(crate) fn open(&mut self) -> io::Result<()> {
         if let Destination::File {

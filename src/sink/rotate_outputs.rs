@@ -35,7 +35,7 @@ impl<T: Sample> Outputs<'_, T> {
         let (mut first_error, mut completed) = (Ok(()), 0);
         for i in 0..self.outputs.len() {
             let open = self.rotations.get(i).and_then(Option::as_ref);
-            if open.is_some_and(Rotation::is_open) {
+            if open.is_some_and(Rotation::is_open) && !self.rowless_in_place(i) {
                 let done = self.finish_one(i);
                 if let Some(r) = self.rotations[i].as_mut() {
                     r.close();
@@ -51,6 +51,13 @@ impl<T: Sample> Outputs<'_, T> {
             "SIGHUP: {completed} output file(s) completed, the next rows begin new ones; stdout, FIFOs, devices and placed files go on as they were"
         );
         first_error
+    }
+
+    /// Whether output `i`'s open file has no row yet and is still at its path: a SIGHUP has
+    /// nothing to complete there (it would leave an empty file and put the rows in another).
+    fn rowless_in_place(&self, i: usize) -> bool {
+        let out = &self.outputs[i];
+        !out.started && out.dest.still_at_its_path()
     }
 
     /// Writes rows of a rotated output, beginning new files where its rotation says.
