@@ -20,8 +20,9 @@
 //!   **Which bands:** every band whose lower edge is at or above the top of the DC bin (Δf/2, with
 //!   Δf = sr/n_fft) and whose upper edge is at or below Nyquist (sr/2); with fmin/fmax, only those
 //!   whose nominal mid-band frequency (IEC 61260-1 Annex E: 20, 25, 31.5 … 20000 Hz, the names
-//!   users type; `iec`) also lies in [fmin, fmax], so `fmin=20,fmax=20000` keeps the bands of
-//!   19.95 and 19953 Hz. No band fitting is an error.
+//!   users type; `iec`) or exact one (the column labels) also lies in [fmin, fmax], either within
+//!   0.1 %, so `fmin=20,fmax=20000` keeps the bands of 19.95 and 19953 Hz, and so do
+//!   `fmin=19.9526,fmax=19952.6`. No band fitting is an error.
 //!   **Edge bins:** bin k stands for the frequency interval [(k−½)Δf, (k+½)Δf] clipped to [0, sr/2]
 //!   (the DC bin covers [0, Δf/2], the Nyquist bin of an even frame [sr/2 − Δf/2, sr/2]), its power
 //!   spread evenly over it. Its weight in a band is the fraction of that interval inside the band's
@@ -493,8 +494,7 @@ fn octave_matrix(spec: &OctaveBands, grid: &BinGrid) -> Result<BandMatrix, Strin
     let wanted = |band: &IecBand| {
         band.lower_hz >= lowest_hz
             && band.upper_hz <= nyquist
-            && spec.fmin_hz.is_none_or(|fmin| band.nominal_hz >= fmin)
-            && spec.fmax_hz.is_none_or(|fmax| band.nominal_hz <= fmax)
+            && band.named_within(spec.fmin_hz, spec.fmax_hz)
     };
     let bands: Vec<IecBand> = iec::indices_around(lowest_hz, nyquist, per_octave)
         .map(|x| IecBand::new(x, per_octave))

@@ -54,6 +54,16 @@ impl IecBand {
             upper_hz: frequency_hz(2 * x + 1, per_octave),
         }
     }
+
+    /// Whether the band is named within `fmin_hz..=fmax_hz` (each None: no limit): by its
+    /// nominal mid-band frequency (the names users type) or its exact one (the column labels),
+    /// either taken within 0.1 % (a label rounded to 6 digits; neighbouring bands are 26 % apart).
+    pub(super) fn named_within(&self, fmin_hz: Option<f64>, fmax_hz: Option<f64>) -> bool {
+        const SLACK: f64 = 1e-3;
+        let low = self.nominal_hz.min(self.centre_hz) * (1.0 - SLACK);
+        let high = self.nominal_hz.max(self.centre_hz) * (1.0 + SLACK);
+        fmin_hz.is_none_or(|fmin| high >= fmin) && fmax_hz.is_none_or(|fmax| low <= fmax)
+    }
 }
 
 /// The band indices x that can have their edges within [low_hz, high_hz] (a superset; bounded

@@ -216,6 +216,19 @@ fn third_octave_centres_and_range_limits() {
         "19.95 Hz .. 19.95 kHz is 31 third-octave bands"
     );
     assert_close(m.centres_hz()[0], 19.953, 1e-3, "first centre");
+    // the exact mid-bands, as the columns label them (whole or rounded), keep the same bands
+    for (fmin, fmax) in [(m.centres_hz()[0], m.centres_hz()[30]), (19.9526, 19952.6)] {
+        let spec = format!("third-octave:fmin={fmin},fmax={fmax}");
+        assert_eq!(
+            matrix(&spec, 8192, 48000.0).centres_hz(),
+            m.centres_hz(),
+            "{spec}"
+        );
+    }
+    let octave = matrix("octave:fmin=1000,fmax=1001", 8192, 48000.0);
+    assert_eq!(octave.centres_hz(), [1000.0], "the 1 kHz band alone");
+    let exact = matrix("octave:fmin=1995.26,fmax=1995.3", 8192, 48000.0);
+    assert_eq!(exact.bands(), 1, "the 2 kHz band by its exact mid-band");
     assert_close(m.centres_hz()[30], 19952.6, 0.1, "last centre");
     let g = 10f64.powf(0.3);
     for pair in m.centres_hz().windows(2) {
