@@ -371,6 +371,32 @@ fn a_sigmf_sidecar_of_an_input_with_no_datatype_is_refused() {
         assert_clean_error(&out, 2, &["--meta", name, "core:datatype", "spectra.json"]);
         assert!(!meta.exists() && !output.exists(), "{name}");
     }
+    // decided before any input is opened: a FIFO with no writer is not waited for
+    let fifo = dir.path().join("live.txt");
+    mkfifo(&fifo);
+    let mut child = fftd()
+        .args([
+            "--file",
+            s(&fifo),
+            "--meta",
+            s(&meta),
+            "--output",
+            s(&output),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("fftd waited for the FIFO's writer before refusing --meta");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_clean_error(&out, 2, &["--meta", "live.txt", "core:datatype"]);
 }
 
 /// A cu8 recording of a tone 250 kHz above a 100 MHz centre, 2 MHz.

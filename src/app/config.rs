@@ -228,6 +228,12 @@ impl Settings {
         }
         let format = o.format.unwrap_or(OutputFormat::Text);
         let output = output_spec(&mut o, format)?;
+        let first_input = (output.meta.as_deref()).zip(source.input.first_name());
+        if let Some(why) = first_input.and_then(|(meta, first)| {
+            crate::sink::sigmf_meta::refusal(meta, &first, source.input_format)
+        }) {
+            return usage(why);
+        }
         let window = o.window.unwrap_or(match frame {
             FrameSize::Whole => WindowKind::Rect,
             FrameSize::Fixed(_) => WindowKind::Hann,

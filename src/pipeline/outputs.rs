@@ -437,12 +437,6 @@ impl<T: Sample> Sinks<T> {
         let encoder = crate::sink::measured::wrap(encoder, format, layout);
         // (before any file is opened: a refusal leaves the user's files as they were)
         refuse_npy_without_a_file(&*encoder, &plan)?;
-        if let Some((meta, first)) = run_spec.output.meta.as_ref().zip(streams.first()) {
-            let forced = run_spec.source.input_format;
-            if let Some(why) = crate::sink::sigmf_meta::refusal(meta, &first.input, forced) {
-                return Err(FftdError::Usage(why));
-            }
-        }
         let nats_events = super::open_events(run_spec, true, stop)?;
         // --meta is written at the end, but a place that cannot take it is found now
         let meta_file = (run_spec.output.meta.as_ref())

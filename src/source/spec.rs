@@ -22,6 +22,16 @@ pub(crate) fn is_receiver(path: &str) -> bool {
 }
 
 impl Input {
+    /// The name of the first stream's input, as its stream is named (None: a fleet worker's,
+    /// known only from its work).
+    pub(crate) fn first_name(&self) -> Option<String> {
+        match self {
+            Input::Files(files) => files.first().cloned(),
+            Input::Mic(id) => Some(format!("mic:{id}")),
+            Input::Nats(_) => None,
+        }
+    }
+
     /// Whether the input is live (the microphone or a receiver): read as it comes.
     pub fn is_live(&self) -> bool {
         matches!(self, Input::Mic(_)) || self.has_receiver()
