@@ -355,6 +355,10 @@ fn config_messages_name_the_key_and_what_it_takes_without_internal_type_names() 
             assert!(!err.contains(name), "{text}: '{name}' in {err}");
         }
     }
+    // a key given twice is named, at its second line
+    std::fs::write(&config, "hop = 256\nframe = 1024\nhop = 512\n").expect("write");
+    let out = run(&["--file", s(&x), "--config", s(&config)]);
+    assert_clean_error(&out, 2, &["c.toml:3: ", "hop is given twice"]);
 }
 
 #[test]

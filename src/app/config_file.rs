@@ -138,6 +138,8 @@ pub fn parse_config(text: &str, path: &Path) -> Result<Options> {
 struct Place {
     line: Option<usize>,
     key_value: Option<(String, String)>,
+    /// The text the error points at (a key given twice: the key).
+    pointed: String,
 }
 
 impl Place {
@@ -154,6 +156,7 @@ impl Place {
         Place {
             line: Some(line),
             key_value,
+            pointed: text[start..end].trim().to_string(),
         }
     }
 
@@ -169,6 +172,9 @@ impl Place {
                 echo(key),
                 known_keys()
             );
+        }
+        if message.starts_with("duplicate key") && !self.pointed.is_empty() {
+            return format!("{} is given twice (once per file)", echo(&self.pointed));
         }
         let Some((key, value)) = &self.key_value else {
             return message.to_string();
