@@ -185,7 +185,12 @@ fn an_events_file_never_holds_half_an_event() {
     let dir = tempfile::tempdir().expect("tempdir");
     let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
     let events = dir.path().join("ev.jsonl");
-    std::fs::write(&events, "x".repeat(1000)).expect("write");
+    let before = format!(
+        "{}\n{{\"event\":\"st{}",
+        r#"{"event":"start","alert":"hum","stream":0,"time_s":0.0,"db":-3.0}"#,
+        "x".repeat(900)
+    );
+    std::fs::write(&events, &before).expect("write");
     let args = [
         "--file",
         s(&wav),
@@ -204,14 +209,36 @@ fn an_events_file_never_holds_half_an_event() {
     assert_clean_error(&out, 1, &["--events", "ev.jsonl", "File too large"]);
     assert_eq!(
         std::fs::read(&events).expect("read"),
-        format!("{}\n", "x".repeat(1000)).as_bytes()
+        format!("{before}\n").as_bytes()
     );
     let out = run(&[&args[..], &["--events", s(&events)]].concat());
     assert!(out.status.success());
     let text = std::fs::read_to_string(&events).expect("read");
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
-    assert_eq!(events_of(&lines[1..].join("\n")).len(), 2);
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(events_of(&lines[2..].join("\n")).len(), 2);
+}
+
+/// `--events` adds lines only to a file of events or an empty one: any other file there (a
+/// config given by a slip) is refused before the run, as it was (helper-50: appended to).
+#[test]
+fn events_are_not_added_to_a_file_that_holds_something_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tones.wav");
+    let other = dir.path().join("fftd.toml");
+    std::fs::write(&other, "frame = 4096\n").expect("write");
+    let args = [
+        "--file",
+        s(&wav),
+        "--alert",
+        "name=hum,band=900-1100,above=-60",
+    ];
+    let out = run(&[&args[..], &["--events", s(&other), "--output", "/dev/null"]].concat());
+    assert_clean_error(&out, 2, &["--events", "fftd.toml", "not an events file"]);
+    assert_eq!(
+        std::fs::read_to_string(&other).expect("read"),
+        "frame = 4096\n"
+    );
 }
 
 #[test]

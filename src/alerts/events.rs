@@ -163,6 +163,31 @@ fn moved(path: &Path, file: &File) -> bool {
     }
 }
 
+/// `--events PATH` appends to a file there only if it holds events already (its first line is
+/// an event object, an earlier run's) or nothing: any other file (a config, a recording, a
+/// typo's neighbour) would be spoilt by lines added to it. Checked before the run begins.
+pub(crate) fn check_appendable(path: &Path) -> Result<(), String> {
+    use std::io::{BufRead, Read};
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+    let Some(file) = regular.then(|| File::open(path).ok()).flatten() else {
+        return Ok(()); // (new, empty, a FIFO or device; one unreadable fails at its open)
+    };
+    let mut first = Vec::new();
+    let read = io::BufReader::new(file.take(1 << 16)).read_until(b'\n', &mut first);
+    let value: Option<serde_json::Value> =
+        read.ok().and_then(|_| serde_json::from_slice(&first).ok());
+    // (a first line cut by a full disk is an alert event begun: fftd writes "event" first)
+    let is_event = value.is_some_and(|v| v.get("event").is_some_and(|e| e.is_string()))
+        || first.starts_with(b"{\"event\":");
+    match is_event {
+        true => Ok(()),
+        false => Err(format!(
+            "--events {}: the file is there and is not an events file (its first line is not an event): refusing to add lines to it; give a new file or remove it",
+            crate::types::shown_path(path)
+        )),
+    }
+}
+
 /// A regular file appended to; a FIFO (whose open would block until a reader comes, past a
 /// Ctrl-C) opened as every output is (`sink::opening`).
 fn open_append(path: &Path, stop: &std::sync::atomic::AtomicBool) -> io::Result<File> {

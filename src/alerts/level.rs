@@ -100,10 +100,11 @@ pub(crate) fn check_band_bins(
         };
         for stream in streams {
             let freqs = stream.column_frequencies(n);
+            let (low, high) = stream.column_span(n);
             if freqs.iter().any(|f| *f >= lo && *f <= hi) {
+                warn_if_past_the_bins(rule, stream, (low, high), n);
                 continue;
             }
-            let (low, high) = stream.column_span(n);
             return Err(format!(
                 "--alert {}: band={lo}-{hi} holds no bin of {} (bins every {} Hz from {low} to {high} Hz at --frame {n}): widen the band or move it",
                 rule.name,
@@ -113,6 +114,25 @@ pub(crate) fn check_band_bins(
         }
     }
     Ok(())
+}
+
+/// A band that holds bins but reaches past the stream's (above Nyquist, say) reads only those:
+/// said once per rule and stream, since a level read over a narrower band is easy to misread.
+fn warn_if_past_the_bins(rule: &AlertRule, stream: &StreamMeta, span: (f64, f64), n: usize) {
+    let Reads::Band(lo, hi) = rule.reads else {
+        return;
+    };
+    let half_bin = stream.rate / n as f64 / 2.0;
+    if lo < span.0 - half_bin || hi > span.1 + half_bin {
+        let shown = crate::types::shown;
+        let (low, high) = (shown(span.0), shown(span.1));
+        let (from, to) = (shown(lo.max(span.0)), shown(hi.min(span.1)));
+        tracing::warn!(
+            "--alert {}: band={lo}-{hi} reaches past the bins of {} (from {low} to {high} Hz at --frame {n}): it reads the bins from {from} to {to} Hz",
+            rule.name,
+            stream.input
+        );
+    }
 }
 
 impl BandLevels {

@@ -1,7 +1,7 @@
 //! `--alert RULE`: a rule such as `name=hum,band=900-1100,above=-20,hysteresis=3,hold=100ms`.
 //!
-//! - `name=NAME` (required): names the rule in events, metrics and recordings (letters, digits,
-//!   `_`, `-`, `.`).
+//! - `name=NAME` (required): names the rule in events, metrics and recordings (1 to 64 letters,
+//!   digits, `_`, `-`, `.`).
 //! - what it reads, one of:
 //!   - `band=LO-HI`: the band's power in dB, the band in Hz as the output labels bins (absolute
 //!     with `--center-freq`; negative for complex baseband, `band=-5000--1000`; each with an
@@ -142,7 +142,8 @@ impl FromStr for AlertRule {
                 "name" if valid_name(value) => name = Some(value.to_string()),
                 "name" => {
                     return Err(fail(format!(
-                        "name={value}: letters, digits, '_', '-' and '.' only"
+                        "name={value}: 1 to {NAME_MAX} letters, digits, '_', '-' and '.' ({} given)",
+                        value.chars().count()
                     )))
                 }
                 k @ ("band" | "peak" | "level") if band.is_some() => {
@@ -163,9 +164,12 @@ impl FromStr for AlertRule {
                     _ => return Err(fail(format!("hysteresis={value}: must be 0 dB or more"))),
                 },
                 "hold" => {
-                    hold = crate::types::duration::seconds(value, false).ok_or_else(|| {
+                    // (0, the default, needs no unit)
+                    let zero = value.trim().parse::<f64>().is_ok_and(|v| v == 0.0);
+                    let held = crate::types::duration::seconds(value, false);
+                    hold = held.or(zero.then_some(0.0)).ok_or_else(|| {
                         fail(format!(
-                            "hold={value}: expected a duration such as 100ms or 2s"
+                            "hold={value}: expected a duration such as 100ms or 2s (or 0)"
                         ))
                     })?
                 }
@@ -191,9 +195,12 @@ impl FromStr for AlertRule {
     }
 }
 
+/// The longest rule name (a metric label and a recording's file name carry it).
+const NAME_MAX: usize = 64;
+
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 64
+        && name.len() <= NAME_MAX
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
@@ -254,10 +261,18 @@ mod tests {
             r.to_string(),
             "name=loud,level=lfmax,above=85,hysteresis=0,hold=0s"
         );
+        // the default written out, with no unit as 0 needs none
+        for zero in ["0", "0.0", "0s"] {
+            let r: AlertRule = format!("name=a,band=1-2,above=0,hold={zero}")
+                .parse()
+                .unwrap();
+            assert_eq!(r.hold, 0.0, "hold={zero}");
+        }
     }
 
     #[test]
     fn bad_rules_say_which_part() {
+        let long_name = format!("name={},band=1-2,above=0", "a".repeat(65));
         for (rule, needle) in [
             ("band=1-2,above=0", "name=NAME"),
             ("name=a,above=0", "band=LO-HI"),
@@ -277,6 +292,7 @@ mod tests {
             ("name=a,band=1-2,above=x", "above=x"),
             ("name=a,band=1-2,above=0,hold=3", "hold=3"),
             ("name=a b,band=1-2,above=0", "name=a b"),
+            (long_name.as_str(), "1 to 64 "),
             ("name=a,band=1-2,above=0,hysteresis=-1", "hysteresis=-1"),
             ("name=a,band=1-2,above=0,colour=red", "unknown key 'colour'"),
             // the last of two values won without a word (helper-42)
