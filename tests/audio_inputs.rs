@@ -436,6 +436,18 @@ fn broken_audio_is_one_line_naming_the_file() {
     // and from a pipe, where the magic number is seen only as the stream is read
     let out = spectra_piped(&head, &[]);
     assert_clean_error(&out, 1, &["-", "ends inside its flac header"]);
+    // an Ogg cut before its first page of audio is whole: not said to be cut in its header
+    // alone (helper-52: a file cut inside that page read "ends inside its ogg header")
+    let ogg = at(d, "w.ogg");
+    make("sox", &[&wav, &ogg]);
+    let ogg_head = at(d, "head.ogg");
+    std::fs::write(&ogg_head, &std::fs::read(&ogg).expect("read")[..300]).expect("write");
+    let out = spectra(&ogg_head, &[]);
+    assert_clean_error(
+        &out,
+        1,
+        &[&ogg_head, "before its first whole ogg page of audio"],
+    );
     // the audio's bytes garbled
     let mut garbled = bytes.clone();
     for b in garbled[bytes.len() / 2..].iter_mut().step_by(7) {

@@ -122,6 +122,10 @@ fn probe_failure(
     e: Failure,
 ) -> String {
     let what = match e {
+        // (an Ogg reader wants its first page of audio whole before it gives a sample)
+        e if begins_as_format && is_early_end(&e) && format == InputFormat::Ogg => {
+            "the input ends before its first whole ogg page of audio (inside its headers or that page): a truncated file?".to_string()
+        }
         e if begins_as_format && is_early_end(&e) => format!(
             "the input ends inside its {} header: a truncated file?",
             format.name()
