@@ -239,6 +239,25 @@ fn events_are_not_added_to_a_file_that_holds_something_else() {
         std::fs::read_to_string(&other).expect("read"),
         "frame = 4096\n"
     );
+    // stderr by name is the process's own stream, here a log opened for appending (helper-51)
+    let log = dir.path().join("daemon.log");
+    std::fs::write(&log, "INFO earlier\n").expect("write");
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open");
+    let out = fftd()
+        .args(args)
+        .args(["--events", "/dev/stderr", "--output", "/dev/null"])
+        .stderr(appended)
+        .output()
+        .expect("fftd runs");
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&log).expect("read");
+    assert!(
+        text.starts_with("INFO earlier\n") && text.contains("\"event\":\"start\""),
+        "{text}"
+    );
 }
 
 #[test]

@@ -397,6 +397,17 @@ fn a_sigmf_sidecar_of_an_input_with_no_datatype_is_refused() {
     }
     let out = child.wait_with_output().expect("output");
     assert_clean_error(&out, 2, &["--meta", "live.txt", "core:datatype"]);
+    // a SigMF input that cannot be read is its own error, not one of --meta (helper-51)
+    let missing = dir.path().join("missing.sigmf-meta");
+    let out = run(&[
+        "--file",
+        s(&missing),
+        "--meta",
+        s(&meta),
+        "--output",
+        s(&output),
+    ]);
+    assert_clean_error(&out, 1, &["missing.sigmf-meta", "No such file"]);
 }
 
 /// A cu8 recording of a tone 250 kHz above a 100 MHz centre, 2 MHz.

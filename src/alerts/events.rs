@@ -168,6 +168,11 @@ fn moved(path: &Path, file: &File) -> bool {
 /// typo's neighbour) would be spoilt by lines added to it. Checked before the run begins.
 pub(crate) fn check_appendable(path: &Path) -> Result<(), String> {
     use std::io::{BufRead, Read};
+    // (/dev/stderr and the like name the process's own streams, whatever file they were
+    // given: a daemon's log opened with >> is theirs to append to)
+    if path.starts_with("/dev") || path.starts_with("/proc") {
+        return Ok(());
+    }
     let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
     let Some(file) = regular.then(|| File::open(path).ok()).flatten() else {
         return Ok(()); // (new, empty, a FIFO or device; one unreadable fails at its open)

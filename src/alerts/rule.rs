@@ -139,13 +139,7 @@ impl FromStr for AlertRule {
             }
             seen.push(key.trim());
             match key.trim() {
-                "name" if valid_name(value) => name = Some(value.to_string()),
-                "name" => {
-                    return Err(fail(format!(
-                        "name={value}: 1 to {NAME_MAX} letters, digits, '_', '-' and '.' ({} given)",
-                        value.chars().count()
-                    )))
-                }
+                "name" => name = Some(checked_name(value).map_err(&fail)?),
                 k @ ("band" | "peak" | "level") if band.is_some() => {
                     return Err(fail(format!("{k}: give one of band=, peak= and level=")))
                 }
@@ -198,12 +192,19 @@ impl FromStr for AlertRule {
 /// The longest rule name (a metric label and a recording's file name carry it).
 const NAME_MAX: usize = 64;
 
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= NAME_MAX
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+/// `name=`'s value, if it is 1 to `NAME_MAX` letters, digits, '_', '-' and '.'.
+fn checked_name(name: &str) -> Result<String, String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if let Some(c) = name.chars().find(|c| !allowed(*c)) {
+        return Err(format!(
+            "name={name}: {c:?} is not allowed (letters, digits, '_', '-' and '.')"
+        ));
+    }
+    match name.len() {
+        0 => Err("name=: give the rule a name".into()),
+        n if n > NAME_MAX => Err(format!("name={name}: {n} characters, at most {NAME_MAX}")),
+        _ => Ok(name.to_string()),
+    }
 }
 
 impl fmt::Display for AlertRule {
@@ -292,7 +293,8 @@ mod tests {
             ("name=a,band=1-2,above=x", "above=x"),
             ("name=a,band=1-2,above=0,hold=3", "hold=3"),
             ("name=a b,band=1-2,above=0", "name=a b"),
-            (long_name.as_str(), "1 to 64 "),
+            (long_name.as_str(), "65 characters, at most 64"),
+            ("name=a/b,band=1-2,above=0", "'/' is not allowed"),
             ("name=a,band=1-2,above=0,hysteresis=-1", "hysteresis=-1"),
             ("name=a,band=1-2,above=0,colour=red", "unknown key 'colour'"),
             // the last of two values won without a word (helper-42)

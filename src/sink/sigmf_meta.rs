@@ -54,6 +54,10 @@ pub(crate) fn refusal(path: &Path, first: &str, forced: Option<InputFormat>) -> 
     if !wanted(path) || datatype(first, forced).is_some() {
         return None;
     }
+    // (a SigMF input that cannot be read is that input's error, said where it is opened)
+    if forced.unwrap_or_else(|| InputFormat::from_extension(first)) == InputFormat::Sigmf {
+        return None;
+    }
     let shown = crate::types::shown_path(path);
     let plain = path.with_extension("json");
     Some(format!(
