@@ -122,15 +122,19 @@ fn run_worker(
 /// and so does a write stuck on a reader that reads nothing, a second after the first
 /// (`stuck_write`): neither run finished.
 fn install_signal_handlers(signals: &fftd::types::Signals) -> Result<(), FftdError> {
-    use fftd::types::INTERRUPTED_EXIT;
     use signal_hook::consts::{SIGINT, SIGTERM};
     let interrupted = &signals.interrupted;
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            signal,
-            INTERRUPTED_EXIT,
-            interrupted.clone(),
-        )
+        let second = interrupted.clone();
+        // SAFETY: the action runs in a signal handler: an atomic load, and
+        // `exit_interrupted`, which is async-signal-safe (unlink(2) and _exit(2) alone).
+        unsafe {
+            signal_hook::low_level::register(signal, move || {
+                if second.load(std::sync::atomic::Ordering::SeqCst) {
+                    fftd::types::exit_interrupted();
+                }
+            })
+        }
         .and_then(|_| signal_hook::flag::register(signal, interrupted.clone()))
         .and_then(|_| signal_hook::flag::register(signal, signals.stop.clone()))
         .map_err(|e| FftdError::Runtime(format!("cannot install signal handler: {e}")))?;

@@ -142,3 +142,107 @@ fn a_device_file_is_written_the_ordinary_way() {
     );
     assert!(!log.contains("rows placed"), "{log}");
 }
+
+/// Names of the part files (`.NAME.fftd-PID.part`) in `dir`.
+fn part_files(dir: &Path) -> Vec<String> {
+    let names = std::fs::read_dir(dir).expect("read dir").flatten();
+    let names = names.map(|e| e.file_name().to_string_lossy().into_owned());
+    names.filter(|n| n.ends_with(".part")).collect()
+}
+
+/// A run ended at once by a second signal removes its part file (as big as the whole output:
+/// helper-51 found 1 GB left behind) and leaves the output as it was; a part file a killed
+/// run left (its process gone) is removed by the next run writing that output. The run is
+/// stopped (SIGSTOP) once its part file is there, both signals queued, and continued: they
+/// come one after the other before it runs on. Where the machine is so busy that the run
+/// finished before it was stopped, it must have put its rows in place, with no part file left.
+#[test]
+fn a_run_ended_at_once_leaves_no_part_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_f32(&d.join("long.f32"), 4 << 20, 31); // 134 MB of rows at frame 4096, hop 256
+    let keep = d.join("keep.f32");
+    std::fs::write(&keep, b"precious").expect("write");
+    let mut gone = std::process::Command::new("true").spawn().expect("spawn");
+    let dead_pid = gone.id();
+    gone.wait().expect("wait");
+    let stale = format!(".keep.f32.fftd-{dead_pid}.part");
+    std::fs::write(d.join(&stale), b"left by a killed run").expect("write");
+    let mut child = fftd()
+        .args([
+            "--file",
+            s(&d.join("long.f32")),
+            "--frame",
+            "4096",
+            "--hop",
+            "256",
+        ])
+        .args(["--format", "f32", "--output", s(&keep), "--device", "cpu"])
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let live = format!(".keep.f32.fftd-{pid}.part");
+    while !part_files(d).contains(&live) && child.try_wait().expect("try_wait").is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SAFETY: kill(2) on the child this test spawned and has not reaped.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    wait_until_signals_caught(child.id());
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+        libc::kill(pid, libc::SIGTERM);
+        libc::kill(pid, libc::SIGCONT);
+    }
+    let status = child.wait().expect("wait");
+    assert_eq!(part_files(d), Vec::<String>::new(), "{status:?}");
+    match status.code() {
+        Some(130) => assert_eq!(std::fs::read(&keep).expect("read"), b"precious"),
+        _ => assert!(status.success() && std::fs::metadata(&keep).expect("stat").len() > 8),
+    }
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// An existing output owned by another user is written in place, not replaced: a renamed part
+/// file would be the writer's (helper-51: a nobody:nogroup file became root:root, its group's
+/// readers shut out; in a sticky folder the rename was refused and every row lost). Only where
+/// the test runs as root, which can give a file away.
+#[test]
+fn an_output_of_another_owner_keeps_its_owner_and_gets_the_rows() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid(2) takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_f32(&d.join("x.f32"), 1 << 20, 32);
+    let args = |out: &Path| {
+        let x = d.join("x.f32");
+        [
+            &["--file", s(&x), "--frame", "1024"][..],
+            &["--format", "f32", "--output", s(out)],
+        ]
+        .concat()
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+    };
+    let expected = d.join("expected.f32");
+    let refs: Vec<String> = args(&expected);
+    run_placed(&refs.iter().map(String::as_str).collect::<Vec<_>>(), false);
+    let theirs = d.join("theirs.f32");
+    std::fs::write(&theirs, b"theirs").expect("write");
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+    let refs: Vec<String> = args(&theirs);
+    run_placed(&refs.iter().map(String::as_str).collect::<Vec<_>>(), true);
+    let m = std::fs::metadata(&theirs).expect("stat");
+    assert_eq!((m.uid(), m.gid()), (65534, 65534));
+    assert_eq!(
+        std::fs::read(&theirs).expect("read"),
+        std::fs::read(&expected).expect("read")
+    );
+}

@@ -9,9 +9,12 @@
 //! The rows are written into a part file beside the output (`.NAME.fftd-PID.part`), renamed
 //! over it when the sink finishes: until then the output's path is as it was, so a run that
 //! fails before its first row (a bad first value) leaves an earlier run's file whole, as the
-//! ordinary writer does (`sink::output`), and a run killed at once leaves the part file, not a
-//! file of zeros under the output's name. A symlink is followed (the part is made beside its
-//! target); a file of several hard links, which a rename would split, goes the ordinary way.
+//! ordinary writer does (`sink::output`). A run ended at once by a second signal removes the
+//! part file (`types::RemovedAtExit`); one killed (SIGKILL) leaves it, not a file of zeros under
+//! the output's name, and the next run writing that output removes it. A symlink is followed
+//! (the part is made beside its target); a file of several hard links (which a rename would
+//! split), one owned by another user or group (a rename would make it ours), or one mounted in
+//! place goes the ordinary way; a rename refused all the same is done as a copy.
 //!
 //! Why: one thread writing into a tmpfs file (page allocation and copy under the file's lock) was
 //! the limit of file output; reserved pages written through a mapping take parallel faults.
@@ -46,6 +49,8 @@ struct PartFile {
     path: PathBuf,
     target: PathBuf,
     renamed: AtomicBool,
+    /// Removes the part file if the process ends at once (a second Ctrl-C).
+    at_exit: crate::types::RemovedAtExit,
 }
 
 impl PartFile {
@@ -55,7 +60,7 @@ impl PartFile {
         let target = match std::fs::metadata(path) {
             Ok(m) if !m.is_file() => return Err(io::Error::other("not a regular file")),
             Ok(m) if m.nlink() > 1 => return Err(io::Error::other("a file of several links")),
-            Ok(_) => std::fs::canonicalize(path)?,
+            Ok(m) => replaceable(path, &m)?,
             Err(_) if path.is_symlink() => return Err(io::Error::other("a dangling link")),
             Err(e) if e.kind() == io::ErrorKind::NotFound => path.to_path_buf(),
             Err(e) => return Err(e),
@@ -69,6 +74,7 @@ impl PartFile {
             std::process::id()
         );
         let part = target.with_file_name(part_name);
+        remove_dead_runs_parts(&target);
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -76,6 +82,7 @@ impl PartFile {
             .open(&part)?;
         let part = PartFile {
             file,
+            at_exit: crate::types::RemovedAtExit::new(&part),
             path: part,
             target,
             renamed: AtomicBool::new(false),
@@ -86,11 +93,74 @@ impl PartFile {
         Ok(part)
     }
 
-    /// Puts the part file in the output's place.
+    /// Puts the part file in the output's place: renamed over it, or, where the rename is
+    /// refused (a file bind-mounted in place, a folder that will not take it), its bytes copied
+    /// into the output, so the rows are never lost at the last step.
     fn rename(&self) -> io::Result<()> {
-        std::fs::rename(&self.path, &self.target)?;
+        if std::fs::rename(&self.path, &self.target).is_err() {
+            let mut output = OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .create(true)
+                .open(&self.target)?;
+            let mut part = &self.file;
+            io::Seek::seek(&mut part, io::SeekFrom::Start(0))?;
+            io::copy(&mut part, &mut output)?;
+            output.sync_data()?; // (a full disk's error comes here, not at close)
+            std::fs::remove_file(&self.path)?;
+        }
         self.renamed.store(true, Ordering::Release);
+        self.at_exit.keep();
         Ok(())
+    }
+}
+
+/// The output `path` (`m`, its metadata) resolved, if a part file renamed over it would become
+/// it: None where the rename would change what owns it or could be refused, as for an output
+/// bind-mounted in place (its device is not its folder's) or one owned by another user or
+/// group (the rename would give it ours; a sticky folder refuses it): those go the ordinary
+/// way, written in place.
+fn replaceable(path: &Path, m: &std::fs::Metadata) -> io::Result<PathBuf> {
+    let target = std::fs::canonicalize(path)?;
+    let folder = target.parent().map(std::fs::metadata).transpose()?;
+    if folder.is_some_and(|f| f.dev() != m.dev()) {
+        return Err(io::Error::other("a file mounted in place"));
+    }
+    // SAFETY: geteuid(2) and getegid(2) take nothing and cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    if m.uid() != uid || m.gid() != gid {
+        return Err(io::Error::other("a file owned by another user or group"));
+    }
+    Ok(target)
+}
+
+/// Removes the part files of `target` that runs killed at once left (SIGKILL, a power cut):
+/// `.NAME.fftd-PID.part` whose process is gone.
+fn remove_dead_runs_parts(target: &Path) {
+    let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{}.fftd-", name.to_string_lossy());
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        let pid = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".part"));
+        let dead = pid
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+        if dead {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -10,7 +10,6 @@
 //! where the reader stopped taking bytes), so the run did not finish: it exits 130
 //! (`INTERRUPTED_EXIT`), as a second Ctrl-C does, never 0.
 
-use crate::types::INTERRUPTED_EXIT;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -102,9 +101,9 @@ pub fn watch(interrupted: Arc<AtomicBool>) {
                     "fftd: stopped; the output's reader took nothing for {} s, so the rows still queued for it are left unwritten (the last written may be cut)",
                     limit.as_secs_f64()
                 );
-                // as a second signal ends it (`register_conditional_shutdown`): at once,
+                // as a second signal ends it (`types::exit_interrupted`): at once,
                 // without flushing a stdout nobody reads or waiting for the stuck thread
-                signal_hook::low_level::exit(INTERRUPTED_EXIT);
+                crate::types::exit_interrupted();
             }
         });
     if let Err(e) = spawned {
