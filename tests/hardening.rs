@@ -117,6 +117,22 @@ fn stdout_and_stdin_by_name_are_the_streams_and_no_fifo_is_read_and_written() {
         text.starts_with("kept\n") && text.lines().count() > 2,
         "{text:.80}"
     );
+    // npy, whose header is rewritten in place, is refused through a descriptor's name: opened
+    // to append, every rewrite landed at the end (helper-51: nine headers in one file)
+    let npy = d.join("c.npy");
+    std::fs::write(&npy, "").expect("write");
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&npy)
+        .expect("open");
+    let out = fftd()
+        .args(["--file", s(&x), "--frame", "256", "--format", "npy"])
+        .args(["--output", "/dev/stdout"])
+        .stdout(appended)
+        .output()
+        .expect("run fftd");
+    assert_clean_error(&out, 2, &["/dev/stdout", "npy", "the file's own path"]);
+    assert_eq!(std::fs::metadata(&npy).expect("stat").len(), 0);
 }
 
 /// npy into a FIFO is refused before `--meta` and `--trace` are opened: they keep what they held

@@ -282,9 +282,6 @@ pub(crate) fn check_alerts(
     measured: (bool, bool),
 ) -> Result<AlertOptions, String> {
     let events = events.map(events::parse_events).transpose()?;
-    if let Some(events::EventsTarget::File(path)) = &events {
-        events::check_appendable(path)?;
-    }
     if rules.is_empty() && !(retry && events.is_some()) {
         if events.is_some() {
             return Err(
