@@ -595,6 +595,46 @@ fn an_npy_of_a_process_killed_mid_run_counts_the_rows_it_holds() {
     );
 }
 
+/// An npy file closed to keep within the open-file limit (`--output-dir` with more outputs than
+/// descriptors) counts its rows in its header as it closes: a process killed before it is
+/// reopened leaves it loadable (helper-51: a header of (0, 0) over 40 rows). Six channels of
+/// stdin under `ulimit -n 20`, killed once every file's header counts its 40 rows.
+#[test]
+fn an_npy_closed_for_room_counts_its_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("od");
+    std::fs::create_dir(&out).expect("mkdir");
+    let mut child = std::process::Command::new("bash")
+        .args(["-c", "ulimit -n 20; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_fftd"))
+        .args(["--file", "-", "--input-format", "f32", "--channels", "6"])
+        .args(["--channel", "all", "--frame", "256", "--format", "npy"])
+        .args(["--output-dir", s(&out), "--device", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::io::Write::write_all(&mut stdin, &f32_bytes(&noise(6 * 256 * 40, 9))).expect("feed");
+    let names: Vec<_> = (0..6)
+        .map(|c| out.join(format!("stdin-ch{c}.npy")))
+        .collect();
+    let started = Instant::now();
+    while !names.iter().all(|n| npy_rows(n) == Some(40)) {
+        let counted: Vec<_> = names.iter().map(|n| npy_rows(n)).collect();
+        assert!(started.elapsed() < Duration::from_secs(60), "{counted:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    drop(stdin);
+    for name in &names {
+        let len = std::fs::metadata(name).expect("stat").len();
+        assert_eq!(len, 128 + 40 * 129 * 4, "{name:?}");
+    }
+}
+
 fn past_a_size_limit(args: &[&str]) -> std::process::Output {
     std::process::Command::new("bash")
         .args(["-c", "ulimit -f 600; trap '' XFSZ; exec \"$0\" \"$@\""])

@@ -155,10 +155,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
         }
         while self.open.len() >= self.max_open {
             match self.open.pop_front() {
-                Some(old) => {
-                    self.outputs[old].dest.close()?;
-                    self.outputs[old].dirty = false;
-                }
+                Some(old) => self.close_for_room(old)?,
                 None => break,
             }
         }
@@ -167,8 +164,7 @@ impl<'a, T: Sample> Outputs<'a, T> {
                 // out of descriptors all the same (other threads hold some): keep fewer open
                 Err(e) if e.raw_os_error() == Some(EMFILE) && !self.open.is_empty() => {
                     if let Some(old) = self.open.pop_front() {
-                        self.outputs[old].dest.close()?;
-                        self.outputs[old].dirty = false;
+                        self.close_for_room(old)?;
                     }
                     self.max_open = self.open.len().max(1);
                 }
@@ -230,20 +226,37 @@ impl<'a, T: Sample> Outputs<'a, T> {
     /// whose header counts its rows (npy) is given the count of the rows now in it, so a
     /// process ended at once (a second signal, SIGKILL) leaves a file that loads with them.
     pub(crate) fn flush(&mut self) -> Result<(), (usize, io::Error)> {
-        let encoder = &self.encoder;
-        for (i, out) in self.outputs.iter_mut().enumerate() {
-            if !out.dirty {
-                continue;
-            }
-            out.dirty = false;
-            out.dest.flush().map_err(|e| (i, e))?;
-            let seekable = matches!(out.dest, Destination::File { .. });
-            let bins = out.bins.unwrap_or(0);
-            if let Some(header) = encoder.final_header(out.frames, bins).filter(|_| seekable) {
-                out.dest.write_at_start(&header).map_err(|e| (i, e))?;
-            }
+        for i in 0..self.outputs.len() {
+            self.flush_one(i).map_err(|e| (i, e))?;
         }
         Ok(())
+    }
+
+    /// `flush` for output `i`: its buffer, and its header's row count.
+    fn flush_one(&mut self, i: usize) -> io::Result<()> {
+        let out = &mut self.outputs[i];
+        if !out.dirty {
+            return Ok(());
+        }
+        out.dirty = false;
+        out.dest.flush()?;
+        let seekable = matches!(out.dest, Destination::File { .. });
+        let bins = out.bins.unwrap_or(0);
+        if let Some(header) = self
+            .encoder
+            .final_header(out.frames, bins)
+            .filter(|_| seekable)
+        {
+            out.dest.write_at_start(&header)?;
+        }
+        Ok(())
+    }
+
+    /// Closes output `old` to make room for another open file: flushed first, its header
+    /// counting its rows, so a process ended before it is reopened leaves it whole.
+    fn close_for_room(&mut self, old: usize) -> io::Result<()> {
+        self.flush_one(old)?;
+        self.outputs[old].dest.close()
     }
 
     /// Completes every output: creates the files of those that got no rows, rewrites headers
