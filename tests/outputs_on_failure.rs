@@ -635,6 +635,58 @@ fn an_npy_closed_for_room_counts_its_rows() {
     }
 }
 
+/// `--meta` and `--trace` are written at the end: an earlier run's files there are only
+/// checked at set-up, so a run stopped before its end (here while its `--events` FIFO waits
+/// for a reader: exit 0, nothing analysed) leaves them as they were (helper-51: both emptied).
+/// The signal may come before or during that wait: either way the run stops there.
+#[test]
+fn a_run_stopped_before_its_end_leaves_the_meta_and_trace_as_they_were() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let input = d.join("x.f32");
+    write_f32(&input, &noise(8000, 10));
+    let fifo = d.join("ev.fifo");
+    mkfifo(&fifo);
+    let (meta, trace) = (d.join("m.json"), d.join("t.json"));
+    std::fs::write(&meta, "{\"old\":1}\n").expect("write");
+    std::fs::write(&trace, "old trace\n").expect("write");
+    let child = fftd()
+        .args(["--file", s(&input), "--rate", "8000", "--frame", "256"])
+        .args([
+            "--meta",
+            s(&meta),
+            "--trace",
+            s(&trace),
+            "--output",
+            "/dev/null",
+        ])
+        .args([
+            "--alert",
+            "name=a,band=100-200,above=0",
+            "--events",
+            s(&fifo),
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_until_signals_caught(child.id());
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(
+        std::fs::read_to_string(&meta).expect("read"),
+        "{\"old\":1}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&trace).expect("read"),
+        "old trace\n"
+    );
+}
+
 fn past_a_size_limit(args: &[&str]) -> std::process::Output {
     std::process::Command::new("bash")
         .args(["-c", "ulimit -f 600; trap '' XFSZ; exec \"$0\" \"$@\""])

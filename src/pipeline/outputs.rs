@@ -29,6 +29,7 @@ use crate::sink::{make_encoder, Encoder, OutputFormat};
 use crate::source::seekable::SeekableLayout;
 use crate::source::spec::Input;
 use crate::source::InputFormat;
+use crate::types::deferred_file::DeferredFile;
 use crate::types::Sample;
 use crate::types::StreamMeta;
 use std::fs::File;
@@ -212,6 +213,15 @@ fn probe_output(path: &Path, stop: &AtomicBool) -> Result<Option<File>> {
     }
     let file = std::fs::OpenOptions::new().write(true).open(path);
     file.map(|_| None).map_err(|e| FftdError::io(path, e))
+}
+
+/// A file written at the run's end (`--meta`, `--trace`): `probe_output`'s check now, and an
+/// existing file with bytes in it created only when written.
+pub(super) fn deferred_output(path: &Path, stop: &AtomicBool) -> Result<DeferredFile> {
+    Ok(match probe_output(path, stop)? {
+        Some(file) => DeferredFile::Open(file),
+        None => DeferredFile::Later(path.to_path_buf()),
+    })
 }
 
 /// Creates an output file now (a FIFO: waits for its reader, or for a stop), and checks that it
@@ -420,7 +430,7 @@ pub(super) struct Sinks<T: Sample> {
     /// The output each stream's rows go to.
     pub writer_of: Vec<usize>,
     pub rotations: Vec<Option<Rotation>>,
-    pub meta_file: Option<File>,
+    pub meta_file: Option<DeferredFile>,
     pub tracer: Option<Arc<crate::trace::Tracer>>,
     /// `--events nats://`, connected before any output was opened (`open_events`).
     pub nats_events: Option<crate::alerts::events::EventWriter>,
@@ -457,7 +467,7 @@ impl<T: Sample> Sinks<T> {
         let nats_events = super::open_events(run_spec, true, stop)?;
         // --meta is written at the end, but a place that cannot take it is found now
         let meta_file = (run_spec.output.meta.as_ref())
-            .map(|path| create_output(path, stop))
+            .map(|path| deferred_output(path, stop))
             .transpose()?;
         let tracer = run_report::open_trace(run_spec, stop, started)?;
         let placed = match run_spec.output.rotate {
@@ -544,7 +554,7 @@ fn values_per_row(run_spec: &RunSpec, rows: &RowsPlanned<'_>, s: &StreamMeta) ->
 /// whether a signal stopped it (`interrupted`).
 pub(super) fn write_run_meta(
     run_spec: &RunSpec,
-    file: Option<File>,
+    file: Option<DeferredFile>,
     (streams, written): (&[StreamMeta], &[super::StreamWritten]),
     (outputs, writer_of): (&[String], &[usize]),
     (error, interrupted): (Option<&FftdError>, bool),
@@ -552,6 +562,7 @@ pub(super) fn write_run_meta(
     let (Some(path), Some(file)) = (&run_spec.output.meta, file) else {
         return Ok(());
     };
+    let file = file.create().map_err(|e| FftdError::io(path, e))?;
     let summaries: Vec<StreamSummary<'_>> = streams
         .iter()
         .zip(written)

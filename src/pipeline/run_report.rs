@@ -35,7 +35,7 @@ pub(super) fn open_trace(
         return Ok(None);
     };
     // the error names the flag, as the other outputs' name their path (exit 1)
-    let file = super::outputs::create_output(path, stop).map_err(|e| match e {
+    let file = super::outputs::deferred_output(path, stop).map_err(|e| match e {
         FftdError::Io { path, source } => FftdError::io(
             format!("--trace {}", crate::types::shown_path(&path)),
             source,

@@ -60,7 +60,7 @@ pub(super) struct Stages<'a, T: Sample> {
     pub(super) encoders: usize,
     bytes_pool: pool::BytePool,
     pub(super) sinks: Sinks<T>,
-    pub(super) meta_file: Option<std::fs::File>,
+    pub(super) meta_file: Option<crate::types::deferred_file::DeferredFile>,
     pub(super) live_view: Option<LiveView>,
     /// `/spectra`'s NDJSON rows, with a live view.
     live_rows: Option<Box<dyn Encoder<T>>>,

@@ -17,8 +17,8 @@
 pub(crate) mod device_timeline;
 pub(crate) mod device_trace;
 
+use crate::types::deferred_file::DeferredFile;
 use std::cell::Cell;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -60,7 +60,7 @@ pub(crate) struct Span {
 /// The spans of a run, and the file they go to.
 pub(crate) struct Tracer {
     origin: Instant,
-    file: Mutex<Option<File>>,
+    file: Mutex<Option<DeferredFile>>,
     spans: Mutex<Vec<Span>>,
     /// Spans taken so far (kept ones: at most `MAX_SPANS`).
     taken: AtomicU64,
@@ -73,7 +73,7 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     /// A tracer whose times count from `origin`, writing to `file` at the end.
-    pub(crate) fn new(file: File, origin: Instant) -> Self {
+    pub(crate) fn new(file: DeferredFile, origin: Instant) -> Self {
         Tracer {
             origin,
             file: Mutex::new(Some(file)),
@@ -139,7 +139,7 @@ impl Tracer {
         let Some(file) = self.file.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return Ok(());
         };
-        let mut out = BufWriter::new(file);
+        let mut out = BufWriter::new(file.create()?);
         let mut spans = std::mem::take(&mut *self.spans.lock().unwrap_or_else(|e| e.into_inner()));
         let (device_spans, clocks) = self.device.place();
         spans.extend(device_spans);

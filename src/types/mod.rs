@@ -2,6 +2,7 @@
 //! run's precision, where a recording was tuned, how a run is asked to end, and how numbers are
 //! shown (and user text quoted). A leaf: it imports nothing of fftd, so any module may import it.
 
+pub(crate) mod deferred_file;
 pub(crate) mod duration;
 mod fingerprint;
 mod flag_value;
