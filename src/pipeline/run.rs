@@ -101,7 +101,8 @@ pub(super) fn run_typed<T: Sample>(run_spec: &RunSpec, signals: Signals) -> Resu
 /// full disk fills the output first): the run's own error is then the one said, this one a
 /// warning after it.
 fn after_the_run_error(run_error: Option<&FftdError>, written: Result<()>) -> Result<()> {
-    match (run_error, written) {
+    // (a stop that exits 0 is not a failure: the write's error is the run's then)
+    match (run_error.filter(|e| e.exit_code() != 0), written) {
         (Some(_), Err(e)) => {
             tracing::warn!("{e}");
             Ok(())
@@ -147,5 +148,21 @@ fn settle_spares<T: Sample>(had_device: bool, pools: &super::pool::Pools<T>) {
             pools.samples.release_spares();
             pools.spectra.release_spares();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_meta_write_error_is_the_runs_unless_the_run_failed_first() {
+        let write_failed = || Err(FftdError::Runtime("cannot write --meta m.json".into()));
+        let failed = FftdError::Runtime("disk full".into());
+        assert!(after_the_run_error(Some(&failed), write_failed()).is_ok());
+        // a stop exits 0: the write's error must not be lost to a warning (helper-51)
+        let stopped = FftdError::Stopped("stopped while waiting".into());
+        assert!(after_the_run_error(Some(&stopped), write_failed()).is_err());
+        assert!(after_the_run_error(None, write_failed()).is_err());
     }
 }
