@@ -839,6 +839,7 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
     std::fs::write(d.join("notwav.wav"), "1\n2\n3\n").expect("write");
     std::fs::write(d.join("tiny.wav"), "RI").expect("write");
     std::fs::write(d.join("cut.bin"), &wav[..10]).expect("write");
+    std::fs::write(d.join("cut.aiff"), b"FORM1234").expect("write");
     std::fs::write(d.join("odd.f32"), [0u8; 6]).expect("write");
     // raw f32 with one NaN in its second read block and one inf in its first
     let raw_with = |at: usize, v: f32| -> Vec<u8> {
@@ -905,6 +906,12 @@ fn bad_inputs_get_one_clear_line_and_the_right_exit_code() {
         &["--file", &p("cut.bin")],
         1,
         &["cut.bin", "truncated WAV file", "RIFF preamble"],
+    );
+    // and an AIFF cut inside its magic (helper-51: "its content matches none of them")
+    expect(
+        &["--file", &p("cut.aiff")],
+        1,
+        &["cut.aiff", "begins as aiff", "truncated or damaged"],
     );
     expect(&["--file", &p("odd.f32")], 1, &["truncated", "offset 4"]);
     expect(

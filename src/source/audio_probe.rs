@@ -130,6 +130,11 @@ fn probe_failure(
             "the input ends inside its {} header: a truncated file?",
             format.name()
         ),
+        // (its first bytes are the format's magic number, cut or followed by no header)
+        Failure::Codec(CodecError::Unsupported(_)) if begins_as_format => format!(
+            "it begins as {0} but no whole {0} header follows: a truncated or damaged file?",
+            format.name()
+        ),
         e => probe_failure_kind(format, e),
     };
     match (streamed, format) {
