@@ -262,6 +262,11 @@ fn a_shared_config_files_mode_keys_wait_for_the_runs_that_use_them() {
     assert_silent_success(&with_config);
     assert_eq!(with_config.stdout, alone.stdout);
     assert!(!dir.path().join("events.ndjson").exists());
+    // an uncalibrated levels run leaves the file's unit out: its levels are dBFS
+    let levels = ["--levels", "--format", "ndjson"];
+    let out = run(&[&["--file", s(&x), "--config", s(&config)][..], &levels].concat());
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(stdout_text(&out).contains("\"unit\":\"dBFS\""));
     // the command line's flag is the user asking for it: refused with the reason
     let out = run(&["--file", s(&x), "--config", s(&config), "--tone", "1000"]);
     assert_clean_error(&out, 2, &["--tone HZ picks --distortion's fundamental"]);

@@ -398,7 +398,16 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 13] = [
+    let cases: [(&[&str], &[&str]); 14] = [
+        // an uncalibrated level named as if calibrated (helper-52: dBFS written as dBV)
+        (
+            &["--levels", "--unit", "dBV"],
+            &[
+                "--unit dBV",
+                "--calibration DB or --calibration-file",
+                "dBFS",
+            ],
+        ),
         // a level no f32 power holds, and none at all
         (
             &["--calibration", "400"],

@@ -47,7 +47,7 @@ const STEPS: [Step; 13] = [
         |f| (f.pre, f.post) = (None, None),
     ),
     (|o| o.distortion, |f| f.tone = None),
-    (measures, |f| f.unit = None),
+    (calibrated, |f| f.unit = None),
     (|o| o.average.is_some(), |f| f.average_mode = None),
 ];
 
@@ -78,15 +78,9 @@ fn writes_files(o: &Options) -> bool {
     to_file || o.output_dir.is_some()
 }
 
-/// Levels are measured (`--unit` names their unit).
-fn measures(o: &Options) -> bool {
-    o.calibration.is_some()
-        || o.calibration_file.is_some()
-        || o.weighting.is_some()
-        || o.levels
-        || o.peaks.is_some_and(|n| n > 0)
-        || o.distortion
-        || o.cross.is_some()
+/// Levels are calibrated (`--unit` names their unit).
+fn calibrated(o: &Options) -> bool {
+    o.calibration.is_some() || o.calibration_file.is_some()
 }
 
 fn clear_serve_keys(f: &mut Options) {

@@ -131,15 +131,18 @@ impl MeasureOptions {
         if let Some(hz) = self.tone_hz.filter(|v| !v.is_finite() || *v <= 0.0) {
             return Err(format!("--tone {hz}: must be a frequency above 0 Hz"));
         }
+        // (an uncalibrated level is dBFS whatever it is called: helper-52 found --levels
+        // --unit dBV labelling dBFS readings dBV)
+        let calibrated = self.calibration_db.is_some() || self.calibration_file.is_some();
+        if let Some(unit) = self.unit.as_ref().filter(|_| !calibrated) {
+            return Err(format!(
+                "--unit {unit} names the calibrated level unit: give --calibration DB or --calibration-file too (uncalibrated levels are dBFS)"
+            ));
+        }
         if !self.is_active() {
             if self.tone_hz.is_some() {
                 return Err(
                     "--tone HZ picks --distortion's fundamental: give --distortion too".into(),
-                );
-            }
-            if self.unit.is_some() {
-                return Err(
-                    "--unit names the calibrated level unit: give --calibration DB too".into(),
                 );
             }
             return Ok(());
