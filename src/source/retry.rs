@@ -268,7 +268,7 @@ impl RetrySource {
             ));
         }
         match source.read(out, max) {
-            Ok(0) => Err("it ended again before any sample came".into()),
+            Ok(0) => Err("it was opened but ended before any sample came".into()),
             Ok(n) => {
                 self.inner = source;
                 Ok(n)

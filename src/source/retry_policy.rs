@@ -25,7 +25,7 @@ pub enum RetryPolicy {
 
 /// A `--retry` value that is not a policy.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("'{0}': expected forever, a number of attempts (10) or a duration (90s, 10min, 1h, 1d)")]
+#[error("'{0}': expected forever, a number of attempts from 1 (10) or a duration above 0 (90s, 10min, 1h, 1d); without --retry a lost input ends the run")]
 pub struct RetryPolicyError(pub String);
 
 impl FromStr for RetryPolicy {
