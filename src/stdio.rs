@@ -44,6 +44,16 @@ pub(crate) fn names_stdout(path: &std::path::Path) -> bool {
         .any(|name| path == std::path::Path::new(name))
 }
 
+/// Whether `path` names an open descriptor rather than a file of its own: stdout by another
+/// name, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N` (what it reaches may be a file opened to
+/// append, a terminal, a pipe).
+pub(crate) fn names_a_descriptor(path: &std::path::Path) -> bool {
+    names_stdout(path)
+        || ["/dev/stderr", "/dev/fd", "/proc/self/fd"]
+            .iter()
+            .any(|p| path.starts_with(p))
+}
+
 /// Whether `path` names stdin (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`): `-` by another name.
 pub(crate) fn names_stdin(path: &str) -> bool {
     ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(&path)

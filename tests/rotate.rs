@@ -318,9 +318,14 @@ fn rotated_files_join_to_the_unrotated_run_for_paced_stdin() {
 /// Whether SIGHUP is still pending for process `pid` (/proc/PID/status, ShdPnd: signal 1 is
 /// the lowest bit).
 fn sighup_pending(pid: u32) -> bool {
+    sighup_in_mask(pid, "ShdPnd:")
+}
+
+/// Whether SIGHUP's bit is set in the signal mask `field` of /proc/PID/status.
+fn sighup_in_mask(pid: u32, field: &str) -> bool {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     (status.lines())
-        .find_map(|l| l.strip_prefix("ShdPnd:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
         .is_some_and(|mask| mask & 1 != 0)
 }
@@ -347,11 +352,7 @@ fn wait_for(what: &str, ready: impl Fn() -> bool) {
 
 /// Whether process `pid` has a handler for SIGHUP (/proc/PID/status, SigCgt).
 fn sighup_caught(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    (status.lines())
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|mask| mask & 1 != 0)
+    sighup_in_mask(pid, "SigCgt:")
 }
 
 #[test]

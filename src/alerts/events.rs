@@ -170,7 +170,7 @@ pub(crate) fn check_appendable(path: &Path) -> Result<(), String> {
     use std::io::{BufRead, Read};
     // (/dev/stderr and the like name the process's own streams, whatever file they were
     // given: a daemon's log opened with >> is theirs to append to)
-    if path.starts_with("/dev") || path.starts_with("/proc") {
+    if crate::stdio::names_a_descriptor(path) {
         return Ok(());
     }
     let regular = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);

@@ -165,10 +165,10 @@ pub(super) fn check_destinations(run_spec: &RunSpec) -> Result<()> {
     for (flag, path) in output.chain(meta).chain(trace).chain(events) {
         check_destination(flag, path)?;
     }
-    // an --events file that is one of the inputs is said as such, before it is found to hold
-    // no events
-    refuse_overwriting(&run_inputs(run_spec), &other_outputs(run_spec))?;
     if let Some(EventsTarget::File(path)) = &run_spec.alerts.events {
+        // (an --events file that is one of the inputs is said as such, before it is found to
+        // hold no events)
+        refuse_overwriting(&run_inputs(run_spec), &other_outputs(run_spec))?;
         crate::alerts::events::check_appendable(path).map_err(FftdError::Usage)?;
     }
     Ok(())

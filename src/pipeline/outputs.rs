@@ -148,7 +148,7 @@ fn refuse_npy_without_a_file<T: Sample>(encoder: &dyn Encoder<T>, plan: &OutputP
             }
             // (a descriptor by name may be a file opened to append, where the header's
             // rewrite would land at the end: helper-51 found nine headers in one file)
-            Some(path) if names_a_descriptor(path) => {
+            Some(path) if crate::stdio::names_a_descriptor(path) => {
                 return Err(FftdError::Usage(format!(
                     "{}: npy output rewrites its header as it goes and needs the file's own path, not a descriptor's (use --format f32 for a stream)",
                     crate::types::shown_path(path)
@@ -163,15 +163,6 @@ fn refuse_npy_without_a_file<T: Sample>(encoder: &dyn Encoder<T>, plan: &OutputP
         }
     }
     Ok(())
-}
-
-/// Whether `path` names an open descriptor (stdout by another name, `/dev/fd/N`,
-/// `/proc/self/fd/N`) rather than a file.
-fn names_a_descriptor(path: &std::path::Path) -> bool {
-    crate::stdio::names_stdout(path)
-        || ["/dev/stderr", "/dev/fd", "/proc/self/fd"]
-            .iter()
-            .any(|p| path.starts_with(p))
 }
 
 /// One destination per planned output. Stdout, a single `--output` file and every stream path

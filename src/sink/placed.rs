@@ -68,11 +68,7 @@ impl PartFile {
         let name = target
             .file_name()
             .ok_or_else(|| io::Error::other("no file name"))?;
-        let part_name = format!(
-            ".{}.fftd-{}.part",
-            name.to_string_lossy(),
-            std::process::id()
-        );
+        let part_name = format!("{}{}{PART_SUFFIX}", part_prefix(name), std::process::id());
         let part = target.with_file_name(part_name);
         remove_dead_runs_parts(&target);
         let file = OpenOptions::new()
@@ -115,8 +111,14 @@ impl PartFile {
     }
 }
 
+/// The part files of an output named `name`: `.NAME.fftd-PID.part`.
+fn part_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".{}.fftd-", name.to_string_lossy())
+}
+const PART_SUFFIX: &str = ".part";
+
 /// The output `path` (`m`, its metadata) resolved, if a part file renamed over it would become
-/// it: None where the rename would change what owns it or could be refused, as for an output
+/// it: an error where the rename would change what owns it or could be refused, as for an output
 /// bind-mounted in place (its device is not its folder's) or one owned by another user or
 /// group (the rename would give it ours; a sticky folder refuses it): those go the ordinary
 /// way, written in place.
@@ -140,7 +142,7 @@ fn remove_dead_runs_parts(target: &Path) {
     let (Some(folder), Some(name)) = (target.parent(), target.file_name()) else {
         return;
     };
-    let prefix = format!(".{}.fftd-", name.to_string_lossy());
+    let prefix = part_prefix(name);
     let folder = if folder.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -154,7 +156,7 @@ fn remove_dead_runs_parts(target: &Path) {
         let file = file.to_string_lossy();
         let pid = file
             .strip_prefix(&prefix)
-            .and_then(|rest| rest.strip_suffix(".part"));
+            .and_then(|rest| rest.strip_suffix(PART_SUFFIX));
         let dead = pid
             .and_then(|pid| pid.parse::<u32>().ok())
             .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
