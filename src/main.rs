@@ -217,6 +217,19 @@ fn clap_error(e: clap::Error) -> ExitCode {
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
             ExitCode::from(2)
         }
+        ErrorKind::UnknownArgument => {
+            let unknown = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(arg)) => arg.clone(),
+                _ => String::new(),
+            };
+            let args: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let line = fftd::app::cli::flag_of_another_command(&args, &unknown)
+                .unwrap_or_else(|| one_line(&e));
+            eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));
+            ExitCode::from(2)
+        }
         ErrorKind::InvalidUtf8 => {
             let line = non_utf8_argument(std::env::args_os()).unwrap_or_else(|| one_line(&e));
             eprintln!("fftd: {}", fftd::error::shorten_echoes(&line));

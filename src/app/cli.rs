@@ -102,6 +102,70 @@ pub fn command() -> clap::Command {
     numbers_take_hyphens(Cli::command())
 }
 
+/// An argument the command line's (sub)command does not take, where it is a long flag of fftd's
+/// other commands: "--format is a flag of a run, not of fftd check", and what lists
+/// the command's own. None where no command has it (a typo: clap's suggestion says more).
+/// `args` is the whole command line, the program name first.
+pub fn flag_of_another_command(args: &[String], unknown: &str) -> Option<String> {
+    let long = unknown.strip_prefix("--")?.split('=').next()?;
+    let root = command();
+    let mut used = vec![root.get_name().to_string()];
+    let mut here = &root;
+    for arg in args.iter().skip(1).filter(|a| !a.starts_with('-')) {
+        let Some(sub) = here.find_subcommand(arg) else {
+            break;
+        };
+        used.push(sub.get_name().to_string());
+        here = sub;
+    }
+    let has = |cmd: &clap::Command| cmd.get_arguments().any(|a| a.get_long() == Some(long));
+    if has(here) {
+        return None;
+    }
+    let mut holders = Vec::new();
+    commands_with(
+        &root,
+        &mut vec![root.get_name().to_string()],
+        &has,
+        &mut holders,
+    );
+    if holders.is_empty() {
+        return None;
+    }
+    let named = |path: &[String]| match path.len() {
+        1 => "a run".to_string(),
+        _ => path.join(" "),
+    };
+    let mut holders: Vec<String> = holders.iter().map(|p| named(p)).collect();
+    let last = holders.pop()?;
+    let holders = match holders.is_empty() {
+        true => last,
+        false => format!("{} and {last}", holders.join(", ")),
+    };
+    Some(format!(
+        "--{long} is a flag of {holders}, not of {}; {} --help lists its flags",
+        named(&used),
+        used.join(" ")
+    ))
+}
+
+/// The paths of `cmd` and its shown subcommands that `has` holds for.
+fn commands_with(
+    cmd: &clap::Command,
+    path: &mut Vec<String>,
+    has: &dyn Fn(&clap::Command) -> bool,
+    out: &mut Vec<Vec<String>>,
+) {
+    if has(cmd) {
+        out.push(path.clone());
+    }
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        path.push(sub.get_name().to_string());
+        commands_with(sub, path, has, out);
+        path.pop();
+    }
+}
+
 fn numbers_take_hyphens(cmd: clap::Command) -> clap::Command {
     cmd.mut_args(|arg| {
         let numeric = arg.get_value_names().is_some_and(|names| {
@@ -257,6 +321,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_flag_of_another_command_is_named_so() {
+        let line = |args: &[&str], unknown| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            flag_of_another_command(&args, unknown)
+        };
+        let said = line(
+            &["fftd", "check", "--file", "x", "--format", "csv"],
+            "--format",
+        );
+        assert_eq!(
+            said.as_deref(),
+            Some(
+                "--format is a flag of a run, not of fftd check; fftd check --help lists its flags"
+            )
+        );
+        let said = line(&["fftd", "--file", "x", "--reps", "3"], "--reps=3");
+        assert_eq!(
+            said.as_deref(),
+            Some("--reps is a flag of fftd bench, not of a run; fftd --help lists its flags")
+        );
+        let said = line(&["fftd", "fleet", "setup", "--frame", "3"], "--frame").expect("named");
+        assert!(
+            said.starts_with("--frame is a flag of a run, fftd check and "),
+            "{said}"
+        );
+        assert!(
+            said.ends_with(", not of fftd fleet setup; fftd fleet setup --help lists its flags"),
+            "{said}"
+        );
+        // a typo, or a flag the command has: clap's own words
+        assert_eq!(line(&["fftd", "check", "--formt"], "--formt"), None);
+        assert_eq!(line(&["fftd", "--frame", "64"], "--frame"), None);
     }
 
     #[test]
