@@ -303,6 +303,90 @@ fn mp3_and_ogg_agree_with_libsndfile() {
     );
 }
 
+/// The samples ffmpeg decodes from `file` (one channel).
+fn ffmpeg_samples(file: &str) -> usize {
+    let out = Command::new("ffmpeg")
+        .args([
+            "-loglevel",
+            "error",
+            "-i",
+            file,
+            "-f",
+            "f32le",
+            "-ac",
+            "1",
+            "-",
+        ])
+        .output()
+        .expect("ffmpeg");
+    assert!(out.status.success(), "ffmpeg decodes {file}");
+    out.stdout.len() / 4
+}
+
+#[test]
+fn an_mp3_without_a_length_tag_reads_whole() {
+    // (helper-53: with no Xing/Info or VBRI tag, symphonia's reader estimated the length from
+    // the first frames' bitrate and trimmed every packet past it: loud then quiet read 111744 of
+    // 222336 samples, exit 0; quiet then loud was 'truncated'; constant bitrate lost a frame)
+    if !tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let part = |name: &str, synth: &[&str]| {
+        let path = at(d, name);
+        let mut args = vec!["-n", "-r", "44100", "-b", "16", &path, "synth"];
+        args.extend(synth);
+        make("sox", &args);
+        path
+    };
+    let loud = part("loud.wav", &["1", "whitenoise", "vol", "0.5"]);
+    let quiet = part("quiet.wav", &["3", "sine", "1000", "vol", "0"]);
+    let tone = part("tone.wav", &["1", "sine", "1000", "vol", "0.5"]);
+    for (name, parts, rate) in [
+        ("loud_quiet", [&loud, &quiet, &tone], &["-q:a", "4"][..]),
+        ("quiet_loud", [&quiet, &loud, &loud], &["-q:a", "4"][..]),
+        ("constant", [&tone, &tone, &tone], &["-b:a", "192k"][..]),
+    ] {
+        let wav = at(d, &format!("{name}.wav"));
+        make("sox", &[parts[0], parts[1], parts[2], &wav]);
+        let mp3 = at(d, &format!("{name}.mp3"));
+        let mut args = vec!["-loglevel", "error", "-i", &wav, "-c:a", "libmp3lame"];
+        args.extend(rate);
+        args.extend(["-write_xing", "0", "-id3v2_version", "0", &mp3]);
+        make("ffmpeg", &args);
+        let from_file = spectra(&mp3, &["--stats"]);
+        assert_silent_success_but_stats(&from_file, name);
+        let samples = stats_samples_read(&stderr_text(&from_file));
+        assert_eq!(samples, ffmpeg_samples(&mp3), "{name}: samples read");
+        let piped = spectra_piped(&mp3, &[]);
+        let rows = |o: &Output| stdout_text(o).lines().count();
+        assert_eq!(
+            rows(&from_file),
+            rows(&piped),
+            "{name}: rows, file against pipe"
+        );
+    }
+}
+
+/// Asserts `out` succeeded and said nothing on stderr but its `--stats` lines.
+fn assert_silent_success_but_stats(out: &Output, what: &str) {
+    let err = stderr_text(out);
+    assert!(out.status.success(), "{what}: {err}");
+    assert!(
+        // ("fftd stats: ...", "fftd thread ...": a warning or an error is "WARN ..." or "fftd: ...")
+        err.lines().all(|l| l.starts_with("fftd ")),
+        "{what}: {err}"
+    );
+}
+
+/// The "samples read N" of a `--stats` line.
+fn stats_samples_read(err: &str) -> usize {
+    let after = err.split("samples read ").nth(1).expect("a --stats line");
+    let n = after.split([',', ' ']).next().expect("a count");
+    n.parse().expect("a count")
+}
+
 #[test]
 fn m4a_aac_finds_the_tone_at_its_level() {
     if !tools() {

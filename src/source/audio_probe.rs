@@ -32,6 +32,10 @@ pub(super) fn probe_input(
     let begins_as_format = format_of_start(file.as_ref(), &mut reader) == Some(format);
     let second_look = file.as_ref().and_then(|f| f.try_clone().ok());
     let (input, stream): (Box<dyn MediaSource>, _) = match file {
+        // (an MP3 file without a Xing/Info or VBRI count: symphonia's reader estimates one from
+        // its first frames' bitrate when it can seek, then trims every packet past it; read front
+        // to back, it counts only what a tag says, as from a pipe)
+        Some(file) if format == InputFormat::Mp3 => (Box::new(ReadOnlySource::new(file)), None),
         Some(file) => (Box::new(file), None),
         None => {
             let shared = Arc::new(Mutex::new(reader));
