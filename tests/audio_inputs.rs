@@ -303,6 +303,76 @@ fn mp3_and_ogg_agree_with_libsndfile() {
     );
 }
 
+#[test]
+fn vorbis_of_three_to_six_channels_decodes_as_libvorbis() {
+    // (helper-53: symphonia's decoder gave 3- to 6-channel streams wrong samples, max |error|
+    // 0.3 to 1.2, with no error; vendor/symphonia-codec-vorbis/FFTD-PATCH.md)
+    if !tools() || !python_has("numpy, soundfile") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    // fftd numbers a Vorbis stream's channels in WAV order, as ffmpeg does; libsndfile in the
+    // stream's (3: L C R; 5.1: FL FC FR RL RR LFE)
+    for (channels, quality, wav_order) in [
+        (3, "5", "0,2,1"),
+        (4, "0", "0,1,2,3"),
+        (6, "3", "0,2,1,5,3,4"),
+    ] {
+        let wav = test_wav(d, &format!("w{channels}.wav"), channels, 16);
+        let ogg = at(d, &format!("w{channels}.ogg"));
+        make("sox", &[&wav, "-C", quality, &ogg]);
+        let reference = at(d, &format!("libvorbis{channels}.wav"));
+        run_python(
+            "import sys, soundfile as sf\n\
+             data, rate = sf.read(sys.argv[1], dtype='float64', always_2d=True)\n\
+             order = [int(c) for c in sys.argv[3].split(',')]\n\
+             sf.write(sys.argv[2], data[:, order], rate, subtype='DOUBLE')",
+            &[&ogg, &reference, wav_order],
+            &ogg,
+        );
+        let samples = |file: &str| {
+            let out = run(&[
+                "--file",
+                file,
+                "--channel",
+                "all",
+                "--frame",
+                "1024",
+                "--window",
+                "rect",
+                "--precision",
+                "f64",
+                "--scale",
+                "complex",
+                "--format",
+                "csv",
+            ]);
+            assert_silent_success(&out);
+            stdout_text(&out)
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    l.split(',')
+                        .skip(3)
+                        .map(|v| v.parse::<f64>().expect("number"))
+                        .collect()
+                })
+                .collect::<Vec<Vec<f64>>>()
+        };
+        let (got, want) = (samples(&ogg), samples(&reference));
+        assert_eq!(got.len(), want.len(), "{channels} channels: rows");
+        let worst = got
+            .iter()
+            .zip(&want)
+            .flat_map(|(g, w)| g.iter().zip(w).map(|(a, b)| (a - b).abs()))
+            .fold(0.0, f64::max);
+        // (a full-scale bin is about 512 here; the fixed decoder is within 2e-4 of it, the
+        // broken one was off by tens)
+        assert!(worst < 0.01, "{channels} channels: bins differ by {worst}");
+    }
+}
+
 /// The samples ffmpeg decodes from `file` (one channel).
 fn ffmpeg_samples(file: &str) -> usize {
     let out = Command::new("ffmpeg")
@@ -511,6 +581,29 @@ fn broken_audio_is_one_line_naming_the_file() {
     assert!(
         stdout_text(&out).lines().count() > 10,
         "the decoded part's rows come first"
+    );
+    // a WAV named as FLAC, and a FLAC named as WAV: the error says what the content is and the
+    // flag that reads it (helper-53)
+    let wav_as_flac = at(d, "wav.flac");
+    std::fs::copy(&wav, &wav_as_flac).expect("copy");
+    let out = spectra(&wav_as_flac, &[]);
+    assert_clean_error(&out, 1, &["content is a WAV file", "--input-format wav"]);
+    let flac_as_wav = at(d, "flac.wav");
+    std::fs::copy(&flac, &flac_as_wav).expect("copy");
+    let out = spectra(&flac_as_wav, &[]);
+    assert_clean_error(&out, 1, &["content is flac: give --input-format flac"]);
+    // AAC of more than two channels: what symphonia decodes, and what to do
+    let six = test_wav(d, "six.wav", 6, 16);
+    let aac = at(d, "six.m4a");
+    make(
+        "ffmpeg",
+        &["-loglevel", "error", "-i", &six, "-c:a", "aac", &aac],
+    );
+    let out = spectra(&aac, &[]);
+    assert_clean_error(
+        &out,
+        1,
+        &["AAC of 6 channels is not decoded", "mono and stereo"],
     );
     // cut inside its header: said as such, not "not a FLAC ... stream" (helper-32's audit)
     let head = at(d, "head.flac");

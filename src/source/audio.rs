@@ -28,7 +28,9 @@ use crate::types::Precision;
 use std::io;
 use std::sync::{Arc, Mutex};
 use symphonia::core::codecs::audio::well_known as codec;
-use symphonia::core::codecs::audio::{AudioCodecId, AudioDecoder, AudioDecoderOptions};
+use symphonia::core::codecs::audio::{
+    AudioCodecId, AudioCodecParameters, AudioDecoder, AudioDecoderOptions,
+};
 use symphonia::core::codecs::CodecParameters;
 use symphonia::core::errors::Error as CodecError;
 use symphonia::core::formats::{FormatReader, TrackType};
@@ -122,7 +124,7 @@ impl AudioSource {
         }
         let options = AudioDecoderOptions::default().gapless(true);
         let decoder = guarded(|| registry.make_audio_decoder(&params, &options))
-            .map_err(|e| fail(format!("cannot decode its {container} audio: {}", e.say())))?;
+            .map_err(|e| fail(decoder_failure(e, &params, &container)))?;
         let mut source = AudioSource {
             info: SourceInfo {
                 name: path.to_string(),
@@ -397,6 +399,25 @@ fn promise_slack(container: &str) -> Option<u64> {
         "MP3" => Some(1152),
         "AIFF" | "FLAC" => Some(0),
         _ => None,
+    }
+}
+
+/// Why `params`' decoder could not be made, in a message's words.
+fn decoder_failure(e: Failure, params: &AudioCodecParameters, container: &str) -> String {
+    let channels = params.channels.as_ref().map_or(0, |c| c.count());
+    match e {
+        // (symphonia's AAC decoder takes one or two channels: 3 and 4 fail on their program
+        // config element, 5.1 as "too complex"; helper-53)
+        Failure::Codec(CodecError::Unsupported(_))
+            if params.codec == codec::CODEC_ID_AAC && channels != 1 && channels != 2 =>
+        {
+            let layout = match channels {
+                0 => "this channel layout".to_string(),
+                n => format!("{n} channels"),
+            };
+            format!("AAC of {layout} is not decoded (symphonia decodes mono and stereo AAC only): convert it, e.g. ffmpeg -i IN -c:a flac OUT.flac")
+        }
+        e => format!("cannot decode its {container} audio: {}", e.say()),
     }
 }
 

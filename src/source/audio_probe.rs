@@ -29,7 +29,8 @@ pub(super) fn probe_input(
     mut reader: InputReader,
     format: InputFormat,
 ) -> Result<Probed> {
-    let begins_as_format = format_of_start(file.as_ref(), &mut reader) == Some(format);
+    let content = format_of_start(file.as_ref(), &mut reader);
+    let begins_as_format = content == Some(format);
     let second_look = file.as_ref().and_then(|f| f.try_clone().ok());
     let (input, stream): (Box<dyn MediaSource>, _) = match file {
         // (an MP3 file without a Xing/Info or VBRI count: symphonia's reader estimates one from
@@ -59,7 +60,14 @@ pub(super) fn probe_input(
     let streamed = stream
         .as_ref()
         .is_some_and(|s| s.lock().is_ok_and(|r| r.is_stream()));
-    let why = |e| probe_failure(format, streamed, begins_as_format, e);
+    let why = |e| match content {
+        // (a WAV named as compressed audio: symphonia here reads no WAV)
+        Some(InputFormat::Wav) => format!(
+            "{}; its content is a WAV file (RIFF/WAVE): name it .wav or give --input-format wav",
+            probe_failure(format, streamed, begins_as_format, e)
+        ),
+        _ => probe_failure(format, streamed, begins_as_format, e),
+    };
     let reader = opened.map_err(|e| FftdError::input(path, why(e)))?;
     Ok(Probed {
         reader,

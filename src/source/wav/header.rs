@@ -333,10 +333,19 @@ impl<R: Read> ChunkWalk<'_, R> {
             b"RIFF" => Container::Riff,
             b"RF64" | b"BW64" => Container::Rf64,
             other => {
+                // (a compressed or Apple audio file named .wav: its magic number says which)
+                let hint = match crate::source::sniff::format_of_start(&head[..got], true) {
+                    Some(f) if f.is_compressed_audio() => format!(
+                        "; its content is {}: give --input-format {}",
+                        f.name(),
+                        f.name()
+                    ),
+                    _ => String::new(),
+                };
                 return Err(self.error(format!(
-                    "no RIFF/WAVE header (it starts with {}): not a WAV file",
+                    "no RIFF/WAVE header (it starts with {}): not a WAV file{hint}",
                     show_id(other)
-                )))
+                )));
             }
         };
         if got < 12 {
