@@ -407,6 +407,16 @@ impl<R: Read> ChunkWalk<'_, R> {
         let channels = u16_at(body, 2);
         let rate = u32_at(body, 4);
         let bits = u16_at(body, 14);
+        // PCM of 12 or 20 bits (any not a whole byte) lies left-justified in the smallest whole
+        // bytes, the low bits zero (the RIFF spec), as in an EXTENSIBLE container: read as those
+        let block_align = u16_at(body, 12);
+        let whole_bytes = bits.div_ceil(8) * 8;
+        let bits = match tag {
+            TAG_PCM if bits % 8 != 0 && block_align == channels.saturating_mul(whole_bytes / 8) => {
+                whole_bytes
+            }
+            _ => bits,
+        };
         let encoding = match tag {
             TAG_EXTENSIBLE => self.extensible_encoding(body, bits)?,
             _ => Encoding::from_tag(tag, bits).ok_or_else(|| {

@@ -322,6 +322,32 @@ fn rf64_and_bw64_take_the_data_size_from_ds64() {
 }
 
 #[test]
+fn pcm_of_bits_between_whole_bytes_reads_as_its_container() {
+    // tag 1 with 12 or 20 bits: left-justified in 2 or 3 bytes (helper-53: refused, where
+    // libsndfile, scipy and ffmpeg read them)
+    for (bits, block, data, want) in [
+        (
+            12u16,
+            2u16,
+            (0x7FF0i16 >> 4 << 4).to_le_bytes().to_vec(),
+            0x7FF0 as f64 / 32768.0,
+        ),
+        (20, 3, vec![0x00, 0x00, 0xC0], -0.5),
+    ] {
+        let mut f = fmt(PCM, 1, 8000, bits);
+        f[8 + 12..8 + 14].copy_from_slice(&block.to_le_bytes());
+        let (source, got) = read_all(riff(&[f, chunk(b"data", &data)])).expect("read");
+        assert_eq!(got, [want], "{bits} bits");
+        assert_eq!(source.format().encoding.bytes(), block as usize);
+    }
+    // a block that is not the whole bytes' is still refused
+    let mut f = fmt(PCM, 1, 8000, 12);
+    f[8 + 12..8 + 14].copy_from_slice(&4u16.to_le_bytes());
+    let said = error_text(riff(&[f, chunk(b"data", &[0; 4])]));
+    assert!(said.contains("with 12 bits per sample"), "{said}");
+}
+
+#[test]
 fn extensible_reads_its_subformat() {
     // 24-bit, 3 channels, as sox writes it
     let data = vec![0, 0, 0x40, 0, 0, 0xC0, 1, 0, 0];
