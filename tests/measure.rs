@@ -209,6 +209,28 @@ fn peaks_of_off_bin_tones_are_within_a_twentieth_of_a_bin() {
     // strongest first
     let levels: Vec<f64> = peaks.iter().map(|p| p["db"].as_f64().unwrap()).collect();
     assert!(levels.windows(2).all(|w| w[0] >= w[1]), "{levels:?}");
+    // about a radio's centre, with the precision that holds them (f32 is refused there)
+    let args = [
+        "--frame",
+        "4096",
+        "--peaks",
+        "3",
+        "--average",
+        "4",
+        "--center-freq",
+        "2.4G",
+        "--precision",
+        "f64",
+    ];
+    let rows = ndjson(&input, &args);
+    let peaks = rows[0]["peaks"].as_array().expect("peaks");
+    for (peak, want) in peaks.iter().zip(hz) {
+        let got = peak["hz"].as_f64().unwrap() - 2.4e9;
+        assert!(
+            (got - want).abs() < 0.05 * step,
+            "{got} vs {want} above 2.4 GHz"
+        );
+    }
 }
 
 #[test]
@@ -398,7 +420,7 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         "--frame",
         "480",
     ];
-    let cases: [(&[&str], &[&str]); 14] = [
+    let cases: [(&[&str], &[&str]); 16] = [
         // an uncalibrated level named as if calibrated (helper-52: dBFS written as dBV)
         (
             &["--levels", "--unit", "dBV"],
@@ -447,6 +469,16 @@ fn bad_measurement_flags_are_one_line_usage_errors() {
         (
             &["--weighting", "c", "--center-freq", "1k"],
             &["--weighting c", "centre of 1000 Hz", "for audio"],
+        ),
+        // harmonics were sought at multiples of the label, 1.001 MHz (helper-54)
+        (
+            &["--distortion", "--center-freq", "1M"],
+            &["--distortion", "centre of 1000000 Hz", "whole multiples"],
+        ),
+        // f32 rows held the peak at 2400001024 Hz for 2400000999.99 (helper-54)
+        (
+            &["--peaks", "2", "--center-freq", "2.4G"],
+            &["--peaks", "f32 values step by 256 Hz", "--precision f64"],
         ),
         (
             &["--calibration-file", "/nonexistent/mic.txt"],

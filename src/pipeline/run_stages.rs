@@ -440,14 +440,17 @@ fn run_facts<T: Sample>(run_spec: &RunSpec, encoder: &dyn Encoder<T>, rows_read:
 
 /// `--alert` rules whose band holds no bin of a stream (`alerts::level::check_band_bins`), and
 /// `--distortion` with too few columns or a `--tone` outside them (`measure::check_tone_bins`),
-/// and an A or C weighting of bins labelled about a centre.
+/// an A or C weighting or `--distortion` of bins labelled about a centre, and measured
+/// frequencies f32 rows would round by more than a tenth of a bin.
 fn check_named_bins(run_spec: &RunSpec, streams: &[StreamMeta], frame_n: usize) -> Result<()> {
     let rules = &run_spec.alerts.rules;
     crate::alerts::level::check_band_bins(rules, streams, frame_n).map_err(FftdError::Usage)?;
     let measure = &run_spec.analysis.products.measure;
-    let weighting = measure.weighting;
-    (crate::products::measure::check_tone_bins(measure, streams, frame_n))
-        .and_then(|()| crate::products::measure::check_weighting_centre(weighting, streams))
+    let f32_rows = run_spec.analysis.precision == crate::types::Precision::F32;
+    use crate::products::measure as m;
+    (m::check_tone_bins(measure, streams, frame_n))
+        .and_then(|()| m::check_audio_figures_centre(measure, streams))
+        .and_then(|()| m::check_frequencies_held(measure, streams, frame_n, f32_rows))
         .map_err(FftdError::Usage)
 }
 

@@ -348,15 +348,25 @@ pub(crate) fn check_tone_bins(
     Ok(())
 }
 
-/// A and C weightings are curves of audio frequency: a stream whose bins are labelled about a
-/// centre (`--center-freq`, a recording's or a radio's) would be weighted at the labels (its DC
-/// bin as 1 kHz with `--center-freq 1k`): refused, naming the centre.
-pub(crate) fn check_weighting_centre(
-    weighting: Option<Weighting>,
+/// A and C weightings are curves of audio frequency, and `--distortion` counts harmonics at
+/// whole multiples of the tone from 0 Hz: a stream whose bins are labelled about a centre
+/// (`--center-freq`, a recording's or a radio's) would be weighted at the labels (its DC bin as
+/// 1 kHz with `--center-freq 1k`), and its harmonics sought at multiples of the label (helper-54:
+/// a 1 kHz tone at --center-freq 1M read thd_db null and snr_db 25 dB low): refused, naming the
+/// centre.
+pub(crate) fn check_audio_figures_centre(
+    measure: &MeasureOptions,
     streams: &[crate::types::StreamMeta],
 ) -> Result<(), String> {
-    let Some(w) = weighting.filter(|w| *w != Weighting::Z) else {
-        return Ok(());
+    let weighting = measure.weighting.filter(|w| *w != Weighting::Z);
+    let flag = match (weighting, measure.distortion) {
+        (Some(w), _) => format!("--weighting {}", w.letter().to_lowercase()),
+        (None, true) => "--distortion".to_string(),
+        (None, false) => return Ok(()),
+    };
+    let what = match weighting {
+        Some(_) => "A and C weightings are for audio, from 0 Hz",
+        None => "its harmonics are whole multiples of the tone's frequency from 0 Hz, which these labels are not",
     };
     let centre = |s: &crate::types::StreamMeta| {
         let captures = s.tuning.as_ref().map_or(&[][..], |t| &t.captures[..]);
@@ -366,13 +376,58 @@ pub(crate) fn check_weighting_centre(
     };
     match streams.iter().find_map(|s| Some((s, centre(s)?))) {
         Some((stream, hz)) => Err(format!(
-            "--weighting {}: {}'s bins are labelled about a centre of {} Hz (--center-freq, or the input's own): A and C weightings are for audio, from 0 Hz",
-            w.letter().to_lowercase(),
+            "{flag}: {}'s bins are labelled about a centre of {} Hz (--center-freq, or the input's own): {what}",
             stream.input,
             shown(hz)
         )),
         None => Ok(()),
     }
+}
+
+/// The frequencies `--peaks` and `--distortion` write (`tone_hz`) are row values: in f32 rows
+/// (the default precision) they are rounded to f32, whose step at a radio's centre is coarser
+/// than the bins (helper-54: 2400000999.99 Hz written as 2400001024 at 16 Hz bins). Refused
+/// where half that step passes a tenth of a bin, naming the step and `--precision f64`.
+pub(crate) fn check_frequencies_held(
+    measure: &MeasureOptions,
+    streams: &[crate::types::StreamMeta],
+    n: usize,
+    f32_rows: bool,
+) -> Result<(), String> {
+    let flag = match (measure.peaks, measure.distortion) {
+        _ if !f32_rows || n < 2 => return Ok(()),
+        (0, false) => return Ok(()),
+        (0, true) => "--distortion",
+        _ => "--peaks",
+    };
+    for stream in streams {
+        let freqs = stream.column_frequencies(n);
+        let (Some(&a), Some(&b)) = (freqs.first(), freqs.get(1)) else {
+            continue;
+        };
+        let bin = (b - a).abs();
+        let (low, high) = stream.column_span(n);
+        let top = low.abs().max(high.abs());
+        let f32_step = f32_step_at(top);
+        if f32_step / 2.0 > bin / 10.0 {
+            return Err(format!(
+                "{flag}: {}'s columns reach {} Hz, where f32 values step by {} Hz, against bins of {} Hz: the measured frequencies would be written rounded by up to {} Hz; add --precision f64",
+                stream.input,
+                shown(top),
+                shown(f32_step),
+                shown(bin),
+                shown(f32_step / 2.0)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The distance between adjacent f32 values at `hz` (its unit in the last place).
+fn f32_step_at(hz: f64) -> f64 {
+    let v = (hz as f32).abs();
+    let next = f32::from_bits(v.to_bits() + 1);
+    f64::from(next) - f64::from(v)
 }
 
 /// One stream's part: what its rows' columns are.
