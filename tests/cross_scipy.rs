@@ -203,4 +203,21 @@ fn the_pairs_rows_go_to_one_output_in_every_format_as_ndjson_gives_them() {
         let done = run(&args(format, &out).each_ref().map(String::as_str));
         assert!(done.status.success(), "{format}: {}", stderr_text(&done));
     }
+    // --meta sizes the rows as they are: bins x 5 values (helper-54: it said 1 value per bin
+    // of magnitude, and a reader reshaped the f32/npy rows wrongly)
+    let meta = dir.path().join("c.json");
+    let mut with_meta = args("f32", &raw).to_vec();
+    with_meta.extend(["--meta".to_string(), meta.display().to_string()]);
+    let done = run(&with_meta.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(done.status.success(), "meta: {}", stderr_text(&done));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).expect("meta")).expect("json");
+    let per_row = doc["bins"].as_u64().expect("bins") * doc["values_per_bin"].as_u64().expect("n")
+        + doc["row_measurements"].as_array().expect("names").len() as u64;
+    assert_eq!(per_row as usize, want.len(), "{doc}");
+    assert!(doc["scale"].is_null(), "{}", doc["scale"]);
+    assert!(doc["row_layout"]
+        .as_str()
+        .expect("layout")
+        .starts_with("csd re, im"));
 }

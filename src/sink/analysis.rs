@@ -110,10 +110,14 @@ impl Analysis {
             _ => Map::new(),
         };
         fields.extend(self.measurement_fields());
+        if self.products.measure.cross.is_some() {
+            // (helper-54: said 1 value per bin of magnitude, beside rows of 5 per bin)
+            fields.extend(cross_fields());
+        }
         fields
     }
 
-    /// With measurements (`products::measure`): their unit, weighting, calibration and the names
+    /// With measurements but `--cross` (`products::measure`): their unit, weighting, calibration and the names
     /// of the values each row carries after its columns.
     fn measurement_fields(&self) -> Map<String, Value> {
         let products = &self.products;
@@ -135,5 +139,21 @@ impl Analysis {
             Value::Object(map) => map,
             _ => Map::new(),
         }
+    }
+}
+
+/// `--cross`'s rows (`products::measure::cross`): 5 values per bin, in blocks, in their own units;
+/// `--scale` does not apply to them.
+fn cross_fields() -> Map<String, Value> {
+    let doc = json!({
+        "scale": Value::Null,
+        "values_per_bin": 5,
+        "row_layout": "csd re, im per bin (2·bins), then coherence, h1_db and h1_deg (bins each)",
+        "values_scale": "csd: scipy's one-sided cross-spectral density (unit²/Hz); coherence 0 to 1; h1_db dB; h1_deg degrees",
+        "row_measurements": [],
+    });
+    match doc {
+        Value::Object(map) => map,
+        _ => Map::new(),
     }
 }
