@@ -117,8 +117,9 @@ impl Analysis {
         fields
     }
 
-    /// With measurements but `--cross` (`products::measure`): their unit, weighting, calibration and the names
-    /// of the values each row carries after its columns.
+    /// With measurements (`products::measure`): their unit, weighting, calibration and the names
+    /// of the values each row carries after its columns (`cross_fields` replaces the row's
+    /// description for `--cross`).
     fn measurement_fields(&self) -> Map<String, Value> {
         let products = &self.products;
         let measure = &products.measure;

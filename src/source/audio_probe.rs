@@ -60,14 +60,7 @@ pub(super) fn probe_input(
     let streamed = stream
         .as_ref()
         .is_some_and(|s| s.lock().is_ok_and(|r| r.is_stream()));
-    let why = |e| match content {
-        // (a WAV named as compressed audio: symphonia here reads no WAV)
-        Some(InputFormat::Wav) => format!(
-            "{}; its content is a WAV file (RIFF/WAVE): name it .wav or give --input-format wav",
-            probe_failure(format, streamed, begins_as_format, e)
-        ),
-        _ => probe_failure(format, streamed, begins_as_format, e),
-    };
+    let why = |e| probe_failure(format, streamed, content, e);
     let reader = opened.map_err(|e| FftdError::input(path, why(e)))?;
     Ok(Probed {
         reader,
@@ -126,13 +119,14 @@ fn format_of_file_start(file: &std::fs::File) -> Option<InputFormat> {
 }
 
 /// What the prober's failure means for `format`'s input (`streamed`: read from a pipe;
-/// `begins_as_format`: its first bytes are `format`'s magic number).
+/// `content`: the format its first bytes' magic number names).
 fn probe_failure(
     format: InputFormat,
     streamed: bool,
-    begins_as_format: bool,
+    content: Option<InputFormat>,
     e: Failure,
 ) -> String {
+    let begins_as_format = content == Some(format);
     let what = match e {
         // (an Ogg reader wants its first page of audio whole before it gives a sample)
         e if begins_as_format && is_early_end(&e) && format == InputFormat::Ogg => {
@@ -150,6 +144,10 @@ fn probe_failure(
         e => probe_failure_kind(format, e),
     };
     match (streamed, format) {
+        // (a WAV named as compressed audio: symphonia here reads no WAV)
+        _ if content == Some(InputFormat::Wav) => format!(
+            "{what}; its content is a WAV file (RIFF/WAVE): name it .wav or give --input-format wav"
+        ),
         (true, InputFormat::M4a) => format!("{what}; an MP4 whose index (moov box) follows its audio cannot be read from a pipe: give the file itself, or remux it with ffmpeg -movflags +faststart"),
         (true, InputFormat::Caf) => format!("{what}; a CAF file is read to its end before its audio, so it cannot come from a pipe: give the file itself"),
         _ => what,

@@ -406,8 +406,7 @@ pub(crate) fn check_frequencies_held(
             continue;
         };
         let bin = (b - a).abs();
-        let (low, high) = stream.column_span(n);
-        let top = low.abs().max(high.abs());
+        let top = freqs.iter().fold(0.0f64, |top, f| top.max(f.abs()));
         let f32_step = f32_step_at(top);
         if f32_step / 2.0 > bin / 10.0 {
             return Err(format!(
